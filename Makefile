@@ -1,0 +1,61 @@
+# The README's commands. Each target first installs what is missing
+# (scripts/deps.sh), then drives CMake; the build trees live under build*/.
+#
+#   make demo      build and run the main demo (resil demo retry-pattern)
+#   make check     build everything and run every test (CTest)
+#   make bench     build in Release and run the benchmarks
+#   make sanitize  the whole suite under ASan+UBSan, then under TSan
+#   make fuzz      libFuzzer builds of the fuzz targets (clang)
+
+BUILD   ?= build
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE   ?= cmake
+SAN_CC  ?= clang
+CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
+
+.PHONY: all deps build check demo bench sanitize asan tsan fuzz install clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+
+check: build
+	cd $(BUILD) && ctest $(CTEST_FLAGS)
+
+demo: build
+	$(BUILD)/resil demo retry-pattern
+
+bench: deps
+	$(CMAKE) -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DRESIL_BUILD_TESTS=OFF $(CMAKE_ARGS)
+	$(CMAKE) --build build-bench -j$(JOBS)
+	$(CMAKE) --build build-bench --target bench
+
+sanitize: asan tsan
+
+asan: deps
+	CC=$(SAN_CC) $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRESIL_SANITIZE=address -DRESIL_BUILD_BENCH=OFF
+	$(CMAKE) --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_FLAGS)
+
+# TSan's runtime needs a predictable address space: run under setarch -R
+# (no ASLR), which newer kernels' mmap randomisation otherwise breaks.
+tsan: deps
+	CC=$(SAN_CC) $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DRESIL_SANITIZE=thread -DRESIL_BUILD_BENCH=OFF
+	$(CMAKE) --build build-tsan -j$(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 setarch $$(uname -m) -R ctest $(CTEST_FLAGS)
+
+fuzz: deps
+	CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRESIL_FUZZ=ON -DRESIL_BUILD_BENCH=OFF
+	$(CMAKE) --build build-fuzz -j$(JOBS)
+	@echo "libFuzzer targets are in build-fuzz/ (e.g. build-fuzz/tests/fuzz_retry_after tests/fuzz/corpus/retry_after)"
+
+install: build
+	$(CMAKE) --install $(BUILD)
+
+clean:
+	rm -rf build build-bench build-asan build-tsan build-fuzz build-clang

@@ -1,0 +1,73 @@
+# Helpers shared by every CMakeLists in the tree, so that a new test,
+# benchmark or adapter is one call, not a copied block.
+
+# resil_pkgconfig(LIB NAME DESCRIPTION REQUIRES LIBS_PRIVATE): write and
+# install LIB.pc.
+function(resil_pkgconfig lib name description requires libs_private)
+  set(PC_LIB ${lib})
+  set(PC_NAME ${name})
+  set(PC_DESCRIPTION ${description})
+  set(PC_REQUIRES ${requires})
+  set(PC_LIBS_PRIVATE ${libs_private})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/resil.pc.in ${PROJECT_BINARY_DIR}/${lib}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${lib}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endfunction()
+
+# resil_add_tests(DIR PREFIX LIBS...): every DIR/test_*.c becomes an
+# executable linked with the test support library, cmocka and LIBS, and a
+# CTest test named PREFIX.<name>.
+function(resil_add_tests dir prefix)
+  if(NOT RESIL_BUILD_TESTS)
+    return()
+  endif()
+  file(GLOB sources CONFIGURE_DEPENDS ${dir}/test_*.c)
+  foreach(src ${sources})
+    get_filename_component(name ${src} NAME_WE)
+    string(REGEX REPLACE "^test_" "" short ${name})
+    set(target ${prefix}_${name})
+    add_executable(${target} ${src})
+    target_link_libraries(${target} PRIVATE resil_test_support ${ARGN})
+    add_test(NAME ${prefix}.${short} COMMAND ${target})
+    set_tests_properties(${prefix}.${short} PROPERTIES TIMEOUT 300
+      ENVIRONMENT "RESIL_BUILD_DIR=${PROJECT_BINARY_DIR};RESIL_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  endforeach()
+endfunction()
+
+# resil_add_benches(DIR LIBS...): every DIR/bench_*.c becomes a benchmark
+# executable run by the `bench` target.
+function(resil_add_benches dir)
+  if(NOT RESIL_BUILD_BENCH)
+    return()
+  endif()
+  file(GLOB sources CONFIGURE_DEPENDS ${dir}/bench_*.c)
+  foreach(src ${sources})
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src})
+    target_link_libraries(${name} PRIVATE resil_bench_support ${ARGN})
+    set_property(GLOBAL APPEND PROPERTY RESIL_BENCHES ${name})
+  endforeach()
+endfunction()
+
+# resil_add_fuzzers(DIR LIBS...): every DIR/fuzz_*.c defines
+# LLVMFuzzerTestOneInput. It always becomes a replay test (corpus files plus
+# generated mutations, tests/fuzz/replay.c) so make check exercises it; with
+# RESIL_FUZZ=ON under clang it also becomes a real libFuzzer binary.
+function(resil_add_fuzzers dir)
+  if(NOT RESIL_BUILD_TESTS)
+    return()
+  endif()
+  file(GLOB sources CONFIGURE_DEPENDS ${dir}/fuzz_*.c)
+  foreach(src ${sources})
+    get_filename_component(name ${src} NAME_WE)
+    string(REGEX REPLACE "^fuzz_" "" short ${name})
+    add_executable(replay_${name} ${src} ${PROJECT_SOURCE_DIR}/tests/fuzz/replay.c)
+    target_link_libraries(replay_${name} PRIVATE ${ARGN})
+    add_test(NAME fuzz.${short} COMMAND replay_${name} ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${short})
+    set_tests_properties(fuzz.${short} PROPERTIES TIMEOUT 300)
+    if(RESIL_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+      add_executable(${name} ${src})
+      target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+      target_link_libraries(${name} PRIVATE ${ARGN})
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,19 @@
+/*
+ * resil.h — the umbrella header: include this and get every core concept.
+ * Adapter libraries (http, store, redis, config) have their own headers so
+ * that a program using only the core never sees their dependencies.
+ */
+#ifndef RESIL_H
+#define RESIL_H
+
+#include "resil/common.h"
+#include "resil/time.h"
+#include "resil/cancel.h"
+#include "resil/rng.h"
+#include "resil/outcome.h"
+#include "resil/backoff.h"
+#include "resil/retry_after.h"
+#include "resil/budget.h"
+#include "resil/retry.h"
+
+#endif

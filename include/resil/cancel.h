@@ -1,0 +1,66 @@
+/*
+ * cancel.h — the cancellation token.
+ *
+ * C cannot preempt a function, so cancellation is cooperative: an operation
+ * polls resil_cancel_fired() or hands the token to a wait, and any waiting
+ * resil does (clock sleep, bulkhead queue, rate-limiter acquire) wakes up at
+ * once when the token fires.
+ *
+ * The token is a caller-owned struct rather than an opaque heap object so
+ * that executors can keep per-attempt tokens on the stack: the execution path
+ * must not allocate. Its fields are private. A token may be linked to a
+ * parent: firing the parent fires every linked child (an attempt token under
+ * the execution's token). Firing is idempotent and thread-safe; the fired
+ * check is a single atomic load.
+ */
+#ifndef RESIL_CANCEL_H
+#define RESIL_CANCEL_H
+
+#include <pthread.h>
+
+#include "common.h"
+
+RESIL_BEGIN_DECLS
+
+struct resil_cancel {
+    /* private */
+    int fired;                   /* read and written atomically */
+    int reason;                  /* RESIL_ECANCELED or RESIL_ETIMEDOUT */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;           /* signalled on fire; CLOCK_MONOTONIC */
+    struct resil_cancel *parent; /* guarded by parent->mu */
+    struct resil_cancel *first_child, *next_sibling, *prev_sibling;
+};
+
+typedef struct resil_cancel resil_cancel;
+
+/* Initialise a token; `parent` may be NULL. Returns 0 or RESIL_ESYS. A child
+ * of an already-fired parent starts fired. */
+RESIL_API int resil_cancel_init(resil_cancel *c, resil_cancel *parent);
+/* Unlink from the parent and release. Children must be destroyed first. */
+RESIL_API void resil_cancel_destroy(resil_cancel *c);
+/* Fire with reason RESIL_ECANCELED. */
+RESIL_API void resil_cancel_fire(resil_cancel *c);
+/* Fire with a reason (RESIL_ECANCELED, or RESIL_ETIMEDOUT for a deadline);
+ * the first fire's reason sticks and propagates to children. */
+RESIL_API void resil_cancel_fire_reason(resil_cancel *c, int reason);
+RESIL_API bool resil_cancel_fired(const resil_cancel *c);
+/* The reason it fired with, or 0 while not fired. */
+RESIL_API int resil_cancel_reason(const resil_cancel *c);
+
+/* NULL-tolerant check used on hot paths. */
+static inline bool resil_cancelled(const resil_cancel *c)
+{
+    return c != NULL && resil_cancel_fired(c);
+}
+
+/*
+ * Wait on the token until it fires or `deadline_ns` on CLOCK_MONOTONIC
+ * passes (INT64_MAX: no deadline). Returns RESIL_ECANCELED if it fired,
+ * 0 at the deadline. The system clock's sleep is built on this.
+ */
+RESIL_API int resil_cancel_wait_until(resil_cancel *c, int64_t deadline_ns);
+
+RESIL_END_DECLS
+
+#endif

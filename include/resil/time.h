@@ -1,0 +1,123 @@
+/*
+ * time.h — durations, instants and the injectable clock.
+ *
+ * Every duration and instant is a signed 64-bit count of nanoseconds: one
+ * type for all arithmetic, no struct timespec juggling, and roughly 292 years
+ * of range. Arithmetic that could overflow saturates instead of wrapping
+ * (resil_dur_add, resil_dur_mul): a retry policy asking for attempt 10 000
+ * must get its cap, never garbage.
+ *
+ * Nothing in resil reads the time directly. It asks a resil_clock, a small
+ * vtable, so that tests substitute the fake clock: virtual time that sleeps
+ * advance instantly while every requested wait is recorded. That is what
+ * makes the whole suite deterministic and instant.
+ */
+#ifndef RESIL_TIME_H
+#define RESIL_TIME_H
+
+#include "common.h"
+
+RESIL_BEGIN_DECLS
+
+typedef int64_t resil_duration; /* nanoseconds */
+typedef int64_t resil_instant;  /* nanoseconds since an arbitrary epoch */
+
+#define RESIL_NS(n) ((resil_duration)(n))
+#define RESIL_US(n) ((resil_duration)(n) * INT64_C(1000))
+#define RESIL_MS(n) ((resil_duration)(n) * INT64_C(1000000))
+#define RESIL_S(n) ((resil_duration)(n) * INT64_C(1000000000))
+#define RESIL_DURATION_MAX INT64_MAX
+#define RESIL_INSTANT_MAX INT64_MAX
+
+/* Saturating arithmetic: results clamp to [INT64_MIN, INT64_MAX]. */
+RESIL_API resil_duration resil_dur_add(resil_duration a, resil_duration b);
+RESIL_API resil_duration resil_dur_sub(resil_duration a, resil_duration b);
+/* d * f, clamped to [0, RESIL_DURATION_MAX] for d >= 0; NaN gives 0. */
+RESIL_API resil_duration resil_dur_mul(resil_duration d, double f);
+/* Convert a (possibly huge, NaN or infinite) count of seconds, saturating. */
+RESIL_API resil_duration resil_dur_from_seconds(double seconds);
+RESIL_API double resil_dur_to_ms(resil_duration d);
+
+/*
+ * Parse a human duration: "250ms", "2s", "1m30s", "1h", "1.5s", "750us",
+ * "10ns", "0"; or the .NET TimeSpan form "hh:mm:ss[.fffffff]" and
+ * "d.hh:mm:ss[.fffffff]" used by configuration files. Leading and trailing
+ * spaces are not accepted. Errors: RESIL_ESYNTAX for bad text, RESIL_ERANGE
+ * for a value beyond RESIL_DURATION_MAX; a leading '-' is RESIL_ERANGE with
+ * "must not be negative". `len` bytes are read, never more (no NUL needed).
+ */
+RESIL_API int resil_duration_parse(const char *text, size_t len,
+                                   resil_duration *out, resil_err *err);
+/* Same for a NUL-terminated string. */
+RESIL_API int resil_duration_parse_cstr(const char *text, resil_duration *out,
+                                        resil_err *err);
+
+/*
+ * Format a duration in the parser's units, shortest exact form first:
+ * "0s", "250ms", "1m30s", "1.5s". Always NUL-terminates when cap > 0;
+ * returns the length the full text needs (like snprintf).
+ */
+RESIL_API size_t resil_duration_format(resil_duration d, char *buf, size_t cap);
+
+typedef struct resil_cancel resil_cancel;
+typedef struct resil_clock resil_clock;
+
+/*
+ * The clock interface. `now` is monotonic; `wall_now` is Unix time in ns
+ * (used only for HTTP dates); `sleep` waits for `d`, returning 0, or
+ * RESIL_ECANCELED at once when `cancel` (may be NULL) fires first. A
+ * non-positive `d` returns at once (RESIL_ECANCELED if already cancelled).
+ */
+struct resil_clock {
+    resil_instant (*now)(resil_clock *self);
+    int64_t (*wall_now)(resil_clock *self);
+    int (*sleep)(resil_clock *self, resil_duration d, resil_cancel *cancel);
+};
+
+static inline resil_instant resil_clock_now(resil_clock *c) { return c->now(c); }
+static inline int64_t resil_clock_wall_now(resil_clock *c) { return c->wall_now(c); }
+static inline int resil_clock_sleep(resil_clock *c, resil_duration d, resil_cancel *cancel)
+{
+    return c->sleep(c, d, cancel);
+}
+
+/* The process-wide system clock (CLOCK_MONOTONIC / CLOCK_REALTIME). */
+RESIL_API resil_clock *resil_clock_system(void);
+
+/*
+ * The fake clock. Two modes:
+ *  - auto-advance (the default): sleep(d) records d and advances virtual time
+ *    by d at once; the single-threaded test's friend.
+ *  - manual: sleep(d) blocks the calling thread until another thread moves
+ *    virtual time past its wake-up with resil_fake_clock_advance() or the
+ *    cancel token fires; for tests of threads racing a deadline.
+ * Thread-safe in both modes. The on_sleep hook, when set, runs at the start
+ * of every sleep (outside the clock's lock) with the requested wait: a test
+ * uses it to fire a cancel token "during the wait".
+ */
+typedef struct resil_fake_clock resil_fake_clock;
+
+typedef void (*resil_fake_sleep_hook)(resil_fake_clock *fc, resil_duration d,
+                                      void *ud);
+
+RESIL_API int resil_fake_clock_new(resil_instant start, int64_t wall_start,
+                                   resil_fake_clock **out);
+RESIL_API void resil_fake_clock_free(resil_fake_clock *fc);
+RESIL_API resil_clock *resil_fake_clock_clock(resil_fake_clock *fc);
+RESIL_API void resil_fake_clock_set_manual(resil_fake_clock *fc, bool manual);
+RESIL_API void resil_fake_clock_set_hook(resil_fake_clock *fc,
+                                         resil_fake_sleep_hook hook, void *ud);
+/* Move virtual time forward (wall time too), waking due sleepers. */
+RESIL_API void resil_fake_clock_advance(resil_fake_clock *fc, resil_duration d);
+RESIL_API resil_instant resil_fake_clock_now(resil_fake_clock *fc);
+/* How many sleeps were requested, and the i-th requested wait (0-based;
+ * 0 when out of range). The log keeps the first 4096 waits. */
+RESIL_API size_t resil_fake_clock_sleep_count(resil_fake_clock *fc);
+RESIL_API resil_duration resil_fake_clock_sleep_at(resil_fake_clock *fc, size_t i);
+/* Number of threads currently blocked in a manual-mode sleep. */
+RESIL_API size_t resil_fake_clock_sleepers(resil_fake_clock *fc);
+RESIL_API void resil_fake_clock_clear_log(resil_fake_clock *fc);
+
+RESIL_END_DECLS
+
+#endif

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# deps.sh — install the Debian packages resil needs to build and test, when
+# they are missing. As root it runs apt-get; otherwise it prints the exact
+# apt-get line to run and exits 1, changing nothing. Every Makefile target
+# calls it first, so `make demo` and `make check` work on a fresh machine.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config clang libclang-rt-14-dev
+  libcmocka-dev
+  libcurl4-openssl-dev
+  libsqlite3-dev libpq-dev postgresql
+  libhiredis-dev redis-server
+  libjansson-dev
+  libmicrohttpd-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+line="apt-get install -y ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "resil needs these Debian packages: ${missing[*]}" >&2
+  echo "run as root:  apt-get update && $line" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# The postgresql package starts a cluster by default; the tests run their own.
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,47 @@
+/*
+ * test_support.c — helpers for tests that run programs from the build tree
+ * or need scratch directories. Kept tiny: tests should read on their own.
+ */
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+
+const char *test_build_path(const char *relative)
+{
+    static char path[PATH_MAX];
+    const char *dir = getenv("RESIL_BUILD_DIR");
+    if (dir == NULL)
+        return NULL;
+    snprintf(path, sizeof path, "%s/%s", dir, relative);
+    return path;
+}
+
+char *test_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[PATH_MAX];
+    snprintf(tmpl, sizeof tmpl, "%s/resil-test-XXXXXX", base ? base : "/tmp");
+    if (mkdtemp(tmpl) == NULL)
+        return NULL;
+    return strdup(tmpl);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+                        struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void test_rmtree(const char *path)
+{
+    if (path != NULL)
+        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
