@@ -1,0 +1,73 @@
+/*
+ * outcome.c — constructing outcomes and the default classifier.
+ *
+ * An outcome is a plain value copied into attempt records, so building one
+ * must never allocate: the detail text is copied into the fixed array and
+ * cut short (always NUL-terminated) rather than referenced or duplicated.
+ */
+#include <string.h>
+
+#include "resil/outcome.h"
+
+const char *resil_kind_name(resil_kind k)
+{
+    switch (k) {
+    case RESIL_SUCCESS:
+        return "Success";
+    case RESIL_TRANSIENT:
+        return "Transient";
+    case RESIL_THROTTLED:
+        return "Throttled";
+    case RESIL_TIMEOUT:
+        return "Timeout";
+    case RESIL_PERMANENT:
+        return "Permanent";
+    case RESIL_CANCELLED:
+        return "Cancelled";
+    case RESIL_REJECTED:
+        return "Rejected";
+    default:
+        return "User";
+    }
+}
+
+static void copy_detail(char *dst, const char *src)
+{
+    size_t n = 0;
+    if (src != NULL) {
+        while (n < RESIL_DETAIL_MAX - 1 && src[n] != '\0')
+            n++;
+        memcpy(dst, src, n);
+    }
+    memset(dst + n, 0, RESIL_DETAIL_MAX - n);
+}
+
+resil_outcome resil_ok(void)
+{
+    return resil_fail_after(RESIL_SUCCESS, 0, NULL, RESIL_NO_HINT);
+}
+
+resil_outcome resil_fail(resil_kind k, int64_t code, const char *detail)
+{
+    return resil_fail_after(k, code, detail, RESIL_NO_HINT);
+}
+
+resil_outcome resil_fail_after(resil_kind k, int64_t code, const char *detail,
+                               resil_duration retry_after)
+{
+    resil_outcome o;
+    o.kind = k;
+    o.code = code;
+    o.retry_after = retry_after < 0 ? RESIL_NO_HINT : retry_after;
+    copy_detail(o.detail, detail);
+    return o;
+}
+
+bool resil_retry_on_default(const resil_outcome *o, void *ud)
+{
+    (void)ud;
+    if (o == NULL)
+        return false;
+    return o->kind == RESIL_TRANSIENT || o->kind == RESIL_THROTTLED ||
+           o->kind == RESIL_TIMEOUT;
+}
