@@ -1,0 +1,337 @@
+/*
+ * test_cancel.c — the cancellation token: firing, reasons, parent/child
+ * links, and waits that end at once when another thread fires.
+ */
+#include <pthread.h>
+#include <time.h>
+
+#include "test.h"
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void new_token_is_not_fired(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    assert_int_equal(resil_cancel_init(&c, NULL), 0);
+    assert_false(resil_cancel_fired(&c));
+    assert_false(resil_cancelled(&c));
+    assert_int_equal(resil_cancel_reason(&c), 0);
+    resil_cancel_destroy(&c);
+}
+
+static void fire_sets_flag_and_reason_canceled(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    resil_cancel_fire(&c);
+    assert_true(resil_cancel_fired(&c));
+    assert_true(resil_cancelled(&c));
+    assert_int_equal(resil_cancel_reason(&c), RESIL_ECANCELED);
+    resil_cancel_destroy(&c);
+}
+
+static void first_fire_reason_sticks(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    resil_cancel_fire_reason(&c, RESIL_ETIMEDOUT);
+    resil_cancel_fire(&c);
+    assert_int_equal(resil_cancel_reason(&c), RESIL_ETIMEDOUT);
+    resil_cancel_destroy(&c);
+}
+
+static void fire_is_idempotent(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    resil_cancel_fire(&c);
+    resil_cancel_fire(&c);
+    resil_cancel_fire_reason(&c, RESIL_ETIMEDOUT);
+    assert_true(resil_cancel_fired(&c));
+    assert_int_equal(resil_cancel_reason(&c), RESIL_ECANCELED);
+    resil_cancel_destroy(&c);
+}
+
+static void non_negative_reason_becomes_canceled(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    resil_cancel_fire_reason(&c, 0);
+    assert_int_equal(resil_cancel_reason(&c), RESIL_ECANCELED);
+    resil_cancel_destroy(&c);
+}
+
+static void cancelled_is_false_for_null(void **state)
+{
+    (void)state;
+    assert_false(resil_cancelled(NULL));
+}
+
+static void destroy_tolerates_null(void **state)
+{
+    (void)state;
+    resil_cancel_destroy(NULL);
+}
+
+static void parent_fire_reaches_children_and_grandchildren(void **state)
+{
+    (void)state;
+    resil_cancel root, a, b, grand;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&a, &root);
+    resil_cancel_init(&b, &root);
+    resil_cancel_init(&grand, &a);
+    resil_cancel_fire_reason(&root, RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_reason(&a), RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_reason(&b), RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_reason(&grand), RESIL_ETIMEDOUT);
+    resil_cancel_destroy(&grand);
+    resil_cancel_destroy(&b);
+    resil_cancel_destroy(&a);
+    resil_cancel_destroy(&root);
+}
+
+static void child_fire_does_not_reach_parent_or_siblings(void **state)
+{
+    (void)state;
+    resil_cancel root, a, b;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&a, &root);
+    resil_cancel_init(&b, &root);
+    resil_cancel_fire(&a);
+    assert_true(resil_cancel_fired(&a));
+    assert_false(resil_cancel_fired(&root));
+    assert_false(resil_cancel_fired(&b));
+    resil_cancel_destroy(&b);
+    resil_cancel_destroy(&a);
+    resil_cancel_destroy(&root);
+}
+
+static void child_of_fired_parent_starts_fired_with_its_reason(void **state)
+{
+    (void)state;
+    resil_cancel root, child;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_fire_reason(&root, RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_init(&child, &root), 0);
+    assert_true(resil_cancel_fired(&child));
+    assert_int_equal(resil_cancel_reason(&child), RESIL_ETIMEDOUT);
+    resil_cancel_destroy(&child);
+    resil_cancel_destroy(&root);
+}
+
+static void destroyed_child_is_unlinked(void **state)
+{
+    (void)state;
+    resil_cancel root, first, middle, last;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&first, &root);
+    resil_cancel_init(&middle, &root);
+    resil_cancel_init(&last, &root);
+    resil_cancel_destroy(&middle); /* unlinked from the middle of the list */
+    resil_cancel_fire(&root);      /* must not touch the destroyed token */
+    assert_true(resil_cancel_fired(&first));
+    assert_true(resil_cancel_fired(&last));
+    resil_cancel_destroy(&last);
+    resil_cancel_destroy(&first);
+    resil_cancel_destroy(&root);
+}
+
+static void child_token_can_be_reused_after_destroy(void **state)
+{
+    (void)state;
+    resil_cancel root, attempt;
+    resil_cancel_init(&root, NULL);
+    for (int i = 0; i < 3; i++) {
+        resil_cancel_init(&attempt, &root);
+        resil_cancel_fire(&attempt);
+        resil_cancel_destroy(&attempt);
+    }
+    assert_false(resil_cancel_fired(&root));
+    assert_null(root.first_child);
+    resil_cancel_destroy(&root);
+}
+
+static void wait_until_past_deadline_returns_zero(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    assert_int_equal(resil_cancel_wait_until(&c, 0), 0);
+    assert_int_equal(resil_cancel_wait_until(&c, -5), 0);
+    assert_int_equal(resil_cancel_wait_until(&c, monotonic_ns()), 0);
+    resil_cancel_destroy(&c);
+}
+
+static void wait_until_on_fired_token_returns_canceled(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    resil_cancel_fire(&c);
+    assert_int_equal(resil_cancel_wait_until(&c, INT64_MAX), RESIL_ECANCELED);
+    assert_int_equal(resil_cancel_wait_until(&c, 0), RESIL_ECANCELED);
+    resil_cancel_destroy(&c);
+}
+
+static void wait_until_times_out_at_a_short_deadline(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    int64_t deadline = monotonic_ns() + 1000000; /* 1 ms */
+    assert_int_equal(resil_cancel_wait_until(&c, deadline), 0);
+    assert_true(monotonic_ns() >= deadline);
+    resil_cancel_destroy(&c);
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+typedef struct waiter {
+    resil_cancel *token;
+    int64_t deadline;
+    int rc;
+} waiter;
+
+static void *wait_thread(void *arg)
+{
+    waiter *w = arg;
+    w->rc = resil_cancel_wait_until(w->token, w->deadline);
+    return NULL;
+}
+
+static void fire_wakes_a_waiter_without_deadline(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    waiter w = {&c, INT64_MAX, 1};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_thread, &w);
+    resil_cancel_fire(&c);
+    pthread_join(t, NULL);
+    assert_int_equal(w.rc, RESIL_ECANCELED);
+    resil_cancel_destroy(&c);
+}
+
+static void parent_fire_wakes_a_waiter_on_a_child(void **state)
+{
+    (void)state;
+    resil_cancel root, child;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&child, &root);
+    waiter w = {&child, monotonic_ns() + RESIL_S(3600), 1};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_thread, &w);
+    resil_cancel_fire(&root);
+    pthread_join(t, NULL);
+    assert_int_equal(w.rc, RESIL_ECANCELED);
+    resil_cancel_destroy(&child);
+    resil_cancel_destroy(&root);
+}
+
+#define RACERS 8
+
+typedef struct racer {
+    resil_cancel *token;
+    int reason;
+} racer;
+
+static void *fire_thread(void *arg)
+{
+    racer *r = arg;
+    resil_cancel_fire_reason(r->token, r->reason);
+    return NULL;
+}
+
+static void concurrent_fires_agree_on_one_reason(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 50; round++) {
+        resil_cancel root, child;
+        resil_cancel_init(&root, NULL);
+        resil_cancel_init(&child, &root);
+        pthread_t t[RACERS];
+        racer r[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            r[i].token = (i % 3 == 0) ? &child : &root;
+            r[i].reason = (i % 2) ? RESIL_ETIMEDOUT : RESIL_ECANCELED;
+            pthread_create(&t[i], NULL, fire_thread, &r[i]);
+        }
+        for (int i = 0; i < RACERS; i++)
+            pthread_join(t[i], NULL);
+        assert_true(resil_cancel_fired(&root));
+        assert_true(resil_cancel_fired(&child));
+        int reason = resil_cancel_reason(&root);
+        assert_true(reason == RESIL_ECANCELED || reason == RESIL_ETIMEDOUT);
+        resil_cancel_destroy(&child);
+        resil_cancel_destroy(&root);
+    }
+}
+
+static void *link_unlink_thread(void *arg)
+{
+    resil_cancel *root = arg;
+    for (int i = 0; i < 200; i++) {
+        resil_cancel child;
+        resil_cancel_init(&child, root);
+        resil_cancel_destroy(&child);
+    }
+    return NULL;
+}
+
+static void children_link_and_unlink_while_parent_fires(void **state)
+{
+    (void)state;
+    resil_cancel root;
+    resil_cancel_init(&root, NULL);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, link_unlink_thread, &root);
+    resil_cancel_fire(&root);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    assert_true(resil_cancel_fired(&root));
+    assert_null(root.first_child);
+    resil_cancel late;
+    resil_cancel_init(&late, &root);
+    assert_true(resil_cancel_fired(&late));
+    resil_cancel_destroy(&late);
+    resil_cancel_destroy(&root);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(new_token_is_not_fired),
+        cmocka_unit_test(fire_sets_flag_and_reason_canceled),
+        cmocka_unit_test(first_fire_reason_sticks),
+        cmocka_unit_test(fire_is_idempotent),
+        cmocka_unit_test(non_negative_reason_becomes_canceled),
+        cmocka_unit_test(cancelled_is_false_for_null),
+        cmocka_unit_test(destroy_tolerates_null),
+        cmocka_unit_test(parent_fire_reaches_children_and_grandchildren),
+        cmocka_unit_test(child_fire_does_not_reach_parent_or_siblings),
+        cmocka_unit_test(child_of_fired_parent_starts_fired_with_its_reason),
+        cmocka_unit_test(destroyed_child_is_unlinked),
+        cmocka_unit_test(child_token_can_be_reused_after_destroy),
+        cmocka_unit_test(wait_until_past_deadline_returns_zero),
+        cmocka_unit_test(wait_until_on_fired_token_returns_canceled),
+        cmocka_unit_test(wait_until_times_out_at_a_short_deadline),
+        cmocka_unit_test(fire_wakes_a_waiter_without_deadline),
+        cmocka_unit_test(parent_fire_wakes_a_waiter_on_a_child),
+        cmocka_unit_test(concurrent_fires_agree_on_one_reason),
+        cmocka_unit_test(children_link_and_unlink_while_parent_fires),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
