@@ -23,6 +23,10 @@
  * granted retry cost, so that a refund returns exactly that. The retry
  * executor does all of this; a caller of the sans-I/O step does it too.
  *
+ * What counts: a success, and a failure whose kind is transient, throttled
+ * or timeout (the kinds that say the dependency is in trouble). Permanent,
+ * cancelled and rejected outcomes move no model.
+ *
  * Budgets are thread-safe. The interface is a vtable so that adapters (the
  * fleet-wide Redis budget) plug in behind the same handle.
  */
@@ -45,7 +49,8 @@ typedef struct resil_budget_opts {
     resil_budget_model model;
     /* tokens */
     double max_tokens;  /* default 10; > 0 and <= 1000 */
-    double token_ratio; /* default 0.1; > 0 and <= max_tokens */
+    double token_ratio; /* default 0.1; in [0.001, max_tokens]: tokens are
+                           counted in thousandths, as gRPC specifies */
     /* quota */
     int32_t capacity;          /* default 500; >= 1 */
     int32_t retry_cost;        /* default 5; >= 0 */
@@ -62,7 +67,8 @@ typedef struct resil_budget_ticket {
     int32_t last_cost; /* what the last granted retry cost (quota model) */
 } resil_budget_ticket;
 
-/* Fill the documented defaults for `model`. */
+/* Fill the documented defaults (every model's fields) and set `model`.
+ * resil_budget_new checks only the chosen model's fields, by name. */
 RESIL_API void resil_budget_opts_default(resil_budget_opts *o,
                                          resil_budget_model model);
 RESIL_API int resil_budget_new(const resil_budget_opts *o, resil_budget **out,
@@ -97,6 +103,8 @@ typedef struct resil_budget_ops {
 RESIL_API int resil_budget_new_custom(const resil_budget_ops *ops, void *self,
                                       resil_budget **out);
 
+/* "tokens", "quota", "ratio"; the parser also accepts "grpc", "aws" and
+ * "finagle", and returns RESIL_EINVAL for anything else. */
 RESIL_API const char *resil_budget_model_name(resil_budget_model m);
 RESIL_API int resil_budget_model_parse(const char *s, resil_budget_model *out);
 
