@@ -208,7 +208,7 @@ static int parse_components(cursor *c, resil_duration *out)
         number num;
         if (!read_number(c, &num))
             return fail(c, RESIL_ESYNTAX, "missing number before unit");
-        int64_t unit;
+        int64_t unit = 0;
         int rc = read_unit(c, &unit);
         if (rc != 0)
             return rc;
@@ -275,9 +275,9 @@ static int check_timespan_ranges(cursor *c, bool with_days, int64_t hours, int64
  * unbounded when no days are given ("36:00:00" is 36 h). */
 static int parse_timespan(cursor *c, resil_duration *out)
 {
-    int64_t days = 0, hours, minutes, seconds;
+    int64_t days = 0, hours = 0, minutes = 0, seconds = 0;
     bool with_days = false;
-    number frac;
+    number frac = {0};
     int rc = read_field(c, &hours, 0);
     if (rc == 0 && expect(c, '.')) {
         days = hours;
@@ -325,7 +325,7 @@ int resil_duration_parse(const char *text, size_t len, resil_duration *out, resi
         *out = 0;
         return 0;
     }
-    resil_duration v;
+    resil_duration v = 0;
     int rc = has_byte(&c, ':') ? parse_timespan(&c, &v) : parse_components(&c, &v);
     if (rc == 0)
         *out = v;
