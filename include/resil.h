@@ -15,5 +15,7 @@
 #include "resil/retry_after.h"
 #include "resil/budget.h"
 #include "resil/retry.h"
+#include "resil/breaker.h"
+#include "resil/registry.h"
 
 #endif

@@ -1,0 +1,282 @@
+/*
+ * breaker.h — the circuit breaker: stop calling a dependency that keeps
+ * failing, and find out cheaply when it has recovered.
+ *
+ * One breaker serves every trip rule users of the peer libraries ask for:
+ * a run of consecutive failures (which low-traffic callers need: a ratio
+ * never reaches its throughput for them), a failure ratio over a rolling
+ * time window (10 buckets over `sampling_duration`, evaluated once
+ * `minimum_throughput` calls were seen), both at once (whichever fires
+ * first), and an optional slow-call rule (calls slower than
+ * `slow_call_duration` trip it once their share reaches `slow_call_ratio`
+ * under the same throughput rule).
+ *
+ *        failures reach a rule                  break elapsed,
+ *   CLOSED ───────────────────────▶ OPEN ──── next call is the probe ──▶ HALF-OPEN
+ *     ▲                              ▲                                     │  │
+ *     │                              └──────────── a probe fails ──────────┘  │
+ *     └──────────── success_threshold consecutive probe successes ────────────┘
+ *   ISOLATED: held open by hand until closed by hand.
+ *   DISABLED: admits everything, records nothing.
+ *
+ * Transitions are lazy — there is no timer thread: an open breaker turns
+ * half-open when the first call after the break asks to run, and that call
+ * is the probe. Half-open admits `half_open_probes` calls at once; a probe
+ * that never reports back is replaced after `probe_timeout`, so a hung call
+ * cannot wedge the breaker. The break may grow by `break_growth` on each
+ * re-open, up to `max_break_duration`.
+ *
+ * The call protocol is explicit so that any executor (the blocking pipeline,
+ * an event loop, a fleet adapter) can drive it:
+ *
+ *     resil_breaker_permit p;
+ *     if (resil_breaker_acquire(b, &p) == RESIL_EREJECTED)
+ *         return fail_fast(p.retry_after);  // time until the next probe
+ *     outcome = call();
+ *     resil_breaker_record(b, &p, ok ? RESIL_BREAKER_SUCCESS : RESIL_BREAKER_FAILURE);
+ *
+ * The permit carries the breaker's generation, which moves on at every
+ * state change: a result reported for a call that started before a change
+ * (a slow failure arriving after the breaker re-closed) is discarded rather
+ * than counted against the new state. A result may also be IGNORED — a
+ * cancelled call says nothing about the dependency.
+ *
+ * Cost: in the closed state acquire is one atomic load, and recording a
+ * success with the consecutive rule alone is one more load (a write only
+ * when a failure run ends); the clock is read only when a rule needs it
+ * (the window places the result in a bucket; the slow-call rule times the
+ * call). Everything else — the window, half-open, transitions — runs under
+ * the breaker's own mutex. Nothing allocates after resil_breaker_new().
+ *
+ * State-change events go to the listener outside every lock, one at a time
+ * and in the order the transitions happened, even when several threads
+ * cause transitions at once: each transition is queued under the lock, and
+ * whichever thread finds no delivery in progress drains the queue. An event
+ * may therefore be delivered by another thread than the one whose call
+ * caused it, but never before the transitions that preceded it. The queue
+ * holds RESIL_BREAKER_EVENT_QUEUE events; a thread about to make a
+ * transition while it is full waits until the deliverer makes room, so
+ * none is lost. (Only a listener that itself causes more than that many
+ * transitions from inside the callback finds the queue full with nobody
+ * else to drain it; those events are counted in stats.events_dropped.)
+ *
+ * Breakers are reference-counted so that a registry can evict one while a
+ * caller still holds it: resil_breaker_new() returns the first reference,
+ * resil_breaker_retain() adds one, resil_breaker_free() drops one and the
+ * last drop frees it.
+ */
+#ifndef RESIL_BREAKER_H
+#define RESIL_BREAKER_H
+
+#include "retry.h"
+
+RESIL_BEGIN_DECLS
+
+typedef struct resil_breaker resil_breaker;
+
+/* Which rules trip the breaker: flags, so BOTH is CONSECUTIVE | RATIO. */
+typedef enum resil_breaker_kind {
+    RESIL_BREAKER_CONSECUTIVE = 1, /* failure_threshold failures in a row */
+    RESIL_BREAKER_RATIO = 2,       /* failure_ratio over the rolling window */
+    RESIL_BREAKER_BOTH = 3         /* whichever fires first */
+} resil_breaker_kind;
+
+typedef enum resil_breaker_state {
+    RESIL_BREAKER_NONE = -1, /* no breaker installed (a NULL handle) */
+    RESIL_BREAKER_CLOSED = 0,
+    RESIL_BREAKER_OPEN = 1,
+    RESIL_BREAKER_HALF_OPEN = 2,
+    RESIL_BREAKER_ISOLATED = 3, /* held open by hand */
+    RESIL_BREAKER_DISABLED = 4  /* admits everything, records nothing */
+} resil_breaker_state;
+
+/* Why a transition happened. */
+typedef enum resil_breaker_reason {
+    RESIL_BREAKER_BY_CONSECUTIVE = 1, /* closed -> open: failure_threshold reached */
+    RESIL_BREAKER_BY_RATIO,           /* closed -> open: failure_ratio reached */
+    RESIL_BREAKER_BY_SLOW_CALLS,      /* closed -> open: slow_call_ratio reached */
+    RESIL_BREAKER_BY_BREAK_ELAPSED,   /* open -> half-open: a call arrived after the break */
+    RESIL_BREAKER_BY_PROBE_FAILED,    /* half-open -> open */
+    RESIL_BREAKER_BY_PROBES_SUCCEEDED,/* half-open -> closed */
+    RESIL_BREAKER_BY_ISOLATE,         /* resil_breaker_isolate() */
+    RESIL_BREAKER_BY_CLOSE,           /* resil_breaker_close() */
+    RESIL_BREAKER_BY_RESET,           /* resil_breaker_reset() */
+    RESIL_BREAKER_BY_DISABLE          /* resil_breaker_disable() */
+} resil_breaker_reason;
+
+/* "closed", "open", "half-open", "isolated", "disabled", "none". */
+RESIL_API const char *resil_breaker_state_name(resil_breaker_state s);
+/* "consecutive failures", "failure ratio", "slow calls", "break elapsed",
+ * "probe failed", "probes succeeded", "isolated by hand", "closed by hand",
+ * "reset", "disabled by hand". */
+RESIL_API const char *resil_breaker_reason_name(resil_breaker_reason r);
+
+typedef struct resil_breaker_event {
+    resil_breaker_state from;
+    resil_breaker_state to;
+    resil_breaker_reason reason;
+    resil_instant at;          /* the breaker clock's instant of the change */
+    uint32_t generation;       /* the generation the change started */
+    resil_duration break_duration; /* to OPEN: the break in force; else 0 */
+} resil_breaker_event;
+
+/* Called outside every lock; see the ordering guarantee above. The listener
+ * may call into the breaker (its state, stats, even acquire). */
+typedef void (*resil_breaker_listener_fn)(resil_breaker *b,
+                                          const resil_breaker_event *ev,
+                                          void *ud);
+
+#define RESIL_BREAKER_NAME_MAX 256 /* bytes, including the terminating NUL */
+#define RESIL_BREAKER_EVENT_QUEUE 16
+
+typedef struct resil_breaker_opts {
+    resil_breaker_kind kind;       /* default RESIL_BREAKER_RATIO */
+    /* the consecutive rule */
+    uint32_t failure_threshold;    /* default 5; >= 1 */
+    /* the window (ratio rule and slow-call rule) */
+    double failure_ratio;          /* default 0.1; in (0, 1] */
+    uint32_t minimum_throughput;   /* default 100; >= 2 when the window is used */
+    resil_duration sampling_duration; /* default 30 s; >= 500 ms */
+    resil_duration slow_call_duration; /* default 0 = no slow-call rule; >= 0 */
+    double slow_call_ratio;        /* default 1.0; in (0, 1] */
+    /* open */
+    resil_duration break_duration; /* default 5 s; > 0 */
+    double break_growth;           /* default 1 (fixed); >= 1, finite */
+    resil_duration max_break_duration; /* default 5 min; >= break_duration when growth > 1 */
+    /* half-open */
+    uint32_t half_open_probes;     /* default 1; >= 1 */
+    uint32_t success_threshold;    /* default 1; >= 1 */
+    resil_duration probe_timeout;  /* default 0 = the break in force (Polly v8); >= 0 */
+    /* wiring */
+    resil_clock *clock;            /* NULL = resil_clock_system() */
+    resil_breaker_listener_fn listener; /* optional */
+    void *listener_ud;
+    const char *name;              /* optional; copied; < RESIL_BREAKER_NAME_MAX bytes */
+} resil_breaker_opts;
+
+RESIL_API void resil_breaker_opts_default(resil_breaker_opts *o);
+/* Check every field, naming the first bad one
+ * ("breaker.failure_ratio must be in (0,1], got 1.5"). */
+RESIL_API int resil_breaker_opts_validate(const resil_breaker_opts *o,
+                                          resil_err *err);
+
+/* Create a closed breaker holding one reference. RESIL_EINVAL (err names the
+ * field) for bad options, RESIL_ENOMEM. */
+RESIL_API int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
+                                resil_err *err);
+/* Add a reference (NULL-tolerant; returns b). */
+RESIL_API resil_breaker *resil_breaker_retain(resil_breaker *b);
+/* Drop a reference; the last one frees the breaker (NULL-tolerant). */
+RESIL_API void resil_breaker_free(resil_breaker *b);
+/* The name given at creation ("" if none). */
+RESIL_API const char *resil_breaker_name(const resil_breaker *b);
+
+/* ---- the call protocol ------------------------------------------------ */
+
+typedef struct resil_breaker_permit {
+    resil_breaker_state state;  /* the state that admitted or rejected the call */
+    bool probe;                 /* admitted as a half-open probe */
+    resil_instant start;        /* when admitted, if the breaker read the clock
+                                   (slow-call rule, probes); else 0 */
+    resil_duration retry_after; /* on rejection: time until the next probe may
+                                   be admitted (RESIL_DURATION_MAX: isolated) */
+    /* private */
+    uint32_t generation;
+    uint32_t probe_slot;
+    uint32_t probe_ticket;
+} resil_breaker_permit;
+
+typedef enum resil_breaker_result {
+    RESIL_BREAKER_SUCCESS = 0,
+    RESIL_BREAKER_FAILURE = 1,
+    RESIL_BREAKER_IGNORED = 2 /* counts as neither: e.g. the caller cancelled */
+} resil_breaker_result;
+
+/*
+ * Ask to run one call. 0: go ahead, and report its result with `p`.
+ * RESIL_EREJECTED: do not call; p->retry_after says when a probe may next be
+ * admitted. A NULL breaker ("none installed") always admits.
+ */
+RESIL_API int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p);
+/*
+ * Report the result of a call admitted with `p` (exactly once per admitted
+ * call). Returns 0 when the result was taken into account, or RESIL_ESTATE
+ * when it was discarded: the breaker changed state since the call was
+ * admitted (stale generation), it is disabled, or the call was a probe
+ * already replaced after probe_timeout. RESIL_EINVAL for NULL `p`. A NULL
+ * breaker returns 0. The slow-call rule times the call from p->start.
+ */
+RESIL_API int resil_breaker_record(resil_breaker *b, const resil_breaker_permit *p,
+                                   resil_breaker_result r);
+
+/* Map an outcome to a breaker result. */
+typedef resil_breaker_result (*resil_breaker_classify_fn)(const resil_outcome *o,
+                                                         void *ud);
+/* The default: success is SUCCESS, kind Cancelled is IGNORED, any other
+ * failure is FAILURE. */
+RESIL_API resil_breaker_result resil_breaker_classify_default(const resil_outcome *o,
+                                                              void *ud);
+
+/*
+ * Run `op` once through the breaker: acquire, call op(ctx), classify (NULL =
+ * the default classifier), record. Returns 0 when op ran (*out is its
+ * outcome), or RESIL_EREJECTED when the breaker refused: *out is then an
+ * outcome of kind RESIL_REJECTED, code RESIL_EREJECTED, detail "circuit
+ * open" (or "circuit half-open", "circuit isolated") and retry_after the
+ * time until the next probe. A NULL breaker runs op directly. RESIL_EINVAL
+ * for a NULL op, ctx or out.
+ */
+RESIL_API int resil_breaker_execute(resil_breaker *b, resil_op_fn op,
+                                    resil_attempt_ctx *ctx,
+                                    resil_breaker_classify_fn classify,
+                                    void *classify_ud, resil_outcome *out);
+
+/* ---- manual control ---------------------------------------------------- */
+
+/* Hold the breaker open until resil_breaker_close() or reset(). */
+RESIL_API void resil_breaker_isolate(resil_breaker *b);
+/* Close it by hand from any state: a fresh window and counters, the break
+ * back to break_duration; the history (opens, last opened at) is kept. */
+RESIL_API void resil_breaker_close(resil_breaker *b);
+/* Like close, and forget the history too: as if just created. */
+RESIL_API void resil_breaker_reset(resil_breaker *b);
+/* Admit everything and record nothing until closed or reset. */
+RESIL_API void resil_breaker_disable(resil_breaker *b);
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+/*
+ * The state as of the last call: RESIL_BREAKER_NONE for a NULL breaker.
+ * Transitions are lazy, so an open breaker whose break has elapsed reads
+ * "open" until a call arrives and becomes the probe; stats.next_probe_at
+ * tells whether that time has come.
+ */
+RESIL_API resil_breaker_state resil_breaker_state_of(const resil_breaker *b);
+
+typedef struct resil_breaker_stats {
+    resil_breaker_state state;
+    uint32_t consecutive_failures;  /* closed: failures since the last success */
+    uint32_t consecutive_successes; /* half-open: probe successes so far */
+    uint32_t probes_in_flight;      /* half-open: admitted probes not yet reported */
+    uint64_t window_total;          /* calls in the rolling window as of now */
+    uint64_t window_failures;
+    uint64_t window_slow;
+    double failure_ratio;           /* window_failures / window_total (0 if empty) */
+    double slow_ratio;
+    bool ever_opened;
+    resil_instant last_opened_at;   /* valid when ever_opened */
+    uint64_t opens;                 /* times it went to OPEN (trips and re-opens) */
+    resil_instant next_probe_at;    /* open: when a probe may be admitted;
+                                       isolated: RESIL_INSTANT_MAX; else 0 */
+    resil_duration current_break;   /* the break the next (or current) open uses */
+    uint32_t generation;            /* moves on at every transition */
+    uint64_t transitions;           /* state changes since creation */
+    uint64_t events_dropped;        /* see the listener note above; normally 0 */
+} resil_breaker_stats;
+
+/* Fill *out (a consistent snapshot). RESIL_EINVAL for NULL arguments. */
+RESIL_API int resil_breaker_stats_get(resil_breaker *b, resil_breaker_stats *out);
+
+RESIL_END_DECLS
+
+#endif

@@ -1,0 +1,700 @@
+/*
+ * breaker.c — the circuit breaker's state machine and call protocol.
+ *
+ * The shape is set by the cost target: a closed breaker must admit a call
+ * and take its success in a few nanoseconds, without a lock. So the state
+ * that the closed path needs lives in one atomic 64-bit word —
+ *
+ *     generation (32 bits) | state (3 bits) | consecutive failures (29 bits)
+ *
+ * — and acquire in the closed state is a single load. Recording a result
+ * against that word is a compare-and-swap that also checks the generation,
+ * so a stale failure can never be counted into a newer generation, and a
+ * success that ends no failure run writes nothing at all (no cache line
+ * bouncing between threads sharing a healthy breaker). Every transition,
+ * the rolling window, half-open probes and the event queue are guarded by
+ * the breaker's mutex; transitions publish a new word with a release store.
+ * The word is written only by transitions (under the mutex) and by those
+ * CASes, so the fast path never sees a half-made change.
+ *
+ * Events are queued under the mutex and delivered after it is released by
+ * whichever thread finds no delivery in progress (see breaker.h for the
+ * ordering guarantee). Each locked section makes at most one transition and
+ * first waits for one free queue slot, which is what makes "never lost"
+ * hold without allocating.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pthread.h>
+
+#include "breaker_internal.h"
+#include "window.h"
+
+#define COUNT_BITS 29
+#define COUNT_MAX ((UINT32_C(1) << COUNT_BITS) - 1)
+#define STATE_MASK UINT64_C(7)
+#define CACHE_LINE 64
+
+typedef struct probe_slot {
+    uint32_t ticket; /* 0 = free */
+    resil_instant start;
+} probe_slot;
+
+struct resil_breaker {
+    /* Read on every call; written only at transitions and failure runs. */
+    _Alignas(CACHE_LINE) _Atomic uint64_t word;
+    _Atomic int64_t open_until;
+    resil_clock *clock;
+    uint32_t failure_threshold;
+    bool trips_on_consecutive;
+    bool trips_on_ratio;
+    bool window_on;   /* the ratio or slow-call rule needs the window */
+    bool slow_on;
+    resil_duration slow_call_duration;
+    resil_breaker_opts opts; /* the rest, immutable after creation */
+
+    /* Registry lookups touch this; keep it off the call path's line. */
+    _Alignas(CACHE_LINE) _Atomic uint32_t refs;
+
+    /* Everything below is guarded by mu. */
+    _Alignas(CACHE_LINE) pthread_mutex_t mu;
+    pthread_cond_t room; /* signalled when the event queue drains a slot */
+    resil__window window;
+    probe_slot *probes;
+    uint32_t probes_in_flight;
+    uint32_t next_ticket;
+    uint32_t consecutive_successes;
+    resil_duration current_break;
+    bool ever_opened;
+    resil_instant last_opened_at;
+    uint64_t opens;
+    uint64_t transitions;
+    uint64_t events_dropped;
+    resil_breaker_event queue[RESIL_BREAKER_EVENT_QUEUE];
+    unsigned queue_head, queue_len;
+    bool delivering;
+    pthread_t deliverer;
+    char name[RESIL_BREAKER_NAME_MAX];
+};
+
+/* ---- the word ---------------------------------------------------------- */
+
+static uint64_t make_word(uint32_t gen, resil_breaker_state s, uint32_t count)
+{
+    return ((uint64_t)gen << 32) | ((uint64_t)s << COUNT_BITS) | count;
+}
+static uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> 32); }
+static resil_breaker_state word_state(uint64_t w)
+{
+    return (resil_breaker_state)((w >> COUNT_BITS) & STATE_MASK);
+}
+static uint32_t word_count(uint64_t w) { return (uint32_t)(w & COUNT_MAX); }
+
+static uint64_t load_word(const resil_breaker *b)
+{
+    return atomic_load_explicit(&((resil_breaker *)b)->word, memory_order_acquire);
+}
+
+static resil_instant now_of(resil_breaker *b) { return resil_clock_now(b->clock); }
+
+/* ---- life -------------------------------------------------------------- */
+
+static void init_from_opts(resil_breaker *b, const resil_breaker_opts *o)
+{
+    b->opts = *o;
+    b->opts.name = NULL;
+    if (o->name != NULL)
+        memcpy(b->name, o->name, strlen(o->name) + 1);
+    b->clock = o->clock != NULL ? o->clock : resil_clock_system();
+    b->failure_threshold = o->failure_threshold;
+    b->trips_on_consecutive = (o->kind & RESIL_BREAKER_CONSECUTIVE) != 0;
+    b->trips_on_ratio = (o->kind & RESIL_BREAKER_RATIO) != 0;
+    b->slow_on = o->slow_call_duration > 0;
+    b->slow_call_duration = o->slow_call_duration;
+    b->window_on = b->trips_on_ratio || b->slow_on;
+    b->current_break = o->break_duration;
+    resil__window_init(&b->window, o->sampling_duration);
+    atomic_init(&b->word, make_word(0, RESIL_BREAKER_CLOSED, 0));
+    atomic_init(&b->open_until, 0);
+    atomic_init(&b->refs, 1);
+}
+
+int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
+                      resil_err *err)
+{
+    if (out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "breaker: out must not be NULL");
+    *out = NULL;
+    int rc = resil_breaker_opts_validate(o, err);
+    if (rc != 0)
+        return rc;
+    size_t size = (sizeof(resil_breaker) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
+    resil_breaker *b = aligned_alloc(CACHE_LINE, size);
+    if (b == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
+    memset(b, 0, sizeof *b);
+    b->probes = calloc(o->half_open_probes, sizeof *b->probes);
+    if (b->probes == NULL) {
+        free(b);
+        return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
+    }
+    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+        free(b->probes);
+        free(b);
+        return resil_err_set(err, RESIL_ESYS, "breaker: pthread_mutex_init failed");
+    }
+    if (pthread_cond_init(&b->room, NULL) != 0) {
+        pthread_mutex_destroy(&b->mu);
+        free(b->probes);
+        free(b);
+        return resil_err_set(err, RESIL_ESYS, "breaker: pthread_cond_init failed");
+    }
+    init_from_opts(b, o);
+    *out = b;
+    return 0;
+}
+
+resil_breaker *resil_breaker_retain(resil_breaker *b)
+{
+    if (b != NULL)
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    return b;
+}
+
+void resil_breaker_free(resil_breaker *b)
+{
+    if (b == NULL)
+        return;
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    pthread_cond_destroy(&b->room);
+    pthread_mutex_destroy(&b->mu);
+    free(b->probes);
+    free(b);
+}
+
+const char *resil_breaker_name(const resil_breaker *b)
+{
+    return b != NULL ? b->name : "";
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+/* Called first in every locked section that may make a transition: wait
+ * until the queue has room for one event. The deliverer itself (a listener
+ * calling back into the breaker) cannot wait for itself; it may drop. */
+static void reserve_event_slot(resil_breaker *b)
+{
+    if (b->opts.listener == NULL)
+        return;
+    while (b->queue_len == RESIL_BREAKER_EVENT_QUEUE && b->delivering &&
+           !pthread_equal(b->deliverer, pthread_self()))
+        pthread_cond_wait(&b->room, &b->mu);
+}
+
+static void queue_event(resil_breaker *b, const resil_breaker_event *ev)
+{
+    if (b->opts.listener == NULL)
+        return;
+    if (b->queue_len == RESIL_BREAKER_EVENT_QUEUE) {
+        b->events_dropped++;
+        return;
+    }
+    b->queue[(b->queue_head + b->queue_len) % RESIL_BREAKER_EVENT_QUEUE] = *ev;
+    b->queue_len++;
+}
+
+/* Unlock, then deliver queued events unless another thread already is. */
+static void unlock_and_deliver(resil_breaker *b)
+{
+    if (b->queue_len == 0 || b->delivering) {
+        pthread_mutex_unlock(&b->mu);
+        return;
+    }
+    b->delivering = true;
+    b->deliverer = pthread_self();
+    while (b->queue_len > 0) {
+        resil_breaker_event ev = b->queue[b->queue_head];
+        b->queue_head = (b->queue_head + 1) % RESIL_BREAKER_EVENT_QUEUE;
+        b->queue_len--;
+        pthread_cond_broadcast(&b->room);
+        pthread_mutex_unlock(&b->mu);
+        b->opts.listener(b, &ev, b->opts.listener_ud);
+        pthread_mutex_lock(&b->mu);
+    }
+    b->delivering = false;
+    pthread_cond_broadcast(&b->room);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void lock_for_transition(resil_breaker *b)
+{
+    pthread_mutex_lock(&b->mu);
+    reserve_event_slot(b);
+}
+
+/* ---- transitions (under mu) ------------------------------------------- */
+
+static void free_probes(resil_breaker *b)
+{
+    memset(b->probes, 0, b->opts.half_open_probes * sizeof *b->probes);
+    b->probes_in_flight = 0;
+    b->consecutive_successes = 0;
+}
+
+static resil_duration grown_break(const resil_breaker *b)
+{
+    resil_duration grown = resil_dur_mul(b->current_break, b->opts.break_growth);
+    return grown < b->opts.max_break_duration ? grown : b->opts.max_break_duration;
+}
+
+static void enter_open(resil_breaker *b, resil_breaker_state from, resil_instant now)
+{
+    if (from == RESIL_BREAKER_HALF_OPEN && b->opts.break_growth > 1.0)
+        b->current_break = grown_break(b);
+    else if (from != RESIL_BREAKER_HALF_OPEN)
+        b->current_break = b->opts.break_duration;
+    atomic_store_explicit(&b->open_until, resil_dur_add(now, b->current_break),
+                          memory_order_relaxed);
+    b->ever_opened = true;
+    b->last_opened_at = now;
+    b->opens++;
+}
+
+static void enter_closed(resil_breaker *b)
+{
+    resil__window_clear(&b->window);
+    b->current_break = b->opts.break_duration;
+}
+
+static void transition(resil_breaker *b, resil_breaker_state to,
+                       resil_breaker_reason reason, resil_instant now)
+{
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    resil_breaker_state from = word_state(w);
+    uint32_t gen = word_gen(w) + 1;
+    free_probes(b);
+    if (to == RESIL_BREAKER_OPEN)
+        enter_open(b, from, now);
+    else if (to == RESIL_BREAKER_CLOSED)
+        enter_closed(b);
+    atomic_store_explicit(&b->word, make_word(gen, to, 0), memory_order_release);
+    b->transitions++;
+    resil_breaker_event ev = {from, to, reason, now, gen,
+                              to == RESIL_BREAKER_OPEN ? b->current_break : 0};
+    queue_event(b, &ev);
+}
+
+/* ---- acquire ----------------------------------------------------------- */
+
+static void admit(resil_breaker_permit *p, uint64_t w, resil_instant start)
+{
+    p->state = word_state(w);
+    p->probe = false;
+    p->start = start;
+    p->retry_after = 0;
+    p->generation = word_gen(w);
+    p->probe_slot = 0;
+    p->probe_ticket = 0;
+}
+
+static int reject(resil_breaker_permit *p, uint64_t w, resil_duration retry_after)
+{
+    admit(p, w, 0);
+    p->retry_after = retry_after < 0 ? 0 : retry_after;
+    return RESIL_EREJECTED;
+}
+
+static resil_duration probe_timeout(const resil_breaker *b)
+{
+    return b->opts.probe_timeout > 0 ? b->opts.probe_timeout : b->current_break;
+}
+
+/* The slot a newcomer may take: a free one, else one whose probe has been
+ * out for probe_timeout; else none, and *expiry says when one will be. */
+static probe_slot *find_probe_slot(resil_breaker *b, resil_instant now,
+                                   resil_instant *expiry)
+{
+    probe_slot *oldest = NULL;
+    for (uint32_t i = 0; i < b->opts.half_open_probes; i++) {
+        probe_slot *s = &b->probes[i];
+        if (s->ticket == 0)
+            return s;
+        if (oldest == NULL || s->start < oldest->start)
+            oldest = s;
+    }
+    *expiry = resil_dur_add(oldest->start, probe_timeout(b));
+    return now >= *expiry ? oldest : NULL;
+}
+
+static int admit_probe(resil_breaker *b, resil_breaker_permit *p, resil_instant now)
+{
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    resil_instant expiry = 0;
+    probe_slot *s = find_probe_slot(b, now, &expiry);
+    if (s == NULL)
+        return reject(p, w, resil_dur_sub(expiry, now));
+    if (s->ticket == 0)
+        b->probes_in_flight++;
+    if (++b->next_ticket == 0)
+        b->next_ticket = 1;
+    s->ticket = b->next_ticket;
+    s->start = now;
+    admit(p, w, now);
+    p->probe = true;
+    p->probe_slot = (uint32_t)(s - b->probes);
+    p->probe_ticket = s->ticket;
+    return 0;
+}
+
+/* The slow path: open with the break elapsed, or half-open. */
+static int acquire_locked(resil_breaker *b, resil_breaker_permit *p, resil_instant now)
+{
+    lock_for_transition(b);
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    int rc = 0;
+    switch (word_state(w)) {
+    case RESIL_BREAKER_CLOSED:
+    case RESIL_BREAKER_DISABLED:
+        admit(p, w, b->slow_on ? now : 0);
+        break;
+    case RESIL_BREAKER_ISOLATED:
+        rc = reject(p, w, RESIL_DURATION_MAX);
+        break;
+    case RESIL_BREAKER_OPEN: {
+        resil_instant until = atomic_load_explicit(&b->open_until, memory_order_relaxed);
+        if (now < until) {
+            rc = reject(p, w, until - now);
+            break;
+        }
+        transition(b, RESIL_BREAKER_HALF_OPEN, RESIL_BREAKER_BY_BREAK_ELAPSED, now);
+        rc = admit_probe(b, p, now);
+        break;
+    }
+    case RESIL_BREAKER_HALF_OPEN:
+        rc = admit_probe(b, p, now);
+        break;
+    default:
+        rc = reject(p, w, RESIL_DURATION_MAX);
+        break;
+    }
+    unlock_and_deliver(b);
+    return rc;
+}
+
+int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
+{
+    if (p == NULL)
+        return RESIL_EINVAL;
+    if (b == NULL) {
+        memset(p, 0, sizeof *p);
+        p->state = RESIL_BREAKER_NONE;
+        return 0;
+    }
+    uint64_t w = load_word(b);
+    switch (word_state(w)) {
+    case RESIL_BREAKER_CLOSED:
+        admit(p, w, b->slow_on ? now_of(b) : 0);
+        return 0;
+    case RESIL_BREAKER_DISABLED:
+        admit(p, w, 0);
+        return 0;
+    case RESIL_BREAKER_ISOLATED:
+        return reject(p, w, RESIL_DURATION_MAX);
+    case RESIL_BREAKER_OPEN: {
+        resil_instant now = now_of(b);
+        resil_instant until = atomic_load_explicit(&b->open_until, memory_order_relaxed);
+        if (now < until)
+            return reject(p, w, until - now);
+        return acquire_locked(b, p, now);
+    }
+    default:
+        return acquire_locked(b, p, now_of(b));
+    }
+}
+
+/* ---- record ------------------------------------------------------------ */
+
+/* A success ends a failure run: one CAS, and only if there was a run. */
+static int note_success(resil_breaker *b, uint64_t w, uint32_t gen)
+{
+    for (;;) {
+        if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
+            return RESIL_ESTATE;
+        if (word_count(w) == 0)
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(&b->word, &w,
+                                                  make_word(gen, RESIL_BREAKER_CLOSED, 0),
+                                                  memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return 0;
+    }
+}
+
+/* A failure extends the run; *tripped when it reaches the threshold. */
+static int note_failure(resil_breaker *b, uint64_t w, uint32_t gen, bool *tripped)
+{
+    for (;;) {
+        if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
+            return RESIL_ESTATE;
+        uint32_t count = word_count(w) < COUNT_MAX ? word_count(w) + 1 : COUNT_MAX;
+        if (atomic_compare_exchange_weak_explicit(&b->word, &w,
+                                                  make_word(gen, RESIL_BREAKER_CLOSED, count),
+                                                  memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            *tripped = b->trips_on_consecutive && count >= b->failure_threshold;
+            return 0;
+        }
+    }
+}
+
+/* Is the generation `gen` still the closed one? (under mu) */
+static bool still_closed(resil_breaker *b, uint32_t gen)
+{
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    return word_gen(w) == gen && word_state(w) == RESIL_BREAKER_CLOSED;
+}
+
+static void trip_consecutive(resil_breaker *b, uint32_t gen)
+{
+    resil_instant now = now_of(b);
+    lock_for_transition(b);
+    if (still_closed(b, gen))
+        transition(b, RESIL_BREAKER_OPEN, RESIL_BREAKER_BY_CONSECUTIVE, now);
+    unlock_and_deliver(b);
+}
+
+static resil_breaker_reason window_verdict(resil_breaker *b, bool failure, bool slow,
+                                           bool tripped)
+{
+    const resil__window_counts *c = &b->window.sum;
+    uint32_t min = b->opts.minimum_throughput;
+    if (tripped)
+        return RESIL_BREAKER_BY_CONSECUTIVE;
+    if (failure && b->trips_on_ratio &&
+        resil__window_share_reached(c->failures, c->total, min, b->opts.failure_ratio))
+        return RESIL_BREAKER_BY_RATIO;
+    if (slow && resil__window_share_reached(c->slow, c->total, min, b->opts.slow_call_ratio))
+        return RESIL_BREAKER_BY_SLOW_CALLS;
+    return 0;
+}
+
+static int record_in_window(resil_breaker *b, uint32_t gen, bool failure, bool slow,
+                            bool tripped, resil_instant now)
+{
+    lock_for_transition(b);
+    if (!still_closed(b, gen)) {
+        unlock_and_deliver(b);
+        return RESIL_ESTATE;
+    }
+    resil__window_add(&b->window, now, failure, slow);
+    resil_breaker_reason why = window_verdict(b, failure, slow, tripped);
+    if (why != 0)
+        transition(b, RESIL_BREAKER_OPEN, why, now);
+    unlock_and_deliver(b);
+    return 0;
+}
+
+static int record_closed(resil_breaker *b, const resil_breaker_permit *p,
+                         resil_breaker_result r, uint64_t w)
+{
+    uint32_t gen = p->generation;
+    if (r == RESIL_BREAKER_IGNORED)
+        return 0;
+    bool failure = r == RESIL_BREAKER_FAILURE;
+    bool tripped = false;
+    int rc = failure ? note_failure(b, w, gen, &tripped) : note_success(b, w, gen);
+    if (rc != 0)
+        return rc;
+    if (!b->window_on) {
+        if (tripped)
+            trip_consecutive(b, gen);
+        return 0;
+    }
+    resil_instant now = now_of(b);
+    bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
+    return record_in_window(b, gen, failure, slow, tripped, now);
+}
+
+static int record_probe(resil_breaker *b, const resil_breaker_permit *p,
+                        resil_breaker_result r)
+{
+    resil_instant now = now_of(b);
+    lock_for_transition(b);
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    if (word_gen(w) != p->generation || word_state(w) != RESIL_BREAKER_HALF_OPEN ||
+        p->probe_slot >= b->opts.half_open_probes ||
+        b->probes[p->probe_slot].ticket != p->probe_ticket) {
+        unlock_and_deliver(b);
+        return RESIL_ESTATE;
+    }
+    probe_slot *s = &b->probes[p->probe_slot];
+    s->ticket = 0;
+    b->probes_in_flight--;
+    bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
+    if (r == RESIL_BREAKER_FAILURE || (r == RESIL_BREAKER_SUCCESS && slow))
+        transition(b, RESIL_BREAKER_OPEN, RESIL_BREAKER_BY_PROBE_FAILED, now);
+    else if (r == RESIL_BREAKER_SUCCESS &&
+             ++b->consecutive_successes >= b->opts.success_threshold)
+        transition(b, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_PROBES_SUCCEEDED, now);
+    unlock_and_deliver(b);
+    return 0;
+}
+
+int resil_breaker_record(resil_breaker *b, const resil_breaker_permit *p,
+                         resil_breaker_result r)
+{
+    if (p == NULL || (unsigned)r > RESIL_BREAKER_IGNORED)
+        return RESIL_EINVAL;
+    if (b == NULL)
+        return 0;
+    if (p->probe)
+        return record_probe(b, p, r);
+    uint64_t w = load_word(b);
+    if (word_gen(w) != p->generation || word_state(w) != RESIL_BREAKER_CLOSED)
+        return RESIL_ESTATE;
+    return record_closed(b, p, r, w);
+}
+
+/* ---- execute ----------------------------------------------------------- */
+
+resil_breaker_result resil_breaker_classify_default(const resil_outcome *o, void *ud)
+{
+    (void)ud;
+    if (o->kind == RESIL_SUCCESS)
+        return RESIL_BREAKER_SUCCESS;
+    if (o->kind == RESIL_CANCELLED)
+        return RESIL_BREAKER_IGNORED;
+    return RESIL_BREAKER_FAILURE;
+}
+
+static const char *rejection_detail(resil_breaker_state s)
+{
+    switch (s) {
+    case RESIL_BREAKER_HALF_OPEN:
+        return "circuit half-open";
+    case RESIL_BREAKER_ISOLATED:
+        return "circuit isolated";
+    default:
+        return "circuit open";
+    }
+}
+
+int resil_breaker_execute(resil_breaker *b, resil_op_fn op, resil_attempt_ctx *ctx,
+                          resil_breaker_classify_fn classify, void *classify_ud,
+                          resil_outcome *out)
+{
+    if (op == NULL || ctx == NULL || out == NULL)
+        return RESIL_EINVAL;
+    resil_breaker_permit p;
+    if (resil_breaker_acquire(b, &p) == RESIL_EREJECTED) {
+        *out = resil_fail_after(RESIL_REJECTED, RESIL_EREJECTED,
+                                rejection_detail(p.state), p.retry_after);
+        return RESIL_EREJECTED;
+    }
+    *out = op(ctx);
+    if (classify == NULL)
+        classify = resil_breaker_classify_default;
+    resil_breaker_record(b, &p, classify(out, classify_ud));
+    return 0;
+}
+
+/* ---- manual control ---------------------------------------------------- */
+
+static void force(resil_breaker *b, resil_breaker_state to, resil_breaker_reason why)
+{
+    if (b == NULL)
+        return;
+    resil_instant now = now_of(b);
+    lock_for_transition(b);
+    if (word_state(atomic_load_explicit(&b->word, memory_order_relaxed)) != to)
+        transition(b, to, why, now);
+    unlock_and_deliver(b);
+}
+
+void resil_breaker_isolate(resil_breaker *b) { force(b, RESIL_BREAKER_ISOLATED, RESIL_BREAKER_BY_ISOLATE); }
+void resil_breaker_close(resil_breaker *b) { force(b, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_CLOSE); }
+void resil_breaker_disable(resil_breaker *b) { force(b, RESIL_BREAKER_DISABLED, RESIL_BREAKER_BY_DISABLE); }
+
+void resil_breaker_reset(resil_breaker *b)
+{
+    if (b == NULL)
+        return;
+    resil_instant now = now_of(b);
+    lock_for_transition(b);
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    if (word_state(w) != RESIL_BREAKER_CLOSED) {
+        transition(b, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_RESET, now);
+    } else {
+        /* No state change, no event; but calls admitted before the reset
+         * must not count afterwards, so the generation still moves on. */
+        enter_closed(b);
+        atomic_store_explicit(&b->word, make_word(word_gen(w) + 1, RESIL_BREAKER_CLOSED, 0),
+                              memory_order_release);
+    }
+    b->ever_opened = false;
+    b->last_opened_at = 0;
+    b->opens = 0;
+    unlock_and_deliver(b);
+}
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+resil_breaker_state resil_breaker_state_of(const resil_breaker *b)
+{
+    if (b == NULL)
+        return RESIL_BREAKER_NONE;
+    return word_state(load_word(b));
+}
+
+bool resil__breaker_idle(const resil_breaker *b)
+{
+    uint64_t w = load_word(b);
+    return word_state(w) == RESIL_BREAKER_CLOSED && word_count(w) == 0;
+}
+
+static double share(uint64_t part, uint64_t total)
+{
+    return total == 0 ? 0.0 : (double)part / (double)total;
+}
+
+static resil_instant next_probe_at(resil_breaker *b, resil_breaker_state s)
+{
+    if (s == RESIL_BREAKER_OPEN)
+        return atomic_load_explicit(&b->open_until, memory_order_relaxed);
+    if (s == RESIL_BREAKER_ISOLATED)
+        return RESIL_INSTANT_MAX;
+    return 0;
+}
+
+int resil_breaker_stats_get(resil_breaker *b, resil_breaker_stats *out)
+{
+    if (b == NULL || out == NULL)
+        return RESIL_EINVAL;
+    resil_instant now = now_of(b);
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&b->mu);
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    resil__window_counts c = resil__window_totals(&b->window, now);
+    out->state = word_state(w);
+    out->consecutive_failures = word_count(w);
+    out->consecutive_successes = b->consecutive_successes;
+    out->probes_in_flight = b->probes_in_flight;
+    out->window_total = c.total;
+    out->window_failures = c.failures;
+    out->window_slow = c.slow;
+    out->failure_ratio = share(c.failures, c.total);
+    out->slow_ratio = share(c.slow, c.total);
+    out->ever_opened = b->ever_opened;
+    out->last_opened_at = b->last_opened_at;
+    out->opens = b->opens;
+    out->next_probe_at = next_probe_at(b, out->state);
+    out->current_break = b->current_break;
+    out->generation = word_gen(w);
+    out->transitions = b->transitions;
+    out->events_dropped = b->events_dropped;
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}

@@ -1,0 +1,125 @@
+/*
+ * window.c — the rolling window's bucket arithmetic (see window.h).
+ *
+ * Everything here is O(1) per call except crossing bucket boundaries, which
+ * costs at most RESIL__WINDOW_BUCKETS steps however long the window sat idle:
+ * a gap of a whole window or more simply empties it.
+ */
+#include "window.h"
+
+#include <string.h>
+
+/* floor(a / b) for b > 0, correct for negative instants too. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if (a % b != 0 && a < 0)
+        q--;
+    return q;
+}
+
+/* Bucket numbers may be negative; the slot must not be. */
+static size_t slot_of(int64_t bucket)
+{
+    int64_t r = bucket % RESIL__WINDOW_BUCKETS;
+    if (r < 0)
+        r += RESIL__WINDOW_BUCKETS;
+    return (size_t)r;
+}
+
+void resil__window_init(resil__window *w, resil_duration sampling)
+{
+    memset(w, 0, sizeof *w);
+    w->width = sampling / RESIL__WINDOW_BUCKETS;
+    if (w->width < 1)
+        w->width = 1;
+    w->empty = true;
+}
+
+void resil__window_clear(resil__window *w)
+{
+    resil_duration width = w->width;
+    memset(w, 0, sizeof *w);
+    w->width = width;
+    w->empty = true;
+}
+
+static void drop_bucket(resil__window *w, size_t slot)
+{
+    resil__window_counts *b = &w->bucket[slot];
+    w->sum.total -= b->total;
+    w->sum.failures -= b->failures;
+    w->sum.slow -= b->slow;
+    memset(b, 0, sizeof *b);
+}
+
+/* Make `bucket` the newest, dropping the buckets that fall out. */
+static void advance(resil__window *w, int64_t bucket)
+{
+    if (w->empty) {
+        w->head = bucket;
+        w->empty = false;
+        return;
+    }
+    if (bucket <= w->head)
+        return;
+    /* Both are bucket numbers of real instants, so the gap cannot overflow
+     * unless the instants span more than the whole int64 range. */
+    uint64_t gap = (uint64_t)bucket - (uint64_t)w->head;
+    if (gap >= RESIL__WINDOW_BUCKETS) {
+        resil__window_clear(w);
+        w->head = bucket;
+        w->empty = false;
+        return;
+    }
+    for (uint64_t i = 1; i <= gap; i++)
+        drop_bucket(w, slot_of(w->head + (int64_t)i));
+    w->head = bucket;
+}
+
+void resil__window_add(resil__window *w, resil_instant now, bool failure,
+                       bool slow)
+{
+    advance(w, floor_div(now, w->width));
+    resil__window_counts *b = &w->bucket[slot_of(w->head)];
+    b->total++;
+    w->sum.total++;
+    if (failure) {
+        b->failures++;
+        w->sum.failures++;
+    }
+    if (slow) {
+        b->slow++;
+        w->sum.slow++;
+    }
+}
+
+resil__window_counts resil__window_totals(const resil__window *w,
+                                          resil_instant now)
+{
+    resil__window_counts none = {0, 0, 0};
+    if (w->empty)
+        return none;
+    int64_t bucket = floor_div(now, w->width);
+    if (bucket <= w->head)
+        return w->sum;
+    uint64_t gap = (uint64_t)bucket - (uint64_t)w->head;
+    if (gap >= RESIL__WINDOW_BUCKETS)
+        return none;
+    resil__window_counts c = w->sum;
+    for (uint64_t i = 1; i <= gap; i++) {
+        const resil__window_counts *b = &w->bucket[slot_of(w->head + (int64_t)i)];
+        c.total -= b->total;
+        c.failures -= b->failures;
+        c.slow -= b->slow;
+    }
+    return c;
+}
+
+bool resil__window_share_reached(uint64_t part, uint64_t total,
+                                 uint32_t min_throughput, double ratio)
+{
+    if (total == 0 || total < min_throughput)
+        return false;
+    return (double)part / (double)total >= ratio;
+}
