@@ -41,9 +41,11 @@ typedef struct resil_outcome {
 RESIL_API const char *resil_kind_name(resil_kind k);
 
 RESIL_API resil_outcome resil_ok(void);
-/* A failure with kind and code; detail may be NULL. */
+/* A failure with kind and code; detail may be NULL and is cut to
+ * RESIL_DETAIL_MAX - 1 bytes. */
 RESIL_API resil_outcome resil_fail(resil_kind k, int64_t code, const char *detail);
-/* A throttled failure carrying a server wait hint. */
+/* A failure carrying a server wait hint (typically RESIL_THROTTLED); a
+ * negative retry_after means "no hint" and is stored as RESIL_NO_HINT. */
 RESIL_API resil_outcome resil_fail_after(resil_kind k, int64_t code,
                                          const char *detail,
                                          resil_duration retry_after);

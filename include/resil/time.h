@@ -32,19 +32,27 @@ typedef int64_t resil_instant;  /* nanoseconds since an arbitrary epoch */
 /* Saturating arithmetic: results clamp to [INT64_MIN, INT64_MAX]. */
 RESIL_API resil_duration resil_dur_add(resil_duration a, resil_duration b);
 RESIL_API resil_duration resil_dur_sub(resil_duration a, resil_duration b);
-/* d * f, clamped to [0, RESIL_DURATION_MAX] for d >= 0; NaN gives 0. */
+/* d * f truncated toward zero, clamped to [0, RESIL_DURATION_MAX] for
+ * d >= 0; NaN gives 0. */
 RESIL_API resil_duration resil_dur_mul(resil_duration d, double f);
-/* Convert a (possibly huge, NaN or infinite) count of seconds, saturating. */
+/* Convert a (possibly huge, NaN or infinite) count of seconds, rounding to
+ * the nearest nanosecond and saturating; NaN gives 0. */
 RESIL_API resil_duration resil_dur_from_seconds(double seconds);
 RESIL_API double resil_dur_to_ms(resil_duration d);
 
 /*
  * Parse a human duration: "250ms", "2s", "1m30s", "1h", "1.5s", "750us",
- * "10ns", "0"; or the .NET TimeSpan form "hh:mm:ss[.fffffff]" and
- * "d.hh:mm:ss[.fffffff]" used by configuration files. Leading and trailing
- * spaces are not accepted. Errors: RESIL_ESYNTAX for bad text, RESIL_ERANGE
- * for a value beyond RESIL_DURATION_MAX; a leading '-' is RESIL_ERANGE with
- * "must not be negative". `len` bytes are read, never more (no NUL needed).
+ * "10ns", "1d", "0"; or the .NET TimeSpan form "hh:mm:ss[.fffffff]" and
+ * "d.hh:mm:ss[.fffffff]" used by configuration files. Units: ns, us (or µs),
+ * ms, s, m, h, d; components are summed ("1h2m3.5s"); fractions are exact,
+ * rounded down to whole nanoseconds. A number without a unit is accepted
+ * only as "0". In the TimeSpan form minutes and seconds must be below 60,
+ * hours below 24 when days are given (unbounded otherwise: "36:00:00").
+ * Leading and trailing spaces are not accepted. Errors: RESIL_ESYNTAX for bad
+ * text (empty, missing number, missing or unknown unit, malformed TimeSpan),
+ * RESIL_ERANGE for a value beyond RESIL_DURATION_MAX or a TimeSpan field out
+ * of range; a leading '-' is RESIL_ERANGE with "must not be negative". On
+ * error *out is untouched. `len` bytes are read, never more (no NUL needed).
  */
 RESIL_API int resil_duration_parse(const char *text, size_t len,
                                    resil_duration *out, resil_err *err);
@@ -53,9 +61,13 @@ RESIL_API int resil_duration_parse_cstr(const char *text, resil_duration *out,
                                         resil_err *err);
 
 /*
- * Format a duration in the parser's units, shortest exact form first:
- * "0s", "250ms", "1m30s", "1.5s". Always NUL-terminates when cap > 0;
- * returns the length the full text needs (like snprintf).
+ * Format a duration in the parser's units: "0s", "250ms", "1m30s", "1.5s",
+ * "2h", "1h5s". Hours (the largest unit) and minutes come first, then the
+ * part below a minute in whichever of s, ms, us, ns writes it exactly in the
+ * fewest characters. Negative values get a leading '-'; every non-negative
+ * value round-trips through resil_duration_parse. At most 25 characters.
+ * Always NUL-terminates when cap > 0; returns the length the full text needs
+ * (like snprintf).
  */
 RESIL_API size_t resil_duration_format(resil_duration d, char *buf, size_t cap);
 
@@ -104,14 +116,18 @@ RESIL_API int resil_fake_clock_new(resil_instant start, int64_t wall_start,
                                    resil_fake_clock **out);
 RESIL_API void resil_fake_clock_free(resil_fake_clock *fc);
 RESIL_API resil_clock *resil_fake_clock_clock(resil_fake_clock *fc);
+/* Affects sleeps that start afterwards; threads already blocked in a
+ * manual-mode sleep still wait for advance() or their token. */
 RESIL_API void resil_fake_clock_set_manual(resil_fake_clock *fc, bool manual);
 RESIL_API void resil_fake_clock_set_hook(resil_fake_clock *fc,
                                          resil_fake_sleep_hook hook, void *ud);
-/* Move virtual time forward (wall time too), waking due sleepers. */
+/* Move virtual time forward (wall time too), waking due sleepers. A
+ * non-positive d does not move time. Saturates at RESIL_INSTANT_MAX. */
 RESIL_API void resil_fake_clock_advance(resil_fake_clock *fc, resil_duration d);
 RESIL_API resil_instant resil_fake_clock_now(resil_fake_clock *fc);
 /* How many sleeps were requested, and the i-th requested wait (0-based;
- * 0 when out of range). The log keeps the first 4096 waits. */
+ * 0 when out of range). Every call is logged, including zero waits and waits
+ * cancelled before or during the hook. The log keeps the first 4096 waits. */
 RESIL_API size_t resil_fake_clock_sleep_count(resil_fake_clock *fc);
 RESIL_API resil_duration resil_fake_clock_sleep_at(resil_fake_clock *fc, size_t i);
 /* Number of threads currently blocked in a manual-mode sleep. */
