@@ -17,5 +17,8 @@
 #include "resil/retry.h"
 #include "resil/breaker.h"
 #include "resil/registry.h"
+#include "resil/bulkhead.h"
+#include "resil/ratelimit.h"
+#include "resil/degrade.h"
 
 #endif
