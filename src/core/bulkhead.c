@@ -1,0 +1,365 @@
+/*
+ * bulkhead.c — the concurrency limit with a FIFO queue.
+ *
+ * One 64-bit atomic word holds both counts (in flight in the low half,
+ * queued in the high half), which gives the two properties the bulkhead is
+ * for. The bound is hard: a permit is taken by a compare-and-swap of the
+ * whole word, never by a check followed by an act. And the common case is
+ * lock-free: while nobody waits, acquire and release are one CAS each. A
+ * caller that must wait takes the mutex, and the invariant "queued > 0
+ * implies every permit is taken" means the word then only changes under the
+ * mutex, so a release that sees waiters hands its permit straight to the
+ * oldest one (it never returns it to the pool where a newcomer could grab
+ * it). That is what makes admission FIFO.
+ *
+ * A waiter's node lives on its own stack, linked into an intrusive FIFO
+ * list: queueing allocates nothing, and there is no pool whose capacity
+ * could disagree with the queued count (a granted waiter still owns its node
+ * until it wakes). The waiter sleeps on the node's own cancellation token, a
+ * child of the caller's token, so the caller's cancel wakes it, and the
+ * release that grants it a permit fires it directly. One waiting mechanism
+ * covers grant, cancel and (through the clock's sleep) timeout. A releaser
+ * touches a node only under the mutex and only while it is queued, so the
+ * node's owner may leave as soon as it has seen the verdict under the mutex.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "resil/bulkhead.h"
+
+#define FLIGHT_MASK UINT64_C(0xffffffff)
+#define QUEUED_ONE (UINT64_C(1) << 32)
+
+static uint32_t in_flight_of(uint64_t word) { return (uint32_t)(word & FLIGHT_MASK); }
+static uint32_t queued_of(uint64_t word) { return (uint32_t)(word >> 32); }
+
+typedef struct waiter {
+    resil_cancel wake; /* child of the caller's token; fired on grant */
+    bool granted;      /* guarded by mu */
+    struct waiter *next, *prev;
+} waiter;
+
+struct resil_bulkhead {
+    _Atomic uint64_t word;
+    uint32_t max_concurrency;
+    resil_bulkhead_opts opts;
+    resil_clock *clock;
+    pthread_mutex_t mu;
+    waiter *head, *tail; /* FIFO of waiters, oldest first; guarded by mu */
+    _Atomic uint64_t admitted, queued_total, rejected, timed_out, cancelled;
+};
+
+static void count(_Atomic uint64_t *counter)
+{
+    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
+void resil_bulkhead_opts_default(resil_bulkhead_opts *o)
+{
+    o->max_concurrency = 10;
+    o->max_queue = 50;
+    o->queue = true;
+    o->queue_timeout = 0;
+    o->clock = NULL;
+}
+
+static int validate(const resil_bulkhead_opts *o, resil_err *err)
+{
+    if (o->max_concurrency < 1)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "bulkhead.max_concurrency must be >= 1, got %d",
+                             (int)o->max_concurrency);
+    if (o->max_queue < 0)
+        return resil_err_set(err, RESIL_EINVAL, "bulkhead.max_queue must be >= 0, got %d",
+                             (int)o->max_queue);
+    if (o->queue_timeout < 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "bulkhead.queue_timeout must be >= 0 (0 = until cancelled), "
+                             "got %lld ns", (long long)o->queue_timeout);
+    return 0;
+}
+
+int resil_bulkhead_new(const resil_bulkhead_opts *o, resil_bulkhead **out, resil_err *err)
+{
+    if (o == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "bulkhead: options and out must not be NULL");
+    int rc = validate(o, err);
+    if (rc != 0)
+        return rc;
+    resil_bulkhead *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "bulkhead: out of memory");
+    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+        free(b);
+        return resil_err_set(err, RESIL_ESYS, "bulkhead: pthread_mutex_init failed");
+    }
+    b->opts = *o;
+    b->max_concurrency = (uint32_t)o->max_concurrency;
+    b->clock = o->clock ? o->clock : resil_clock_system();
+    atomic_init(&b->word, 0);
+    *out = b;
+    return 0;
+}
+
+void resil_bulkhead_free(resil_bulkhead *b)
+{
+    if (b == NULL)
+        return;
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+/* ---- the lock-free paths ------------------------------------------------ */
+
+/* Take a permit if one is free and nobody is queued. */
+static bool take_free_permit(resil_bulkhead *b)
+{
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    while (queued_of(w) == 0 && in_flight_of(w) < b->max_concurrency) {
+        if (atomic_compare_exchange_weak_explicit(&b->word, &w, w + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+/* Return a permit to the pool if nobody is queued. */
+static bool return_permit(resil_bulkhead *b)
+{
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    while (queued_of(w) == 0) {
+        if (atomic_compare_exchange_weak_explicit(&b->word, &w, w - 1, memory_order_release,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+static void fill_ticket(resil_bulkhead_ticket *t, resil_bulkhead *b, resil_duration queued)
+{
+    t->owner = b;
+    t->queued = queued;
+}
+
+int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
+{
+    if (!take_free_permit(b)) {
+        count(&b->rejected);
+        return RESIL_EREJECTED;
+    }
+    count(&b->admitted);
+    fill_ticket(t, b, 0);
+    return 0;
+}
+
+/* ---- the queue (everything below runs under mu) ------------------------- */
+
+static void fifo_push(resil_bulkhead *b, waiter *w)
+{
+    w->next = NULL;
+    w->prev = b->tail;
+    if (b->tail != NULL)
+        b->tail->next = w;
+    else
+        b->head = w;
+    b->tail = w;
+}
+
+static void fifo_remove(resil_bulkhead *b, waiter *w)
+{
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        b->head = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    else
+        b->tail = w->prev;
+    w->next = w->prev = NULL;
+}
+
+typedef enum { ENTER_ADMITTED, ENTER_QUEUED, ENTER_REJECTED } enter_result;
+
+/*
+ * Either take a permit (possible if the last holder left between the
+ * lock-free attempt and here) or join the queue. Joining is a CAS that
+ * observes "all permits taken" and bumps the queued count in one step, so
+ * a release that follows must see the waiter.
+ */
+static enter_result enter(resil_bulkhead *b)
+{
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    for (;;) {
+        if (queued_of(w) == 0 && in_flight_of(w) < b->max_concurrency) {
+            if (atomic_compare_exchange_weak_explicit(&b->word, &w, w + 1,
+                                                      memory_order_acquire,
+                                                      memory_order_relaxed))
+                return ENTER_ADMITTED;
+            continue;
+        }
+        if (queued_of(w) >= (uint32_t)b->opts.max_queue)
+            return ENTER_REJECTED;
+        if (atomic_compare_exchange_weak_explicit(&b->word, &w, w + QUEUED_ONE,
+                                                  memory_order_acq_rel, memory_order_relaxed))
+            return ENTER_QUEUED;
+    }
+}
+
+static void leave_queue(resil_bulkhead *b, waiter *w)
+{
+    fifo_remove(b, w);
+    atomic_fetch_sub_explicit(&b->word, QUEUED_ONE, memory_order_relaxed);
+}
+
+/* Sleep until granted, cancelled or the deadline; 0 or RESIL_ECANCELED. */
+static int wait_once(resil_bulkhead *b, waiter *w, resil_instant deadline)
+{
+    if (b->opts.queue_timeout == 0)
+        return resil_cancel_wait_until(&w->wake, INT64_MAX);
+    resil_duration left = resil_dur_sub(deadline, resil_clock_now(b->clock));
+    if (left <= 0)
+        return 0;
+    return resil_clock_sleep(b->clock, left, &w->wake);
+}
+
+/* Called with mu held; decides whether the wait is over. */
+static int wait_verdict(resil_bulkhead *b, waiter *w, resil_cancel *cancel,
+                        resil_instant deadline, bool *over)
+{
+    *over = true;
+    if (w->granted)
+        return 0;
+    if (resil_cancelled(cancel))
+        return RESIL_ECANCELED;
+    if (b->opts.queue_timeout > 0 && resil_clock_now(b->clock) >= deadline)
+        return RESIL_ETIMEDOUT;
+    *over = false;
+    return 0;
+}
+
+static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhead_ticket *t)
+{
+    resil_instant start = resil_clock_now(b->clock);
+    resil_instant deadline = resil_dur_add(start, b->opts.queue_timeout);
+
+    pthread_mutex_lock(&b->mu);
+    enter_result entered = enter(b);
+    if (entered != ENTER_QUEUED) {
+        pthread_mutex_unlock(&b->mu);
+        if (entered == ENTER_REJECTED) {
+            count(&b->rejected);
+            return RESIL_EREJECTED;
+        }
+        count(&b->admitted);
+        fill_ticket(t, b, 0);
+        return 0;
+    }
+    waiter node = {.granted = false};
+    if (resil_cancel_init(&node.wake, cancel) != 0) {
+        atomic_fetch_sub_explicit(&b->word, QUEUED_ONE, memory_order_relaxed);
+        pthread_mutex_unlock(&b->mu);
+        return RESIL_ESYS;
+    }
+    fifo_push(b, &node);
+    pthread_mutex_unlock(&b->mu);
+    count(&b->queued_total);
+
+    int rc;
+    for (;;) {
+        wait_once(b, &node, deadline);
+        pthread_mutex_lock(&b->mu);
+        bool over;
+        rc = wait_verdict(b, &node, cancel, deadline, &over);
+        if (over)
+            break;
+        pthread_mutex_unlock(&b->mu);
+    }
+    if (!node.granted) /* a granted node was unlinked by its releaser */
+        leave_queue(b, &node);
+    pthread_mutex_unlock(&b->mu);
+    resil_cancel_destroy(&node.wake);
+
+    if (rc == 0) {
+        count(&b->admitted);
+        fill_ticket(t, b, resil_dur_sub(resil_clock_now(b->clock), start));
+    } else {
+        count(rc == RESIL_ECANCELED ? &b->cancelled : &b->timed_out);
+    }
+    return rc;
+}
+
+int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhead_ticket *t)
+{
+    if (resil_cancelled(cancel)) {
+        count(&b->cancelled);
+        return RESIL_ECANCELED;
+    }
+    if (take_free_permit(b)) {
+        count(&b->admitted);
+        fill_ticket(t, b, 0);
+        return 0;
+    }
+    if (!b->opts.queue || b->opts.max_queue == 0) {
+        count(&b->rejected);
+        return RESIL_EREJECTED;
+    }
+    return queue_and_wait(b, cancel, t);
+}
+
+/* Under mu: waiters exist, so the word only changes here. The permit moves
+ * to the oldest waiter; in-flight stays the same, queued drops by one. */
+static void hand_over(resil_bulkhead *b)
+{
+    waiter *w = b->head;
+    fifo_remove(b, w);
+    w->granted = true;
+    atomic_fetch_sub_explicit(&b->word, QUEUED_ONE, memory_order_acq_rel);
+    resil_cancel_fire(&w->wake);
+}
+
+void resil_bulkhead_release(resil_bulkhead_ticket *t)
+{
+    if (t == NULL || t->owner == NULL)
+        return;
+    resil_bulkhead *b = t->owner;
+    t->owner = NULL;
+    if (return_permit(b))
+        return;
+    pthread_mutex_lock(&b->mu);
+    if (b->head != NULL)
+        hand_over(b);
+    else
+        atomic_fetch_sub_explicit(&b->word, 1, memory_order_release);
+    pthread_mutex_unlock(&b->mu);
+}
+
+int32_t resil_bulkhead_in_flight(const resil_bulkhead *b)
+{
+    uint64_t w = atomic_load_explicit(&((resil_bulkhead *)b)->word, memory_order_relaxed);
+    return (int32_t)in_flight_of(w);
+}
+
+int32_t resil_bulkhead_queued(const resil_bulkhead *b)
+{
+    uint64_t w = atomic_load_explicit(&((resil_bulkhead *)b)->word, memory_order_relaxed);
+    return (int32_t)queued_of(w);
+}
+
+static uint64_t read_counter(const _Atomic uint64_t *c)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
+}
+
+void resil_bulkhead_stats_get(const resil_bulkhead *b, resil_bulkhead_stats *out)
+{
+    out->admitted = read_counter(&b->admitted);
+    out->queued = read_counter(&b->queued_total);
+    out->rejected = read_counter(&b->rejected);
+    out->timed_out = read_counter(&b->timed_out);
+    out->cancelled = read_counter(&b->cancelled);
+}
+
+void resil_bulkhead_opts_get(const resil_bulkhead *b, resil_bulkhead_opts *out)
+{
+    *out = b->opts;
+}
