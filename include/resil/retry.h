@@ -17,8 +17,14 @@
  *                         attempts used up              -> "attempts exhausted"
  *                         shared budget denies          -> "budget exhausted"
  *                         wait = server hint (Retry-After, capped) or backoff
- *                         now + wait passes the deadline -> "deadline"
+ *                         now + wait reaches the deadline -> "deadline"
  *                         else wait (a cancel during it -> "cancelled")
+ *
+ * "Reaches": a wait ending exactly at the deadline also stops, since the
+ * attempt after it would have no time left to run. A Retry-After wait or a
+ * stop never draws a random number; only a wait computed by backoff does.
+ * A budget that granted a retry has been paid even when the deadline then
+ * stops the run (the order is fixed: budget before wait).
  *
  * A non-idempotent operation under a policy allowing more than one attempt
  * is refused before it runs (RESIL_UNSAFE_REFUSE, "refused"), or run exactly
@@ -129,15 +135,18 @@ typedef struct resil_retry {
 /*
  * Start an execution at `now`. `deadline` is an outside deadline (a
  * pipeline's total timeout; RESIL_INSTANT_MAX = none), combined with the
- * policy's max_total. Returns RESIL_STOP_NONE to go ahead, or
- * RESIL_STOP_REFUSED for non-idempotent work under RESIL_UNSAFE_REFUSE.
+ * policy's max_total. Returns RESIL_STOP_NONE to go ahead (and counts one
+ * request against the policy's budget), RESIL_STOP_REFUSED for
+ * non-idempotent work under RESIL_UNSAFE_REFUSE, or RESIL_STOP_DEADLINE when
+ * the deadline has already passed; nothing may run after a stop. `p` must
+ * have passed resil_retry_policy_validate() and outlive the execution.
  */
 RESIL_API resil_stop resil_retry_begin(resil_retry *r,
                                        const resil_retry_policy *p,
                                        resil_instant now, resil_instant deadline,
                                        bool idempotent);
 /* Before each attempt: RESIL_STOP_CANCELLED when `cancelled`, else
- * RESIL_STOP_NONE and the attempt counter moves on. */
+ * RESIL_STOP_NONE and the attempt counter moves on (saturating). */
 RESIL_API resil_stop resil_retry_before_attempt(resil_retry *r, bool cancelled);
 /* After each attempt: the decision. `rng` feeds jitter (NULL = thread's). */
 RESIL_API resil_retry_decision resil_retry_after_attempt(resil_retry *r,
@@ -194,7 +203,10 @@ typedef struct resil_retry_result {
 /*
  * Run `op` under `p`. Returns 0 when the execution ran to a stop (read
  * out->stop), or RESIL_EINVAL for a NULL argument or invalid policy (err
- * says which field). `opts` may be NULL for the defaults.
+ * says which field). `opts` may be NULL for the defaults. A cancel token
+ * fired with RESIL_ETIMEDOUT (a total timeout) stops the run as "deadline";
+ * any other fire as "cancelled". Hooks run on the calling thread: on_attempt
+ * first, then on_retry, then the wait. Nothing here allocates.
  */
 RESIL_API int resil_retry_execute(const resil_retry_policy *p,
                                   const resil_exec_opts *opts, resil_op_fn op,

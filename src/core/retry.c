@@ -1,0 +1,333 @@
+/*
+ * retry.c — the retry policy, the sans-I/O decision step, and the blocking
+ * executor that drives it.
+ *
+ * There is exactly one decision procedure, resil_retry_after_attempt(), and
+ * it is written as the fixed order of DESIGN.md §3 read top to bottom, one
+ * early return per stop reason, so that the order can be checked by eye
+ * against the article. It reads no clock and draws a random number only when
+ * the wait really comes from backoff: a Retry-After wait or a stop consumes
+ * nothing, which is what lets seeded demos reproduce published output. The
+ * executor is a thin loop over that step which adds only what needs I/O —
+ * calling the operation, reading the clock, sleeping cancellably — and
+ * writes into caller memory, so that no path allocates.
+ */
+#include <string.h>
+
+#include "resil/retry.h"
+
+/* ---- names -------------------------------------------------------------- */
+
+const char *resil_stop_name(resil_stop s)
+{
+    switch (s) {
+    case RESIL_STOP_NONE:
+        return "";
+    case RESIL_STOP_SUCCEEDED:
+        return "succeeded";
+    case RESIL_STOP_NOT_RETRYABLE:
+        return "not retryable";
+    case RESIL_STOP_ATTEMPTS_EXHAUSTED:
+        return "attempts exhausted";
+    case RESIL_STOP_BUDGET_EXHAUSTED:
+        return "budget exhausted";
+    case RESIL_STOP_DEADLINE:
+        return "deadline";
+    case RESIL_STOP_CANCELLED:
+        return "cancelled";
+    case RESIL_STOP_REFUSED:
+        return "refused";
+    }
+    return "";
+}
+
+const char *resil_wait_source_name(resil_wait_source s)
+{
+    switch (s) {
+    case RESIL_WAIT_NONE:
+        return "";
+    case RESIL_WAIT_BACKOFF:
+        return "backoff";
+    case RESIL_WAIT_RETRY_AFTER:
+        return "Retry-After";
+    }
+    return "";
+}
+
+/* ---- the policy ---------------------------------------------------------- */
+
+void resil_retry_policy_default(resil_retry_policy *p)
+{
+    memset(p, 0, sizeof *p);
+    p->max_attempts = 3;
+    p->retry_on = NULL;
+    resil_backoff_default(&p->backoff);
+    p->max_total = 0;
+    p->retry_after = RESIL_RETRY_AFTER_HONOR;
+    p->retry_after_max = RESIL_S(60);
+    p->budget = NULL;
+    p->unsafe_mode = RESIL_UNSAFE_REFUSE;
+}
+
+int resil_retry_policy_validate(const resil_retry_policy *p, resil_err *err)
+{
+    if (p == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "retry: policy must not be NULL");
+    if (p->max_attempts < 1)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "retry.max_attempts must be >= 1 (use "
+                             "RESIL_ATTEMPTS_FOREVER to retry forever), got %u",
+                             (unsigned)p->max_attempts);
+    resil_err inner = {0, ""};
+    int rc = resil_backoff_validate(&p->backoff, &inner);
+    if (rc != 0)
+        return resil_err_set(err, rc, "retry.%s", inner.message);
+    if (p->max_total < 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "retry.max_total must be >= 0 (0 = none), got %lld ns",
+                             (long long)p->max_total);
+    if ((unsigned)p->retry_after > RESIL_RETRY_AFTER_BOUNDED)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "retry.retry_after must be honor, ignore or bounded, got %d",
+                             (int)p->retry_after);
+    if (p->retry_after_max < 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "retry.retry_after_max must be >= 0, got %lld ns",
+                             (long long)p->retry_after_max);
+    if ((unsigned)p->unsafe_mode > RESIL_UNSAFE_RUN_ONCE)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "retry.unsafe_mode must be refuse or run-once, got %d",
+                             (int)p->unsafe_mode);
+    return 0;
+}
+
+/* ---- the sans-I/O step --------------------------------------------------- */
+
+static bool forever(const resil_retry *r)
+{
+    return r->max_attempts == RESIL_ATTEMPTS_FOREVER;
+}
+
+static resil_instant earlier(resil_instant a, resil_instant b) { return a < b ? a : b; }
+
+resil_stop resil_retry_begin(resil_retry *r, const resil_retry_policy *p,
+                             resil_instant now, resil_instant deadline,
+                             bool idempotent)
+{
+    memset(r, 0, sizeof *r);
+    r->policy = p;
+    r->max_attempts = p->max_attempts;
+    r->deadline = deadline;
+    if (p->max_total > 0)
+        r->deadline = earlier(deadline, resil_dur_add(now, p->max_total));
+    if (!idempotent && r->max_attempts > 1) {
+        if (p->unsafe_mode == RESIL_UNSAFE_REFUSE)
+            return RESIL_STOP_REFUSED;
+        r->max_attempts = 1;
+    }
+    if (now >= r->deadline)
+        return RESIL_STOP_DEADLINE;
+    if (p->budget != NULL)
+        resil_budget_on_request(p->budget);
+    return RESIL_STOP_NONE;
+}
+
+resil_stop resil_retry_before_attempt(resil_retry *r, bool cancelled)
+{
+    if (cancelled)
+        return RESIL_STOP_CANCELLED;
+    if (r->attempt < UINT32_MAX)
+        r->attempt++;
+    return RESIL_STOP_NONE;
+}
+
+static bool retryable(const resil_retry_policy *p, const resil_outcome *o)
+{
+    if (p->retry_on != NULL)
+        return p->retry_on(o, p->retry_on_ud);
+    return resil_retry_on_default(o, NULL);
+}
+
+static bool attempts_used_up(const resil_retry *r)
+{
+    return !forever(r) && r->attempt >= r->max_attempts;
+}
+
+static resil_retry_decision stop(resil_stop s)
+{
+    resil_retry_decision d = {s, 0, RESIL_WAIT_NONE};
+    return d;
+}
+
+static resil_retry_decision wait_for(resil_duration w, resil_wait_source src)
+{
+    resil_retry_decision d = {RESIL_STOP_NONE, w, src};
+    return d;
+}
+
+static resil_duration backoff_wait(resil_retry *r, resil_rng *rng)
+{
+    return resil_backoff_delay(&r->policy->backoff, r->attempt, &r->backoff,
+                               rng != NULL ? rng : resil_rng_thread());
+}
+
+static resil_duration clamp(resil_duration v, resil_duration lo, resil_duration hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The wait before the next attempt: the server's hint when the policy
+ * heeds it, else backoff. Only a wait that needs the backoff draws. */
+static resil_retry_decision choose_wait(resil_retry *r, const resil_outcome *o,
+                                        resil_rng *rng)
+{
+    const resil_retry_policy *p = r->policy;
+    bool hinted = o->retry_after >= 0 && p->retry_after != RESIL_RETRY_AFTER_IGNORE;
+    if (!hinted)
+        return wait_for(backoff_wait(r, rng), RESIL_WAIT_BACKOFF);
+    resil_duration hint = o->retry_after < p->retry_after_max ? o->retry_after
+                                                              : p->retry_after_max;
+    if (p->retry_after == RESIL_RETRY_AFTER_HONOR)
+        return wait_for(hint, RESIL_WAIT_RETRY_AFTER);
+    resil_duration b = backoff_wait(r, rng);
+    return wait_for(clamp(hint, b, resil_dur_add(b, RESIL_S(5))), RESIL_WAIT_RETRY_AFTER);
+}
+
+resil_retry_decision resil_retry_after_attempt(resil_retry *r, const resil_outcome *o,
+                                               resil_instant now, resil_rng *rng)
+{
+    const resil_retry_policy *p = r->policy;
+    if (p->budget != NULL)
+        resil_budget_on_result(p->budget, o, r->attempt, &r->ticket);
+    if (o->kind == RESIL_SUCCESS)
+        return stop(RESIL_STOP_SUCCEEDED);
+    if (o->kind == RESIL_CANCELLED)
+        return stop(RESIL_STOP_CANCELLED);
+    if (!retryable(p, o))
+        return stop(RESIL_STOP_NOT_RETRYABLE);
+    if (attempts_used_up(r))
+        return stop(RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    if (p->budget != NULL && !resil_budget_try_retry(p->budget, o, &r->ticket))
+        return stop(RESIL_STOP_BUDGET_EXHAUSTED);
+    resil_retry_decision d = choose_wait(r, o, rng);
+    /* An attempt that would start at or after the deadline has no time to
+     * run: stopping now beats sleeping for nothing. */
+    if (resil_dur_add(now, d.wait) >= r->deadline)
+        return stop(RESIL_STOP_DEADLINE);
+    return d;
+}
+
+uint32_t resil_retry_attempt(const resil_retry *r) { return r->attempt; }
+
+resil_instant resil_retry_deadline(const resil_retry *r) { return r->deadline; }
+
+/* ---- the blocking executor ----------------------------------------------- */
+
+typedef struct exec {
+    const resil_retry_policy *policy;
+    const resil_exec_opts *opts;
+    resil_clock *clock;
+    resil_instant now; /* the latest clock reading: two per attempt, no more */
+    resil_retry step;
+    resil_retry_result *out;
+} exec;
+
+/* A token fired for a deadline (a pipeline's total timeout) ends the run as
+ * "deadline"; any other fire is the caller giving up. */
+static resil_stop cancel_stop(const resil_cancel *c)
+{
+    return c != NULL && resil_cancel_reason(c) == RESIL_ETIMEDOUT ? RESIL_STOP_DEADLINE
+                                                     : RESIL_STOP_CANCELLED;
+}
+
+static void keep_record(exec *x, const resil_attempt_record *rec)
+{
+    const resil_exec_opts *o = x->opts;
+    if (x->out->records_len < o->records_cap && o->records != NULL)
+        o->records[x->out->records_len++] = *rec;
+    if (o->on_attempt != NULL)
+        o->on_attempt(rec, o->on_attempt_ud);
+}
+
+/* Run one attempt and decide; the record is kept before returning. */
+static resil_retry_decision attempt(exec *x, resil_op_fn op, void *user)
+{
+    const resil_exec_opts *o = x->opts;
+    resil_attempt_ctx ctx = {x->step.attempt, x->step.deadline, o->cancel, x->clock, user};
+    resil_attempt_record rec;
+    rec.number = x->step.attempt;
+    rec.start = x->now;
+    rec.outcome = op(&ctx);
+    x->now = resil_clock_now(x->clock);
+    rec.duration = x->now - rec.start;
+    resil_retry_decision d = resil_retry_after_attempt(&x->step, &rec.outcome, x->now, o->rng);
+    rec.stop = d.stop;
+    rec.wait = d.wait;
+    rec.source = d.source;
+    x->out->final = rec.outcome;
+    x->out->attempts = x->step.attempt;
+    keep_record(x, &rec);
+    return d;
+}
+
+static void announce_retry(exec *x, const resil_retry_decision *d, void *user)
+{
+    const resil_retry_policy *p = x->policy;
+    if (p->on_retry == NULL)
+        return;
+    resil_retry_info info = {x->step.attempt, d->wait, d->source, &x->out->final};
+    p->on_retry(&info, user, p->on_retry_ud);
+}
+
+static resil_stop run(exec *x, resil_op_fn op, void *user)
+{
+    resil_cancel *cancel = x->opts->cancel;
+    for (;;) {
+        if (resil_retry_before_attempt(&x->step, resil_cancelled(cancel)) != RESIL_STOP_NONE)
+            return cancel_stop(cancel);
+        resil_retry_decision d = attempt(x, op, user);
+        if (d.stop != RESIL_STOP_NONE)
+            return d.stop;
+        announce_retry(x, &d, user);
+        int slept = resil_clock_sleep(x->clock, d.wait, cancel);
+        x->now = resil_clock_now(x->clock);
+        if (slept == RESIL_ECANCELED)
+            return cancel_stop(cancel);
+    }
+}
+
+static resil_outcome not_run(resil_stop s)
+{
+    if (s == RESIL_STOP_REFUSED)
+        return resil_fail(RESIL_REJECTED, RESIL_ENOTIDEMPOTENT, "refused: not idempotent");
+    if (s == RESIL_STOP_DEADLINE)
+        return resil_fail(RESIL_REJECTED, RESIL_ETIMEDOUT, "deadline passed before the first attempt");
+    return resil_fail(RESIL_REJECTED, RESIL_ECANCELED, "cancelled before the first attempt");
+}
+
+int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts,
+                        resil_op_fn op, void *user, resil_retry_result *out,
+                        resil_err *err)
+{
+    if (p == NULL || op == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "retry: policy, operation and result must not be NULL");
+    int rc = resil_retry_policy_validate(p, err);
+    if (rc != 0)
+        return rc;
+    static const resil_exec_opts no_opts;
+    exec x = {p, opts != NULL ? opts : &no_opts, NULL, 0, {0}, out};
+    x.clock = x.opts->clock != NULL ? x.opts->clock : resil_clock_system();
+    resil_instant deadline = x.opts->deadline != 0 ? x.opts->deadline : RESIL_INSTANT_MAX;
+
+    memset(out, 0, sizeof *out);
+    resil_instant start = resil_clock_now(x.clock);
+    x.now = start;
+    out->stop = resil_retry_begin(&x.step, p, start, deadline, !x.opts->non_idempotent);
+    if (out->stop == RESIL_STOP_NONE)
+        out->stop = run(&x, op, user);
+    if (out->attempts == 0)
+        out->final = not_run(out->stop);
+    out->elapsed = x.now - start;
+    return 0;
+}
