@@ -65,7 +65,7 @@ static resil_outcome scripted(resil_attempt_ctx *ctx)
  * repeat with the stored order. The first response is lost on the way back,
  * so the caller sees a failure although the order was saved. */
 typedef struct order_server {
-    char keys[8][16], ids[8][16];
+    char keys[8][24], ids[8][24];
     int stored;
     bool drop_next_response;
 } order_server;
@@ -78,7 +78,7 @@ static resil_outcome create_order(resil_attempt_ctx *ctx)
         if (strcmp(s->keys[i], c->idempotency_key) == 0)
             return answer_with(c, &(answer)OK(s->ids[i]));
     int n = s->stored++;
-    char id[16];
+    char id[24];
     snprintf(id, sizeof id, "order-%d", s->stored);
     if (c->idempotency_key != NULL && n < 8) {
         snprintf(s->keys[n], sizeof s->keys[n], "%s", c->idempotency_key);

@@ -114,10 +114,15 @@ resil_stop resil_retry_begin(resil_retry *r, const resil_retry_policy *p,
                              resil_instant now, resil_instant deadline,
                              bool idempotent)
 {
-    memset(r, 0, sizeof *r);
+    /* Field by field rather than memset: this runs once per execution on
+     * the success path, where a block clear is measurable. */
     r->policy = p;
+    r->attempt = 0;
     r->max_attempts = p->max_attempts;
     r->deadline = deadline;
+    r->backoff.previous = 0;
+    r->backoff.polly_previous = 0;
+    r->ticket.last_cost = 0;
     if (p->max_total > 0)
         r->deadline = earlier(deadline, resil_dur_add(now, p->max_total));
     if (!idempotent && r->max_attempts > 1) {
@@ -237,36 +242,36 @@ typedef struct exec {
 static resil_stop cancel_stop(const resil_cancel *c)
 {
     return c != NULL && resil_cancel_reason(c) == RESIL_ETIMEDOUT ? RESIL_STOP_DEADLINE
-                                                     : RESIL_STOP_CANCELLED;
+                                                                  : RESIL_STOP_CANCELLED;
 }
 
-static void keep_record(exec *x, const resil_attempt_record *rec)
+/* Build the attempt's record only when someone reads it. */
+static void keep_record(exec *x, resil_instant start, const resil_retry_decision *d)
 {
     const resil_exec_opts *o = x->opts;
-    if (x->out->records_len < o->records_cap && o->records != NULL)
-        o->records[x->out->records_len++] = *rec;
+    bool store = o->records != NULL && x->out->records_len < o->records_cap;
+    if (!store && o->on_attempt == NULL)
+        return;
+    resil_attempt_record rec = {x->step.attempt, x->out->final, d->stop, d->wait,
+                                d->source, start, x->now - start};
+    if (store)
+        o->records[x->out->records_len++] = rec;
     if (o->on_attempt != NULL)
-        o->on_attempt(rec, o->on_attempt_ud);
+        o->on_attempt(&rec, o->on_attempt_ud);
 }
 
-/* Run one attempt and decide; the record is kept before returning. */
+/* Run one attempt, its outcome landing straight in the result, and decide. */
 static resil_retry_decision attempt(exec *x, resil_op_fn op, void *user)
 {
-    const resil_exec_opts *o = x->opts;
-    resil_attempt_ctx ctx = {x->step.attempt, x->step.deadline, o->cancel, x->clock, user};
-    resil_attempt_record rec;
-    rec.number = x->step.attempt;
-    rec.start = x->now;
-    rec.outcome = op(&ctx);
-    x->now = resil_clock_now(x->clock);
-    rec.duration = x->now - rec.start;
-    resil_retry_decision d = resil_retry_after_attempt(&x->step, &rec.outcome, x->now, o->rng);
-    rec.stop = d.stop;
-    rec.wait = d.wait;
-    rec.source = d.source;
-    x->out->final = rec.outcome;
+    resil_attempt_ctx ctx = {x->step.attempt, x->step.deadline, x->opts->cancel, x->clock,
+                             user};
+    resil_instant start = x->now;
+    x->out->final = op(&ctx);
     x->out->attempts = x->step.attempt;
-    keep_record(x, &rec);
+    x->now = resil_clock_now(x->clock);
+    resil_retry_decision d =
+        resil_retry_after_attempt(&x->step, &x->out->final, x->now, x->opts->rng);
+    keep_record(x, start, &d);
     return d;
 }
 
@@ -316,13 +321,16 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
     if (rc != 0)
         return rc;
     static const resil_exec_opts no_opts;
-    exec x = {p, opts != NULL ? opts : &no_opts, NULL, 0, {0}, out};
+    exec x;
+    x.policy = p;
+    x.opts = opts != NULL ? opts : &no_opts;
     x.clock = x.opts->clock != NULL ? x.opts->clock : resil_clock_system();
+    x.out = out;
     resil_instant deadline = x.opts->deadline != 0 ? x.opts->deadline : RESIL_INSTANT_MAX;
 
-    memset(out, 0, sizeof *out);
-    resil_instant start = resil_clock_now(x.clock);
-    x.now = start;
+    out->attempts = 0;
+    out->records_len = 0;
+    resil_instant start = x.now = resil_clock_now(x.clock);
     out->stop = resil_retry_begin(&x.step, p, start, deadline, !x.opts->non_idempotent);
     if (out->stop == RESIL_STOP_NONE)
         out->stop = run(&x, op, user);
