@@ -232,6 +232,84 @@ static void ratio_survives_time_moving_under_it(void **state)
     ratio_done(&f);
 }
 
+/* ---- executors sharing one policy and one budget ------------------------ */
+
+typedef struct shared_run {
+    const resil_retry_policy *policy;
+    resil_clock *clock;
+    resil_outcome answer;
+    int stops[RESIL_STOP_REFUSED + 1];
+    uint32_t attempts;
+} shared_run;
+
+static resil_outcome answer_op(resil_attempt_ctx *ctx)
+{
+    return ((shared_run *)ctx->user)->answer;
+}
+
+static void *run_executions(void *arg)
+{
+    shared_run *r = arg;
+    resil_exec_opts opts = {0};
+    opts.clock = r->clock; /* rng: each thread's own */
+    for (int i = 0; i < ROUNDS / 10; i++) {
+        resil_retry_result res;
+        if (resil_retry_execute(r->policy, &opts, answer_op, r, &res, NULL) != 0)
+            return NULL;
+        r->stops[res.stop]++;
+        r->attempts += res.attempts;
+    }
+    return NULL;
+}
+
+static void run_shared(const resil_retry_policy *p, resil_clock *clock, resil_outcome answer,
+                       shared_run runs[THREADS])
+{
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        runs[i] = (shared_run){p, clock, answer, {0}, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, run_executions, &runs[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+}
+
+static void executors_sharing_a_policy_drain_one_grpc_budget(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = NULL;
+    assert_int_equal(resil_fake_clock_new(0, 0, &fc), 0);
+    resil_budget_opts o;
+    resil_budget_opts_default(&o, RESIL_BUDGET_TOKENS);
+    resil_retry_policy p;
+    resil_retry_policy_default(&p);
+    p.backoff.base = RESIL_MS(10);
+    assert_int_equal(resil_budget_new(&o, &p.budget, NULL), 0);
+
+    shared_run runs[THREADS];
+    run_shared(&p, resil_fake_clock_clock(fc), resil_ok(), runs);
+    assert_true(resil_budget_level(p.budget) == 10.0);
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(runs[i].stops[RESIL_STOP_SUCCEEDED], ROUNDS / 10);
+
+    run_shared(&p, resil_fake_clock_clock(fc), resil_fail(RESIL_TRANSIENT, 503, NULL), runs);
+    assert_true(resil_budget_level(p.budget) == 0.0);
+    uint32_t attempts = 0;
+    int executions = 0;
+    for (int i = 0; i < THREADS; i++) {
+        attempts += runs[i].attempts;
+        executions += runs[i].stops[RESIL_STOP_BUDGET_EXHAUSTED] +
+                      runs[i].stops[RESIL_STOP_ATTEMPTS_EXHAUSTED];
+    }
+    assert_int_equal(executions, THREADS * (ROUNDS / 10));
+    /* A retry is granted only while tokens > 5, i.e. while at most four
+     * failures have landed; every ask follows its own failure, so at most
+     * four asks can see that. Each grant is one more attempt. */
+    assert_in_range(attempts - (uint32_t)executions, 0, 4);
+    resil_budget_free(p.budget);
+    resil_fake_clock_free(fc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +319,7 @@ int main(void)
         cmocka_unit_test(ratio_grants_exactly_its_share),
         cmocka_unit_test(ratio_interleaved_grants_and_balance_add_up),
         cmocka_unit_test(ratio_survives_time_moving_under_it),
+        cmocka_unit_test(executors_sharing_a_policy_drain_one_grpc_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
