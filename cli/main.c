@@ -17,6 +17,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", cmd_run, "run a command, retrying it under a policy"},
     {"demo", cmd_demo, "print the reference examples through the real executor"},
+    {"sim", cmd_sim, "simulate what retry policies do to a struggling service"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,14 @@
+/*
+ * cmd_sim.c — `resil sim`: the retry-storm simulator. The command itself
+ * lives in libresil_sim (src/sim/cli.c) so that its tests run it
+ * in-process; the tool only gives it the process's streams.
+ */
+#include <stdio.h>
+
+#include "commands.h"
+#include "sim.h"
+
+int cmd_sim(int argc, char **argv)
+{
+    return resil_sim_command(argc, argv, stdout, stderr);
+}

@@ -1,0 +1,393 @@
+/*
+ * cli.c — `resil sim SCENARIO [flags]`: flags in, tables, JSON, CSV and SVG
+ * out.
+ *
+ * The command lives in the simulator library, with its streams passed in,
+ * so that tests run it in-process on memory streams and compare bytes; the
+ * tool's cmd_sim.c only hands it stdout and stderr. Flags are one table
+ * (name, the scenarios it applies to, how to parse it, where it goes), so a
+ * flag is parsed, range-checked and rejected for the wrong scenario by one
+ * mechanism, and every message names the flag as the user typed it. Bad
+ * flags and values exit 125, like the rest of the tool.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+
+#define EXIT_USAGE 125
+#define EXIT_FAILED 1
+
+#define S_OCC (1u << RESIL_SIM_OCC)
+#define S_FAIL (1u << RESIL_SIM_FAILOVER)
+#define S_META (1u << RESIL_SIM_METASTABLE)
+#define S_LAYERS (1u << RESIL_SIM_LAYERS)
+#define S_STACK (S_FAIL | S_META | S_LAYERS)
+#define S_TIME (S_FAIL | S_META)
+#define S_ALL (S_OCC | S_STACK)
+
+typedef struct options {
+    resil_sim_config cfg;
+    bool json, progress, help;
+    const char *csv, *svg;
+} options;
+
+typedef enum flag_type { F_U32, F_U64, F_DOUBLE, F_DURATION, F_STRING, F_BOOL, F_POLICY,
+                         F_BUDGET_AT } flag_type;
+
+typedef struct flag {
+    const char *name;
+    unsigned scenarios;
+    flag_type type;
+    size_t offset; /* into options */
+} flag;
+
+#define CFG(field) (offsetof(options, cfg) + offsetof(resil_sim_config, field))
+#define OPT(field) offsetof(options, field)
+
+static const flag flags[] = {
+    {"--policy", S_ALL, F_POLICY, 0},
+    {"--seed", S_ALL, F_U64, CFG(seed)},
+    {"--runs", S_ALL, F_U32, CFG(runs)},
+    {"--json", S_ALL, F_BOOL, OPT(json)},
+    {"--csv", S_ALL, F_STRING, OPT(csv)},
+    {"--svg", S_ALL, F_STRING, OPT(svg)},
+    {"--progress", S_ALL, F_BOOL, OPT(progress)},
+    {"--help", S_ALL, F_BOOL, OPT(help)},
+    {"-h", S_ALL, F_BOOL, OPT(help)},
+    {"--base", S_ALL, F_DURATION, CFG(base)},
+    {"--cap", S_ALL, F_DURATION, CFG(cap)},
+    {"--clients", S_OCC | S_FAIL, F_U32, CFG(clients)},
+    {"--net-mean", S_OCC, F_DURATION, CFG(net_mean)},
+    {"--net-sd", S_OCC, F_DURATION, CFG(net_sd)},
+    {"--rate", S_STACK, F_DOUBLE, CFG(rate)},
+    {"--layers", S_STACK, F_U32, CFG(layers)},
+    {"--attempts", S_STACK, F_U32, CFG(attempts)},
+    {"--budget-at", S_STACK, F_BUDGET_AT, CFG(budget_at)},
+    {"--requests", S_STACK, F_U32, CFG(requests)},
+    {"--duration", S_TIME, F_DURATION, CFG(duration)},
+    {"--bin", S_TIME, F_DURATION, CFG(bin)},
+    {"--outage", S_TIME, F_DURATION, CFG(outage)},
+    {"--outage-start", S_TIME, F_DURATION, CFG(outage_start)},
+    {"--trigger", S_META, F_DURATION, CFG(outage)},
+    {"--trigger-start", S_META, F_DURATION, CFG(outage_start)},
+    {"--capacity", S_TIME, F_DOUBLE, CFG(capacity)},
+    {"--latency", S_TIME, F_DURATION, CFG(latency)},
+    {"--timeout", S_TIME, F_DURATION, CFG(timeout)},
+    {"--slowdown", S_META, F_DOUBLE, CFG(slowdown)},
+};
+
+static const char usage_text[] =
+    "usage: resil sim SCENARIO [flags]\n"
+    "\n"
+    "A deterministic discrete-event simulation of what retry policies do to a\n"
+    "struggling service, using resil's own backoff, retry, budget and breaker code.\n"
+    "\n"
+    "scenarios:\n"
+    "  occ         N clients contend to write one row (Brooker, \"Exponential Backoff\n"
+    "              And Jitter\", AWS Architecture Blog 2015): calls and completion time\n"
+    "  failover    a dependency fails every call for --outage under layered retries;\n"
+    "              load multiplier, recovery, whether it stays down\n"
+    "  metastable  Bronson et al. (HotOS 2021): a database slower above capacity, one\n"
+    "              retry after a timeout, a short trigger; does it recover?\n"
+    "  layers      retry amplification: attempts^layers calls per request, and what a\n"
+    "              budget in one layer does to it\n"
+    "\n"
+    "policies (--policy P[,P...]): each P joins parts with '+':\n"
+    "  a wait       none | exponential | full | equal | decorrelated | naive\n"
+    "  noretry      one attempt per layer\n"
+    "  a budget     tokens (gRPC) | quota (AWS) | ratio (Finagle)\n"
+    "  breaker      the library's default circuit breaker in every layer\n"
+    "  e.g. --policy naive,full,full+tokens,breaker\n"
+    "\n"
+    "common flags:\n"
+    "  --seed N          random seed (default 1): the same seed gives the same output\n"
+    "  --runs R          runs averaged per policy (occ 100, others 1)\n"
+    "  --json            one JSON object per policy per line instead of the table\n"
+    "  --csv FILE        write the figures as CSV ('-' = standard output)\n"
+    "  --svg FILE        write a chart as SVG ('-' = standard output)\n"
+    "  --progress        progress on stderr even when it is not a terminal\n"
+    "  --base D --cap D  backoff base and cap (occ 5ms/2s; failover, layers 2s/30s;\n"
+    "                    metastable 1s/30s)\n"
+    "\n"
+    "occ:        --clients N (100)  --net-mean D (10ms)  --net-sd D (2ms)\n"
+    "failover:   --clients N (1000)  --rate R per client (1/s)  --layers N (3)\n"
+    "            --attempts N (4)  --outage D (20s)  --outage-start D (10s)\n"
+    "            --capacity C calls/s (2000)  --latency D (10ms)  --timeout D (none)\n"
+    "            --duration D (120s)  --bin D (1s)  --budget-at all|innermost|N (all)\n"
+    "metastable: --rate R (280/s)  --capacity C (300/s)  --latency D (150ms)\n"
+    "            --slowdown X (10)  --timeout D (1s)  --attempts N (2)\n"
+    "            --trigger D (10s)  --trigger-start D (10s)  --duration D (120s)\n"
+    "layers:     --layers N (3)  --attempts N (4)  --requests N (100)  --rate R (10/s)\n"
+    "            --budget-at all|innermost|N (innermost)\n"
+    "\n"
+    "Durations: 250ms, 2s, 1m30s. Bad flags or values exit 125.\n";
+
+/* ---- parsing one value ---------------------------------------------------- */
+
+static int bad(FILE *errout, const char *fmt, ...) RESIL_PRINTF(2, 3);
+
+static int bad(FILE *errout, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(errout, "resil sim: ");
+    vfprintf(errout, fmt, ap);
+    fputc('\n', errout);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_budget_at(const char *value, uint32_t *out)
+{
+    uint64_t v;
+    if (strcmp(value, "all") == 0)
+        *out = 0;
+    else if (strcmp(value, "innermost") == 0)
+        *out = RESIL_SIM_INNERMOST;
+    else if (parse_u64(value, &v) && v >= 1 && v <= 10)
+        *out = (uint32_t)v;
+    else
+        return RESIL_EINVAL;
+    return 0;
+}
+
+static int set_value(options *o, const flag *fl, const char *value, FILE *errout)
+{
+    char *p = (char *)o + fl->offset;
+    uint64_t u;
+    switch (fl->type) {
+    case F_U32:
+        if (!parse_u64(value, &u) || u > UINT32_MAX)
+            return bad(errout, "%s expects a whole number, got '%s'", fl->name, value);
+        *(uint32_t *)p = (uint32_t)u;
+        return 0;
+    case F_U64:
+        if (!parse_u64(value, &u))
+            return bad(errout, "%s expects a whole number, got '%s'", fl->name, value);
+        *(uint64_t *)p = u;
+        return 0;
+    case F_DOUBLE: {
+        char *end;
+        errno = 0;
+        double d = strtod(value, &end);
+        if (*value == '\0' || *end != '\0' || errno != 0 || !isfinite(d))
+            return bad(errout, "%s expects a number, got '%s'", fl->name, value);
+        *(double *)p = d;
+        return 0;
+    }
+    case F_DURATION:
+        if (resil_duration_parse_cstr(value, (resil_duration *)p, NULL) != 0)
+            return bad(errout, "%s expects a duration such as 250ms, 2s or 1m30s, got '%s'",
+                       fl->name, value);
+        return 0;
+    case F_STRING:
+        if (*value == '\0')
+            return bad(errout, "%s expects a file name", fl->name);
+        *(const char **)p = value;
+        return 0;
+    case F_BUDGET_AT:
+        if (parse_budget_at(value, (uint32_t *)p) != 0)
+            return bad(errout, "%s expects all, innermost or a layer number 1-10, got '%s'",
+                       fl->name, value);
+        return 0;
+    case F_POLICY: {
+        resil_err err = {0, ""};
+        if (resil_sim_policies_parse(value, &o->cfg, &err) != 0) {
+            fprintf(errout, "resil sim: %s\n", err.message);
+            return EXIT_USAGE;
+        }
+        return 0;
+    }
+    case F_BOOL:
+        *(bool *)p = true;
+        return 0;
+    }
+    return EXIT_USAGE;
+}
+
+/* ---- parsing the command line --------------------------------------------- */
+
+static const flag *find_flag(const char *arg, size_t len)
+{
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (strlen(flags[i].name) == len && strncmp(flags[i].name, arg, len) == 0)
+            return &flags[i];
+    }
+    return NULL;
+}
+
+/* One flag at argv[*i]: "--name value" or "--name=value". */
+static int parse_flag(options *o, int argc, char **argv, int *i, FILE *errout)
+{
+    const char *arg = argv[*i];
+    const char *eq = strchr(arg, '=');
+    size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
+    const flag *fl = find_flag(arg, len);
+    if (fl == NULL)
+        return bad(errout, "unknown flag '%s' (see resil sim --help)", arg);
+    if (!(fl->scenarios & (1u << o->cfg.scenario)))
+        return bad(errout, "%s does not apply to %s", fl->name,
+                   resil_sim_scenario_name(o->cfg.scenario));
+    if (fl->type == F_BOOL) {
+        if (eq != NULL)
+            return bad(errout, "%s takes no value, got '%s'", fl->name, eq + 1);
+        return set_value(o, fl, "", errout);
+    }
+    const char *value = eq != NULL ? eq + 1 : NULL;
+    if (value == NULL) {
+        if (*i + 1 >= argc)
+            return bad(errout, "%s needs a value", fl->name);
+        value = argv[++*i];
+    }
+    return set_value(o, fl, value, errout);
+}
+
+static int parse_args(options *o, int argc, char **argv, FILE *out, FILE *errout)
+{
+    memset(o, 0, sizeof *o);
+    if (argc < 2) {
+        fputs(usage_text, errout);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        o->help = true;
+        return 0;
+    }
+    resil_sim_scenario s;
+    if (resil_sim_scenario_parse(argv[1], &s) != 0)
+        return bad(errout, "unknown scenario '%s' (expected occ, failover, metastable or "
+                           "layers)",
+                   argv[1]);
+    resil_sim_config_default(&o->cfg, s);
+    for (int i = 2; i < argc; i++) {
+        int rc = parse_flag(o, argc, argv, &i, errout);
+        if (rc != 0)
+            return rc;
+    }
+    resil_err err = {0, ""};
+    if (!o->help && resil_sim_config_validate(&o->cfg, &err) != 0) {
+        fprintf(errout, "resil sim: %s\n", err.message);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- progress ------------------------------------------------------------- */
+
+typedef struct progress_state {
+    FILE *errout;
+    const char *scenario;
+    int last;
+} progress_state;
+
+static void show_progress(const resil_sim_policy *p, double done, void *ud)
+{
+    progress_state *ps = ud;
+    int pct = (int)(done * 100);
+    if (pct == ps->last)
+        return;
+    ps->last = pct;
+    fprintf(ps->errout, "\rresil sim %s: %-24s %3d%%", ps->scenario, p->name, pct);
+    fflush(ps->errout);
+}
+
+static bool wants_progress(const options *o, FILE *errout)
+{
+    return o->progress || isatty(fileno(errout));
+}
+
+/* ---- running and writing -------------------------------------------------- */
+
+typedef int (*writer_fn)(FILE *f, const resil_sim_config *c, const resil_sim_result *r,
+                         size_t n);
+
+static int write_file(const char *path, writer_fn w, const options *o,
+                      const resil_sim_result *r, FILE *out, FILE *errout)
+{
+    if (strcmp(path, "-") == 0)
+        return w(out, &o->cfg, r, o->cfg.npolicies) == 0 ? 0 : EXIT_FAILED;
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(errout, "resil sim: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_FAILED;
+    }
+    int rc = w(f, &o->cfg, r, o->cfg.npolicies);
+    if (fclose(f) != 0 || rc != 0) {
+        fprintf(errout, "resil sim: cannot write '%s'\n", path);
+        return EXIT_FAILED;
+    }
+    return 0;
+}
+
+static int run_policies(const options *o, resil_sim_result *r, FILE *errout)
+{
+    progress_state ps = {errout, resil_sim_scenario_name(o->cfg.scenario), -1};
+    bool show = wants_progress(o, errout);
+    for (size_t i = 0; i < o->cfg.npolicies; i++) {
+        resil_err err = {0, ""};
+        ps.last = -1;
+        int rc = resil_sim_run(&o->cfg, &o->cfg.policies[i], show ? show_progress : NULL, &ps,
+                               &r[i], &err);
+        if (rc != 0) {
+            if (show)
+                fputc('\n', errout);
+            fprintf(errout, "resil sim: %s\n", err.message);
+            return rc == RESIL_EINVAL ? EXIT_USAGE : EXIT_FAILED;
+        }
+    }
+    if (show)
+        fprintf(errout, "\r%-60s\r", "");
+    return 0;
+}
+
+static int emit(const options *o, const resil_sim_result *r, FILE *out, FILE *errout)
+{
+    writer_fn main_writer = o->json ? resil_sim_write_json : resil_sim_write_text;
+    if (main_writer(out, &o->cfg, r, o->cfg.npolicies) != 0)
+        return EXIT_FAILED;
+    int rc = 0;
+    if (o->csv != NULL)
+        rc = write_file(o->csv, resil_sim_write_csv, o, r, out, errout);
+    if (rc == 0 && o->svg != NULL)
+        rc = write_file(o->svg, resil_sim_write_svg, o, r, out, errout);
+    return rc;
+}
+
+int resil_sim_command(int argc, char **argv, FILE *out, FILE *errout)
+{
+    options o;
+    int rc = parse_args(&o, argc, argv, out, errout);
+    if (rc != 0)
+        return rc;
+    if (o.help) {
+        fputs(usage_text, out);
+        return 0;
+    }
+    resil_sim_result r[RESIL_SIM_MAX_POLICIES];
+    memset(r, 0, sizeof r);
+    rc = run_policies(&o, r, errout);
+    if (rc == 0)
+        rc = emit(&o, r, out, errout);
+    for (size_t i = 0; i < o.cfg.npolicies; i++)
+        resil_sim_result_free(&r[i]);
+    return rc;
+}
