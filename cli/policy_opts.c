@@ -1,0 +1,173 @@
+/*
+ * policy_opts.c — the retry-policy options, parsed once for every subcommand.
+ *
+ * Each option is checked here with the user's words ("--factor"), not the
+ * library's field names ("backoff.factor"), so that a bad value is reported
+ * as the option the user typed. The library's resil_retry_policy_validate()
+ * still runs last, as the single authority on what a policy may be; if it
+ * ever finds something these checks missed, its message is passed on as is.
+ */
+#include <string.h>
+
+#include "attempt_log.h"
+#include "policy_opts.h"
+
+#define SCHEDULE_FOREVER_LINES 10
+
+void policy_opts_default(policy_opts *po)
+{
+    memset(po, 0, sizeof *po);
+    resil_retry_policy_default(&po->policy);
+}
+
+static int parse_attempts(policy_opts *po, const args *a, const char *v)
+{
+    if (strcmp(v, "forever") == 0) {
+        po->policy.max_attempts = RESIL_ATTEMPTS_FOREVER;
+        return 0;
+    }
+    uint64_t n;
+    if (!args_whole(v, &n) || n < 1 || n >= RESIL_ATTEMPTS_FOREVER)
+        return args_reject(a, "--attempts", "a whole number >= 1 or 'forever'", v);
+    po->policy.max_attempts = (uint32_t)n;
+    return 0;
+}
+
+static int parse_backoff(policy_opts *po, const args *a, const char *v)
+{
+    if (resil_backoff_kind_parse(v, &po->policy.backoff.kind) != 0)
+        return args_reject(a, "--backoff",
+                           "one of constant, linear, exponential, fibonacci", v);
+    return 0;
+}
+
+static int parse_jitter(policy_opts *po, const args *a, const char *v)
+{
+    if (resil_jitter_parse(v, &po->policy.backoff.jitter) != 0)
+        return args_reject(a, "--jitter",
+                           "one of none, full, equal, decorrelated, "
+                           "proportional, polly", v);
+    return 0;
+}
+
+static int parse_seed(policy_opts *po, const args *a, const char *v)
+{
+    int rc = args_uint64(a, "--seed", v, 0, UINT64_MAX, &po->seed);
+    po->seeded = rc == 0;
+    return rc;
+}
+
+int policy_opts_parse(policy_opts *po, args *a)
+{
+    resil_backoff *b = &po->policy.backoff;
+    const char *v = NULL;
+    int m;
+#define TRY(long_name, short_name, action)                                 \
+    if ((m = args_match(a, long_name, short_name, &v)) != 0) {             \
+        if (m < 0)                                                         \
+            return m;                                                      \
+        int rc_ = (action);                                                \
+        return rc_ < 0 ? rc_ : 1;                                          \
+    }
+    TRY("--attempts", "-a", parse_attempts(po, a, v))
+    TRY("--backoff", NULL, parse_backoff(po, a, v))
+    TRY("--delay", NULL, args_duration(a, "--delay", v, false, &b->base))
+    TRY("--max-delay", NULL, args_duration(a, "--max-delay", v, false, &b->max_delay))
+    TRY("--factor", NULL, args_double(a, "--factor", v, 1.0, &b->factor))
+    TRY("--jitter", NULL, parse_jitter(po, a, v))
+    TRY("--seed", NULL, parse_seed(po, a, v))
+    TRY("--attempt-timeout", NULL,
+        args_duration(a, "--attempt-timeout", v, true, &po->attempt_timeout))
+    TRY("--total-timeout", NULL,
+        args_duration(a, "--total-timeout", v, true, &po->policy.max_total))
+#undef TRY
+    return 0;
+}
+
+int policy_opts_finish(policy_opts *po, const args *a)
+{
+    const resil_retry_policy *p = &po->policy;
+    if (po->attempt_timeout > 0 && p->max_total > 0 &&
+        po->attempt_timeout > p->max_total)
+        return args_fail(a, "--attempt-timeout must not exceed --total-timeout");
+    resil_err err;
+    if (resil_retry_policy_validate(p, &err) != 0)
+        return args_fail(a, "invalid policy: %s", err.message);
+    resil_rng_seeded_init(&po->seeded_rng, po->seed);
+    return 0;
+}
+
+resil_rng *policy_opts_rng(policy_opts *po)
+{
+    return po->seeded ? &po->seeded_rng.base : resil_rng_thread();
+}
+
+void policy_opts_usage(FILE *out)
+{
+    fputs("retry policy:\n"
+          "  -a, --attempts N|forever   attempts in all, the first included "
+          "(default 3)\n"
+          "      --backoff KIND         constant, linear, exponential or "
+          "fibonacci\n"
+          "                             (default exponential)\n"
+          "      --delay DUR            the backoff's base delay (default 1s)\n"
+          "      --max-delay DUR        cap on any backoff wait (default 30s)\n"
+          "      --factor F             exponential growth, >= 1 (default 2)\n"
+          "      --jitter MODE          none, full, equal, decorrelated, "
+          "proportional\n"
+          "                             or polly (default full)\n"
+          "      --seed N               draw jitter from a generator seeded "
+          "with N\n"
+          "                             (default: seeded from the OS, so that "
+          "two\n"
+          "                             runs never synchronise)\n"
+          "      --attempt-timeout DUR  bound each attempt (default: none)\n"
+          "      --total-timeout DUR    bound the whole run, waits included; "
+          "a wait\n"
+          "                             that would pass it stops the run at "
+          "once\n"
+          "                             (default: none)\n"
+          "DUR is a duration such as 250ms, 2s, 1m30s or 01:30:00.\n",
+          out);
+}
+
+static void print_policy(const resil_retry_policy *p, FILE *out)
+{
+    const resil_backoff *b = &p->backoff;
+    char delay[32], cap[32];
+    resil_duration_format(b->base, delay, sizeof delay);
+    resil_duration_format(b->max_delay, cap, sizeof cap);
+    if (p->max_attempts == RESIL_ATTEMPTS_FOREVER)
+        fprintf(out, "attempts forever");
+    else
+        fprintf(out, "attempts %u", p->max_attempts);
+    fprintf(out, ", backoff %s, delay %s", resil_backoff_kind_name(b->kind), delay);
+    if (b->kind == RESIL_BACKOFF_EXPONENTIAL)
+        fprintf(out, ", factor %g", b->factor);
+    fprintf(out, ", max-delay %s, jitter %s\n", cap, resil_jitter_name(b->jitter));
+}
+
+void policy_opts_print_schedule(const policy_opts *po, FILE *out)
+{
+    const resil_retry_policy *p = &po->policy;
+    const resil_backoff *b = &p->backoff;
+    resil_rng_seeded rng = po->seeded_rng; /* a copy: the run keeps its seed */
+    resil_backoff_state st = {0};
+    bool exact = b->jitter == RESIL_JITTER_NONE || po->seeded;
+    bool forever = p->max_attempts == RESIL_ATTEMPTS_FOREVER;
+    uint32_t waits = forever ? SCHEDULE_FOREVER_LINES : p->max_attempts - 1;
+
+    print_policy(p, out);
+    for (uint32_t n = 1; n <= waits; n++) {
+        char ms[32];
+        resil_duration d = exact ? resil_backoff_delay(b, n, &st, &rng.base)
+                                 : resil_backoff_max_delay(b, n);
+        format_ms(d, false, ms, sizeof ms);
+        fprintf(out, "#%u fails, wait %s%s ms\n", n, exact ? "" : "up to ", ms);
+    }
+    if (forever)
+        fprintf(out, "... and so on, until an attempt succeeds or is not "
+                     "retryable\n");
+    else
+        fprintf(out, "#%u fails, stop: attempts exhausted\n", p->max_attempts);
+}

@@ -1,0 +1,60 @@
+/*
+ * policy_opts.h — the retry-policy options shared by every subcommand that
+ * retries something (`resil run`, `resil http`, `resil sim`, ...).
+ *
+ * One parser, one help text and one dry-run printer, so that `--attempts`,
+ * `--backoff`, `--jitter` and friends mean the same thing, take the same
+ * values and are rejected with the same words wherever they appear. The
+ * result is a plain resil_retry_policy plus the two CLI-level timeouts and
+ * the random source, ready to hand to resil_retry_execute().
+ */
+#ifndef RESIL_CLI_POLICY_OPTS_H
+#define RESIL_CLI_POLICY_OPTS_H
+
+#include <stdio.h>
+
+#include "args.h"
+#include "resil.h"
+
+typedef struct policy_opts {
+    resil_retry_policy policy;      /* max_total is --total-timeout */
+    resil_duration attempt_timeout; /* --attempt-timeout; 0 = none */
+    bool seeded;                    /* --seed given */
+    uint64_t seed;
+    resil_rng_seeded seeded_rng;    /* valid after policy_opts_finish */
+} policy_opts;
+
+/* The CLI's defaults: the library's policy defaults (3 attempts,
+ * exponential from 1 s, factor 2, full jitter, cap 30 s), no timeouts. */
+void policy_opts_default(policy_opts *po);
+
+/*
+ * Read the option at a->argv[a->i] if it is one of ours, consuming its value.
+ * Returns 1 when consumed, 0 when the option is not a policy option, or
+ * RESIL_EINVAL after reporting a bad value by name on stderr.
+ */
+int policy_opts_parse(policy_opts *po, args *a);
+
+/* Cross-option checks once every option is read (the attempt timeout must
+ * fit in the total timeout; the library's own validation), and the random
+ * source set up. Returns 0 or RESIL_EINVAL after reporting. */
+int policy_opts_finish(policy_opts *po, const args *a);
+
+/* The random source jitter draws from: the seeded generator when --seed was
+ * given, else the calling thread's OS-seeded one. */
+resil_rng *policy_opts_rng(policy_opts *po);
+
+/* The options' help text, one line each, for a subcommand's --help. */
+void policy_opts_usage(FILE *out);
+
+/*
+ * Print the wait schedule the policy would follow if every attempt failed
+ * (no server hints): one line per attempt. Without jitter the waits are
+ * exact; with jitter and --seed they are the values the run would draw; with
+ * jitter and no seed, each line gives the largest wait the jitter can pick.
+ * "forever" prints the first 10 waits. Draws from a copy of the seeded
+ * generator, so a later run still starts from the seed.
+ */
+void policy_opts_print_schedule(const policy_opts *po, FILE *out);
+
+#endif
