@@ -1,4 +1,365 @@
-/* cmd_run.c — placeholder replaced by the real implementation. */
+/*
+ * cmd_run.c — `resil run [OPTIONS] -- COMMAND [ARG...]`: run a command,
+ * retrying it under a policy.
+ *
+ * The command is the operation of the library's own executor
+ * (resil_retry_execute): each attempt spawns the command and turns how it
+ * ended into an outcome, and the executor makes every decision — retry,
+ * wait, stop and why — exactly as it does for a library caller. The tool
+ * adds only what a process needs: the exit-code classification, the attempt
+ * timeout enforced by killing the process group, and signals turned into
+ * the executor's cancellation (see process.h). So `resil run` is also the
+ * executor's most direct end-to-end test.
+ */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attempt_log.h"
 #include "commands.h"
-int cmd_run(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "resil run: not yet\n"); return RESIL_EXIT_USAGE; }
+#include "policy_opts.h"
+#include "process.h"
+
+#define EXIT_TIMEOUT 124 /* as timeout(1) */
+
+/* Exit codes 0..255 as a set. */
+typedef struct code_set {
+    bool given;
+    bool has[256];
+} code_set;
+
+typedef struct run_opts {
+    policy_opts po;
+    resil_duration kill_after;
+    code_set retry_on, stop_on;
+    log_format log;
+    bool dry_run;
+    char **command;
+} run_opts;
+
+/* What one execution shares with its attempts (the executor's `user`). */
+typedef struct run_state {
+    const run_opts *opts;
+    sig_clock clock;
+    resil_instant deadline;
+    child_result last; /* the attempt the executor is deciding about */
+    bool started;      /* ... and whether its command was started at all */
+    attempt_log log;
+} run_state;
+
+static void usage(FILE *out)
+{
+    fputs("usage: resil run [OPTIONS] -- COMMAND [ARG...]\n"
+          "\n"
+          "Run COMMAND; when it fails, wait and run it again under a retry "
+          "policy.\n"
+          "\n",
+          out);
+    policy_opts_usage(out);
+    fputs("\n"
+          "attempts:\n"
+          "      --kill-after DUR       a timed-out attempt gets SIGTERM, then "
+          "SIGKILL\n"
+          "                             this much later (default 5s)\n"
+          "      --retry-on CODES       retry only these exit codes (a comma "
+          "list such\n"
+          "                             as 1,75); any other failure stops the "
+          "run\n"
+          "      --stop-on CODES        these exit codes stop the run, as 126 "
+          "and 127 do\n"
+          "\n"
+          "output:\n"
+          "      --log text|json|none   the attempt record, on stderr (default "
+          "text);\n"
+          "                             json: an object per attempt, then\n"
+          "                             {\"stop\":REASON,\"attempts\":N}\n"
+          "      --dry-run              print the waits the policy would use if "
+          "every\n"
+          "                             attempt failed, and run nothing; with "
+          "jitter,\n"
+          "                             the largest possible waits, or with "
+          "--seed the\n"
+          "                             very waits that seed draws\n"
+          "  -h, --help                 this text\n"
+          "\n"
+          "Exit code 0 is success. A death by signal, a timeout and any other "
+          "exit\n"
+          "code are retried, except 126 (cannot run) and 127 (not found). A "
+          "death\n"
+          "by signal N counts as exit code 128+N for --retry-on and "
+          "--stop-on.\n"
+          "\n"
+          "Each attempt runs in its own process group: a timeout, or a SIGINT "
+          "or\n"
+          "SIGTERM sent to resil, reaches the whole group. Standard input goes "
+          "to\n"
+          "the first attempt only; later attempts read /dev/null, since the "
+          "first\n"
+          "has consumed it. A command that reads the terminal is stopped by "
+          "it\n"
+          "(SIGTTIN), as any background job is.\n"
+          "\n"
+          "exit status:\n"
+          "  0        the command succeeded\n"
+          "  N        the last attempt's exit code when the run stopped on a "
+          "failure\n"
+          "           (128+N after a death by signal N; 126 and 127 as a "
+          "shell's)\n"
+          "  124      a timeout (--attempt-timeout, --total-timeout) ended the "
+          "run\n"
+          "  125      resil's own error, such as a bad option value\n"
+          "  130/143  resil was cancelled by SIGINT/SIGTERM\n",
+          out);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static int parse_codes(const args *a, const char *option, const char *text,
+                       code_set *set)
+{
+    const char *what = "a comma-separated list of exit codes in [1, 255]";
+    const char *p = text;
+    memset(set, 0, sizeof *set);
+    set->given = true;
+    for (;;) {
+        if (*p < '0' || *p > '9')
+            return args_reject(a, option, what, text);
+        unsigned v = 0;
+        while (*p >= '0' && *p <= '9' && v <= 255)
+            v = v * 10 + (unsigned)(*p++ - '0');
+        if (v < 1 || v > 255)
+            return args_reject(a, option, what, text);
+        set->has[v] = true;
+        if (*p == '\0')
+            return 0;
+        if (*p++ != ',')
+            return args_reject(a, option, what, text);
+    }
+}
+
+static int parse_log(const args *a, const char *text, log_format *out)
+{
+    if (attempt_log_format_parse(text, out) != 0)
+        return args_reject(a, "--log", "one of text, json, none", text);
+    return 0;
+}
+
+/* One option of ours at a->i: 1 consumed, 0 unknown, <0 bad value. */
+static int consumed(int rc) { return rc < 0 ? rc : 1; }
+
+static int parse_run_option(run_opts *o, args *a)
+{
+    const char *v;
+    int m;
+    if ((m = args_match(a, "--kill-after", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(args_duration(a, "--kill-after", v, true, &o->kill_after));
+    if ((m = args_match(a, "--retry-on", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(parse_codes(a, "--retry-on", v, &o->retry_on));
+    if ((m = args_match(a, "--stop-on", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(parse_codes(a, "--stop-on", v, &o->stop_on));
+    if ((m = args_match(a, "--log", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(parse_log(a, v, &o->log));
+    if (args_flag(a, "--dry-run", NULL)) {
+        o->dry_run = true;
+        return 1;
+    }
+    return policy_opts_parse(&o->po, a);
+}
+
+/* 0 to run, 1 when --help was printed, or RESIL_EINVAL. */
+static int parse_options(run_opts *o, int argc, char **argv)
+{
+    args a;
+    args_init(&a, "resil run", argc, argv);
+    memset(o, 0, sizeof *o);
+    policy_opts_default(&o->po);
+    o->kill_after = RESIL_S(5);
+    o->log = LOG_TEXT;
+    for (; a.i < argc; a.i++) {
+        const char *arg = argv[a.i];
+        if (strcmp(arg, "--") == 0) {
+            o->command = argv + a.i + 1;
+            break;
+        }
+        if (args_flag(&a, "--help", "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        int rc = parse_run_option(o, &a);
+        if (rc < 0)
+            return rc;
+        if (rc == 0 && arg[0] == '-')
+            return args_fail(&a, "unknown option '%s' (see resil run --help)", arg);
+        if (rc == 0) {
+            o->command = argv + a.i; /* the command, without "--" */
+            break;
+        }
+    }
+    if (o->command == NULL || o->command[0] == NULL)
+        return args_fail(&a, "no command given: resil run [OPTIONS] -- COMMAND "
+                             "[ARG...]");
+    return policy_opts_finish(&o->po, &a);
+}
+
+/* ---- one attempt ---------------------------------------------------------- */
+
+static resil_kind classify_exit(const run_opts *o, int status)
+{
+    if (status == 0)
+        return RESIL_SUCCESS;
+    if (o->stop_on.has[status & 255])
+        return RESIL_PERMANENT;
+    if (o->retry_on.given)
+        return o->retry_on.has[status & 255] ? RESIL_TRANSIENT : RESIL_PERMANENT;
+    return status == 126 || status == 127 ? RESIL_PERMANENT : RESIL_TRANSIENT;
+}
+
+static resil_outcome classify(const run_opts *o, const child_result *r)
+{
+    if (r->cancel_signal != 0)
+        return resil_fail(RESIL_CANCELLED, r->status, "cancelled");
+    if (r->timed_out || r->deadline)
+        return resil_fail(RESIL_TIMEOUT, r->status, "timed out");
+    resil_kind k = classify_exit(o, r->status);
+    return k == RESIL_SUCCESS ? resil_ok() : resil_fail(k, r->status, NULL);
+}
+
+static resil_outcome run_attempt(resil_attempt_ctx *ctx)
+{
+    run_state *rs = ctx->user;
+    const run_opts *o = rs->opts;
+    memset(&rs->last, 0, sizeof rs->last);
+    rs->started = false;
+    if (sig_clock_poll(&rs->clock)) {
+        rs->last.cancel_signal = rs->clock.signo;
+        rs->last.status = 128 + rs->clock.signo;
+        return resil_fail(RESIL_CANCELLED, rs->last.status, "cancelled");
+    }
+    child_spec spec = {
+        .argv = o->command,
+        .null_stdin = ctx->attempt > 1,
+        .timeout = o->po.attempt_timeout,
+        .deadline = ctx->deadline < rs->deadline ? ctx->deadline : rs->deadline,
+        .kill_after = o->kill_after,
+    };
+    rs->started = true;
+    if (child_run(&rs->clock, &spec, &rs->last) != 0) {
+        perror("resil run: waiting for the command");
+        rs->last.status = 126;
+        return resil_fail(RESIL_PERMANENT, 126, "wait failed");
+    }
+    if (rs->last.spawn_errno != 0)
+        fprintf(stderr, "resil run: cannot run '%s': %s\n", o->command[0],
+                strerror(rs->last.spawn_errno));
+    return classify(o, &rs->last);
+}
+
+/* ---- the record ----------------------------------------------------------- */
+
+/* How the attempt ended, in words: "exit 1", "killed by SIGKILL", ... */
+static void describe(const run_state *rs, char *buf, size_t cap)
+{
+    const child_result *r = &rs->last;
+    char how[64];
+    if (!rs->started) {
+        snprintf(buf, cap, "cancelled by %s before it started",
+                 signal_name(r->cancel_signal));
+        return;
+    }
+    if (r->term_signal != 0)
+        snprintf(how, sizeof how, "killed by %s", signal_name(r->term_signal));
+    else
+        snprintf(how, sizeof how, "exit %d", r->status);
+    if (r->cancel_signal != 0)
+        snprintf(buf, cap, "cancelled by %s (%s)", signal_name(r->cancel_signal), how);
+    else if (r->deadline)
+        snprintf(buf, cap, "total timeout (%s)", how);
+    else if (r->timed_out)
+        snprintf(buf, cap, "attempt timeout (%s)", how);
+    else if (r->spawn_errno != 0)
+        snprintf(buf, cap, "%s (%s)", how, r->status == 127 ? "not found" : "cannot run");
+    else
+        snprintf(buf, cap, "%s", how);
+}
+
+static void on_attempt(const resil_attempt_record *rec, void *ud)
+{
+    run_state *rs = ud;
+    char what[160], extra[64];
+    describe(rs, what, sizeof what);
+    snprintf(extra, sizeof extra, "\"signal\":%d,\"timed_out\":%s",
+             rs->last.term_signal,
+             rs->last.timed_out || rs->last.deadline ? "true" : "false");
+    attempt_log_attempt(&rs->log, rec, what, extra);
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+static int exit_status(const run_state *rs, const resil_retry_result *res)
+{
+    switch (res->stop) {
+    case RESIL_STOP_SUCCEEDED:
+        return 0;
+    case RESIL_STOP_CANCELLED:
+        return 128 + (rs->clock.signo != 0 ? rs->clock.signo : 15);
+    case RESIL_STOP_DEADLINE:
+        return EXIT_TIMEOUT;
+    default:
+        break;
+    }
+    if (res->final.kind == RESIL_TIMEOUT)
+        return EXIT_TIMEOUT;
+    if (res->attempts == 0)
+        return RESIL_EXIT_USAGE;
+    return (int)(res->final.code & 255);
+}
+
+static int execute(run_opts *o)
+{
+    resil_cancel cancel;
+    if (resil_cancel_init(&cancel, NULL) != 0) {
+        fprintf(stderr, "resil run: cannot create the cancellation token\n");
+        return RESIL_EXIT_USAGE;
+    }
+    run_state rs = {.opts = o, .log = {stderr, o->log, ""}};
+    sig_clock_init(&rs.clock, &cancel);
+    resil_instant start = resil_clock_now(&rs.clock.base);
+    rs.deadline = o->po.policy.max_total > 0
+                      ? resil_dur_add(start, o->po.policy.max_total)
+                      : RESIL_INSTANT_MAX;
+    resil_exec_opts xo = {
+        .clock = &rs.clock.base,
+        .rng = policy_opts_rng(&o->po),
+        .cancel = &cancel,
+        .deadline = RESIL_INSTANT_MAX,
+        .on_attempt = on_attempt,
+        .on_attempt_ud = &rs,
+    };
+    resil_retry_result res;
+    resil_err err;
+    int rc = resil_retry_execute(&o->po.policy, &xo, run_attempt, &rs, &res, &err);
+    resil_cancel_destroy(&cancel);
+    if (rc != 0) {
+        fprintf(stderr, "resil run: %s\n", err.message);
+        return RESIL_EXIT_USAGE;
+    }
+    attempt_log_stop(&rs.log, res.stop, res.attempts, NULL);
+    return exit_status(&rs, &res);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_opts o;
+    int rc = parse_options(&o, argc, argv);
+    if (rc != 0)
+        return rc > 0 ? 0 : RESIL_EXIT_USAGE;
+    if (o.dry_run) {
+        policy_opts_print_schedule(&o.po, stdout);
+        return 0;
+    }
+    if (sig_setup() != 0) {
+        perror("resil run: blocking signals");
+        return RESIL_EXIT_USAGE;
+    }
+    return execute(&o);
+}

@@ -1,0 +1,722 @@
+/*
+ * test_cli_run.c — `resil run`, end to end: real processes, real signals.
+ *
+ * Each test runs the built tool in its own scratch directory on a tiny shell
+ * script that leaves a trace there (a line per run, the input it read, its
+ * pid), with millisecond delays, and asserts on the trace, the exit status
+ * and the attempt record — never on how long anything took.
+ */
+#include "cli_harness.h"
+
+#define FAIL_TWICE "echo run >> runs; [ $(wc -l < runs) -ge 3 ]"
+
+static int setup(void **state)
+{
+    *state = test_tmpdir();
+    return *state == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    test_rmtree(*state);
+    free(*state);
+    return 0;
+}
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+    if (strstr(haystack, needle) == NULL)
+        fail_msg("expected to find \"%s\" in:\n%s", needle, haystack);
+}
+
+/* The i-th line (0-based) of text, into buf. */
+static const char *line_at(const char *text, int i, char *buf, size_t cap)
+{
+    const char *p = text;
+    for (; i > 0 && p != NULL; i--) {
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    if (p == NULL || *p == '\0')
+        return NULL;
+    size_t n = strcspn(p, "\n");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- retrying and classification ---------------------------------------- */
+
+static void fail_twice_then_succeed_exits_0_after_three_runs(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--", "sh", "-c", FAIL_TWICE, NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(cli_lines(dir, "runs"), 3);
+    cli_result_free(&r);
+}
+
+static void always_failing_exits_with_last_code_after_three_runs(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--", "sh", "-c",
+            "echo run >> runs; exit $(wc -l < runs)", NULL);
+    assert_int_equal(r.status, 3);
+    assert_int_equal(cli_lines(dir, "runs"), 3);
+    cli_result_free(&r);
+}
+
+static void exit_127_is_not_retried(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--", "sh", "-c",
+            "echo run >> runs; exit 127", NULL);
+    assert_int_equal(r.status, 127);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    assert_contains(r.err, "-> stopped: not retryable");
+    cli_result_free(&r);
+}
+
+static void exit_126_is_not_retried(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--", "sh", "-c",
+            "echo run >> runs; exit 126", NULL);
+    assert_int_equal(r.status, 126);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    cli_result_free(&r);
+}
+
+static void command_not_found_exits_127_after_one_attempt(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--", "./no-such-command", NULL);
+    assert_int_equal(r.status, 127);
+    assert_contains(r.err, "cannot run './no-such-command'");
+    assert_contains(r.err, "#1 exit 127 (not found), not retryable");
+    cli_result_free(&r);
+}
+
+static void command_not_executable_exits_126_after_one_attempt(void **state)
+{
+    const char *dir = *state;
+    cli_write(dir, "script", "#!/bin/sh\nexit 0\n"); /* no execute bit */
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--", "./script", NULL);
+    assert_int_equal(r.status, 126);
+    assert_contains(r.err, "#1 exit 126 (cannot run), not retryable");
+    cli_result_free(&r);
+}
+
+static void retry_on_makes_unlisted_codes_permanent(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--retry-on", "3", "--", "sh", "-c",
+            "echo run >> runs; exit 4", NULL);
+    assert_int_equal(r.status, 4);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    cli_result_free(&r);
+}
+
+static void retry_on_retries_listed_codes(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--retry-on", "2,3", "--", "sh", "-c",
+            "echo run >> runs; exit 3", NULL);
+    assert_int_equal(r.status, 3);
+    assert_int_equal(cli_lines(dir, "runs"), 3);
+    cli_result_free(&r);
+}
+
+static void stop_on_makes_listed_codes_permanent(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--stop-on", "5,9", "--", "sh", "-c",
+            "echo run >> runs; exit 5", NULL);
+    assert_int_equal(r.status, 5);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    cli_result_free(&r);
+}
+
+static void stop_on_leaves_other_codes_transient(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--stop-on", "5", "--", "sh", "-c",
+            "echo run >> runs; exit 6", NULL);
+    assert_int_equal(r.status, 6);
+    assert_int_equal(cli_lines(dir, "runs"), 3);
+    cli_result_free(&r);
+}
+
+static void death_by_signal_is_retried_and_exits_128_plus_signal(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--", "sh", "-c",
+            "echo run >> runs; kill -9 $$", NULL);
+    assert_int_equal(r.status, 137);
+    assert_int_equal(cli_lines(dir, "runs"), 3);
+    assert_contains(r.err, "#1 killed by SIGKILL, wait ");
+    cli_result_free(&r);
+}
+
+static void attempts_forever_retries_until_success(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--attempts", "forever", "--delay", "1ms", "--",
+            "sh", "-c", "echo run >> runs; [ $(wc -l < runs) -ge 5 ]", NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(cli_lines(dir, "runs"), 5);
+    cli_result_free(&r);
+}
+
+static void attempts_one_never_retries(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "-a", "1", "--", "sh", "-c", "echo run >> runs; exit 1",
+            NULL);
+    assert_int_equal(r.status, 1);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    cli_result_free(&r);
+}
+
+/* ---- timeouts ------------------------------------------------------------ */
+
+static void attempt_timeout_ends_each_attempt_and_exits_124(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--attempt-timeout", "100ms", "--attempts", "2",
+            "--delay", "1ms", "--log", "json", "--", "sh", "-c",
+            "echo run >> runs; exec sleep 5", NULL);
+    assert_int_equal(r.status, 124);
+    assert_int_equal(cli_lines(dir, "runs"), 2);
+    assert_contains(r.err, "{\"attempt\":1,\"outcome\":\"timeout\",\"code\":143,");
+    assert_contains(r.err, "\"signal\":15,\"timed_out\":true");
+    assert_contains(r.err, "{\"stop\":\"attempts exhausted\",\"attempts\":2}");
+    cli_result_free(&r);
+}
+
+static void attempt_ignoring_sigterm_is_killed_after_kill_after(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--attempt-timeout", "50ms", "--kill-after", "100ms",
+            "--attempts", "1", "--log", "json", "--", "sh", "-c",
+            "trap '' TERM; echo run >> runs; sleep 5; true", NULL);
+    assert_int_equal(r.status, 124);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    assert_contains(r.err, "\"code\":137,");
+    assert_contains(r.err, "\"signal\":9,\"timed_out\":true");
+    cli_result_free(&r);
+}
+
+static void timeout_reaches_the_whole_process_group(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    /* The grandchild writes its pid; after the timeout it must be gone. */
+    cli_run(&r, dir, NULL, "run", "--attempt-timeout", "100ms", "--attempts", "1", "--",
+            "sh", "-c", "sleep 30 & echo $! > pid; wait", NULL);
+    assert_int_equal(r.status, 124);
+    char *pid = cli_read(dir, "pid");
+    assert_non_null(pid);
+    cli_await(cli_process_gone, NULL, pid); /* reaped by init, not by us */
+    free(pid);
+    cli_result_free(&r);
+}
+
+static void total_timeout_stops_instead_of_a_wait_that_would_pass_it(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--total-timeout", "10s", "--delay", "20s", "--jitter",
+            "none", "--log", "json", "--", "sh", "-c", "echo run >> runs; exit 1", NULL);
+    assert_int_equal(r.status, 124);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    assert_contains(r.err, "\"decision\":\"stop\",\"reason\":\"deadline\"");
+    assert_contains(r.err, "{\"stop\":\"deadline\",\"attempts\":1}");
+    cli_result_free(&r);
+}
+
+static void total_timeout_ends_the_running_attempt(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--total-timeout", "200ms", "--log", "json", "--",
+            "sh", "-c", "echo run >> runs; exec sleep 30", NULL);
+    assert_int_equal(r.status, 124);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    assert_contains(r.err, "\"outcome\":\"timeout\",\"code\":143,"
+                           "\"detail\":\"total timeout (killed by SIGTERM)\"");
+    assert_contains(r.err, "{\"stop\":\"deadline\",\"attempts\":1}");
+    cli_result_free(&r);
+}
+
+/* ---- standard input -------------------------------------------------------- */
+
+static void stdin_reaches_only_the_first_attempt(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, "hello\n", "run", "--delay", "1ms", "--attempts", "3", "--", "sh",
+            "-c", "cat >> seen; echo --- >> seen; exit 1", NULL);
+    assert_int_equal(r.status, 1);
+    char *seen = cli_read(dir, "seen");
+    assert_string_equal(seen, "hello\n---\n---\n---\n");
+    free(seen);
+    cli_result_free(&r);
+}
+
+/* ---- the attempt record ---------------------------------------------------- */
+
+static void text_log_follows_the_article(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--jitter", "none", "--", "sh", "-c",
+            "exit 1", NULL);
+    assert_string_equal(r.err, "#1 exit 1, wait 1 ms (backoff)\n"
+                               "#2 exit 1, wait 2 ms (backoff)\n"
+                               "#3 exit 1, attempts exhausted\n"
+                               "-> stopped: attempts exhausted\n");
+    cli_result_free(&r);
+}
+
+static void text_log_of_a_success(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--jitter", "none", "--", "sh", "-c",
+            FAIL_TWICE, NULL);
+    assert_string_equal(r.err, "#1 exit 1, wait 1 ms (backoff)\n"
+                               "#2 exit 1, wait 2 ms (backoff)\n"
+                               "#3 ok\n"
+                               "-> succeeded\n");
+    cli_result_free(&r);
+}
+
+static void json_log_has_one_object_per_attempt_then_the_stop(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    char line[512];
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--jitter", "none", "--log", "json",
+            "--", "sh", "-c", "exit 1", NULL);
+    assert_non_null(line_at(r.err, 0, line, sizeof line));
+    assert_contains(line, "{\"attempt\":1,\"outcome\":\"transient\",\"code\":1,"
+                          "\"detail\":\"exit 1\",\"decision\":\"retry\","
+                          "\"wait_ms\":1,\"source\":\"backoff\",\"duration_ms\":");
+    assert_non_null(line_at(r.err, 1, line, sizeof line));
+    assert_contains(line, "{\"attempt\":2,\"outcome\":\"transient\",\"code\":1,");
+    assert_contains(line, "\"decision\":\"retry\",\"wait_ms\":2,\"source\":\"backoff\",");
+    assert_non_null(line_at(r.err, 2, line, sizeof line));
+    assert_contains(line, "{\"attempt\":3,\"outcome\":\"transient\",\"code\":1,");
+    assert_contains(line, "\"decision\":\"stop\",\"reason\":\"attempts exhausted\","
+                          "\"wait_ms\":0,\"source\":null,\"duration_ms\":");
+    assert_contains(line, "\"signal\":0,\"timed_out\":false}");
+    assert_non_null(line_at(r.err, 3, line, sizeof line));
+    assert_string_equal(line, "{\"stop\":\"attempts exhausted\",\"attempts\":3}");
+    assert_null(line_at(r.err, 4, line, sizeof line));
+    cli_result_free(&r);
+}
+
+static void json_log_of_a_success_ends_with_succeeded(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--log", "json", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.err, "{\"attempt\":1,\"outcome\":\"success\",\"code\":0,"
+                           "\"detail\":\"ok\",\"decision\":\"stop\","
+                           "\"reason\":\"succeeded\",");
+    assert_contains(r.err, "{\"stop\":\"succeeded\",\"attempts\":1}\n");
+    cli_result_free(&r);
+}
+
+static void log_none_prints_nothing(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--log", "none", "--", "sh", "-c",
+            "exit 1", NULL);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "");
+    cli_result_free(&r);
+}
+
+static void command_output_passes_through(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--", "echo", "hello", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "hello\n");
+    cli_result_free(&r);
+}
+
+/* ---- --dry-run ------------------------------------------------------------- */
+
+static void dry_run(void **state, const char *backoff, const char *expected)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--attempts", "5", "--backoff", backoff,
+            "--delay", "100ms", "--max-delay", "700ms", "--jitter", "none", "--", "sh",
+            "-c", "echo run >> runs", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, expected);
+    assert_false(cli_exists(dir, "runs"));
+    cli_result_free(&r);
+}
+
+static void dry_run_prints_constant_schedule(void **state)
+{
+    dry_run(state, "constant",
+            "attempts 5, backoff constant, delay 100ms, max-delay 700ms, jitter none\n"
+            "#1 fails, wait 100 ms\n"
+            "#2 fails, wait 100 ms\n"
+            "#3 fails, wait 100 ms\n"
+            "#4 fails, wait 100 ms\n"
+            "#5 fails, stop: attempts exhausted\n");
+}
+
+static void dry_run_prints_linear_schedule(void **state)
+{
+    dry_run(state, "linear",
+            "attempts 5, backoff linear, delay 100ms, max-delay 700ms, jitter none\n"
+            "#1 fails, wait 100 ms\n"
+            "#2 fails, wait 200 ms\n"
+            "#3 fails, wait 300 ms\n"
+            "#4 fails, wait 400 ms\n"
+            "#5 fails, stop: attempts exhausted\n");
+}
+
+static void dry_run_prints_exponential_schedule_capped(void **state)
+{
+    dry_run(state, "exponential",
+            "attempts 5, backoff exponential, delay 100ms, factor 2, max-delay 700ms, "
+            "jitter none\n"
+            "#1 fails, wait 100 ms\n"
+            "#2 fails, wait 200 ms\n"
+            "#3 fails, wait 400 ms\n"
+            "#4 fails, wait 700 ms\n"
+            "#5 fails, stop: attempts exhausted\n");
+}
+
+static void dry_run_with_jitter_and_no_seed_prints_the_bounds(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--delay", "100ms", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out,
+                        "attempts 3, backoff exponential, delay 100ms, factor 2, "
+                        "max-delay 30s, jitter full\n"
+                        "#1 fails, wait up to 100 ms\n"
+                        "#2 fails, wait up to 200 ms\n"
+                        "#3 fails, stop: attempts exhausted\n");
+    cli_result_free(&r);
+}
+
+static void dry_run_with_seed_prints_the_same_draws_every_time(void **state)
+{
+    const char *dir = *state;
+    cli_result a, b;
+    cli_run(&a, dir, NULL, "run", "--dry-run", "--seed", "9", "--", "true", NULL);
+    cli_run(&b, dir, NULL, "run", "--dry-run", "--seed", "9", "--", "true", NULL);
+    assert_int_equal(a.status, 0);
+    assert_string_equal(a.out, b.out);
+    assert_null(strstr(a.out, "up to"));
+    cli_result_free(&a);
+    cli_result_free(&b);
+}
+
+/* ---- bad options: 125, naming the option ----------------------------------- */
+
+static void assert_rejected(void **state, const char *option, const char *value,
+                            const char *expected_message)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", option, value, "--", "sh", "-c", "echo run >> runs",
+            NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, expected_message);
+    assert_false(cli_exists(dir, "runs"));
+    cli_result_free(&r);
+}
+
+static void bad_attempts_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--attempts", "0",
+                    "resil run: --attempts must be a whole number >= 1 or 'forever', got '0'");
+    assert_rejected(state, "-a", "three", "--attempts must be a whole number >= 1 or "
+                                          "'forever', got 'three'");
+    assert_rejected(state, "--attempts", "-1", "got '-1'");
+}
+
+static void bad_backoff_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--backoff", "quadratic",
+                    "resil run: --backoff must be one of constant, linear, exponential, "
+                    "fibonacci, got 'quadratic'");
+}
+
+static void bad_delay_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--delay", "soon", "resil run: --delay must be a duration");
+    assert_rejected(state, "--delay", "-1s", "resil run: --delay must be a duration");
+}
+
+static void bad_max_delay_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--max-delay", "1x", "resil run: --max-delay must be a duration");
+}
+
+static void bad_factor_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--factor", "0.5",
+                    "resil run: --factor must be a number >= 1, got '0.5'");
+    assert_rejected(state, "--factor", "nan", "--factor must be a number >= 1, got 'nan'");
+    assert_rejected(state, "--factor", "2x", "--factor must be a number >= 1, got '2x'");
+}
+
+static void bad_jitter_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--jitter", "some",
+                    "resil run: --jitter must be one of none, full, equal, decorrelated, "
+                    "proportional, polly, got 'some'");
+}
+
+static void bad_seed_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--seed", "-1", "resil run: --seed must be a whole number in "
+                                           "[0, 18446744073709551615], got '-1'");
+    assert_rejected(state, "--seed", "18446744073709551616", "--seed must be a whole number");
+}
+
+static void bad_attempt_timeout_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--attempt-timeout", "0",
+                    "resil run: --attempt-timeout must be a duration greater than 0, got '0'");
+    assert_rejected(state, "--attempt-timeout", "later",
+                    "resil run: --attempt-timeout must be a duration");
+}
+
+static void bad_total_timeout_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--total-timeout", "0",
+                    "resil run: --total-timeout must be a duration greater than 0, got '0'");
+}
+
+static void attempt_timeout_beyond_total_timeout_is_rejected(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--attempt-timeout", "2s", "--total-timeout", "1s", "--",
+            "true", NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "--attempt-timeout must not exceed --total-timeout");
+    cli_result_free(&r);
+}
+
+static void bad_kill_after_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--kill-after", "0",
+                    "resil run: --kill-after must be a duration greater than 0, got '0'");
+}
+
+static void bad_retry_on_is_rejected_by_name(void **state)
+{
+    const char *what = "must be a comma-separated list of exit codes in [1, 255]";
+    char msg[160];
+    snprintf(msg, sizeof msg, "resil run: --retry-on %s, got '0'", what);
+    assert_rejected(state, "--retry-on", "0", msg);
+    snprintf(msg, sizeof msg, "--retry-on %s, got '256'", what);
+    assert_rejected(state, "--retry-on", "256", msg);
+    snprintf(msg, sizeof msg, "--retry-on %s, got '1,,2'", what);
+    assert_rejected(state, "--retry-on", "1,,2", msg);
+    snprintf(msg, sizeof msg, "--retry-on %s, got '1,'", what);
+    assert_rejected(state, "--retry-on", "1,", msg);
+}
+
+static void bad_stop_on_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--stop-on", "x",
+                    "resil run: --stop-on must be a comma-separated list of exit codes in "
+                    "[1, 255], got 'x'");
+}
+
+static void bad_log_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--log", "xml",
+                    "resil run: --log must be one of text, json, none, got 'xml'");
+}
+
+static void missing_value_is_rejected_by_name(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "resil run: --delay needs a value");
+    cli_result_free(&r);
+}
+
+static void unknown_option_is_rejected(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--retries", "3", "--", "true", NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "resil run: unknown option '--retries'");
+    cli_result_free(&r);
+}
+
+static void missing_command_is_rejected(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--attempts", "2", "--", NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "resil run: no command given");
+    cli_result_free(&r);
+}
+
+static void help_describes_every_option(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--help", NULL);
+    assert_int_equal(r.status, 0);
+    const char *options[] = {"--attempts", "--backoff", "--delay", "--max-delay",
+                             "--factor", "--jitter", "--seed", "--attempt-timeout",
+                             "--total-timeout", "--kill-after", "--retry-on", "--stop-on",
+                             "--log", "--dry-run", "--help", "/dev/null", "124", "125"};
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        assert_contains(r.out, options[i]);
+    cli_result_free(&r);
+}
+
+/* ---- signals to resil -------------------------------------------------------- */
+
+static void signal_while_attempt_runs(void **state, int sig, int expected_status)
+{
+    const char *dir = *state;
+    pid_t resil = cli_start(dir, NULL, "run", "--log", "json", "--", "sh", "-c",
+                            "echo $$ > pid; exec sleep 30", NULL);
+    cli_await(cli_file_ready, dir, "pid");
+    char *pid = cli_read(dir, "pid");
+    kill(resil, sig);
+    cli_result r;
+    cli_wait(resil, dir, &r);
+    assert_int_equal(r.status, expected_status);
+    assert_contains(r.err, "\"outcome\":\"cancelled\"");
+    assert_contains(r.err, "{\"stop\":\"cancelled\",\"attempts\":1}");
+    assert_int_equal(kill((pid_t)atoi(pid), 0), -1);
+    assert_int_equal(errno, ESRCH);
+    free(pid);
+    cli_result_free(&r);
+}
+
+static void sigterm_while_attempt_runs_exits_143_and_ends_the_attempt(void **state)
+{
+    signal_while_attempt_runs(state, SIGTERM, 143);
+}
+
+static void sigint_while_attempt_runs_exits_130_and_ends_the_attempt(void **state)
+{
+    signal_while_attempt_runs(state, SIGINT, 130);
+}
+
+static void signal_during_a_wait_ends_it_at_once(void **state)
+{
+    const char *dir = *state;
+    pid_t resil = cli_start(dir, NULL, "run", "--delay", "1h", "--max-delay", "1h",
+                            "--jitter", "none", "--", "sh", "-c",
+                            "echo run >> runs; exit 1", NULL);
+    cli_await(cli_err_contains, dir, "wait 3600000 ms (backoff)");
+    kill(resil, SIGTERM);
+    cli_result r;
+    cli_wait(resil, dir, &r);
+    assert_int_equal(r.status, 143);
+    assert_int_equal(cli_lines(dir, "runs"), 1);
+    assert_string_equal(r.err, "#1 exit 1, wait 3600000 ms (backoff)\n"
+                               "-> stopped: cancelled\n");
+    cli_result_free(&r);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(fail_twice_then_succeed_exits_0_after_three_runs),
+        T(always_failing_exits_with_last_code_after_three_runs),
+        T(exit_127_is_not_retried),
+        T(exit_126_is_not_retried),
+        T(command_not_found_exits_127_after_one_attempt),
+        T(command_not_executable_exits_126_after_one_attempt),
+        T(retry_on_makes_unlisted_codes_permanent),
+        T(retry_on_retries_listed_codes),
+        T(stop_on_makes_listed_codes_permanent),
+        T(stop_on_leaves_other_codes_transient),
+        T(death_by_signal_is_retried_and_exits_128_plus_signal),
+        T(attempts_forever_retries_until_success),
+        T(attempts_one_never_retries),
+        T(attempt_timeout_ends_each_attempt_and_exits_124),
+        T(attempt_ignoring_sigterm_is_killed_after_kill_after),
+        T(timeout_reaches_the_whole_process_group),
+        T(total_timeout_stops_instead_of_a_wait_that_would_pass_it),
+        T(total_timeout_ends_the_running_attempt),
+        T(stdin_reaches_only_the_first_attempt),
+        T(text_log_follows_the_article),
+        T(text_log_of_a_success),
+        T(json_log_has_one_object_per_attempt_then_the_stop),
+        T(json_log_of_a_success_ends_with_succeeded),
+        T(log_none_prints_nothing),
+        T(command_output_passes_through),
+        T(dry_run_prints_constant_schedule),
+        T(dry_run_prints_linear_schedule),
+        T(dry_run_prints_exponential_schedule_capped),
+        T(dry_run_with_jitter_and_no_seed_prints_the_bounds),
+        T(dry_run_with_seed_prints_the_same_draws_every_time),
+        T(bad_attempts_is_rejected_by_name),
+        T(bad_backoff_is_rejected_by_name),
+        T(bad_delay_is_rejected_by_name),
+        T(bad_max_delay_is_rejected_by_name),
+        T(bad_factor_is_rejected_by_name),
+        T(bad_jitter_is_rejected_by_name),
+        T(bad_seed_is_rejected_by_name),
+        T(bad_attempt_timeout_is_rejected_by_name),
+        T(bad_total_timeout_is_rejected_by_name),
+        T(attempt_timeout_beyond_total_timeout_is_rejected),
+        T(bad_kill_after_is_rejected_by_name),
+        T(bad_retry_on_is_rejected_by_name),
+        T(bad_stop_on_is_rejected_by_name),
+        T(bad_log_is_rejected_by_name),
+        T(missing_value_is_rejected_by_name),
+        T(unknown_option_is_rejected),
+        T(missing_command_is_rejected),
+        T(help_describes_every_option),
+        T(sigterm_while_attempt_runs_exits_143_and_ends_the_attempt),
+        T(sigint_while_attempt_runs_exits_130_and_ends_the_attempt),
+        T(signal_during_a_wait_ends_it_at_once),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
