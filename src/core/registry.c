@@ -309,7 +309,7 @@ static resil_breaker *lookup(resil_registry *r, const char *key, size_t len,
 
 int resil_registry_try_get(resil_registry *r, const char *key, resil_breaker **out)
 {
-    size_t len;
+    size_t len = 0;
     if (out != NULL)
         *out = NULL;
     if (r == NULL || out == NULL || check_key(key, &len, NULL) != 0)
@@ -369,7 +369,7 @@ static resil_breaker *insert(resil_registry *r, resil_breaker *fresh, size_t len
 int resil_registry_get(resil_registry *r, const char *key, const resil_breaker_opts *o,
                        resil_breaker **out, resil_err *err)
 {
-    size_t len;
+    size_t len = 0;
     if (r == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "registry: NULL registry or out");
     *out = NULL;
@@ -392,7 +392,7 @@ int resil_registry_get(resil_registry *r, const char *key, const resil_breaker_o
 
 int resil_registry_remove(resil_registry *r, const char *key)
 {
-    size_t len;
+    size_t len = 0;
     if (r == NULL || check_key(key, &len, NULL) != 0)
         return RESIL_EINVAL;
     uint64_t hash = hash_key(key, len);
