@@ -25,6 +25,25 @@
  * Decorrelated and Polly's exponential jitter carry state from one wait to
  * the next inside one execution: that is resil_backoff_state, which the
  * caller (the retry executor) zero-initialises per execution.
+ *
+ * Where the formulas leave room, these choices hold:
+ *  - max_delay caps the formula before jitter as well as the result after
+ *    it, so at a huge n full jitter still spreads over [0, cap) instead of
+ *    returning the cap every time. Polly's jitter keeps Polly's order: it
+ *    jitters the raw formula and caps only the result.
+ *  - decorrelated ignores the kind (its growth is the previous wait's); with
+ *    base 0 it waits 0; a previous wait held under base by the cap draws
+ *    from base again; with no cap, 3·previous saturates at
+ *    RESIL_DURATION_MAX and the wait stays below it.
+ *  - polly with base 0 waits 0 and leaves the state alone, as Polly does;
+ *    on exponential it is Polly's fixed doubling curve, so validate requires
+ *    factor 2 there. When the curve passes the double range (n > 1024), the
+ *    wait is the cap, as Polly's overflow guard gives its maximum.
+ *  - every call with a random jitter draws exactly one value; jitter none
+ *    draws nothing. Draws outside [0, 1) are clamped into it.
+ *  - on options that were never validated, a negative base or max_delay
+ *    reads as 0, an unknown kind as constant and an unknown jitter as none:
+ *    the result is still never negative.
  */
 #ifndef RESIL_BACKOFF_H
 #define RESIL_BACKOFF_H
@@ -70,7 +89,9 @@ RESIL_API void resil_backoff_default(resil_backoff *b);
 RESIL_API int resil_backoff_validate(const resil_backoff *b, resil_err *err);
 
 /* The wait after the n-th failure (n >= 1; n == 0 is treated as 1). `st`
- * may be NULL for stateless jitter; `rng` may be NULL when jitter is none. */
+ * may be NULL: each call then starts from a fresh state (decorrelated draws
+ * from [base, 3·base), Polly's curve subtracts nothing). `rng` may be NULL:
+ * a random jitter then draws from resil_rng_thread(). */
 RESIL_API resil_duration resil_backoff_delay(const resil_backoff *b, uint32_t n,
                                              resil_backoff_state *st,
                                              resil_rng *rng);
@@ -80,13 +101,18 @@ RESIL_API resil_duration resil_backoff_base_delay(const resil_backoff *b,
                                                   uint32_t n);
 
 /* The largest wait the n-th failure can produce (for worst-case analysis
- * and --dry-run): jitter's upper bound, capped. */
+ * and --dry-run): jitter's upper bound, capped, over every draw and every
+ * state. Decorrelated: base·3^n; polly exponential: Polly's curve at n
+ * over 1.4, times base; proportional: x·(1+f); polly otherwise: x·1.25. */
 RESIL_API resil_duration resil_backoff_max_delay(const resil_backoff *b,
                                                  uint32_t n);
 
 /* Names used by the CLI and configuration: "constant", "linear",
  * "exponential", "fibonacci"; "none", "full", "equal", "decorrelated",
- * "proportional", "polly". Parsers return RESIL_EINVAL for unknown names. */
+ * "proportional", "polly". Parsers ignore ASCII case ("Exponential", as
+ * Polly's configuration spells it) and return RESIL_EINVAL for unknown
+ * names or NULL; a name function given an unknown value returns
+ * "unknown". */
 RESIL_API const char *resil_backoff_kind_name(resil_backoff_kind k);
 RESIL_API const char *resil_jitter_name(resil_jitter j);
 RESIL_API int resil_backoff_kind_parse(const char *s, resil_backoff_kind *out);

@@ -78,8 +78,20 @@ static resil_duration fibonacci_delay(resil_duration d, uint32_t n)
     return mul_sat(d, fibonacci(n));
 }
 
+/* d·2^k in integers: exact where a double would drop d's low bits. */
+static resil_duration doubled(resil_duration d, uint32_t k)
+{
+    if (d <= 0)
+        return 0;
+    if (k >= 63 || d > (RESIL_DURATION_MAX >> k))
+        return RESIL_DURATION_MAX;
+    return d << k;
+}
+
 static resil_duration exponential_delay(resil_duration d, double factor, uint32_t n)
 {
+    if (factor == 2.0)
+        return doubled(d, n - 1);
     return resil_dur_mul(d, pow(factor, (double)(n - 1)));
 }
 

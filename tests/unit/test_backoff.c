@@ -5,6 +5,7 @@
  * figure Polly itself prints).
  */
 #include <math.h>
+#include <pthread.h>
 
 #include "test.h"
 
@@ -785,6 +786,41 @@ static void every_wait_lies_between_zero_and_max_delay(void **state)
     }
 }
 
+/* Without an rng each thread draws from its own generator, and the
+ * functions keep no state of their own: run under TSan, this is the proof. */
+static void *waits_from_the_thread_generator(void *arg)
+{
+    const resil_backoff *b = arg;
+    for (int run = 0; run < 500; run++) {
+        resil_backoff_state st = {0, 0.0};
+        for (uint32_t n = 1; n <= 10; n++) {
+            resil_duration d = resil_backoff_delay(b, n, &st, NULL);
+            if (d < 0 || d > resil_backoff_max_delay(b, n))
+                return (void *)1;
+        }
+    }
+    return NULL;
+}
+
+static void threads_without_an_rng_draw_independently(void **state)
+{
+    (void)state;
+    enum { THREADS = 4 };
+    resil_backoff b[THREADS];
+    const resil_jitter modes[THREADS] = {RESIL_JITTER_FULL, RESIL_JITTER_DECORRELATED,
+                                         RESIL_JITTER_POLLY, RESIL_JITTER_EQUAL};
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        b[i] = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_MS(10), modes[i], RESIL_S(5));
+        assert_int_equal(pthread_create(&t[i], NULL, waits_from_the_thread_generator, &b[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        void *failed = (void *)1;
+        assert_int_equal(pthread_join(t[i], &failed), 0);
+        assert_null(failed);
+    }
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 static void kind_names_round_trip(void **state)
@@ -913,6 +949,7 @@ int main(void)
         cmocka_unit_test(max_delay_of_decorrelated_is_base_times_three_to_the_n),
         cmocka_unit_test(max_delay_of_polly),
         cmocka_unit_test(every_wait_lies_between_zero_and_max_delay),
+        cmocka_unit_test(threads_without_an_rng_draw_independently),
         cmocka_unit_test(kind_names_round_trip),
         cmocka_unit_test(jitter_names_round_trip),
         cmocka_unit_test(names_parse_ignoring_ascii_case),
