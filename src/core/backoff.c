@@ -20,7 +20,6 @@
  * inputs, so a seeded generator shared by several executions stays aligned
  * with a reference that draws once per backoff wait.
  */
-#include <inttypes.h>
 #include <math.h>
 
 #include "resil/backoff.h"
@@ -253,6 +252,13 @@ resil_duration resil_backoff_max_delay(const resil_backoff *b, uint32_t n)
 
 /* ---- options -------------------------------------------------------------- */
 
+static int negative_duration(resil_err *err, const char *field, resil_duration d)
+{
+    char text[48];
+    resil_duration_format(d, text, sizeof text);
+    return resil_err_set(err, RESIL_EINVAL, "backoff.%s must be >= 0, got %s", field, text);
+}
+
 void resil_backoff_default(resil_backoff *b)
 {
     b->kind = RESIL_BACKOFF_EXPONENTIAL;
@@ -273,8 +279,7 @@ int resil_backoff_validate(const resil_backoff *b, resil_err *err)
                              "fibonacci, got %d",
                              (int)b->kind);
     if (b->base < 0)
-        return resil_err_set(err, RESIL_EINVAL, "backoff.base must be >= 0, got %" PRId64 "ns",
-                             b->base);
+        return negative_duration(err, "base", b->base);
     if (!isfinite(b->factor) || b->factor < 1.0)
         return resil_err_set(err, RESIL_EINVAL,
                              "backoff.factor must be finite and >= 1, got %g", b->factor);
@@ -288,8 +293,7 @@ int resil_backoff_validate(const resil_backoff *b, resil_err *err)
                              "backoff.jitter_fraction must be in [0,1], got %g",
                              b->jitter_fraction);
     if (b->max_delay < 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "backoff.max_delay must be >= 0, got %" PRId64 "ns", b->max_delay);
+        return negative_duration(err, "max_delay", b->max_delay);
     if (b->jitter == RESIL_JITTER_POLLY && b->kind == RESIL_BACKOFF_EXPONENTIAL &&
         b->factor != 2.0)
         return resil_err_set(err, RESIL_EINVAL,
