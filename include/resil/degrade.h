@@ -125,6 +125,9 @@ RESIL_API void resil_degrade_free(resil_degrade *d);
 /* 0 to run the operation, RESIL_EREJECTED to shed it (see the direction
  * above). May evaluate first when a check is due. */
 RESIL_API int resil_degrade_admit(resil_degrade *d, int32_t priority);
+/* The same with an instant the caller has just read from the monitor's
+ * clock, so a pipeline reads the clock once for all its strategies. */
+RESIL_API int resil_degrade_admit_at(resil_degrade *d, int32_t priority, resil_instant now);
 /* Count one call's result in the error-rate window. */
 RESIL_API void resil_degrade_record(resil_degrade *d, bool success);
 /* Evaluate now (sample, compute, maybe move); returns the level after. */

@@ -337,17 +337,15 @@ static void evaluate(resil_degrade *d)
     pthread_mutex_unlock(&d->mu);
 }
 
-static void maybe_evaluate(resil_degrade *d)
+static void maybe_evaluate(resil_degrade *d, resil_instant now)
 {
     if (!atomic_load_explicit(&d->auto_adjust, memory_order_relaxed))
         return;
-    resil_instant due = atomic_load_explicit(&d->next_check, memory_order_relaxed);
-    if (resil_clock_now(d->clock) < due)
+    if (now < atomic_load_explicit(&d->next_check, memory_order_relaxed))
         return;
     if (pthread_mutex_trylock(&d->eval_mu) != 0)
         return; /* someone else is evaluating; use the current level */
-    bool still_due = resil_clock_now(d->clock) >=
-                     atomic_load_explicit(&d->next_check, memory_order_relaxed);
+    bool still_due = now >= atomic_load_explicit(&d->next_check, memory_order_relaxed);
     if (still_due)
         evaluate(d);
     pthread_mutex_unlock(&d->eval_mu);
@@ -366,15 +364,21 @@ int resil_degrade_tick(resil_degrade *d)
 
 /* ---- the hot calls ------------------------------------------------------ */
 
-int resil_degrade_admit(resil_degrade *d, int32_t priority)
+int resil_degrade_admit_at(resil_degrade *d, int32_t priority, resil_instant now)
 {
     if (d->lazy)
-        maybe_evaluate(d);
+        maybe_evaluate(d, now);
     int level = atomic_load_explicit(&d->level, memory_order_acquire);
     if (priority >= d->threshold[level])
         return 0;
     atomic_fetch_add_explicit(&d->rejected, 1, memory_order_relaxed);
     return RESIL_EREJECTED;
+}
+
+int resil_degrade_admit(resil_degrade *d, int32_t priority)
+{
+    resil_instant now = d->lazy ? resil_clock_now(d->clock) : 0;
+    return resil_degrade_admit_at(d, priority, now);
 }
 
 void resil_degrade_record(resil_degrade *d, bool success)
@@ -387,7 +391,7 @@ void resil_degrade_record(resil_degrade *d, bool success)
         b->failures++;
     pthread_mutex_unlock(&d->mu);
     if (d->lazy)
-        maybe_evaluate(d);
+        maybe_evaluate(d, now);
 }
 
 /* ---- manual control ----------------------------------------------------- */

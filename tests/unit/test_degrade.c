@@ -528,6 +528,18 @@ static void admit_evaluates_once_the_check_interval_has_passed(void **state)
     assert_int_equal(f->health.calls, 2);
 }
 
+static void admit_at_judges_by_the_callers_instant(void **state)
+{
+    fixture *f = *state;
+    f->health.cpu = 81;
+    resil_degrade *d = make(f);
+    assert_int_equal(resil_degrade_admit_at(d, 0, T0 + RESIL_S(30) - 1), 0);
+    assert_int_equal(f->health.calls, 0);
+    assert_int_equal(resil_degrade_admit_at(d, 0, T0 + RESIL_S(30)), RESIL_EREJECTED);
+    assert_int_equal(f->health.calls, 1);
+    assert_int_equal(resil_degrade_level(d), 3);
+}
+
 static void record_also_evaluates_when_due(void **state)
 {
     fixture *f = *state;
@@ -672,6 +684,7 @@ int main(void)
         TEST(setting_the_current_level_is_not_a_change),
         TEST(a_manual_level_holds_for_the_minimum_time_under_auto_adjust),
         TEST(admit_evaluates_once_the_check_interval_has_passed),
+        TEST(admit_at_judges_by_the_callers_instant),
         TEST(record_also_evaluates_when_due),
         TEST(without_evaluate_on_call_only_tick_evaluates),
         TEST(a_listener_may_change_the_level_and_events_stay_in_order),
