@@ -142,7 +142,10 @@ int resil_proc_meminfo_parse(const char *text, size_t len, double *used_percent)
         return RESIL_ESYNTAX;
     if (avail > v[MEM_TOTAL])
         avail = v[MEM_TOTAL];
-    *used_percent = (double)(v[MEM_TOTAL] - avail) * 100.0 / (double)v[MEM_TOTAL];
+    /* From the available share, which rounding keeps within [0, 1]; the
+     * used count itself could round above the total near 2^64. */
+    double used = 100.0 - (double)avail * 100.0 / (double)v[MEM_TOTAL];
+    *used_percent = used < 0.0 ? 0.0 : used;
     return 0;
 }
 
