@@ -91,8 +91,11 @@ static inline int cli_lines(const char *dir, const char *name)
 
 /* Start `resil ARGS...` (NULL-terminated va_list) in `dir`, its standard
  * input from dir/stdin (created from `input`, or /dev/null when NULL), its
- * output to dir/resil.out and dir/resil.err. */
-static inline pid_t cli_vstart(const char *dir, const char *input, va_list ap)
+ * output to dir/resil.out and dir/resil.err; with `ignored` (a signal, or 0)
+ * set to be ignored, as a parent may, so that the commands it runs inherit
+ * that from birth. */
+static inline pid_t cli_vstart(const char *dir, const char *input, int ignored,
+                               va_list ap)
 {
     const char *resil = test_build_path("resil");
     assert_non_null(resil);
@@ -109,6 +112,8 @@ static inline pid_t cli_vstart(const char *dir, const char *input, va_list ap)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        if (ignored != 0)
+            signal(ignored, SIG_IGN);
         if (chdir(dir) != 0)
             _exit(121);
         int in = open(input != NULL ? "stdin" : "/dev/null", O_RDONLY);
@@ -127,7 +132,7 @@ static inline pid_t cli_start(const char *dir, const char *input, ...)
 {
     va_list ap;
     va_start(ap, input);
-    pid_t pid = cli_vstart(dir, input, ap);
+    pid_t pid = cli_vstart(dir, input, 0, ap);
     va_end(ap);
     return pid;
 }
@@ -152,7 +157,17 @@ static inline void cli_run(cli_result *r, const char *dir, const char *input, ..
 {
     va_list ap;
     va_start(ap, input);
-    pid_t pid = cli_vstart(dir, input, ap);
+    pid_t pid = cli_vstart(dir, input, 0, ap);
+    va_end(ap);
+    cli_wait(pid, dir, r);
+}
+
+/* Run `resil ARGS...` to completion with the signal `ignored` ignored. */
+static inline void cli_run_ignoring(cli_result *r, const char *dir, int ignored, ...)
+{
+    va_list ap;
+    va_start(ap, ignored);
+    pid_t pid = cli_vstart(dir, NULL, ignored, ap);
     va_end(ap);
     cli_wait(pid, dir, r);
 }
