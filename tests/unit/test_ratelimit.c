@@ -242,6 +242,18 @@ static void three_per_second_admits_at_exact_nanoseconds_without_drift(void **st
     reject(rl, 1, 333333334);
 }
 
+static void thirty_thousand_permits_at_three_per_second_take_exactly_ten_thousand_seconds(
+    void **state)
+{
+    fixture *f = *state;
+    resil_ratelimit *rl = bucket(f, 3, RESIL_S(1), 3);
+    admit(rl, 3);
+    for (int i = 0; i < 30000; i++)
+        assert_int_equal(resil_ratelimit_acquire(rl, 1, NULL, 0), 0);
+    assert_duration_equal(resil_fake_clock_now(f->fc), T0 + RESIL_S(10000));
+    assert_int_equal(resil_ratelimit_available(rl), 0);
+}
+
 static void token_bucket_never_saves_more_than_its_burst(void **state)
 {
     fixture *f = *state;
@@ -523,6 +535,7 @@ int main(void)
         TEST(token_bucket_starts_full_and_admits_its_burst),
         TEST(token_bucket_refills_one_permit_per_period_over_rate),
         TEST(three_per_second_admits_at_exact_nanoseconds_without_drift),
+        TEST(thirty_thousand_permits_at_three_per_second_take_exactly_ten_thousand_seconds),
         TEST(token_bucket_never_saves_more_than_its_burst),
         TEST(token_bucket_waits_for_all_n_permits),
         TEST(token_bucket_with_a_long_period),
