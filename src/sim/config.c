@@ -349,6 +349,18 @@ static int validate_stack(const resil_sim_config *c, resil_err *err)
     if (c->duration / c->bin > 1000000)
         return resil_err_set(err, RESIL_EINVAL,
                              "--duration / --bin must be at most 1000000 bins");
+    if (c->scenario != RESIL_SIM_LAYERS &&
+        resil_dur_add(c->outage_start, c->outage) >= c->duration) {
+        char end[32];
+        resil_duration_format(resil_dur_add(c->outage_start, c->outage), end, sizeof end);
+        return resil_err_set(err, RESIL_EINVAL,
+                             "--duration must extend past the outage's end (%s), to see "
+                             "whether it recovers",
+                             end);
+    }
+    if (c->scenario == RESIL_SIM_LAYERS && c->requests == 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "--requests must be >= 1 for layers, got 0");
     if (c->scenario == RESIL_SIM_METASTABLE && c->timeout == 0)
         return resil_err_set(err, RESIL_EINVAL,
                              "--timeout must be > 0 for metastable: a stalled database "

@@ -1,0 +1,393 @@
+/*
+ * test_cli.c — `resil sim` as a user meets it: every bad flag or value is
+ * refused by name with exit 125, the outputs (table, JSON lines, CSV, SVG)
+ * carry the figures, the same seed gives the same bytes, and independent
+ * simulations may run on several threads at once.
+ */
+#include <pthread.h>
+#include <sys/wait.h>
+
+#include "test.h"
+
+#include "sim.h"
+
+typedef struct captured {
+    int status;
+    char *out;
+    char *err;
+} captured;
+
+static captured sim(const char *const *args)
+{
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = (char *)"sim";
+    for (; args[argc - 1] != NULL; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    argv[argc] = NULL;
+    captured c = {0, NULL, NULL};
+    size_t out_len = 0, err_len = 0;
+    FILE *out = open_memstream(&c.out, &out_len);
+    FILE *err = open_memstream(&c.err, &err_len);
+    c.status = resil_sim_command(argc, argv, out, err);
+    fclose(out);
+    fclose(err);
+    return c;
+}
+
+static void release(captured *c)
+{
+    free(c->out);
+    free(c->err);
+}
+
+#define SIM(...) sim((const char *const[]){__VA_ARGS__, NULL})
+
+static void expect_usage_error(captured c, const char *needle)
+{
+    if (c.status != 125 || strstr(c.err, needle) == NULL)
+        fail_msg("status %d, stderr '%s', expected 125 and '%s'", c.status, c.err, needle);
+    assert_string_equal(c.out, "");
+    release(&c);
+}
+
+/* ---- refusals ---------------------------------------------------------------- */
+
+static void no_scenario_prints_usage_and_exits_125(void **state)
+{
+    (void)state;
+    char *argv[] = {(char *)"sim", NULL};
+    char *out = NULL, *err = NULL;
+    size_t ol = 0, el = 0;
+    FILE *o = open_memstream(&out, &ol), *e = open_memstream(&err, &el);
+    assert_int_equal(resil_sim_command(1, argv, o, e), 125);
+    fclose(o);
+    fclose(e);
+    assert_non_null(strstr(err, "usage: resil sim SCENARIO"));
+    free(out);
+    free(err);
+}
+
+static void an_unknown_scenario_is_refused(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("storm"), "unknown scenario 'storm'");
+}
+
+static void an_unknown_flag_is_refused(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("occ", "--clinets", "5"), "unknown flag '--clinets'");
+}
+
+static void a_flag_of_another_scenario_is_refused(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("occ", "--outage", "5s"), "--outage does not apply to occ");
+    expect_usage_error(SIM("metastable", "--clients", "5"), "--clients does not apply to metastable");
+    expect_usage_error(SIM("layers", "--slowdown", "3"), "--slowdown does not apply to layers");
+}
+
+static void a_flag_without_its_value_is_refused(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("occ", "--clients"), "--clients needs a value");
+}
+
+static void a_switch_with_a_value_is_refused(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("occ", "--json=yes"), "--json takes no value");
+}
+
+static void malformed_numbers_are_refused_by_name(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("occ", "--clients", "ten"), "--clients expects a whole number, got 'ten'");
+    expect_usage_error(SIM("occ", "--clients", "-3"), "--clients expects a whole number");
+    expect_usage_error(SIM("occ", "--clients", "99999999999"), "--clients expects a whole number");
+    expect_usage_error(SIM("occ", "--seed", "1x"), "--seed expects a whole number");
+    expect_usage_error(SIM("metastable", "--rate", "fast"), "--rate expects a number, got 'fast'");
+    expect_usage_error(SIM("metastable", "--rate", "inf"), "--rate expects a number");
+    expect_usage_error(SIM("failover", "--outage", "20x"), "--outage expects a duration");
+    expect_usage_error(SIM("failover", "--budget-at", "middle"), "--budget-at expects all, innermost");
+}
+
+static void out_of_range_values_are_refused_by_name(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("occ", "--clients", "0"), "--clients must be in [1, 100000], got 0");
+    expect_usage_error(SIM("occ", "--runs", "0"), "--runs must be in [1, 1000000], got 0");
+    expect_usage_error(SIM("occ", "--net-mean", "2m"), "--net-mean must be in [0s, 1m], got 2m");
+    expect_usage_error(SIM("failover", "--layers", "11"), "--layers must be in [1, 10], got 11");
+    expect_usage_error(SIM("failover", "--attempts", "0"), "--attempts must be in [1, 100], got 0");
+    expect_usage_error(SIM("layers", "--layers", "10", "--attempts", "10"),
+                       "--attempts^--layers must be at most 1000000");
+    expect_usage_error(SIM("failover", "--budget-at", "4"), "--budget-at must be in [0, 3], got 4");
+    expect_usage_error(SIM("failover", "--capacity", "0"), "--capacity must be in");
+    expect_usage_error(SIM("failover", "--bin", "5m"), "--bin must be in [1ms, 2m], got 5m");
+    expect_usage_error(SIM("failover", "--clients", "1000000", "--rate", "10"),
+                       "--clients × --rate must be in");
+    expect_usage_error(SIM("metastable", "--slowdown", "0.5"), "--slowdown must be in [1, 1e+06], got 0.5");
+    expect_usage_error(SIM("metastable", "--timeout", "0"), "--timeout must be > 0 for metastable");
+    expect_usage_error(SIM("metastable", "--duration", "0"), "--duration must be in [1ms, 24h], got 0s");
+    expect_usage_error(SIM("metastable", "--duration", "20s"),
+                       "--duration must extend past the outage's end (20s)");
+    expect_usage_error(SIM("layers", "--requests", "0"), "--requests must be >= 1 for layers");
+}
+
+static void bad_policies_are_refused_by_name(void **state)
+{
+    (void)state;
+    expect_usage_error(SIM("occ", "--policy", "fast"), "--policy 'fast': unknown part 'fast'");
+    expect_usage_error(SIM("failover", "--policy", "full+equal"), "--policy 'full+equal' names more than one wait");
+    expect_usage_error(SIM("failover", "--policy", "tokens+quota"), "names more than one budget");
+    expect_usage_error(SIM("failover", "--policy", "noretry+tokens"), "noretry takes no wait and no budget");
+    expect_usage_error(SIM("failover", "--policy", "full,"), "--policy must not be empty");
+    expect_usage_error(SIM("occ", "--policy", "full+tokens"), "only a wait applies");
+    expect_usage_error(SIM("occ", "--policy", "none,none,none,none,none,none,none,none,none,none,"
+                                              "none,none,none,none,none,none,none"),
+                       "more than 16 policies");
+}
+
+/* ---- outputs ----------------------------------------------------------------- */
+
+static void help_prints_usage_and_succeeds(void **state)
+{
+    (void)state;
+    captured c = SIM("occ", "--help");
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(c.out, "usage: resil sim SCENARIO"));
+    release(&c);
+}
+
+static void the_table_lists_every_policy(void **state)
+{
+    (void)state;
+    captured c = SIM("occ", "--clients", "10", "--runs", "2", "--policy", "none,full");
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(c.out, "calls/run"));
+    assert_non_null(strstr(c.out, "\nnone "));
+    assert_non_null(strstr(c.out, "\nfull "));
+    assert_string_equal(c.err, "");
+    release(&c);
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static void json_is_one_object_per_policy(void **state)
+{
+    (void)state;
+    captured c = SIM("metastable", "--duration", "30s", "--json", "--policy", "naive,tokens");
+    assert_int_equal(c.status, 0);
+    assert_int_equal(count_lines(c.out), 2);
+    const char *head = "{\"scenario\":\"metastable\",\"policy\":\"naive\",";
+    assert_true(strncmp(c.out, head, strlen(head)) == 0);
+    assert_non_null(strstr(c.out, "\"policy\":\"tokens\""));
+    assert_non_null(strstr(c.out, "\"series\":{\"bin_s\":1,\"arrivals\":["));
+    assert_non_null(strstr(c.out, "\"recovered\":false"));
+    assert_non_null(strstr(c.out, "\"recovered\":true"));
+    release(&c);
+}
+
+static void layers_json_states_the_worst_case(void **state)
+{
+    (void)state;
+    captured c = SIM("layers", "--layers", "5", "--attempts", "3", "--requests", "1", "--json",
+                     "--policy", "naive");
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(c.out, "\"worst_case\":243"));
+    assert_non_null(strstr(c.out, "\"calls_per_request\":243"));
+    release(&c);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+static void csv_and_svg_files_are_written(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char csv[512], svg[512];
+    snprintf(csv, sizeof csv, "%s/m.csv", dir);
+    snprintf(svg, sizeof svg, "%s/m.svg", dir);
+    captured c = SIM("metastable", "--duration", "30s", "--policy", "naive,tokens", "--csv", csv,
+                     "--svg", svg);
+    assert_int_equal(c.status, 0);
+    char *text = slurp(csv);
+    assert_non_null(text);
+    assert_true(strncmp(text, "policy,t_s,arrivals,offered,goodput,failed,retries\n", 51) == 0);
+    assert_int_equal(count_lines(text), 1 + 2 * 30);
+    free(text);
+    text = slurp(svg);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert_non_null(strstr(text, "time (s)"));
+    assert_non_null(strstr(text, "per second"));
+    assert_non_null(strstr(text, "goodput (requests/s)"));
+    assert_non_null(strstr(text, "naive — stays down"));
+    assert_non_null(strstr(text, "tokens — after"));
+    assert_non_null(strstr(text, "</svg>\n"));
+    free(text);
+    release(&c);
+    test_rmtree(dir);
+    free(dir);
+}
+
+static void bar_charts_for_occ_and_layers(void **state)
+{
+    (void)state;
+    captured c = SIM("occ", "--clients", "10", "--runs", "2", "--svg", "-");
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(c.out, "write calls per run"));
+    assert_non_null(strstr(c.out, "milliseconds"));
+    release(&c);
+    c = SIM("layers", "--requests", "1", "--svg", "-");
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(c.out, "worst case 4^3 = 64"));
+    release(&c);
+}
+
+static void an_unwritable_file_fails_with_status_1(void **state)
+{
+    (void)state;
+    captured c = SIM("layers", "--requests", "1", "--csv", "/nonexistent-dir/x.csv");
+    assert_int_equal(c.status, 1);
+    assert_non_null(strstr(c.err, "cannot write '/nonexistent-dir/x.csv'"));
+    release(&c);
+}
+
+static void the_same_seed_gives_the_same_bytes(void **state)
+{
+    (void)state;
+    captured a = SIM("occ", "--clients", "30", "--runs", "3", "--seed", "9", "--json");
+    captured b = SIM("occ", "--clients", "30", "--runs", "3", "--seed", "9", "--json");
+    captured c = SIM("occ", "--clients", "30", "--runs", "3", "--seed", "10", "--json");
+    assert_string_equal(a.out, b.out);
+    assert_true(strcmp(a.out, c.out) != 0);
+    release(&a);
+    release(&b);
+    release(&c);
+}
+
+static void progress_goes_to_stderr_when_asked(void **state)
+{
+    (void)state;
+    captured c = SIM("occ", "--clients", "5", "--runs", "4", "--policy", "full", "--progress");
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(c.err, "resil sim occ: full"));
+    assert_non_null(strstr(c.err, "100%"));
+    release(&c);
+}
+
+static void the_tool_runs_the_subcommand(void **state)
+{
+    (void)state;
+    const char *resil = test_build_path("resil");
+    if (resil == NULL)
+        skip();
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' sim occ --clients 0 2>/dev/null", resil);
+    int status = system(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 125);
+    snprintf(cmd, sizeof cmd, "'%s' sim layers --requests 1 --policy naive >/dev/null", resil);
+    status = system(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* ---- threads ----------------------------------------------------------------- */
+
+typedef struct job {
+    uint64_t seed;
+    double calls;
+    double completion;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    resil_sim_config c;
+    resil_sim_config_default(&c, j->seed % 2 ? RESIL_SIM_OCC : RESIL_SIM_METASTABLE);
+    c.seed = j->seed;
+    c.runs = 2;
+    if (c.scenario == RESIL_SIM_OCC)
+        c.clients = 40;
+    else
+        c.duration = RESIL_S(30);
+    resil_sim_result r;
+    if (resil_sim_run(&c, &c.policies[c.npolicies - 1], NULL, NULL, &r, NULL) != 0)
+        return NULL;
+    j->calls = r.calls_per_run + r.calls_per_request;
+    j->completion = r.completion_ms + r.succeeded;
+    resil_sim_result_free(&r);
+    return NULL;
+}
+
+static void simulations_on_several_threads_match_sequential_runs(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    job alone[N], together[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        alone[i] = (job){(uint64_t)i + 1, 0, 0};
+        together[i] = alone[i];
+        run_job(&alone[i]);
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, run_job, &together[i]), 0);
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < N; i++) {
+        assert_true(alone[i].calls > 0);
+        assert_true(alone[i].calls == together[i].calls);
+        assert_true(alone[i].completion == together[i].completion);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(no_scenario_prints_usage_and_exits_125),
+        cmocka_unit_test(an_unknown_scenario_is_refused),
+        cmocka_unit_test(an_unknown_flag_is_refused),
+        cmocka_unit_test(a_flag_of_another_scenario_is_refused),
+        cmocka_unit_test(a_flag_without_its_value_is_refused),
+        cmocka_unit_test(a_switch_with_a_value_is_refused),
+        cmocka_unit_test(malformed_numbers_are_refused_by_name),
+        cmocka_unit_test(out_of_range_values_are_refused_by_name),
+        cmocka_unit_test(bad_policies_are_refused_by_name),
+        cmocka_unit_test(help_prints_usage_and_succeeds),
+        cmocka_unit_test(the_table_lists_every_policy),
+        cmocka_unit_test(json_is_one_object_per_policy),
+        cmocka_unit_test(layers_json_states_the_worst_case),
+        cmocka_unit_test(csv_and_svg_files_are_written),
+        cmocka_unit_test(bar_charts_for_occ_and_layers),
+        cmocka_unit_test(an_unwritable_file_fails_with_status_1),
+        cmocka_unit_test(the_same_seed_gives_the_same_bytes),
+        cmocka_unit_test(progress_goes_to_stderr_when_asked),
+        cmocka_unit_test(the_tool_runs_the_subcommand),
+        cmocka_unit_test(simulations_on_several_threads_match_sequential_runs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
