@@ -122,6 +122,8 @@ static inline pid_t cli_vstart(const char *dir, const char *input, int ignored,
         if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
             dup2(err, 2) < 0)
             _exit(122);
+        for (int fd = 3; fd < 1024; fd++) /* resil starts with 0, 1 and 2 only */
+            close(fd);
         execv(argv[0], argv);
         _exit(123);
     }

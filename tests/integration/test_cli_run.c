@@ -358,6 +358,16 @@ static void command_output_passes_through(void **state)
     cli_result_free(&r);
 }
 
+static void command_gets_no_descriptor_of_resil(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--", "ls", "/proc/self/fd", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "0\n1\n2\n3\n"); /* 3: ls reading the directory */
+    cli_result_free(&r);
+}
+
 /* ---- --dry-run ------------------------------------------------------------- */
 
 static void dry_run(void **state, const char *backoff, const char *expected)
@@ -714,6 +724,7 @@ int main(void)
         T(json_log_of_a_success_ends_with_succeeded),
         T(log_none_prints_nothing),
         T(command_output_passes_through),
+        T(command_gets_no_descriptor_of_resil),
         T(dry_run_prints_constant_schedule),
         T(dry_run_prints_linear_schedule),
         T(dry_run_prints_exponential_schedule_capped),
