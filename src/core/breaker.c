@@ -239,7 +239,8 @@ static void lock_for_transition(resil_breaker *b)
 
 static void free_probes(resil_breaker *b)
 {
-    memset(b->probes, 0, b->opts.half_open_probes * sizeof *b->probes);
+    if (b->probes_in_flight > 0) /* a slot is taken exactly when it is counted */
+        memset(b->probes, 0, b->opts.half_open_probes * sizeof *b->probes);
     b->probes_in_flight = 0;
     b->consecutive_successes = 0;
 }
