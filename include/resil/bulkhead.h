@@ -40,7 +40,8 @@ typedef struct resil_bulkhead_opts {
     resil_clock *clock;           /* NULL = the system clock */
 } resil_bulkhead_opts;
 
-/* A permit. Zero-initialise or let acquire fill it; release empties it. */
+/* A permit. Every acquire fills it (with no permit when it fails), and
+ * release empties it, so releasing a ticket is always safe. */
 typedef struct resil_bulkhead_ticket {
     resil_bulkhead *owner; /* NULL when the ticket holds no permit */
     resil_duration queued; /* how long the acquire waited in the queue */

@@ -142,7 +142,8 @@ RESIL_API int resil_degrade_level(const resil_degrade *d);
 RESIL_API int resil_degrade_level_count(const resil_degrade *d);
 /* Name of a level ("Normal" for 0); NULL when out of range. */
 RESIL_API const char *resil_degrade_level_name(const resil_degrade *d, int level);
-/* The lowest priority admitted at `level` (INT32_MIN for Normal). */
+/* The lowest priority admitted at `level` (INT32_MIN for Normal,
+ * INT32_MAX for a level that does not exist). */
 RESIL_API int32_t resil_degrade_level_threshold(const resil_degrade *d, int level);
 RESIL_API void resil_degrade_stats_get(resil_degrade *d, resil_degrade_stats *out);
 /* "error-rate", "cpu", "memory", "recovery", "manual". */

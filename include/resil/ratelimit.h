@@ -15,9 +15,9 @@
  *    construction).
  *
  * All arithmetic is in integers: the token bucket counts in units of
- * 1/period of a permit per nanosecond, so "3 per second" admits the fourth
- * call at exactly 333 333 334 ns and never drifts; the fake clock therefore
- * gives exact, repeatable admit/reject sequences.
+ * 1/period of a permit per nanosecond, so an empty "3 per second" bucket
+ * admits again at exactly 333 333 334 ns and never drifts; the fake clock
+ * therefore gives exact, repeatable admit/reject sequences.
  *
  * A rejection says when the same request would succeed (retry_after), so a
  * caller can answer 429 with a Retry-After, and the blocking acquire sleeps

@@ -143,6 +143,7 @@ static void fill_ticket(resil_bulkhead_ticket *t, resil_bulkhead *b, resil_durat
 
 int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
 {
+    fill_ticket(t, NULL, 0); /* a failed acquire leaves a ticket release ignores */
     if (!take_free_permit(b)) {
         count(&b->rejected);
         return RESIL_EREJECTED;
@@ -290,6 +291,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
 
 int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhead_ticket *t)
 {
+    fill_ticket(t, NULL, 0);
     if (resil_cancelled(cancel)) {
         count(&b->cancelled);
         return RESIL_ECANCELED;

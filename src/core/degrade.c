@@ -200,7 +200,7 @@ int resil_degrade_new(const resil_degrade_opts *o, resil_degrade **out, resil_er
     d->opts = *o;
     copy_levels(d);
     d->clock = o->clock ? o->clock : resil_clock_system();
-    d->lazy = o->auto_adjust && o->evaluate_on_call;
+    d->lazy = o->evaluate_on_call;
     atomic_init(&d->auto_adjust, o->auto_adjust);
     d->buckets = buckets;
     for (int i = 0; i < o->error_buckets; i++)
@@ -339,8 +339,6 @@ static void evaluate(resil_degrade *d)
 
 static void maybe_evaluate(resil_degrade *d, resil_instant now)
 {
-    if (!atomic_load_explicit(&d->auto_adjust, memory_order_relaxed))
-        return;
     if (now < atomic_load_explicit(&d->next_check, memory_order_relaxed))
         return;
     if (pthread_mutex_trylock(&d->eval_mu) != 0)
@@ -364,9 +362,15 @@ int resil_degrade_tick(resil_degrade *d)
 
 /* ---- the hot calls ------------------------------------------------------ */
 
+/* Whether calls should look for a due check (and so read the clock). */
+static bool evaluates_on_call(resil_degrade *d)
+{
+    return d->lazy && atomic_load_explicit(&d->auto_adjust, memory_order_relaxed);
+}
+
 int resil_degrade_admit_at(resil_degrade *d, int32_t priority, resil_instant now)
 {
-    if (d->lazy)
+    if (evaluates_on_call(d))
         maybe_evaluate(d, now);
     int level = atomic_load_explicit(&d->level, memory_order_acquire);
     if (priority >= d->threshold[level])
@@ -377,7 +381,7 @@ int resil_degrade_admit_at(resil_degrade *d, int32_t priority, resil_instant now
 
 int resil_degrade_admit(resil_degrade *d, int32_t priority)
 {
-    resil_instant now = d->lazy ? resil_clock_now(d->clock) : 0;
+    resil_instant now = evaluates_on_call(d) ? resil_clock_now(d->clock) : 0;
     return resil_degrade_admit_at(d, priority, now);
 }
 
@@ -390,7 +394,7 @@ void resil_degrade_record(resil_degrade *d, bool success)
     if (!success)
         b->failures++;
     pthread_mutex_unlock(&d->mu);
-    if (d->lazy)
+    if (evaluates_on_call(d))
         maybe_evaluate(d, now);
 }
 

@@ -188,6 +188,24 @@ static void releasing_twice_returns_one_permit(void **state)
     assert_int_equal(resil_bulkhead_in_flight(b), 0);
 }
 
+static void a_failed_acquire_leaves_a_ticket_that_release_ignores(void **state)
+{
+    fixture *f = *state;
+    resil_bulkhead *b = make(f, 1, 0, false);
+    resil_bulkhead_ticket held, t, u;
+    memset(&t, 0xab, sizeof t); /* garbage, as an uninitialised local would be */
+    memset(&u, 0xab, sizeof u);
+    assert_int_equal(resil_bulkhead_acquire(b, NULL, &held), 0);
+    assert_int_equal(resil_bulkhead_acquire(b, NULL, &t), RESIL_EREJECTED);
+    assert_int_equal(resil_bulkhead_try_acquire(b, &u), RESIL_EREJECTED);
+    assert_null(t.owner);
+    assert_null(u.owner);
+    resil_bulkhead_release(&t);
+    resil_bulkhead_release(&u);
+    assert_int_equal(resil_bulkhead_in_flight(b), 1);
+    resil_bulkhead_release(&held);
+}
+
 static void try_acquire_takes_a_free_permit_and_never_waits(void **state)
 {
     fixture *f = *state;
@@ -302,6 +320,7 @@ int main(void)
         TEST(queue_off_ignores_max_queue),
         TEST(release_frees_the_permit_for_the_next_caller),
         TEST(releasing_twice_returns_one_permit),
+        TEST(a_failed_acquire_leaves_a_ticket_that_release_ignores),
         TEST(try_acquire_takes_a_free_permit_and_never_waits),
         TEST(queued_wait_times_out_after_exactly_queue_timeout),
         TEST(timeout_rejection_and_cancel_are_three_distinct_codes),

@@ -248,6 +248,7 @@ static void normal_admits_every_priority(void **state)
     assert_int_equal(resil_degrade_admit(d, INT32_MIN), 0);
     assert_int_equal(resil_degrade_admit(d, 0), 0);
     assert_int_equal(resil_degrade_level_threshold(d, 0), INT32_MIN);
+    assert_int_equal(resil_degrade_level_threshold(d, 6), INT32_MAX);
 }
 
 static void at_major_priority_fifty_runs_and_forty_nine_is_shed(void **state)
@@ -478,6 +479,21 @@ static void auto_adjust_can_be_switched_at_run_time(void **state)
     assert_int_equal(resil_degrade_tick(d), 5);
 }
 
+static void auto_adjust_switched_on_at_run_time_evaluates_on_calls_too(void **state)
+{
+    fixture *f = *state;
+    f->opts.auto_adjust = false;
+    f->health.cpu = 99;
+    resil_degrade *d = make(f);
+    advance(f, RESIL_S(30));
+    assert_int_equal(resil_degrade_admit(d, 0), 0);
+    assert_int_equal(f->health.calls, 0);
+    resil_degrade_set_auto_adjust(d, true);
+    assert_int_equal(resil_degrade_admit(d, 0), RESIL_EREJECTED);
+    assert_int_equal(f->health.calls, 1);
+    assert_int_equal(resil_degrade_level(d), 5);
+}
+
 static void set_level_out_of_range_is_invalid(void **state)
 {
     fixture *f = *state;
@@ -680,6 +696,7 @@ int main(void)
         TEST(escalation_also_waits_for_the_minimum_time),
         TEST(with_auto_adjust_off_only_set_level_moves),
         TEST(auto_adjust_can_be_switched_at_run_time),
+        TEST(auto_adjust_switched_on_at_run_time_evaluates_on_calls_too),
         TEST(set_level_out_of_range_is_invalid),
         TEST(setting_the_current_level_is_not_a_change),
         TEST(a_manual_level_holds_for_the_minimum_time_under_auto_adjust),
