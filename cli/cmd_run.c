@@ -89,9 +89,9 @@ static void usage(FILE *out)
           "by signal N counts as exit code 128+N for --retry-on and "
           "--stop-on.\n"
           "\n"
-          "Each attempt runs in its own process group: a timeout, or a SIGINT "
-          "or\n"
-          "SIGTERM sent to resil, reaches the whole group. Standard input goes "
+          "Each attempt runs in its own process group: a timeout, or a SIGINT, "
+          "SIGTERM\n"
+          "or SIGHUP sent to resil, reaches the whole group. Standard input goes "
           "to\n"
           "the first attempt only; later attempts read /dev/null, since the "
           "first\n"
@@ -100,15 +100,15 @@ static void usage(FILE *out)
           "(SIGTTIN), as any background job is.\n"
           "\n"
           "exit status:\n"
-          "  0        the command succeeded\n"
-          "  N        the last attempt's exit code when the run stopped on a "
-          "failure\n"
-          "           (128+N after a death by signal N; 126 and 127 as a "
+          "  0            the command succeeded\n"
+          "  N            the last attempt's exit code when the run stopped on "
+          "a failure\n"
+          "               (128+N after a death by signal N; 126 and 127 as a "
           "shell's)\n"
-          "  124      a timeout (--attempt-timeout, --total-timeout) ended the "
-          "run\n"
-          "  125      resil's own error, such as a bad option value\n"
-          "  130/143  resil was cancelled by SIGINT/SIGTERM\n",
+          "  124          a timeout (--attempt-timeout, --total-timeout) ended "
+          "the run\n"
+          "  125          resil's own error, such as a bad option value\n"
+          "  129/130/143  resil was cancelled by SIGHUP/SIGINT/SIGTERM\n",
           out);
 }
 

@@ -1,6 +1,6 @@
 /*
  * process.c — spawning an attempt in its own process group, bounding it in
- * time, and turning the tool's SIGINT/SIGTERM into cancellation.
+ * time, and turning the tool's SIGINT/SIGTERM/SIGHUP into cancellation.
  *
  * The attempt gets its own process group so that a timeout or a forwarded
  * signal reaches everything the command started (a shell script's children
@@ -24,7 +24,7 @@
 
 extern char **environ;
 
-static sigset_t cancel_set; /* SIGINT and SIGTERM, unless inherited ignored */
+static sigset_t cancel_set; /* SIGINT, SIGTERM, SIGHUP, unless inherited ignored */
 static sigset_t wait_set;   /* cancel_set plus SIGCHLD */
 
 static void on_sigchld(int signo) { (void)signo; }
@@ -37,11 +37,12 @@ static bool inherited_ignored(int signo)
 
 int sig_setup(void)
 {
+    static const int cancelling[] = {SIGINT, SIGTERM, SIGHUP};
     sigemptyset(&cancel_set);
-    if (!inherited_ignored(SIGINT))
-        sigaddset(&cancel_set, SIGINT);
-    if (!inherited_ignored(SIGTERM))
-        sigaddset(&cancel_set, SIGTERM);
+    for (size_t i = 0; i < sizeof cancelling / sizeof cancelling[0]; i++) {
+        if (!inherited_ignored(cancelling[i]))
+            sigaddset(&cancel_set, cancelling[i]);
+    }
     wait_set = cancel_set;
     sigaddset(&wait_set, SIGCHLD);
 

@@ -2,8 +2,8 @@
  * process.h — running a command as one attempt: its own process group, its
  * deadlines, and the signals that cancel it.
  *
- * The tool handles signals synchronously. SIGINT, SIGTERM and SIGCHLD are
- * blocked for the whole process and collected with sigtimedwait() at the
+ * The tool handles signals synchronously. SIGINT, SIGTERM, SIGHUP and SIGCHLD
+ * are blocked for the whole process and collected with sigtimedwait() at the
  * only two places the tool ever waits: while an attempt runs (child_run) and
  * while the executor sleeps between attempts (the clock from sig_clock_init,
  * whose sleep is a sigtimedwait). So there is no signal handler doing work,
@@ -20,19 +20,22 @@
 
 /*
  * A clock that reads the system clock and sleeps by waiting for a cancelling
- * signal: when SIGINT or SIGTERM arrives during a sleep, it records the
- * signal, fires `cancel` and returns RESIL_ECANCELED at once.
+ * signal: when SIGINT, SIGTERM or SIGHUP arrives during a sleep, it records
+ * the signal, fires `cancel` and returns RESIL_ECANCELED at once. A token
+ * fired by anything else is seen only when a sleep begins: the tool has no
+ * other thread that could fire it.
  */
 typedef struct sig_clock {
     resil_clock base;
-    resil_cancel *cancel; /* fired on SIGINT/SIGTERM; not owned */
+    resil_cancel *cancel; /* fired on SIGINT/SIGTERM/SIGHUP; not owned */
     int signo;            /* the first cancelling signal taken, or 0 */
 } sig_clock;
 
 /*
  * Block the signals the tool collects; call once, before anything else runs.
- * A signal the tool's parent set to be ignored (SIGINT for a background job)
- * stays ignored. Returns 0 or RESIL_ESYS.
+ * A signal the tool's parent set to be ignored (SIGINT for a background job,
+ * SIGHUP under nohup) stays ignored, for the tool and the commands it runs.
+ * Returns 0 or RESIL_ESYS.
  */
 int sig_setup(void);
 
@@ -56,7 +59,7 @@ typedef struct child_result {
     bool timed_out;    /* ended because `timeout` ran out */
     bool deadline;     /* ended because `deadline` passed */
     int spawn_errno;   /* it could not be started (status 126 or 127) */
-    int cancel_signal; /* SIGINT/SIGTERM reached the tool meanwhile */
+    int cancel_signal; /* SIGINT/SIGTERM/SIGHUP reached the tool meanwhile */
 } child_result;
 
 /*

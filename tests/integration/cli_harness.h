@@ -139,6 +139,16 @@ static inline pid_t cli_start(const char *dir, const char *input, ...)
     return pid;
 }
 
+/* Start `resil ARGS...` with the signal `ignored` ignored. */
+static inline pid_t cli_start_ignoring(const char *dir, int ignored, ...)
+{
+    va_list ap;
+    va_start(ap, ignored);
+    pid_t pid = cli_vstart(dir, NULL, ignored, ap);
+    va_end(ap);
+    return pid;
+}
+
 /* Wait for a started resil and collect what it printed. */
 static inline void cli_wait(pid_t pid, const char *dir, cli_result *r)
 {

@@ -643,6 +643,27 @@ static void sigint_while_attempt_runs_exits_130_and_ends_the_attempt(void **stat
     signal_while_attempt_runs(state, SIGINT, 130);
 }
 
+static void sighup_while_attempt_runs_exits_129_and_ends_the_attempt(void **state)
+{
+    signal_while_attempt_runs(state, SIGHUP, 129);
+}
+
+static void signal_ignored_by_the_parent_stays_ignored(void **state)
+{
+    const char *dir = *state;
+    pid_t resil = cli_start_ignoring(dir, SIGINT, "run", "--", "sh", "-c",
+                                     "echo $$ > pid; exec sleep 30", NULL);
+    cli_await(cli_file_ready, dir, "pid");
+    /* Were SIGINT taken, it would be taken first (the lower number) and give
+     * 130; ignored, it is dropped and SIGTERM decides. */
+    kill(resil, SIGINT);
+    kill(resil, SIGTERM);
+    cli_result r;
+    cli_wait(resil, dir, &r);
+    assert_int_equal(r.status, 143);
+    cli_result_free(&r);
+}
+
 static void sigterm_reaches_the_whole_process_group(void **state)
 {
     const char *dir = *state;
@@ -750,6 +771,8 @@ int main(void)
         T(help_describes_every_option),
         T(sigterm_while_attempt_runs_exits_143_and_ends_the_attempt),
         T(sigint_while_attempt_runs_exits_130_and_ends_the_attempt),
+        T(sighup_while_attempt_runs_exits_129_and_ends_the_attempt),
+        T(signal_ignored_by_the_parent_stays_ignored),
         T(sigterm_reaches_the_whole_process_group),
         T(cancel_kills_what_the_attempt_leaves_behind),
         T(signal_during_a_wait_ends_it_at_once),
