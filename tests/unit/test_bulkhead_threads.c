@@ -58,7 +58,7 @@ static resil_bulkhead *make(int32_t max_concurrency, int32_t max_queue, resil_du
 
 /* ---- FIFO --------------------------------------------------------------- */
 
-#define FIFO_WAITERS 8
+#define FIFO_WAITERS 16
 
 static void waiters_are_admitted_in_the_order_they_queued(void **state)
 {
@@ -240,6 +240,32 @@ static void queued_wait_on_the_manual_clock_times_out_only_at_its_deadline(void 
     resil_fake_clock_free(fc);
 }
 
+static void firing_the_token_ends_a_timed_wait_on_the_manual_clock(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc;
+    assert_int_equal(resil_fake_clock_new(0, 0, &fc), 0);
+    resil_fake_clock_set_manual(fc, true);
+    resil_bulkhead *b = make(1, 1, RESIL_S(5), resil_fake_clock_clock(fc));
+    resil_bulkhead_ticket held = {0};
+    assert_int_equal(resil_bulkhead_acquire(b, NULL, &held), 0);
+    resil_cancel c;
+    assert_int_equal(resil_cancel_init(&c, NULL), 0);
+    waiter_arg a = {.b = b, .cancel = &c};
+    pthread_t th;
+    pthread_create(&th, NULL, waiter_main, &a);
+    resil_fake_clock_await_sleepers(fc, 1);
+    resil_cancel_fire(&c);
+    pthread_join(th, NULL);
+    assert_int_equal(a.rc, RESIL_ECANCELED);
+    assert_int_equal(resil_bulkhead_queued(b), 0);
+    assert_duration_equal(resil_fake_clock_now(fc), 0);
+    resil_bulkhead_release(&held);
+    resil_cancel_destroy(&c);
+    resil_bulkhead_free(b);
+    resil_fake_clock_free(fc);
+}
+
 static void a_timed_waiter_granted_before_its_deadline_reports_its_queueing(void **state)
 {
     (void)state;
@@ -366,6 +392,7 @@ int main(void)
         cmocka_unit_test(firing_the_token_ends_a_queued_wait_with_cancelled),
         cmocka_unit_test(a_cancelled_waiter_leaves_its_place_to_the_next),
         cmocka_unit_test(queued_wait_on_the_manual_clock_times_out_only_at_its_deadline),
+        cmocka_unit_test(firing_the_token_ends_a_timed_wait_on_the_manual_clock),
         cmocka_unit_test(a_timed_waiter_granted_before_its_deadline_reports_its_queueing),
         cmocka_unit_test(a_timed_waiter_on_the_system_clock_is_woken_by_release),
         cmocka_unit_test(sixteen_threads_never_exceed_max_concurrency_with_room_to_queue),
