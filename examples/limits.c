@@ -84,7 +84,7 @@ static void degrade_demo(resil_clock *clock)
 {
     double cpu = 20;
     resil_degrade_opts o;
-    resil_degrade_opts_default(&o); /* Minor .. Emergency, the seed's thresholds */
+    resil_degrade_opts_default(&o); /* Minor .. Emergency with Excalibur's thresholds */
     o.sampler = scripted_health;
     o.sampler_ud = &cpu;
     o.on_change = on_level;

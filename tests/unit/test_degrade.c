@@ -1,6 +1,6 @@
 /*
  * test_degrade.c — the graceful-degradation monitor on the fake clock with
- * a scripted health sampler: the seed's levels and defaults, start-up
+ * a scripted health sampler: Excalibur's levels and defaults, start-up
  * validation by name, the admission direction, which signal moves the
  * level where, the error-rate window, the minimum time at a level, manual
  * control, lazy evaluation and the level-change events.
@@ -98,7 +98,7 @@ static void expect_invalid(fixture *f, const char *message)
 
 /* ---- defaults and validation ------------------------------------------- */
 
-static void defaults_are_the_seeds_levels_and_timings(void **state)
+static void defaults_are_excaliburs_levels_and_timings(void **state)
 {
     (void)state;
     resil_degrade_opts o;
@@ -670,7 +670,7 @@ static void the_default_sampler_reads_this_machine(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TEST(defaults_are_the_seeds_levels_and_timings),
+        TEST(defaults_are_excaliburs_levels_and_timings),
         TEST(timing_options_are_validated_by_name),
         TEST(level_count_is_validated_by_name),
         TEST(priority_thresholds_must_increase_with_the_level),
