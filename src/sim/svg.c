@@ -27,6 +27,7 @@ typedef struct plot {
     FILE *f;
     double x, y, w, h;     /* the plot area, in pixels */
     double x0, x1, y0, y1; /* the data it shows */
+    bool log_y;            /* decades from y0 (a power of ten) to y1 */
 } plot;
 
 static double px(const plot *p, double v)
@@ -36,6 +37,11 @@ static double px(const plot *p, double v)
 
 static double py(const plot *p, double v)
 {
+    if (p->log_y) {
+        double lo = log10(p->y0), hi = log10(p->y1);
+        double lv = log10(fmax(v, p->y0));
+        return p->y + p->h - (lv - lo) / (hi - lo) * p->h;
+    }
     return p->y + p->h - (v - p->y0) / (p->y1 - p->y0) * p->h;
 }
 
@@ -75,19 +81,52 @@ static void text(FILE *f, double x, double y, const char *anchor, int size,
             x, y, anchor, size, FONT, extra, s);
 }
 
-static void y_axis(const plot *p, const char *label)
+/* 1, 10, 100, 1k, 10k, 100k, 1M … */
+static void fmt_decade(double v, char *buf, size_t cap)
+{
+    if (v >= 1e6)
+        snprintf(buf, cap, "%.0fM", v / 1e6);
+    else if (v >= 1e3)
+        snprintf(buf, cap, "%.0fk", v / 1e3);
+    else
+        snprintf(buf, cap, "%.0f", v);
+}
+
+static void y_tick(const plot *p, double v, const char *label)
+{
+    double y = py(p, v);
+    fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
+            p->x, y, p->x + p->w, y);
+    fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
+            p->x - 4, y, p->x, y);
+    text(p->f, p->x - 7, y + 4, "end", 11, "", label);
+}
+
+static void y_ticks_log(const plot *p)
+{
+    char buf[32];
+    for (double v = p->y0; v <= p->y1 * (1 + 1e-9); v *= 10) {
+        fmt_decade(v, buf, sizeof buf);
+        y_tick(p, v, buf);
+    }
+}
+
+static void y_ticks_linear(const plot *p)
 {
     double step = nice_step(p->y1 - p->y0, 5);
     char buf[32];
     for (double v = p->y0; v <= p->y1 + step * 1e-6; v += step) {
-        double y = py(p, v);
-        fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
-                p->x, y, p->x + p->w, y);
-        fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
-                p->x - 4, y, p->x, y);
         fmt_tick(v, step, buf, sizeof buf);
-        text(p->f, p->x - 7, y + 4, "end", 11, "", buf);
+        y_tick(p, v, buf);
     }
+}
+
+static void y_axis(const plot *p, const char *label)
+{
+    if (p->log_y)
+        y_ticks_log(p);
+    else
+        y_ticks_linear(p);
     char rot[96];
     double cx = p->x - 52, cy = p->y + p->h / 2;
     snprintf(rot, sizeof rot, " transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
@@ -128,13 +167,15 @@ static void begin(FILE *f, double w, double h, const char *title, const char *su
 }
 
 static void legend(FILE *f, double x, double y, const char *const *names,
-                   const char *const *colors, const bool *dashed, size_t n)
+                   const char *const *colors, const char *const *dashes, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                   "stroke-width=\"2.5\"%s/>\n",
-                x, y - 4, x + 22, y - 4, colors[i],
-                dashed[i] ? " stroke-dasharray=\"5,3\"" : "");
+                   "stroke-width=\"2.5\"",
+                x, y - 4, x + 22, y - 4, colors[i]);
+        if (dashes[i] != NULL)
+            fprintf(f, " stroke-dasharray=\"%s\"", dashes[i]);
+        fprintf(f, "/>\n");
         text(f, x + 28, y, "start", 12, "", names[i]);
         x += 34 + 8.0 * (double)strlen(names[i]);
     }
@@ -157,10 +198,12 @@ static double series_max(const resil_sim_result *r, size_t n)
 }
 
 static void line(const plot *p, const resil_sim_series *s, const double *v, double per_s,
-                 const char *color, bool dashed)
+                 const char *color, const char *dashes)
 {
-    fprintf(p->f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"",
-            color, dashed ? " stroke-dasharray=\"5,3\"" : "");
+    fprintf(p->f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"", color);
+    if (dashes != NULL)
+        fprintf(p->f, " stroke-dasharray=\"%s\"", dashes);
+    fprintf(p->f, " points=\"");
     double bin_s = (double)s->bin / 1e9;
     for (size_t b = 0; b < s->nbins; b++)
         fprintf(p->f, "%s%.1f,%.1f", b ? " " : "", px(p, ((double)b + 0.5) * bin_s),
@@ -180,22 +223,35 @@ static void outage_band(const plot *p, const resil_sim_config *c, const char *la
     text(p->f, px(p, a) + 4, p->y + 14, "start", 11, " fill=\"#d62728\"", label);
 }
 
+/* Failover loads span decades (demand to 50× demand): a log scale shows the
+ * healthy and the storming panels alike. Metastable stays within 2×. */
+static bool log_scale(const resil_sim_config *c)
+{
+    return c->scenario == RESIL_SIM_FAILOVER;
+}
+
 static void panel(FILE *f, const resil_sim_config *c, const resil_sim_result *r, double top,
                   double ymax)
 {
     const resil_sim_series *s = &r->series;
-    plot p = {f, 80, top + 22, 790, 170, 0, (double)c->duration / 1e9, 0, ymax};
+    plot p = {f, 80, top + 22, 790, 170, 0, (double)c->duration / 1e9, 0, ymax, false};
+    if (log_scale(c)) {
+        p.log_y = true;
+        p.y0 = 10;
+        p.y1 = fmax(100, pow(10, ceil(log10(fmax(ymax, 1)) - 1e-9)));
+    }
     char title[128], rec[64];
     resil__sim_recovery_text(c, r, rec, sizeof rec);
     snprintf(title, sizeof title, "%s — %s", r->policy.name, rec);
     text(f, p.x, top + 14, "start", 13, " font-weight=\"bold\"", title);
-    y_axis(&p, "per second");
+    y_axis(&p, p.log_y ? "per second (log scale)" : "per second");
     outage_band(&p, c, c->scenario == RESIL_SIM_METASTABLE ? "trigger" : "outage");
     double per_s = 1e9 / (double)s->bin;
-    line(&p, s, s->arrivals, per_s, COLOR_DEMAND, true);
-    line(&p, s, s->retries, per_s, COLOR_RETRIES, false);
-    line(&p, s, s->offered, per_s, COLOR_OFFERED, false);
-    line(&p, s, s->goodput, per_s, COLOR_GOODPUT, false);
+    /* Retries are dashed over offered load: in a storm they nearly coincide. */
+    line(&p, s, s->offered, per_s, COLOR_OFFERED, NULL);
+    line(&p, s, s->goodput, per_s, COLOR_GOODPUT, NULL);
+    line(&p, s, s->retries, per_s, COLOR_RETRIES, "4,3");
+    line(&p, s, s->arrivals, per_s, COLOR_DEMAND, "5,3");
     frame(&p);
     x_axis(&p, "time (s)");
 }
@@ -220,11 +276,13 @@ static void svg_series(FILE *f, const resil_sim_config *c, const resil_sim_resul
     }
     begin(f, 900, h, title, sub);
     const char *names[] = {"demand (requests/s)", "offered load (calls/s)",
-                           "goodput (requests/s)", "retries/s"};
+                           "goodput (requests/s)", "retries/s (all layers)"};
     const char *colors[] = {COLOR_DEMAND, COLOR_OFFERED, COLOR_GOODPUT, COLOR_RETRIES};
-    const bool dashed[] = {true, false, false, false};
-    legend(f, 80, 72, names, colors, dashed, 4);
-    double ymax = nice_max(series_max(r, n) * 1e9 / (double)c->bin, 5);
+    const char *dashes[] = {"5,3", NULL, NULL, "4,3"};
+    legend(f, 80, 72, names, colors, dashes, 4);
+    double ymax = series_max(r, n) * 1e9 / (double)c->bin;
+    if (!log_scale(c))
+        ymax = nice_max(ymax, 5);
     for (size_t i = 0; i < n; i++)
         panel(f, c, &r[i], top + panel_h * (double)i, ymax);
     fprintf(f, "</svg>\n");
@@ -271,7 +329,7 @@ static void bar_panel(FILE *f, double x, double top, const char *heading, const 
                       const resil_sim_result *r, size_t n, value_fn value, const char *color,
                       const char *fmt)
 {
-    plot p = {f, x, top + 30, 340, 260, 0, 1, 0, nice_max(max_of(r, n, value) * 1.08, 5)};
+    plot p = {f, x, top + 30, 340, 260, 0, 1, 0, nice_max(max_of(r, n, value) * 1.08, 5), false};
     text(f, p.x + p.w / 2, top + 16, "middle", 13, " font-weight=\"bold\"", heading);
     y_axis(&p, ylabel);
     bars(&p, r, n, value, color, fmt);
@@ -305,9 +363,9 @@ static void svg_layers(FILE *f, const resil_sim_config *c, const resil_sim_resul
     snprintf(sub, sizeof sub, "%u layers × %u attempts, dependency always failing, %s, "
                               "%u requests",
              (unsigned)c->layers, (unsigned)c->attempts, where, (unsigned)c->requests);
-    begin(f, 520, 420, "resil sim layers: retry amplification", sub);
+    begin(f, 640, 420, "resil sim layers: retry amplification", sub);
     double worst = (double)resil__sim_worst_case(c);
-    plot p = {f, 90, 100, 400, 260, 0, 1, 0, nice_max(worst * 1.1, 5)};
+    plot p = {f, 110, 100, 480, 260, 0, 1, 0, nice_max(worst * 1.1, 5), false};
     text(f, p.x + p.w / 2, 86, "middle", 13, " font-weight=\"bold\"",
          "dependency calls per user request");
     y_axis(&p, "calls");
