@@ -3,7 +3,8 @@
  *
  * A monitor holds an ordered list of levels above "Normal" (level 0). Each
  * level has a priority threshold and three health thresholds: error rate,
- * CPU and memory, all in percent. The defaults are Excalibur's (its Polly resilience package):
+ * CPU and memory, all in percent. The defaults are those of Excalibur's
+ * Polly resilience package:
  *
  *   level      priority  error rate  CPU   memory
  *   Minor         10        1 %      60 %   60 %
