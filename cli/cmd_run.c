@@ -11,6 +11,7 @@
  * the executor's cancellation (see process.h). So `resil run` is also the
  * executor's most direct end-to-end test.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,6 @@ typedef struct run_opts {
 typedef struct run_state {
     const run_opts *opts;
     sig_clock clock;
-    resil_instant deadline;
     child_result last; /* the attempt the executor is deciding about */
     bool started;      /* ... and whether its command was started at all */
     attempt_log log;
@@ -144,9 +144,10 @@ static int parse_log(const args *a, const char *text, log_format *out)
     return 0;
 }
 
-/* One option of ours at a->i: 1 consumed, 0 unknown, <0 bad value. */
+/* A parser's 0 as "the option was consumed". */
 static int consumed(int rc) { return rc < 0 ? rc : 1; }
 
+/* One option of ours at a->i: 1 consumed, 0 unknown, <0 bad value. */
 static int parse_run_option(run_opts *o, args *a)
 {
     const char *v;
@@ -239,7 +240,7 @@ static resil_outcome run_attempt(resil_attempt_ctx *ctx)
         .argv = o->command,
         .null_stdin = ctx->attempt > 1,
         .timeout = o->po.attempt_timeout,
-        .deadline = ctx->deadline < rs->deadline ? ctx->deadline : rs->deadline,
+        .deadline = ctx->deadline, /* --total-timeout, as the executor keeps it */
         .kill_after = o->kill_after,
     };
     rs->started = true;
@@ -301,7 +302,7 @@ static int exit_status(const run_state *rs, const resil_retry_result *res)
     case RESIL_STOP_SUCCEEDED:
         return 0;
     case RESIL_STOP_CANCELLED:
-        return 128 + (rs->clock.signo != 0 ? rs->clock.signo : 15);
+        return 128 + (rs->clock.signo != 0 ? rs->clock.signo : SIGTERM);
     case RESIL_STOP_DEADLINE:
         return EXIT_TIMEOUT;
     default:
@@ -323,10 +324,6 @@ static int execute(run_opts *o)
     }
     run_state rs = {.opts = o, .log = {stderr, o->log, ""}};
     sig_clock_init(&rs.clock, &cancel);
-    resil_instant start = resil_clock_now(&rs.clock.base);
-    rs.deadline = o->po.policy.max_total > 0
-                      ? resil_dur_add(start, o->po.policy.max_total)
-                      : RESIL_INSTANT_MAX;
     resil_exec_opts xo = {
         .clock = &rs.clock.base,
         .rng = policy_opts_rng(&o->po),
