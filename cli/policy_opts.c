@@ -131,22 +131,37 @@ void policy_opts_usage(FILE *out)
           out);
 }
 
-static void print_policy(const resil_retry_policy *p, FILE *out)
+static void print_policy(const policy_opts *po, FILE *out)
 {
+    const resil_retry_policy *p = &po->policy;
     const resil_backoff *b = &p->backoff;
-    char delay[32], cap[32];
-    resil_duration_format(b->base, delay, sizeof delay);
-    resil_duration_format(b->max_delay, cap, sizeof cap);
+    char text[32];
     if (p->max_attempts == RESIL_ATTEMPTS_FOREVER)
         fprintf(out, "attempts forever");
     else
         fprintf(out, "attempts %u", p->max_attempts);
-    fprintf(out, ", backoff %s, delay %s", resil_backoff_kind_name(b->kind), delay);
+    resil_duration_format(b->base, text, sizeof text);
+    fprintf(out, ", backoff %s, delay %s", resil_backoff_kind_name(b->kind), text);
     if (b->kind == RESIL_BACKOFF_EXPONENTIAL)
         fprintf(out, ", factor %g", b->factor);
-    fprintf(out, ", max-delay %s, jitter %s\n", cap, resil_jitter_name(b->jitter));
+    resil_duration_format(b->max_delay, text, sizeof text);
+    fprintf(out, ", max-delay %s, jitter %s", text, resil_jitter_name(b->jitter));
+    if (po->attempt_timeout > 0) {
+        resil_duration_format(po->attempt_timeout, text, sizeof text);
+        fprintf(out, ", attempt-timeout %s", text);
+    }
+    if (p->max_total > 0) {
+        resil_duration_format(p->max_total, text, sizeof text);
+        fprintf(out, ", total-timeout %s", text);
+    }
+    fputc('\n', out);
 }
 
+/*
+ * Known waits also show where --total-timeout stops the run: the executor
+ * stops instead of a wait that would reach the deadline, and since the
+ * attempts themselves take time, it stops there at the latest.
+ */
 void policy_opts_print_schedule(const policy_opts *po, FILE *out)
 {
     const resil_retry_policy *p = &po->policy;
@@ -156,12 +171,18 @@ void policy_opts_print_schedule(const policy_opts *po, FILE *out)
     bool exact = b->jitter == RESIL_JITTER_NONE || po->seeded;
     bool forever = p->max_attempts == RESIL_ATTEMPTS_FOREVER;
     uint32_t waits = forever ? SCHEDULE_FOREVER_LINES : p->max_attempts - 1;
+    resil_duration waited = 0;
 
-    print_policy(p, out);
+    print_policy(po, out);
     for (uint32_t n = 1; n <= waits; n++) {
         char ms[32];
         resil_duration d = exact ? resil_backoff_delay(b, n, &st, &rng.base)
                                  : resil_backoff_max_delay(b, n);
+        waited = resil_dur_add(waited, d);
+        if (exact && p->max_total > 0 && waited >= p->max_total) {
+            fprintf(out, "#%u fails, stop: deadline (at the latest)\n", n);
+            return;
+        }
         format_ms(d, false, ms, sizeof ms);
         fprintf(out, "#%u fails, wait %s%s ms\n", n, exact ? "" : "up to ", ms);
     }

@@ -48,12 +48,13 @@ resil_rng *policy_opts_rng(policy_opts *po);
 void policy_opts_usage(FILE *out);
 
 /*
- * Print the wait schedule the policy would follow if every attempt failed
- * (no server hints): one line per attempt. Without jitter the waits are
- * exact; with jitter and --seed they are the values the run would draw; with
- * jitter and no seed, each line gives the largest wait the jitter can pick.
- * "forever" prints the first 10 waits. Draws from a copy of the seeded
- * generator, so a later run still starts from the seed.
+ * Print the policy and the wait schedule it would follow if every attempt
+ * failed (no server hints): one line per attempt. Without jitter the waits
+ * are exact; with jitter and --seed they are the values the run would draw;
+ * with jitter and no seed, each line gives the largest wait the jitter can
+ * pick. Exact waits also show where --total-timeout stops the run at the
+ * latest. "forever" prints the first 10 waits. Draws from a copy of the
+ * seeded generator, so a later run still starts from the seed.
  */
 void policy_opts_print_schedule(const policy_opts *po, FILE *out);
 

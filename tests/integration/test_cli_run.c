@@ -445,6 +445,48 @@ static void dry_run_with_seed_prints_the_same_draws_every_time(void **state)
     cli_result_free(&b);
 }
 
+static void dry_run_shows_where_the_total_timeout_stops(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--attempts", "10", "--delay", "1s",
+            "--jitter", "none", "--attempt-timeout", "500ms", "--total-timeout", "5s",
+            "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out,
+                        "attempts 10, backoff exponential, delay 1s, factor 2, "
+                        "max-delay 30s, jitter none, attempt-timeout 500ms, "
+                        "total-timeout 5s\n"
+                        "#1 fails, wait 1000 ms\n"
+                        "#2 fails, wait 2000 ms\n"
+                        "#3 fails, stop: deadline (at the latest)\n");
+    cli_result_free(&r);
+}
+
+static void dry_run_of_forever_shows_the_first_ten_waits(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--attempts", "forever", "--backoff",
+            "fibonacci", "--delay", "1ms", "--jitter", "none", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out,
+                        "attempts forever, backoff fibonacci, delay 1ms, max-delay 30s, "
+                        "jitter none\n"
+                        "#1 fails, wait 1 ms\n"
+                        "#2 fails, wait 1 ms\n"
+                        "#3 fails, wait 2 ms\n"
+                        "#4 fails, wait 3 ms\n"
+                        "#5 fails, wait 5 ms\n"
+                        "#6 fails, wait 8 ms\n"
+                        "#7 fails, wait 13 ms\n"
+                        "#8 fails, wait 21 ms\n"
+                        "#9 fails, wait 34 ms\n"
+                        "#10 fails, wait 55 ms\n"
+                        "... and so on, until an attempt succeeds or is not retryable\n");
+    cli_result_free(&r);
+}
+
 /* ---- bad options: 125, naming the option ----------------------------------- */
 
 static void assert_rejected(void **state, const char *option, const char *value,
@@ -751,6 +793,8 @@ int main(void)
         T(dry_run_prints_exponential_schedule_capped),
         T(dry_run_with_jitter_and_no_seed_prints_the_bounds),
         T(dry_run_with_seed_prints_the_same_draws_every_time),
+        T(dry_run_shows_where_the_total_timeout_stops),
+        T(dry_run_of_forever_shows_the_first_ten_waits),
         T(bad_attempts_is_rejected_by_name),
         T(bad_backoff_is_rejected_by_name),
         T(bad_delay_is_rejected_by_name),
