@@ -90,36 +90,39 @@ typedef struct stack_model {
 
 /* ---- the pool of calls ---------------------------------------------------- */
 
-/* Call ids travel in events, which have room for RESIL__SIM_MAX_ID + 1. */
-static bool pool_grow(stack_model *m)
+/* Call ids travel in events, which have room for RESIL__SIM_MAX_ID + 1:
+ * beyond that the run ends with RESIL_ERANGE rather than wrapping ids. */
+static int pool_grow(stack_model *m)
 {
     uint32_t cap = m->cap ? m->cap * 2 : 1024;
     if (cap > (uint32_t)RESIL__SIM_MAX_ID + 1)
-        return false;
+        return RESIL_ERANGE;
     call *calls = realloc(m->calls, (size_t)cap * sizeof *calls);
     if (calls == NULL)
-        return false;
+        return RESIL_ENOMEM;
     m->calls = calls;
     uint32_t *free_list = realloc(m->free_list, (size_t)cap * sizeof *free_list);
     if (free_list == NULL)
-        return false;
+        return RESIL_ENOMEM;
     m->free_list = free_list;
     if (m->pol->breaker) {
         resil_breaker_permit *permits = realloc(m->permits, (size_t)cap * sizeof *permits);
         if (permits == NULL)
-            return false;
+            return RESIL_ENOMEM;
         m->permits = permits;
     }
     for (uint32_t i = cap; i > m->cap; i--)
         m->free_list[m->nfree++] = i - 1;
     m->cap = cap;
-    return true;
+    return 0;
 }
 
 static uint32_t pool_take(stack_model *m)
 {
-    if (m->nfree == 0 && !pool_grow(m)) {
-        m->engine.error = RESIL_ENOMEM;
+    int rc = m->nfree == 0 ? pool_grow(m) : 0;
+    if (rc != 0) {
+        if (m->engine.error == 0)
+            m->engine.error = rc;
         resil__sim_stop(&m->engine);
         return NO_CALL;
     }
@@ -625,12 +628,16 @@ int resil__sim_stack(const resil_sim_config *c, const resil_sim_policy *p,
         rc = alloc_series(m.nbins, theirs);
     if (rc == 0)
         rc = resil__sim_engine_init(&m.engine, 4096);
-    if (rc == 0 && !pool_grow(&m))
-        rc = RESIL_ENOMEM;
+    if (rc == 0)
+        rc = pool_grow(&m);
     if (rc == 0)
         rc = run_all(&m, progress, ud, out, err);
     if (rc == RESIL_ENOMEM)
         resil_err_set(err, rc, "sim: out of memory");
+    if (rc == RESIL_ERANGE)
+        resil_err_set(err, rc, "sim: more than %u calls in flight at once; lower --clients, "
+                               "--rate or --duration",
+                      (unsigned)RESIL__SIM_MAX_ID + 1);
     if (rc == 0)
         finish(c, out);
     free_series(mine);
