@@ -12,7 +12,8 @@
 #include "attempt_log.h"
 #include "policy_opts.h"
 
-#define SCHEDULE_FOREVER_LINES 10
+#define SCHEDULE_FOREVER_LINES 10 /* waits shown for "forever" */
+#define SCHEDULE_MAX_LINES 50     /* waits shown before the rest is elided */
 
 void policy_opts_default(policy_opts *po)
 {
@@ -171,10 +172,11 @@ void policy_opts_print_schedule(const policy_opts *po, FILE *out)
     bool exact = b->jitter == RESIL_JITTER_NONE || po->seeded;
     bool forever = p->max_attempts == RESIL_ATTEMPTS_FOREVER;
     uint32_t waits = forever ? SCHEDULE_FOREVER_LINES : p->max_attempts - 1;
+    uint32_t shown = waits < SCHEDULE_MAX_LINES ? waits : SCHEDULE_MAX_LINES;
     resil_duration waited = 0;
 
     print_policy(po, out);
-    for (uint32_t n = 1; n <= waits; n++) {
+    for (uint32_t n = 1; n <= shown; n++) {
         char ms[32];
         resil_duration d = exact ? resil_backoff_delay(b, n, &st, &rng.base)
                                  : resil_backoff_max_delay(b, n);
@@ -186,9 +188,13 @@ void policy_opts_print_schedule(const policy_opts *po, FILE *out)
         format_ms(d, false, ms, sizeof ms);
         fprintf(out, "#%u fails, wait %s%s ms\n", n, exact ? "" : "up to ", ms);
     }
-    if (forever)
+    if (forever) {
         fprintf(out, "... and so on, until an attempt succeeds or is not "
                      "retryable\n");
-    else
-        fprintf(out, "#%u fails, stop: attempts exhausted\n", p->max_attempts);
+        return;
+    }
+    if (shown < waits)
+        fprintf(out, "... %u more wait%s not shown\n", waits - shown,
+                waits - shown == 1 ? "" : "s");
+    fprintf(out, "#%u fails, stop: attempts exhausted\n", p->max_attempts);
 }

@@ -487,6 +487,23 @@ static void dry_run_of_forever_shows_the_first_ten_waits(void **state)
     cli_result_free(&r);
 }
 
+static void dry_run_elides_a_long_schedule(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    char line[128];
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--attempts", "4000000000", "--backoff",
+            "constant", "--delay", "1ms", "--jitter", "none", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(line_at(r.out, 50, line, sizeof line), "#50 fails, wait 1 ms");
+    assert_string_equal(line_at(r.out, 51, line, sizeof line),
+                        "... 3999999949 more waits not shown");
+    assert_string_equal(line_at(r.out, 52, line, sizeof line),
+                        "#4000000000 fails, stop: attempts exhausted");
+    assert_null(line_at(r.out, 53, line, sizeof line));
+    cli_result_free(&r);
+}
+
 /* ---- bad options: 125, naming the option ----------------------------------- */
 
 static void assert_rejected(void **state, const char *option, const char *value,
@@ -795,6 +812,7 @@ int main(void)
         T(dry_run_with_seed_prints_the_same_draws_every_time),
         T(dry_run_shows_where_the_total_timeout_stops),
         T(dry_run_of_forever_shows_the_first_ten_waits),
+        T(dry_run_elides_a_long_schedule),
         T(bad_attempts_is_rejected_by_name),
         T(bad_backoff_is_rejected_by_name),
         T(bad_delay_is_rejected_by_name),
