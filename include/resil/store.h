@@ -1,0 +1,189 @@
+/*
+ * store.h — libresil-store: the server's half of idempotency.
+ *
+ * A retry is only safe for a POST when the server recognises the repeat. The
+ * store keeps one record per (tenant, operation, key): the request's hash, a
+ * status that is NULL while the first request is still running, the saved
+ * response, when it was created and until when its processing lease runs.
+ * resil_store_begin() answers exactly one of four things:
+ *
+ *   first        you own the key: run the operation, then complete() with
+ *                its response, or release() it if the operation failed;
+ *   replay       it already ran: here is the saved response, byte for byte;
+ *   in progress  another worker holds the lease (HTTP: 409 + Retry-After);
+ *   mismatch     the key was used with a different request (HTTP: 422).
+ *
+ * The first writer wins by the database's unique constraint (INSERT … ON
+ * CONFLICT DO NOTHING), never by check-then-insert, so two processes, or
+ * two machines, racing on one key get one "first" between them. A worker
+ * that dies keeps the key only until its lease expires; the next request
+ * then takes the record over with a conditional UPDATE, and the lease number
+ * it gets back fences the dead worker out (its late complete() is refused).
+ *
+ * Two backends behind one interface, chosen by URL: "sqlite:PATH" (the
+ * embedded default: WAL, one file, safe across processes on one machine)
+ * and "postgres://…" / "postgresql://…" (libpq, for a fleet). Each call is
+ * one database transaction run under a resil retry policy: on a transient
+ * error (SQLITE_BUSY/LOCKED; SQLSTATE 40001, 40P01, 08xxx, 57P01) the whole
+ * transaction is rolled back and run again — the "execution strategy"
+ * pattern — never a part of it. The classifiers are public so applications
+ * can apply the same rule to their own transactions.
+ *
+ * Link with -lresil-store (pkg-config resil-store). This header is not part
+ * of resil.h: programs that do not use it never see SQLite or libpq.
+ */
+#ifndef RESIL_STORE_H
+#define RESIL_STORE_H
+
+#include "retry.h"
+
+RESIL_BEGIN_DECLS
+
+/* ---- SHA-256 and the request hash --------------------------------------- */
+
+#define RESIL_SHA256_LEN 32
+
+/* Incremental SHA-256 (FIPS 180-4). Fields are private. */
+typedef struct resil_sha256_ctx {
+    uint32_t h[8];
+    uint64_t total;    /* bytes hashed so far */
+    uint8_t block[64];
+    size_t used;       /* bytes waiting in block */
+} resil_sha256_ctx;
+
+RESIL_API void resil_sha256_init(resil_sha256_ctx *c);
+RESIL_API void resil_sha256_update(resil_sha256_ctx *c, const void *data, size_t len);
+RESIL_API void resil_sha256_final(resil_sha256_ctx *c, uint8_t out[RESIL_SHA256_LEN]);
+RESIL_API void resil_sha256(const void *data, size_t len, uint8_t out[RESIL_SHA256_LEN]);
+
+/*
+ * The request hash the gateway uses: SHA-256 over method, target (path and
+ * query) and body, each preceded by its length as 8 big-endian bytes, so
+ * that ("ab", "c") and ("a", "bc") differ. NULL strings hash as empty; body
+ * may be NULL when body_len is 0. Callers that identify requests otherwise
+ * (a canonical JSON form, say) pass their own 32 bytes to begin().
+ */
+RESIL_API void resil_store_request_hash(const char *method, const char *target,
+                                        const void *body, size_t body_len,
+                                        uint8_t out[RESIL_SHA256_LEN]);
+
+/* ---- transient-error classifiers ------------------------------------------ */
+
+/* True for SQLITE_BUSY and SQLITE_LOCKED, primary or extended codes. */
+RESIL_API bool resil_store_sqlite_transient(int sqlite_rc);
+/* True for 40001 (serialization failure), 40P01 (deadlock), class 08
+ * (connection exception) and 57P01 (admin shutdown). NULL is false. */
+RESIL_API bool resil_store_pg_transient(const char *sqlstate);
+
+/* ---- the store ------------------------------------------------------------ */
+
+typedef struct resil_store resil_store;
+
+#define RESIL_STORE_FIELD_MAX 255 /* bytes in a tenant, operation or key */
+
+typedef struct resil_store_opts {
+    const char *url;          /* required: "sqlite:PATH" or "postgres://…" */
+    const char *table;        /* default "resil_idempotency"; [A-Za-z_][A-Za-z0-9_]*, <= 63 */
+    resil_duration lease;     /* how long "first" owns the key; default 60 s; > 0 */
+    resil_duration retention; /* purge() deletes older records; default 24 h; >= lease */
+    uint32_t connections;     /* pool size, opened on demand; default 4; 1..64
+                                 ("sqlite::memory:" always uses 1) */
+    resil_duration busy_timeout; /* SQLite waits this long for a lock before
+                                    reporting BUSY; default 100 ms; 0..60 s */
+    resil_retry_policy retry; /* the execution strategy; default 8 attempts,
+                                 exponential from 5 ms, full jitter, 250 ms cap */
+    resil_clock *clock;       /* wall time for created_at and leases; NULL = system */
+} resil_store_opts;
+
+RESIL_API void resil_store_opts_default(resil_store_opts *o);
+
+/*
+ * Open a store: check every option (naming the first bad one,
+ * "store.lease must be > 0"), connect once, and create the table and its
+ * index when missing. Errors: RESIL_EINVAL (options, unsupported URL),
+ * RESIL_EBACKEND / RESIL_EBUSY (the database), RESIL_ENOMEM.
+ */
+RESIL_API int resil_store_new(const resil_store_opts *o, resil_store **out,
+                              resil_err *err);
+RESIL_API void resil_store_free(resil_store *s);
+/* "sqlite" or "postgres". */
+RESIL_API const char *resil_store_backend(const resil_store *s);
+
+/* What a record is keyed by. NULL tenant or operation means "". The key must
+ * be non-empty; each field is at most RESIL_STORE_FIELD_MAX bytes. */
+typedef struct resil_store_key {
+    const char *tenant;
+    const char *operation;
+    const char *key;
+} resil_store_key;
+
+/* A response to save. headers is an opaque blob (the gateway keeps
+ * "Name: value\r\n" lines); either pointer may be NULL when its length is 0. */
+typedef struct resil_store_response {
+    int status;
+    const char *headers;
+    size_t headers_len;
+    const void *body;
+    size_t body_len;
+} resil_store_response;
+
+typedef enum resil_store_verdict {
+    RESIL_STORE_NONE = 0,
+    RESIL_STORE_FIRST,       /* run it; then complete() or release() with `lease` */
+    RESIL_STORE_REPLAY,      /* the saved response is in the result */
+    RESIL_STORE_IN_PROGRESS, /* someone else holds the lease */
+    RESIL_STORE_MISMATCH     /* same key, different request hash */
+} resil_store_verdict;
+
+/* "first", "replay", "in progress", "mismatch" ("" for NONE). */
+RESIL_API const char *resil_store_verdict_name(resil_store_verdict v);
+
+/*
+ * What begin() found. Caller-owned and reusable: the header and body
+ * buffers grow when a response does not fit and are kept for the next
+ * call, so a long-lived result stops allocating. Initialise with
+ * resil_store_result_init(), release with resil_store_result_free().
+ */
+typedef struct resil_store_result {
+    resil_store_verdict verdict;
+    uint64_t lease;             /* FIRST: the fencing number for complete/release */
+    resil_duration lease_left;  /* IN_PROGRESS: time until the lease expires */
+    int64_t created_at;         /* Unix ns, as the store's clock said (ms precision) */
+    int status;                 /* REPLAY: the saved status */
+    char *headers;              /* REPLAY: the saved blob, NUL-terminated */
+    size_t headers_len;
+    uint8_t *body;              /* REPLAY: the saved body (NUL-terminated too) */
+    size_t body_len;
+    /* private */
+    size_t headers_cap, body_cap;
+} resil_store_result;
+
+RESIL_API void resil_store_result_init(resil_store_result *r);
+RESIL_API void resil_store_result_free(resil_store_result *r);
+
+/*
+ * Claim the key, or learn what became of it. Returns 0 and sets
+ * out->verdict; RESIL_EINVAL for a bad key; RESIL_EBUSY when transient
+ * errors outlasted the retry policy; RESIL_EBACKEND for any other database
+ * error. An in-progress record whose lease has expired is taken over
+ * (verdict FIRST with a new lease number) when the hash matches.
+ */
+RESIL_API int resil_store_begin(resil_store *s, const resil_store_key *k,
+                                const uint8_t hash[RESIL_SHA256_LEN],
+                                resil_store_result *out, resil_err *err);
+/* Save the response of the run that owns `lease`. RESIL_ESTATE when that
+ * run no longer owns the record (taken over, released, purged, completed). */
+RESIL_API int resil_store_complete(resil_store *s, const resil_store_key *k,
+                                   uint64_t lease, const resil_store_response *r,
+                                   resil_err *err);
+/* Drop the in-progress record owned by `lease`, so that a retry can run.
+ * RESIL_ESTATE when that run no longer owns it. */
+RESIL_API int resil_store_release(resil_store *s, const resil_store_key *k,
+                                  uint64_t lease, resil_err *err);
+/* Delete every record created more than `retention` ago; *deleted (may be
+ * NULL) says how many. */
+RESIL_API int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err);
+
+RESIL_END_DECLS
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * sha256.c — SHA-256 (FIPS 180-4) and the request hash.
+ *
+ * The store compares request hashes across processes, machines and
+ * releases, so the hash must be a standard one rather than a fast private
+ * mix; and the core must not pull in a crypto library for 32 bytes, so this
+ * is a small portable implementation: bytes are assembled big-endian by
+ * hand (no unaligned loads), every shift is on an unsigned 32-bit value.
+ */
+#include <string.h>
+
+#include "resil/store.h"
+
+static const uint32_t K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+static uint32_t rotr(uint32_t x, unsigned n) { return (x >> n) | (x << (32 - n)); }
+
+static uint32_t load_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           (uint32_t)p[3];
+}
+
+static void store_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static void store_be64(uint8_t *p, uint64_t v)
+{
+    store_be32(p, (uint32_t)(v >> 32));
+    store_be32(p + 4, (uint32_t)v);
+}
+
+static void compress(uint32_t h[8], const uint8_t block[64])
+{
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = load_be32(block + 4 * i);
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3];
+    uint32_t e = h[4], f = h[5], g = h[6], k = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) +
+                      ((e & f) ^ (~e & g)) + K[i] + w[i];
+        uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) +
+                      ((a & b) ^ (a & c) ^ (b & c));
+        k = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += k;
+}
+
+void resil_sha256_init(resil_sha256_ctx *c)
+{
+    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
+                                   0xa54ff53a, 0x510e527f, 0x9b05688c,
+                                   0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, iv, sizeof iv);
+    c->total = 0;
+    c->used = 0;
+}
+
+void resil_sha256_update(resil_sha256_ctx *c, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    if (len == 0)
+        return;
+    c->total += len;
+    if (c->used > 0) {
+        size_t take = 64 - c->used < len ? 64 - c->used : len;
+        memcpy(c->block + c->used, p, take);
+        c->used += take;
+        p += take;
+        len -= take;
+        if (c->used < 64)
+            return;
+        compress(c->h, c->block);
+        c->used = 0;
+    }
+    for (; len >= 64; p += 64, len -= 64)
+        compress(c->h, p);
+    if (len > 0)
+        memcpy(c->block, p, len);
+    c->used = len;
+}
+
+void resil_sha256_final(resil_sha256_ctx *c, uint8_t out[RESIL_SHA256_LEN])
+{
+    uint64_t bits = c->total * 8;
+    c->block[c->used++] = 0x80;
+    if (c->used > 56) {
+        memset(c->block + c->used, 0, 64 - c->used);
+        compress(c->h, c->block);
+        c->used = 0;
+    }
+    memset(c->block + c->used, 0, 56 - c->used);
+    store_be64(c->block + 56, bits);
+    compress(c->h, c->block);
+    for (int i = 0; i < 8; i++)
+        store_be32(out + 4 * i, c->h[i]);
+    memset(c, 0, sizeof *c);
+}
+
+void resil_sha256(const void *data, size_t len, uint8_t out[RESIL_SHA256_LEN])
+{
+    resil_sha256_ctx c;
+    resil_sha256_init(&c);
+    resil_sha256_update(&c, data, len);
+    resil_sha256_final(&c, out);
+}
+
+static void hash_field(resil_sha256_ctx *c, const void *data, size_t len)
+{
+    uint8_t prefix[8];
+    store_be64(prefix, (uint64_t)len);
+    resil_sha256_update(c, prefix, sizeof prefix);
+    if (len > 0)
+        resil_sha256_update(c, data, len);
+}
+
+void resil_store_request_hash(const char *method, const char *target,
+                              const void *body, size_t body_len,
+                              uint8_t out[RESIL_SHA256_LEN])
+{
+    resil_sha256_ctx c;
+    resil_sha256_init(&c);
+    hash_field(&c, method, method ? strlen(method) : 0);
+    hash_field(&c, target, target ? strlen(target) : 0);
+    hash_field(&c, body, body ? body_len : 0);
+    resil_sha256_final(&c, out);
+}

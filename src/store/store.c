@@ -1,0 +1,502 @@
+/*
+ * store.c — the idempotency store's front: options, keys, the connection
+ * pool, and the execution strategy.
+ *
+ * Every public call becomes one store_call run by a backend on one pooled
+ * connection, inside resil_retry_execute(): a transient database error rolls
+ * the transaction back and the retry policy runs the whole of it again,
+ * with backoff, after re-reading the clock. Doing this here, once, rather
+ * than in each backend keeps one retry rule for both databases and lets the
+ * tests drive it with the fake clock. The verdict logic (first, replay, in
+ * progress, mismatch) is also decided here from the row a backend read, so
+ * the two dialects cannot disagree about what a record means.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+#define MAX_CONNECTIONS 64
+#define MAX_TABLE_NAME 48 /* leaves room for "_created_at" in 63 bytes */
+#define MAX_BLOB ((size_t)1 << 30)
+
+struct resil_store {
+    const store_backend *be;
+    store_config cfg;
+    char *target; /* owns cfg.target */
+    resil_duration lease, retention;
+    resil_retry_policy retry;
+    resil_clock *clock;
+    uint32_t max_conns;
+
+    pthread_mutex_t write_lock; /* see store_config */
+    pthread_mutex_t mu;         /* guards the pool */
+    pthread_cond_t cv;
+    uint32_t n_conns;   /* slots allocated */
+    uint32_t n_idle;
+    store_conn *idle[MAX_CONNECTIONS];
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+int resil__store_sql(char *buf, size_t cap, const char *tmpl, const char *table)
+{
+    size_t tlen = strlen(table), n = 0;
+    for (const char *p = tmpl; *p != '\0';) {
+        bool subst = strncmp(p, "{T}", 3) == 0;
+        size_t len = subst ? tlen : 1;
+        if (n + len >= cap)
+            return RESIL_ERANGE;
+        memcpy(buf + n, subst ? table : p, len);
+        n += len;
+        p += subst ? 3 : 1;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+resil_outcome resil__store_fail(resil_kind kind, int64_t code, const char *detail,
+                                const char *long_msg, char *msg, size_t cap)
+{
+    snprintf(msg, cap, "%s", long_msg);
+    return resil_fail(kind, code, detail);
+}
+
+static int64_t ms_from_ns(int64_t ns) { return ns / 1000000; }
+
+/* Milliseconds in a duration, rounded up so a short lease never becomes 0. */
+static int64_t ms_ceil(resil_duration d) { return d / 1000000 + (d % 1000000 != 0); }
+
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+void resil_store_result_init(resil_store_result *r) { memset(r, 0, sizeof *r); }
+
+void resil_store_result_free(resil_store_result *r)
+{
+    if (r == NULL)
+        return;
+    free(r->headers);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+/* Copy len bytes (plus a NUL) into a growable buffer. */
+static int copy_into(void **buf, size_t *cap, const void *src, size_t len)
+{
+    if (*buf == NULL || *cap < len + 1) {
+        void *p = realloc(*buf, len + 1);
+        if (p == NULL)
+            return RESIL_ENOMEM;
+        *buf = p;
+        *cap = len + 1;
+    }
+    if (len > 0)
+        memcpy(*buf, src, len);
+    ((char *)*buf)[len] = '\0';
+    return 0;
+}
+
+static int fill(resil_store_result *r, resil_store_verdict v, int64_t created_ms,
+                int status, const void *headers, size_t headers_len,
+                const void *body, size_t body_len)
+{
+    void *h = r->headers, *b = r->body;
+    int rc = copy_into(&h, &r->headers_cap, headers, headers_len);
+    r->headers = h;
+    if (rc == 0)
+        rc = copy_into(&b, &r->body_cap, body, body_len);
+    r->body = b;
+    if (rc != 0)
+        return rc;
+    r->verdict = v;
+    r->lease = 0;
+    r->lease_left = 0;
+    r->created_at = resil_dur_mul(RESIL_MS(1), (double)created_ms);
+    r->status = status;
+    r->headers_len = headers_len;
+    r->body_len = body_len;
+    return 0;
+}
+
+int resil__store_first(store_call *call, uint64_t lease)
+{
+    int rc = fill(call->out, RESIL_STORE_FIRST, call->now_ms, 0, NULL, 0, NULL, 0);
+    call->out->lease = lease;
+    return rc;
+}
+
+static bool same_hash(const store_call *call, const store_row *row)
+{
+    return row->hash_len == RESIL_SHA256_LEN &&
+           memcmp(row->hash, call->hash, RESIL_SHA256_LEN) == 0;
+}
+
+bool resil__store_settled(const store_call *call, const store_row *row)
+{
+    return row->completed || !same_hash(call, row);
+}
+
+int resil__store_classify(store_call *call, const store_row *row)
+{
+    resil_store_result *out = call->out;
+    if (!same_hash(call, row))
+        return fill(out, RESIL_STORE_MISMATCH, row->created_ms, 0, NULL, 0, NULL, 0);
+    if (!row->completed) {
+        int rc = fill(out, RESIL_STORE_IN_PROGRESS, row->created_ms, 0, NULL, 0, NULL, 0);
+        int64_t left = row->lease_expires_ms - call->now_ms;
+        out->lease_left = resil_dur_mul(RESIL_MS(1), left > 0 ? (double)left : 0.0);
+        return rc;
+    }
+    return fill(out, RESIL_STORE_REPLAY, row->created_ms, row->status, row->headers,
+                row->headers_len, row->body, row->body_len);
+}
+
+const char *resil_store_verdict_name(resil_store_verdict v)
+{
+    switch (v) {
+    case RESIL_STORE_FIRST:
+        return "first";
+    case RESIL_STORE_REPLAY:
+        return "replay";
+    case RESIL_STORE_IN_PROGRESS:
+        return "in progress";
+    case RESIL_STORE_MISMATCH:
+        return "mismatch";
+    default:
+        return "";
+    }
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+void resil_store_opts_default(resil_store_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->table = "resil_idempotency";
+    o->lease = RESIL_S(60);
+    o->retention = RESIL_S(24 * 3600);
+    o->connections = 4;
+    o->busy_timeout = RESIL_MS(100);
+    resil_retry_policy_default(&o->retry);
+    o->retry.max_attempts = 8;
+    o->retry.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
+    o->retry.backoff.base = RESIL_MS(5);
+    o->retry.backoff.factor = 2.0;
+    o->retry.backoff.jitter = RESIL_JITTER_FULL;
+    o->retry.backoff.max_delay = RESIL_MS(250);
+}
+
+static bool is_identifier(const char *s)
+{
+    if (s == NULL || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return false;
+    for (; *s != '\0'; s++) {
+        char ch = *s;
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+              (ch >= '0' && ch <= '9') || ch == '_'))
+            return false;
+    }
+    return true;
+}
+
+/* Which backend serves a URL, and what it is handed. NULL when none. */
+static const store_backend *backend_for(const char *url, const char **target)
+{
+    if (strncmp(url, "sqlite:", 7) == 0) {
+        *target = url + 7;
+        return &resil__store_sqlite;
+    }
+    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0) {
+        *target = url;
+        return &resil__store_pg;
+    }
+    return NULL;
+}
+
+static int bad_duration(resil_err *err, const char *field, const char *rule,
+                        resil_duration d)
+{
+    char text[64];
+    resil_duration_format(d, text, sizeof text);
+    return resil_err_set(err, RESIL_EINVAL, "store.%s must be %s, got %s", field,
+                         rule, text);
+}
+
+static int check_url(const char *url, resil_err *err)
+{
+    const char *target;
+    if (url == NULL || *url == '\0')
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store.url is required (sqlite:PATH or postgres://...)");
+    if (backend_for(url, &target) == NULL) {
+        /* Name only the scheme: the rest may hold a password. */
+        int scheme = (int)strcspn(url, ":");
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store.url must be sqlite:PATH or postgres://..., got "
+                             "scheme '%.*s'",
+                             scheme > 32 ? 32 : scheme, url);
+    }
+    if (*target == '\0')
+        return resil_err_set(err, RESIL_EINVAL, "store.url 'sqlite:' needs a file path");
+    return 0;
+}
+
+static int check_opts(const resil_store_opts *o, resil_err *err)
+{
+    int rc = check_url(o->url, err);
+    if (rc != 0)
+        return rc;
+    if (!is_identifier(o->table) || strlen(o->table) > MAX_TABLE_NAME)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store.table must be an identifier ([A-Za-z_][A-Za-z0-9_]*, "
+                             "at most %d characters), got '%.64s'",
+                             MAX_TABLE_NAME, o->table ? o->table : "(null)");
+    if (o->lease < RESIL_MS(1))
+        return bad_duration(err, "lease", ">= 1ms", o->lease);
+    if (o->retention < o->lease)
+        return bad_duration(err, "retention", ">= store.lease", o->retention);
+    if (o->connections < 1 || o->connections > MAX_CONNECTIONS)
+        return resil_err_set(err, RESIL_EINVAL, "store.connections must be in [1,%d], got %u",
+                             MAX_CONNECTIONS, o->connections);
+    if (o->busy_timeout < 0 || o->busy_timeout > RESIL_S(60))
+        return bad_duration(err, "busy_timeout", "in [0, 60s]", o->busy_timeout);
+    resil_err inner = {0};
+    if (resil_retry_policy_validate(&o->retry, &inner) != 0)
+        return resil_err_set(err, RESIL_EINVAL, "store.%s", inner.message);
+    return 0;
+}
+
+/* ---- the pool ------------------------------------------------------------ */
+
+static int checkout(resil_store *s, store_conn **out)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->n_idle == 0 && s->n_conns == s->max_conns)
+        pthread_cond_wait(&s->cv, &s->mu);
+    if (s->n_idle > 0) {
+        *out = s->idle[--s->n_idle];
+        pthread_mutex_unlock(&s->mu);
+        return 0;
+    }
+    s->n_conns++;
+    pthread_mutex_unlock(&s->mu);
+    int rc = s->be->conn_new(&s->cfg, out);
+    if (rc != 0) {
+        pthread_mutex_lock(&s->mu);
+        s->n_conns--;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return rc;
+}
+
+static void checkin(resil_store *s, store_conn *c)
+{
+    pthread_mutex_lock(&s->mu);
+    s->idle[s->n_idle++] = c;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- the execution strategy ---------------------------------------------- */
+
+typedef struct attempt {
+    resil_store *s;
+    store_conn *conn;
+    store_call *call;
+    char msg[200];
+} attempt;
+
+static resil_outcome run_attempt(resil_attempt_ctx *ctx)
+{
+    attempt *a = ctx->user;
+    store_call *call = a->call;
+    call->now_ms = ms_from_ns(resil_clock_wall_now(a->s->clock));
+    call->lease_until_ms = add_sat(call->now_ms, ms_ceil(a->s->lease));
+    call->cutoff_ms = add_sat(call->now_ms, -ms_ceil(a->s->retention));
+    call->owned = false;
+    call->deleted = 0;
+    return a->s->be->run(a->conn, call, a->msg, sizeof a->msg);
+}
+
+/* Run one call as one transaction under the retry policy. */
+static int run_call(resil_store *s, store_call *call, resil_err *err)
+{
+    attempt a = {.s = s, .call = call};
+    int rc = checkout(s, &a.conn);
+    if (rc != 0)
+        return resil_err_set(err, rc, "store: out of memory");
+    resil_exec_opts eo = {.clock = s->clock};
+    resil_retry_result res;
+    rc = resil_retry_execute(&s->retry, &eo, run_attempt, &a, &res, err);
+    checkin(s, a.conn);
+    if (rc != 0)
+        return rc;
+    if (res.stop == RESIL_STOP_SUCCEEDED)
+        return 0;
+    int code = res.final.kind == RESIL_TRANSIENT ? RESIL_EBUSY : RESIL_EBACKEND;
+    return resil_err_set(err, code, "store: %s: %s (%s, %s after %u attempt%s)",
+                         s->be->name, a.msg, res.final.detail, resil_stop_name(res.stop),
+                         res.attempts, res.attempts == 1 ? "" : "s");
+}
+
+/* ---- the public calls ---------------------------------------------------- */
+
+int resil_store_new(const resil_store_opts *o, resil_store **out, resil_err *err)
+{
+    if (o == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: options and out are required");
+    *out = NULL;
+    int rc = check_opts(o, err);
+    if (rc != 0)
+        return rc;
+    resil_store *s = calloc(1, sizeof *s);
+    char *target = NULL;
+    const char *t = NULL;
+    const store_backend *be = backend_for(o->url, &t);
+    if (s == NULL || (target = strdup(t)) == NULL) {
+        free(s);
+        return resil_err_set(err, RESIL_ENOMEM, "store: out of memory");
+    }
+    s->be = be;
+    s->target = target;
+    s->cfg.target = target;
+    snprintf(s->cfg.table, sizeof s->cfg.table, "%s", o->table);
+    s->cfg.busy_timeout_ms = (int)(o->busy_timeout / 1000000);
+    s->lease = o->lease;
+    s->retention = o->retention;
+    s->retry = o->retry;
+    s->clock = o->clock ? o->clock : resil_clock_system();
+    s->max_conns = strcmp(target, ":memory:") == 0 ? 1 : o->connections;
+    s->cfg.write_lock = &s->write_lock;
+    pthread_mutex_init(&s->write_lock, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    store_call call = {.op = STORE_CONNECT, .tenant = "", .operation = "", .key = ""};
+    rc = run_call(s, &call, err);
+    if (rc != 0) {
+        resil_store_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void resil_store_free(resil_store *s)
+{
+    if (s == NULL)
+        return;
+    for (uint32_t i = 0; i < s->n_idle; i++)
+        s->be->conn_free(s->idle[i]);
+    pthread_mutex_destroy(&s->write_lock);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->target);
+    free(s);
+}
+
+const char *resil_store_backend(const resil_store *s) { return s->be->name; }
+
+static int check_field(const char *name, const char *v, bool required, resil_err *err)
+{
+    if (required && (v == NULL || *v == '\0'))
+        return resil_err_set(err, RESIL_EINVAL, "store: the %s must not be empty", name);
+    if (v != NULL && strlen(v) > RESIL_STORE_FIELD_MAX)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store: the %s must be at most %d bytes, got %zu", name,
+                             RESIL_STORE_FIELD_MAX, strlen(v));
+    return 0;
+}
+
+/* Check a key and fill the call's copy of it. */
+static int prepare_call(resil_store *s, const resil_store_key *k, store_call *call,
+                        resil_err *err)
+{
+    if (s == NULL || k == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: store and key are required");
+    int rc = check_field("key", k->key, true, err);
+    if (rc == 0)
+        rc = check_field("tenant", k->tenant, false, err);
+    if (rc == 0)
+        rc = check_field("operation", k->operation, false, err);
+    call->tenant = k->tenant ? k->tenant : "";
+    call->operation = k->operation ? k->operation : "";
+    call->key = k->key;
+    return rc;
+}
+
+int resil_store_begin(resil_store *s, const resil_store_key *k,
+                      const uint8_t hash[RESIL_SHA256_LEN], resil_store_result *out,
+                      resil_err *err)
+{
+    store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
+    int rc = prepare_call(s, k, &call, err);
+    if (rc != 0)
+        return rc;
+    if (hash == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: hash and result are required");
+    out->verdict = RESIL_STORE_NONE;
+    rc = run_call(s, &call, err);
+    if (rc != 0)
+        out->verdict = RESIL_STORE_NONE;
+    return rc;
+}
+
+static int fenced(resil_store *s, store_call *call, resil_err *err)
+{
+    int rc = run_call(s, call, err);
+    if (rc != 0 || call->owned)
+        return rc;
+    return resil_err_set(err, RESIL_ESTATE,
+                         "store: lease %llu no longer owns key '%s' (taken over, "
+                         "released, completed or purged)",
+                         (unsigned long long)call->lease, call->key);
+}
+
+int resil_store_complete(resil_store *s, const resil_store_key *k, uint64_t lease,
+                         const resil_store_response *r, resil_err *err)
+{
+    store_call call = {.op = STORE_COMPLETE, .lease = lease, .resp = r};
+    int rc = prepare_call(s, k, &call, err);
+    if (rc != 0)
+        return rc;
+    if (r == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: the response is required");
+    if ((r->headers == NULL && r->headers_len > 0) || (r->body == NULL && r->body_len > 0))
+        return resil_err_set(err, RESIL_EINVAL, "store: response data is NULL but its length is not 0");
+    if (r->headers_len > MAX_BLOB || r->body_len > MAX_BLOB)
+        return resil_err_set(err, RESIL_ERANGE, "store: a saved response is limited to 1 GiB of headers and of body");
+    return fenced(s, &call, err);
+}
+
+int resil_store_release(resil_store *s, const resil_store_key *k, uint64_t lease,
+                        resil_err *err)
+{
+    store_call call = {.op = STORE_RELEASE, .lease = lease};
+    int rc = prepare_call(s, k, &call, err);
+    if (rc != 0)
+        return rc;
+    return fenced(s, &call, err);
+}
+
+int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
+{
+    if (s == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: store is required");
+    store_call call = {.op = STORE_PURGE, .tenant = "", .operation = "", .key = ""};
+    int rc = run_call(s, &call, err);
+    if (deleted != NULL)
+        *deleted = rc == 0 ? call.deleted : 0;
+    return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * store_internal.h — what the store's front (store.c) and its backends
+ * (store_sqlite.c, store_pg.c) share.
+ *
+ * The front owns everything that is the same for every database: options,
+ * key checks, the connection pool, the clock, and the retry loop that runs
+ * each call as one whole transaction. A backend only knows how to run one
+ * call on one connection, once, and to say whether a failure may be retried.
+ * That split keeps the execution strategy in one place.
+ */
+#ifndef RESIL_STORE_INTERNAL_H
+#define RESIL_STORE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "resil/store.h"
+
+typedef struct store_conn store_conn; /* a backend's connection slot */
+
+/* What the backends read from the options. Lives as long as the store. */
+typedef struct store_config {
+    const char *target;  /* SQLite: the file path; PostgreSQL: the whole URL */
+    char table[64];      /* a validated identifier */
+    int busy_timeout_ms; /* SQLite only */
+    /* SQLite only: the store's writers queue here. The file has one writer
+     * at a time anyway; a mutex hands it over at once, where SQLite's busy
+     * handler would poll with sleeps of up to 100 ms. */
+    pthread_mutex_t *write_lock;
+} store_config;
+
+typedef enum store_op {
+    STORE_CONNECT, /* only make sure the connection and the schema exist */
+    STORE_BEGIN,
+    STORE_COMPLETE,
+    STORE_RELEASE,
+    STORE_PURGE
+} store_op;
+
+/* One call, refreshed by the front before each attempt (times: Unix ms). */
+typedef struct store_call {
+    store_op op;
+    const char *tenant, *operation, *key; /* never NULL */
+    const uint8_t *hash;                  /* BEGIN */
+    int64_t now_ms;
+    int64_t lease_until_ms;               /* BEGIN: now + lease */
+    int64_t cutoff_ms;                    /* PURGE: now - retention */
+    uint64_t lease;                       /* COMPLETE, RELEASE */
+    const resil_store_response *resp;     /* COMPLETE */
+    resil_store_result *out;              /* BEGIN */
+    /* results */
+    bool owned;       /* COMPLETE, RELEASE: the row was ours and changed */
+    uint64_t deleted; /* PURGE */
+} store_call;
+
+typedef struct store_backend {
+    const char *name;
+    /* Allocate an unconnected slot (no I/O). */
+    int (*conn_new)(const store_config *cfg, store_conn **out);
+    void (*conn_free)(store_conn *c);
+    /* Run the call as one transaction, connecting first if needed. A
+     * failure's kind is RESIL_TRANSIENT when the whole transaction may be
+     * run again; the database's full message goes to msg. */
+    resil_outcome (*run)(store_conn *c, store_call *call, char *msg, size_t cap);
+} store_backend;
+
+extern const store_backend resil__store_sqlite;
+extern const store_backend resil__store_pg;
+
+/* Copy `tmpl` into buf with every "{T}" replaced by `table`. Returns 0, or
+ * RESIL_ERANGE when it does not fit. */
+int resil__store_sql(char *buf, size_t cap, const char *tmpl, const char *table);
+
+/* A record as a backend read it, for the front to judge. */
+typedef struct store_row {
+    const void *hash;
+    size_t hash_len;
+    bool completed; /* status is not NULL */
+    int status;
+    const void *headers;
+    size_t headers_len;
+    const void *body;
+    size_t body_len;
+    int64_t created_ms;
+    int64_t lease_expires_ms;
+} store_row;
+
+/* BEGIN's verdicts, decided in one place for every backend: the record is
+ * ours (FIRST, with its lease number), or an existing row is a mismatch, in
+ * progress or a replay. Return 0, or RESIL_ENOMEM copying the response. */
+int resil__store_first(store_call *call, uint64_t lease);
+int resil__store_classify(store_call *call, const store_row *row);
+/* Is the record's answer final whatever happens next (completed, or
+ * another request's)? Then a plain read may give it: completed records are
+ * immutable until purged, so no transaction is needed to trust one. */
+bool resil__store_settled(const store_call *call, const store_row *row);
+
+/* A failure outcome with `kind`, `code` and a short detail, and the long
+ * message copied into msg. */
+resil_outcome resil__store_fail(resil_kind kind, int64_t code, const char *detail,
+                                const char *long_msg, char *msg, size_t cap);
+
+#endif

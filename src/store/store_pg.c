@@ -1,0 +1,419 @@
+/*
+ * store_pg.c — the fleet backend: PostgreSQL through libpq.
+ *
+ * Many machines write one table, so correctness rests on the server, not on
+ * any lock of ours. begin() runs at REPEATABLE READ: its insert, takeover
+ * and read share one snapshot, and when another transaction commits a
+ * conflicting row after that snapshot was taken, PostgreSQL refuses with
+ * SQLSTATE 40001 instead of letting a decision rest on a stale read. The
+ * store's retry policy then runs the whole transaction again on a fresh
+ * snapshot — the execution strategy. complete/release/purge are single
+ * conditional statements, atomic on their own.
+ *
+ * Each connection prepares its statements once; parameters and results
+ * travel in binary where that avoids escaping (bytea, integers), so a call
+ * copies bytes and never parses them. A connection that breaks is dropped
+ * and reconnected by the next attempt.
+ */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+/* Built-in type OIDs (pg_type.h is a server header). */
+enum { OID_BYTEA = 17, OID_INT8 = 20, OID_INT4 = 23, OID_TEXT = 25 };
+
+enum { PS_INSERT, PS_TAKEOVER, PS_SELECT, PS_COMPLETE, PS_RELEASE, PS_PURGE, PS_COUNT };
+
+static const char *const schema_sql =
+    "BEGIN;"
+    "SELECT pg_advisory_xact_lock(hashtext('resil_store:{T}'));"
+    "CREATE TABLE IF NOT EXISTS {T} ("
+    " tenant TEXT NOT NULL,"
+    " operation TEXT NOT NULL,"
+    " idempotency_key TEXT NOT NULL,"
+    " request_hash BYTEA NOT NULL,"
+    " status INTEGER,"
+    " headers BYTEA,"
+    " body BYTEA,"
+    " created_at BIGINT NOT NULL,"
+    " lease_expires_at BIGINT NOT NULL,"
+    " lease BIGINT NOT NULL,"
+    " PRIMARY KEY (tenant, operation, idempotency_key));"
+    "CREATE INDEX IF NOT EXISTS {T}_created_at ON {T} (created_at);"
+    "COMMIT";
+
+#define WHERE_KEY "tenant = $1 AND operation = $2 AND idempotency_key = $3"
+
+static const struct {
+    const char *name;
+    const char *sql;
+    int nparams;
+    Oid types[7];
+} statements[PS_COUNT] = {
+    [PS_INSERT] = {"resil_store_insert",
+                   "INSERT INTO {T} (tenant, operation, idempotency_key,"
+                   " request_hash, status, created_at, lease_expires_at, lease)"
+                   " VALUES ($1, $2, $3, $4, NULL, $5, $6, 1)"
+                   " ON CONFLICT DO NOTHING RETURNING lease",
+                   6, {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8}},
+    [PS_TAKEOVER] = {"resil_store_takeover",
+                     "UPDATE {T} SET lease = lease + 1, created_at = $5,"
+                     " lease_expires_at = $6 WHERE " WHERE_KEY
+                     " AND request_hash = $4 AND status IS NULL"
+                     " AND lease_expires_at <= $5 RETURNING lease",
+                     6, {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8}},
+    [PS_SELECT] = {"resil_store_select",
+                   "SELECT request_hash, status, headers, body, created_at,"
+                   " lease_expires_at FROM {T} WHERE " WHERE_KEY,
+                   3, {OID_TEXT, OID_TEXT, OID_TEXT}},
+    [PS_COMPLETE] = {"resil_store_complete",
+                     "UPDATE {T} SET status = $5, headers = $6, body = $7"
+                     " WHERE " WHERE_KEY " AND status IS NULL AND lease = $4",
+                     7, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_INT4, OID_BYTEA, OID_BYTEA}},
+    [PS_RELEASE] = {"resil_store_release",
+                    "DELETE FROM {T} WHERE " WHERE_KEY " AND status IS NULL AND lease = $4",
+                    4, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8}},
+    [PS_PURGE] = {"resil_store_purge", "DELETE FROM {T} WHERE created_at < $1", 1, {OID_INT8}},
+};
+
+struct store_conn {
+    const store_config *cfg;
+    PGconn *pg;
+};
+
+/* Parameters of one statement: text as text, the rest binary. */
+typedef struct params {
+    const char *value[7];
+    int length[7];
+    int format[7];
+    uint8_t ints[7][8];
+    int n;
+} params;
+
+static void p_text(params *p, const char *s)
+{
+    p->value[p->n] = s;
+    p->length[p->n] = 0;
+    p->format[p->n++] = 0;
+}
+
+static void p_bytes(params *p, const void *data, size_t len)
+{
+    p->value[p->n] = len > 0 ? data : "";
+    p->length[p->n] = (int)len;
+    p->format[p->n++] = 1;
+}
+
+static void p_int(params *p, uint64_t v, int width)
+{
+    uint8_t *b = p->ints[p->n];
+    for (int i = 0; i < width; i++)
+        b[i] = (uint8_t)(v >> (8 * (width - 1 - i)));
+    p_bytes(p, b, (size_t)width);
+}
+
+static void p_key(params *p, const store_call *call)
+{
+    p->n = 0;
+    p_text(p, call->tenant);
+    p_text(p, call->operation);
+    p_text(p, call->key);
+}
+
+static uint64_t get_uint(const PGresult *r, int row, int col)
+{
+    const uint8_t *b = (const uint8_t *)PQgetvalue(r, row, col);
+    int len = PQgetlength(r, row, col);
+    uint64_t v = 0;
+    for (int i = 0; i < len && i < 8; i++)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static int64_t get_int64(const PGresult *r, int row, int col)
+{
+    return (int64_t)get_uint(r, row, col);
+}
+
+static int32_t get_int32(const PGresult *r, int row, int col)
+{
+    return (int32_t)(uint32_t)get_uint(r, row, col);
+}
+
+static PGresult *exec_prepared(store_conn *c, int which, const params *p)
+{
+    return PQexecPrepared(c->pg, statements[which].name, p->n, p->value, p->length,
+                          p->format, 1);
+}
+
+static int conn_new(const store_config *cfg, store_conn **out)
+{
+    store_conn *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return RESIL_ENOMEM;
+    c->cfg = cfg;
+    *out = c;
+    return 0;
+}
+
+static void disconnect(store_conn *c)
+{
+    PQfinish(c->pg);
+    c->pg = NULL;
+}
+
+static void conn_free(store_conn *c)
+{
+    if (c == NULL)
+        return;
+    disconnect(c);
+    free(c);
+}
+
+static void quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Undo an open transaction; drop a connection that is gone. */
+static void reset_conn(store_conn *c)
+{
+    if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
+        disconnect(c);
+    else if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(PQexec(c->pg, "ROLLBACK"));
+}
+
+/* A failure that is ours, not the server's (no memory, an impossible row). */
+static resil_outcome fail_local(store_conn *c, const char *text, char *msg, size_t cap)
+{
+    reset_conn(c);
+    return resil__store_fail(RESIL_PERMANENT, 0, text, text, msg, cap);
+}
+
+/* A failure the server (or libpq) reported: classify by SQLSTATE. A
+ * connection that is gone has no SQLSTATE; it counts as 08006. Clears res. */
+static resil_outcome fail(store_conn *c, PGresult *res, char *msg, size_t cap)
+{
+    char text[256], state[6] = "08006";
+    const char *s = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (s != NULL)
+        snprintf(state, sizeof state, "%s", s);
+    const char *m = res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
+                    : c->pg ? PQerrorMessage(c->pg) : "no connection";
+    snprintf(text, sizeof text, "%s", m);
+    text[strcspn(text, "\n")] = '\0';
+    PQclear(res);
+    reset_conn(c);
+    char detail[32];
+    snprintf(detail, sizeof detail, "SQLSTATE %s", state);
+    resil_kind kind = resil_store_pg_transient(state) ? RESIL_TRANSIENT : RESIL_PERMANENT;
+    return resil__store_fail(kind, 0, detail, text, msg, cap);
+}
+
+static bool ok(const PGresult *r)
+{
+    ExecStatusType st = PQresultStatus(r);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
+
+/* Run a command whose result is only success or failure. */
+static resil_outcome command(store_conn *c, const char *sql, char *msg, size_t cap)
+{
+    PGresult *r = PQexec(c->pg, sql);
+    if (!ok(r))
+        return fail(c, r, msg, cap);
+    PQclear(r);
+    return resil_ok();
+}
+
+/* Connect, create the table when missing (under an advisory lock, since
+ * CREATE … IF NOT EXISTS races with itself), prepare every statement. */
+static resil_outcome connect_db(store_conn *c, char *msg, size_t cap)
+{
+    /* connect_timeout comes first so that the URL may override it. */
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *values[] = {"5", "resil-store", c->cfg->target, NULL};
+    c->pg = PQconnectdbParams(keys, values, 1);
+    if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
+        return fail(c, NULL, msg, cap);
+    PQsetNoticeProcessor(c->pg, quiet, NULL);
+    char sql[1024];
+    if (resil__store_sql(sql, sizeof sql, schema_sql, c->cfg->table) != 0)
+        return fail_local(c, "schema text too long", msg, cap);
+    resil_outcome o = command(c, sql, msg, cap);
+    for (int i = 0; i < PS_COUNT && resil_outcome_ok(&o); i++) {
+        if (resil__store_sql(sql, sizeof sql, statements[i].sql, c->cfg->table) != 0)
+            return fail_local(c, "statement text too long", msg, cap);
+        PGresult *r = PQprepare(c->pg, statements[i].name, sql, statements[i].nparams,
+                                statements[i].types);
+        if (!ok(r))
+            return fail(c, r, msg, cap);
+        PQclear(r);
+    }
+    return o;
+}
+
+static resil_outcome claimed(store_conn *c, store_call *call, PGresult *r,
+                             char *msg, size_t cap)
+{
+    int rc = resil__store_first(call, get_uint(r, 0, 0));
+    PQclear(r);
+    if (rc != 0)
+        return fail_local(c, "out of memory", msg, cap);
+    return command(c, "COMMIT", msg, cap);
+}
+
+/* Read the record and answer from it: always, or (settled_only) only when
+ * its answer is final. *answered says whether the call is done. */
+static resil_outcome answer_from_row(store_conn *c, store_call *call, bool settled_only,
+                                     bool *answered, char *msg, size_t cap)
+{
+    params p;
+    p_key(&p, call);
+    *answered = false;
+    PGresult *r = exec_prepared(c, PS_SELECT, &p);
+    if (!ok(r))
+        return fail(c, r, msg, cap);
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return resil_ok();
+    }
+    store_row row = {
+        .hash = PQgetvalue(r, 0, 0),
+        .hash_len = (size_t)PQgetlength(r, 0, 0),
+        .completed = !PQgetisnull(r, 0, 1),
+        .status = PQgetisnull(r, 0, 1) ? 0 : get_int32(r, 0, 1),
+        .headers = PQgetvalue(r, 0, 2),
+        .headers_len = (size_t)PQgetlength(r, 0, 2),
+        .body = PQgetvalue(r, 0, 3),
+        .body_len = (size_t)PQgetlength(r, 0, 3),
+        .created_ms = get_int64(r, 0, 4),
+        .lease_expires_ms = get_int64(r, 0, 5),
+    };
+    int rc = 0;
+    if (!settled_only || resil__store_settled(call, &row)) {
+        *answered = true;
+        rc = resil__store_classify(call, &row);
+    }
+    PQclear(r);
+    if (rc != 0)
+        return fail_local(c, "out of memory", msg, cap);
+    return resil_ok();
+}
+
+/* INSERT … ON CONFLICT DO NOTHING; else take an expired lease over; else
+ * read what is there. One REPEATABLE READ transaction. */
+static resil_outcome do_begin(store_conn *c, store_call *call, char *msg, size_t cap)
+{
+    resil_outcome o = command(c, "BEGIN ISOLATION LEVEL REPEATABLE READ", msg, cap);
+    if (!resil_outcome_ok(&o))
+        return o;
+    params p;
+    p_key(&p, call);
+    p_bytes(&p, call->hash, RESIL_SHA256_LEN);
+    p_int(&p, (uint64_t)call->now_ms, 8);
+    p_int(&p, (uint64_t)call->lease_until_ms, 8);
+    PGresult *r = exec_prepared(c, PS_INSERT, &p);
+    if (ok(r) && PQntuples(r) == 0) {
+        PQclear(r);
+        r = exec_prepared(c, PS_TAKEOVER, &p);
+    }
+    if (!ok(r))
+        return fail(c, r, msg, cap);
+    if (PQntuples(r) == 1)
+        return claimed(c, call, r, msg, cap);
+    PQclear(r);
+    bool answered;
+    o = answer_from_row(c, call, false, &answered, msg, cap);
+    if (!resil_outcome_ok(&o))
+        return o;
+    if (!answered)
+        return fail_local(c, "record vanished inside one snapshot", msg, cap);
+    return command(c, "COMMIT", msg, cap);
+}
+
+/* A settled record (a replay, a mismatch) is answered by one plain read;
+ * only a missing or in-progress one needs the transaction. */
+static resil_outcome begin(store_conn *c, store_call *call, char *msg, size_t cap)
+{
+    bool answered;
+    resil_outcome o = answer_from_row(c, call, true, &answered, msg, cap);
+    if (!resil_outcome_ok(&o) || answered)
+        return o;
+    return do_begin(c, call, msg, cap);
+}
+
+/* complete and release: one conditional statement fenced by the lease. */
+static resil_outcome fenced(store_conn *c, store_call *call, int which, char *msg,
+                            size_t cap)
+{
+    params p;
+    p_key(&p, call);
+    p_int(&p, call->lease, 8);
+    if (which == PS_COMPLETE) {
+        const resil_store_response *resp = call->resp;
+        p_int(&p, (uint64_t)(uint32_t)resp->status, 4);
+        p_bytes(&p, resp->headers, resp->headers_len);
+        p_bytes(&p, resp->body, resp->body_len);
+    }
+    PGresult *r = exec_prepared(c, which, &p);
+    if (!ok(r))
+        return fail(c, r, msg, cap);
+    call->owned = strcmp(PQcmdTuples(r), "1") == 0;
+    PQclear(r);
+    return resil_ok();
+}
+
+static resil_outcome do_purge(store_conn *c, store_call *call, char *msg, size_t cap)
+{
+    params p = {.n = 0};
+    p_int(&p, (uint64_t)call->cutoff_ms, 8);
+    PGresult *r = exec_prepared(c, PS_PURGE, &p);
+    if (!ok(r))
+        return fail(c, r, msg, cap);
+    call->deleted = strtoull(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return resil_ok();
+}
+
+static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
+{
+    if (c->pg == NULL) {
+        resil_outcome o = connect_db(c, msg, cap);
+        if (!resil_outcome_ok(&o))
+            return o;
+    }
+    switch (call->op) {
+    case STORE_CONNECT:
+        return resil_ok();
+    case STORE_BEGIN:
+        return begin(c, call, msg, cap);
+    case STORE_COMPLETE:
+        return fenced(c, call, PS_COMPLETE, msg, cap);
+    case STORE_RELEASE:
+        return fenced(c, call, PS_RELEASE, msg, cap);
+    case STORE_PURGE:
+        return do_purge(c, call, msg, cap);
+    }
+    return resil_ok();
+}
+
+bool resil_store_pg_transient(const char *sqlstate)
+{
+    if (sqlstate == NULL)
+        return false;
+    return strcmp(sqlstate, "40001") == 0 || strcmp(sqlstate, "40P01") == 0 ||
+           strcmp(sqlstate, "57P01") == 0 || strncmp(sqlstate, "08", 2) == 0;
+}
+
+const store_backend resil__store_pg = {
+    .name = "postgres",
+    .conn_new = conn_new,
+    .conn_free = conn_free,
+    .run = run,
+};

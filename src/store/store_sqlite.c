@@ -1,0 +1,347 @@
+/*
+ * store_sqlite.c — the embedded backend: one SQLite file in WAL mode.
+ *
+ * SQLite has one writer at a time per file, across every process that opens
+ * it, so the store makes that its concurrency model instead of fighting it:
+ * every call that writes starts with BEGIN IMMEDIATE, taking the write lock
+ * up front. A transaction then never has to upgrade a read lock (the upgrade
+ * is where SQLite deadlocks and reports BUSY no matter how long it waits),
+ * and inside it the insert, the takeover and the read see one consistent
+ * file. Waiting for the lock is split in two: sqlite's busy timeout (short)
+ * and, above it, the store's retry policy, which re-runs the whole
+ * transaction. Statements are prepared once per connection and reused, so a
+ * call allocates nothing of ours.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+enum {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_INSERT,
+    ST_TAKEOVER,
+    ST_SELECT,
+    ST_COMPLETE,
+    ST_RELEASE,
+    ST_PURGE,
+    ST_COUNT
+};
+
+static const char *const schema_sql =
+    "CREATE TABLE IF NOT EXISTS {T} ("
+    " tenant TEXT NOT NULL,"
+    " operation TEXT NOT NULL,"
+    " idempotency_key TEXT NOT NULL,"
+    " request_hash BLOB NOT NULL,"
+    " status INTEGER,"
+    " headers BLOB,"
+    " body BLOB,"
+    " created_at INTEGER NOT NULL,"
+    " lease_expires_at INTEGER NOT NULL,"
+    " lease INTEGER NOT NULL,"
+    " PRIMARY KEY (tenant, operation, idempotency_key));"
+    "CREATE INDEX IF NOT EXISTS {T}_created_at ON {T} (created_at);";
+
+#define WHERE_KEY "tenant = ?1 AND operation = ?2 AND idempotency_key = ?3"
+
+static const char *const statement_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_INSERT] = "INSERT INTO {T} (tenant, operation, idempotency_key,"
+                  " request_hash, status, created_at, lease_expires_at, lease)"
+                  " VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, 1)"
+                  " ON CONFLICT DO NOTHING",
+    [ST_TAKEOVER] = "UPDATE {T} SET lease = lease + 1, created_at = ?5,"
+                    " lease_expires_at = ?6 WHERE " WHERE_KEY
+                    " AND request_hash = ?4 AND status IS NULL"
+                    " AND lease_expires_at <= ?5 RETURNING lease",
+    [ST_SELECT] = "SELECT request_hash, status, headers, body, created_at,"
+                  " lease_expires_at FROM {T} WHERE " WHERE_KEY,
+    [ST_COMPLETE] = "UPDATE {T} SET status = ?5, headers = ?6, body = ?7"
+                    " WHERE " WHERE_KEY " AND status IS NULL AND lease = ?4",
+    [ST_RELEASE] = "DELETE FROM {T} WHERE " WHERE_KEY
+                   " AND status IS NULL AND lease = ?4",
+    [ST_PURGE] = "DELETE FROM {T} WHERE created_at < ?1",
+};
+
+struct store_conn {
+    const store_config *cfg;
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+};
+
+static void disconnect(store_conn *c)
+{
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(c->st[i]);
+        c->st[i] = NULL;
+    }
+    sqlite3_close(c->db);
+    c->db = NULL;
+}
+
+static int conn_new(const store_config *cfg, store_conn **out)
+{
+    store_conn *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return RESIL_ENOMEM;
+    c->cfg = cfg;
+    *out = c;
+    return 0;
+}
+
+static void conn_free(store_conn *c)
+{
+    if (c == NULL)
+        return;
+    disconnect(c);
+    free(c);
+}
+
+/* A failed step: capture the message, roll back what is open, classify. */
+static resil_outcome fail(store_conn *c, int rc, char *msg, size_t cap)
+{
+    char text[256];
+    snprintf(text, sizeof text, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    if (c->db != NULL && !sqlite3_get_autocommit(c->db)) {
+        sqlite3_reset(c->st[ST_ROLLBACK]);
+        sqlite3_step(c->st[ST_ROLLBACK]);
+        sqlite3_reset(c->st[ST_ROLLBACK]);
+    }
+    resil_kind kind = resil_store_sqlite_transient(rc) ? RESIL_TRANSIENT : RESIL_PERMANENT;
+    return resil__store_fail(kind, rc, sqlite3_errstr(rc), text, msg, cap);
+}
+
+static int connect_db(store_conn *c)
+{
+    int rc = sqlite3_open_v2(c->cfg->target, &c->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                 SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_extended_result_codes(c->db, 1);
+    sqlite3_busy_timeout(c->db, c->cfg->busy_timeout_ms);
+    rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    char sql[1024];
+    if (resil__store_sql(sql, sizeof sql, schema_sql, c->cfg->table) != 0)
+        return SQLITE_TOOBIG;
+    rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    for (int i = 0; i < ST_COUNT; i++) {
+        if (resil__store_sql(sql, sizeof sql, statement_sql[i], c->cfg->table) != 0)
+            return SQLITE_TOOBIG;
+        rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
+
+/* Run a statement that returns no rows, then make it reusable. */
+static int exec_stmt(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static const char empty[1] = "";
+
+static void bind_key(sqlite3_stmt *st, const store_call *call)
+{
+    sqlite3_clear_bindings(st);
+    sqlite3_bind_text(st, 1, call->tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, call->operation, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, call->key, -1, SQLITE_STATIC);
+}
+
+static void bind_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
+{
+    sqlite3_bind_blob64(st, i, len > 0 ? p : empty, len, SQLITE_STATIC);
+}
+
+/* Read the record and answer from it: always, or (settled_only) only when
+ * its answer is final. *answered says whether the call is done. */
+static int answer_from_row(store_conn *c, store_call *call, bool settled_only,
+                           bool *answered)
+{
+    sqlite3_stmt *st = c->st[ST_SELECT];
+    bind_key(st, call);
+    *answered = false;
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    store_row row = {
+        .hash = sqlite3_column_blob(st, 0),
+        .hash_len = (size_t)sqlite3_column_bytes(st, 0),
+        .completed = sqlite3_column_type(st, 1) != SQLITE_NULL,
+        .status = sqlite3_column_int(st, 1),
+        .headers = sqlite3_column_blob(st, 2),
+        .headers_len = (size_t)sqlite3_column_bytes(st, 2),
+        .body = sqlite3_column_blob(st, 3),
+        .body_len = (size_t)sqlite3_column_bytes(st, 3),
+        .created_ms = sqlite3_column_int64(st, 4),
+        .lease_expires_ms = sqlite3_column_int64(st, 5),
+    };
+    rc = SQLITE_OK;
+    if (!settled_only || resil__store_settled(call, &row)) {
+        *answered = true;
+        if (resil__store_classify(call, &row) != 0)
+            rc = SQLITE_NOMEM;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Take over an expired in-progress record with the same hash, atomically:
+ * the UPDATE's WHERE is the whole test. */
+static int try_takeover(store_conn *c, store_call *call, bool *taken)
+{
+    sqlite3_stmt *st = c->st[ST_TAKEOVER];
+    bind_key(st, call);
+    bind_blob(st, 4, call->hash, RESIL_SHA256_LEN);
+    sqlite3_bind_int64(st, 5, call->now_ms);
+    sqlite3_bind_int64(st, 6, call->lease_until_ms);
+    int rc = sqlite3_step(st);
+    *taken = rc == SQLITE_ROW;
+    if (*taken) {
+        uint64_t lease = (uint64_t)sqlite3_column_int64(st, 0);
+        rc = sqlite3_step(st);
+        if (resil__store_first(call, lease) != 0)
+            rc = SQLITE_NOMEM;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Insert, else take an expired lease over, else read what is there: one
+ * IMMEDIATE transaction, so nothing can change in between. */
+static int do_begin(store_conn *c, store_call *call)
+{
+    int rc = exec_stmt(c->st[ST_BEGIN]);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_stmt *st = c->st[ST_INSERT];
+    bind_key(st, call);
+    bind_blob(st, 4, call->hash, RESIL_SHA256_LEN);
+    sqlite3_bind_int64(st, 5, call->now_ms);
+    sqlite3_bind_int64(st, 6, call->lease_until_ms);
+    rc = exec_stmt(st);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (sqlite3_changes(c->db) == 1) {
+        rc = resil__store_first(call, 1) == 0 ? SQLITE_OK : SQLITE_NOMEM;
+    } else {
+        bool taken, answered;
+        rc = try_takeover(c, call, &taken);
+        if (rc == SQLITE_OK && !taken)
+            rc = answer_from_row(c, call, false, &answered);
+        if (rc == SQLITE_OK && !taken && !answered)
+            rc = SQLITE_INTERNAL; /* the row the insert collided with is gone */
+    }
+    if (rc != SQLITE_OK)
+        return rc;
+    return exec_stmt(c->st[ST_COMMIT]);
+}
+
+static int do_complete(store_conn *c, store_call *call)
+{
+    sqlite3_stmt *st = c->st[ST_COMPLETE];
+    const resil_store_response *r = call->resp;
+    bind_key(st, call);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)call->lease);
+    sqlite3_bind_int(st, 5, r->status);
+    bind_blob(st, 6, r->headers, r->headers_len);
+    bind_blob(st, 7, r->body, r->body_len);
+    int rc = exec_stmt(st);
+    call->owned = rc == SQLITE_OK && sqlite3_changes(c->db) == 1;
+    return rc;
+}
+
+static int do_release(store_conn *c, store_call *call)
+{
+    sqlite3_stmt *st = c->st[ST_RELEASE];
+    bind_key(st, call);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)call->lease);
+    int rc = exec_stmt(st);
+    call->owned = rc == SQLITE_OK && sqlite3_changes(c->db) == 1;
+    return rc;
+}
+
+static int do_purge(store_conn *c, store_call *call)
+{
+    sqlite3_stmt *st = c->st[ST_PURGE];
+    sqlite3_bind_int64(st, 1, call->cutoff_ms);
+    int rc = exec_stmt(st);
+    call->deleted = rc == SQLITE_OK ? (uint64_t)sqlite3_changes64(c->db) : 0;
+    return rc;
+}
+
+static int do_write(store_conn *c, store_call *call)
+{
+    switch (call->op) {
+    case STORE_BEGIN:
+        return do_begin(c, call);
+    case STORE_COMPLETE:
+        return do_complete(c, call);
+    case STORE_RELEASE:
+        return do_release(c, call);
+    case STORE_PURGE:
+        return do_purge(c, call);
+    case STORE_CONNECT:
+        break;
+    }
+    return SQLITE_OK;
+}
+
+static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
+{
+    int rc = SQLITE_OK;
+    if (c->db == NULL && (rc = connect_db(c)) != SQLITE_OK) {
+        /* Half-open connections are thrown away and reopened next time. */
+        resil_outcome o = fail(c, rc, msg, cap);
+        disconnect(c);
+        return o;
+    }
+    if (call->op == STORE_CONNECT)
+        return resil_ok();
+    /* A settled record (a replay, a mismatch) is answered by a plain read,
+     * which in WAL mode waits for no writer. */
+    bool answered = false;
+    if (call->op == STORE_BEGIN)
+        rc = answer_from_row(c, call, true, &answered);
+    if (rc != SQLITE_OK)
+        return fail(c, rc, msg, cap);
+    if (answered)
+        return resil_ok();
+    pthread_mutex_lock(c->cfg->write_lock);
+    rc = do_write(c, call);
+    resil_outcome o = rc == SQLITE_OK ? resil_ok() : fail(c, rc, msg, cap);
+    pthread_mutex_unlock(c->cfg->write_lock);
+    return o;
+}
+
+bool resil_store_sqlite_transient(int rc)
+{
+    int primary = rc & 0xff;
+    return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
+const store_backend resil__store_sqlite = {
+    .name = "sqlite",
+    .conn_new = conn_new,
+    .conn_free = conn_free,
+    .run = run,
+};

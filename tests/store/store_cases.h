@@ -1,0 +1,47 @@
+/*
+ * store_cases.h — the store's behaviour, written once and run against each
+ * backend. test_sqlite.c and test_pg.c set the URL and run these cases
+ * next to their backend-specific ones, so both databases are held to one
+ * specification.
+ */
+#ifndef RESIL_TEST_STORE_CASES_H
+#define RESIL_TEST_STORE_CASES_H
+
+#include "test.h"
+
+#include "resil/store.h"
+
+/* Unix time the fake clock starts at (2023-11-14T22:13:20Z), in ns. */
+#define CASE_WALL0 RESIL_S(1700000000)
+
+/* The backend the cases run against: a function returning a fresh URL
+ * (for SQLite a new file, for PostgreSQL the test server) into buf. */
+typedef void (*store_url_fn)(char *buf, size_t cap);
+extern store_url_fn store_cases_url;
+
+typedef struct fixture {
+    resil_fake_clock *fc;
+    resil_clock *clock;
+    char url[512];
+    char table[64];
+    resil_store *s;
+    resil_store_result res;
+} fixture;
+
+typedef void (*opts_tweak)(resil_store_opts *o, void *ud);
+
+/* cmocka setup/teardown: a fake clock at CASE_WALL0, a fresh URL and table,
+ * and a store opened on them (lease 10 s, retention 1 h). */
+int fixture_setup(void **state);
+int fixture_teardown(void **state);
+/* Another handle on the fixture's database and table, options tweaked. */
+resil_store *fixture_open(fixture *f, opts_tweak tweak, void *ud);
+
+/* Shorthands used throughout the cases. */
+void hash_of(const char *body, uint8_t out[RESIL_SHA256_LEN]);
+resil_store_verdict begin_key(fixture *f, resil_store *s, const char *key, const char *body);
+
+extern const struct CMUnitTest store_cases[];
+extern const size_t store_cases_count;
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * test_sqlite.c — the store on SQLite: the shared specification
+ * (store_cases.c) on a fresh file per case, then what is SQLite's own:
+ * WAL mode, processes racing on one file, SQLITE_BUSY from a second
+ * connection retried as a whole transaction, files that cannot be opened.
+ */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store_cases.h"
+
+static char *dir;
+static int files;
+
+static void sqlite_url(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "sqlite:%s/store-%d.db", dir, files++);
+}
+
+static const char *path_of(const fixture *f) { return f->url + strlen("sqlite:"); }
+
+/* ---- WAL and the file ------------------------------------------------------ */
+
+static void the_file_is_in_wal_mode_with_the_named_table(void **state)
+{
+    fixture *f = *state;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_of(f), &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", f->table);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+static void in_progress_record_has_a_null_status_in_the_table(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_of(f), &db), SQLITE_OK);
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT status IS NULL, length(request_hash), created_at, lease_expires_at,"
+             " lease FROM %s WHERE idempotency_key = 'k-1'",
+             f->table);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 1);
+    assert_int_equal(sqlite3_column_int(st, 1), 32);
+    assert_int_equal(sqlite3_column_int64(st, 2), CASE_WALL0 / 1000000);
+    assert_int_equal(sqlite3_column_int64(st, 3), CASE_WALL0 / 1000000 + 10000);
+    assert_int_equal(sqlite3_column_int64(st, 4), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+static void memory_database_works_with_one_connection(void **state)
+{
+    (void)state;
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = "sqlite::memory:";
+    resil_store *s;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_key k = {.key = "k"};
+    resil_store_result res;
+    resil_store_result_init(&res);
+    assert_int_equal(resil_store_begin(s, &k, h, &res, NULL), 0);
+    assert_int_equal(res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(resil_store_begin(s, &k, h, &res, NULL), 0);
+    assert_int_equal(res.verdict, RESIL_STORE_IN_PROGRESS);
+    resil_store_result_free(&res);
+    assert_string_equal(resil_store_backend(s), "sqlite");
+    resil_store_free(s);
+}
+
+static void unopenable_file_is_a_backend_error_without_retries(void **state)
+{
+    fixture *f = *state;
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = "sqlite:/nonexistent-dir/x/store.db";
+    o.clock = f->clock;
+    resil_store *s = (resil_store *)&o;
+    resil_err err = {0};
+    assert_int_equal(resil_store_new(&o, &s, &err), RESIL_EBACKEND);
+    assert_null(s);
+    assert_non_null(strstr(err.message, "store: sqlite: unable to open database file"));
+    assert_non_null(strstr(err.message, "not retryable after 1 attempt)"));
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
+}
+
+/* ---- SQLITE_BUSY: the whole transaction is retried -------------------------- */
+
+typedef struct holder {
+    sqlite3 *db;
+    int retries;
+    char cause[64];
+    int64_t cause_code;
+} holder;
+
+static sqlite3 *hold_write_lock(const char *path)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    return db;
+}
+
+/* The fake clock's sleep hook runs during the retry wait: let go there. */
+static void release_lock_during_wait(resil_fake_clock *fc, resil_duration d, void *ud)
+{
+    (void)fc;
+    (void)d;
+    holder *h = ud;
+    if (h->db != NULL) {
+        sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(h->db);
+        h->db = NULL;
+    }
+}
+
+static void count_retry(const resil_retry_info *info, void *user, void *ud)
+{
+    (void)user;
+    holder *h = ud;
+    h->retries++;
+    snprintf(h->cause, sizeof h->cause, "%s", info->cause->detail);
+    h->cause_code = info->cause->code;
+}
+
+static void no_busy_wait(resil_store_opts *o, void *ud)
+{
+    o->busy_timeout = 0;
+    o->retry.on_retry = count_retry;
+    o->retry.on_retry_ud = ud;
+    o->retry.max_attempts = 3;
+}
+
+static void busy_database_is_retried_as_a_whole_transaction(void **state)
+{
+    fixture *f = *state;
+    holder h = {0};
+    resil_store *s = fixture_open(f, no_busy_wait, &h);
+    h.db = hold_write_lock(path_of(f));
+    resil_fake_clock_set_hook(f->fc, release_lock_during_wait, &h);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(h.retries, 1);
+    assert_string_equal(h.cause, "database is locked");
+    assert_int_equal(h.cause_code, SQLITE_BUSY);
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 1);
+    /* Nothing of the failed attempt survived: one record, lease 1. */
+    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    resil_fake_clock_set_hook(f->fc, NULL, NULL);
+    resil_store_free(s);
+}
+
+static void busy_beyond_the_policy_is_ebusy_naming_the_attempts(void **state)
+{
+    fixture *f = *state;
+    holder h = {0};
+    resil_store *s = fixture_open(f, no_busy_wait, &h);
+    sqlite3 *lock = hold_write_lock(path_of(f));
+    uint8_t hash[RESIL_SHA256_LEN];
+    hash_of("a", hash);
+    resil_store_key k = {.key = "k-1"};
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin(s, &k, hash, &f->res, &err), RESIL_EBUSY);
+    assert_int_equal(f->res.verdict, RESIL_STORE_NONE);
+    assert_string_equal(err.message, "store: sqlite: database is locked (database is locked, "
+                                     "attempts exhausted after 3 attempts)");
+    assert_int_equal(h.retries, 2);
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 2);
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    assert_int_equal(resil_store_begin(s, &k, hash, &f->res, &err), 0);
+    assert_int_equal(f->res.verdict, RESIL_STORE_FIRST);
+    resil_store_free(s);
+}
+
+static void busy_complete_is_retried_too(void **state)
+{
+    fixture *f = *state;
+    holder h = {0};
+    resil_store *s = fixture_open(f, no_busy_wait, &h);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    h.db = hold_write_lock(path_of(f));
+    resil_fake_clock_set_hook(f->fc, release_lock_during_wait, &h);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    resil_store_response r = {.status = 201, .body = "ok", .body_len = 2};
+    assert_int_equal(resil_store_complete(s, &k, lease, &r, NULL), 0);
+    assert_int_equal(h.retries, 1);
+    resil_fake_clock_set_hook(f->fc, NULL, NULL);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY);
+    resil_store_free(s);
+}
+
+/* ---- processes ------------------------------------------------------------ */
+
+#define PROCESSES 4
+
+/* Each child opens its own store on the file and begins once; its exit
+ * status is the verdict (or 100 + error). */
+static int child_begin(const char *url, const char *table)
+{
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = url;
+    o.table = table;
+    o.lease = RESIL_S(10);
+    resil_store *s;
+    if (resil_store_new(&o, &s, NULL) != 0)
+        return 100;
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("same", h);
+    resil_store_key k = {.key = "k-proc"};
+    resil_store_result res;
+    resil_store_result_init(&res);
+    int rc = resil_store_begin(s, &k, h, &res, NULL);
+    int verdict = rc == 0 ? (int)res.verdict : 101;
+    resil_store_result_free(&res);
+    resil_store_free(s);
+    return verdict;
+}
+
+static void racing_processes_get_exactly_one_first(void **state)
+{
+    fixture *f = *state;
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pids[PROCESSES];
+    for (int i = 0; i < PROCESSES; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            char b;
+            close(go[1]);
+            /* Start together: all block until the parent closes the pipe. */
+            while (read(go[0], &b, 1) > 0)
+                ;
+            _exit(child_begin(f->url, f->table));
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    int first = 0, in_progress = 0;
+    for (int i = 0; i < PROCESSES; i++) {
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        first += WEXITSTATUS(status) == RESIL_STORE_FIRST;
+        in_progress += WEXITSTATUS(status) == RESIL_STORE_IN_PROGRESS;
+    }
+    assert_int_equal(first, 1);
+    assert_int_equal(in_progress, PROCESSES - 1);
+}
+
+#define SQLITE_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
+
+int main(void)
+{
+    dir = test_tmpdir();
+    if (dir == NULL)
+        return 1;
+    store_cases_url = sqlite_url;
+    const struct CMUnitTest own[] = {
+        SQLITE_CASE(the_file_is_in_wal_mode_with_the_named_table),
+        SQLITE_CASE(in_progress_record_has_a_null_status_in_the_table),
+        cmocka_unit_test(memory_database_works_with_one_connection),
+        SQLITE_CASE(unopenable_file_is_a_backend_error_without_retries),
+        SQLITE_CASE(busy_database_is_retried_as_a_whole_transaction),
+        SQLITE_CASE(busy_beyond_the_policy_is_ebusy_naming_the_attempts),
+        SQLITE_CASE(busy_complete_is_retried_too),
+        SQLITE_CASE(racing_processes_get_exactly_one_first),
+    };
+    size_t n = store_cases_count + sizeof own / sizeof own[0];
+    struct CMUnitTest *all = calloc(n, sizeof *all);
+    memcpy(all, store_cases, store_cases_count * sizeof *all);
+    memcpy(all + store_cases_count, own, sizeof own);
+    int failed = _cmocka_run_group_tests("store.sqlite", all, n, NULL, NULL);
+    free(all);
+    test_rmtree(dir);
+    free(dir);
+    return failed;
+}
