@@ -1,0 +1,252 @@
+/*
+ * test_pg.c — the store on a real PostgreSQL server, started for this test
+ * in a temporary directory: the shared specification (store_cases.c), then
+ * what is PostgreSQL's own — a serialization failure provoked by a
+ * concurrent insert, a connection killed by the server, a server that is
+ * not there — each retried (or not) as a whole transaction.
+ */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "pg_server.h"
+#include "store_cases.h"
+
+static pg_server *server;
+
+static void pg_url(char *buf, size_t cap) { snprintf(buf, cap, "%s", pg_server_url(server)); }
+
+static PGconn *admin(void)
+{
+    PGconn *c = PQconnectdb(pg_server_url(server));
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("admin connection: %s", PQerrorMessage(c));
+    return c;
+}
+
+static void exec_ok(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+static int query_int(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    int v = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct retries {
+    int count;
+    char cause[64];
+} retries;
+
+static void count_retry(const resil_retry_info *info, void *user, void *ud)
+{
+    (void)user;
+    retries *r = ud;
+    r->count++;
+    snprintf(r->cause, sizeof r->cause, "%s", info->cause->detail);
+}
+
+static void counted(resil_store_opts *o, void *ud)
+{
+    o->retry.on_retry = count_retry;
+    o->retry.on_retry_ud = ud;
+    o->connections = 1;
+}
+
+/* ---- the table ------------------------------------------------------------- */
+
+static void in_progress_record_has_a_null_status_in_the_table(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    PGconn *c = admin();
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT (status IS NULL)::int * 1000 + length(request_hash) FROM %s"
+             " WHERE idempotency_key = 'k-1' AND lease = 1 AND created_at = %lld"
+             " AND lease_expires_at = %lld",
+             f->table, (long long)(CASE_WALL0 / 1000000),
+             (long long)(CASE_WALL0 / 1000000 + 10000));
+    assert_int_equal(query_int(c, sql), 1032);
+    PQfinish(c);
+}
+
+/* ---- SQLSTATE 40001: a concurrent insert under one snapshot ----------------- */
+
+typedef struct begin_thread {
+    fixture *f;
+    resil_store *s;
+    int rc;
+    char error[256];
+} begin_thread;
+
+static void *run_begin(void *arg)
+{
+    begin_thread *b = arg;
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    resil_err err = {0};
+    b->rc = resil_store_begin(b->s, &k, h, &b->f->res, &err);
+    snprintf(b->error, sizeof b->error, "%s", err.message);
+    return NULL;
+}
+
+/* Wait until some store connection is blocked on a row lock. */
+static void wait_for_lock_wait(PGconn *c)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (query_int(c, "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+                         " 'resil-store' AND wait_event_type = 'Lock'") > 0)
+            return;
+        sleep_ms(10);
+    }
+    fail_msg("the store never blocked on the concurrent insert");
+}
+
+static void serialization_failure_reruns_the_whole_transaction(void **state)
+{
+    fixture *f = *state;
+    retries r = {0};
+    resil_store *s = fixture_open(f, counted, &r);
+    /* Another writer inserts the completed record and holds it uncommitted. */
+    PGconn *other = admin();
+    char sql[600];
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    char hexhash[65];
+    for (int i = 0; i < RESIL_SHA256_LEN; i++)
+        snprintf(hexhash + 2 * i, 3, "%02x", h[i]);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s (tenant, operation, idempotency_key, request_hash, status,"
+             " headers, body, created_at, lease_expires_at, lease) VALUES ('acme',"
+             " 'create-order', 'k-1', decode('%s', 'hex'), 201, ''::bytea, 'theirs'::bytea,"
+             " %lld, %lld, 1)",
+             f->table, hexhash, (long long)(CASE_WALL0 / 1000000),
+             (long long)(CASE_WALL0 / 1000000));
+    exec_ok(other, "BEGIN");
+    exec_ok(other, sql);
+    /* Our begin's snapshot predates that row; its insert waits on it. */
+    begin_thread b = {.f = f, .s = s};
+    pthread_t t;
+    pthread_create(&t, NULL, run_begin, &b);
+    wait_for_lock_wait(other);
+    exec_ok(other, "COMMIT");
+    pthread_join(t, NULL);
+    PQfinish(other);
+    if (b.rc != 0)
+        fail_msg("begin: %s", b.error);
+    assert_int_equal(r.count, 1);
+    assert_string_equal(r.cause, "SQLSTATE 40001");
+    assert_int_equal(f->res.verdict, RESIL_STORE_REPLAY);
+    assert_int_equal(f->res.status, 201);
+    assert_int_equal(f->res.body_len, 6);
+    assert_memory_equal(f->res.body, "theirs", 6);
+    resil_store_free(s);
+}
+
+/* ---- connections ----------------------------------------------------------- */
+
+static void killed_connection_is_reopened_by_the_retry(void **state)
+{
+    fixture *f = *state;
+    retries r = {0};
+    resil_store *s = fixture_open(f, counted, &r);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    PGconn *c = admin();
+    assert_true(query_int(c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE application_name = 'resil-store'") >= 1);
+    PQfinish(c);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(r.count, 1);
+    assert_true(strcmp(r.cause, "SQLSTATE 57P01") == 0 || strcmp(r.cause, "SQLSTATE 08006") == 0);
+    resil_store_free(s);
+}
+
+static void unreachable_server_is_ebusy_after_the_policy(void **state)
+{
+    fixture *f = *state;
+    retries r = {0};
+    char url[128];
+    /* Port 1: nothing listens there, the connection is refused at once. */
+    snprintf(url, sizeof url, "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2");
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = url;
+    o.clock = f->clock;
+    o.retry.max_attempts = 3;
+    o.retry.on_retry = count_retry;
+    o.retry.on_retry_ud = &r;
+    resil_store *s = NULL;
+    resil_err err = {0};
+    assert_int_equal(resil_store_new(&o, &s, &err), RESIL_EBUSY);
+    assert_null(s);
+    assert_int_equal(r.count, 2);
+    assert_string_equal(r.cause, "SQLSTATE 08006");
+    assert_non_null(strstr(err.message, "store: postgres: connection to server at"));
+    assert_non_null(strstr(err.message, "attempts exhausted after 3 attempts)"));
+}
+
+static void backend_is_named_postgres(void **state)
+{
+    fixture *f = *state;
+    assert_string_equal(resil_store_backend(f->s), "postgres");
+}
+
+static void postgresql_scheme_is_accepted_too(void **state)
+{
+    fixture *f = *state;
+    char url[600];
+    snprintf(url, sizeof url, "postgresql://%s", f->url + strlen("postgres://"));
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = url;
+    o.table = f->table;
+    resil_store *s = NULL;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    resil_store_free(s);
+}
+
+#define PG_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
+
+int main(void)
+{
+    server = pg_server_start();
+    if (server == NULL) {
+        fprintf(stderr, "test_pg: could not start PostgreSQL\n");
+        return 1;
+    }
+    store_cases_url = pg_url;
+    const struct CMUnitTest own[] = {
+        PG_CASE(in_progress_record_has_a_null_status_in_the_table),
+        PG_CASE(serialization_failure_reruns_the_whole_transaction),
+        PG_CASE(killed_connection_is_reopened_by_the_retry),
+        PG_CASE(unreachable_server_is_ebusy_after_the_policy),
+        PG_CASE(backend_is_named_postgres),
+        PG_CASE(postgresql_scheme_is_accepted_too),
+    };
+    size_t n = store_cases_count + sizeof own / sizeof own[0];
+    struct CMUnitTest *all = calloc(n, sizeof *all);
+    memcpy(all, store_cases, store_cases_count * sizeof *all);
+    memcpy(all + store_cases_count, own, sizeof own);
+    int failed = _cmocka_run_group_tests("store.pg", all, n, NULL, NULL);
+    free(all);
+    pg_server_stop(server);
+    return failed;
+}
