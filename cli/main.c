@@ -18,6 +18,7 @@ static const command commands[] = {
     {"run", cmd_run, "run a command, retrying it under a policy"},
     {"demo", cmd_demo, "print the reference examples through the real executor"},
     {"sim", cmd_sim, "simulate what retry policies do to a struggling service"},
+    {"gateway", cmd_gateway, "an HTTP proxy that gives a service idempotency keys"},
 };
 
 static void usage(FILE *out)

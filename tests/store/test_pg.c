@@ -5,12 +5,15 @@
  * concurrent insert, a connection killed by the server, a server that is
  * not there — each retried (or not) as a whole transaction.
  */
+#include <curl/curl.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <time.h>
 
+#include "gateway_proc.h"
 #include "pg_server.h"
 #include "store_cases.h"
+#include "upstream.h"
 
 static pg_server *server;
 
@@ -223,10 +226,46 @@ static void postgresql_scheme_is_accepted_too(void **state)
     resil_store_free(s);
 }
 
+/* ---- the gateway on PostgreSQL ---------------------------------------------- */
+
+static void gateway_replays_from_postgres_across_restarts(void **state)
+{
+    (void)state;
+    upstream *up = upstream_start();
+    char *dir = test_tmpdir();
+    char log[600], url[300];
+    assert_non_null(up);
+    const char *args[] = {"--upstream", upstream_url(up), "--store", pg_server_url(server),
+                          NULL};
+    gateway_proc gw;
+    http_reply r[2];
+    const char *headers[] = {"Idempotency-Key: pg-1", NULL};
+    for (int run = 0; run < 2; run++) {
+        snprintf(log, sizeof log, "%s/gateway-%d.log", dir, run);
+        assert_int_equal(gateway_start(&gw, test_build_path("resil"), log, args), 0);
+        snprintf(url, sizeof url, "%s/orders", gw.url);
+        assert_int_equal(http_request("POST", url, headers, "{\"qty\":3}", &r[run]), 0);
+        assert_int_equal(gateway_stop(&gw), 0);
+    }
+    assert_int_equal(r[0].status, 201);
+    assert_int_equal(r[1].status, 201);
+    assert_string_equal(r[1].body, r[0].body);
+    char replayed[16];
+    http_reply_header(&r[1], "Idempotent-Replayed", replayed, sizeof replayed);
+    assert_string_equal(replayed, "true");
+    assert_int_equal(upstream_requests(up), 1);
+    http_reply_free(&r[0]);
+    http_reply_free(&r[1]);
+    upstream_stop(up);
+    test_rmtree(dir);
+    free(dir);
+}
+
 #define PG_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
 int main(void)
 {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     server = pg_server_start();
     if (server == NULL) {
         fprintf(stderr, "test_pg: could not start PostgreSQL\n");
@@ -240,6 +279,7 @@ int main(void)
         PG_CASE(unreachable_server_is_ebusy_after_the_policy),
         PG_CASE(backend_is_named_postgres),
         PG_CASE(postgresql_scheme_is_accepted_too),
+        cmocka_unit_test(gateway_replays_from_postgres_across_restarts),
     };
     size_t n = store_cases_count + sizeof own / sizeof own[0];
     struct CMUnitTest *all = calloc(n, sizeof *all);

@@ -1,0 +1,431 @@
+/*
+ * cmd_gateway.c — `resil gateway`: options, start-up and shutdown.
+ *
+ * The gateway gives an HTTP service that knows nothing of idempotency keys
+ * the server side of them, by standing in front of it. This file is its
+ * lifecycle. Every option is checked before anything starts, and a bad one
+ * is named (exit 125), so a typo never becomes a gateway that silently
+ * guards the wrong methods. Signals are blocked before any thread exists
+ * and taken synchronously by the main thread (sigtimedwait), which also
+ * purges expired records on a timer: no signal handler runs concurrently
+ * with anything, and shutdown is ordinary code — stop accepting, let the
+ * requests in flight finish, close the store.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "gateway.h"
+
+#define PURGE_EVERY_S 60
+
+static const char usage_text[] =
+    "usage: resil gateway --listen HOST:PORT --upstream URL [OPTIONS]\n"
+    "\n"
+    "An HTTP reverse proxy that makes retried requests safe: a request with an\n"
+    "Idempotency-Key header on a guarded method runs upstream at most once; its\n"
+    "repeats get the saved response (Idempotent-Replayed: true), 409 while the\n"
+    "first is still running, 422 when the key comes with a different request.\n"
+    "\n"
+    "  --listen HOST:PORT     where to listen (port 0: any free port)\n"
+    "  --upstream URL         the service, http:// or https:// (path prefix allowed)\n"
+    "  --store URL            sqlite:PATH or postgres://... (default sqlite:resil-gateway.db)\n"
+    "  --methods LIST         guarded methods (default POST,PATCH)\n"
+    "  --require-key          answer 400 to a guarded request without a key\n"
+    "  --retention DUR        keep saved responses this long (default 24h)\n"
+    "  --lease DUR            a first request owns its key this long (default 60s)\n"
+    "  --timeout DUR          upstream timeout, shorter than --lease (default 30s)\n"
+    "  --tenant-header NAME   scope keys by this request header's value\n"
+    "  --operation NAME       scope keys by this name in a shared store (default http)\n"
+    "  --max-body SIZE        largest request or response body, e.g. 10MB (default 10MB)\n"
+    "  --quiet                no access log\n"
+    "\n"
+    "GET /healthz answers 200 \"ok\". SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
+
+/* ---- option parsers: 0, or RESIL_EINVAL (reported by name) ------------- */
+
+typedef int (*option_fn)(const args *a, const char *v, gw_config *cfg);
+
+static int parse_listen(const args *a, const char *v, gw_config *cfg)
+{
+    const char *colon = strrchr(v, ':');
+    if (colon == NULL || colon == v)
+        return args_reject(a, "--listen", "HOST:PORT", v);
+    const char *host = v;
+    size_t host_len = (size_t)(colon - v);
+    if (host[0] == '[' && host_len >= 2 && host[host_len - 1] == ']') {
+        host++;
+        host_len -= 2;
+    }
+    uint64_t port;
+    if (!args_whole(colon + 1, &port) || port > 65535)
+        return args_reject(a, "--listen port", "0..65535", colon + 1);
+    if (host_len == 0 || host_len >= sizeof cfg->host)
+        return args_reject(a, "--listen", "HOST:PORT", v);
+    memcpy(cfg->host, host, host_len);
+    cfg->host[host_len] = '\0';
+    cfg->port = (int)port;
+    return 0;
+}
+
+static int parse_upstream(const args *a, const char *v, gw_config *cfg)
+{
+    size_t scheme = strncmp(v, "http://", 7) == 0 ? 7 : strncmp(v, "https://", 8) == 0 ? 8 : 0;
+    if (scheme == 0 || v[scheme] == '\0' || v[scheme] == '/')
+        return args_reject(a, "--upstream", "an http:// or https:// URL with a host", v);
+    size_t len = strlen(v);
+    while (len > scheme && v[len - 1] == '/')
+        len--;
+    if (len >= sizeof cfg->upstream || strchr(v, '?') || strchr(v, '#'))
+        return args_reject(a, "--upstream", "a base URL without query or fragment", v);
+    memcpy(cfg->upstream, v, len);
+    cfg->upstream[len] = '\0';
+    return 0;
+}
+
+static int parse_store(const args *a, const char *v, gw_config *cfg)
+{
+    bool sqlite = strncmp(v, "sqlite:", 7) == 0 && v[7] != '\0';
+    bool pg = strncmp(v, "postgres://", 11) == 0 || strncmp(v, "postgresql://", 13) == 0;
+    if (!sqlite && !pg) {
+        /* Name only the scheme: the rest may hold a password. */
+        size_t scheme = strcspn(v, ":");
+        return args_fail(a, "--store must be sqlite:PATH or postgres://..., got scheme '%.*s'",
+                         (int)(scheme > 32 ? 32 : scheme), v);
+    }
+    cfg->store_url = v;
+    return 0;
+}
+
+static bool is_token_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static int parse_methods(const args *a, const char *v, gw_config *cfg)
+{
+    static const char what[] = "a comma-separated list of HTTP methods";
+    cfg->n_methods = 0;
+    for (const char *p = v;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof cfg->methods[0] || cfg->n_methods == GW_MAX_METHODS)
+            return args_reject(a, "--methods", what, v);
+        char *m = cfg->methods[cfg->n_methods++];
+        for (size_t i = 0; i < len; i++) {
+            char c = p[i];
+            if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
+                return args_reject(a, "--methods", what, v);
+            m[i] = (char)(c >= 'a' ? c - 'a' + 'A' : c);
+        }
+        m[len] = '\0';
+        p += len;
+        if (*p == '\0')
+            return 0;
+    }
+}
+
+static int parse_retention(const args *a, const char *v, gw_config *cfg)
+{
+    return args_duration(a, "--retention", v, true, &cfg->retention);
+}
+
+static int parse_lease(const args *a, const char *v, gw_config *cfg)
+{
+    return args_duration(a, "--lease", v, true, &cfg->lease);
+}
+
+static int parse_timeout(const args *a, const char *v, gw_config *cfg)
+{
+    return args_duration(a, "--timeout", v, true, &cfg->timeout);
+}
+
+static int parse_max_body(const args *a, const char *v, gw_config *cfg)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t unit;
+    } units[] = {{"", 1}, {"B", 1}, {"KB", 1024}, {"K", 1024}, {"MB", 1 << 20},
+                 {"M", 1 << 20}, {"GB", 1 << 30}, {"G", 1 << 30}};
+    char digits[32];
+    size_t n = strspn(v, "0123456789");
+    uint64_t count;
+    snprintf(digits, sizeof digits, "%.*s", (int)(n < 31 ? n : 31), v);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (n > 0 && n < 20 && strcasecmp(v + n, units[i].suffix) == 0 &&
+            args_whole(digits, &count) && count > 0 && count <= (1u << 30) / units[i].unit) {
+            cfg->max_body = (size_t)(count * units[i].unit);
+            return 0;
+        }
+    }
+    return args_reject(a, "--max-body", "a size from 1 to 1GB (e.g. 512KB, 10MB)", v);
+}
+
+static int parse_tenant_header(const args *a, const char *v, gw_config *cfg)
+{
+    size_t len = strlen(v);
+    bool ok = len > 0 && len <= RESIL_STORE_FIELD_MAX;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = is_token_char(v[i]);
+    if (!ok)
+        return args_reject(a, "--tenant-header", "an HTTP header name", v);
+    cfg->tenant_header = v;
+    return 0;
+}
+
+static int parse_operation(const args *a, const char *v, gw_config *cfg)
+{
+    if (*v == '\0' || strlen(v) > RESIL_STORE_FIELD_MAX)
+        return args_reject(a, "--operation", "1 to 255 bytes", v);
+    cfg->operation = v;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    option_fn parse;
+} options[] = {
+    {"--listen", parse_listen},       {"--upstream", parse_upstream},
+    {"--store", parse_store},         {"--methods", parse_methods},
+    {"--retention", parse_retention}, {"--lease", parse_lease},
+    {"--timeout", parse_timeout},     {"--tenant-header", parse_tenant_header},
+    {"--operation", parse_operation}, {"--max-body", parse_max_body},
+};
+
+static void config_default(gw_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->port = -1;
+    cfg->store_url = "sqlite:resil-gateway.db";
+    strcpy(cfg->methods[0], "POST");
+    strcpy(cfg->methods[1], "PATCH");
+    cfg->n_methods = 2;
+    cfg->retention = RESIL_S(24 * 3600);
+    cfg->lease = RESIL_S(60);
+    cfg->timeout = RESIL_S(30);
+    cfg->operation = "http";
+    cfg->max_body = 10u * 1024 * 1024;
+}
+
+/* Relations between options, once each is valid on its own. */
+static int check_config(const args *a, const gw_config *cfg)
+{
+    char lease[32], other[32];
+    if (cfg->port < 0)
+        return args_fail(a, "--listen HOST:PORT is required");
+    if (cfg->upstream[0] == '\0')
+        return args_fail(a, "--upstream URL is required");
+    resil_duration_format(cfg->lease, lease, sizeof lease);
+    resil_duration_format(cfg->retention, other, sizeof other);
+    if (cfg->lease > cfg->retention)
+        return args_fail(a, "--lease (%s) must not exceed --retention (%s)", lease, other);
+    resil_duration_format(cfg->timeout, other, sizeof other);
+    if (cfg->timeout >= cfg->lease)
+        return args_fail(a, "--timeout (%s) must be shorter than --lease (%s): a request "
+                            "still running when its lease ends could run twice",
+                         other, lease);
+    return 0;
+}
+
+/* One argument: 1 when it was an option, 0 when unknown, or RESIL_EINVAL. */
+static int parse_one(args *a, gw_config *cfg)
+{
+    if (args_flag(a, "--require-key", NULL)) {
+        cfg->require_key = true;
+        return 1;
+    }
+    if (args_flag(a, "--quiet", NULL)) {
+        cfg->quiet = true;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        const char *v;
+        int m = args_match(a, options[i].name, NULL, &v);
+        if (m != 0)
+            return m < 0 ? m : options[i].parse(a, v, cfg) == 0 ? 1 : RESIL_EINVAL;
+    }
+    return 0;
+}
+
+#define PARSED_HELP 1
+
+/* 0 to go on, PARSED_HELP after --help, or RESIL_EINVAL. */
+static int parse_args(int argc, char **argv, gw_config *cfg)
+{
+    args a;
+    args_init(&a, "resil gateway", argc, argv);
+    config_default(cfg);
+    for (; a.i < argc; a.i++) {
+        if (args_flag(&a, "--help", "-h")) {
+            fputs(usage_text, stdout);
+            return PARSED_HELP;
+        }
+        int rc = parse_one(&a, cfg);
+        if (rc == 0)
+            rc = args_fail(&a, "unknown option '%s' (see resil gateway --help)", argv[a.i]);
+        if (rc < 0)
+            return rc;
+    }
+    return check_config(&a, cfg);
+}
+
+/* ---- start-up --------------------------------------------------------- */
+
+/* Bind and listen; the address actually bound goes to `shown`. */
+static int open_listener(const gw_config *cfg, bool *ipv6, char *shown, size_t cap)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res;
+    char port[8];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    int rc = getaddrinfo(cfg->host, port, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "resil gateway: cannot resolve --listen host '%s': %s\n", cfg->host,
+                gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, saved = 0;
+    for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        int one = 1;
+        if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+                        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 512) != 0)) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+        }
+        if (fd >= 0)
+            *ipv6 = ai->ai_family == AF_INET6;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        fprintf(stderr, "resil gateway: cannot listen on %s:%d: %s\n", cfg->host, cfg->port,
+                strerror(saved));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int bound = cfg->port;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+            bound = ntohs(a->sin6_port);
+        } else {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+            bound = ntohs(a->sin_port);
+        }
+    }
+    snprintf(shown, cap, *ipv6 ? "[%s]:%d" : "%s:%d", ip, bound);
+    return fd;
+}
+
+static int open_store(gateway *gw)
+{
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = gw->cfg.store_url;
+    o.lease = gw->cfg.lease;
+    o.retention = gw->cfg.retention;
+    o.connections = 8;
+    resil_err err = {0};
+    int rc = resil_store_new(&o, &gw->store, &err);
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "resil gateway: --store: %s\n", err.message);
+    return rc == RESIL_EINVAL ? RESIL_EXIT_USAGE : 1;
+}
+
+static void purge(gateway *gw)
+{
+    uint64_t deleted = 0;
+    resil_err err = {0};
+    if (resil_store_purge(gw->store, &deleted, &err) != 0)
+        fprintf(stderr, "resil gateway: purge failed: %s\n", err.message);
+    else if (deleted > 0 && !gw->cfg.quiet)
+        fprintf(stderr, "resil gateway: purged %llu expired record%s\n",
+                (unsigned long long)deleted, deleted == 1 ? "" : "s");
+}
+
+/* Wait for SIGTERM/SIGINT, purging expired records every minute. */
+static int wait_for_signal(gateway *gw, const sigset_t *set)
+{
+    for (;;) {
+        struct timespec every = {PURGE_EVERY_S, 0};
+        int sig = sigtimedwait(set, NULL, &every);
+        if (sig > 0)
+            return sig;
+        if (errno == EAGAIN)
+            purge(gw);
+    }
+}
+
+static int serve(gateway *gw, const sigset_t *signals)
+{
+    bool ipv6 = false;
+    char shown[INET6_ADDRSTRLEN + 16];
+    int rc = open_store(gw);
+    if (rc != 0)
+        return rc;
+    int fd = open_listener(&gw->cfg, &ipv6, shown, sizeof shown);
+    if (fd < 0)
+        return 1;
+    if (gw_http_start(gw, fd, ipv6) != 0) {
+        fprintf(stderr, "resil gateway: cannot start the HTTP server\n");
+        close(fd);
+        return 1;
+    }
+    fprintf(stderr, "resil gateway: listening on http://%s, upstream %s, store %s\n", shown,
+            gw->cfg.upstream, resil_store_backend(gw->store));
+    purge(gw);
+    int sig = wait_for_signal(gw, signals);
+    if (!gw->cfg.quiet)
+        fprintf(stderr, "resil gateway: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    gw_http_stop(gw, gw->cfg.timeout);
+    fprintf(stderr, "resil gateway: stopped\n");
+    return 0;
+}
+
+int cmd_gateway(int argc, char **argv)
+{
+    static gateway gw; /* one per process; large (paths, pool) */
+    int rc = parse_args(argc, argv, &gw.cfg);
+    if (rc != 0)
+        return rc == PARSED_HELP ? 0 : RESIL_EXIT_USAGE;
+    /* Before any thread exists, so every thread inherits the mask. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "resil gateway: cannot initialise libcurl\n");
+        return 1;
+    }
+    gw.clock = resil_clock_system();
+    pthread_mutex_init(&gw.mu, NULL);
+    pthread_cond_init(&gw.idle, NULL);
+    gw_upstream_init(&gw);
+    rc = serve(&gw, &signals);
+    resil_store_free(gw.store);
+    gw_upstream_cleanup(&gw);
+    pthread_cond_destroy(&gw.idle);
+    pthread_mutex_destroy(&gw.mu);
+    curl_global_cleanup();
+    return rc;
+}

@@ -1,0 +1,94 @@
+/*
+ * gateway.h — `resil gateway`, shared between its three files:
+ * cmd_gateway.c (options and lifecycle), gateway_http.c (the listening side
+ * and the idempotency rules) and gateway_upstream.c (forwarding with
+ * libcurl). Internal to the tool.
+ */
+#ifndef RESIL_CLI_GATEWAY_H
+#define RESIL_CLI_GATEWAY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "resil.h"
+#include "resil/store.h"
+
+#define GW_MAX_METHODS 16
+
+typedef struct gw_config {
+    char host[256];
+    int port;
+    char upstream[2048]; /* base URL, no trailing '/' */
+    const char *store_url;
+    bool require_key;
+    char methods[GW_MAX_METHODS][16];
+    size_t n_methods;
+    resil_duration retention, lease, timeout;
+    const char *tenant_header; /* NULL: one tenant, "" */
+    const char *operation;
+    size_t max_body;
+    bool quiet; /* no access log */
+} gw_config;
+
+/* A growable byte buffer, capped. */
+typedef struct gw_buf {
+    char *p;
+    size_t len, cap, limit;
+    bool overflow; /* an append would have passed limit */
+} gw_buf;
+
+bool gw_buf_append(gw_buf *b, const void *data, size_t len);
+void gw_buf_free(gw_buf *b);
+
+/* What the upstream answered. */
+typedef struct gw_reply {
+    int curl_code;    /* 0 = a response arrived */
+    bool timed_out;
+    char error[256];  /* curl's message when curl_code != 0 */
+    long status;
+    gw_buf headers;   /* end-to-end headers as "Name: value\r\n" lines */
+    gw_buf body;
+} gw_reply;
+
+typedef struct gateway {
+    gw_config cfg;
+    resil_store *store;
+    resil_clock *clock;
+    struct MHD_Daemon *daemon;
+
+    pthread_mutex_t mu;
+    pthread_cond_t idle;  /* signalled when in_flight drops to 0 */
+    unsigned in_flight;
+    bool draining;        /* after SIGTERM: answers carry Connection: close */
+
+    pthread_mutex_t pool_mu; /* reusable curl handles (keep upstream connections warm) */
+    void *pool[64];
+    size_t pool_len;
+} gateway;
+
+/* gateway_upstream.c */
+typedef struct gw_forward {
+    const char *method;
+    const char *target;       /* raw path and query, as received */
+    const char *client_ip;
+    const void *body;
+    size_t body_len;
+    struct MHD_Connection *conn; /* for the request headers */
+} gw_forward;
+
+void gw_upstream_init(gateway *gw);
+void gw_upstream_cleanup(gateway *gw);
+/* Send the request upstream; the reply (or failure) lands in *out, which
+ * the caller frees with gw_reply_free(). */
+void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out);
+void gw_reply_free(gw_reply *r);
+/* Headers a proxy must not pass on (hop-by-hop, and those it recomputes). */
+bool gw_hop_by_hop(const char *name, size_t len);
+
+/* gateway_http.c */
+int gw_http_start(gateway *gw, int listen_fd, bool ipv6);
+/* Stop accepting, let in-flight requests finish (up to `grace`), stop. */
+void gw_http_stop(gateway *gw, resil_duration grace);
+
+#endif

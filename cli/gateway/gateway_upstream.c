@@ -1,0 +1,270 @@
+/*
+ * gateway_upstream.c — forward one request to the upstream with libcurl.
+ *
+ * The gateway must be transparent: the upstream sees the client's method,
+ * target (byte for byte, no path normalisation), headers and body, and the
+ * client gets the upstream's status, headers and body back, compressed or
+ * not, as it was sent. Only hop-by-hop headers stop at the proxy. Easy
+ * handles are pooled and reset rather than freed, so the upstream
+ * connections they cache stay open between requests: a reverse proxy that
+ * reconnects for every request would measure TCP, not itself.
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <microhttpd.h>
+
+#include "gateway.h"
+
+bool gw_buf_append(gw_buf *b, const void *data, size_t len)
+{
+    if (b->overflow || len > b->limit - b->len) {
+        b->overflow = true;
+        return false;
+    }
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + len + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->overflow = true;
+            return false;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (len > 0)
+        memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+void gw_buf_free(gw_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+void gw_reply_free(gw_reply *r)
+{
+    gw_buf_free(&r->headers);
+    gw_buf_free(&r->body);
+}
+
+bool gw_hop_by_hop(const char *name, size_t len)
+{
+    static const char *const names[] = {
+        "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+        "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+        "Content-Length", "Date", "Host", "Expect"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strlen(names[i]) == len && strncasecmp(names[i], name, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- the handle pool ------------------------------------------------------ */
+
+void gw_upstream_init(gateway *gw)
+{
+    pthread_mutex_init(&gw->pool_mu, NULL);
+    gw->pool_len = 0;
+}
+
+void gw_upstream_cleanup(gateway *gw)
+{
+    for (size_t i = 0; i < gw->pool_len; i++)
+        curl_easy_cleanup(gw->pool[i]);
+    gw->pool_len = 0;
+    pthread_mutex_destroy(&gw->pool_mu);
+}
+
+static CURL *take_handle(gateway *gw)
+{
+    CURL *h = NULL;
+    pthread_mutex_lock(&gw->pool_mu);
+    if (gw->pool_len > 0)
+        h = gw->pool[--gw->pool_len];
+    pthread_mutex_unlock(&gw->pool_mu);
+    return h ? h : curl_easy_init();
+}
+
+static void give_handle(gateway *gw, CURL *h)
+{
+    curl_easy_reset(h);
+    pthread_mutex_lock(&gw->pool_mu);
+    if (gw->pool_len < sizeof gw->pool / sizeof gw->pool[0]) {
+        gw->pool[gw->pool_len++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&gw->pool_mu);
+    if (h != NULL)
+        curl_easy_cleanup(h);
+}
+
+/* ---- request headers ----------------------------------------------------- */
+
+typedef struct header_ctx {
+    struct curl_slist *list;
+    char forwarded_for[512]; /* the client's X-Forwarded-For, if any */
+    bool failed;
+} header_ctx;
+
+static void add_header(header_ctx *h, const char *name, const char *value)
+{
+    char line[8192];
+    /* curl drops "Name:" (it means "remove"); "Name;" sends it empty. */
+    if (*value == '\0')
+        snprintf(line, sizeof line, "%s;", name);
+    else
+        snprintf(line, sizeof line, "%s: %s", name, value);
+    struct curl_slist *l = curl_slist_append(h->list, line);
+    if (l == NULL)
+        h->failed = true;
+    else
+        h->list = l;
+}
+
+static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    header_ctx *h = cls;
+    if (gw_hop_by_hop(key, strlen(key)))
+        return MHD_YES;
+    if (strcasecmp(key, "X-Forwarded-For") == 0) {
+        snprintf(h->forwarded_for, sizeof h->forwarded_for, "%s", value ? value : "");
+        return MHD_YES;
+    }
+    add_header(h, key, value ? value : "");
+    return MHD_YES;
+}
+
+static struct curl_slist *request_headers(const gw_forward *f)
+{
+    header_ctx h = {0};
+    MHD_get_connection_values(f->conn, MHD_HEADER_KIND, copy_header, &h);
+    char xff[600];
+    if (h.forwarded_for[0] != '\0')
+        snprintf(xff, sizeof xff, "%s, %s", h.forwarded_for, f->client_ip);
+    else
+        snprintf(xff, sizeof xff, "%s", f->client_ip);
+    add_header(&h, "X-Forwarded-For", xff);
+    struct curl_slist *l = curl_slist_append(h.list, "Expect:");
+    if (l == NULL || h.failed) {
+        curl_slist_free_all(l ? l : h.list);
+        return NULL;
+    }
+    return l;
+}
+
+/* ---- response capture ---------------------------------------------------- */
+
+static size_t on_header(char *data, size_t size, size_t n, void *ud)
+{
+    gw_reply *r = ud;
+    size_t len = size * n, line = len;
+    while (line > 0 && (data[line - 1] == '\n' || data[line - 1] == '\r'))
+        line--;
+    if (line >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+        /* A new response begins (after a 100 Continue, say): start over. */
+        r->headers.len = 0;
+        return len;
+    }
+    const char *colon = memchr(data, ':', line);
+    if (colon == NULL || colon == data || data[0] == ' ' || data[0] == '\t')
+        return len;
+    size_t name_len = (size_t)(colon - data);
+    if (gw_hop_by_hop(data, name_len))
+        return len;
+    const char *v = colon + 1;
+    while (v < data + line && (*v == ' ' || *v == '\t'))
+        v++;
+    bool ok = gw_buf_append(&r->headers, data, name_len) &&
+              gw_buf_append(&r->headers, ": ", 2) &&
+              gw_buf_append(&r->headers, v, (size_t)(data + line - v)) &&
+              gw_buf_append(&r->headers, "\r\n", 2);
+    return ok ? len : 0;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud)
+{
+    gw_reply *r = ud;
+    return gw_buf_append(&r->body, data, size * n) ? size * n : 0;
+}
+
+/* ---- forwarding ---------------------------------------------------------- */
+
+static void set_method(CURL *h, const gw_forward *f)
+{
+    const char *m = f->method;
+    if (strcmp(m, "HEAD") == 0) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        return;
+    }
+    bool sends_body = f->body_len > 0 || strcmp(m, "POST") == 0 ||
+                      strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0;
+    if (sends_body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, f->body_len > 0 ? f->body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)f->body_len);
+        if (strcmp(m, "POST") != 0)
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m);
+        return;
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    if (strcmp(m, "GET") != 0)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m);
+}
+
+void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
+{
+    memset(out, 0, sizeof *out);
+    out->headers.limit = 64 * 1024;
+    out->body.limit = gw->cfg.max_body;
+    size_t url_len = strlen(gw->cfg.upstream) + strlen(f->target) + 1;
+    char *url = malloc(url_len);
+    struct curl_slist *headers = request_headers(f);
+    CURL *h = take_handle(gw);
+    if (url == NULL || headers == NULL || h == NULL) {
+        out->curl_code = CURLE_OUT_OF_MEMORY;
+        snprintf(out->error, sizeof out->error, "out of memory");
+        goto done;
+    }
+    snprintf(url, url_len, "%s%s", gw->cfg.upstream, f->target);
+    char errbuf[CURL_ERROR_SIZE] = "";
+    long timeout_ms = (long)(gw->cfg.timeout / 1000000);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    set_method(h, f);
+    CURLcode rc = curl_easy_perform(h);
+    out->curl_code = (int)rc;
+    out->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    } else if (out->body.overflow || out->headers.overflow) {
+        snprintf(out->error, sizeof out->error, "upstream response larger than --max-body");
+    } else {
+        snprintf(out->error, sizeof out->error, "%s",
+                 errbuf[0] ? errbuf : curl_easy_strerror(rc));
+    }
+done:
+    if (h != NULL)
+        give_handle(gw, h);
+    curl_slist_free_all(headers);
+    free(url);
+}

@@ -1,0 +1,49 @@
+/*
+ * gateway_proc.h — drive the `resil gateway` binary from tests and the
+ * benchmark: start it on a free port, stop it with SIGTERM, run it to
+ * completion for option checks, and make HTTP requests with libcurl.
+ */
+#ifndef RESIL_TEST_GATEWAY_PROC_H
+#define RESIL_TEST_GATEWAY_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct gateway_proc {
+    pid_t pid;
+    int port;
+    char url[64];   /* "http://127.0.0.1:PORT" */
+    char log[512];  /* its stderr */
+} gateway_proc;
+
+/* Start `binary gateway --listen 127.0.0.1:0 ARGS...` (args NULL-ended)
+ * with stderr going to log_path, and wait until it listens. 0 or -1. */
+int gateway_start(gateway_proc *g, const char *binary, const char *log_path,
+                  const char *const args[]);
+/* SIGTERM, then its exit status (-1 if it did not exit normally). */
+int gateway_stop(gateway_proc *g);
+/* Does its log contain `text`? */
+bool gateway_log_contains(const gateway_proc *g, const char *text);
+
+/* Run `binary ARGS...` to completion; its stderr (truncated) into err.
+ * Returns the exit status, or -1. */
+int run_capture(const char *binary, const char *const args[], char *err, size_t cap);
+
+typedef struct http_reply {
+    int curl_code;
+    long status;
+    char *body;
+    size_t body_len;
+    char headers[8192]; /* raw response header block */
+} http_reply;
+
+/* One request; headers is NULL-ended "Name: value" lines (may be NULL),
+ * body may be NULL. Returns 0 when a response arrived. */
+int http_request(const char *method, const char *url, const char *const headers[],
+                 const char *body, http_reply *out);
+void http_reply_free(http_reply *r);
+/* A response header's value ("" and false when absent). */
+bool http_reply_header(const http_reply *r, const char *name, char *buf, size_t cap);
+
+#endif

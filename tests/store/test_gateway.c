@@ -1,0 +1,595 @@
+/*
+ * test_gateway.c — `resil gateway` end to end: the real binary between
+ * libcurl clients and a counting upstream, with a SQLite store in a
+ * temporary directory. What the tests count is what the upstream saw.
+ *
+ * The clients that meet a 409 retry after the Retry-After the gateway
+ * sent, with the same key — what `resil http --idempotency-key` does.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gateway_proc.h"
+#include "test.h"
+#include "upstream.h"
+
+#include "resil/store.h"
+
+typedef struct env {
+    char *dir;
+    char store[600];
+    char log[600];
+    upstream *up;
+    gateway_proc gw;
+    int restarts;
+} env;
+
+static const char *resil_binary(void) { return test_build_path("resil"); }
+
+static int env_setup(void **state)
+{
+    env *e = calloc(1, sizeof *e);
+    e->dir = test_tmpdir();
+    e->up = upstream_start();
+    if (e->dir == NULL || e->up == NULL)
+        return -1;
+    snprintf(e->store, sizeof e->store, "sqlite:%s/gateway.db", e->dir);
+    *state = e;
+    return 0;
+}
+
+static int env_teardown(void **state)
+{
+    env *e = *state;
+    if (e->gw.pid > 0)
+        gateway_stop(&e->gw);
+    upstream_stop(e->up);
+    test_rmtree(e->dir);
+    free(e->dir);
+    free(e);
+    return 0;
+}
+
+/* Start the gateway in front of the upstream with extra args (NULL-ended). */
+static void start_gateway_to(env *e, const char *upstream_url, const char *const extra[])
+{
+    const char *args[32] = {"--upstream", upstream_url, "--store", e->store};
+    size_t n = 4;
+    for (size_t i = 0; extra && extra[i]; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    snprintf(e->log, sizeof e->log, "%s/gateway-%d.log", e->dir, e->restarts++);
+    if (gateway_start(&e->gw, resil_binary(), e->log, args) != 0)
+        fail_msg("the gateway did not start");
+}
+
+static void start_gateway(env *e, const char *const extra[])
+{
+    start_gateway_to(e, upstream_url(e->up), extra);
+}
+
+static void url_of(const env *e, const char *target, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s", e->gw.url, target);
+}
+
+/* POST with an Idempotency-Key (NULL: none). */
+static void post(const env *e, const char *target, const char *key, const char *body,
+                 http_reply *r)
+{
+    char url[256], header[300];
+    url_of(e, target, url, sizeof url);
+    snprintf(header, sizeof header, "Idempotency-Key: %s", key ? key : "");
+    const char *headers[] = {"Content-Type: application/json", key ? header : NULL, NULL};
+    if (http_request("POST", url, headers, body, r) != 0)
+        fail_msg("POST %s failed: curl %d", url, r->curl_code);
+}
+
+static void header_is(const http_reply *r, const char *name, const char *expected)
+{
+    char v[256];
+    http_reply_header(r, name, v, sizeof v);
+    assert_string_equal(v, expected);
+}
+
+/* ---- the four outcomes through HTTP ------------------------------------------ */
+
+static void first_post_is_forwarded_and_answered_by_the_upstream(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply r;
+    post(e, "/orders", "k-1", "{\"qty\":1}", &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, "{\"n\":1,\"method\":\"POST\",\"target\":\"/orders\","
+                                "\"body\":\"{\"qty\":1}\"}");
+    char v[64];
+    assert_false(http_reply_header(&r, "Idempotent-Replayed", v, sizeof v));
+    header_is(&r, "Location", "/orders/1");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+    upstream_last_header(e->up, "Idempotency-Key", v, sizeof v);
+    assert_string_equal(v, "k-1");
+    upstream_last_header(e->up, "X-Forwarded-For", v, sizeof v);
+    assert_string_equal(v, "127.0.0.1");
+}
+
+static void repeated_post_is_replayed_without_reaching_the_upstream(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply first, again;
+    post(e, "/orders", "k-1", "{\"qty\":1}", &first);
+    post(e, "/orders", "k-1", "{\"qty\":1}", &again);
+    assert_int_equal(again.status, 201);
+    assert_int_equal(again.body_len, first.body_len);
+    assert_memory_equal(again.body, first.body, first.body_len);
+    header_is(&again, "Idempotent-Replayed", "true");
+    header_is(&again, "Location", "/orders/1");
+    header_is(&again, "Content-Type", "application/json");
+    http_reply_free(&first);
+    http_reply_free(&again);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void same_key_with_another_body_is_422(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply r;
+    post(e, "/orders", "k-1", "{\"qty\":1}", &r);
+    http_reply_free(&r);
+    post(e, "/orders", "k-1", "{\"qty\":2}", &r);
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"error\":\"idempotency_key_reused\""));
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void same_key_on_another_query_is_422(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply r;
+    post(e, "/orders?q=1", "k-1", "x", &r);
+    assert_non_null(strstr(r.body, "\"target\":\"/orders?q=1\""));
+    http_reply_free(&r);
+    post(e, "/orders?q=2", "k-1", "x", &r);
+    assert_int_equal(r.status, 422);
+    http_reply_free(&r);
+}
+
+typedef struct slow_post {
+    const env *e;
+    http_reply r;
+} slow_post;
+
+static void *post_in_thread(void *arg)
+{
+    slow_post *p = arg;
+    post(p->e, "/orders", "k-1", "a", &p->r);
+    return NULL;
+}
+
+static void wait_for_upstream(upstream *up, unsigned n)
+{
+    for (int i = 0; i < 2000 && upstream_requests(up) < n; i++) {
+        struct timespec ts = {0, 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(upstream_requests(up) >= n);
+}
+
+static void post_while_the_first_runs_is_409_with_retry_after(void **state)
+{
+    env *e = *state;
+    upstream_set_delay_ms(e->up, 1000);
+    start_gateway(e, NULL);
+    slow_post first = {.e = e};
+    pthread_t t;
+    pthread_create(&t, NULL, post_in_thread, &first);
+    wait_for_upstream(e->up, 1);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 409);
+    header_is(&r, "Retry-After", "1");
+    assert_non_null(strstr(r.body, "\"error\":\"request_in_progress\""));
+    http_reply_free(&r);
+    pthread_join(t, NULL);
+    assert_int_equal(first.r.status, 201);
+    http_reply_free(&first.r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* ---- fifty clients, one key ------------------------------------------------- */
+
+#define CLIENTS 50
+
+typedef struct client {
+    const env *e;
+    pthread_barrier_t *go;
+    long status;
+    char *body;
+    int conflicts;
+} client;
+
+/* What a retrying client with one idempotency key does: on 409, wait what
+ * Retry-After says and send the same request again. */
+static void *retrying_client(void *arg)
+{
+    client *c = arg;
+    pthread_barrier_wait(c->go);
+    for (int attempt = 0; attempt < 30; attempt++) {
+        http_reply r;
+        post(c->e, "/orders", "k-50", "{\"order\":\"same\"}", &r);
+        if (r.status != 409) {
+            c->status = r.status;
+            c->body = r.body;
+            return NULL;
+        }
+        c->conflicts++;
+        char wait[16];
+        http_reply_header(&r, "Retry-After", wait, sizeof wait);
+        http_reply_free(&r);
+        sleep((unsigned)atoi(wait));
+    }
+    return NULL;
+}
+
+static void fifty_concurrent_posts_with_one_key_reach_the_upstream_once(void **state)
+{
+    env *e = *state;
+    upstream_set_delay_ms(e->up, 300);
+    start_gateway(e, NULL);
+    pthread_t t[CLIENTS];
+    client c[CLIENTS];
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, CLIENTS);
+    for (int i = 0; i < CLIENTS; i++) {
+        c[i] = (client){.e = e, .go = &go};
+        pthread_create(&t[i], NULL, retrying_client, &c[i]);
+    }
+    int conflicts = 0;
+    for (int i = 0; i < CLIENTS; i++) {
+        pthread_join(t[i], NULL);
+        conflicts += c[i].conflicts;
+    }
+    pthread_barrier_destroy(&go);
+    assert_int_equal(upstream_requests(e->up), 1);
+    for (int i = 0; i < CLIENTS; i++) {
+        assert_int_equal(c[i].status, 201);
+        assert_string_equal(c[i].body, c[0].body);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        free(c[i].body);
+    print_message("      %d conflicts (409) were retried by %d clients\n", conflicts, CLIENTS);
+}
+
+/* ---- failures release the key ---------------------------------------------- */
+
+static void upstream_503_releases_the_key_so_the_retry_runs(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    upstream_fail_next(e->up, 1, 503);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 503);
+    http_reply_free(&r);
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 201);
+    char v[16];
+    assert_false(http_reply_header(&r, "Idempotent-Replayed", v, sizeof v));
+    assert_non_null(strstr(r.body, "\"n\":2"));
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 2);
+    post(e, "/orders", "k-1", "a", &r);
+    header_is(&r, "Idempotent-Replayed", "true");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 2);
+}
+
+static void upstream_429_releases_the_key_too(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    upstream_fail_next(e->up, 1, 429);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 429);
+    http_reply_free(&r);
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 2);
+}
+
+static void client_error_from_the_upstream_is_saved_and_replayed(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply r;
+    post(e, "/status/400", "k-1", "a", &r);
+    assert_int_equal(r.status, 400);
+    http_reply_free(&r);
+    post(e, "/status/400", "k-1", "a", &r);
+    assert_int_equal(r.status, 400);
+    header_is(&r, "Idempotent-Replayed", "true");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void unreachable_upstream_is_502_and_releases_the_key(void **state)
+{
+    env *e = *state;
+    start_gateway_to(e, "http://127.0.0.1:1", NULL);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 502);
+    assert_non_null(strstr(r.body, "\"error\":\"upstream_unavailable\""));
+    http_reply_free(&r);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    /* The store agrees: the key is free again. */
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = e->store;
+    resil_store *s;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    uint8_t h[RESIL_SHA256_LEN];
+    resil_store_request_hash("POST", "/orders", "a", 1, h);
+    resil_store_key k = {.tenant = "", .operation = "http", .key = "k-1"};
+    resil_store_result res;
+    resil_store_result_init(&res);
+    assert_int_equal(resil_store_begin(s, &k, h, &res, NULL), 0);
+    assert_int_equal(res.verdict, RESIL_STORE_FIRST);
+    resil_store_result_free(&res);
+    resil_store_free(s);
+    assert_true(gateway_log_contains(&e->gw, "idempotency=released"));
+}
+
+/* ---- persistence and shutdown ----------------------------------------------- */
+
+static void replay_survives_a_gateway_restart(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    char *before = strdup(r.body);
+    http_reply_free(&r);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    start_gateway(e, NULL);
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, before);
+    header_is(&r, "Idempotent-Replayed", "true");
+    http_reply_free(&r);
+    free(before);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void sigterm_lets_the_request_in_flight_finish(void **state)
+{
+    env *e = *state;
+    upstream_set_delay_ms(e->up, 700);
+    start_gateway(e, NULL);
+    slow_post p = {.e = e};
+    pthread_t t;
+    pthread_create(&t, NULL, post_in_thread, &p);
+    wait_for_upstream(e->up, 1);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(p.r.status, 201);
+    http_reply_free(&p.r);
+    assert_true(gateway_log_contains(&e->gw, "1 request in flight, 0 unfinished"));
+    assert_true(gateway_log_contains(&e->gw, "resil gateway: stopped"));
+}
+
+/* ---- what is not guarded ----------------------------------------------------- */
+
+static void posts_without_a_key_pass_through(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply r;
+    post(e, "/orders", NULL, "a", &r);
+    http_reply_free(&r);
+    post(e, "/orders", NULL, "a", &r);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 2);
+}
+
+static void unguarded_methods_pass_through_even_with_a_key(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char url[256];
+    url_of(e, "/orders/1", url, sizeof url);
+    const char *headers[] = {"Idempotency-Key: k-1", NULL};
+    for (int i = 0; i < 2; i++) {
+        http_reply r;
+        assert_int_equal(http_request("PUT", url, headers, "a", &r), 0);
+        assert_int_equal(r.status, 200);
+        http_reply_free(&r);
+        assert_int_equal(http_request("GET", url, headers, NULL, &r), 0);
+        http_reply_free(&r);
+    }
+    assert_int_equal(upstream_requests(e->up), 4);
+}
+
+static void methods_option_chooses_what_is_guarded(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--methods", "put", NULL};
+    start_gateway(e, extra);
+    char url[256];
+    url_of(e, "/orders/1", url, sizeof url);
+    const char *headers[] = {"Idempotency-Key: k-1", NULL};
+    http_reply r;
+    assert_int_equal(http_request("PUT", url, headers, "a", &r), 0);
+    http_reply_free(&r);
+    assert_int_equal(http_request("PUT", url, headers, "a", &r), 0);
+    header_is(&r, "Idempotent-Replayed", "true");
+    http_reply_free(&r);
+    post(e, "/orders", "k-2", "a", &r);
+    http_reply_free(&r);
+    post(e, "/orders", "k-2", "a", &r);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 3);
+}
+
+static void require_key_refuses_a_guarded_request_without_one(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--require-key", NULL};
+    start_gateway(e, extra);
+    http_reply r;
+    post(e, "/orders", NULL, "a", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "\"error\":\"idempotency_key_required\""));
+    http_reply_free(&r);
+    char url[256];
+    url_of(e, "/orders", url, sizeof url);
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void upstream_status_and_body_pass_through(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char url[256];
+    url_of(e, "/status/404", url, sizeof url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    assert_string_equal(r.body, "{\"n\":1,\"method\":\"GET\",\"target\":\"/status/404\",\"body\":\"\"}");
+    header_is(&r, "Content-Type", "application/json");
+    http_reply_free(&r);
+}
+
+static void healthz_answers_without_the_upstream(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char url[256];
+    url_of(e, "/healthz", url, sizeof url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "ok\n");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+static void bad_keys_are_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char key[300];
+    memset(key, 'k', 256);
+    key[256] = '\0';
+    http_reply r;
+    post(e, "/orders", key, "a", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "\"error\":\"invalid_idempotency_key\""));
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+static void body_over_the_limit_is_413(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--max-body", "1KB", NULL};
+    start_gateway(e, extra);
+    char body[2048];
+    memset(body, 'x', sizeof body - 1);
+    body[sizeof body - 1] = '\0';
+    http_reply r;
+    post(e, "/orders", "k-1", body, &r);
+    assert_int_equal(r.status, 413);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+static void tenant_header_scopes_the_keys(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--tenant-header", "X-Tenant", NULL};
+    start_gateway(e, extra);
+    char url[256];
+    url_of(e, "/orders", url, sizeof url);
+    const char *acme[] = {"Idempotency-Key: k-1", "X-Tenant: acme", NULL};
+    const char *globex[] = {"Idempotency-Key: k-1", "X-Tenant: globex", NULL};
+    const char *nobody[] = {"Idempotency-Key: k-1", NULL};
+    http_reply r;
+    assert_int_equal(http_request("POST", url, acme, "a", &r), 0);
+    http_reply_free(&r);
+    assert_int_equal(http_request("POST", url, globex, "a", &r), 0);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    assert_int_equal(http_request("POST", url, acme, "a", &r), 0);
+    header_is(&r, "Idempotent-Replayed", "true");
+    http_reply_free(&r);
+    assert_int_equal(http_request("POST", url, nobody, "a", &r), 0);
+    assert_int_equal(r.status, 400);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 2);
+}
+
+static void access_log_has_a_line_per_request(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    http_reply_free(&r);
+    post(e, "/orders", "k-1", "a", &r);
+    http_reply_free(&r);
+    assert_true(gateway_log_contains(&e->gw, " 127.0.0.1 \"POST /orders\" 201 "));
+    assert_true(gateway_log_contains(&e->gw, "idempotency=first"));
+    assert_true(gateway_log_contains(&e->gw, "idempotency=replay"));
+}
+
+#define GW_CASE(name) cmocka_unit_test_setup_teardown(name, env_setup, env_teardown)
+
+int main(void)
+{
+    if (resil_binary() == NULL) {
+        fprintf(stderr, "RESIL_BUILD_DIR is not set\n");
+        return 1;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        GW_CASE(first_post_is_forwarded_and_answered_by_the_upstream),
+        GW_CASE(repeated_post_is_replayed_without_reaching_the_upstream),
+        GW_CASE(same_key_with_another_body_is_422),
+        GW_CASE(same_key_on_another_query_is_422),
+        GW_CASE(post_while_the_first_runs_is_409_with_retry_after),
+        GW_CASE(fifty_concurrent_posts_with_one_key_reach_the_upstream_once),
+        GW_CASE(upstream_503_releases_the_key_so_the_retry_runs),
+        GW_CASE(upstream_429_releases_the_key_too),
+        GW_CASE(client_error_from_the_upstream_is_saved_and_replayed),
+        GW_CASE(unreachable_upstream_is_502_and_releases_the_key),
+        GW_CASE(replay_survives_a_gateway_restart),
+        GW_CASE(sigterm_lets_the_request_in_flight_finish),
+        GW_CASE(posts_without_a_key_pass_through),
+        GW_CASE(unguarded_methods_pass_through_even_with_a_key),
+        GW_CASE(methods_option_chooses_what_is_guarded),
+        GW_CASE(require_key_refuses_a_guarded_request_without_one),
+        GW_CASE(upstream_status_and_body_pass_through),
+        GW_CASE(healthz_answers_without_the_upstream),
+        GW_CASE(bad_keys_are_400),
+        GW_CASE(body_over_the_limit_is_413),
+        GW_CASE(tenant_header_scopes_the_keys),
+        GW_CASE(access_log_has_a_line_per_request),
+    };
+    int failed = cmocka_run_group_tests_name("store.gateway", tests, NULL, NULL);
+    curl_global_cleanup();
+    return failed;
+}

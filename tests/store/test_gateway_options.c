@@ -1,0 +1,190 @@
+/*
+ * test_gateway_options.c — `resil gateway` refuses every bad option by name
+ * with exit status 125, before it listens or opens a store; runtime
+ * failures (a port in use, a database that is not there) exit 1.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gateway_proc.h"
+#include "test.h"
+
+#define UP "--upstream", "http://127.0.0.1:9"
+
+static char *dir;
+static char store_url[600];
+
+/* Run `resil gateway ARGS` and expect `status` with `text` in stderr. */
+static void expect(int status, const char *text, const char *const args[])
+{
+    const char *argv[40] = {"gateway"};
+    size_t n = 1;
+    for (size_t i = 0; args[i] != NULL; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    char err[4096];
+    int rc = run_capture(test_build_path("resil"), argv, err, sizeof err);
+    if (strstr(err, text) == NULL)
+        fail_msg("expected '%s' in:\n%s", text, err);
+    assert_int_equal(rc, status);
+}
+
+#define EXPECT_USAGE(text, ...)                                                   \
+    do {                                                                          \
+        const char *const a_[] = {__VA_ARGS__, NULL};                             \
+        expect(125, text, a_);                                                    \
+    } while (0)
+
+static void listen_and_upstream_are_required(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--listen HOST:PORT is required", UP);
+    EXPECT_USAGE("--upstream URL is required", "--listen", "127.0.0.1:0");
+}
+
+static void listen_must_be_host_and_port(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--listen must be HOST:PORT, got '8080'", "--listen", "8080", UP);
+    EXPECT_USAGE("--listen must be HOST:PORT, got ':8080'", "--listen", ":8080", UP);
+    EXPECT_USAGE("--listen port must be 0..65535, got '65536'", "--listen", "127.0.0.1:65536", UP);
+    EXPECT_USAGE("--listen port must be 0..65535, got '-1'", "--listen", "127.0.0.1:-1", UP);
+    EXPECT_USAGE("--listen port must be 0..65535, got 'http'", "--listen", "127.0.0.1:http", UP);
+    EXPECT_USAGE("--listen needs a value", UP, "--listen");
+}
+
+static void upstream_must_be_an_http_url(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--upstream must be an http:// or https:// URL with a host, got 'ftp://x'",
+                 "--listen", "127.0.0.1:0", "--upstream", "ftp://x");
+    EXPECT_USAGE("--upstream must be an http:// or https:// URL with a host, got 'http://'",
+                 "--listen", "127.0.0.1:0", "--upstream", "http://");
+    EXPECT_USAGE("--upstream must be a base URL without query or fragment",
+                 "--listen", "127.0.0.1:0", "--upstream", "http://x/?a=1");
+}
+
+static void store_must_be_sqlite_or_postgres_without_echoing_secrets(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--listen", "127.0.0.1:0", UP, "--store",
+                                "mysql://root:hunter2@db/x", NULL};
+    const char *argv[] = {"gateway", args[0], args[1], args[2], args[3], args[4], args[5], NULL};
+    char err[4096];
+    assert_int_equal(run_capture(test_build_path("resil"), argv, err, sizeof err), 125);
+    assert_non_null(strstr(err, "--store must be sqlite:PATH or postgres://..., got scheme 'mysql'"));
+    assert_null(strstr(err, "hunter2"));
+    EXPECT_USAGE("--store must be sqlite:PATH", "--listen", "127.0.0.1:0", UP, "--store", "sqlite:");
+}
+
+static void methods_must_be_a_list_of_method_names(void **state)
+{
+    (void)state;
+    const char *bad[] = {"", "POST,", ",POST", "POST,,PUT", "PO ST", "POST;PUT",
+                         "AVERYVERYLONGMETHODNAME"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        EXPECT_USAGE("--methods must be a comma-separated list of HTTP methods", "--listen",
+                     "127.0.0.1:0", UP, "--methods", bad[i]);
+}
+
+static void durations_must_parse_and_be_positive(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--retention must be a duration like 250ms, 2s or 1m30s, got 'soon'",
+                 "--listen", "127.0.0.1:0", UP, "--retention", "soon");
+    EXPECT_USAGE("--retention must be a duration greater than 0, got '0'", "--listen",
+                 "127.0.0.1:0", UP, "--retention", "0");
+    EXPECT_USAGE("--lease must be a duration greater than 0, got '0s'", "--listen",
+                 "127.0.0.1:0", UP, "--lease", "0s");
+    EXPECT_USAGE("--timeout must be a duration like 250ms, 2s or 1m30s, got '-5s'", "--listen",
+                 "127.0.0.1:0", UP, "--timeout", "-5s");
+}
+
+static void lease_must_fit_in_retention_and_outlast_the_timeout(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--lease (25h) must not exceed --retention (24h)", "--listen", "127.0.0.1:0",
+                 UP, "--lease", "25h");
+    EXPECT_USAGE("--timeout (30s) must be shorter than --lease (30s)", "--listen",
+                 "127.0.0.1:0", UP, "--lease", "30s");
+    EXPECT_USAGE("--timeout (2m) must be shorter than --lease (1m)", "--listen", "127.0.0.1:0",
+                 UP, "--timeout=2m");
+}
+
+static void names_and_sizes_are_checked(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--tenant-header must be an HTTP header name, got 'X Tenant'", "--listen",
+                 "127.0.0.1:0", UP, "--tenant-header", "X Tenant");
+    EXPECT_USAGE("--operation must be 1 to 255 bytes, got ''", "--listen", "127.0.0.1:0", UP,
+                 "--operation", "");
+    const char *bad[] = {"0", "2GB", "ten", "-1", "10XB", "1.5MB"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        EXPECT_USAGE("--max-body must be a size from 1 to 1GB", "--listen", "127.0.0.1:0", UP,
+                     "--max-body", bad[i]);
+}
+
+static void unknown_options_are_refused(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("unknown option '--bogus'", "--listen", "127.0.0.1:0", UP, "--bogus");
+    EXPECT_USAGE("unknown option 'extra'", "--listen", "127.0.0.1:0", UP, "extra");
+}
+
+static void help_exits_zero(void **state)
+{
+    (void)state;
+    const char *argv[] = {"gateway", "--help", NULL};
+    char err[64];
+    assert_int_equal(run_capture(test_build_path("resil"), argv, err, sizeof err), 0);
+}
+
+static void a_port_in_use_exits_1(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    char listen_at[64];
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", ntohs(a.sin_port));
+    const char *const args[] = {"--listen", listen_at, UP, "--store", store_url, NULL};
+    expect(1, "cannot listen on 127.0.0.1:", args);
+    close(fd);
+}
+
+static void an_unreachable_store_exits_1(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--listen", "127.0.0.1:0", UP, "--store",
+                                "postgres://nobody@127.0.0.1:1/none", NULL};
+    expect(1, "resil gateway: --store: store: postgres: connection to server", args);
+}
+
+int main(void)
+{
+    dir = test_tmpdir();
+    snprintf(store_url, sizeof store_url, "sqlite:%s/gw.db", dir);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(listen_and_upstream_are_required),
+        cmocka_unit_test(listen_must_be_host_and_port),
+        cmocka_unit_test(upstream_must_be_an_http_url),
+        cmocka_unit_test(store_must_be_sqlite_or_postgres_without_echoing_secrets),
+        cmocka_unit_test(methods_must_be_a_list_of_method_names),
+        cmocka_unit_test(durations_must_parse_and_be_positive),
+        cmocka_unit_test(lease_must_fit_in_retention_and_outlast_the_timeout),
+        cmocka_unit_test(names_and_sizes_are_checked),
+        cmocka_unit_test(unknown_options_are_refused),
+        cmocka_unit_test(help_exits_zero),
+        cmocka_unit_test(a_port_in_use_exits_1),
+        cmocka_unit_test(an_unreachable_store_exits_1),
+    };
+    int failed = cmocka_run_group_tests_name("store.gateway_options", tests, NULL, NULL);
+    test_rmtree(dir);
+    free(dir);
+    return failed;
+}
