@@ -1008,6 +1008,40 @@ static void the_listener_may_call_back_into_the_breaker(void **state)
     assert_int_equal(stats(f).events_dropped, 0);
 }
 
+typedef struct flooder {
+    int delivered;
+    bool flooded;
+} flooder;
+
+static void listener_flooding_its_queue(resil_breaker *b, const resil_breaker_event *e, void *ud)
+{
+    (void)e;
+    flooder *fl = ud;
+    fl->delivered++;
+    if (fl->flooded)
+        return;
+    fl->flooded = true;
+    for (int i = 0; i < 20; i++) { /* 40 transitions from inside the callback */
+        resil_breaker_isolate(b);
+        resil_breaker_close(b);
+    }
+}
+
+static void a_listener_overflowing_its_own_queue_has_the_excess_counted(void **state)
+{
+    fx *f = *state;
+    flooder fl = {0, false};
+    resil_breaker_opts o = consecutive(f, 1);
+    o.listener = listener_flooding_its_queue;
+    o.listener_ud = &fl;
+    make(f, &o);
+    calls(f, "F");
+    resil_breaker_stats s = stats(f);
+    assert_int_equal(s.transitions, 41);
+    assert_int_equal(fl.delivered, 1 + RESIL_BREAKER_EVENT_QUEUE);
+    assert_int_equal(s.events_dropped, 40 - RESIL_BREAKER_EVENT_QUEUE);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1068,6 +1102,7 @@ int main(void)
         T(a_retained_breaker_survives_one_free),
         T(events_trace_a_full_cycle_in_order),
         T(the_listener_may_call_back_into_the_breaker),
+        T(a_listener_overflowing_its_own_queue_has_the_excess_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
