@@ -20,5 +20,10 @@
 #include "resil/bulkhead.h"
 #include "resil/ratelimit.h"
 #include "resil/degrade.h"
+#include "resil/timeout.h"
+#include "resil/hedge.h"
+#include "resil/telemetry.h"
+#include "resil/fallback.h"
+#include "resil/pipeline.h"
 
 #endif

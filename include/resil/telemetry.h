@@ -1,0 +1,234 @@
+/*
+ * telemetry.h — what the strategies report, and two sinks that consume it:
+ * a metrics aggregator that writes the Prometheus text format, and a log
+ * sink writing logfmt or JSON lines.
+ *
+ * Every strategy reports through one typed event and one listener
+ * signature, so a sink is a function and a pointer, a pipeline may feed
+ * several, and a test observes exactly what production would. The event
+ * lives on the reporter's stack and its strings are borrowed: a listener
+ * copies what it keeps. Listeners run on whichever thread caused the event
+ * (a hedged attempt reports from a worker), so they must be thread-safe.
+ * With no listener installed a pipeline pays one branch per would-be event
+ * and builds nothing.
+ *
+ * The metric names follow the OpenTelemetry conventions Polly uses
+ * (resilience.polly.strategy.events, …attempt.duration,
+ * …pipeline.duration), spelled the Prometheus way:
+ *
+ *   resil_strategy_events_total{pipeline,strategy,event}   counter
+ *   resil_attempt_duration_seconds{pipeline,strategy,handled} histogram
+ *   resil_pipeline_duration_seconds{pipeline,outcome}      histogram
+ *   resil_breaker_state{pipeline,breaker}                  gauge (0 closed, 1 open,
+ *                                                          2 half-open, 3 isolated, 4 disabled)
+ *   resil_bulkhead_in_flight{pipeline} / resil_bulkhead_queued{pipeline}  gauges
+ *
+ * Counters and histograms are fed by events into a table allocated when
+ * the sink is made, so recording never allocates; gauges are read from the
+ * watched objects when the text is written, so they cost nothing per call.
+ */
+#ifndef RESIL_TELEMETRY_H
+#define RESIL_TELEMETRY_H
+
+#include <stdio.h>
+
+#include "breaker.h"
+#include "bulkhead.h"
+#include "degrade.h"
+#include "registry.h"
+#include "retry.h"
+
+RESIL_BEGIN_DECLS
+
+/* The strategies a pipeline composes. For an outcome of kind
+ * RESIL_REJECTED made by a pipeline strategy, the outcome's code is one of
+ * these, naming who refused. */
+typedef enum resil_strategy_kind {
+    RESIL_STRATEGY_NONE = 0,
+    RESIL_STRATEGY_RATE_LIMITER = 1,
+    RESIL_STRATEGY_BULKHEAD = 2,
+    RESIL_STRATEGY_TOTAL_TIMEOUT = 3,
+    RESIL_STRATEGY_RETRY = 4,
+    RESIL_STRATEGY_BREAKER = 5,
+    RESIL_STRATEGY_ATTEMPT_TIMEOUT = 6,
+    RESIL_STRATEGY_HEDGING = 7,
+    RESIL_STRATEGY_FALLBACK = 8,
+    RESIL_STRATEGY_DEGRADE = 9
+} resil_strategy_kind;
+
+#define RESIL_STRATEGY_KIND_COUNT 10
+
+/* "rate-limiter", "bulkhead", "total-timeout", "retry", "breaker",
+ * "attempt-timeout", "hedging", "fallback", "degradation" ("" for NONE). */
+RESIL_API const char *resil_strategy_name(resil_strategy_kind k);
+
+typedef enum resil_event_type {
+    RESIL_EVENT_EXECUTION = 0,     /* a pipeline execution ended: duration, outcome, stop */
+    RESIL_EVENT_ATTEMPT,           /* an attempt ended: number, duration, outcome, handled */
+    RESIL_EVENT_RETRY,             /* a retry was decided: attempt, delay, source, cause */
+    RESIL_EVENT_BREAKER_OPENED,    /* from, to, reason, duration = the break */
+    RESIL_EVENT_BREAKER_HALF_OPENED,
+    RESIL_EVENT_BREAKER_CLOSED,
+    RESIL_EVENT_BREAKER_ISOLATED,  /* isolated or disabled by hand */
+    RESIL_EVENT_BREAKER_REJECTED,  /* a call refused: delay = time to the next probe */
+    RESIL_EVENT_TIMEOUT,           /* a timeout ended work: duration = the timeout */
+    RESIL_EVENT_BUDGET_DENIED,     /* the retry budget refused a retry or a hedge */
+    RESIL_EVENT_BULKHEAD_REJECTED, /* full, queue timeout: reason says which */
+    RESIL_EVENT_RATE_LIMITED,      /* delay = the limiter's retry-after */
+    RESIL_EVENT_HEDGE,             /* a hedged attempt started: hedge, delay since the primary */
+    RESIL_EVENT_FALLBACK,          /* the fallback replaced outcome */
+    RESIL_EVENT_DEGRADE_CHANGED,   /* from, to levels, reason = the cause */
+    RESIL_EVENT_DEGRADE_REJECTED   /* a call shed by the degradation gate */
+} resil_event_type;
+
+#define RESIL_EVENT_TYPE_COUNT 16
+
+typedef enum resil_severity {
+    RESIL_SEVERITY_DEBUG = 0,
+    RESIL_SEVERITY_INFO,
+    RESIL_SEVERITY_WARNING,
+    RESIL_SEVERITY_ERROR
+} resil_severity;
+
+typedef struct resil_event {
+    resil_event_type type;
+    resil_severity severity;     /* resil_event_severity(type, outcome) */
+    const char *pipeline;        /* the pipeline's name; "" from a shared object */
+    const char *strategy;        /* resil_strategy_name() of the reporter */
+    const char *key;             /* breaker key or name, operation; "" if none */
+    resil_instant at;            /* on the pipeline's (or object's) clock */
+    uint32_t attempt;            /* 1-based attempt number; 0 when not about one */
+    uint32_t hedge;              /* HEDGE: index of the hedged attempt (1 = first hedge) */
+    resil_duration duration;     /* EXECUTION, ATTEMPT: how long; TIMEOUT: the timeout;
+                                    BREAKER_OPENED: the break in force */
+    resil_duration delay;        /* RETRY: the wait; HEDGE: since the primary started;
+                                    *_REJECTED, RATE_LIMITED: retry-after (-1 = none) */
+    resil_wait_source source;    /* RETRY */
+    resil_stop stop;             /* EXECUTION, ATTEMPT: the retry decision */
+    bool handled;                /* ATTEMPT: a failure the retry strategy handles */
+    const resil_outcome *outcome;/* the outcome, cause or rejection; NULL if none */
+    const char *reason;          /* breaker or degradation reason, rejection detail; "" if none */
+    int from, to;                /* BREAKER_*: resil_breaker_state; DEGRADE_CHANGED: levels */
+    const char *from_name, *to_name; /* their names; "" when not a change */
+} resil_event;
+
+typedef void (*resil_event_fn)(const resil_event *ev, void *ud);
+
+/* "execution", "attempt", "retry", "breaker_opened", "breaker_half_opened",
+ * "breaker_closed", "breaker_isolated", "breaker_rejected", "timeout",
+ * "budget_denied", "bulkhead_rejected", "rate_limited", "hedge", "fallback",
+ * "degrade_changed", "degrade_rejected". */
+RESIL_API const char *resil_event_name(resil_event_type t);
+/* "debug", "info", "warning", "error". */
+RESIL_API const char *resil_severity_name(resil_severity s);
+/* Polly's levels: attempts info (warning when the outcome failed),
+ * executions debug (warning when failed), retry, half-open, hedge and
+ * fallback warning, opened, rejections and timeouts error, closed info. */
+RESIL_API resil_severity resil_event_severity(resil_event_type t,
+                                              const resil_outcome *outcome);
+
+/* A listener and its argument, for the adapters below. */
+typedef struct resil_listener {
+    resil_event_fn fn;
+    void *ud;
+    const char *pipeline; /* reported as the event's pipeline; NULL = "" */
+} resil_listener;
+
+/* Forward a breaker's state changes as events: pass as
+ * resil_breaker_opts.listener (or a registry's default breaker options)
+ * with a resil_listener * as listener_ud. Pipelines do this themselves for
+ * breakers they create. */
+RESIL_API void resil_telemetry_breaker_listener(resil_breaker *b,
+                                                const resil_breaker_event *ev,
+                                                void *ud);
+/* The same for a degradation monitor's level changes (on_change). */
+RESIL_API void resil_telemetry_degrade_listener(void *ud, const resil_degrade_event *ev);
+
+/* ---- the metrics sink ---------------------------------------------------- */
+
+typedef struct resil_metrics resil_metrics;
+
+#define RESIL_METRICS_MAX_BUCKETS 32
+#define RESIL_METRICS_LABEL_MAX 64 /* bytes kept of a label value, with the NUL */
+
+typedef struct resil_metrics_opts {
+    uint32_t max_series;           /* default 1024; in [1, 1048576] */
+    const resil_duration *buckets; /* histogram upper bounds; NULL = the defaults
+                                      (1 ms … 60 s); strictly increasing, > 0 */
+    size_t nbuckets;               /* in [1, RESIL_METRICS_MAX_BUCKETS] when given */
+} resil_metrics_opts;
+
+RESIL_API void resil_metrics_opts_default(resil_metrics_opts *o);
+RESIL_API int resil_metrics_new(const resil_metrics_opts *o, resil_metrics **out,
+                                resil_err *err);
+/* Watched objects are forgotten, not freed. */
+RESIL_API void resil_metrics_free(resil_metrics *m);
+
+/* The listener: ud is the resil_metrics *. Counts every event in
+ * resil_strategy_events_total and feeds the two histograms. A series that
+ * finds the table full is counted in resil_metrics_dropped_series_total. */
+RESIL_API void resil_metrics_on_event(const resil_event *ev, void *ud);
+
+/* Gauges read at write time. `owner` groups watches for unwatch (a
+ * pipeline watches its own strategies and unwatches them when freed). A
+ * watched breaker is retained; a watched bulkhead or registry must outlive
+ * its watch. Errors: RESIL_EINVAL, RESIL_ENOMEM. */
+RESIL_API int resil_metrics_watch_breaker(resil_metrics *m, const char *pipeline,
+                                          resil_breaker *b, const void *owner);
+RESIL_API int resil_metrics_watch_registry(resil_metrics *m, const char *pipeline,
+                                           resil_registry *r, const void *owner);
+RESIL_API int resil_metrics_watch_bulkhead(resil_metrics *m, const char *pipeline,
+                                           resil_bulkhead *b, const void *owner);
+RESIL_API void resil_metrics_unwatch(resil_metrics *m, const void *owner);
+
+/* The count of one event series (0 if never seen). */
+RESIL_API uint64_t resil_metrics_event_count(resil_metrics *m, const char *pipeline,
+                                             const char *strategy, resil_event_type t);
+
+/* Write the Prometheus text exposition format (version 0.0.4): families in
+ * a fixed order, series sorted by labels, label values escaped. `write`
+ * receives the text in pieces; a non-zero return stops and is returned. */
+typedef int (*resil_write_fn)(const char *text, size_t len, void *ud);
+RESIL_API int resil_metrics_write_prometheus(resil_metrics *m, resil_write_fn write,
+                                             void *ud);
+/* The same into a new NUL-terminated string the caller frees with free(). */
+RESIL_API int resil_metrics_prometheus_string(resil_metrics *m, char **out, size_t *len);
+
+/* ---- the log sink --------------------------------------------------------- */
+
+typedef enum resil_log_format {
+    RESIL_LOG_LOGFMT = 0, /* time=… level=warning event=retry pipeline=… attempt=1 delay=2s … */
+    RESIL_LOG_JSON        /* {"time":"…","level":"warning","event":"retry",…} */
+} resil_log_format;
+
+#define RESIL_LOG_LINE_MAX 1024 /* a longer line is cut and ends with "..." */
+
+typedef struct resil_log_opts {
+    resil_log_format format;     /* default logfmt */
+    resil_severity min_severity; /* default info */
+    bool verbose;                /* also attempts and executions; default false */
+    bool timestamps;             /* default true: wall time from `clock` */
+    resil_clock *clock;          /* NULL = the system clock */
+    FILE *file;                  /* default stderr, used when write is NULL */
+    resil_write_fn write;        /* optional: receives each line with its '\n' */
+    void *write_ud;
+} resil_log_opts;
+
+/* A sink is a plain value; it never allocates. */
+typedef struct resil_log_sink {
+    resil_log_opts opts; /* private */
+} resil_log_sink;
+
+RESIL_API void resil_log_opts_default(resil_log_opts *o);
+RESIL_API int resil_log_sink_init(resil_log_sink *s, const resil_log_opts *o, resil_err *err);
+/* The listener: ud is the resil_log_sink *. Writes one line per event that
+ * passes the filter. */
+RESIL_API void resil_log_on_event(const resil_event *ev, void *ud);
+/* Format one event as a line (with '\n') into buf; returns the length the
+ * full line needs, like snprintf. For tests and custom sinks. */
+RESIL_API size_t resil_log_format_event(const resil_log_sink *s, const resil_event *ev,
+                                        char *buf, size_t cap);
+
+RESIL_END_DECLS
+
+#endif

@@ -1,0 +1,560 @@
+/*
+ * hedge.c — the hedging strategy and the worker pool it runs attempts on.
+ *
+ * The caller must be free to return the moment a winner is known, so it
+ * never runs an attempt itself: it only launches attempts onto workers and
+ * waits. Everything the attempts share — their tokens, their outcomes, a
+ * copy of the execution's inputs — lives in a race slot preallocated with
+ * the pool, and the slot is reference counted (the caller plus every
+ * running attempt): whoever drops the last reference recycles it, so a
+ * loser that returns after the caller has gone writes into a slot that is
+ * still alive and simply never read.
+ *
+ * The caller waits on the injected clock with a "wake" token that workers
+ * fire when an attempt ends: one sleep both times the hedging delay (so the
+ * fake clock drives it in tests) and ends early on news. A token fires
+ * once, so the caller arms a fresh one for each wait. Attempt tokens are
+ * roots, not children of the caller's token, because they may outlive the
+ * caller's stack; the caller propagates its own cancellation to them by
+ * hand, and the wake token (a child of the caller's) is what tells it to.
+ *
+ * Locks: pool->mu guards the job queue, idle count and free slots;
+ * race->mu guards one race's outcomes and wake token; a thread never holds
+ * both. Recycling a slot takes pool->mu after race->mu is released.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline_internal.h"
+
+typedef struct race race;
+
+struct race {
+    resil__hedge_pool *pool;
+    race *next_free;
+    pthread_mutex_t mu;
+    pthread_cond_t ended; /* signalled when an attempt ends (wait_losers) */
+    int refs;
+    /* the execution's inputs, as a worker sees them */
+    resil__run run;
+    size_t next;
+    resil__frame base;
+    const resil__node *node;
+    /* the attempts */
+    uint32_t launched, finished;
+    int winner; /* -1 until an acceptable outcome arrives */
+    bool news;  /* an attempt failed since the caller last looked */
+    resil_outcome last_failure; /* the latest of those failures */
+    bool armed; /* the caller is waiting on `wake` */
+    resil_cancel wake;
+    resil_cancel tokens[RESIL_HEDGE_MAX + 1];
+    resil_outcome outcomes[RESIL_HEDGE_MAX + 1];
+};
+
+typedef struct job {
+    race *race;
+    uint32_t index;
+} job;
+
+struct resil__hedge_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work;
+    pthread_t *threads;
+    uint32_t nthreads;
+    uint32_t idle; /* workers not yet promised a job */
+    bool stopping;
+    job *queue; /* ring of nthreads jobs */
+    uint32_t head, len;
+    race *races;
+    uint32_t nraces;
+    race *free_races;
+};
+
+static _Thread_local uint32_t current_hedge;
+
+uint32_t resil_hedge_current(void) { return current_hedge; }
+
+/* ---- options -------------------------------------------------------------- */
+
+void resil_hedge_opts_default(resil_hedge_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->delay = RESIL_S(2);
+    o->max_hedged = 1;
+}
+
+int resil_hedge_opts_validate(const resil_hedge_opts *o, resil_err *err)
+{
+    if (o == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "hedging: options must not be NULL");
+    if (o->delay < 0)
+        return resil_err_set(err, RESIL_EINVAL, "hedging.delay must be >= 0, got %lld ns",
+                             (long long)o->delay);
+    if (o->max_hedged < 1 || o->max_hedged > RESIL_HEDGE_MAX)
+        return resil_err_set(err, RESIL_EINVAL, "hedging.max_hedged must be in [1, %d], got %u",
+                             RESIL_HEDGE_MAX, (unsigned)o->max_hedged);
+    if (o->workers > RESIL_HEDGE_MAX_WORKERS)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "hedging.workers must be at most %d (0 = automatic), got %u",
+                             RESIL_HEDGE_MAX_WORKERS, (unsigned)o->workers);
+    return 0;
+}
+
+/* ---- the pool --------------------------------------------------------------- */
+
+static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o);
+
+static void *worker(void *arg)
+{
+    resil__hedge_pool *pool = arg;
+    pthread_mutex_lock(&pool->mu);
+    for (;;) {
+        while (pool->len == 0 && !pool->stopping)
+            pthread_cond_wait(&pool->work, &pool->mu);
+        if (pool->len == 0)
+            break;
+        job j = pool->queue[pool->head];
+        pool->head = (pool->head + 1) % pool->nthreads;
+        pool->len--;
+        pthread_mutex_unlock(&pool->mu);
+
+        race *rc = j.race;
+        resil__frame f = rc->base;
+        f.cancel = &rc->tokens[j.index];
+        current_hedge = j.index;
+        resil_outcome o = resil__chain(&rc->run, rc->next, &f);
+        current_hedge = 0;
+        finish_attempt(rc, j.index, &o);
+
+        pthread_mutex_lock(&pool->mu);
+        pool->idle++;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return NULL;
+}
+
+static void stop_workers(resil__hedge_pool *pool, uint32_t started)
+{
+    pthread_mutex_lock(&pool->mu);
+    pool->stopping = true;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->mu);
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(pool->threads[i], NULL);
+}
+
+static void destroy_pool(resil__hedge_pool *pool, uint32_t races_ready)
+{
+    for (uint32_t i = 0; i < races_ready; i++) {
+        pthread_cond_destroy(&pool->races[i].ended);
+        pthread_mutex_destroy(&pool->races[i].mu);
+    }
+    pthread_cond_destroy(&pool->work);
+    pthread_mutex_destroy(&pool->mu);
+    free(pool->races);
+    free(pool->queue);
+    free(pool->threads);
+    free(pool);
+}
+
+static int init_races(resil__hedge_pool *pool, uint32_t *ready)
+{
+    for (*ready = 0; *ready < pool->nraces; (*ready)++) {
+        race *rc = &pool->races[*ready];
+        if (pthread_mutex_init(&rc->mu, NULL) != 0)
+            return RESIL_ESYS;
+        if (pthread_cond_init(&rc->ended, NULL) != 0) {
+            pthread_mutex_destroy(&rc->mu);
+            return RESIL_ESYS;
+        }
+        rc->pool = pool;
+        rc->next_free = pool->free_races;
+        pool->free_races = rc;
+    }
+    return 0;
+}
+
+static int start_workers(resil__hedge_pool *pool, uint32_t *started)
+{
+    for (*started = 0; *started < pool->nthreads; (*started)++)
+        if (pthread_create(&pool->threads[*started], NULL, worker, pool) != 0)
+            return RESIL_ESYS;
+    return 0;
+}
+
+int resil__hedge_pool_new(const resil_hedge_opts *o, resil__hedge_pool **out)
+{
+    resil__hedge_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL)
+        return RESIL_ENOMEM;
+    pool->nthreads = o->workers != 0 ? o->workers : 4 * (o->max_hedged + 1);
+    pool->idle = pool->nthreads;
+    /* A race holds no worker while it waits out a delay, so allow more
+     * races than workers; beyond that, executions run unhedged. */
+    pool->nraces = 2 * pool->nthreads;
+    pool->threads = calloc(pool->nthreads, sizeof *pool->threads);
+    pool->queue = calloc(pool->nthreads, sizeof *pool->queue);
+    pool->races = calloc(pool->nraces, sizeof *pool->races);
+    if (pool->threads == NULL || pool->queue == NULL || pool->races == NULL ||
+        pthread_mutex_init(&pool->mu, NULL) != 0) {
+        free(pool->races);
+        free(pool->queue);
+        free(pool->threads);
+        free(pool);
+        return RESIL_ENOMEM;
+    }
+    if (pthread_cond_init(&pool->work, NULL) != 0) {
+        pthread_mutex_destroy(&pool->mu);
+        free(pool->races);
+        free(pool->queue);
+        free(pool->threads);
+        free(pool);
+        return RESIL_ESYS;
+    }
+    uint32_t ready = 0, started = 0;
+    int rc = init_races(pool, &ready);
+    if (rc == 0)
+        rc = start_workers(pool, &started);
+    if (rc != 0) {
+        stop_workers(pool, started);
+        destroy_pool(pool, ready);
+        return rc;
+    }
+    *out = pool;
+    return 0;
+}
+
+void resil__hedge_pool_free(resil__hedge_pool *pool)
+{
+    if (pool == NULL)
+        return;
+    stop_workers(pool, pool->nthreads);
+    destroy_pool(pool, pool->nraces);
+}
+
+/* Promise a worker to the job, or fail at once: the execution path never
+ * waits for a worker. */
+static bool dispatch(resil__hedge_pool *pool, race *rc, uint32_t index)
+{
+    pthread_mutex_lock(&pool->mu);
+    bool ok = pool->idle > 0 && !pool->stopping;
+    if (ok) {
+        pool->idle--;
+        pool->queue[(pool->head + pool->len) % pool->nthreads] = (job){rc, index};
+        pool->len++;
+        pthread_cond_signal(&pool->work);
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return ok;
+}
+
+static race *take_race(resil__hedge_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    race *rc = pool->free_races;
+    if (rc != NULL)
+        pool->free_races = rc->next_free;
+    pthread_mutex_unlock(&pool->mu);
+    return rc;
+}
+
+/* The last reference is gone: nobody else can touch the race now. */
+static void recycle(race *rc)
+{
+    for (uint32_t i = 0; i < rc->launched; i++)
+        resil_cancel_destroy(&rc->tokens[i]);
+    if (rc->run.p->registry != NULL)
+        resil_breaker_free(rc->run.breaker);
+    resil__hedge_pool *pool = rc->pool;
+    pthread_mutex_lock(&pool->mu);
+    rc->next_free = pool->free_races;
+    pool->free_races = rc;
+    pthread_mutex_unlock(&pool->mu);
+}
+
+/* Drop one reference; the caller holds rc->mu, which this releases. */
+static void unref_unlock(race *rc)
+{
+    bool last = --rc->refs == 0;
+    pthread_mutex_unlock(&rc->mu);
+    if (last)
+        recycle(rc);
+}
+
+/* ---- the race ---------------------------------------------------------------------- */
+
+static bool wants_another(const race *rc, const resil_outcome *o)
+{
+    const resil_hedge_opts *h = &rc->node->hedge;
+    if (o->kind == RESIL_SUCCESS)
+        return false;
+    return h->hedge_on != NULL ? h->hedge_on(o, h->hedge_on_ud) : resil_retry_on_default(o, NULL);
+}
+
+/* A cancelled attempt never wins: it is usually a loser we fired. */
+static bool acceptable(const race *rc, const resil_outcome *o)
+{
+    return o->kind != RESIL_CANCELLED && !wants_another(rc, o);
+}
+
+static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o)
+{
+    pthread_mutex_lock(&rc->mu);
+    rc->outcomes[index] = *o;
+    rc->finished++;
+    if (rc->winner < 0 && acceptable(rc, o)) {
+        rc->winner = (int)index;
+    } else {
+        rc->news = true;
+        rc->last_failure = *o;
+    }
+    if (rc->armed)
+        resil_cancel_fire(&rc->wake);
+    pthread_cond_broadcast(&rc->ended);
+    unref_unlock(rc);
+}
+
+static void open_race(race *rc, const resil__run *r, size_t i, const resil__frame *f)
+{
+    rc->run = *r;
+    rc->run.ex = NULL;
+    if (r->p->registry != NULL)
+        resil_breaker_retain(r->breaker);
+    rc->next = i + 1;
+    rc->base = *f;
+    rc->node = &r->p->nodes[i];
+    rc->refs = 1;
+    rc->launched = rc->finished = 0;
+    rc->winner = -1;
+    rc->news = rc->armed = false;
+}
+
+static bool launch(race *rc, uint32_t index)
+{
+    if (resil_cancel_init(&rc->tokens[index], NULL) != 0)
+        return false;
+    pthread_mutex_lock(&rc->mu);
+    rc->refs++;
+    rc->launched++;
+    pthread_mutex_unlock(&rc->mu);
+    if (dispatch(rc->pool, rc, index))
+        return true;
+    pthread_mutex_lock(&rc->mu);
+    rc->refs--;
+    rc->launched--;
+    pthread_mutex_unlock(&rc->mu);
+    resil_cancel_destroy(&rc->tokens[index]);
+    return false;
+}
+
+/* What the caller is doing between waits. */
+typedef struct hedger {
+    race *rc;
+    const resil__run *r;
+    const resil__frame *f;
+    resil_clock *clock;
+    uint32_t next;      /* index of the next hedge to launch */
+    bool no_more;       /* budget denied or no worker: stop launching */
+    resil_instant last_launch;
+    resil_instant primary_start;
+    resil_budget_ticket ticket;
+    resil_outcome last_failure;
+} hedger;
+
+static void report_hedge(const hedger *h, uint32_t index, resil_instant now)
+{
+    resil_event ev;
+    resil__event_init(&ev, h->r->p, RESIL_EVENT_HEDGE, RESIL_STRATEGY_HEDGING);
+    ev.key = h->r->operation != NULL ? h->r->operation : "";
+    ev.attempt = h->f->attempt;
+    ev.hedge = index;
+    ev.delay = resil_dur_sub(now, h->primary_start);
+    resil__emit(h->r->p, &ev);
+}
+
+static void report_denied(const hedger *h, const resil_outcome *cause)
+{
+    resil_event ev;
+    resil__event_init(&ev, h->r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_HEDGING);
+    ev.key = h->r->operation != NULL ? h->r->operation : "";
+    ev.attempt = h->f->attempt;
+    ev.hedge = h->next;
+    ev.outcome = cause;
+    ev.reason = resil_budget_name(h->rc->node->hedge.budget);
+    resil__emit(h->r->p, &ev);
+}
+
+/* Start hedge h->next if the budget pays for it and a worker is free. */
+static void hedge_once(hedger *h, bool after_failure, resil_instant now)
+{
+    resil_budget *budget = h->rc->node->hedge.budget;
+    resil_outcome slow = resil_fail(RESIL_TRANSIENT, 0, "hedge: no answer yet");
+    const resil_outcome *cause = after_failure ? &h->last_failure : &slow;
+    if (budget != NULL && !resil_budget_try_retry(budget, cause, &h->ticket)) {
+        h->no_more = true;
+        if (resil__listening(h->r->p))
+            report_denied(h, cause);
+        return;
+    }
+    if (!launch(h->rc, h->next)) {
+        h->no_more = true;
+        return;
+    }
+    if (resil__listening(h->r->p))
+        report_hedge(h, h->next, now);
+    h->next++;
+    h->last_launch = now;
+}
+
+static bool may_hedge(const hedger *h)
+{
+    return !h->no_more && h->next <= h->rc->node->hedge.max_hedged;
+}
+
+/* The state as the caller sees it after a wait. */
+typedef enum verdict { GO_ON, WON, ALL_FAILED } verdict;
+
+static verdict look(hedger *h, bool *failed)
+{
+    race *rc = h->rc;
+    pthread_mutex_lock(&rc->mu);
+    verdict v = GO_ON;
+    *failed = rc->news;
+    if (rc->news)
+        h->last_failure = rc->last_failure;
+    rc->news = false;
+    if (rc->winner >= 0)
+        v = WON;
+    else if (rc->finished == rc->launched && !may_hedge(h))
+        v = ALL_FAILED;
+    pthread_mutex_unlock(&rc->mu);
+    return v;
+}
+
+/* Wait until `until` on the clock, or news from a worker, or the caller's
+ * token. */
+static void wait_for_news(hedger *h, resil_instant until, resil_instant now)
+{
+    race *rc = h->rc;
+    if (resil_cancel_init(&rc->wake, h->f->cancel) != 0)
+        return;
+    /* An attempt that ended between look() and here found nobody armed:
+     * its news is already in the race, so do not sleep on it. */
+    pthread_mutex_lock(&rc->mu);
+    bool pending = rc->news || rc->winner >= 0;
+    rc->armed = !pending;
+    pthread_mutex_unlock(&rc->mu);
+    if (!pending) {
+        if (until == RESIL_INSTANT_MAX)
+            resil_cancel_wait_until(&rc->wake, INT64_MAX);
+        else
+            resil_clock_sleep(h->clock, resil_dur_sub(until, now), &rc->wake);
+    }
+    pthread_mutex_lock(&rc->mu);
+    rc->armed = false;
+    pthread_mutex_unlock(&rc->mu);
+    resil_cancel_destroy(&rc->wake);
+}
+
+static void fire_all(race *rc, int except, int reason)
+{
+    pthread_mutex_lock(&rc->mu);
+    uint32_t n = rc->launched;
+    pthread_mutex_unlock(&rc->mu);
+    for (uint32_t i = 0; i < n; i++)
+        if ((int)i != except)
+            resil_cancel_fire_reason(&rc->tokens[i], reason);
+}
+
+static void await_losers(race *rc)
+{
+    pthread_mutex_lock(&rc->mu);
+    while (rc->finished < rc->launched)
+        pthread_cond_wait(&rc->ended, &rc->mu);
+    pthread_mutex_unlock(&rc->mu);
+}
+
+/* The next instant the caller must wake at by itself. */
+static resil_instant next_alarm(const hedger *h)
+{
+    resil_instant alarm = h->f->deadline;
+    if (may_hedge(h)) {
+        resil_instant launch_at = resil_dur_add(h->last_launch, h->rc->node->hedge.delay);
+        alarm = resil__earlier(alarm, launch_at);
+    }
+    return alarm;
+}
+
+static resil_outcome outcome_of(const race *rc, verdict v)
+{
+    return v == WON ? rc->outcomes[rc->winner] : rc->outcomes[0];
+}
+
+static resil_outcome stopped(hedger *h, resil_instant now)
+{
+    if (resil_cancelled(h->f->cancel)) {
+        int reason = resil_cancel_reason(h->f->cancel);
+        fire_all(h->rc, -1, reason);
+        return resil_fail(RESIL_CANCELLED, reason, "cancelled while hedging");
+    }
+    (void)now;
+    fire_all(h->rc, -1, RESIL_ETIMEDOUT);
+    if (h->f->deadline_token != NULL)
+        resil_cancel_fire_reason(h->f->deadline_token, RESIL_ETIMEDOUT);
+    return resil_fail(RESIL_CANCELLED, RESIL_ETIMEDOUT, "deadline passed while hedging");
+}
+
+static resil_outcome race_on(hedger *h)
+{
+    const resil_hedge_opts *opts = &h->rc->node->hedge;
+    resil_instant now = h->primary_start;
+    if (opts->delay == 0)
+        while (may_hedge(h))
+            hedge_once(h, false, now);
+    for (;;) {
+        bool failed;
+        verdict v = look(h, &failed);
+        if (v != GO_ON) {
+            fire_all(h->rc, v == WON ? h->rc->winner : -1, RESIL_ECANCELED);
+            return outcome_of(h->rc, v);
+        }
+        if (resil_cancelled(h->f->cancel) || now >= h->f->deadline)
+            return stopped(h, now);
+        if (may_hedge(h) && (failed || now >= resil_dur_add(h->last_launch, opts->delay))) {
+            hedge_once(h, failed, now);
+            continue;
+        }
+        wait_for_news(h, next_alarm(h), now);
+        now = resil_clock_now(h->clock);
+    }
+}
+
+static void note_hedges(const resil__run *r, const race *rc, int winner)
+{
+    if (r->ex == NULL)
+        return;
+    r->ex->out->hedges += rc->launched > 0 ? rc->launched - 1 : 0;
+    r->ex->out->hedge_winner = winner > 0 ? (uint32_t)winner : 0;
+}
+
+resil_outcome resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f)
+{
+    const resil__node *n = &r->p->nodes[i];
+    race *rc = take_race(n->pool);
+    if (rc == NULL)
+        return resil__chain(r, i + 1, f);
+    open_race(rc, r, i, f);
+    if (!launch(rc, 0)) {
+        pthread_mutex_lock(&rc->mu);
+        unref_unlock(rc);
+        return resil__chain(r, i + 1, f);
+    }
+    hedger h = {rc, r, f, r->p->clock, 1, false, f->now, f->now, {0}, resil_ok()};
+    resil_outcome o = race_on(&h);
+    if (n->hedge.wait_losers)
+        await_losers(rc);
+    pthread_mutex_lock(&rc->mu);
+    note_hedges(r, rc, rc->winner);
+    unref_unlock(rc);
+    return o;
+}

@@ -1,0 +1,879 @@
+/*
+ * pipeline.c — building a pipeline and walking it.
+ *
+ * The builder writes straight into the pipeline it will hand out, so every
+ * strategy object is made once, at add time, while the caller's options
+ * (and the strings they point at) are certainly alive, and build() only
+ * checks the composition and freezes it: nothing is copied twice and
+ * nothing can dangle. Strategy nodes live in a fixed array inside the
+ * pipeline because each kind appears at most once.
+ *
+ * Executing is a switch-dispatched walk down that array (resil__chain):
+ * no function pointers per node to chase, no allocation, and a pipeline
+ * without listeners pays one well-predicted branch per possible event.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline_internal.h"
+
+struct resil_pipeline_builder {
+    resil_pipeline *p; /* under construction; NULL once built */
+    int error;         /* the first error, sticky */
+    resil_err first;
+};
+
+/* ---- names, outcomes, events --------------------------------------------- */
+
+static const char *const strategy_names[RESIL_STRATEGY_KIND_COUNT] = {
+    "", "rate-limiter", "bulkhead", "total-timeout", "retry", "breaker",
+    "attempt-timeout", "hedging", "fallback", "degradation"};
+
+const char *resil_strategy_name(resil_strategy_kind k)
+{
+    return (unsigned)k < RESIL_STRATEGY_KIND_COUNT ? strategy_names[k] : "";
+}
+
+resil_outcome resil__rejected(resil_strategy_kind k, const char *detail,
+                              resil_duration retry_after)
+{
+    return resil_fail_after(RESIL_REJECTED, (int64_t)k, detail, retry_after);
+}
+
+resil_strategy_kind resil__rejected_by(const resil_outcome *o)
+{
+    if (o->kind != RESIL_REJECTED)
+        return RESIL_STRATEGY_NONE;
+    if (o->code > 0 && o->code < RESIL_STRATEGY_KIND_COUNT)
+        return (resil_strategy_kind)o->code;
+    if (o->code == RESIL_ENOTIDEMPOTENT)
+        return RESIL_STRATEGY_RETRY;
+    if (o->code == RESIL_EREJECTED)
+        return RESIL_STRATEGY_BREAKER;
+    return RESIL_STRATEGY_NONE;
+}
+
+void resil__event_init(resil_event *ev, const resil_pipeline *p, resil_event_type t,
+                       resil_strategy_kind k)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = t;
+    ev->pipeline = p->name;
+    ev->strategy = resil_strategy_name(k);
+    ev->key = "";
+    ev->reason = "";
+    ev->from_name = ev->to_name = "";
+    ev->delay = RESIL_NO_HINT;
+    ev->at = resil_clock_now(p->clock);
+}
+
+void resil__emit(const resil_pipeline *p, resil_event *ev)
+{
+    ev->severity = resil_event_severity(ev->type, ev->outcome);
+    for (size_t i = 0; i < p->nlisteners; i++)
+        p->listeners[i].fn(ev, p->listeners[i].ud);
+}
+
+/* ---- the walk --------------------------------------------------------------- */
+
+static resil_outcome call_op(const resil__run *r, const resil__frame *f)
+{
+    resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user};
+    return r->op(&ctx);
+}
+
+resil_outcome resil__chain(const resil__run *r, size_t i, const resil__frame *f)
+{
+    if (i >= r->p->nnodes)
+        return call_op(r, f);
+    switch (r->p->nodes[i].kind) {
+    case RESIL_STRATEGY_RATE_LIMITER:
+        return resil__run_rate_limiter(r, i, f);
+    case RESIL_STRATEGY_BULKHEAD:
+        return resil__run_bulkhead(r, i, f);
+    case RESIL_STRATEGY_TOTAL_TIMEOUT:
+    case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
+        return resil__run_timeout(r, i, f);
+    case RESIL_STRATEGY_RETRY:
+        return resil__run_retry(r, i, f);
+    case RESIL_STRATEGY_BREAKER:
+        return resil__run_breaker(r, i, f);
+    case RESIL_STRATEGY_HEDGING:
+        return resil__run_hedging(r, i, f);
+    case RESIL_STRATEGY_FALLBACK:
+        return resil__run_fallback(r, i, f);
+    case RESIL_STRATEGY_DEGRADE:
+        return resil__run_degrade(r, i, f);
+    default:
+        return resil__chain(r, i + 1, f);
+    }
+}
+
+/* ---- executing ----------------------------------------------------------------- */
+
+void resil_call_default(resil_call *c)
+{
+    memset(c, 0, sizeof *c);
+    c->priority = RESIL_PRIORITY_MAX;
+}
+
+static const char *registry_key(const resil_pipeline *p, const resil_call *c)
+{
+    if (c->key != NULL && c->key[0] != '\0')
+        return c->key;
+    if (c->operation != NULL && c->operation[0] != '\0')
+        return c->operation;
+    return p->name;
+}
+
+static void report_execution(const resil__run *r, const resil_pipeline_result *out)
+{
+    resil_event ev;
+    resil__event_init(&ev, r->p, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE);
+    ev.key = r->operation != NULL ? r->operation : "";
+    ev.attempt = out->attempts;
+    ev.duration = out->elapsed;
+    ev.stop = out->stop;
+    ev.outcome = &out->outcome;
+    resil__emit(r->p, &ev);
+}
+
+int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_call *call,
+                           resil_pipeline_result *out)
+{
+    if (p == NULL || op == NULL || out == NULL)
+        return RESIL_EINVAL;
+    resil_call defaults;
+    if (call == NULL) {
+        resil_call_default(&defaults);
+        call = &defaults;
+    }
+    memset(out, 0, sizeof *out);
+    resil__exec ex = {out, 0};
+    resil__run r = {p,           op,          call->user,     p->breaker,
+                    call->key,   call->operation, call->priority, call->non_idempotent,
+                    call->rng,   call->records,   call->records_cap, &ex};
+    if (p->registry != NULL) {
+        int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r.breaker, NULL);
+        if (rc != 0)
+            return rc;
+        r.key = resil_breaker_name(r.breaker);
+    }
+    resil_instant start = resil_clock_now(p->clock);
+    ex.last_now = start;
+    resil__frame f = {0, start, RESIL_INSTANT_MAX, call->cancel, NULL};
+    out->outcome = resil__chain(&r, 0, &f);
+    if (!out->fallback)
+        out->cause = out->outcome;
+    out->rejected_by = resil__rejected_by(&out->cause);
+    if (out->rejected_by == RESIL_STRATEGY_NONE && out->stop == RESIL_STOP_REFUSED)
+        out->rejected_by = RESIL_STRATEGY_RETRY;
+    out->elapsed = resil_dur_sub(ex.last_now, start);
+    if (resil__listening(p))
+        report_execution(&r, out);
+    if (p->registry != NULL)
+        resil_breaker_free(r.breaker);
+    return 0;
+}
+
+/* ---- the builder ------------------------------------------------------------------ */
+
+static int fail(resil_pipeline_builder *b, int code, const char *fmt, ...)
+    RESIL_PRINTF(3, 4);
+
+/* Record the builder's first error; later ones only return their code. */
+static int fail(resil_pipeline_builder *b, int code, const char *fmt, ...)
+{
+    if (b->error != 0)
+        return code;
+    b->error = code;
+    b->first.code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->first.message, sizeof b->first.message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* Remember an error some constructor reported in `e`. */
+static int keep(resil_pipeline_builder *b, int code, const resil_err *e)
+{
+    if (b->error == 0) {
+        b->error = code;
+        b->first = *e;
+        b->first.code = code;
+    }
+    return code;
+}
+
+int resil_pipeline_builder_new(const char *name, resil_pipeline_builder **out, resil_err *err)
+{
+    if (out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "pipeline: out must not be NULL");
+    if (name == NULL || name[0] == '\0' || strlen(name) >= RESIL_PIPELINE_NAME_MAX)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "pipeline.name must be 1 to %d bytes long",
+                             RESIL_PIPELINE_NAME_MAX - 1);
+    resil_pipeline_builder *b = calloc(1, sizeof *b);
+    resil_pipeline *p = calloc(1, sizeof *p);
+    if (b == NULL || p == NULL) {
+        free(b);
+        free(p);
+        return resil_err_set(err, RESIL_ENOMEM, "pipeline: out of memory");
+    }
+    strcpy(p->name, name);
+    p->clock = resil_clock_system();
+    p->classify = resil_pipeline_classify_default;
+    b->p = p;
+    *out = b;
+    return 0;
+}
+
+void resil_pipeline_builder_free(resil_pipeline_builder *b)
+{
+    if (b == NULL)
+        return;
+    resil_pipeline_free(b->p);
+    free(b);
+}
+
+void resil_pipeline_builder_clock(resil_pipeline_builder *b, resil_clock *c)
+{
+    if (b != NULL && b->p != NULL)
+        b->p->clock = c != NULL ? c : resil_clock_system();
+}
+
+int resil_pipeline_builder_listen(resil_pipeline_builder *b, resil_event_fn fn, void *ud)
+{
+    if (b == NULL || b->p == NULL)
+        return RESIL_EINVAL;
+    if (fn == NULL)
+        return fail(b, RESIL_EINVAL, "pipeline: listener must not be NULL");
+    if (b->p->nlisteners == RESIL_PIPELINE_MAX_LISTENERS)
+        return fail(b, RESIL_ERANGE, "pipeline: at most %d listeners", RESIL_PIPELINE_MAX_LISTENERS);
+    resil_listener *l = &b->p->listeners[b->p->nlisteners++];
+    l->fn = fn;
+    l->ud = ud;
+    l->pipeline = b->p->name;
+    return 0;
+}
+
+int resil_pipeline_builder_metrics(resil_pipeline_builder *b, resil_metrics *m)
+{
+    if (b == NULL || b->p == NULL || m == NULL)
+        return RESIL_EINVAL;
+    if (b->p->metrics != NULL)
+        return fail(b, RESIL_EEXIST, "pipeline: one metrics sink per pipeline");
+    int rc = resil_pipeline_builder_listen(b, resil_metrics_on_event, m);
+    if (rc == 0)
+        b->p->metrics = m;
+    return rc;
+}
+
+void resil_pipeline_builder_classify(resil_pipeline_builder *b, resil_breaker_classify_fn fn,
+                                     void *ud)
+{
+    if (b == NULL || b->p == NULL)
+        return;
+    b->p->classify = fn != NULL ? fn : resil_pipeline_classify_default;
+    b->p->classify_ud = fn != NULL ? ud : NULL;
+}
+
+/* A fresh node of kind `k` in *n, or the builder's error. The node becomes
+ * part of the pipeline only at commit(), once its object exists. */
+static int new_node(resil_pipeline_builder *b, resil_strategy_kind k, resil__node **n)
+{
+    *n = NULL;
+    if (b == NULL)
+        return RESIL_EINVAL;
+    if (b->p == NULL)
+        return fail(b, RESIL_ESTATE, "pipeline: the builder was already built");
+    resil_pipeline *p = b->p;
+    for (size_t i = 0; i < p->nnodes; i++)
+        if (p->nodes[i].kind == k)
+            return fail(b, RESIL_EEXIST, "pipeline: at most one %s strategy per pipeline",
+                        resil_strategy_name(k));
+    *n = &p->nodes[p->nnodes];
+    memset(*n, 0, sizeof **n);
+    (*n)->kind = k;
+    (*n)->pipeline = p;
+    return 0;
+}
+
+static int commit(resil_pipeline_builder *b)
+{
+    b->p->nnodes++;
+    return 0;
+}
+
+static int null_arg(resil_pipeline_builder *b, const char *what)
+{
+    return fail(b, RESIL_EINVAL, "%s must not be NULL", what);
+}
+
+static int check_wait(resil_pipeline_builder *b, resil_duration max_wait)
+{
+    if (max_wait >= 0)
+        return 0;
+    return fail(b, RESIL_EINVAL, "rate_limiter.max_wait must be >= 0, got %lld ns",
+                (long long)max_wait);
+}
+
+int resil_pipeline_add_rate_limiter(resil_pipeline_builder *b, const resil_ratelimit_opts *o,
+                                    resil_duration max_wait)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_RATE_LIMITER, &n);
+    if (rc != 0)
+        return rc;
+    if (o == NULL)
+        return null_arg(b, "rate_limiter: options");
+    if ((rc = check_wait(b, max_wait)) != 0)
+        return rc;
+    resil_ratelimit_opts copy = *o;
+    n->same_clock = copy.clock == NULL || copy.clock == b->p->clock;
+    if (copy.clock == NULL)
+        copy.clock = b->p->clock;
+    resil_err e;
+    if ((rc = resil_ratelimit_new(&copy, &n->ratelimit, &e)) != 0)
+        return keep(b, rc, &e);
+    n->owned = true;
+    n->rate_wait = max_wait;
+    return commit(b);
+}
+
+int resil_pipeline_use_rate_limiter(resil_pipeline_builder *b, resil_ratelimit *rl,
+                                    resil_duration max_wait)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_RATE_LIMITER, &n);
+    if (rc != 0)
+        return rc;
+    if (rl == NULL)
+        return null_arg(b, "rate_limiter: limiter");
+    if ((rc = check_wait(b, max_wait)) != 0)
+        return rc;
+    n->ratelimit = rl;
+    n->rate_wait = max_wait;
+    return commit(b);
+}
+
+int resil_pipeline_add_bulkhead(resil_pipeline_builder *b, const resil_bulkhead_opts *o)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_BULKHEAD, &n);
+    if (rc != 0)
+        return rc;
+    if (o == NULL)
+        return null_arg(b, "bulkhead: options");
+    resil_bulkhead_opts copy = *o;
+    if (copy.clock == NULL)
+        copy.clock = b->p->clock;
+    resil_err e;
+    if ((rc = resil_bulkhead_new(&copy, &n->bulkhead, &e)) != 0)
+        return keep(b, rc, &e);
+    n->owned = true;
+    return commit(b);
+}
+
+int resil_pipeline_use_bulkhead(resil_pipeline_builder *b, resil_bulkhead *bh)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_BULKHEAD, &n);
+    if (rc != 0)
+        return rc;
+    if (bh == NULL)
+        return null_arg(b, "bulkhead: bulkhead");
+    n->bulkhead = bh;
+    return commit(b);
+}
+
+static int add_timeout(resil_pipeline_builder *b, resil_strategy_kind k,
+                       const resil_timeout_opts *o, const char *field)
+{
+    resil__node *n;
+    int rc = new_node(b, k, &n);
+    if (rc != 0)
+        return rc;
+    resil_err e;
+    if ((rc = resil_timeout_opts_validate(o, field, &e)) != 0)
+        return keep(b, rc, &e);
+    n->timeout = *o;
+    return commit(b);
+}
+
+int resil_pipeline_add_total_timeout(resil_pipeline_builder *b, const resil_timeout_opts *o)
+{
+    return add_timeout(b, RESIL_STRATEGY_TOTAL_TIMEOUT, o, "total_timeout");
+}
+
+int resil_pipeline_add_attempt_timeout(resil_pipeline_builder *b, const resil_timeout_opts *o)
+{
+    return add_timeout(b, RESIL_STRATEGY_ATTEMPT_TIMEOUT, o, "attempt_timeout");
+}
+
+int resil_pipeline_add_retry(resil_pipeline_builder *b, const resil_retry_policy *pol)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_RETRY, &n);
+    if (rc != 0)
+        return rc;
+    resil_err e;
+    if ((rc = resil_retry_policy_validate(pol, &e)) != 0)
+        return keep(b, rc, &e);
+    n->policy = *pol;
+    return commit(b);
+}
+
+/* Owned breakers report their state changes to the pipeline's listeners,
+ * then to the listener the caller's options named. */
+static void breaker_changed(resil_breaker *br, const resil_breaker_event *bev, void *ud)
+{
+    const resil_pipeline *p = ud;
+    resil_listener l = {NULL, NULL, p->name};
+    for (size_t i = 0; i < p->nlisteners; i++) {
+        l.fn = p->listeners[i].fn;
+        l.ud = p->listeners[i].ud;
+        resil_telemetry_breaker_listener(br, bev, &l);
+    }
+    if (p->user_breaker_listener != NULL)
+        p->user_breaker_listener(br, bev, p->user_breaker_ud);
+}
+
+int resil_pipeline_add_breaker(resil_pipeline_builder *b, const resil_breaker_opts *o)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_BREAKER, &n);
+    if (rc != 0)
+        return rc;
+    if (o == NULL)
+        return null_arg(b, "breaker: options");
+    resil_pipeline *p = b->p;
+    resil_breaker_opts copy = *o;
+    if (copy.clock == NULL)
+        copy.clock = p->clock;
+    if (copy.name == NULL)
+        copy.name = p->name;
+    copy.listener = breaker_changed;
+    copy.listener_ud = p;
+    resil_err e;
+    if ((rc = resil_breaker_new(&copy, &n->breaker, &e)) != 0)
+        return keep(b, rc, &e);
+    p->user_breaker_listener = o->listener;
+    p->user_breaker_ud = o->listener_ud;
+    p->breaker = n->breaker;
+    n->breaker_opts = copy;
+    n->breaker_opts.name = NULL; /* the breaker keeps its own copy */
+    n->owned = true;
+    return commit(b);
+}
+
+int resil_pipeline_use_breaker(resil_pipeline_builder *b, resil_breaker *br)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_BREAKER, &n);
+    if (rc != 0)
+        return rc;
+    if (br == NULL)
+        return null_arg(b, "breaker: breaker");
+    n->breaker = resil_breaker_retain(br);
+    b->p->breaker = br;
+    return commit(b);
+}
+
+int resil_pipeline_use_registry(resil_pipeline_builder *b, resil_registry *r)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_BREAKER, &n);
+    if (rc != 0)
+        return rc;
+    if (r == NULL)
+        return null_arg(b, "breaker: registry");
+    n->registry = r;
+    b->p->registry = r;
+    return commit(b);
+}
+
+int resil_pipeline_add_hedging(resil_pipeline_builder *b, const resil_hedge_opts *o)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_HEDGING, &n);
+    if (rc != 0)
+        return rc;
+    resil_err e;
+    if ((rc = resil_hedge_opts_validate(o, &e)) != 0)
+        return keep(b, rc, &e);
+    n->hedge = *o;
+    return commit(b);
+}
+
+int resil_pipeline_add_fallback(resil_pipeline_builder *b, const resil_fallback_opts *o)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_FALLBACK, &n);
+    if (rc != 0)
+        return rc;
+    resil_err e;
+    if ((rc = resil_fallback_opts_validate(o, &e)) != 0)
+        return keep(b, rc, &e);
+    n->fallback = *o;
+    return commit(b);
+}
+
+static void level_changed(void *ud, const resil_degrade_event *dev)
+{
+    const resil_pipeline *p = ud;
+    resil_listener l = {NULL, NULL, p->name};
+    for (size_t i = 0; i < p->nlisteners; i++) {
+        l.fn = p->listeners[i].fn;
+        l.ud = p->listeners[i].ud;
+        resil_telemetry_degrade_listener(&l, dev);
+    }
+    if (p->user_degrade_listener != NULL)
+        p->user_degrade_listener(p->user_degrade_ud, dev);
+}
+
+int resil_pipeline_add_degrade(resil_pipeline_builder *b, const resil_degrade_opts *o)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_DEGRADE, &n);
+    if (rc != 0)
+        return rc;
+    if (o == NULL)
+        return null_arg(b, "degrade: options");
+    resil_pipeline *p = b->p;
+    resil_degrade_opts copy = *o;
+    if (copy.clock == NULL)
+        copy.clock = p->clock;
+    copy.on_change = level_changed;
+    copy.on_change_ud = p;
+    resil_err e;
+    if ((rc = resil_degrade_new(&copy, &n->degrade, &e)) != 0)
+        return keep(b, rc, &e);
+    p->user_degrade_listener = o->on_change;
+    p->user_degrade_ud = o->on_change_ud;
+    n->owned = true;
+    return commit(b);
+}
+
+int resil_pipeline_use_degrade(resil_pipeline_builder *b, resil_degrade *d)
+{
+    resil__node *n;
+    int rc = new_node(b, RESIL_STRATEGY_DEGRADE, &n);
+    if (rc != 0)
+        return rc;
+    if (d == NULL)
+        return null_arg(b, "degrade: monitor");
+    n->degrade = d;
+    return commit(b);
+}
+
+/* ---- build ---------------------------------------------------------------------- */
+
+static size_t position(const resil_pipeline *p, resil_strategy_kind k)
+{
+    for (size_t i = 0; i < p->nnodes; i++)
+        if (p->nodes[i].kind == k)
+            return i;
+    return SIZE_MAX;
+}
+
+static bool present(const resil_pipeline *p, resil_strategy_kind k)
+{
+    return position(p, k) != SIZE_MAX;
+}
+
+/* Is `a` (if present) placed before `b` (if present)? */
+static bool before(const resil_pipeline *p, resil_strategy_kind a, resil_strategy_kind b)
+{
+    size_t ia = position(p, a), ib = position(p, b);
+    return ia == SIZE_MAX || ib == SIZE_MAX || ia < ib;
+}
+
+static int order_error(resil_err *err, resil_strategy_kind a, resil_strategy_kind b)
+{
+    return resil_err_set(err, RESIL_EINVAL, "pipeline: %s must come before %s",
+                         resil_strategy_name(a), resil_strategy_name(b));
+}
+
+static int check_order(const resil_pipeline *p, resil_err *err)
+{
+    static const resil_strategy_kind rules[][2] = {
+        {RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_RETRY},
+        {RESIL_STRATEGY_RETRY, RESIL_STRATEGY_ATTEMPT_TIMEOUT},
+        {RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_ATTEMPT_TIMEOUT},
+        {RESIL_STRATEGY_RETRY, RESIL_STRATEGY_HEDGING},
+        {RESIL_STRATEGY_FALLBACK, RESIL_STRATEGY_HEDGING},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        if (!before(p, rules[i][0], rules[i][1]))
+            return order_error(err, rules[i][0], rules[i][1]);
+    return 0;
+}
+
+static int check_timeouts(const resil_pipeline *p, resil_err *err)
+{
+    size_t t = position(p, RESIL_STRATEGY_TOTAL_TIMEOUT);
+    size_t a = position(p, RESIL_STRATEGY_ATTEMPT_TIMEOUT);
+    if (t == SIZE_MAX || a == SIZE_MAX)
+        return 0;
+    resil_duration total = p->nodes[t].timeout.timeout;
+    resil_duration attempt = p->nodes[a].timeout.timeout;
+    if (attempt <= total)
+        return 0;
+    char at[32], tt[32];
+    resil_duration_format(attempt, at, sizeof at);
+    resil_duration_format(total, tt, sizeof tt);
+    return resil_err_set(err, RESIL_EINVAL,
+                         "pipeline: attempt_timeout.timeout (%s) must not exceed "
+                         "total_timeout.timeout (%s)",
+                         at, tt);
+}
+
+/* A pipeline without retry runs one attempt where a retry would go: just
+ * outside the first strategy that belongs to an attempt. */
+static void insert_single_attempt(resil_pipeline *p)
+{
+    if (present(p, RESIL_STRATEGY_RETRY))
+        return;
+    size_t at = p->nnodes;
+    for (size_t i = 0; i < p->nnodes && at == p->nnodes; i++) {
+        resil_strategy_kind k = p->nodes[i].kind;
+        if (k == RESIL_STRATEGY_BREAKER || k == RESIL_STRATEGY_ATTEMPT_TIMEOUT ||
+            k == RESIL_STRATEGY_HEDGING)
+            at = i;
+    }
+    /* Listeners of owned objects point at the pipeline, not at nodes, so
+     * moving nodes here is safe. */
+    memmove(&p->nodes[at + 1], &p->nodes[at], (p->nnodes - at) * sizeof p->nodes[0]);
+    p->nnodes++;
+    resil__node *n = &p->nodes[at];
+    memset(n, 0, sizeof *n);
+    n->kind = RESIL_STRATEGY_RETRY;
+    n->implicit = true;
+    n->pipeline = p;
+    resil_retry_policy_default(&n->policy);
+    n->policy.max_attempts = 1;
+}
+
+static void freeze_retry(resil_pipeline *p)
+{
+    size_t i = position(p, RESIL_STRATEGY_RETRY);
+    resil__node *n = &p->nodes[i];
+    n->run_policy = n->policy;
+    n->run_policy.on_retry = resil__retry_announce;
+    n->run_policy.on_retry_ud = n;
+}
+
+static int start_hedging(resil_pipeline *p, resil_err *err)
+{
+    size_t i = position(p, RESIL_STRATEGY_HEDGING);
+    if (i == SIZE_MAX)
+        return 0;
+    resil__node *n = &p->nodes[i];
+    size_t r = position(p, RESIL_STRATEGY_RETRY);
+    if (n->hedge.budget == NULL && r != SIZE_MAX)
+        n->hedge.budget = p->nodes[r].policy.budget;
+    int rc = resil__hedge_pool_new(&n->hedge, &n->pool);
+    if (rc != 0)
+        return resil_err_set(err, rc, "hedging: cannot start the worker pool (%s)",
+                             resil_strerror(rc));
+    return 0;
+}
+
+static int watch_gauges(resil_pipeline *p, resil_err *err)
+{
+    if (p->metrics == NULL)
+        return 0;
+    int rc = 0;
+    for (size_t i = 0; i < p->nnodes && rc == 0; i++) {
+        const resil__node *n = &p->nodes[i];
+        if (n->kind == RESIL_STRATEGY_BREAKER && n->breaker != NULL)
+            rc = resil_metrics_watch_breaker(p->metrics, p->name, n->breaker, p);
+        else if (n->kind == RESIL_STRATEGY_BREAKER && n->registry != NULL)
+            rc = resil_metrics_watch_registry(p->metrics, p->name, n->registry, p);
+        else if (n->kind == RESIL_STRATEGY_BULKHEAD)
+            rc = resil_metrics_watch_bulkhead(p->metrics, p->name, n->bulkhead, p);
+    }
+    if (rc != 0)
+        return resil_err_set(err, rc, "pipeline: cannot watch gauges (%s)", resil_strerror(rc));
+    return 0;
+}
+
+int resil_pipeline_build(resil_pipeline_builder *b, resil_pipeline **out, resil_err *err)
+{
+    if (b == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "pipeline: builder and out must not be NULL");
+    if (b->p == NULL)
+        return resil_err_set(err, RESIL_ESTATE, "pipeline: the builder was already built");
+    if (b->error != 0) {
+        if (err != NULL)
+            *err = b->first;
+        return b->error;
+    }
+    resil_pipeline *p = b->p;
+    int rc = check_order(p, err);
+    if (rc == 0)
+        rc = check_timeouts(p, err);
+    if (rc != 0)
+        return rc;
+    insert_single_attempt(p);
+    freeze_retry(p);
+    rc = start_hedging(p, err);
+    if (rc == 0)
+        rc = resil__pipeline_warnings(p);
+    if (rc != 0 && rc != RESIL_ENOMEM)
+        return rc;
+    if (rc == RESIL_ENOMEM)
+        return resil_err_set(err, rc, "pipeline: out of memory");
+    rc = watch_gauges(p, err);
+    if (rc != 0)
+        return rc;
+    b->p = NULL;
+    *out = p;
+    return 0;
+}
+
+void resil_pipeline_free(resil_pipeline *p)
+{
+    if (p == NULL)
+        return;
+    if (p->metrics != NULL)
+        resil_metrics_unwatch(p->metrics, p);
+    for (size_t i = 0; i < p->nnodes; i++) {
+        resil__node *n = &p->nodes[i];
+        resil__hedge_pool_free(n->pool);
+        resil_breaker_free(n->breaker);
+        if (!n->owned)
+            continue;
+        resil_ratelimit_free(n->ratelimit);
+        resil_bulkhead_free(n->bulkhead);
+        resil_degrade_free(n->degrade);
+    }
+    for (size_t i = 0; i < p->nwarnings; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
+    free(p);
+}
+
+/* ---- classifier and accessors ------------------------------------------------------ */
+
+resil_breaker_result resil_pipeline_classify_default(const resil_outcome *o, void *ud)
+{
+    (void)ud;
+    switch (o->kind) {
+    case RESIL_SUCCESS:
+        return RESIL_BREAKER_SUCCESS;
+    case RESIL_TRANSIENT:
+    case RESIL_THROTTLED:
+    case RESIL_TIMEOUT:
+        return RESIL_BREAKER_FAILURE;
+    case RESIL_CANCELLED:
+    case RESIL_REJECTED:
+        return RESIL_BREAKER_IGNORED;
+    default:
+        return RESIL_BREAKER_SUCCESS;
+    }
+}
+
+const char *resil_pipeline_name(const resil_pipeline *p) { return p != NULL ? p->name : ""; }
+
+size_t resil_pipeline_strategy_count(const resil_pipeline *p)
+{
+    if (p == NULL)
+        return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nnodes; i++)
+        n += !p->nodes[i].implicit;
+    return n;
+}
+
+resil_strategy_kind resil_pipeline_strategy_at(const resil_pipeline *p, size_t i)
+{
+    if (p == NULL)
+        return RESIL_STRATEGY_NONE;
+    for (size_t k = 0; k < p->nnodes; k++) {
+        if (p->nodes[k].implicit)
+            continue;
+        if (i-- == 0)
+            return p->nodes[k].kind;
+    }
+    return RESIL_STRATEGY_NONE;
+}
+
+size_t resil_pipeline_warning_count(const resil_pipeline *p)
+{
+    return p != NULL ? p->nwarnings : 0;
+}
+
+const char *resil_pipeline_warning(const resil_pipeline *p, size_t i)
+{
+    return p != NULL && i < p->nwarnings ? p->warnings[i] : NULL;
+}
+
+/* ---- the standard pipeline ------------------------------------------------------------ */
+
+void resil_standard_opts_default(resil_standard_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->name = "standard";
+    resil_bulkhead_opts_default(&o->concurrency);
+    o->concurrency.max_concurrency = 1000;
+    o->concurrency.max_queue = 0;
+    o->concurrency.queue = false;
+    resil_timeout_opts_default(&o->total);
+    o->total.timeout = RESIL_S(30);
+    resil_retry_policy_default(&o->retry);
+    o->retry.max_attempts = 4;
+    o->retry.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
+    o->retry.backoff.base = RESIL_S(2);
+    o->retry.backoff.factor = 2.0;
+    o->retry.backoff.jitter = RESIL_JITTER_POLLY;
+    o->retry.backoff.max_delay = RESIL_DURATION_MAX;
+    o->retry.retry_after = RESIL_RETRY_AFTER_HONOR;
+    resil_breaker_opts_default(&o->breaker);
+    o->breaker.kind = RESIL_BREAKER_RATIO;
+    o->breaker.failure_ratio = 0.1;
+    o->breaker.minimum_throughput = 100;
+    o->breaker.sampling_duration = RESIL_S(30);
+    o->breaker.break_duration = RESIL_S(5);
+    resil_timeout_opts_default(&o->attempt);
+    o->attempt.timeout = RESIL_S(10);
+}
+
+int resil_pipeline_add_standard(resil_pipeline_builder *b, const resil_standard_opts *o)
+{
+    if (b == NULL || o == NULL)
+        return RESIL_EINVAL;
+    if (o->clock != NULL)
+        resil_pipeline_builder_clock(b, o->clock);
+    int rc = resil_pipeline_add_bulkhead(b, &o->concurrency);
+    if (rc == 0)
+        rc = resil_pipeline_add_total_timeout(b, &o->total);
+    if (rc == 0)
+        rc = resil_pipeline_add_retry(b, &o->retry);
+    if (rc == 0)
+        rc = resil_pipeline_add_breaker(b, &o->breaker);
+    if (rc == 0)
+        rc = resil_pipeline_add_attempt_timeout(b, &o->attempt);
+    return rc;
+}
+
+int resil_pipeline_standard(const resil_standard_opts *o, resil_pipeline **out, resil_err *err)
+{
+    resil_standard_opts defaults;
+    if (o == NULL) {
+        resil_standard_opts_default(&defaults);
+        o = &defaults;
+    }
+    resil_pipeline_builder *b;
+    int rc = resil_pipeline_builder_new(o->name != NULL ? o->name : "standard", &b, err);
+    if (rc != 0)
+        return rc;
+    resil_pipeline_add_standard(b, o);
+    rc = resil_pipeline_build(b, out, err);
+    resil_pipeline_builder_free(b);
+    return rc;
+}

@@ -1,0 +1,167 @@
+/*
+ * pipeline_internal.h — what the pipeline's files share: the frozen
+ * strategy list, one execution's inputs, and the frame each strategy hands
+ * the next.
+ *
+ * An execution is a walk down the strategy list: strategy i does its part
+ * and calls resil__chain(r, i + 1, frame) for the rest. What changes from
+ * one level to the next (attempt number, deadline, token) travels in the
+ * frame, on the stack; what is fixed for the whole execution (the
+ * operation, the caller's context, the resolved breaker) is in the run,
+ * read-only below the retry so that hedging can copy it to its workers.
+ */
+#ifndef RESIL_PIPELINE_INTERNAL_H
+#define RESIL_PIPELINE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "resil/pipeline.h"
+
+/* Every kind at most once, plus the implicit single attempt. */
+#define RESIL__MAX_NODES (RESIL_STRATEGY_KIND_COUNT + 1)
+
+typedef struct resil__hedge_pool resil__hedge_pool;
+
+typedef struct resil__node {
+    resil_strategy_kind kind;
+    bool implicit; /* the single attempt of a pipeline without retry */
+    bool owned;    /* the object below was made from options */
+    struct resil_pipeline *pipeline;
+    /* one of these, by kind */
+    resil_ratelimit *ratelimit;
+    resil_duration rate_wait;
+    resil_bulkhead *bulkhead;
+    resil_timeout_opts timeout;
+    resil_retry_policy policy;      /* as given */
+    resil_retry_policy run_policy;  /* the copy executed: on_retry reports first */
+    bool same_clock;                /* the limiter reads the pipeline's clock */
+    resil_breaker *breaker;         /* a reference */
+    resil_breaker_opts breaker_opts; /* as built, for describe (owned breakers) */
+    resil_registry *registry;
+    resil_hedge_opts hedge;
+    resil__hedge_pool *pool;
+    resil_fallback_opts fallback;
+    resil_degrade *degrade;
+} resil__node;
+
+struct resil_pipeline {
+    char name[RESIL_PIPELINE_NAME_MAX];
+    resil_clock *clock;
+    resil__node nodes[RESIL__MAX_NODES];
+    size_t nnodes;
+    resil_breaker_classify_fn classify;
+    void *classify_ud;
+    resil_listener listeners[RESIL_PIPELINE_MAX_LISTENERS];
+    size_t nlisteners;
+    resil_metrics *metrics; /* watching our gauges, to unwatch at free */
+    char **warnings;
+    size_t nwarnings;
+    /* quick access for execute */
+    resil_breaker *breaker;
+    resil_registry *registry;
+    /* listeners of owned objects, called after ours */
+    resil_breaker_listener_fn user_breaker_listener;
+    void *user_breaker_ud;
+    resil_degrade_listener user_degrade_listener;
+    void *user_degrade_ud;
+};
+
+/* What only the caller's thread writes during an execution. */
+typedef struct resil__exec {
+    resil_pipeline_result *out;
+    resil_instant last_now; /* the latest clock reading taken on the way */
+} resil__exec;
+
+/* One execution's fixed inputs. `ex` is NULL on hedging workers: only the
+ * caller's thread writes the result. */
+typedef struct resil__run {
+    const struct resil_pipeline *p;
+    resil_op_fn op;
+    void *user;
+    resil_breaker *breaker;
+    const char *key;
+    const char *operation;
+    int32_t priority;
+    bool non_idempotent;
+    resil_rng *rng;
+    resil_attempt_record *records;
+    size_t records_cap;
+    resil__exec *ex;
+} resil__run;
+
+/* What changes from one strategy to the next. */
+typedef struct resil__frame {
+    uint32_t attempt;             /* 0 outside the retry */
+    resil_instant now;            /* the latest clock reading, no wait since */
+    resil_instant deadline;       /* RESIL_INSTANT_MAX = none */
+    resil_cancel *cancel;         /* the innermost token; may be NULL */
+    resil_cancel *deadline_token; /* the token the deadline belongs to */
+} resil__frame;
+
+resil_outcome resil__chain(const resil__run *r, size_t i, const resil__frame *f);
+
+/* Strategies (pipeline_strategies.c, hedge.c). */
+resil_outcome resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f);
+resil_outcome resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f);
+resil_outcome resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f);
+resil_outcome resil__run_retry(const resil__run *r, size_t i, const resil__frame *f);
+resil_outcome resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f);
+resil_outcome resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f);
+resil_outcome resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f);
+resil_outcome resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f);
+
+/* The retry policy's on_retry as executed: reports, then calls the
+ * caller's hook with the caller's context (pipeline_strategies.c). */
+void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_ud);
+
+/* A rejection by strategy `k`: kind RESIL_REJECTED, code k. */
+resil_outcome resil__rejected(resil_strategy_kind k, const char *detail,
+                              resil_duration retry_after);
+/* Who refused, if `o` is a strategy's rejection. */
+resil_strategy_kind resil__rejected_by(const resil_outcome *o);
+
+/* Telemetry: fill the common fields and deliver to every listener. Call
+ * only when p->nlisteners > 0 (the one branch telemetry costs when off). */
+void resil__event_init(resil_event *ev, const struct resil_pipeline *p,
+                       resil_event_type t, resil_strategy_kind k);
+void resil__emit(const struct resil_pipeline *p, resil_event *ev);
+static inline bool resil__listening(const struct resil_pipeline *p)
+{
+    return p->nlisteners > 0;
+}
+
+/* Deadline arithmetic shared by the timeout strategies and ctx helpers. */
+static inline resil_instant resil__earlier(resil_instant a, resil_instant b)
+{
+    return a < b ? a : b;
+}
+/* Sleep `d` on `clock`, ending early at `deadline`: 0 after the full wait,
+ * RESIL_ETIMEDOUT when the deadline came first (deadline_token, if any, is
+ * fired with that reason), RESIL_ECANCELED when `cancel` fired. */
+int resil__sleep_bounded(resil_clock *clock, resil_duration d, resil_cancel *cancel,
+                         resil_instant deadline, resil_cancel *deadline_token);
+
+/* The hedging worker pool (hedge.c). */
+int resil__hedge_pool_new(const resil_hedge_opts *o, resil__hedge_pool **out);
+void resil__hedge_pool_free(resil__hedge_pool *pool);
+
+/* Text built into a caller's buffer, snprintf-style: `len` counts what
+ * the full text needs even past `cap`; the buffer is NUL-terminated by
+ * resil__text_end(). Shared by the log sink and describe (telemetry.c). */
+typedef struct resil__text {
+    char *buf;
+    size_t cap;
+    size_t len;
+} resil__text;
+
+void resil__text_put(resil__text *t, const char *s, size_t n);
+void resil__text_puts(resil__text *t, const char *s);
+void resil__text_printf(resil__text *t, const char *fmt, ...) RESIL_PRINTF(2, 3);
+/* Escape for a JSON string or a quoted logfmt value (without the quotes). */
+void resil__text_escaped(resil__text *t, const char *s, bool json);
+size_t resil__text_end(resil__text *t);
+
+/* Describe and warnings (pipeline_describe.c). */
+int resil__pipeline_warnings(struct resil_pipeline *p);
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * pipeline_strategies.c — what each strategy does at its level of the walk.
+ *
+ * Every strategy has the same shape: decide whether to go on (a rejection
+ * becomes an outcome of kind RESIL_REJECTED whose code names the
+ * strategy, so that a retry, a fallback or the caller can tell who said
+ * no), adjust the frame for the levels below, call resil__chain() for the
+ * rest, then look at what came back. Nothing here allocates: tokens, the
+ * retry's state and the clock adapter all live in these stack frames.
+ *
+ * The retry strategy is the retry executor itself. It is handed a small
+ * clock adapter (a "cursor") that remembers the latest reading, so the
+ * levels below learn the attempt's start without reading the clock again,
+ * and whose sleep ends at the enclosing deadline — the rule of timeout.h
+ * applied to the backoff wait.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline_internal.h"
+
+static const resil__node *node_at(const resil__run *r, size_t i) { return &r->p->nodes[i]; }
+
+/* A wait happened at this level: later levels and the result need a fresh
+ * reading. */
+static resil_instant read_now(const resil__run *r)
+{
+    resil_instant now = resil_clock_now(r->p->clock);
+    if (r->ex != NULL)
+        r->ex->last_now = now;
+    return now;
+}
+
+static void report_rejection(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+                             const resil__frame *f, const resil_outcome *o)
+{
+    resil_event ev;
+    resil__event_init(&ev, r->p, t, k);
+    ev.key = r->key != NULL ? r->key : "";
+    ev.attempt = f->attempt;
+    ev.delay = o->retry_after;
+    ev.outcome = o;
+    ev.reason = o->detail;
+    resil__emit(r->p, &ev);
+}
+
+static resil_outcome reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+                            const resil__frame *f, const char *detail,
+                            resil_duration retry_after)
+{
+    resil_outcome o = resil__rejected(k, detail, retry_after);
+    if (resil__listening(r->p))
+        report_rejection(r, t, k, f, &o);
+    return o;
+}
+
+static resil_outcome cancelled(const char *detail)
+{
+    return resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);
+}
+
+/* ---- rate limiter ------------------------------------------------------------ */
+
+static int take_permit(const resil__node *n, const resil__frame *f, resil_duration *hint)
+{
+    if (n->rate_wait == 0)
+        return n->same_clock ? resil_ratelimit_try_acquire_at(n->ratelimit, 1, f->now, hint)
+                             : resil_ratelimit_try_acquire(n->ratelimit, 1, hint);
+    resil_duration wait = n->rate_wait;
+    if (f->deadline != RESIL_INSTANT_MAX) {
+        resil_duration left = resil_dur_sub(f->deadline, f->now);
+        if (left <= 0)
+            return RESIL_ETIMEDOUT;
+        wait = left < wait ? left : wait;
+    }
+    return resil_ratelimit_acquire(n->ratelimit, 1, f->cancel, wait);
+}
+
+resil_outcome resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f)
+{
+    const resil__node *n = node_at(r, i);
+    resil_duration hint = RESIL_NO_HINT;
+    int rc = take_permit(n, f, &hint);
+    if (rc == RESIL_ECANCELED)
+        return cancelled("cancelled waiting for the rate limiter");
+    if (rc != 0)
+        return reject(r, RESIL_EVENT_RATE_LIMITED, RESIL_STRATEGY_RATE_LIMITER, f,
+                      "rate limited", rc == RESIL_EREJECTED ? hint : RESIL_NO_HINT);
+    if (n->rate_wait == 0)
+        return resil__chain(r, i + 1, f);
+    resil__frame inner = *f;
+    inner.now = read_now(r);
+    return resil__chain(r, i + 1, &inner);
+}
+
+/* ---- bulkhead ------------------------------------------------------------------ */
+
+resil_outcome resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f)
+{
+    const resil__node *n = node_at(r, i);
+    resil_bulkhead_ticket t = {NULL, 0};
+    int rc = resil_bulkhead_acquire(n->bulkhead, f->cancel, &t);
+    if (rc == RESIL_ECANCELED)
+        return cancelled("cancelled waiting for the bulkhead");
+    if (rc != 0)
+        return reject(r, RESIL_EVENT_BULKHEAD_REJECTED, RESIL_STRATEGY_BULKHEAD, f,
+                      rc == RESIL_ETIMEDOUT ? "bulkhead queue timeout" : "bulkhead full",
+                      RESIL_NO_HINT);
+    resil_outcome o;
+    if (t.queued > 0) {
+        resil__frame inner = *f;
+        inner.now = read_now(r);
+        o = resil__chain(r, i + 1, &inner);
+    } else {
+        o = resil__chain(r, i + 1, f);
+    }
+    resil_bulkhead_release(&t);
+    return o;
+}
+
+/* ---- timeouts ----------------------------------------------------------------------- */
+
+static resil_duration timeout_for(const resil__node *n, const resil__run *r)
+{
+    if (n->timeout.per_operation != NULL && r->operation != NULL)
+        return resil_timeouts_get(n->timeout.per_operation, r->operation);
+    return n->timeout.timeout;
+}
+
+static void report_timeout(const resil__run *r, const resil__node *n, const resil__frame *f,
+                           resil_duration t, const resil_outcome *o)
+{
+    resil_event ev;
+    resil__event_init(&ev, r->p, RESIL_EVENT_TIMEOUT, n->kind);
+    ev.key = r->operation != NULL ? r->operation : "";
+    ev.attempt = f->attempt;
+    ev.duration = t;
+    ev.outcome = o;
+    resil__emit(r->p, &ev);
+}
+
+static resil_outcome timed_out(const resil__node *n, resil_duration t)
+{
+    char text[32], detail[RESIL_DETAIL_MAX];
+    resil_duration_format(t, text, sizeof text);
+    snprintf(detail, sizeof detail, "%s (%s) elapsed",
+             n->kind == RESIL_STRATEGY_TOTAL_TIMEOUT ? "total timeout" : "attempt timeout", text);
+    return resil_fail(RESIL_TIMEOUT, RESIL_ETIMEDOUT, detail);
+}
+
+/*
+ * The work inside came back without success. Was it this timeout that
+ * ended it? Only if this deadline was the binding one (an enclosing,
+ * earlier deadline reports for itself) and it has passed, as its token or
+ * the clock says — and not if the enclosing token fired first. A cancelled
+ * outcome is then the timeout's doing and is reported as one.
+ */
+static resil_outcome judge(const resil__run *r, const resil__node *n, const resil__frame *f,
+                           resil_cancel *tok, resil_instant deadline, resil_duration t,
+                           resil_outcome o)
+{
+    if (deadline >= f->deadline || resil_cancelled(f->cancel))
+        return o;
+    bool fired = resil_cancel_reason(tok) == RESIL_ETIMEDOUT;
+    bool stopped = n->kind == RESIL_STRATEGY_TOTAL_TIMEOUT && r->ex != NULL &&
+                   r->ex->out->stop == RESIL_STOP_DEADLINE;
+    if (!fired && !stopped && resil_clock_now(r->p->clock) < deadline)
+        return o;
+    if (o.kind == RESIL_CANCELLED) {
+        o = timed_out(n, t);
+        if (r->ex != NULL && r->ex->out->stop == RESIL_STOP_CANCELLED)
+            r->ex->out->stop = RESIL_STOP_DEADLINE;
+    }
+    if (resil__listening(r->p))
+        report_timeout(r, n, f, t, &o);
+    return o;
+}
+
+resil_outcome resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f)
+{
+    const resil__node *n = node_at(r, i);
+    resil_duration t = timeout_for(n, r);
+    resil_instant deadline = resil__earlier(f->deadline, resil_dur_add(f->now, t));
+    resil_cancel tok;
+    if (resil_cancel_init(&tok, f->cancel) != 0)
+        return resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
+    resil__frame inner = {f->attempt, f->now, deadline, &tok, &tok};
+    resil_outcome o = resil__chain(r, i + 1, &inner);
+    if (o.kind != RESIL_SUCCESS)
+        o = judge(r, n, f, &tok, deadline, t, o);
+    resil_cancel_destroy(&tok);
+    return o;
+}
+
+/* ---- retry ---------------------------------------------------------------------------- */
+
+/* The clock the retry executor reads and sleeps on. */
+typedef struct cursor {
+    resil_clock base; /* first: the executor's clock pointer is the cursor */
+    resil_clock *inner;
+    resil_instant now; /* the latest reading */
+    bool fresh;        /* `now` was read just before the executor started */
+    resil_instant deadline;
+    resil_cancel *deadline_token;
+    const resil__run *r;
+    const resil__node *node;
+    size_t next;
+    resil_cancel *attempt_deadline_token;
+} cursor;
+
+static resil_instant cursor_now(resil_clock *c)
+{
+    cursor *k = (cursor *)c;
+    if (k->fresh)
+        k->fresh = false;
+    else
+        k->now = resil_clock_now(k->inner);
+    return k->now;
+}
+
+static int64_t cursor_wall_now(resil_clock *c)
+{
+    return resil_clock_wall_now(((cursor *)c)->inner);
+}
+
+static int cursor_sleep(resil_clock *c, resil_duration d, resil_cancel *cancel)
+{
+    cursor *k = (cursor *)c;
+    int rc = resil__sleep_bounded(k->inner, d, cancel, k->deadline, k->deadline_token);
+    return rc == 0 ? 0 : RESIL_ECANCELED;
+}
+
+static resil_outcome attempt_op(resil_attempt_ctx *ctx)
+{
+    cursor *k = ctx->user;
+    resil__frame f = {ctx->attempt, k->now, ctx->deadline, ctx->cancel,
+                      k->attempt_deadline_token};
+    return resil__chain(k->r, k->next, &f);
+}
+
+static bool handled(const resil_retry_policy *p, const resil_outcome *o)
+{
+    if (o->kind == RESIL_SUCCESS)
+        return false;
+    return p->retry_on != NULL ? p->retry_on(o, p->retry_on_ud) : resil_retry_on_default(o, NULL);
+}
+
+static resil_strategy_kind attempt_reporter(const resil__node *n)
+{
+    return n->implicit ? RESIL_STRATEGY_NONE : RESIL_STRATEGY_RETRY;
+}
+
+static void report_attempt(const resil_attempt_record *rec, void *ud)
+{
+    const cursor *k = ud;
+    const resil__run *r = k->r;
+    resil_event ev;
+    resil__event_init(&ev, r->p, RESIL_EVENT_ATTEMPT, attempt_reporter(k->node));
+    ev.key = r->operation != NULL ? r->operation : "";
+    ev.attempt = rec->number;
+    ev.duration = rec->duration;
+    ev.stop = rec->stop;
+    ev.outcome = &rec->outcome;
+    ev.handled = handled(&k->node->policy, &rec->outcome);
+    resil__emit(r->p, &ev);
+    if (rec->stop != RESIL_STOP_BUDGET_EXHAUSTED)
+        return;
+    resil__event_init(&ev, r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_RETRY);
+    ev.key = r->operation != NULL ? r->operation : "";
+    ev.attempt = rec->number;
+    ev.outcome = &rec->outcome;
+    ev.reason = resil_budget_name(k->node->policy.budget);
+    resil__emit(r->p, &ev);
+}
+
+void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_ud)
+{
+    const cursor *k = user;
+    const resil__node *n = hook_ud;
+    const resil__run *r = k->r;
+    if (resil__listening(r->p)) {
+        resil_event ev;
+        resil__event_init(&ev, r->p, RESIL_EVENT_RETRY, RESIL_STRATEGY_RETRY);
+        ev.key = r->operation != NULL ? r->operation : "";
+        ev.attempt = info->attempt;
+        ev.delay = info->delay;
+        ev.source = info->source;
+        ev.outcome = info->cause;
+        resil__emit(r->p, &ev);
+    }
+    if (n->policy.on_retry != NULL)
+        n->policy.on_retry(info, r->user, n->policy.on_retry_ud);
+}
+
+static void keep_result(const resil__run *r, const resil_retry_result *res, const cursor *k)
+{
+    resil_pipeline_result *out = r->ex->out;
+    out->stop = res->stop;
+    out->attempts = res->attempts;
+    out->records_len = res->records_len;
+    r->ex->last_now = k->now;
+}
+
+resil_outcome resil__run_retry(const resil__run *r, size_t i, const resil__frame *f)
+{
+    const resil__node *n = node_at(r, i);
+    cursor k = {{cursor_now, cursor_wall_now, cursor_sleep},
+                r->p->clock, f->now, true, f->deadline, f->deadline_token,
+                r, n, i + 1, f->deadline_token};
+    /* The policy's own time budget is a deadline too, and a deadline comes
+     * with a token: the attempts get one that fires with it. */
+    resil_cancel own;
+    resil_cancel *cancel = f->cancel;
+    bool has_own = n->policy.max_total > 0 && resil_cancel_init(&own, f->cancel) == 0;
+    if (has_own)
+        cancel = k.attempt_deadline_token = &own;
+    resil_exec_opts o = {&k.base, r->rng, cancel, f->deadline, r->non_idempotent,
+                         r->ex != NULL ? r->records : NULL, r->records_cap, NULL, NULL};
+    if (resil__listening(r->p)) {
+        o.on_attempt = report_attempt;
+        o.on_attempt_ud = &k;
+    }
+    resil_retry_result res;
+    resil_retry_execute(&n->run_policy, &o, attempt_op, &k, &res, NULL);
+    if (has_own)
+        resil_cancel_destroy(&own);
+    if (r->ex != NULL)
+        keep_result(r, &res, &k);
+    return res.final;
+}
+
+/* ---- breaker ------------------------------------------------------------------------------ */
+
+static const char *refusal(resil_breaker_state s)
+{
+    switch (s) {
+    case RESIL_BREAKER_HALF_OPEN:
+        return "circuit half-open";
+    case RESIL_BREAKER_ISOLATED:
+        return "circuit isolated";
+    default:
+        return "circuit open";
+    }
+}
+
+resil_outcome resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f)
+{
+    resil_breaker_permit permit;
+    if (resil_breaker_acquire(r->breaker, &permit) == RESIL_EREJECTED)
+        return reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f,
+                      refusal(permit.state), permit.retry_after);
+    resil_outcome o = resil__chain(r, i + 1, f);
+    resil_breaker_record(r->breaker, &permit, r->p->classify(&o, r->p->classify_ud));
+    return o;
+}
+
+/* ---- fallback ----------------------------------------------------------------------------- */
+
+void resil_fallback_opts_default(resil_fallback_opts *o) { memset(o, 0, sizeof *o); }
+
+int resil_fallback_opts_validate(const resil_fallback_opts *o, resil_err *err)
+{
+    if (o == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "fallback: options must not be NULL");
+    if (o->action == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "fallback.action must not be NULL");
+    return 0;
+}
+
+bool resil_fallback_handle_default(const resil_outcome *o, void *ud)
+{
+    (void)ud;
+    return o->kind != RESIL_SUCCESS && o->kind != RESIL_CANCELLED;
+}
+
+static void report_fallback(const resil__run *r, const resil__frame *f,
+                            const resil_outcome *cause)
+{
+    resil_event ev;
+    resil__event_init(&ev, r->p, RESIL_EVENT_FALLBACK, RESIL_STRATEGY_FALLBACK);
+    ev.key = r->operation != NULL ? r->operation : "";
+    ev.attempt = f->attempt;
+    ev.outcome = cause;
+    ev.reason = cause->detail;
+    resil__emit(r->p, &ev);
+}
+
+resil_outcome resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f)
+{
+    const resil_fallback_opts *fb = &node_at(r, i)->fallback;
+    resil_outcome o = resil__chain(r, i + 1, f);
+    if (o.kind == RESIL_SUCCESS)
+        return o;
+    bool go = fb->handle != NULL ? fb->handle(&o, fb->handle_ud)
+                                 : resil_fallback_handle_default(&o, NULL);
+    if (!go)
+        return o;
+    resil_fallback_info info = {&o, resil__rejected_by(&o), RESIL_STOP_NONE, 0};
+    if (r->ex != NULL) {
+        info.stop = r->ex->out->stop;
+        info.attempts = r->ex->out->attempts;
+    }
+    if (resil__listening(r->p))
+        report_fallback(r, f, &o);
+    resil_outcome replaced = fb->action(&info, r->user, fb->action_ud);
+    if (r->ex != NULL) {
+        r->ex->out->fallback = true;
+        r->ex->out->cause = o;
+        read_now(r);
+    }
+    return replaced;
+}
+
+/* ---- degradation gate --------------------------------------------------------------------- */
+
+static resil_outcome shed(const resil__run *r, const resil__node *n, const resil__frame *f)
+{
+    char detail[RESIL_DETAIL_MAX];
+    int level = resil_degrade_level(n->degrade);
+    snprintf(detail, sizeof detail, "shed at level %s",
+             resil_degrade_level_name(n->degrade, level));
+    return reject(r, RESIL_EVENT_DEGRADE_REJECTED, RESIL_STRATEGY_DEGRADE, f, detail,
+                  RESIL_NO_HINT);
+}
+
+resil_outcome resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f)
+{
+    const resil__node *n = node_at(r, i);
+    if (resil_degrade_admit(n->degrade, r->priority) == RESIL_EREJECTED)
+        return shed(r, n, f);
+    resil_outcome o = resil__chain(r, i + 1, f);
+    if (o.kind != RESIL_CANCELLED)
+        resil_degrade_record(n->degrade, o.kind == RESIL_SUCCESS);
+    return o;
+}
