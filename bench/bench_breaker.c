@@ -1,0 +1,200 @@
+/*
+ * bench_breaker.c — what a circuit breaker costs on the call path: a closed
+ * breaker admitting a call and taking its success (consecutive rule alone,
+ * and with the rolling window, which must read the clock), an open breaker
+ * rejecting, two threads on separate breakers and on one shared breaker,
+ * and a registry lookup among 1024 keys. The baseline is one uncontended
+ * atomic increment measured in the same run, so the figures travel.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "resil.h"
+
+#define KEYS 1024
+
+static void atomic_increment(void *ud, uint64_t iters)
+{
+    _Atomic uint64_t *n = ud;
+    for (uint64_t i = 0; i < iters; i++)
+        atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
+    bench_consume(atomic_load_explicit(n, memory_order_relaxed));
+}
+
+static void clock_read(void *ud, uint64_t iters)
+{
+    (void)ud;
+    resil_clock *c = resil_clock_system();
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < iters; i++)
+        sum += (uint64_t)resil_clock_now(c);
+    bench_consume(sum);
+}
+
+static void closed_success(void *ud, uint64_t iters)
+{
+    resil_breaker *b = ud;
+    uint64_t admitted = 0;
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_breaker_permit p;
+        if (resil_breaker_acquire(b, &p) == 0) {
+            resil_breaker_record(b, &p, RESIL_BREAKER_SUCCESS);
+            admitted++;
+        }
+    }
+    bench_consume(admitted);
+}
+
+static void open_reject(void *ud, uint64_t iters)
+{
+    resil_breaker *b = ud;
+    uint64_t rejected = 0;
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_breaker_permit p;
+        rejected += resil_breaker_acquire(b, &p) == RESIL_EREJECTED;
+    }
+    bench_consume(rejected);
+}
+
+/* ---- two threads -------------------------------------------------------- */
+
+typedef struct pair {
+    resil_breaker *b[2]; /* the same breaker twice for the shared case */
+} pair;
+
+typedef struct half {
+    resil_breaker *b;
+    uint64_t iters;
+} half;
+
+static void *run_half(void *arg)
+{
+    half *h = arg;
+    closed_success(h->b, h->iters);
+    return NULL;
+}
+
+/* `iters` calls in all, half on each thread: ns_per_op is wall time per
+ * call of the pair, directly comparable with the single-thread figure. */
+static void two_threads(void *ud, uint64_t iters)
+{
+    pair *p = ud;
+    half h[2] = {{p->b[0], iters / 2}, {p->b[1], iters - iters / 2}};
+    pthread_t t;
+    pthread_create(&t, NULL, run_half, &h[1]);
+    run_half(&h[0]);
+    pthread_join(t, NULL);
+}
+
+/* ---- registry ----------------------------------------------------------- */
+
+typedef struct lookups {
+    resil_registry *r;
+    char keys[KEYS][48];
+} lookups;
+
+static void registry_lookup(void *ud, uint64_t iters)
+{
+    lookups *l = ud;
+    uint64_t found = 0;
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_breaker *b;
+        if (resil_registry_get(l->r, l->keys[(i * 7) % KEYS], NULL, &b, NULL) == 0) {
+            found++;
+            resil_breaker_free(b);
+        }
+    }
+    bench_consume(found);
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+static resil_breaker *breaker(resil_breaker_kind kind, bool open)
+{
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.kind = kind;
+    o.break_duration = RESIL_S(3600);
+    if (open)
+        o.failure_threshold = 1;
+    resil_breaker *b;
+    resil_err err;
+    if (resil_breaker_new(&o, &b, &err) != 0) {
+        fprintf(stderr, "bench_breaker: %s\n", err.message);
+        exit(1);
+    }
+    if (open) {
+        resil_breaker_permit p;
+        resil_breaker_acquire(b, &p);
+        resil_breaker_record(b, &p, RESIL_BREAKER_FAILURE);
+    }
+    return b;
+}
+
+static lookups *registry_of_1024(void)
+{
+    lookups *l = calloc(1, sizeof *l);
+    resil_registry_opts o;
+    resil_registry_opts_default(&o);
+    if (l == NULL || resil_registry_new(&o, &l->r, NULL) != 0)
+        exit(1);
+    for (int i = 0; i < KEYS; i++) {
+        snprintf(l->keys[i], sizeof l->keys[i], "https://api-%04d.example.com:443", i);
+        resil_breaker *b;
+        if (resil_registry_get(l->r, l->keys[i], NULL, &b, NULL) != 0)
+            exit(1);
+        resil_breaker_free(b);
+    }
+    return l;
+}
+
+static void report_pair(const char *name, pair *p, bench_result single, bench_result base)
+{
+    bench_result r = bench_run(name, two_threads, p);
+    char extra[96];
+    snprintf(extra, sizeof extra, "threads=2 throughput_vs_single=%.2f",
+             single.ns_per_op / r.ns_per_op);
+    bench_report(r, base, extra);
+}
+
+int main(void)
+{
+    _Atomic uint64_t counter = 0;
+    bench_result base = bench_run("atomic_increment", atomic_increment, &counter);
+    bench_result clock = bench_run("clock_read", clock_read, NULL);
+    char extra[96];
+    snprintf(extra, sizeof extra, "clock_read_ns=%.2f", clock.ns_per_op);
+
+    resil_breaker *consec = breaker(RESIL_BREAKER_CONSECUTIVE, false);
+    resil_breaker *ratio = breaker(RESIL_BREAKER_RATIO, false);
+    resil_breaker *open = breaker(RESIL_BREAKER_CONSECUTIVE, true);
+    bench_result c1 = bench_run("breaker_closed_consecutive", closed_success, consec);
+    bench_report(c1, base, "kind=consecutive");
+    bench_result r1 = bench_run("breaker_closed_ratio", closed_success, ratio);
+    bench_report(r1, base, extra);
+    bench_report(bench_run("breaker_open_reject", open_reject, open), base, extra);
+
+    resil_breaker *consec2 = breaker(RESIL_BREAKER_CONSECUTIVE, false);
+    resil_breaker *ratio2 = breaker(RESIL_BREAKER_RATIO, false);
+    pair sep_c = {{consec, consec2}}, shared_c = {{consec, consec}};
+    pair sep_r = {{ratio, ratio2}}, shared_r = {{ratio, ratio}};
+    report_pair("breaker_closed_consecutive_2t_separate", &sep_c, c1, base);
+    report_pair("breaker_closed_consecutive_2t_shared", &shared_c, c1, base);
+    report_pair("breaker_closed_ratio_2t_separate", &sep_r, r1, base);
+    report_pair("breaker_closed_ratio_2t_shared", &shared_r, r1, base);
+
+    lookups *l = registry_of_1024();
+    bench_report(bench_run("registry_lookup_1024", registry_lookup, l), base, "keys=1024");
+
+    resil_registry_free(l->r);
+    free(l);
+    resil_breaker_free(consec);
+    resil_breaker_free(consec2);
+    resil_breaker_free(ratio);
+    resil_breaker_free(ratio2);
+    resil_breaker_free(open);
+    return 0;
+}
