@@ -209,6 +209,12 @@ RESIL_API int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p);
 RESIL_API int resil_breaker_record(resil_breaker *b, const resil_breaker_permit *p,
                                    resil_breaker_result r);
 
+/* The same, with `now` read from the breaker's own clock by the caller (an
+ * executor that has just read it passes it on instead of paying for a
+ * second read). */
+RESIL_API int resil_breaker_record_at(resil_breaker *b, const resil_breaker_permit *p,
+                                      resil_breaker_result r, resil_instant now);
+
 /* Map an outcome to a breaker result. */
 typedef resil_breaker_result (*resil_breaker_classify_fn)(const resil_outcome *o,
                                                          void *ud);

@@ -498,8 +498,16 @@ static int record_in_window(resil_breaker *b, uint32_t gen, bool failure, bool s
     return 0;
 }
 
+/* `known`: the caller's reading of the breaker's clock, or READ_CLOCK. */
+#define READ_CLOCK INT64_MIN
+
+static resil_instant now_or_read(resil_breaker *b, resil_instant known)
+{
+    return known != READ_CLOCK ? known : now_of(b);
+}
+
 static int record_closed(resil_breaker *b, const resil_breaker_permit *p,
-                         resil_breaker_result r, uint64_t w)
+                         resil_breaker_result r, uint64_t w, resil_instant known)
 {
     uint32_t gen = p->generation;
     if (r == RESIL_BREAKER_IGNORED)
@@ -514,15 +522,15 @@ static int record_closed(resil_breaker *b, const resil_breaker_permit *p,
             trip_consecutive(b, gen);
         return 0;
     }
-    resil_instant now = now_of(b);
+    resil_instant now = now_or_read(b, known);
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
     return record_in_window(b, gen, failure, slow, tripped, now);
 }
 
 static int record_probe(resil_breaker *b, const resil_breaker_permit *p,
-                        resil_breaker_result r)
+                        resil_breaker_result r, resil_instant known)
 {
-    resil_instant now = now_of(b);
+    resil_instant now = now_or_read(b, known);
     lock_for_transition(b);
     uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
     if (word_gen(w) != p->generation || word_state(w) != RESIL_BREAKER_HALF_OPEN ||
@@ -544,19 +552,31 @@ static int record_probe(resil_breaker *b, const resil_breaker_permit *p,
     return 0;
 }
 
-int resil_breaker_record(resil_breaker *b, const resil_breaker_permit *p,
-                         resil_breaker_result r)
+static int record(resil_breaker *b, const resil_breaker_permit *p, resil_breaker_result r,
+                  resil_instant known)
 {
     if (p == NULL || (unsigned)r > RESIL_BREAKER_IGNORED)
         return RESIL_EINVAL;
     if (b == NULL)
         return 0;
     if (p->probe)
-        return record_probe(b, p, r);
+        return record_probe(b, p, r, known);
     uint64_t w = load_word(b);
     if (word_gen(w) != p->generation || word_state(w) != RESIL_BREAKER_CLOSED)
         return RESIL_ESTATE;
-    return record_closed(b, p, r, w);
+    return record_closed(b, p, r, w, known);
+}
+
+int resil_breaker_record(resil_breaker *b, const resil_breaker_permit *p,
+                         resil_breaker_result r)
+{
+    return record(b, p, r, READ_CLOCK);
+}
+
+int resil_breaker_record_at(resil_breaker *b, const resil_breaker_permit *p,
+                            resil_breaker_result r, resil_instant now)
+{
+    return record(b, p, r, now == READ_CLOCK ? now + 1 : now);
 }
 
 /* ---- execute ----------------------------------------------------------- */
