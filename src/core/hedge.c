@@ -322,6 +322,7 @@ static void open_race(race *rc, const resil__run *r, size_t i, const resil__fram
         resil_breaker_retain(r->breaker);
     rc->next = i + 1;
     rc->base = *f;
+    rc->base.reading = NULL; /* workers never hand readings to the retry */
     rc->node = &r->p->nodes[i];
     rc->refs = 1;
     rc->launched = rc->finished = 0;
@@ -364,7 +365,7 @@ typedef struct hedger {
 static void report_hedge(const hedger *h, uint32_t index, resil_instant now)
 {
     resil_event ev;
-    resil__event_init(&ev, h->r->p, RESIL_EVENT_HEDGE, RESIL_STRATEGY_HEDGING);
+    resil__event_init(&ev, h->r->p, RESIL_EVENT_HEDGE, RESIL_STRATEGY_HEDGING, now);
     ev.key = h->r->operation != NULL ? h->r->operation : "";
     ev.attempt = h->f->attempt;
     ev.hedge = index;
@@ -372,10 +373,10 @@ static void report_hedge(const hedger *h, uint32_t index, resil_instant now)
     resil__emit(h->r->p, &ev);
 }
 
-static void report_denied(const hedger *h, const resil_outcome *cause)
+static void report_denied(const hedger *h, const resil_outcome *cause, resil_instant now)
 {
     resil_event ev;
-    resil__event_init(&ev, h->r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_HEDGING);
+    resil__event_init(&ev, h->r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_HEDGING, now);
     ev.key = h->r->operation != NULL ? h->r->operation : "";
     ev.attempt = h->f->attempt;
     ev.hedge = h->next;
@@ -393,7 +394,7 @@ static void hedge_once(hedger *h, bool after_failure, resil_instant now)
     if (budget != NULL && !resil_budget_try_retry(budget, cause, &h->ticket)) {
         h->no_more = true;
         if (resil__listening(h->r->p))
-            report_denied(h, cause);
+            report_denied(h, cause, now);
         return;
     }
     if (!launch(h->rc, h->next)) {

@@ -56,7 +56,7 @@ resil_strategy_kind resil__rejected_by(const resil_outcome *o)
 }
 
 void resil__event_init(resil_event *ev, const resil_pipeline *p, resil_event_type t,
-                       resil_strategy_kind k)
+                       resil_strategy_kind k, resil_instant at)
 {
     memset(ev, 0, sizeof *ev);
     ev->type = t;
@@ -66,7 +66,7 @@ void resil__event_init(resil_event *ev, const resil_pipeline *p, resil_event_typ
     ev->reason = "";
     ev->from_name = ev->to_name = "";
     ev->delay = RESIL_NO_HINT;
-    ev->at = resil_clock_now(p->clock);
+    ev->at = at;
 }
 
 void resil__emit(const resil_pipeline *p, resil_event *ev)
@@ -131,7 +131,7 @@ static const char *registry_key(const resil_pipeline *p, const resil_call *c)
 static void report_execution(const resil__run *r, const resil_pipeline_result *out)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE);
+    resil__event_init(&ev, r->p, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE, r->ex->last_now);
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = out->attempts;
     ev.duration = out->elapsed;
@@ -163,7 +163,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     }
     resil_instant start = resil_clock_now(p->clock);
     ex.last_now = start;
-    resil__frame f = {0, start, RESIL_INSTANT_MAX, call->cancel, NULL};
+    resil__frame f = {0, start, RESIL_INSTANT_MAX, call->cancel, NULL, NULL};
     out->outcome = resil__chain(&r, 0, &f);
     if (!out->fallback)
         out->cause = out->outcome;

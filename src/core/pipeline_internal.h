@@ -89,6 +89,14 @@ typedef struct resil__run {
     resil__exec *ex;
 } resil__run;
 
+/* A clock reading one strategy took on the way out of an attempt, which
+ * the retry may take as its own "attempt ended" reading instead of reading
+ * again. A strategy that runs user code on the way out clears `fresh`. */
+typedef struct resil__reading {
+    resil_instant now;
+    bool fresh;
+} resil__reading;
+
 /* What changes from one strategy to the next. */
 typedef struct resil__frame {
     uint32_t attempt;             /* 0 outside the retry */
@@ -96,6 +104,7 @@ typedef struct resil__frame {
     resil_instant deadline;       /* RESIL_INSTANT_MAX = none */
     resil_cancel *cancel;         /* the innermost token; may be NULL */
     resil_cancel *deadline_token; /* the token the deadline belongs to */
+    resil__reading *reading;      /* inside a retry on the caller's thread; else NULL */
 } resil__frame;
 
 resil_outcome resil__chain(const resil__run *r, size_t i, const resil__frame *f);
@@ -121,9 +130,10 @@ resil_outcome resil__rejected(resil_strategy_kind k, const char *detail,
 resil_strategy_kind resil__rejected_by(const resil_outcome *o);
 
 /* Telemetry: fill the common fields and deliver to every listener. Call
- * only when p->nlisteners > 0 (the one branch telemetry costs when off). */
+ * only when p->nlisteners > 0 (the one branch telemetry costs when off).
+ * `at` is a reading the caller already has: events read no clock. */
 void resil__event_init(resil_event *ev, const struct resil_pipeline *p,
-                       resil_event_type t, resil_strategy_kind k);
+                       resil_event_type t, resil_strategy_kind k, resil_instant at);
 void resil__emit(const struct resil_pipeline *p, resil_event *ev);
 static inline bool resil__listening(const struct resil_pipeline *p)
 {

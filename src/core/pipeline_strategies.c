@@ -35,7 +35,7 @@ static void report_rejection(const resil__run *r, resil_event_type t, resil_stra
                              const resil__frame *f, const resil_outcome *o)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, t, k);
+    resil__event_init(&ev, r->p, t, k, f->now);
     ev.key = r->key != NULL ? r->key : "";
     ev.attempt = f->attempt;
     ev.delay = o->retry_after;
@@ -131,7 +131,7 @@ static void report_timeout(const resil__run *r, const resil__node *n, const resi
                            resil_duration t, const resil_outcome *o)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_TIMEOUT, n->kind);
+    resil__event_init(&ev, r->p, RESIL_EVENT_TIMEOUT, n->kind, resil_clock_now(r->p->clock));
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = f->attempt;
     ev.duration = t;
@@ -184,7 +184,7 @@ resil_outcome resil__run_timeout(const resil__run *r, size_t i, const resil__fra
     resil_cancel tok;
     if (resil_cancel_init(&tok, f->cancel) != 0)
         return resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
-    resil__frame inner = {f->attempt, f->now, deadline, &tok, &tok};
+    resil__frame inner = {f->attempt, f->now, deadline, &tok, &tok, f->reading};
     resil_outcome o = resil__chain(r, i + 1, &inner);
     if (o.kind != RESIL_SUCCESS)
         o = judge(r, n, f, &tok, deadline, t, o);
@@ -198,8 +198,7 @@ resil_outcome resil__run_timeout(const resil__run *r, size_t i, const resil__fra
 typedef struct cursor {
     resil_clock base; /* first: the executor's clock pointer is the cursor */
     resil_clock *inner;
-    resil_instant now; /* the latest reading */
-    bool fresh;        /* `now` was read just before the executor started */
+    resil__reading latest; /* fresh: the executor's next read may take it */
     resil_instant deadline;
     resil_cancel *deadline_token;
     const resil__run *r;
@@ -211,11 +210,11 @@ typedef struct cursor {
 static resil_instant cursor_now(resil_clock *c)
 {
     cursor *k = (cursor *)c;
-    if (k->fresh)
-        k->fresh = false;
+    if (k->latest.fresh)
+        k->latest.fresh = false;
     else
-        k->now = resil_clock_now(k->inner);
-    return k->now;
+        k->latest.now = resil_clock_now(k->inner);
+    return k->latest.now;
 }
 
 static int64_t cursor_wall_now(resil_clock *c)
@@ -233,8 +232,8 @@ static int cursor_sleep(resil_clock *c, resil_duration d, resil_cancel *cancel)
 static resil_outcome attempt_op(resil_attempt_ctx *ctx)
 {
     cursor *k = ctx->user;
-    resil__frame f = {ctx->attempt, k->now, ctx->deadline, ctx->cancel,
-                      k->attempt_deadline_token};
+    resil__frame f = {ctx->attempt, k->latest.now, ctx->deadline, ctx->cancel,
+                      k->attempt_deadline_token, &k->latest};
     return resil__chain(k->r, k->next, &f);
 }
 
@@ -255,7 +254,8 @@ static void report_attempt(const resil_attempt_record *rec, void *ud)
     const cursor *k = ud;
     const resil__run *r = k->r;
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_ATTEMPT, attempt_reporter(k->node));
+    resil_instant end = resil_dur_add(rec->start, rec->duration);
+    resil__event_init(&ev, r->p, RESIL_EVENT_ATTEMPT, attempt_reporter(k->node), end);
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = rec->number;
     ev.duration = rec->duration;
@@ -265,7 +265,7 @@ static void report_attempt(const resil_attempt_record *rec, void *ud)
     resil__emit(r->p, &ev);
     if (rec->stop != RESIL_STOP_BUDGET_EXHAUSTED)
         return;
-    resil__event_init(&ev, r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_RETRY);
+    resil__event_init(&ev, r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_RETRY, end);
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = rec->number;
     ev.outcome = &rec->outcome;
@@ -280,7 +280,7 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
     const resil__run *r = k->r;
     if (resil__listening(r->p)) {
         resil_event ev;
-        resil__event_init(&ev, r->p, RESIL_EVENT_RETRY, RESIL_STRATEGY_RETRY);
+        resil__event_init(&ev, r->p, RESIL_EVENT_RETRY, RESIL_STRATEGY_RETRY, k->latest.now);
         ev.key = r->operation != NULL ? r->operation : "";
         ev.attempt = info->attempt;
         ev.delay = info->delay;
@@ -298,14 +298,14 @@ static void keep_result(const resil__run *r, const resil_retry_result *res, cons
     out->stop = res->stop;
     out->attempts = res->attempts;
     out->records_len = res->records_len;
-    r->ex->last_now = k->now;
+    r->ex->last_now = k->latest.now;
 }
 
 resil_outcome resil__run_retry(const resil__run *r, size_t i, const resil__frame *f)
 {
     const resil__node *n = node_at(r, i);
     cursor k = {{cursor_now, cursor_wall_now, cursor_sleep},
-                r->p->clock, f->now, true, f->deadline, f->deadline_token,
+                r->p->clock, {f->now, true}, f->deadline, f->deadline_token,
                 r, n, i + 1, f->deadline_token};
     /* The policy's own time budget is a deadline too, and a deadline comes
      * with a token: the attempts get one that fires with it. */
@@ -350,7 +350,15 @@ resil_outcome resil__run_breaker(const resil__run *r, size_t i, const resil__fra
         return reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f,
                       refusal(permit.state), permit.retry_after);
     resil_outcome o = resil__chain(r, i + 1, f);
-    resil_breaker_record(r->breaker, &permit, r->p->classify(&o, r->p->classify_ud));
+    resil_breaker_result verdict = r->p->classify(&o, r->p->classify_ud);
+    if (!node_at(r, i)->owned || f->reading == NULL) {
+        resil_breaker_record(r->breaker, &permit, verdict);
+        return o;
+    }
+    /* Our own breaker reads our clock: read it once for both of us. */
+    f->reading->now = resil_clock_now(r->p->clock);
+    f->reading->fresh = true;
+    resil_breaker_record_at(r->breaker, &permit, verdict, f->reading->now);
     return o;
 }
 
@@ -377,7 +385,8 @@ static void report_fallback(const resil__run *r, const resil__frame *f,
                             const resil_outcome *cause)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_FALLBACK, RESIL_STRATEGY_FALLBACK);
+    resil__event_init(&ev, r->p, RESIL_EVENT_FALLBACK, RESIL_STRATEGY_FALLBACK,
+                      resil_clock_now(r->p->clock));
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = f->attempt;
     ev.outcome = cause;
@@ -403,6 +412,8 @@ resil_outcome resil__run_fallback(const resil__run *r, size_t i, const resil__fr
     if (resil__listening(r->p))
         report_fallback(r, f, &o);
     resil_outcome replaced = fb->action(&info, r->user, fb->action_ud);
+    if (f->reading != NULL)
+        f->reading->fresh = false;
     if (r->ex != NULL) {
         r->ex->out->fallback = true;
         r->ex->out->cause = o;
