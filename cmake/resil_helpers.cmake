@@ -2,15 +2,31 @@
 # benchmark or adapter is one call, not a copied block.
 
 # resil_pkgconfig(LIB NAME DESCRIPTION REQUIRES LIBS_PRIVATE): write and
-# install LIB.pc.
+# install LIB.pc. The prefix it names must be the one the install really uses,
+# and `cmake --install --prefix DIR` may differ from the configured
+# CMAKE_INSTALL_PREFIX, so the file is finished at install time: every field
+# but the prefix is filled in now, the prefix then. (DESTDIR staging keeps the
+# configured prefix, as it should.)
 function(resil_pkgconfig lib name description requires libs_private)
   set(PC_LIB ${lib})
   set(PC_NAME ${name})
   set(PC_DESCRIPTION ${description})
   set(PC_REQUIRES ${requires})
   set(PC_LIBS_PRIVATE ${libs_private})
-  configure_file(${PROJECT_SOURCE_DIR}/cmake/resil.pc.in ${PROJECT_BINARY_DIR}/${lib}.pc @ONLY)
-  install(FILES ${PROJECT_BINARY_DIR}/${lib}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  set(PC_PREFIX "@PC_PREFIX@")
+  foreach(kind LIBDIR INCLUDEDIR)
+    if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
+      set(PC_${kind} "${CMAKE_INSTALL_${kind}}")
+    else()
+      set(PC_${kind} "\${prefix}/${CMAKE_INSTALL_${kind}}")
+    endif()
+  endforeach()
+  set(staged ${PROJECT_BINARY_DIR}/pkgconfig/${lib}.pc.in)
+  set(final ${PROJECT_BINARY_DIR}/pkgconfig/${lib}.pc)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/resil.pc.in ${staged} @ONLY)
+  install(CODE "set(PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+configure_file(\"${staged}\" \"${final}\" @ONLY)")
+  install(FILES ${final} DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endfunction()
 
 # resil_add_tests(DIR PREFIX LIBS...): every DIR/test_*.c becomes an
