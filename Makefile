@@ -6,6 +6,8 @@
 #   make bench     build in Release and run the benchmarks
 #   make sanitize  the whole suite under ASan+UBSan, then under TSan
 #   make fuzz      libFuzzer builds of the fuzz targets (clang)
+#   make install   install the build (PREFIX=/opt/resil to choose where;
+#                  DESTDIR=... stages it for a package)
 
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -55,7 +57,7 @@ fuzz: deps
 	@echo "libFuzzer targets are in build-fuzz/ (e.g. build-fuzz/tests/fuzz_retry_after tests/fuzz/corpus/retry_after)"
 
 install: build
-	$(CMAKE) --install $(BUILD)
+	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
 	rm -rf build build-bench build-asan build-tsan build-fuzz build-clang
