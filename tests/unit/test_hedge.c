@@ -1,0 +1,496 @@
+/*
+ * test_hedge.c — hedging: the faster attempt wins and the slower is
+ * cancelled, all-fail returns the primary's outcome, the budget pays for
+ * hedges, the caller returns before a loser finishes (and the loser's late
+ * result lands safely), and the caller's token and the deadline end it.
+ *
+ * The hedging delay is timed on the fake clock in manual mode: the
+ * executing thread really waits, and the test moves time once the waiter
+ * is in place (await_sleepers), so nothing depends on real timing. Slow
+ * attempts block on their own token or on a gate the test opens.
+ */
+#include <pthread.h>
+
+#include "test.h"
+
+#define T0 RESIL_S(10)
+
+/* A gate the test opens; attempts may wait on it. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool open;
+} gate;
+
+static void gate_init(gate *g)
+{
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->open = false;
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_wait(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_destroy(gate *g)
+{
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+}
+
+/* What each attempt does, by its hedge index. */
+enum behaviour { SUCCEED, FAIL, BLOCK_UNTIL_CANCELLED, BLOCK_THEN_GATE, GATE_THEN_SUCCEED };
+
+typedef struct world {
+    resil_fake_clock *fc;
+    resil_pipeline *p;
+    enum behaviour does[RESIL_HEDGE_MAX + 1];
+    int started;              /* atomically */
+    int saw_cancel[RESIL_HEDGE_MAX + 1];
+    int cancel_reason[RESIL_HEDGE_MAX + 1];
+    int finished[RESIL_HEDGE_MAX + 1];
+    pthread_t ran_on[RESIL_HEDGE_MAX + 1];
+    gate gate;
+    pthread_barrier_t all_started;
+    bool use_barrier;
+    resil_cancel caller;
+    /* events */
+    pthread_mutex_t ev_mu;
+    resil_event_type events[32];
+    uint32_t event_hedge[32];
+    int nevents;
+} world;
+
+static resil_outcome hedged_op(resil_attempt_ctx *ctx)
+{
+    world *w = ctx->user;
+    uint32_t i = resil_hedge_current();
+    enum behaviour does = w->does[i]; /* read before announcing the start */
+    w->ran_on[i] = pthread_self();
+    __atomic_add_fetch(&w->started, 1, __ATOMIC_SEQ_CST);
+    if (w->use_barrier)
+        pthread_barrier_wait(&w->all_started);
+    resil_outcome o = resil_ok();
+    switch (does) {
+    case SUCCEED:
+        o = resil_fail_after(RESIL_SUCCESS, (int64_t)i, "won", RESIL_NO_HINT);
+        break;
+    case FAIL:
+        o = resil_fail(RESIL_TRANSIENT, 503, i == 0 ? "primary" : "hedge");
+        break;
+    case BLOCK_UNTIL_CANCELLED:
+    case BLOCK_THEN_GATE:
+        resil_cancel_wait_until(ctx->cancel, INT64_MAX);
+        __atomic_store_n(&w->saw_cancel[i], 1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&w->cancel_reason[i], resil_cancel_reason(ctx->cancel),
+                         __ATOMIC_SEQ_CST);
+        if (does == BLOCK_THEN_GATE)
+            gate_wait(&w->gate);
+        o = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "cancelled");
+        break;
+    case GATE_THEN_SUCCEED:
+        gate_wait(&w->gate);
+        break;
+    }
+    __atomic_store_n(&w->finished[i], 1, __ATOMIC_SEQ_CST);
+    return o;
+}
+
+static void record_event(const resil_event *ev, void *ud)
+{
+    world *w = ud;
+    pthread_mutex_lock(&w->ev_mu);
+    if (w->nevents < 32) {
+        w->events[w->nevents] = ev->type;
+        w->event_hedge[w->nevents] = ev->hedge;
+        w->nevents++;
+    }
+    pthread_mutex_unlock(&w->ev_mu);
+}
+
+static int setup(void **state)
+{
+    world *w = calloc(1, sizeof *w);
+    assert_non_null(w);
+    assert_int_equal(resil_fake_clock_new(T0, 0, &w->fc), 0);
+    resil_fake_clock_set_manual(w->fc, true);
+    gate_init(&w->gate);
+    pthread_mutex_init(&w->ev_mu, NULL);
+    assert_int_equal(resil_cancel_init(&w->caller, NULL), 0);
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world *w = *state;
+    gate_open(&w->gate);
+    resil_pipeline_free(w->p); /* waits for every attempt still running */
+    resil_cancel_destroy(&w->caller);
+    pthread_mutex_destroy(&w->ev_mu);
+    gate_destroy(&w->gate);
+    resil_fake_clock_free(w->fc);
+    free(w);
+    return 0;
+}
+
+static void build(world *w, const resil_hedge_opts *h, resil_duration total)
+{
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("hedged", &b, NULL), 0);
+    resil_pipeline_builder_clock(b, resil_fake_clock_clock(w->fc));
+    resil_pipeline_builder_listen(b, record_event, w);
+    if (total > 0) {
+        resil_timeout_opts t;
+        resil_timeout_opts_default(&t);
+        t.timeout = total;
+        resil_pipeline_add_total_timeout(b, &t);
+    }
+    resil_pipeline_add_hedging(b, h);
+    resil_err err = {0, ""};
+    if (resil_pipeline_build(b, &w->p, &err) != 0)
+        fail_msg("build: %s", err.message);
+    resil_pipeline_builder_free(b);
+}
+
+static resil_hedge_opts hedging(resil_duration delay, uint32_t max_hedged)
+{
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    h.delay = delay;
+    h.max_hedged = max_hedged;
+    return h;
+}
+
+/* One execution on its own thread, so the test can drive the clock. */
+typedef struct execution {
+    world *w;
+    pthread_t thread;
+    resil_pipeline_result result;
+    bool cancellable;
+} execution;
+
+static void *execute_thread(void *arg)
+{
+    execution *x = arg;
+    resil_call c;
+    resil_call_default(&c);
+    c.user = x->w;
+    if (x->cancellable)
+        c.cancel = &x->w->caller;
+    assert_int_equal(resil_pipeline_execute(x->w->p, hedged_op, &c, &x->result), 0);
+    return NULL;
+}
+
+static void start(execution *x, world *w)
+{
+    x->w = w;
+    assert_int_equal(pthread_create(&x->thread, NULL, execute_thread, x), 0);
+}
+
+static void finish(execution *x) { pthread_join(x->thread, NULL); }
+
+static int count_events(world *w, resil_event_type t)
+{
+    pthread_mutex_lock(&w->ev_mu);
+    int n = 0;
+    for (int i = 0; i < w->nevents; i++)
+        n += w->events[i] == t;
+    pthread_mutex_unlock(&w->ev_mu);
+    return n;
+}
+
+/* ---- winners and losers ------------------------------------------------------ */
+
+static void hedge_answering_first_wins_and_the_slow_primary_is_cancelled(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    build(w, &h, 0);
+    w->does[0] = BLOCK_UNTIL_CANCELLED;
+    w->does[1] = SUCCEED;
+    execution x = {0};
+    start(&x, w);
+    resil_fake_clock_await_sleepers(w->fc, 1); /* the caller waits out the delay */
+    resil_fake_clock_advance(w->fc, RESIL_S(2));
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(x.result.outcome.code, 1);
+    assert_int_equal(x.result.hedges, 1);
+    assert_int_equal(x.result.hedge_winner, 1);
+    assert_int_equal(x.result.attempts, 1);
+    resil_pipeline_free(w->p);
+    w->p = NULL;
+    assert_int_equal(w->saw_cancel[0], 1);
+    assert_int_equal(w->cancel_reason[0], RESIL_ECANCELED);
+    assert_int_equal(count_events(w, RESIL_EVENT_HEDGE), 1);
+}
+
+static void fast_primary_wins_without_any_hedge(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    build(w, &h, 0);
+    w->does[0] = SUCCEED;
+    execution x = {0};
+    start(&x, w);
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(x.result.hedges, 0);
+    assert_int_equal(x.result.hedge_winner, 0);
+    assert_int_equal(w->started, 1);
+    assert_int_equal(count_events(w, RESIL_EVENT_HEDGE), 0);
+}
+
+static void failed_primary_is_hedged_at_once_and_all_failing_returns_the_primarys(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    build(w, &h, 0);
+    w->does[0] = FAIL;
+    w->does[1] = FAIL;
+    execution x = {0};
+    start(&x, w);
+    finish(&x); /* no clock advance: a failure starts the next hedge at once */
+    assert_int_equal(x.result.outcome.kind, RESIL_TRANSIENT);
+    assert_string_equal(x.result.outcome.detail, "primary");
+    assert_int_equal(x.result.hedges, 1);
+    assert_int_equal(w->started, 2);
+}
+
+static void zero_delay_starts_every_attempt_at_once(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(0, 2);
+    build(w, &h, 0);
+    w->use_barrier = true;
+    pthread_barrier_init(&w->all_started, NULL, 3);
+    w->does[0] = BLOCK_UNTIL_CANCELLED;
+    w->does[1] = BLOCK_UNTIL_CANCELLED;
+    w->does[2] = SUCCEED;
+    execution x = {0};
+    start(&x, w);
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(x.result.hedge_winner, 2);
+    assert_int_equal(x.result.hedges, 2);
+    resil_pipeline_free(w->p);
+    w->p = NULL;
+    assert_int_equal(w->saw_cancel[0], 1);
+    assert_int_equal(w->saw_cancel[1], 1);
+    pthread_barrier_destroy(&w->all_started);
+}
+
+static void caller_returns_before_a_late_loser_which_lands_safely(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(1), 1);
+    build(w, &h, 0);
+    w->does[0] = BLOCK_THEN_GATE; /* cancelled, but cannot finish until the gate opens */
+    w->does[1] = SUCCEED;
+    execution x = {0};
+    start(&x, w);
+    resil_fake_clock_await_sleepers(w->fc, 1);
+    resil_fake_clock_advance(w->fc, RESIL_S(1));
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(__atomic_load_n(&w->finished[0], __ATOMIC_SEQ_CST), 0);
+    gate_open(&w->gate);
+    resil_pipeline_free(w->p); /* the loser finishes into a live slot */
+    w->p = NULL;
+    assert_int_equal(w->finished[0], 1);
+}
+
+static void wait_losers_returns_only_after_every_attempt_ended(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(1), 1);
+    h.wait_losers = true;
+    build(w, &h, 0);
+    w->does[0] = BLOCK_UNTIL_CANCELLED;
+    w->does[1] = SUCCEED;
+    execution x = {0};
+    start(&x, w);
+    resil_fake_clock_await_sleepers(w->fc, 1);
+    resil_fake_clock_advance(w->fc, RESIL_S(1));
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(__atomic_load_n(&w->finished[0], __ATOMIC_SEQ_CST), 1);
+}
+
+/* ---- what ends a race ------------------------------------------------------------ */
+
+static void caller_cancel_fires_every_attempt(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    h.wait_losers = true;
+    build(w, &h, 0);
+    w->does[0] = BLOCK_UNTIL_CANCELLED;
+    execution x = {0};
+    x.cancellable = true;
+    start(&x, w);
+    resil_fake_clock_await_sleepers(w->fc, 1);
+    resil_cancel_fire(&w->caller);
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(x.result.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(w->saw_cancel[0], 1);
+    assert_int_equal(x.result.hedges, 0);
+}
+
+static void total_deadline_while_hedging_times_out_every_attempt(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    h.wait_losers = true;
+    build(w, &h, RESIL_S(5));
+    w->does[0] = BLOCK_UNTIL_CANCELLED;
+    w->does[1] = BLOCK_UNTIL_CANCELLED;
+    execution x = {0};
+    start(&x, w);
+    resil_fake_clock_await_sleepers(w->fc, 1);
+    resil_fake_clock_advance(w->fc, RESIL_S(2)); /* the hedge starts */
+    while (__atomic_load_n(&w->started, __ATOMIC_SEQ_CST) < 2 ||
+           resil_fake_clock_sleepers(w->fc) < 1)
+        sched_yield();
+    resil_fake_clock_advance(w->fc, RESIL_S(3)); /* the total deadline */
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(x.result.outcome.detail, "total timeout (5s) elapsed");
+    assert_int_equal(x.result.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(w->cancel_reason[0], RESIL_ETIMEDOUT);
+    assert_int_equal(w->cancel_reason[1], RESIL_ETIMEDOUT);
+}
+
+static void budget_that_denies_stops_hedging(void **state)
+{
+    world *w = *state;
+    resil_budget_opts bo;
+    resil_budget_opts_default(&bo, RESIL_BUDGET_TOKENS);
+    resil_budget *budget;
+    assert_int_equal(resil_budget_new(&bo, &budget, NULL), 0);
+    resil_outcome fail = resil_fail(RESIL_TRANSIENT, 503, "x");
+    resil_budget_ticket t = {0};
+    for (int i = 0; i < 6; i++) /* 10 tokens - 6 = 4: not above half any more */
+        resil_budget_on_result(budget, &fail, 1, &t);
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    h.budget = budget;
+    build(w, &h, 0);
+    w->does[0] = FAIL;
+    execution x = {0};
+    start(&x, w);
+    finish(&x);
+    assert_string_equal(x.result.outcome.detail, "primary");
+    assert_int_equal(x.result.hedges, 0);
+    assert_int_equal(w->started, 1);
+    assert_int_equal(count_events(w, RESIL_EVENT_BUDGET_DENIED), 1);
+    resil_pipeline_free(w->p);
+    w->p = NULL;
+    resil_budget_free(budget);
+}
+
+static void busy_pool_runs_the_execution_unhedged_on_the_caller(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    h.workers = 1;
+    build(w, &h, 0);
+    w->does[0] = GATE_THEN_SUCCEED;
+    execution first = {0};
+    start(&first, w);
+    while (__atomic_load_n(&w->started, __ATOMIC_SEQ_CST) < 1)
+        sched_yield();
+    /* The only worker is busy: this one runs inline, on this thread. */
+    w->does[0] = SUCCEED;
+    resil_call c;
+    resil_call_default(&c);
+    c.user = w;
+    resil_pipeline_result r;
+    assert_int_equal(resil_pipeline_execute(w->p, hedged_op, &c, &r), 0);
+    assert_int_equal(r.outcome.kind, RESIL_SUCCESS);
+    assert_true(pthread_equal(w->ran_on[0], pthread_self()));
+    assert_int_equal(r.hedges, 0);
+    gate_open(&w->gate);
+    resil_fake_clock_advance(w->fc, RESIL_S(2));
+    finish(&first);
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+
+static void options_default_to_one_hedge_after_two_seconds(void **state)
+{
+    (void)state;
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    assert_duration_equal(h.delay, RESIL_S(2));
+    assert_int_equal(h.max_hedged, 1);
+    assert_null(h.hedge_on);
+    assert_null(h.budget);
+    assert_int_equal(h.workers, 0);
+    assert_false(h.wait_losers);
+    assert_int_equal(resil_hedge_opts_validate(&h, NULL), 0);
+}
+
+static void bad_options_are_rejected_by_name(void **state)
+{
+    (void)state;
+    resil_err err = {0, ""};
+    resil_hedge_opts h = hedging(RESIL_S(1), 0);
+    assert_int_equal(resil_hedge_opts_validate(&h, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "hedging.max_hedged must be in [1, 10], got 0");
+    h.max_hedged = 11;
+    assert_int_equal(resil_hedge_opts_validate(&h, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "hedging.max_hedged must be in [1, 10], got 11");
+    h.max_hedged = 10;
+    assert_int_equal(resil_hedge_opts_validate(&h, &err), 0);
+    h.delay = -1;
+    assert_int_equal(resil_hedge_opts_validate(&h, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "hedging.delay must be >= 0, got -1 ns");
+    h.delay = 0;
+    h.workers = 257;
+    assert_int_equal(resil_hedge_opts_validate(&h, &err), RESIL_EINVAL);
+    assert_string_equal(err.message,
+                        "hedging.workers must be at most 256 (0 = automatic), got 257");
+    assert_int_equal(resil_hedge_opts_validate(NULL, &err), RESIL_EINVAL);
+}
+
+static void hedge_index_is_zero_outside_hedging(void **state)
+{
+    (void)state;
+    assert_int_equal(resil_hedge_current(), 0);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(hedge_answering_first_wins_and_the_slow_primary_is_cancelled),
+        T(fast_primary_wins_without_any_hedge),
+        T(failed_primary_is_hedged_at_once_and_all_failing_returns_the_primarys),
+        T(zero_delay_starts_every_attempt_at_once),
+        T(caller_returns_before_a_late_loser_which_lands_safely),
+        T(wait_losers_returns_only_after_every_attempt_ended),
+        T(caller_cancel_fires_every_attempt),
+        T(total_deadline_while_hedging_times_out_every_attempt),
+        T(budget_that_denies_stops_hedging),
+        T(busy_pool_runs_the_execution_unhedged_on_the_caller),
+        T(options_default_to_one_hedge_after_two_seconds),
+        T(bad_options_are_rejected_by_name),
+        T(hedge_index_is_zero_outside_hedging),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
