@@ -62,7 +62,10 @@ static int worst_case_warning(resil_pipeline *p)
         return add_warning(p, text);
     }
     uint32_t attempts = retry->policy.max_attempts;
+    /* Jitter bounds are rarely round: say them to the millisecond, up. */
     resil_duration waits = largest_waits(&retry->policy);
+    if (waits % RESIL_MS(1) != 0)
+        waits = resil_dur_add(waits - waits % RESIL_MS(1), RESIL_MS(1));
     resil_duration worst = resil_dur_add(resil_dur_mul(attempt->timeout.timeout, attempts), waits);
     if (worst <= total->timeout.timeout)
         return 0;
@@ -140,10 +143,18 @@ static void f_int(desc *d, const char *name, long long v)
     resil__text_printf(&d->t, "%lld", v);
 }
 
+/* The shortest form that reads back as the same double: 0.1, not
+ * 0.10000000000000001. */
 static void f_num(desc *d, const char *name, double v)
 {
+    char text[32];
+    for (int precision = 1; precision <= 17; precision++) {
+        snprintf(text, sizeof text, "%.*g", precision, v);
+        if (strtod(text, NULL) == v)
+            break;
+    }
     key(d, name);
-    resil__text_printf(&d->t, "%.17g", v);
+    resil__text_puts(&d->t, text);
 }
 
 static void f_bool(desc *d, const char *name, bool v)
@@ -344,8 +355,11 @@ static void describe_text(desc *d, const resil_pipeline *p)
         describe_options(d, n);
         resil__text_puts(&d->t, "\n");
     }
-    for (size_t i = 0; i < p->nwarnings; i++)
-        resil__text_printf(&d->t, "warning: %s\n", p->warnings[i]);
+    for (size_t i = 0; i < p->nwarnings; i++) {
+        resil__text_puts(&d->t, "warning: ");
+        resil__text_puts(&d->t, p->warnings[i]);
+        resil__text_puts(&d->t, "\n");
+    }
 }
 
 static void describe_json(desc *d, const resil_pipeline *p)
