@@ -5,8 +5,10 @@
 # calls it first, so `make demo` and `make check` work on a fresh machine.
 set -euo pipefail
 
+# clang and its sanitizer runtimes unversioned, so the two always match the
+# distribution's default clang.
 packages=(
-  build-essential cmake pkg-config clang libclang-rt-14-dev
+  build-essential cmake pkg-config clang libclang-rt-dev
   libcmocka-dev
   libcurl4-openssl-dev
   libsqlite3-dev libpq-dev postgresql
