@@ -1,0 +1,279 @@
+/*
+ * config.c — loading a document and reading named strategies out of it.
+ *
+ * Loading is all or nothing: the text is scanned, validated into a fresh
+ * resil_config, and only a document without a single error is handed out.
+ * Afterwards the config is immutable, so any number of threads may read it
+ * and a reload is simply a new config (see policies.c).
+ *
+ * Every getter starts from the library's defaults and overlays the named
+ * entry, so the unnamed default (NULL) is exactly the defaults, and an
+ * unknown name can never fall back to some other name's settings.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define FILE_MAX (16u << 20) /* a configuration, not a database */
+
+int resil_config_parse(const char *text, size_t len, resil_config **out,
+                       resil_config_diags *diags)
+{
+    if (out == NULL || (text == NULL && len > 0))
+        return RESIL_EINVAL;
+    *out = NULL;
+    if (text == NULL)
+        text = "";
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
+    cfg_doc doc;
+    int rc = resil__cfg_scan(text, len, &doc, diags);
+    if (rc != 0)
+        return rc;
+    rc = resil__cfg_build(&doc, out, diags);
+    resil__cfg_doc_free(&doc);
+    return rc;
+}
+
+static int read_file(const char *path, char **text, size_t *len, resil_config_diags *diags)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        resil__diag_add(diags, path, 0, 0, "cannot open: %s", strerror(errno));
+        return RESIL_EIO;
+    }
+    char *buf = malloc(FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, FILE_MAX + 1, f) : 0;
+    int failed = ferror(f);
+    fclose(f);
+    if (buf == NULL)
+        return RESIL_ENOMEM;
+    if (failed || n > FILE_MAX) {
+        resil__diag_add(diags, path, 0, 0, failed ? "cannot read" : "larger than %u MiB",
+                        FILE_MAX >> 20);
+        free(buf);
+        return RESIL_EIO;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+int resil_config_load_file(const char *path, resil_config **out, resil_config_diags *diags)
+{
+    if (path == NULL || out == NULL)
+        return RESIL_EINVAL;
+    *out = NULL;
+    char *text;
+    size_t len;
+    int rc = read_file(path, &text, &len, diags);
+    if (rc != 0)
+        return rc;
+    rc = resil_config_parse(text, len, out, diags);
+    free(text);
+    return rc;
+}
+
+void resil_config_free(resil_config *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t s = 0; s < RESIL_CONFIG_SECTION_COUNT; s++) {
+        for (size_t i = 0; i < c->sec[s].n; i++)
+            free(c->sec[s].v[i].name);
+        free(c->sec[s].v);
+    }
+    free(c);
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+static const char *const section_names[RESIL_CONFIG_SECTION_COUNT] = {
+    [RESIL_CONFIG_RETRY] = "Retry",
+    [RESIL_CONFIG_BREAKERS] = "CircuitBreakers",
+    [RESIL_CONFIG_BULKHEADS] = "Bulkheads",
+    [RESIL_CONFIG_RATE_LIMITERS] = "RateLimiters",
+    [RESIL_CONFIG_OPERATION_TIMEOUTS] = "Timeouts.OperationTimeouts",
+    [RESIL_CONFIG_PIPELINES] = "Pipelines",
+};
+
+const char *resil_config_section_name(resil_config_section s)
+{
+    return (unsigned)s < RESIL_CONFIG_SECTION_COUNT ? section_names[s] : "";
+}
+
+size_t resil__cfg_find(const resil_config *c, resil_config_section s, const char *name)
+{
+    if (c == NULL || name == NULL || (unsigned)s >= RESIL_CONFIG_SECTION_COUNT)
+        return SIZE_MAX;
+    const cfg_list *l = &c->sec[s];
+    for (size_t i = 0; i < l->n; i++)
+        if (resil__name_eq(l->v[i].name, name))
+            return i;
+    return SIZE_MAX;
+}
+
+size_t resil_config_count(const resil_config *c, resil_config_section s)
+{
+    return c && (unsigned)s < RESIL_CONFIG_SECTION_COUNT ? c->sec[s].n : 0;
+}
+
+const char *resil_config_name_at(const resil_config *c, resil_config_section s, size_t i)
+{
+    if (c == NULL || (unsigned)s >= RESIL_CONFIG_SECTION_COUNT || i >= c->sec[s].n)
+        return NULL;
+    return c->sec[s].v[i].name;
+}
+
+/* ---- getters ---------------------------------------------------------------- */
+
+/* The named entry, NULL for the unnamed default; *rc says which. */
+static const cfg_item *lookup(const resil_config *c, resil_config_section s, const char *name,
+                              int *rc)
+{
+    *rc = 0;
+    if (name == NULL || name[0] == '\0')
+        return NULL;
+    size_t i = resil__cfg_find(c, s, name);
+    if (i == SIZE_MAX) {
+        *rc = RESIL_ENOTFOUND;
+        return NULL;
+    }
+    return &c->sec[s].v[i];
+}
+
+int resil_config_retry_get(const resil_config *c, const char *name, resil_config_retry *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_RETRY, name, &rc);
+    if (it) {
+        *out = it->u.retry;
+    } else {
+        memset(out, 0, sizeof *out);
+        resil_retry_policy_default(&out->policy);
+    }
+    return rc;
+}
+
+int resil_config_breaker_get(const resil_config *c, const char *name, resil_breaker_opts *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_BREAKERS, name, &rc);
+    if (it) {
+        *out = it->u.breaker;
+        out->name = it->name;
+    } else {
+        resil_breaker_opts_default(out);
+    }
+    return rc;
+}
+
+int resil_config_bulkhead_get(const resil_config *c, const char *name, resil_bulkhead_opts *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_BULKHEADS, name, &rc);
+    if (it)
+        *out = it->u.bulkhead;
+    else
+        resil_bulkhead_opts_default(out);
+    return rc;
+}
+
+int resil_config_ratelimit_get(const resil_config *c, const char *name,
+                               resil_config_ratelimit *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_RATE_LIMITERS, name, &rc);
+    if (it) {
+        *out = it->u.limiter;
+    } else {
+        resil_ratelimit_opts_default(&out->opts, RESIL_RATELIMIT_TOKEN_BUCKET);
+        out->max_wait = 0;
+    }
+    return rc;
+}
+
+resil_duration resil_config_timeout(const resil_config *c, const char *operation)
+{
+    if (c == NULL)
+        return RESIL_S(30);
+    size_t i = resil__cfg_find(c, RESIL_CONFIG_OPERATION_TIMEOUTS, operation);
+    return i == SIZE_MAX ? c->default_timeout
+                         : c->sec[RESIL_CONFIG_OPERATION_TIMEOUTS].v[i].u.timeout;
+}
+
+bool resil_config_degrade_get(const resil_config *c, resil_degrade_opts *out)
+{
+    if (out == NULL)
+        return false;
+    if (c == NULL) {
+        resil_degrade_opts_default(out);
+        return false;
+    }
+    *out = c->degrade;
+    return c->has_degrade;
+}
+
+bool resil_config_distributed_get(const resil_config *c, resil_config_distributed *out)
+{
+    if (c == NULL || out == NULL)
+        return false;
+    *out = c->distributed;
+    return c->has_distributed;
+}
+
+int resil_config_pipeline_get(const resil_config *c, const char *name,
+                              resil_config_pipeline *out)
+{
+    if (c == NULL || out == NULL || name == NULL || name[0] == '\0')
+        return RESIL_EINVAL;
+    memset(out, 0, sizeof *out);
+    size_t i = resil__cfg_find(c, RESIL_CONFIG_PIPELINES, name);
+    if (i == SIZE_MAX)
+        return RESIL_ENOTFOUND;
+    const cfg_item *it = &c->sec[RESIL_CONFIG_PIPELINES].v[i];
+    out->name = it->name;
+    out->nsteps = it->u.pipeline.nsteps;
+    for (size_t k = 0; k < out->nsteps; k++) {
+        const cfg_step *st = &it->u.pipeline.steps[k];
+        resil_config_step *o = &out->steps[k];
+        o->kind = st->kind;
+        o->timeout = st->timeout;
+        o->per_operation = st->per_operation;
+        resil_config_section s = RESIL_CONFIG_OPERATION_TIMEOUTS;
+        switch (st->kind) {
+        case RESIL_CONFIG_STEP_RATE_LIMITER:
+            s = RESIL_CONFIG_RATE_LIMITERS;
+            break;
+        case RESIL_CONFIG_STEP_BULKHEAD:
+            s = RESIL_CONFIG_BULKHEADS;
+            break;
+        case RESIL_CONFIG_STEP_RETRY:
+            s = RESIL_CONFIG_RETRY;
+            break;
+        case RESIL_CONFIG_STEP_BREAKER:
+            s = RESIL_CONFIG_BREAKERS;
+            break;
+        case RESIL_CONFIG_STEP_PIPELINE:
+            s = RESIL_CONFIG_PIPELINES;
+            break;
+        default:
+            break;
+        }
+        o->ref = resil_config_name_at(c, s, st->ref);
+    }
+    return 0;
+}

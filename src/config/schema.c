@@ -1,0 +1,1524 @@
+/*
+ * schema.c — the "Resilience" section: every key, its type, default and
+ * bound, and the checks between keys.
+ *
+ * Each section is a table of fields — key, alias, type, where the value
+ * goes, its bound — and one walker applies any table to any object: it
+ * reports unknown keys (with the nearest known one), duplicates (also those
+ * that differ only in case, or an alias next to its key), wrong types and
+ * values out of bounds, and goes on after each error, so that one pass finds
+ * them all. What a table cannot say (BackoffStrategy against Jitter, a
+ * breaker kind inferred from the keys present, levels that must climb) is a
+ * short `finish` step per section; the library's own validate() then runs
+ * as the last word on the assembled options, so the two can never drift
+ * apart silently.
+ *
+ * Values land in a per-section scratch struct whose first member is the
+ * library's option struct, prefilled with the defaults; the document wins
+ * field by field. Errors never stop the walk, but any error discards the
+ * whole result: a failing document changes nothing.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define FIELDS_MAX 32
+#define TEXT_MAX 48 /* a quoted value in a message */
+
+/* ---- the walk's context ---------------------------------------------------- */
+
+typedef struct vctx {
+    const cfg_doc *doc;
+    resil_config *cfg;
+    resil_config_diags *diags;
+    size_t errors;
+    bool nomem;
+    char path[RESIL_CONFIG_PATH_MAX];
+    size_t plen;
+} vctx;
+
+static size_t push(vctx *v, const char *seg)
+{
+    size_t old = v->plen;
+    int n = snprintf(v->path + old, sizeof v->path - old, "%s%s", old ? "." : "", seg);
+    v->plen = n < 0 ? old : old + (size_t)n;
+    if (v->plen >= sizeof v->path)
+        v->plen = sizeof v->path - 1;
+    return old;
+}
+
+static size_t push_index(vctx *v, size_t i)
+{
+    size_t old = v->plen;
+    int n = snprintf(v->path + old, sizeof v->path - old, "[%zu]", i);
+    v->plen = n < 0 ? old : old + (size_t)n;
+    if (v->plen >= sizeof v->path)
+        v->plen = sizeof v->path - 1;
+    return old;
+}
+
+static void pop(vctx *v, size_t old)
+{
+    v->plen = old;
+    v->path[old] = '\0';
+}
+
+static void fail_at(vctx *v, uint32_t line, uint32_t col, const char *fmt, ...)
+    RESIL_PRINTF(4, 5);
+static void fail_at(vctx *v, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    resil__diag_addv(v->diags, v->path, line, col, fmt, ap);
+    va_end(ap);
+    v->errors++;
+}
+
+/* Errors about a value point at the value; about a key, at the key. */
+#define fail_value(v, n, ...) fail_at((v), (n)->line, (n)->col, __VA_ARGS__)
+#define fail_key(v, n, ...) fail_at((v), (n)->key_line, (n)->key_col, __VA_ARGS__)
+
+/* The value as the user wrote it, for "got ...". */
+static const char *shown(const cfg_node *n, char *buf, size_t cap)
+{
+    switch (n->type) {
+    case CFG_OBJECT:
+        return "an object";
+    case CFG_ARRAY:
+        return "an array";
+    case CFG_TRUE:
+        return "true";
+    case CFG_FALSE:
+        return "false";
+    case CFG_NULL:
+        return "null";
+    case CFG_NUMBER:
+        snprintf(buf, cap, "%.*s", n->tok_len > TEXT_MAX ? TEXT_MAX : (int)n->tok_len, n->tok);
+        return buf;
+    case CFG_STRING:
+        break;
+    }
+    size_t keep = n->str_len > TEXT_MAX ? TEXT_MAX : n->str_len;
+    size_t o = 0;
+    buf[o++] = '"';
+    for (size_t i = 0; i < keep && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)n->str[i];
+        buf[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    if (keep < n->str_len && o + 5 < cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
+#define GOT(n) shown((n), got_buf, sizeof got_buf)
+
+/* ---- fields -------------------------------------------------------------- */
+
+typedef enum ftype {
+    F_U32,
+    F_I32,
+    F_I64,
+    F_DOUBLE,
+    F_BOOL,
+    F_DUR,
+    F_ENUM,
+    F_CUSTOM
+} ftype;
+
+enum {
+    LO_OPEN = 1,   /* the lower bound is excluded */
+    HI_OPEN = 2,
+    NULL_MAX = 4,  /* null means RESIL_DURATION_MAX (no cap) */
+    NULL_ZERO = 8, /* null means 0 (none) */
+    PERCENT = 16   /* said as "a percentage" */
+};
+
+typedef struct enum_name {
+    const char *name;
+    int value;
+} enum_name;
+
+typedef struct field field;
+typedef void (*custom_fn)(vctx *v, const cfg_node *n, void *target);
+
+struct field {
+    const char *key;
+    const char *alias;
+    ftype type;
+    unsigned flags;
+    size_t off;
+    double lo, hi;         /* numbers; durations in ns */
+    const enum_name *names; /* F_ENUM, ended by a NULL name */
+    custom_fn custom;
+};
+
+/* The fields of one object as they were given. */
+typedef struct given {
+    const cfg_node *node[FIELDS_MAX];
+    bool bad[FIELDS_MAX]; /* given, but its value was refused */
+} given;
+
+/* Were all of these fields, when given, given well? */
+static bool all_good(const given *g, size_t a, size_t b, size_t c)
+{
+    return !g->bad[a] && !g->bad[b] && !g->bad[c];
+}
+
+static const char *const foreign_hints[][2] = {
+    {"FailureThreshold", "the seeds use FailureThreshold for two things: say "
+                         "ConsecutiveFailureThreshold or MinimumThroughput"},
+    {"MaxAttempts", "say MaxRetryAttempts, which counts the retries after the first "
+                    "attempt"},
+};
+
+static void unknown_key(vctx *v, const cfg_node *n, const field *f, size_t nf)
+{
+    for (size_t i = 0; i < sizeof foreign_hints / sizeof foreign_hints[0]; i++) {
+        if (resil__name_eq(n->key, foreign_hints[i][0])) {
+            fail_key(v, n, "unknown key: %s", foreign_hints[i][1]);
+            return;
+        }
+    }
+    const char *cands[FIELDS_MAX * 2];
+    size_t nc = 0;
+    for (size_t i = 0; i < nf; i++) {
+        cands[nc++] = f[i].key;
+        if (f[i].alias)
+            cands[nc++] = f[i].alias;
+    }
+    const char *s = resil__closest(n->key, cands, nc);
+    if (s)
+        fail_key(v, n, "unknown key (did you mean %s?)", s);
+    else
+        fail_key(v, n, "unknown key");
+}
+
+static void *at_off(void *target, size_t off) { return (char *)target + off; }
+
+static bool null_allowed(vctx *v, const cfg_node *n, const field *f, void *target)
+{
+    if (n->type != CFG_NULL || !(f->flags & (NULL_MAX | NULL_ZERO)))
+        return false;
+    *(resil_duration *)at_off(target, f->off) = f->flags & NULL_MAX ? RESIL_DURATION_MAX : 0;
+    return true;
+}
+
+/* "in (0,1]", "a whole number >= 1", "a whole number in [1,1000]": a
+ * whole number's upper bound is not worth saying when it is its type's. */
+static void describe_bound(const field *f, bool whole, char *buf, size_t cap)
+{
+    const char *kind = f->flags & PERCENT ? "a percentage " : whole ? "a whole number " : "";
+    int digits = whole ? 0 : 15;
+    if (isinf(f->hi) || (whole && f->hi >= (double)INT32_MAX))
+        snprintf(buf, cap, "%s%s %.*g", kind, f->flags & LO_OPEN ? ">" : ">=",
+                 whole ? 20 : digits, f->lo);
+    else if (whole)
+        snprintf(buf, cap, "%sin [%.0f,%.0f]", kind, f->lo, f->hi);
+    else
+        snprintf(buf, cap, "%sin %c%g,%g%c", kind, f->flags & LO_OPEN ? '(' : '[', f->lo,
+                 f->hi, f->flags & HI_OPEN ? ')' : ']');
+}
+
+static bool in_bound(const field *f, double d)
+{
+    if (isnan(d))
+        return false;
+    if (f->flags & LO_OPEN ? !(d > f->lo) : !(d >= f->lo))
+        return false;
+    return f->flags & HI_OPEN ? d < f->hi : d <= f->hi;
+}
+
+static void set_number(vctx *v, const cfg_node *n, const field *f, void *target)
+{
+    char got_buf[TEXT_MAX + 8], rule[96];
+    bool whole_wanted = f->type != F_DOUBLE;
+    double d;
+    long long i;
+    bool whole;
+    describe_bound(f, whole_wanted, rule, sizeof rule);
+    if (resil__cfg_number(n, &d, &i, &whole) != 0 || (whole_wanted && !whole) || !isfinite(d)) {
+        fail_value(v, n, "must be %s, got %s", rule, GOT(n));
+        return;
+    }
+    if (!in_bound(f, d)) {
+        fail_value(v, n, "must be %s, got %s", rule, GOT(n));
+        return;
+    }
+    void *p = at_off(target, f->off);
+    switch (f->type) {
+    case F_U32:
+        *(uint32_t *)p = (uint32_t)i;
+        break;
+    case F_I32:
+        *(int32_t *)p = (int32_t)i;
+        break;
+    case F_I64:
+        *(int64_t *)p = (int64_t)i;
+        break;
+    default:
+        *(double *)p = d;
+        break;
+    }
+}
+
+static void set_bool(vctx *v, const cfg_node *n, const field *f, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    bool *p = at_off(target, f->off);
+    if (n->type == CFG_TRUE || (n->type == CFG_STRING && resil__name_eq(n->str, "true")))
+        *p = true;
+    else if (n->type == CFG_FALSE || (n->type == CFG_STRING && resil__name_eq(n->str, "false")))
+        *p = false;
+    else
+        fail_value(v, n, "must be true or false, got %s", GOT(n));
+}
+
+/* The parser's reason without its own "duration "...": " preamble. */
+static const char *reason_of(const resil_err *e)
+{
+    const char *r = strstr(e->message, "\": ");
+    return r ? r + 3 : e->message;
+}
+
+/* A duration string; 0 with *out set, or -1 after reporting. */
+static int parse_duration(vctx *v, const cfg_node *n, resil_duration *out)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (n->type != CFG_STRING) {
+        fail_value(v, n, "must be a duration such as \"30s\" or \"00:00:30\", got %s", GOT(n));
+        return -1;
+    }
+    resil_err e = {0, ""};
+    if (resil_duration_parse(n->str, n->str_len, out, &e) != 0) {
+        fail_value(v, n, "must be a duration such as \"30s\" or \"00:00:30\", got %s: %s",
+                   GOT(n), reason_of(&e));
+        return -1;
+    }
+    return 0;
+}
+
+static void set_duration(vctx *v, const cfg_node *n, const field *f, void *target)
+{
+    char got_buf[TEXT_MAX + 8], lo[32];
+    resil_duration d;
+    if (null_allowed(v, n, f, target) || parse_duration(v, n, &d) != 0)
+        return;
+    resil_duration min = (resil_duration)f->lo;
+    if (f->flags & LO_OPEN ? d <= min : d < min) {
+        resil_duration_format(min, lo, sizeof lo);
+        fail_value(v, n, "must be %s %s%s, got %s", f->flags & LO_OPEN ? ">" : ">=",
+                   min == 0 ? "0" : lo, f->flags & NULL_ZERO ? " (0 or null = none)" : "",
+                   GOT(n));
+        return;
+    }
+    *(resil_duration *)at_off(target, f->off) = d;
+}
+
+/* An enum value; the value, or -1 after reporting. */
+static int parse_enum(vctx *v, const cfg_node *n, const enum_name *names)
+{
+    char got_buf[TEXT_MAX + 8], list[256];
+    if (n->type == CFG_STRING) {
+        for (const enum_name *e = names; e->name; e++)
+            if (resil__enum_eq(n->str, e->name))
+                return e->value;
+    }
+    cfg_sb sb;
+    resil__sb_init(&sb, list, sizeof list);
+    const char *cands[32];
+    size_t nc = 0;
+    for (const enum_name *e = names; e->name; e++) {
+        resil__sb_printf(&sb, "%s%s", e == names ? "" : e[1].name ? ", " : " or ", e->name);
+        if (nc < 32)
+            cands[nc++] = e->name;
+    }
+    const char *s = n->type == CFG_STRING ? resil__closest(n->str, cands, nc) : NULL;
+    if (s)
+        fail_value(v, n, "must be %s, got %s (did you mean %s?)", list, GOT(n), s);
+    else
+        fail_value(v, n, "must be %s, got %s", list, GOT(n));
+    return -1;
+}
+
+static void set_field(vctx *v, const cfg_node *n, const field *f, void *target)
+{
+    switch (f->type) {
+    case F_U32:
+    case F_I32:
+    case F_I64:
+    case F_DOUBLE:
+        set_number(v, n, f, target);
+        return;
+    case F_BOOL:
+        set_bool(v, n, f, target);
+        return;
+    case F_DUR:
+        set_duration(v, n, f, target);
+        return;
+    case F_ENUM: {
+        int e = parse_enum(v, n, f->names);
+        if (e >= 0)
+            *(int *)at_off(target, f->off) = e;
+        return;
+    }
+    case F_CUSTOM:
+        f->custom(v, n, target);
+        return;
+    }
+}
+
+static bool is_object(vctx *v, const cfg_node *n)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (n->type == CFG_OBJECT)
+        return true;
+    fail_value(v, n, "must be an object, got %s", GOT(n));
+    return false;
+}
+
+/* Apply a field table to an object's members. */
+static void apply(vctx *v, const cfg_node *obj, const field *f, size_t nf, void *target,
+                  given *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!is_object(v, obj))
+        return;
+    for (const cfg_node *m = cfg_child(v->doc, obj); m; m = cfg_next(v->doc, m)) {
+        size_t i = 0;
+        while (i < nf && !resil__name_eq(m->key, f[i].key) &&
+               !(f[i].alias && resil__name_eq(m->key, f[i].alias)))
+            i++;
+        if (i == nf) {
+            size_t old = push(v, m->key);
+            unknown_key(v, m, f, nf);
+            pop(v, old);
+            continue;
+        }
+        size_t old = push(v, f[i].key);
+        if (g->node[i]) {
+            fail_key(v, m, "duplicate key: %s is already given at %u:%u", f[i].key,
+                     g->node[i]->key_line, g->node[i]->key_col);
+        } else {
+            size_t before = v->errors;
+            g->node[i] = m;
+            set_field(v, m, &f[i], target);
+            g->bad[i] = v->errors != before;
+        }
+        pop(v, old);
+    }
+}
+
+/* Report a cross-field error at field i's value (or at the object when
+ * the field was not given). */
+static void fail_field(vctx *v, const cfg_node *obj, const field *f, const given *g, size_t i,
+                       const char *fmt, ...) RESIL_PRINTF(6, 7);
+static void fail_field(vctx *v, const cfg_node *obj, const field *f, const given *g, size_t i,
+                       const char *fmt, ...)
+{
+    const cfg_node *n = g->node[i] ? g->node[i] : obj;
+    size_t old = g->node[i] ? push(v, f[i].key) : v->plen;
+    va_list ap;
+    va_start(ap, fmt);
+    resil__diag_addv(v->diags, v->path, n->line, n->col, fmt, ap);
+    va_end(ap);
+    v->errors++;
+    pop(v, old);
+}
+
+/* The library's validate() as the last word, reported at the object. */
+static void library_check(vctx *v, const cfg_node *obj, int rc, const resil_err *e)
+{
+    if (rc != 0)
+        fail_value(v, obj, "%s", e->message);
+}
+
+#define FIELD_COUNT(t) (sizeof(t) / sizeof((t)[0]))
+#define NUM(key, type, st, member, lo, hi, flags)                                     \
+    {key, NULL, type, flags, offsetof(st, member), lo, hi, NULL, NULL}
+#define DUR(key, st, member, lo, flags)                                               \
+    {key, NULL, F_DUR, flags, offsetof(st, member), (double)(lo), 0, NULL, NULL}
+#define BOOLF(key, st, member) {key, NULL, F_BOOL, 0, offsetof(st, member), 0, 0, NULL, NULL}
+#define ENUMF(key, st, member, names) {key, NULL, F_ENUM, 0, offsetof(st, member), 0, 0, names, NULL}
+#define CUSTOM(key, fn) {key, NULL, F_CUSTOM, 0, 0, 0, 0, NULL, fn}
+
+/* ---- Retry ----------------------------------------------------------------- */
+
+typedef struct retry_scratch {
+    resil_config_retry r;
+    int strategy; /* kind | (jitter + 1) << 8; the jitter part 0 = none implied */
+    int jitter;
+    bool use_jitter;
+    int retry_after;
+    bool should_retry_after;
+    int unsafe_mode;
+} retry_scratch;
+
+#define STRATEGY(kind, jitter) ((kind) | ((jitter) + 1) << 8)
+
+static const enum_name backoff_strategies[] = {
+    {"Constant", RESIL_BACKOFF_CONSTANT},
+    {"Fixed", RESIL_BACKOFF_CONSTANT},
+    {"Linear", RESIL_BACKOFF_LINEAR},
+    {"Exponential", RESIL_BACKOFF_EXPONENTIAL},
+    {"Fibonacci", RESIL_BACKOFF_FIBONACCI},
+    {"ExponentialWithJitter", STRATEGY(RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_POLLY)},
+    {"FullJitter", STRATEGY(RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_FULL)},
+    {"DecorrelatedJitter", STRATEGY(RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_DECORRELATED)},
+    {NULL, 0},
+};
+
+static const enum_name jitters[] = {
+    {"None", RESIL_JITTER_NONE},
+    {"Full", RESIL_JITTER_FULL},
+    {"Equal", RESIL_JITTER_EQUAL},
+    {"Decorrelated", RESIL_JITTER_DECORRELATED},
+    {"Proportional", RESIL_JITTER_PROPORTIONAL},
+    {"Polly", RESIL_JITTER_POLLY},
+    {NULL, 0},
+};
+
+static const enum_name retry_after_modes[] = {
+    {"Honor", RESIL_RETRY_AFTER_HONOR},
+    {"Honour", RESIL_RETRY_AFTER_HONOR},
+    {"Ignore", RESIL_RETRY_AFTER_IGNORE},
+    {"Bounded", RESIL_RETRY_AFTER_BOUNDED},
+    {NULL, 0},
+};
+
+static const enum_name unsafe_modes[] = {
+    {"Refuse", RESIL_UNSAFE_REFUSE},
+    {"RunOnce", RESIL_UNSAFE_RUN_ONCE},
+    {NULL, 0},
+};
+
+static void set_max_retries(vctx *v, const cfg_node *n, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    retry_scratch *s = target;
+    if (n->type == CFG_STRING && resil__name_eq(n->str, "forever")) {
+        s->r.policy.max_attempts = RESIL_ATTEMPTS_FOREVER;
+        return;
+    }
+    double d;
+    long long i;
+    bool whole;
+    if (resil__cfg_number(n, &d, &i, &whole) != 0 || !whole || i < 0 ||
+        i > (long long)RESIL_ATTEMPTS_FOREVER - 2) {
+        fail_value(v, n, "must be a whole number in [0,%u] or \"Forever\", got %s",
+                   RESIL_ATTEMPTS_FOREVER - 2, GOT(n));
+        return;
+    }
+    s->r.policy.max_attempts = (uint32_t)i + 1;
+}
+
+enum {
+    R_MAX_RETRIES,
+    R_BASE_DELAY,
+    R_STRATEGY,
+    R_JITTER,
+    R_USE_JITTER,
+    R_JITTER_FRACTION,
+    R_FACTOR,
+    R_MAX_DELAY,
+    R_TIME_BUDGET,
+    R_RETRY_AFTER,
+    R_SHOULD_RETRY_AFTER,
+    R_MAX_RETRY_AFTER,
+    R_UNSAFE_MODE,
+    R_RETRY_UNSAFE,
+    R_IDEMPOTENCY_KEYS
+};
+
+static const field retry_fields[] = {
+    [R_MAX_RETRIES] = CUSTOM("MaxRetryAttempts", set_max_retries),
+    [R_BASE_DELAY] = {"BaseDelay", "Delay", F_DUR, 0,
+                      offsetof(retry_scratch, r.policy.backoff.base), 0, 0, NULL, NULL},
+    [R_STRATEGY] = {"BackoffStrategy", "BackoffType", F_ENUM, 0,
+                    offsetof(retry_scratch, strategy), 0, 0, backoff_strategies, NULL},
+    [R_JITTER] = ENUMF("Jitter", retry_scratch, jitter, jitters),
+    [R_USE_JITTER] = BOOLF("UseJitter", retry_scratch, use_jitter),
+    [R_JITTER_FRACTION] = NUM("JitterFraction", F_DOUBLE, retry_scratch,
+                              r.policy.backoff.jitter_fraction, 0, 1, 0),
+    [R_FACTOR] = NUM("Factor", F_DOUBLE, retry_scratch, r.policy.backoff.factor, 1, INFINITY, 0),
+    [R_MAX_DELAY] = DUR("MaxDelay", retry_scratch, r.policy.backoff.max_delay, 0, NULL_MAX),
+    [R_TIME_BUDGET] = DUR("TimeBudget", retry_scratch, r.policy.max_total, 0, NULL_ZERO),
+    [R_RETRY_AFTER] = ENUMF("RetryAfter", retry_scratch, retry_after, retry_after_modes),
+    [R_SHOULD_RETRY_AFTER] = BOOLF("ShouldRetryAfterHeader", retry_scratch, should_retry_after),
+    [R_MAX_RETRY_AFTER] = DUR("MaxRetryAfter", retry_scratch, r.policy.retry_after_max, 0, 0),
+    [R_UNSAFE_MODE] = ENUMF("UnsafeMode", retry_scratch, unsafe_mode, unsafe_modes),
+    [R_RETRY_UNSAFE] = BOOLF("RetryUnsafeMethods", retry_scratch, r.retry_unsafe_methods),
+    [R_IDEMPOTENCY_KEYS] = BOOLF("IdempotencyKeys", retry_scratch, r.idempotency_keys),
+};
+
+static const char *enum_label(const enum_name *names, int value)
+{
+    for (const enum_name *e = names; e->name; e++)
+        if (e->value == value)
+            return e->name;
+    return "?";
+}
+
+/* BackoffStrategy, Jitter and UseJitter say the same thing three ways;
+ * take whichever were given and refuse them when they disagree. */
+static void resolve_jitter(vctx *v, const cfg_node *obj, const given *g, retry_scratch *s)
+{
+    const field *f = retry_fields;
+    resil_backoff *b = &s->r.policy.backoff;
+    int implied = -1;
+    if (g->node[R_STRATEGY]) {
+        b->kind = (resil_backoff_kind)(s->strategy & 0xff);
+        implied = (s->strategy >> 8) - 1;
+    }
+    if (g->node[R_JITTER] && implied >= 0 && s->jitter != implied)
+        fail_field(v, obj, f, g, R_JITTER, "contradicts BackoffStrategy %s, which means %s jitter",
+                   enum_label(backoff_strategies, s->strategy),
+                   resil_jitter_name((resil_jitter)implied));
+    int chosen = g->node[R_JITTER] ? s->jitter : implied;
+    if (g->node[R_USE_JITTER] && chosen >= 0 && (chosen != RESIL_JITTER_NONE) != s->use_jitter)
+        fail_field(v, obj, f, g, R_USE_JITTER, "contradicts %s, which means %s jitter",
+                   g->node[R_JITTER] ? "Jitter" : "BackoffStrategy",
+                   resil_jitter_name((resil_jitter)chosen));
+    if (chosen >= 0)
+        b->jitter = (resil_jitter)chosen;
+    else if (g->node[R_USE_JITTER])
+        b->jitter = s->use_jitter ? RESIL_JITTER_POLLY : RESIL_JITTER_NONE;
+}
+
+/* Checks between keys run on the keys that were given well; the library's
+ * own check only on an entry without errors (`before` is the error count
+ * when the entry started). */
+static void finish_retry(vctx *v, const cfg_node *obj, const given *g, retry_scratch *s,
+                         size_t before)
+{
+    const field *f = retry_fields;
+    resil_retry_policy *p = &s->r.policy;
+    bool jitter_known = all_good(g, R_STRATEGY, R_JITTER, R_USE_JITTER);
+    if (jitter_known)
+        resolve_jitter(v, obj, g, s);
+    if (all_good(g, R_RETRY_AFTER, R_SHOULD_RETRY_AFTER, R_RETRY_AFTER) &&
+        g->node[R_RETRY_AFTER] && g->node[R_SHOULD_RETRY_AFTER] &&
+        (s->retry_after != RESIL_RETRY_AFTER_IGNORE) != s->should_retry_after)
+        fail_field(v, obj, f, g, R_SHOULD_RETRY_AFTER, "contradicts RetryAfter %s",
+                   enum_label(retry_after_modes, s->retry_after));
+    if (g->node[R_RETRY_AFTER])
+        p->retry_after = (resil_retry_after_mode)s->retry_after;
+    else if (g->node[R_SHOULD_RETRY_AFTER])
+        p->retry_after = s->should_retry_after ? RESIL_RETRY_AFTER_HONOR : RESIL_RETRY_AFTER_IGNORE;
+    if (g->node[R_UNSAFE_MODE])
+        p->unsafe_mode = (resil_unsafe_mode)s->unsafe_mode;
+    if (jitter_known && !g->bad[R_FACTOR] && p->backoff.jitter == RESIL_JITTER_POLLY &&
+        p->backoff.kind == RESIL_BACKOFF_EXPONENTIAL && p->backoff.factor != 2.0)
+        fail_field(v, obj, f, g, R_FACTOR,
+                   "must be 2 with Polly's jitter on exponential backoff (Polly's formula "
+                   "doubles), got %g", p->backoff.factor);
+    if (v->errors == before) {
+        resil_err e = {0, ""};
+        library_check(v, obj, resil_retry_policy_validate(p, &e), &e);
+    }
+}
+
+static void parse_retry(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    retry_scratch s;
+    memset(&s, 0, sizeof s);
+    resil_retry_policy_default(&s.r.policy);
+    given g;
+    size_t before = v->errors;
+    apply(v, obj, retry_fields, FIELD_COUNT(retry_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_retry(v, obj, &g, &s, before);
+    item->u.retry = s.r;
+}
+
+/* ---- CircuitBreakers and DistributedCircuitBreaker ------------------------- */
+
+typedef struct breaker_scratch {
+    resil_breaker_opts o;
+    int kind;
+    bool enabled;                 /* DistributedCircuitBreaker only */
+    resil_duration sync_interval; /* DistributedCircuitBreaker only */
+} breaker_scratch;
+
+static const enum_name breaker_kinds[] = {
+    {"Consecutive", RESIL_BREAKER_CONSECUTIVE},
+    {"Ratio", RESIL_BREAKER_RATIO},
+    {"Both", RESIL_BREAKER_BOTH},
+    {NULL, 0},
+};
+
+enum {
+    B_KIND,
+    B_CONSECUTIVE,
+    B_RATIO,
+    B_THROUGHPUT,
+    B_SAMPLING,
+    B_BREAK,
+    B_GROWTH,
+    B_MAX_BREAK,
+    B_PROBES,
+    B_SUCCESS,
+    B_PROBE_TIMEOUT,
+    B_SLOW_DURATION,
+    B_SLOW_RATIO,
+    B_ENABLED,
+    B_SYNC
+};
+
+#define BREAKER_FIELDS                                                                      \
+    [B_KIND] = ENUMF("Kind", breaker_scratch, kind, breaker_kinds),                         \
+    [B_CONSECUTIVE] = NUM("ConsecutiveFailureThreshold", F_U32, breaker_scratch,            \
+                          o.failure_threshold, 1, UINT32_MAX, 0),                           \
+    [B_RATIO] = NUM("FailureRatio", F_DOUBLE, breaker_scratch, o.failure_ratio, 0, 1, LO_OPEN), \
+    [B_THROUGHPUT] = NUM("MinimumThroughput", F_U32, breaker_scratch, o.minimum_throughput, \
+                         2, UINT32_MAX, 0),                                                 \
+    [B_SAMPLING] = DUR("SamplingDuration", breaker_scratch, o.sampling_duration,           \
+                       RESIL_MS(500), 0),                                                   \
+    [B_BREAK] = DUR("BreakDuration", breaker_scratch, o.break_duration, 0, LO_OPEN),        \
+    [B_GROWTH] = NUM("BreakGrowth", F_DOUBLE, breaker_scratch, o.break_growth, 1, INFINITY, 0), \
+    [B_MAX_BREAK] = DUR("MaxBreakDuration", breaker_scratch, o.max_break_duration, 0, 0),   \
+    [B_PROBES] = NUM("HalfOpenProbes", F_U32, breaker_scratch, o.half_open_probes, 1, 65535, 0), \
+    [B_SUCCESS] = {"SuccessThresholdToClose", "SuccessThreshold", F_U32, 0,                 \
+                   offsetof(breaker_scratch, o.success_threshold), 1, UINT32_MAX, NULL, NULL}, \
+    [B_PROBE_TIMEOUT] = DUR("ProbeTimeout", breaker_scratch, o.probe_timeout, 0, 0),        \
+    [B_SLOW_DURATION] = DUR("SlowCallDuration", breaker_scratch, o.slow_call_duration, 0, 0), \
+    [B_SLOW_RATIO] = NUM("SlowCallRatio", F_DOUBLE, breaker_scratch, o.slow_call_ratio, 0, 1, \
+                         LO_OPEN)
+
+static const field breaker_fields[] = {BREAKER_FIELDS};
+
+static const field distributed_fields[] = {
+    BREAKER_FIELDS,
+    [B_ENABLED] = BOOLF("Enabled", breaker_scratch, enabled),
+    [B_SYNC] = DUR("SyncInterval", breaker_scratch, sync_interval, 0, LO_OPEN),
+};
+
+/* Without a Kind, the keys present say which rules the author meant (when
+ * `infer`; the distributed breaker keeps its "both"). */
+static void finish_breaker(vctx *v, const cfg_node *obj, const field *f, const given *g,
+                           breaker_scratch *s, size_t before, bool infer)
+{
+    resil_breaker_opts *o = &s->o;
+    if (g->node[B_KIND]) {
+        if (!g->bad[B_KIND])
+            o->kind = (resil_breaker_kind)s->kind;
+    } else if (infer) {
+        bool consecutive = g->node[B_CONSECUTIVE] != NULL;
+        bool ratio = g->node[B_RATIO] || g->node[B_THROUGHPUT] || g->node[B_SAMPLING];
+        if (consecutive)
+            o->kind = ratio ? RESIL_BREAKER_BOTH : RESIL_BREAKER_CONSECUTIVE;
+    }
+    if (all_good(g, B_GROWTH, B_MAX_BREAK, B_BREAK) && o->break_growth > 1.0 &&
+        o->max_break_duration < o->break_duration) {
+        char a[32], b[32];
+        resil_duration_format(o->max_break_duration, a, sizeof a);
+        resil_duration_format(o->break_duration, b, sizeof b);
+        fail_field(v, obj, f, g, g->node[B_MAX_BREAK] ? B_MAX_BREAK : B_GROWTH,
+                   "MaxBreakDuration (%s) must be >= BreakDuration (%s) when BreakGrowth > 1", a,
+                   b);
+    }
+    if (v->errors == before) {
+        resil_err e = {0, ""};
+        library_check(v, obj, resil_breaker_opts_validate(o, &e), &e);
+    }
+}
+
+static void parse_breaker(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    breaker_scratch s;
+    memset(&s, 0, sizeof s);
+    resil_breaker_opts_default(&s.o);
+    given g;
+    size_t before = v->errors;
+    apply(v, obj, breaker_fields, FIELD_COUNT(breaker_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_breaker(v, obj, breaker_fields, &g, &s, before, true);
+    s.o.name = NULL;
+    item->u.breaker = s.o;
+}
+
+/* Excalibur's DistributedCircuitBreakerOptions defaults. */
+static void distributed_default(breaker_scratch *s)
+{
+    memset(s, 0, sizeof *s);
+    resil_breaker_opts_default(&s->o);
+    s->o.kind = RESIL_BREAKER_BOTH;
+    s->o.failure_ratio = 0.5;
+    s->o.minimum_throughput = 10;
+    s->o.sampling_duration = RESIL_S(30);
+    s->o.break_duration = RESIL_S(30);
+    s->o.failure_threshold = 5;
+    s->o.success_threshold = 3;
+    s->sync_interval = RESIL_S(5);
+}
+
+static void parse_distributed(vctx *v, const cfg_node *obj)
+{
+    breaker_scratch s;
+    distributed_default(&s);
+    given g;
+    size_t before = v->errors;
+    apply(v, obj, distributed_fields, FIELD_COUNT(distributed_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_breaker(v, obj, distributed_fields, &g, &s, before, false);
+    v->cfg->has_distributed = true;
+    v->cfg->distributed.enabled = s.enabled;
+    v->cfg->distributed.sync_interval = s.sync_interval;
+    v->cfg->distributed.breaker = s.o;
+}
+
+/* ---- Bulkheads ---------------------------------------------------------------- */
+
+static const field bulkhead_fields[] = {
+    NUM("MaxConcurrency", F_I32, resil_bulkhead_opts, max_concurrency, 1, INT32_MAX, 0),
+    NUM("MaxQueueLength", F_I32, resil_bulkhead_opts, max_queue, 0, INT32_MAX, 0),
+    BOOLF("AllowQueueing", resil_bulkhead_opts, queue),
+    DUR("QueueTimeout", resil_bulkhead_opts, queue_timeout, 0, 0),
+};
+
+static void parse_bulkhead(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    resil_bulkhead_opts o;
+    resil_bulkhead_opts_default(&o);
+    given g;
+    apply(v, obj, bulkhead_fields, FIELD_COUNT(bulkhead_fields), &o, &g);
+    item->u.bulkhead = o;
+}
+
+/* ---- RateLimiters ------------------------------------------------------------- */
+
+typedef struct limiter_scratch {
+    resil_config_ratelimit l;
+    int kind;
+} limiter_scratch;
+
+static const enum_name limiter_kinds[] = {
+    {"TokenBucket", RESIL_RATELIMIT_TOKEN_BUCKET},
+    {"FixedWindow", RESIL_RATELIMIT_FIXED_WINDOW},
+    {"SlidingWindow", RESIL_RATELIMIT_SLIDING_WINDOW},
+    {NULL, 0},
+};
+
+enum { L_KIND, L_RATE, L_PERIOD, L_BURST, L_PERMITS, L_WINDOW, L_MAX_WAIT };
+
+static const field limiter_fields[] = {
+    [L_KIND] = ENUMF("Kind", limiter_scratch, kind, limiter_kinds),
+    [L_RATE] = NUM("TokensPerPeriod", F_I64, limiter_scratch, l.opts.rate, 1, 1e9, 0),
+    [L_PERIOD] = DUR("ReplenishmentPeriod", limiter_scratch, l.opts.period, RESIL_MS(1), 0),
+    [L_BURST] = NUM("TokenLimit", F_I64, limiter_scratch, l.opts.burst, 1, 1e9, 0),
+    [L_PERMITS] = NUM("PermitLimit", F_I64, limiter_scratch, l.opts.permits, 1, 1e9, 0),
+    [L_WINDOW] = DUR("Window", limiter_scratch, l.opts.window, RESIL_MS(1), 0),
+    [L_MAX_WAIT] = DUR("MaxWait", limiter_scratch, l.max_wait, 0, 0),
+};
+
+static void finish_limiter(vctx *v, const cfg_node *obj, const given *g, limiter_scratch *s)
+{
+    const field *f = limiter_fields;
+    resil_ratelimit_opts *o = &s->l.opts;
+    bool bucket = s->kind == RESIL_RATELIMIT_TOKEN_BUCKET;
+    o->kind = (resil_ratelimit_kind)s->kind;
+    if (g->bad[L_KIND])
+        return;
+    for (size_t i = L_RATE; i <= L_WINDOW; i++) {
+        bool for_bucket = i == L_RATE || i == L_PERIOD || i == L_BURST;
+        if (g->node[i] && for_bucket != bucket)
+            fail_field(v, obj, f, g, i, "applies to %s, not to a %s limiter",
+                       for_bucket ? "a TokenBucket" : "FixedWindow and SlidingWindow",
+                       enum_label(limiter_kinds, s->kind));
+    }
+    if (!g->bad[L_PERMITS] && s->kind == RESIL_RATELIMIT_SLIDING_WINDOW &&
+        o->permits > RESIL_RATELIMIT_MAX_LOG)
+        fail_field(v, obj, f, g, L_PERMITS,
+                   "must be at most %d for a SlidingWindow (it keeps one entry per permit), "
+                   "got %lld", RESIL_RATELIMIT_MAX_LOG, (long long)o->permits);
+    /* The bucket counts in permit-nanoseconds, with headroom to divide. */
+    if (all_good(g, L_BURST, L_PERIOD, L_BURST) && bucket &&
+        o->burst > (INT64_MAX / 2) / o->period) {
+        char period[32];
+        resil_duration_format(o->period, period, sizeof period);
+        fail_field(v, obj, f, g, g->node[L_BURST] ? L_BURST : L_PERIOD,
+                   "TokenLimit × ReplenishmentPeriod must be at most %lld permit-ns, got "
+                   "%lld × %s", (long long)(INT64_MAX / 2), (long long)o->burst, period);
+    }
+}
+
+static void parse_limiter(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    limiter_scratch s;
+    memset(&s, 0, sizeof s);
+    resil_ratelimit_opts_default(&s.l.opts, RESIL_RATELIMIT_TOKEN_BUCKET);
+    s.kind = RESIL_RATELIMIT_TOKEN_BUCKET;
+    given g;
+    apply(v, obj, limiter_fields, FIELD_COUNT(limiter_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_limiter(v, obj, &g, &s);
+    item->u.limiter = s.l;
+}
+
+/* ---- named sections --------------------------------------------------------- */
+
+static cfg_item *add_item(vctx *v, resil_config_section s, const cfg_node *m)
+{
+    cfg_list *l = &v->cfg->sec[s];
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        cfg_item *items = realloc(l->v, cap * sizeof *items);
+        if (items == NULL)
+            return NULL;
+        l->v = items;
+        l->cap = cap;
+    }
+    cfg_item *it = &l->v[l->n];
+    memset(it, 0, sizeof *it);
+    it->name = strdup(m->key);
+    if (it->name == NULL)
+        return NULL;
+    it->line = m->key_line;
+    it->col = m->key_col;
+    l->n++;
+    return it;
+}
+
+static bool good_name(vctx *v, const cfg_node *m)
+{
+    size_t len = strlen(m->key);
+    if (len == 0 || len >= RESIL_CONFIG_NAME_MAX) {
+        fail_key(v, m, "a name must be 1 to %d bytes, got %zu", RESIL_CONFIG_NAME_MAX - 1, len);
+        return false;
+    }
+    for (const char *p = m->key; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            fail_key(v, m, "a name must not contain control characters");
+            return false;
+        }
+    }
+    return true;
+}
+
+typedef void (*item_fn)(vctx *v, const cfg_node *value, cfg_item *item);
+
+/* A section of named entries: name → value. */
+static void parse_named(vctx *v, const cfg_node *obj, resil_config_section s, item_fn parse)
+{
+    if (!is_object(v, obj))
+        return;
+    for (const cfg_node *m = cfg_child(v->doc, obj); m; m = cfg_next(v->doc, m)) {
+        size_t old = push(v, m->key);
+        size_t dup = resil__cfg_find(v->cfg, s, m->key);
+        if (dup != SIZE_MAX) {
+            const cfg_item *d = &v->cfg->sec[s].v[dup];
+            fail_key(v, m, "duplicate name: %s is already defined at %u:%u", d->name, d->line,
+                     d->col);
+        } else if (good_name(v, m)) {
+            cfg_item *it = add_item(v, s, m);
+            if (it == NULL)
+                v->nomem = true;
+            else
+                parse(v, m, it);
+        }
+        pop(v, old);
+    }
+}
+
+/* ---- Timeouts ---------------------------------------------------------------- */
+
+static void parse_operation_timeout(vctx *v, const cfg_node *n, cfg_item *item)
+{
+    resil_duration d;
+    if (parse_duration(v, n, &d) != 0)
+        return;
+    if (d <= 0) {
+        fail_value(v, n, "must be > 0, got \"%s\"", n->str);
+        return;
+    }
+    item->u.timeout = d;
+}
+
+static void set_operation_timeouts(vctx *v, const cfg_node *n, void *target)
+{
+    parse_named(v, n, RESIL_CONFIG_OPERATION_TIMEOUTS, parse_operation_timeout);
+}
+
+static const field timeouts_fields[] = {
+    DUR("DefaultTimeout", resil_config, default_timeout, 0, LO_OPEN),
+    CUSTOM("OperationTimeouts", set_operation_timeouts),
+};
+
+/* ---- GracefulDegradation --------------------------------------------------- */
+
+typedef struct level_scratch {
+    resil_degrade_level_opts l;
+    const char *name;
+} level_scratch;
+
+static void set_level_name(vctx *v, const cfg_node *n, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (n->type != CFG_STRING || n->str_len == 0 || n->str_len >= RESIL_DEGRADE_NAME_MAX)
+        fail_value(v, n, "must be a string of 1 to %d bytes, got %s", RESIL_DEGRADE_NAME_MAX - 1,
+                   GOT(n));
+    else
+        ((level_scratch *)target)->name = n->str;
+}
+
+enum { LV_NAME, LV_PRIORITY, LV_ERROR, LV_CPU, LV_MEMORY };
+
+static const field level_fields[] = {
+    [LV_NAME] = CUSTOM("Name", set_level_name),
+    [LV_PRIORITY] = NUM("PriorityThreshold", F_I32, level_scratch, l.priority_threshold,
+                        INT32_MIN, INT32_MAX, 0),
+    [LV_ERROR] = NUM("ErrorRateThreshold", F_DOUBLE, level_scratch, l.error_rate, 0, 100, PERCENT),
+    [LV_CPU] = NUM("CpuThreshold", F_DOUBLE, level_scratch, l.cpu, 0, 100, PERCENT),
+    [LV_MEMORY] = NUM("MemoryThreshold", F_DOUBLE, level_scratch, l.memory, 0, 100, PERCENT),
+};
+
+typedef struct degrade_scratch {
+    resil_degrade_opts o;
+    given levels[RESIL_DEGRADE_MAX_LEVELS];
+} degrade_scratch;
+
+/* Each level must ask for more than the one before. */
+static void check_climb(vctx *v, const cfg_node *lv, const given *g, const level_scratch *cur,
+                        const resil_degrade_level_opts *prev, size_t i)
+{
+    if (cur->l.priority_threshold <= prev->priority_threshold)
+        fail_field(v, lv, level_fields, g, LV_PRIORITY,
+                   "must be greater than Levels[%zu].PriorityThreshold (%d), got %d", i - 1,
+                   (int)prev->priority_threshold, (int)cur->l.priority_threshold);
+    const double now[] = {cur->l.error_rate, cur->l.cpu, cur->l.memory};
+    const double before[] = {prev->error_rate, prev->cpu, prev->memory};
+    for (size_t k = 0; k < 3; k++) {
+        if (now[k] < before[k])
+            fail_field(v, lv, level_fields, g, LV_ERROR + k,
+                       "must not be below Levels[%zu].%s (%g), got %g", i - 1,
+                       level_fields[LV_ERROR + k].key, before[k], now[k]);
+    }
+}
+
+static void parse_level(vctx *v, const cfg_node *lv, size_t i, degrade_scratch *s)
+{
+    level_scratch ls;
+    memset(&ls, 0, sizeof ls);
+    given *g = &s->levels[i];
+    size_t before = v->errors;
+    apply(v, lv, level_fields, FIELD_COUNT(level_fields), &ls, g);
+    if (lv->type != CFG_OBJECT)
+        return;
+    for (size_t k = 0; k < FIELD_COUNT(level_fields); k++)
+        if (g->node[k] == NULL)
+            fail_value(v, lv, "a level needs %s", level_fields[k].key);
+    if (v->errors != before)
+        return;
+    if (i > 0)
+        check_climb(v, lv, g, &ls, &s->o.levels[i - 1], i);
+    snprintf(v->cfg->level_names[i], sizeof v->cfg->level_names[i], "%s", ls.name);
+    ls.l.name = v->cfg->level_names[i];
+    s->o.levels[i] = ls.l;
+}
+
+static void set_levels(vctx *v, const cfg_node *n, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    degrade_scratch *s = target;
+    if (n->type != CFG_ARRAY || n->count < 1 || n->count > RESIL_DEGRADE_MAX_LEVELS) {
+        fail_value(v, n, "must be an array of 1 to %d levels, mildest first, got %s",
+                   RESIL_DEGRADE_MAX_LEVELS, n->type == CFG_ARRAY ? "more" : GOT(n));
+        return;
+    }
+    size_t i = 0;
+    for (const cfg_node *lv = cfg_child(v->doc, n); lv; lv = cfg_next(v->doc, lv), i++) {
+        size_t old = push_index(v, i);
+        parse_level(v, lv, i, s);
+        pop(v, old);
+    }
+    s->o.level_count = (int32_t)n->count;
+}
+
+enum { D_AUTO, D_ON_CALL, D_INTERVAL, D_MIN_LEVEL, D_WINDOW, D_BUCKETS, D_THROUGHPUT, D_LEVELS };
+
+static const field degrade_fields[] = {
+    [D_AUTO] = BOOLF("EnableAutoAdjustment", degrade_scratch, o.auto_adjust),
+    [D_ON_CALL] = BOOLF("EvaluateOnCall", degrade_scratch, o.evaluate_on_call),
+    [D_INTERVAL] = DUR("HealthCheckInterval", degrade_scratch, o.check_interval, 0, LO_OPEN),
+    [D_MIN_LEVEL] = DUR("MinimumLevelDuration", degrade_scratch, o.min_level_duration, 0, 0),
+    [D_WINDOW] = DUR("ErrorRateWindow", degrade_scratch, o.error_window, 0, LO_OPEN),
+    [D_BUCKETS] = NUM("ErrorRateWindowBuckets", F_I32, degrade_scratch, o.error_buckets, 1,
+                      1000, 0),
+    [D_THROUGHPUT] = NUM("MinimumThroughput", F_I32, degrade_scratch, o.min_throughput, 1,
+                         INT32_MAX, 0),
+    [D_LEVELS] = CUSTOM("Levels", set_levels),
+};
+
+static void parse_degrade(vctx *v, const cfg_node *obj)
+{
+    degrade_scratch *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        v->nomem = true;
+        return;
+    }
+    resil_degrade_opts_default(&s->o);
+    given g;
+    apply(v, obj, degrade_fields, FIELD_COUNT(degrade_fields), s, &g);
+    if (obj->type == CFG_OBJECT && all_good(&g, D_WINDOW, D_BUCKETS, D_WINDOW) &&
+        s->o.error_window / s->o.error_buckets < RESIL_MS(1))
+        fail_field(v, obj, degrade_fields, &g, g.node[D_BUCKETS] ? D_BUCKETS : D_WINDOW,
+                   "ErrorRateWindow / ErrorRateWindowBuckets must be at least 1ms");
+    v->cfg->has_degrade = true;
+    v->cfg->degrade = s->o;
+    free(s);
+}
+
+/* ---- Pipelines -------------------------------------------------------------- */
+
+typedef struct step_kind {
+    const char *name, *plural;
+    resil_config_step_kind kind;
+    int section; /* -1: no named policy */
+} step_kind;
+
+static const step_kind step_kinds[] = {
+    {"RateLimiter", "RateLimiters", RESIL_CONFIG_STEP_RATE_LIMITER, RESIL_CONFIG_RATE_LIMITERS},
+    {"Bulkhead", "Bulkheads", RESIL_CONFIG_STEP_BULKHEAD, RESIL_CONFIG_BULKHEADS},
+    {"TotalTimeout", NULL, RESIL_CONFIG_STEP_TOTAL_TIMEOUT, -1},
+    {"Retry", NULL, RESIL_CONFIG_STEP_RETRY, RESIL_CONFIG_RETRY},
+    {"CircuitBreaker", "CircuitBreakers", RESIL_CONFIG_STEP_BREAKER, RESIL_CONFIG_BREAKERS},
+    {"AttemptTimeout", NULL, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT, -1},
+    {"GracefulDegradation", "Degradation", RESIL_CONFIG_STEP_DEGRADE, -1},
+    {"Pipeline", "Pipelines", RESIL_CONFIG_STEP_PIPELINE, RESIL_CONFIG_PIPELINES},
+};
+
+#define STEP_KINDS (sizeof step_kinds / sizeof step_kinds[0])
+
+const char *resil_config_step_name(resil_config_step_kind k)
+{
+    for (size_t i = 0; i < STEP_KINDS; i++)
+        if (step_kinds[i].kind == k)
+            return step_kinds[i].name;
+    return "";
+}
+
+/* Split "Kind:arg" (spaces around either part ignored) into buffers. */
+static void split_step(const char *s, char *kind, char *arg, size_t cap)
+{
+    const char *colon = strchr(s, ':');
+    size_t klen = colon ? (size_t)(colon - s) : strlen(s);
+    const char *a = colon ? colon + 1 : "";
+    while (klen && s[klen - 1] == ' ')
+        klen--;
+    while (*s == ' ' && klen) {
+        s++;
+        klen--;
+    }
+    while (*a == ' ')
+        a++;
+    size_t alen = strlen(a);
+    while (alen && a[alen - 1] == ' ')
+        alen--;
+    snprintf(kind, cap, "%.*s", klen > cap - 1 ? (int)(cap - 1) : (int)klen, s);
+    snprintf(arg, cap, "%.*s", alen > cap - 1 ? (int)(cap - 1) : (int)alen, a);
+}
+
+static const step_kind *find_step_kind(vctx *v, const cfg_node *n, const char *kind)
+{
+    const char *cands[STEP_KINDS * 2];
+    size_t nc = 0;
+    for (size_t i = 0; i < STEP_KINDS; i++) {
+        if (resil__name_eq(kind, step_kinds[i].name) ||
+            (step_kinds[i].plural && resil__name_eq(kind, step_kinds[i].plural)))
+            return &step_kinds[i];
+        cands[nc++] = step_kinds[i].name;
+    }
+    const char *s = resil__closest(kind, cands, nc);
+    fail_value(v, n, "unknown strategy \"%s\"%s%s%s; use RateLimiter, Bulkhead, TotalTimeout, "
+               "Retry, CircuitBreaker, AttemptTimeout, GracefulDegradation or Pipeline",
+               kind, s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
+    return NULL;
+}
+
+/* The policy `name` in section s, or SIZE_MAX after reporting. */
+static size_t resolve_name(vctx *v, uint32_t line, uint32_t col, const step_kind *k,
+                           const char *name)
+{
+    if (name[0] == '\0') {
+        fail_at(v, line, col, "%s needs a name: \"%s:NAME\"", k->name, k->name);
+        return SIZE_MAX;
+    }
+    const cfg_list *l = &v->cfg->sec[k->section];
+    size_t i = resil__cfg_find(v->cfg, (resil_config_section)k->section, name);
+    if (i != SIZE_MAX)
+        return i;
+    const char *cands[64];
+    size_t nc = 0;
+    for (size_t j = 0; j < l->n && nc < 64; j++)
+        cands[nc++] = l->v[j].name;
+    const char *s = resil__closest(name, cands, nc);
+    fail_at(v, line, col, "no %s named \"%s\" in Resilience.%s%s%s%s", k->name, name,
+               resil_config_section_name((resil_config_section)k->section),
+               s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
+    return SIZE_MAX;
+}
+
+/* A timeout step's argument: a duration, or an operation's timeout. */
+static void resolve_timeout(vctx *v, const cfg_node *n, const step_kind *k, const char *arg,
+                            cfg_step *st)
+{
+    if (arg[0] == '\0') {
+        if (st->kind == RESIL_CONFIG_STEP_TOTAL_TIMEOUT) {
+            st->per_operation = true;
+            return;
+        }
+        fail_value(v, n, "AttemptTimeout needs a duration or an operation: "
+                         "\"AttemptTimeout:2s\"");
+        return;
+    }
+    resil_duration d;
+    if (resil_duration_parse_cstr(arg, &d, NULL) == 0) {
+        if (d <= 0)
+            fail_value(v, n, "%s must be > 0, got \"%s\"", k->name, arg);
+        st->timeout = d;
+        return;
+    }
+    size_t op = resil__cfg_find(v->cfg, RESIL_CONFIG_OPERATION_TIMEOUTS, arg);
+    if (op == SIZE_MAX) {
+        fail_value(v, n, "\"%s\" is neither a duration nor an operation of "
+                         "Timeouts.OperationTimeouts", arg);
+        return;
+    }
+    st->ref = op;
+    st->timeout = v->cfg->sec[RESIL_CONFIG_OPERATION_TIMEOUTS].v[op].u.timeout;
+}
+
+static void parse_step(vctx *v, const cfg_node *n, cfg_step *st)
+{
+    char got_buf[TEXT_MAX + 8], kind[RESIL_CONFIG_NAME_MAX + 32], arg[RESIL_CONFIG_NAME_MAX + 32];
+    memset(st, 0, sizeof *st);
+    st->ref = SIZE_MAX;
+    st->line = n->line;
+    st->col = n->col;
+    if (n->type != CFG_STRING) {
+        fail_value(v, n, "must be a strategy such as \"Retry:NAME\", got %s", GOT(n));
+        return;
+    }
+    split_step(n->str, kind, arg, sizeof kind);
+    const step_kind *k = find_step_kind(v, n, kind);
+    if (k == NULL)
+        return;
+    st->kind = k->kind;
+    if (k->kind == RESIL_CONFIG_STEP_TOTAL_TIMEOUT || k->kind == RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT)
+        resolve_timeout(v, n, k, arg, st);
+    else if (k->kind == RESIL_CONFIG_STEP_DEGRADE && arg[0] != '\0')
+        fail_value(v, n, "GracefulDegradation takes no name: there is one monitor");
+    else if (k->kind == RESIL_CONFIG_STEP_PIPELINE && arg[0] == '\0')
+        fail_value(v, n, "Pipeline needs a name: \"Pipeline:NAME\"");
+    else if (k->kind == RESIL_CONFIG_STEP_PIPELINE)
+        st->pending = n->str; /* resolved once every pipeline is known */
+    else if (k->section >= 0)
+        st->ref = resolve_name(v, n->line, n->col, k, arg);
+}
+
+static const cfg_step *find_kind(const cfg_pipeline_def *p, resil_config_step_kind k)
+{
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == k)
+            return &p->steps[i];
+    return NULL;
+}
+
+static void fail_step(vctx *v, const cfg_step *st, const char *fmt, ...) RESIL_PRINTF(3, 4);
+static void fail_step(vctx *v, const cfg_step *st, const char *fmt, ...)
+{
+    size_t old = push_index(v, st->index);
+    va_list ap;
+    va_start(ap, fmt);
+    resil__diag_addv(v->diags, v->path, st->line, st->col, fmt, ap);
+    va_end(ap);
+    v->errors++;
+    pop(v, old);
+}
+
+/* The order rules the pipeline builder enforces, with positions. */
+static void check_order(vctx *v, const cfg_pipeline_def *p)
+{
+    const cfg_step *retry = find_kind(p, RESIL_CONFIG_STEP_RETRY);
+    const cfg_step *total = find_kind(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
+    const cfg_step *attempt = find_kind(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    if (retry && total && total > retry)
+        fail_step(v, total, "TotalTimeout must come before Retry: it bounds every attempt and wait");
+    if (retry && attempt && attempt < retry)
+        fail_step(v, attempt, "AttemptTimeout must come after Retry: it bounds one attempt");
+    if (total && attempt && attempt < total)
+        fail_step(v, attempt, "AttemptTimeout must come after TotalTimeout");
+    if (total && attempt && attempt->timeout > 0) {
+        resil_duration t = total->per_operation ? v->cfg->default_timeout : total->timeout;
+        if (t > 0 && attempt->timeout > t) {
+            char a[32], b[32];
+            resil_duration_format(attempt->timeout, a, sizeof a);
+            resil_duration_format(t, b, sizeof b);
+            fail_step(v, attempt,     "the attempt timeout %s exceeds the total timeout %s%s", a, b,
+                      total->per_operation ? " (Timeouts.DefaultTimeout)" : "");
+        }
+    }
+}
+
+static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
+{
+    char got_buf[TEXT_MAX + 8];
+    cfg_pipeline_def *p = &item->u.pipeline;
+    if (n->type != CFG_ARRAY) {
+        fail_value(v, n, "must be an array of strategies, outermost first, got %s", GOT(n));
+        return;
+    }
+    size_t i = 0;
+    for (const cfg_node *e = cfg_child(v->doc, n); e; e = cfg_next(v->doc, e), i++) {
+        size_t old = push_index(v, i);
+        cfg_step st;
+        parse_step(v, e, &st);
+        st.index = i;
+        const cfg_step *seen = st.kind ? find_kind(p, st.kind) : NULL;
+        if (seen)
+            fail_value(v, e, "a pipeline takes each strategy once: %s is already at %u:%u",
+                       resil_config_step_name(st.kind), seen->line, seen->col);
+        else if (p->nsteps > 0 && p->steps[p->nsteps - 1].kind == RESIL_CONFIG_STEP_PIPELINE)
+            fail_value(v, e, "nothing may follow Pipeline: the inner pipeline is the operation");
+        else if (st.kind && p->nsteps < RESIL_CONFIG_MAX_STEPS)
+            p->steps[p->nsteps++] = st;
+        pop(v, old);
+    }
+    check_order(v, p);
+}
+
+/* Pipeline references, once every pipeline's name is known. */
+static void resolve_pipeline_refs(vctx *v)
+{
+    cfg_list *l = &v->cfg->sec[RESIL_CONFIG_PIPELINES];
+    for (size_t i = 0; i < l->n; i++) {
+        cfg_pipeline_def *p = &l->v[i].u.pipeline;
+        cfg_step *st = p->nsteps ? &p->steps[p->nsteps - 1] : NULL;
+        if (st == NULL || st->pending == NULL)
+            continue;
+        char kind[RESIL_CONFIG_NAME_MAX + 32], arg[RESIL_CONFIG_NAME_MAX + 32];
+        split_step(st->pending, kind, arg, sizeof kind);
+        size_t old = push(v, l->v[i].name);
+        size_t old2 = push_index(v, st->index);
+        st->ref = resolve_name(v, st->line, st->col, find_step_kind(v, NULL, "Pipeline"), arg);
+        st->pending = NULL;
+        pop(v, old2);
+        pop(v, old);
+    }
+}
+
+/* The pipeline a pipeline runs as its operation, or SIZE_MAX. */
+static size_t inner_of(const resil_config *c, size_t i)
+{
+    const cfg_pipeline_def *p = &c->sec[RESIL_CONFIG_PIPELINES].v[i].u.pipeline;
+    const cfg_step *st = p->nsteps ? &p->steps[p->nsteps - 1] : NULL;
+    if (st == NULL || st->kind != RESIL_CONFIG_STEP_PIPELINE || st->ref >= SIZE_MAX - 1)
+        return SIZE_MAX;
+    return st->ref;
+}
+
+/* Each pipeline has at most one inner pipeline, so following the chain
+ * from each for RESIL_CONFIG_NEST_MAX steps finds both a loop back to it
+ * and a chain too deep to run (a long loop is both). */
+static void check_nesting(vctx *v)
+{
+    const cfg_list *l = &v->cfg->sec[RESIL_CONFIG_PIPELINES];
+    for (size_t i = 0; i < l->n; i++) {
+        size_t at = inner_of(v->cfg, i), levels = 1;
+        while (at != SIZE_MAX && at != i && levels <= RESIL_CONFIG_NEST_MAX) {
+            at = inner_of(v->cfg, at);
+            levels++;
+        }
+        if (at == SIZE_MAX)
+            continue;
+        const cfg_pipeline_def *p = &l->v[i].u.pipeline;
+        const cfg_step *st = &p->steps[p->nsteps - 1];
+        size_t old = push(v, "Pipelines");
+        size_t old2 = push(v, l->v[i].name);
+        if (at == i)
+            fail_step(v, st, "pipelines must not contain themselves: %s leads back to %s",
+                      l->v[st->ref].name, l->v[i].name);
+        else
+            fail_step(v, st, "pipelines nest at most %d deep", RESIL_CONFIG_NEST_MAX);
+        pop(v, old2);
+        pop(v, old);
+    }
+}
+
+/* ---- the document ------------------------------------------------------------- */
+
+enum { S_TIMEOUTS, S_RETRY, S_BREAKERS, S_BULKHEADS, S_LIMITERS, S_DEGRADE, S_DISTRIBUTED, S_PIPELINES };
+
+static const char *const section_keys[] = {
+    [S_TIMEOUTS] = "Timeouts",
+    [S_RETRY] = "Retry",
+    [S_BREAKERS] = "CircuitBreakers",
+    [S_BULKHEADS] = "Bulkheads",
+    [S_LIMITERS] = "RateLimiters",
+    [S_DEGRADE] = "GracefulDegradation",
+    [S_DISTRIBUTED] = "DistributedCircuitBreaker",
+    [S_PIPELINES] = "Pipelines",
+};
+
+#define SECTIONS (sizeof section_keys / sizeof section_keys[0])
+
+static void parse_section(vctx *v, size_t s, const cfg_node *n)
+{
+    given g;
+    switch (s) {
+    case S_TIMEOUTS:
+        apply(v, n, timeouts_fields, FIELD_COUNT(timeouts_fields), v->cfg, &g);
+        break;
+    case S_RETRY:
+        parse_named(v, n, RESIL_CONFIG_RETRY, parse_retry);
+        break;
+    case S_BREAKERS:
+        parse_named(v, n, RESIL_CONFIG_BREAKERS, parse_breaker);
+        break;
+    case S_BULKHEADS:
+        parse_named(v, n, RESIL_CONFIG_BULKHEADS, parse_bulkhead);
+        break;
+    case S_LIMITERS:
+        parse_named(v, n, RESIL_CONFIG_RATE_LIMITERS, parse_limiter);
+        break;
+    case S_DEGRADE:
+        parse_degrade(v, n);
+        break;
+    case S_DISTRIBUTED:
+        parse_distributed(v, n);
+        break;
+    case S_PIPELINES:
+        parse_named(v, n, RESIL_CONFIG_PIPELINES, parse_pipeline);
+        if (n->type == CFG_OBJECT)
+            resolve_pipeline_refs(v);
+        break;
+    }
+}
+
+/* The sections in document order, Pipelines last: a pipeline names
+ * strategies that may be defined after it. */
+static void parse_resilience(vctx *v, const cfg_node *res)
+{
+    const cfg_node *seen[SECTIONS] = {0};
+    if (!is_object(v, res))
+        return;
+    for (int pass = 0; pass < 2; pass++) {
+        for (const cfg_node *m = cfg_child(v->doc, res); m; m = cfg_next(v->doc, m)) {
+            size_t s = 0;
+            while (s < SECTIONS && !resil__name_eq(m->key, section_keys[s]))
+                s++;
+            if (pass == 0 && s == SECTIONS) {
+                size_t old = push(v, m->key);
+                const char *hint = resil__closest(m->key, section_keys, SECTIONS);
+                if (hint)
+                    fail_key(v, m, "unknown key (did you mean %s?)", hint);
+                else
+                    fail_key(v, m, "unknown key");
+                pop(v, old);
+                continue;
+            }
+            if (s == SECTIONS || (pass == 1) != (s == S_PIPELINES))
+                continue;
+            size_t old = push(v, section_keys[s]);
+            if (seen[s] && seen[s] != m) {
+                fail_key(v, m, "duplicate key: %s is already given at %u:%u", section_keys[s],
+                         seen[s]->key_line, seen[s]->key_col);
+            } else {
+                seen[s] = m;
+                parse_section(v, s, m);
+            }
+            pop(v, old);
+        }
+    }
+    check_nesting(v);
+}
+
+static void config_init(resil_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->default_timeout = RESIL_S(30);
+    resil_degrade_opts_default(&c->degrade);
+    breaker_scratch s;
+    distributed_default(&s);
+    c->distributed.enabled = s.enabled;
+    c->distributed.sync_interval = s.sync_interval;
+    c->distributed.breaker = s.o;
+}
+
+static bool before_pos(const resil_config_diag *a, const resil_config_diag *b)
+{
+    return a->line < b->line || (a->line == b->line && a->column < b->column);
+}
+
+/* Errors are found section by section, pipelines last; report them in the
+ * order they appear in the text (a stable insertion sort: at most
+ * RESIL_CONFIG_DIAG_KEEP of them). */
+static void sort_diags(resil_config_diags *d, size_t from)
+{
+    if (d == NULL)
+        return;
+    for (size_t i = from + 1; i < d->len; i++) {
+        resil_config_diag x = d->items[i];
+        size_t j = i;
+        while (j > from && before_pos(&x, &d->items[j - 1])) {
+            d->items[j] = d->items[j - 1];
+            j--;
+        }
+        d->items[j] = x;
+    }
+}
+
+int resil__cfg_build(const cfg_doc *doc, resil_config **out, resil_config_diags *diags)
+{
+    *out = NULL;
+    resil_config *c = malloc(sizeof *c);
+    if (c == NULL)
+        return RESIL_ENOMEM;
+    config_init(c);
+    vctx v = {.doc = doc, .cfg = c, .diags = diags};
+    const cfg_node *root = &doc->nodes[0];
+    char got_buf[TEXT_MAX + 8];
+    const cfg_node *res = NULL;
+    if (root->type != CFG_OBJECT) {
+        fail_value(&v, root, "the document must be a JSON object with a Resilience section, "
+                             "got %s", GOT(root));
+    } else {
+        for (const cfg_node *m = cfg_child(doc, root); m; m = cfg_next(doc, m)) {
+            if (!resil__name_eq(m->key, "Resilience"))
+                continue;
+            if (res)
+                fail_key(&v, m, "duplicate key: Resilience is already given at %u:%u",
+                         res->key_line, res->key_col);
+            else
+                res = m;
+        }
+        if (res == NULL) {
+            const char *cands[] = {"Resilience"};
+            const char *near = NULL;
+            for (const cfg_node *m = cfg_child(doc, root); m && !near; m = cfg_next(doc, m))
+                if (resil__closest(m->key, cands, 1))
+                    near = m->key;
+            fail_value(&v, root, "the document has no Resilience section%s%s%s",
+                       near ? " (is \"" : "", near ? near : "", near ? "\" a typo?)" : "");
+        }
+    }
+    size_t first = diags ? diags->len : 0;
+    if (res) {
+        push(&v, "Resilience");
+        parse_resilience(&v, res);
+    }
+    sort_diags(diags, first);
+    if (v.nomem || v.errors > 0) {
+        resil_config_free(c);
+        return v.nomem ? RESIL_ENOMEM : RESIL_EINVAL;
+    }
+    *out = c;
+    return 0;
+}
