@@ -1,0 +1,283 @@
+/*
+ * test_pipeline_threads.c — one pipeline shared by 16 threads: the
+ * standard pipeline with telemetry on, a hedging pipeline whose race slots
+ * and workers are recycled under contention, and per-key breakers from a
+ * registry. Each checks an exact invariant (every operation call is
+ * accounted for by an attempt record, the bulkhead bound holds, every
+ * execution is reported once) and is meant to run under TSan.
+ */
+#include <pthread.h>
+
+#include "test.h"
+
+#define THREADS 16
+#define PER_THREAD 300
+
+typedef struct shared {
+    resil_pipeline *p;
+    resil_fake_clock *fc;
+    int in_flight, max_in_flight; /* atomically */
+    long calls;                   /* atomically */
+    long attempts_seen;           /* attempt records that called the operation */
+    long executions;
+    long rejected_by_bulkhead;
+    long events_execution, events_attempt; /* from the listener */
+    long attempts_total;
+    pthread_mutex_t mu;
+} shared;
+
+typedef struct worker {
+    shared *s;
+    int id;
+} worker;
+
+static resil_outcome flaky(resil_attempt_ctx *ctx)
+{
+    worker *w = ctx->user;
+    shared *s = w->s;
+    int now = __atomic_add_fetch(&s->in_flight, 1, __ATOMIC_SEQ_CST);
+    int max = __atomic_load_n(&s->max_in_flight, __ATOMIC_SEQ_CST);
+    while (now > max && !__atomic_compare_exchange_n(&s->max_in_flight, &max, now, false,
+                                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+    long n = __atomic_add_fetch(&s->calls, 1, __ATOMIC_SEQ_CST);
+    sched_yield();
+    __atomic_sub_fetch(&s->in_flight, 1, __ATOMIC_SEQ_CST);
+    if ((n + w->id) % 3 == 0)
+        return resil_fail(RESIL_TRANSIENT, 503, "flaky");
+    return resil_ok();
+}
+
+static void count_events(const resil_event *ev, void *ud)
+{
+    shared *s = ud;
+    if (ev->type == RESIL_EVENT_EXECUTION)
+        __atomic_add_fetch(&s->events_execution, 1, __ATOMIC_SEQ_CST);
+    else if (ev->type == RESIL_EVENT_ATTEMPT)
+        __atomic_add_fetch(&s->events_attempt, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool called_the_operation(const resil_attempt_record *rec)
+{
+    return !(rec->outcome.kind == RESIL_REJECTED && rec->outcome.code == RESIL_STRATEGY_BREAKER);
+}
+
+static void *standard_worker(void *arg)
+{
+    worker *w = arg;
+    shared *s = w->s;
+    resil_rng_seeded rng;
+    resil_rng_seeded_init(&rng, (uint64_t)w->id + 1);
+    long seen = 0, attempts = 0, bulkhead = 0;
+    for (int i = 0; i < PER_THREAD; i++) {
+        resil_attempt_record records[8];
+        resil_call c;
+        resil_call_default(&c);
+        c.user = w;
+        c.rng = &rng.base;
+        c.records = records;
+        c.records_cap = 8;
+        resil_pipeline_result r;
+        assert_int_equal(resil_pipeline_execute(s->p, flaky, &c, &r), 0);
+        assert_true(r.records_len == r.attempts);
+        for (size_t k = 0; k < r.records_len; k++)
+            seen += called_the_operation(&records[k]);
+        attempts += r.attempts;
+        if (r.rejected_by == RESIL_STRATEGY_BULKHEAD) {
+            assert_int_equal(r.attempts, 0);
+            bulkhead++;
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    s->attempts_seen += seen;
+    s->attempts_total += attempts;
+    s->rejected_by_bulkhead += bulkhead;
+    s->executions += PER_THREAD;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void run_workers(shared *s, void *(*fn)(void *))
+{
+    pthread_t t[THREADS];
+    worker w[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i].s = s;
+        w[i].id = i;
+        assert_int_equal(pthread_create(&t[i], NULL, fn, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+}
+
+static void sixteen_threads_share_one_standard_pipeline(void **state)
+{
+    (void)state;
+    shared s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    assert_int_equal(resil_fake_clock_new(0, 0, &s.fc), 0);
+    resil_metrics *m;
+    assert_int_equal(resil_metrics_new(NULL, &m, NULL), 0);
+
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    o.clock = resil_fake_clock_clock(s.fc);
+    o.concurrency.max_concurrency = 8; /* small enough to be reached */
+    o.breaker.minimum_throughput = 20;
+    o.breaker.failure_ratio = 0.5;
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("shared", &b, NULL), 0);
+    assert_int_equal(resil_pipeline_add_standard(b, &o), 0);
+    assert_int_equal(resil_pipeline_builder_listen(b, count_events, &s), 0);
+    assert_int_equal(resil_pipeline_builder_metrics(b, m), 0);
+    assert_int_equal(resil_pipeline_build(b, &s.p, NULL), 0);
+    resil_pipeline_builder_free(b);
+
+    run_workers(&s, standard_worker);
+
+    assert_true(s.max_in_flight <= 8);
+    assert_int_equal(s.calls, s.attempts_seen);
+    assert_int_equal(s.executions, THREADS * PER_THREAD);
+    assert_int_equal(s.events_execution, THREADS * PER_THREAD);
+    assert_int_equal(s.events_attempt, s.attempts_total);
+    char *text;
+    assert_int_equal(resil_metrics_prometheus_string(m, &text, NULL), 0);
+    free(text);
+    resil_pipeline_free(s.p);
+    resil_metrics_free(m);
+    resil_fake_clock_free(s.fc);
+    pthread_mutex_destroy(&s.mu);
+}
+
+/* ---- hedging under contention ------------------------------------------------------- */
+
+static resil_outcome quick(resil_attempt_ctx *ctx)
+{
+    worker *w = ctx->user;
+    __atomic_add_fetch(&w->s->calls, 1, __ATOMIC_SEQ_CST);
+    sched_yield();
+    if (resil_cancelled(ctx->cancel))
+        return resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "lost");
+    return resil_hedge_current() == 0 && w->id % 2 == 0
+               ? resil_fail(RESIL_TRANSIENT, 503, "primary fails")
+               : resil_ok();
+}
+
+static void *hedging_worker(void *arg)
+{
+    worker *w = arg;
+    long won = 0;
+    for (int i = 0; i < PER_THREAD; i++) {
+        resil_call c;
+        resil_call_default(&c);
+        c.user = w;
+        resil_pipeline_result r;
+        assert_int_equal(resil_pipeline_execute(w->s->p, quick, &c, &r), 0);
+        /* An even thread's primary always fails: a hedge, or an unhedged
+         * inline run's failure, decides. */
+        won += r.outcome.kind == RESIL_SUCCESS;
+    }
+    pthread_mutex_lock(&w->s->mu);
+    w->s->executions += won;
+    pthread_mutex_unlock(&w->s->mu);
+    return NULL;
+}
+
+static void sixteen_threads_race_hedges_through_a_small_pool(void **state)
+{
+    (void)state;
+    shared s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("hedged", &b, NULL), 0);
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    h.delay = 0;
+    h.max_hedged = 1;
+    h.workers = 4; /* far fewer than the callers: the inline path is taken too */
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+    assert_int_equal(resil_pipeline_build(b, &s.p, NULL), 0);
+    resil_pipeline_builder_free(b);
+
+    run_workers(&s, hedging_worker);
+    resil_pipeline_free(s.p); /* joins workers still finishing losers */
+    /* Odd threads always succeed; even ones succeed whenever hedged. */
+    assert_true(s.executions >= (THREADS / 2) * PER_THREAD);
+    assert_true(s.calls >= THREADS * PER_THREAD);
+    pthread_mutex_destroy(&s.mu);
+}
+
+/* ---- per-key breakers ------------------------------------------------------------------ */
+
+static resil_outcome by_key(resil_attempt_ctx *ctx)
+{
+    worker *w = ctx->user;
+    __atomic_add_fetch(&w->s->calls, 1, __ATOMIC_SEQ_CST);
+    return w->id % 4 == 0 ? resil_fail(RESIL_TRANSIENT, 503, "bad host") : resil_ok();
+}
+
+static void *keyed_worker(void *arg)
+{
+    worker *w = arg;
+    char key[16];
+    snprintf(key, sizeof key, "host-%d", w->id % 4);
+    long ok = 0;
+    for (int i = 0; i < PER_THREAD; i++) {
+        resil_call c;
+        resil_call_default(&c);
+        c.user = w;
+        c.key = key;
+        resil_pipeline_result r;
+        assert_int_equal(resil_pipeline_execute(w->s->p, by_key, &c, &r), 0);
+        ok += r.outcome.kind == RESIL_SUCCESS;
+    }
+    pthread_mutex_lock(&w->s->mu);
+    w->s->executions += ok;
+    pthread_mutex_unlock(&w->s->mu);
+    return NULL;
+}
+
+static void sixteen_threads_share_per_key_breakers(void **state)
+{
+    (void)state;
+    shared s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    ro.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    ro.breaker.failure_threshold = 3;
+    ro.breaker.break_duration = RESIL_S(3600);
+    resil_registry *reg;
+    assert_int_equal(resil_registry_new(&ro, &reg, NULL), 0);
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("keyed", &b, NULL), 0);
+    assert_int_equal(resil_pipeline_use_registry(b, reg), 0);
+    assert_int_equal(resil_pipeline_build(b, &s.p, NULL), 0);
+    resil_pipeline_builder_free(b);
+
+    run_workers(&s, keyed_worker);
+    /* host-0 opened after a few failures; the other three always succeed. */
+    assert_int_equal(s.executions, 3 * (THREADS / 4) * PER_THREAD);
+    assert_true(s.calls < THREADS * PER_THREAD);
+    assert_int_equal(resil_registry_count(reg), 4);
+    resil_breaker *bad;
+    assert_int_equal(resil_registry_try_get(reg, "host-0", &bad), 0);
+    assert_int_equal(resil_breaker_state_of(bad), RESIL_BREAKER_OPEN);
+    resil_breaker_free(bad);
+    resil_pipeline_free(s.p);
+    resil_registry_free(reg);
+    pthread_mutex_destroy(&s.mu);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sixteen_threads_share_one_standard_pipeline),
+        cmocka_unit_test(sixteen_threads_race_hedges_through_a_small_pool),
+        cmocka_unit_test(sixteen_threads_share_per_key_breakers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
