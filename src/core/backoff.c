@@ -22,6 +22,7 @@
  */
 #include <math.h>
 
+#include "internal.h"
 #include "resil/backoff.h"
 
 /* F(92) is the largest Fibonacci number that fits in an int64_t. */
@@ -35,18 +36,7 @@ static const char *const jitter_names[] = {"none",         "full",
                                            "equal",        "decorrelated",
                                            "proportional", "polly"};
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* ---- saturating arithmetic ------------------------------------------------ */
-
-static resil_duration mul_sat(resil_duration d, uint64_t k)
-{
-    if (d <= 0 || k == 0)
-        return 0;
-    if (k > (uint64_t)(RESIL_DURATION_MAX / d))
-        return RESIL_DURATION_MAX;
-    return d * (resil_duration)k;
-}
+/* ---- small arithmetic ----------------------------------------------------- */
 
 static resil_duration min_dur(resil_duration a, resil_duration b)
 {
@@ -74,7 +64,7 @@ static resil_duration fibonacci_delay(resil_duration d, uint32_t n)
         return 0;
     if (n > FIB_LAST_FITTING)
         return RESIL_DURATION_MAX;
-    return mul_sat(d, fibonacci(n));
+    return resil__mul_sat(d, (int64_t)fibonacci(n));
 }
 
 /* d·2^k in integers: exact where a double would drop d's low bits. */
@@ -100,7 +90,7 @@ resil_duration resil_backoff_base_delay(const resil_backoff *b, uint32_t n)
     n = n ? n : 1;
     switch (b->kind) {
     case RESIL_BACKOFF_LINEAR:
-        return mul_sat(d, n);
+        return resil__mul_sat(d, n);
     case RESIL_BACKOFF_EXPONENTIAL:
         return exponential_delay(d, b->factor, n);
     case RESIL_BACKOFF_FIBONACCI:
@@ -147,7 +137,7 @@ static resil_duration decorrelated_jitter(resil_duration base, resil_duration ca
                                           resil_backoff_state *st, double u)
 {
     resil_duration prev = st->previous > base ? st->previous : base;
-    resil_duration high = mul_sat(prev, 3);
+    resil_duration high = resil__mul_sat(prev, 3);
     resil_duration v = base + below(high - base, u);
     v = min_dur(v, cap);
     st->previous = v;
@@ -200,7 +190,7 @@ resil_duration resil_backoff_delay(const resil_backoff *b, uint32_t n,
     n = n ? n : 1;
     if (st == NULL)
         st = &scratch;
-    if (b->jitter == RESIL_JITTER_NONE || (unsigned)b->jitter >= COUNT(jitter_names))
+    if (b->jitter == RESIL_JITTER_NONE || (unsigned)b->jitter >= RESIL__COUNT(jitter_names))
         return min_dur(resil_backoff_base_delay(b, n), cap);
 
     double u = draw(rng);
@@ -252,13 +242,6 @@ resil_duration resil_backoff_max_delay(const resil_backoff *b, uint32_t n)
 
 /* ---- options -------------------------------------------------------------- */
 
-static int negative_duration(resil_err *err, const char *field, resil_duration d)
-{
-    char text[48];
-    resil_duration_format(d, text, sizeof text);
-    return resil_err_set(err, RESIL_EINVAL, "backoff.%s must be >= 0, got %s", field, text);
-}
-
 void resil_backoff_default(resil_backoff *b)
 {
     b->kind = RESIL_BACKOFF_EXPONENTIAL;
@@ -273,17 +256,17 @@ int resil_backoff_validate(const resil_backoff *b, resil_err *err)
 {
     if (b == NULL)
         return resil_err_set(err, RESIL_EINVAL, "backoff must not be NULL");
-    if ((unsigned)b->kind >= COUNT(kind_names))
+    if ((unsigned)b->kind >= RESIL__COUNT(kind_names))
         return resil_err_set(err, RESIL_EINVAL,
                              "backoff.kind must be constant, linear, exponential or "
                              "fibonacci, got %d",
                              (int)b->kind);
     if (b->base < 0)
-        return negative_duration(err, "base", b->base);
+        return resil__bad_duration(err, "backoff.base", ">= 0", b->base);
     if (!isfinite(b->factor) || b->factor < 1.0)
         return resil_err_set(err, RESIL_EINVAL,
                              "backoff.factor must be finite and >= 1, got %g", b->factor);
-    if ((unsigned)b->jitter >= COUNT(jitter_names))
+    if ((unsigned)b->jitter >= RESIL__COUNT(jitter_names))
         return resil_err_set(err, RESIL_EINVAL,
                              "backoff.jitter must be none, full, equal, decorrelated, "
                              "proportional or polly, got %d",
@@ -293,7 +276,7 @@ int resil_backoff_validate(const resil_backoff *b, resil_err *err)
                              "backoff.jitter_fraction must be in [0,1], got %g",
                              b->jitter_fraction);
     if (b->max_delay < 0)
-        return negative_duration(err, "max_delay", b->max_delay);
+        return resil__bad_duration(err, "backoff.max_delay", ">= 0", b->max_delay);
     if (b->jitter == RESIL_JITTER_POLLY && b->kind == RESIL_BACKOFF_EXPONENTIAL &&
         b->factor != 2.0)
         return resil_err_set(err, RESIL_EINVAL,
@@ -305,41 +288,20 @@ int resil_backoff_validate(const resil_backoff *b, resil_err *err)
 
 /* ---- names ---------------------------------------------------------------- */
 
-static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
-
-static bool same_name(const char *a, const char *b)
-{
-    for (; *a && *b; a++, b++) {
-        if (ascii_lower((unsigned char)*a) != ascii_lower((unsigned char)*b))
-            return false;
-    }
-    return *a == *b;
-}
-
-static int find_name(const char *const *names, size_t count, const char *s)
-{
-    if (s == NULL)
-        return -1;
-    for (size_t i = 0; i < count; i++) {
-        if (same_name(names[i], s))
-            return (int)i;
-    }
-    return -1;
-}
-
 const char *resil_backoff_kind_name(resil_backoff_kind k)
 {
-    return (unsigned)k < COUNT(kind_names) ? kind_names[k] : "unknown";
+    return resil__name_at(kind_names, RESIL__COUNT(kind_names), (unsigned)k);
 }
 
 const char *resil_jitter_name(resil_jitter j)
 {
-    return (unsigned)j < COUNT(jitter_names) ? jitter_names[j] : "unknown";
+    return resil__name_at(jitter_names, RESIL__COUNT(jitter_names), (unsigned)j);
 }
 
+/* Case is ignored: Polly's configuration spells them "Exponential". */
 int resil_backoff_kind_parse(const char *s, resil_backoff_kind *out)
 {
-    int i = find_name(kind_names, COUNT(kind_names), s);
+    int i = resil__name_index(kind_names, RESIL__COUNT(kind_names), s, true);
     if (i < 0)
         return RESIL_EINVAL;
     *out = (resil_backoff_kind)i;
@@ -348,7 +310,7 @@ int resil_backoff_kind_parse(const char *s, resil_backoff_kind *out)
 
 int resil_jitter_parse(const char *s, resil_jitter *out)
 {
-    int i = find_name(jitter_names, COUNT(jitter_names), s);
+    int i = resil__name_index(jitter_names, RESIL__COUNT(jitter_names), s, true);
     if (i < 0)
         return RESIL_EINVAL;
     *out = (resil_jitter)i;

@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "internal.h"
 #include "resil/bulkhead.h"
 
 #define FLIGHT_MASK UINT64_C(0xffffffff)
@@ -73,9 +74,8 @@ static int validate(const resil_bulkhead_opts *o, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL, "bulkhead.max_queue must be >= 0, got %d",
                              (int)o->max_queue);
     if (o->queue_timeout < 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "bulkhead.queue_timeout must be >= 0 (0 = until cancelled), "
-                             "got %lld ns", (long long)o->queue_timeout);
+        return resil__bad_duration(err, "bulkhead.queue_timeout",
+                                   ">= 0 (0 = until cancelled)", o->queue_timeout);
     return 0;
 }
 

@@ -1,11 +1,14 @@
 /*
- * common.c — error names and the error report. One table (the X-macro in
- * common.h) feeds both the enum and resil_strerror, so they cannot drift.
+ * common.c — error names, the error report, and the shared wording of
+ * option checks. One table (the X-macro in common.h) feeds both the enum
+ * and resil_strerror, so they cannot drift; one function words a rejected
+ * duration and one looks a name up, for every component (internal.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "resil/common.h"
+#include "internal.h"
 
 const char *resil_strerror(int code)
 {
@@ -35,3 +38,43 @@ int resil_err_set(resil_err *err, int code, const char *fmt, ...)
 }
 
 const char *resil_version(void) { return RESIL_VERSION_STRING; }
+
+/* ---- shared by the components (internal.h) ------------------------------ */
+
+int resil__bad_duration(resil_err *err, const char *field, const char *rule,
+                        resil_duration d)
+{
+    char text[32];
+    resil_duration_format(d, text, sizeof text);
+    return resil_err_set(err, RESIL_EINVAL, "%s must be %s, got %s", field, rule, text);
+}
+
+static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+static bool same_name(const char *a, const char *b, bool fold_case)
+{
+    if (!fold_case)
+        return strcmp(a, b) == 0;
+    for (; *a && *b; a++, b++) {
+        if (ascii_lower((unsigned char)*a) != ascii_lower((unsigned char)*b))
+            return false;
+    }
+    return *a == *b;
+}
+
+int resil__name_index(const char *const *names, size_t count, const char *s,
+                      bool fold_case)
+{
+    if (s == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        if (same_name(names[i], s, fold_case))
+            return (int)i;
+    }
+    return -1;
+}
+
+const char *resil__name_at(const char *const *names, size_t count, unsigned i)
+{
+    return i < count ? names[i] : "unknown";
+}

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "resil/degrade.h"
 
 #define NLEVELS_MAX (RESIL_DEGRADE_MAX_LEVELS + 1) /* with Normal */
@@ -120,22 +121,18 @@ static int validate_level(const resil_degrade_opts *o, int i, resil_err *err)
 static int validate(const resil_degrade_opts *o, resil_err *err)
 {
     if (o->check_interval <= 0)
-        return resil_err_set(err, RESIL_EINVAL, "degrade.check_interval must be > 0, got %lld ns",
-                             (long long)o->check_interval);
+        return resil__bad_duration(err, "degrade.check_interval", "> 0", o->check_interval);
     if (o->min_level_duration < 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "degrade.min_level_duration must be >= 0, got %lld ns",
-                             (long long)o->min_level_duration);
+        return resil__bad_duration(err, "degrade.min_level_duration", ">= 0",
+                                   o->min_level_duration);
     if (o->error_window <= 0)
-        return resil_err_set(err, RESIL_EINVAL, "degrade.error_window must be > 0, got %lld ns",
-                             (long long)o->error_window);
+        return resil__bad_duration(err, "degrade.error_window", "> 0", o->error_window);
     if (o->error_buckets < 1 || o->error_buckets > 1000)
         return resil_err_set(err, RESIL_EINVAL, "degrade.error_buckets must be in [1, 1000], got %d",
                              (int)o->error_buckets);
     if (o->error_window / o->error_buckets < RESIL_MS(1))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "degrade.error_window / degrade.error_buckets must be >= 1ms, "
-                             "got %lld ns", (long long)(o->error_window / o->error_buckets));
+        return resil__bad_duration(err, "degrade.error_window / degrade.error_buckets",
+                                   ">= 1ms", o->error_window / o->error_buckets);
     if (o->min_throughput < 1)
         return resil_err_set(err, RESIL_EINVAL, "degrade.min_throughput must be >= 1, got %d",
                              (int)o->min_throughput);
@@ -503,7 +500,5 @@ static const char *const cause_names[] = {"error-rate", "cpu", "memory", "recove
 
 const char *resil_degrade_cause_name(resil_degrade_cause c)
 {
-    if ((unsigned)c >= sizeof cause_names / sizeof cause_names[0])
-        return "unknown";
-    return cause_names[c];
+    return resil__name_at(cause_names, RESIL__COUNT(cause_names), (unsigned)c);
 }

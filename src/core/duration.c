@@ -12,15 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "resil/time.h"
+#include "internal.h"
 
-resil_duration resil_dur_add(resil_duration a, resil_duration b)
-{
-    resil_duration r;
-    if (!__builtin_add_overflow(a, b, &r))
-        return r;
-    return b > 0 ? INT64_MAX : INT64_MIN;
-}
+resil_duration resil_dur_add(resil_duration a, resil_duration b) { return resil__add_sat(a, b); }
 
 resil_duration resil_dur_sub(resil_duration a, resil_duration b)
 {

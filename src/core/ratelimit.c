@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "resil/ratelimit.h"
 
 typedef struct log_entry {
@@ -73,8 +74,7 @@ static int check_count(const char *field, int64_t v, int64_t max, resil_err *err
 static int check_span(const char *field, resil_duration v, resil_err *err)
 {
     if (v < RESIL_MS(1))
-        return resil_err_set(err, RESIL_EINVAL, "ratelimit.%s must be >= 1ms, got %lld ns",
-                             field, (long long)v);
+        return resil__bad_duration(err, field, ">= 1ms", v);
     return 0;
 }
 
@@ -82,17 +82,20 @@ static int validate_bucket(const resil_ratelimit_opts *o, resil_err *err)
 {
     int rc = check_count("rate", o->rate, RESIL_RATELIMIT_MAX_COUNT, err);
     if (rc == 0)
-        rc = check_span("period", o->period, err);
+        rc = check_span("ratelimit.period", o->period, err);
     if (rc == 0)
         rc = check_count("burst", o->burst, RESIL_RATELIMIT_MAX_COUNT, err);
     /* The level is burst × period units and must leave headroom for a
      * rounding-up division by rate. */
-    if (rc == 0 && o->burst > (INT64_MAX / 2) / o->period)
+    if (rc == 0 && o->burst > (INT64_MAX / 2) / o->period) {
+        char period[32];
+        resil_duration_format(o->period, period, sizeof period);
         rc = resil_err_set(err, RESIL_EINVAL,
-                           "ratelimit.burst (%lld) times ratelimit.period (%lld ns) "
-                           "must not exceed %lld",
-                           (long long)o->burst, (long long)o->period,
-                           (long long)(INT64_MAX / 2));
+                           "ratelimit.burst must be at most %lld with ratelimit.period %s, "
+                           "got %lld",
+                           (long long)((INT64_MAX / 2) / o->period), period,
+                           (long long)o->burst);
+    }
     return rc;
 }
 
@@ -102,7 +105,7 @@ static int validate_window(const resil_ratelimit_opts *o, resil_err *err)
                                                             : RESIL_RATELIMIT_MAX_COUNT;
     int rc = check_count("permits", o->permits, max, err);
     if (rc == 0)
-        rc = check_span("window", o->window, err);
+        rc = check_span("ratelimit.window", o->window, err);
     return rc;
 }
 
@@ -411,18 +414,14 @@ static const char *const kind_names[] = {"token-bucket", "fixed-window", "slidin
 
 const char *resil_ratelimit_kind_name(resil_ratelimit_kind k)
 {
-    if ((unsigned)k >= sizeof kind_names / sizeof kind_names[0])
-        return "unknown";
-    return kind_names[k];
+    return resil__name_at(kind_names, RESIL__COUNT(kind_names), (unsigned)k);
 }
 
 int resil_ratelimit_kind_parse(const char *s, resil_ratelimit_kind *out)
 {
-    for (unsigned i = 0; s != NULL && i < sizeof kind_names / sizeof kind_names[0]; i++) {
-        if (strcmp(s, kind_names[i]) == 0) {
-            *out = (resil_ratelimit_kind)i;
-            return 0;
-        }
-    }
-    return RESIL_EINVAL;
+    int i = resil__name_index(kind_names, RESIL__COUNT(kind_names), s, false);
+    if (i < 0)
+        return RESIL_EINVAL;
+    *out = (resil_ratelimit_kind)i;
+    return 0;
 }

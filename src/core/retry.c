@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "internal.h"
 #include "resil/retry.h"
 
 /* ---- names -------------------------------------------------------------- */
@@ -83,17 +84,13 @@ int resil_retry_policy_validate(const resil_retry_policy *p, resil_err *err)
     if (rc != 0)
         return resil_err_set(err, rc, "retry.%s", inner.message);
     if (p->max_total < 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "retry.max_total must be >= 0 (0 = none), got %lld ns",
-                             (long long)p->max_total);
+        return resil__bad_duration(err, "retry.max_total", ">= 0 (0 = none)", p->max_total);
     if ((unsigned)p->retry_after > RESIL_RETRY_AFTER_BOUNDED)
         return resil_err_set(err, RESIL_EINVAL,
                              "retry.retry_after must be honor, ignore or bounded, got %d",
                              (int)p->retry_after);
     if (p->retry_after_max < 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "retry.retry_after_max must be >= 0, got %lld ns",
-                             (long long)p->retry_after_max);
+        return resil__bad_duration(err, "retry.retry_after_max", ">= 0", p->retry_after_max);
     if ((unsigned)p->unsafe_mode > RESIL_UNSAFE_RUN_ONCE)
         return resil_err_set(err, RESIL_EINVAL,
                              "retry.unsafe_mode must be refuse or run-once, got %d",

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "resil/retry_after.h"
 
 #define SECONDS_PER_DAY INT64_C(86400)
@@ -39,19 +40,6 @@ static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 
 /* ---- calendar ------------------------------------------------------------- */
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-/* For b > 0; never forms floor_div(a, b) * b, which overflows near INT64_MIN. */
-static int64_t floor_mod(int64_t a, int64_t b)
-{
-    int64_t r = a % b;
-    return r < 0 ? r + b : r;
-}
-
 static bool is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 static int days_in_month(int64_t y, int m)
@@ -64,7 +52,7 @@ static int days_in_month(int64_t y, int m)
 static int64_t days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;
-    int64_t era = floor_div(y, 400);
+    int64_t era = resil__floor_div(y, 400);
     int64_t yoe = y - era * 400;
     int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
     int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
@@ -79,7 +67,7 @@ typedef struct civil {
 static civil civil_from_days(int64_t z)
 {
     z += 719468;
-    int64_t era = floor_div(z, 146097);
+    int64_t era = resil__floor_div(z, 146097);
     int64_t doe = z - era * 146097;
     int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
@@ -92,12 +80,12 @@ static civil civil_from_days(int64_t z)
 }
 
 /* 0 = Sunday; 1970-01-01 was a Thursday. */
-static int weekday(int64_t days) { return (int)floor_mod(days + 4, 7); }
+static int weekday(int64_t days) { return (int)resil__floor_mod(days + 4, 7); }
 
 /* The year ending in `yy` that is the latest one not after `last_year`. */
 static int64_t year_in_window(int yy, int64_t last_year)
 {
-    return last_year - floor_mod(last_year - yy, 100);
+    return last_year - resil__floor_mod(last_year - yy, 100);
 }
 
 static int64_t year_of(int64_t unix_seconds)
@@ -106,7 +94,7 @@ static int64_t year_of(int64_t unix_seconds)
         unix_seconds = 0;
     if (unix_seconds > LAST_FORMATTABLE)
         unix_seconds = LAST_FORMATTABLE;
-    return civil_from_days(floor_div(unix_seconds, SECONDS_PER_DAY)).year;
+    return civil_from_days(resil__floor_div(unix_seconds, SECONDS_PER_DAY)).year;
 }
 
 /* ---- cursor --------------------------------------------------------------- */
@@ -299,7 +287,7 @@ size_t resil_http_date_format(int64_t unix_seconds, char *buf, size_t cap)
             buf[0] = '\0';
         return 0;
     }
-    int64_t days = floor_div(unix_seconds, SECONDS_PER_DAY);
+    int64_t days = resil__floor_div(unix_seconds, SECONDS_PER_DAY);
     int64_t sod = unix_seconds - days * SECONDS_PER_DAY;
     civil c = civil_from_days(days);
     int n = snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", short_days[weekday(days)],
@@ -339,8 +327,8 @@ static int parse_delta(cursor *c, resil_duration *out)
  * after. */
 static resil_duration wait_until(int64_t date, int64_t now_ns)
 {
-    int64_t now_s = floor_div(now_ns, NS_PER_SECOND);
-    int64_t now_frac = floor_mod(now_ns, NS_PER_SECOND);
+    int64_t now_s = resil__floor_div(now_ns, NS_PER_SECOND);
+    int64_t now_frac = resil__floor_mod(now_ns, NS_PER_SECOND);
     int64_t diff = date - now_s;
     if (diff <= 0)
         return 0;
@@ -362,7 +350,7 @@ int resil_retry_after_parse(const char *text, size_t len, int64_t wall_now_ns,
     if (is_digit(*c.p) || *c.p == '-')
         return parse_delta(&c, out);
     int64_t date;
-    int64_t now_s = floor_div(wall_now_ns, NS_PER_SECOND);
+    int64_t now_s = resil__floor_div(wall_now_ns, NS_PER_SECOND);
     int rc = parse_date_window(c.p, (size_t)(c.end - c.p),
                                year_of(now_s) + RFC850_YEARS_AHEAD, &date);
     if (rc != 0)

@@ -9,22 +9,12 @@
 
 #include <string.h>
 
-/* floor(a / b) for b > 0, correct for negative instants too. */
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    if (a % b != 0 && a < 0)
-        q--;
-    return q;
-}
+#include "internal.h"
 
 /* Bucket numbers may be negative; the slot must not be. */
 static size_t slot_of(int64_t bucket)
 {
-    int64_t r = bucket % RESIL__WINDOW_BUCKETS;
-    if (r < 0)
-        r += RESIL__WINDOW_BUCKETS;
-    return (size_t)r;
+    return (size_t)resil__floor_mod(bucket, RESIL__WINDOW_BUCKETS);
 }
 
 void resil__window_init(resil__window *w, resil_duration sampling)
@@ -80,7 +70,7 @@ static void advance(resil__window *w, int64_t bucket)
 void resil__window_add(resil__window *w, resil_instant now, bool failure,
                        bool slow)
 {
-    advance(w, floor_div(now, w->width));
+    advance(w, resil__floor_div(now, w->width));
     resil__window_counts *b = &w->bucket[slot_of(w->head)];
     b->total++;
     w->sum.total++;
@@ -100,7 +90,7 @@ resil__window_counts resil__window_totals(const resil__window *w,
     resil__window_counts none = {0, 0, 0};
     if (w->empty)
         return none;
-    int64_t bucket = floor_div(now, w->width);
+    int64_t bucket = resil__floor_div(now, w->width);
     if (bucket <= w->head)
         return w->sum;
     uint64_t gap = (uint64_t)bucket - (uint64_t)w->head;

@@ -1,11 +1,12 @@
 /*
- * window.h — the breaker's rolling time window, as pure arithmetic.
+ * window.h — the rolling time window, as pure arithmetic.
  *
  * The window counts calls, failures and slow calls over the last
  * `sampling` of time in RESIL__WINDOW_BUCKETS buckets. It reads no clock and
- * takes no lock: the instant is passed in, and the breaker serialises access.
+ * takes no lock: the instant is passed in, and the owner serialises access.
  * That keeps the aging rule testable with plain numbers and lets one
- * implementation serve the breaker, its diagnostics and its tests.
+ * implementation serve the breaker, its diagnostics, the ratio retry budget
+ * (requests and retries over its TTL) and their tests.
  *
  * Buckets are addressed by arithmetic on the instant (bucket number =
  * floor(now / width)), so advancing costs nothing until a bucket boundary is

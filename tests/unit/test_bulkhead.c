@@ -88,7 +88,7 @@ static void negative_queue_timeout_is_refused_by_name(void **state)
 {
     fixture *f = *state;
     f->opts.queue_timeout = -1;
-    expect_invalid(f, "bulkhead.queue_timeout must be >= 0 (0 = until cancelled), got -1 ns");
+    expect_invalid(f, "bulkhead.queue_timeout must be >= 0 (0 = until cancelled), got -1ns");
 }
 
 static void null_options_are_refused(void **state)

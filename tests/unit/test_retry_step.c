@@ -205,7 +205,7 @@ static void negative_max_total_is_invalid(void **state)
     (void)state;
     resil_retry_policy p = plain_policy(3);
     p.max_total = -1;
-    expect_invalid(&p, "retry.max_total must be >= 0 (0 = none), got -1 ns");
+    expect_invalid(&p, "retry.max_total must be >= 0 (0 = none), got -1ns");
     p.max_total = 0;
     assert_int_equal(resil_retry_policy_validate(&p, NULL), 0);
     p.max_total = RESIL_DURATION_MAX;
@@ -227,7 +227,7 @@ static void negative_retry_after_max_is_invalid(void **state)
     (void)state;
     resil_retry_policy p = plain_policy(3);
     p.retry_after_max = -RESIL_S(1);
-    expect_invalid(&p, "retry.retry_after_max must be >= 0, got -1000000000 ns");
+    expect_invalid(&p, "retry.retry_after_max must be >= 0, got -1s");
     p.retry_after_max = 0;
     assert_int_equal(resil_retry_policy_validate(&p, NULL), 0);
 }

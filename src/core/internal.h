@@ -1,0 +1,66 @@
+/*
+ * internal.h — the small mechanisms several core files share and no user
+ * should call: the wording of a rejected duration option, the lookup of a
+ * name in an enum's table, and the integer arithmetic that must neither
+ * wrap nor round toward zero.
+ *
+ * Each exists once so that the components cannot drift apart: every
+ * constructor names a bad duration in the units the parser reads ("-5ms",
+ * not "-5000000 ns"), every enum name table answers an unknown value and an
+ * unknown name alike, and every saturating product and time bucket is the
+ * same few lines, checked once.
+ */
+#ifndef RESIL_INTERNAL_H
+#define RESIL_INTERNAL_H
+
+#include "resil/time.h"
+
+/* Report "FIELD must be RULE, got D" with D written by
+ * resil_duration_format, and return RESIL_EINVAL. FIELD names the
+ * component too ("budget.ttl"). */
+int resil__bad_duration(resil_err *err, const char *field, const char *rule,
+                        resil_duration d);
+
+/* The index of `s` in `names` (count entries), or -1 for an unknown name or
+ * NULL. fold_case ignores ASCII case, for parsers documented to. */
+int resil__name_index(const char *const *names, size_t count, const char *s,
+                      bool fold_case);
+/* names[i], or "unknown" when i is out of range. */
+const char *resil__name_at(const char *const *names, size_t count, unsigned i);
+
+#define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* a + b, saturating at INT64_MIN and INT64_MAX. */
+static inline int64_t resil__add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r))
+        return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* a·b for a, b >= 0, saturating at INT64_MAX; 0 when either is <= 0. */
+static inline int64_t resil__mul_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a <= 0 || b <= 0)
+        return 0;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* floor(a / b) for b > 0, also for negative a (instants before an epoch). */
+static inline int64_t resil__floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return a % b < 0 ? q - 1 : q;
+}
+
+/* a mod b in [0, b) for b > 0; never forms floor_div(a, b)·b, which
+ * overflows near INT64_MIN. */
+static inline int64_t resil__floor_mod(int64_t a, int64_t b)
+{
+    int64_t r = a % b;
+    return r < 0 ? r + b : r;
+}
+
+#endif
