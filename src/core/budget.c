@@ -10,12 +10,13 @@
  * models are a single atomic integer each, updated by compare-and-swap: gRPC
  * counts tokens in thousandths as its specification does, which keeps the
  * arithmetic exact. The ratio (Finagle) model needs a sliding window, so it
- * takes a mutex around ten time-bucketed counters sized at construction:
- * nothing allocates after resil_budget_new.
+ * takes a mutex around the breaker's rolling window, held by value: nothing
+ * allocates after resil_budget_new.
  *
  * Which outcomes count against a budget: success is a success; a failure
  * counts when it signals trouble on the other side — exactly the kinds the
- * default classifier retries (transient, throttled, timeout). A permanent
+ * default classifier retries (transient, throttled, timeout), so the budget
+ * asks that classifier rather than keeping its own list. A permanent
  * failure, a cancellation or a rejection by another strategy says nothing
  * about the dependency's health and moves nothing, as in gRPC where only
  * retryable failures spend tokens.
@@ -26,38 +27,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "resil/budget.h"
+#include "window.h"
 
 struct resil_budget {
     const resil_budget_ops *ops;
     void *self;
 };
 
-static bool counts_as_failure(const resil_outcome *o)
-{
-    return o->kind == RESIL_TRANSIENT || o->kind == RESIL_THROTTLED ||
-           o->kind == RESIL_TIMEOUT;
-}
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-static int64_t sat_add64(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b)
-        return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b)
-        return INT64_MIN;
-    return a + b;
-}
-
-/* a * b for a, b >= 0, saturating. */
-static int64_t sat_mul64(int64_t a, int64_t b)
-{
-    if (a != 0 && b > INT64_MAX / a)
-        return INT64_MAX;
-    return a * b;
-}
 
 /* ---- tokens: gRPC retry throttling ------------------------------------ */
 
@@ -104,7 +84,7 @@ static void tokens_on_result(void *self, const resil_outcome *o,
     tokens_budget *b = self;
     if (o->kind == RESIL_SUCCESS)
         tokens_add(b, b->ratio_milli);
-    else if (counts_as_failure(o))
+    else if (resil_retry_on_default(o, NULL))
         tokens_add(b, -MILLI);
 }
 
@@ -192,71 +172,39 @@ static const resil_budget_ops quota_ops = {
 
 /* ---- ratio: Finagle's RetryBudget --------------------------------------- */
 
-/* Ten buckets of ttl/10, as Finagle's windowed counter: a request or retry
- * leaves the window between 0.9·ttl and ttl after it happened. Amounts are
- * in millionths of a retry so that percent × requests stays exact. */
-#define RATIO_BUCKETS 10
+/* The breaker's rolling window (window.h), ten buckets of ttl/10 as in
+ * Finagle's windowed counter: a request or retry leaves it between 0.9·ttl
+ * and ttl after it happened. Every request and every retry is a call of the
+ * window, and a retry is its "failure", so requests = total − failures.
+ * Amounts are in millionths of a retry so that percent × requests stays
+ * exact. */
 #define UNIT INT64_C(1000000)
 
 typedef struct ratio_budget {
     pthread_mutex_t mu;
     resil_clock *clock;
-    resil_duration width;
-    int64_t slot; /* absolute index of the newest bucket */
-    int64_t requests[RATIO_BUCKETS], retries[RATIO_BUCKETS];
-    int64_t sum_requests, sum_retries;
-    int64_t deposit;  /* per request: percent × UNIT */
-    int64_t reserve;  /* min_per_second × ttl seconds × UNIT */
+    resil__window window;
+    int64_t deposit; /* per request: percent × UNIT */
+    int64_t reserve; /* min_per_second × ttl seconds × UNIT */
 } ratio_budget;
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
+static int64_t saturated(uint64_t n) { return n > INT64_MAX ? INT64_MAX : (int64_t)n; }
 
-static size_t bucket_of(int64_t slot)
+/* Retries still allowed at `now`, in UNITs (may be negative once spent).
+ * Caller holds mu. */
+static int64_t ratio_balance(const ratio_budget *b, resil_instant now)
 {
-    int64_t m = slot % RATIO_BUCKETS;
-    return (size_t)(m < 0 ? m + RATIO_BUCKETS : m);
-}
-
-static void ratio_clear(ratio_budget *b, size_t i)
-{
-    b->sum_requests -= b->requests[i];
-    b->sum_retries -= b->retries[i];
-    b->requests[i] = 0;
-    b->retries[i] = 0;
-}
-
-/* Expire the buckets that slid out of the window. A clock that steps back
- * keeps the current bucket. */
-static size_t ratio_advance(ratio_budget *b)
-{
-    int64_t cur = floor_div(resil_clock_now(b->clock), b->width);
-    if (cur > b->slot) {
-        int64_t gap = cur - b->slot;
-        for (int64_t i = 1; i <= gap && i <= RATIO_BUCKETS; i++)
-            ratio_clear(b, bucket_of(b->slot + i));
-        b->slot = cur;
-    }
-    return bucket_of(b->slot);
-}
-
-/* Retries still allowed, in UNITs (may be negative once spent). */
-static int64_t ratio_balance(const ratio_budget *b)
-{
-    int64_t earned = sat_add64(sat_mul64(b->deposit, b->sum_requests), b->reserve);
-    return sat_add64(earned, -sat_mul64(UNIT, b->sum_retries));
+    resil__window_counts c = resil__window_totals(&b->window, now);
+    int64_t requests = saturated(c.total - c.failures), retries = saturated(c.failures);
+    int64_t earned = resil__add_sat(resil__mul_sat(b->deposit, requests), b->reserve);
+    return resil__add_sat(earned, -resil__mul_sat(UNIT, retries));
 }
 
 static void ratio_on_request(void *self)
 {
     ratio_budget *b = self;
     pthread_mutex_lock(&b->mu);
-    size_t i = ratio_advance(b);
-    b->requests[i]++;
-    b->sum_requests++;
+    resil__window_add(&b->window, resil_clock_now(b->clock), false, false);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -266,12 +214,10 @@ static bool ratio_try_retry(void *self, const resil_outcome *cause,
     (void)cause;
     ratio_budget *b = self;
     pthread_mutex_lock(&b->mu);
-    size_t i = ratio_advance(b);
-    bool granted = ratio_balance(b) >= UNIT;
-    if (granted) {
-        b->retries[i]++;
-        b->sum_retries++;
-    }
+    resil_instant now = resil_clock_now(b->clock);
+    bool granted = ratio_balance(b, now) >= UNIT;
+    if (granted)
+        resil__window_add(&b->window, now, true, false);
     pthread_mutex_unlock(&b->mu);
     if (granted && t != NULL)
         t->last_cost = 1;
@@ -291,8 +237,7 @@ static double ratio_level(void *self)
 {
     ratio_budget *b = self;
     pthread_mutex_lock(&b->mu);
-    ratio_advance(b);
-    int64_t balance = ratio_balance(b);
+    int64_t balance = ratio_balance(b, resil_clock_now(b->clock));
     pthread_mutex_unlock(&b->mu);
     return balance <= 0 ? 0.0 : (double)(balance / UNIT);
 }
@@ -363,9 +308,7 @@ static int validate_quota(const resil_budget_opts *o, resil_err *err)
 static int validate_ratio(const resil_budget_opts *o, resil_err *err)
 {
     if (o->ttl < RESIL_S(1) || o->ttl > RESIL_S(60))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "budget.ttl must be in [1s, 60s], got %lld ns",
-                             (long long)o->ttl);
+        return resil__bad_duration(err, "budget.ttl", "in [1s, 60s]", o->ttl);
     if (!(o->percent >= 0 && o->percent <= 1000))
         return resil_err_set(err, RESIL_EINVAL,
                              "budget.percent must be in [0, 1000], got %g", o->percent);
@@ -428,11 +371,10 @@ static void *new_ratio(const resil_budget_opts *o)
         return NULL;
     }
     b->clock = o->clock != NULL ? o->clock : resil_clock_system();
-    b->width = o->ttl / RATIO_BUCKETS;
-    b->slot = floor_div(resil_clock_now(b->clock), b->width);
+    resil__window_init(&b->window, o->ttl);
     b->deposit = llround(o->percent * (double)UNIT);
     /* min_per_second × ttl in seconds, in UNITs: ttl in µs times the rate. */
-    b->reserve = sat_mul64(o->min_per_second, o->ttl / 1000);
+    b->reserve = resil__mul_sat(o->min_per_second, o->ttl / 1000);
     return b;
 }
 
@@ -507,37 +449,22 @@ const char *resil_budget_name(resil_budget *b)
 
 /* ---- names -------------------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    resil_budget_model model;
-} model_names[] = {
-    {"tokens", RESIL_BUDGET_TOKENS}, {"quota", RESIL_BUDGET_QUOTA},
-    {"ratio", RESIL_BUDGET_RATIO},   {"grpc", RESIL_BUDGET_TOKENS},
-    {"aws", RESIL_BUDGET_QUOTA},     {"finagle", RESIL_BUDGET_RATIO},
-};
+/* In enum order; the second table names each model after its origin. */
+static const char *const model_names[] = {"tokens", "quota", "ratio"};
+static const char *const origin_names[] = {"grpc", "aws", "finagle"};
 
 const char *resil_budget_model_name(resil_budget_model m)
 {
-    switch (m) {
-    case RESIL_BUDGET_TOKENS:
-        return "tokens";
-    case RESIL_BUDGET_QUOTA:
-        return "quota";
-    case RESIL_BUDGET_RATIO:
-        return "ratio";
-    }
-    return "unknown";
+    return resil__name_at(model_names, RESIL__COUNT(model_names), (unsigned)m);
 }
 
 int resil_budget_model_parse(const char *s, resil_budget_model *out)
 {
-    if (s == NULL || out == NULL)
+    int i = resil__name_index(model_names, RESIL__COUNT(model_names), s, false);
+    if (i < 0)
+        i = resil__name_index(origin_names, RESIL__COUNT(origin_names), s, false);
+    if (i < 0 || out == NULL)
         return RESIL_EINVAL;
-    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++) {
-        if (strcmp(s, model_names[i].name) == 0) {
-            *out = model_names[i].model;
-            return 0;
-        }
-    }
-    return RESIL_EINVAL;
+    *out = (resil_budget_model)i;
+    return 0;
 }

@@ -596,6 +596,17 @@ static void ratio_options_are_checked_by_name(void **state)
     expect_rejected(&o, "budget.min_per_second must be >= 0, got -1");
 }
 
+static void a_bad_ttl_is_shown_in_the_duration_parsers_units(void **state)
+{
+    (void)state;
+    resil_budget_opts o;
+    resil_budget_opts_default(&o, RESIL_BUDGET_RATIO);
+    o.ttl = RESIL_MS(999);
+    expect_rejected(&o, "budget.ttl must be in [1s, 60s], got 999ms");
+    o.ttl = RESIL_S(60) + 1;
+    expect_rejected(&o, "budget.ttl must be in [1s, 60s], got 1m1ns");
+}
+
 static void ratio_option_boundaries_are_accepted(void **state)
 {
     (void)state;
@@ -798,6 +809,7 @@ int main(void)
         cmocka_unit_test(unknown_model_is_rejected_by_name),
         cmocka_unit_test(only_the_chosen_models_fields_are_checked),
         cmocka_unit_test(null_arguments_are_rejected),
+        cmocka_unit_test(a_bad_ttl_is_shown_in_the_duration_parsers_units),
         cmocka_unit_test(model_names_round_trip),
         cmocka_unit_test(model_parse_accepts_the_origin_names),
         cmocka_unit_test(model_parse_rejects_unknown_names),
