@@ -1,0 +1,152 @@
+/*
+ * authority.c — the breaker key of a URL, and Idempotency-Key generation.
+ *
+ * Breakers are per authority (scheme://host:port) so that one failing host
+ * cannot open the circuit for calls to another; the key must therefore be
+ * the same for every spelling of one authority ("HTTP://Example.COM/a" and
+ * "http://example.com:80/b"), and different for different ports. The URL is
+ * read by a small scanner of our own rather than libcurl's URL API because
+ * it runs on every call and must not allocate; it only has to find the
+ * authority, not validate the URL — libcurl does that when it performs.
+ *
+ * Keys come from getrandom(): an Idempotency-Key identifies one logical
+ * request among every client's, so it must not repeat across processes the
+ * way a seeded generator's output would.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "resil/http.h"
+
+static const struct {
+    const char *scheme;
+    const char *port;
+} default_ports[] = {
+    {"http", "80"}, {"https", "443"}, {"ws", "80"}, {"wss", "443"}, {"ftp", "21"},
+};
+
+static const char *default_port(const char *scheme, size_t len)
+{
+    for (size_t i = 0; i < sizeof default_ports / sizeof default_ports[0]; i++) {
+        if (strlen(default_ports[i].scheme) == len &&
+            memcmp(default_ports[i].scheme, scheme, len) == 0)
+            return default_ports[i].port;
+    }
+    return NULL;
+}
+
+/* A writer into a fixed buffer that remembers overflow. */
+typedef struct out_buf {
+    char *p;
+    size_t cap, len;
+    bool overflow;
+} out_buf;
+
+static void put_lower(out_buf *o, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (o->len + 1 >= o->cap) {
+            o->overflow = true;
+            return;
+        }
+        o->p[o->len++] = (char)tolower((unsigned char)s[i]);
+    }
+}
+
+static void put(out_buf *o, const char *s, size_t n)
+{
+    if (o->len + n >= o->cap) {
+        o->overflow = true;
+        return;
+    }
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+}
+
+/* Split "host[:port]" (host may be "[v6]") at its port colon. */
+static void split_host_port(const char *a, size_t n, size_t *host_len,
+                            const char **port, size_t *port_len)
+{
+    const char *colon = NULL;
+    if (n > 0 && a[0] == '[') {
+        const char *close = memchr(a, ']', n);
+        if (close != NULL && (size_t)(close - a) + 1 < n && close[1] == ':')
+            colon = close + 1;
+    } else {
+        colon = memchr(a, ':', n);
+    }
+    *host_len = colon != NULL ? (size_t)(colon - a) : n;
+    *port = colon != NULL ? colon + 1 : NULL;
+    *port_len = colon != NULL ? n - *host_len - 1 : 0;
+}
+
+int resil_http_authority(const char *url, char *buf, size_t cap)
+{
+    if (url == NULL || buf == NULL || cap == 0)
+        return RESIL_EINVAL;
+    buf[0] = '\0';
+    const char *sep = strstr(url, "://");
+    const char *scheme = sep != NULL ? url : "http";
+    size_t scheme_len = sep != NULL ? (size_t)(sep - url) : 4;
+    const char *a = sep != NULL ? sep + 3 : url;
+    size_t n = strcspn(a, "/?#");
+    const char *at = memchr(a, '@', n); /* user info is not part of the key */
+    if (at != NULL) {
+        n -= (size_t)(at + 1 - a);
+        a = at + 1;
+    }
+    size_t host_len, port_len;
+    const char *port;
+    split_host_port(a, n, &host_len, &port, &port_len);
+    if (host_len == 0 || scheme_len == 0)
+        return RESIL_ESYNTAX;
+
+    char lower_scheme[16];
+    out_buf sch = {lower_scheme, sizeof lower_scheme, 0, false};
+    put_lower(&sch, scheme, scheme_len);
+    if (port_len == 0 && !sch.overflow)
+        port = default_port(lower_scheme, sch.len);
+    if (port != NULL && port_len == 0)
+        port_len = strlen(port);
+
+    out_buf o = {buf, cap, 0, false};
+    put_lower(&o, scheme, scheme_len);
+    put(&o, "://", 3);
+    put_lower(&o, a, host_len);
+    if (port != NULL) {
+        put(&o, ":", 1);
+        put(&o, port, port_len);
+    }
+    if (o.overflow) {
+        buf[0] = '\0';
+        return RESIL_ERANGE;
+    }
+    buf[o.len] = '\0';
+    return 0;
+}
+
+int resil_http_uuid4(char out[RESIL_HTTP_UUID_LEN + 1])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n <= 0)
+            return RESIL_ESYS;
+        got += (size_t)n;
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* variant 10xx */
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < sizeof b; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = '\0';
+    return 0;
+}

@@ -1,0 +1,154 @@
+/*
+ * classify.c — which HTTP attempts are worth another try: the method rules
+ * and the status/transfer-error table.
+ *
+ * Pure functions of what an attempt produced, so the table is tested row by
+ * row without a network. A transfer error is judged before any status,
+ * because a status that arrived over a transfer that then broke (a 200 whose
+ * body was cut off) describes a response the caller never fully got.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "resil/http.h"
+
+/* ---- methods -------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} methods[] = {
+    {"GET", RESIL_HTTP_GET},         {"HEAD", RESIL_HTTP_HEAD},
+    {"OPTIONS", RESIL_HTTP_OPTIONS}, {"TRACE", RESIL_HTTP_TRACE},
+    {"PUT", RESIL_HTTP_PUT},         {"DELETE", RESIL_HTTP_DELETE},
+    {"POST", RESIL_HTTP_POST},       {"PATCH", RESIL_HTTP_PATCH},
+    {"CONNECT", RESIL_HTTP_CONNECT},
+};
+
+#define IDEMPOTENT_METHODS                                                    \
+    (RESIL_HTTP_GET | RESIL_HTTP_HEAD | RESIL_HTTP_OPTIONS | RESIL_HTTP_TRACE | \
+     RESIL_HTTP_PUT | RESIL_HTTP_DELETE)
+
+static unsigned method_bit_n(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        if (strlen(methods[i].name) == len && memcmp(methods[i].name, name, len) == 0)
+            return methods[i].bit;
+    }
+    return RESIL_HTTP_OTHER;
+}
+
+unsigned resil_http_method_bit(const char *method)
+{
+    return method != NULL ? method_bit_n(method, strlen(method)) : 0;
+}
+
+bool resil_http_method_retryable(const char *method, bool has_idempotency_key)
+{
+    if (method == NULL)
+        return false;
+    return (resil_http_method_bit(method) & IDEMPOTENT_METHODS) != 0 || has_idempotency_key;
+}
+
+int resil_http_methods_parse(const char *list, unsigned *out)
+{
+    if (list == NULL || out == NULL || *list == '\0')
+        return RESIL_EINVAL;
+    unsigned bits = 0;
+    for (const char *p = list;;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0)
+            return RESIL_EINVAL;
+        bits |= method_bit_n(p, n);
+        if (p[n] == '\0')
+            break;
+        p += n + 1;
+    }
+    *out = bits;
+    return 0;
+}
+
+/* ---- transfer errors ------------------------------------------------------- */
+
+/* Errors of the path to the server, which a later attempt may not meet. */
+static bool transient_transfer(CURLcode c)
+{
+    switch (c) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_SSL_CONNECT_ERROR: /* a handshake cut off; certificate trouble has its own codes */
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+    case CURLE_QUIC_CONNECT_ERROR:
+    case CURLE_PROXY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static resil_outcome transfer_outcome(const resil_http_response *r)
+{
+    char detail[RESIL_DETAIL_MAX];
+    snprintf(detail, sizeof detail, "curl %d: %s", (int)r->curl_code,
+             curl_easy_strerror(r->curl_code));
+    resil_kind k = RESIL_PERMANENT;
+    if (r->curl_code == CURLE_OPERATION_TIMEDOUT)
+        k = RESIL_TIMEOUT;
+    else if (r->curl_code == CURLE_ABORTED_BY_CALLBACK)
+        k = RESIL_CANCELLED;
+    else if (transient_transfer(r->curl_code))
+        k = RESIL_TRANSIENT;
+    return resil_fail(k, (int64_t)r->curl_code, detail);
+}
+
+/* ---- statuses --------------------------------------------------------------- */
+
+static resil_kind status_kind(const resil_http_response *r, bool retry_500)
+{
+    switch (r->status) {
+    case 429:
+        return RESIL_THROTTLED;
+    case 408:
+    case 502:
+    case 503:
+    case 504:
+        return RESIL_TRANSIENT;
+    case 500:
+        return retry_500 ? RESIL_TRANSIENT : RESIL_PERMANENT;
+    case 409: /* "still processing this key": the key's first request is running */
+        return r->idempotency_key && r->retry_after >= 0 ? RESIL_TRANSIENT
+                                                         : RESIL_PERMANENT;
+    default:
+        return RESIL_PERMANENT;
+    }
+}
+
+resil_outcome resil_http_classify(const resil_http_response *r, bool retry_500)
+{
+    /* With CURLOPT_FAILONERROR libcurl reports a status >= 400 as an error
+     * of its own; the status says more. */
+    bool status_error = r->curl_code == CURLE_HTTP_RETURNED_ERROR && r->status >= 400;
+    if (r->curl_code != CURLE_OK && !status_error)
+        return transfer_outcome(r);
+    if (r->status < 400) {
+        resil_outcome ok = resil_ok();
+        ok.code = r->status;
+        return ok;
+    }
+    char detail[RESIL_DETAIL_MAX];
+    snprintf(detail, sizeof detail, "HTTP %ld", r->status);
+    return resil_fail_after(status_kind(r, retry_500), r->status, detail, r->retry_after);
+}
+
+resil_outcome resil_http_classify_default(const resil_http_response *r, void *ud)
+{
+    (void)ud;
+    return resil_http_classify(r, true);
+}

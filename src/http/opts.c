@@ -1,0 +1,203 @@
+/*
+ * opts.c — the HTTP client's options: the three profiles and validation.
+ *
+ * A profile is nothing but a set of option values, written out here in one
+ * place per profile so that docs/http.md's table can be checked against
+ * code that reads the same. The standard profile is Microsoft's standard
+ * resilience handler; read and write are the two typed clients of the
+ * ".NET 10 HTTP resilience" article. Validation names the first bad field
+ * and defers to the core's own validators for the embedded retry policy and
+ * breaker options, so a message is never worded twice.
+ */
+#include <string.h>
+
+#include "resil/hedge.h"
+#include "resil/http.h"
+
+#define MiB ((size_t)1 << 20)
+
+const char *resil_http_profile_name(resil_http_profile p)
+{
+    switch (p) {
+    case RESIL_HTTP_STANDARD:
+        return "standard";
+    case RESIL_HTTP_READ:
+        return "read";
+    case RESIL_HTTP_WRITE:
+        return "write";
+    }
+    return "unknown";
+}
+
+int resil_http_profile_parse(const char *name, resil_http_profile *out)
+{
+    static const resil_http_profile all[] = {RESIL_HTTP_STANDARD, RESIL_HTTP_READ,
+                                             RESIL_HTTP_WRITE};
+    if (name == NULL || out == NULL)
+        return RESIL_EINVAL;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(name, resil_http_profile_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return RESIL_EINVAL;
+}
+
+/* Microsoft's standard handler: 1000 concurrent calls, total 30 s, 3
+ * retries exponential from 2 s with jitter and Retry-After, breaker at a
+ * 10 % failure ratio over 30 s once 100 calls were seen, 5 s break,
+ * attempt 10 s. */
+static void standard(resil_http_opts *o)
+{
+    o->max_concurrency = 1000;
+    o->total_timeout = RESIL_S(30);
+    resil_retry_policy_default(&o->retry);
+    o->retry.max_attempts = 4;
+    o->retry.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
+    o->retry.backoff.base = RESIL_S(2);
+    o->retry.backoff.factor = 2.0;
+    o->retry.backoff.jitter = RESIL_JITTER_POLLY;
+    o->retry.backoff.max_delay = RESIL_DURATION_MAX;
+    o->retry.unsafe_mode = RESIL_UNSAFE_RUN_ONCE;
+    o->breakers = true;
+    resil_breaker_opts_default(&o->breaker);
+    o->breaker.kind = RESIL_BREAKER_RATIO;
+    o->breaker.failure_ratio = 0.1;
+    o->breaker.minimum_throughput = 100;
+    o->breaker.sampling_duration = RESIL_S(30);
+    o->breaker.break_duration = RESIL_S(5);
+    o->attempt_timeout = RESIL_S(10);
+    o->hedge_delay = -1;
+    o->max_hedged = 1;
+    o->retry_500 = true;
+    o->disable_for = 0;
+    o->retry_unsafe = false;
+}
+
+/* The article's read client: total 2 s, attempt 600 ms, 2 retries from
+ * 100 ms with jitter. */
+static void read_profile(resil_http_opts *o)
+{
+    standard(o);
+    o->total_timeout = RESIL_S(2);
+    o->attempt_timeout = RESIL_MS(600);
+    o->retry.max_attempts = 3;
+    o->retry.backoff.base = RESIL_MS(100);
+}
+
+/* The article's write client: total 6 s, attempt 2 s, unsafe methods never
+ * retried (DisableForUnsafeHttpMethods), breaker at 20 % over 30 s once 15
+ * calls were seen, 10 s break. */
+static void write_profile(resil_http_opts *o)
+{
+    standard(o);
+    o->total_timeout = RESIL_S(6);
+    o->attempt_timeout = RESIL_S(2);
+    o->disable_for = RESIL_HTTP_UNSAFE_METHODS;
+    o->breaker.failure_ratio = 0.2;
+    o->breaker.minimum_throughput = 15;
+    o->breaker.sampling_duration = RESIL_S(30);
+    o->breaker.break_duration = RESIL_S(10);
+}
+
+void resil_http_opts_default(resil_http_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->name = "http";
+    o->max_authorities = 1024;
+    o->body_buffer_max = 16 * MiB;
+    standard(o);
+}
+
+int resil_http_opts_profile(resil_http_opts *o, resil_http_profile p)
+{
+    if (o == NULL)
+        return RESIL_EINVAL;
+    switch (p) {
+    case RESIL_HTTP_STANDARD:
+        standard(o);
+        return 0;
+    case RESIL_HTTP_READ:
+        read_profile(o);
+        return 0;
+    case RESIL_HTTP_WRITE:
+        write_profile(o);
+        return 0;
+    }
+    return RESIL_EINVAL;
+}
+
+static int check_timeouts(const resil_http_opts *o, resil_err *err)
+{
+    if (o->total_timeout < 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "http.total_timeout must be >= 0 (0 = none), got %lld ns",
+                             (long long)o->total_timeout);
+    if (o->attempt_timeout < 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "http.attempt_timeout must be >= 0 (0 = none), got %lld ns",
+                             (long long)o->attempt_timeout);
+    if (o->total_timeout > 0 && o->attempt_timeout > o->total_timeout)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "http.attempt_timeout must not exceed http.total_timeout");
+    return 0;
+}
+
+static int check_hedging(const resil_http_opts *o, resil_err *err)
+{
+    if (o->hedge_delay < -1)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "http.hedge_delay must be >= 0 (or -1 = no hedging), got %lld ns",
+                             (long long)o->hedge_delay);
+    if (o->hedge_delay >= 0 && (o->max_hedged < 1 || o->max_hedged > RESIL_HEDGE_MAX))
+        return resil_err_set(err, RESIL_EINVAL, "http.max_hedged must be in [1, %d], got %u",
+                             RESIL_HEDGE_MAX, (unsigned)o->max_hedged);
+    return 0;
+}
+
+static int check_nested(const resil_http_opts *o, resil_err *err)
+{
+    resil_err inner = {0, ""};
+    int rc = resil_retry_policy_validate(&o->retry, &inner);
+    if (rc != 0)
+        return resil_err_set(err, rc, "http.%s", inner.message);
+    if (o->retry.max_total != 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "http.retry.max_total must be 0 (http.total_timeout bounds "
+                             "the call), got %lld ns",
+                             (long long)o->retry.max_total);
+    if (o->breakers && o->registry == NULL) {
+        rc = resil_breaker_opts_validate(&o->breaker, &inner);
+        if (rc != 0)
+            return resil_err_set(err, rc, "http.%s", inner.message);
+        if (o->max_authorities < 1 || o->max_authorities > RESIL_REGISTRY_MAX_LIMIT)
+            return resil_err_set(err, RESIL_EINVAL,
+                                 "http.max_authorities must be in [1, %u], got %u",
+                                 (unsigned)RESIL_REGISTRY_MAX_LIMIT,
+                                 (unsigned)o->max_authorities);
+    }
+    return 0;
+}
+
+int resil_http_opts_validate(const resil_http_opts *o, resil_err *err)
+{
+    if (o == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "http: options must not be NULL");
+    if (o->name == NULL || o->name[0] == '\0' || strlen(o->name) >= 64)
+        return resil_err_set(err, RESIL_EINVAL, "http.name must be 1 to 63 bytes");
+    int rc = check_timeouts(o, err);
+    if (rc == 0)
+        rc = check_hedging(o, err);
+    if (rc == 0)
+        rc = check_nested(o, err);
+    if (rc != 0)
+        return rc;
+    if (o->disable_for > (RESIL_HTTP_OTHER << 1) - 1)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "http.disable_for must be RESIL_HTTP_* method bits, got %#x",
+                             o->disable_for);
+    if (o->body_buffer_max < 1)
+        return resil_err_set(err, RESIL_EINVAL, "http.body_buffer_max must be >= 1, got 0");
+    return 0;
+}

@@ -1,0 +1,732 @@
+/*
+ * perform.c — the drop-in: an easy handle performed through the client's
+ * pipeline, once per attempt.
+ *
+ * libcurl cannot read an option back, so the drop-in cannot wrap the
+ * caller's callbacks behind its back: the request names them, the call
+ * installs its own for its duration and puts the caller's back afterwards.
+ * Its own callbacks buffer each attempt's body (and headers, when the
+ * caller wants them) and abort a transfer whose token has fired (a hedge
+ * that lost, the caller's cancel); a failure's Retry-After is read from the
+ * headers libcurl keeps anyway. Only when the pipeline has picked the final
+ * attempt does anything reach the caller's callbacks — the one exception
+ * being a body too large to buffer, which is streamed, and whose attempt is
+ * then the last (what has been handed over cannot be taken back).
+ *
+ * The client builds its pipelines once: the strategies in Microsoft's
+ * order, a bulkhead and a breaker registry shared by a plain pipeline and,
+ * when hedging is on, a hedged one that only safe methods take. What an
+ * HTTP request adds to the retry decision — its method, whether it carries
+ * an Idempotency-Key, whether its body was streamed — is known only per
+ * call, while the pipeline's policy is fixed at build; so the policy's
+ * classifier reads the call being performed on this thread (the retry loop
+ * runs on the caller's thread). Attempt buffers are pooled in the client,
+ * so after warm-up a call allocates nothing of its own.
+ */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "resil/http.h"
+#include "resil/pipeline.h"
+
+#define POOL_KEEP 64                    /* idle attempt states kept */
+#define BUF_KEEP ((size_t)4 << 20)      /* larger buffers are freed when pooled */
+#define METHOD_CAP 24
+#define KEY_HEADER "Idempotency-Key"
+
+typedef struct http_buf {
+    char *p;
+    size_t len, cap;
+} http_buf;
+
+typedef struct http_call http_call;
+
+/* One attempt's view of one handle: the caller's for the primary, a
+ * duplicate for each hedge. Reset before every attempt it runs. */
+typedef struct http_attempt {
+    struct http_attempt *next_free;
+    http_call *call;
+    CURL *easy;
+    resil_cancel *cancel; /* the attempt's token; may be NULL */
+    http_buf body, head;
+    bool streaming;       /* the body goes straight to the caller */
+    uint32_t attempt;     /* the retry attempt it last ran (0: none) */
+    CURLcode code;
+    long status;
+} http_attempt;
+
+struct resil_http_client {
+    resil_http_opts opts;
+    resil_registry *registry; /* NULL without breakers */
+    bool own_registry;
+    resil_bulkhead *bulkhead; /* NULL without a concurrency limit */
+    resil_pipeline *plain;
+    resil_pipeline *hedged;   /* NULL without hedging */
+    pthread_mutex_t pool_mu;
+    http_attempt *pool;
+    size_t pooled;
+};
+
+struct http_call {
+    resil_http_client *client;
+    const resil_http_request *req;
+    const char *method;   /* req->method, the learned one, or NULL */
+    char learned[METHOD_CAP];
+    bool has_key;
+    bool last;            /* no further attempt: a body was streamed */
+    bool hedged;
+    bool watch;           /* a progress callback watches for cancellation */
+    bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
+    http_attempt *att[RESIL_HEDGE_MAX + 1];
+    uint32_t natt;
+    /* text, set as needed (not cleared per call) */
+    struct curl_slist key_node;
+    char key_header[sizeof KEY_HEADER + 2 + RESIL_HTTP_KEY_MAX];
+    char key[RESIL_HTTP_KEY_MAX + 1];
+    char authority[RESIL_BREAKER_NAME_MAX];
+};
+
+/* The call this thread is performing: the retry classifier's context. */
+static _Thread_local http_call *current_call;
+
+/* ---- buffers and the pool ------------------------------------------------ */
+
+static int buf_append(http_buf *b, const char *p, size_t n)
+{
+    if (n > SIZE_MAX / 2 - b->len)
+        return RESIL_ENOMEM;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap > 0 ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *grown = realloc(b->p, cap);
+        if (grown == NULL)
+            return RESIL_ENOMEM;
+        b->p = grown;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static void buf_trim(http_buf *b)
+{
+    b->len = 0;
+    if (b->cap > BUF_KEEP) {
+        free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    }
+}
+
+static void attempt_free(http_attempt *a)
+{
+    free(a->body.p);
+    free(a->head.p);
+    free(a);
+}
+
+static http_attempt *pool_take(resil_http_client *c)
+{
+    pthread_mutex_lock(&c->pool_mu);
+    http_attempt *a = c->pool;
+    if (a != NULL) {
+        c->pool = a->next_free;
+        c->pooled--;
+    }
+    pthread_mutex_unlock(&c->pool_mu);
+    return a != NULL ? a : calloc(1, sizeof *a);
+}
+
+static void pool_give(resil_http_client *c, http_attempt *a)
+{
+    buf_trim(&a->body);
+    buf_trim(&a->head);
+    a->easy = NULL;
+    a->call = NULL;
+    pthread_mutex_lock(&c->pool_mu);
+    bool keep = c->pooled < POOL_KEEP;
+    if (keep) {
+        a->next_free = c->pool;
+        c->pool = a;
+        c->pooled++;
+    }
+    pthread_mutex_unlock(&c->pool_mu);
+    if (!keep)
+        attempt_free(a);
+}
+
+/* ---- handing data to the caller ------------------------------------------ */
+
+static size_t caller_write(const resil_http_request *r, char *p, size_t n)
+{
+    if (r->write_fn != NULL)
+        return r->write_fn(p, 1, n, r->write_data);
+    return fwrite(p, 1, n, r->write_data != NULL ? (FILE *)r->write_data : stdout);
+}
+
+/* libcurl's rule: without a header function, HEADERDATA (when set) is a
+ * stream for the write function; without either, headers are dropped. */
+static bool caller_wants_headers(const resil_http_request *r)
+{
+    return r->header_fn != NULL || r->header_data != NULL;
+}
+
+static size_t caller_header(const resil_http_request *r, char *p, size_t n)
+{
+    if (r->header_fn != NULL)
+        return r->header_fn(p, 1, n, r->header_data);
+    if (r->write_fn != NULL)
+        return r->write_fn(p, 1, n, r->header_data);
+    return fwrite(p, 1, n, (FILE *)r->header_data);
+}
+
+/* In pieces of at most CURL_MAX_WRITE_SIZE, as libcurl promises. */
+static int deliver_body(const resil_http_request *r, char *p, size_t n)
+{
+    while (n > 0) {
+        size_t k = n < CURL_MAX_WRITE_SIZE ? n : CURL_MAX_WRITE_SIZE;
+        if (caller_write(r, p, k) != k)
+            return RESIL_EIO;
+        p += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* One header line per call, as libcurl delivers them. */
+static int deliver_headers(const resil_http_request *r, const http_buf *head)
+{
+    if (!caller_wants_headers(r))
+        return 0;
+    for (size_t i = 0; i < head->len;) {
+        const char *nl = memchr(head->p + i, '\n', head->len - i);
+        size_t n = nl != NULL ? (size_t)(nl - (head->p + i)) + 1 : head->len - i;
+        if (caller_header(r, head->p + i, n) != n)
+            return RESIL_EIO;
+        i += n;
+    }
+    return 0;
+}
+
+/* The body outgrew its buffer: hand over what this attempt has so far and
+ * stream the rest; the attempt becomes the last. */
+static int commit(http_attempt *a)
+{
+    const resil_http_request *r = a->call->req;
+    a->streaming = true;
+    a->call->last = true;
+    int rc = deliver_headers(r, &a->head);
+    if (rc == 0)
+        rc = deliver_body(r, a->body.p, a->body.len);
+    a->body.len = 0;
+    return rc;
+}
+
+/* ---- libcurl's callbacks --------------------------------------------------- */
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
+{
+    http_attempt *a = ud;
+    size_t n = size * nmemb;
+    const resil_http_client *c = a->call->client;
+    if (!a->streaming && !a->call->hedged && n > c->opts.body_buffer_max - a->body.len &&
+        commit(a) != 0)
+        return 0;
+    if (a->streaming)
+        return deliver_body(a->call->req, p, n) == 0 ? n : 0;
+    return buf_append(&a->body, p, n) == 0 ? n : 0;
+}
+
+static bool header_is(const char *p, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+    return n > k && p[k] == ':' && strncasecmp(p, name, k) == 0;
+}
+
+/* Only when the caller wants headers: libcurl keeps the response's
+ * headers itself (curl_easy_header), which is where Retry-After is read. */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    http_attempt *a = ud;
+    size_t n = size * nmemb;
+    const resil_http_request *r = a->call->req;
+    if (a->streaming) /* trailers */
+        return caller_header(r, p, n);
+    return buf_append(&a->head, p, n) == 0 ? n : 0;
+}
+
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    http_attempt *a = ud;
+    if (resil_cancelled(a->cancel))
+        return 1;
+    const resil_http_request *r = a->call->req;
+    if (r->xferinfo_fn != NULL)
+        return r->xferinfo_fn(r->xferinfo_data, dltotal, dlnow, ultotal, ulnow);
+    return 0;
+}
+
+static void install(http_attempt *a)
+{
+    CURL *e = a->easy;
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+    if (caller_wants_headers(a->call->req)) {
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
+    }
+    if (a->call->watch) {
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, a);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    }
+    if (a->call->headers_set)
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, &a->call->key_node);
+}
+
+static void restore(CURL *e, const http_call *call)
+{
+    const resil_http_request *r = call->req;
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, r->write_fn);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r->write_data != NULL ? r->write_data : stdout);
+    if (caller_wants_headers(r)) {
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, r->header_fn);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, r->header_data);
+    }
+    if (call->watch) {
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, r->xferinfo_fn);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, r->xferinfo_data);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, r->xferinfo_fn != NULL ? 0L : 1L);
+    }
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 0L);
+    if (call->headers_set)
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+}
+
+/* ---- one attempt ----------------------------------------------------------- */
+
+static void reset_attempt(http_attempt *a, const resil_attempt_ctx *ctx)
+{
+    a->body.len = a->head.len = 0;
+    a->streaming = false;
+    a->cancel = ctx->cancel;
+    a->attempt = ctx->attempt;
+    a->code = CURLE_OK;
+    a->status = 0;
+}
+
+/* Without a method from the caller, take libcurl's word for it after the
+ * first transfer — unless a redirect was followed, which may have turned
+ * a POST into a GET: then the method stays unknown, and is never retried. */
+static void learn_method(http_call *call, CURL *e)
+{
+    char *m = NULL;
+    long redirects = 0;
+    curl_easy_getinfo(e, CURLINFO_REDIRECT_COUNT, &redirects);
+    if (redirects > 0 || curl_easy_getinfo(e, CURLINFO_EFFECTIVE_METHOD, &m) != CURLE_OK ||
+        m == NULL || strlen(m) >= sizeof call->learned)
+        return;
+    memcpy(call->learned, m, strlen(m) + 1);
+    call->method = call->learned;
+}
+
+/* A failure's Retry-After, from the headers libcurl kept of the last
+ * response (redirects and 1xx answers excluded). A success needs none. */
+static resil_duration retry_after_of(const http_attempt *a, resil_clock *clock)
+{
+    struct curl_header *h;
+    resil_duration d;
+    if (a->status < 400 ||
+        curl_easy_header(a->easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK ||
+        resil_retry_after_parse(h->value, strlen(h->value), resil_clock_wall_now(clock),
+                                &d) != 0)
+        return RESIL_NO_HINT;
+    return d;
+}
+
+static resil_outcome classify(const http_call *call, const http_attempt *a,
+                              resil_clock *clock)
+{
+    const resil_http_opts *o = &call->client->opts;
+    resil_http_response r = {a->easy, a->code, a->status, call->method, call->has_key,
+                             retry_after_of(a, clock)};
+    if (o->classify != NULL)
+        return o->classify(&r, o->classify_ud);
+    return resil_http_classify(&r, o->retry_500);
+}
+
+static resil_outcome http_op(resil_attempt_ctx *ctx)
+{
+    http_call *call = ctx->user;
+    uint32_t i = resil_hedge_current();
+    http_attempt *a = call->att[i < call->natt ? i : 0];
+    reset_attempt(a, ctx);
+    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, resil_ctx_remaining_ms(ctx));
+    a->code = curl_easy_perform(a->easy);
+    curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
+    if (call->method == NULL && i == 0)
+        learn_method(call, a->easy);
+    resil_outcome o = classify(call, a, ctx->clock);
+    /* Aborted because the attempt's token fired: say which deadline or
+     * cancel it was, rather than "callback aborted". */
+    if (a->code == CURLE_ABORTED_BY_CALLBACK && resil_cancelled(ctx->cancel))
+        o = resil_cancel_reason(ctx->cancel) == RESIL_ETIMEDOUT
+                ? resil_fail(RESIL_TIMEOUT, RESIL_ETIMEDOUT, "timed out")
+                : resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "cancelled");
+    return o;
+}
+
+/* ---- the retry decision ------------------------------------------------------ */
+
+static bool method_may_retry(const http_call *call)
+{
+    const resil_http_opts *o = &call->client->opts;
+    if (call->method == NULL || (o->disable_for & resil_http_method_bit(call->method)) != 0)
+        return false;
+    return o->retry_unsafe || resil_http_method_retryable(call->method, call->has_key);
+}
+
+/* The pipeline's retry classifier: the caller's (or the kind's) verdict,
+ * unless this request may not be sent again. */
+static bool http_retry_on(const resil_outcome *o, void *ud)
+{
+    const resil_retry_policy *p = ud;
+    const http_call *call = current_call;
+    if (call != NULL && (call->last || !method_may_retry(call)))
+        return false;
+    return p->retry_on != NULL ? p->retry_on(o, p->retry_on_ud) : resil_retry_on_default(o, NULL);
+}
+
+/* ---- the client ------------------------------------------------------------ */
+
+static int add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool hedge)
+{
+    const resil_http_opts *o = &c->opts;
+    if (o->listener != NULL)
+        resil_pipeline_builder_listen(b, o->listener, o->listener_ud);
+    if (c->bulkhead != NULL)
+        resil_pipeline_use_bulkhead(b, c->bulkhead);
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    if (o->total_timeout > 0) {
+        t.timeout = o->total_timeout;
+        resil_pipeline_add_total_timeout(b, &t);
+    }
+    resil_retry_policy p = o->retry;
+    p.retry_on = http_retry_on;
+    p.retry_on_ud = &c->opts.retry;
+    resil_pipeline_add_retry(b, &p);
+    if (hedge) {
+        resil_hedge_opts h;
+        resil_hedge_opts_default(&h);
+        h.delay = o->hedge_delay;
+        h.max_hedged = o->max_hedged;
+        h.hedge_on = o->retry.retry_on;
+        h.hedge_on_ud = o->retry.retry_on_ud;
+        h.wait_losers = true; /* the call's state lives on the caller's stack */
+        resil_pipeline_add_hedging(b, &h);
+    }
+    if (c->registry != NULL)
+        resil_pipeline_use_registry(b, c->registry);
+    if (o->attempt_timeout > 0) {
+        t.timeout = o->attempt_timeout;
+        resil_pipeline_add_attempt_timeout(b, &t);
+    }
+    return 0;
+}
+
+static int build(resil_http_client *c, bool hedge, resil_pipeline **out, resil_err *err)
+{
+    resil_pipeline_builder *b;
+    int rc = resil_pipeline_builder_new(c->opts.name, &b, err);
+    if (rc != 0)
+        return rc;
+    resil_pipeline_builder_clock(b, c->opts.clock);
+    add_strategies(c, b, hedge);
+    rc = resil_pipeline_build(b, out, err);
+    resil_pipeline_builder_free(b);
+    return rc;
+}
+
+static int make_shared_objects(resil_http_client *c, resil_err *err)
+{
+    const resil_http_opts *o = &c->opts;
+    if (o->max_concurrency > 0) {
+        resil_bulkhead_opts bo;
+        resil_bulkhead_opts_default(&bo);
+        bo.max_concurrency = o->max_concurrency;
+        bo.max_queue = 0;
+        int rc = resil_bulkhead_new(&bo, &c->bulkhead, err);
+        if (rc != 0)
+            return rc;
+    }
+    if (!o->breakers)
+        return 0;
+    if (o->registry != NULL) {
+        c->registry = o->registry;
+        return 0;
+    }
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    ro.max_breakers = o->max_authorities;
+    ro.breaker = o->breaker;
+    if (ro.breaker.clock == NULL)
+        ro.breaker.clock = o->clock;
+    c->own_registry = true;
+    return resil_registry_new(&ro, &c->registry, err);
+}
+
+int resil_http_client_new(const resil_http_opts *o, resil_http_client **out, resil_err *err)
+{
+    if (out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "http: out must not be NULL");
+    *out = NULL;
+    int rc = resil_http_opts_validate(o, err);
+    if (rc != 0)
+        return rc;
+    resil_http_client *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "http: out of memory");
+    c->opts = *o;
+    pthread_mutex_init(&c->pool_mu, NULL);
+    rc = make_shared_objects(c, err);
+    if (rc == 0)
+        rc = build(c, false, &c->plain, err);
+    if (rc == 0 && o->hedge_delay >= 0)
+        rc = build(c, true, &c->hedged, err);
+    if (rc != 0) {
+        resil_http_client_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void resil_http_client_free(resil_http_client *c)
+{
+    if (c == NULL)
+        return;
+    resil_pipeline_free(c->hedged);
+    resil_pipeline_free(c->plain);
+    if (c->own_registry)
+        resil_registry_free(c->registry);
+    resil_bulkhead_free(c->bulkhead);
+    for (http_attempt *a = c->pool, *next; a != NULL; a = next) {
+        next = a->next_free;
+        attempt_free(a);
+    }
+    pthread_mutex_destroy(&c->pool_mu);
+    free(c);
+}
+
+resil_breaker_state resil_http_client_breaker_state(resil_http_client *c,
+                                                    const char *authority)
+{
+    resil_breaker *b = NULL;
+    if (c == NULL || c->registry == NULL || authority == NULL ||
+        resil_registry_try_get(c->registry, authority, &b) != 0)
+        return RESIL_BREAKER_NONE;
+    resil_breaker_state s = resil_breaker_state_of(b);
+    resil_breaker_free(b);
+    return s;
+}
+
+/* ---- one call ---------------------------------------------------------------- */
+
+void resil_http_request_default(resil_http_request *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+static bool key_printable(const char *k)
+{
+    size_t n = 0;
+    for (; k[n] != '\0'; n++) {
+        if (k[n] < 0x21 || k[n] > 0x7e)
+            return false;
+    }
+    return n > 0 && n <= RESIL_HTTP_KEY_MAX;
+}
+
+static bool headers_have_key(const struct curl_slist *h)
+{
+    for (; h != NULL; h = h->next) {
+        if (h->data != NULL && header_is(h->data, strlen(h->data), KEY_HEADER))
+            return true;
+    }
+    return false;
+}
+
+/* The key this call sends: the caller's header, a given key or a new one.
+ * A key of ours goes in front of the caller's list, in a node on the
+ * call's stack, so adding it allocates nothing. */
+static int prepare_key(http_call *call, const resil_http_request *r)
+{
+    call->has_key = headers_have_key(r->headers);
+    if (call->has_key || r->key_mode == RESIL_HTTP_KEY_NONE)
+        return 0;
+    if (r->key_mode == RESIL_HTTP_KEY_GIVEN) {
+        if (r->key == NULL || !key_printable(r->key))
+            return RESIL_EINVAL;
+        memcpy(call->key, r->key, strlen(r->key) + 1);
+    } else if (r->key_mode != RESIL_HTTP_KEY_AUTO) {
+        return RESIL_EINVAL;
+    } else if (resil_http_uuid4(call->key) != 0) {
+        return RESIL_ESYS;
+    }
+    snprintf(call->key_header, sizeof call->key_header, KEY_HEADER ": %s", call->key);
+    call->key_node.data = call->key_header;
+    call->key_node.next = r->headers;
+    call->has_key = call->headers_set = true;
+    return 0;
+}
+
+static bool hedgeable(const http_call *call)
+{
+    unsigned safe = RESIL_HTTP_GET | RESIL_HTTP_HEAD | RESIL_HTTP_OPTIONS | RESIL_HTTP_TRACE;
+    return call->client->hedged != NULL && (resil_http_method_bit(call->method) & safe) != 0;
+}
+
+static void release_attempts(http_call *call)
+{
+    for (uint32_t i = 0; i < call->natt; i++) {
+        http_attempt *a = call->att[i];
+        if (i > 0 && a->easy != NULL)
+            curl_easy_cleanup(a->easy);
+        pool_give(call->client, a);
+    }
+    call->natt = 0;
+}
+
+/* An attempt state per handle: the caller's, and a duplicate per hedge
+ * (made after our callbacks are on the original, then pointed at its own
+ * state). */
+static int take_attempts(http_call *call, CURL *easy)
+{
+    uint32_t n = call->hedged ? 1 + call->client->opts.max_hedged : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        http_attempt *a = pool_take(call->client);
+        if (a == NULL)
+            return RESIL_ENOMEM;
+        call->att[call->natt++] = a;
+        a->call = call;
+        a->attempt = 0;
+        a->easy = i == 0 ? easy : curl_easy_duphandle(easy);
+        if (a->easy == NULL)
+            return RESIL_ENOMEM;
+        install(a);
+    }
+    return 0;
+}
+
+static int prepare(http_call *call, resil_http_client *c, CURL *easy,
+                   const resil_http_request *r)
+{
+    memset(call, 0, offsetof(http_call, key_node));
+    call->client = c;
+    call->req = r;
+    call->method = r->method;
+    call->key[0] = call->authority[0] = '\0';
+    int rc = prepare_key(call, r);
+    if (rc != 0)
+        return rc;
+    char *url = NULL;
+    if (c->registry != NULL &&
+        (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL ||
+         resil_http_authority(url, call->authority, sizeof call->authority) != 0))
+        return RESIL_EINVAL;
+    call->hedged = hedgeable(call);
+    /* Deadlines are libcurl's own timeout; only a token someone else may
+     * fire (the caller's, a lost hedge's) needs a transfer to look. */
+    call->watch = r->cancel != NULL || r->xferinfo_fn != NULL || call->hedged;
+    return 0;
+}
+
+/* The final attempt's answer, if a transfer gave it. */
+static const http_attempt *final_attempt(const http_call *call,
+                                         const resil_pipeline_result *pr)
+{
+    if (pr->attempts == 0 || pr->cause.kind == RESIL_REJECTED)
+        return NULL;
+    const http_attempt *a = call->att[pr->hedge_winner < call->natt ? pr->hedge_winner : 0];
+    return a->attempt == pr->attempts ? a : NULL;
+}
+
+static void fill_result(http_call *call, const resil_pipeline_result *pr,
+                        resil_http_result *out)
+{
+    out->outcome = pr->outcome;
+    out->stop = pr->stop;
+    out->attempts = pr->attempts;
+    out->records_len = pr->records_len;
+    out->hedges = pr->hedges;
+    out->hedge_winner = pr->hedge_winner;
+    out->elapsed = pr->elapsed;
+    memcpy(out->key, call->key, strlen(call->key) + 1);
+    const http_attempt *a = final_attempt(call, pr);
+    if (a == NULL)
+        return;
+    out->curl_code = a->code;
+    out->status = a->status;
+    out->committed = a->streaming;
+    if (a->streaming)
+        return;
+    const resil_http_request *r = call->req;
+    if (deliver_headers(r, &a->head) != 0 || deliver_body(r, a->body.p, a->body.len) != 0) {
+        out->curl_code = CURLE_WRITE_ERROR;
+        out->outcome = resil_fail(RESIL_PERMANENT, CURLE_WRITE_ERROR,
+                                  "the write callback refused the body");
+    }
+}
+
+static int run(http_call *call, resil_http_result *out)
+{
+    const resil_http_request *r = call->req;
+    resil_call pc;
+    resil_call_default(&pc);
+    pc.user = call;
+    pc.cancel = r->cancel;
+    pc.key = call->client->registry != NULL ? call->authority : NULL;
+    pc.rng = r->rng;
+    pc.records = r->records;
+    pc.records_cap = r->records_cap;
+    resil_pipeline_result pr;
+    http_call *outer = current_call;
+    current_call = call;
+    int rc = resil_pipeline_execute(call->hedged ? call->client->hedged : call->client->plain,
+                                    http_op, &pc, &pr);
+    current_call = outer;
+    if (rc == 0)
+        fill_result(call, &pr, out);
+    return rc;
+}
+
+int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_request *req,
+                       resil_http_result *out)
+{
+    if (c == NULL || easy == NULL || out == NULL)
+        return RESIL_EINVAL;
+    resil_http_request defaults;
+    if (req == NULL) {
+        resil_http_request_default(&defaults);
+        req = &defaults;
+    }
+    memset(out, 0, sizeof *out);
+    http_call call;
+    int rc = prepare(&call, c, easy, req);
+    if (rc != 0)
+        return rc;
+    rc = take_attempts(&call, easy);
+    if (rc == 0)
+        rc = run(&call, out);
+    restore(easy, &call);
+    release_attempts(&call);
+    return rc;
+}

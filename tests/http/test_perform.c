@@ -1,0 +1,694 @@
+/*
+ * test_perform.c — the drop-in, end to end against the scripted server: how
+ * many requests a scenario makes, what they carried, what the caller's
+ * callbacks received, and how the call stopped. Waits run on the fake
+ * clock, so they are exact and instant; only libcurl's own timeouts (the
+ * attempt timeout scenarios) take real time.
+ */
+#include "http_fixture.h"
+
+#define OK_STEP {.status = 200, .body = "ok\n"}
+
+/* ---- retrying by status -------------------------------------------------- */
+
+static void two_503s_then_200_takes_three_requests(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503}, {.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 3);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(f->res.attempts, 3);
+    assert_int_equal(f->res.status, 200);
+    assert_int_equal(f->res.curl_code, CURLE_OK);
+    assert_int_equal(f->res.outcome.kind, RESIL_SUCCESS);
+}
+
+static void attempts_are_recorded_with_their_statuses(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503}, {.status = 502}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(f->res.records_len, 3);
+    assert_int_equal(f->records[0].outcome.code, 503);
+    assert_int_equal(f->records[0].source, RESIL_WAIT_BACKOFF);
+    assert_int_equal(f->records[1].outcome.code, 502);
+    assert_int_equal(f->records[2].outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(f->records[2].stop, RESIL_STOP_SUCCEEDED);
+}
+
+static void status_400_takes_one_request(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 400}));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(f->res.status, 400);
+    assert_int_equal(f->res.outcome.kind, RESIL_PERMANENT);
+    assert_int_equal(fx_sleeps(f), 0);
+}
+
+static void persistent_503_uses_every_attempt(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503}));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 4);
+    assert_int_equal(f->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(f->res.status, 503);
+    assert_int_equal(fx_sleeps(f), 3);
+}
+
+static void status_500_is_not_retried_when_configured(void **state)
+{
+    fx *f = *state;
+    f->opts.retry_500 = false;
+    fx_script(f, "/a", FX_STEPS({.status = 500}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+}
+
+/* ---- Retry-After ----------------------------------------------------------- */
+
+static void retry_after_seconds_is_waited_exactly(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 429, .retry_after = "1"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(fx_sleeps(f), 1);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(1));
+    assert_int_equal(f->records[0].source, RESIL_WAIT_RETRY_AFTER);
+    assert_int_equal(f->records[0].outcome.kind, RESIL_THROTTLED);
+}
+
+static void retry_after_http_date_is_waited_exactly(void **state)
+{
+    fx *f = *state;
+    char date[40];
+    resil_http_date_format(FX_WALL_START / RESIL_S(1) + 5, date, sizeof date);
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = date}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_int_equal(fx_sleeps(f), 1);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(5));
+}
+
+static void retry_after_past_the_total_stops_at_once(void **state)
+{
+    fx *f = *state;
+    f->opts.retry.retry_after_max = RESIL_S(600);
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = "120"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(f->res.status, 503);
+    assert_int_equal(fx_sleeps(f), 0);
+}
+
+static void retry_after_is_capped(void **state)
+{
+    fx *f = *state;
+    f->opts.retry.retry_after_max = RESIL_S(3);
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = "20"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(3));
+}
+
+static void malformed_retry_after_falls_back_to_backoff(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = "soon"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_int_equal(f->records[0].source, RESIL_WAIT_BACKOFF);
+}
+
+static void ignored_retry_after_uses_backoff(void **state)
+{
+    fx *f = *state;
+    f->opts.retry.retry_after = RESIL_RETRY_AFTER_IGNORE;
+    f->opts.retry.backoff.jitter = RESIL_JITTER_NONE;
+    fx_script(f, "/a", FX_STEPS({.status = 429, .retry_after = "9"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(2));
+    assert_int_equal(f->records[0].source, RESIL_WAIT_BACKOFF);
+}
+
+/* ---- methods and idempotency keys ------------------------------------------ */
+
+static void post_without_key_takes_one_request(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, "order=1");
+    fx_script(f, "/orders", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/orders"), 0);
+    assert_int_equal(fx_count(f, "/orders"), 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(f->res.status, 503);
+    assert_string_equal(f->res.key, "");
+    assert_false(http_request_header(http_server_request(f->server, "/orders", 0),
+                                     "Idempotency-Key", NULL, 0));
+}
+
+static void post_with_auto_key_sends_the_same_key_every_attempt(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, "order=1");
+    fx_script(f, "/orders", FX_STEPS({.status = 503}, {.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/orders"), 0);
+    assert_int_equal(fx_count(f, "/orders"), 3);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(strlen(f->res.key), RESIL_HTTP_UUID_LEN);
+    for (size_t i = 0; i < 3; i++) {
+        const http_request *r = http_server_request(f->server, "/orders", i);
+        char key[300];
+        assert_true(http_request_header(r, "Idempotency-Key", key, sizeof key));
+        assert_string_equal(key, f->res.key);
+        assert_int_equal(http_request_header_count(r, "Idempotency-Key"), 1);
+        assert_string_equal(r->method, "POST");
+        assert_string_equal(r->body, "order=1");
+    }
+}
+
+static void each_logical_request_gets_its_own_key(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/orders", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/orders"), 0);
+    char first[RESIL_HTTP_KEY_MAX + 1];
+    strcpy(first, f->res.key);
+    assert_int_equal(fx_perform(f, "/orders"), 0);
+    assert_string_not_equal(first, f->res.key);
+}
+
+static void given_key_is_sent(void **state)
+{
+    fx *f = *state;
+    f->req.method = "PATCH";
+    f->req.key_mode = RESIL_HTTP_KEY_GIVEN;
+    f->req.key = "invoice-42";
+    curl_easy_setopt(f->easy, CURLOPT_CUSTOMREQUEST, "PATCH");
+    fx_script(f, "/inv", FX_STEPS({.status = 502}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/inv"), 0);
+    assert_int_equal(fx_count(f, "/inv"), 2);
+    char key[64];
+    assert_true(http_request_header(http_server_request(f->server, "/inv", 1),
+                                    "Idempotency-Key", key, sizeof key));
+    assert_string_equal(key, "invoice-42");
+    assert_string_equal(f->res.key, "invoice-42");
+}
+
+static void callers_own_key_header_makes_post_retryable(void **state)
+{
+    fx *f = *state;
+    struct curl_slist *h = curl_slist_append(NULL, "idempotency-key: mine-7");
+    h = curl_slist_append(h, "X-Trace: 1");
+    curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, "x");
+    f->req.method = "POST";
+    f->req.headers = h;
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO; /* the caller's key wins */
+    fx_script(f, "/p", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/p"), 0);
+    assert_int_equal(fx_count(f, "/p"), 2);
+    const http_request *r = http_server_request(f->server, "/p", 1);
+    assert_int_equal(http_request_header_count(r, "Idempotency-Key"), 1);
+    assert_int_equal(http_request_header_count(r, "X-Trace"), 1);
+    assert_string_equal(f->res.key, "");
+    curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(h);
+}
+
+static void added_key_keeps_the_callers_headers(void **state)
+{
+    fx *f = *state;
+    struct curl_slist *h = curl_slist_append(NULL, "X-Trace: 9");
+    curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, h);
+    f->req.method = "POST";
+    f->req.headers = h;
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/p", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/p"), 0);
+    const http_request *r = http_server_request(f->server, "/p", 0);
+    assert_int_equal(http_request_header_count(r, "Idempotency-Key"), 1);
+    assert_int_equal(http_request_header_count(r, "X-Trace"), 1);
+    curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(h);
+}
+
+static void retry_unsafe_retries_post_without_key(void **state)
+{
+    fx *f = *state;
+    f->opts.retry_unsafe = true;
+    f->req.method = "POST";
+    fx_script(f, "/p", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/p"), 0);
+    assert_int_equal(fx_count(f, "/p"), 2);
+}
+
+static void disable_for_stops_listed_methods(void **state)
+{
+    fx *f = *state;
+    f->opts.disable_for = RESIL_HTTP_GET;
+    fx_script(f, "/a", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+}
+
+static void write_profile_runs_keyed_post_once_but_retries_get(void **state)
+{
+    fx *f = *state;
+    resil_http_opts_profile(&f->opts, RESIL_HTTP_WRITE);
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/w", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/w"), 0);
+    assert_int_equal(fx_count(f, "/w"), 1);
+    f->req.method = "GET";
+    f->req.key_mode = RESIL_HTTP_KEY_NONE;
+    fx_script(f, "/r", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/r"), 0);
+    assert_int_equal(fx_count(f, "/r"), 2);
+}
+
+static void put_and_delete_are_retried(void **state)
+{
+    fx *f = *state;
+    f->req.method = "PUT";
+    curl_easy_setopt(f->easy, CURLOPT_CUSTOMREQUEST, "PUT");
+    fx_script(f, "/r", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/r"), 0);
+    assert_int_equal(fx_count(f, "/r"), 2);
+    f->req.method = "DELETE";
+    curl_easy_setopt(f->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+    fx_script(f, "/d", FX_STEPS({.status = 504}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/d"), 0);
+    assert_int_equal(fx_count(f, "/d"), 2);
+    assert_string_equal(http_server_request(f->server, "/d", 1)->method, "DELETE");
+}
+
+static void conflict_with_retry_after_for_a_keyed_post_is_retried(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/k", FX_STEPS({.status = 409, .retry_after = "2"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/k"), 0);
+    assert_int_equal(fx_count(f, "/k"), 2);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(2));
+    assert_int_equal(f->res.status, 200);
+}
+
+static void conflict_without_key_is_final(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/k", FX_STEPS({.status = 409, .retry_after = "2"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/k"), 0);
+    assert_int_equal(fx_count(f, "/k"), 1);
+    assert_int_equal(f->res.status, 409);
+}
+
+static void unknown_method_is_learned_from_libcurl(void **state)
+{
+    fx *f = *state;
+    f->req.method = NULL;
+    curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, "x=1");
+    fx_script(f, "/p", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/p"), 0);
+    assert_int_equal(fx_count(f, "/p"), 1); /* libcurl says POST */
+    curl_easy_setopt(f->easy, CURLOPT_HTTPGET, 1L);
+    fx_script(f, "/g", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/g"), 0);
+    assert_int_equal(fx_count(f, "/g"), 2); /* and GET here */
+}
+
+static void bad_given_keys_are_refused_before_any_request(void **state)
+{
+    fx *f = *state;
+    f->req.key_mode = RESIL_HTTP_KEY_GIVEN;
+    static const char *bad[] = {"", "two words", "line\r\nX-Evil: 1", NULL};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        f->req.key = bad[i];
+        assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    }
+    char longkey[RESIL_HTTP_KEY_MAX + 2];
+    memset(longkey, 'k', sizeof longkey - 1);
+    longkey[sizeof longkey - 1] = '\0';
+    f->req.key = longkey;
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    longkey[RESIL_HTTP_KEY_MAX] = '\0';
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 1);
+}
+
+/* ---- transfer failures -------------------------------------------------------- */
+
+static void slow_response_times_out_the_attempt(void **state)
+{
+    fx *f = *state;
+    f->opts.attempt_timeout = RESIL_MS(100);
+    fx_script(f, "/slow", FX_STEPS({.status = 200, .delay_ms = 3000}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/slow"), 0);
+    assert_int_equal(fx_count(f, "/slow"), 2);
+    assert_int_equal(f->records[0].outcome.kind, RESIL_TIMEOUT);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_string_equal(f->body.p, "ok\n");
+}
+
+static void timeouts_on_every_attempt_end_as_timeout(void **state)
+{
+    fx *f = *state;
+    f->opts.attempt_timeout = RESIL_MS(50);
+    f->opts.retry.max_attempts = 2;
+    fx_script(f, "/slow", FX_STEPS({.status = 200, .delay_ms = 3000}));
+    assert_int_equal(fx_perform(f, "/slow"), 0);
+    assert_int_equal(fx_count(f, "/slow"), 2);
+    assert_int_equal(f->res.outcome.kind, RESIL_TIMEOUT);
+    assert_int_equal(f->res.curl_code, CURLE_OPERATION_TIMEDOUT);
+    assert_int_equal(f->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+}
+
+/* A port nobody listens on: bind one, note it, close it. */
+static int closed_port(void)
+{
+    http_server *s = http_server_start();
+    int port = http_server_port(s);
+    http_server_stop(s);
+    return port;
+}
+
+static void refused_connection_is_retried_then_reported(void **state)
+{
+    fx *f = *state;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", closed_port());
+    curl_easy_setopt(f->easy, CURLOPT_URL, url);
+    assert_int_equal(resil_http_perform(fx_client(f), f->easy, &f->req, &f->res), 0);
+    assert_int_equal(f->res.attempts, 4);
+    assert_int_equal(f->res.curl_code, CURLE_COULDNT_CONNECT);
+    assert_int_equal(f->res.status, 0);
+    assert_int_equal(f->res.outcome.kind, RESIL_TRANSIENT);
+    assert_int_equal(f->res.outcome.code, CURLE_COULDNT_CONNECT);
+    assert_int_equal(f->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+}
+
+static void dropped_reset_and_cut_off_answers_are_retried(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/flaky",
+              FX_STEPS({.status = HTTP_DROP}, {.status = HTTP_RESET},
+                       {.status = 200, .body = "partial", .partial = true}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/flaky"), 0);
+    assert_int_equal(fx_count(f, "/flaky"), 4);
+    assert_int_equal(f->records[0].outcome.code, CURLE_GOT_NOTHING);
+    assert_true(f->records[1].outcome.code == CURLE_RECV_ERROR ||
+                f->records[1].outcome.code == CURLE_GOT_NOTHING);
+    assert_int_equal(f->records[2].outcome.code, CURLE_PARTIAL_FILE);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_string_equal(f->body.p, "ok\n");
+}
+
+/* ---- what reaches the caller -------------------------------------------------- */
+
+static void only_the_final_body_reaches_the_caller(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/b", FX_STEPS({.status = 503, .body = "fail one\n"},
+                                {.status = 500, .body = "fail two\n"},
+                                {.status = 200, .body = "the answer\n"}));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    assert_string_equal(f->body.p, "the answer\n");
+}
+
+static void final_failure_body_reaches_the_caller(void **state)
+{
+    fx *f = *state;
+    f->opts.retry.max_attempts = 2;
+    fx_script(f, "/b", FX_STEPS({.status = 503, .body = "first\n"},
+                                {.status = 503, .body = "second\n"}));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    assert_string_equal(f->body.p, "second\n");
+}
+
+static void only_the_final_headers_reach_the_caller(void **state)
+{
+    fx *f = *state;
+    f->req.header_fn = fx_take;
+    f->req.header_data = &f->head;
+    fx_script(f, "/b", FX_STEPS({.status = 503, .headers = "X-Try: 1\r\n"},
+                                {.status = 200, .headers = "X-Try: 2\r\n"}));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    assert_non_null(strstr(f->head.p, "HTTP/1.1 200"));
+    assert_non_null(strstr(f->head.p, "X-Try: 2\r\n"));
+    assert_null(strstr(f->head.p, "503"));
+    assert_null(strstr(f->head.p, "X-Try: 1"));
+    /* one call per line, as libcurl delivers them */
+    int lines = 0;
+    for (const char *p = f->head.p; *p != '\0'; p++)
+        lines += *p == '\n';
+    assert_int_equal(f->head.calls, lines);
+}
+
+static void a_body_over_the_buffer_is_streamed_and_ends_the_retrying(void **state)
+{
+    fx *f = *state;
+    f->opts.body_buffer_max = 8;
+    fx_script(f, "/big", FX_STEPS({.status = 503, .body = "a long error page\n"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/big"), 0);
+    assert_int_equal(fx_count(f, "/big"), 1);
+    assert_true(f->res.committed);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_string_equal(f->body.p, "a long error page\n");
+}
+
+static void a_body_within_the_buffer_is_not_streamed(void **state)
+{
+    fx *f = *state;
+    f->opts.body_buffer_max = 3;
+    fx_script(f, "/b", FX_STEPS({.status = 503, .body = "abc"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    assert_int_equal(fx_count(f, "/b"), 2);
+    assert_false(f->res.committed);
+}
+
+static size_t refuse(char *p, size_t size, size_t n, void *ud)
+{
+    (void)p;
+    (void)size;
+    (void)n;
+    (void)ud;
+    return 0;
+}
+
+static void a_refusing_write_callback_is_a_write_error(void **state)
+{
+    fx *f = *state;
+    f->req.write_fn = refuse;
+    fx_script(f, "/b", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    assert_int_equal(f->res.curl_code, CURLE_WRITE_ERROR);
+    assert_int_equal(f->res.outcome.kind, RESIL_PERMANENT);
+}
+
+static void callers_callbacks_and_headers_are_restored(void **state)
+{
+    fx *f = *state;
+    curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, fx_take);
+    curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, &f->body);
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/r", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/r"), 0);
+    /* a plain perform afterwards: the caller's callback, no key, no timeout */
+    f->body.len = 0;
+    assert_int_equal(curl_easy_perform(f->easy), CURLE_OK);
+    assert_string_equal(f->body.p, "ok\n");
+    const http_request *r = http_server_request(f->server, "/r", 1);
+    assert_int_equal(http_request_header_count(r, "Idempotency-Key"), 0);
+}
+
+/* ---- breakers ------------------------------------------------------------------ */
+
+static void breakers_are_per_authority(void **state)
+{
+    fx *f = *state;
+    f->opts.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    f->opts.breaker.failure_threshold = 2;
+    f->opts.retry.max_attempts = 1;
+    http_server *other = http_server_start();
+    fx_script(f, "/down", FX_STEPS({.status = 503}));
+    http_server_script(other, "/up", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/down"), 0);
+    assert_int_equal(fx_perform(f, "/down"), 0);
+    char a[RESIL_BREAKER_NAME_MAX], b[RESIL_BREAKER_NAME_MAX];
+    snprintf(a, sizeof a, "http://127.0.0.1:%d", http_server_port(f->server));
+    snprintf(b, sizeof b, "http://127.0.0.1:%d", http_server_port(other));
+    assert_int_equal(resil_http_client_breaker_state(f->client, a), RESIL_BREAKER_OPEN);
+
+    /* the open authority fails fast, without a request */
+    assert_int_equal(fx_perform(f, "/down"), 0);
+    assert_int_equal(fx_count(f, "/down"), 2);
+    assert_int_equal(f->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(f->res.status, 0);
+    assert_int_equal(f->res.curl_code, CURLE_OK);
+
+    /* another authority is untouched */
+    char url[128];
+    http_server_url(other, "/up", url, sizeof url);
+    curl_easy_setopt(f->easy, CURLOPT_URL, url);
+    f->body.len = 0;
+    assert_int_equal(resil_http_perform(f->client, f->easy, &f->req, &f->res), 0);
+    assert_int_equal(f->res.status, 200);
+    assert_int_equal(http_server_count(other, "/up"), 1);
+    assert_int_equal(resil_http_client_breaker_state(f->client, b), RESIL_BREAKER_CLOSED);
+    http_server_stop(other);
+}
+
+static void client_errors_do_not_trip_the_breaker(void **state)
+{
+    fx *f = *state;
+    f->opts.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    f->opts.breaker.failure_threshold = 1;
+    fx_script(f, "/missing", FX_STEPS({.status = 404}));
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(fx_perform(f, "/missing"), 0);
+    assert_int_equal(fx_count(f, "/missing"), 3);
+    char a[RESIL_BREAKER_NAME_MAX];
+    snprintf(a, sizeof a, "http://127.0.0.1:%d", http_server_port(f->server));
+    assert_int_equal(resil_http_client_breaker_state(f->client, a), RESIL_BREAKER_CLOSED);
+}
+
+static void without_breakers_there_is_no_breaker_state(void **state)
+{
+    fx *f = *state;
+    f->opts.breakers = false;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    char a[RESIL_BREAKER_NAME_MAX];
+    snprintf(a, sizeof a, "http://127.0.0.1:%d", http_server_port(f->server));
+    assert_int_equal(resil_http_client_breaker_state(f->client, a), RESIL_BREAKER_NONE);
+}
+
+/* ---- cancellation and misuse ------------------------------------------------------ */
+
+static void a_cancelled_call_sends_nothing(void **state)
+{
+    fx *f = *state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    resil_cancel_fire(&c);
+    f->req.cancel = &c;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 0);
+    assert_int_equal(f->res.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(f->res.attempts, 0);
+    assert_int_equal(f->res.status, 0);
+    resil_cancel_destroy(&c);
+}
+
+static int abort_transfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)ud;
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
+    return 1;
+}
+
+static void callers_progress_abort_cancels_the_call(void **state)
+{
+    fx *f = *state;
+    f->req.xferinfo_fn = abort_transfer;
+    fx_script(f, "/a", FX_STEPS({.status = 200, .delay_ms = 200}));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(f->res.curl_code, CURLE_ABORTED_BY_CALLBACK);
+    assert_int_equal(f->res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(f->res.attempts, 1);
+}
+
+static void null_arguments_are_refused(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(resil_http_perform(NULL, f->easy, &f->req, &f->res), RESIL_EINVAL);
+    assert_int_equal(resil_http_perform(fx_client(f), NULL, &f->req, &f->res), RESIL_EINVAL);
+    assert_int_equal(resil_http_perform(fx_client(f), f->easy, &f->req, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_http_client_new(&f->opts, NULL, NULL), RESIL_EINVAL);
+    resil_http_client_free(NULL);
+}
+
+static void null_request_performs_with_defaults(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503, .body = ""}, {.status = 204, .body = ""}));
+    fx_url(f, "/a");
+    /* without a method the first transfer tells: GET, so it is retried */
+    assert_int_equal(resil_http_perform(fx_client(f), f->easy, NULL, &f->res), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_int_equal(f->res.status, 204);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
+    const struct CMUnitTest tests[] = {
+        T(two_503s_then_200_takes_three_requests),
+        T(attempts_are_recorded_with_their_statuses),
+        T(status_400_takes_one_request),
+        T(persistent_503_uses_every_attempt),
+        T(status_500_is_not_retried_when_configured),
+        T(retry_after_seconds_is_waited_exactly),
+        T(retry_after_http_date_is_waited_exactly),
+        T(retry_after_past_the_total_stops_at_once),
+        T(retry_after_is_capped),
+        T(malformed_retry_after_falls_back_to_backoff),
+        T(ignored_retry_after_uses_backoff),
+        T(post_without_key_takes_one_request),
+        T(post_with_auto_key_sends_the_same_key_every_attempt),
+        T(each_logical_request_gets_its_own_key),
+        T(given_key_is_sent),
+        T(callers_own_key_header_makes_post_retryable),
+        T(added_key_keeps_the_callers_headers),
+        T(retry_unsafe_retries_post_without_key),
+        T(disable_for_stops_listed_methods),
+        T(write_profile_runs_keyed_post_once_but_retries_get),
+        T(put_and_delete_are_retried),
+        T(conflict_with_retry_after_for_a_keyed_post_is_retried),
+        T(conflict_without_key_is_final),
+        T(unknown_method_is_learned_from_libcurl),
+        T(bad_given_keys_are_refused_before_any_request),
+        T(slow_response_times_out_the_attempt),
+        T(timeouts_on_every_attempt_end_as_timeout),
+        T(refused_connection_is_retried_then_reported),
+        T(dropped_reset_and_cut_off_answers_are_retried),
+        T(only_the_final_body_reaches_the_caller),
+        T(final_failure_body_reaches_the_caller),
+        T(only_the_final_headers_reach_the_caller),
+        T(a_body_over_the_buffer_is_streamed_and_ends_the_retrying),
+        T(a_body_within_the_buffer_is_not_streamed),
+        T(a_refusing_write_callback_is_a_write_error),
+        T(callers_callbacks_and_headers_are_restored),
+        T(breakers_are_per_authority),
+        T(client_errors_do_not_trip_the_breaker),
+        T(without_breakers_there_is_no_breaker_state),
+        T(a_cancelled_call_sends_nothing),
+        T(callers_progress_abort_cancels_the_call),
+        T(null_arguments_are_refused),
+        T(null_request_performs_with_defaults),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
