@@ -233,11 +233,15 @@ static int64_t bucket_index(const resil_degrade *d, resil_instant now)
     return since > 0 ? since / d->bucket_len : 0;
 }
 
+/* The bucket a call that ended at `now` counts in. A caller that read the
+ * clock just before another thread moved into a newer bucket of the same
+ * slot counts in that newer bucket, as the breaker's window does; clearing
+ * it for the late instant would lose the newer bucket's calls. */
 static bucket *current_bucket(resil_degrade *d, resil_instant now)
 {
     int64_t idx = bucket_index(d, now);
     bucket *b = &d->buckets[idx % d->opts.error_buckets];
-    if (b->index != idx)
+    if (b->index < idx)
         *b = (bucket){idx, 0, 0};
     return b;
 }

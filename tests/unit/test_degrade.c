@@ -394,6 +394,45 @@ static void failures_age_out_of_the_window_bucket_by_bucket(void **state)
     assert_int_equal(s.window_calls, 0);
 }
 
+/* A clock whose reading the test sets, even backwards: what a thread that
+ * read the time just before another thread sees when it takes the lock. */
+typedef struct set_clock {
+    resil_clock base;
+    resil_instant now;
+} set_clock;
+
+static resil_instant set_clock_now(resil_clock *c) { return ((set_clock *)c)->now; }
+static int64_t set_clock_wall(resil_clock *c) { return ((set_clock *)c)->now; }
+static int set_clock_sleep(resil_clock *c, resil_duration d, resil_cancel *cancel)
+{
+    (void)c;
+    (void)d;
+    (void)cancel;
+    return 0;
+}
+
+static void a_late_record_does_not_erase_a_newer_bucket(void **state)
+{
+    fixture *f = *state;
+    set_clock clock = {{set_clock_now, set_clock_wall, set_clock_sleep}, T0};
+    f->opts.clock = &clock.base;
+    f->opts.error_buckets = 1;
+    f->opts.error_window = RESIL_S(10);
+    f->opts.min_throughput = 1;
+    resil_degrade *d = make(f);
+    clock.now = T0 + RESIL_S(10); /* the second bucket: [10 s, 20 s) */
+    record(d, 3, 0);
+    clock.now = T0 + RESIL_S(10) - 1; /* a caller that read the clock a tick earlier */
+    record(d, 1, 0);
+    clock.now = T0 + RESIL_S(10);
+    resil_degrade_tick(d);
+    resil_degrade_stats s;
+    resil_degrade_stats_get(d, &s);
+    assert_int_equal(s.window_calls, 4);
+    resil_degrade_free(d);
+    f->d = NULL;
+}
+
 static void a_single_bucket_window_forgets_everything_at_once(void **state)
 {
     fixture *f = *state;
@@ -690,6 +729,7 @@ int main(void)
         TEST(the_worst_signal_decides),
         TEST(unknown_readings_are_ignored),
         TEST(failures_age_out_of_the_window_bucket_by_bucket),
+        TEST(a_late_record_does_not_erase_a_newer_bucket),
         TEST(a_single_bucket_window_forgets_everything_at_once),
         TEST(the_first_move_after_start_up_does_not_wait),
         TEST(recovery_waits_for_the_minimum_time_then_goes_straight_down),
