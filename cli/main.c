@@ -19,6 +19,9 @@ static const command commands[] = {
     {"demo", cmd_demo, "print the reference examples through the real executor"},
     {"sim", cmd_sim, "simulate what retry policies do to a struggling service"},
     {"gateway", cmd_gateway, "an HTTP proxy that gives a service idempotency keys"},
+#ifdef RESIL_CLI_HTTP
+    {"http", cmd_http, "fetch URLs with libcurl, retrying as curl --retry should"},
+#endif
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,557 @@
+/*
+ * test_cli.c — `resil http`, end to end: the built tool against the
+ * scripted server, in real time with millisecond delays. Each test asserts
+ * what the server saw (how many requests, with which headers and bodies),
+ * what the tool wrote and its exit status — never how long it took, except
+ * the one lower bound a server's Retry-After demands.
+ */
+#include "../integration/cli_harness.h"
+#include "http_server.h"
+
+#define OK_STEP {.status = 200, .body = "ok\n"}
+#define STEPS(...) ((const http_step[]){__VA_ARGS__}),                         \
+                   (sizeof((const http_step[]){__VA_ARGS__}) / sizeof(http_step))
+
+typedef struct cli_fx {
+    char *dir;
+    http_server *server;
+    char url[256];
+} cli_fx;
+
+static int setup(void **state)
+{
+    cli_fx *f = calloc(1, sizeof *f);
+    f->dir = test_tmpdir();
+    f->server = http_server_start();
+    *state = f;
+    return f->dir != NULL && f->server != NULL ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    cli_fx *f = *state;
+    http_server_stop(f->server);
+    test_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static const char *url(cli_fx *f, const char *path)
+{
+    http_server_url(f->server, path, f->url, sizeof f->url);
+    return f->url;
+}
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+    if (strstr(haystack, needle) == NULL)
+        fail_msg("expected to find \"%s\" in:\n%s", needle, haystack);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- retrying ----------------------------------------------------------------- */
+
+static void two_503s_then_200_exit_0_after_three_requests(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, {.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/a"), 3);
+    assert_string_equal(r.out, "ok\n");
+    assert_contains(r.err, "#1 HTTP 503, wait");
+    assert_contains(r.err, "(backoff)");
+    assert_contains(r.err, "#3 ok");
+    assert_contains(r.err, "-> succeeded");
+    cli_result_free(&r);
+}
+
+static void status_400_exits_22_after_one_request(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 400}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    assert_contains(r.err, "#1 HTTP 400, not retryable");
+    cli_result_free(&r);
+}
+
+static void persistent_503_exits_22_after_four_requests(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/a"), 4);
+    assert_contains(r.err, "attempts exhausted");
+    cli_result_free(&r);
+}
+
+static void retry_after_one_second_is_waited(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 429, .retry_after = "1"}, OK_STEP));
+    cli_result r;
+    double start = now_seconds();
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", url(f, "/a"), NULL);
+    double elapsed = now_seconds() - start;
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/a"), 2);
+    assert_true(elapsed >= 1.0); /* the lower bound the server demanded */
+    assert_contains(r.err, "#1 HTTP 429, wait 1000 ms (Retry-After)");
+    cli_result_free(&r);
+}
+
+static void retry_after_past_the_total_stops_at_once(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503, .retry_after = "10"}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--total-timeout", "2s", "--attempt-timeout", "1s",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    assert_contains(r.err, "#1 HTTP 503, deadline");
+    cli_result_free(&r);
+}
+
+static void retry_after_ignored_uses_backoff(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 429, .retry_after = "30"}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry-after", "ignore", "--delay", "10ms",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/a"), 2);
+    assert_contains(r.err, "(backoff)");
+    cli_result_free(&r);
+}
+
+/* ---- methods and keys ------------------------------------------------------------ */
+
+static void post_without_key_is_sent_once(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "-d", "order=1", url(f, "/p"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/p"), 1);
+    const http_request *q = http_server_request(f->server, "/p", 0);
+    assert_string_equal(q->method, "POST");
+    assert_string_equal(q->body, "order=1");
+    assert_int_equal(http_request_header_count(q, "Idempotency-Key"), 0);
+    cli_result_free(&r);
+}
+
+static void post_with_auto_key_is_retried_with_one_key(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 503}, {.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "-d", "order=1",
+            "--idempotency-key", "auto", url(f, "/p"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/p"), 3);
+    char first[300], key[300];
+    assert_true(http_request_header(http_server_request(f->server, "/p", 0),
+                                    "Idempotency-Key", first, sizeof first));
+    assert_int_equal(strlen(first), 36);
+    for (size_t i = 1; i < 3; i++) {
+        assert_true(http_request_header(http_server_request(f->server, "/p", i),
+                                        "Idempotency-Key", key, sizeof key));
+        assert_string_equal(key, first);
+    }
+    cli_result_free(&r);
+}
+
+static void given_key_is_sent_on_every_attempt(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 502}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "-X", "PATCH", "-d", "{}",
+            "--idempotency-key", "order-42", url(f, "/p"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/p"), 2);
+    char key[64];
+    const http_request *q = http_server_request(f->server, "/p", 1);
+    assert_true(http_request_header(q, "Idempotency-Key", key, sizeof key));
+    assert_string_equal(key, "order-42");
+    assert_string_equal(q->method, "PATCH");
+    cli_result_free(&r);
+}
+
+static void retry_unsafe_retries_post_without_key(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "-d", "x", "--retry-unsafe",
+            url(f, "/p"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/p"), 2);
+    cli_result_free(&r);
+}
+
+static void write_profile_sends_a_keyed_post_once(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--profile", "write", "--delay", "10ms", "-d", "x",
+            "--idempotency-key", "auto", url(f, "/p"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/p"), 1);
+    cli_result_free(&r);
+}
+
+static void headers_method_and_file_body_are_sent(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/u", STEPS(OK_STEP));
+    cli_write(f->dir, "body.json", "{\"n\":1}");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-X", "PUT", "-H", "X-Trace: abc", "-H",
+            "Content-Type: application/json", "--data", "@body.json", url(f, "/u"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = http_server_request(f->server, "/u", 0);
+    assert_string_equal(q->method, "PUT");
+    assert_string_equal(q->body, "{\"n\":1}");
+    char v[64];
+    assert_true(http_request_header(q, "X-Trace", v, sizeof v));
+    assert_string_equal(v, "abc");
+    assert_true(http_request_header(q, "Content-Type", v, sizeof v));
+    assert_string_equal(v, "application/json");
+    cli_result_free(&r);
+}
+
+static void body_from_standard_input(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/u", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, "piped", "http", "-d", "@-", url(f, "/u"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(http_server_request(f->server, "/u", 0)->body, "piped");
+    cli_result_free(&r);
+}
+
+/* ---- transfer failures ------------------------------------------------------------ */
+
+static void attempt_timeouts_exit_28(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/slow", STEPS({.status = 200, .delay_ms = 3000}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--attempts", "2", "--delay", "10ms",
+            "--attempt-timeout", "100ms", url(f, "/slow"), NULL);
+    assert_int_equal(r.status, 28);
+    assert_int_equal(http_server_count(f->server, "/slow"), 2);
+    assert_contains(r.err, "curl 28");
+    cli_result_free(&r);
+}
+
+static void a_slow_attempt_is_retried_after_its_timeout(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/slow", STEPS({.status = 200, .delay_ms = 3000}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--attempt-timeout", "100ms",
+            url(f, "/slow"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/slow"), 2);
+    assert_string_equal(r.out, "ok\n");
+    cli_result_free(&r);
+}
+
+static int closed_port(void)
+{
+    http_server *s = http_server_start();
+    int port = http_server_port(s);
+    http_server_stop(s);
+    return port;
+}
+
+static void refused_connection_exits_7(void **state)
+{
+    cli_fx *f = *state;
+    char u[64];
+    snprintf(u, sizeof u, "http://127.0.0.1:%d/", closed_port());
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--attempts", "2", "--delay", "10ms", u, NULL);
+    assert_int_equal(r.status, 7);
+    assert_contains(r.err, "#2 curl 7");
+    cli_result_free(&r);
+}
+
+static void unresolvable_host_exits_6(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--attempts", "1", "http://no-such-host.invalid/", NULL);
+    assert_int_equal(r.status, 6);
+    cli_result_free(&r);
+}
+
+static void dropped_connections_are_retried(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/d", STEPS({.status = HTTP_DROP}, {.status = HTTP_RESET},
+                                              OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", url(f, "/d"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/d"), 3);
+    assert_string_equal(r.out, "ok\n");
+    cli_result_free(&r);
+}
+
+/* ---- output ---------------------------------------------------------------------------- */
+
+static void only_the_final_body_is_written(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/b", STEPS({.status = 503, .body = "error page one\n"},
+                                              {.status = 502, .body = "error page two\n"},
+                                              {.status = 200, .body = "the answer\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", url(f, "/b"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "the answer\n");
+    cli_result_free(&r);
+}
+
+static void include_shows_only_the_final_headers(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/b", STEPS({.status = 503, .headers = "X-Try: 1\r\n"},
+                                              {.status = 200, .headers = "X-Try: 2\r\n",
+                                               .body = "ok\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-i", "--delay", "10ms", url(f, "/b"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_true(strncmp(r.out, "HTTP/1.1 200 OK\r\n", 17) == 0);
+    assert_contains(r.out, "X-Try: 2\r\n");
+    assert_null(strstr(r.out, "X-Try: 1"));
+    assert_contains(r.out, "\r\n\r\nok\n");
+    cli_result_free(&r);
+}
+
+static void output_file_receives_the_body(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/b", STEPS({.status = 503}, {.status = 200, .body = "saved\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "-o", "out.txt", url(f, "/b"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "");
+    char *saved = cli_read(f->dir, "out.txt");
+    assert_string_equal(saved, "saved\n");
+    free(saved);
+    cli_result_free(&r);
+}
+
+static void json_log_carries_each_status(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, {.status = 429,
+                                              .retry_after = "0"}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--log", "json", "--delay", "10ms", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.err, "{\"attempt\":1,\"outcome\":\"transient\",\"code\":503,"
+                           "\"detail\":\"HTTP 503\",\"decision\":\"retry\"");
+    assert_contains(r.err, "\"source\":\"backoff\"");
+    assert_contains(r.err, "\"status\":503}");
+    assert_contains(r.err, "{\"attempt\":2,\"outcome\":\"throttled\",\"code\":429");
+    assert_contains(r.err, "\"source\":\"Retry-After\"");
+    assert_contains(r.err, "{\"attempt\":3,\"outcome\":\"success\",\"code\":200");
+    assert_contains(r.err, "\"status\":200}");
+    assert_contains(r.err, "{\"stop\":\"succeeded\",\"attempts\":3}");
+    cli_result_free(&r);
+}
+
+static void silent_prints_nothing_on_stderr(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 404}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_string_equal(r.err, "");
+    cli_result_free(&r);
+}
+
+/* ---- several URLs, breakers, hedging ------------------------------------------------- */
+
+static void breakers_isolate_hosts_across_urls(void **state)
+{
+    cli_fx *f = *state;
+    http_server *other = http_server_start();
+    http_server_script(f->server, "/down", STEPS({.status = 503}));
+    http_server_script(other, "/up", STEPS({.status = 200, .body = "up\n"}));
+    char down[128], up[128];
+    http_server_url(f->server, "/down", down, sizeof down);
+    http_server_url(other, "/up", up, sizeof up);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--attempts", "1", "--breaker-failures", "2", down,
+            down, down, up, NULL);
+    /* the third call to the failing host is refused without a request... */
+    assert_int_equal(http_server_count(f->server, "/down"), 2);
+    assert_contains(r.err, "circuit open");
+    /* ...while the other host is served */
+    assert_int_equal(http_server_count(other, "/up"), 1);
+    assert_contains(r.out, "up\n");
+    assert_int_equal(r.status, 7); /* the last failure: the open breaker */
+    cli_result_free(&r);
+    http_server_stop(other);
+}
+
+static void hedged_get_takes_the_faster_answer(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/h", STEPS({.status = 200, .delay_ms = 1500, .body = "slow\n"},
+                                              {.status = 200, .body = "fast\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--hedge", "100ms", url(f, "/h"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "fast\n");
+    assert_int_equal(http_server_count(f->server, "/h"), 2);
+    cli_result_free(&r);
+}
+
+/* ---- signals ------------------------------------------------------------------------- */
+
+static void sigint_during_a_wait_exits_130_at_once(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}));
+    pid_t pid = cli_start(f->dir, NULL, "http", "--delay", "20s", "--jitter", "none",
+                          url(f, "/a"), NULL);
+    cli_await(cli_err_contains, f->dir, "#1 HTTP 503, wait 20000 ms");
+    kill(pid, SIGINT);
+    cli_result r;
+    cli_wait(pid, f->dir, &r);
+    assert_int_equal(r.status, 130);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    cli_result_free(&r);
+}
+
+static void sigterm_during_a_transfer_exits_143(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/slow", STEPS({.status = 200, .delay_ms = 20000}));
+    pid_t pid = cli_start(f->dir, NULL, "http", url(f, "/slow"), NULL);
+    while (http_server_count(f->server, "/slow") == 0) {
+        struct timespec tick = {0, 5 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+    }
+    kill(pid, SIGTERM);
+    cli_result r;
+    cli_wait(pid, f->dir, &r);
+    assert_int_equal(r.status, 143);
+    assert_int_equal(http_server_count(f->server, "/slow"), 1);
+    cli_result_free(&r);
+}
+
+/* ---- bad options ---------------------------------------------------------------------- */
+
+static void assert_usage_error(cli_fx *f, const char *needle, ...)
+{
+    const char *argv[16];
+    int n = 0;
+    va_list ap;
+    va_start(ap, needle);
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL && n < 15;)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", n > 0 ? argv[0] : NULL, n > 1 ? argv[1] : NULL,
+            n > 2 ? argv[2] : NULL, n > 3 ? argv[3] : NULL, NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, needle);
+    cli_result_free(&r);
+}
+
+static void bad_options_exit_125_naming_the_option(void **state)
+{
+    cli_fx *f = *state;
+    const char *u = "http://127.0.0.1:1/";
+    assert_usage_error(f, "--profile must be one of standard, read, write, got 'fast'",
+                       "--profile", "fast", u, NULL);
+    assert_usage_error(f, "--retry-after must be honor or ignore", "--retry-after", "maybe",
+                       u, NULL);
+    assert_usage_error(f, "--idempotency-key must be", "--idempotency-key", "a b", u, NULL);
+    assert_usage_error(f, "--header must be 'NAME: VALUE'", "-H", "nocolon", u, NULL);
+    assert_usage_error(f, "--attempts must be", "--attempts", "0", u, NULL);
+    assert_usage_error(f, "--hedge", "--hedge", "soon", u, NULL);
+    assert_usage_error(f, "--breaker-failures", "--breaker-failures", "0", u, NULL);
+    assert_usage_error(f, "--log must be one of text, json, none", "--log", "xml", u, NULL);
+    assert_usage_error(f, "--attempt-timeout must not exceed --total-timeout",
+                       "--attempt-timeout", "40s", u, NULL);
+    assert_usage_error(f, "unknown option '--bogus'", "--bogus", u, NULL);
+    assert_usage_error(f, "no URL given", NULL);
+    assert_usage_error(f, "--data: cannot open", "-d", "@/no/such/file", u, NULL);
+}
+
+static void help_exits_0(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--help", NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "usage: resil http [OPTIONS] URL...");
+    cli_result_free(&r);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(two_503s_then_200_exit_0_after_three_requests),
+        T(status_400_exits_22_after_one_request),
+        T(persistent_503_exits_22_after_four_requests),
+        T(retry_after_one_second_is_waited),
+        T(retry_after_past_the_total_stops_at_once),
+        T(retry_after_ignored_uses_backoff),
+        T(post_without_key_is_sent_once),
+        T(post_with_auto_key_is_retried_with_one_key),
+        T(given_key_is_sent_on_every_attempt),
+        T(retry_unsafe_retries_post_without_key),
+        T(write_profile_sends_a_keyed_post_once),
+        T(headers_method_and_file_body_are_sent),
+        T(body_from_standard_input),
+        T(attempt_timeouts_exit_28),
+        T(a_slow_attempt_is_retried_after_its_timeout),
+        T(refused_connection_exits_7),
+        T(unresolvable_host_exits_6),
+        T(dropped_connections_are_retried),
+        T(only_the_final_body_is_written),
+        T(include_shows_only_the_final_headers),
+        T(output_file_receives_the_body),
+        T(json_log_carries_each_status),
+        T(silent_prints_nothing_on_stderr),
+        T(breakers_isolate_hosts_across_urls),
+        T(hedged_get_takes_the_faster_answer),
+        T(sigint_during_a_wait_exits_130_at_once),
+        T(sigterm_during_a_transfer_exits_143),
+        T(bad_options_exit_125_naming_the_option),
+        T(help_exits_0),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
