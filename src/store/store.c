@@ -64,18 +64,19 @@ resil_outcome resil__store_fail(resil_kind kind, int64_t code, const char *detai
     return resil_fail(kind, code, detail);
 }
 
+/* Times travel as Unix milliseconds. Every one comes from an int64 count
+ * of nanoseconds, so any two of them add without overflow, and the way back
+ * is an integer product (a double would round today's times by up to 128 ns). */
 static int64_t ms_from_ns(int64_t ns) { return ns / 1000000; }
 
 /* Milliseconds in a duration, rounded up so a short lease never becomes 0. */
 static int64_t ms_ceil(resil_duration d) { return d / 1000000 + (d % 1000000 != 0); }
 
-static int64_t add_sat(int64_t a, int64_t b)
+static int64_t ns_from_ms(int64_t ms)
 {
-    if (b > 0 && a > INT64_MAX - b)
+    if (ms > INT64_MAX / 1000000)
         return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b)
-        return INT64_MIN;
-    return a + b;
+    return ms < INT64_MIN / 1000000 ? INT64_MIN : ms * 1000000;
 }
 
 /* ---- results ------------------------------------------------------------- */
@@ -122,7 +123,7 @@ static int fill(resil_store_result *r, resil_store_verdict v, int64_t created_ms
     r->verdict = v;
     r->lease = 0;
     r->lease_left = 0;
-    r->created_at = resil_dur_mul(RESIL_MS(1), (double)created_ms);
+    r->created_at = ns_from_ms(created_ms);
     r->status = status;
     r->headers_len = headers_len;
     r->body_len = body_len;
@@ -154,8 +155,10 @@ int resil__store_classify(store_call *call, const store_row *row)
         return fill(out, RESIL_STORE_MISMATCH, row->created_ms, 0, NULL, 0, NULL, 0);
     if (!row->completed) {
         int rc = fill(out, RESIL_STORE_IN_PROGRESS, row->created_ms, 0, NULL, 0, NULL, 0);
-        int64_t left = row->lease_expires_ms - call->now_ms;
-        out->lease_left = resil_dur_mul(RESIL_MS(1), left > 0 ? (double)left : 0.0);
+        int64_t left; /* the row came from a database: trust no range */
+        if (__builtin_sub_overflow(row->lease_expires_ms, call->now_ms, &left))
+            left = row->lease_expires_ms > call->now_ms ? INT64_MAX : 0;
+        out->lease_left = left > 0 ? ns_from_ms(left) : 0;
         return rc;
     }
     return fill(out, RESIL_STORE_REPLAY, row->created_ms, row->status, row->headers,
@@ -323,8 +326,8 @@ static resil_outcome run_attempt(resil_attempt_ctx *ctx)
     attempt *a = ctx->user;
     store_call *call = a->call;
     call->now_ms = ms_from_ns(resil_clock_wall_now(a->s->clock));
-    call->lease_until_ms = add_sat(call->now_ms, ms_ceil(a->s->lease));
-    call->cutoff_ms = add_sat(call->now_ms, -ms_ceil(a->s->retention));
+    call->lease_until_ms = call->now_ms + ms_ceil(a->s->lease);
+    call->cutoff_ms = call->now_ms - ms_ceil(a->s->retention);
     call->owned = false;
     call->deleted = 0;
     return a->s->be->run(a->conn, call, a->msg, sizeof a->msg);

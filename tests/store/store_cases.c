@@ -104,6 +104,18 @@ static void first_begin_owns_the_key_with_lease_one(void **state)
     assert_int_equal(f->res.created_at, CASE_WALL0);
 }
 
+/* Milliseconds of today's Unix time times a million do not all fit a
+ * double's 53 bits: the conversion must be integer. */
+static void created_at_is_the_exact_millisecond(void **state)
+{
+    fixture *f = *state;
+    resil_fake_clock_advance(f->fc, RESIL_MS(1));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(f->res.created_at, CASE_WALL0 + RESIL_MS(1));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(f->res.created_at, CASE_WALL0 + RESIL_MS(1));
+}
+
 static void completed_key_replays_the_saved_response_byte_for_byte(void **state)
 {
     fixture *f = *state;
@@ -451,6 +463,7 @@ static void racing_threads_on_one_handle_get_exactly_one_first(void **state)
 
 const struct CMUnitTest store_cases[] = {
     CASE(first_begin_owns_the_key_with_lease_one),
+    CASE(created_at_is_the_exact_millisecond),
     CASE(completed_key_replays_the_saved_response_byte_for_byte),
     CASE(begin_while_the_first_runs_is_in_progress_with_the_lease_left),
     CASE(same_key_with_another_request_is_a_mismatch_while_in_progress),
