@@ -122,7 +122,8 @@ static void *worker(void *arg)
         resil__frame f = rc->base;
         f.cancel = &rc->tokens[j.index];
         current_hedge = j.index;
-        resil_outcome o = resil__chain(&rc->run, rc->next, &f);
+        resil_outcome o;
+        resil__chain(&rc->run, rc->next, &f, &o);
         current_hedge = 0;
         finish_attempt(rc, j.index, &o);
 
@@ -538,24 +539,27 @@ static void note_hedges(const resil__run *r, const race *rc, int winner)
     r->ex->out->hedge_winner = winner > 0 ? (uint32_t)winner : 0;
 }
 
-resil_outcome resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out)
 {
     const resil__node *n = &r->p->nodes[i];
     race *rc = take_race(n->pool);
-    if (rc == NULL)
-        return resil__chain(r, i + 1, f);
+    if (rc == NULL) {
+        resil__chain(r, i + 1, f, out);
+        return;
+    }
     open_race(rc, r, i, f);
     if (!launch(rc, 0)) {
         pthread_mutex_lock(&rc->mu);
         unref_unlock(rc);
-        return resil__chain(r, i + 1, f);
+        resil__chain(r, i + 1, f, out);
+        return;
     }
     hedger h = {rc, r, f, r->p->clock, 1, false, f->now, f->now, {0}, resil_ok()};
-    resil_outcome o = race_on(&h);
+    *out = race_on(&h);
     if (n->hedge.wait_losers)
         await_losers(rc);
     pthread_mutex_lock(&rc->mu);
     note_hedges(r, rc, rc->winner);
     unref_unlock(rc);
-    return o;
 }

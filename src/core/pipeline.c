@@ -78,36 +78,47 @@ void resil__emit(const resil_pipeline *p, resil_event *ev)
 
 /* ---- the walk --------------------------------------------------------------- */
 
-static resil_outcome call_op(const resil__run *r, const resil__frame *f)
+static void call_op(const resil__run *r, const resil__frame *f, resil_outcome *out)
 {
     resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user};
-    return r->op(&ctx);
+    *out = r->op(&ctx);
 }
 
-resil_outcome resil__chain(const resil__run *r, size_t i, const resil__frame *f)
+void resil__chain(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out)
 {
-    if (i >= r->p->nnodes)
-        return call_op(r, f);
+    if (i >= r->p->nnodes) {
+        call_op(r, f, out);
+        return;
+    }
     switch (r->p->nodes[i].kind) {
     case RESIL_STRATEGY_RATE_LIMITER:
-        return resil__run_rate_limiter(r, i, f);
+        resil__run_rate_limiter(r, i, f, out);
+        return;
     case RESIL_STRATEGY_BULKHEAD:
-        return resil__run_bulkhead(r, i, f);
+        resil__run_bulkhead(r, i, f, out);
+        return;
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
-        return resil__run_timeout(r, i, f);
+        resil__run_timeout(r, i, f, out);
+        return;
     case RESIL_STRATEGY_RETRY:
-        return resil__run_retry(r, i, f);
+        resil__run_retry(r, i, f, out);
+        return;
     case RESIL_STRATEGY_BREAKER:
-        return resil__run_breaker(r, i, f);
+        resil__run_breaker(r, i, f, out);
+        return;
     case RESIL_STRATEGY_HEDGING:
-        return resil__run_hedging(r, i, f);
+        resil__run_hedging(r, i, f, out);
+        return;
     case RESIL_STRATEGY_FALLBACK:
-        return resil__run_fallback(r, i, f);
+        resil__run_fallback(r, i, f, out);
+        return;
     case RESIL_STRATEGY_DEGRADE:
-        return resil__run_degrade(r, i, f);
+        resil__run_degrade(r, i, f, out);
+        return;
     default:
-        return resil__chain(r, i + 1, f);
+        resil__chain(r, i + 1, f, out);
+        return;
     }
 }
 
@@ -150,21 +161,32 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
         resil_call_default(&defaults);
         call = &defaults;
     }
-    memset(out, 0, sizeof *out);
+    /* Every field but the two outcomes, which the walk writes: clearing
+     * them too costs more than the rest of a success. */
+    out->stop = RESIL_STOP_NONE;
+    out->fallback = false;
+    out->attempts = 0;
+    out->records_len = 0;
+    out->hedges = 0;
+    out->hedge_winner = 0;
     resil__exec ex = {out, 0};
     resil__run r = {p,           op,          call->user,     p->breaker,
                     call->key,   call->operation, call->priority, call->non_idempotent,
                     call->rng,   call->records,   call->records_cap, &ex};
     if (p->registry != NULL) {
         int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r.breaker, NULL);
-        if (rc != 0)
+        if (rc != 0) {
+            out->outcome = out->cause = resil_fail(RESIL_REJECTED, rc, "no breaker for the key");
+            out->rejected_by = RESIL_STRATEGY_BREAKER;
+            out->elapsed = 0;
             return rc;
+        }
         r.key = resil_breaker_name(r.breaker);
     }
     resil_instant start = resil_clock_now(p->clock);
     ex.last_now = start;
     resil__frame f = {0, start, RESIL_INSTANT_MAX, call->cancel, NULL, NULL};
-    out->outcome = resil__chain(&r, 0, &f);
+    resil__chain(&r, 0, &f, &out->outcome);
     if (!out->fallback)
         out->cause = out->outcome;
     out->rejected_by = resil__rejected_by(&out->cause);

@@ -107,17 +107,28 @@ typedef struct resil__frame {
     resil__reading *reading;      /* inside a retry on the caller's thread; else NULL */
 } resil__frame;
 
-resil_outcome resil__chain(const resil__run *r, size_t i, const resil__frame *f);
+/* The outcome is written through `out`, not returned: an outcome is 88
+ * bytes, and copying it up through every level cost more than the rest of
+ * the walk. */
+void resil__chain(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out);
 
 /* Strategies (pipeline_strategies.c, hedge.c). */
-resil_outcome resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f);
-resil_outcome resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f);
-resil_outcome resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f);
-resil_outcome resil__run_retry(const resil__run *r, size_t i, const resil__frame *f);
-resil_outcome resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f);
-resil_outcome resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f);
-resil_outcome resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f);
-resil_outcome resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f);
+void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f,
+                             resil_outcome *out);
+void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out);
+void resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out);
+void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
+                      resil_outcome *out);
+void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out);
+void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out);
+void resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out);
+void resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out);
 
 /* The retry policy's on_retry as executed: reports, then calls the
  * caller's hook with the caller's context (pipeline_strategies.c). */

@@ -44,19 +44,18 @@ static void report_rejection(const resil__run *r, resil_event_type t, resil_stra
     resil__emit(r->p, &ev);
 }
 
-static resil_outcome reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
-                            const resil__frame *f, const char *detail,
-                            resil_duration retry_after)
+static void reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+                   const resil__frame *f, const char *detail, resil_duration retry_after,
+                   resil_outcome *out)
 {
-    resil_outcome o = resil__rejected(k, detail, retry_after);
+    *out = resil__rejected(k, detail, retry_after);
     if (resil__listening(r->p))
-        report_rejection(r, t, k, f, &o);
-    return o;
+        report_rejection(r, t, k, f, out);
 }
 
-static resil_outcome cancelled(const char *detail)
+static void cancelled(const char *detail, resil_outcome *out)
 {
-    return resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);
+    *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);
 }
 
 /* ---- rate limiter ------------------------------------------------------------ */
@@ -76,46 +75,56 @@ static int take_permit(const resil__node *n, const resil__frame *f, resil_durati
     return resil_ratelimit_acquire(n->ratelimit, 1, f->cancel, wait);
 }
 
-resil_outcome resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f,
+                             resil_outcome *out)
 {
     const resil__node *n = node_at(r, i);
     resil_duration hint = RESIL_NO_HINT;
     int rc = take_permit(n, f, &hint);
-    if (rc == RESIL_ECANCELED)
-        return cancelled("cancelled waiting for the rate limiter");
-    if (rc != 0)
-        return reject(r, RESIL_EVENT_RATE_LIMITED, RESIL_STRATEGY_RATE_LIMITER, f,
-                      "rate limited", rc == RESIL_EREJECTED ? hint : RESIL_NO_HINT);
-    if (n->rate_wait == 0)
-        return resil__chain(r, i + 1, f);
+    if (rc == RESIL_ECANCELED) {
+        cancelled("cancelled waiting for the rate limiter", out);
+        return;
+    }
+    if (rc != 0) {
+        reject(r, RESIL_EVENT_RATE_LIMITED, RESIL_STRATEGY_RATE_LIMITER, f, "rate limited",
+               rc == RESIL_EREJECTED ? hint : RESIL_NO_HINT, out);
+        return;
+    }
+    if (n->rate_wait == 0) {
+        resil__chain(r, i + 1, f, out);
+        return;
+    }
     resil__frame inner = *f;
     inner.now = read_now(r);
-    return resil__chain(r, i + 1, &inner);
+    resil__chain(r, i + 1, &inner, out);
 }
 
 /* ---- bulkhead ------------------------------------------------------------------ */
 
-resil_outcome resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out)
 {
     const resil__node *n = node_at(r, i);
     resil_bulkhead_ticket t = {NULL, 0};
     int rc = resil_bulkhead_acquire(n->bulkhead, f->cancel, &t);
-    if (rc == RESIL_ECANCELED)
-        return cancelled("cancelled waiting for the bulkhead");
-    if (rc != 0)
-        return reject(r, RESIL_EVENT_BULKHEAD_REJECTED, RESIL_STRATEGY_BULKHEAD, f,
-                      rc == RESIL_ETIMEDOUT ? "bulkhead queue timeout" : "bulkhead full",
-                      RESIL_NO_HINT);
-    resil_outcome o;
+    if (rc == RESIL_ECANCELED) {
+        cancelled("cancelled waiting for the bulkhead", out);
+        return;
+    }
+    if (rc != 0) {
+        reject(r, RESIL_EVENT_BULKHEAD_REJECTED, RESIL_STRATEGY_BULKHEAD, f,
+               rc == RESIL_ETIMEDOUT ? "bulkhead queue timeout" : "bulkhead full",
+               RESIL_NO_HINT, out);
+        return;
+    }
     if (t.queued > 0) {
         resil__frame inner = *f;
         inner.now = read_now(r);
-        o = resil__chain(r, i + 1, &inner);
+        resil__chain(r, i + 1, &inner, out);
     } else {
-        o = resil__chain(r, i + 1, f);
+        resil__chain(r, i + 1, f, out);
     }
     resil_bulkhead_release(&t);
-    return o;
 }
 
 /* ---- timeouts ----------------------------------------------------------------------- */
@@ -139,13 +148,13 @@ static void report_timeout(const resil__run *r, const resil__node *n, const resi
     resil__emit(r->p, &ev);
 }
 
-static resil_outcome timed_out(const resil__node *n, resil_duration t)
+static void timed_out(const resil__node *n, resil_duration t, resil_outcome *out)
 {
     char text[32], detail[RESIL_DETAIL_MAX];
     resil_duration_format(t, text, sizeof text);
     snprintf(detail, sizeof detail, "%s (%s) elapsed",
              n->kind == RESIL_STRATEGY_TOTAL_TIMEOUT ? "total timeout" : "attempt timeout", text);
-    return resil_fail(RESIL_TIMEOUT, RESIL_ETIMEDOUT, detail);
+    *out = resil_fail(RESIL_TIMEOUT, RESIL_ETIMEDOUT, detail);
 }
 
 /*
@@ -155,41 +164,42 @@ static resil_outcome timed_out(const resil__node *n, resil_duration t)
  * the clock says — and not if the enclosing token fired first. A cancelled
  * outcome is then the timeout's doing and is reported as one.
  */
-static resil_outcome judge(const resil__run *r, const resil__node *n, const resil__frame *f,
-                           resil_cancel *tok, resil_instant deadline, resil_duration t,
-                           resil_outcome o)
+static void judge(const resil__run *r, const resil__node *n, const resil__frame *f,
+                  resil_cancel *tok, resil_instant deadline, resil_duration t,
+                  resil_outcome *out)
 {
     if (deadline >= f->deadline || resil_cancelled(f->cancel))
-        return o;
+        return;
     bool fired = resil_cancel_reason(tok) == RESIL_ETIMEDOUT;
     bool stopped = n->kind == RESIL_STRATEGY_TOTAL_TIMEOUT && r->ex != NULL &&
                    r->ex->out->stop == RESIL_STOP_DEADLINE;
     if (!fired && !stopped && resil_clock_now(r->p->clock) < deadline)
-        return o;
-    if (o.kind == RESIL_CANCELLED) {
-        o = timed_out(n, t);
+        return;
+    if (out->kind == RESIL_CANCELLED) {
+        timed_out(n, t, out);
         if (r->ex != NULL && r->ex->out->stop == RESIL_STOP_CANCELLED)
             r->ex->out->stop = RESIL_STOP_DEADLINE;
     }
     if (resil__listening(r->p))
-        report_timeout(r, n, f, t, &o);
-    return o;
+        report_timeout(r, n, f, t, out);
 }
 
-resil_outcome resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out)
 {
     const resil__node *n = node_at(r, i);
     resil_duration t = timeout_for(n, r);
     resil_instant deadline = resil__earlier(f->deadline, resil_dur_add(f->now, t));
     resil_cancel tok;
-    if (resil_cancel_init(&tok, f->cancel) != 0)
-        return resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
+    if (resil_cancel_init(&tok, f->cancel) != 0) {
+        *out = resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
+        return;
+    }
     resil__frame inner = {f->attempt, f->now, deadline, &tok, &tok, f->reading};
-    resil_outcome o = resil__chain(r, i + 1, &inner);
-    if (o.kind != RESIL_SUCCESS)
-        o = judge(r, n, f, &tok, deadline, t, o);
+    resil__chain(r, i + 1, &inner, out);
+    if (out->kind != RESIL_SUCCESS)
+        judge(r, n, f, &tok, deadline, t, out);
     resil_cancel_destroy(&tok);
-    return o;
 }
 
 /* ---- retry ---------------------------------------------------------------------------- */
@@ -234,7 +244,9 @@ static resil_outcome attempt_op(resil_attempt_ctx *ctx)
     cursor *k = ctx->user;
     resil__frame f = {ctx->attempt, k->latest.now, ctx->deadline, ctx->cancel,
                       k->attempt_deadline_token, &k->latest};
-    return resil__chain(k->r, k->next, &f);
+    resil_outcome o;
+    resil__chain(k->r, k->next, &f, &o);
+    return o;
 }
 
 static bool handled(const resil_retry_policy *p, const resil_outcome *o)
@@ -301,7 +313,8 @@ static void keep_result(const resil__run *r, const resil_retry_result *res, cons
     r->ex->last_now = k->latest.now;
 }
 
-resil_outcome resil__run_retry(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
+                      resil_outcome *out)
 {
     const resil__node *n = node_at(r, i);
     cursor k = {{cursor_now, cursor_wall_now, cursor_sleep},
@@ -326,7 +339,7 @@ resil_outcome resil__run_retry(const resil__run *r, size_t i, const resil__frame
         resil_cancel_destroy(&own);
     if (r->ex != NULL)
         keep_result(r, &res, &k);
-    return res.final;
+    *out = res.final;
 }
 
 /* ---- breaker ------------------------------------------------------------------------------ */
@@ -343,23 +356,25 @@ static const char *refusal(resil_breaker_state s)
     }
 }
 
-resil_outcome resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out)
 {
     resil_breaker_permit permit;
-    if (resil_breaker_acquire(r->breaker, &permit) == RESIL_EREJECTED)
-        return reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f,
-                      refusal(permit.state), permit.retry_after);
-    resil_outcome o = resil__chain(r, i + 1, f);
-    resil_breaker_result verdict = r->p->classify(&o, r->p->classify_ud);
+    if (resil_breaker_acquire(r->breaker, &permit) == RESIL_EREJECTED) {
+        reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f,
+               refusal(permit.state), permit.retry_after, out);
+        return;
+    }
+    resil__chain(r, i + 1, f, out);
+    resil_breaker_result verdict = r->p->classify(out, r->p->classify_ud);
     if (!node_at(r, i)->owned || f->reading == NULL) {
         resil_breaker_record(r->breaker, &permit, verdict);
-        return o;
+        return;
     }
     /* Our own breaker reads our clock: read it once for both of us. */
     f->reading->now = resil_clock_now(r->p->clock);
     f->reading->fresh = true;
     resil_breaker_record_at(r->breaker, &permit, verdict, f->reading->now);
-    return o;
 }
 
 /* ---- fallback ----------------------------------------------------------------------------- */
@@ -394,16 +409,18 @@ static void report_fallback(const resil__run *r, const resil__frame *f,
     resil__emit(r->p, &ev);
 }
 
-resil_outcome resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out)
 {
     const resil_fallback_opts *fb = &node_at(r, i)->fallback;
-    resil_outcome o = resil__chain(r, i + 1, f);
-    if (o.kind == RESIL_SUCCESS)
-        return o;
-    bool go = fb->handle != NULL ? fb->handle(&o, fb->handle_ud)
-                                 : resil_fallback_handle_default(&o, NULL);
+    resil__chain(r, i + 1, f, out);
+    if (out->kind == RESIL_SUCCESS)
+        return;
+    bool go = fb->handle != NULL ? fb->handle(out, fb->handle_ud)
+                                 : resil_fallback_handle_default(out, NULL);
     if (!go)
-        return o;
+        return;
+    resil_outcome o = *out;
     resil_fallback_info info = {&o, resil__rejected_by(&o), RESIL_STOP_NONE, 0};
     if (r->ex != NULL) {
         info.stop = r->ex->out->stop;
@@ -411,7 +428,7 @@ resil_outcome resil__run_fallback(const resil__run *r, size_t i, const resil__fr
     }
     if (resil__listening(r->p))
         report_fallback(r, f, &o);
-    resil_outcome replaced = fb->action(&info, r->user, fb->action_ud);
+    *out = fb->action(&info, r->user, fb->action_ud);
     if (f->reading != NULL)
         f->reading->fresh = false;
     if (r->ex != NULL) {
@@ -419,28 +436,30 @@ resil_outcome resil__run_fallback(const resil__run *r, size_t i, const resil__fr
         r->ex->out->cause = o;
         read_now(r);
     }
-    return replaced;
 }
 
 /* ---- degradation gate --------------------------------------------------------------------- */
 
-static resil_outcome shed(const resil__run *r, const resil__node *n, const resil__frame *f)
+static void shed(const resil__run *r, const resil__node *n, const resil__frame *f,
+                 resil_outcome *out)
 {
     char detail[RESIL_DETAIL_MAX];
     int level = resil_degrade_level(n->degrade);
     snprintf(detail, sizeof detail, "shed at level %s",
              resil_degrade_level_name(n->degrade, level));
-    return reject(r, RESIL_EVENT_DEGRADE_REJECTED, RESIL_STRATEGY_DEGRADE, f, detail,
-                  RESIL_NO_HINT);
+    reject(r, RESIL_EVENT_DEGRADE_REJECTED, RESIL_STRATEGY_DEGRADE, f, detail, RESIL_NO_HINT,
+           out);
 }
 
-resil_outcome resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f)
+void resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f,
+                        resil_outcome *out)
 {
     const resil__node *n = node_at(r, i);
-    if (resil_degrade_admit(n->degrade, r->priority) == RESIL_EREJECTED)
-        return shed(r, n, f);
-    resil_outcome o = resil__chain(r, i + 1, f);
-    if (o.kind != RESIL_CANCELLED)
-        resil_degrade_record(n->degrade, o.kind == RESIL_SUCCESS);
-    return o;
+    if (resil_degrade_admit(n->degrade, r->priority) == RESIL_EREJECTED) {
+        shed(r, n, f, out);
+        return;
+    }
+    resil__chain(r, i + 1, f, out);
+    if (out->kind != RESIL_CANCELLED)
+        resil_degrade_record(n->degrade, out->kind == RESIL_SUCCESS);
 }
