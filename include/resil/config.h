@@ -239,7 +239,7 @@ typedef struct resil_config_analysis {
                                        policy's TimeBudget; 0 = none */
     bool per_operation;             /* total_timeout is the table's default */
     bool fits;                      /* worst_case <= total_timeout (true
-                                       when there is no total timeout) */
+                                       with no total timeout or one attempt) */
     uint64_t max_calls;             /* calls one request can make, all layers */
     uint32_t retry_layers;          /* layers that retry (attempts > 1) */
     resil_retry_after_mode retry_after;

@@ -220,7 +220,8 @@ static void compute(resil_config_analysis *a, const resil_retry_policy *p, resil
     if (p && p->max_total > 0)
         total = total > 0 ? dur_min(total, p->max_total) : p->max_total;
     a->total_timeout = total;
-    a->fits = total == 0 || a->worst_case <= total;
+    /* One attempt either ends or is cut by the total: nothing planned is lost. */
+    a->fits = total == 0 || attempts == 1 || a->worst_case <= total;
     a->retry_after = p ? p->retry_after : RESIL_RETRY_AFTER_IGNORE;
     a->retry_after_max = p && p->retry_after != RESIL_RETRY_AFTER_IGNORE ? p->retry_after_max : 0;
 }

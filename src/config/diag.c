@@ -159,6 +159,31 @@ static size_t distance(const char *a, const char *b)
     return row[la & 1][lb];
 }
 
+static bool is_prefix(const char *p, const char *s)
+{
+    for (; *p; p++, s++)
+        if (lower((unsigned char)*p) != lower((unsigned char)*s))
+            return false;
+    return true;
+}
+
+/* A shortened key ("Default" for DefaultTimeout) is the other common slip:
+ * the one candidate it begins, if only one. */
+static const char *only_extension(const char *word, const char *const *cands, size_t n)
+{
+    const char *found = NULL;
+    if (strlen(word) < 3)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (cands[i] == NULL || !is_prefix(word, cands[i]))
+            continue;
+        if (found)
+            return NULL;
+        found = cands[i];
+    }
+    return found;
+}
+
 const char *resil__closest(const char *word, const char *const *cands, size_t n)
 {
     size_t wl = strlen(word);
@@ -177,7 +202,7 @@ const char *resil__closest(const char *word, const char *const *cands, size_t n)
             best_d = d;
         }
     }
-    return best;
+    return best ? best : only_extension(word, cands, n);
 }
 
 /* ---- text ---------------------------------------------------------------- */

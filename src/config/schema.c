@@ -1027,9 +1027,13 @@ static void set_levels(vctx *v, const cfg_node *n, void *target)
 {
     char got_buf[TEXT_MAX + 8];
     degrade_scratch *s = target;
-    if (n->type != CFG_ARRAY || n->count < 1 || n->count > RESIL_DEGRADE_MAX_LEVELS) {
+    if (n->type != CFG_ARRAY) {
         fail_value(v, n, "must be an array of 1 to %d levels, mildest first, got %s",
-                   RESIL_DEGRADE_MAX_LEVELS, n->type == CFG_ARRAY ? "more" : GOT(n));
+                   RESIL_DEGRADE_MAX_LEVELS, GOT(n));
+        return;
+    }
+    if (n->count < 1 || n->count > RESIL_DEGRADE_MAX_LEVELS) {
+        fail_value(v, n, "must hold 1 to %d levels, got %u", RESIL_DEGRADE_MAX_LEVELS, n->count);
         return;
     }
     size_t i = 0;
@@ -1331,10 +1335,11 @@ static void check_nesting(vctx *v)
 {
     const cfg_list *l = &v->cfg->sec[RESIL_CONFIG_PIPELINES];
     for (size_t i = 0; i < l->n; i++) {
-        size_t at = inner_of(v->cfg, i), levels = 1;
-        while (at != SIZE_MAX && at != i && levels <= RESIL_CONFIG_NEST_MAX) {
+        size_t at = i, levels = 1;
+        for (;;) {
             at = inner_of(v->cfg, at);
-            levels++;
+            if (at == SIZE_MAX || at == i || ++levels > RESIL_CONFIG_NEST_MAX)
+                break;
         }
         if (at == SIZE_MAX)
             continue;

@@ -1,0 +1,477 @@
+/*
+ * test_policies.c — the registry of named policies: resolving a name gives
+ * that name's pipeline (the unnamed default the standard one), names never
+ * share state, and a reload swaps policies atomically for new executions,
+ * leaves running ones alone, and keeps the state of every name whose
+ * options did not change — also with executions running on other threads
+ * (run under TSan).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cfgtest.h"
+
+typedef struct fixture {
+    resil_fake_clock *fc;
+    resil_policies *reg;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_int_equal(resil_fake_clock_new(0, 0, &f->fc), 0);
+    resil_policies_opts o;
+    resil_policies_opts_default(&o);
+    o.clock = resil_fake_clock_clock(f->fc);
+    assert_int_equal(resil_policies_new(&o, &f->reg, NULL), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    resil_policies_free(f->reg);
+    resil_fake_clock_free(f->fc);
+    free(f);
+    return 0;
+}
+
+static void apply(fixture *f, const char *doc)
+{
+    resil_config *c = cfg_load(doc);
+    resil_err e = {0, ""};
+    int rc = resil_policies_apply(f->reg, c, &e);
+    if (rc != 0)
+        print_error("apply: %s\n", e.message);
+    assert_int_equal(rc, 0);
+    resil_config_free(c);
+}
+
+/* Operations: count calls in an atomic, fail or succeed. */
+static resil_outcome fail_op(resil_attempt_ctx *ctx)
+{
+    atomic_fetch_add((atomic_int *)ctx->user, 1);
+    return resil_fail(RESIL_TRANSIENT, 503, "unavailable");
+}
+
+static resil_outcome ok_op(resil_attempt_ctx *ctx)
+{
+    atomic_fetch_add((atomic_int *)ctx->user, 1);
+    return resil_ok();
+}
+
+static int run(fixture *f, const char *name, resil_op_fn op, resil_pipeline_result *res)
+{
+    atomic_int calls = 0;
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, name, &p), 0);
+    resil_call call;
+    resil_call_default(&call);
+    call.user = &calls;
+    assert_int_equal(resil_policy_execute(&p, op, &call, res), 0);
+    resil_policy_release(&p);
+    return atomic_load(&calls);
+}
+
+#define TWO                                                                                    \
+    "{'Resilience': {'Retry': {'three': {'MaxRetryAttempts': 2, 'BaseDelay': '1s'}},"          \
+    " 'CircuitBreakers': {'shared': {'ConsecutiveFailureThreshold': 2, 'BreakDuration': '1m'},"\
+    "  'other': {'ConsecutiveFailureThreshold': 2}},"                                          \
+    " 'Pipelines': {'orders': ['Retry:three', 'CircuitBreaker:shared'],"                       \
+    "  'billing': ['CircuitBreaker:shared'], 'search': ['CircuitBreaker:other']}}}"
+
+static void a_name_resolves_to_its_own_pipeline(void **state)
+{
+    fixture *f = *state;
+    apply(f, TWO);
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, "ORDERS", &p), 0);
+    assert_string_equal(resil_pipeline_name(p.pipeline), "orders");
+    assert_int_equal(resil_pipeline_strategy_count(p.pipeline), 2);
+    resil_policy_release(&p);
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "orders", ok_op, &res), 1);
+    assert_true(resil_outcome_ok(&res.outcome));
+    assert_int_equal(resil_policies_version(f->reg), 1);
+}
+
+static void the_unnamed_default_is_the_standard_pipeline(void **state)
+{
+    fixture *f = *state;
+    apply(f, TWO);
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, NULL, &p), 0);
+    assert_string_equal(resil_pipeline_name(p.pipeline), "standard");
+    assert_int_equal(resil_pipeline_strategy_count(p.pipeline), 5);
+    resil_policy_release(&p);
+    assert_int_equal(resil_policies_get(f->reg, "", &p), 0);
+    assert_string_equal(resil_pipeline_name(p.pipeline), "standard");
+    resil_policy_release(&p);
+}
+
+static void an_unknown_name_is_never_another_pipeline(void **state)
+{
+    fixture *f = *state;
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, "orders", &p), RESIL_ENOTFOUND);
+    apply(f, TWO);
+    assert_int_equal(resil_policies_get(f->reg, "order", &p), RESIL_ENOTFOUND);
+    assert_null(p.pipeline);
+    resil_policy_release(&p);
+}
+
+static void pipelines_naming_one_breaker_share_it(void **state)
+{
+    fixture *f = *state;
+    apply(f, TWO);
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "orders", fail_op, &res), 2); /* the 2nd failure trips it */
+    assert_int_equal(run(f, "billing", ok_op, &res), 0);
+    assert_int_equal(res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(run(f, "search", ok_op, &res), 1); /* another name, another breaker */
+    assert_true(resil_outcome_ok(&res.outcome));
+}
+
+static void a_reload_keeps_the_state_of_unchanged_breakers(void **state)
+{
+    fixture *f = *state;
+    apply(f, TWO);
+    resil_pipeline_result res;
+    run(f, "orders", fail_op, &res);
+    resil_breaker *before, *after;
+    assert_int_equal(resil_policies_breaker(f->reg, "shared", &before), 0);
+    assert_int_equal(resil_breaker_state_of(before), RESIL_BREAKER_OPEN);
+    /* The retry changes; the breaker's options do not. */
+    apply(f, "{'Resilience': {'Retry': {'three': {'MaxRetryAttempts': 5}},"
+             " 'CircuitBreakers': {'shared': {'ConsecutiveFailureThreshold': 2,"
+             "   'BreakDuration': '00:01:00'}, 'other': {'ConsecutiveFailureThreshold': 3}},"
+             " 'Pipelines': {'orders': ['Retry:three', 'CircuitBreaker:shared']}}}");
+    assert_int_equal(resil_policies_version(f->reg), 2);
+    assert_int_equal(resil_policies_breaker(f->reg, "SHARED", &after), 0);
+    assert_ptr_equal(before, after);
+    assert_int_equal(resil_breaker_state_of(after), RESIL_BREAKER_OPEN);
+    assert_int_equal(run(f, "orders", ok_op, &res), 0);
+    assert_int_equal(res.outcome.kind, RESIL_REJECTED);
+    resil_breaker_free(before);
+    resil_breaker_free(after);
+}
+
+static void a_reload_gives_a_changed_breaker_a_fresh_start(void **state)
+{
+    fixture *f = *state;
+    apply(f, TWO);
+    resil_pipeline_result res;
+    run(f, "orders", fail_op, &res);
+    resil_breaker *before, *after;
+    resil_policies_breaker(f->reg, "shared", &before);
+    apply(f, "{'Resilience': {'CircuitBreakers': {'shared': {'ConsecutiveFailureThreshold': 3}},"
+             " 'Pipelines': {'orders': ['CircuitBreaker:shared']}}}");
+    resil_policies_breaker(f->reg, "shared", &after);
+    assert_ptr_not_equal(before, after);
+    assert_int_equal(resil_breaker_state_of(after), RESIL_BREAKER_CLOSED);
+    assert_int_equal(resil_breaker_state_of(before), RESIL_BREAKER_OPEN); /* still ours */
+    assert_int_equal(run(f, "orders", ok_op, &res), 1);
+    resil_breaker_free(before);
+    resil_breaker_free(after);
+    assert_int_equal(resil_policies_breaker(f->reg, "other", &after), RESIL_ENOTFOUND);
+    assert_null(after);
+}
+
+static void a_document_with_errors_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    apply(f, TWO);
+    char *dir = test_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad.json", dir);
+    FILE *fp = fopen(path, "w");
+    fputs(cfg_json("{'Resilience': {'Pipelines': {'orders': ['Retry:gone']}}}"), fp);
+    fclose(fp);
+    resil_config_diags d = {0};
+    assert_int_equal(resil_policies_load_file(f->reg, path, &d), RESIL_EINVAL);
+    assert_int_equal(d.len, 1);
+    resil_config_diags_free(&d);
+    assert_int_equal(resil_policies_version(f->reg), 1);
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "orders", fail_op, &res), 2); /* still Retry:three */
+    assert_int_equal(run(f, "search", ok_op, &res), 1);
+    /* A good file applies. */
+    fp = fopen(path, "w");
+    fputs(cfg_json("{'Resilience': {'Pipelines': {'orders': []}}}"), fp);
+    fclose(fp);
+    assert_int_equal(resil_policies_load_file(f->reg, path, NULL), 0);
+    assert_int_equal(resil_policies_version(f->reg), 2);
+    assert_int_equal(run(f, "orders", fail_op, &res), 1);
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, "search", &p), RESIL_ENOTFOUND);
+    test_rmtree(dir);
+    free(dir);
+}
+
+static void a_running_execution_keeps_the_policy_it_started_with(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 1}},"
+             " 'Pipelines': {'p': ['Retry:r']}}}");
+    resil_policy old;
+    assert_int_equal(resil_policies_get(f->reg, "p", &old), 0);
+    apply(f, "{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 4}},"
+             " 'Pipelines': {'p': ['Retry:r']}}}");
+    atomic_int calls = 0;
+    resil_call call;
+    resil_call_default(&call);
+    call.user = &calls;
+    resil_pipeline_result res;
+    assert_int_equal(resil_policy_execute(&old, fail_op, &call, &res), 0);
+    assert_int_equal(atomic_load(&calls), 2); /* the old snapshot's two attempts */
+    resil_policy_release(&old);
+    resil_policy_release(&old); /* emptied: harmless */
+    assert_int_equal(run(f, "p", fail_op, &res), 5);
+}
+
+static void an_inner_pipeline_runs_as_the_operation(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'Retry': {'two': {'MaxRetryAttempts': 1},"
+             " 'three': {'MaxRetryAttempts': 2}},"
+             " 'Pipelines': {'edge': ['Retry:two', 'Pipeline:mid'],"
+             "  'mid': ['Pipeline:core'], 'core': ['Retry:three']}}}");
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "edge", fail_op, &res), 6);
+    assert_int_equal(res.attempts, 2);
+    assert_int_equal(res.outcome.kind, RESIL_TRANSIENT);
+    assert_int_equal(res.outcome.code, 503);
+    assert_int_equal(run(f, "mid", ok_op, &res), 1);
+}
+
+/* A bulkhead of one whose only permit is held by a call blocked on another
+ * thread: a reload that leaves the bulkhead alone must keep it full. */
+typedef struct blocker {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool inside, release;
+} blocker;
+
+static resil_outcome blocking_op(resil_attempt_ctx *ctx)
+{
+    blocker *b = ctx->user;
+    pthread_mutex_lock(&b->mu);
+    b->inside = true;
+    pthread_cond_broadcast(&b->cv);
+    while (!b->release)
+        pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    return resil_ok();
+}
+
+typedef struct held_call {
+    fixture *f;
+    blocker *b;
+} held_call;
+
+static void *hold_permit(void *arg)
+{
+    held_call *h = arg;
+    resil_policy p;
+    assert_int_equal(resil_policies_get(h->f->reg, "db", &p), 0);
+    resil_call call;
+    resil_call_default(&call);
+    call.user = h->b;
+    resil_pipeline_result res;
+    resil_policy_execute(&p, blocking_op, &call, &res);
+    resil_policy_release(&p);
+    return NULL;
+}
+
+static void a_reload_keeps_an_unchanged_bulkheads_permits(void **state)
+{
+    fixture *f = *state;
+    const char *doc = "{'Resilience': {'Bulkheads': {'one': {'MaxConcurrency': 1,"
+                      " 'AllowQueueing': false}}, 'Pipelines': {'db': ['Bulkhead:one']}}}";
+    apply(f, doc);
+    blocker b = {.inside = false, .release = false};
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    held_call h = {f, &b};
+    pthread_t t;
+    pthread_create(&t, NULL, hold_permit, &h);
+    pthread_mutex_lock(&b.mu);
+    while (!b.inside)
+        pthread_cond_wait(&b.cv, &b.mu);
+    pthread_mutex_unlock(&b.mu);
+    apply(f, doc);
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "db", ok_op, &res), 0);
+    assert_int_equal(res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(res.rejected_by, RESIL_STRATEGY_BULKHEAD);
+    pthread_mutex_lock(&b.mu);
+    b.release = true;
+    pthread_cond_broadcast(&b.cv);
+    pthread_mutex_unlock(&b.mu);
+    pthread_join(t, NULL);
+    assert_int_equal(run(f, "db", ok_op, &res), 1);
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
+}
+
+static void per_operation_timeouts_reach_the_pipeline(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'Timeouts': {'DefaultTimeout': '30s',"
+             " 'OperationTimeouts': {'quick': '2s'}}, 'Pipelines': {'p': ['TotalTimeout']}}}");
+    char text[2048];
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, "p", &p), 0);
+    resil_pipeline_describe(p.pipeline, RESIL_DESCRIBE_TEXT, text, sizeof text);
+    assert_non_null(strstr(text, "30s"));
+    resil_policy_release(&p);
+}
+
+static void events_reach_the_registrys_listener(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc;
+    resil_fake_clock_new(0, 0, &fc);
+    resil_metrics *m;
+    assert_int_equal(resil_metrics_new(NULL, &m, NULL), 0);
+    resil_policies_opts o;
+    resil_policies_opts_default(&o);
+    o.clock = resil_fake_clock_clock(fc);
+    o.listener = resil_metrics_on_event;
+    o.listener_ud = m;
+    resil_policies *reg;
+    assert_int_equal(resil_policies_new(&o, &reg, NULL), 0);
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 2}},"
+                               " 'Pipelines': {'p': ['Retry:r']}}}");
+    assert_int_equal(resil_policies_apply(reg, c, NULL), 0);
+    resil_config_free(c);
+    resil_policy p;
+    resil_policies_get(reg, "p", &p);
+    atomic_int calls = 0;
+    resil_call call;
+    resil_call_default(&call);
+    call.user = &calls;
+    resil_pipeline_result res;
+    resil_policy_execute(&p, fail_op, &call, &res);
+    resil_policy_release(&p);
+    assert_int_equal(resil_metrics_event_count(m, "p", "retry", RESIL_EVENT_RETRY), 2);
+    resil_policies_free(reg);
+    resil_metrics_free(m);
+    resil_fake_clock_free(fc);
+}
+
+/* ---- reloads under concurrent executions (TSan) ------------------------------------ */
+
+#define THREADS 4
+#define RELOADS 60
+
+typedef struct race {
+    resil_policies *reg;
+    atomic_bool stop;
+    atomic_long executions;
+} race;
+
+static void *execute_loop(void *arg)
+{
+    race *r = arg;
+    while (!atomic_load(&r->stop)) {
+        resil_policy p;
+        if (resil_policies_get(r->reg, "p", &p) != 0)
+            continue;
+        atomic_int calls = 0;
+        resil_call call;
+        resil_call_default(&call);
+        call.user = &calls;
+        resil_pipeline_result res;
+        assert_int_equal(resil_policy_execute(&p, ok_op, &call, &res), 0);
+        assert_true(resil_outcome_ok(&res.outcome) || res.outcome.kind == RESIL_REJECTED);
+        resil_policy_release(&p);
+        atomic_fetch_add(&r->executions, 1);
+    }
+    return NULL;
+}
+
+static void reloads_race_executions_safely(void **state)
+{
+    (void)state;
+    race r = {.stop = false, .executions = 0};
+    assert_int_equal(resil_policies_new(NULL, &r.reg, NULL), 0);
+    static const char *const docs[2] = {
+        "{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 1}},"
+        " 'CircuitBreakers': {'b': {}}, 'Bulkheads': {'h': {'MaxConcurrency': 64}},"
+        " 'RateLimiters': {'l': {'TokenLimit': 1000000, 'TokensPerPeriod': 1000000}},"
+        " 'Pipelines': {'p': ['RateLimiter:l', 'Bulkhead:h', 'Retry:r', 'CircuitBreaker:b']}}}",
+        "{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 2}},"
+        " 'CircuitBreakers': {'b': {}}, 'Bulkheads': {'h': {'MaxConcurrency': 64}},"
+        " 'RateLimiters': {'l': {'TokenLimit': 1000000, 'TokensPerPeriod': 1000000}},"
+        " 'Pipelines': {'p': ['RateLimiter:l', 'Bulkhead:h', 'Retry:r', 'CircuitBreaker:b'],"
+        "  'q': []}}}",
+    };
+    resil_config *c[2] = {cfg_load(docs[0]), cfg_load(docs[1])};
+    assert_int_equal(resil_policies_apply(r.reg, c[0], NULL), 0);
+    resil_breaker *first;
+    resil_policies_breaker(r.reg, "b", &first);
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, execute_loop, &r);
+    for (int i = 1; i <= RELOADS; i++)
+        assert_int_equal(resil_policies_apply(r.reg, c[i % 2], NULL), 0);
+    atomic_store(&r.stop, true);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(resil_policies_version(r.reg), RELOADS + 1);
+    resil_breaker *last;
+    resil_policies_breaker(r.reg, "b", &last);
+    assert_ptr_equal(first, last); /* unchanged options: the same breaker throughout */
+    resil_breaker_free(first);
+    resil_breaker_free(last);
+    resil_config_free(c[0]);
+    resil_config_free(c[1]);
+    resil_policies_free(r.reg);
+}
+
+static void null_arguments_are_refused(void **state)
+{
+    fixture *f = *state;
+    resil_policy p;
+    resil_breaker *b;
+    assert_int_equal(resil_policies_new(NULL, NULL, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_policies_apply(f->reg, NULL, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_policies_get(NULL, "p", &p), RESIL_EINVAL);
+    assert_int_equal(resil_policies_breaker(f->reg, NULL, &b), RESIL_EINVAL);
+    assert_int_equal(resil_policy_execute(NULL, ok_op, NULL, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_policies_load_file(f->reg, NULL, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_policies_version(NULL), 0);
+    resil_policy_release(NULL);
+    resil_policies_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(a_name_resolves_to_its_own_pipeline, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_unnamed_default_is_the_standard_pipeline, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(an_unknown_name_is_never_another_pipeline, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(pipelines_naming_one_breaker_share_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_reload_keeps_the_state_of_unchanged_breakers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_reload_gives_a_changed_breaker_a_fresh_start, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_document_with_errors_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_running_execution_keeps_the_policy_it_started_with,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(an_inner_pipeline_runs_as_the_operation, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_reload_keeps_an_unchanged_bulkheads_permits, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(per_operation_timeouts_reach_the_pipeline, setup,
+                                        teardown),
+        cmocka_unit_test(events_reach_the_registrys_listener),
+        cmocka_unit_test(reloads_race_executions_safely),
+        cmocka_unit_test_setup_teardown(null_arguments_are_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,734 @@
+/*
+ * test_schema.c — every key of every section: what it sets, its default,
+ * its bound, and the message each invalid value gets (naming the key by its
+ * path), plus the rules between keys.
+ */
+#include "cfgtest.h"
+
+/* One invalid value: the entry's body, the key the error must name, and
+ * the message. */
+typedef struct bad_value {
+    const char *body;
+    const char *key;
+    const char *message;
+} bad_value;
+
+/* Check each row against a document built from `shape` (with one %s for
+ * the body): the first error names Resilience.<prefix>.<key>. */
+static void check_bad_values(const char *shape, const char *prefix, const bad_value *rows,
+                             size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char doc[2048], path[256];
+        snprintf(doc, sizeof doc, shape, rows[i].body);
+        snprintf(path, sizeof path, "Resilience.%s%s%s", prefix, rows[i].key[0] ? "." : "",
+                 rows[i].key);
+        const char *got_path = cfg_first_path(doc);
+        const char *got = cfg_first_message(doc);
+        if (strcmp(got_path, path) != 0 || strcmp(got, rows[i].message) != 0)
+            print_error("row %zu (%s):\n  %s: %s\n", i, rows[i].body, got_path, got);
+        assert_string_equal(got_path, path);
+        assert_string_equal(cfg_first_message(doc), rows[i].message);
+    }
+}
+
+#define ROWS(t) (t), sizeof(t) / sizeof((t)[0])
+
+/* ---- Retry ------------------------------------------------------------------- */
+
+static resil_config_retry retry_of(const char *body)
+{
+    char doc[1024];
+    snprintf(doc, sizeof doc, "{'Resilience': {'Retry': {'r': {%s}}}}", body);
+    resil_config *c = cfg_load(doc);
+    resil_config_retry r;
+    assert_int_equal(resil_config_retry_get(c, "r", &r), 0);
+    resil_config_free(c);
+    return r;
+}
+
+static void retry_keys_absent_give_the_library_defaults(void **state)
+{
+    (void)state;
+    resil_config_retry r = retry_of("");
+    resil_retry_policy d;
+    resil_retry_policy_default(&d);
+    assert_int_equal(r.policy.max_attempts, d.max_attempts);
+    assert_int_equal(r.policy.backoff.kind, d.backoff.kind);
+    assert_duration_equal(r.policy.backoff.base, d.backoff.base);
+    assert_int_equal(r.policy.backoff.jitter, d.backoff.jitter);
+    assert_duration_equal(r.policy.backoff.max_delay, d.backoff.max_delay);
+    assert_duration_equal(r.policy.max_total, 0);
+    assert_int_equal(r.policy.retry_after, RESIL_RETRY_AFTER_HONOR);
+    assert_duration_equal(r.policy.retry_after_max, RESIL_S(60));
+    assert_int_equal(r.policy.unsafe_mode, RESIL_UNSAFE_REFUSE);
+    assert_false(r.retry_unsafe_methods);
+    assert_false(r.idempotency_keys);
+}
+
+static void retry_reads_every_key(void **state)
+{
+    (void)state;
+    resil_config_retry r = retry_of(
+        "'MaxRetryAttempts': 3, 'BaseDelay': '500ms', 'BackoffStrategy': 'Linear',"
+        " 'Jitter': 'Proportional', 'JitterFraction': 0.5, 'Factor': 3, 'MaxDelay': '10s',"
+        " 'TimeBudget': '00:00:20', 'RetryAfter': 'Bounded', 'MaxRetryAfter': '2m',"
+        " 'UnsafeMode': 'RunOnce', 'RetryUnsafeMethods': true, 'IdempotencyKeys': true");
+    assert_int_equal(r.policy.max_attempts, 4);
+    assert_duration_equal(r.policy.backoff.base, RESIL_MS(500));
+    assert_int_equal(r.policy.backoff.kind, RESIL_BACKOFF_LINEAR);
+    assert_int_equal(r.policy.backoff.jitter, RESIL_JITTER_PROPORTIONAL);
+    assert_near(r.policy.backoff.jitter_fraction, 0.5, 0);
+    assert_near(r.policy.backoff.factor, 3, 0);
+    assert_duration_equal(r.policy.backoff.max_delay, RESIL_S(10));
+    assert_duration_equal(r.policy.max_total, RESIL_S(20));
+    assert_int_equal(r.policy.retry_after, RESIL_RETRY_AFTER_BOUNDED);
+    assert_duration_equal(r.policy.retry_after_max, RESIL_S(120));
+    assert_int_equal(r.policy.unsafe_mode, RESIL_UNSAFE_RUN_ONCE);
+    assert_true(r.retry_unsafe_methods);
+    assert_true(r.idempotency_keys);
+}
+
+static void max_retry_attempts_counts_retries_after_the_first(void **state)
+{
+    (void)state;
+    assert_int_equal(retry_of("'MaxRetryAttempts': 0").policy.max_attempts, 1);
+    assert_int_equal(retry_of("'MaxRetryAttempts': 4294967293").policy.max_attempts,
+                     RESIL_ATTEMPTS_FOREVER - 1);
+    assert_int_equal(retry_of("'MaxRetryAttempts': 'forever'").policy.max_attempts,
+                     RESIL_ATTEMPTS_FOREVER);
+}
+
+static void backoff_strategies_name_kind_and_jitter(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        resil_backoff_kind kind;
+        resil_jitter jitter;
+    } rows[] = {
+        {"Constant", RESIL_BACKOFF_CONSTANT, RESIL_JITTER_FULL},
+        {"fixed", RESIL_BACKOFF_CONSTANT, RESIL_JITTER_FULL},
+        {"Linear", RESIL_BACKOFF_LINEAR, RESIL_JITTER_FULL},
+        {"Exponential", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_FULL},
+        {"Fibonacci", RESIL_BACKOFF_FIBONACCI, RESIL_JITTER_FULL},
+        {"ExponentialWithJitter", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_POLLY},
+        {"FullJitter", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_FULL},
+        {"decorrelated-jitter", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_DECORRELATED},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "'BackoffType': '%s'", rows[i].name);
+        resil_config_retry r = retry_of(body);
+        assert_int_equal(r.policy.backoff.kind, rows[i].kind);
+        assert_int_equal(r.policy.backoff.jitter, rows[i].jitter);
+    }
+}
+
+static void use_jitter_means_pollys_jitter_or_none(void **state)
+{
+    (void)state;
+    assert_int_equal(retry_of("'UseJitter': true").policy.backoff.jitter, RESIL_JITTER_POLLY);
+    assert_int_equal(retry_of("'UseJitter': false").policy.backoff.jitter, RESIL_JITTER_NONE);
+    assert_int_equal(retry_of("'UseJitter': true, 'Jitter': 'Equal'").policy.backoff.jitter,
+                     RESIL_JITTER_EQUAL);
+    assert_int_equal(retry_of("'UseJitter': false, 'Jitter': 'None'").policy.backoff.jitter,
+                     RESIL_JITTER_NONE);
+}
+
+static void retry_after_keys_and_nulls(void **state)
+{
+    (void)state;
+    assert_int_equal(retry_of("'ShouldRetryAfterHeader': false").policy.retry_after,
+                     RESIL_RETRY_AFTER_IGNORE);
+    assert_int_equal(retry_of("'RetryAfter': 'honour'").policy.retry_after,
+                     RESIL_RETRY_AFTER_HONOR);
+    assert_int_equal(retry_of("'RetryAfter': 'Ignore', 'ShouldRetryAfterHeader': false")
+                         .policy.retry_after,
+                     RESIL_RETRY_AFTER_IGNORE);
+    assert_duration_equal(retry_of("'MaxDelay': null").policy.backoff.max_delay,
+                          RESIL_DURATION_MAX);
+    assert_duration_equal(retry_of("'TimeBudget': null").policy.max_total, 0);
+    assert_duration_equal(retry_of("'Delay': '00:00:02'").policy.backoff.base, RESIL_S(2));
+}
+
+static void retry_rejects_each_invalid_value_by_key(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'MaxRetryAttempts': -1", "MaxRetryAttempts",
+         "must be a whole number in [0,4294967293] or \"Forever\", got -1"},
+        {"'MaxRetryAttempts': 1.5", "MaxRetryAttempts",
+         "must be a whole number in [0,4294967293] or \"Forever\", got 1.5"},
+        {"'MaxRetryAttempts': 4294967294", "MaxRetryAttempts",
+         "must be a whole number in [0,4294967293] or \"Forever\", got 4294967294"},
+        {"'MaxRetryAttempts': 'lots'", "MaxRetryAttempts",
+         "must be a whole number in [0,4294967293] or \"Forever\", got \"lots\""},
+        {"'BaseDelay': 5", "BaseDelay",
+         "must be a duration such as \"30s\" or \"00:00:30\", got 5"},
+        {"'BaseDelay': '500'", "BaseDelay",
+         "must be a duration such as \"30s\" or \"00:00:30\", got \"500\": missing unit (ns, "
+         "us, ms, s, m, h, d)"},
+        {"'BaseDelay': '-1s'", "BaseDelay",
+         "must be a duration such as \"30s\" or \"00:00:30\", got \"-1s\": must not be "
+         "negative"},
+        {"'BackoffStrategy': 'Quadratic'", "BackoffStrategy",
+         "must be Constant, Fixed, Linear, Exponential, Fibonacci, ExponentialWithJitter, "
+         "FullJitter or DecorrelatedJitter, got \"Quadratic\""},
+        {"'Jitter': 7", "Jitter",
+         "must be None, Full, Equal, Decorrelated, Proportional or Polly, got 7"},
+        {"'UseJitter': 'yes'", "UseJitter", "must be true or false, got \"yes\""},
+        {"'JitterFraction': 1.5", "JitterFraction", "must be in [0,1], got 1.5"},
+        {"'JitterFraction': -0.1", "JitterFraction", "must be in [0,1], got -0.1"},
+        {"'Factor': 0.5", "Factor", "must be >= 1, got 0.5"},
+        {"'Factor': '2x'", "Factor", "must be >= 1, got \"2x\""},
+        {"'MaxDelay': '-1ms'", "MaxDelay",
+         "must be a duration such as \"30s\" or \"00:00:30\", got \"-1ms\": must not be "
+         "negative"},
+        {"'TimeBudget': true", "TimeBudget",
+         "must be a duration such as \"30s\" or \"00:00:30\", got true"},
+        {"'RetryAfter': 'Sometimes'", "RetryAfter",
+         "must be Honor, Honour, Ignore or Bounded, got \"Sometimes\""},
+        {"'ShouldRetryAfterHeader': 1", "ShouldRetryAfterHeader", "must be true or false, got 1"},
+        {"'MaxRetryAfter': null", "MaxRetryAfter",
+         "must be a duration such as \"30s\" or \"00:00:30\", got null"},
+        {"'UnsafeMode': 'Never'", "UnsafeMode", "must be Refuse or RunOnce, got \"Never\""},
+        {"'RetryUnsafeMethods': 'sure'", "RetryUnsafeMethods",
+         "must be true or false, got \"sure\""},
+        {"'IdempotencyKeys': {}", "IdempotencyKeys", "must be true or false, got an object"},
+    };
+    check_bad_values("{'Resilience': {'Retry': {'r': {%s}}}}", "Retry.r", ROWS(rows));
+}
+
+static void retry_refuses_keys_that_contradict_each_other(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'BackoffStrategy': 'FullJitter', 'Jitter': 'Equal'", "Jitter",
+         "contradicts BackoffStrategy FullJitter, which means full jitter"},
+        {"'UseJitter': false, 'Jitter': 'Full'", "UseJitter",
+         "contradicts Jitter, which means full jitter"},
+        {"'UseJitter': true, 'Jitter': 'None'", "UseJitter",
+         "contradicts Jitter, which means none jitter"},
+        {"'UseJitter': false, 'BackoffStrategy': 'DecorrelatedJitter'", "UseJitter",
+         "contradicts BackoffStrategy, which means decorrelated jitter"},
+        {"'RetryAfter': 'Ignore', 'ShouldRetryAfterHeader': true", "ShouldRetryAfterHeader",
+         "contradicts RetryAfter Ignore"},
+        {"'UseJitter': true, 'Factor': 3", "Factor",
+         "must be 2 with Polly's jitter on exponential backoff (Polly's formula doubles), got 3"},
+    };
+    check_bad_values("{'Resilience': {'Retry': {'r': {%s}}}}", "Retry.r", ROWS(rows));
+}
+
+/* ---- CircuitBreakers ---------------------------------------------------------- */
+
+static resil_breaker_opts breaker_of(const char *body)
+{
+    char doc[1024];
+    snprintf(doc, sizeof doc, "{'Resilience': {'CircuitBreakers': {'b': {%s}}}}", body);
+    resil_config *c = cfg_load(doc);
+    resil_breaker_opts o;
+    assert_int_equal(resil_config_breaker_get(c, "b", &o), 0);
+    assert_string_equal(o.name, "b");
+    o.name = NULL; /* it lives in the config */
+    resil_config_free(c);
+    return o;
+}
+
+static void breaker_keys_absent_give_the_library_defaults(void **state)
+{
+    (void)state;
+    resil_breaker_opts o = breaker_of(""), d;
+    resil_breaker_opts_default(&d);
+    assert_int_equal(o.kind, d.kind);
+    assert_near(o.failure_ratio, d.failure_ratio, 0);
+    assert_int_equal(o.minimum_throughput, d.minimum_throughput);
+    assert_duration_equal(o.sampling_duration, d.sampling_duration);
+    assert_duration_equal(o.break_duration, d.break_duration);
+    assert_int_equal(o.failure_threshold, d.failure_threshold);
+}
+
+static void breaker_reads_every_key(void **state)
+{
+    (void)state;
+    resil_breaker_opts o = breaker_of(
+        "'Kind': 'Both', 'ConsecutiveFailureThreshold': 7, 'FailureRatio': 0.25,"
+        " 'MinimumThroughput': 20, 'SamplingDuration': '10s', 'BreakDuration': '00:00:15',"
+        " 'BreakGrowth': 2, 'MaxBreakDuration': '2m', 'HalfOpenProbes': 3,"
+        " 'SuccessThresholdToClose': 2, 'ProbeTimeout': '20s', 'SlowCallDuration': '1s',"
+        " 'SlowCallRatio': 0.5");
+    assert_int_equal(o.kind, RESIL_BREAKER_BOTH);
+    assert_int_equal(o.failure_threshold, 7);
+    assert_near(o.failure_ratio, 0.25, 0);
+    assert_int_equal(o.minimum_throughput, 20);
+    assert_duration_equal(o.sampling_duration, RESIL_S(10));
+    assert_duration_equal(o.break_duration, RESIL_S(15));
+    assert_near(o.break_growth, 2, 0);
+    assert_duration_equal(o.max_break_duration, RESIL_S(120));
+    assert_int_equal(o.half_open_probes, 3);
+    assert_int_equal(o.success_threshold, 2);
+    assert_duration_equal(o.probe_timeout, RESIL_S(20));
+    assert_duration_equal(o.slow_call_duration, RESIL_S(1));
+    assert_near(o.slow_call_ratio, 0.5, 0);
+    assert_int_equal(breaker_of("'SuccessThreshold': 4").success_threshold, 4);
+}
+
+static void breaker_kind_follows_the_keys_given(void **state)
+{
+    (void)state;
+    assert_int_equal(breaker_of("'ConsecutiveFailureThreshold': 3").kind,
+                     RESIL_BREAKER_CONSECUTIVE);
+    assert_int_equal(breaker_of("'FailureRatio': 0.5").kind, RESIL_BREAKER_RATIO);
+    assert_int_equal(breaker_of("'ConsecutiveFailureThreshold': 3, 'SamplingDuration': '5s'")
+                         .kind,
+                     RESIL_BREAKER_BOTH);
+    assert_int_equal(breaker_of("'ConsecutiveFailureThreshold': 3, 'Kind': 'Ratio'").kind,
+                     RESIL_BREAKER_RATIO);
+}
+
+static void breaker_rejects_each_invalid_value_by_key(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'Kind': 'Sometimes'", "Kind", "must be Consecutive, Ratio or Both, got \"Sometimes\""},
+        {"'ConsecutiveFailureThreshold': 0", "ConsecutiveFailureThreshold",
+         "must be a whole number >= 1, got 0"},
+        {"'ConsecutiveFailureThreshold': 4294967296", "ConsecutiveFailureThreshold",
+         "must be a whole number >= 1, got 4294967296"},
+        {"'FailureRatio': 0", "FailureRatio", "must be in (0,1], got 0"},
+        {"'FailureRatio': 1.5", "FailureRatio", "must be in (0,1], got 1.5"},
+        {"'MinimumThroughput': 1", "MinimumThroughput", "must be a whole number >= 2, got 1"},
+        {"'SamplingDuration': '499ms'", "SamplingDuration", "must be >= 500ms, got \"499ms\""},
+        {"'BreakDuration': '0s'", "BreakDuration", "must be > 0, got \"0s\""},
+        {"'BreakGrowth': 0.5", "BreakGrowth", "must be >= 1, got 0.5"},
+        {"'MaxBreakDuration': 60", "MaxBreakDuration",
+         "must be a duration such as \"30s\" or \"00:00:30\", got 60"},
+        {"'HalfOpenProbes': 0", "HalfOpenProbes", "must be a whole number in [1,65535], got 0"},
+        {"'HalfOpenProbes': 65536", "HalfOpenProbes",
+         "must be a whole number in [1,65535], got 65536"},
+        {"'SuccessThresholdToClose': 0", "SuccessThresholdToClose",
+         "must be a whole number >= 1, got 0"},
+        {"'ProbeTimeout': '-1s'", "ProbeTimeout",
+         "must be a duration such as \"30s\" or \"00:00:30\", got \"-1s\": must not be "
+         "negative"},
+        {"'SlowCallDuration': 'slow'", "SlowCallDuration",
+         "must be a duration such as \"30s\" or \"00:00:30\", got \"slow\": missing number "
+         "before unit"},
+        {"'SlowCallRatio': 0", "SlowCallRatio", "must be in (0,1], got 0"},
+        {"'BreakDuration': '5s', 'BreakGrowth': 2, 'MaxBreakDuration': '1s'", "MaxBreakDuration",
+         "MaxBreakDuration (1s) must be >= BreakDuration (5s) when BreakGrowth > 1"},
+        {"'BreakDuration': '10m', 'BreakGrowth': 2", "BreakGrowth",
+         "MaxBreakDuration (5m) must be >= BreakDuration (10m) when BreakGrowth > 1"},
+    };
+    check_bad_values("{'Resilience': {'CircuitBreakers': {'b': {%s}}}}", "CircuitBreakers.b",
+                     ROWS(rows));
+}
+
+/* ---- Bulkheads ------------------------------------------------------------------ */
+
+static resil_bulkhead_opts bulkhead_of(const char *body)
+{
+    char doc[512];
+    snprintf(doc, sizeof doc, "{'Resilience': {'Bulkheads': {'h': {%s}}}}", body);
+    resil_config *c = cfg_load(doc);
+    resil_bulkhead_opts o;
+    assert_int_equal(resil_config_bulkhead_get(c, "h", &o), 0);
+    resil_config_free(c);
+    return o;
+}
+
+static void bulkhead_defaults_are_excaliburs(void **state)
+{
+    (void)state;
+    resil_bulkhead_opts o = bulkhead_of("");
+    assert_int_equal(o.max_concurrency, 10);
+    assert_int_equal(o.max_queue, 50);
+    assert_true(o.queue);
+    assert_duration_equal(o.queue_timeout, 0);
+}
+
+static void bulkhead_reads_every_key(void **state)
+{
+    (void)state;
+    resil_bulkhead_opts o = bulkhead_of("'MaxConcurrency': 4, 'MaxQueueLength': 0,"
+                                        " 'AllowQueueing': false, 'QueueTimeout': '250ms'");
+    assert_int_equal(o.max_concurrency, 4);
+    assert_int_equal(o.max_queue, 0);
+    assert_false(o.queue);
+    assert_duration_equal(o.queue_timeout, RESIL_MS(250));
+}
+
+static void bulkhead_rejects_each_invalid_value_by_key(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'MaxConcurrency': 0", "MaxConcurrency", "must be a whole number >= 1, got 0"},
+        {"'MaxConcurrency': 2147483648", "MaxConcurrency",
+         "must be a whole number >= 1, got 2147483648"},
+        {"'MaxQueueLength': -1", "MaxQueueLength", "must be a whole number >= 0, got -1"},
+        {"'AllowQueueing': 'maybe'", "AllowQueueing", "must be true or false, got \"maybe\""},
+        {"'QueueTimeout': '-5ms'", "QueueTimeout",
+         "must be a duration such as \"30s\" or \"00:00:30\", got \"-5ms\": must not be "
+         "negative"},
+    };
+    check_bad_values("{'Resilience': {'Bulkheads': {'h': {%s}}}}", "Bulkheads.h", ROWS(rows));
+}
+
+/* ---- RateLimiters --------------------------------------------------------------- */
+
+static resil_config_ratelimit limiter_of(const char *body)
+{
+    char doc[512];
+    snprintf(doc, sizeof doc, "{'Resilience': {'RateLimiters': {'l': {%s}}}}", body);
+    resil_config *c = cfg_load(doc);
+    resil_config_ratelimit o;
+    assert_int_equal(resil_config_ratelimit_get(c, "l", &o), 0);
+    resil_config_free(c);
+    return o;
+}
+
+static void rate_limiter_defaults_to_a_token_bucket(void **state)
+{
+    (void)state;
+    resil_config_ratelimit l = limiter_of("");
+    assert_int_equal(l.opts.kind, RESIL_RATELIMIT_TOKEN_BUCKET);
+    assert_int_equal(l.opts.rate, 100);
+    assert_duration_equal(l.opts.period, RESIL_S(1));
+    assert_int_equal(l.opts.burst, 100);
+    assert_duration_equal(l.max_wait, 0);
+}
+
+static void rate_limiter_reads_every_key(void **state)
+{
+    (void)state;
+    resil_config_ratelimit l = limiter_of("'Kind': 'token-bucket', 'TokensPerPeriod': 3,"
+                                          " 'ReplenishmentPeriod': '2s', 'TokenLimit': 9,"
+                                          " 'MaxWait': '100ms'");
+    assert_int_equal(l.opts.rate, 3);
+    assert_duration_equal(l.opts.period, RESIL_S(2));
+    assert_int_equal(l.opts.burst, 9);
+    assert_duration_equal(l.max_wait, RESIL_MS(100));
+    l = limiter_of("'Kind': 'FixedWindow', 'PermitLimit': 50, 'Window': '1m'");
+    assert_int_equal(l.opts.kind, RESIL_RATELIMIT_FIXED_WINDOW);
+    assert_int_equal(l.opts.permits, 50);
+    assert_duration_equal(l.opts.window, RESIL_S(60));
+    l = limiter_of("'Kind': 'sliding_window', 'PermitLimit': 1048576");
+    assert_int_equal(l.opts.kind, RESIL_RATELIMIT_SLIDING_WINDOW);
+    assert_int_equal(l.opts.permits, 1048576);
+}
+
+static void rate_limiter_rejects_each_invalid_value_by_key(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'Kind': 'LeakyBucket'", "Kind",
+         "must be TokenBucket, FixedWindow or SlidingWindow, got \"LeakyBucket\""},
+        {"'TokensPerPeriod': 0", "TokensPerPeriod",
+         "must be a whole number in [1,1000000000], got 0"},
+        {"'TokensPerPeriod': 1000000001", "TokensPerPeriod",
+         "must be a whole number in [1,1000000000], got 1000000001"},
+        {"'ReplenishmentPeriod': '999us'", "ReplenishmentPeriod", "must be >= 1ms, got \"999us\""},
+        {"'TokenLimit': 0", "TokenLimit", "must be a whole number in [1,1000000000], got 0"},
+        {"'Kind': 'FixedWindow', 'PermitLimit': 0", "PermitLimit",
+         "must be a whole number in [1,1000000000], got 0"},
+        {"'Kind': 'FixedWindow', 'Window': '0s'", "Window", "must be >= 1ms, got \"0s\""},
+        {"'MaxWait': 1", "MaxWait", "must be a duration such as \"30s\" or \"00:00:30\", got 1"},
+        {"'PermitLimit': 10", "PermitLimit",
+         "applies to FixedWindow and SlidingWindow, not to a TokenBucket limiter"},
+        {"'Kind': 'SlidingWindow', 'TokenLimit': 10", "TokenLimit",
+         "applies to a TokenBucket, not to a SlidingWindow limiter"},
+        {"'Kind': 'SlidingWindow', 'PermitLimit': 1048577", "PermitLimit",
+         "must be at most 1048576 for a SlidingWindow (it keeps one entry per permit), got "
+         "1048577"},
+        {"'TokenLimit': 1000000000, 'ReplenishmentPeriod': '5s'", "TokenLimit",
+         "TokenLimit × ReplenishmentPeriod must be at most 4611686018427387903 permit-ns, got "
+         "1000000000 × 5s"},
+    };
+    check_bad_values("{'Resilience': {'RateLimiters': {'l': {%s}}}}", "RateLimiters.l",
+                     ROWS(rows));
+}
+
+/* ---- Timeouts ------------------------------------------------------------------- */
+
+static void timeouts_rejects_each_invalid_value_by_key(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'DefaultTimeout': '0s'", "DefaultTimeout", "must be > 0, got \"0s\""},
+        {"'DefaultTimeout': 30", "DefaultTimeout",
+         "must be a duration such as \"30s\" or \"00:00:30\", got 30"},
+        {"'OperationTimeouts': {'q': '0s'}", "OperationTimeouts.q", "must be > 0, got \"0s\""},
+        {"'OperationTimeouts': {'q': 10}", "OperationTimeouts.q",
+         "must be a duration such as \"30s\" or \"00:00:30\", got 10"},
+        {"'OperationTimeouts': ['q']", "OperationTimeouts", "must be an object, got an array"},
+        {"'Default': '1s'", "Default", "unknown key (did you mean DefaultTimeout?)"},
+    };
+    check_bad_values("{'Resilience': {'Timeouts': {%s}}}", "Timeouts", ROWS(rows));
+}
+
+static void the_default_timeout_is_30s_unless_set(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {}}");
+    assert_duration_equal(resil_config_timeout(c, NULL), RESIL_S(30));
+    resil_config_free(c);
+    c = cfg_load("{'Resilience': {'Timeouts': {'DefaultTimeout': '5s',"
+                 " 'OperationTimeouts': {'Query': '1s'}}}}");
+    assert_duration_equal(resil_config_timeout(c, "other"), RESIL_S(5));
+    assert_duration_equal(resil_config_timeout(c, "query"), RESIL_S(1));
+    assert_string_equal(resil_config_name_at(c, RESIL_CONFIG_OPERATION_TIMEOUTS, 0), "Query");
+    resil_config_free(c);
+}
+
+/* ---- GracefulDegradation ---------------------------------------------------------- */
+
+static void degradation_absent_gives_excaliburs_defaults(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {}}");
+    resil_degrade_opts o;
+    assert_false(resil_config_degrade_get(c, &o));
+    assert_int_equal(o.level_count, 5);
+    assert_string_equal(o.levels[4].name, "Emergency");
+    assert_duration_equal(o.min_level_duration, RESIL_S(60));
+    resil_config_free(c);
+}
+
+static void degradation_reads_every_key(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load(
+        "{'Resilience': {'GracefulDegradation': {'EnableAutoAdjustment': false,"
+        " 'EvaluateOnCall': false, 'HealthCheckInterval': '10s', 'MinimumLevelDuration': '0s',"
+        " 'ErrorRateWindow': '2m', 'ErrorRateWindowBuckets': 12, 'MinimumThroughput': 50,"
+        " 'Levels': [{'Name': 'Brownout', 'PriorityThreshold': 20, 'ErrorRateThreshold': 5,"
+        "   'CpuThreshold': 75, 'MemoryThreshold': 80},"
+        "  {'Name': 'Blackout', 'PriorityThreshold': 90, 'ErrorRateThreshold': 40,"
+        "   'CpuThreshold': 95, 'MemoryThreshold': 95}]}}}");
+    resil_degrade_opts o;
+    assert_true(resil_config_degrade_get(c, &o));
+    assert_false(o.auto_adjust);
+    assert_false(o.evaluate_on_call);
+    assert_duration_equal(o.check_interval, RESIL_S(10));
+    assert_duration_equal(o.min_level_duration, 0);
+    assert_duration_equal(o.error_window, RESIL_S(120));
+    assert_int_equal(o.error_buckets, 12);
+    assert_int_equal(o.min_throughput, 50);
+    assert_int_equal(o.level_count, 2);
+    assert_string_equal(o.levels[0].name, "Brownout");
+    assert_int_equal(o.levels[0].priority_threshold, 20);
+    assert_near(o.levels[0].error_rate, 5, 0);
+    assert_near(o.levels[0].cpu, 75, 0);
+    assert_near(o.levels[0].memory, 80, 0);
+    assert_string_equal(o.levels[1].name, "Blackout");
+    assert_int_equal(o.levels[1].priority_threshold, 90);
+    resil_config_free(c);
+}
+
+#define LEVEL(name, p, e, cpu, mem)                                                         \
+    "{'Name': '" name "', 'PriorityThreshold': " #p ", 'ErrorRateThreshold': " #e            \
+    ", 'CpuThreshold': " #cpu ", 'MemoryThreshold': " #mem "}"
+
+static void degradation_rejects_each_invalid_value_by_key(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'EnableAutoAdjustment': 0", "EnableAutoAdjustment", "must be true or false, got 0"},
+        {"'HealthCheckInterval': '0s'", "HealthCheckInterval", "must be > 0, got \"0s\""},
+        {"'MinimumLevelDuration': '-1s'", "MinimumLevelDuration",
+         "must be a duration such as \"30s\" or \"00:00:30\", got \"-1s\": must not be "
+         "negative"},
+        {"'ErrorRateWindow': '0s'", "ErrorRateWindow", "must be > 0, got \"0s\""},
+        {"'ErrorRateWindowBuckets': 0", "ErrorRateWindowBuckets",
+         "must be a whole number in [1,1000], got 0"},
+        {"'ErrorRateWindowBuckets': 1001", "ErrorRateWindowBuckets",
+         "must be a whole number in [1,1000], got 1001"},
+        {"'MinimumThroughput': 0", "MinimumThroughput", "must be a whole number >= 1, got 0"},
+        {"'ErrorRateWindow': '5ms', 'ErrorRateWindowBuckets': 6", "ErrorRateWindowBuckets",
+         "ErrorRateWindow / ErrorRateWindowBuckets must be at least 1ms"},
+        {"'Levels': {}", "Levels",
+         "must be an array of 1 to 8 levels, mildest first, got an object"},
+        {"'Levels': []", "Levels", "must hold 1 to 8 levels, got 0"},
+        {"'Levels': [" LEVEL("A", 1, 1, 1, 1) "," LEVEL("B", 2, 2, 2, 2) "," LEVEL("C", 3, 3, 3,
+                                                                                  3) ","
+             LEVEL("D", 4, 4, 4, 4) "," LEVEL("E", 5, 5, 5, 5) "," LEVEL("F", 6, 6, 6, 6) ","
+             LEVEL("G", 7, 7, 7, 7) "," LEVEL("H", 8, 8, 8, 8) "," LEVEL("I", 9, 9, 9, 9) "]",
+         "Levels", "must hold 1 to 8 levels, got 9"},
+        {"'Levels': [{'Name': 'A', 'PriorityThreshold': 1, 'ErrorRateThreshold': 1,"
+         " 'CpuThreshold': 1}]",
+         "Levels[0]", "a level needs MemoryThreshold"},
+        {"'Levels': [" LEVEL("A", 1, 101, 1, 1) "]", "Levels[0].ErrorRateThreshold",
+         "must be a percentage in [0,100], got 101"},
+        {"'Levels': [" LEVEL("A", 1, 1, -1, 1) "]", "Levels[0].CpuThreshold",
+         "must be a percentage in [0,100], got -1"},
+        {"'Levels': [" LEVEL("A", 1, 1, 1, 100.5) "]", "Levels[0].MemoryThreshold",
+         "must be a percentage in [0,100], got 100.5"},
+        {"'Levels': [" LEVEL("A", 1.5, 1, 1, 1) "]", "Levels[0].PriorityThreshold",
+         "must be a whole number >= -2147483648, got 1.5"},
+        {"'Levels': [" LEVEL("", 1, 1, 1, 1) "]", "Levels[0].Name",
+         "must be a string of 1 to 31 bytes, got \"\""},
+        {"'Levels': [" LEVEL("A", 10, 1, 1, 1) "," LEVEL("B", 10, 2, 2, 2) "]",
+         "Levels[1].PriorityThreshold",
+         "must be greater than Levels[0].PriorityThreshold (10), got 10"},
+        {"'Levels': [" LEVEL("A", 10, 5, 1, 1) "," LEVEL("B", 20, 4, 2, 2) "]",
+         "Levels[1].ErrorRateThreshold", "must not be below Levels[0].ErrorRateThreshold (5), "
+                                         "got 4"},
+        {"'Levels': [" LEVEL("A", 10, 1, 60, 1) "," LEVEL("B", 20, 2, 50, 2) "]",
+         "Levels[1].CpuThreshold", "must not be below Levels[0].CpuThreshold (60), got 50"},
+        {"'Levels': [" LEVEL("A", 10, 1, 1, 70) "," LEVEL("B", 20, 2, 2, 69) "]",
+         "Levels[1].MemoryThreshold", "must not be below Levels[0].MemoryThreshold (70), got 69"},
+        {"'Levels': [{'Name': 'A', 'PriorityThreshold': 1, 'ErrorRateThreshold': 1,"
+         " 'CpuThreshold': 1, 'MemoryThreshold': 1, 'Cpu': 2}]",
+         "Levels[0].Cpu", "unknown key (did you mean CpuThreshold?)"},
+    };
+    check_bad_values("{'Resilience': {'GracefulDegradation': {%s}}}", "GracefulDegradation",
+                     ROWS(rows));
+}
+
+/* ---- DistributedCircuitBreaker ------------------------------------------------------ */
+
+static void distributed_breaker_defaults_are_excaliburs(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'DistributedCircuitBreaker': {}}}");
+    resil_config_distributed x;
+    assert_true(resil_config_distributed_get(c, &x));
+    assert_false(x.enabled);
+    assert_duration_equal(x.sync_interval, RESIL_S(5));
+    assert_int_equal(x.breaker.kind, RESIL_BREAKER_BOTH);
+    assert_near(x.breaker.failure_ratio, 0.5, 0);
+    assert_int_equal(x.breaker.minimum_throughput, 10);
+    assert_duration_equal(x.breaker.sampling_duration, RESIL_S(30));
+    assert_duration_equal(x.breaker.break_duration, RESIL_S(30));
+    assert_int_equal(x.breaker.failure_threshold, 5);
+    assert_int_equal(x.breaker.success_threshold, 3);
+    resil_config_free(c);
+    c = cfg_load("{'Resilience': {}}");
+    assert_false(resil_config_distributed_get(c, &x));
+    resil_config_free(c);
+}
+
+static void distributed_breaker_keeps_both_rules_unless_told(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'DistributedCircuitBreaker': {"
+                               "'Enabled': true, 'ConsecutiveFailureThreshold': 9}}}");
+    resil_config_distributed x;
+    resil_config_distributed_get(c, &x);
+    assert_true(x.enabled);
+    assert_int_equal(x.breaker.kind, RESIL_BREAKER_BOTH);
+    assert_int_equal(x.breaker.failure_threshold, 9);
+    resil_config_free(c);
+    c = cfg_load("{'Resilience': {'DistributedCircuitBreaker': {'Kind': 'Consecutive'}}}");
+    resil_config_distributed_get(c, &x);
+    assert_int_equal(x.breaker.kind, RESIL_BREAKER_CONSECUTIVE);
+    resil_config_free(c);
+}
+
+static void distributed_breaker_rejects_invalid_values_by_key(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'Enabled': 'on'", "Enabled", "must be true or false, got \"on\""},
+        {"'SyncInterval': '0s'", "SyncInterval", "must be > 0, got \"0s\""},
+        {"'FailureRatio': 2", "FailureRatio", "must be in (0,1], got 2"},
+        {"'Sync': '1s'", "Sync", "unknown key (did you mean SyncInterval?)"},
+    };
+    check_bad_values("{'Resilience': {'DistributedCircuitBreaker': {%s}}}",
+                     "DistributedCircuitBreaker", ROWS(rows));
+}
+
+/* ---- names ------------------------------------------------------------------------------ */
+
+static void the_unnamed_default_is_the_defaults_not_a_name(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'default': {'MaxRetryAttempts': 9}},"
+                               " 'CircuitBreakers': {'x': {'FailureRatio': 0.9}}}}");
+    resil_config_retry r;
+    assert_int_equal(resil_config_retry_get(c, NULL, &r), 0);
+    assert_int_equal(r.policy.max_attempts, 3);
+    assert_int_equal(resil_config_retry_get(c, "", &r), 0);
+    assert_int_equal(r.policy.max_attempts, 3);
+    resil_breaker_opts b;
+    assert_int_equal(resil_config_breaker_get(c, NULL, &b), 0);
+    assert_near(b.failure_ratio, 0.1, 0);
+    resil_config_free(c);
+}
+
+static void an_unknown_name_is_not_found_and_gives_the_defaults(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'a': {'MaxRetryAttempts': 9}},"
+                               " 'Bulkheads': {'a': {'MaxConcurrency': 1}},"
+                               " 'RateLimiters': {'a': {'TokenLimit': 1}}}}");
+    resil_config_retry r;
+    assert_int_equal(resil_config_retry_get(c, "b", &r), RESIL_ENOTFOUND);
+    assert_int_equal(r.policy.max_attempts, 3);
+    resil_bulkhead_opts h;
+    assert_int_equal(resil_config_bulkhead_get(c, "b", &h), RESIL_ENOTFOUND);
+    assert_int_equal(h.max_concurrency, 10);
+    resil_config_ratelimit l;
+    assert_int_equal(resil_config_ratelimit_get(c, "b", &l), RESIL_ENOTFOUND);
+    assert_int_equal(l.opts.burst, 100);
+    resil_breaker_opts o;
+    assert_int_equal(resil_config_breaker_get(c, "a", &o), RESIL_ENOTFOUND);
+    assert_int_equal(resil_config_retry_get(NULL, "a", &r), RESIL_EINVAL);
+    resil_config_free(c);
+}
+
+static void two_names_keep_their_own_settings(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {"
+                               "'reads': {'MaxRetryAttempts': 5, 'BaseDelay': '100ms'},"
+                               " 'writes': {'MaxRetryAttempts': 0}}}}");
+    resil_config_retry a, b;
+    resil_config_retry_get(c, "reads", &a);
+    resil_config_retry_get(c, "WRITES", &b);
+    assert_int_equal(a.policy.max_attempts, 6);
+    assert_duration_equal(a.policy.backoff.base, RESIL_MS(100));
+    assert_int_equal(b.policy.max_attempts, 1);
+    assert_duration_equal(b.policy.backoff.base, RESIL_S(1));
+    assert_int_equal(resil_config_count(c, RESIL_CONFIG_RETRY), 2);
+    assert_string_equal(resil_config_name_at(c, RESIL_CONFIG_RETRY, 1), "writes");
+    assert_null(resil_config_name_at(c, RESIL_CONFIG_RETRY, 2));
+    assert_string_equal(resil_config_section_name(RESIL_CONFIG_BREAKERS), "CircuitBreakers");
+    resil_config_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(retry_keys_absent_give_the_library_defaults),
+        cmocka_unit_test(retry_reads_every_key),
+        cmocka_unit_test(max_retry_attempts_counts_retries_after_the_first),
+        cmocka_unit_test(backoff_strategies_name_kind_and_jitter),
+        cmocka_unit_test(use_jitter_means_pollys_jitter_or_none),
+        cmocka_unit_test(retry_after_keys_and_nulls),
+        cmocka_unit_test(retry_rejects_each_invalid_value_by_key),
+        cmocka_unit_test(retry_refuses_keys_that_contradict_each_other),
+        cmocka_unit_test(breaker_keys_absent_give_the_library_defaults),
+        cmocka_unit_test(breaker_reads_every_key),
+        cmocka_unit_test(breaker_kind_follows_the_keys_given),
+        cmocka_unit_test(breaker_rejects_each_invalid_value_by_key),
+        cmocka_unit_test(bulkhead_defaults_are_excaliburs),
+        cmocka_unit_test(bulkhead_reads_every_key),
+        cmocka_unit_test(bulkhead_rejects_each_invalid_value_by_key),
+        cmocka_unit_test(rate_limiter_defaults_to_a_token_bucket),
+        cmocka_unit_test(rate_limiter_reads_every_key),
+        cmocka_unit_test(rate_limiter_rejects_each_invalid_value_by_key),
+        cmocka_unit_test(timeouts_rejects_each_invalid_value_by_key),
+        cmocka_unit_test(the_default_timeout_is_30s_unless_set),
+        cmocka_unit_test(degradation_absent_gives_excaliburs_defaults),
+        cmocka_unit_test(degradation_reads_every_key),
+        cmocka_unit_test(degradation_rejects_each_invalid_value_by_key),
+        cmocka_unit_test(distributed_breaker_defaults_are_excaliburs),
+        cmocka_unit_test(distributed_breaker_keeps_both_rules_unless_told),
+        cmocka_unit_test(distributed_breaker_rejects_invalid_values_by_key),
+        cmocka_unit_test(the_unnamed_default_is_the_defaults_not_a_name),
+        cmocka_unit_test(an_unknown_name_is_not_found_and_gives_the_defaults),
+        cmocka_unit_test(two_names_keep_their_own_settings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
