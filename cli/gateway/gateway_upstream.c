@@ -238,7 +238,9 @@ void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
     }
     snprintf(url, url_len, "%s%s", gw->cfg.upstream, f->target);
     char errbuf[CURL_ERROR_SIZE] = "";
-    long timeout_ms = (long)(gw->cfg.timeout / 1000000);
+    /* Rounded up: libcurl reads 0 ms as no timeout at all. */
+    resil_duration t = gw->cfg.timeout;
+    long timeout_ms = (long)(t / RESIL_MS(1) + (t % RESIL_MS(1) != 0));
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
