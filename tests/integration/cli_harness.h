@@ -34,6 +34,21 @@ typedef struct cli_result {
     char *err;  /* its standard error (heap) */
 } cli_result;
 
+/* cmocka setup and teardown: every test gets its own scratch directory,
+ * its path in *state. */
+static inline int cli_setup(void **state)
+{
+    *state = test_tmpdir();
+    return *state == NULL ? -1 : 0;
+}
+
+static inline int cli_teardown(void **state)
+{
+    test_rmtree(*state);
+    free(*state);
+    return 0;
+}
+
 /* The text of dir/name as a heap string, or NULL if it does not exist. */
 static inline char *cli_read(const char *dir, const char *name)
 {

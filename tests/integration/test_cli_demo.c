@@ -7,19 +7,6 @@
 
 #include "cli_harness.h"
 
-static int setup(void **state)
-{
-    *state = test_tmpdir();
-    return *state == NULL ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-    test_rmtree(*state);
-    free(*state);
-    return 0;
-}
-
 static char *golden(const char *name)
 {
     const char *src = getenv("RESIL_SOURCE_DIR");
@@ -207,7 +194,7 @@ static void help_describes_the_options(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
     const struct CMUnitTest tests[] = {
         T(default_is_the_csharp_example_with_seed_42),
         T(dotnet_seed_42_matches_the_article),

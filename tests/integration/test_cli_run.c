@@ -10,19 +10,6 @@
 
 #define FAIL_TWICE "echo run >> runs; [ $(wc -l < runs) -ge 3 ]"
 
-static int setup(void **state)
-{
-    *state = test_tmpdir();
-    return *state == NULL ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-    test_rmtree(*state);
-    free(*state);
-    return 0;
-}
-
 static void assert_contains(const char *haystack, const char *needle)
 {
     if (strstr(haystack, needle) == NULL)
@@ -778,7 +765,7 @@ static void signal_during_a_wait_ends_it_at_once(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
     const struct CMUnitTest tests[] = {
         T(fail_twice_then_succeed_exits_0_after_three_runs),
         T(always_failing_exits_with_last_code_after_three_runs),
