@@ -7,6 +7,7 @@
  * (run under TSan).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "cfgtest.h"
@@ -415,8 +416,12 @@ static void reloads_race_executions_safely(void **state)
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, execute_loop, &r);
-    for (int i = 1; i <= RELOADS; i++)
+    for (int i = 1; i <= RELOADS; i++) {
+        long seen = atomic_load(&r.executions);
         assert_int_equal(resil_policies_apply(r.reg, c[i % 2], NULL), 0);
+        while (atomic_load(&r.executions) < seen + THREADS) /* let them run on it */
+            sched_yield();
+    }
     atomic_store(&r.stop, true);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
