@@ -9,6 +9,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_breaker(int argc, char **argv);
 int cmd_gateway(int argc, char **argv);
 int cmd_http(int argc, char **argv);
 

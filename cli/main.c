@@ -18,6 +18,9 @@ static const command commands[] = {
     {"run", cmd_run, "run a command, retrying it under a policy"},
     {"demo", cmd_demo, "print the reference examples through the real executor"},
     {"sim", cmd_sim, "simulate what retry policies do to a struggling service"},
+#ifdef RESIL_CLI_REDIS
+    {"breaker", cmd_breaker, "look at or steer the breakers a fleet shares in Redis"},
+#endif
     {"gateway", cmd_gateway, "an HTTP proxy that gives a service idempotency keys"},
 #ifdef RESIL_CLI_HTTP
     {"http", cmd_http, "fetch URLs with libcurl, retrying as curl --retry should"},

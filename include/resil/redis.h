@@ -1,0 +1,296 @@
+/*
+ * redis.h — fleet scale on Redis: circuit breakers whose state (and, if
+ * asked, whose counting) every instance of a service shares, and a retry
+ * budget the whole fleet draws from. Part of libresil-redis (hiredis); not
+ * included by resil.h.
+ *
+ * The shape is set by one rule: a call never waits for Redis on its way
+ * through a closed breaker. Each instance keeps the shared state in a local
+ * cache and its outcomes in local counters; a background thread per client
+ * flushes the counters every `sync_interval` (at once when they would trip
+ * a rule) through one server-side Lua script that updates the counts and
+ * the state atomically, and learns of changes other instances make from a
+ * PUBLISH on a second connection. Only the rare calls that need a fleet
+ * decision — the probe admitted after a break, manual control — talk to
+ * Redis themselves, each bounded by `timeout`.
+ *
+ *   instance A ──records──▶ local counters ──every sync_interval──▶ EVALSHA ┐
+ *   instance B ◀──cached state◀── SUBSCRIBE ◀── PUBLISH on a transition ◀───┘
+ *
+ * Two ways to count (resil_redis_counting):
+ *  - FLEET (the default): the rolling window and the consecutive-failure run
+ *    live in Redis, so failure_threshold, minimum_throughput and
+ *    failure_ratio are fleet totals: four instances failing twice each reach
+ *    a threshold of 8.
+ *  - LOCAL: each instance counts its own calls with a local breaker, as a
+ *    cache without atomic increments forces the peer libraries to; only the
+ *    state is shared — a local trip opens the breaker for everyone.
+ *
+ * When Redis is down, slow or answering errors, every call falls back to a
+ * local breaker (and the budget to a local budget) built from the same
+ * options, a RESIL_REDIS_DOWN event says so, and the client reconnects with
+ * backoff; on return it re-reads every shared state (RESIL_REDIS_UP). A
+ * Redis restart that lost the keys starts every breaker closed.
+ *
+ * Times shared through Redis (when a break ends, which bucket a count lands
+ * in) are the instances' wall clocks (resil_clock's wall_now) in whole
+ * milliseconds, so instances need clocks synchronised to well within the
+ * break and the sampling bucket (NTP gives milliseconds); a fake clock makes
+ * the shared state testable. See docs/fleet.md for the staleness this
+ * design allows, the key layout and the failure modes.
+ */
+#ifndef RESIL_REDIS_H
+#define RESIL_REDIS_H
+
+#include "breaker.h"
+#include "budget.h"
+
+RESIL_BEGIN_DECLS
+
+/* ---- the client: connections, the sync thread, events ------------------- */
+
+typedef struct resil_redis resil_redis;
+
+typedef enum resil_redis_event_type {
+    RESIL_REDIS_DOWN = 1, /* Redis unreachable, slow or failing: local fallback */
+    RESIL_REDIS_UP,       /* reconnected and re-synced: shared state again */
+    RESIL_REDIS_STATE     /* a shared breaker changed state, as this client saw it */
+} resil_redis_event_type;
+
+typedef struct resil_redis_event {
+    resil_redis_event_type type;
+    const char *name;            /* STATE: the breaker's name; else "" */
+    resil_breaker_state from;    /* STATE: the state this client had cached */
+    resil_breaker_state to;
+    resil_breaker_reason reason; /* STATE: why the fleet changed (reset when a
+                                    Redis restart lost the key) */
+    uint64_t epoch;              /* STATE: the shared state's new epoch */
+    const char *detail;          /* DOWN: what failed, e.g. "timeout after 50ms" */
+} resil_redis_event;
+
+/* Called on the client's sync thread, one event at a time, in the order the
+ * client saw the changes. It must not call resil_redis_sync(). */
+typedef void (*resil_redis_listener_fn)(const resil_redis_event *ev, void *ud);
+
+#define RESIL_REDIS_PREFIX_MAX 64 /* bytes, including the terminating NUL */
+
+typedef struct resil_redis_opts {
+    const char *url;              /* required: redis://[[user]:password@]host[:port][/db] */
+    const char *prefix;           /* default "resil:"; every key and the channel start with it */
+    resil_duration timeout;       /* default 50 ms; bounds every connect and command; [1 ms, 10 s] */
+    resil_duration sync_interval; /* default 100 ms; the most counts wait before a flush; [1 ms, 1 h] */
+    resil_duration refresh_interval; /* default 1 s; idle breakers re-read their state this often
+                                        (in case a PUBLISH was missed); >= sync_interval */
+    resil_duration key_ttl;       /* default 24 h; keys nobody writes for this long expire; >= 1 s */
+    resil_backoff reconnect;      /* default exponential from 100 ms, full jitter, cap 5 s */
+    bool allow_offline_start;     /* default false: refuse when nothing answers at url */
+    resil_clock *clock;           /* wall time for admin calls by name; NULL = system */
+    resil_redis_listener_fn listener; /* optional */
+    void *listener_ud;
+} resil_redis_opts;
+
+RESIL_API void resil_redis_opts_default(resil_redis_opts *o);
+
+/*
+ * Connect, check that a Redis server answers at opts->url (PING), load the
+ * script and start the sync thread. Refused with RESIL_EINVAL (err names
+ * the field) for bad options — a missing url among them: a shared breaker
+ * needs a Redis server, and a plain resil_breaker serves one instance —
+ * and with RESIL_EBACKEND when the server there is not Redis (it answered
+ * something else), refuses us (AUTH, SELECT) or, unless
+ * allow_offline_start, when nothing answers within the timeout.
+ */
+RESIL_API int resil_redis_new(const resil_redis_opts *o, resil_redis **out,
+                              resil_err *err);
+/* Release the caller's reference. Breakers and budgets made from the client
+ * hold references of their own; the sync thread stops and the connections
+ * close when the last one goes. NULL-tolerant. */
+RESIL_API void resil_redis_free(resil_redis *r);
+
+/* Is the client connected (shared state in force), as of its last command? */
+RESIL_API bool resil_redis_connected(resil_redis *r);
+
+/*
+ * Run a sync round now and wait for it: every pending count, probe result
+ * and trip is flushed and every shared state re-read. 0, or RESIL_EBACKEND
+ * when Redis is down (the round did not happen or failed part-way).
+ * For tests, shutdown paths and admin tools; calls never need it.
+ */
+RESIL_API int resil_redis_sync(resil_redis *r);
+
+typedef struct resil_redis_stats {
+    bool connected;
+    uint64_t rounds;           /* sync rounds that sent at least one command */
+    uint64_t commands;         /* commands sent, on every connection */
+    uint64_t noscript;         /* EVALSHA answered NOSCRIPT and EVAL stood in */
+    uint64_t messages;         /* state changes received by SUBSCRIBE */
+    uint64_t disconnects;      /* times the client fell back to local state */
+    uint64_t reconnects;       /* times it came back */
+    uint64_t command_errors;   /* error replies other than NOSCRIPT */
+    uint64_t events_dropped;   /* listener events lost to a full queue */
+} resil_redis_stats;
+
+RESIL_API int resil_redis_stats_get(resil_redis *r, resil_redis_stats *out);
+
+/* ---- the shared breaker ------------------------------------------------- */
+
+typedef struct resil_redis_breaker resil_redis_breaker;
+
+typedef enum resil_redis_counting {
+    RESIL_REDIS_COUNT_FLEET = 0, /* counts in Redis; thresholds are fleet totals */
+    RESIL_REDIS_COUNT_LOCAL = 1  /* each instance counts; only the state is shared */
+} resil_redis_counting;
+
+#define RESIL_REDIS_MAX_PROBES 64
+
+typedef struct resil_redis_breaker_opts {
+    const char *name;        /* required; the key is PREFIX "breaker:" NAME */
+    resil_breaker_opts rules; /* trip rules, break, half-open: resil_breaker_opts_default();
+                                 break_duration >= 1 ms, half_open_probes <= 64;
+                                 rules.name and rules.listener are not used */
+    resil_redis_counting counting; /* default FLEET */
+    const resil_breaker_opts *fallback; /* the local breaker used while Redis is
+                                           down (and, LOCAL, for counting);
+                                           NULL = rules */
+} resil_redis_breaker_opts;
+
+RESIL_API void resil_redis_breaker_opts_default(resil_redis_breaker_opts *o);
+/* Create an instance's handle on the shared breaker `o->name` and read its
+ * shared state (bounded by the timeout; when Redis is down the handle starts
+ * on its local fallback). RESIL_EINVAL naming the field, RESIL_ENOMEM. */
+RESIL_API int resil_redis_breaker_new(resil_redis *r,
+                                      const resil_redis_breaker_opts *o,
+                                      resil_redis_breaker **out, resil_err *err);
+/* Drops the handle (counts not yet flushed are lost; resil_redis_sync()
+ * first to keep them). NULL-tolerant. */
+RESIL_API void resil_redis_breaker_free(resil_redis_breaker *b);
+RESIL_API const char *resil_redis_breaker_name(const resil_redis_breaker *b);
+
+typedef struct resil_redis_permit {
+    resil_breaker_state state;  /* the state that admitted or rejected the call */
+    bool probe;                 /* admitted as one of the fleet's half-open probes */
+    bool fallback;              /* decided by the local breaker (Redis down, or LOCAL counting) */
+    resil_instant start;        /* when admitted, if a rule needed the time; else 0 */
+    resil_duration retry_after; /* on rejection: time until a probe may be admitted */
+    /* private */
+    uint64_t epoch;
+    uint32_t slot;
+    uint64_t ticket;
+    resil_breaker_permit local;
+} resil_redis_permit;
+
+/*
+ * The call protocol, as resil_breaker_acquire/record. A closed breaker
+ * admits from the cache. An open one past its break, or a half-open one,
+ * asks Redis for one of the fleet's probe slots: that call waits at most
+ * the timeout (one caller per client at a time; the others are rejected
+ * meanwhile), and falls back to the local breaker if Redis fails it.
+ */
+RESIL_API int resil_redis_breaker_acquire(resil_redis_breaker *b, resil_redis_permit *p);
+/* 0 when counted, RESIL_ESTATE when discarded (the shared state moved on
+ * since the call was admitted), RESIL_EINVAL for a NULL breaker or permit.
+ * Never waits for Redis: results are flushed by the sync thread. */
+RESIL_API int resil_redis_breaker_record(resil_redis_breaker *b,
+                                         const resil_redis_permit *p,
+                                         resil_breaker_result r);
+/* acquire, op(ctx), classify (NULL = resil_breaker_classify_default),
+ * record; as resil_breaker_execute, including the rejected outcome. */
+RESIL_API int resil_redis_breaker_execute(resil_redis_breaker *b, resil_op_fn op,
+                                          resil_attempt_ctx *ctx,
+                                          resil_breaker_classify_fn classify,
+                                          void *classify_ud, resil_outcome *out);
+
+/* Manual control of the shared state, seen by every instance: 0, or
+ * RESIL_EBACKEND (nothing changed) when Redis cannot be reached. Close
+ * clears the counts and the grown break; reset also forgets the history. */
+RESIL_API int resil_redis_breaker_isolate(resil_redis_breaker *b);
+RESIL_API int resil_redis_breaker_close(resil_redis_breaker *b);
+RESIL_API int resil_redis_breaker_reset(resil_redis_breaker *b);
+
+/* The state a call would meet now: the cached shared state, or while Redis
+ * is down the local fallback's (after an open break cached from the fleet
+ * has run out). Lazy like resil_breaker_state_of: open past the break reads
+ * open until a call asks for the probe. */
+RESIL_API resil_breaker_state resil_redis_breaker_state(const resil_redis_breaker *b);
+/* The local fallback breaker (not a new reference): its state and stats. */
+RESIL_API resil_breaker *resil_redis_breaker_fallback(const resil_redis_breaker *b);
+
+/* The shared state as Redis holds it. */
+typedef struct resil_redis_breaker_status {
+    resil_breaker_state state;
+    resil_breaker_reason reason;   /* why it entered this state; 0 = never changed */
+    uint64_t epoch;                /* moves on at every shared transition */
+    int64_t open_until_ms;         /* open: Unix ms after which a probe may go */
+    int64_t last_opened_ms;        /* Unix ms; 0 = never opened */
+    uint64_t opens;
+    uint32_t consecutive_failures; /* the fleet's run (FLEET counting) */
+    uint64_t window_total;         /* the fleet's window as of now (FLEET) */
+    uint64_t window_failures;
+    uint64_t window_slow;
+    uint32_t probes_in_flight;
+    uint32_t probe_successes;
+    resil_duration current_break;
+    resil_duration ttl;            /* until the key expires unless written */
+} resil_redis_breaker_status;
+
+/* Read the shared state through the breaker (its clock places the window).
+ * 0, RESIL_EBACKEND. */
+RESIL_API int resil_redis_breaker_status_get(resil_redis_breaker *b,
+                                             resil_redis_breaker_status *out);
+
+/* ---- administration by name (what `resil breaker` uses) ----------------- */
+
+typedef enum resil_redis_control_op {
+    RESIL_REDIS_ISOLATE = 1,
+    RESIL_REDIS_CLOSE,
+    RESIL_REDIS_RESET
+} resil_redis_control_op;
+
+/* Change the shared breaker `name`; every instance learns of it by PUBLISH.
+ * 0, RESIL_EINVAL (bad name or op), RESIL_EBACKEND. Reset creates the key
+ * if absent; isolate and close of an unknown name give RESIL_ENOTFOUND. */
+RESIL_API int resil_redis_control(resil_redis *r, const char *name,
+                                  resil_redis_control_op op, resil_err *err);
+/* 0, RESIL_ENOTFOUND (no such key), RESIL_EINVAL, RESIL_EBACKEND. */
+RESIL_API int resil_redis_status_get(resil_redis *r, const char *name,
+                                     resil_redis_breaker_status *out,
+                                     resil_err *err);
+/* Call fn for the name of every shared breaker under the prefix, in the
+ * order SCAN returns them (fn returns non-zero to stop). 0, RESIL_EBACKEND. */
+typedef int (*resil_redis_name_fn)(const char *name, void *ud);
+RESIL_API int resil_redis_list(resil_redis *r, resil_redis_name_fn fn, void *ud,
+                               resil_err *err);
+
+/* ---- the fleet-wide retry budget ---------------------------------------- */
+
+/*
+ * gRPC's token model with the tokens in Redis (key PREFIX "budget:" NAME,
+ * thousandths, updated by the script): each counted failure −1, each
+ * success +token_ratio, retries allowed while tokens > max_tokens/2. An
+ * instance leases up to `lease_tokens` of the headroom above max/2 at each
+ * sync and spends it on its own failures, so a retry decision never waits
+ * for Redis: it is allowed while the instance's lease is above zero.
+ * Leases are returned and renewed at every round with activity, and at once
+ * when one runs low. When the fleet's headroom is gone every instance is
+ * denied, including those that never failed. While Redis is down, a local
+ * budget decides (`fallback`, fed with every outcome all along).
+ */
+typedef struct resil_redis_budget_opts {
+    const char *name;     /* required */
+    double max_tokens;    /* default 10; > 0 and <= 1e6 */
+    double token_ratio;   /* default 0.1; in [0.001, max_tokens] */
+    double lease_tokens;  /* default 2; in [0.001, max_tokens] */
+    const resil_budget_opts *fallback; /* NULL = the tokens model with the same
+                                          max (up to 1000) and ratio */
+} resil_redis_budget_opts;
+
+RESIL_API void resil_redis_budget_opts_default(resil_redis_budget_opts *o);
+/* A budget handle for the retry executor (free with resil_budget_free),
+ * with its first lease taken. RESIL_EINVAL naming the field, RESIL_ENOMEM. */
+RESIL_API int resil_redis_budget_new(resil_redis *r,
+                                     const resil_redis_budget_opts *o,
+                                     resil_budget **out, resil_err *err);
+
+RESIL_END_DECLS
+
+#endif

@@ -1,0 +1,830 @@
+/*
+ * breaker.c — an instance's handle on a shared breaker: the cached shared
+ * state that calls read, the counters they write, and the member hooks
+ * through which the sync thread flushes and refreshes them.
+ *
+ * A call through a closed shared breaker must cost about what it costs
+ * through a local one, so the hot path touches only this handle: acquire is
+ * one atomic load of the cached word (epoch | state); a success is one
+ * relaxed increment on a per-thread stripe (threads never bounce one cache
+ * line between them) plus two reads that write only when a failure run
+ * ends or a batch's first success lands. Failures are rarer and may
+ * contend: they go to plain counters and check whether the fleet's last
+ * known counts plus this batch would reach a rule — if so, the sync thread
+ * is woken at once instead of at the next interval.
+ *
+ * The epoch in the cached word is the shared state's: the script moves it
+ * on at every transition, and it starts from the server's clock whenever
+ * the key is created, so "newer" is a plain comparison even across a Redis
+ * restart. A result is counted only against the epoch that admitted it.
+ *
+ * The local fallback breaker is a full resil_breaker with the same rules.
+ * With FLEET counting it is consulted only while Redis is down, and starts
+ * fresh at each outage. With LOCAL counting it does the counting always:
+ * its trip is pushed to Redis as the shared trip, and it is reset when the
+ * shared state closes again.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet.h"
+
+#define STRIPES 16
+#define KEY_MAX (RESIL_REDIS_PREFIX_MAX + 8 + RESIL_BREAKER_NAME_MAX)
+
+typedef struct stripe {
+    _Alignas(64) _Atomic uint64_t successes;
+} stripe;
+
+typedef struct probe_result {
+    bool used;
+    uint64_t epoch;
+    uint64_t ticket;
+    int result; /* 0 success, 1 failure, 2 ignored: the script's codes */
+} probe_result;
+
+struct resil_redis_breaker {
+    fleet_member member;
+    resil_redis *client;
+    resil_clock *clock;
+    resil_breaker *local;
+    resil_redis_counting counting;
+    fleet_rules rules;
+    bool consecutive_on, ratio_on, slow_on;
+    resil_duration slow_call_duration;
+    char name[RESIL_BREAKER_NAME_MAX];
+    char key[KEY_MAX];
+
+    /* The cached shared state: written under mu, read by every call. */
+    _Alignas(64) _Atomic uint64_t cached; /* epoch << 3 | state */
+    _Atomic int64_t open_until_ns;        /* wall time */
+    _Atomic int64_t probe_wait_ns;        /* half-open: no free slot before */
+    _Atomic uint32_t fleet_run;
+    _Atomic uint64_t fleet_total, fleet_failures, fleet_slow;
+
+    /* This batch's counts (FLEET), and a local trip to push (LOCAL). */
+    _Alignas(64) _Atomic uint64_t failures;
+    _Atomic uint64_t slow;
+    _Atomic uint32_t run;
+    _Atomic bool any_success;
+    _Atomic int trip;
+    stripe ok[STRIPES];
+
+    pthread_mutex_t mu; /* cache updates and the probe results */
+    probe_result *results; /* one per probe slot */
+    int64_t last_refresh;  /* sync thread only */
+};
+
+#define STATE_BITS 3
+#define STATE_MASK UINT64_C(7)
+
+static uint64_t word(uint64_t epoch, resil_breaker_state s)
+{
+    return (epoch << STATE_BITS) | (uint64_t)s;
+}
+static uint64_t word_epoch(uint64_t w) { return w >> STATE_BITS; }
+static resil_breaker_state word_state(uint64_t w)
+{
+    return (resil_breaker_state)(w & STATE_MASK);
+}
+
+static uint64_t load_cached(const resil_redis_breaker *b)
+{
+    return atomic_load_explicit(&((resil_redis_breaker *)b)->cached, memory_order_acquire);
+}
+
+static int64_t ms_to_ns(int64_t ms)
+{
+    if (ms > INT64_MAX / 1000000)
+        return INT64_MAX;
+    if (ms < INT64_MIN / 1000000)
+        return INT64_MIN;
+    return ms * 1000000;
+}
+
+static bool up(const resil_redis_breaker *b) { return resil__redis_up(b->client); }
+static int64_t wall_ns(const resil_redis_breaker *b) { return resil_clock_wall_now(b->clock); }
+
+static stripe *my_stripe(resil_redis_breaker *b)
+{
+    static _Atomic unsigned next;
+    static _Thread_local unsigned mine = UINT_MAX;
+    if (mine == UINT_MAX)
+        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % STRIPES;
+    return &b->ok[mine];
+}
+
+static uint64_t pending_successes(resil_redis_breaker *b, bool take)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < STRIPES; i++)
+        n += take ? atomic_exchange_explicit(&b->ok[i].successes, 0, memory_order_relaxed)
+                  : atomic_load_explicit(&b->ok[i].successes, memory_order_relaxed);
+    return n;
+}
+
+/* The batch: taken by the sync thread, or dropped on a new epoch or outage. */
+typedef struct batch {
+    uint64_t successes, failures, slow;
+    uint32_t run;
+    bool any_success;
+} batch;
+
+static batch take_batch(resil_redis_breaker *b)
+{
+    batch t;
+    t.successes = pending_successes(b, true);
+    t.failures = atomic_exchange_explicit(&b->failures, 0, memory_order_relaxed);
+    t.slow = atomic_exchange_explicit(&b->slow, 0, memory_order_relaxed);
+    t.run = atomic_exchange_explicit(&b->run, 0, memory_order_relaxed);
+    t.any_success = atomic_exchange_explicit(&b->any_success, false, memory_order_relaxed);
+    return t;
+}
+
+/* ---- learning the shared state (under no lock of ours; takes mu) ---------- */
+
+static void set_fleet_counts(resil_redis_breaker *b, const fleet_state *s)
+{
+    atomic_store_explicit(&b->fleet_run, s->run, memory_order_relaxed);
+    atomic_store_explicit(&b->fleet_total, s->window_total, memory_order_relaxed);
+    atomic_store_explicit(&b->fleet_failures, s->window_failures, memory_order_relaxed);
+    atomic_store_explicit(&b->fleet_slow, s->window_slow, memory_order_relaxed);
+}
+
+static void announce_change(resil_redis_breaker *b, resil_breaker_state from,
+                            const fleet_state *s)
+{
+    resil_redis_event ev = {
+        .type = RESIL_REDIS_STATE,
+        .name = b->name,
+        .from = from,
+        .to = s->state,
+        .reason = s->reason != 0 ? s->reason : RESIL_BREAKER_BY_RESET,
+        .epoch = s->epoch,
+        .detail = "",
+    };
+    resil__redis_event(b->client, &ev);
+}
+
+/* Take a shared state seen in an answer (with_counts) or a message. Older
+ * epochs are ignored; a newer one replaces the cache, drops the batch
+ * counted under the old one and, for LOCAL counting, restarts the local
+ * breaker when the fleet closes. */
+static void learn(resil_redis_breaker *b, const fleet_state *s, bool with_counts)
+{
+    pthread_mutex_lock(&b->mu);
+    uint64_t w = atomic_load_explicit(&b->cached, memory_order_relaxed);
+    if (s->epoch < word_epoch(w) || (s->epoch == word_epoch(w) && !with_counts)) {
+        pthread_mutex_unlock(&b->mu);
+        return;
+    }
+    if (with_counts)
+        set_fleet_counts(b, s);
+    if (s->epoch == word_epoch(w)) {
+        pthread_mutex_unlock(&b->mu);
+        return;
+    }
+    if (!with_counts) {
+        fleet_state zero = {0};
+        set_fleet_counts(b, &zero);
+    }
+    resil_breaker_state from = word_state(w);
+    atomic_store_explicit(&b->open_until_ns, ms_to_ns(s->until_ms), memory_order_relaxed);
+    atomic_store_explicit(&b->probe_wait_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->cached, word(s->epoch, s->state), memory_order_release);
+    take_batch(b);
+    if (from != s->state && s->state == RESIL_BREAKER_CLOSED &&
+        b->counting == RESIL_REDIS_COUNT_LOCAL)
+        resil_breaker_reset(b->local);
+    pthread_mutex_unlock(&b->mu);
+    if (from != s->state)
+        announce_change(b, from, s);
+}
+
+/* ---- member hooks (sync thread, under the client's list lock) -------------- */
+
+static resil_redis_breaker *of(fleet_member *m) { return (resil_redis_breaker *)m; }
+
+static fleet_cmd command(resil_redis_breaker *b, fleet_op op)
+{
+    fleet_cmd c = {.op = op, .member = &b->member, .key = b->key, .name = b->name,
+                   .now_ms = resil__fleet_wall_ms(b->clock), .rules = &b->rules};
+    return c;
+}
+
+static void collect_results(resil_redis_breaker *b, fleet_queue *q)
+{
+    pthread_mutex_lock(&b->mu);
+    for (uint32_t i = 0; i < b->rules.probes; i++) {
+        probe_result *r = &b->results[i];
+        if (!r->used)
+            continue;
+        fleet_cmd c = command(b, FLEET_RESULT);
+        c.arg[0] = (int64_t)r->epoch;
+        c.arg[1] = i;
+        c.arg[2] = (int64_t)r->ticket;
+        c.arg[3] = r->result;
+        if (resil__fleet_queue_push(q, &c) == 0)
+            r->used = false;
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void collect(fleet_member *m, fleet_queue *q, int64_t now, bool forced)
+{
+    resil_redis_breaker *b = of(m);
+    collect_results(b, q);
+    batch t = take_batch(b);
+    int trip = atomic_exchange_explicit(&b->trip, 0, memory_order_relaxed);
+    bool counts = t.successes + t.failures > 0;
+    bool due = forced || now - b->last_refresh >= resil__redis_config(b->client)->refresh_interval;
+    if (!counts && trip == 0 && !due)
+        return;
+    fleet_cmd c = command(b, FLEET_SYNC);
+    c.arg[0] = (int64_t)word_epoch(load_cached(b));
+    c.arg[1] = (int64_t)t.successes;
+    c.arg[2] = (int64_t)t.failures;
+    c.arg[3] = (int64_t)t.slow;
+    c.arg[4] = t.run;
+    c.arg[5] = t.any_success ? 1 : 0;
+    c.arg[6] = trip;
+    if (resil__fleet_queue_push(q, &c) == 0)
+        b->last_refresh = now;
+}
+
+static void apply(fleet_member *m, const fleet_cmd *c, const fleet_state *s)
+{
+    (void)c;
+    learn(of(m), s, true);
+}
+
+static void lost(fleet_member *m, const fleet_cmd *c)
+{
+    resil_redis_breaker *b = of(m);
+    int expected = 0;
+    if (c->op == FLEET_SYNC && c->arg[6] != 0)
+        atomic_compare_exchange_strong(&b->trip, &expected, (int)c->arg[6]);
+}
+
+static void down(fleet_member *m)
+{
+    resil_redis_breaker *b = of(m);
+    take_batch(b);
+    pthread_mutex_lock(&b->mu);
+    for (uint32_t i = 0; i < b->rules.probes; i++)
+        b->results[i].used = false;
+    pthread_mutex_unlock(&b->mu);
+    if (b->counting == RESIL_REDIS_COUNT_FLEET)
+        resil_breaker_reset(b->local);
+}
+
+static void message(fleet_member *m, const fleet_state *s) { learn(of(m), s, false); }
+
+static const fleet_member_ops breaker_ops = {collect, apply, lost, down, message};
+
+/* The local breaker's listener: with LOCAL counting its trip is the fleet's. */
+static void local_event(resil_breaker *local, const resil_breaker_event *ev, void *ud)
+{
+    (void)local;
+    resil_redis_breaker *b = ud;
+    if (b->counting != RESIL_REDIS_COUNT_LOCAL || ev->from != RESIL_BREAKER_CLOSED ||
+        ev->to != RESIL_BREAKER_OPEN)
+        return;
+    atomic_store_explicit(&b->trip, (int)ev->reason, memory_order_relaxed);
+    resil__redis_wake(b->client);
+}
+
+/* ---- options and life ------------------------------------------------------- */
+
+void resil_redis_breaker_opts_default(resil_redis_breaker_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    resil_breaker_opts_default(&o->rules);
+    o->counting = RESIL_REDIS_COUNT_FLEET;
+}
+
+static int64_t ceil_ms(resil_duration d)
+{
+    return d <= 0 ? 0 : d / 1000000 + (d % 1000000 != 0);
+}
+
+static fleet_rules rules_of(const resil_breaker_opts *o)
+{
+    fleet_rules r = {
+        .kind = (int)o->kind,
+        .threshold = o->failure_threshold,
+        .ratio = o->failure_ratio,
+        .minimum = o->minimum_throughput,
+        .sampling_ms = ceil_ms(o->sampling_duration),
+        .slow_on = o->slow_call_duration > 0,
+        .slow_ratio = o->slow_call_ratio,
+        .break_ms = ceil_ms(o->break_duration),
+        .growth = o->break_growth,
+        .max_break_ms = ceil_ms(o->max_break_duration),
+        .probes = o->half_open_probes,
+        .success_threshold = o->success_threshold,
+        .probe_timeout_ms = ceil_ms(o->probe_timeout),
+    };
+    if (r.max_break_ms < r.break_ms)
+        r.max_break_ms = r.break_ms;
+    return r;
+}
+
+static int validate(resil_redis *r, const resil_redis_breaker_opts *o, resil_err *err)
+{
+    if (r == NULL || o == NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_breaker: a client and options are required");
+    if (!resil__fleet_name_ok(o->name))
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_breaker.name must be 1 to %d printable bytes",
+                             RESIL_BREAKER_NAME_MAX - 1);
+    if (o->counting != RESIL_REDIS_COUNT_FLEET && o->counting != RESIL_REDIS_COUNT_LOCAL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_breaker.counting must be FLEET or LOCAL, got %d",
+                             (int)o->counting);
+    int rc = resil_breaker_opts_validate(&o->rules, err);
+    if (rc != 0)
+        return rc;
+    if (o->rules.break_duration < RESIL_MS(1))
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_breaker.rules.break_duration must be >= 1ms "
+                             "(Redis keeps milliseconds)");
+    if (o->rules.half_open_probes > RESIL_REDIS_MAX_PROBES)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_breaker.rules.half_open_probes must be <= %d, got %u",
+                             RESIL_REDIS_MAX_PROBES, o->rules.half_open_probes);
+    if (o->fallback != NULL)
+        return resil_breaker_opts_validate(o->fallback, err);
+    return 0;
+}
+
+static void destroy(resil_redis_breaker *b)
+{
+    resil_breaker_free(b->local);
+    free(b->results);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static int make_local(resil_redis_breaker *b, const resil_redis_breaker_opts *o,
+                      resil_err *err)
+{
+    resil_breaker_opts lo = o->fallback != NULL ? *o->fallback : o->rules;
+    lo.name = b->name;
+    lo.listener = local_event;
+    lo.listener_ud = b;
+    if (lo.clock == NULL)
+        lo.clock = o->rules.clock;
+    return resil_breaker_new(&lo, &b->local, err);
+}
+
+static resil_redis_breaker *alloc_breaker(resil_redis *r, const resil_redis_breaker_opts *o)
+{
+    resil_redis_breaker *b = aligned_alloc(64, (sizeof *b + 63) / 64 * 64);
+    if (b == NULL)
+        return NULL;
+    memset(b, 0, sizeof *b);
+    b->results = calloc(o->rules.half_open_probes, sizeof *b->results);
+    if (b->results == NULL) {
+        free(b);
+        return NULL;
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    b->client = r;
+    b->clock = o->rules.clock != NULL ? o->rules.clock : resil_clock_system();
+    b->counting = o->counting;
+    b->rules = rules_of(&o->rules);
+    b->consecutive_on = (o->rules.kind & RESIL_BREAKER_CONSECUTIVE) != 0;
+    b->ratio_on = (o->rules.kind & RESIL_BREAKER_RATIO) != 0;
+    b->slow_on = o->rules.slow_call_duration > 0;
+    b->slow_call_duration = o->rules.slow_call_duration;
+    snprintf(b->name, sizeof b->name, "%s", o->name);
+    snprintf(b->key, sizeof b->key, "%sbreaker:%s", resil__redis_config(r)->prefix, o->name);
+    b->member.ops = &breaker_ops;
+    b->member.name = b->name;
+    atomic_init(&b->cached, word(0, RESIL_BREAKER_CLOSED));
+    return b;
+}
+
+int resil_redis_breaker_new(resil_redis *r, const resil_redis_breaker_opts *o,
+                            resil_redis_breaker **out, resil_err *err)
+{
+    if (out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "redis_breaker: out must not be NULL");
+    *out = NULL;
+    int rc = validate(r, o, err);
+    if (rc != 0)
+        return rc;
+    resil_redis_breaker *b = alloc_breaker(r, o);
+    if (b == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "redis_breaker: out of memory");
+    rc = make_local(b, o, err);
+    if (rc != 0) {
+        destroy(b);
+        return rc;
+    }
+    resil__redis_retain(r);
+    resil__redis_attach(r, &b->member);
+    *out = b;
+    return 0;
+}
+
+void resil_redis_breaker_free(resil_redis_breaker *b)
+{
+    if (b == NULL)
+        return;
+    resil_redis *r = b->client;
+    resil__redis_detach(r, &b->member);
+    destroy(b);
+    resil_redis_free(r);
+}
+
+const char *resil_redis_breaker_name(const resil_redis_breaker *b)
+{
+    return b != NULL ? b->name : "";
+}
+
+resil_breaker *resil_redis_breaker_fallback(const resil_redis_breaker *b)
+{
+    return b != NULL ? b->local : NULL;
+}
+
+/* ---- acquire ------------------------------------------------------------------ */
+
+static void permit_init(resil_redis_permit *p, uint64_t w)
+{
+    memset(p, 0, sizeof *p);
+    p->state = word_state(w);
+    p->epoch = word_epoch(w);
+}
+
+static int reject(resil_redis_permit *p, uint64_t w, resil_duration retry_after)
+{
+    permit_init(p, w);
+    p->retry_after = retry_after < 0 ? 0 : retry_after;
+    return RESIL_EREJECTED;
+}
+
+static int from_local(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w)
+{
+    permit_init(p, w);
+    p->fallback = true;
+    int rc = resil_breaker_acquire(b->local, &p->local);
+    p->state = p->local.state;
+    p->start = p->local.start;
+    p->retry_after = p->local.retry_after;
+    return rc;
+}
+
+/* Redis is down: a break the fleet announced still holds until it ends,
+ * and isolation holds; beyond that the local breaker decides. */
+static int acquire_fallback(resil_redis_breaker *b, resil_redis_permit *p)
+{
+    uint64_t w = load_cached(b);
+    if (word_state(w) == RESIL_BREAKER_ISOLATED)
+        return reject(p, w, RESIL_DURATION_MAX);
+    if (word_state(w) == RESIL_BREAKER_OPEN) {
+        int64_t until = atomic_load_explicit(&b->open_until_ns, memory_order_relaxed);
+        int64_t now = wall_ns(b);
+        if (now < until)
+            return reject(p, w, until - now);
+    }
+    return from_local(b, p, w);
+}
+
+static int admit_closed(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w)
+{
+    if (b->counting == RESIL_REDIS_COUNT_LOCAL) {
+        int rc = from_local(b, p, w);
+        p->epoch = word_epoch(w);
+        return rc;
+    }
+    permit_init(p, w);
+    p->start = b->slow_on ? resil_clock_now(b->clock) : 0;
+    return 0;
+}
+
+static resil_duration denied_wait(const fleet_state *s)
+{
+    return s->retry_ms < 0 ? RESIL_DURATION_MAX : ms_to_ns(s->retry_ms);
+}
+
+/* Open past the break, or half-open: ask Redis for one of the fleet's
+ * probe slots. One caller per client asks at a time. */
+static int ask_probe(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w, int64_t now)
+{
+    fleet_cmd c = command(b, FLEET_PROBE);
+    c.member = NULL;
+    fleet_state s;
+    int rc = resil__redis_call(b->client, &c, false, &s);
+    if (rc == RESIL_EBUSY)
+        return reject(p, w, resil__redis_config(b->client)->timeout);
+    if (rc != 0)
+        return acquire_fallback(b, p);
+    learn(b, &s, true);
+    if (s.code == FLEET_OK)
+        return admit_closed(b, p, load_cached(b));
+    if (s.code != FLEET_GRANTED) {
+        if (s.state == RESIL_BREAKER_HALF_OPEN && s.retry_ms >= 0)
+            atomic_store_explicit(&b->probe_wait_ns, now + ms_to_ns(s.retry_ms),
+                                  memory_order_relaxed);
+        permit_init(p, word(s.epoch, s.state));
+        p->retry_after = denied_wait(&s);
+        return RESIL_EREJECTED;
+    }
+    permit_init(p, word(s.epoch, RESIL_BREAKER_HALF_OPEN));
+    p->probe = true;
+    p->slot = s.slot;
+    p->ticket = s.ticket;
+    p->start = resil_clock_now(b->clock);
+    return 0;
+}
+
+int resil_redis_breaker_acquire(resil_redis_breaker *b, resil_redis_permit *p)
+{
+    if (b == NULL || p == NULL)
+        return RESIL_EINVAL;
+    if (!up(b))
+        return acquire_fallback(b, p);
+    uint64_t w = load_cached(b);
+    switch (word_state(w)) {
+    case RESIL_BREAKER_CLOSED:
+        return admit_closed(b, p, w);
+    case RESIL_BREAKER_OPEN: {
+        int64_t now = wall_ns(b);
+        int64_t until = atomic_load_explicit(&b->open_until_ns, memory_order_relaxed);
+        if (now < until)
+            return reject(p, w, until - now);
+        return ask_probe(b, p, w, now);
+    }
+    case RESIL_BREAKER_HALF_OPEN: {
+        int64_t now = wall_ns(b);
+        int64_t wait = atomic_load_explicit(&b->probe_wait_ns, memory_order_relaxed);
+        if (now < wait)
+            return reject(p, w, wait - now);
+        return ask_probe(b, p, w, now);
+    }
+    default:
+        return reject(p, w, RESIL_DURATION_MAX);
+    }
+}
+
+/* ---- record ------------------------------------------------------------------- */
+
+static bool share_reached(uint64_t part, uint64_t total, uint32_t minimum, double ratio)
+{
+    return total > 0 && total >= minimum && (double)part / (double)total >= ratio;
+}
+
+/* Would the fleet's last known counts plus this batch reach a rule? */
+static bool would_trip(resil_redis_breaker *b, bool failure, bool slow, uint32_t run)
+{
+    const fleet_rules *r = &b->rules;
+    if (failure && b->consecutive_on) {
+        bool restarted = atomic_load_explicit(&b->any_success, memory_order_relaxed);
+        uint64_t fleet = restarted ? 0 : atomic_load_explicit(&b->fleet_run, memory_order_relaxed);
+        if (fleet + run >= r->threshold)
+            return true;
+    }
+    if (!b->ratio_on && !slow)
+        return false;
+    uint64_t failures = atomic_load_explicit(&b->failures, memory_order_relaxed);
+    uint64_t total = atomic_load_explicit(&b->fleet_total, memory_order_relaxed) +
+                     pending_successes(b, false) + failures;
+    if (failure && b->ratio_on &&
+        share_reached(atomic_load_explicit(&b->fleet_failures, memory_order_relaxed) + failures,
+                      total, r->minimum, r->ratio))
+        return true;
+    return slow && share_reached(atomic_load_explicit(&b->fleet_slow, memory_order_relaxed) +
+                                     atomic_load_explicit(&b->slow, memory_order_relaxed),
+                                 total, r->minimum, r->slow_ratio);
+}
+
+static void count_call(resil_redis_breaker *b, bool failure, bool slow)
+{
+    uint32_t run = 0;
+    if (failure) {
+        atomic_fetch_add_explicit(&b->failures, 1, memory_order_relaxed);
+        run = atomic_fetch_add_explicit(&b->run, 1, memory_order_relaxed) + 1;
+    } else {
+        atomic_fetch_add_explicit(&my_stripe(b)->successes, 1, memory_order_relaxed);
+        if (atomic_load_explicit(&b->run, memory_order_relaxed) != 0)
+            atomic_store_explicit(&b->run, 0, memory_order_relaxed);
+        if (!atomic_load_explicit(&b->any_success, memory_order_relaxed))
+            atomic_store_explicit(&b->any_success, true, memory_order_relaxed);
+    }
+    if (slow)
+        atomic_fetch_add_explicit(&b->slow, 1, memory_order_relaxed);
+    if ((failure || slow) && would_trip(b, failure, slow, run))
+        resil__redis_wake(b->client);
+}
+
+static bool was_slow(const resil_redis_breaker *b, const resil_redis_permit *p)
+{
+    return b->slow_on && resil_dur_sub(resil_clock_now(b->clock), p->start) > b->slow_call_duration;
+}
+
+static int record_probe(resil_redis_breaker *b, const resil_redis_permit *p,
+                        resil_breaker_result r)
+{
+    if (p->slot >= b->rules.probes || !up(b))
+        return RESIL_ESTATE;
+    bool failed = r == RESIL_BREAKER_FAILURE || (r == RESIL_BREAKER_SUCCESS && was_slow(b, p));
+    pthread_mutex_lock(&b->mu);
+    probe_result *res = &b->results[p->slot];
+    res->used = true;
+    res->epoch = p->epoch;
+    res->ticket = p->ticket;
+    res->result = failed ? 1 : r == RESIL_BREAKER_SUCCESS ? 0 : 2;
+    pthread_mutex_unlock(&b->mu);
+    resil__redis_wake(b->client);
+    return 0;
+}
+
+int resil_redis_breaker_record(resil_redis_breaker *b, const resil_redis_permit *p,
+                               resil_breaker_result r)
+{
+    if (b == NULL || p == NULL || (unsigned)r > RESIL_BREAKER_IGNORED)
+        return RESIL_EINVAL;
+    if (p->fallback)
+        return resil_breaker_record(b->local, &p->local, r);
+    if (p->probe)
+        return record_probe(b, p, r);
+    uint64_t w = load_cached(b);
+    if (word_epoch(w) != p->epoch || word_state(w) != RESIL_BREAKER_CLOSED || !up(b))
+        return RESIL_ESTATE;
+    if (r != RESIL_BREAKER_IGNORED)
+        count_call(b, r == RESIL_BREAKER_FAILURE, was_slow(b, p));
+    return 0;
+}
+
+static const char *rejection_detail(resil_breaker_state s)
+{
+    switch (s) {
+    case RESIL_BREAKER_HALF_OPEN:
+        return "circuit half-open";
+    case RESIL_BREAKER_ISOLATED:
+        return "circuit isolated";
+    default:
+        return "circuit open";
+    }
+}
+
+int resil_redis_breaker_execute(resil_redis_breaker *b, resil_op_fn op,
+                                resil_attempt_ctx *ctx, resil_breaker_classify_fn classify,
+                                void *classify_ud, resil_outcome *out)
+{
+    if (b == NULL || op == NULL || ctx == NULL || out == NULL)
+        return RESIL_EINVAL;
+    resil_redis_permit p;
+    if (resil_redis_breaker_acquire(b, &p) == RESIL_EREJECTED) {
+        *out = resil_fail_after(RESIL_REJECTED, RESIL_EREJECTED, rejection_detail(p.state),
+                                p.retry_after);
+        return RESIL_EREJECTED;
+    }
+    *out = op(ctx);
+    if (classify == NULL)
+        classify = resil_breaker_classify_default;
+    resil_redis_breaker_record(b, &p, classify(out, classify_ud));
+    return 0;
+}
+
+/* ---- manual control and status ------------------------------------------------- */
+
+static int backend_code(int rc) { return rc == RESIL_EIO ? RESIL_EIO : RESIL_EBACKEND; }
+
+static int control(resil_redis_breaker *b, fleet_op op)
+{
+    if (b == NULL)
+        return RESIL_EINVAL;
+    fleet_cmd c = command(b, op);
+    c.member = NULL;
+    fleet_state s;
+    int rc = resil__redis_call(b->client, &c, true, &s);
+    if (rc != 0)
+        return backend_code(rc);
+    learn(b, &s, true);
+    return 0;
+}
+
+int resil_redis_breaker_isolate(resil_redis_breaker *b) { return control(b, FLEET_ISOLATE); }
+int resil_redis_breaker_close(resil_redis_breaker *b) { return control(b, FLEET_CLOSE); }
+int resil_redis_breaker_reset(resil_redis_breaker *b) { return control(b, FLEET_RESET); }
+
+resil_breaker_state resil_redis_breaker_state(const resil_redis_breaker *b)
+{
+    if (b == NULL)
+        return RESIL_BREAKER_NONE;
+    uint64_t w = load_cached(b);
+    if (up(b))
+        return word_state(w);
+    if (word_state(w) == RESIL_BREAKER_ISOLATED)
+        return RESIL_BREAKER_ISOLATED;
+    if (word_state(w) == RESIL_BREAKER_OPEN &&
+        wall_ns(b) < atomic_load_explicit(&((resil_redis_breaker *)b)->open_until_ns,
+                                          memory_order_relaxed))
+        return RESIL_BREAKER_OPEN;
+    return resil_breaker_state_of(b->local);
+}
+
+static void to_status(const fleet_state *s, resil_redis_breaker_status *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s->code == FLEET_MISSING)
+        return;
+    out->state = s->state;
+    out->reason = s->reason;
+    out->epoch = s->epoch;
+    out->open_until_ms = s->until_ms;
+    out->last_opened_ms = s->lastopen_ms;
+    out->opens = s->opens;
+    out->consecutive_failures = s->run;
+    out->window_total = s->window_total;
+    out->window_failures = s->window_failures;
+    out->window_slow = s->window_slow;
+    out->probes_in_flight = s->inflight;
+    out->probe_successes = s->successes;
+    out->current_break = ms_to_ns(s->break_ms);
+    out->ttl = s->pttl_ms < 0 ? 0 : ms_to_ns(s->pttl_ms);
+}
+
+int resil_redis_breaker_status_get(resil_redis_breaker *b, resil_redis_breaker_status *out)
+{
+    if (b == NULL || out == NULL)
+        return RESIL_EINVAL;
+    fleet_cmd c = command(b, FLEET_STATUS);
+    c.member = NULL;
+    fleet_state s;
+    int rc = resil__redis_call(b->client, &c, true, &s);
+    if (rc != 0)
+        return backend_code(rc);
+    to_status(&s, out);
+    return 0;
+}
+
+/* ---- by name, for admin tools ------------------------------------------------- */
+
+static fleet_cmd named(resil_redis *r, const char *name, fleet_op op, char *key, size_t cap)
+{
+    const fleet_config *cfg = resil__redis_config(r);
+    snprintf(key, cap, "%sbreaker:%s", cfg->prefix, name);
+    fleet_cmd c = {.op = op, .key = key, .name = name,
+                   .now_ms = resil__fleet_wall_ms(cfg->clock)};
+    return c;
+}
+
+static int named_call(resil_redis *r, const char *name, fleet_op op, fleet_state *s,
+                      resil_err *err)
+{
+    if (r == NULL || !resil__fleet_name_ok(name))
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis: a breaker name is 1 to %d printable bytes",
+                             RESIL_BREAKER_NAME_MAX - 1);
+    char key[KEY_MAX];
+    fleet_cmd c = named(r, name, op, key, sizeof key);
+    int rc = resil__redis_call(r, &c, true, s);
+    if (rc == RESIL_EIO)
+        return resil_err_set(err, RESIL_EIO, "redis: the script failed on '%s'", name);
+    if (rc != 0)
+        return resil_err_set(err, RESIL_EBACKEND, "redis: not connected");
+    return 0;
+}
+
+int resil_redis_control(resil_redis *r, const char *name, resil_redis_control_op op,
+                        resil_err *err)
+{
+    static const fleet_op ops[] = {[RESIL_REDIS_ISOLATE] = FLEET_ISOLATE,
+                                   [RESIL_REDIS_CLOSE] = FLEET_CLOSE,
+                                   [RESIL_REDIS_RESET] = FLEET_RESET};
+    if (op < RESIL_REDIS_ISOLATE || op > RESIL_REDIS_RESET)
+        return resil_err_set(err, RESIL_EINVAL, "redis: unknown control op %d", (int)op);
+    if (op != RESIL_REDIS_RESET) {
+        fleet_state s;
+        int rc = named_call(r, name, FLEET_STATUS, &s, err);
+        if (rc != 0)
+            return rc;
+        if (s.code == FLEET_MISSING)
+            return resil_err_set(err, RESIL_ENOTFOUND, "redis: no shared breaker named '%s'",
+                                 name);
+    }
+    fleet_state s;
+    return named_call(r, name, ops[op], &s, err);
+}
+
+int resil_redis_status_get(resil_redis *r, const char *name, resil_redis_breaker_status *out,
+                           resil_err *err)
+{
+    if (out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "redis: out must not be NULL");
+    fleet_state s;
+    int rc = named_call(r, name, FLEET_STATUS, &s, err);
+    if (rc != 0)
+        return rc;
+    if (s.code == FLEET_MISSING)
+        return resil_err_set(err, RESIL_ENOTFOUND, "redis: no shared breaker named '%s'", name);
+    to_status(&s, out);
+    return 0;
+}

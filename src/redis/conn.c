@@ -1,0 +1,447 @@
+/*
+ * conn.c — the URL, the bounded connection and one script call (see conn.h).
+ *
+ * A breaker that is meant to be shared must never quietly run alone, so
+ * connecting distinguishes three failures by what came back: nothing at all
+ * (refused or silent: Redis may be down, which the caller may tolerate),
+ * bytes that are not RESP or an answer to PING other than PONG (something
+ * else listens there: always refused), and a Redis error (wrong password,
+ * bad database: refused with Redis's own words).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "conn.h"
+
+/* ---- the URL ------------------------------------------------------------- */
+
+static int url_fail(resil_err *err, const char *url, const char *what)
+{
+    return resil_err_set(err, RESIL_EINVAL, "redis.url %s, got '%s'", what, url);
+}
+
+static bool copy_part(char *dst, size_t cap, const char *src, size_t len)
+{
+    if (len >= cap)
+        return false;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+    return true;
+}
+
+static bool parse_uint(const char *s, size_t len, long max, long *out)
+{
+    if (len == 0 || len > 9)
+        return false;
+    long v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_userinfo(const char *url, const char *s, size_t len, fleet_url *u,
+                          resil_err *err)
+{
+    const char *colon = memchr(s, ':', len);
+    if (colon == NULL)
+        return url_fail(err, url, "must give the password after ':' in user:password@");
+    if (!copy_part(u->user, sizeof u->user, s, (size_t)(colon - s)) ||
+        !copy_part(u->password, sizeof u->password, colon + 1, len - (size_t)(colon - s) - 1))
+        return url_fail(err, url, "has a user or password that is too long");
+    return 0;
+}
+
+static int parse_hostport(const char *url, const char *s, size_t len, fleet_url *u,
+                          resil_err *err)
+{
+    const char *host = s, *port = NULL;
+    size_t host_len = len;
+    if (len > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (close == NULL)
+            return url_fail(err, url, "has an unclosed '[' in its host");
+        host = s + 1;
+        host_len = (size_t)(close - host);
+        if (close + 1 < s + len) {
+            if (close[1] != ':')
+                return url_fail(err, url, "must have ':PORT' after ']'");
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(s, ':', len);
+        if (colon != NULL) {
+            host_len = (size_t)(colon - s);
+            port = colon + 1;
+        }
+    }
+    if (host_len == 0)
+        return url_fail(err, url, "must name a host");
+    if (!copy_part(u->host, sizeof u->host, host, host_len))
+        return url_fail(err, url, "has a host name that is too long");
+    if (port != NULL) {
+        long p;
+        if (!parse_uint(port, (size_t)(s + len - port), 65535, &p) || p == 0)
+            return url_fail(err, url, "must have a port in [1, 65535]");
+        u->port = (int)p;
+    }
+    return 0;
+}
+
+int resil__fleet_url_parse(const char *url, fleet_url *u, resil_err *err)
+{
+    static const char scheme[] = "redis://";
+    memset(u, 0, sizeof *u);
+    u->port = 6379;
+    if (url == NULL || url[0] == '\0')
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis.url must be set: a shared breaker needs a Redis "
+                             "server (for one process alone, use resil_breaker_new)");
+    if (strncmp(url, "rediss://", 9) == 0)
+        return url_fail(err, url, "uses TLS (rediss://), which this build does not support");
+    if (strncmp(url, scheme, sizeof scheme - 1) != 0)
+        return url_fail(err, url,
+                        "must be redis://[[user]:password@]host[:port][/db]: an "
+                        "in-process or other store cannot share state between instances");
+    const char *s = url + sizeof scheme - 1;
+    const char *end = s + strlen(s);
+    const char *slash = memchr(s, '/', (size_t)(end - s));
+    const char *auth_end = s;
+    const char *at = memrchr(s, '@', (size_t)((slash != NULL ? slash : end) - s));
+    if (at != NULL) {
+        int rc = parse_userinfo(url, s, (size_t)(at - s), u, err);
+        if (rc != 0)
+            return rc;
+        auth_end = at + 1;
+    }
+    const char *host_end = slash != NULL ? slash : end;
+    int rc = parse_hostport(url, auth_end, (size_t)(host_end - auth_end), u, err);
+    if (rc != 0)
+        return rc;
+    if (slash != NULL && slash + 1 < end) {
+        long db;
+        if (!parse_uint(slash + 1, (size_t)(end - slash - 1), 100000, &db))
+            return url_fail(err, url, "must end with a database number after '/'");
+        u->db = (int)db;
+    }
+    return 0;
+}
+
+/* ---- connecting ---------------------------------------------------------- */
+
+static struct timeval to_timeval(resil_duration d)
+{
+    struct timeval tv = {(time_t)(d / RESIL_S(1)), (suseconds_t)(d % RESIL_S(1) / 1000)};
+    return tv;
+}
+
+void resil__fleet_io_why(const redisContext *c, const char *command,
+                         resil_duration timeout, char *why, size_t cap)
+{
+    char t[32];
+    resil_duration_format(timeout, t, sizeof t);
+    if (c == NULL) {
+        snprintf(why, cap, "%s: out of memory", command);
+        return;
+    }
+    bool timed_out = c->err == REDIS_ERR_IO &&
+                     (strstr(c->errstr, "temporarily unavailable") != NULL ||
+                      strstr(c->errstr, "timed out") != NULL);
+    if (timed_out)
+        snprintf(why, cap, "%s: no answer within %s", command, t);
+    else if (c->err == REDIS_ERR_EOF)
+        snprintf(why, cap, "%s: the server closed the connection", command);
+    else
+        snprintf(why, cap, "%s: %s", command, c->errstr);
+}
+
+/* Send argv and read the answer. NULL with c->err set on I/O failure. */
+static redisReply *command(redisContext *c, int argc, const char **argv)
+{
+    return redisCommandArgv(c, argc, argv, NULL);
+}
+
+static redisContext *fail_with(redisContext *c, fleet_conn_fail *fail, fleet_conn_fail kind)
+{
+    *fail = kind;
+    redisFree(c);
+    return NULL;
+}
+
+/* The I/O failure of a handshake command: silence is "unreachable", bytes
+ * that do not parse or a closed connection mean something else listens. */
+static redisContext *handshake_io(redisContext *c, const char *cmd, resil_duration timeout,
+                                  fleet_conn_fail *fail, char *why, size_t cap)
+{
+    char io[200];
+    resil__fleet_io_why(c, cmd, timeout, io, sizeof io);
+    if (c->err == REDIS_ERR_IO && strstr(io, "no answer within") != NULL) {
+        snprintf(why, cap, "%s", io);
+        return fail_with(c, fail, FLEET_UNREACHABLE);
+    }
+    snprintf(why, cap, "the server is not Redis (%s)", io);
+    return fail_with(c, fail, FLEET_NOT_REDIS);
+}
+
+static redisContext *expect_ok(redisContext *c, int argc, const char **argv,
+                               const char *expect, resil_duration timeout,
+                               fleet_conn_fail *fail, char *why, size_t cap)
+{
+    redisReply *r = command(c, argc, argv);
+    if (r == NULL)
+        return handshake_io(c, argv[0], timeout, fail, why, cap);
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(why, cap, "Redis refused %s: %s", argv[0], r->str);
+        freeReplyObject(r);
+        return fail_with(c, fail, FLEET_REFUSED);
+    }
+    bool ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, expect) == 0;
+    if (!ok)
+        snprintf(why, cap, "the server is not Redis (%s got %s%s%s)", argv[0],
+                 r->type == REDIS_REPLY_STATUS ? "'" : "an unexpected reply",
+                 r->type == REDIS_REPLY_STATUS ? r->str : "",
+                 r->type == REDIS_REPLY_STATUS ? "'" : "");
+    freeReplyObject(r);
+    return ok ? c : fail_with(c, fail, FLEET_NOT_REDIS);
+}
+
+redisContext *resil__fleet_connect(const fleet_url *u, resil_duration timeout,
+                                   fleet_conn_fail *fail, char *why, size_t cap)
+{
+    struct timeval tv = to_timeval(timeout);
+    redisContext *c = redisConnectWithTimeout(u->host, u->port, tv);
+    if (c == NULL || c->err) {
+        resil__fleet_io_why(c, "connect", timeout, why, cap);
+        if (c != NULL)
+            redisFree(c);
+        *fail = FLEET_UNREACHABLE;
+        return NULL;
+    }
+    if (redisSetTimeout(c, tv) != REDIS_OK) {
+        snprintf(why, cap, "connect: cannot set the socket timeout");
+        return fail_with(c, fail, FLEET_UNREACHABLE);
+    }
+    if (u->password[0] != '\0') {
+        const char *auth_user[] = {"AUTH", u->user, u->password};
+        const char *auth[] = {"AUTH", u->password};
+        bool with_user = u->user[0] != '\0';
+        c = expect_ok(c, with_user ? 3 : 2, with_user ? auth_user : auth, "OK", timeout,
+                      fail, why, cap);
+        if (c == NULL)
+            return NULL;
+    }
+    if (u->db != 0) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", u->db);
+        const char *select[] = {"SELECT", db};
+        c = expect_ok(c, 2, select, "OK", timeout, fail, why, cap);
+        if (c == NULL)
+            return NULL;
+    }
+    const char *ping[] = {"PING"};
+    return expect_ok(c, 1, ping, "PONG", timeout, fail, why, cap);
+}
+
+int resil__fleet_load_script(redisContext *ctx, char sha[41], resil_duration timeout,
+                             char *why, size_t cap)
+{
+    const char *argv[] = {"SCRIPT", "LOAD", resil__fleet_script};
+    redisReply *r = command(ctx, 3, argv);
+    if (r == NULL) {
+        resil__fleet_io_why(ctx, "SCRIPT LOAD", timeout, why, cap);
+        return RESIL_EBACKEND;
+    }
+    int rc = 0;
+    if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+        memcpy(sha, r->str, 40);
+        sha[40] = '\0';
+    } else {
+        snprintf(why, cap, "SCRIPT LOAD: %s",
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        rc = RESIL_EIO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* ---- one script call ------------------------------------------------------ */
+
+static const char *op_name(fleet_op op)
+{
+    static const char *const names[] = {"sync",  "probe", "result", "isolate",
+                                        "close", "reset", "status", "lease"};
+    return names[op];
+}
+
+static void push_str(fleet_argv *a, const char *s)
+{
+    a->argv[a->argc] = s;
+    a->len[a->argc] = strlen(s);
+    a->argc++;
+}
+
+static void push_i64(fleet_argv *a, int64_t v)
+{
+    snprintf(a->num[a->argc], sizeof a->num[0], "%lld", (long long)v);
+    push_str(a, a->num[a->argc]);
+}
+
+static void push_f64(fleet_argv *a, double v)
+{
+    snprintf(a->num[a->argc], sizeof a->num[0], "%.17g", v);
+    push_str(a, a->num[a->argc]);
+}
+
+static void push_rules(fleet_argv *a, const fleet_rules *r)
+{
+    if (r == NULL) {
+        for (int i = 0; i < 13; i++)
+            push_str(a, "");
+        return;
+    }
+    push_i64(a, r->kind);
+    push_i64(a, r->threshold);
+    push_f64(a, r->ratio);
+    push_i64(a, r->minimum);
+    push_i64(a, r->sampling_ms);
+    push_i64(a, r->slow_on ? 1 : 0);
+    push_f64(a, r->slow_ratio);
+    push_i64(a, r->break_ms);
+    push_f64(a, r->growth);
+    push_i64(a, r->max_break_ms);
+    push_i64(a, r->probes);
+    push_i64(a, r->success_threshold);
+    push_i64(a, r->probe_timeout_ms);
+}
+
+static int op_args(fleet_op op)
+{
+    switch (op) {
+    case FLEET_SYNC:
+        return 7;
+    case FLEET_RESULT:
+        return 4;
+    case FLEET_LEASE:
+        return 3;
+    default:
+        return 0;
+    }
+}
+
+void resil__fleet_argv(fleet_argv *a, const fleet_cmd *c, const fleet_config *cfg,
+                       const char *sha)
+{
+    a->argc = 0;
+    push_str(a, sha != NULL ? "EVALSHA" : "EVAL");
+    push_str(a, sha != NULL ? sha : resil__fleet_script);
+    push_str(a, "1");
+    push_str(a, c->key);
+    push_str(a, op_name(c->op));
+    push_str(a, cfg->channel);
+    push_str(a, c->name);
+    push_i64(a, c->now_ms);
+    push_i64(a, cfg->ttl_ms);
+    if (c->op != FLEET_LEASE)
+        push_rules(a, c->rules);
+    for (int i = 0; i < op_args(c->op); i++)
+        push_i64(a, c->arg[i]);
+}
+
+bool resil__fleet_noscript(const redisReply *r)
+{
+    return r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+static int64_t item(const redisReply *r, size_t i)
+{
+    return i < r->elements && r->element[i]->type == REDIS_REPLY_INTEGER
+               ? (int64_t)r->element[i]->integer
+               : 0;
+}
+
+static bool all_integers(const redisReply *r)
+{
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER)
+            return false;
+    return true;
+}
+
+int resil__fleet_decode(const fleet_cmd *c, const redisReply *r, fleet_state *out)
+{
+    memset(out, 0, sizeof *out);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 || !all_integers(r))
+        return RESIL_EIO;
+    if (c->op == FLEET_LEASE) {
+        out->tokens = item(r, 0);
+        out->granted = item(r, 1);
+        return 0;
+    }
+    out->code = (int)item(r, 0);
+    if (out->code == FLEET_MISSING)
+        return 0;
+    if (r->elements < 18)
+        return RESIL_EIO;
+    out->state = (resil_breaker_state)item(r, 1);
+    out->epoch = (uint64_t)item(r, 2);
+    out->until_ms = item(r, 3);
+    out->reason = (resil_breaker_reason)item(r, 4);
+    out->run = (uint32_t)item(r, 5);
+    out->window_total = (uint64_t)item(r, 6);
+    out->window_failures = (uint64_t)item(r, 7);
+    out->window_slow = (uint64_t)item(r, 8);
+    out->break_ms = item(r, 9);
+    out->opens = (uint64_t)item(r, 10);
+    out->lastopen_ms = item(r, 11);
+    out->successes = (uint32_t)item(r, 12);
+    out->inflight = (uint32_t)item(r, 13);
+    out->slot = (uint32_t)item(r, 14);
+    out->ticket = (uint64_t)item(r, 15);
+    out->retry_ms = item(r, 16);
+    out->pttl_ms = item(r, 17);
+    return 0;
+}
+
+static redisReply *send_script(redisContext *ctx, const fleet_cmd *c, const fleet_config *cfg,
+                        const char *sha, uint64_t *sent)
+{
+    fleet_argv a;
+    resil__fleet_argv(&a, c, cfg, sha);
+    (*sent)++;
+    return redisCommandArgv(ctx, a.argc, a.argv, a.len);
+}
+
+static int answer(const fleet_cmd *c, redisReply *r, fleet_state *out, char *why, size_t cap)
+{
+    int rc = resil__fleet_decode(c, r, out);
+    if (rc != 0)
+        snprintf(why, cap, "script: %s",
+                 r->type == REDIS_REPLY_ERROR ? r->str : "malformed answer");
+    freeReplyObject(r);
+    return rc;
+}
+
+int resil__fleet_run(redisContext *ctx, const fleet_cmd *c, const fleet_config *cfg,
+                     const char *sha, fleet_state *out, uint64_t *noscript,
+                     uint64_t *sent, char *why, size_t cap)
+{
+    redisReply *r = send_script(ctx, c, cfg, sha, sent);
+    if (resil__fleet_noscript(r)) {
+        freeReplyObject(r);
+        (*noscript)++;
+        r = send_script(ctx, c, cfg, NULL, sent);
+    }
+    if (r == NULL) {
+        resil__fleet_io_why(ctx, sha != NULL ? "EVALSHA" : "EVAL", cfg->timeout, why, cap);
+        return RESIL_EBACKEND;
+    }
+    return answer(c, r, out, why, cap);
+}

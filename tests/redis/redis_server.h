@@ -1,0 +1,59 @@
+/*
+ * redis_server.h — a real redis-server for the Redis adapter's tests and
+ * benchmark, and a fake server that answers like something else.
+ *
+ * The fleet's claims are about what Redis really does (scripts run
+ * atomically, a killed server loses its keys, SCRIPT FLUSH forgets the
+ * script), so the tests run against the real thing: each test program
+ * starts its own server on a free loopback port, with no persistence, in a
+ * temporary directory, and can kill, pause and restart it to stage outages.
+ * Everything started is stopped and removed at exit, even when a test fails;
+ * the server also dies with the process that started it.
+ *
+ * Failing to start a server is a test failure, never a skip: the suite must
+ * run wherever it is claimed to pass.
+ */
+#ifndef RESIL_TEST_REDIS_SERVER_H
+#define RESIL_TEST_REDIS_SERVER_H
+
+#include <hiredis/hiredis.h>
+
+typedef struct redis_server redis_server;
+
+/* Start redis-server and wait until it answers PING. NULL on failure, with
+ * the reason on stderr. */
+redis_server *redis_server_start(void);
+/* Stop it (SIGTERM, then wait) and remove its directory. */
+void redis_server_stop(redis_server *s);
+
+int redis_server_port(const redis_server *s);
+/* "redis://127.0.0.1:PORT" */
+const char *redis_server_url(const redis_server *s);
+/* The server's pid, while running. */
+int redis_server_pid(const redis_server *s);
+
+/* An outage: SIGKILL and reap it. Its keys and scripts are gone. */
+void redis_server_kill(redis_server *s);
+/* Start it again on the same port, empty. 0, or -1 (reason on stderr). */
+int redis_server_restart(redis_server *s);
+/* A server that accepts but never answers (SIGSTOP), and back (SIGCONT). */
+void redis_server_pause(redis_server *s);
+void redis_server_resume(redis_server *s);
+
+/* Run one command on a fresh connection; NULL if it could not be sent.
+ * Free the reply with freeReplyObject(). */
+redisReply *redis_server_command(redis_server *s, int argc, const char **argv);
+/* The integer a command answers with, or -1. */
+long long redis_server_integer(redis_server *s, int argc, const char **argv);
+/* Calls of `command` since the server started ("evalsha", "eval", ...),
+ * from INFO commandstats. */
+long long redis_server_calls(redis_server *s, const char *command);
+
+/* A TCP server on 127.0.0.1 that answers every connection with `reply`
+ * (copied) and closes it: something that is not Redis. */
+typedef struct fake_server fake_server;
+fake_server *fake_server_start(const char *reply);
+int fake_server_port(const fake_server *f);
+void fake_server_stop(fake_server *f);
+
+#endif
