@@ -13,7 +13,6 @@
  * request among every client's, so it must not repeat across processes the
  * way a seeded generator's output would.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -27,42 +26,28 @@ static const struct {
     {"http", "80"}, {"https", "443"}, {"ws", "80"}, {"wss", "443"}, {"ftp", "21"},
 };
 
+/* ASCII only: a host name's case is ASCII's, and tolower() would consult
+ * the locale on every character. */
+static void copy_lower(char *dst, const char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = src[i];
+        dst[i] = c >= 'A' && c <= 'Z' ? (char)(c + ('a' - 'A')) : c;
+    }
+}
+
 static const char *default_port(const char *scheme, size_t len)
 {
+    char lower[8];
+    if (len >= sizeof lower)
+        return NULL;
+    copy_lower(lower, scheme, len);
     for (size_t i = 0; i < sizeof default_ports / sizeof default_ports[0]; i++) {
         if (strlen(default_ports[i].scheme) == len &&
-            memcmp(default_ports[i].scheme, scheme, len) == 0)
+            memcmp(default_ports[i].scheme, lower, len) == 0)
             return default_ports[i].port;
     }
     return NULL;
-}
-
-/* A writer into a fixed buffer that remembers overflow. */
-typedef struct out_buf {
-    char *p;
-    size_t cap, len;
-    bool overflow;
-} out_buf;
-
-static void put_lower(out_buf *o, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (o->len + 1 >= o->cap) {
-            o->overflow = true;
-            return;
-        }
-        o->p[o->len++] = (char)tolower((unsigned char)s[i]);
-    }
-}
-
-static void put(out_buf *o, const char *s, size_t n)
-{
-    if (o->len + n >= o->cap) {
-        o->overflow = true;
-        return;
-    }
-    memcpy(o->p + o->len, s, n);
-    o->len += n;
 }
 
 /* Split "host[:port]" (host may be "[v6]") at its port colon. */
@@ -102,28 +87,24 @@ int resil_http_authority(const char *url, char *buf, size_t cap)
     split_host_port(a, n, &host_len, &port, &port_len);
     if (host_len == 0 || scheme_len == 0)
         return RESIL_ESYNTAX;
-
-    char lower_scheme[16];
-    out_buf sch = {lower_scheme, sizeof lower_scheme, 0, false};
-    put_lower(&sch, scheme, scheme_len);
-    if (port_len == 0 && !sch.overflow)
-        port = default_port(lower_scheme, sch.len);
-    if (port != NULL && port_len == 0)
-        port_len = strlen(port);
-
-    out_buf o = {buf, cap, 0, false};
-    put_lower(&o, scheme, scheme_len);
-    put(&o, "://", 3);
-    put_lower(&o, a, host_len);
-    if (port != NULL) {
-        put(&o, ":", 1);
-        put(&o, port, port_len);
+    if (port_len == 0) {
+        port = default_port(scheme, scheme_len);
+        port_len = port != NULL ? strlen(port) : 0;
     }
-    if (o.overflow) {
-        buf[0] = '\0';
+    size_t len = scheme_len + 3 + host_len + (port != NULL ? 1 + port_len : 0);
+    if (len >= cap)
         return RESIL_ERANGE;
+    char *o = buf;
+    copy_lower(o, scheme, scheme_len);
+    memcpy(o += scheme_len, "://", 3);
+    copy_lower(o += 3, a, host_len);
+    o += host_len;
+    if (port != NULL) {
+        *o++ = ':';
+        memcpy(o, port, port_len);
+        o += port_len;
     }
-    buf[o.len] = '\0';
+    *o = '\0';
     return 0;
 }
 
