@@ -16,8 +16,6 @@
 #include "resil.h"
 
 /* Keeps `v` in a register the optimiser must believe is used. */
-#define KEEP(v) __asm__ __volatile__("" : : "r"(v))
-
 #define ATTEMPTS_PER_EXECUTION 8u
 
 typedef struct backoff_case {
@@ -32,7 +30,7 @@ static void direct_exponential(void *ud, uint64_t iters)
     uint64_t sum = 0;
     for (uint64_t i = 0; i < iters; i++) {
         uint32_t n = (uint32_t)(i % ATTEMPTS_PER_EXECUTION) + 1;
-        KEEP(n);
+        BENCH_KEEP(n);
         sum += (uint64_t)base << (n - 1);
     }
     bench_consume(sum);
@@ -63,7 +61,7 @@ static void strtol_delta(void *ud, uint64_t iters)
     const char *text = ud;
     uint64_t sum = 0;
     for (uint64_t i = 0; i < iters; i++) {
-        KEEP(text);
+        BENCH_KEEP(text);
         sum += (uint64_t)strtol(text, NULL, 10);
     }
     bench_consume(sum);
@@ -76,7 +74,7 @@ static void retry_after_parse(void *ud, uint64_t iters)
     uint64_t sum = 0;
     for (uint64_t i = 0; i < iters; i++) {
         resil_duration wait = 0;
-        KEEP(c);
+        BENCH_KEEP(c);
         if (resil_retry_after_parse(c->text, c->len, now_ns, &wait) != 0)
             abort();
         sum += (uint64_t)wait;

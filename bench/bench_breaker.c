@@ -7,7 +7,6 @@
  * atomic increment measured in the same run, so the figures travel.
  */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,14 +14,6 @@
 #include "resil.h"
 
 #define KEYS 1024
-
-static void atomic_increment(void *ud, uint64_t iters)
-{
-    _Atomic uint64_t *n = ud;
-    for (uint64_t i = 0; i < iters; i++)
-        atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
-    bench_consume(atomic_load_explicit(n, memory_order_relaxed));
-}
 
 static void clock_read(void *ud, uint64_t iters)
 {
@@ -162,8 +153,7 @@ static void report_pair(const char *name, pair *p, bench_result single, bench_re
 
 int main(void)
 {
-    _Atomic uint64_t counter = 0;
-    bench_result base = bench_run("atomic_increment", atomic_increment, &counter);
+    bench_result base = bench_run("atomic_increment", bench_atomic_increment, NULL);
     bench_result clock = bench_run("clock_read", clock_read, NULL);
     char extra[96];
     snprintf(extra, sizeof extra, "clock_read_ns=%.2f", clock.ns_per_op);

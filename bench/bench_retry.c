@@ -10,13 +10,10 @@
  * any shared counter can cost. The failing runs use the fake clock so that
  * the waits cost nothing but their bookkeeping.
  */
-#include <stdatomic.h>
 #include <stdio.h>
 
 #include "bench.h"
 #include "resil.h"
-
-#define KEEP(v) __asm__ __volatile__("" : : "r"(v))
 
 /* ---- operations ----------------------------------------------------------- */
 
@@ -48,7 +45,7 @@ static void direct_call(void *ud, uint64_t iters)
     for (uint64_t i = 0; i < iters; i++) {
         resil_outcome o = direct_ok(&ctx);
         n += (uint64_t)o.kind;
-        KEEP(n);
+        BENCH_KEEP(n);
     }
     bench_consume(n);
 }
@@ -64,7 +61,7 @@ static void direct_calls_4(void *ud, uint64_t iters)
             resil_outcome o = direct_fail3(&ctx);
             n += (uint64_t)o.kind;
         }
-        KEEP(n);
+        BENCH_KEEP(n);
     }
     bench_consume(n);
 }
@@ -152,16 +149,6 @@ static void backoff_only(void *ud, uint64_t iters)
 
 /* ---- budgets ------------------------------------------------------------------ */
 
-static _Atomic uint64_t counter;
-
-static void atomic_increment(void *ud, uint64_t iters)
-{
-    (void)ud;
-    for (uint64_t i = 0; i < iters; i++)
-        atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
-    bench_consume(atomic_load(&counter));
-}
-
 /* One retry's worth of budget traffic: ask, then report the retry's success
  * (which also keeps every model from running dry). */
 static void budget_retry_cycle(void *ud, uint64_t iters)
@@ -237,7 +224,7 @@ int main(void)
     bench_report(bench_run("retry_step_failure_decision", step_failure_decisions, &c),
                  backoff, NULL);
 
-    bench_result inc = bench_run("atomic_increment", atomic_increment, NULL);
+    bench_result inc = bench_run("atomic_increment", bench_atomic_increment, NULL);
     int rc = bench_budget(RESIL_BUDGET_TOKENS, "budget_tokens_retry_cycle", inc, NULL);
     rc |= bench_budget(RESIL_BUDGET_QUOTA, "budget_quota_retry_cycle", inc, NULL);
     rc |= bench_budget(RESIL_BUDGET_RATIO, "budget_ratio_retry_cycle", inc,

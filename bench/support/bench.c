@@ -87,3 +87,12 @@ void bench_report(bench_result r, bench_result baseline, const char *extra)
            extra ? " " : "", extra ? extra : "");
     fflush(stdout);
 }
+
+void bench_atomic_increment(void *ud, uint64_t iters)
+{
+    static _Atomic uint64_t counter;
+    (void)ud;
+    for (uint64_t i = 0; i < iters; i++)
+        atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
+    bench_consume(atomic_load_explicit(&counter, memory_order_relaxed));
+}

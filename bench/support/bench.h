@@ -32,5 +32,12 @@ bench_result bench_run(const char *name, bench_fn fn, void *ud);
 void bench_report(bench_result r, bench_result baseline, const char *extra);
 /* Keep a value alive so the optimiser cannot delete the work. */
 void bench_consume(uint64_t v);
+/* The same inside a loop, at no cost: the value must merely exist in a
+ * register. */
+#define BENCH_KEEP(v) __asm__ __volatile__("" : : "r"(v))
+
+/* The baseline of every benchmark of shared state: one uncontended relaxed
+ * atomic increment per operation (ud is unused). */
+void bench_atomic_increment(void *ud, uint64_t iters);
 
 #endif
