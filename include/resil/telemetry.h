@@ -197,7 +197,7 @@ RESIL_API int resil_metrics_prometheus_string(resil_metrics *m, char **out, size
 /* ---- the log sink --------------------------------------------------------- */
 
 typedef enum resil_log_format {
-    RESIL_LOG_LOGFMT = 0, /* time=… level=warning event=retry pipeline=… attempt=1 delay=2s … */
+    RESIL_LOG_LOGFMT = 0, /* time=… level=warning event=retry pipeline=… delay=2s … */
     RESIL_LOG_JSON        /* {"time":"…","level":"warning","event":"retry",…} */
 } resil_log_format;
 

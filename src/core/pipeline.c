@@ -274,7 +274,8 @@ int resil_pipeline_builder_listen(resil_pipeline_builder *b, resil_event_fn fn, 
     if (fn == NULL)
         return fail(b, RESIL_EINVAL, "pipeline: listener must not be NULL");
     if (b->p->nlisteners == RESIL_PIPELINE_MAX_LISTENERS)
-        return fail(b, RESIL_ERANGE, "pipeline: at most %d listeners", RESIL_PIPELINE_MAX_LISTENERS);
+        return fail(b, RESIL_ERANGE, "pipeline: at most %d listeners",
+                    RESIL_PIPELINE_MAX_LISTENERS);
     resil_listener *l = &b->p->listeners[b->p->nlisteners++];
     l->fn = fn;
     l->ud = ud;

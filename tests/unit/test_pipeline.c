@@ -553,25 +553,26 @@ static void registry_gives_each_key_its_own_breaker(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(standard_503_503_200_succeeds_after_exactly_three_attempts, setup, teardown),
-        cmocka_unit_test_setup_teardown(standard_waits_grow_exponentially_from_two_seconds_without_jitter, setup, teardown),
-        cmocka_unit_test_setup_teardown(standard_gives_each_attempt_a_ten_second_deadline_inside_the_total, setup, teardown),
-        cmocka_unit_test_setup_teardown(total_timeout_that_passes_during_a_wait_ends_with_deadline, setup, teardown),
-        cmocka_unit_test_setup_teardown(retry_after_beyond_the_total_timeout_ends_at_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(breaker_opening_inside_retry_fails_the_next_attempt_fast, setup, teardown),
-        cmocka_unit_test_setup_teardown(retry_that_handles_rejections_waits_for_the_probe, setup, teardown),
-        cmocka_unit_test_setup_teardown(full_bulkhead_rejects_at_once_without_an_attempt, setup, teardown),
-        cmocka_unit_test_setup_teardown(rate_limited_call_is_rejected_with_the_limiters_retry_after, setup, teardown),
-        cmocka_unit_test_setup_teardown(rate_limiter_with_a_wait_sleeps_for_the_permit, setup, teardown),
-        cmocka_unit_test_setup_teardown(degradation_sheds_calls_below_the_levels_priority, setup, teardown),
-        cmocka_unit_test_setup_teardown(untagged_calls_are_never_shed, setup, teardown),
-        cmocka_unit_test_setup_teardown(pipeline_without_retry_makes_exactly_one_attempt_with_a_record, setup, teardown),
-        cmocka_unit_test_setup_teardown(empty_pipeline_runs_the_operation, setup, teardown),
-        cmocka_unit_test_setup_teardown(non_idempotent_call_is_refused_by_a_retrying_policy, setup, teardown),
-        cmocka_unit_test_setup_teardown(caller_cancel_before_start_makes_no_attempt, setup, teardown),
-        cmocka_unit_test_setup_teardown(null_arguments_are_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(registry_gives_each_key_its_own_breaker, setup, teardown),
+        T(standard_503_503_200_succeeds_after_exactly_three_attempts),
+        T(standard_waits_grow_exponentially_from_two_seconds_without_jitter),
+        T(standard_gives_each_attempt_a_ten_second_deadline_inside_the_total),
+        T(total_timeout_that_passes_during_a_wait_ends_with_deadline),
+        T(retry_after_beyond_the_total_timeout_ends_at_once),
+        T(breaker_opening_inside_retry_fails_the_next_attempt_fast),
+        T(retry_that_handles_rejections_waits_for_the_probe),
+        T(full_bulkhead_rejects_at_once_without_an_attempt),
+        T(rate_limited_call_is_rejected_with_the_limiters_retry_after),
+        T(rate_limiter_with_a_wait_sleeps_for_the_permit),
+        T(degradation_sheds_calls_below_the_levels_priority),
+        T(untagged_calls_are_never_shed),
+        T(pipeline_without_retry_makes_exactly_one_attempt_with_a_record),
+        T(empty_pipeline_runs_the_operation),
+        T(non_idempotent_call_is_refused_by_a_retrying_policy),
+        T(caller_cancel_before_start_makes_no_attempt),
+        T(null_arguments_are_refused),
+        T(registry_gives_each_key_its_own_breaker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
