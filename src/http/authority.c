@@ -50,18 +50,16 @@ static const char *default_port(const char *scheme, size_t len)
     return NULL;
 }
 
-/* Split "host[:port]" (host may be "[v6]") at its port colon. */
+/* Split "host[:port]" at its port colon: the first colon after the "]" of
+ * a bracketed IPv6 literal, else the first colon. */
 static void split_host_port(const char *a, size_t n, size_t *host_len,
                             const char **port, size_t *port_len)
 {
-    const char *colon = NULL;
-    if (n > 0 && a[0] == '[') {
-        const char *close = memchr(a, ']', n);
-        if (close != NULL && (size_t)(close - a) + 1 < n && close[1] == ':')
-            colon = close + 1;
-    } else {
-        colon = memchr(a, ':', n);
-    }
+    const char *from = a;
+    const char *close = n > 0 && a[0] == '[' ? memchr(a, ']', n) : NULL;
+    if (close != NULL)
+        from = close + 1;
+    const char *colon = memchr(from, ':', n - (size_t)(from - a));
     *host_len = colon != NULL ? (size_t)(colon - a) : n;
     *port = colon != NULL ? colon + 1 : NULL;
     *port_len = colon != NULL ? n - *host_len - 1 : 0;
@@ -77,7 +75,7 @@ int resil_http_authority(const char *url, char *buf, size_t cap)
     size_t scheme_len = sep != NULL ? (size_t)(sep - url) : 4;
     const char *a = sep != NULL ? sep + 3 : url;
     size_t n = strcspn(a, "/?#");
-    const char *at = memchr(a, '@', n); /* user info is not part of the key */
+    const char *at = memrchr(a, '@', n); /* user info is not part of the key */
     if (at != NULL) {
         n -= (size_t)(at + 1 - a);
         a = at + 1;
@@ -101,7 +99,7 @@ int resil_http_authority(const char *url, char *buf, size_t cap)
     o += host_len;
     if (port != NULL) {
         *o++ = ':';
-        memcpy(o, port, port_len);
+        copy_lower(o, port, port_len);
         o += port_len;
     }
     *o = '\0';

@@ -252,6 +252,21 @@ static void authority_keeps_ipv6_literals(void **state)
     assert_authority("https://[2001:db8::1]/", "https://[2001:db8::1]:443");
 }
 
+static void authority_host_follows_the_last_at_sign(void **state)
+{
+    (void)state;
+    assert_authority("http://a@b@Host.example/", "http://host.example:80");
+}
+
+static void authority_of_a_key_is_the_key(void **state)
+{
+    (void)state;
+    assert_authority("http://h:80:90/", "http://h:80:90");
+    assert_authority("http://h:80:90", "http://h:80:90");
+    assert_authority("http://[::1]x:81/", "http://[::1]x:81");
+    assert_authority("http://[::1]x:81", "http://[::1]x:81");
+}
+
 static void authority_without_scheme_is_http(void **state)
 {
     (void)state;
@@ -522,6 +537,8 @@ int main(void)
         cmocka_unit_test(authority_lowercases_scheme_and_host),
         cmocka_unit_test(authority_drops_user_info_path_query_fragment),
         cmocka_unit_test(authority_keeps_ipv6_literals),
+        cmocka_unit_test(authority_host_follows_the_last_at_sign),
+        cmocka_unit_test(authority_of_a_key_is_the_key),
         cmocka_unit_test(authority_without_scheme_is_http),
         cmocka_unit_test(authority_of_unknown_scheme_has_no_default_port),
         cmocka_unit_test(authority_errors),
