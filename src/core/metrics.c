@@ -600,7 +600,8 @@ static void emit_registry_states(writer *w, const watch *x)
     free(entries);
 }
 
-/* Caller holds m->mu: watches cannot go away while they are read. */
+/* Caller holds m->mu: watches cannot go away while they are read. The
+ * writer here only appends to memory. */
 static void emit_gauges(writer *w, const resil_metrics *m)
 {
     if (any_watch(m, W_BREAKER) || any_watch(m, W_REGISTRY))
@@ -628,28 +629,6 @@ static void emit_gauges(writer *w, const resil_metrics *m)
                        resil_bulkhead_queued(x->object));
 }
 
-int resil_metrics_write_prometheus(resil_metrics *m, resil_write_fn write, void *ud)
-{
-    if (m == NULL || write == NULL)
-        return RESIL_EINVAL;
-    snapshot snap;
-    int rc = take_snapshot(m, &snap);
-    if (rc != 0)
-        return rc;
-    writer w = {write, ud, 0};
-    emit_recorded(&w, m, &snap);
-    pthread_mutex_lock(&m->mu);
-    emit_gauges(&w, m);
-    pthread_mutex_unlock(&m->mu);
-    emit_family(&w, "resil_metrics_dropped_series_total", "counter",
-                "Series not recorded because the metrics table was full.");
-    emits(&w, "resil_metrics_dropped_series_total");
-    emit_u64(&w, snap.dropped);
-    free(snap.series);
-    free(snap.buckets);
-    return w.rc;
-}
-
 typedef struct growing {
     char *buf;
     size_t len, cap;
@@ -672,6 +651,35 @@ static int append(const char *text, size_t len, void *ud)
     g->len += len;
     g->buf[g->len] = '\0';
     return 0;
+}
+
+int resil_metrics_write_prometheus(resil_metrics *m, resil_write_fn write, void *ud)
+{
+    if (m == NULL || write == NULL)
+        return RESIL_EINVAL;
+    snapshot snap;
+    int rc = take_snapshot(m, &snap);
+    if (rc != 0)
+        return rc;
+    /* Gauges are read under the lock (a watch must not go away meanwhile)
+     * into a buffer, so that the caller's writer never runs under it. */
+    growing gauges = {NULL, 0, 0};
+    writer g = {append, &gauges, 0};
+    pthread_mutex_lock(&m->mu);
+    emit_gauges(&g, m);
+    pthread_mutex_unlock(&m->mu);
+    writer w = {write, ud, g.rc};
+    emit_recorded(&w, m, &snap);
+    if (gauges.buf != NULL)
+        emit(&w, gauges.buf, gauges.len);
+    emit_family(&w, "resil_metrics_dropped_series_total", "counter",
+                "Series not recorded because the metrics table was full.");
+    emits(&w, "resil_metrics_dropped_series_total");
+    emit_u64(&w, snap.dropped);
+    free(gauges.buf);
+    free(snap.series);
+    free(snap.buckets);
+    return w.rc;
 }
 
 int resil_metrics_prometheus_string(resil_metrics *m, char **out, size_t *len)
