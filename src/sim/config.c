@@ -33,6 +33,11 @@ int resil_sim_scenario_parse(const char *s, resil_sim_scenario *out)
     return RESIL_EINVAL;
 }
 
+resil_duration resil__sim_outage_end(const resil_sim_config *c)
+{
+    return resil_dur_add(c->outage_start, c->outage);
+}
+
 resil_sim_wait resil__sim_default_wait(resil_sim_scenario s)
 {
     return s == RESIL_SIM_METASTABLE ? RESIL_SIM_WAIT_NONE : RESIL_SIM_WAIT_EXPONENTIAL;
@@ -350,9 +355,9 @@ static int validate_stack(const resil_sim_config *c, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL,
                              "--duration / --bin must be at most 1000000 bins");
     if (c->scenario != RESIL_SIM_LAYERS &&
-        resil_dur_add(c->outage_start, c->outage) >= c->duration) {
+        resil__sim_outage_end(c) >= c->duration) {
         char end[32];
-        resil_duration_format(resil_dur_add(c->outage_start, c->outage), end, sizeof end);
+        resil_duration_format(resil__sim_outage_end(c), end, sizeof end);
         return resil_err_set(err, RESIL_EINVAL,
                              "--duration must extend past the outage's end (%s), to see "
                              "whether it recovers",

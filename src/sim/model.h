@@ -10,6 +10,9 @@
 #include "engine.h"
 #include "sim.h"
 
+/* When the outage (metastable: the trigger) ends, saturating. */
+resil_duration resil__sim_outage_end(const resil_sim_config *c);
+
 /* The wait the scenario's `naive` policy uses. */
 resil_sim_wait resil__sim_default_wait(resil_sim_scenario s);
 

@@ -16,11 +16,6 @@
 
 /* ---- derived figures ------------------------------------------------------ */
 
-resil_duration resil__sim_outage_end(const resil_sim_config *c)
-{
-    return resil_dur_add(c->outage_start, c->outage);
-}
-
 /* Means per second over the bins that start at or after the outage's end. */
 resil__sim_after resil__sim_after_outage(const resil_sim_config *c, const resil_sim_result *r)
 {

@@ -13,7 +13,6 @@ typedef struct resil__sim_after {
     size_t bins;
 } resil__sim_after;
 
-resil_duration resil__sim_outage_end(const resil_sim_config *c);
 resil__sim_after resil__sim_after_outage(const resil_sim_config *c, const resil_sim_result *r);
 /* attempts^layers: the calls one user request causes when everything fails. */
 uint64_t resil__sim_worst_case(const resil_sim_config *c);

@@ -56,9 +56,18 @@ typedef struct window {
     uint64_t sum;
 } window;
 
-typedef struct run_series {
-    double *arrivals, *offered, *goodput, *failed, *retries;
-} run_series;
+/* The five columns of a series, for the loops that treat them alike: a
+ * run's own counts and the result they are summed into. */
+#define NCOLUMNS 5
+
+static void columns(resil_sim_series *s, double **col[NCOLUMNS])
+{
+    col[0] = &s->arrivals;
+    col[1] = &s->offered;
+    col[2] = &s->goodput;
+    col[3] = &s->failed;
+    col[4] = &s->retries;
+}
 
 typedef struct stack_model {
     const resil_sim_config *cfg;
@@ -83,7 +92,7 @@ typedef struct stack_model {
     uint64_t limit, started;
     /* this run's figures */
     size_t nbins;
-    run_series s;
+    resil_sim_series s;
     uint64_t dep_calls, requests, succeeded, max_calls;
     resil_outcome ok, unavailable, timed_out, rejected;
 } stack_model;
@@ -402,9 +411,10 @@ static int make_guards(stack_model *m, resil_err *err)
 
 static void clear_series(stack_model *m)
 {
-    double *all[] = {m->s.arrivals, m->s.offered, m->s.goodput, m->s.failed, m->s.retries};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        memset(all[i], 0, m->nbins * sizeof(double));
+    double **col[NCOLUMNS];
+    columns(&m->s, col);
+    for (size_t i = 0; i < NCOLUMNS; i++)
+        memset(*col[i], 0, m->nbins * sizeof(double));
 }
 
 static void start_run(stack_model *m, uint64_t run)
@@ -452,7 +462,7 @@ static bool healthy(const stack_model *m, size_t b)
 
 static size_t outage_end_bin(const resil_sim_config *c)
 {
-    resil_instant end = resil_dur_add(c->outage_start, c->outage);
+    resil_instant end = resil__sim_outage_end(c);
     return (size_t)((end + c->bin - 1) / c->bin);
 }
 
@@ -477,20 +487,19 @@ static void accumulate(stack_model *m, resil_sim_result *out)
     out->calls_per_request += (double)m->dep_calls;
     if (m->max_calls > out->max_calls)
         out->max_calls = m->max_calls;
-    const double *from[] = {m->s.arrivals, m->s.offered, m->s.goodput, m->s.failed,
-                            m->s.retries};
-    double *to[] = {out->series.arrivals, out->series.offered, out->series.goodput,
-                    out->series.failed, out->series.retries};
-    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+    double **from[NCOLUMNS], **to[NCOLUMNS];
+    columns(&m->s, from);
+    columns(&out->series, to);
+    for (size_t i = 0; i < NCOLUMNS; i++) {
         for (size_t b = 0; b < m->nbins; b++)
-            to[i][b] += from[i][b];
+            (*to[i])[b] += (*from[i])[b];
     }
     if (m->cfg->scenario == RESIL_SIM_LAYERS)
         return;
     size_t rb = recovery_bin(m);
     if (rb == SIZE_MAX)
         return;
-    resil_instant end = resil_dur_add(m->cfg->outage_start, m->cfg->outage);
+    resil_instant end = resil__sim_outage_end(m->cfg);
     resil_instant at = (resil_instant)rb * m->cfg->bin;
     out->recovered_runs++;
     out->recovery_s += at > end ? (double)(at - end) / 1e9 : 0.0;
@@ -532,11 +541,11 @@ static void finish(const resil_sim_config *c, resil_sim_result *out)
     out->succeeded /= runs;
     if (out->recovered_runs > 0)
         out->recovery_s /= (double)out->recovered_runs;
-    double *all[] = {out->series.arrivals, out->series.offered, out->series.goodput,
-                     out->series.failed, out->series.retries};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    double **col[NCOLUMNS];
+    columns(&out->series, col);
+    for (size_t i = 0; i < NCOLUMNS; i++) {
         for (size_t b = 0; b < out->series.nbins; b++)
-            all[i][b] /= runs;
+            (*col[i])[b] /= runs;
     }
     if (c->scenario != RESIL_SIM_LAYERS)
         multipliers(c, out);
@@ -544,21 +553,27 @@ static void finish(const resil_sim_config *c, resil_sim_result *out)
 
 /* ---- the entry point ------------------------------------------------------ */
 
-static int alloc_series(size_t nbins, double **arrays[5])
+static int alloc_series(resil_sim_series *s, size_t nbins, resil_duration bin)
 {
-    for (size_t i = 0; i < 5; i++) {
-        *arrays[i] = calloc(nbins ? nbins : 1, sizeof(double));
-        if (*arrays[i] == NULL)
+    double **col[NCOLUMNS];
+    columns(s, col);
+    s->nbins = nbins;
+    s->bin = bin;
+    for (size_t i = 0; i < NCOLUMNS; i++) {
+        *col[i] = calloc(nbins ? nbins : 1, sizeof(double));
+        if (*col[i] == NULL)
             return RESIL_ENOMEM;
     }
     return 0;
 }
 
-static void free_series(double **arrays[5])
+static void free_series(resil_sim_series *s)
 {
-    for (size_t i = 0; i < 5; i++) {
-        free(*arrays[i]);
-        *arrays[i] = NULL;
+    double **col[NCOLUMNS];
+    columns(s, col);
+    for (size_t i = 0; i < NCOLUMNS; i++) {
+        free(*col[i]);
+        *col[i] = NULL;
     }
 }
 
@@ -580,7 +595,7 @@ static void configure(stack_model *m, const resil_sim_config *c, const resil_sim
     m->down_hangs = c->scenario == RESIL_SIM_METASTABLE;
     m->overload_fails = c->scenario != RESIL_SIM_METASTABLE;
     m->down_from = c->outage_start;
-    m->down_until = resil_dur_add(c->outage_start, c->outage);
+    m->down_until = resil__sim_outage_end(c);
     if (c->scenario == RESIL_SIM_LAYERS) {
         m->down_from = 0;
         m->down_until = RESIL_INSTANT_MAX;
@@ -618,14 +633,9 @@ int resil__sim_stack(const resil_sim_config *c, const resil_sim_policy *p,
     int rc = resil_retry_policy_validate(&m.policy[0], err);
     if (rc != 0)
         return rc;
-    out->series.nbins = m.nbins;
-    out->series.bin = c->bin;
-    double **mine[5] = {&m.s.arrivals, &m.s.offered, &m.s.goodput, &m.s.failed, &m.s.retries};
-    double **theirs[5] = {&out->series.arrivals, &out->series.offered, &out->series.goodput,
-                          &out->series.failed, &out->series.retries};
-    rc = alloc_series(m.nbins, mine);
+    rc = alloc_series(&m.s, m.nbins, c->bin);
     if (rc == 0)
-        rc = alloc_series(m.nbins, theirs);
+        rc = alloc_series(&out->series, m.nbins, c->bin);
     if (rc == 0)
         rc = resil__sim_engine_init(&m.engine, 4096);
     if (rc == 0)
@@ -640,7 +650,7 @@ int resil__sim_stack(const resil_sim_config *c, const resil_sim_policy *p,
                       (unsigned)RESIL__SIM_MAX_ID + 1);
     if (rc == 0)
         finish(c, out);
-    free_series(mine);
+    free_series(&m.s);
     resil__sim_engine_free(&m.engine);
     free(m.calls);
     free(m.free_list);
