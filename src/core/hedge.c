@@ -492,14 +492,14 @@ static resil_outcome outcome_of(const race *rc, verdict v)
     return v == WON ? rc->outcomes[rc->winner] : rc->outcomes[0];
 }
 
-static resil_outcome stopped(hedger *h, resil_instant now)
+/* The caller's token fired, or the deadline passed: every attempt stops. */
+static resil_outcome stopped(hedger *h)
 {
     if (resil_cancelled(h->f->cancel)) {
         int reason = resil_cancel_reason(h->f->cancel);
         fire_all(h->rc, -1, reason);
         return resil_fail(RESIL_CANCELLED, reason, "cancelled while hedging");
     }
-    (void)now;
     fire_all(h->rc, -1, RESIL_ETIMEDOUT);
     if (h->f->deadline_token != NULL)
         resil_cancel_fire_reason(h->f->deadline_token, RESIL_ETIMEDOUT);
@@ -521,7 +521,7 @@ static resil_outcome race_on(hedger *h)
             return outcome_of(h->rc, v);
         }
         if (resil_cancelled(h->f->cancel) || now >= h->f->deadline)
-            return stopped(h, now);
+            return stopped(h);
         if (may_hedge(h) && (failed || now >= resil_dur_add(h->last_launch, opts->delay))) {
             hedge_once(h, failed, now);
             continue;

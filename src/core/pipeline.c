@@ -765,9 +765,12 @@ void resil_pipeline_free(resil_pipeline *p)
         return;
     if (p->metrics != NULL)
         resil_metrics_unwatch(p->metrics, p);
+    /* Hedged attempts still running use the strategies after hedging:
+     * let them finish before anything goes. */
+    for (size_t i = 0; i < p->nnodes; i++)
+        resil__hedge_pool_free(p->nodes[i].pool);
     for (size_t i = 0; i < p->nnodes; i++) {
         resil__node *n = &p->nodes[i];
-        resil__hedge_pool_free(n->pool);
         resil_breaker_free(n->breaker);
         if (!n->owned)
             continue;
