@@ -50,11 +50,6 @@ struct resil_bulkhead {
     _Atomic uint64_t admitted, queued_total, rejected, timed_out, cancelled;
 };
 
-static void count(_Atomic uint64_t *counter)
-{
-    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-}
-
 void resil_bulkhead_opts_default(resil_bulkhead_opts *o)
 {
     o->max_concurrency = 10;
@@ -145,10 +140,10 @@ int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
 {
     fill_ticket(t, NULL, 0); /* a failed acquire leaves a ticket release ignores */
     if (!take_free_permit(b)) {
-        count(&b->rejected);
+        resil__count(&b->rejected);
         return RESIL_EREJECTED;
     }
-    count(&b->admitted);
+    resil__count(&b->admitted);
     fill_ticket(t, b, 0);
     return 0;
 }
@@ -248,10 +243,10 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     if (entered != ENTER_QUEUED) {
         pthread_mutex_unlock(&b->mu);
         if (entered == ENTER_REJECTED) {
-            count(&b->rejected);
+            resil__count(&b->rejected);
             return RESIL_EREJECTED;
         }
-        count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, 0);
         return 0;
     }
@@ -263,7 +258,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     }
     fifo_push(b, &node);
     pthread_mutex_unlock(&b->mu);
-    count(&b->queued_total);
+    resil__count(&b->queued_total);
 
     int rc;
     for (;;) {
@@ -281,10 +276,10 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     resil_cancel_destroy(&node.wake);
 
     if (rc == 0) {
-        count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, resil_dur_sub(resil_clock_now(b->clock), start));
     } else {
-        count(rc == RESIL_ECANCELED ? &b->cancelled : &b->timed_out);
+        resil__count(rc == RESIL_ECANCELED ? &b->cancelled : &b->timed_out);
     }
     return rc;
 }
@@ -293,16 +288,16 @@ int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhe
 {
     fill_ticket(t, NULL, 0);
     if (resil_cancelled(cancel)) {
-        count(&b->cancelled);
+        resil__count(&b->cancelled);
         return RESIL_ECANCELED;
     }
     if (take_free_permit(b)) {
-        count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, 0);
         return 0;
     }
     if (!b->opts.queue || b->opts.max_queue == 0) {
-        count(&b->rejected);
+        resil__count(&b->rejected);
         return RESIL_EREJECTED;
     }
     return queue_and_wait(b, cancel, t);
@@ -347,18 +342,13 @@ int32_t resil_bulkhead_queued(const resil_bulkhead *b)
     return (int32_t)queued_of(w);
 }
 
-static uint64_t read_counter(const _Atomic uint64_t *c)
-{
-    return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
-}
-
 void resil_bulkhead_stats_get(const resil_bulkhead *b, resil_bulkhead_stats *out)
 {
-    out->admitted = read_counter(&b->admitted);
-    out->queued = read_counter(&b->queued_total);
-    out->rejected = read_counter(&b->rejected);
-    out->timed_out = read_counter(&b->timed_out);
-    out->cancelled = read_counter(&b->cancelled);
+    out->admitted = resil__counted(&b->admitted);
+    out->queued = resil__counted(&b->queued_total);
+    out->rejected = resil__counted(&b->rejected);
+    out->timed_out = resil__counted(&b->timed_out);
+    out->cancelled = resil__counted(&b->cancelled);
 }
 
 void resil_bulkhead_opts_get(const resil_bulkhead *b, resil_bulkhead_opts *out)

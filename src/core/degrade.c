@@ -320,7 +320,7 @@ static void evaluate(resil_degrade *d)
     resil_instant now = resil_clock_now(d->clock);
     atomic_store_explicit(&d->next_check, resil_dur_add(now, d->opts.check_interval),
                           memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->evaluations, 1, memory_order_relaxed);
+    resil__count(&d->evaluations);
 
     pthread_mutex_lock(&d->mu);
     window_totals(d, now);
@@ -376,7 +376,7 @@ int resil_degrade_admit_at(resil_degrade *d, int32_t priority, resil_instant now
     int level = atomic_load_explicit(&d->level, memory_order_acquire);
     if (priority >= d->threshold[level])
         return 0;
-    atomic_fetch_add_explicit(&d->rejected, 1, memory_order_relaxed);
+    resil__count(&d->rejected);
     return RESIL_EREJECTED;
 }
 
@@ -496,8 +496,8 @@ void resil_degrade_stats_get(resil_degrade *d, resil_degrade_stats *out)
         .memory = d->memory,
     };
     pthread_mutex_unlock(&d->mu);
-    out->evaluations = atomic_load_explicit(&d->evaluations, memory_order_relaxed);
-    out->rejected = atomic_load_explicit(&d->rejected, memory_order_relaxed);
+    out->evaluations = resil__counted(&d->evaluations);
+    out->rejected = resil__counted(&d->rejected);
 }
 
 static const char *const cause_names[] = {"error-rate", "cpu", "memory", "recovery", "manual"};

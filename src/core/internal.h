@@ -2,7 +2,7 @@
  * internal.h — the small mechanisms several core files share and no user
  * should call: the wording of a rejected duration option, the lookup of a
  * name in an enum's table, and the integer arithmetic that must neither
- * wrap nor round toward zero.
+ * wrap nor round toward zero; and the statistics counters.
  *
  * Each exists once so that the components cannot drift apart: every
  * constructor names a bad duration in the units the parser reads ("-5ms",
@@ -12,6 +12,8 @@
  */
 #ifndef RESIL_INTERNAL_H
 #define RESIL_INTERNAL_H
+
+#include <stdatomic.h>
 
 #include "resil/time.h"
 
@@ -29,6 +31,19 @@ int resil__name_index(const char *const *names, size_t count, const char *s,
 const char *resil__name_at(const char *const *names, size_t count, unsigned i);
 
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Statistics counters (admitted, rejected, ...): relaxed, since nothing is
+ * ordered by them, and read one by one, so a snapshot of several may be
+ * from slightly different moments. */
+static inline void resil__count(_Atomic uint64_t *c)
+{
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static inline uint64_t resil__counted(const _Atomic uint64_t *c)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
+}
 
 /* a + b, saturating at INT64_MIN and INT64_MAX. */
 static inline int64_t resil__add_sat(int64_t a, int64_t b)

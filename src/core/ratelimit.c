@@ -46,11 +46,6 @@ struct resil_ratelimit {
     _Atomic uint64_t admitted, rejected, timed_out, cancelled;
 };
 
-static void count(_Atomic uint64_t *counter)
-{
-    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-}
-
 void resil_ratelimit_opts_default(resil_ratelimit_opts *o, resil_ratelimit_kind kind)
 {
     memset(o, 0, sizeof *o);
@@ -327,7 +322,7 @@ static int take(resil_ratelimit *rl, int64_t n, resil_instant now, resil_duratio
     int rc = take_locked(rl, n, now, wait);
     pthread_mutex_unlock(&rl->mu);
     if (rc == 0)
-        count(&rl->admitted);
+        resil__count(&rl->admitted);
     return rc;
 }
 
@@ -337,7 +332,7 @@ int resil_ratelimit_try_acquire_at(resil_ratelimit *rl, int64_t n, resil_instant
     resil_duration wait = 0;
     int rc = take(rl, n, now, &wait);
     if (rc == RESIL_EREJECTED)
-        count(&rl->rejected);
+        resil__count(&rl->rejected);
     if (retry_after != NULL)
         *retry_after = rc == RESIL_EREJECTED ? wait : 0;
     return rc;
@@ -350,7 +345,7 @@ int resil_ratelimit_try_acquire(resil_ratelimit *rl, int64_t n, resil_duration *
 
 static int give_up(resil_ratelimit *rl, int rc)
 {
-    count(rc == RESIL_ECANCELED ? &rl->cancelled : &rl->timed_out);
+    resil__count(rc == RESIL_ECANCELED ? &rl->cancelled : &rl->timed_out);
     return rc;
 }
 
@@ -399,10 +394,10 @@ int64_t resil_ratelimit_available(resil_ratelimit *rl)
 
 void resil_ratelimit_stats_get(resil_ratelimit *rl, resil_ratelimit_stats *out)
 {
-    out->admitted = atomic_load_explicit(&rl->admitted, memory_order_relaxed);
-    out->rejected = atomic_load_explicit(&rl->rejected, memory_order_relaxed);
-    out->timed_out = atomic_load_explicit(&rl->timed_out, memory_order_relaxed);
-    out->cancelled = atomic_load_explicit(&rl->cancelled, memory_order_relaxed);
+    out->admitted = resil__counted(&rl->admitted);
+    out->rejected = resil__counted(&rl->rejected);
+    out->timed_out = resil__counted(&rl->timed_out);
+    out->cancelled = resil__counted(&rl->cancelled);
 }
 
 void resil_ratelimit_opts_get(const resil_ratelimit *rl, resil_ratelimit_opts *out)
