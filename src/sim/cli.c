@@ -177,12 +177,12 @@ static int set_value(options *o, const flag *fl, const char *value, FILE *errout
     switch (fl->type) {
     case F_U32:
         if (!parse_u64(value, &u) || u > UINT32_MAX)
-            return bad(errout, "%s expects a whole number, got '%s'", fl->name, value);
+            return bad(errout, "%s must be a whole number, got '%s'", fl->name, value);
         *(uint32_t *)p = (uint32_t)u;
         return 0;
     case F_U64:
         if (!parse_u64(value, &u))
-            return bad(errout, "%s expects a whole number, got '%s'", fl->name, value);
+            return bad(errout, "%s must be a whole number, got '%s'", fl->name, value);
         *(uint64_t *)p = u;
         return 0;
     case F_DOUBLE: {
@@ -190,23 +190,25 @@ static int set_value(options *o, const flag *fl, const char *value, FILE *errout
         errno = 0;
         double d = strtod(value, &end);
         if (*value == '\0' || *end != '\0' || errno != 0 || !isfinite(d))
-            return bad(errout, "%s expects a number, got '%s'", fl->name, value);
+            return bad(errout, "%s must be a number, got '%s'", fl->name, value);
         *(double *)p = d;
         return 0;
     }
-    case F_DURATION:
-        if (resil_duration_parse_cstr(value, (resil_duration *)p, NULL) != 0)
-            return bad(errout, "%s expects a duration such as 250ms, 2s or 1m30s, got '%s'",
-                       fl->name, value);
+    case F_DURATION: {
+        resil_err err = {0, ""};
+        if (resil_duration_parse_cstr(value, (resil_duration *)p, &err) != 0)
+            return bad(errout, "%s must be a duration like 250ms, 2s or 1m30s, got '%s' (%s)",
+                       fl->name, value, err.message);
         return 0;
+    }
     case F_STRING:
         if (*value == '\0')
-            return bad(errout, "%s expects a file name", fl->name);
+            return bad(errout, "%s must be a file name, got ''", fl->name);
         *(const char **)p = value;
         return 0;
     case F_BUDGET_AT:
         if (parse_budget_at(value, (uint32_t *)p) != 0)
-            return bad(errout, "%s expects all, innermost or a layer number 1-10, got '%s'",
+            return bad(errout, "%s must be all, innermost or a layer number 1-10, got '%s'",
                        fl->name, value);
         return 0;
     case F_POLICY: {

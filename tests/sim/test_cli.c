@@ -103,14 +103,18 @@ static void a_switch_with_a_value_is_refused(void **state)
 static void malformed_numbers_are_refused_by_name(void **state)
 {
     (void)state;
-    expect_usage_error(SIM("occ", "--clients", "ten"), "--clients expects a whole number, got 'ten'");
-    expect_usage_error(SIM("occ", "--clients", "-3"), "--clients expects a whole number");
-    expect_usage_error(SIM("occ", "--clients", "99999999999"), "--clients expects a whole number");
-    expect_usage_error(SIM("occ", "--seed", "1x"), "--seed expects a whole number");
-    expect_usage_error(SIM("metastable", "--rate", "fast"), "--rate expects a number, got 'fast'");
-    expect_usage_error(SIM("metastable", "--rate", "inf"), "--rate expects a number");
-    expect_usage_error(SIM("failover", "--outage", "20x"), "--outage expects a duration");
-    expect_usage_error(SIM("failover", "--budget-at", "middle"), "--budget-at expects all, innermost");
+    expect_usage_error(SIM("occ", "--clients", "ten"), "--clients must be a whole number, got 'ten'");
+    expect_usage_error(SIM("occ", "--clients", "-3"), "--clients must be a whole number");
+    expect_usage_error(SIM("occ", "--clients", "99999999999"), "--clients must be a whole number");
+    expect_usage_error(SIM("occ", "--seed", "1x"), "--seed must be a whole number");
+    expect_usage_error(SIM("metastable", "--rate", "fast"), "--rate must be a number, got 'fast'");
+    expect_usage_error(SIM("metastable", "--rate", "inf"), "--rate must be a number");
+    expect_usage_error(SIM("failover", "--outage", "20x"),
+                       "--outage must be a duration like 250ms, 2s or 1m30s, got '20x' "
+                       "(duration \"20x\": unknown unit");
+    expect_usage_error(SIM("failover", "--outage", "-5s"),
+                       "got '-5s' (duration \"-5s\": must not be negative)");
+    expect_usage_error(SIM("failover", "--budget-at", "middle"), "--budget-at must be all, innermost");
 }
 
 static void out_of_range_values_are_refused_by_name(void **state)
