@@ -725,18 +725,10 @@ static int watch_gauges(resil_pipeline *p, resil_err *err)
     return 0;
 }
 
-int resil_pipeline_build(resil_pipeline_builder *b, resil_pipeline **out, resil_err *err)
+/* Check the composition, then fix it: the single attempt, the retry hook,
+ * the worker pool, the warnings and the gauges. */
+static int freeze(resil_pipeline *p, resil_err *err)
 {
-    if (b == NULL || out == NULL)
-        return resil_err_set(err, RESIL_EINVAL, "pipeline: builder and out must not be NULL");
-    if (b->p == NULL)
-        return resil_err_set(err, RESIL_ESTATE, "pipeline: the builder was already built");
-    if (b->error != 0) {
-        if (err != NULL)
-            *err = b->first;
-        return b->error;
-    }
-    resil_pipeline *p = b->p;
     int rc = check_order(p, err);
     if (rc == 0)
         rc = check_timeouts(p, err);
@@ -744,18 +736,32 @@ int resil_pipeline_build(resil_pipeline_builder *b, resil_pipeline **out, resil_
         return rc;
     insert_single_attempt(p);
     freeze_retry(p);
-    rc = start_hedging(p, err);
-    if (rc == 0)
-        rc = resil__pipeline_warnings(p);
-    if (rc != 0 && rc != RESIL_ENOMEM)
+    if ((rc = start_hedging(p, err)) != 0)
         return rc;
-    if (rc == RESIL_ENOMEM)
-        return resil_err_set(err, rc, "pipeline: out of memory");
-    rc = watch_gauges(p, err);
-    if (rc != 0)
-        return rc;
+    if (resil__pipeline_warnings(p) != 0)
+        return resil_err_set(err, RESIL_ENOMEM, "pipeline: out of memory");
+    return watch_gauges(p, err);
+}
+
+int resil_pipeline_build(resil_pipeline_builder *b, resil_pipeline **out, resil_err *err)
+{
+    if (b == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "pipeline: builder and out must not be NULL");
+    if (b->p == NULL)
+        return resil_err_set(err, RESIL_ESTATE, "pipeline: the builder was already built");
+    if (b->error == 0) {
+        resil_err local = {0, ""};
+        int rc = freeze(b->p, &local);
+        if (rc != 0)
+            keep(b, rc, &local); /* a failed build stays failed */
+    }
+    if (b->error != 0) {
+        if (err != NULL)
+            *err = b->first;
+        return b->error;
+    }
+    *out = b->p;
     b->p = NULL;
-    *out = p;
     return 0;
 }
 

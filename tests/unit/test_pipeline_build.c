@@ -309,6 +309,24 @@ static void attempt_timeout_longer_than_the_total_is_refused(void **state)
     resil_pipeline_free(p);
 }
 
+static void a_failed_build_stays_failed(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_retry_policy p = retry_policy();
+    resil_timeout_opts t = timeout_of(RESIL_S(1));
+    resil_pipeline_add_retry(b, &p);
+    resil_pipeline_add_total_timeout(b, &t);
+    resil_pipeline *out = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_pipeline_build(b, &out, &err), RESIL_EINVAL);
+    err.message[0] = '\0';
+    assert_int_equal(resil_pipeline_build(b, &out, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "pipeline: total-timeout must come before retry");
+    assert_null(out);
+    resil_pipeline_builder_free(b);
+}
+
 static void a_builder_builds_once(void **state)
 {
     (void)state;
@@ -623,6 +641,7 @@ int main(void)
         cmocka_unit_test(timeouts_sit_on_their_side_of_the_retry),
         cmocka_unit_test(hedging_comes_after_retry_and_fallback),
         cmocka_unit_test(attempt_timeout_longer_than_the_total_is_refused),
+        cmocka_unit_test(a_failed_build_stays_failed),
         cmocka_unit_test(a_builder_builds_once),
         cmocka_unit_test(standard_options_are_microsofts_defaults),
         cmocka_unit_test(standard_describes_its_order_options_and_worst_case),
