@@ -467,6 +467,21 @@ static void sigterm_during_a_transfer_exits_143(void **state)
     cli_result_free(&r);
 }
 
+static void sighup_cancels_too(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}));
+    pid_t pid = cli_start(f->dir, NULL, "http", "--delay", "20s", "--jitter", "none",
+                          url(f, "/a"), NULL);
+    cli_await(cli_err_contains, f->dir, "#1 HTTP 503, wait 20000 ms");
+    kill(pid, SIGHUP);
+    cli_result r;
+    cli_wait(pid, f->dir, &r);
+    assert_int_equal(r.status, 129);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    cli_result_free(&r);
+}
+
 /* ---- bad options ---------------------------------------------------------------------- */
 
 static void assert_usage_error(cli_fx *f, const char *needle, ...)
@@ -549,6 +564,7 @@ int main(void)
         T(hedged_get_takes_the_faster_answer),
         T(sigint_during_a_wait_exits_130_at_once),
         T(sigterm_during_a_transfer_exits_143),
+        T(sighup_cancels_too),
         T(bad_options_exit_125_naming_the_option),
         T(help_exits_0),
     };

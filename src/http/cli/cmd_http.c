@@ -13,10 +13,10 @@
  *
  * Signals: the pipeline may run attempts on worker threads (hedging), so
  * the synchronous sigtimedwait scheme of `resil run` does not fit here.
- * SIGINT and SIGTERM are blocked in every thread and taken by one thread
- * in sigwait(), which fires the call's cancellation token: that ends a wait
- * between attempts at once and aborts a running transfer at libcurl's next
- * progress check.
+ * SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one
+ * thread in sigwait(), which fires the call's cancellation token: that ends
+ * a wait between attempts at once and aborts a running transfer at
+ * libcurl's next progress check.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -117,7 +117,7 @@ static void usage(FILE *out)
           "  22   the last response was 400 or above\n"
           "  28   a timeout ended the request\n"
           "  125  resil's own error, such as a bad option value\n"
-          "  130/143  cancelled by SIGINT/SIGTERM\n"
+          "  129/130/143  cancelled by SIGHUP/SIGINT/SIGTERM\n"
           "  N    libcurl's error code N for any other transfer failure\n"
           "With several URLs, the status is that of the last URL that failed.\n",
           out);
@@ -385,15 +385,18 @@ static bool ignored(int signo)
     return sigaction(signo, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
 }
 
-/* Block SIGINT and SIGTERM (unless the parent had them ignored) before any
- * thread exists, so every thread inherits the mask, then take them on one. */
+/* Block the cancelling signals (unless the parent had them ignored: nohup,
+ * background jobs) before any thread exists, so every thread inherits the
+ * mask, then take them on one. SIGHUP cancels too, as in `resil run`: a
+ * closed terminal should not leave a transfer going. */
 static int watch_signals(void)
 {
+    static const int cancelling[] = {SIGINT, SIGTERM, SIGHUP};
     sigemptyset(&taken_signals);
-    if (!ignored(SIGINT))
-        sigaddset(&taken_signals, SIGINT);
-    if (!ignored(SIGTERM))
-        sigaddset(&taken_signals, SIGTERM);
+    for (size_t i = 0; i < sizeof cancelling / sizeof cancelling[0]; i++) {
+        if (!ignored(cancelling[i]))
+            sigaddset(&taken_signals, cancelling[i]);
+    }
     sigaddset(&taken_signals, SIGUSR1);
     if (resil_cancel_init(&cancel_token, NULL) != 0)
         return RESIL_ESYS;
@@ -549,7 +552,7 @@ static void log_stop(const run_state *rs, const resil_http_result *r)
     attempt_log_stop(&rs->log, stop, r->attempts, NULL);
 }
 
-static int perform_url(resil_http_client *c, CURL *e, const http_opts *o, run_state *rs,
+static int perform_url(resil_http_client *c, CURL *e, http_opts *o, run_state *rs,
                        FILE *out, const char *url)
 {
     curl_easy_reset(e);
@@ -563,7 +566,7 @@ static int perform_url(resil_http_client *c, CURL *e, const http_opts *o, run_st
     req.write_data = out;
     req.header_data = o->include_headers ? out : NULL;
     req.cancel = &cancel_token;
-    req.rng = policy_opts_rng((policy_opts *)&o->po);
+    req.rng = policy_opts_rng(&o->po);
     resil_http_result r;
     rs->has_pending = false;
     int rc = resil_http_perform(c, e, &req, &r);
