@@ -116,15 +116,26 @@ typedef struct header_ctx {
     bool failed;
 } header_ctx;
 
+/* The line is built on the stack when it fits and on the heap when not: a
+ * long header (a JWT, a cookie jar) must reach the upstream whole, never
+ * cut at a buffer's size. */
 static void add_header(header_ctx *h, const char *name, const char *value)
 {
-    char line[8192];
+    char small[1024];
+    size_t cap = strlen(name) + strlen(value) + 3;
+    char *line = cap <= sizeof small ? small : malloc(cap);
+    if (line == NULL) {
+        h->failed = true;
+        return;
+    }
     /* curl drops "Name:" (it means "remove"); "Name;" sends it empty. */
     if (*value == '\0')
-        snprintf(line, sizeof line, "%s;", name);
+        snprintf(line, cap, "%s;", name);
     else
-        snprintf(line, sizeof line, "%s: %s", name, value);
+        snprintf(line, cap, "%s: %s", name, value);
     struct curl_slist *l = curl_slist_append(h->list, line);
+    if (line != small)
+        free(line);
     if (l == NULL)
         h->failed = true;
     else

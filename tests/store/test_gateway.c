@@ -491,6 +491,30 @@ static void require_key_refuses_a_guarded_request_without_one(void **state)
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
+static void a_long_request_header_reaches_the_upstream_whole(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    enum { VALUE_LEN = 12000 };
+    char *header = malloc(VALUE_LEN + 32);
+    assert_non_null(header);
+    int n = snprintf(header, 32, "X-Token: ");
+    memset(header + n, 't', VALUE_LEN);
+    header[n + VALUE_LEN] = '\0';
+    char url[256];
+    url_of(e, "/orders", url, sizeof url);
+    const char *headers[] = {header, NULL};
+    http_reply r;
+    assert_int_equal(http_request("GET", url, headers, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    http_reply_free(&r);
+    char seen[VALUE_LEN + 16];
+    upstream_last_header(e->up, "X-Token", seen, sizeof seen);
+    assert_int_equal(strlen(seen), VALUE_LEN);
+    assert_string_equal(seen, header + n);
+    free(header);
+}
+
 static void upstream_status_and_body_pass_through(void **state)
 {
     env *e = *state;
@@ -616,6 +640,7 @@ int main(void)
         GW_CASE(unguarded_methods_pass_through_even_with_a_key),
         GW_CASE(methods_option_chooses_what_is_guarded),
         GW_CASE(require_key_refuses_a_guarded_request_without_one),
+        GW_CASE(a_long_request_header_reaches_the_upstream_whole),
         GW_CASE(upstream_status_and_body_pass_through),
         GW_CASE(healthz_answers_without_the_upstream),
         GW_CASE(bad_keys_are_400),

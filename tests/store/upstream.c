@@ -19,6 +19,10 @@
 #include <strings.h>
 #include <time.h>
 
+/* Room for every request header, long ones included (the gateway must pass
+ * a header of several kilobytes on whole). */
+#define HEADERS_MAX 32768
+
 struct upstream {
     struct MHD_Daemon *d;
     int port;
@@ -28,7 +32,7 @@ struct upstream {
     int delay_ms;
     unsigned fail_left;
     int fail_status;
-    char last_headers[4096];
+    char last_headers[HEADERS_MAX];
 };
 
 typedef struct request {
@@ -48,10 +52,10 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
 {
     (void)kind;
     char *buf = cls;
-    append(buf, 4096, key);
-    append(buf, 4096, ": ");
-    append(buf, 4096, value ? value : "");
-    append(buf, 4096, "\n");
+    append(buf, HEADERS_MAX, key);
+    append(buf, HEADERS_MAX, ": ");
+    append(buf, HEADERS_MAX, value ? value : "");
+    append(buf, HEADERS_MAX, "\n");
     return MHD_YES;
 }
 
@@ -65,7 +69,7 @@ static void sleep_ms(int ms)
 static enum MHD_Result answer(upstream *u, struct MHD_Connection *conn,
                               const char *url, const char *method, request *r)
 {
-    char headers[4096] = "";
+    char headers[HEADERS_MAX] = "";
     MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, headers);
     pthread_mutex_lock(&u->mu);
     unsigned n = ++u->requests;
