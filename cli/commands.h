@@ -12,6 +12,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_breaker(int argc, char **argv);
 int cmd_gateway(int argc, char **argv);
 int cmd_http(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 /* Exit status for resil's own errors (bad options), as timeout(1) uses. */
 #define RESIL_EXIT_USAGE 125

@@ -25,6 +25,9 @@ static const command commands[] = {
 #ifdef RESIL_CLI_HTTP
     {"http", cmd_http, "fetch URLs with libcurl, retrying as curl --retry should"},
 #endif
+#ifdef RESIL_CLI_CONFIG
+    {"config", cmd_config, "check a configuration file and analyse its pipelines"},
+#endif
 };
 
 static void usage(FILE *out)

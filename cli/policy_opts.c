@@ -15,6 +15,18 @@
 #define SCHEDULE_FOREVER_LINES 10 /* waits shown for "forever" */
 #define SCHEDULE_MAX_LINES 50     /* waits shown before the rest is elided */
 
+/* The options a command line may set over a --policy, as bits of `given`. */
+enum {
+    GIVEN_ATTEMPTS = 1u << 0,
+    GIVEN_BACKOFF = 1u << 1,
+    GIVEN_DELAY = 1u << 2,
+    GIVEN_MAX_DELAY = 1u << 3,
+    GIVEN_FACTOR = 1u << 4,
+    GIVEN_JITTER = 1u << 5,
+    GIVEN_ATTEMPT_TIMEOUT = 1u << 6,
+    GIVEN_TOTAL_TIMEOUT = 1u << 7
+};
+
 void policy_opts_default(policy_opts *po)
 {
     memset(po, 0, sizeof *po);
@@ -63,30 +75,90 @@ int policy_opts_parse(policy_opts *po, args *a)
     resil_backoff *b = &po->policy.backoff;
     const char *v = NULL;
     int m;
-#define TRY(long_name, short_name, action)                                 \
+#define TRY(long_name, short_name, bit, action)                            \
     if ((m = args_match(a, long_name, short_name, &v)) != 0) {             \
         if (m < 0)                                                         \
             return m;                                                      \
         int rc_ = (action);                                                \
+        po->given |= (bit);                                                \
         return rc_ < 0 ? rc_ : 1;                                          \
     }
-    TRY("--attempts", "-a", parse_attempts(po, a, v))
-    TRY("--backoff", NULL, parse_backoff(po, a, v))
-    TRY("--delay", NULL, args_duration(a, "--delay", v, false, &b->base))
-    TRY("--max-delay", NULL, args_duration(a, "--max-delay", v, false, &b->max_delay))
-    TRY("--factor", NULL, args_double(a, "--factor", v, 1.0, &b->factor))
-    TRY("--jitter", NULL, parse_jitter(po, a, v))
-    TRY("--seed", NULL, parse_seed(po, a, v))
-    TRY("--attempt-timeout", NULL,
+    TRY("--attempts", "-a", GIVEN_ATTEMPTS, parse_attempts(po, a, v))
+    TRY("--backoff", NULL, GIVEN_BACKOFF, parse_backoff(po, a, v))
+    TRY("--delay", NULL, GIVEN_DELAY, args_duration(a, "--delay", v, false, &b->base))
+    TRY("--max-delay", NULL, GIVEN_MAX_DELAY,
+        args_duration(a, "--max-delay", v, false, &b->max_delay))
+    TRY("--factor", NULL, GIVEN_FACTOR, args_double(a, "--factor", v, 1.0, &b->factor))
+    TRY("--jitter", NULL, GIVEN_JITTER, parse_jitter(po, a, v))
+    TRY("--seed", NULL, 0, parse_seed(po, a, v))
+    TRY("--attempt-timeout", NULL, GIVEN_ATTEMPT_TIMEOUT,
         args_duration(a, "--attempt-timeout", v, true, &po->attempt_timeout))
-    TRY("--total-timeout", NULL,
+    TRY("--total-timeout", NULL, GIVEN_TOTAL_TIMEOUT,
         args_duration(a, "--total-timeout", v, true, &po->policy.max_total))
+    TRY("--config", NULL, 0, (po->config_file = v, 0))
+    TRY("--policy", NULL, 0, (po->policy_name = v, 0))
 #undef TRY
     return 0;
 }
 
+#ifdef RESIL_CLI_CONFIG
+/* The named policy under whatever the command line set itself. */
+static int apply_config(policy_opts *po, const args *a)
+{
+    config_policy cp;
+    if (config_policy_load(a, po->config_file, po->policy_name, &cp) != 0)
+        return RESIL_EINVAL;
+    if (cp.ignored[0] != '\0')
+        fprintf(stderr, "%s: note: --policy %s: %s not used by this command\n", a->cmd,
+                po->policy_name, cp.ignored);
+    const policy_opts cli = *po;
+    resil_backoff *b = &po->policy.backoff;
+    po->policy = cp.policy; /* numbers only: the command's classifier and hooks stay */
+    po->policy.retry_on = cli.policy.retry_on;
+    po->policy.retry_on_ud = cli.policy.retry_on_ud;
+    po->policy.budget = cli.policy.budget;
+    po->policy.on_retry = cli.policy.on_retry;
+    po->policy.on_retry_ud = cli.policy.on_retry_ud;
+    po->policy.max_total = cp.total_timeout;
+    po->attempt_timeout = cp.attempt_timeout;
+    if (cli.given & GIVEN_ATTEMPTS)
+        po->policy.max_attempts = cli.policy.max_attempts;
+    if (cli.given & GIVEN_BACKOFF)
+        b->kind = cli.policy.backoff.kind;
+    if (cli.given & GIVEN_DELAY)
+        b->base = cli.policy.backoff.base;
+    if (cli.given & GIVEN_MAX_DELAY)
+        b->max_delay = cli.policy.backoff.max_delay;
+    if (cli.given & GIVEN_FACTOR)
+        b->factor = cli.policy.backoff.factor;
+    if (cli.given & GIVEN_JITTER)
+        b->jitter = cli.policy.backoff.jitter;
+    if (cli.given & GIVEN_ATTEMPT_TIMEOUT)
+        po->attempt_timeout = cli.attempt_timeout;
+    if (cli.given & GIVEN_TOTAL_TIMEOUT)
+        po->policy.max_total = cli.policy.max_total;
+    return 0;
+}
+#endif
+
+static int load_named_policy(policy_opts *po, const args *a)
+{
+    if (po->config_file == NULL && po->policy_name == NULL)
+        return 0;
+    if (po->config_file == NULL || po->policy_name == NULL)
+        return args_fail(a, "--config FILE and --policy NAME go together");
+#ifdef RESIL_CLI_CONFIG
+    return apply_config(po, a);
+#else
+    return args_fail(a, "--config: this resil was built without configuration support "
+                        "(libresil-config needs jansson)");
+#endif
+}
+
 int policy_opts_finish(policy_opts *po, const args *a)
 {
+    if (load_named_policy(po, a) != 0)
+        return RESIL_EINVAL;
     const resil_retry_policy *p = &po->policy;
     if (po->attempt_timeout > 0 && p->max_total > 0 &&
         po->attempt_timeout > p->max_total)
@@ -128,6 +200,10 @@ void policy_opts_usage(FILE *out)
           "                             that would pass it stops the run at "
           "once\n"
           "                             (default: none)\n"
+          "      --config FILE --policy NAME\n"
+          "                             start from a named pipeline (its retry and\n"
+          "                             timeouts) or retry policy of a configuration\n"
+          "                             file; the options above override it\n"
           "DUR is a duration such as 250ms, 2s, 1m30s or 01:30:00.\n",
           out);
 }

@@ -22,6 +22,9 @@ typedef struct policy_opts {
     bool seeded;                    /* --seed given */
     uint64_t seed;
     resil_rng_seeded seeded_rng;    /* valid after policy_opts_finish */
+    const char *config_file;        /* --config FILE */
+    const char *policy_name;        /* --policy NAME */
+    unsigned given;                 /* the options above set on the command line */
 } policy_opts;
 
 /* The CLI's defaults: the library's policy defaults (3 attempts,
@@ -37,8 +40,29 @@ int policy_opts_parse(policy_opts *po, args *a);
 
 /* Cross-option checks once every option is read (the attempt timeout must
  * fit in the total timeout; the library's own validation), and the random
- * source set up. Returns 0 or RESIL_EINVAL after reporting. */
+ * source set up. With --config FILE --policy NAME, the named policy is read
+ * first and the options given on the command line override it, wherever
+ * they stand. Returns 0 or RESIL_EINVAL after reporting. */
 int policy_opts_finish(policy_opts *po, const args *a);
+
+/*
+ * What the resil tool takes from a named policy of a configuration file
+ * (libresil-config): NAME is a pipeline — its Retry, its TotalTimeout (the
+ * DefaultTimeout when per operation, and never more than the policy's
+ * TimeBudget) and its AttemptTimeout — or else a Retry policy. `ignored`
+ * lists the pipeline's strategies a one-shot command has no use for
+ * ("CircuitBreaker, Bulkhead"), empty when none. Returns 0, or RESIL_EINVAL
+ * after reporting every error of the file on stderr. Present only when the
+ * tool is built with libresil-config (RESIL_CLI_CONFIG).
+ */
+typedef struct config_policy {
+    resil_retry_policy policy;      /* the defaults when the pipeline has no Retry */
+    resil_duration total_timeout;   /* 0 = none */
+    resil_duration attempt_timeout; /* 0 = none */
+    char ignored[128];
+} config_policy;
+
+int config_policy_load(const args *a, const char *file, const char *name, config_policy *out);
 
 /* The random source jitter draws from: the seeded generator when --seed was
  * given, else the calling thread's OS-seeded one. */
