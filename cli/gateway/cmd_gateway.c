@@ -27,6 +27,7 @@
 #include "args.h"
 #include "commands.h"
 #include "gateway.h"
+#include "policy_opts.h"
 
 #define PURGE_EVERY_S 60
 
@@ -46,6 +47,9 @@ static const char usage_text[] =
     "  --retention DUR        keep saved responses this long (default 24h)\n"
     "  --lease DUR            a first request owns its key this long (default 60s)\n"
     "  --timeout DUR          upstream timeout, shorter than --lease (default 30s)\n"
+    "  --config FILE --policy NAME\n"
+    "                         take the upstream timeout from a named policy of a\n"
+    "                         configuration file (its attempt timeout, else its total)\n"
     "  --tenant-header NAME   scope keys by this request header's value\n"
     "  --operation NAME       scope keys by this name in a shared store (default http)\n"
     "  --max-body SIZE        largest request or response body, e.g. 10MB (default 10MB)\n"
@@ -146,9 +150,52 @@ static int parse_lease(const args *a, const char *v, gw_config *cfg)
     return args_duration(a, "--lease", v, true, &cfg->lease);
 }
 
+/* --config FILE --policy NAME: the upstream timeout from a named policy
+ * (its attempt timeout, else its total); an explicit --timeout wins. */
+static struct {
+    const char *file, *name;
+    bool timeout_given;
+} named;
+
 static int parse_timeout(const args *a, const char *v, gw_config *cfg)
 {
+    named.timeout_given = true;
     return args_duration(a, "--timeout", v, true, &cfg->timeout);
+}
+
+static int parse_config(const args *a, const char *v, gw_config *cfg)
+{
+    named.file = v;
+    return 0;
+}
+
+static int parse_policy(const args *a, const char *v, gw_config *cfg)
+{
+    named.name = v;
+    return 0;
+}
+
+static int apply_named_policy(const args *a, gw_config *cfg)
+{
+    if (named.file == NULL && named.name == NULL)
+        return 0;
+    if (named.file == NULL || named.name == NULL)
+        return args_fail(a, "--config FILE and --policy NAME go together");
+#ifdef RESIL_CLI_CONFIG
+    config_policy cp;
+    if (config_policy_load(a, named.file, named.name, &cp) != 0)
+        return RESIL_EINVAL;
+    if (cp.policy.max_attempts > 1 || cp.ignored[0] != '\0')
+        fprintf(stderr, "%s: note: --policy %s: only its timeout is used: the gateway forwards "
+                        "each request once and the client retries\n", a->cmd, named.name);
+    resil_duration t = cp.attempt_timeout > 0 ? cp.attempt_timeout : cp.total_timeout;
+    if (!named.timeout_given && t > 0)
+        cfg->timeout = t;
+    return 0;
+#else
+    return args_fail(a, "--config: this resil was built without configuration support "
+                        "(libresil-config needs jansson)");
+#endif
 }
 
 static int parse_max_body(const args *a, const char *v, gw_config *cfg)
@@ -201,6 +248,7 @@ static const struct {
     {"--retention", parse_retention}, {"--lease", parse_lease},
     {"--timeout", parse_timeout},     {"--tenant-header", parse_tenant_header},
     {"--operation", parse_operation}, {"--max-body", parse_max_body},
+    {"--config", parse_config},       {"--policy", parse_policy},
 };
 
 static void config_default(gw_config *cfg)
@@ -277,6 +325,8 @@ static int parse_args(int argc, char **argv, gw_config *cfg)
         if (rc < 0)
             return rc;
     }
+    if (apply_named_policy(&a, cfg) != 0)
+        return RESIL_EINVAL;
     return check_config(&a, cfg);
 }
 
