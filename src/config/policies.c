@@ -463,7 +463,7 @@ int resil_policies_apply(resil_policies *r, const resil_config *c, resil_err *er
     if (r == NULL || c == NULL)
         return resil_err_set(err, RESIL_EINVAL, "policies: registry and config must not be NULL");
     pthread_mutex_lock(&r->apply);
-    snapshot *next, *old = r->current;
+    snapshot *next = NULL, *old = r->current;
     int rc = build_snapshot(r, c, old, &next, err);
     if (rc == 0) {
         pthread_rwlock_wrlock(&r->lock);

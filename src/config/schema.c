@@ -41,24 +41,32 @@ typedef struct vctx {
     size_t plen;
 } vctx;
 
+/* Append to the path, cut at its capacity; returns where it stood. */
+static size_t append(vctx *v, const char *text)
+{
+    size_t old = v->plen, n = strlen(text);
+    if (n > sizeof v->path - 1 - old)
+        n = sizeof v->path - 1 - old;
+    memcpy(v->path + old, text, n);
+    v->plen = old + n;
+    v->path[v->plen] = '\0';
+    return old;
+}
+
 static size_t push(vctx *v, const char *seg)
 {
     size_t old = v->plen;
-    int n = snprintf(v->path + old, sizeof v->path - old, "%s%s", old ? "." : "", seg);
-    v->plen = n < 0 ? old : old + (size_t)n;
-    if (v->plen >= sizeof v->path)
-        v->plen = sizeof v->path - 1;
+    if (old > 0)
+        append(v, ".");
+    append(v, seg);
     return old;
 }
 
 static size_t push_index(vctx *v, size_t i)
 {
-    size_t old = v->plen;
-    int n = snprintf(v->path + old, sizeof v->path - old, "[%zu]", i);
-    v->plen = n < 0 ? old : old + (size_t)n;
-    if (v->plen >= sizeof v->path)
-        v->plen = sizeof v->path - 1;
-    return old;
+    char index[32];
+    snprintf(index, sizeof index, "[%zu]", i);
+    return append(v, index);
 }
 
 static void pop(vctx *v, size_t old)
