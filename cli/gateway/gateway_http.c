@@ -109,6 +109,34 @@ static void access_log(gw_req *r, const char *ip, const char *method, int status
 
 /* ---- answers ------------------------------------------------------------- */
 
+/* Add one "Name: value" line (no line end) to a response. The name and
+ * value are copied out to be NUL-terminated: on the stack when they fit,
+ * else on the heap, so that a long header (a large Set-Cookie) is passed on
+ * whole rather than cut at a buffer's size. */
+static void add_header_line(struct MHD_Response *resp, const char *line, size_t len)
+{
+    const char *colon = memchr(line, ':', len);
+    if (colon == NULL)
+        return;
+    size_t name_len = (size_t)(colon - line);
+    const char *v = colon + 1, *end = line + len;
+    while (v < end && *v == ' ')
+        v++;
+    size_t value_len = (size_t)(end - v);
+    char small[1024];
+    size_t need = name_len + value_len + 2;
+    char *buf = need <= sizeof small ? small : malloc(need);
+    if (buf == NULL)
+        return;
+    memcpy(buf, line, name_len);
+    buf[name_len] = '\0';
+    memcpy(buf + name_len + 1, v, value_len);
+    buf[name_len + 1 + value_len] = '\0';
+    MHD_add_response_header(resp, buf, buf + name_len + 1);
+    if (buf != small)
+        free(buf);
+}
+
 /* Add "Name: value\r\n" lines to a response. */
 static void add_saved_headers(struct MHD_Response *resp, const char *blob, size_t len)
 {
@@ -116,21 +144,10 @@ static void add_saved_headers(struct MHD_Response *resp, const char *blob, size_
     while (blob < end) {
         const char *eol = memchr(blob, '\n', (size_t)(end - blob));
         const char *line_end = eol ? eol : end;
-        const char *colon = memchr(blob, ':', (size_t)(line_end - blob));
-        if (colon != NULL) {
-            char name[256], value[8192];
-            size_t vlen = (size_t)(line_end - colon - 1);
-            while (vlen > 0 && (colon[vlen] == '\r' || colon[vlen] == '\n'))
-                vlen--;
-            const char *v = colon + 1;
-            while (vlen > 0 && *v == ' ') {
-                v++;
-                vlen--;
-            }
-            snprintf(name, sizeof name, "%.*s", (int)(colon - blob), blob);
-            snprintf(value, sizeof value, "%.*s", (int)vlen, v);
-            MHD_add_response_header(resp, name, value);
-        }
+        size_t n = (size_t)(line_end - blob);
+        while (n > 0 && blob[n - 1] == '\r')
+            n--;
+        add_header_line(resp, blob, n);
         blob = eol ? eol + 1 : end;
     }
 }

@@ -35,7 +35,7 @@ typedef struct http_reply {
     long status;
     char *body;
     size_t body_len;
-    char headers[8192]; /* raw response header block */
+    char headers[32768]; /* raw response header block */
 } http_reply;
 
 /* One request; headers is NULL-ended "Name: value" lines (may be NULL),

@@ -515,6 +515,24 @@ static void a_long_request_header_reaches_the_upstream_whole(void **state)
     free(header);
 }
 
+static void a_long_response_header_reaches_the_client_whole_and_on_replay(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    enum { VALUE_LEN = 12000 };
+    static char seen[VALUE_LEN + 16];
+    for (int i = 0; i < 2; i++) { /* the first answer, then its replay */
+        http_reply r;
+        post(e, "/long-header/12000", "k-1", "a", &r);
+        assert_int_equal(r.status, 201);
+        assert_true(http_reply_header(&r, "X-Long", seen, sizeof seen));
+        assert_int_equal(strlen(seen), VALUE_LEN);
+        assert_int_equal(strspn(seen, "h"), VALUE_LEN);
+        http_reply_free(&r);
+    }
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
 static void upstream_status_and_body_pass_through(void **state)
 {
     env *e = *state;
@@ -641,6 +659,7 @@ int main(void)
         GW_CASE(methods_option_chooses_what_is_guarded),
         GW_CASE(require_key_refuses_a_guarded_request_without_one),
         GW_CASE(a_long_request_header_reaches_the_upstream_whole),
+        GW_CASE(a_long_response_header_reaches_the_client_whole_and_on_replay),
         GW_CASE(upstream_status_and_body_pass_through),
         GW_CASE(healthz_answers_without_the_upstream),
         GW_CASE(bad_keys_are_400),

@@ -66,6 +66,17 @@ static void sleep_ms(int ms)
         ;
 }
 
+static void add_long_header(struct MHD_Response *resp, size_t len)
+{
+    char *value = malloc(len + 1);
+    if (value == NULL)
+        return;
+    memset(value, 'h', len);
+    value[len] = '\0';
+    MHD_add_response_header(resp, "X-Long", value);
+    free(value);
+}
+
 static enum MHD_Result answer(upstream *u, struct MHD_Connection *conn,
                               const char *url, const char *method, request *r)
 {
@@ -104,6 +115,8 @@ static enum MHD_Result answer(upstream *u, struct MHD_Connection *conn,
     snprintf(location, sizeof location, "/orders/%u", n);
     MHD_add_response_header(resp, "Content-Type", "application/json");
     MHD_add_response_header(resp, "Location", location);
+    if (strncmp(url, "/long-header/", 13) == 0)
+        add_long_header(resp, (size_t)atoi(url + 13));
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return ret;

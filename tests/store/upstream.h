@@ -9,7 +9,8 @@
  * Every answer: status 201 for POST, 200 otherwise (or the scripted failure
  * status), Content-Type application/json, Location /orders/N, and the body
  *   {"n":N,"method":"POST","target":"/orders","body":"<request body>"}
- * where N counts requests from 1. GET /status/NNN answers NNN instead.
+ * where N counts requests from 1. GET /status/NNN answers NNN instead, and
+ * a request to /long-header/LEN gets an X-Long header of LEN bytes ('h').
  */
 #ifndef RESIL_TEST_UPSTREAM_H
 #define RESIL_TEST_UPSTREAM_H
