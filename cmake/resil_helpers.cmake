@@ -2,7 +2,9 @@
 # benchmark or adapter is one call, not a copied block.
 
 # resil_pkgconfig(LIB NAME DESCRIPTION REQUIRES LIBS_PRIVATE): write and
-# install LIB.pc. The prefix it names must be the one the install really uses,
+# install LIB.pc. REQUIRES are public (Requires:): a program using an adapter
+# calls the core and the adapter's dependency (curl_easy_setopt, say)
+# directly, so `pkg-config --libs resil-http` must name -lresil and -lcurl. The prefix it names must be the one the install really uses,
 # and `cmake --install --prefix DIR` may differ from the configured
 # CMAKE_INSTALL_PREFIX, so the file is finished at install time: every field
 # but the prefix is filled in now, the prefix then. (DESTDIR staging keeps the
