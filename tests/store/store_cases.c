@@ -461,7 +461,7 @@ static void racing_threads_on_one_handle_get_exactly_one_first(void **state)
 
 #define CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
-const struct CMUnitTest store_cases[] = {
+static const struct CMUnitTest store_cases[] = {
     CASE(first_begin_owns_the_key_with_lease_one),
     CASE(created_at_is_the_exact_millisecond),
     CASE(completed_key_replays_the_saved_response_byte_for_byte),
@@ -489,4 +489,15 @@ const struct CMUnitTest store_cases[] = {
     CASE(racing_threads_on_one_handle_get_exactly_one_first),
 };
 
-const size_t store_cases_count = sizeof store_cases / sizeof store_cases[0];
+int store_cases_run(const char *group, const struct CMUnitTest *own, size_t n_own)
+{
+    size_t shared = sizeof store_cases / sizeof store_cases[0];
+    struct CMUnitTest *all = calloc(shared + n_own, sizeof *all);
+    if (all == NULL)
+        return 1;
+    memcpy(all, store_cases, sizeof store_cases);
+    memcpy(all + shared, own, n_own * sizeof *own);
+    int failed = _cmocka_run_group_tests(group, all, shared + n_own, NULL, NULL);
+    free(all);
+    return failed;
+}

@@ -41,7 +41,8 @@ resil_store *fixture_open(fixture *f, opts_tweak tweak, void *ud);
 void hash_of(const char *body, uint8_t out[RESIL_SHA256_LEN]);
 resil_store_verdict begin_key(fixture *f, resil_store *s, const char *key, const char *body);
 
-extern const struct CMUnitTest store_cases[];
-extern const size_t store_cases_count;
+/* Run the shared cases, then a backend's own, as one cmocka group; returns
+ * the number of failures (or 1 when out of memory). */
+int store_cases_run(const char *group, const struct CMUnitTest *own, size_t n_own);
 
 #endif

@@ -281,12 +281,7 @@ int main(void)
         PG_CASE(postgresql_scheme_is_accepted_too),
         cmocka_unit_test(gateway_replays_from_postgres_across_restarts),
     };
-    size_t n = store_cases_count + sizeof own / sizeof own[0];
-    struct CMUnitTest *all = calloc(n, sizeof *all);
-    memcpy(all, store_cases, store_cases_count * sizeof *all);
-    memcpy(all + store_cases_count, own, sizeof own);
-    int failed = _cmocka_run_group_tests("store.pg", all, n, NULL, NULL);
-    free(all);
+    int failed = store_cases_run("store.pg", own, sizeof own / sizeof own[0]);
     pg_server_stop(server);
     return failed;
 }

@@ -288,12 +288,7 @@ int main(void)
         SQLITE_CASE(busy_complete_is_retried_too),
         SQLITE_CASE(racing_processes_get_exactly_one_first),
     };
-    size_t n = store_cases_count + sizeof own / sizeof own[0];
-    struct CMUnitTest *all = calloc(n, sizeof *all);
-    memcpy(all, store_cases, store_cases_count * sizeof *all);
-    memcpy(all + store_cases_count, own, sizeof own);
-    int failed = _cmocka_run_group_tests("store.sqlite", all, n, NULL, NULL);
-    free(all);
+    int failed = store_cases_run("store.sqlite", own, sizeof own / sizeof own[0]);
     test_rmtree(dir);
     free(dir);
     return failed;
