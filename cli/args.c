@@ -106,6 +106,17 @@ int args_uint64(const args *a, const char *option, const char *text,
     return 0;
 }
 
+/* What strtod reads, less its liberties: leading spaces, hexadecimal,
+ * "inf" and "nan" are not numbers a user means to type. */
+static bool decimal_text(const char *t)
+{
+    if (*t == '+' || *t == '-')
+        t++;
+    if (!((*t >= '0' && *t <= '9') || *t == '.'))
+        return false;
+    return strpbrk(t, "xX") == NULL;
+}
+
 int args_double(const args *a, const char *option, const char *text,
                 double min, double *out)
 {
@@ -114,7 +125,8 @@ int args_double(const args *a, const char *option, const char *text,
     errno = 0;
     char *end;
     double v = strtod(text, &end);
-    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v < min)
+    if (!decimal_text(text) || end == text || *end != '\0' || errno == ERANGE ||
+        !isfinite(v) || v < min)
         return args_reject(a, option, what, text);
     *out = v;
     return 0;

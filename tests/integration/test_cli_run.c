@@ -541,6 +541,14 @@ static void bad_factor_is_rejected_by_name(void **state)
     assert_rejected(state, "--factor", "2x", "--factor must be a number >= 1, got '2x'");
 }
 
+static void factor_is_a_plain_decimal_number(void **state)
+{
+    assert_rejected(state, "--factor", " 2", "--factor must be a number >= 1, got ' 2'");
+    assert_rejected(state, "--factor", "0x2", "--factor must be a number >= 1, got '0x2'");
+    assert_rejected(state, "--factor", "infinity",
+                    "--factor must be a number >= 1, got 'infinity'");
+}
+
 static void bad_jitter_is_rejected_by_name(void **state)
 {
     assert_rejected(state, "--jitter", "some",
@@ -805,6 +813,7 @@ int main(void)
         T(bad_delay_is_rejected_by_name),
         T(bad_max_delay_is_rejected_by_name),
         T(bad_factor_is_rejected_by_name),
+        T(factor_is_a_plain_decimal_number),
         T(bad_jitter_is_rejected_by_name),
         T(bad_seed_is_rejected_by_name),
         T(bad_attempt_timeout_is_rejected_by_name),
