@@ -454,7 +454,8 @@ static void library_check(vctx *v, const cfg_node *obj, int rc, const resil_err 
 #define DUR(key, st, member, lo, flags)                                               \
     {key, NULL, F_DUR, flags, offsetof(st, member), (double)(lo), 0, NULL, NULL}
 #define BOOLF(key, st, member) {key, NULL, F_BOOL, 0, offsetof(st, member), 0, 0, NULL, NULL}
-#define ENUMF(key, st, member, names) {key, NULL, F_ENUM, 0, offsetof(st, member), 0, 0, names, NULL}
+#define ENUMF(key, st, member, names)                                                 \
+    {key, NULL, F_ENUM, 0, offsetof(st, member), 0, 0, names, NULL}
 #define CUSTOM(key, fn) {key, NULL, F_CUSTOM, 0, 0, 0, 0, NULL, fn}
 
 /* ---- Retry ----------------------------------------------------------------- */
@@ -1107,6 +1108,7 @@ static const step_kind step_kinds[] = {
 };
 
 #define STEP_KINDS (sizeof step_kinds / sizeof step_kinds[0])
+#define PIPELINE_KIND (STEP_KINDS - 1) /* "Pipeline:NAME" */
 
 const char *resil_config_step_name(resil_config_step_kind k)
 {
@@ -1262,7 +1264,8 @@ static void check_order(vctx *v, const cfg_pipeline_def *p)
     const cfg_step *total = find_kind(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
     const cfg_step *attempt = find_kind(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
     if (retry && total && total > retry)
-        fail_step(v, total, "TotalTimeout must come before Retry: it bounds every attempt and wait");
+        fail_step(v, total,
+                  "TotalTimeout must come before Retry: it bounds every attempt and wait");
     if (retry && attempt && attempt < retry)
         fail_step(v, attempt, "AttemptTimeout must come after Retry: it bounds one attempt");
     if (total && attempt && attempt < total)
@@ -1273,7 +1276,7 @@ static void check_order(vctx *v, const cfg_pipeline_def *p)
             char a[32], b[32];
             resil_duration_format(attempt->timeout, a, sizeof a);
             resil_duration_format(t, b, sizeof b);
-            fail_step(v, attempt,     "the attempt timeout %s exceeds the total timeout %s%s", a, b,
+            fail_step(v, attempt, "the attempt timeout %s exceeds the total timeout %s%s", a, b,
                       total->per_operation ? " (Timeouts.DefaultTimeout)" : "");
         }
     }
@@ -1319,7 +1322,7 @@ static void resolve_pipeline_refs(vctx *v)
         split_step(st->pending, kind, arg, sizeof kind);
         size_t old = push(v, l->v[i].name);
         size_t old2 = push_index(v, st->index);
-        st->ref = resolve_name(v, st->line, st->col, find_step_kind(v, NULL, "Pipeline"), arg);
+        st->ref = resolve_name(v, st->line, st->col, &step_kinds[PIPELINE_KIND], arg);
         st->pending = NULL;
         pop(v, old2);
         pop(v, old);
@@ -1367,7 +1370,16 @@ static void check_nesting(vctx *v)
 
 /* ---- the document ------------------------------------------------------------- */
 
-enum { S_TIMEOUTS, S_RETRY, S_BREAKERS, S_BULKHEADS, S_LIMITERS, S_DEGRADE, S_DISTRIBUTED, S_PIPELINES };
+enum {
+    S_TIMEOUTS,
+    S_RETRY,
+    S_BREAKERS,
+    S_BULKHEADS,
+    S_LIMITERS,
+    S_DEGRADE,
+    S_DISTRIBUTED,
+    S_PIPELINES
+};
 
 static const char *const section_keys[] = {
     [S_TIMEOUTS] = "Timeouts",
