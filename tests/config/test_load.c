@@ -311,6 +311,31 @@ static void escaped_keys_are_decoded(void **state)
     resil_config_free(c);
 }
 
+static void escaped_values_are_decoded(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'a': {'BaseDelay': '\\u0033\\u0030s',"
+                               " 'Jitter': '\\u0045qual'}}}}");
+    resil_config_retry r;
+    resil_config_retry_get(c, "a", &r);
+    assert_duration_equal(r.policy.backoff.base, RESIL_S(30));
+    assert_int_equal(r.policy.backoff.jitter, RESIL_JITTER_EQUAL);
+    resil_config_free(c);
+}
+
+static void deep_nesting_is_read_or_refused_without_harm(void **state)
+{
+    (void)state;
+    static char doc[8192];
+    size_t n = (size_t)snprintf(doc, sizeof doc, "{'Logging': ");
+    for (int i = 0; i < 1000; i++)
+        doc[n++] = '[';
+    for (int i = 0; i < 1000; i++)
+        doc[n++] = ']';
+    snprintf(doc + n, sizeof doc - n, ", 'Resilience': {'Retry': {'a': {'Factor': [[[1]]]}}}}");
+    assert_string_equal(cfg_first_message(doc), "must be >= 1, got an array");
+}
+
 static void a_name_must_be_short_and_printable(void **state)
 {
     (void)state;
@@ -426,6 +451,8 @@ int main(void)
         cmocka_unit_test(errors_beyond_the_cap_are_counted),
         cmocka_unit_test(numbers_and_booleans_may_be_strings_as_in_dotnet),
         cmocka_unit_test(escaped_keys_are_decoded),
+        cmocka_unit_test(escaped_values_are_decoded),
+        cmocka_unit_test(deep_nesting_is_read_or_refused_without_harm),
         cmocka_unit_test(a_name_must_be_short_and_printable),
         cmocka_unit_test(a_section_must_be_an_object),
         cmocka_unit_test(a_file_loads_like_text),
