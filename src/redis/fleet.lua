@@ -214,6 +214,7 @@ end
 local inflight = 0
 for i = 0, 63 do if h['p' .. i] ~= nil then inflight = inflight + 1 end end
 local t, f, sl = window()
+local left = ttl
+if op == 'status' then left = redis.call('PTTL', key) end
 return {code, s.state, s.epoch, s['until'], s.reason, s.run, t, f, sl, s.brk,
-        s.opens, s.lastopen, s.succ, inflight, slot, ticket, retry,
-        redis.call('PTTL', key)}
+        s.opens, s.lastopen, s.succ, inflight, slot, ticket, retry, left}
