@@ -301,7 +301,7 @@ const char *resil_jitter_name(resil_jitter j)
 /* Case is ignored: Polly's configuration spells them "Exponential". */
 int resil_backoff_kind_parse(const char *s, resil_backoff_kind *out)
 {
-    int i = resil__name_index(kind_names, RESIL__COUNT(kind_names), s, true);
+    int i = resil__name_index(kind_names, RESIL__COUNT(kind_names), s);
     if (i < 0)
         return RESIL_EINVAL;
     *out = (resil_backoff_kind)i;
@@ -310,7 +310,7 @@ int resil_backoff_kind_parse(const char *s, resil_backoff_kind *out)
 
 int resil_jitter_parse(const char *s, resil_jitter *out)
 {
-    int i = resil__name_index(jitter_names, RESIL__COUNT(jitter_names), s, true);
+    int i = resil__name_index(jitter_names, RESIL__COUNT(jitter_names), s);
     if (i < 0)
         return RESIL_EINVAL;
     *out = (resil_jitter)i;

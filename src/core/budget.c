@@ -460,9 +460,9 @@ const char *resil_budget_model_name(resil_budget_model m)
 
 int resil_budget_model_parse(const char *s, resil_budget_model *out)
 {
-    int i = resil__name_index(model_names, RESIL__COUNT(model_names), s, false);
+    int i = resil__name_index(model_names, RESIL__COUNT(model_names), s);
     if (i < 0)
-        i = resil__name_index(origin_names, RESIL__COUNT(origin_names), s, false);
+        i = resil__name_index(origin_names, RESIL__COUNT(origin_names), s);
     if (i < 0 || out == NULL)
         return RESIL_EINVAL;
     *out = (resil_budget_model)i;

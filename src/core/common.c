@@ -51,10 +51,8 @@ int resil__bad_duration(resil_err *err, const char *field, const char *rule,
 
 static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
 
-static bool same_name(const char *a, const char *b, bool fold_case)
+static bool same_name(const char *a, const char *b)
 {
-    if (!fold_case)
-        return strcmp(a, b) == 0;
     for (; *a && *b; a++, b++) {
         if (ascii_lower((unsigned char)*a) != ascii_lower((unsigned char)*b))
             return false;
@@ -62,13 +60,12 @@ static bool same_name(const char *a, const char *b, bool fold_case)
     return *a == *b;
 }
 
-int resil__name_index(const char *const *names, size_t count, const char *s,
-                      bool fold_case)
+int resil__name_index(const char *const *names, size_t count, const char *s)
 {
     if (s == NULL)
         return -1;
     for (size_t i = 0; i < count; i++) {
-        if (same_name(names[i], s, fold_case))
+        if (same_name(names[i], s))
             return (int)i;
     }
     return -1;

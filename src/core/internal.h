@@ -24,9 +24,9 @@ int resil__bad_duration(resil_err *err, const char *field, const char *rule,
                         resil_duration d);
 
 /* The index of `s` in `names` (count entries), or -1 for an unknown name or
- * NULL. fold_case ignores ASCII case, for parsers documented to. */
-int resil__name_index(const char *const *names, size_t count, const char *s,
-                      bool fold_case);
+ * NULL. ASCII case is ignored: one rule for every name parser, since
+ * configuration files spell names "Exponential" as often as "exponential". */
+int resil__name_index(const char *const *names, size_t count, const char *s);
 /* names[i], or "unknown" when i is out of range. */
 const char *resil__name_at(const char *const *names, size_t count, unsigned i);
 

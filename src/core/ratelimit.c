@@ -414,7 +414,7 @@ const char *resil_ratelimit_kind_name(resil_ratelimit_kind k)
 
 int resil_ratelimit_kind_parse(const char *s, resil_ratelimit_kind *out)
 {
-    int i = resil__name_index(kind_names, RESIL__COUNT(kind_names), s, false);
+    int i = resil__name_index(kind_names, RESIL__COUNT(kind_names), s);
     if (i < 0)
         return RESIL_EINVAL;
     *out = (resil_ratelimit_kind)i;

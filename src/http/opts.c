@@ -10,6 +10,7 @@
  * breaker options, so a message is never worded twice.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "resil/hedge.h"
 #include "resil/http.h"
@@ -36,7 +37,7 @@ int resil_http_profile_parse(const char *name, resil_http_profile *out)
     if (name == NULL || out == NULL)
         return RESIL_EINVAL;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (strcmp(name, resil_http_profile_name(all[i])) == 0) {
+        if (strcasecmp(name, resil_http_profile_name(all[i])) == 0) {
             *out = all[i];
             return 0;
         }

@@ -686,11 +686,21 @@ static void model_parse_accepts_the_origin_names(void **state)
     assert_int_equal(m, RESIL_BUDGET_RATIO);
 }
 
+static void model_parse_ignores_ascii_case(void **state)
+{
+    (void)state;
+    resil_budget_model m;
+    assert_int_equal(resil_budget_model_parse("Tokens", &m), 0);
+    assert_int_equal(m, RESIL_BUDGET_TOKENS);
+    assert_int_equal(resil_budget_model_parse("AWS", &m), 0);
+    assert_int_equal(m, RESIL_BUDGET_QUOTA);
+}
+
 static void model_parse_rejects_unknown_names(void **state)
 {
     (void)state;
     resil_budget_model m = RESIL_BUDGET_QUOTA;
-    assert_int_equal(resil_budget_model_parse("Tokens", &m), RESIL_EINVAL);
+    assert_int_equal(resil_budget_model_parse("leaky", &m), RESIL_EINVAL);
     assert_int_equal(resil_budget_model_parse("", &m), RESIL_EINVAL);
     assert_int_equal(resil_budget_model_parse(NULL, &m), RESIL_EINVAL);
     assert_int_equal(m, RESIL_BUDGET_QUOTA);
@@ -812,6 +822,7 @@ int main(void)
         cmocka_unit_test(a_bad_ttl_is_shown_in_the_duration_parsers_units),
         cmocka_unit_test(model_names_round_trip),
         cmocka_unit_test(model_parse_accepts_the_origin_names),
+        cmocka_unit_test(model_parse_ignores_ascii_case),
         cmocka_unit_test(model_parse_rejects_unknown_names),
         cmocka_unit_test(custom_budget_receives_every_call),
         cmocka_unit_test(custom_budget_needs_every_operation),
