@@ -327,8 +327,10 @@ int main(void)
 
     throughput(local, shared, 1, "redis_breaker_closed_1t", "local_breaker_closed_1t");
     throughput(local, shared, 4, "redis_breaker_closed_4t", "local_breaker_closed_4t");
-    throughput(local, shared_local, 1, "redis_breaker_local_counting_1t", "local_breaker_closed_1t");
-    throughput(local, shared_local, 4, "redis_breaker_local_counting_4t", "local_breaker_closed_4t");
+    throughput(local, shared_local, 1, "redis_breaker_local_counting_1t",
+               "local_breaker_closed_1t");
+    throughput(local, shared_local, 4, "redis_breaker_local_counting_4t",
+               "local_breaker_closed_4t");
 
     resil_redis_breaker_free(shared);
     resil_redis_breaker_free(shared_local);

@@ -76,12 +76,14 @@ typedef void (*resil_redis_listener_fn)(const resil_redis_event *ev, void *ud);
 
 typedef struct resil_redis_opts {
     const char *url;              /* required: redis://[[user]:password@]host[:port][/db] */
-    const char *prefix;           /* default "resil:"; every key and the channel start with it */
-    resil_duration timeout;       /* default 50 ms; bounds every connect and command; [1 ms, 10 s] */
-    resil_duration sync_interval; /* default 100 ms; the most counts wait before a flush; [1 ms, 1 h] */
+    const char *prefix;           /* default "resil:"; starts every key and the channel */
+    resil_duration timeout;       /* default 50 ms; bounds every connect, read and write;
+                                     [1 ms, 10 s] */
+    resil_duration sync_interval; /* default 100 ms; the longest counts wait for a flush;
+                                     [1 ms, 1 h] */
     resil_duration refresh_interval; /* default 1 s; idle breakers re-read their state this often
                                         (in case a PUBLISH was missed); >= sync_interval */
-    resil_duration key_ttl;       /* default 24 h; keys nobody writes for this long expire; >= 1 s */
+    resil_duration key_ttl;       /* default 24 h; keys nobody writes this long expire; >= 1 s */
     resil_backoff reconnect;      /* default exponential from 100 ms, full jitter, cap 5 s */
     bool allow_offline_start;     /* default false: refuse when nothing answers at url */
     resil_clock *clock;           /* wall time for admin calls by name; NULL = system */

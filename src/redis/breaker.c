@@ -339,7 +339,8 @@ static int validate(resil_redis *r, const resil_redis_breaker_opts *o, resil_err
                              "redis_breaker: a client and options are required");
     if (!resil__fleet_name_ok(o->name))
         return resil_err_set(err, RESIL_EINVAL,
-                             "redis_breaker.name must be 1 to %d printable bytes",
+                             "redis_breaker.name must be 1 to %d printable bytes, "
+                             "not starting with a space",
                              RESIL_BREAKER_NAME_MAX - 1);
     if (o->counting != RESIL_REDIS_COUNT_FLEET && o->counting != RESIL_REDIS_COUNT_LOCAL)
         return resil_err_set(err, RESIL_EINVAL,
@@ -529,7 +530,7 @@ static int ask_probe(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w, 
         return admit_closed(b, p, load_cached(b));
     if (s.code != FLEET_GRANTED) {
         if (s.state == RESIL_BREAKER_HALF_OPEN && s.retry_ms >= 0)
-            atomic_store_explicit(&b->probe_wait_ns, now + ms_to_ns(s.retry_ms),
+            atomic_store_explicit(&b->probe_wait_ns, resil_dur_add(now, ms_to_ns(s.retry_ms)),
                                   memory_order_relaxed);
         permit_init(p, word(s.epoch, s.state));
         p->retry_after = denied_wait(&s);
@@ -781,7 +782,8 @@ static int named_call(resil_redis *r, const char *name, fleet_op op, fleet_state
 {
     if (r == NULL || !resil__fleet_name_ok(name))
         return resil_err_set(err, RESIL_EINVAL,
-                             "redis: a breaker name is 1 to %d printable bytes",
+                             "redis: a breaker name is 1 to %d printable bytes, "
+                             "not starting with a space",
                              RESIL_BREAKER_NAME_MAX - 1);
     char key[KEY_MAX];
     fleet_cmd c = named(r, name, op, key, sizeof key);

@@ -158,7 +158,10 @@ static void collect(fleet_member *m, fleet_queue *q, int64_t now, bool forced)
 static void apply(fleet_member *m, const fleet_cmd *c, const fleet_state *s)
 {
     fleet_budget *b = of(m);
-    atomic_fetch_add_explicit(&b->lease, s->granted - c->arg[3], memory_order_relaxed);
+    int64_t granted = s->granted < 0               ? 0
+                      : s->granted > b->lease_milli ? b->lease_milli
+                                                     : s->granted;
+    atomic_fetch_add_explicit(&b->lease, granted - c->arg[3], memory_order_relaxed);
     atomic_fetch_sub_explicit(&b->credit, c->arg[4], memory_order_relaxed);
     atomic_store_explicit(&b->fleet, s->tokens, memory_order_relaxed);
 }
@@ -193,7 +196,8 @@ static int validate(resil_redis *r, const resil_redis_budget_opts *o, resil_err 
         return resil_err_set(err, RESIL_EINVAL, "redis_budget: a client and options are required");
     if (!resil__fleet_name_ok(o->name))
         return resil_err_set(err, RESIL_EINVAL,
-                             "redis_budget.name must be 1 to %d printable bytes",
+                             "redis_budget.name must be 1 to %d printable bytes, "
+                             "not starting with a space",
                              RESIL_BREAKER_NAME_MAX - 1);
     if (!in_range(o->max_tokens, 0.001, 1e6))
         return resil_err_set(err, RESIL_EINVAL,

@@ -123,7 +123,8 @@ int64_t resil__fleet_wall_ms(resil_clock *c)
 
 bool resil__fleet_name_ok(const char *name)
 {
-    if (name == NULL || name[0] == '\0' || strlen(name) >= RESIL_BREAKER_NAME_MAX)
+    if (name == NULL || name[0] == '\0' || name[0] == ' ' ||
+        strlen(name) >= RESIL_BREAKER_NAME_MAX)
         return false;
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         if (*p < 0x20 || *p == 0x7f)

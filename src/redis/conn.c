@@ -143,6 +143,19 @@ static struct timeval to_timeval(resil_duration d)
     return tv;
 }
 
+/* A read or write that hit the socket timeout: hiredis 0.14 reports EAGAIN
+ * as an I/O error, 1.x has its own code and words for it. */
+static bool timed_out(const redisContext *c)
+{
+#ifdef REDIS_ERR_TIMEOUT
+    if (c->err == REDIS_ERR_TIMEOUT)
+        return true;
+#endif
+    return c->err == REDIS_ERR_IO && (strstr(c->errstr, "temporarily unavailable") != NULL ||
+                                      strstr(c->errstr, "timed out") != NULL ||
+                                      strstr(c->errstr, "timeout") != NULL);
+}
+
 void resil__fleet_io_why(const redisContext *c, const char *command,
                          resil_duration timeout, char *why, size_t cap)
 {
@@ -152,10 +165,7 @@ void resil__fleet_io_why(const redisContext *c, const char *command,
         snprintf(why, cap, "%s: out of memory", command);
         return;
     }
-    bool timed_out = c->err == REDIS_ERR_IO &&
-                     (strstr(c->errstr, "temporarily unavailable") != NULL ||
-                      strstr(c->errstr, "timed out") != NULL);
-    if (timed_out)
+    if (timed_out(c))
         snprintf(why, cap, "%s: no answer within %s", command, t);
     else if (c->err == REDIS_ERR_EOF)
         snprintf(why, cap, "%s: the server closed the connection", command);
@@ -183,7 +193,7 @@ static redisContext *handshake_io(redisContext *c, const char *cmd, resil_durati
 {
     char io[200];
     resil__fleet_io_why(c, cmd, timeout, io, sizeof io);
-    if (c->err == REDIS_ERR_IO && strstr(io, "no answer within") != NULL) {
+    if (timed_out(c)) {
         snprintf(why, cap, "%s", io);
         return fail_with(c, fail, FLEET_UNREACHABLE);
     }

@@ -263,6 +263,8 @@ static void breaker_fields_are_refused_by_name(void **state)
     breaker_refused(r, &o, "redis_breaker.name");
     o.name = "tab\there";
     breaker_refused(r, &o, "redis_breaker.name");
+    o.name = " leading-space";
+    breaker_refused(r, &o, "not starting with a space");
     char longname[RESIL_BREAKER_NAME_MAX + 1];
     memset(longname, 'n', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';

@@ -143,7 +143,8 @@ static void print_status(const char *name, const resil_redis_breaker_status *s, 
     printf("opens:                %" PRIu64 "\n", s->opens);
     if (s->last_opened_ms > 0) {
         printf("last opened:          ");
-        print_duration(stdout, now_ms > s->last_opened_ms ? RESIL_MS(now_ms - s->last_opened_ms) : 0);
+        int64_t ago = now_ms > s->last_opened_ms ? now_ms - s->last_opened_ms : 0;
+        print_duration(stdout, RESIL_MS(ago));
         printf(" ago\n");
     }
     printf("consecutive failures: %" PRIu32 "\n", s->consecutive_failures);
