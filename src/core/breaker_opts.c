@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "internal.h"
 #include "resil/breaker.h"
 
 #define PROBES_MAX 65535u
@@ -36,15 +37,6 @@ void resil_breaker_opts_default(resil_breaker_opts *o)
 }
 
 static bool is_ratio(double r) { return r > 0.0 && r <= 1.0; } /* false for NaN */
-
-static int bad_duration(resil_err *err, const char *field, const char *rule,
-                        resil_duration d)
-{
-    char text[48];
-    resil_duration_format(d, text, sizeof text);
-    return resil_err_set(err, RESIL_EINVAL, "breaker.%s must be %s, got %s", field,
-                         rule, text);
-}
 
 static int check_kind_and_thresholds(const resil_breaker_opts *o, resil_err *err)
 {
@@ -72,10 +64,11 @@ static int check_window(const resil_breaker_opts *o, resil_err *err)
                              "breaker.minimum_throughput must be >= 2, got %u",
                              o->minimum_throughput);
     if (o->sampling_duration < RESIL_MS(500))
-        return bad_duration(err, "sampling_duration", ">= 500ms", o->sampling_duration);
+        return resil__bad_duration(err, "breaker.sampling_duration", ">= 500ms",
+                                   o->sampling_duration);
     if (o->slow_call_duration < 0)
-        return bad_duration(err, "slow_call_duration", ">= 0 (0 = off)",
-                            o->slow_call_duration);
+        return resil__bad_duration(err, "breaker.slow_call_duration", ">= 0 (0 = off)",
+                                   o->slow_call_duration);
     if (!is_ratio(o->slow_call_ratio))
         return resil_err_set(err, RESIL_EINVAL,
                              "breaker.slow_call_ratio must be in (0,1], got %g",
@@ -86,17 +79,18 @@ static int check_window(const resil_breaker_opts *o, resil_err *err)
 static int check_break(const resil_breaker_opts *o, resil_err *err)
 {
     if (o->break_duration <= 0)
-        return bad_duration(err, "break_duration", "> 0", o->break_duration);
+        return resil__bad_duration(err, "breaker.break_duration", "> 0", o->break_duration);
     if (!(o->break_growth >= 1.0) || isinf(o->break_growth))
         return resil_err_set(err, RESIL_EINVAL,
                              "breaker.break_growth must be a finite number >= 1, got %g",
                              o->break_growth);
     if (o->max_break_duration < 0)
-        return bad_duration(err, "max_break_duration", ">= 0", o->max_break_duration);
+        return resil__bad_duration(err, "breaker.max_break_duration", ">= 0",
+                                   o->max_break_duration);
     if (o->break_growth > 1.0 && o->max_break_duration < o->break_duration)
-        return bad_duration(err, "max_break_duration",
-                            ">= break_duration when break_growth > 1",
-                            o->max_break_duration);
+        return resil__bad_duration(err, "breaker.max_break_duration",
+                                   ">= break_duration when break_growth > 1",
+                                   o->max_break_duration);
     return 0;
 }
 
@@ -111,8 +105,8 @@ static int check_half_open(const resil_breaker_opts *o, resil_err *err)
                              "breaker.success_threshold must be >= 1, got %u",
                              o->success_threshold);
     if (o->probe_timeout < 0)
-        return bad_duration(err, "probe_timeout", ">= 0 (0 = the break in force)",
-                            o->probe_timeout);
+        return resil__bad_duration(err, "breaker.probe_timeout",
+                                   ">= 0 (0 = the break in force)", o->probe_timeout);
     return 0;
 }
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "pipeline_internal.h"
 
 typedef struct race race;
@@ -88,8 +89,7 @@ int resil_hedge_opts_validate(const resil_hedge_opts *o, resil_err *err)
     if (o == NULL)
         return resil_err_set(err, RESIL_EINVAL, "hedging: options must not be NULL");
     if (o->delay < 0)
-        return resil_err_set(err, RESIL_EINVAL, "hedging.delay must be >= 0, got %lld ns",
-                             (long long)o->delay);
+        return resil__bad_duration(err, "hedging.delay", ">= 0", o->delay);
     if (o->max_hedged < 1 || o->max_hedged > RESIL_HEDGE_MAX)
         return resil_err_set(err, RESIL_EINVAL, "hedging.max_hedged must be in [1, %d], got %u",
                              RESIL_HEDGE_MAX, (unsigned)o->max_hedged);

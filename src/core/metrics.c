@@ -84,11 +84,14 @@ static int check_opts(const resil_metrics_opts *o, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL, "metrics.nbuckets must be in [1, %d], got %zu",
                              RESIL_METRICS_MAX_BUCKETS, o->nbuckets);
     for (size_t i = 0; i < o->nbuckets; i++) {
-        if (o->buckets[i] <= 0 || (i > 0 && o->buckets[i] <= o->buckets[i - 1]))
-            return resil_err_set(err, RESIL_EINVAL,
-                                 "metrics.buckets must be > 0 and strictly increasing, "
-                                 "bucket %zu is %lld ns",
-                                 i, (long long)o->buckets[i]);
+        if (o->buckets[i] > 0 && (i == 0 || o->buckets[i] > o->buckets[i - 1]))
+            continue;
+        char text[32];
+        resil_duration_format(o->buckets[i], text, sizeof text);
+        return resil_err_set(err, RESIL_EINVAL,
+                             "metrics.buckets must be > 0 and strictly increasing, "
+                             "bucket %zu is %s",
+                             i, text);
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "pipeline_internal.h"
 
 struct resil_pipeline_builder {
@@ -340,8 +341,8 @@ static int check_wait(resil_pipeline_builder *b, resil_duration max_wait)
 {
     if (max_wait >= 0)
         return 0;
-    return fail(b, RESIL_EINVAL, "rate_limiter.max_wait must be >= 0, got %lld ns",
-                (long long)max_wait);
+    resil_err e;
+    return keep(b, resil__bad_duration(&e, "rate_limiter.max_wait", ">= 0", max_wait), &e);
 }
 
 int resil_pipeline_add_rate_limiter(resil_pipeline_builder *b, const resil_ratelimit_opts *o,

@@ -14,9 +14,11 @@
  * search it: no allocation, no hashing of long keys.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "pipeline_internal.h"
 
 /* ---- the context ------------------------------------------------------- */
@@ -116,13 +118,11 @@ int resil_timeout_opts_validate(const resil_timeout_opts *o, const char *field,
         field = "timeout";
     if (o == NULL)
         return resil_err_set(err, RESIL_EINVAL, "%s: options must not be NULL", field);
-    if (o->timeout <= 0) {
-        char text[32];
-        resil_duration_format(o->timeout, text, sizeof text);
-        return resil_err_set(err, RESIL_EINVAL, "%s.timeout must be > 0, got %s", field,
-                             text);
-    }
-    return 0;
+    if (o->timeout > 0)
+        return 0;
+    char name[64];
+    snprintf(name, sizeof name, "%s.timeout", field);
+    return resil__bad_duration(err, name, "> 0", o->timeout);
 }
 
 /* ---- the table ------------------------------------------------------------ */
@@ -143,9 +143,9 @@ static int check_timeout(resil_duration d, const char *what, resil_err *err)
 {
     if (d > 0)
         return 0;
-    char text[32];
-    resil_duration_format(d, text, sizeof text);
-    return resil_err_set(err, RESIL_EINVAL, "timeouts.%s must be > 0, got %s", what, text);
+    char name[32];
+    snprintf(name, sizeof name, "timeouts.%s", what);
+    return resil__bad_duration(err, name, "> 0", d);
 }
 
 int resil_timeouts_new(resil_duration default_timeout, resil_timeouts **out, resil_err *err)

@@ -129,16 +129,22 @@ int resil_http_opts_profile(resil_http_opts *o, resil_http_profile p)
     return RESIL_EINVAL;
 }
 
+/* "FIELD must be RULE, got D" with D in the duration parser's units, as
+ * the core words it (the core's helper is internal to libresil). */
+static int bad_duration(resil_err *err, const char *field, const char *rule, resil_duration d)
+{
+    char text[32];
+    resil_duration_format(d, text, sizeof text);
+    return resil_err_set(err, RESIL_EINVAL, "%s must be %s, got %s", field, rule, text);
+}
+
 static int check_timeouts(const resil_http_opts *o, resil_err *err)
 {
     if (o->total_timeout < 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "http.total_timeout must be >= 0 (0 = none), got %lld ns",
-                             (long long)o->total_timeout);
+        return bad_duration(err, "http.total_timeout", ">= 0 (0 = none)", o->total_timeout);
     if (o->attempt_timeout < 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "http.attempt_timeout must be >= 0 (0 = none), got %lld ns",
-                             (long long)o->attempt_timeout);
+        return bad_duration(err, "http.attempt_timeout", ">= 0 (0 = none)",
+                            o->attempt_timeout);
     if (o->total_timeout > 0 && o->attempt_timeout > o->total_timeout)
         return resil_err_set(err, RESIL_EINVAL,
                              "http.attempt_timeout must not exceed http.total_timeout");
@@ -148,9 +154,8 @@ static int check_timeouts(const resil_http_opts *o, resil_err *err)
 static int check_hedging(const resil_http_opts *o, resil_err *err)
 {
     if (o->hedge_delay < -1)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "http.hedge_delay must be >= 0 (or -1 = no hedging), got %lld ns",
-                             (long long)o->hedge_delay);
+        return bad_duration(err, "http.hedge_delay", ">= 0 (or -1 = no hedging)",
+                            o->hedge_delay);
     if (o->hedge_delay >= 0 && (o->max_hedged < 1 || o->max_hedged > RESIL_HEDGE_MAX))
         return resil_err_set(err, RESIL_EINVAL, "http.max_hedged must be in [1, %d], got %u",
                              RESIL_HEDGE_MAX, (unsigned)o->max_hedged);
@@ -164,10 +169,8 @@ static int check_nested(const resil_http_opts *o, resil_err *err)
     if (rc != 0)
         return resil_err_set(err, rc, "http.%s", inner.message);
     if (o->retry.max_total != 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "http.retry.max_total must be 0 (http.total_timeout bounds "
-                             "the call), got %lld ns",
-                             (long long)o->retry.max_total);
+        return bad_duration(err, "http.retry.max_total",
+                            "0 (http.total_timeout bounds the call)", o->retry.max_total);
     if (o->breakers && o->registry == NULL) {
         rc = resil_breaker_opts_validate(&o->breaker, &inner);
         if (rc != 0)

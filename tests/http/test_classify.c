@@ -420,16 +420,26 @@ static void assert_refused(const resil_http_opts *o, const char *field)
     assert_null(c);
 }
 
-static void negative_timeouts_are_refused(void **state)
+static void negative_timeouts_are_refused_in_the_parsers_units(void **state)
 {
     (void)state;
     resil_http_opts o;
     resil_http_opts_default(&o);
-    o.total_timeout = -1;
-    assert_refused(&o, "http.total_timeout");
+    o.total_timeout = -RESIL_MS(1500);
+    assert_refused(&o, "http.total_timeout must be >= 0 (0 = none), got -1.5s");
     resil_http_opts_default(&o);
     o.attempt_timeout = -1;
-    assert_refused(&o, "http.attempt_timeout");
+    assert_refused(&o, "http.attempt_timeout must be >= 0 (0 = none), got -1ns");
+}
+
+static void zero_timeouts_mean_none(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    o.total_timeout = 0;
+    o.attempt_timeout = 0;
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
 }
 
 static void attempt_timeout_over_total_is_refused(void **state)
@@ -451,8 +461,10 @@ static void hedging_bounds_are_checked(void **state)
     (void)state;
     resil_http_opts o;
     resil_http_opts_default(&o);
+    o.hedge_delay = -RESIL_MS(2);
+    assert_refused(&o, "http.hedge_delay must be >= 0 (or -1 = no hedging), got -2ms");
     o.hedge_delay = -2;
-    assert_refused(&o, "http.hedge_delay");
+    assert_refused(&o, "http.hedge_delay must be >= 0 (or -1 = no hedging), got -2ns");
     o.hedge_delay = 0;
     o.max_hedged = 0;
     assert_refused(&o, "http.max_hedged");
@@ -474,13 +486,20 @@ static void nested_retry_and_breaker_options_are_named(void **state)
     assert_refused(&o, "http.retry.max_attempts");
     resil_http_opts_default(&o);
     o.retry.max_total = RESIL_S(1);
-    assert_refused(&o, "http.retry.max_total");
+    assert_refused(&o, "http.retry.max_total must be 0 (http.total_timeout bounds the call), "
+                       "got 1s");
     resil_http_opts_default(&o);
     o.breaker.failure_ratio = 1.5;
     assert_refused(&o, "http.breaker.failure_ratio");
     resil_http_opts_default(&o);
     o.max_authorities = 0;
     assert_refused(&o, "http.max_authorities");
+    o.max_authorities = RESIL_REGISTRY_MAX_LIMIT + 1;
+    assert_refused(&o, "http.max_authorities");
+    o.max_authorities = RESIL_REGISTRY_MAX_LIMIT;
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
+    o.max_authorities = 1;
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
 }
 
 static void breaker_options_are_not_read_without_breakers(void **state)
@@ -501,12 +520,23 @@ static void name_disable_for_and_buffer_are_checked(void **state)
     resil_http_opts_default(&o);
     o.name = "";
     assert_refused(&o, "http.name");
+    char name[65];
+    memset(name, 'n', 64);
+    name[64] = '\0';
+    o.name = name;
+    assert_refused(&o, "http.name must be 1 to 63 bytes");
+    name[63] = '\0';
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
     resil_http_opts_default(&o);
-    o.disable_for = 1u << 12;
+    o.disable_for = RESIL_HTTP_OTHER << 1;
     assert_refused(&o, "http.disable_for");
+    o.disable_for = (RESIL_HTTP_OTHER << 1) - 1; /* every method */
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
     resil_http_opts_default(&o);
     o.body_buffer_max = 0;
     assert_refused(&o, "http.body_buffer_max");
+    o.body_buffer_max = 1;
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
     assert_int_equal(resil_http_opts_validate(NULL, NULL), RESIL_EINVAL);
 }
 
@@ -549,7 +579,8 @@ int main(void)
         cmocka_unit_test(write_profile_never_retries_unsafe_methods),
         cmocka_unit_test(profile_leaves_wiring_alone),
         cmocka_unit_test(profile_names_round_trip),
-        cmocka_unit_test(negative_timeouts_are_refused),
+        cmocka_unit_test(negative_timeouts_are_refused_in_the_parsers_units),
+        cmocka_unit_test(zero_timeouts_mean_none),
         cmocka_unit_test(attempt_timeout_over_total_is_refused),
         cmocka_unit_test(hedging_bounds_are_checked),
         cmocka_unit_test(nested_retry_and_breaker_options_are_named),

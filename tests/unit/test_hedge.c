@@ -457,9 +457,9 @@ static void bad_options_are_rejected_by_name(void **state)
     assert_string_equal(err.message, "hedging.max_hedged must be in [1, 10], got 11");
     h.max_hedged = 10;
     assert_int_equal(resil_hedge_opts_validate(&h, &err), 0);
-    h.delay = -1;
+    h.delay = -RESIL_MS(250);
     assert_int_equal(resil_hedge_opts_validate(&h, &err), RESIL_EINVAL);
-    assert_string_equal(err.message, "hedging.delay must be >= 0, got -1 ns");
+    assert_string_equal(err.message, "hedging.delay must be >= 0, got -250ms");
     h.delay = 0;
     h.workers = 257;
     assert_int_equal(resil_hedge_opts_validate(&h, &err), RESIL_EINVAL);

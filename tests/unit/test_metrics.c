@@ -545,7 +545,7 @@ static void options_are_checked_by_name(void **state)
     o.nbuckets = 2;
     assert_int_equal(resil_metrics_new(&o, &m, &err), RESIL_EINVAL);
     assert_string_equal(err.message, "metrics.buckets must be > 0 and strictly increasing, "
-                                     "bucket 1 is 10000000 ns");
+                                     "bucket 1 is 10ms");
     bounds[1] = RESIL_MS(20);
     assert_int_equal(resil_metrics_new(&o, &m, &err), 0);
     resil_event a = event(RESIL_EVENT_EXECUTION, "p", "");

@@ -170,8 +170,8 @@ static void bad_rate_limiter_is_named(void **state)
     refused_with(b, "ratelimit.rate");
     b = builder();
     resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_TOKEN_BUCKET);
-    resil_pipeline_add_rate_limiter(b, &o, -1);
-    refused(b, RESIL_EINVAL, "rate_limiter.max_wait must be >= 0, got -1 ns");
+    resil_pipeline_add_rate_limiter(b, &o, -RESIL_MS(5));
+    refused(b, RESIL_EINVAL, "rate_limiter.max_wait must be >= 0, got -5ms");
 }
 
 static void bad_breaker_is_named(void **state)
