@@ -224,13 +224,21 @@ RESIL_API resil_breaker_result resil_breaker_classify_default(const resil_outcom
                                                               void *ud);
 
 /*
+ * The outcome of a call a breaker refused in `state`: kind RESIL_REJECTED,
+ * code RESIL_EREJECTED, detail "circuit open" (or "circuit half-open",
+ * "circuit isolated") and `retry_after` the time until the next probe
+ * (permit.retry_after). Every executor — resil_breaker_execute, the
+ * pipeline, a fleet breaker — words its refusals through this one.
+ */
+RESIL_API resil_outcome resil_breaker_rejection(resil_breaker_state state,
+                                                resil_duration retry_after);
+
+/*
  * Run `op` once through the breaker: acquire, call op(ctx), classify (NULL =
  * the default classifier), record. Returns 0 when op ran (*out is its
- * outcome), or RESIL_EREJECTED when the breaker refused: *out is then an
- * outcome of kind RESIL_REJECTED, code RESIL_EREJECTED, detail "circuit
- * open" (or "circuit half-open", "circuit isolated") and retry_after the
- * time until the next probe. A NULL breaker runs op directly. RESIL_EINVAL
- * for a NULL op, ctx or out.
+ * outcome), or RESIL_EREJECTED when the breaker refused: *out is then
+ * resil_breaker_rejection(p.state, p.retry_after). A NULL breaker runs op
+ * directly. RESIL_EINVAL for a NULL op, ctx or out.
  */
 RESIL_API int resil_breaker_execute(resil_breaker *b, resil_op_fn op,
                                     resil_attempt_ctx *ctx,

@@ -591,16 +591,12 @@ resil_breaker_result resil_breaker_classify_default(const resil_outcome *o, void
     return RESIL_BREAKER_FAILURE;
 }
 
-static const char *rejection_detail(resil_breaker_state s)
+resil_outcome resil_breaker_rejection(resil_breaker_state state, resil_duration retry_after)
 {
-    switch (s) {
-    case RESIL_BREAKER_HALF_OPEN:
-        return "circuit half-open";
-    case RESIL_BREAKER_ISOLATED:
-        return "circuit isolated";
-    default:
-        return "circuit open";
-    }
+    const char *detail = state == RESIL_BREAKER_HALF_OPEN ? "circuit half-open"
+                         : state == RESIL_BREAKER_ISOLATED ? "circuit isolated"
+                                                           : "circuit open";
+    return resil_fail_after(RESIL_REJECTED, RESIL_EREJECTED, detail, retry_after);
 }
 
 int resil_breaker_execute(resil_breaker *b, resil_op_fn op, resil_attempt_ctx *ctx,
@@ -611,8 +607,7 @@ int resil_breaker_execute(resil_breaker *b, resil_op_fn op, resil_attempt_ctx *c
         return RESIL_EINVAL;
     resil_breaker_permit p;
     if (resil_breaker_acquire(b, &p) == RESIL_EREJECTED) {
-        *out = resil_fail_after(RESIL_REJECTED, RESIL_EREJECTED,
-                                rejection_detail(p.state), p.retry_after);
+        *out = resil_breaker_rejection(p.state, p.retry_after);
         return RESIL_EREJECTED;
     }
     *out = op(ctx);

@@ -344,16 +344,14 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
 
 /* ---- breaker ------------------------------------------------------------------------------ */
 
-static const char *refusal(resil_breaker_state s)
+/* The breaker's own wording; the code says the pipeline's breaker
+ * strategy refused, as every strategy's rejection does. */
+static void refuse(const resil__run *r, const resil__frame *f, const resil_breaker_permit *p,
+                   resil_outcome *out)
 {
-    switch (s) {
-    case RESIL_BREAKER_HALF_OPEN:
-        return "circuit half-open";
-    case RESIL_BREAKER_ISOLATED:
-        return "circuit isolated";
-    default:
-        return "circuit open";
-    }
+    resil_outcome no = resil_breaker_rejection(p->state, p->retry_after);
+    reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f, no.detail,
+           no.retry_after, out);
 }
 
 void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
@@ -361,8 +359,7 @@ void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
 {
     resil_breaker_permit permit;
     if (resil_breaker_acquire(r->breaker, &permit) == RESIL_EREJECTED) {
-        reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f,
-               refusal(permit.state), permit.retry_after, out);
+        refuse(r, f, &permit, out);
         return;
     }
     resil__chain(r, i + 1, f, out);

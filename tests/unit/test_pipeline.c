@@ -301,6 +301,46 @@ static void retry_that_handles_rejections_waits_for_the_probe(void **state)
     resil_breaker_free(br);
 }
 
+static void breaker_refusals_are_worded_by_state(void **state)
+{
+    (void)state;
+    resil_outcome o = resil_breaker_rejection(RESIL_BREAKER_OPEN, RESIL_S(4));
+    assert_int_equal(o.kind, RESIL_REJECTED);
+    assert_int_equal(o.code, RESIL_EREJECTED);
+    assert_string_equal(o.detail, "circuit open");
+    assert_duration_equal(o.retry_after, RESIL_S(4));
+    o = resil_breaker_rejection(RESIL_BREAKER_HALF_OPEN, RESIL_MS(1));
+    assert_string_equal(o.detail, "circuit half-open");
+    o = resil_breaker_rejection(RESIL_BREAKER_ISOLATED, RESIL_DURATION_MAX);
+    assert_string_equal(o.detail, "circuit isolated");
+    assert_duration_equal(o.retry_after, RESIL_DURATION_MAX);
+}
+
+static void isolated_breaker_refuses_in_its_own_words_coded_as_the_strategy(void **state)
+{
+    fixture *f = *state;
+    resil_breaker_opts bo;
+    resil_breaker_opts_default(&bo);
+    bo.clock = f->clock;
+    resil_breaker *br;
+    assert_int_equal(resil_breaker_new(&bo, &br, NULL), 0);
+    resil_breaker_isolate(br);
+    resil_pipeline_builder *b = builder(f, "held");
+    resil_pipeline_use_breaker(b, br);
+    build(f, b);
+    resil_outcome outs[] = {http(200)};
+    script_of(f, outs, 1);
+    run(f);
+    resil_outcome own = resil_breaker_rejection(RESIL_BREAKER_ISOLATED, RESIL_DURATION_MAX);
+    assert_int_equal(f->s.calls, 0);
+    assert_int_equal(f->result.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(f->result.outcome.code, RESIL_STRATEGY_BREAKER);
+    assert_string_equal(f->result.outcome.detail, own.detail);
+    assert_duration_equal(f->result.outcome.retry_after, own.retry_after);
+    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_BREAKER);
+    resil_breaker_free(br);
+}
+
 /* ---- bulkhead, rate limiter, degradation ------------------------------------------- */
 
 static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
@@ -562,6 +602,8 @@ int main(void)
         T(retry_after_beyond_the_total_timeout_ends_at_once),
         T(breaker_opening_inside_retry_fails_the_next_attempt_fast),
         T(retry_that_handles_rejections_waits_for_the_probe),
+        T(breaker_refusals_are_worded_by_state),
+        T(isolated_breaker_refuses_in_its_own_words_coded_as_the_strategy),
         T(full_bulkhead_rejects_at_once_without_an_attempt),
         T(rate_limited_call_is_rejected_with_the_limiters_retry_after),
         T(rate_limiter_with_a_wait_sleeps_for_the_permit),
