@@ -6,12 +6,17 @@
  * may take it in between, so a server that exits at once is retried on a
  * fresh port. Readiness is "answers PING", polled briefly: the one real
  * wait the tests cannot avoid, since it is Redis's own start-up.
+ *
+ * The server persists nothing, so it needs no directory of its own: it
+ * runs in the temporary directory and logs to a file that is unlinked from
+ * the start (printed when it fails to start). So even a test process
+ * killed outright leaves nothing behind: its servers die with it, and
+ * there is no file to remove.
  */
 #include "redis_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,7 +26,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,7 +38,6 @@
 struct redis_server {
     pid_t pid;
     int port;
-    char dir[256];
     char url[64];
 };
 
@@ -46,14 +49,6 @@ static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 static void reap(redis_server *s, int sig)
@@ -71,11 +66,8 @@ static void cleanup_all(void)
 {
     pthread_mutex_lock(&started_mu);
     for (int i = 0; i < MAX_SERVERS; i++) {
-        redis_server *s = started[i];
-        if (s == NULL)
-            continue;
-        reap(s, SIGKILL);
-        nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        if (started[i] != NULL)
+            reap(started[i], SIGKILL);
         started[i] = NULL;
     }
     pthread_mutex_unlock(&started_mu);
@@ -114,11 +106,17 @@ static int free_port(void)
     return port;
 }
 
-static pid_t spawn(const redis_server *s)
+static const char *temp_dir(void)
 {
-    char port[16], log[300];
+    const char *base = getenv("TMPDIR");
+    return base != NULL ? base : "/tmp";
+}
+
+static pid_t spawn(const redis_server *s, int log)
+{
+    char port[16];
     snprintf(port, sizeof port, "%d", s->port);
-    snprintf(log, sizeof log, "%s/redis.log", s->dir);
+    const char *dir = temp_dir();
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0)
@@ -127,14 +125,13 @@ static pid_t spawn(const redis_server *s)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127);
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
         dup2(null, 0);
-        dup2(null, 1);
-        dup2(null, 2);
-    }
+    dup2(log, 1);
+    dup2(log, 2);
     execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--dir", s->dir, "--logfile", log,
+           "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "",
            "--daemonize", "no", "--protected-mode", "no", (char *)NULL);
     _exit(127);
 }
@@ -172,14 +169,29 @@ static bool wait_ready(redis_server *s)
     return false;
 }
 
+static void print_log(FILE *log)
+{
+    char line[512];
+    rewind(log);
+    while (fgets(line, sizeof line, log) != NULL)
+        fprintf(stderr, "redis-server: %s", line);
+}
+
 static int launch(redis_server *s)
 {
-    s->pid = spawn(s);
-    if (s->pid < 0) {
-        fprintf(stderr, "redis_server: fork: %s\n", strerror(errno));
+    FILE *log = tmpfile(); /* already unlinked */
+    if (log == NULL) {
+        fprintf(stderr, "redis_server: tmpfile: %s\n", strerror(errno));
         return -1;
     }
-    return wait_ready(s) ? 0 : -1;
+    s->pid = spawn(s, fileno(log));
+    bool ready = s->pid > 0 && wait_ready(s);
+    if (s->pid < 0)
+        fprintf(stderr, "redis_server: fork: %s\n", strerror(errno));
+    if (!ready)
+        print_log(log);
+    fclose(log);
+    return ready ? 0 : -1;
 }
 
 redis_server *redis_server_start(void)
@@ -187,13 +199,6 @@ redis_server *redis_server_start(void)
     redis_server *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
-    const char *base = getenv("TMPDIR");
-    snprintf(s->dir, sizeof s->dir, "%s/resil-redis-XXXXXX", base ? base : "/tmp");
-    if (mkdtemp(s->dir) == NULL) {
-        fprintf(stderr, "redis_server: mkdtemp: %s\n", strerror(errno));
-        free(s);
-        return NULL;
-    }
     track(s, true);
     for (int i = 0; i < START_TRIES; i++) {
         s->port = free_port();
@@ -202,9 +207,8 @@ redis_server *redis_server_start(void)
             return s;
     }
     fprintf(stderr, "redis_server: redis-server did not start (is it installed? "
-                    "scripts/deps.sh installs it); see %s/redis.log\n", s->dir);
+                    "scripts/deps.sh installs it)\n");
     track(s, false);
-    nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(s);
     return NULL;
 }
@@ -215,7 +219,6 @@ void redis_server_stop(redis_server *s)
         return;
     reap(s, SIGTERM);
     track(s, false);
-    nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(s);
 }
 

@@ -5,10 +5,9 @@
  * The fleet's claims are about what Redis really does (scripts run
  * atomically, a killed server loses its keys, SCRIPT FLUSH forgets the
  * script), so the tests run against the real thing: each test program
- * starts its own server on a free loopback port, with no persistence, in a
- * temporary directory, and can kill, pause and restart it to stage outages.
- * Everything started is stopped and removed at exit, even when a test fails;
- * the server also dies with the process that started it.
+ * starts its own server on a free loopback port, with no persistence and no
+ * files of its own, and can kill, pause and restart it to stage outages. Every server is stopped at exit, even when a test
+ * fails, and dies with the process that started it if that is killed.
  *
  * Failing to start a server is a test failure, never a skip: the suite must
  * run wherever it is claimed to pass.
@@ -23,7 +22,7 @@ typedef struct redis_server redis_server;
 /* Start redis-server and wait until it answers PING. NULL on failure, with
  * the reason on stderr. */
 redis_server *redis_server_start(void);
-/* Stop it (SIGTERM, then wait) and remove its directory. */
+/* Stop it (SIGTERM, then wait). */
 void redis_server_stop(redis_server *s);
 
 int redis_server_port(const redis_server *s);
