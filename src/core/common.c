@@ -75,3 +75,11 @@ const char *resil__name_at(const char *const *names, size_t count, unsigned i)
 {
     return i < count ? names[i] : "unknown";
 }
+
+void resil__lower_copy(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] != '\0' && i + 1 < cap; i++)
+        dst[i] = (char)ascii_lower((unsigned char)src[i]);
+    dst[i] = '\0';
+}

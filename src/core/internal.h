@@ -29,6 +29,9 @@ int resil__bad_duration(resil_err *err, const char *field, const char *rule,
 int resil__name_index(const char *const *names, size_t count, const char *s);
 /* names[i], or "unknown" when i is out of range. */
 const char *resil__name_at(const char *const *names, size_t count, unsigned i);
+/* `src` in ASCII lower case into dst (cap > 0 bytes), cut to fit: the form
+ * log lines and metric labels give a name ("Transient" as "transient"). */
+void resil__lower_copy(char *dst, size_t cap, const char *src);
 
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "pipeline_internal.h"
 
 enum { M_EVENTS, M_ATTEMPT, M_PIPELINE, M_COUNT };
@@ -247,14 +248,6 @@ static void observe(resil_metrics *m, series *s, resil_duration d)
     }
 }
 
-static void lower(char *dst, size_t cap, const char *src)
-{
-    size_t i = 0;
-    for (; src[i] != '\0' && i + 1 < cap; i++)
-        dst[i] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] - 'A' + 'a' : src[i]);
-    dst[i] = '\0';
-}
-
 static void key_for(key *k, const resil_event *ev)
 {
     char third[L_SHORT];
@@ -263,8 +256,8 @@ static void key_for(key *k, const resil_event *ev)
         make_key(k, M_ATTEMPT, ev->pipeline, ev->strategy, ev->handled ? "true" : "false");
         return;
     case RESIL_EVENT_EXECUTION:
-        lower(third, sizeof third,
-              ev->outcome != NULL ? resil_kind_name(ev->outcome->kind) : "unknown");
+        resil__lower_copy(third, sizeof third,
+                          ev->outcome != NULL ? resil_kind_name(ev->outcome->kind) : "unknown");
         make_key(k, M_PIPELINE, ev->pipeline, "", third);
         return;
     default:

@@ -26,7 +26,7 @@ struct resil_pipeline_builder {
     resil_err first;
 };
 
-/* ---- names, outcomes, events --------------------------------------------- */
+/* ---- names and outcomes --------------------------------------------------- */
 
 static const char *const strategy_names[RESIL_STRATEGY_KIND_COUNT] = {
     "", "rate-limiter", "bulkhead", "total-timeout", "retry", "breaker",
@@ -54,27 +54,6 @@ resil_strategy_kind resil__rejected_by(const resil_outcome *o)
     if (o->code == RESIL_EREJECTED)
         return RESIL_STRATEGY_BREAKER;
     return RESIL_STRATEGY_NONE;
-}
-
-void resil__event_init(resil_event *ev, const resil_pipeline *p, resil_event_type t,
-                       resil_strategy_kind k, resil_instant at)
-{
-    memset(ev, 0, sizeof *ev);
-    ev->type = t;
-    ev->pipeline = p->name;
-    ev->strategy = resil_strategy_name(k);
-    ev->key = "";
-    ev->reason = "";
-    ev->from_name = ev->to_name = "";
-    ev->delay = RESIL_NO_HINT;
-    ev->at = at;
-}
-
-void resil__emit(const resil_pipeline *p, resil_event *ev)
-{
-    ev->severity = resil_event_severity(ev->type, ev->outcome);
-    for (size_t i = 0; i < p->nlisteners; i++)
-        p->listeners[i].fn(ev, p->listeners[i].ud);
 }
 
 /* ---- the walk --------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 /*
- * telemetry.c — event names and severities, the adapters that turn breaker
- * and degradation events into pipeline events, and the log sink.
+ * telemetry.c — events: their names and severities, how each is started
+ * and delivered (the pipeline's own and those the adapters make of breaker
+ * and degradation events alike), and the log sink.
  *
  * The log sink formats into a buffer on the stack and hands over a whole
  * line in one write, so concurrent events never interleave within a line
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "internal.h"
 #include "pipeline_internal.h"
 
 /* ---- names ------------------------------------------------------------- */
@@ -56,6 +58,34 @@ resil_severity resil_event_severity(resil_event_type t, const resil_outcome *out
     }
 }
 
+/* ---- making and delivering ----------------------------------------------- */
+
+/* Every field at its "not said" value: what each event starts from. */
+static void event_blank(resil_event *ev, resil_event_type t, const char *pipeline,
+                        resil_strategy_kind k, resil_instant at)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = t;
+    ev->pipeline = pipeline != NULL ? pipeline : "";
+    ev->strategy = resil_strategy_name(k);
+    ev->key = ev->reason = ev->from_name = ev->to_name = "";
+    ev->delay = RESIL_NO_HINT;
+    ev->at = at;
+}
+
+void resil__event_init(resil_event *ev, const resil_pipeline *p, resil_event_type t,
+                       resil_strategy_kind k, resil_instant at)
+{
+    event_blank(ev, t, p->name, k, at);
+}
+
+void resil__emit(const resil_pipeline *p, resil_event *ev)
+{
+    ev->severity = resil_event_severity(ev->type, ev->outcome);
+    for (size_t i = 0; i < p->nlisteners; i++)
+        p->listeners[i].fn(ev, p->listeners[i].ud);
+}
+
 /* ---- adapters ------------------------------------------------------------- */
 
 static resil_event_type breaker_event_type(resil_breaker_state to)
@@ -72,13 +102,10 @@ static resil_event_type breaker_event_type(resil_breaker_state to)
     }
 }
 
-static void event_blank(resil_event *ev, resil_event_type t, const resil_listener *l)
+static void deliver(const resil_listener *l, resil_event *ev)
 {
-    memset(ev, 0, sizeof *ev);
-    ev->type = t;
-    ev->pipeline = l->pipeline != NULL ? l->pipeline : "";
-    ev->key = ev->reason = ev->from_name = ev->to_name = "";
-    ev->delay = RESIL_NO_HINT;
+    ev->severity = resil_event_severity(ev->type, NULL);
+    l->fn(ev, l->ud);
 }
 
 void resil_telemetry_breaker_listener(resil_breaker *b, const resil_breaker_event *bev,
@@ -88,18 +115,15 @@ void resil_telemetry_breaker_listener(resil_breaker *b, const resil_breaker_even
     if (l == NULL || l->fn == NULL || bev == NULL)
         return;
     resil_event ev;
-    event_blank(&ev, breaker_event_type(bev->to), l);
-    ev.strategy = resil_strategy_name(RESIL_STRATEGY_BREAKER);
+    event_blank(&ev, breaker_event_type(bev->to), l->pipeline, RESIL_STRATEGY_BREAKER, bev->at);
     ev.key = resil_breaker_name(b);
-    ev.at = bev->at;
     ev.duration = bev->to == RESIL_BREAKER_OPEN ? bev->break_duration : 0;
     ev.reason = resil_breaker_reason_name(bev->reason);
     ev.from = bev->from;
     ev.to = bev->to;
     ev.from_name = resil_breaker_state_name(bev->from);
     ev.to_name = resil_breaker_state_name(bev->to);
-    ev.severity = resil_event_severity(ev.type, NULL);
-    l->fn(&ev, l->ud);
+    deliver(l, &ev);
 }
 
 void resil_telemetry_degrade_listener(void *ud, const resil_degrade_event *dev)
@@ -108,16 +132,13 @@ void resil_telemetry_degrade_listener(void *ud, const resil_degrade_event *dev)
     if (l == NULL || l->fn == NULL || dev == NULL)
         return;
     resil_event ev;
-    event_blank(&ev, RESIL_EVENT_DEGRADE_CHANGED, l);
-    ev.strategy = resil_strategy_name(RESIL_STRATEGY_DEGRADE);
-    ev.at = dev->at;
+    event_blank(&ev, RESIL_EVENT_DEGRADE_CHANGED, l->pipeline, RESIL_STRATEGY_DEGRADE, dev->at);
     ev.reason = resil_degrade_cause_name(dev->cause);
     ev.from = dev->from;
     ev.to = dev->to;
     ev.from_name = dev->from_name != NULL ? dev->from_name : "";
     ev.to_name = dev->to_name != NULL ? dev->to_name : "";
-    ev.severity = resil_event_severity(ev.type, NULL);
-    l->fn(&ev, l->ud);
+    deliver(l, &ev);
 }
 
 /* ---- text ------------------------------------------------------------------ */
@@ -131,15 +152,17 @@ void resil__text_put(resil__text *t, const char *s, size_t n)
 
 void resil__text_puts(resil__text *t, const char *s) { resil__text_put(t, s, strlen(s)); }
 
+/* Straight into the buffer: vsnprintf keeps the last byte for the NUL as
+ * resil__text_put does, and its count is the full text's, past cap too. */
 void resil__text_printf(resil__text *t, const char *fmt, ...)
 {
-    char tmp[128];
+    size_t room = t->len < t->cap ? t->cap - t->len : 0;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    int n = vsnprintf(room > 0 ? t->buf + t->len : NULL, room, fmt, ap);
     va_end(ap);
     if (n > 0)
-        resil__text_put(t, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+        t->len += (size_t)n;
 }
 
 void resil__text_escaped(resil__text *t, const char *s, bool json)
@@ -310,11 +333,7 @@ static void put_outcome(line *w, resil_event_type t, const resil_outcome *o)
     if (o == NULL)
         return;
     char kind[16];
-    const char *name = resil_kind_name(o->kind);
-    size_t i = 0;
-    for (; name[i] != '\0' && i + 1 < sizeof kind; i++)
-        kind[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
-    kind[i] = '\0';
+    resil__lower_copy(kind, sizeof kind, resil_kind_name(o->kind));
     field_str(w, outcome_label(t), kind);
     if (o->kind == RESIL_SUCCESS)
         return;
