@@ -4,7 +4,7 @@
  *
  * The port is found by binding port 0 and closing it again; another process
  * may take it in between, so a server that exits at once is retried on a
- * fresh port. Readiness is "answers PING", polled briefly: the one real
+ * fresh port. Readiness is "our server answers", polled briefly: the one real
  * wait the tests cannot avoid, since it is Redis's own start-up.
  *
  * The server persists nothing, so it needs no directory of its own: it
@@ -136,15 +136,20 @@ static pid_t spawn(const redis_server *s, int log)
     _exit(127);
 }
 
-static bool answers_ping(int port)
+/* Does our server answer? A server another test program started on the
+ * same port (both drew it as free) would answer too: the pid tells. */
+static bool answers_as(int port, pid_t pid)
 {
     struct timeval tv = {0, 200000};
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
     bool ok = false;
     if (c != NULL && !c->err) {
         redisSetTimeout(c, tv);
-        redisReply *r = redisCommand(c, "PING");
-        ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+        redisReply *r = redisCommand(c, "INFO server");
+        const char *at = r != NULL && r->type == REDIS_REPLY_STRING
+                             ? strstr(r->str, "process_id:")
+                             : NULL;
+        ok = at != NULL && strtol(at + strlen("process_id:"), NULL, 10) == (long)pid;
         if (r != NULL)
             freeReplyObject(r);
     }
@@ -153,11 +158,11 @@ static bool answers_ping(int port)
     return ok;
 }
 
-/* Wait until it answers PING, or it exits (port taken), or time runs out. */
+/* Wait until it answers, or it exits (port taken), or time runs out. */
 static bool wait_ready(redis_server *s)
 {
     for (int waited = 0; waited < READY_WAIT_MS; waited += 10) {
-        if (answers_ping(s->port))
+        if (answers_as(s->port, s->pid))
             return true;
         if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
             s->pid = 0;

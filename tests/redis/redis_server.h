@@ -19,7 +19,7 @@
 
 typedef struct redis_server redis_server;
 
-/* Start redis-server and wait until it answers PING. NULL on failure, with
+/* Start redis-server and wait until it answers. NULL on failure, with
  * the reason on stderr. */
 redis_server *redis_server_start(void);
 /* Stop it (SIGTERM, then wait). */
