@@ -120,7 +120,9 @@ static void *worker(void *arg)
 
         race *rc = j.race;
         resil__frame f = rc->base;
-        f.cancel = &rc->tokens[j.index];
+        /* The attempt's own token: the caller's stack, where the base
+         * frame's tokens live, may be gone before this attempt ends. */
+        f.cancel = f.deadline_token = &rc->tokens[j.index];
         current_hedge = j.index;
         resil_outcome o;
         resil__chain(&rc->run, rc->next, &f, &o);
@@ -144,6 +146,14 @@ static void stop_workers(resil__hedge_pool *pool, uint32_t started)
         pthread_join(pool->threads[i], NULL);
 }
 
+static void free_pool(resil__hedge_pool *pool)
+{
+    free(pool->races);
+    free(pool->queue);
+    free(pool->threads);
+    free(pool);
+}
+
 static void destroy_pool(resil__hedge_pool *pool, uint32_t races_ready)
 {
     for (uint32_t i = 0; i < races_ready; i++) {
@@ -152,10 +162,26 @@ static void destroy_pool(resil__hedge_pool *pool, uint32_t races_ready)
     }
     pthread_cond_destroy(&pool->work);
     pthread_mutex_destroy(&pool->mu);
-    free(pool->races);
-    free(pool->queue);
-    free(pool->threads);
-    free(pool);
+    free_pool(pool);
+}
+
+/* The pool's memory: a race holds no worker while it waits out a delay,
+ * so there are more races than workers; beyond that, executions run
+ * unhedged. */
+static resil__hedge_pool *alloc_pool(uint32_t nthreads)
+{
+    resil__hedge_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL)
+        return NULL;
+    pool->nthreads = pool->idle = nthreads;
+    pool->nraces = 2 * nthreads;
+    pool->threads = calloc(pool->nthreads, sizeof *pool->threads);
+    pool->queue = calloc(pool->nthreads, sizeof *pool->queue);
+    pool->races = calloc(pool->nraces, sizeof *pool->races);
+    if (pool->threads != NULL && pool->queue != NULL && pool->races != NULL)
+        return pool;
+    free_pool(pool);
+    return NULL;
 }
 
 static int init_races(resil__hedge_pool *pool, uint32_t *ready)
@@ -185,31 +211,16 @@ static int start_workers(resil__hedge_pool *pool, uint32_t *started)
 
 int resil__hedge_pool_new(const resil_hedge_opts *o, resil__hedge_pool **out)
 {
-    resil__hedge_pool *pool = calloc(1, sizeof *pool);
+    resil__hedge_pool *pool = alloc_pool(resil__hedge_workers(o));
     if (pool == NULL)
         return RESIL_ENOMEM;
-    pool->nthreads = o->workers != 0 ? o->workers : 4 * (o->max_hedged + 1);
-    pool->idle = pool->nthreads;
-    /* A race holds no worker while it waits out a delay, so allow more
-     * races than workers; beyond that, executions run unhedged. */
-    pool->nraces = 2 * pool->nthreads;
-    pool->threads = calloc(pool->nthreads, sizeof *pool->threads);
-    pool->queue = calloc(pool->nthreads, sizeof *pool->queue);
-    pool->races = calloc(pool->nraces, sizeof *pool->races);
-    if (pool->threads == NULL || pool->queue == NULL || pool->races == NULL ||
-        pthread_mutex_init(&pool->mu, NULL) != 0) {
-        free(pool->races);
-        free(pool->queue);
-        free(pool->threads);
-        free(pool);
-        return RESIL_ENOMEM;
+    if (pthread_mutex_init(&pool->mu, NULL) != 0) {
+        free_pool(pool);
+        return RESIL_ESYS;
     }
     if (pthread_cond_init(&pool->work, NULL) != 0) {
         pthread_mutex_destroy(&pool->mu);
-        free(pool->races);
-        free(pool->queue);
-        free(pool->threads);
-        free(pool);
+        free_pool(pool);
         return RESIL_ESYS;
     }
     uint32_t ready = 0, started = 0;

@@ -287,7 +287,7 @@ static void describe_hedging(desc *d, const resil__node *n)
     f_dur(d, "delay", h->delay, 0, NULL);
     f_int(d, "max_hedged", h->max_hedged);
     f_str(d, "hedge_on", h->hedge_on != NULL ? "custom" : "default");
-    f_int(d, "workers", h->workers != 0 ? h->workers : 4 * (h->max_hedged + 1));
+    f_int(d, "workers", resil__hedge_workers(h));
     f_bool(d, "wait_losers", h->wait_losers);
     f_str(d, "budget", h->budget != NULL ? resil_budget_name(h->budget) : "none");
 }

@@ -162,8 +162,12 @@ static inline resil_instant resil__earlier(resil_instant a, resil_instant b)
 int resil__sleep_bounded(resil_clock *clock, resil_duration d, resil_cancel *cancel,
                          resil_instant deadline, resil_cancel *deadline_token);
 
-/* The hedging worker pool (hedge.c). */
+/* The hedging worker pool (hedge.c), of resil__hedge_workers() threads. */
 int resil__hedge_pool_new(const resil_hedge_opts *o, resil__hedge_pool **out);
+static inline uint32_t resil__hedge_workers(const resil_hedge_opts *o)
+{
+    return o->workers != 0 ? o->workers : 4 * (o->max_hedged + 1);
+}
 void resil__hedge_pool_free(resil__hedge_pool *pool);
 
 /* Text built into a caller's buffer, snprintf-style: `len` counts what
