@@ -1,9 +1,10 @@
 /*
  * bench_clock.c — what the time and randomness every executor step leans on
- * costs: reading the system clock, checking a cancel token, drawing jitter,
- * and parsing a duration. Each is measured against the cheapest thing of its
- * kind in the same run (an empty loop iteration, an inline xorshift, strtoll)
- * so the figures travel between machines.
+ * costs: reading the system clock, checking, making and linking a cancel
+ * token, drawing jitter, and parsing a duration. Each is measured against
+ * the cheapest thing of its kind in the same run (an empty loop iteration,
+ * an atomic increment, an inline xorshift, strtoll) so the figures travel
+ * between machines.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,30 @@ static void cancel_check(void *ud, uint64_t iters)
         BENCH_KEEP(n);
     }
     bench_consume(n);
+}
+
+/* The pipeline makes a token per timeout per execution, the attempt's a
+ * child of the total's: what making and dropping one costs. */
+static void cancel_root_init_destroy(void *ud, uint64_t iters)
+{
+    (void)ud;
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_cancel tok;
+        resil_cancel_init(&tok, NULL);
+        BENCH_KEEP(&tok);
+        resil_cancel_destroy(&tok);
+    }
+}
+
+static void cancel_child_init_destroy(void *ud, uint64_t iters)
+{
+    resil_cancel *parent = ud;
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_cancel tok;
+        resil_cancel_init(&tok, parent);
+        BENCH_KEEP(&tok);
+        resil_cancel_destroy(&tok);
+    }
 }
 
 static void xorshift_inline(void *ud, uint64_t iters)
@@ -100,6 +125,11 @@ int main(void)
     resil_cancel tok;
     resil_cancel_init(&tok, NULL);
     bench_report(bench_run("cancel_check", cancel_check, &tok), empty, NULL);
+    bench_result atomic = bench_run("atomic_increment", bench_atomic_increment, NULL);
+    bench_result root = bench_run("cancel_root_init_destroy", cancel_root_init_destroy, NULL);
+    bench_report(root, atomic, NULL);
+    bench_report(bench_run("cancel_child_init_destroy", cancel_child_init_destroy, &tok), root,
+                 NULL);
     resil_cancel_destroy(&tok);
 
     uint64_t xs = 88172645463325252u;

@@ -24,12 +24,16 @@ RESIL_BEGIN_DECLS
 
 struct resil_cancel {
     /* private */
-    int fired;                   /* read and written atomically */
+    int state;                   /* armed, fired, or armed with sleepers;
+                                    atomic; on Linux the futex word */
     int reason;                  /* RESIL_ECANCELED or RESIL_ETIMEDOUT */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;           /* signalled on fire; CLOCK_MONOTONIC */
-    struct resil_cancel *parent; /* guarded by parent->mu */
+    int lock;                    /* spinlock over the child list */
+    struct resil_cancel *parent; /* guarded by parent->lock */
     struct resil_cancel *first_child, *next_sibling, *prev_sibling;
+#ifndef __linux__
+    pthread_mutex_t mu;          /* sleepers wait on cv; CLOCK_MONOTONIC */
+    pthread_cond_t cv;
+#endif
 };
 
 typedef struct resil_cancel resil_cancel;

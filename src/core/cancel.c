@@ -1,69 +1,205 @@
 /*
  * cancel.c — the cancellation token.
  *
- * The token is checked on every hot path and fired rarely, so the fired flag
- * is a lone atomic int read without a lock, while firing, linking and waiting
- * take the token's mutex. Waiters sleep on a condition variable bound to
- * CLOCK_MONOTONIC, so a deadline is immune to wall-clock jumps and a fire
- * wakes them at once instead of at their next poll.
+ * The token is checked on every hot path, created twice per pipeline
+ * execution (the total timeout's and the attempt's) and fired rarely, so it
+ * is built to cost nothing until it fires: making one is a handful of stores,
+ * linking it to a parent is one uncontended test-and-set, and the fired
+ * check is a single atomic load.
  *
- * Children form an intrusive list owned by the parent's mutex; locks are only
- * ever taken ancestor first, descendant second (firing walks down, linking
- * and unlinking lock just the parent), so the tree cannot deadlock.
+ * That rules out a mutex and a condition variable per token (their
+ * initialisation alone cost more than the rest of the token). On Linux a
+ * waiter sleeps on the token's state word itself with the futex syscall,
+ * whose absolute timeout is on CLOCK_MONOTONIC, so a deadline is immune to
+ * wall-clock jumps and a fire wakes every sleeper at once. The state word
+ * says whether anyone sleeps (ARMED → SLEEPING by the waiter's CAS), so a
+ * fire with no waiter makes no system call. Elsewhere the same protocol
+ * sleeps on a mutex and condition variable kept only for that purpose.
+ *
+ * Children form an intrusive list guarded by the parent's spinlock; critical
+ * sections are a few pointer writes, except a fire, which walks its subtree.
+ * Locks are only ever taken ancestor first, descendant second (firing walks
+ * down, linking and unlinking lock just the parent), so the tree cannot
+ * deadlock. Everything a fire does to a token — its state, its wake-up, its
+ * children — happens inside that token's lock, so destroy, after waiting for
+ * the lock to be free, knows no firer can still be touching the memory its
+ * owner is about to reuse.
  */
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
 #include <time.h>
 
 #include "resil/cancel.h"
 
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+enum { ARMED = 0, FIRED = 1, SLEEPING = 2 };
+
 static bool load_fired(const resil_cancel *c)
 {
-    return __atomic_load_n(&c->fired, __ATOMIC_ACQUIRE) != 0;
+    return __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == FIRED;
 }
 
-static int init_cond_monotonic(pthread_cond_t *cv)
+/* ---- the spinlock over a token's child list ------------------------------ */
+
+static void cpu_relax(unsigned *spins)
+{
+    if (++*spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+        return;
+    }
+    sched_yield(); /* the holder may be descheduled: let it run */
+}
+
+static void spin_lock(int *lock)
+{
+    unsigned spins = 0;
+    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE) != 0)
+        while (__atomic_load_n(lock, __ATOMIC_RELAXED) != 0)
+            cpu_relax(&spins);
+}
+
+static void spin_unlock(int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
+
+/* Returns once whoever held the lock has released it. */
+static void spin_wait_free(int *lock)
+{
+    unsigned spins = 0;
+    while (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != 0)
+        cpu_relax(&spins);
+}
+
+/* ---- sleeping and waking: the platform's part ---------------------------- */
+
+#ifdef __linux__
+
+static int sleeper_init(resil_cancel *c)
+{
+    (void)c;
+    return 0;
+}
+
+static void sleeper_destroy(resil_cancel *c) { (void)c; }
+
+/* The timespec of the futex system call itself, which on every Linux that
+ * has SYS_futex is two longs whatever the C library's time_t is. */
+struct futex_timespec {
+    long tv_sec;
+    long tv_nsec;
+};
+
+static struct futex_timespec futex_deadline(int64_t ns)
+{
+    int64_t sec = ns / 1000000000;
+    struct futex_timespec ts;
+    ts.tv_sec = sec > LONG_MAX ? LONG_MAX : (long)sec;
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
+/* Sleep while the state is SLEEPING. Returns ETIMEDOUT at the deadline,
+ * 0 on any other return (woken, state already changed, a signal): the
+ * caller looks at the state again. */
+static int sleep_on(resil_cancel *c, int64_t deadline_ns)
+{
+    struct futex_timespec ts = futex_deadline(deadline_ns);
+    long rc = syscall(SYS_futex, &c->state, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, SLEEPING,
+                      deadline_ns == INT64_MAX ? NULL : &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+    return rc != 0 && errno == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+static void wake_sleepers(resil_cancel *c)
+{
+    syscall(SYS_futex, &c->state, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
+#else /* a mutex and a condition variable on CLOCK_MONOTONIC */
+
+static int sleeper_init(resil_cancel *c)
 {
     pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0)
+    if (pthread_mutex_init(&c->mu, NULL) != 0)
         return RESIL_ESYS;
-    int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int rc = pthread_condattr_init(&attr);
+    if (rc == 0) {
+        rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        if (rc == 0)
+            rc = pthread_cond_init(&c->cv, &attr);
+        pthread_condattr_destroy(&attr);
+    }
     if (rc == 0)
-        rc = pthread_cond_init(cv, &attr);
-    pthread_condattr_destroy(&attr);
-    return rc == 0 ? 0 : RESIL_ESYS;
+        return 0;
+    pthread_mutex_destroy(&c->mu);
+    return RESIL_ESYS;
 }
 
-/* Caller holds c->mu. */
-static void mark_fired(resil_cancel *c, int reason)
+static void sleeper_destroy(resil_cancel *c)
+{
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+}
+
+static int sleep_on(resil_cancel *c, int64_t deadline_ns)
+{
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000), (long)(deadline_ns % 1000000000)};
+    int rc = 0;
+    pthread_mutex_lock(&c->mu);
+    if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == SLEEPING)
+        rc = deadline_ns == INT64_MAX ? pthread_cond_wait(&c->cv, &c->mu)
+                                      : pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    pthread_mutex_unlock(&c->mu);
+    return rc == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+static void wake_sleepers(resil_cancel *c)
+{
+    pthread_mutex_lock(&c->mu);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+#endif
+
+/* ---- the token ------------------------------------------------------------ */
+
+/* Returns the state it replaced. The reason is stored first so that whoever
+ * sees FIRED (acquire) sees the reason too. */
+static int mark_fired(resil_cancel *c, int reason)
 {
     __atomic_store_n(&c->reason, reason, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->fired, 1, __ATOMIC_RELEASE);
+    return __atomic_exchange_n(&c->state, FIRED, __ATOMIC_ACQ_REL);
 }
 
 static void link_child(resil_cancel *parent, resil_cancel *c)
 {
-    pthread_mutex_lock(&parent->mu);
+    spin_lock(&parent->lock);
     c->next_sibling = parent->first_child;
     if (parent->first_child != NULL)
         parent->first_child->prev_sibling = c;
     parent->first_child = c;
     if (load_fired(parent))
         mark_fired(c, __atomic_load_n(&parent->reason, __ATOMIC_RELAXED));
-    pthread_mutex_unlock(&parent->mu);
+    spin_unlock(&parent->lock);
 }
 
 int resil_cancel_init(resil_cancel *c, resil_cancel *parent)
 {
-    c->fired = 0;
+    c->state = ARMED;
     c->reason = 0;
+    c->lock = 0;
     c->parent = parent;
     c->first_child = c->next_sibling = c->prev_sibling = NULL;
-    if (pthread_mutex_init(&c->mu, NULL) != 0)
+    if (sleeper_init(c) != 0)
         return RESIL_ESYS;
-    if (init_cond_monotonic(&c->cv) != 0) {
-        pthread_mutex_destroy(&c->mu);
-        return RESIL_ESYS;
-    }
     if (parent != NULL)
         link_child(parent, c);
     return 0;
@@ -72,7 +208,7 @@ int resil_cancel_init(resil_cancel *c, resil_cancel *parent)
 static void unlink_child(resil_cancel *c)
 {
     resil_cancel *parent = c->parent;
-    pthread_mutex_lock(&parent->mu);
+    spin_lock(&parent->lock);
     if (c->prev_sibling != NULL)
         c->prev_sibling->next_sibling = c->next_sibling;
     else
@@ -80,7 +216,7 @@ static void unlink_child(resil_cancel *c)
     if (c->next_sibling != NULL)
         c->next_sibling->prev_sibling = c->prev_sibling;
     c->parent = c->next_sibling = c->prev_sibling = NULL;
-    pthread_mutex_unlock(&parent->mu);
+    spin_unlock(&parent->lock);
 }
 
 void resil_cancel_destroy(resil_cancel *c)
@@ -88,25 +224,31 @@ void resil_cancel_destroy(resil_cancel *c)
     if (c == NULL)
         return;
     if (c->parent != NULL)
-        unlink_child(c);
-    pthread_cond_destroy(&c->cv);
-    pthread_mutex_destroy(&c->mu);
+        unlink_child(c); /* after this no fire can come down from above */
+    spin_wait_free(&c->lock); /* nor is one aimed at c still inside it */
+    sleeper_destroy(c);
 }
 
+/* Children first, the token itself last: whoever sees a token fired (a
+ * woken sleeper above all) finds everything linked below it fired too. */
+static void fire_tree(resil_cancel *c, int reason)
+{
+    spin_lock(&c->lock);
+    if (!load_fired(c)) {
+        for (resil_cancel *child = c->first_child; child != NULL; child = child->next_sibling)
+            fire_tree(child, reason);
+        if (mark_fired(c, reason) == SLEEPING)
+            wake_sleepers(c);
+    }
+    spin_unlock(&c->lock);
+}
+
+/* Taking the lock even when the token has fired makes a second firer wait
+ * for the first to finish its walk: when fire returns, the whole subtree has
+ * fired, whoever did it. */
 void resil_cancel_fire_reason(resil_cancel *c, int reason)
 {
-    if (reason >= 0)
-        reason = RESIL_ECANCELED;
-    pthread_mutex_lock(&c->mu);
-    if (load_fired(c)) {
-        pthread_mutex_unlock(&c->mu);
-        return;
-    }
-    mark_fired(c, reason);
-    pthread_cond_broadcast(&c->cv);
-    for (resil_cancel *child = c->first_child; child != NULL; child = child->next_sibling)
-        resil_cancel_fire_reason(child, reason);
-    pthread_mutex_unlock(&c->mu);
+    fire_tree(c, reason < 0 ? reason : RESIL_ECANCELED);
 }
 
 void resil_cancel_fire(resil_cancel *c) { resil_cancel_fire_reason(c, RESIL_ECANCELED); }
@@ -120,25 +262,24 @@ int resil_cancel_reason(const resil_cancel *c)
     return __atomic_load_n(&c->reason, __ATOMIC_RELAXED);
 }
 
-static struct timespec to_timespec(int64_t ns)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)(ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    return ts;
-}
-
+/*
+ * Announce a sleeper (ARMED → SLEEPING, so the fire knows to wake), then
+ * sleep while the state stays SLEEPING. A fire between the announcement and
+ * the sleep changes the word, so the sleep returns at once; wake-ups for
+ * other reasons just go round again.
+ */
 int resil_cancel_wait_until(resil_cancel *c, int64_t deadline_ns)
 {
-    struct timespec ts = to_timespec(deadline_ns < 0 ? 0 : deadline_ns);
-    pthread_mutex_lock(&c->mu);
-    while (!load_fired(c)) {
-        int rc = deadline_ns == INT64_MAX ? pthread_cond_wait(&c->cv, &c->mu)
-                                          : pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        if (rc == ETIMEDOUT)
-            break;
+    if (deadline_ns < 0)
+        deadline_ns = 0;
+    for (;;) {
+        int s = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+        if (s == FIRED)
+            return RESIL_ECANCELED;
+        if (s == ARMED && !__atomic_compare_exchange_n(&c->state, &s, SLEEPING, false,
+                                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;
+        if (sleep_on(c, deadline_ns) == ETIMEDOUT)
+            return load_fired(c) ? RESIL_ECANCELED : 0;
     }
-    bool fired = load_fired(c);
-    pthread_mutex_unlock(&c->mu);
-    return fired ? RESIL_ECANCELED : 0;
 }

@@ -1,8 +1,12 @@
 /*
  * test_cancel.c — the cancellation token: firing, reasons, parent/child
- * links, and waits that end at once when another thread fires.
+ * links, and waits that end at once when another thread fires. The token
+ * has no lock of its own to wait on, so the thread tests also pin down the
+ * races that makes delicate: fires racing links and unlinks, every sleeper
+ * woken, and a token freed by its woken owner while the fire finishes.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include "test.h"
@@ -310,6 +314,197 @@ static void children_link_and_unlink_while_parent_fires(void **state)
     resil_cancel_destroy(&root);
 }
 
+static void root_fire_wakes_a_waiter_on_a_grandchild(void **state)
+{
+    (void)state;
+    resil_cancel root, child, grand;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&child, &root);
+    resil_cancel_init(&grand, &child);
+    waiter w = {&grand, INT64_MAX, 1};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_thread, &w);
+    resil_cancel_fire_reason(&root, RESIL_ETIMEDOUT);
+    pthread_join(t, NULL);
+    assert_int_equal(w.rc, RESIL_ECANCELED);
+    assert_int_equal(resil_cancel_reason(&grand), RESIL_ETIMEDOUT);
+    resil_cancel_destroy(&grand);
+    resil_cancel_destroy(&child);
+    resil_cancel_destroy(&root);
+}
+
+#define WAITERS 8
+
+static void one_fire_wakes_every_waiter_on_the_token(void **state)
+{
+    (void)state;
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    waiter w[WAITERS];
+    pthread_t t[WAITERS];
+    for (int i = 0; i < WAITERS; i++) {
+        w[i] = (waiter){&c, i % 2 ? INT64_MAX : monotonic_ns() + RESIL_S(3600), 1};
+        pthread_create(&t[i], NULL, wait_thread, &w[i]);
+    }
+    for (int i = 0; i < 100; i++)
+        sched_yield(); /* let most of them fall asleep: more to wake */
+    resil_cancel_fire(&c);
+    for (int i = 0; i < WAITERS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].rc, RESIL_ECANCELED);
+    }
+    resil_cancel_destroy(&c);
+}
+
+static void fire_after_a_timed_out_wait_still_fires_and_ends_the_next_wait(void **state)
+{
+    (void)state;
+    resil_cancel root, child;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&child, &root);
+    assert_int_equal(resil_cancel_wait_until(&root, 0), 0); /* left a sleeper mark */
+    assert_int_equal(resil_cancel_wait_until(&child, 0), 0);
+    assert_false(resil_cancel_fired(&root));
+    assert_int_equal(resil_cancel_reason(&root), 0);
+    resil_cancel_fire_reason(&root, RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_reason(&root), RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_reason(&child), RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_wait_until(&child, INT64_MAX), RESIL_ECANCELED);
+    resil_cancel_destroy(&child);
+    resil_cancel_destroy(&root);
+}
+
+/* Each thread links a child to the shared root, waits on it without a
+ * deadline and unlinks it; the root fires while they do. */
+typedef struct linker {
+    resil_cancel *root;
+    pthread_barrier_t *start;
+    int rc;
+} linker;
+
+static void *link_wait_thread(void *arg)
+{
+    linker *l = arg;
+    pthread_barrier_wait(l->start);
+    resil_cancel child;
+    resil_cancel_init(&child, l->root);
+    l->rc = resil_cancel_wait_until(&child, INT64_MAX);
+    resil_cancel_destroy(&child);
+    return NULL;
+}
+
+static void children_linked_while_the_parent_fires_all_wake(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 50; round++) {
+        resil_cancel root;
+        resil_cancel_init(&root, NULL);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, RACERS + 1);
+        pthread_t t[RACERS];
+        linker l[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            l[i] = (linker){&root, &start, 1};
+            pthread_create(&t[i], NULL, link_wait_thread, &l[i]);
+        }
+        pthread_barrier_wait(&start);
+        resil_cancel_fire(&root);
+        for (int i = 0; i < RACERS; i++) {
+            pthread_join(t[i], NULL);
+            assert_int_equal(l[i].rc, RESIL_ECANCELED);
+        }
+        assert_null(root.first_child);
+        pthread_barrier_destroy(&start);
+        resil_cancel_destroy(&root);
+    }
+}
+
+/* The child's memory is scribbled on the moment it is destroyed, so a fire
+ * that still followed a link into it would crash or fire garbage. */
+static void *link_scribble_thread(void *arg)
+{
+    resil_cancel *root = arg;
+    resil_cancel child;
+    for (int i = 0; i < 500; i++) {
+        resil_cancel_init(&child, root);
+        resil_cancel_destroy(&child);
+        memset(&child, 0xA5, sizeof child);
+    }
+    return NULL;
+}
+
+static void a_destroyed_child_may_be_reused_at_once_while_its_parent_fires(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 20; round++) {
+        resil_cancel root;
+        resil_cancel_init(&root, NULL);
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&t[i], NULL, link_scribble_thread, &root);
+        resil_cancel_fire(&root);
+        for (int i = 0; i < 4; i++)
+            pthread_join(t[i], NULL);
+        assert_null(root.first_child);
+        resil_cancel_destroy(&root);
+    }
+}
+
+/* The waiter owns heap tokens: once woken it checks the child, destroys
+ * and frees them while the firing thread may still be finishing the fire.
+ * ASan sees any touch of the freed memory. */
+typedef struct owned {
+    resil_cancel *token, *child;
+    int rc;
+    bool child_fired;
+} owned;
+
+static void *wait_destroy_free_thread(void *arg)
+{
+    owned *o = arg;
+    o->rc = resil_cancel_wait_until(o->token, INT64_MAX);
+    o->child_fired = resil_cancel_fired(o->child);
+    resil_cancel_destroy(o->child);
+    resil_cancel_destroy(o->token);
+    free(o->child);
+    free(o->token);
+    return NULL;
+}
+
+static void a_woken_waiter_finds_the_children_fired_and_may_free_the_tokens(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 200; round++) {
+        owned o = {malloc(sizeof(resil_cancel)), malloc(sizeof(resil_cancel)), 1, false};
+        assert_non_null(o.token);
+        assert_non_null(o.child);
+        resil_cancel_init(o.token, NULL);
+        resil_cancel_init(o.child, o.token);
+        pthread_t t;
+        pthread_create(&t, NULL, wait_destroy_free_thread, &o);
+        resil_cancel_fire(o.token);
+        pthread_join(t, NULL);
+        assert_int_equal(o.rc, RESIL_ECANCELED);
+        assert_true(o.child_fired);
+    }
+}
+
+static void a_sibling_fire_does_not_end_a_wait_that_times_out(void **state)
+{
+    (void)state;
+    resil_cancel root, a, b;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&a, &root);
+    resil_cancel_init(&b, &root);
+    resil_cancel_fire(&a);
+    int64_t deadline = monotonic_ns() + 1000000; /* 1 ms */
+    assert_int_equal(resil_cancel_wait_until(&b, deadline), 0);
+    assert_true(monotonic_ns() >= deadline);
+    resil_cancel_destroy(&b);
+    resil_cancel_destroy(&a);
+    resil_cancel_destroy(&root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +527,13 @@ int main(void)
         cmocka_unit_test(parent_fire_wakes_a_waiter_on_a_child),
         cmocka_unit_test(concurrent_fires_agree_on_one_reason),
         cmocka_unit_test(children_link_and_unlink_while_parent_fires),
+        cmocka_unit_test(root_fire_wakes_a_waiter_on_a_grandchild),
+        cmocka_unit_test(one_fire_wakes_every_waiter_on_the_token),
+        cmocka_unit_test(fire_after_a_timed_out_wait_still_fires_and_ends_the_next_wait),
+        cmocka_unit_test(children_linked_while_the_parent_fires_all_wake),
+        cmocka_unit_test(a_destroyed_child_may_be_reused_at_once_while_its_parent_fires),
+        cmocka_unit_test(a_woken_waiter_finds_the_children_fired_and_may_free_the_tokens),
+        cmocka_unit_test(a_sibling_fire_does_not_end_a_wait_that_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
