@@ -259,7 +259,10 @@ typedef struct resil_http_result {
     bool committed;            /* the body was streamed: no retry after it */
     uint32_t hedges;           /* hedged attempts started */
     uint32_t hedge_winner;     /* 0 = the caller's handle gave the answer */
-    char key[RESIL_HTTP_KEY_MAX + 1]; /* the Idempotency-Key sent ("" if none) */
+    char key[RESIL_HTTP_KEY_MAX + 1]; /* the Idempotency-Key the call added,
+                                         generated or given; "" when it added
+                                         none (also when the caller's own
+                                         header carried the key) */
     resil_duration elapsed;
 } resil_http_result;
 

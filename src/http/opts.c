@@ -14,6 +14,7 @@
 
 #include "resil/hedge.h"
 #include "resil/http.h"
+#include "resil/pipeline.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -45,30 +46,23 @@ int resil_http_profile_parse(const char *name, resil_http_profile *out)
     return RESIL_EINVAL;
 }
 
-/* Microsoft's standard handler: 1000 concurrent calls, total 30 s, 3
- * retries exponential from 2 s with jitter and Retry-After, breaker at a
- * 10 % failure ratio over 30 s once 100 calls were seen, 5 s break,
- * attempt 10 s. */
+/* Microsoft's standard handler, whose numbers the core's standard pipeline
+ * already holds (1000 concurrent calls, total 30 s, 3 retries exponential
+ * from 2 s with jitter and Retry-After, breaker at a 10 % failure ratio
+ * over 30 s once 100 calls were seen, 5 s break, attempt 10 s): taken from
+ * there, so the two cannot drift apart. A request that may not be retried
+ * runs once rather than being refused. */
 static void standard(resil_http_opts *o)
 {
-    o->max_concurrency = 1000;
-    o->total_timeout = RESIL_S(30);
-    resil_retry_policy_default(&o->retry);
-    o->retry.max_attempts = 4;
-    o->retry.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
-    o->retry.backoff.base = RESIL_S(2);
-    o->retry.backoff.factor = 2.0;
-    o->retry.backoff.jitter = RESIL_JITTER_POLLY;
-    o->retry.backoff.max_delay = RESIL_DURATION_MAX;
+    resil_standard_opts s;
+    resil_standard_opts_default(&s);
+    o->max_concurrency = (uint32_t)s.concurrency.max_concurrency;
+    o->total_timeout = s.total.timeout;
+    o->retry = s.retry;
     o->retry.unsafe_mode = RESIL_UNSAFE_RUN_ONCE;
     o->breakers = true;
-    resil_breaker_opts_default(&o->breaker);
-    o->breaker.kind = RESIL_BREAKER_RATIO;
-    o->breaker.failure_ratio = 0.1;
-    o->breaker.minimum_throughput = 100;
-    o->breaker.sampling_duration = RESIL_S(30);
-    o->breaker.break_duration = RESIL_S(5);
-    o->attempt_timeout = RESIL_S(10);
+    o->breaker = s.breaker;
+    o->attempt_timeout = s.attempt.timeout;
     o->hedge_delay = -1;
     o->max_hedged = 1;
     o->retry_500 = true;

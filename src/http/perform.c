@@ -406,7 +406,8 @@ static bool http_retry_on(const resil_outcome *o, void *ud)
 
 /* ---- the client ------------------------------------------------------------ */
 
-static int add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool hedge)
+/* A failed add is kept by the builder and reported by build(). */
+static void add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool hedge)
 {
     const resil_http_opts *o = &c->opts;
     if (o->listener != NULL)
@@ -439,7 +440,6 @@ static int add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool 
         t.timeout = o->attempt_timeout;
         resil_pipeline_add_attempt_timeout(b, &t);
     }
-    return 0;
 }
 
 static int build(resil_http_client *c, bool hedge, resil_pipeline **out, resil_err *err)
