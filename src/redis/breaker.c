@@ -662,18 +662,6 @@ int resil_redis_breaker_record(resil_redis_breaker *b, const resil_redis_permit 
     return 0;
 }
 
-static const char *rejection_detail(resil_breaker_state s)
-{
-    switch (s) {
-    case RESIL_BREAKER_HALF_OPEN:
-        return "circuit half-open";
-    case RESIL_BREAKER_ISOLATED:
-        return "circuit isolated";
-    default:
-        return "circuit open";
-    }
-}
-
 int resil_redis_breaker_execute(resil_redis_breaker *b, resil_op_fn op,
                                 resil_attempt_ctx *ctx, resil_breaker_classify_fn classify,
                                 void *classify_ud, resil_outcome *out)
@@ -682,8 +670,7 @@ int resil_redis_breaker_execute(resil_redis_breaker *b, resil_op_fn op,
         return RESIL_EINVAL;
     resil_redis_permit p;
     if (resil_redis_breaker_acquire(b, &p) == RESIL_EREJECTED) {
-        *out = resil_fail_after(RESIL_REJECTED, RESIL_EREJECTED, rejection_detail(p.state),
-                                p.retry_after);
+        *out = resil_breaker_rejection(p.state, p.retry_after);
         return RESIL_EREJECTED;
     }
     *out = op(ctx);
