@@ -50,6 +50,25 @@ static const char *default_port(const char *scheme, size_t len)
     return NULL;
 }
 
+static bool scheme_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '-' || c == '.';
+}
+
+/* The length of the scheme the URL starts with, or 0 when it has none: a
+ * letter, then letters, digits, '+', '-' or '.' (RFC 3986), then "://".
+ * A "://" found anywhere else belongs to a path or query ("host/?next=
+ * https://other") and must not make the text before it a scheme. */
+static size_t scheme_length(const char *url)
+{
+    size_t n = 0;
+    if ((url[0] >= 'a' && url[0] <= 'z') || (url[0] >= 'A' && url[0] <= 'Z'))
+        while (scheme_char(url[++n]))
+            ;
+    return n > 0 && strncmp(url + n, "://", 3) == 0 ? n : 0;
+}
+
 /* Split "host[:port]" at its port colon: the first colon after the "]" of
  * a bracketed IPv6 literal, else the first colon. */
 static void split_host_port(const char *a, size_t n, size_t *host_len,
@@ -70,10 +89,13 @@ int resil_http_authority(const char *url, char *buf, size_t cap)
     if (url == NULL || buf == NULL || cap == 0)
         return RESIL_EINVAL;
     buf[0] = '\0';
-    const char *sep = strstr(url, "://");
-    const char *scheme = sep != NULL ? url : "http";
-    size_t scheme_len = sep != NULL ? (size_t)(sep - url) : 4;
-    const char *a = sep != NULL ? sep + 3 : url;
+    size_t scheme_len = scheme_length(url);
+    const char *scheme = url, *a = url + scheme_len + 3;
+    if (scheme_len == 0) { /* http, as libcurl guesses */
+        scheme = "http";
+        scheme_len = 4;
+        a = url;
+    }
     size_t n = strcspn(a, "/?#");
     const char *at = memrchr(a, '@', n); /* user info is not part of the key */
     if (at != NULL) {
@@ -83,7 +105,7 @@ int resil_http_authority(const char *url, char *buf, size_t cap)
     size_t host_len, port_len;
     const char *port;
     split_host_port(a, n, &host_len, &port, &port_len);
-    if (host_len == 0 || scheme_len == 0)
+    if (host_len == 0)
         return RESIL_ESYNTAX;
     if (port_len == 0) {
         port = default_port(scheme, scheme_len);

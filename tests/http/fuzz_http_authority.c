@@ -4,8 +4,9 @@
  *
  * The properties: the authority scanner writes within the buffer it is
  * given, at every capacity; a success is a NUL-terminated
- * "scheme://host[:port]" whose scheme and host have no upper-case ASCII and
- * which is its own key (normalising twice changes nothing); a failure
+ * "scheme://host[:port]" whose scheme is a scheme (a letter, then letters,
+ * digits, '+', '-', '.'), whose authority holds no '/', '?' or '#', with no
+ * upper-case ASCII in scheme and host, and which is its own key (normalising twice changes nothing); a failure
  * leaves an empty string; a key that fits a larger buffer and not a
  * smaller one is exactly one byte too long for it. The method parser
  * returns only known bits.
@@ -26,10 +27,19 @@ static void check(int ok)
         abort();
 }
 
+static bool scheme_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' ||
+           c == '.';
+}
+
 static void check_key(const char *key)
 {
     const char *sep = strstr(key, "://");
-    check(sep != NULL && sep != key);
+    check(sep != NULL && sep != key && key[0] >= 'a' && key[0] <= 'z');
+    for (const char *p = key; p < sep; p++)
+        check(scheme_char(*p));
+    check(strpbrk(sep + 3, "/?#") == NULL);
     for (const char *p = key; *p != '\0'; p++)
         check(!(*p >= 'A' && *p <= 'Z'));
     char again[CAP];

@@ -273,6 +273,23 @@ static void authority_without_scheme_is_http(void **state)
     assert_authority("example.com/x", "http://example.com:80");
 }
 
+static void authority_of_a_schemeless_url_ignores_a_url_in_its_query(void **state)
+{
+    (void)state;
+    assert_authority("example.com/login?next=https://other.example/", "http://example.com:80");
+    assert_authority("example.com:8080/a#see://x", "http://example.com:8080");
+    assert_authority("a.example/b://c", "http://a.example:80");
+}
+
+static void authority_scheme_may_hold_digits_plus_dot_and_dash(void **state)
+{
+    (void)state;
+    assert_authority("Svn+SSH://Host/repo", "svn+ssh://host");
+    assert_authority("x-1.y://h:9/", "x-1.y://h:9");
+    /* not a scheme: a digit first */
+    assert_authority("1http://h/", "http://1http:80");
+}
+
 static void authority_of_unknown_scheme_has_no_default_port(void **state)
 {
     (void)state;
@@ -570,6 +587,8 @@ int main(void)
         cmocka_unit_test(authority_host_follows_the_last_at_sign),
         cmocka_unit_test(authority_of_a_key_is_the_key),
         cmocka_unit_test(authority_without_scheme_is_http),
+        cmocka_unit_test(authority_of_a_schemeless_url_ignores_a_url_in_its_query),
+        cmocka_unit_test(authority_scheme_may_hold_digits_plus_dot_and_dash),
         cmocka_unit_test(authority_of_unknown_scheme_has_no_default_port),
         cmocka_unit_test(authority_errors),
         cmocka_unit_test(uuid4_has_version_and_variant),
