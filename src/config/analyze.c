@@ -127,14 +127,6 @@ typedef struct actx {
     char path[RESIL_CONFIG_PATH_MAX];
 } actx;
 
-static const cfg_step *find_step(const cfg_pipeline_def *p, resil_config_step_kind k)
-{
-    for (size_t i = 0; i < p->nsteps; i++)
-        if (p->steps[i].kind == k)
-            return &p->steps[i];
-    return NULL;
-}
-
 static void describe_steps(const resil_config *c, const cfg_pipeline_def *p, char *buf,
                            size_t cap)
 {
@@ -159,14 +151,8 @@ static void describe_steps(const resil_config *c, const cfg_pipeline_def *p, cha
         case RESIL_CONFIG_STEP_DEGRADE:
             break;
         default: {
-            static const resil_config_section sec[] = {
-                [RESIL_CONFIG_STEP_RATE_LIMITER] = RESIL_CONFIG_RATE_LIMITERS,
-                [RESIL_CONFIG_STEP_BULKHEAD] = RESIL_CONFIG_BULKHEADS,
-                [RESIL_CONFIG_STEP_RETRY] = RESIL_CONFIG_RETRY,
-                [RESIL_CONFIG_STEP_BREAKER] = RESIL_CONFIG_BREAKERS,
-                [RESIL_CONFIG_STEP_PIPELINE] = RESIL_CONFIG_PIPELINES,
-            };
-            const char *name = resil_config_name_at(c, sec[st->kind], st->ref);
+            resil_config_section s = (resil_config_section)resil__cfg_step_section(st->kind);
+            const char *name = resil_config_name_at(c, s, st->ref);
             resil__sb_printf(&sb, " %s", name ? name : "?");
             break;
         }
@@ -256,7 +242,7 @@ static layer analyze_pipeline(actx *x, size_t idx, resil_config_analysis *a, boo
 static void warn_pipeline(actx *x, const cfg_item *it, const cfg_pipeline_def *p,
                           resil_config_analysis *a)
 {
-    const cfg_step *total = find_step(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
+    const cfg_step *total = cfg_step_of(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
     if (a->attempts > 1 && a->attempts != RESIL_ATTEMPTS_FOREVER && a->worst_case ==
         RESIL_DURATION_MAX && a->total_timeout == 0)
         warn(x, it->line, it->col, "nothing bounds a call: no attempt timeout and no total "
@@ -268,11 +254,11 @@ static void warn_pipeline(actx *x, const cfg_item *it, const cfg_pipeline_def *p
              " (Timeouts.DefaultTimeout)" : "", it->line, it->col);
     if (total && total->per_operation) {
         const cfg_list *ops = &x->c->sec[RESIL_CONFIG_OPERATION_TIMEOUTS];
+        const cfg_step *rs = cfg_step_of(p, RESIL_CONFIG_STEP_RETRY);
+        const cfg_item *r = rs ? &x->c->sec[RESIL_CONFIG_RETRY].v[rs->ref] : NULL;
         for (size_t i = 0; i < ops->n; i++) {
             char whose[RESIL_CONFIG_NAME_MAX + 32];
             resil_duration t = ops->v[i].u.timeout;
-            const cfg_step *rs = find_step(p, RESIL_CONFIG_STEP_RETRY);
-            const cfg_item *r = rs ? &x->c->sec[RESIL_CONFIG_RETRY].v[rs->ref] : NULL;
             if (r && r->u.retry.policy.max_total > 0)
                 t = dur_min(t, r->u.retry.policy.max_total);
             snprintf(whose, sizeof whose, " of operation %s", ops->v[i].name);
@@ -295,10 +281,10 @@ static layer analyze_pipeline(actx *x, size_t idx, resil_config_analysis *a, boo
 {
     const cfg_item *it = &x->c->sec[RESIL_CONFIG_PIPELINES].v[idx];
     const cfg_pipeline_def *p = &it->u.pipeline;
-    const cfg_step *retry = find_step(p, RESIL_CONFIG_STEP_RETRY);
-    const cfg_step *attempt = find_step(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
-    const cfg_step *total = find_step(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
-    const cfg_step *inner_step = find_step(p, RESIL_CONFIG_STEP_PIPELINE);
+    const cfg_step *retry = cfg_step_of(p, RESIL_CONFIG_STEP_RETRY);
+    const cfg_step *attempt = cfg_step_of(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    const cfg_step *total = cfg_step_of(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
+    const cfg_step *inner_step = cfg_step_of(p, RESIL_CONFIG_STEP_PIPELINE);
     const resil_retry_policy *policy =
         retry ? &x->c->sec[RESIL_CONFIG_RETRY].v[retry->ref].u.retry.policy : NULL;
 
@@ -373,7 +359,7 @@ static bool retry_used(const resil_config *c, size_t r)
 {
     const cfg_list *l = &c->sec[RESIL_CONFIG_PIPELINES];
     for (size_t i = 0; i < l->n; i++) {
-        const cfg_step *st = find_step(&l->v[i].u.pipeline, RESIL_CONFIG_STEP_RETRY);
+        const cfg_step *st = cfg_step_of(&l->v[i].u.pipeline, RESIL_CONFIG_STEP_RETRY);
         if (st && st->ref == r)
             return true;
     }
@@ -389,24 +375,6 @@ static void analyze_retry(const resil_config *c, size_t i, resil_config_analysis
     compute(a, &it->u.retry.policy, RESIL_DURATION_MAX, 0);
     a->max_calls = a->attempts == RESIL_ATTEMPTS_FOREVER ? UINT64_MAX : a->attempts;
     a->retry_layers = a->attempts > 1;
-}
-
-static bool diag_before(const resil_config_diag *a, const resil_config_diag *b)
-{
-    return a->line < b->line || (a->line == b->line && a->column < b->column);
-}
-
-static void sort_warnings(resil_config_diags *d)
-{
-    for (size_t i = 1; i < d->len; i++) {
-        resil_config_diag w = d->items[i];
-        size_t j = i;
-        while (j > 0 && diag_before(&w, &d->items[j - 1])) {
-            d->items[j] = d->items[j - 1];
-            j--;
-        }
-        d->items[j] = w;
-    }
 }
 
 int resil_config_analyze(const resil_config *c, const resil_config_analysis_opts *o,
@@ -436,7 +404,7 @@ int resil_config_analyze(const resil_config *c, const resil_config_analysis_opts
     }
     if (c->has_distributed && c->distributed.enabled)
         warn_breaker(&x, &c->distributed.breaker, "Resilience.DistributedCircuitBreaker", 0, 0);
-    sort_warnings(&out->warnings);
+    resil__diags_sort(&out->warnings, 0);
     return 0;
 }
 
@@ -570,12 +538,8 @@ size_t resil_config_report_write(const resil_config_report *r, resil_config_form
         }
         resil__sb_printf(&sb, "],\"warnings\":[");
         for (size_t i = 0; i < r->warnings.len; i++) {
-            const resil_config_diag *w = &r->warnings.items[i];
-            resil__sb_printf(&sb, "%s{\"path\":", i ? "," : "");
-            resil__sb_json_str(&sb, w->path);
-            resil__sb_printf(&sb, ",\"line\":%u,\"column\":%u,\"message\":", w->line, w->column);
-            resil__sb_json_str(&sb, w->message);
-            resil__sb_printf(&sb, "}");
+            resil__sb_printf(&sb, "%s", i ? "," : "");
+            resil__sb_diag_json(&sb, &r->warnings.items[i]);
         }
         resil__sb_printf(&sb, "]}\n");
         return sb.len;

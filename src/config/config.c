@@ -209,7 +209,7 @@ int resil_config_ratelimit_get(const resil_config *c, const char *name,
 resil_duration resil_config_timeout(const resil_config *c, const char *operation)
 {
     if (c == NULL)
-        return RESIL_S(30);
+        return RESIL_TIMEOUT_DEFAULT;
     size_t i = resil__cfg_find(c, RESIL_CONFIG_OPERATION_TIMEOUTS, operation);
     return i == SIZE_MAX ? c->default_timeout
                          : c->sec[RESIL_CONFIG_OPERATION_TIMEOUTS].v[i].u.timeout;
@@ -253,27 +253,8 @@ int resil_config_pipeline_get(const resil_config *c, const char *name,
         o->kind = st->kind;
         o->timeout = st->timeout;
         o->per_operation = st->per_operation;
-        resil_config_section s = RESIL_CONFIG_OPERATION_TIMEOUTS;
-        switch (st->kind) {
-        case RESIL_CONFIG_STEP_RATE_LIMITER:
-            s = RESIL_CONFIG_RATE_LIMITERS;
-            break;
-        case RESIL_CONFIG_STEP_BULKHEAD:
-            s = RESIL_CONFIG_BULKHEADS;
-            break;
-        case RESIL_CONFIG_STEP_RETRY:
-            s = RESIL_CONFIG_RETRY;
-            break;
-        case RESIL_CONFIG_STEP_BREAKER:
-            s = RESIL_CONFIG_BREAKERS;
-            break;
-        case RESIL_CONFIG_STEP_PIPELINE:
-            s = RESIL_CONFIG_PIPELINES;
-            break;
-        default:
-            break;
-        }
-        o->ref = resil_config_name_at(c, s, st->ref);
+        o->ref = resil_config_name_at(
+            c, (resil_config_section)resil__cfg_step_section(st->kind), st->ref);
     }
     return 0;
 }

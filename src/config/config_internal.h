@@ -74,6 +74,10 @@ void resil__diag_addv(resil_config_diags *d, const char *path, uint32_t line,
                       uint32_t col, const char *fmt, va_list ap);
 void resil__diag_add(resil_config_diags *d, const char *path, uint32_t line, uint32_t col,
                      const char *fmt, ...) RESIL_PRINTF(5, 6);
+/* Put d->items[from..] in the order they stand in the text (line, then
+ * column), keeping the order of those at one place: checks find errors
+ * section by section, readers want them top to bottom. */
+void resil__diags_sort(resil_config_diags *d, size_t from);
 
 /* ASCII case-insensitive equality; and "equal ignoring case, '-', '_' and
  * ' '", which enum values use ("token-bucket" = "TokenBucket"). */
@@ -93,6 +97,8 @@ void resil__sb_init(cfg_sb *sb, char *buf, size_t cap);
 void resil__sb_printf(cfg_sb *sb, const char *fmt, ...) RESIL_PRINTF(2, 3);
 /* A JSON string literal, escaped. */
 void resil__sb_json_str(cfg_sb *sb, const char *s);
+/* One diagnostic as a JSON object: {"path":…,"line":…,"column":…,"message":…}. */
+void resil__sb_diag_json(cfg_sb *sb, const resil_config_diag *g);
 /* A duration in the parser's units ("2s"), or "unbounded" for MAX. */
 void resil__fmt_dur(resil_duration d, char *buf, size_t cap);
 
@@ -112,6 +118,19 @@ typedef struct cfg_pipeline_def {
     size_t nsteps;
     cfg_step steps[RESIL_CONFIG_MAX_STEPS];
 } cfg_pipeline_def;
+
+/* The pipeline's step of kind k (each kind appears at most once), or NULL. */
+static inline const cfg_step *cfg_step_of(const cfg_pipeline_def *p, resil_config_step_kind k)
+{
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == k)
+            return &p->steps[i];
+    return NULL;
+}
+
+/* The section a step of kind k refers into (cfg_step.ref indexes it: the
+ * named policy, pipeline or operation timeout), or -1 for none (schema.c). */
+int resil__cfg_step_section(resil_config_step_kind k);
 
 typedef struct cfg_item {
     char *name;

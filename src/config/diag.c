@@ -49,6 +49,27 @@ void resil__diag_add(resil_config_diags *d, const char *path, uint32_t line, uin
     va_end(ap);
 }
 
+static bool before(const resil_config_diag *a, const resil_config_diag *b)
+{
+    return a->line < b->line || (a->line == b->line && a->column < b->column);
+}
+
+/* An insertion sort: stable, and at most RESIL_CONFIG_DIAG_KEEP items. */
+void resil__diags_sort(resil_config_diags *d, size_t from)
+{
+    if (d == NULL)
+        return;
+    for (size_t i = from + 1; i < d->len; i++) {
+        resil_config_diag x = d->items[i];
+        size_t j = i;
+        while (j > from && before(&x, &d->items[j - 1])) {
+            d->items[j] = d->items[j - 1];
+            j--;
+        }
+        d->items[j] = x;
+    }
+}
+
 void resil_config_diags_free(resil_config_diags *d)
 {
     if (d == NULL)
@@ -82,12 +103,8 @@ size_t resil_config_diags_write(const resil_config_diags *d, resil_config_format
     for (size_t i = 0; i < n; i++) {
         const resil_config_diag *g = &d->items[i];
         if (f == RESIL_CONFIG_JSON) {
-            resil__sb_printf(&sb, "%s{\"path\":", i ? "," : "");
-            resil__sb_json_str(&sb, g->path);
-            resil__sb_printf(&sb, ",\"line\":%u,\"column\":%u,\"message\":", g->line,
-                             g->column);
-            resil__sb_json_str(&sb, g->message);
-            resil__sb_printf(&sb, "}");
+            resil__sb_printf(&sb, "%s", i ? "," : "");
+            resil__sb_diag_json(&sb, g);
         } else {
             char line[RESIL_CONFIG_PATH_MAX + 300];
             resil_config_diag_format(g, line, sizeof line);
@@ -242,6 +259,15 @@ void resil__sb_json_str(cfg_sb *sb, const char *s)
             resil__sb_printf(sb, "%c", c);
     }
     resil__sb_printf(sb, "\"");
+}
+
+void resil__sb_diag_json(cfg_sb *sb, const resil_config_diag *g)
+{
+    resil__sb_printf(sb, "{\"path\":");
+    resil__sb_json_str(sb, g->path);
+    resil__sb_printf(sb, ",\"line\":%u,\"column\":%u,\"message\":", g->line, g->column);
+    resil__sb_json_str(sb, g->message);
+    resil__sb_printf(sb, "}");
 }
 
 void resil__fmt_dur(resil_duration d, char *buf, size_t cap)

@@ -1093,16 +1093,16 @@ static void parse_degrade(vctx *v, const cfg_node *obj)
 typedef struct step_kind {
     const char *name, *plural;
     resil_config_step_kind kind;
-    int section; /* -1: no named policy */
+    int section; /* what the step's reference indexes; -1: none */
 } step_kind;
 
 static const step_kind step_kinds[] = {
     {"RateLimiter", "RateLimiters", RESIL_CONFIG_STEP_RATE_LIMITER, RESIL_CONFIG_RATE_LIMITERS},
     {"Bulkhead", "Bulkheads", RESIL_CONFIG_STEP_BULKHEAD, RESIL_CONFIG_BULKHEADS},
-    {"TotalTimeout", NULL, RESIL_CONFIG_STEP_TOTAL_TIMEOUT, -1},
+    {"TotalTimeout", NULL, RESIL_CONFIG_STEP_TOTAL_TIMEOUT, RESIL_CONFIG_OPERATION_TIMEOUTS},
     {"Retry", NULL, RESIL_CONFIG_STEP_RETRY, RESIL_CONFIG_RETRY},
     {"CircuitBreaker", "CircuitBreakers", RESIL_CONFIG_STEP_BREAKER, RESIL_CONFIG_BREAKERS},
-    {"AttemptTimeout", NULL, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT, -1},
+    {"AttemptTimeout", NULL, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT, RESIL_CONFIG_OPERATION_TIMEOUTS},
     {"GracefulDegradation", "Degradation", RESIL_CONFIG_STEP_DEGRADE, -1},
     {"Pipeline", "Pipelines", RESIL_CONFIG_STEP_PIPELINE, RESIL_CONFIG_PIPELINES},
 };
@@ -1110,12 +1110,24 @@ static const step_kind step_kinds[] = {
 #define STEP_KINDS (sizeof step_kinds / sizeof step_kinds[0])
 #define PIPELINE_KIND (STEP_KINDS - 1) /* "Pipeline:NAME" */
 
-const char *resil_config_step_name(resil_config_step_kind k)
+static const step_kind *step_kind_of(resil_config_step_kind k)
 {
     for (size_t i = 0; i < STEP_KINDS; i++)
         if (step_kinds[i].kind == k)
-            return step_kinds[i].name;
-    return "";
+            return &step_kinds[i];
+    return NULL;
+}
+
+const char *resil_config_step_name(resil_config_step_kind k)
+{
+    const step_kind *sk = step_kind_of(k);
+    return sk != NULL ? sk->name : "";
+}
+
+int resil__cfg_step_section(resil_config_step_kind k)
+{
+    const step_kind *sk = step_kind_of(k);
+    return sk != NULL ? sk->section : -1;
 }
 
 /* Split "Kind:arg" (spaces around either part ignored) into buffers. */
@@ -1237,14 +1249,6 @@ static void parse_step(vctx *v, const cfg_node *n, cfg_step *st)
         st->ref = resolve_name(v, n->line, n->col, k, arg);
 }
 
-static const cfg_step *find_kind(const cfg_pipeline_def *p, resil_config_step_kind k)
-{
-    for (size_t i = 0; i < p->nsteps; i++)
-        if (p->steps[i].kind == k)
-            return &p->steps[i];
-    return NULL;
-}
-
 static void fail_step(vctx *v, const cfg_step *st, const char *fmt, ...) RESIL_PRINTF(3, 4);
 static void fail_step(vctx *v, const cfg_step *st, const char *fmt, ...)
 {
@@ -1260,9 +1264,9 @@ static void fail_step(vctx *v, const cfg_step *st, const char *fmt, ...)
 /* The order rules the pipeline builder enforces, with positions. */
 static void check_order(vctx *v, const cfg_pipeline_def *p)
 {
-    const cfg_step *retry = find_kind(p, RESIL_CONFIG_STEP_RETRY);
-    const cfg_step *total = find_kind(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
-    const cfg_step *attempt = find_kind(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    const cfg_step *retry = cfg_step_of(p, RESIL_CONFIG_STEP_RETRY);
+    const cfg_step *total = cfg_step_of(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
+    const cfg_step *attempt = cfg_step_of(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
     if (retry && total && total > retry)
         fail_step(v, total,
                   "TotalTimeout must come before Retry: it bounds every attempt and wait");
@@ -1296,7 +1300,7 @@ static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
         cfg_step st;
         parse_step(v, e, &st);
         st.index = i;
-        const cfg_step *seen = st.kind ? find_kind(p, st.kind) : NULL;
+        const cfg_step *seen = st.kind ? cfg_step_of(p, st.kind) : NULL;
         if (seen)
             fail_value(v, e, "a pipeline takes each strategy once: %s is already at %u:%u",
                        resil_config_step_name(st.kind), seen->line, seen->col);
@@ -1468,36 +1472,13 @@ static void parse_resilience(vctx *v, const cfg_node *res)
 static void config_init(resil_config *c)
 {
     memset(c, 0, sizeof *c);
-    c->default_timeout = RESIL_S(30);
+    c->default_timeout = RESIL_TIMEOUT_DEFAULT;
     resil_degrade_opts_default(&c->degrade);
     breaker_scratch s;
     distributed_default(&s);
     c->distributed.enabled = s.enabled;
     c->distributed.sync_interval = s.sync_interval;
     c->distributed.breaker = s.o;
-}
-
-static bool before_pos(const resil_config_diag *a, const resil_config_diag *b)
-{
-    return a->line < b->line || (a->line == b->line && a->column < b->column);
-}
-
-/* Errors are found section by section, pipelines last; report them in the
- * order they appear in the text (a stable insertion sort: at most
- * RESIL_CONFIG_DIAG_KEEP of them). */
-static void sort_diags(resil_config_diags *d, size_t from)
-{
-    if (d == NULL)
-        return;
-    for (size_t i = from + 1; i < d->len; i++) {
-        resil_config_diag x = d->items[i];
-        size_t j = i;
-        while (j > from && before_pos(&x, &d->items[j - 1])) {
-            d->items[j] = d->items[j - 1];
-            j--;
-        }
-        d->items[j] = x;
-    }
 }
 
 int resil__cfg_build(const cfg_doc *doc, resil_config **out, resil_config_diags *diags)
@@ -1539,7 +1520,7 @@ int resil__cfg_build(const cfg_doc *doc, resil_config **out, resil_config_diags 
         push(&v, "Resilience");
         parse_resilience(&v, res);
     }
-    sort_diags(diags, first);
+    resil__diags_sort(diags, first); /* found section by section, pipelines last */
     if (v.nomem || v.errors > 0) {
         resil_config_free(c);
         return v.nomem ? RESIL_ENOMEM : RESIL_EINVAL;
