@@ -187,11 +187,16 @@ static int scan_literal(scanner *s, const char *word, cfg_type type, uint32_t se
     return 0;
 }
 
+/* memchr, not strchr: strchr finds a NUL byte in any set. */
+static bool number_char(char c)
+{
+    return (c >= '0' && c <= '9') || memchr("+-.eE", c, 5) != NULL;
+}
+
 static int scan_number(scanner *s, uint32_t self)
 {
     const char *start = s->p;
-    while (s->p < s->end && (strchr("+-.eE", *s->p) != NULL ||
-                             (*s->p >= '0' && *s->p <= '9')))
+    while (s->p < s->end && number_char(*s->p))
         advance(s);
     if (s->p == start)
         return RESIL_ESYNTAX;
