@@ -1481,6 +1481,38 @@ static void config_init(resil_config *c)
     c->distributed.breaker = s.o;
 }
 
+/* The root's Resilience member (other members are the application's own
+ * settings), or NULL after saying why there is none. */
+static const cfg_node *find_resilience(vctx *v, const cfg_node *root)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (root->type != CFG_OBJECT) {
+        fail_value(v, root, "the document must be a JSON object with a Resilience section, "
+                            "got %s", GOT(root));
+        return NULL;
+    }
+    const cfg_node *res = NULL;
+    for (const cfg_node *m = cfg_child(v->doc, root); m; m = cfg_next(v->doc, m)) {
+        if (!resil__name_eq(m->key, "Resilience"))
+            continue;
+        if (res)
+            fail_key(v, m, "duplicate key: Resilience is already given at %u:%u",
+                     res->key_line, res->key_col);
+        else
+            res = m;
+    }
+    if (res != NULL)
+        return res;
+    const char *cands[] = {"Resilience"};
+    const char *near = NULL;
+    for (const cfg_node *m = cfg_child(v->doc, root); m && !near; m = cfg_next(v->doc, m))
+        if (resil__closest(m->key, cands, 1))
+            near = m->key;
+    fail_value(v, root, "the document has no Resilience section%s%s%s",
+               near ? " (is \"" : "", near ? near : "", near ? "\" a typo?)" : "");
+    return NULL;
+}
+
 int resil__cfg_build(const cfg_doc *doc, resil_config **out, resil_config_diags *diags)
 {
     *out = NULL;
@@ -1489,32 +1521,7 @@ int resil__cfg_build(const cfg_doc *doc, resil_config **out, resil_config_diags 
         return RESIL_ENOMEM;
     config_init(c);
     vctx v = {.doc = doc, .cfg = c, .diags = diags};
-    const cfg_node *root = &doc->nodes[0];
-    char got_buf[TEXT_MAX + 8];
-    const cfg_node *res = NULL;
-    if (root->type != CFG_OBJECT) {
-        fail_value(&v, root, "the document must be a JSON object with a Resilience section, "
-                             "got %s", GOT(root));
-    } else {
-        for (const cfg_node *m = cfg_child(doc, root); m; m = cfg_next(doc, m)) {
-            if (!resil__name_eq(m->key, "Resilience"))
-                continue;
-            if (res)
-                fail_key(&v, m, "duplicate key: Resilience is already given at %u:%u",
-                         res->key_line, res->key_col);
-            else
-                res = m;
-        }
-        if (res == NULL) {
-            const char *cands[] = {"Resilience"};
-            const char *near = NULL;
-            for (const cfg_node *m = cfg_child(doc, root); m && !near; m = cfg_next(doc, m))
-                if (resil__closest(m->key, cands, 1))
-                    near = m->key;
-            fail_value(&v, root, "the document has no Resilience section%s%s%s",
-                       near ? " (is \"" : "", near ? near : "", near ? "\" a typo?)" : "");
-        }
-    }
+    const cfg_node *res = find_resilience(&v, &doc->nodes[0]);
     size_t first = diags ? diags->len : 0;
     if (res) {
         push(&v, "Resilience");
