@@ -291,7 +291,11 @@ static void attempt_timeout_ends_a_sleeping_operation_at_the_deadline(void **sta
     op_state s = {f->fc, 1, 0, 0};
     resil_pipeline_result r = run_op(p, &s, NULL);
     assert_int_equal(r.outcome.kind, RESIL_TIMEOUT);
+    assert_int_equal(r.outcome.code, RESIL_ETIMEDOUT);
+    assert_string_equal(r.outcome.detail, "attempt timeout (250ms) elapsed");
+    assert_int_equal(s.calls, 1);
     assert_int_equal(resil_fake_clock_now(f->fc), T0 + RESIL_MS(250));
+    assert_duration_equal(r.elapsed, RESIL_MS(250));
     resil_pipeline_free(p);
 }
 
@@ -302,6 +306,9 @@ static void late_success_of_an_operation_that_ignores_the_deadline_is_kept(void 
     op_state s = {f->fc, 2, 0, 0};
     resil_pipeline_result r = run_op(p, &s, NULL);
     assert_int_equal(r.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(r.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r.attempts, 1);
+    assert_duration_equal(r.elapsed, RESIL_S(60));
     resil_pipeline_free(p);
 }
 
@@ -313,6 +320,8 @@ static void late_failure_keeps_its_own_kind(void **state)
     resil_pipeline_result r = run_op(p, &s, NULL);
     assert_int_equal(r.outcome.kind, RESIL_PERMANENT);
     assert_int_equal(r.outcome.code, 404);
+    assert_string_equal(r.outcome.detail, "late");
+    assert_duration_equal(r.elapsed, RESIL_S(60));
     resil_pipeline_free(p);
 }
 
