@@ -50,12 +50,6 @@ typedef struct fleet_budget {
 
 static fleet_budget *of(fleet_member *m) { return (fleet_budget *)m; }
 
-static bool counts_as_failure(const resil_outcome *o)
-{
-    return o->kind == RESIL_TRANSIENT || o->kind == RESIL_THROTTLED ||
-           o->kind == RESIL_TIMEOUT;
-}
-
 /* ---- the budget interface ------------------------------------------------ */
 
 static void on_request(void *self)
@@ -81,7 +75,7 @@ static void on_result(void *self, const resil_outcome *o, uint32_t attempt,
         return;
     if (o->kind == RESIL_SUCCESS) {
         atomic_fetch_add_explicit(&b->credit, b->ratio_milli, memory_order_relaxed);
-    } else if (counts_as_failure(o)) {
+    } else if (resil_retry_on_default(o, NULL)) { /* a failure the core models count */
         int64_t left = atomic_fetch_sub_explicit(&b->lease, MILLI, memory_order_relaxed) - MILLI;
         if (left < b->lease_milli / 2)
             resil__redis_wake(b->client);
