@@ -16,8 +16,10 @@
  * fire with no waiter makes no system call. Elsewhere the same protocol
  * sleeps on a mutex and condition variable kept only for that purpose.
  *
- * Children form an intrusive list guarded by the parent's spinlock; critical
- * sections are a few pointer writes, except a fire, which walks its subtree.
+ * Children form an intrusive list guarded by the parent's spinlock, not a
+ * mutex: POSIX grants the static initialiser only to static mutexes, and a
+ * spinlock's release is a plain store. Its critical sections are a few
+ * pointer writes, except a fire, which walks its subtree.
  * Locks are only ever taken ancestor first, descendant second (firing walks
  * down, linking and unlinking lock just the parent), so the tree cannot
  * deadlock. Everything a fire does to a token — its state, its wake-up, its
