@@ -450,11 +450,11 @@ static void a_destroyed_child_may_be_reused_at_once_while_its_parent_fires(void 
     }
 }
 
-/* The waiter owns heap tokens: once woken it checks the child, destroys
- * and frees them while the firing thread may still be finishing the fire.
- * ASan sees any touch of the freed memory. */
+/* The waiter owns heap tokens: once woken it checks the child (if any),
+ * destroys and frees them while the firing thread may still be finishing
+ * the fire. ASan and TSan see any touch of the freed memory. */
 typedef struct owned {
-    resil_cancel *token, *child;
+    resil_cancel *token, *child; /* child may be NULL */
     int rc;
     bool child_fired;
 } owned;
@@ -463,29 +463,52 @@ static void *wait_destroy_free_thread(void *arg)
 {
     owned *o = arg;
     o->rc = resil_cancel_wait_until(o->token, INT64_MAX);
-    o->child_fired = resil_cancel_fired(o->child);
-    resil_cancel_destroy(o->child);
+    if (o->child != NULL) {
+        o->child_fired = resil_cancel_fired(o->child);
+        resil_cancel_destroy(o->child);
+        free(o->child);
+    }
     resil_cancel_destroy(o->token);
-    free(o->child);
     free(o->token);
     return NULL;
+}
+
+static void fire_while_the_owner_waits_to_free(bool with_child, owned *o)
+{
+    o->token = malloc(sizeof(resil_cancel));
+    o->child = with_child ? malloc(sizeof(resil_cancel)) : NULL;
+    o->rc = 1;
+    o->child_fired = false;
+    assert_non_null(o->token);
+    resil_cancel_init(o->token, NULL);
+    if (with_child) {
+        assert_non_null(o->child);
+        resil_cancel_init(o->child, o->token);
+    }
+    pthread_t t;
+    pthread_create(&t, NULL, wait_destroy_free_thread, o);
+    resil_cancel_fire(o->token);
+    pthread_join(t, NULL);
 }
 
 static void a_woken_waiter_finds_the_children_fired_and_may_free_the_tokens(void **state)
 {
     (void)state;
     for (int round = 0; round < 200; round++) {
-        owned o = {malloc(sizeof(resil_cancel)), malloc(sizeof(resil_cancel)), 1, false};
-        assert_non_null(o.token);
-        assert_non_null(o.child);
-        resil_cancel_init(o.token, NULL);
-        resil_cancel_init(o.child, o.token);
-        pthread_t t;
-        pthread_create(&t, NULL, wait_destroy_free_thread, &o);
-        resil_cancel_fire(o.token);
-        pthread_join(t, NULL);
+        owned o;
+        fire_while_the_owner_waits_to_free(true, &o);
         assert_int_equal(o.rc, RESIL_ECANCELED);
         assert_true(o.child_fired);
+    }
+}
+
+static void a_woken_waiter_may_free_a_childless_token_while_the_fire_finishes(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 200; round++) {
+        owned o;
+        fire_while_the_owner_waits_to_free(false, &o);
+        assert_int_equal(o.rc, RESIL_ECANCELED);
     }
 }
 
@@ -533,6 +556,7 @@ int main(void)
         cmocka_unit_test(children_linked_while_the_parent_fires_all_wake),
         cmocka_unit_test(a_destroyed_child_may_be_reused_at_once_while_its_parent_fires),
         cmocka_unit_test(a_woken_waiter_finds_the_children_fired_and_may_free_the_tokens),
+        cmocka_unit_test(a_woken_waiter_may_free_a_childless_token_while_the_fire_finishes),
         cmocka_unit_test(a_sibling_fire_does_not_end_a_wait_that_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
