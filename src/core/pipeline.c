@@ -430,17 +430,14 @@ int resil_pipeline_add_retry(resil_pipeline_builder *b, const resil_retry_policy
     return commit(b);
 }
 
-/* Owned breakers report their state changes to the pipeline's listeners,
- * then to the listener the caller's options named. */
+/* Owned breakers report their state changes to the pipeline's listeners
+ * (each already names the pipeline, as the telemetry adapter wants), then
+ * to the listener the caller's options named. */
 static void breaker_changed(resil_breaker *br, const resil_breaker_event *bev, void *ud)
 {
     const resil_pipeline *p = ud;
-    resil_listener l = {NULL, NULL, p->name};
-    for (size_t i = 0; i < p->nlisteners; i++) {
-        l.fn = p->listeners[i].fn;
-        l.ud = p->listeners[i].ud;
-        resil_telemetry_breaker_listener(br, bev, &l);
-    }
+    for (size_t i = 0; i < p->nlisteners; i++)
+        resil_telemetry_breaker_listener(br, bev, (void *)&p->listeners[i]);
     if (p->user_breaker_listener != NULL)
         p->user_breaker_listener(br, bev, p->user_breaker_ud);
 }
@@ -528,12 +525,8 @@ int resil_pipeline_add_fallback(resil_pipeline_builder *b, const resil_fallback_
 static void level_changed(void *ud, const resil_degrade_event *dev)
 {
     const resil_pipeline *p = ud;
-    resil_listener l = {NULL, NULL, p->name};
-    for (size_t i = 0; i < p->nlisteners; i++) {
-        l.fn = p->listeners[i].fn;
-        l.ud = p->listeners[i].ud;
-        resil_telemetry_degrade_listener(&l, dev);
-    }
+    for (size_t i = 0; i < p->nlisteners; i++)
+        resil_telemetry_degrade_listener((void *)&p->listeners[i], dev);
     if (p->user_degrade_listener != NULL)
         p->user_degrade_listener(p->user_degrade_ud, dev);
 }
