@@ -79,7 +79,7 @@ static void url_of(const env *e, const char *target, char *buf, size_t cap)
 static void post(const env *e, const char *target, const char *key, const char *body,
                  http_reply *r)
 {
-    char url[256], header[300];
+    char url[256], header[512];
     url_of(e, target, url, sizeof url);
     snprintf(header, sizeof header, "Idempotency-Key: %s", key ? key : "");
     const char *headers[] = {"Content-Type: application/json", key ? header : NULL, NULL};
