@@ -180,6 +180,7 @@ typedef struct execution {
     world *w;
     pthread_t thread;
     resil_pipeline_result result;
+    int rc; /* execute's; asserted by finish() on the test's thread */
     bool cancellable;
 } execution;
 
@@ -191,7 +192,7 @@ static void *execute_thread(void *arg)
     c.user = x->w;
     if (x->cancellable)
         c.cancel = &x->w->caller;
-    assert_int_equal(resil_pipeline_execute(x->w->p, hedged_op, &c, &x->result), 0);
+    x->rc = resil_pipeline_execute(x->w->p, hedged_op, &c, &x->result);
     return NULL;
 }
 
@@ -201,7 +202,11 @@ static void start(execution *x, world *w)
     assert_int_equal(pthread_create(&x->thread, NULL, execute_thread, x), 0);
 }
 
-static void finish(execution *x) { pthread_join(x->thread, NULL); }
+static void finish(execution *x)
+{
+    pthread_join(x->thread, NULL);
+    assert_int_equal(x->rc, 0);
+}
 
 static int count_events(world *w, resil_event_type t)
 {
