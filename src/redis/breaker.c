@@ -77,14 +77,14 @@ struct resil_redis_breaker {
     int64_t last_refresh;  /* sync thread only */
 };
 
-#define STATE_BITS 3
-#define STATE_MASK UINT64_C(7)
+#define STATE_MASK ((UINT64_C(1) << FLEET_STATE_BITS) - 1)
 
+/* Epochs and states come from decoded answers, whose ranges fit the word. */
 static uint64_t word(uint64_t epoch, resil_breaker_state s)
 {
-    return (epoch << STATE_BITS) | (uint64_t)s;
+    return (epoch << FLEET_STATE_BITS) | (uint64_t)s;
 }
-static uint64_t word_epoch(uint64_t w) { return w >> STATE_BITS; }
+static uint64_t word_epoch(uint64_t w) { return w >> FLEET_STATE_BITS; }
 static resil_breaker_state word_state(uint64_t w)
 {
     return (resil_breaker_state)(w & STATE_MASK);

@@ -445,32 +445,11 @@ static int wait_for(resil_redis *r, int64_t deadline)
 
 /* ---- the subscription ---------------------------------------------------------------- */
 
-static bool parse_message(const redisReply *m, fleet_state *s, const char **name)
-{
-    if (m->type != REDIS_REPLY_ARRAY || m->elements != 3 ||
-        m->element[0]->type != REDIS_REPLY_STRING ||
-        strcmp(m->element[0]->str, "message") != 0 ||
-        m->element[2]->type != REDIS_REPLY_STRING)
-        return false;
-    long long state, epoch, until, reason;
-    int used = 0;
-    memset(s, 0, sizeof *s);
-    if (sscanf(m->element[2]->str, "%lld %lld %lld %lld %n", &state, &epoch, &until,
-               &reason, &used) != 4 || used == 0)
-        return false;
-    s->state = (resil_breaker_state)state;
-    s->epoch = (uint64_t)epoch;
-    s->until_ms = until;
-    s->reason = (resil_breaker_reason)reason;
-    *name = m->element[2]->str + used;
-    return true;
-}
-
 static void dispatch_message(resil_redis *r, const redisReply *m)
 {
     fleet_state s;
     const char *name;
-    if (!parse_message(m, &s, &name))
+    if (!resil__fleet_parse_message(m, &s, &name))
         return;
     count(&r->messages, 1);
     pthread_mutex_lock(&r->list_mu);

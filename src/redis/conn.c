@@ -1,5 +1,6 @@
 /*
- * conn.c — the URL, the bounded connection and one script call (see conn.h).
+ * conn.c — the URL, the bounded connection, one script call and the
+ * decoding of what Redis sends back (see conn.h).
  *
  * A breaker that is meant to be shared must never quietly run alone, so
  * connecting distinguishes three failures by what came back: nothing at all
@@ -370,54 +371,155 @@ bool resil__fleet_noscript(const redisReply *r)
     return r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-static int64_t item(const redisReply *r, size_t i)
+/* ---- decoding what Redis sends ----------------------------------------------
+ *
+ * Redis is trusted to run the script, not to hand back only what the script
+ * meant: an operator may have edited a key by hand, a proxy may answer in
+ * its stead, anyone may PUBLISH on the channel. So every number is checked
+ * against the range the script can produce before it reaches a cache whose
+ * word packs the state into three bits, and anything else is a malformed
+ * answer — counted, never applied. */
+
+typedef struct field_range {
+    int64_t lo, hi;
+} field_range;
+
+#define ANY {INT64_MIN, INT64_MAX}
+#define COUNT {0, INT64_MAX}
+
+/* A breaker answer, field by field in the script's order. */
+static const field_range breaker_answer[] = {
+    {FLEET_OK, FLEET_STALE},                         /* code */
+    {RESIL_BREAKER_CLOSED, RESIL_BREAKER_ISOLATED},  /* state */
+    {0, FLEET_EPOCH_MAX},                            /* epoch */
+    ANY,                                             /* until */
+    {0, RESIL_BREAKER_BY_DISABLE},                   /* reason */
+    {0, UINT32_MAX},                                 /* run */
+    COUNT, COUNT, COUNT,                             /* window total, failures, slow */
+    COUNT,                                           /* break */
+    COUNT,                                           /* opens */
+    ANY,                                             /* last opened */
+    {0, UINT32_MAX},                                 /* half-open successes */
+    {0, RESIL_REDIS_MAX_PROBES},                     /* probes in flight */
+    {0, RESIL_REDIS_MAX_PROBES - 1},                 /* slot */
+    COUNT,                                           /* ticket */
+    {-1, INT64_MAX},                                 /* retry (-1: isolated) */
+    ANY,                                             /* pttl */
+};
+
+/* A lease answer: the fleet's tokens and the grant, in thousandths. */
+static const field_range lease_answer[] = {COUNT, COUNT};
+
+#undef ANY
+#undef COUNT
+
+#define FIELDS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* An array of exactly n integers, each within its range, into v. */
+static bool integers_in(const redisReply *r, const field_range *range, size_t n, int64_t *v)
 {
-    return i < r->elements && r->element[i]->type == REDIS_REPLY_INTEGER
-               ? (int64_t)r->element[i]->integer
-               : 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_INTEGER || e->integer < range[i].lo ||
+            e->integer > range[i].hi)
+            return false;
+        v[i] = (int64_t)e->integer;
+    }
+    return true;
 }
 
-static bool all_integers(const redisReply *r)
+/* Status of a key that does not exist: the script's one-element {4}. */
+static bool missing(const fleet_cmd *c, const redisReply *r)
 {
-    for (size_t i = 0; i < r->elements; i++)
-        if (r->element[i]->type != REDIS_REPLY_INTEGER)
-            return false;
-    return true;
+    return c->op == FLEET_STATUS && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+           r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == FLEET_MISSING;
 }
 
 int resil__fleet_decode(const fleet_cmd *c, const redisReply *r, fleet_state *out)
 {
+    int64_t v[FIELDS(breaker_answer)];
     memset(out, 0, sizeof *out);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 || !all_integers(r))
-        return RESIL_EIO;
     if (c->op == FLEET_LEASE) {
-        out->tokens = item(r, 0);
-        out->granted = item(r, 1);
+        if (!integers_in(r, lease_answer, FIELDS(lease_answer), v))
+            return RESIL_EIO;
+        out->tokens = v[0];
+        out->granted = v[1];
         return 0;
     }
-    out->code = (int)item(r, 0);
-    if (out->code == FLEET_MISSING)
+    if (missing(c, r)) {
+        out->code = FLEET_MISSING;
         return 0;
-    if (r->elements < 18)
+    }
+    if (!integers_in(r, breaker_answer, FIELDS(breaker_answer), v))
         return RESIL_EIO;
-    out->state = (resil_breaker_state)item(r, 1);
-    out->epoch = (uint64_t)item(r, 2);
-    out->until_ms = item(r, 3);
-    out->reason = (resil_breaker_reason)item(r, 4);
-    out->run = (uint32_t)item(r, 5);
-    out->window_total = (uint64_t)item(r, 6);
-    out->window_failures = (uint64_t)item(r, 7);
-    out->window_slow = (uint64_t)item(r, 8);
-    out->break_ms = item(r, 9);
-    out->opens = (uint64_t)item(r, 10);
-    out->lastopen_ms = item(r, 11);
-    out->successes = (uint32_t)item(r, 12);
-    out->inflight = (uint32_t)item(r, 13);
-    out->slot = (uint32_t)item(r, 14);
-    out->ticket = (uint64_t)item(r, 15);
-    out->retry_ms = item(r, 16);
-    out->pttl_ms = item(r, 17);
+    out->code = (int)v[0];
+    out->state = (resil_breaker_state)v[1];
+    out->epoch = (uint64_t)v[2];
+    out->until_ms = v[3];
+    out->reason = (resil_breaker_reason)v[4];
+    out->run = (uint32_t)v[5];
+    out->window_total = (uint64_t)v[6];
+    out->window_failures = (uint64_t)v[7];
+    out->window_slow = (uint64_t)v[8];
+    out->break_ms = v[9];
+    out->opens = (uint64_t)v[10];
+    out->lastopen_ms = v[11];
+    out->successes = (uint32_t)v[12];
+    out->inflight = (uint32_t)v[13];
+    out->slot = (uint32_t)v[14];
+    out->ticket = (uint64_t)v[15];
+    out->retry_ms = v[16];
+    out->pttl_ms = v[17];
     return 0;
+}
+
+/* One decimal integer of a message, ending at a space, within [lo, hi]. */
+static bool message_number(const char **p, int64_t lo, int64_t hi, int64_t *out)
+{
+    const char *s = *p;
+    bool negative = *s == '-';
+    if (negative)
+        s++;
+    if (*s < '0' || *s > '9')
+        return false;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s != ' ' || v > (uint64_t)INT64_MAX)
+        return false;
+    int64_t n = negative ? -(int64_t)v : (int64_t)v;
+    if (n < lo || n > hi)
+        return false;
+    *out = n;
+    *p = s + 1;
+    return true;
+}
+
+bool resil__fleet_parse_message(const redisReply *m, fleet_state *s, const char **name)
+{
+    memset(s, 0, sizeof *s);
+    if (m->type != REDIS_REPLY_ARRAY || m->elements != 3 ||
+        m->element[0]->type != REDIS_REPLY_STRING || strcmp(m->element[0]->str, "message") != 0 ||
+        m->element[2]->type != REDIS_REPLY_STRING)
+        return false;
+    const char *p = m->element[2]->str;
+    int64_t state, epoch, until, reason;
+    if (!message_number(&p, RESIL_BREAKER_CLOSED, RESIL_BREAKER_ISOLATED, &state) ||
+        !message_number(&p, 0, FLEET_EPOCH_MAX, &epoch) ||
+        !message_number(&p, INT64_MIN, INT64_MAX, &until) ||
+        !message_number(&p, 0, RESIL_BREAKER_BY_DISABLE, &reason) || !resil__fleet_name_ok(p))
+        return false;
+    s->state = (resil_breaker_state)state;
+    s->epoch = (uint64_t)epoch;
+    s->until_ms = until;
+    s->reason = (resil_breaker_reason)reason;
+    *name = p;
+    return true;
 }
 
 static redisReply *send_script(redisContext *ctx, const fleet_cmd *c, const fleet_config *cfg,

@@ -1,7 +1,9 @@
 /*
  * conn.h — everything that touches hiredis directly: the URL, connecting
  * with a bound on every step, telling "nothing answers" from "something that
- * is not Redis answers", and one script call with its NOSCRIPT fallback.
+ * is not Redis answers", one script call with its NOSCRIPT fallback, and
+ * decoding what comes back (answers and published messages) without
+ * trusting its shape.
  *
  * Only the blocking RESP2 calls that hiredis 0.14 and 1.x share are used;
  * the bound on each comes from the socket timeouts redisSetTimeout sets, so
@@ -55,8 +57,12 @@ typedef struct fleet_argv {
 /* EVALSHA `sha`, or EVAL of the script text when sha is NULL. */
 void resil__fleet_argv(fleet_argv *a, const fleet_cmd *c, const fleet_config *cfg,
                        const char *sha);
-/* Decode a script's answer: 0, or RESIL_EIO for an error or malformed one. */
+/* Decode a script's answer: 0, or RESIL_EIO for an error or malformed one
+ * (another shape, or a number outside what the script can produce). */
 int resil__fleet_decode(const fleet_cmd *c, const redisReply *r, fleet_state *out);
+/* Decode a message from the subscription, "STATE EPOCH UNTIL REASON NAME":
+ * false for anything else (a subscribe confirmation, a stranger's PUBLISH). */
+bool resil__fleet_parse_message(const redisReply *m, fleet_state *s, const char **name);
 bool resil__fleet_noscript(const redisReply *r);
 
 /*

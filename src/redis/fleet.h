@@ -33,6 +33,11 @@ typedef enum fleet_op {
     FLEET_LEASE    /* budget: return a lease and credits, take a new lease */
 } fleet_op;
 
+/* A breaker's cached word packs its state into the low bits and the epoch
+ * above them, so an epoch from Redis must fit what is left. */
+#define FLEET_STATE_BITS 3
+#define FLEET_EPOCH_MAX ((INT64_C(1) << (64 - FLEET_STATE_BITS)) - 1)
+
 /* A breaker op's answer code. */
 enum { FLEET_OK = 0, FLEET_GRANTED = 1, FLEET_DENIED = 2, FLEET_STALE = 3,
        FLEET_MISSING = 4 };
