@@ -20,9 +20,11 @@
  *
  * The local fallback breaker is a full resil_breaker with the same rules.
  * With FLEET counting it is consulted only while Redis is down, and starts
- * fresh at each outage. With LOCAL counting it does the counting always:
- * its trip is pushed to Redis as the shared trip, and it is reset when the
- * shared state closes again.
+ * fresh at each outage: it is reset when Redis comes back, not when it
+ * goes, since calls fall back the moment the client is marked down and a
+ * reset then would wipe the outage's first failures. With LOCAL counting
+ * it does the counting always: its trip is pushed to Redis as the shared
+ * trip, and it is reset when the shared state closes again.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -276,13 +278,19 @@ static void down(fleet_member *m)
     for (uint32_t i = 0; i < b->rules.probes; i++)
         b->results[i].used = false;
     pthread_mutex_unlock(&b->mu);
-    if (b->counting == RESIL_REDIS_COUNT_FLEET)
-        resil_breaker_reset(b->local);
 }
 
 static void message(fleet_member *m, const fleet_state *s) { learn(of(m), s, false); }
 
-static const fleet_member_ops breaker_ops = {collect, apply, lost, down, message};
+static void back_up(fleet_member *m)
+{
+    resil_redis_breaker *b = of(m);
+    if (b->counting == RESIL_REDIS_COUNT_FLEET)
+        resil_breaker_reset(b->local);
+}
+
+static const fleet_member_ops breaker_ops = {.collect = collect, .apply = apply, .lost = lost,
+                                             .down = down, .message = message, .up = back_up};
 
 /* The local breaker's listener: with LOCAL counting its trip is the fleet's. */
 static void local_event(resil_breaker *local, const resil_breaker_event *ev, void *ud)

@@ -170,7 +170,8 @@ static void lost(fleet_member *m, const fleet_cmd *c)
 
 static void down(fleet_member *m) { (void)m; }
 
-static const fleet_member_ops member_ops = {collect, apply, lost, down, NULL};
+static const fleet_member_ops member_ops = {.collect = collect, .apply = apply, .lost = lost,
+                                            .down = down};
 
 /* ---- options and life ----------------------------------------------------------- */
 

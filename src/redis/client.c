@@ -636,10 +636,17 @@ static void reconnect(resil_redis *r)
     r->attempts = 0;
     memset(&r->backoff, 0, sizeof r->backoff);
     r->force_round = false;
-    if (!atomic_exchange_explicit(&r->up, true, memory_order_acq_rel)) {
-        count(&r->reconnects, 1);
-        announce(r, RESIL_REDIS_UP, "");
+    if (atomic_exchange_explicit(&r->up, true, memory_order_acq_rel))
+        return;
+    count(&r->reconnects, 1);
+    pthread_mutex_lock(&r->list_mu);
+    EACH_MEMBER(r, m)
+    {
+        if (m->ops->up != NULL)
+            m->ops->up(m);
     }
+    pthread_mutex_unlock(&r->list_mu);
+    announce(r, RESIL_REDIS_UP, "");
 }
 
 static void serve(resil_redis *r)

@@ -109,6 +109,8 @@ typedef struct fleet_member_ops {
     void (*down)(fleet_member *m);                     /* Redis went away */
     /* A state change another instance published (breakers only; may be NULL). */
     void (*message)(fleet_member *m, const fleet_state *s);
+    /* Redis is back, re-synced and in force again (may be NULL). */
+    void (*up)(fleet_member *m);
 } fleet_member_ops;
 
 struct fleet_member {

@@ -9,6 +9,11 @@
  * re-syncs before announcing it, and a restart that lost the keys starts
  * closed. Waiting for the reconnect is by condition, never by duration.
  */
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "fleet_test.h"
 
 #define TIMEOUT RESIL_MS(50)
@@ -127,6 +132,112 @@ static void killed_redis_hands_over_to_the_local_breaker_and_resyncs_on_return(v
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fleet_events_destroy(&ev);
+}
+
+/* A listener that holds the sync thread at the DOWN event until the test
+ * opens it, so the test can act before the thread goes on to tear down. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool open;
+    int downs, ups;
+} gate;
+
+static void gate_at_down(const resil_redis_event *ev, void *ud)
+{
+    gate *g = ud;
+    pthread_mutex_lock(&g->mu);
+    g->ups += ev->type == RESIL_REDIS_UP;
+    g->downs += ev->type == RESIL_REDIS_DOWN;
+    while (ev->type == RESIL_REDIS_DOWN && !g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static int gate_seen(gate *g, resil_redis_event_type type)
+{
+    pthread_mutex_lock(&g->mu);
+    int n = type == RESIL_REDIS_DOWN ? g->downs : g->ups;
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Listen on the killed server's port: a connection there is the client's
+ * next reconnect attempt, which it makes only after tearing down. */
+static int take_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_true(fd >= 0);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    return fd;
+}
+
+static void wait_for_a_reconnect_attempt(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, FLEET_PATIENCE_MS), 1);
+    close(accept(fd, NULL, NULL)); /* not Redis: the client stays down */
+}
+
+static void the_fallback_keeps_what_it_counted_until_redis_returns(void **state)
+{
+    (void)state;
+    gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    resil_redis_opts ro;
+    resil_redis_opts_default(&ro);
+    ro.url = redis_server_url(fleet_server);
+    ro.reconnect.base = RESIL_MS(10);
+    ro.reconnect.max_delay = RESIL_MS(100);
+    ro.listener = gate_at_down;
+    ro.listener_ud = &g;
+    resil_redis *r = NULL;
+    assert_int_equal(resil_redis_new(&ro, &r, NULL), 0);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts o = fleet_consecutive("kept", 2, fc);
+    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *local = resil_redis_breaker_fallback(b);
+
+    redis_server_kill(fleet_server);
+    int port = take_port(redis_server_port(fleet_server));
+    fleet_wait_until(gate_seen(&g, RESIL_REDIS_DOWN) == 1);
+    /* Calls fall back the moment the client is down, before its thread
+     * has torn the connections down. */
+    resil_redis_permit first, second;
+    assert_int_equal(resil_redis_breaker_acquire(b, &first), 0);
+    assert_int_equal(resil_redis_breaker_acquire(b, &second), 0);
+    assert_true(first.fallback && second.fallback);
+    assert_int_equal(resil_redis_breaker_record(b, &first, RESIL_BREAKER_FAILURE), 0);
+    gate_open(&g);
+    wait_for_a_reconnect_attempt(port);
+
+    assert_int_equal(resil_redis_breaker_record(b, &second, RESIL_BREAKER_FAILURE), 0);
+    assert_int_equal(resil_breaker_state_of(local), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_OPEN);
+
+    /* Back: the next outage starts from a fresh fallback. */
+    close(port);
+    back_up();
+    fleet_wait_until(gate_seen(&g, RESIL_REDIS_UP) == 1);
+    resil_breaker_stats st;
+    resil_breaker_stats_get(local, &st);
+    assert_int_equal(st.state, RESIL_BREAKER_CLOSED);
+    assert_int_equal(st.consecutive_failures, 0);
+    resil_redis_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
 }
 
 static void a_paused_redis_holds_no_caller_past_the_timeout(void **state)
@@ -309,6 +420,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup(fn, fleet_flush)
         T(killed_redis_hands_over_to_the_local_breaker_and_resyncs_on_return),
+        T(the_fallback_keeps_what_it_counted_until_redis_returns),
         T(a_paused_redis_holds_no_caller_past_the_timeout),
         T(local_counting_pushes_a_trip_made_during_the_outage_on_return),
         T(the_budget_decides_locally_while_redis_is_down),
