@@ -207,6 +207,7 @@ static void command_line_options_override_the_policy_wherever_they_stand(void **
     cli_result r;
     cli_run(&r, dir, NULL, "run", "--attempts", "2", "--config", "c.json", "--policy", "cmd",
             "--total-timeout", "3s", "--dry-run", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
     contains(r.out, "attempts 2, backoff exponential, delay 0s");
     contains(r.out, "total-timeout 3s");
     cli_result_free(&r);
