@@ -120,7 +120,7 @@ int resil_timeout_opts_validate(const resil_timeout_opts *o, const char *field,
         return resil_err_set(err, RESIL_EINVAL, "%s: options must not be NULL", field);
     if (o->timeout > 0)
         return 0;
-    char name[64];
+    char name[128];
     snprintf(name, sizeof name, "%s.timeout", field);
     return resil__bad_duration(err, name, "> 0", o->timeout);
 }
