@@ -153,27 +153,44 @@ static inline bool fleet_saw(fleet_events *e, const char *name, resil_breaker_st
 
 /* ---- instances ------------------------------------------------------------------ */
 
-/* A client on the test server with the library's defaults, except that
- * rounds happen only when asked (resil_redis_sync) or woken, so a test
- * decides when counts reach Redis. */
-static inline resil_redis *fleet_client(fleet_events *events)
+/* How long a test client waits for each answer: long enough that a loaded
+ * machine (a sanitizer build, suites running side by side) is never taken
+ * for an outage. Tests of outages choose their own. */
+#define FLEET_TIMEOUT RESIL_S(2)
+
+/* Options for a client on the test server: the library's defaults, except
+ * that rounds happen only when asked (resil_redis_sync) or woken, so a test
+ * decides when counts reach Redis, and the timeout above. */
+static inline resil_redis_opts fleet_opts(fleet_events *events)
 {
     resil_redis_opts o;
     resil_redis_opts_default(&o);
     o.url = redis_server_url(fleet_server);
+    o.timeout = FLEET_TIMEOUT;
     o.sync_interval = RESIL_S(3600);
     o.refresh_interval = RESIL_S(3600);
     if (events != NULL) {
         o.listener = fleet_record_event;
         o.listener_ud = events;
     }
+    return o;
+}
+
+static inline resil_redis *fleet_client_with(const resil_redis_opts *o)
+{
     resil_redis *r = NULL;
     resil_err err;
-    int rc = resil_redis_new(&o, &r, &err);
+    int rc = resil_redis_new(o, &r, &err);
     if (rc != 0)
         fprintf(stderr, "fleet_client: %s\n", err.message);
     assert_int_equal(rc, 0);
     return r;
+}
+
+static inline resil_redis *fleet_client(fleet_events *events)
+{
+    resil_redis_opts o = fleet_opts(events);
+    return fleet_client_with(&o);
 }
 
 /* Consecutive-failure rules on a fake clock; other fields at their defaults. */

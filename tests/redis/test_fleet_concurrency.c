@@ -68,12 +68,9 @@ static resil_redis_breaker_opts counting_only(const char *name, resil_fake_clock
  * fake clock. */
 static resil_redis_breaker_status status_of(const char *name, resil_fake_clock *fc)
 {
-    resil_redis_opts o;
-    resil_redis_opts_default(&o);
-    o.url = redis_server_url(fleet_server);
+    resil_redis_opts o = fleet_opts(NULL);
     o.clock = resil_fake_clock_clock(fc);
-    resil_redis *r = NULL;
-    assert_int_equal(resil_redis_new(&o, &r, NULL), 0);
+    resil_redis *r = fleet_client_with(&o);
     resil_redis_breaker_status s;
     assert_int_equal(resil_redis_status_get(r, name, &s, NULL), 0);
     resil_redis_free(r);
@@ -133,13 +130,10 @@ static void eight_threads_on_one_handle_lose_no_count_to_concurrent_flushes(void
 {
     (void)state;
     resil_fake_clock *fc = fleet_clock();
-    resil_redis_opts o;
-    resil_redis_opts_default(&o);
-    o.url = redis_server_url(fleet_server);
+    resil_redis_opts o = fleet_opts(NULL);
     o.sync_interval = RESIL_MS(1); /* flush all the time, behind the threads */
     o.refresh_interval = RESIL_MS(1);
-    resil_redis *r = NULL;
-    assert_int_equal(resil_redis_new(&o, &r, NULL), 0);
+    resil_redis *r = fleet_client_with(&o);
     resil_redis_breaker_opts bo = counting_only("one-handle", fc);
     resil_redis_breaker *b = fleet_breaker(r, &bo);
 

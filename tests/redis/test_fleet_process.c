@@ -32,6 +32,7 @@ static int child(const char *url, const char *action)
     resil_redis_opts o;
     resil_redis_opts_default(&o);
     o.url = url;
+    o.timeout = FLEET_TIMEOUT;
     resil_redis *r = NULL;
     resil_err err;
     if (resil_redis_new(&o, &r, &err) != 0) {
