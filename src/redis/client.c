@@ -378,6 +378,9 @@ static int subscribe(resil_redis *r, redisContext *c, char *why, size_t cap)
     return ok ? 0 : RESIL_EBACKEND;
 }
 
+/* The script's SHA is written here, by the sync thread under the callers'
+ * lock, and read by the sync thread or under that lock: a client that
+ * started offline learns it on its first connection. */
 static int connect_all(resil_redis *r, char *why, size_t cap)
 {
     char sha[41];
@@ -391,6 +394,7 @@ static int connect_all(resil_redis *r, char *why, size_t cap)
     if (r->sub == NULL || subscribe(r, r->sub, why, cap) != 0)
         goto fail;
     pthread_mutex_lock(&r->call_mu);
+    memcpy(r->sha, sha, sizeof r->sha);
     if (r->call == NULL)
         r->call = open_conn(r, why, cap);
     bool have_call = r->call != NULL;
@@ -790,24 +794,32 @@ static resil_redis *alloc_client(const resil_redis_opts *o)
     return r;
 }
 
+static int start_offline(resil_redis *r, const char *why)
+{
+    close_conn(&r->call);
+    announce(r, RESIL_REDIS_DOWN, why);
+    count(&r->disconnects, 1);
+    return 0;
+}
+
 /* The first connection: proves a Redis server answers and loads the
- * script. Nothing answering is tolerated only with allow_offline_start. */
+ * script. Nothing answering (or no answer to SCRIPT LOAD in time) is
+ * tolerated only with allow_offline_start. */
 static int first_connect(resil_redis *r, const resil_redis_opts *o, resil_err *err)
 {
     char why[WHY_MAX];
     fleet_conn_fail fail = 0;
     r->call = resil__fleet_connect(&r->url, r->cfg.timeout, &fail, why, sizeof why);
-    if (r->call == NULL && fail == FLEET_UNREACHABLE && o->allow_offline_start) {
-        announce(r, RESIL_REDIS_DOWN, why);
-        count(&r->disconnects, 1);
-        return 0;
-    }
+    if (r->call == NULL && fail == FLEET_UNREACHABLE && o->allow_offline_start)
+        return start_offline(r, why);
     if (r->call == NULL)
         return resil_err_set(err, RESIL_EBACKEND, "redis.url %s: %s%s", o->url, why,
                              fail == FLEET_UNREACHABLE
                                  ? " (set allow_offline_start to start on local state)"
                                  : "");
     int rc = resil__fleet_load_script(r->call, r->sha, r->cfg.timeout, why, sizeof why);
+    if (rc == RESIL_EBACKEND && o->allow_offline_start)
+        return start_offline(r, why);
     if (rc != 0)
         return resil_err_set(err, RESIL_EBACKEND, "redis.url %s: %s", o->url, why);
     atomic_store(&r->up, true);

@@ -369,6 +369,43 @@ static void an_offline_start_comes_online_when_redis_appears(void **state)
     fleet_events_destroy(&ev);
 }
 
+static void after_an_offline_start_rounds_run_the_loaded_script_by_its_sha(void **state)
+{
+    (void)state;
+    redis_server_kill(fleet_server);
+    fleet_events ev;
+    fleet_events_init(&ev);
+    resil_redis_opts o = outage_opts(&ev);
+    o.allow_offline_start = true;
+    resil_redis *r = fleet_client_with(&o);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("late-sha", 3, fc);
+    resil_redis_breaker *b = fleet_breaker(r, &bo);
+
+    back_up();
+    fleet_wait_until(fleet_ups(&ev) == 1);
+    for (int i = 0; i < 3; i++) {
+        fleet_calls(b, 1, RESIL_BREAKER_SUCCESS);
+        assert_int_equal(resil_redis_sync(r), 0);
+    }
+    resil_fake_clock_advance(fc, RESIL_S(1));
+    fleet_calls(b, 3, RESIL_BREAKER_FAILURE);
+    assert_int_equal(resil_redis_sync(r), 0);
+    resil_fake_clock_advance(fc, RESIL_S(5));
+    resil_redis_permit p;
+    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0); /* a probe, on the callers' connection */
+    assert_true(p.probe);
+
+    resil_redis_stats st;
+    resil_redis_stats_get(r, &st);
+    assert_int_equal(st.noscript, 0);
+    assert_int_equal(redis_server_calls(fleet_server, "eval"), 0);
+    resil_redis_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+    fleet_events_destroy(&ev);
+}
+
 static void noscript_after_script_flush_is_answered_by_eval(void **state)
 {
     (void)state;
@@ -422,6 +459,7 @@ int main(void)
         T(local_counting_pushes_a_trip_made_during_the_outage_on_return),
         T(the_budget_decides_locally_while_redis_is_down),
         T(an_offline_start_comes_online_when_redis_appears),
+        T(after_an_offline_start_rounds_run_the_loaded_script_by_its_sha),
         T(noscript_after_script_flush_is_answered_by_eval),
 #undef T
     };
