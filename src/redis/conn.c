@@ -386,19 +386,20 @@ typedef struct field_range {
 
 #define ANY {INT64_MIN, INT64_MAX}
 #define COUNT {0, INT64_MAX}
+#define WALL_MS {0, FLEET_WALL_MS_MAX} /* Unix ms that convert to ns */
 
 /* A breaker answer, field by field in the script's order. */
 static const field_range breaker_answer[] = {
     {FLEET_OK, FLEET_STALE},                         /* code */
     {RESIL_BREAKER_CLOSED, RESIL_BREAKER_ISOLATED},  /* state */
     {0, FLEET_EPOCH_MAX},                            /* epoch */
-    ANY,                                             /* until */
+    WALL_MS,                                         /* until */
     {0, RESIL_BREAKER_BY_DISABLE},                   /* reason */
     {0, UINT32_MAX},                                 /* run */
     COUNT, COUNT, COUNT,                             /* window total, failures, slow */
     COUNT,                                           /* break */
     COUNT,                                           /* opens */
-    ANY,                                             /* last opened */
+    WALL_MS,                                         /* last opened */
     {0, UINT32_MAX},                                 /* half-open successes */
     {0, RESIL_REDIS_MAX_PROBES},                     /* probes in flight */
     {0, RESIL_REDIS_MAX_PROBES - 1},                 /* slot */
@@ -412,6 +413,7 @@ static const field_range lease_answer[] = {COUNT, COUNT};
 
 #undef ANY
 #undef COUNT
+#undef WALL_MS
 
 #define FIELDS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -511,7 +513,7 @@ bool resil__fleet_parse_message(const redisReply *m, fleet_state *s, const char 
     int64_t state, epoch, until, reason;
     if (!message_number(&p, RESIL_BREAKER_CLOSED, RESIL_BREAKER_ISOLATED, &state) ||
         !message_number(&p, 0, FLEET_EPOCH_MAX, &epoch) ||
-        !message_number(&p, INT64_MIN, INT64_MAX, &until) ||
+        !message_number(&p, 0, FLEET_WALL_MS_MAX, &until) ||
         !message_number(&p, 0, RESIL_BREAKER_BY_DISABLE, &reason) || !resil__fleet_name_ok(p))
         return false;
     s->state = (resil_breaker_state)state;

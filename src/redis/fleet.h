@@ -37,6 +37,8 @@ typedef enum fleet_op {
  * above them, so an epoch from Redis must fit what is left. */
 #define FLEET_STATE_BITS 3
 #define FLEET_EPOCH_MAX ((INT64_C(1) << (64 - FLEET_STATE_BITS)) - 1)
+/* Wall times travel as Unix ms; callers turn them into ns. */
+#define FLEET_WALL_MS_MAX (INT64_MAX / 1000000)
 
 /* A breaker op's answer code. */
 enum { FLEET_OK = 0, FLEET_GRANTED = 1, FLEET_DENIED = 2, FLEET_STALE = 3,

@@ -161,6 +161,10 @@ static void a_field_outside_what_the_script_produces_is_malformed(void **state)
         {STATE, 9}, /* would spill into the cached word's epoch */
         {EPOCH, -1},
         {EPOCH, FLEET_EPOCH_MAX + 1},
+        {UNTIL, -1},
+        {UNTIL, FLEET_WALL_MS_MAX + 1}, /* would overflow in ns */
+        {LASTOPEN, -1},
+        {LASTOPEN, INT64_MAX},
         {REASON, -1},
         {REASON, RESIL_BREAKER_BY_DISABLE + 1},
         {RUN, -1},
@@ -188,6 +192,9 @@ static void every_field_accepts_the_bounds_the_script_can_reach(void **state)
     assert_int_equal(decode_with(STATE, RESIL_BREAKER_CLOSED), 0);
     assert_int_equal(decode_with(STATE, RESIL_BREAKER_ISOLATED), 0);
     assert_int_equal(decode_with(EPOCH, FLEET_EPOCH_MAX), 0);
+    assert_int_equal(decode_with(UNTIL, 0), 0); /* never opened */
+    assert_int_equal(decode_with(UNTIL, FLEET_WALL_MS_MAX), 0);
+    assert_int_equal(decode_with(LASTOPEN, 0), 0);
     assert_int_equal(decode_with(REASON, 0), 0);
     assert_int_equal(decode_with(REASON, RESIL_BREAKER_BY_DISABLE), 0);
     assert_int_equal(decode_with(RUN, UINT32_MAX), 0);
@@ -254,8 +261,8 @@ static void a_published_state_change_decodes_with_its_name(void **state)
     assert_int_equal(s.until_ms, 1700000005000);
     assert_int_equal(s.reason, RESIL_BREAKER_BY_CONSECUTIVE);
     assert_string_equal(name, "payments eu-west");
-    assert_true(parses(message("3 9 -1 7 x"), &s, name, sizeof name));
-    assert_int_equal(s.until_ms, -1);
+    assert_true(parses(message("3 9 0 7 x"), &s, name, sizeof name));
+    assert_int_equal(s.until_ms, 0);
 }
 
 static void subscription_replies_that_are_not_messages_are_ignored(void **state)
@@ -296,6 +303,8 @@ static void a_message_with_a_number_out_of_range_or_no_name_is_ignored(void **st
         "1 2305843009213693952 3 1 name",     /* FLEET_EPOCH_MAX + 1 */
         "1 99999999999999999999999 3 1 name", /* past int64 */
         "1 2 3 11 name",
+        "1 2 -3 1 name",
+        "1 2 9223372036855 1 name",            /* FLEET_WALL_MS_MAX + 1 */
         "1x 2 3 1 name",
         "1  2 3 1 name",
         "+1 2 3 1 name",
