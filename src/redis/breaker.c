@@ -170,24 +170,12 @@ static void announce_change(resil_redis_breaker *b, resil_breaker_state from,
     resil__redis_event(b->client, &ev);
 }
 
-/* Take a shared state seen in an answer (with_counts) or a message. Older
- * epochs are ignored; a newer one replaces the cache, drops the batch
- * counted under the old one and, for LOCAL counting, restarts the local
- * breaker when the fleet closes. */
-static void learn(resil_redis_breaker *b, const fleet_state *s, bool with_counts)
+/* A newer epoch replaces the cache (under mu): the batch counted under the
+ * old one is dropped and, for LOCAL counting, the local breaker restarts
+ * when the fleet closes. The event is queued before mu is released, so two
+ * threads learning one after the other announce in that order. */
+static void adopt(resil_redis_breaker *b, uint64_t w, const fleet_state *s, bool with_counts)
 {
-    pthread_mutex_lock(&b->mu);
-    uint64_t w = atomic_load_explicit(&b->cached, memory_order_relaxed);
-    if (s->epoch < word_epoch(w) || (s->epoch == word_epoch(w) && !with_counts)) {
-        pthread_mutex_unlock(&b->mu);
-        return;
-    }
-    if (with_counts)
-        set_fleet_counts(b, s);
-    if (s->epoch == word_epoch(w)) {
-        pthread_mutex_unlock(&b->mu);
-        return;
-    }
     if (!with_counts) {
         fleet_state zero = {0};
         set_fleet_counts(b, &zero);
@@ -197,12 +185,24 @@ static void learn(resil_redis_breaker *b, const fleet_state *s, bool with_counts
     atomic_store_explicit(&b->probe_wait_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&b->cached, word(s->epoch, s->state), memory_order_release);
     take_batch(b);
-    if (from != s->state && s->state == RESIL_BREAKER_CLOSED &&
-        b->counting == RESIL_REDIS_COUNT_LOCAL)
+    if (from == s->state)
+        return;
+    if (s->state == RESIL_BREAKER_CLOSED && b->counting == RESIL_REDIS_COUNT_LOCAL)
         resil_breaker_reset(b->local);
+    announce_change(b, from, s);
+}
+
+/* Take a shared state seen in an answer (with_counts: the fleet's counts
+ * too) or a message. Older epochs are ignored. */
+static void learn(resil_redis_breaker *b, const fleet_state *s, bool with_counts)
+{
+    pthread_mutex_lock(&b->mu);
+    uint64_t w = atomic_load_explicit(&b->cached, memory_order_relaxed);
+    if (with_counts && s->epoch >= word_epoch(w))
+        set_fleet_counts(b, s);
+    if (s->epoch > word_epoch(w))
+        adopt(b, w, s, with_counts);
     pthread_mutex_unlock(&b->mu);
-    if (from != s->state)
-        announce_change(b, from, s);
 }
 
 /* ---- member hooks (sync thread, under the client's list lock) -------------- */
