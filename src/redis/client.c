@@ -939,6 +939,16 @@ static void scan_pattern(const char *prefix, char *out, size_t cap)
     snprintf(out + n, cap - n, "breaker:*");
 }
 
+/* The breaker name in a key SCAN returned, or NULL when the key holds no
+ * name a breaker could have (a stray key someone set by hand). */
+static const char *breaker_name(const redisReply *key, size_t skip)
+{
+    if (key->type != REDIS_REPLY_STRING || key->len <= skip ||
+        strlen(key->str) != key->len || !resil__fleet_name_ok(key->str + skip))
+        return NULL;
+    return key->str + skip;
+}
+
 static int scan_page(resil_redis *r, redisContext *c, name_list *l, const char *pattern,
                      char *cursor, size_t cursor_cap)
 {
@@ -960,9 +970,11 @@ static int scan_page(resil_redis *r, redisContext *c, name_list *l, const char *
     size_t skip = strlen(r->cfg.prefix) + strlen("breaker:");
     redisReply *keys = rep->element[1];
     int rc = 0;
-    for (size_t i = 0; i < keys->elements && rc == 0; i++)
-        if (keys->element[i]->type == REDIS_REPLY_STRING && keys->element[i]->len > skip)
-            rc = keep_name(l, keys->element[i]->str + skip);
+    for (size_t i = 0; i < keys->elements && rc == 0; i++) {
+        const char *name = breaker_name(keys->element[i], skip);
+        if (name != NULL)
+            rc = keep_name(l, name);
+    }
     freeReplyObject(rep);
     return rc == 0 ? 0 : resil_err_set(l->err, rc, "redis: out of memory");
 }

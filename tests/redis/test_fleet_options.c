@@ -402,6 +402,31 @@ static void list_names_every_breaker_under_the_prefix_only(void **state)
     resil_redis_free(r);
 }
 
+static void list_skips_keys_no_breaker_could_have_made(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    assert_int_equal(resil_redis_control(r, "real", RESIL_REDIS_RESET, NULL), 0);
+    char longname[RESIL_BREAKER_NAME_MAX + 32] = "resil:breaker:";
+    memset(longname + strlen(longname), 'n', RESIL_BREAKER_NAME_MAX);
+    const char *strays[] = {"resil:breaker: leading-space", "resil:breaker:tab\there",
+                            longname};
+    for (size_t i = 0; i < sizeof strays / sizeof strays[0]; i++) {
+        const char *set[] = {"SET", strays[i], "x"};
+        freeReplyObject(redis_server_command(fleet_server, 3, set));
+    }
+    static const char with_nul[] = "resil:breaker:nul\0byte";
+    redisContext *c = redisConnect("127.0.0.1", redis_server_port(fleet_server));
+    assert_true(c != NULL && c->err == 0);
+    freeReplyObject(redisCommand(c, "SET %b x", with_nul, sizeof with_nul - 1));
+    redisFree(c);
+
+    char names[2048] = ""; /* room for the strays, should the test fail */
+    assert_int_equal(resil_redis_list(r, collect_name, names, NULL), 0);
+    assert_string_equal(names, "real;");
+    resil_redis_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +446,7 @@ int main(void)
         T(budget_fields_are_refused_by_name),
         T(admin_calls_by_name_refuse_bad_names_and_unknown_breakers),
         T(list_names_every_breaker_under_the_prefix_only),
+        T(list_skips_keys_no_breaker_could_have_made),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
