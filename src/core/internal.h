@@ -15,6 +15,7 @@
 
 #include <stdatomic.h>
 
+#include "resil/retry.h"
 #include "resil/time.h"
 
 /* Report "FIELD must be RULE, got D" with D written by
@@ -32,6 +33,12 @@ const char *resil__name_at(const char *const *names, size_t count, unsigned i);
 /* `src` in ASCII lower case into dst (cap > 0 bytes), cut to fit: the form
  * log lines and metric labels give a name ("Transient" as "transient"). */
 void resil__lower_copy(char *dst, size_t cap, const char *src);
+
+/* resil_retry_execute without its argument and policy checks, for callers
+ * that validated the policy once up front (a pipeline, at build): the
+ * execution path then pays for no validation. */
+void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
+                      resil_op_fn op, void *user, resil_retry_result *out);
 
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

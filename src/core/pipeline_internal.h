@@ -16,6 +16,7 @@
 #include <pthread.h>
 
 #include "resil/pipeline.h"
+#include "internal.h"
 
 /* Every kind at most once, plus the implicit single attempt. */
 #define RESIL__MAX_NODES (RESIL_STRATEGY_KIND_COUNT + 1)

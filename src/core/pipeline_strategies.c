@@ -334,7 +334,7 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
         o.on_attempt_ud = &k;
     }
     resil_retry_result res;
-    resil_retry_execute(&n->run_policy, &o, attempt_op, &k, &res, NULL);
+    resil__retry_run(&n->run_policy, &o, attempt_op, &k, &res); /* validated at build */
     if (has_own)
         resil_cancel_destroy(&own);
     if (r->ex != NULL)

@@ -317,6 +317,13 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
     int rc = resil_retry_policy_validate(p, err);
     if (rc != 0)
         return rc;
+    resil__retry_run(p, opts, op, user, out);
+    return 0;
+}
+
+void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
+                      resil_op_fn op, void *user, resil_retry_result *out)
+{
     static const resil_exec_opts no_opts;
     exec x;
     x.policy = p;
@@ -334,5 +341,4 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
     if (out->attempts == 0)
         out->final = not_run(out->stop);
     out->elapsed = x.now - start;
-    return 0;
 }
