@@ -89,3 +89,37 @@ function(resil_add_fuzzers dir)
     endif()
   endforeach()
 endfunction()
+
+# resil_add_adapter(TARGET PKG name DESCRIPTION text REQUIRES "pc modules"
+#                   [SOURCES extra.c...] DEPS targets...): build every .c of
+# the calling folder (plus SOURCES) once as objects, packaged as the shared
+# library lib<name> (SONAME-versioned) and the static TARGET_static, both
+# linked to the core and DEPS, installed with <name>.pc. Every adapter is
+# shaped alike, so the shape lives here once.
+function(resil_add_adapter target)
+  cmake_parse_arguments(A "" "PKG;DESCRIPTION;REQUIRES" "SOURCES;DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.c)
+  add_library(${target}_objects OBJECT ${sources} ${A_SOURCES})
+  target_include_directories(${target}_objects PRIVATE ${PROJECT_SOURCE_DIR}/include
+    ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_definitions(${target}_objects PRIVATE RESIL_BUILDING)
+  target_link_libraries(${target}_objects PRIVATE ${A_DEPS} Threads::Threads)
+
+  add_library(${target} SHARED $<TARGET_OBJECTS:${target}_objects>)
+  add_library(${target}_static STATIC $<TARGET_OBJECTS:${target}_objects>)
+  target_link_libraries(${target} PUBLIC resil ${A_DEPS} Threads::Threads)
+  target_link_libraries(${target}_static PUBLIC resil_static ${A_DEPS} Threads::Threads)
+  foreach(t ${target} ${target}_static)
+    target_include_directories(${t} PUBLIC
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  endforeach()
+  set_target_properties(${target} PROPERTIES OUTPUT_NAME ${A_PKG}
+    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
+  set_target_properties(${target}_static PROPERTIES OUTPUT_NAME ${A_PKG})
+  add_library(resil::${target} ALIAS ${target})
+  install(TARGETS ${target} ${target}_static
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  resil_pkgconfig(${A_PKG} ${A_PKG} "${A_DESCRIPTION}" "${A_REQUIRES}" "")
+endfunction()
