@@ -160,18 +160,10 @@ static void apply(fleet_member *m, const fleet_cmd *c, const fleet_state *s)
     atomic_store_explicit(&b->fleet, s->tokens, memory_order_relaxed);
 }
 
-/* Sent without an answer: keep what we hold; if the script did run, the
- * fleet got it back and we return it once more (at most one lease). */
-static void lost(fleet_member *m, const fleet_cmd *c)
-{
-    (void)m;
-    (void)c;
-}
-
-static void down(fleet_member *m) { (void)m; }
-
-static const fleet_member_ops member_ops = {.collect = collect, .apply = apply, .lost = lost,
-                                            .down = down};
+/* No lost hook: a lease sent without an answer is kept; if the script did
+ * run, the fleet got it back and we return it once more (at most one lease).
+ * No down hook: the local budget, fed all along, simply takes over. */
+static const fleet_member_ops member_ops = {.collect = collect, .apply = apply};
 
 /* ---- options and life ----------------------------------------------------------- */
 

@@ -417,7 +417,11 @@ static void teardown(resil_redis *r)
     close_conn(&r->call);
     pthread_mutex_unlock(&r->call_mu);
     pthread_mutex_lock(&r->list_mu);
-    EACH_MEMBER(r, m) m->ops->down(m);
+    EACH_MEMBER(r, m)
+    {
+        if (m->ops->down != NULL)
+            m->ops->down(m);
+    }
     pthread_mutex_unlock(&r->list_mu);
 }
 
@@ -488,12 +492,16 @@ static void read_messages(resil_redis *r)
 
 /* ---- rounds --------------------------------------------------------------------------- */
 
+static void lose(const fleet_cmd *c)
+{
+    if (c->member->ops->lost != NULL)
+        c->member->ops->lost(c->member, c);
+}
+
 static void lose_from(resil_redis *r, size_t i)
 {
-    for (; i < r->queue.len; i++) {
-        fleet_cmd *c = &r->queue.items[i].cmd;
-        c->member->ops->lost(c->member, c);
-    }
+    for (; i < r->queue.len; i++)
+        lose(&r->queue.items[i].cmd);
 }
 
 static void take_answer(resil_redis *r, queued_cmd *q, redisReply *rep)
@@ -505,7 +513,7 @@ static void take_answer(resil_redis *r, queued_cmd *q, redisReply *rep)
         q->cmd.member->ops->apply(q->cmd.member, &q->cmd, &s);
     } else {
         count(&r->command_errors, 1);
-        q->cmd.member->ops->lost(q->cmd.member, &q->cmd);
+        lose(&q->cmd);
     }
     freeReplyObject(rep);
 }
@@ -530,7 +538,7 @@ static int rerun_noscript(resil_redis *r)
             q->cmd.member->ops->apply(q->cmd.member, &q->cmd, &s);
             continue;
         }
-        q->cmd.member->ops->lost(q->cmd.member, &q->cmd);
+        lose(&q->cmd);
         if (rc == RESIL_EBACKEND) {
             lose_from(r, i + 1);
             mark_down(r, why);

@@ -102,16 +102,17 @@ typedef struct fleet_queue fleet_queue;
 /* Add a command to the round (copied). RESIL_ENOMEM. */
 int resil__fleet_queue_push(fleet_queue *q, const fleet_cmd *c);
 
+/* collect and apply are required; the other hooks may be NULL. */
 typedef struct fleet_member_ops {
     /* Queue this round's commands. `forced`: a sync was asked for, or the
      * client reconnected — re-read the state even with nothing to flush. */
     void (*collect)(fleet_member *m, fleet_queue *q, int64_t now_mono, bool forced);
     void (*apply)(fleet_member *m, const fleet_cmd *c, const fleet_state *s);
-    void (*lost)(fleet_member *m, const fleet_cmd *c); /* sent, no answer */
+    void (*lost)(fleet_member *m, const fleet_cmd *c); /* sent, no (usable) answer */
     void (*down)(fleet_member *m);                     /* Redis went away */
-    /* A state change another instance published (breakers only; may be NULL). */
+    /* A state change another instance published. */
     void (*message)(fleet_member *m, const fleet_state *s);
-    /* Redis is back, re-synced and in force again (may be NULL). */
+    /* Redis is back, re-synced and in force again. */
     void (*up)(fleet_member *m);
 } fleet_member_ops;
 
