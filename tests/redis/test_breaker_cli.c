@@ -77,11 +77,14 @@ static void list_shows_every_shared_breaker_with_its_state(void **state)
     trip(&pay);
     run_result r = breaker_cmd("list --redis %s", "");
     assert_int_equal(r.status, 0);
-    assert_mentions(&r, "NAME");
-    assert_non_null(strstr(r.out, "payments"));
-    assert_mentions(&r, "open");
-    assert_mentions(&r, "search");
-    assert_mentions(&r, "closed");
+    /* A header, then one row per breaker in the order SCAN found them. */
+    static const char header[] = "NAME                             STATE       OPENS    RUN WINDOW\n";
+    static const char payments_row[] = "payments                         open            1      0 0/0\n";
+    static const char search_row[] = "search                           closed          0      0 0/0\n";
+    assert_memory_equal(r.out, header, sizeof header - 1);
+    assert_mentions(&r, payments_row);
+    assert_mentions(&r, search_row);
+    assert_int_equal(strlen(r.out), sizeof header + sizeof payments_row + sizeof search_row - 3);
     instance_free(&pay);
     instance_free(&search);
 }
