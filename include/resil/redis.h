@@ -128,7 +128,8 @@ typedef struct resil_redis_stats {
     uint64_t messages;         /* state changes received by SUBSCRIBE */
     uint64_t disconnects;      /* times the client fell back to local state */
     uint64_t reconnects;       /* times it came back */
-    uint64_t command_errors;   /* error replies other than NOSCRIPT */
+    uint64_t command_errors;   /* error replies other than NOSCRIPT, and answers
+                                  the script could not have given (not applied) */
     uint64_t events_dropped;   /* listener events lost to a full queue */
 } resil_redis_stats;
 
@@ -258,7 +259,8 @@ RESIL_API int resil_redis_status_get(resil_redis *r, const char *name,
                                      resil_redis_breaker_status *out,
                                      resil_err *err);
 /* Call fn for the name of every shared breaker under the prefix, in the
- * order SCAN returns them (fn returns non-zero to stop). 0, RESIL_EBACKEND. */
+ * order SCAN returns them (fn returns non-zero to stop); keys whose name no
+ * breaker could have are skipped. 0, RESIL_EBACKEND. */
 typedef int (*resil_redis_name_fn)(const char *name, void *ud);
 RESIL_API int resil_redis_list(resil_redis *r, resil_redis_name_fn fn, void *ud,
                                resil_err *err);
