@@ -57,11 +57,12 @@ static resil_redis_breaker *payments_breaker(resil_redis *r)
     return b;
 }
 
-/* A PUBLISH takes a fraction of a millisecond; allow a second. */
+/* A PUBLISH takes a fraction of a millisecond; a busy machine may take
+ * longer, so allow up to ten seconds. */
 static void wait_for(resil_redis_breaker *b, resil_breaker_state s)
 {
     struct timespec tick = {0, 1000000};
-    for (int i = 0; i < 1000 && resil_redis_breaker_state(b) != s; i++)
+    for (int i = 0; i < 10000 && resil_redis_breaker_state(b) != s; i++)
         nanosleep(&tick, NULL);
 }
 
