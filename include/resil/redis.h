@@ -69,7 +69,9 @@ typedef struct resil_redis_event {
 } resil_redis_event;
 
 /* Called on the client's sync thread, one event at a time, in the order the
- * client saw the changes. It must not call resil_redis_sync(). */
+ * client saw the changes. It must not wait for that thread: no
+ * resil_redis_sync(), no new breaker or budget on this client (each runs a
+ * first round), no freeing of the client's last reference. */
 typedef void (*resil_redis_listener_fn)(const resil_redis_event *ev, void *ud);
 
 #define RESIL_REDIS_PREFIX_MAX 64 /* bytes, including the terminating NUL */
