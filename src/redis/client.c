@@ -44,7 +44,7 @@ typedef struct queued_event {
 
 typedef struct queued_cmd {
     fleet_cmd cmd;
-    bool noscript;
+    bool settled; /* its answer applied, or the command given up as lost */
 } queued_cmd;
 
 struct fleet_queue {
@@ -157,8 +157,7 @@ int resil__fleet_queue_push(fleet_queue *q, const fleet_cmd *c)
         q->items = items;
         q->cap = cap;
     }
-    q->items[q->len].cmd = *c;
-    q->items[q->len].noscript = false;
+    q->items[q->len] = (queued_cmd){.cmd = *c};
     q->len++;
     return 0;
 }
@@ -492,40 +491,57 @@ static void read_messages(resil_redis *r)
 
 /* ---- rounds --------------------------------------------------------------------------- */
 
-static void lose(const fleet_cmd *c)
+/* Hand a command's answer to its member, or (s NULL) tell it the command
+ * was lost. Each command is settled once. */
+static void settle(queued_cmd *q, const fleet_state *s)
 {
-    if (c->member->ops->lost != NULL)
-        c->member->ops->lost(c->member, c);
+    fleet_member *m = q->cmd.member;
+    q->settled = true;
+    if (s != NULL)
+        m->ops->apply(m, &q->cmd, s);
+    else if (m->ops->lost != NULL)
+        m->ops->lost(m, &q->cmd);
 }
 
-static void lose_from(resil_redis *r, size_t i)
+/* The round cannot go on: every command not yet settled is lost, and the
+ * client is down. */
+static int fail_round(resil_redis *r, const char *why)
 {
-    for (; i < r->queue.len; i++)
-        lose(&r->queue.items[i].cmd);
+    for (size_t i = 0; i < r->queue.len; i++)
+        if (!r->queue.items[i].settled)
+            settle(&r->queue.items[i], NULL);
+    mark_down(r, why);
+    return RESIL_EBACKEND;
 }
 
-static void take_answer(resil_redis *r, queued_cmd *q, redisReply *rep)
+/* One pipelined answer: applied, lost as one command's trouble, or left
+ * unsettled for rerun_noscript; RESIL_EBACKEND when Redis cannot serve. */
+static int take_answer(resil_redis *r, queued_cmd *q, redisReply *rep, char *why, size_t cap)
 {
     fleet_state s;
-    if (resil__fleet_noscript(rep)) {
-        q->noscript = true;
+    int rc = 0;
+    if (resil__fleet_unavailable(rep)) {
+        snprintf(why, cap, "EVALSHA: Redis cannot serve: %s", rep->str);
+        rc = RESIL_EBACKEND;
     } else if (resil__fleet_decode(&q->cmd, rep, &s) == 0) {
-        q->cmd.member->ops->apply(q->cmd.member, &q->cmd, &s);
-    } else {
+        settle(q, &s);
+    } else if (!resil__fleet_noscript(rep)) {
         count(&r->command_errors, 1);
-        lose(&q->cmd);
+        settle(q, NULL);
     }
     freeReplyObject(rep);
+    return rc;
 }
 
 /* Commands the server answered NOSCRIPT (it lost its scripts: SCRIPT FLUSH,
- * a restart behind a proxy): run them again with EVAL, then reload. */
+ * a restart behind a proxy), the only ones a round leaves unsettled: run
+ * them again with EVAL, then reload. */
 static int rerun_noscript(resil_redis *r)
 {
     char why[WHY_MAX];
     for (size_t i = 0; i < r->queue.len; i++) {
         queued_cmd *q = &r->queue.items[i];
-        if (!q->noscript)
+        if (q->settled)
             continue;
         count(&r->noscript, 1);
         atomic_store(&r->reload_script, true);
@@ -534,17 +550,11 @@ static int rerun_noscript(resil_redis *r)
         int rc = resil__fleet_run(r->cmd, &q->cmd, &r->cfg, NULL, &s, &ns, &sent, why,
                                   sizeof why);
         count(&r->commands, sent);
-        if (rc == 0) {
-            q->cmd.member->ops->apply(q->cmd.member, &q->cmd, &s);
-            continue;
-        }
-        lose(&q->cmd);
-        if (rc == RESIL_EBACKEND) {
-            lose_from(r, i + 1);
-            mark_down(r, why);
-            return rc;
-        }
-        count(&r->command_errors, 1);
+        if (rc == RESIL_EBACKEND)
+            return fail_round(r, why);
+        if (rc != 0)
+            count(&r->command_errors, 1);
+        settle(q, rc == 0 ? &s : NULL);
     }
     return 0;
 }
@@ -567,11 +577,8 @@ static int send_round(resil_redis *r)
     for (size_t i = 0; i < r->queue.len; i++) {
         fleet_argv a;
         resil__fleet_argv(&a, &r->queue.items[i].cmd, &r->cfg, r->sha);
-        if (redisAppendCommandArgv(r->cmd, a.argc, a.argv, a.len) != REDIS_OK) {
-            lose_from(r, 0);
-            mark_down(r, "out of memory building a round");
-            return RESIL_EBACKEND;
-        }
+        if (redisAppendCommandArgv(r->cmd, a.argc, a.argv, a.len) != REDIS_OK)
+            return fail_round(r, "out of memory building a round");
     }
     count(&r->commands, r->queue.len);
     count(&r->rounds, 1);
@@ -579,11 +586,10 @@ static int send_round(resil_redis *r)
         void *rep = NULL;
         if (redisGetReply(r->cmd, &rep) != REDIS_OK || rep == NULL) {
             resil__fleet_io_why(r->cmd, "EVALSHA", r->cfg.timeout, why, sizeof why);
-            lose_from(r, i);
-            mark_down(r, why);
-            return RESIL_EBACKEND;
+            return fail_round(r, why);
         }
-        take_answer(r, &r->queue.items[i], rep);
+        if (take_answer(r, &r->queue.items[i], rep, why, sizeof why) != 0)
+            return fail_round(r, why);
     }
     return rerun_noscript(r);
 }

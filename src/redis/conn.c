@@ -261,6 +261,43 @@ redisContext *resil__fleet_connect(const fleet_url *u, resil_duration timeout,
     return expect_ok(c, 1, ping, "PONG", timeout, fail, why, cap);
 }
 
+/* ---- error replies ------------------------------------------------------- */
+
+/* An error reply's code: its first word. */
+static bool error_code_is(const redisReply *r, const char *code)
+{
+    size_t n = strlen(code);
+    return r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, code, n) == 0 &&
+           (r->str[n] == ' ' || r->str[n] == '\0');
+}
+
+bool resil__fleet_noscript(const redisReply *r) { return error_code_is(r, "NOSCRIPT"); }
+
+bool resil__fleet_unavailable(const redisReply *r)
+{
+    static const char *const codes[] = {
+        "ASK",    "BUSY",   "CLUSTERDOWN", "LOADING", "MASTERDOWN", "MISCONF",  "MOVED",
+        "NOAUTH", "NOPERM", "NOREPLICAS",  "OOM",     "READONLY",   "TRYAGAIN",
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (error_code_is(r, codes[i]))
+            return true;
+    return false;
+}
+
+/* An error reply's sentence, with the error as Redis worded it; the
+ * server's refusal to serve at all is RESIL_EBACKEND, one command's trouble
+ * RESIL_EIO. */
+static int error_why(const redisReply *r, const char *what, char *why, size_t cap)
+{
+    if (resil__fleet_unavailable(r)) {
+        snprintf(why, cap, "%s: Redis cannot serve: %s", what, r->str);
+        return RESIL_EBACKEND;
+    }
+    snprintf(why, cap, "%s: %s", what, r->type == REDIS_REPLY_ERROR ? r->str : "malformed answer");
+    return RESIL_EIO;
+}
+
 int resil__fleet_load_script(redisContext *ctx, char sha[41], resil_duration timeout,
                              char *why, size_t cap)
 {
@@ -275,9 +312,7 @@ int resil__fleet_load_script(redisContext *ctx, char sha[41], resil_duration tim
         memcpy(sha, r->str, 40);
         sha[40] = '\0';
     } else {
-        snprintf(why, cap, "SCRIPT LOAD: %s",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-        rc = RESIL_EIO;
+        rc = error_why(r, "SCRIPT LOAD", why, cap);
     }
     freeReplyObject(r);
     return rc;
@@ -366,10 +401,6 @@ void resil__fleet_argv(fleet_argv *a, const fleet_cmd *c, const fleet_config *cf
         push_i64(a, c->arg[i]);
 }
 
-bool resil__fleet_noscript(const redisReply *r)
-{
-    return r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
-}
 
 /* ---- decoding what Redis sends ----------------------------------------------
  *
@@ -537,8 +568,7 @@ static int answer(const fleet_cmd *c, redisReply *r, fleet_state *out, char *why
 {
     int rc = resil__fleet_decode(c, r, out);
     if (rc != 0)
-        snprintf(why, cap, "script: %s",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "malformed answer");
+        rc = error_why(r, "script", why, cap);
     freeReplyObject(r);
     return rc;
 }

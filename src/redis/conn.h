@@ -64,18 +64,24 @@ int resil__fleet_decode(const fleet_cmd *c, const redisReply *r, fleet_state *ou
  * false for anything else (a subscribe confirmation, a stranger's PUBLISH). */
 bool resil__fleet_parse_message(const redisReply *m, fleet_state *s, const char **name);
 bool resil__fleet_noscript(const redisReply *r);
+/* An error reply that says the server cannot serve us at all for now (a
+ * replica after a failover, memory full, a dataset loading, a script
+ * stuck, our rights revoked, a cluster node for another slot), as opposed
+ * to one command's trouble: the client treats it as Redis being down. */
+bool resil__fleet_unavailable(const redisReply *r);
 
 /*
  * Run one command on `ctx`: EVALSHA, and EVAL when Redis answers NOSCRIPT
- * (*noscript counts it). 0; RESIL_EBACKEND when the connection failed (why
- * says how; the context is then unusable); RESIL_EIO for an error answer.
- * *sent counts the commands written.
+ * (*noscript counts it). 0; RESIL_EBACKEND when the connection failed or
+ * Redis cannot serve (why says how; drop the context); RESIL_EIO for an
+ * error or malformed answer. *sent counts the commands written.
  */
 int resil__fleet_run(redisContext *ctx, const fleet_cmd *c, const fleet_config *cfg,
                      const char *sha, fleet_state *out, uint64_t *noscript,
                      uint64_t *sent, char *why, size_t cap);
 
-/* SCRIPT LOAD into sha[41]. 0, RESIL_EBACKEND (why), RESIL_EIO. */
+/* SCRIPT LOAD into sha[41]. 0, RESIL_EBACKEND (no answer, or Redis cannot
+ * serve: why), RESIL_EIO. */
 int resil__fleet_load_script(redisContext *ctx, char sha[41], resil_duration timeout,
                              char *why, size_t cap);
 

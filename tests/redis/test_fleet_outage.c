@@ -406,6 +406,51 @@ static void after_an_offline_start_rounds_run_the_loaded_script_by_its_sha(void 
     fleet_events_destroy(&ev);
 }
 
+static void replica_of(const char *host, const char *port)
+{
+    const char *argv[] = {"REPLICAOF", host, port};
+    redisReply *rep = redis_server_command(fleet_server, 3, argv);
+    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+}
+
+static void a_redis_that_refuses_every_write_hands_over_to_the_local_breaker(void **state)
+{
+    (void)state;
+    fleet_events ev;
+    fleet_events_init(&ev);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_opts ro = outage_opts(&ev);
+    resil_redis *r = fleet_client_with(&ro);
+    resil_redis_breaker_opts o = fleet_consecutive("read-only", 2, fc);
+    resil_redis_breaker *b = fleet_breaker(r, &o);
+
+    /* As after a failover that left the address on a replica: the server
+     * answers, but every script call is refused with READONLY. */
+    replica_of("127.0.0.1", "1");
+    fleet_calls(b, 1, RESIL_BREAKER_FAILURE);
+    assert_int_equal(resil_redis_sync(r), RESIL_EBACKEND);
+    fleet_wait_until(fleet_downs(&ev) == 1);
+    assert_false(resil_redis_connected(r));
+    resil_redis_permit p;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
+        assert_true(p.fallback);
+        assert_int_equal(resil_redis_breaker_record(b, &p, RESIL_BREAKER_FAILURE), 0);
+    }
+    assert_int_equal(resil_redis_breaker_acquire(b, &p), RESIL_EREJECTED);
+    assert_true(p.fallback);
+
+    replica_of("NO", "ONE");
+    fleet_wait_until(fleet_ups(&ev) == 1);
+    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
+    assert_false(p.fallback);
+    resil_redis_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+    fleet_events_destroy(&ev);
+}
+
 static void noscript_after_script_flush_is_answered_by_eval(void **state)
 {
     (void)state;
@@ -460,6 +505,7 @@ int main(void)
         T(the_budget_decides_locally_while_redis_is_down),
         T(an_offline_start_comes_online_when_redis_appears),
         T(after_an_offline_start_rounds_run_the_loaded_script_by_its_sha),
+        T(a_redis_that_refuses_every_write_hands_over_to_the_local_breaker),
         T(noscript_after_script_flush_is_answered_by_eval),
 #undef T
     };

@@ -237,6 +237,49 @@ static void a_lease_answer_is_exactly_two_counts(void **state)
                      RESIL_EIO);
 }
 
+static void error_replies_that_say_redis_cannot_serve_are_told_apart(void **state)
+{
+    (void)state;
+    static const char *const down[] = {
+        "-READONLY You can't write against a read only replica. script: x\r\n",
+        "-OOM command not allowed when used memory > 'maxmemory'. script: x\r\n",
+        "-LOADING Redis is loading the dataset in memory\r\n",
+        "-BUSY Redis is busy running a script.\r\n",
+        "-MISCONF Redis is configured to save RDB snapshots\r\n",
+        "-MASTERDOWN Link with MASTER is down\r\n",
+        "-NOAUTH Authentication required.\r\n",
+        "-NOPERM User has no permissions to run the 'evalsha' command\r\n",
+        "-MOVED 3999 127.0.0.1:6381\r\n",
+        "-CLUSTERDOWN The cluster is down\r\n",
+        "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+        "-NOREPLICAS Not enough good replicas to write.\r\n",
+        "-ASK 3999 127.0.0.1:6381\r\n",
+        "-OOM\r\n",
+    };
+    static const char *const one_command[] = {
+        "-ERR user_script:1: Script attempted to access a non local key\r\n",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+        "-READONLYX not a code we know\r\n",
+        "-OOMPH\r\n",
+        "+READONLY\r\n",
+        "$8\r\nREADONLY\r\n",
+        "*1\r\n:0\r\n",
+    };
+    for (size_t i = 0; i < sizeof down / sizeof down[0]; i++) {
+        redisReply *r = parse_resp(down[i]);
+        if (!resil__fleet_unavailable(r))
+            fail_msg("'%s' not taken for Redis being unable to serve", down[i]);
+        freeReplyObject(r);
+    }
+    for (size_t i = 0; i < sizeof one_command / sizeof one_command[0]; i++) {
+        redisReply *r = parse_resp(one_command[i]);
+        if (resil__fleet_unavailable(r))
+            fail_msg("'%s' taken for Redis being unable to serve", one_command[i]);
+        freeReplyObject(r);
+    }
+}
+
 /* ---- published messages --------------------------------------------------------- */
 
 static bool parses(redisReply *m, fleet_state *s, char *name, size_t cap)
@@ -403,6 +446,7 @@ int main(void)
         T(every_field_accepts_the_bounds_the_script_can_reach),
         T(the_missing_key_answer_is_taken_only_from_status),
         T(a_lease_answer_is_exactly_two_counts),
+        T(error_replies_that_say_redis_cannot_serve_are_told_apart),
         T(a_published_state_change_decodes_with_its_name),
         T(subscription_replies_that_are_not_messages_are_ignored),
         T(a_message_with_a_number_out_of_range_or_no_name_is_ignored),
