@@ -28,6 +28,16 @@
 
 static redis_server *server;
 
+/* Set-up that fails leaves nothing worth measuring: say what, and stop. */
+static void must(int rc, const resil_err *err, const char *what)
+{
+    if (rc == 0)
+        return;
+    fprintf(stderr, "bench_redis: %s: %s\n", what,
+            err != NULL && err->code == rc ? err->message : resil_strerror(rc));
+    exit(1);
+}
+
 /* ---- throughput in the closed state ---------------------------------------- */
 
 typedef struct target {
@@ -212,16 +222,17 @@ static pair make_pair(const char *name, uint32_t threshold)
     resil_redis_opts o;
     resil_redis_opts_default(&o);
     o.url = redis_server_url(server);
-    resil_redis_new(&o, &p.ra, NULL);
-    resil_redis_new(&o, &p.rb, NULL);
+    resil_err err;
+    must(resil_redis_new(&o, &p.ra, &err), &err, "client A");
+    must(resil_redis_new(&o, &p.rb, &err), &err, "client B");
     resil_redis_breaker_opts bo;
     resil_redis_breaker_opts_default(&bo);
     bo.name = name;
     bo.rules.kind = RESIL_BREAKER_CONSECUTIVE;
     bo.rules.failure_threshold = threshold;
     bo.rules.break_duration = RESIL_S(60);
-    resil_redis_breaker_new(p.ra, &bo, &p.a, NULL);
-    resil_redis_breaker_new(p.rb, &bo, &p.b, NULL);
+    must(resil_redis_breaker_new(p.ra, &bo, &p.a, &err), &err, "breaker A");
+    must(resil_redis_breaker_new(p.rb, &bo, &p.b, &err), &err, "breaker B");
     return p;
 }
 
@@ -304,17 +315,14 @@ int main(void)
     resil_breaker_opts rules;
     resil_breaker_opts_default(&rules);
     resil_breaker *local = NULL;
-    resil_breaker_new(&rules, &local, NULL);
+    resil_err err;
+    must(resil_breaker_new(&rules, &local, &err), &err, "local breaker");
 
     resil_redis_opts o;
     resil_redis_opts_default(&o);
     o.url = redis_server_url(server);
     resil_redis *r = NULL;
-    resil_err err;
-    if (resil_redis_new(&o, &r, &err) != 0) {
-        fprintf(stderr, "bench_redis: %s\n", err.message);
-        return 1;
-    }
+    must(resil_redis_new(&o, &r, &err), &err, "client");
     resil_redis_breaker_opts fleet, per_instance;
     resil_redis_breaker_opts_default(&fleet);
     fleet.name = "bench-fleet";
@@ -322,8 +330,9 @@ int main(void)
     per_instance.name = "bench-local-counting";
     per_instance.counting = RESIL_REDIS_COUNT_LOCAL;
     resil_redis_breaker *shared = NULL, *shared_local = NULL;
-    resil_redis_breaker_new(r, &fleet, &shared, NULL);
-    resil_redis_breaker_new(r, &per_instance, &shared_local, NULL);
+    must(resil_redis_breaker_new(r, &fleet, &shared, &err), &err, "shared breaker");
+    must(resil_redis_breaker_new(r, &per_instance, &shared_local, &err), &err,
+         "shared breaker, local counting");
 
     throughput(local, shared, 1, "redis_breaker_closed_1t", "local_breaker_closed_1t");
     throughput(local, shared, 4, "redis_breaker_closed_4t", "local_breaker_closed_4t");
@@ -339,9 +348,9 @@ int main(void)
     /* One client holding one breaker: the commands are that breaker's. */
     target lt = {local, NULL, 1};
     bench_result base = bench_run("local_breaker_closed_1t", calls, &lt);
-    resil_redis_new(&o, &r, NULL);
+    must(resil_redis_new(&o, &r, &err), &err, "client");
     fleet.name = "bench-commands";
-    resil_redis_breaker_new(r, &fleet, &shared, NULL);
+    must(resil_redis_breaker_new(r, &fleet, &shared, &err), &err, "shared breaker");
     commands_per_calls(shared, base, "redis_commands_busy", 2.0, 0);
     commands_per_calls(shared, base, "redis_commands_at_1000_calls_per_s", 2.0, 1000);
     resil_redis_breaker_free(shared);
