@@ -3,11 +3,17 @@
  * libcurl clients and a counting upstream, with a SQLite store in a
  * temporary directory. What the tests count is what the upstream saw.
  *
- * The clients that meet a 409 retry after the Retry-After the gateway
- * sent, with the same key — what `resil http --idempotency-key` does.
+ * The libcurl clients that meet a 409 retry after the Retry-After the
+ * gateway sent, with the same key; one test runs `resil http
+ * --idempotency-key` itself as those clients, so the pair is tested as a
+ * user runs it.
  */
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -265,6 +271,130 @@ static void fifty_concurrent_posts_with_one_key_reach_the_upstream_once(void **s
     for (int i = 0; i < CLIENTS; i++)
         free(c[i].body);
     print_message("      %d conflicts (409) were retried by %d clients\n", conflicts, CLIENTS);
+}
+
+/* ---- fifty `resil http` processes, one key ---------------------------------- */
+
+/* The same race with the real client a user runs: each process is
+ * `resil http` with the one key, so the 409s are retried by its own
+ * classification (409 + Retry-After + Idempotency-Key is transient) and
+ * Retry-After handling, not by test code. Each writes its body to a file
+ * and its attempt record (--log json) to another; -s would silence that
+ * record, so it is left out. */
+
+#define CLI_CLIENTS 50
+#define CLI_KEY "k-resil-http-50"
+
+typedef struct cli_client {
+    pid_t pid;
+    int status;
+    char out[640];
+    char log[640];
+} cli_client;
+
+static pid_t spawn_resil_http(const env *e, cli_client *c)
+{
+    char url[256];
+    url_of(e, "/orders", url, sizeof url);
+    const char *argv[] = {resil_binary(), "http", "-X", "POST", "-d", "{\"order\":\"same\"}",
+                          "--idempotency-key", CLI_KEY, "--attempts", "10", "--delay", "50ms",
+                          "--max-delay", "200ms", "--log", "json", "-o", c->out, url, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, c->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc == 0 ? pid : -1;
+}
+
+/* Wait for every client, at most a minute in all; stragglers are killed and
+ * reported with status -1. */
+static void wait_for_clients(cli_client *c, int n)
+{
+    int left = n;
+    for (int tick = 0; tick < 6000 && left > 0; tick++) {
+        for (int i = 0; i < n; i++) {
+            int st;
+            if (c[i].pid <= 0 || waitpid(c[i].pid, &st, WNOHANG) != c[i].pid)
+                continue;
+            c[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+            c[i].pid = 0;
+            left--;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        if (c[i].pid <= 0)
+            continue;
+        kill(c[i].pid, SIGKILL);
+        waitpid(c[i].pid, NULL, 0);
+        c[i].status = -1;
+    }
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return strdup("");
+    char *buf = calloc(1, 1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The attempts of a run, from its --log json stop line; 0 if absent. */
+static int attempts_in(const char *log)
+{
+    const char *stop = strstr(log, "{\"stop\":\"succeeded\",\"attempts\":");
+    return stop ? atoi(stop + strlen("{\"stop\":\"succeeded\",\"attempts\":")) : 0;
+}
+
+static void concurrent_resil_http_clients_with_one_key_reach_the_upstream_once(void **state)
+{
+    env *e = *state;
+    /* Long enough that the later processes start while the first request is
+     * held, even on a loaded machine under a sanitizer. */
+    upstream_set_delay_ms(e->up, 2000);
+    start_gateway(e, NULL);
+    cli_client c[CLI_CLIENTS];
+    for (int i = 0; i < CLI_CLIENTS; i++) {
+        c[i] = (cli_client){.status = -1};
+        snprintf(c[i].out, sizeof c[i].out, "%s/client-%d.out", e->dir, i);
+        snprintf(c[i].log, sizeof c[i].log, "%s/client-%d.log", e->dir, i);
+        c[i].pid = spawn_resil_http(e, &c[i]);
+    }
+    wait_for_clients(c, CLI_CLIENTS);
+    assert_int_equal(upstream_requests(e->up), 1);
+    char key[64];
+    upstream_last_header(e->up, "Idempotency-Key", key, sizeof key);
+    assert_string_equal(key, CLI_KEY);
+    char *first = slurp(c[0].out);
+    assert_non_null(strstr(first, "\"n\":1,\"method\":\"POST\""));
+    int retried = 0;
+    for (int i = 0; i < CLI_CLIENTS; i++) {
+        char *body = slurp(c[i].out), *log = slurp(c[i].log);
+        if (c[i].status != 0)
+            fail_msg("client %d exited %d:\n%s", i, c[i].status, log);
+        assert_string_equal(body, first);
+        int attempts = attempts_in(log);
+        assert_true(attempts >= 1);
+        if (attempts > 1) {
+            assert_non_null(strstr(log, "\"status\":409"));
+            retried++;
+        }
+        free(body);
+        free(log);
+    }
+    free(first);
+    assert_true(retried >= 1);
+    assert_true(gateway_log_contains(&e->gw, "idempotency=in-progress"));
+    print_message("      %d of %d resil http clients retried a 409\n", retried, CLI_CLIENTS);
 }
 
 /* ---- failures release the key ---------------------------------------------- */
@@ -646,6 +776,7 @@ int main(void)
         GW_CASE(same_key_on_another_query_is_422),
         GW_CASE(post_while_the_first_runs_is_409_with_retry_after),
         GW_CASE(fifty_concurrent_posts_with_one_key_reach_the_upstream_once),
+        GW_CASE(concurrent_resil_http_clients_with_one_key_reach_the_upstream_once),
         GW_CASE(upstream_503_releases_the_key_so_the_retry_runs),
         GW_CASE(upstream_429_releases_the_key_too),
         GW_CASE(client_error_from_the_upstream_is_saved_and_replayed),
