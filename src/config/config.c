@@ -40,6 +40,34 @@ int resil_config_parse(const char *text, size_t len, resil_config **out,
     return rc;
 }
 
+/* Read the whole file, growing the buffer as it fills: a configuration is a
+ * few kilobytes, so reserving the 16 MiB limit up front would be waste. */
+static int read_all(FILE *f, char **text, size_t *len)
+{
+    size_t cap = 8192, n = 0, got;
+    char *buf = malloc(cap);
+    if (buf == NULL)
+        return RESIL_ENOMEM;
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n < cap)
+            continue;
+        if (cap > FILE_MAX) /* one byte past the limit: the caller refuses it */
+            break;
+        size_t want = cap * 2 > FILE_MAX + 1 ? FILE_MAX + 1 : cap * 2;
+        char *grown = realloc(buf, want);
+        if (grown == NULL) {
+            free(buf);
+            return RESIL_ENOMEM;
+        }
+        buf = grown;
+        cap = want;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
 static int read_file(const char *path, char **text, size_t *len, resil_config_diags *diags)
 {
     FILE *f = fopen(path, "rb");
@@ -47,12 +75,13 @@ static int read_file(const char *path, char **text, size_t *len, resil_config_di
         resil__diag_add(diags, path, 0, 0, "cannot open: %s", strerror(errno));
         return RESIL_EIO;
     }
-    char *buf = malloc(FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, FILE_MAX + 1, f) : 0;
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = read_all(f, &buf, &n);
     int failed = ferror(f);
     fclose(f);
-    if (buf == NULL)
-        return RESIL_ENOMEM;
+    if (rc != 0)
+        return rc;
     if (failed || n > FILE_MAX) {
         resil__diag_add(diags, path, 0, 0, failed ? "cannot read" : "larger than %u MiB",
                         FILE_MAX >> 20);

@@ -381,6 +381,53 @@ static void a_file_loads_like_text(void **state)
     free(dir);
 }
 
+/* A file of `pad` spaces followed by `json`. */
+static char *write_padded(const char *dir, const char *name, size_t pad, const char *json)
+{
+    char *path = malloc(strlen(dir) + strlen(name) + 2);
+    sprintf(path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (size_t i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputs(json, f);
+    fclose(f);
+    return path;
+}
+
+static void a_file_larger_than_the_first_buffer_loads_whole(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char *path = write_padded(dir, "big.json", 100000, "{\"Resilience\": {\"Retry\": {\"a\": {}}}}");
+    resil_config *c;
+    assert_int_equal(resil_config_load_file(path, &c, NULL), 0);
+    assert_int_equal(resil_config_count(c, RESIL_CONFIG_RETRY), 1);
+    resil_config_free(c);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+static void a_file_over_16_mib_is_refused_naming_the_limit(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char *path = write_padded(dir, "huge.json", (16u << 20) - 1, "{}");
+    resil_config *c;
+    resil_config_diags d = {0};
+    assert_int_equal(resil_config_load_file(path, &c, &d), RESIL_EIO);
+    assert_null(c);
+    assert_int_equal(d.len, 1);
+    char line[1024];
+    resil_config_diag_format(&d.items[0], line, sizeof line);
+    assert_non_null(strstr(line, "huge.json: larger than 16 MiB"));
+    resil_config_diags_free(&d);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
 static void a_missing_file_is_an_io_error_naming_it(void **state)
 {
     (void)state;
@@ -456,6 +503,8 @@ int main(void)
         cmocka_unit_test(a_name_must_be_short_and_printable),
         cmocka_unit_test(a_section_must_be_an_object),
         cmocka_unit_test(a_file_loads_like_text),
+        cmocka_unit_test(a_file_larger_than_the_first_buffer_loads_whole),
+        cmocka_unit_test(a_file_over_16_mib_is_refused_naming_the_limit),
         cmocka_unit_test(a_missing_file_is_an_io_error_naming_it),
         cmocka_unit_test(diagnostics_write_as_json),
         cmocka_unit_test(null_arguments_are_refused),
