@@ -1,8 +1,8 @@
 /*
- * gateway.h — `resil gateway`, shared between its three files:
- * cmd_gateway.c (options and lifecycle), gateway_http.c (the listening side
- * and the idempotency rules) and gateway_upstream.c (forwarding with
- * libcurl). Internal to the tool.
+ * gateway.h — `resil gateway`, shared between its files: cmd_gateway.c
+ * (options and lifecycle), gateway_http.c (the listening side: framing and
+ * answers), gateway_rules.c (the idempotency rules) and gateway_upstream.c
+ * (forwarding with libcurl). Internal to the tool.
  */
 #ifndef RESIL_CLI_GATEWAY_H
 #define RESIL_CLI_GATEWAY_H
@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include <microhttpd.h>
 
 #include "resil.h"
 #include "resil/store.h"
@@ -87,8 +89,51 @@ void gw_reply_free(gw_reply *r);
 bool gw_hop_by_hop(const char *name, size_t len);
 
 /* gateway_http.c */
+
+/* One request, from its first line to its last byte. */
+typedef struct gw_req {
+    gateway *gw;
+    char *target;   /* raw path and query */
+    gw_buf body;
+    bool started;
+    resil_instant start;
+    const char *idem; /* what the idempotency rules did, for the log */
+    char note[300];   /* extra log detail */
+} gw_req;
+
+/* An answer to the client. */
+typedef struct gw_answer {
+    int status;
+    const char *headers; /* "Name: value\r\n" lines; may be NULL */
+    size_t headers_len;
+    const void *body;
+    size_t body_len;
+    bool replayed;
+    const char *retry_after;
+    const char *content_type;
+} gw_answer;
+
+void gw_client_ip(struct MHD_Connection *conn, char *buf, size_t cap);
+enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn, const char *method,
+                               const gw_answer *a);
+/* A short JSON error of the gateway's own. */
+enum MHD_Result gw_send_error(gw_req *r, struct MHD_Connection *conn, const char *method,
+                              int status, const char *code, const char *message,
+                              const char *retry_after);
+/* The upstream's reply, or 502/504 when none arrived. */
+enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn, const char *method,
+                              const gw_reply *up);
+
 int gw_http_start(gateway *gw, int listen_fd, bool ipv6);
 /* Stop accepting, let in-flight requests finish (up to `grace`), stop. */
 void gw_http_stop(gateway *gw, resil_duration grace);
+
+/* gateway_rules.c */
+bool gw_guarded_method(const gw_config *cfg, const char *method);
+/* An unguarded request: forward it and answer what the upstream said. */
+enum MHD_Result gw_pass_through(gw_req *r, struct MHD_Connection *conn, const char *method);
+/* A guarded request with an Idempotency-Key: the idempotency rules. */
+enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn, const char *method,
+                           const char *key);
 
 #endif

@@ -1,14 +1,12 @@
 /*
- * gateway_http.c — the listening side of `resil gateway`, and the
- * idempotency rules it applies to each request.
+ * gateway_http.c — the listening side of `resil gateway`: framing each
+ * request and sending each answer. The idempotency rules it applies to a
+ * guarded request are in gateway_rules.c.
  *
  * libmicrohttpd runs one thread per connection, so a request may block on
  * the store and on the upstream without stalling anyone else, and no
  * event-loop state machine is needed for what is, per request, a straight
- * line: collect the body, ask the store, forward or answer, record. The
- * rules live in one function (guarded()) that reads like the protocol:
- * first → forward and save (or release on a failure the client should
- * retry), replay → the saved answer, in progress → 409, mismatch → 422.
+ * line: collect the body, ask the store, forward or answer, record.
  * Every request is counted in flight from its first line to its last byte,
  * which is what lets SIGTERM wait for exactly the work that is under way.
  */
@@ -24,15 +22,6 @@
 
 #include "gateway.h"
 
-typedef struct gw_req {
-    gateway *gw;
-    char *target;   /* raw path and query */
-    gw_buf body;
-    bool started;
-    resil_instant start;
-    const char *idem; /* what the idempotency rules did, for the log */
-    char note[300];   /* extra log detail */
-} gw_req;
 
 /* ---- bookkeeping --------------------------------------------------------- */
 
@@ -73,7 +62,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
     pthread_mutex_unlock(&gw->mu);
 }
 
-static void client_ip(struct MHD_Connection *conn, char *buf, size_t cap)
+void gw_client_ip(struct MHD_Connection *conn, char *buf, size_t cap)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -152,19 +141,8 @@ static void add_saved_headers(struct MHD_Response *resp, const char *blob, size_
     }
 }
 
-typedef struct answer {
-    int status;
-    const char *headers; /* "Name: value\r\n" lines; may be NULL */
-    size_t headers_len;
-    const void *body;
-    size_t body_len;
-    bool replayed;
-    const char *retry_after;
-    const char *content_type;
-} answer;
-
-static enum MHD_Result send_answer(gw_req *r, struct MHD_Connection *conn,
-                                   const char *method, const answer *a)
+enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn,
+                                   const char *method, const gw_answer *a)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         a->body_len, (void *)(a->body_len ? a->body : ""), MHD_RESPMEM_MUST_COPY);
@@ -186,159 +164,37 @@ static enum MHD_Result send_answer(gw_req *r, struct MHD_Connection *conn,
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)a->status, resp);
     MHD_destroy_response(resp);
     char ip[64];
-    client_ip(conn, ip, sizeof ip);
+    gw_client_ip(conn, ip, sizeof ip);
     access_log(r, ip, method, a->status, a->body_len);
     return ret;
 }
 
 /* A short JSON error of the gateway's own. */
-static enum MHD_Result send_error(gw_req *r, struct MHD_Connection *conn,
+enum MHD_Result gw_send_error(gw_req *r, struct MHD_Connection *conn,
                                   const char *method, int status, const char *code,
                                   const char *message, const char *retry_after)
 {
     char body[512];
     int n = snprintf(body, sizeof body, "{\"error\":\"%s\",\"message\":\"%s\"}\n", code,
                      message);
-    answer a = {.status = status, .body = body, .body_len = (size_t)n,
+    gw_answer a = {.status = status, .body = body, .body_len = (size_t)n,
                 .retry_after = retry_after, .content_type = "application/json"};
-    return send_answer(r, conn, method, &a);
+    return gw_send_answer(r, conn, method, &a);
 }
 
-static enum MHD_Result send_reply(gw_req *r, struct MHD_Connection *conn,
+enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn,
                                   const char *method, const gw_reply *up)
 {
     if (up->curl_code != 0)
         return up->timed_out
-                   ? send_error(r, conn, method, 504, "upstream_timeout",
+                   ? gw_send_error(r, conn, method, 504, "upstream_timeout",
                                 "the upstream did not answer in time", NULL)
-                   : send_error(r, conn, method, 502, "upstream_unavailable",
+                   : gw_send_error(r, conn, method, 502, "upstream_unavailable",
                                 "the upstream could not be reached", NULL);
-    answer a = {.status = (int)up->status, .headers = up->headers.p,
+    gw_answer a = {.status = (int)up->status, .headers = up->headers.p,
                 .headers_len = up->headers.len, .body = up->body.p,
                 .body_len = up->body.len};
-    return send_answer(r, conn, method, &a);
-}
-
-/* ---- the rules ----------------------------------------------------------- */
-
-static bool guarded_method(const gw_config *cfg, const char *method)
-{
-    for (size_t i = 0; i < cfg->n_methods; i++) {
-        if (strcmp(cfg->methods[i], method) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* Answers the client should retry were not a result: give the key back. */
-static bool retry_worthy(const gw_reply *up)
-{
-    return up->curl_code != 0 || up->status >= 500 || up->status == 408 ||
-           up->status == 429;
-}
-
-static void forward(gw_req *r, struct MHD_Connection *conn, const char *method,
-                    gw_reply *up)
-{
-    char ip[64];
-    client_ip(conn, ip, sizeof ip);
-    gw_forward f = {.method = method, .target = r->target, .client_ip = ip,
-                    .body = r->body.p, .body_len = r->body.len, .conn = conn};
-    gw_upstream_send(r->gw, &f, up);
-    if (up->curl_code != 0)
-        snprintf(r->note, sizeof r->note, "upstream_error=\"%s\"", up->error);
-}
-
-static enum MHD_Result pass_through(gw_req *r, struct MHD_Connection *conn,
-                                    const char *method)
-{
-    gw_reply up;
-    forward(r, conn, method, &up);
-    enum MHD_Result ret = send_reply(r, conn, method, &up);
-    gw_reply_free(&up);
-    return ret;
-}
-
-/* First: run it upstream; save what it answered, or release the key. */
-static enum MHD_Result run_first(gw_req *r, struct MHD_Connection *conn,
-                                 const char *method, const resil_store_key *k,
-                                 uint64_t lease)
-{
-    gateway *gw = r->gw;
-    gw_reply up;
-    resil_err err = {0};
-    forward(r, conn, method, &up);
-    if (retry_worthy(&up)) {
-        r->idem = "released";
-        if (resil_store_release(gw->store, k, lease, &err) != 0)
-            fprintf(stderr, "resil gateway: release failed: %s\n", err.message);
-    } else {
-        resil_store_response saved = {.status = (int)up.status,
-                                      .headers = up.headers.p,
-                                      .headers_len = up.headers.len,
-                                      .body = up.body.p,
-                                      .body_len = up.body.len};
-        if (resil_store_complete(gw->store, k, lease, &saved, &err) != 0)
-            fprintf(stderr, "resil gateway: saving the response failed: %s\n",
-                    err.message);
-    }
-    enum MHD_Result ret = send_reply(r, conn, method, &up);
-    gw_reply_free(&up);
-    return ret;
-}
-
-static enum MHD_Result guarded(gw_req *r, struct MHD_Connection *conn,
-                               const char *method, const char *key)
-{
-    gateway *gw = r->gw;
-    const char *tenant = "";
-    if (gw->cfg.tenant_header != NULL) {
-        tenant = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, gw->cfg.tenant_header);
-        if (tenant == NULL || *tenant == '\0' || strlen(tenant) > RESIL_STORE_FIELD_MAX) {
-            r->idem = "bad-tenant";
-            return send_error(r, conn, method, 400, "tenant_required",
-                              "this gateway needs a tenant header of 1 to 255 bytes", NULL);
-        }
-    }
-    if (*key == '\0' || strlen(key) > RESIL_STORE_FIELD_MAX) {
-        r->idem = "bad-key";
-        return send_error(r, conn, method, 400, "invalid_idempotency_key",
-                          "Idempotency-Key must be 1 to 255 bytes", NULL);
-    }
-    uint8_t hash[RESIL_SHA256_LEN];
-    resil_store_request_hash(method, r->target, r->body.p, r->body.len, hash);
-    resil_store_key k = {.tenant = tenant, .operation = gw->cfg.operation, .key = key};
-    resil_store_result res;
-    resil_store_result_init(&res);
-    resil_err err = {0};
-    enum MHD_Result ret;
-    if (resil_store_begin(gw->store, &k, hash, &res, &err) != 0) {
-        r->idem = "store-error";
-        fprintf(stderr, "resil gateway: %s\n", err.message);
-        ret = send_error(r, conn, method, 503, "store_unavailable",
-                         "the idempotency store is unavailable; retry later", "1");
-    } else if (res.verdict == RESIL_STORE_FIRST) {
-        r->idem = "first";
-        ret = run_first(r, conn, method, &k, res.lease);
-    } else if (res.verdict == RESIL_STORE_REPLAY) {
-        r->idem = "replay";
-        answer a = {.status = res.status, .headers = res.headers,
-                    .headers_len = res.headers_len, .body = res.body,
-                    .body_len = res.body_len, .replayed = true};
-        ret = send_answer(r, conn, method, &a);
-    } else if (res.verdict == RESIL_STORE_IN_PROGRESS) {
-        r->idem = "in-progress";
-        ret = send_error(r, conn, method, 409, "request_in_progress",
-                         "a request with this Idempotency-Key is still being processed; "
-                         "retry later",
-                         "1");
-    } else {
-        r->idem = "mismatch";
-        ret = send_error(r, conn, method, 422, "idempotency_key_reused",
-                         "this Idempotency-Key was used with a different request", NULL);
-    }
-    resil_store_result_free(&res);
-    return ret;
+    return gw_send_answer(r, conn, method, &a);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -361,23 +217,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     }
     if (r->body.overflow) {
         r->idem = "too-large";
-        return send_error(r, conn, method, 413, "body_too_large",
+        return gw_send_error(r, conn, method, 413, "body_too_large",
                           "the request body is larger than the gateway accepts", NULL);
     }
     if (strcmp(url, "/healthz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
         r->idem = "health";
-        answer a = {.status = 200, .body = "ok\n", .body_len = 3, .content_type = "text/plain"};
-        return send_answer(r, conn, method, &a);
+        gw_answer a = {.status = 200, .body = "ok\n", .body_len = 3, .content_type = "text/plain"};
+        return gw_send_answer(r, conn, method, &a);
     }
     const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
-    if (!guarded_method(&r->gw->cfg, method) || (key == NULL && !r->gw->cfg.require_key))
-        return pass_through(r, conn, method);
+    if (!gw_guarded_method(&r->gw->cfg, method) || (key == NULL && !r->gw->cfg.require_key))
+        return gw_pass_through(r, conn, method);
     if (key == NULL) {
         r->idem = "missing";
-        return send_error(r, conn, method, 400, "idempotency_key_required",
+        return gw_send_error(r, conn, method, 400, "idempotency_key_required",
                           "this request needs an Idempotency-Key header", NULL);
     }
-    return guarded(r, conn, method, key);
+    return gw_guarded(r, conn, method, key);
 }
 
 /* ---- start and stop ------------------------------------------------------ */
