@@ -411,14 +411,30 @@ void resil_store_free(resil_store *s)
 
 const char *resil_store_backend(const resil_store *s) { return s->be->name; }
 
+/* Printable ASCII only: what an Idempotency-Key header's structured-field
+ * string can carry. A control byte or a non-ASCII one would be stored by
+ * SQLite as given and refused by PostgreSQL (an invalid UTF-8 sequence) on
+ * every attempt, so it is refused here, once, as the caller's error. */
 static int check_field(const char *name, const char *v, bool required, resil_err *err)
 {
     if (required && (v == NULL || *v == '\0'))
         return resil_err_set(err, RESIL_EINVAL, "store: the %s must not be empty", name);
-    if (v != NULL && strlen(v) > RESIL_STORE_FIELD_MAX)
+    if (v == NULL)
+        return 0;
+    size_t len = strlen(v);
+    if (len > RESIL_STORE_FIELD_MAX)
         return resil_err_set(err, RESIL_EINVAL,
                              "store: the %s must be at most %d bytes, got %zu", name,
-                             RESIL_STORE_FIELD_MAX, strlen(v));
+                             RESIL_STORE_FIELD_MAX, len);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x20 || c > 0x7e)
+            return resil_err_set(err, RESIL_EINVAL,
+                                 "store: the %s must be %s%d printable ASCII characters "
+                                 "(0x20-0x7E); byte %zu is 0x%02X",
+                                 name, required ? "1 to " : "0 to ", RESIL_STORE_FIELD_MAX,
+                                 i, c);
+    }
     return 0;
 }
 

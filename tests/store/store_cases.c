@@ -382,6 +382,51 @@ static void bad_keys_are_refused_by_name(void **state)
     assert_int_equal(f->res.verdict, RESIL_STORE_FIRST);
 }
 
+/* Tab, a control byte, DEL and a non-ASCII byte: each refused as the
+ * caller's error, before any database sees it, naming the byte. */
+static void keys_outside_printable_ascii_are_refused_naming_the_byte(void **state)
+{
+    fixture *f = *state;
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_err err = {0};
+    resil_store_key k = {.key = "k-1\tx"};
+    assert_int_equal(resil_store_begin(f->s, &k, h, &f->res, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the key must be 1 to 255 printable ASCII "
+                                     "characters (0x20-0x7E); byte 3 is 0x09");
+    k.key = "\x01";
+    assert_int_equal(resil_store_begin(f->s, &k, h, &f->res, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the key must be 1 to 255 printable ASCII "
+                                     "characters (0x20-0x7E); byte 0 is 0x01");
+    k.key = "k\x7f";
+    assert_int_equal(resil_store_begin(f->s, &k, h, &f->res, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the key must be 1 to 255 printable ASCII "
+                                     "characters (0x20-0x7E); byte 1 is 0x7F");
+    k = (resil_store_key){.tenant = "caf\xc3\xa9", .key = "k"};
+    assert_int_equal(resil_store_begin(f->s, &k, h, &f->res, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the tenant must be 0 to 255 printable ASCII "
+                                     "characters (0x20-0x7E); byte 3 is 0xC3");
+    k = (resil_store_key){.operation = "op\xff", .key = "k"};
+    resil_store_response r = {.status = 200};
+    assert_int_equal(resil_store_complete(f->s, &k, 1, &r, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the operation must be 0 to 255 printable ASCII "
+                                     "characters (0x20-0x7E); byte 2 is 0xFF");
+    assert_int_equal(resil_store_release(f->s, &k, 1, &err), RESIL_EINVAL);
+}
+
+static void every_printable_ascii_character_is_a_valid_key(void **state)
+{
+    fixture *f = *state;
+    char all[0x7f - 0x20 + 1];
+    for (int c = 0x20; c < 0x7f; c++)
+        all[c - 0x20] = (char)c;
+    all[sizeof all - 1] = '\0';
+    assert_int_equal(begin_key(f, f->s, all, "a"), RESIL_STORE_FIRST);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = all};
+    complete_with(f, &k, f->res.lease, 201, NULL, "ok", 2);
+    assert_int_equal(begin_key(f, f->s, all, "a"), RESIL_STORE_REPLAY);
+}
+
 static void missing_arguments_are_refused(void **state)
 {
     fixture *f = *state;
@@ -484,6 +529,8 @@ static const struct CMUnitTest store_cases[] = {
     CASE(purge_deletes_records_older_than_the_retention),
     CASE(saved_responses_survive_a_new_store_handle),
     CASE(bad_keys_are_refused_by_name),
+    CASE(keys_outside_printable_ascii_are_refused_naming_the_byte),
+    CASE(every_printable_ascii_character_is_a_valid_key),
     CASE(missing_arguments_are_refused),
     CASE(racing_handles_get_exactly_one_first),
     CASE(racing_threads_on_one_handle_get_exactly_one_first),
