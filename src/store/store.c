@@ -348,7 +348,8 @@ static int run_call(resil_store *s, store_call *call, resil_err *err)
         return rc;
     if (res.stop == RESIL_STOP_SUCCEEDED)
         return 0;
-    int code = res.final.kind == RESIL_TRANSIENT ? RESIL_EBUSY : RESIL_EBACKEND;
+    bool busy = res.final.kind == RESIL_TRANSIENT || res.final.kind == STORE_UNAVAILABLE;
+    int code = busy ? RESIL_EBUSY : RESIL_EBACKEND;
     return resil_err_set(err, code, "store: %s: %s (%s, %s after %u attempt%s)",
                          s->be->name, a.msg, res.final.detail, resil_stop_name(res.stop),
                          res.attempts, res.attempts == 1 ? "" : "s");

@@ -58,10 +58,22 @@ typedef struct store_backend {
     int (*conn_new)(const store_config *cfg, store_conn **out);
     void (*conn_free)(store_conn *c);
     /* Run the call as one transaction, connecting first if needed. A
-     * failure's kind is RESIL_TRANSIENT when the whole transaction may be
-     * run again; the database's full message goes to msg. */
+     * failure's kind says its class (see STORE_UNAVAILABLE); the database's
+     * full message goes to msg. */
     resil_outcome (*run)(store_conn *c, store_call *call, char *msg, size_t cap);
 } store_backend;
+
+/* A failure's kind sorts it into the three classes of store.h:
+ *   RESIL_TRANSIENT    worth running the whole transaction again now
+ *                      (locked, a serialization failure, a lost connection);
+ *                      RESIL_EBUSY once the retry policy runs out;
+ *   STORE_UNAVAILABLE  the database cannot serve and will not within the
+ *                      retry policy (a full disk, an I/O error): RESIL_EBUSY
+ *                      at once, without spending the attempts;
+ *   RESIL_PERMANENT    a retry cannot change it (a constraint, a schema or a
+ *                      data error): RESIL_EBACKEND at once.
+ * The retry policy's default classifier retries only the first. */
+#define STORE_UNAVAILABLE ((resil_kind)(RESIL_KIND_USER + 1))
 
 extern const store_backend resil__store_sqlite;
 extern const store_backend resil__store_pg;

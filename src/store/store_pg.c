@@ -195,6 +195,20 @@ static resil_outcome fail_local(store_conn *c, const char *text, char *msg, size
     return resil__store_fail(RESIL_PERMANENT, 0, text, text, msg, cap);
 }
 
+/* Retried: what the public classifier names. Unavailable without spending
+ * the retries: the server is out of resources (class 53: disk full, out of
+ * memory; 53300, too many connections, is retried) or reports a system I/O
+ * error (class 58). Anything else, data (22), constraint (23), syntax and
+ * schema (42) errors among them, is permanent. */
+static resil_kind pg_kind(const char *state)
+{
+    if (resil_store_pg_transient(state))
+        return RESIL_TRANSIENT;
+    if (strncmp(state, "53", 2) == 0 || strncmp(state, "58", 2) == 0)
+        return STORE_UNAVAILABLE;
+    return RESIL_PERMANENT;
+}
+
 /* A failure the server (or libpq) reported: classify by SQLSTATE. A
  * connection that is gone has no SQLSTATE; it counts as 08006. Clears res. */
 static resil_outcome fail(store_conn *c, PGresult *res, char *msg, size_t cap)
@@ -211,8 +225,7 @@ static resil_outcome fail(store_conn *c, PGresult *res, char *msg, size_t cap)
     reset_conn(c);
     char detail[32];
     snprintf(detail, sizeof detail, "SQLSTATE %s", state);
-    resil_kind kind = resil_store_pg_transient(state) ? RESIL_TRANSIENT : RESIL_PERMANENT;
-    return resil__store_fail(kind, 0, detail, text, msg, cap);
+    return resil__store_fail(pg_kind(state), 0, detail, text, msg, cap);
 }
 
 static bool ok(const PGresult *r)
@@ -407,8 +420,18 @@ bool resil_store_pg_transient(const char *sqlstate)
 {
     if (sqlstate == NULL)
         return false;
-    return strcmp(sqlstate, "40001") == 0 || strcmp(sqlstate, "40P01") == 0 ||
-           strcmp(sqlstate, "57P01") == 0 || strncmp(sqlstate, "08", 2) == 0;
+    static const char *const exact[] = {
+        "40001", /* serialization_failure */
+        "40P01", /* deadlock_detected */
+        "57P01", /* admin_shutdown: the server is stopping or killed us */
+        "57P02", /* crash_shutdown: another backend crashed, it restarts */
+        "57P03", /* cannot_connect_now: starting up, in recovery */
+        "53300", /* too_many_connections */
+    };
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (strcmp(sqlstate, exact[i]) == 0)
+            return true;
+    return strncmp(sqlstate, "08", 2) == 0; /* connection_exception */
 }
 
 const store_backend resil__store_pg = {

@@ -104,6 +104,22 @@ static void conn_free(store_conn *c)
     free(c);
 }
 
+/* BUSY and LOCKED heal in milliseconds: retried. A full disk or an I/O
+ * error does not heal that fast, but it is the database that cannot serve,
+ * not the request that is wrong: unavailable (RESIL_EBUSY, so the client
+ * tries again later and a journal takes completions). Anything else (a
+ * constraint, a missing table, a file that cannot be opened or is not a
+ * database) is permanent. */
+static resil_kind sqlite_kind(int rc)
+{
+    if (resil_store_sqlite_transient(rc))
+        return RESIL_TRANSIENT;
+    int primary = rc & 0xff;
+    if (primary == SQLITE_FULL || primary == SQLITE_IOERR)
+        return STORE_UNAVAILABLE;
+    return RESIL_PERMANENT;
+}
+
 /* A failed step: capture the message, roll back what is open, classify. */
 static resil_outcome fail(store_conn *c, int rc, char *msg, size_t cap)
 {
@@ -114,8 +130,7 @@ static resil_outcome fail(store_conn *c, int rc, char *msg, size_t cap)
         sqlite3_step(c->st[ST_ROLLBACK]);
         sqlite3_reset(c->st[ST_ROLLBACK]);
     }
-    resil_kind kind = resil_store_sqlite_transient(rc) ? RESIL_TRANSIENT : RESIL_PERMANENT;
-    return resil__store_fail(kind, rc, sqlite3_errstr(rc), text, msg, cap);
+    return resil__store_fail(sqlite_kind(rc), rc, sqlite3_errstr(rc), text, msg, cap);
 }
 
 static int connect_db(store_conn *c)

@@ -222,11 +222,11 @@ static void other_sqlite_codes_are_not_transient(void **state)
         assert_false(resil_store_sqlite_transient(codes[i]));
 }
 
-static void pg_serialization_deadlock_connection_and_shutdown_are_transient(void **state)
+static void pg_serialization_deadlock_connection_shutdown_and_startup_are_transient(void **state)
 {
     (void)state;
     const char *yes[] = {"40001", "40P01", "08000", "08003", "08006", "08001", "08004",
-                         "08P01", "57P01"};
+                         "08P01", "57P01", "57P02", "57P03", "53300"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         assert_true(resil_store_pg_transient(yes[i]));
 }
@@ -234,8 +234,8 @@ static void pg_serialization_deadlock_connection_and_shutdown_are_transient(void
 static void other_sqlstates_are_not_transient(void **state)
 {
     (void)state;
-    const char *no[] = {"23505", "40002", "42P01", "57014", "57P02", "57P03", "53300",
-                        "XX000", "", "0", "4000"};
+    const char *no[] = {"23505", "23514", "22021", "40002", "42P01", "42703", "57014",
+                        "53100", "53200", "58030", "XX000", "", "0", "4000"};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         assert_false(resil_store_pg_transient(no[i]));
     assert_false(resil_store_pg_transient(NULL));
@@ -269,7 +269,7 @@ int main(void)
         cmocka_unit_test(null_arguments_are_refused),
         cmocka_unit_test(sqlite_busy_and_locked_are_transient_with_extended_codes),
         cmocka_unit_test(other_sqlite_codes_are_not_transient),
-        cmocka_unit_test(pg_serialization_deadlock_connection_and_shutdown_are_transient),
+        cmocka_unit_test(pg_serialization_deadlock_connection_shutdown_and_startup_are_transient),
         cmocka_unit_test(other_sqlstates_are_not_transient),
         cmocka_unit_test(verdicts_have_names),
     };

@@ -206,6 +206,51 @@ static void unreachable_server_is_ebusy_after_the_policy(void **state)
     assert_non_null(strstr(err.message, "attempts exhausted after 3 attempts)"));
 }
 
+/* ---- permanent errors: no retries ----------------------------------------- */
+
+static void admin_exec(const char *tmpl, const char *table)
+{
+    char sql[400];
+    snprintf(sql, sizeof sql, tmpl, table, table);
+    PGconn *c = admin();
+    exec_ok(c, sql);
+    PQfinish(c);
+}
+
+static void a_check_constraint_violation_is_ebackend_without_retries(void **state)
+{
+    fixture *f = *state;
+    retries r = {0};
+    resil_store *s = fixture_open(f, counted, &r);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    admin_exec("ALTER TABLE %s ADD CONSTRAINT %s_no_teapots CHECK (status <> 418)", f->table);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    resil_store_response resp = {.status = 418};
+    resil_err err = {0};
+    assert_int_equal(resil_store_complete(s, &k, f->res.lease, &resp, &err), RESIL_EBACKEND);
+    assert_non_null(strstr(err.message, "violates check constraint"));
+    assert_non_null(strstr(err.message, "(SQLSTATE 23514, not retryable after 1 attempt)"));
+    assert_int_equal(r.count, 0);
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
+    resil_store_free(s);
+}
+
+static void a_table_dropped_under_the_store_is_ebackend_without_retries(void **state)
+{
+    fixture *f = *state;
+    retries r = {0};
+    resil_store *s = fixture_open(f, counted, &r);
+    admin_exec("DROP TABLE %s", f->table);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_key k = {.key = "k-1"};
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin(s, &k, h, &f->res, &err), RESIL_EBACKEND);
+    assert_non_null(strstr(err.message, "(SQLSTATE 42P01, not retryable after 1 attempt)"));
+    assert_int_equal(r.count, 0);
+    resil_store_free(s);
+}
+
 static void backend_is_named_postgres(void **state)
 {
     fixture *f = *state;
@@ -277,6 +322,8 @@ int main(void)
         PG_CASE(serialization_failure_reruns_the_whole_transaction),
         PG_CASE(killed_connection_is_reopened_by_the_retry),
         PG_CASE(unreachable_server_is_ebusy_after_the_policy),
+        PG_CASE(a_check_constraint_violation_is_ebackend_without_retries),
+        PG_CASE(a_table_dropped_under_the_store_is_ebackend_without_retries),
         PG_CASE(backend_is_named_postgres),
         PG_CASE(postgresql_scheme_is_accepted_too),
         cmocka_unit_test(gateway_replays_from_postgres_across_restarts),

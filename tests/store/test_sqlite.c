@@ -5,7 +5,9 @@
  * connection retried as a whole transaction, files that cannot be opened.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -210,6 +212,85 @@ static void busy_complete_is_retried_too(void **state)
     resil_store_free(s);
 }
 
+/* ---- error classes ----------------------------------------------------------- */
+
+static void exec_on_file(const fixture *f, const char *tmpl)
+{
+    char sql[600];
+    snprintf(sql, sizeof sql, tmpl, f->table, f->table);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_of(f), &db), SQLITE_OK);
+    char *error = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &error) != SQLITE_OK)
+        fail_msg("%s: %s", sql, error);
+    sqlite3_close(db);
+}
+
+static void a_constraint_the_database_enforces_is_ebackend_without_retries(void **state)
+{
+    fixture *f = *state;
+    holder h = {0};
+    resil_store *s = fixture_open(f, no_busy_wait, &h);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    exec_on_file(f, "CREATE TRIGGER no_teapots_%s BEFORE UPDATE ON %s WHEN NEW.status = 418"
+                    " BEGIN SELECT RAISE(ABORT, 'no teapots'); END");
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    resil_store_response r = {.status = 418};
+    resil_err err = {0};
+    assert_int_equal(resil_store_complete(s, &k, f->res.lease, &r, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "store: sqlite: no teapots (constraint failed, "
+                                     "not retryable after 1 attempt)");
+    assert_int_equal(h.retries, 0);
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
+    resil_store_free(s);
+}
+
+static void a_table_dropped_under_the_store_is_ebackend_without_retries(void **state)
+{
+    fixture *f = *state;
+    holder h = {0};
+    resil_store *s = fixture_open(f, no_busy_wait, &h);
+    exec_on_file(f, "DROP INDEX %s_created_at; DROP TABLE %s");
+    uint8_t hash[RESIL_SHA256_LEN];
+    hash_of("a", hash);
+    resil_store_key k = {.key = "k-1"};
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin(s, &k, hash, &f->res, &err), RESIL_EBACKEND);
+    assert_non_null(strstr(err.message, "no such table"));
+    assert_non_null(strstr(err.message, "not retryable after 1 attempt)"));
+    assert_int_equal(h.retries, 0);
+    resil_store_free(s);
+}
+
+/* RLIMIT_FSIZE 0 makes every write to a file fail (EFBIG), as a dead or
+ * full disk would, without root: the database cannot serve, which is
+ * RESIL_EBUSY, reported at once rather than retried for nothing. */
+static void a_disk_that_refuses_writes_is_ebusy_without_retries(void **state)
+{
+    fixture *f = *state;
+    holder h = {0};
+    resil_store *s = fixture_open(f, no_busy_wait, &h);
+    struct rlimit was;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit none = {.rlim_cur = 0, .rlim_max = was.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
+    uint8_t hash[RESIL_SHA256_LEN];
+    hash_of("a", hash);
+    resil_store_key k = {.key = "k-1"};
+    resil_err err = {0};
+    int rc = resil_store_begin(s, &k, hash, &f->res, &err);
+    setrlimit(RLIMIT_FSIZE, &was);
+    signal(SIGXFSZ, old);
+    assert_int_equal(rc, RESIL_EBUSY);
+    assert_string_equal(err.message, "store: sqlite: disk I/O error (disk I/O error, "
+                                     "not retryable after 1 attempt)");
+    assert_int_equal(h.retries, 0);
+    assert_int_equal(resil_store_begin(s, &k, hash, &f->res, &err), 0);
+    assert_int_equal(f->res.verdict, RESIL_STORE_FIRST);
+    resil_store_free(s);
+}
+
 /* ---- processes ------------------------------------------------------------ */
 
 #define PROCESSES 4
@@ -286,6 +367,9 @@ int main(void)
         SQLITE_CASE(busy_database_is_retried_as_a_whole_transaction),
         SQLITE_CASE(busy_beyond_the_policy_is_ebusy_naming_the_attempts),
         SQLITE_CASE(busy_complete_is_retried_too),
+        SQLITE_CASE(a_constraint_the_database_enforces_is_ebackend_without_retries),
+        SQLITE_CASE(a_table_dropped_under_the_store_is_ebackend_without_retries),
+        SQLITE_CASE(a_disk_that_refuses_writes_is_ebusy_without_retries),
         SQLITE_CASE(racing_processes_get_exactly_one_first),
     };
     int failed = store_cases_run("store.sqlite", own, sizeof own / sizeof own[0]);
