@@ -510,6 +510,16 @@ int resil_store_release(resil_store *s, const resil_store_key *k, uint64_t lease
     return fenced(s, &call, err);
 }
 
+int resil_store_renew(resil_store *s, const resil_store_key *k, uint64_t lease,
+                      resil_err *err)
+{
+    store_call call = {.op = STORE_RENEW, .lease = lease};
+    int rc = prepare_call(s, k, &call, err);
+    if (rc != 0)
+        return rc;
+    return fenced(s, &call, err);
+}
+
 int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
 {
     if (s == NULL)

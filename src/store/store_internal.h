@@ -33,6 +33,7 @@ typedef enum store_op {
     STORE_BEGIN,
     STORE_COMPLETE,
     STORE_RELEASE,
+    STORE_RENEW,
     STORE_PURGE
 } store_op;
 
@@ -42,13 +43,13 @@ typedef struct store_call {
     const char *tenant, *operation, *key; /* never NULL */
     const uint8_t *hash;                  /* BEGIN */
     int64_t now_ms;
-    int64_t lease_until_ms;               /* BEGIN: now + lease */
+    int64_t lease_until_ms;               /* BEGIN, RENEW: now + lease */
     int64_t cutoff_ms;                    /* PURGE: now - retention */
-    uint64_t lease;                       /* COMPLETE, RELEASE */
+    uint64_t lease;                       /* COMPLETE, RELEASE, RENEW */
     const resil_store_response *resp;     /* COMPLETE */
     resil_store_result *out;              /* BEGIN */
     /* results */
-    bool owned;       /* COMPLETE, RELEASE: the row was ours and changed */
+    bool owned;       /* COMPLETE, RELEASE, RENEW: the row was ours and changed */
     uint64_t deleted; /* PURGE */
 } store_call;
 

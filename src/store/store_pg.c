@@ -25,7 +25,16 @@
 /* Built-in type OIDs (pg_type.h is a server header). */
 enum { OID_BYTEA = 17, OID_INT8 = 20, OID_INT4 = 23, OID_TEXT = 25 };
 
-enum { PS_INSERT, PS_TAKEOVER, PS_SELECT, PS_COMPLETE, PS_RELEASE, PS_PURGE, PS_COUNT };
+enum {
+    PS_INSERT,
+    PS_TAKEOVER,
+    PS_SELECT,
+    PS_COMPLETE,
+    PS_RELEASE,
+    PS_RENEW,
+    PS_PURGE,
+    PS_COUNT
+};
 
 static const char *const schema_sql =
     "BEGIN;"
@@ -76,6 +85,10 @@ static const struct {
     [PS_RELEASE] = {"resil_store_release",
                     "DELETE FROM {T} WHERE " WHERE_KEY " AND status IS NULL AND lease = $4",
                     4, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8}},
+    [PS_RENEW] = {"resil_store_renew",
+                  "UPDATE {T} SET lease_expires_at = $5"
+                  " WHERE " WHERE_KEY " AND status IS NULL AND lease = $4",
+                  5, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
     [PS_PURGE] = {"resil_store_purge", "DELETE FROM {T} WHERE created_at < $1", 1, {OID_INT8}},
 };
 
@@ -361,7 +374,7 @@ static resil_outcome begin(store_conn *c, store_call *call, char *msg, size_t ca
     return do_begin(c, call, msg, cap);
 }
 
-/* complete and release: one conditional statement fenced by the lease. */
+/* complete, release, renew: one conditional statement fenced by the lease. */
 static resil_outcome fenced(store_conn *c, store_call *call, int which, char *msg,
                             size_t cap)
 {
@@ -374,6 +387,8 @@ static resil_outcome fenced(store_conn *c, store_call *call, int which, char *ms
         p_bytes(&p, resp->headers, resp->headers_len);
         p_bytes(&p, resp->body, resp->body_len);
     }
+    if (which == PS_RENEW)
+        p_int(&p, (uint64_t)call->lease_until_ms, 8);
     PGresult *r = exec_prepared(c, which, &p);
     if (!ok(r))
         return fail(c, r, msg, cap);
@@ -410,6 +425,8 @@ static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
         return fenced(c, call, PS_COMPLETE, msg, cap);
     case STORE_RELEASE:
         return fenced(c, call, PS_RELEASE, msg, cap);
+    case STORE_RENEW:
+        return fenced(c, call, PS_RENEW, msg, cap);
     case STORE_PURGE:
         return do_purge(c, call, msg, cap);
     }

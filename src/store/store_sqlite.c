@@ -28,6 +28,7 @@ enum {
     ST_SELECT,
     ST_COMPLETE,
     ST_RELEASE,
+    ST_RENEW,
     ST_PURGE,
     ST_COUNT
 };
@@ -67,6 +68,8 @@ static const char *const statement_sql[ST_COUNT] = {
                     " WHERE " WHERE_KEY " AND status IS NULL AND lease = ?4",
     [ST_RELEASE] = "DELETE FROM {T} WHERE " WHERE_KEY
                    " AND status IS NULL AND lease = ?4",
+    [ST_RENEW] = "UPDATE {T} SET lease_expires_at = ?5"
+                 " WHERE " WHERE_KEY " AND status IS NULL AND lease = ?4",
     [ST_PURGE] = "DELETE FROM {T} WHERE created_at < ?1",
 };
 
@@ -285,11 +288,14 @@ static int do_complete(store_conn *c, store_call *call)
     return rc;
 }
 
-static int do_release(store_conn *c, store_call *call)
+/* release and renew: one statement fenced by the lease number. */
+static int do_fenced(store_conn *c, store_call *call, int which)
 {
-    sqlite3_stmt *st = c->st[ST_RELEASE];
+    sqlite3_stmt *st = c->st[which];
     bind_key(st, call);
     sqlite3_bind_int64(st, 4, (sqlite3_int64)call->lease);
+    if (which == ST_RENEW)
+        sqlite3_bind_int64(st, 5, call->lease_until_ms);
     int rc = exec_stmt(st);
     call->owned = rc == SQLITE_OK && sqlite3_changes(c->db) == 1;
     return rc;
@@ -312,7 +318,9 @@ static int do_write(store_conn *c, store_call *call)
     case STORE_COMPLETE:
         return do_complete(c, call);
     case STORE_RELEASE:
-        return do_release(c, call);
+        return do_fenced(c, call, ST_RELEASE);
+    case STORE_RENEW:
+        return do_fenced(c, call, ST_RENEW);
     case STORE_PURGE:
         return do_purge(c, call);
     case STORE_CONNECT:

@@ -305,6 +305,64 @@ static void completing_an_unknown_key_is_refused(void **state)
     assert_int_equal(resil_store_complete(f->s, &K1, 1, &r, NULL), RESIL_ESTATE);
 }
 
+/* ---- renew ----------------------------------------------------------------- */
+
+static void renew_extends_the_lease_so_a_begin_after_the_first_expiry_is_in_progress(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    resil_fake_clock_advance(f->fc, RESIL_S(8));
+    assert_int_equal(resil_store_renew(f->s, &K1, lease, NULL), 0);
+    resil_fake_clock_advance(f->fc, RESIL_S(4)); /* 12 s: past the first expiry */
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_duration_equal(f->res.lease_left, RESIL_S(6));
+    complete_with(f, &K1, lease, 201, NULL, "renewed", 7);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_memory_equal(f->res.body, "renewed", 7);
+}
+
+static void renew_keeps_the_lease_number(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(resil_store_renew(f->s, &K1, f->res.lease, NULL), 0);
+    assert_int_equal(resil_store_renew(f->s, &K1, f->res.lease, NULL), 0);
+    assert_int_equal(resil_store_release(f->s, &K1, 1, NULL), 0);
+}
+
+static void renew_by_a_stale_lease_after_a_takeover_is_refused(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t stale = f->res.lease;
+    resil_fake_clock_advance(f->fc, RESIL_S(10));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(f->res.lease, 2);
+    resil_err err = {0};
+    assert_int_equal(resil_store_renew(f->s, &K1, stale, &err), RESIL_ESTATE);
+    assert_non_null(strstr(err.message, "lease 1 no longer owns key 'k-1'"));
+    resil_fake_clock_advance(f->fc, RESIL_S(5));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_duration_equal(f->res.lease_left, RESIL_S(5)); /* the taker's lease, unchanged */
+}
+
+static void renew_of_a_completed_record_is_refused(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    complete_with(f, &K1, lease, 201, NULL, "done", 4);
+    assert_int_equal(resil_store_renew(f->s, &K1, lease, NULL), RESIL_ESTATE);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
+}
+
+static void renew_of_an_unknown_key_is_refused(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(resil_store_renew(f->s, &K1, 1, NULL), RESIL_ESTATE);
+}
+
 /* ---- purge and persistence ----------------------------------------------- */
 
 static void purge_keeps_records_younger_than_the_retention(void **state)
@@ -525,6 +583,11 @@ static const struct CMUnitTest store_cases[] = {
     CASE(completing_twice_is_refused),
     CASE(releasing_a_completed_record_is_refused),
     CASE(completing_an_unknown_key_is_refused),
+    CASE(renew_extends_the_lease_so_a_begin_after_the_first_expiry_is_in_progress),
+    CASE(renew_keeps_the_lease_number),
+    CASE(renew_by_a_stale_lease_after_a_takeover_is_refused),
+    CASE(renew_of_a_completed_record_is_refused),
+    CASE(renew_of_an_unknown_key_is_refused),
     CASE(purge_keeps_records_younger_than_the_retention),
     CASE(purge_deletes_records_older_than_the_retention),
     CASE(saved_responses_survive_a_new_store_handle),
