@@ -22,13 +22,20 @@ void args_init(args *a, const char *cmd, int argc, char **argv)
     a->argv = argv;
     a->i = 1;
     a->cmd = cmd;
+    a->err = NULL;
 }
 
 int args_fail(const args *a, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", a->cmd);
     va_start(ap, fmt);
+    if (a->err != NULL) {
+        char msg[sizeof a->err->message];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        return resil_err_set(a->err, RESIL_EINVAL, "%s: %s", a->cmd, msg);
+    }
+    fprintf(stderr, "%s: ", a->cmd);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);

@@ -19,12 +19,17 @@
 /*
  * The argument cursor a subcommand walks. `cmd` names the subcommand in
  * messages ("resil run"). `i` is the index of the argument being read.
+ * `err` is NULL (args_init's choice) for the tool, whose messages go to
+ * stderr; a caller that sets it gets each message there instead ("CMD:
+ * MESSAGE", code RESIL_EINVAL), so a test or a fuzz target can read what
+ * would have been said without printing anything.
  */
 typedef struct args {
     int argc;
     char **argv;
     int i;
     const char *cmd;
+    resil_err *err;
 } args;
 
 void args_init(args *a, const char *cmd, int argc, char **argv);
@@ -45,7 +50,7 @@ bool args_flag(args *a, const char *long_name, const char *short_name);
  * and return RESIL_EINVAL. */
 int args_reject(const args *a, const char *option, const char *what,
                 const char *value);
-/* Report any other usage error on stderr as "CMD: MESSAGE". */
+/* Report any other usage error on stderr (or into a->err) as "CMD: MESSAGE". */
 int args_fail(const args *a, const char *fmt, ...) RESIL_PRINTF(2, 3);
 
 /* Is `text` a whole decimal number (digits only, no sign, no spaces) that

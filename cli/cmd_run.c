@@ -23,12 +23,6 @@
 
 #define EXIT_TIMEOUT 124 /* as timeout(1) */
 
-/* Exit codes 0..255 as a set. */
-typedef struct code_set {
-    bool given;
-    bool has[256];
-} code_set;
-
 typedef struct run_opts {
     policy_opts po;
     resil_duration kill_after;
@@ -114,29 +108,6 @@ static void usage(FILE *out)
 
 /* ---- options ------------------------------------------------------------- */
 
-static int parse_codes(const args *a, const char *option, const char *text,
-                       code_set *set)
-{
-    const char *what = "a comma-separated list of exit codes in [1, 255]";
-    const char *p = text;
-    memset(set, 0, sizeof *set);
-    set->given = true;
-    for (;;) {
-        if (*p < '0' || *p > '9')
-            return args_reject(a, option, what, text);
-        unsigned v = 0;
-        while (*p >= '0' && *p <= '9' && v <= 255)
-            v = v * 10 + (unsigned)(*p++ - '0');
-        if (v < 1 || v > 255)
-            return args_reject(a, option, what, text);
-        set->has[v] = true;
-        if (*p == '\0')
-            return 0;
-        if (*p++ != ',')
-            return args_reject(a, option, what, text);
-    }
-}
-
 static int parse_log(const args *a, const char *text, log_format *out)
 {
     if (attempt_log_format_parse(text, out) != 0)
@@ -155,9 +126,9 @@ static int parse_run_option(run_opts *o, args *a)
     if ((m = args_match(a, "--kill-after", NULL, &v)) != 0)
         return m < 0 ? m : consumed(args_duration(a, "--kill-after", v, true, &o->kill_after));
     if ((m = args_match(a, "--retry-on", NULL, &v)) != 0)
-        return m < 0 ? m : consumed(parse_codes(a, "--retry-on", v, &o->retry_on));
+        return m < 0 ? m : consumed(exit_codes_parse(a, "--retry-on", v, &o->retry_on));
     if ((m = args_match(a, "--stop-on", NULL, &v)) != 0)
-        return m < 0 ? m : consumed(parse_codes(a, "--stop-on", v, &o->stop_on));
+        return m < 0 ? m : consumed(exit_codes_parse(a, "--stop-on", v, &o->stop_on));
     if ((m = args_match(a, "--log", NULL, &v)) != 0)
         return m < 0 ? m : consumed(parse_log(a, v, &o->log));
     if (args_flag(a, "--dry-run", NULL)) {

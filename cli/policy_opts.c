@@ -101,6 +101,38 @@ int policy_opts_parse(policy_opts *po, args *a)
     return 0;
 }
 
+/* One code at *p, advancing past its digits: 0 when it is no code in
+ * [1, 255] (no digit, or too large; reading stops once it is). */
+static unsigned read_code(const char **p)
+{
+    const char *s = *p;
+    unsigned v = 0;
+    if (*s < '0' || *s > '9')
+        return 0;
+    while (*s >= '0' && *s <= '9' && v <= 255)
+        v = v * 10 + (unsigned)(*s++ - '0');
+    *p = s;
+    return v <= 255 ? v : 0;
+}
+
+int exit_codes_parse(const args *a, const char *option, const char *text, code_set *set)
+{
+    const char *what = "a comma-separated list of exit codes in [1, 255]";
+    const char *p = text;
+    memset(set, 0, sizeof *set);
+    set->given = true;
+    for (;;) {
+        unsigned v = read_code(&p);
+        if (v == 0)
+            return args_reject(a, option, what, text);
+        set->has[v] = true;
+        if (*p == '\0')
+            return 0;
+        if (*p++ != ',')
+            return args_reject(a, option, what, text);
+    }
+}
+
 #ifdef RESIL_CLI_CONFIG
 /* The named policy under whatever the command line set itself. */
 static int apply_config(policy_opts *po, const args *a)

@@ -64,6 +64,17 @@ typedef struct config_policy {
 
 int config_policy_load(const args *a, const char *file, const char *name, config_policy *out);
 
+/* Exit codes 0..255 as a set (`resil run --retry-on`, `--stop-on`). */
+typedef struct code_set {
+    bool given;
+    bool has[256];
+} code_set;
+
+/* "1,75": a comma-separated list of exit codes in [1, 255], read into *set
+ * (emptied first, then marked given). Returns 0, or RESIL_EINVAL after
+ * reporting the bad value naming `option`. */
+int exit_codes_parse(const args *a, const char *option, const char *text, code_set *set);
+
 /* The random source jitter draws from: the seeded generator when --seed was
  * given, else the calling thread's OS-seeded one. */
 resil_rng *policy_opts_rng(policy_opts *po);
