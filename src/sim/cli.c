@@ -156,6 +156,23 @@ static bool parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
+/* A decimal number as a user types one: strtod's liberties (leading
+ * spaces, hexadecimal, "inf", "nan") are refused, as the tool's other
+ * numbers refuse them. */
+static bool parse_double(const char *s, double *out)
+{
+    const char *t = *s == '+' || *s == '-' ? s + 1 : s;
+    if (!((*t >= '0' && *t <= '9') || *t == '.') || strpbrk(t, "xX") != NULL)
+        return false;
+    errno = 0;
+    char *end;
+    double d = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(d))
+        return false;
+    *out = d;
+    return true;
+}
+
 static int parse_budget_at(const char *value, uint32_t *out)
 {
     uint64_t v;
@@ -185,15 +202,10 @@ static int set_value(options *o, const flag *fl, const char *value, FILE *errout
             return bad(errout, "%s must be a whole number, got '%s'", fl->name, value);
         *(uint64_t *)p = u;
         return 0;
-    case F_DOUBLE: {
-        char *end;
-        errno = 0;
-        double d = strtod(value, &end);
-        if (*value == '\0' || *end != '\0' || errno != 0 || !isfinite(d))
+    case F_DOUBLE:
+        if (!parse_double(value, (double *)p))
             return bad(errout, "%s must be a number, got '%s'", fl->name, value);
-        *(double *)p = d;
         return 0;
-    }
     case F_DURATION: {
         resil_err err = {0, ""};
         if (resil_duration_parse_cstr(value, (resil_duration *)p, &err) != 0)
@@ -263,7 +275,7 @@ static int parse_flag(options *o, int argc, char **argv, int *i, FILE *errout)
     return set_value(o, fl, value, errout);
 }
 
-static int parse_args(options *o, int argc, char **argv, FILE *out, FILE *errout)
+static int parse_args(options *o, int argc, char **argv, FILE *errout)
 {
     memset(o, 0, sizeof *o);
     if (argc < 2) {
@@ -374,10 +386,20 @@ static int emit(const options *o, const resil_sim_result *r, FILE *out, FILE *er
     return rc;
 }
 
+int resil_sim_command_parse(int argc, char **argv, resil_sim_config *out, FILE *errout)
+{
+    options o;
+    int rc = parse_args(&o, argc, argv, errout);
+    if (rc != 0)
+        return rc;
+    *out = o.cfg;
+    return o.help ? 1 : 0;
+}
+
 int resil_sim_command(int argc, char **argv, FILE *out, FILE *errout)
 {
     options o;
-    int rc = parse_args(&o, argc, argv, out, errout);
+    int rc = parse_args(&o, argc, argv, errout);
     if (rc != 0)
         return rc;
     if (o.help) {
