@@ -128,6 +128,14 @@ int gw_http_start(gateway *gw, int listen_fd, bool ipv6);
 /* Stop accepting, let in-flight requests finish (up to `grace`), stop. */
 void gw_http_stop(gateway *gw, resil_duration grace);
 
+/* gateway_parse.c: pure parsing of what clients send */
+
+/* Is this raw request-target origin-form (RFC 9112 §3.2.1: "/path?query",
+ * pchar and '%' HEX HEX only)? Every other form names a host, or nothing. */
+bool gw_target_is_origin_form(const char *target, size_t len);
+/* The length of the path part of an origin-form target (up to the '?'). */
+size_t gw_target_path_len(const char *target, size_t len);
+
 /* gateway_rules.c */
 bool gw_guarded_method(const gw_config *cfg, const char *method);
 /* An unguarded request: forward it and answer what the upstream said. */

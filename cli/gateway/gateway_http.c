@@ -197,6 +197,21 @@ enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn,
     return gw_send_answer(r, conn, method, &a);
 }
 
+/* The first call, once the headers are in and before any body is read or
+ * anything is asked of the store or the upstream: refuse what a reverse
+ * proxy must not act on. MHD_YES lets the request go on. */
+static enum MHD_Result check_request(gw_req *r, struct MHD_Connection *conn,
+                                     const char *method)
+{
+    if (!gw_target_is_origin_form(r->target, strlen(r->target))) {
+        r->idem = "bad-target";
+        return gw_send_error(r, conn, method, 400, "invalid_target",
+                             "the request target must be a path (origin-form: /path?query)",
+                             NULL);
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version,
                               const char *upload, size_t *upload_size, void **state)
@@ -208,7 +223,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return MHD_NO;
     if (!r->started) {
         r->started = true;
-        return MHD_YES;
+        return check_request(r, conn, method);
     }
     if (*upload_size > 0) {
         gw_buf_append(&r->body, upload, *upload_size);

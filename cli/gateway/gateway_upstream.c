@@ -2,7 +2,9 @@
  * gateway_upstream.c — forward one request to the upstream with libcurl.
  *
  * The gateway must be transparent: the upstream sees the client's method,
- * target (byte for byte, no path normalisation), headers and body, and the
+ * target (no path normalisation; only the hex digits of a percent-escape
+ * come out in lower case, the spelling libcurl's URL API writes and an
+ * equivalent one, RFC 3986 §6.2.2.1), headers and body, and the
  * client gets the upstream's status, headers and body back, compressed or
  * not, as it was sent. Only hop-by-hop headers stop at the proxy. Easy
  * handles are pooled and reset rather than freed, so the upstream
@@ -210,6 +212,39 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
     return gw_buf_append(&r->body, data, size * n) ? size * n : 0;
 }
 
+/* ---- the upstream URL ------------------------------------------------------ */
+
+/* The configured base URL with its path prefix, then the client's path and
+ * query set as parts on a parsed copy of it: never pasted together as
+ * text, so no target can name another host (gw_target_is_origin_form() has
+ * already refused every form that tries). NULL on failure; curl_free(). */
+static char *upstream_url(const char *base, const char *target)
+{
+    size_t len = strlen(target), path_len = gw_target_path_len(target, len);
+    CURLU *u = curl_url();
+    char *prefix = NULL, *path = NULL, *url = NULL;
+    if (u == NULL || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PATH, &prefix, 0) != CURLUE_OK)
+        goto done;
+    size_t prefix_len = strcmp(prefix, "/") == 0 ? 0 : strlen(prefix);
+    path = malloc(prefix_len + path_len + 1);
+    if (path == NULL)
+        goto done;
+    memcpy(path, prefix, prefix_len);
+    memcpy(path + prefix_len, target, path_len);
+    path[prefix_len + path_len] = '\0';
+    bool has_query = path_len < len;
+    if (curl_url_set(u, CURLUPART_PATH, path, 0) == CURLUE_OK &&
+        (!has_query ||
+         curl_url_set(u, CURLUPART_QUERY, target + path_len + 1, 0) == CURLUE_OK))
+        curl_url_get(u, CURLUPART_URL, &url, 0);
+done:
+    free(path);
+    curl_free(prefix);
+    curl_url_cleanup(u);
+    return url;
+}
+
 /* ---- forwarding ---------------------------------------------------------- */
 
 static void set_method(CURL *h, const gw_forward *f)
@@ -238,16 +273,19 @@ void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
     memset(out, 0, sizeof *out);
     out->headers.limit = 64 * 1024;
     out->body.limit = gw->cfg.max_body;
-    size_t url_len = strlen(gw->cfg.upstream) + strlen(f->target) + 1;
-    char *url = malloc(url_len);
+    char *url = upstream_url(gw->cfg.upstream, f->target);
     struct curl_slist *headers = request_headers(f);
     CURL *h = take_handle(gw);
-    if (url == NULL || headers == NULL || h == NULL) {
+    if (url == NULL) {
+        out->curl_code = CURLE_URL_MALFORMAT;
+        snprintf(out->error, sizeof out->error, "cannot build the upstream URL");
+        goto done;
+    }
+    if (headers == NULL || h == NULL) {
         out->curl_code = CURLE_OUT_OF_MEMORY;
         snprintf(out->error, sizeof out->error, "out of memory");
         goto done;
     }
-    snprintf(url, url_len, "%s%s", gw->cfg.upstream, f->target);
     char errbuf[CURL_ERROR_SIZE] = "";
     /* Rounded up: libcurl reads 0 ms as no timeout at all. */
     resil_duration t = gw->cfg.timeout;
@@ -279,5 +317,5 @@ done:
     if (h != NULL)
         give_handle(gw, h);
     curl_slist_free_all(headers);
-    free(url);
+    curl_free(url);
 }

@@ -8,12 +8,16 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -204,4 +208,73 @@ bool http_reply_header(const http_reply *r, const char *name, char *buf, size_t 
         line = end + 2;
     }
     return false;
+}
+
+/* ---- raw HTTP ---------------------------------------------------------------- */
+
+int raw_connect(int port, const char *from)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if ((from != NULL && (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+                          bind(fd, (struct sockaddr *)&src, sizeof src) != 0)) ||
+        connect(fd, (struct sockaddr *)&dst, sizeof dst) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool raw_read_until_closed(int fd, char *reply, size_t cap, int wait_ms)
+{
+    size_t used = 0;
+    long long until = now_ms() + wait_ms;
+    reply[0] = '\0';
+    for (;;) {
+        long long left = until - now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return false;
+        char buf[4096];
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0)
+            return n == 0 || errno == ECONNRESET;
+        size_t keep = (size_t)n < cap - 1 - used ? (size_t)n : cap - 1 - used;
+        memcpy(reply + used, buf, keep);
+        used += keep;
+        reply[used] = '\0';
+    }
+}
+
+int raw_exchange(int port, const void *request, size_t len, char *reply, size_t cap,
+                 int wait_ms, bool *closed)
+{
+    int fd = raw_connect(port, NULL);
+    if (fd < 0)
+        return -1;
+    bool sent = send(fd, request, len, MSG_NOSIGNAL) == (ssize_t)len;
+    bool was_closed = raw_read_until_closed(fd, reply, cap, wait_ms);
+    close(fd);
+    if (closed != NULL)
+        *closed = was_closed;
+    return sent || reply[0] ? raw_status(reply) : -1;
+}
+
+int raw_status(const char *reply)
+{
+    int status = 0;
+    if (strncmp(reply, "HTTP/1.", 7) != 0 || sscanf(reply + 8, " %3d", &status) != 1)
+        return 0;
+    return status;
 }

@@ -46,4 +46,20 @@ void http_reply_free(http_reply *r);
 /* A response header's value ("" and false when absent). */
 bool http_reply_header(const http_reply *r, const char *name, char *buf, size_t cap);
 
+/* ---- raw HTTP over a socket: for what libcurl will not send ---------------- */
+
+/* A TCP connection to 127.0.0.1:port, from the loopback address `from`
+ * (e.g. "127.0.0.2"; NULL: the default). The fd, or -1. */
+int raw_connect(int port, const char *from);
+/* Read what arrives on fd into reply (NUL-terminated, cut at cap) until the
+ * peer closes the connection or wait_ms pass. True when it closed. */
+bool raw_read_until_closed(int fd, char *reply, size_t cap, int wait_ms);
+/* Send `len` bytes on a new connection and read as above; the status of
+ * the first response line, 0 when none arrived, -1 when the connection
+ * failed. *closed (may be NULL): the gateway closed it within wait_ms. */
+int raw_exchange(int port, const void *request, size_t len, char *reply, size_t cap,
+                 int wait_ms, bool *closed);
+/* The status code of a raw response ("HTTP/1.1 400 ..."), 0 if none. */
+int raw_status(const char *reply);
+
 #endif

@@ -760,6 +760,146 @@ static void access_log_has_a_line_per_request(void **state)
     assert_true(gateway_log_contains(&e->gw, "idempotency=replay"));
 }
 
+/* ---- the request target: only a path reaches the upstream -------------------- */
+/*
+ * A request-target that is not origin-form names a host (absolute-form,
+ * authority-form, "@host:port/...", which the old URL pasting turned into
+ * userinfo), or nothing (asterisk-form). Each is answered 400 before any
+ * upstream work; a second "attacker" server counts what reached it.
+ */
+
+/* Send `target` (its %d, if any, becomes the attacker's port) with an
+ * Authorization header: 400, and neither the attacker nor the upstream saw
+ * anything. */
+static void refused_target(env *e, const char *method, const char *target)
+{
+    upstream *attacker = upstream_start();
+    assert_non_null(attacker);
+    char request[1024], expanded[256], reply[4096];
+    const char *port_at = strstr(target, "%d");
+    if (port_at != NULL)
+        snprintf(expanded, sizeof expanded, "%.*s%d%s", (int)(port_at - target), target,
+                 upstream_port(attacker), port_at + 2);
+    else
+        snprintf(expanded, sizeof expanded, "%s", target);
+    int n = snprintf(request, sizeof request,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                     "Idempotency-Key: k-1\r\nContent-Length: 1\r\n\r\nx",
+                     method, expanded);
+    int status = raw_exchange(e->gw.port, request, (size_t)n, reply, sizeof reply, 5000, NULL);
+    if (status != 400)
+        fail_msg("%s %s: expected 400, got:\n%s", method, expanded, reply);
+    assert_non_null(strstr(reply, "\"error\":\"invalid_target\""));
+    assert_int_equal(upstream_requests(attacker), 0);
+    assert_int_equal(upstream_requests(e->up), 0);
+    upstream_stop(attacker);
+}
+
+/* GET `target` over a raw socket (libcurl would resolve dot segments) and
+ * return the status. */
+static int raw_get(const env *e, const char *target)
+{
+    char request[1024], reply[4096];
+    int n = snprintf(request, sizeof request,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", target);
+    return raw_exchange(e->gw.port, request, (size_t)n, reply, sizeof reply, 10000, NULL);
+}
+
+static void a_userinfo_like_target_never_reaches_the_host_it_names(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    refused_target(e, "GET", "@127.0.0.1:%d/x");
+    refused_target(e, "POST", "@127.0.0.1:%d/x");
+}
+
+static void an_absolute_form_target_is_refused_before_any_upstream_work(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    refused_target(e, "GET", "http://127.0.0.1:%d/x");
+    refused_target(e, "POST", "http://127.0.0.1:%d/x");
+}
+
+static void an_authority_form_target_is_refused_before_any_upstream_work(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    refused_target(e, "CONNECT", "127.0.0.1:%d");
+    refused_target(e, "GET", "127.0.0.1:%d");
+}
+
+static void an_asterisk_form_target_is_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    refused_target(e, "OPTIONS", "*");
+}
+
+static void a_target_with_a_fragment_or_a_bad_escape_is_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    refused_target(e, "GET", "/x#frag");
+    refused_target(e, "GET", "/x#@127.0.0.1:%d/y");
+    refused_target(e, "GET", "/x%zz");
+    refused_target(e, "GET", "/x%4");
+    refused_target(e, "GET", "/x\x7f");
+    refused_target(e, "GET", "/caf\xc3\xa9");
+    refused_target(e, "GET", "x/y");
+}
+
+/* "//host:port/x" is origin-form (an empty first segment): a path on the
+ * upstream, never a host. */
+static void a_target_starting_with_two_slashes_stays_a_path_on_the_upstream(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    upstream *attacker = upstream_start();
+    char target[64], url[256], seen[256];
+    snprintf(target, sizeof target, "//127.0.0.1:%d/x", upstream_port(attacker));
+    url_of(e, target, url, sizeof url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(attacker), 0);
+    assert_int_equal(upstream_requests(e->up), 1);
+    upstream_last_target(e->up, seen, sizeof seen);
+    assert_string_equal(seen, target);
+    upstream_stop(attacker);
+}
+
+static void an_origin_form_target_arrives_byte_for_byte(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    static const char *const targets[] = {"/a/b?c=d", "/a/../b/./c?x=1&y=/?z",
+                                          "/@x:1/;p=2?q=a@b", "/~user/!$&'()*+,=?k", "/",
+                                          "/a%20b"};
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        char seen[256];
+        assert_int_equal(raw_get(e, targets[i]), 200);
+        upstream_last_target(e->up, seen, sizeof seen);
+        assert_string_equal(seen, targets[i]);
+    }
+}
+
+static void the_upstream_path_prefix_is_kept(void **state)
+{
+    env *e = *state;
+    char base[128], seen[256], url[256];
+    snprintf(base, sizeof base, "%s/prefix/v1/", upstream_url(e->up));
+    start_gateway_to(e, base, NULL);
+    url_of(e, "/a/b?c=d", url, sizeof url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    http_reply_free(&r);
+    upstream_last_target(e->up, seen, sizeof seen);
+    assert_string_equal(seen, "/prefix/v1/a/b?c=d");
+}
+
 #define GW_CASE(name) cmocka_unit_test_setup_teardown(name, env_setup, env_teardown)
 
 int main(void)
@@ -797,6 +937,14 @@ int main(void)
         GW_CASE(body_over_the_limit_is_413),
         GW_CASE(tenant_header_scopes_the_keys),
         GW_CASE(access_log_has_a_line_per_request),
+        GW_CASE(a_userinfo_like_target_never_reaches_the_host_it_names),
+        GW_CASE(an_absolute_form_target_is_refused_before_any_upstream_work),
+        GW_CASE(an_authority_form_target_is_refused_before_any_upstream_work),
+        GW_CASE(an_asterisk_form_target_is_400),
+        GW_CASE(a_target_with_a_fragment_or_a_bad_escape_is_400),
+        GW_CASE(a_target_starting_with_two_slashes_stays_a_path_on_the_upstream),
+        GW_CASE(an_origin_form_target_arrives_byte_for_byte),
+        GW_CASE(the_upstream_path_prefix_is_kept),
     };
     int failed = cmocka_run_group_tests_name("store.gateway", tests, NULL, NULL);
     curl_global_cleanup();

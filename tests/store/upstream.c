@@ -33,12 +33,14 @@ struct upstream {
     unsigned fail_left;
     int fail_status;
     char last_headers[HEADERS_MAX];
+    char last_target[4096]; /* the raw request-target, as received */
 };
 
 typedef struct request {
     char *body;
     size_t len;
     bool started;
+    char *target; /* raw, from the URI log callback */
 } request;
 
 static void append(char *buf, size_t cap, const char *s)
@@ -92,6 +94,7 @@ static enum MHD_Result answer(upstream *u, struct MHD_Connection *conn,
         status = u->fail_status;
     }
     memcpy(u->last_headers, headers, sizeof headers);
+    snprintf(u->last_target, sizeof u->last_target, "%s", r->target ? r->target : "");
     pthread_mutex_unlock(&u->mu);
     if (strncmp(url, "/status/", 8) == 0 && !failing)
         status = atoi(url + 8);
@@ -128,11 +131,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 {
     (void)version;
     request *r = *state;
-    if (r == NULL) {
-        r = calloc(1, sizeof *r);
-        if (r == NULL)
-            return MHD_NO;
-        *state = r;
+    if (r == NULL)
+        return MHD_NO;
+    if (!r->started) {
+        r->started = true;
         return MHD_YES;
     }
     if (*upload_size > 0) {
@@ -148,6 +150,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return answer(cls, conn, url, method, r);
 }
 
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    request *r = calloc(1, sizeof *r);
+    if (r != NULL)
+        r->target = strdup(uri);
+    return r;
+}
+
 static void completed(void *cls, struct MHD_Connection *conn, void **state,
                       enum MHD_RequestTerminationCode code)
 {
@@ -157,6 +169,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **state,
     request *r = *state;
     if (r != NULL) {
         free(r->body);
+        free(r->target);
         free(r);
     }
     *state = NULL;
@@ -173,6 +186,7 @@ upstream *upstream_start(void)
                                 MHD_USE_POLL,
                             0, NULL, NULL, handle, u, MHD_OPTION_SOCK_ADDR, &a,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, u,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_request_line, u,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         u->d ? MHD_get_daemon_info(u->d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
@@ -238,5 +252,12 @@ void upstream_last_header(upstream *u, const char *name, char *buf, size_t cap)
         }
         line = end + 1;
     }
+    pthread_mutex_unlock(&u->mu);
+}
+
+void upstream_last_target(upstream *u, char *buf, size_t cap)
+{
+    pthread_mutex_lock(&u->mu);
+    snprintf(buf, cap, "%s", u->last_target);
     pthread_mutex_unlock(&u->mu);
 }

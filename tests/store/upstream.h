@@ -33,5 +33,7 @@ void upstream_set_delay_ms(upstream *u, int ms);
 void upstream_fail_next(upstream *u, unsigned n, int status);
 /* The value of request header `name` on the last request ("" if absent). */
 void upstream_last_header(upstream *u, const char *name, char *buf, size_t cap);
+/* The raw request-target of the last request, exactly as received. */
+void upstream_last_target(upstream *u, char *buf, size_t cap);
 
 #endif
