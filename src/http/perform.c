@@ -6,7 +6,8 @@
  * caller's callbacks behind its back: the request names them, the call
  * installs its own for its duration and puts the caller's back afterwards.
  * Its own callbacks buffer each attempt's body (and headers, when the
- * caller wants them) and abort a transfer whose token has fired (a hedge
+ * caller wants them: the lines as libcurl delivered them, bounded, see
+ * head.h) and abort a transfer whose token has fired (a hedge
  * that lost, the caller's cancel); a failure's Retry-After is read from the
  * headers libcurl keeps anyway. Only when the pipeline has picked the final
  * attempt does anything reach the caller's callbacks — the one exception
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "head.h"
 #include "resil/http.h"
 #include "resil/pipeline.h"
 
@@ -52,7 +54,8 @@ typedef struct http_attempt {
     http_call *call;
     CURL *easy;
     resil_cancel *cancel; /* the attempt's token; may be NULL */
-    http_buf body, head;
+    http_buf body;
+    resil__http_head head;
     bool streaming;       /* the body goes straight to the caller */
     uint32_t attempt;     /* the retry attempt it last ran (0: none) */
     CURLcode code;
@@ -127,7 +130,7 @@ static void buf_trim(http_buf *b)
 static void attempt_free(http_attempt *a)
 {
     free(a->body.p);
-    free(a->head.p);
+    resil__http_head_free(&a->head);
     free(a);
 }
 
@@ -146,7 +149,7 @@ static http_attempt *pool_take(resil_http_client *c)
 static void pool_give(resil_http_client *c, http_attempt *a)
 {
     buf_trim(&a->body);
-    buf_trim(&a->head);
+    resil__http_head_clear(&a->head, BUF_KEEP);
     a->easy = NULL;
     a->call = NULL;
     pthread_mutex_lock(&c->pool_mu);
@@ -199,19 +202,17 @@ static int deliver_body(const resil_http_request *r, char *p, size_t n)
     return 0;
 }
 
-/* One header line per call, as libcurl delivers them. */
-static int deliver_headers(const resil_http_request *r, const http_buf *head)
+static int deliver_line(char *line, size_t n, void *ud)
+{
+    return caller_header(ud, line, n) == n ? 0 : RESIL_EIO;
+}
+
+/* One header line per call, each as libcurl delivered it. */
+static int deliver_headers(const resil_http_request *r, const resil__http_head *head)
 {
     if (!caller_wants_headers(r))
         return 0;
-    for (size_t i = 0; i < head->len;) {
-        const char *nl = memchr(head->p + i, '\n', head->len - i);
-        size_t n = nl != NULL ? (size_t)(nl - (head->p + i)) + 1 : head->len - i;
-        if (caller_header(r, head->p + i, n) != n)
-            return RESIL_EIO;
-        i += n;
-    }
-    return 0;
+    return resil__http_head_each(head, deliver_line, (void *)r);
 }
 
 /* The body outgrew its buffer: hand over what this attempt has so far and
@@ -250,7 +251,9 @@ static bool header_is(const char *p, size_t n, const char *name)
 }
 
 /* Only when the caller wants headers: libcurl keeps the response's
- * headers itself (curl_easy_header), which is where Retry-After is read. */
+ * headers itself (curl_easy_header), which is where Retry-After is read.
+ * Headers past RESIL__HTTP_HEAD_MAX fail the transfer (a write error, not
+ * retried): the server would send them again. */
 static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 {
     http_attempt *a = ud;
@@ -258,7 +261,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
     const resil_http_request *r = a->call->req;
     if (a->streaming) /* trailers */
         return caller_header(r, p, n);
-    return buf_append(&a->head, p, n) == 0 ? n : 0;
+    return resil__http_head_add(&a->head, p, n, RESIL__HTTP_HEAD_MAX) == 0 ? n : 0;
 }
 
 static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -314,7 +317,8 @@ static void restore(CURL *e, const http_call *call)
 
 static void reset_attempt(http_attempt *a, const resil_attempt_ctx *ctx)
 {
-    a->body.len = a->head.len = 0;
+    a->body.len = 0;
+    resil__http_head_clear(&a->head, SIZE_MAX);
     a->streaming = false;
     a->cancel = ctx->cancel;
     a->attempt = ctx->attempt;
