@@ -24,7 +24,7 @@
  * embedded default: WAL, one file, safe across processes on one machine)
  * and "postgres://…" / "postgresql://…" (libpq, for a fleet). Each call is
  * one database transaction run under a resil retry policy: on a transient
- * error (SQLITE_BUSY/LOCKED; SQLSTATE 40001, 40P01, 08xxx, 57P01) the whole
+ * error (SQLITE_BUSY/LOCKED; SQLSTATE 40001, 40P01, 08xxx, 57P0x) the whole
  * transaction is rolled back and run again — the "execution strategy"
  * pattern — never a part of it. The classifiers are public so applications
  * can apply the same rule to their own transactions.
@@ -69,10 +69,15 @@ RESIL_API void resil_store_request_hash(const char *method, const char *target,
 
 /* ---- transient-error classifiers ------------------------------------------ */
 
-/* True for SQLITE_BUSY and SQLITE_LOCKED, primary or extended codes. */
+/* True for SQLITE_BUSY and SQLITE_LOCKED, primary or extended codes: what
+ * the store runs again at once. (SQLITE_FULL and SQLITE_IOERR are not: the
+ * store reports them as RESIL_EBUSY without spending its retries, see the
+ * error classes below.) */
 RESIL_API bool resil_store_sqlite_transient(int sqlite_rc);
 /* True for 40001 (serialization failure), 40P01 (deadlock), class 08
- * (connection exception) and 57P01 (admin shutdown). NULL is false. */
+ * (connection exception), 57P01/57P02/57P03 (the server is shutting down,
+ * restarting after a crash, or not yet accepting connections) and 53300
+ * (too many connections). NULL is false. */
 RESIL_API bool resil_store_pg_transient(const char *sqlstate);
 
 /* ---- the store ------------------------------------------------------------ */
@@ -93,15 +98,25 @@ typedef struct resil_store_opts {
     resil_retry_policy retry; /* the execution strategy; default 8 attempts,
                                  exponential from 5 ms, full jitter, 250 ms cap */
     resil_clock *clock;       /* wall time for created_at and leases; NULL = system */
+    const char *journal;      /* NULL (default): none. A file path: completions
+                                 the database cannot take are appended here,
+                                 fsync'ed, and replayed into the database when
+                                 it returns (see resil_store_complete()). One
+                                 process at a time: a second store opening the
+                                 same journal gets RESIL_EBUSY. */
 } resil_store_opts;
 
 RESIL_API void resil_store_opts_default(resil_store_opts *o);
 
 /*
  * Open a store: check every option (naming the first bad one,
- * "store.lease must be > 0"), connect once, and create the table and its
- * index when missing. Errors: RESIL_EINVAL (options, unsupported URL),
- * RESIL_EBACKEND / RESIL_EBUSY (the database), RESIL_ENOMEM.
+ * "store.lease must be > 0"), open and lock the journal when one is
+ * configured, connect once, create the table and its index when missing,
+ * and replay what a previous process left in the journal. Errors:
+ * RESIL_EINVAL (options, unsupported URL, a journal file that is not one),
+ * RESIL_EBACKEND / RESIL_EBUSY (the database), RESIL_EBUSY (the journal is
+ * in use by another store), RESIL_EIO (the journal cannot be read or
+ * written), RESIL_ENOMEM.
  */
 RESIL_API int resil_store_new(const resil_store_opts *o, resil_store **out,
                               resil_err *err);
@@ -110,7 +125,9 @@ RESIL_API void resil_store_free(resil_store *s);
 RESIL_API const char *resil_store_backend(const resil_store *s);
 
 /* What a record is keyed by. NULL tenant or operation means "". The key must
- * be non-empty; each field is at most RESIL_STORE_FIELD_MAX bytes. */
+ * be non-empty; each field is at most RESIL_STORE_FIELD_MAX bytes, every one
+ * printable ASCII (0x20-0x7E), the characters an Idempotency-Key header's
+ * structured-field string can carry. Anything else is RESIL_EINVAL. */
 typedef struct resil_store_key {
     const char *tenant;
     const char *operation;
@@ -162,17 +179,35 @@ RESIL_API void resil_store_result_init(resil_store_result *r);
 RESIL_API void resil_store_result_free(resil_store_result *r);
 
 /*
+ * Every call's errors fall in three classes, so a server can answer each
+ * correctly:
+ *   RESIL_EINVAL    the input can never succeed (a bad key): 400, no retry;
+ *   RESIL_EBUSY     the database is unreachable, locked or restarting and
+ *                   the retry policy ran out, or it cannot write at all for
+ *                   now (SQLite: a full disk, an I/O error; PostgreSQL:
+ *                   SQLSTATE class 53 or 58), which is reported at once
+ *                   without spending the retries: 503 with Retry-After;
+ *   RESIL_EBACKEND  the database refused for a reason a retry cannot change
+ *                   (a data, constraint or schema error; SQLite: a file that
+ *                   cannot be opened or is not a database): 500, no retry.
+ */
+
+/*
  * Claim the key, or learn what became of it. Returns 0 and sets
- * out->verdict; RESIL_EINVAL for a bad key; RESIL_EBUSY when transient
- * errors outlasted the retry policy; RESIL_EBACKEND for any other database
- * error. An in-progress record whose lease has expired is taken over
- * (verdict FIRST with a new lease number) when the hash matches.
+ * out->verdict. An in-progress record whose lease has expired is taken over
+ * (verdict FIRST with a new lease number) when the hash matches. A key whose
+ * completion waits in this store's journal answers IN_PROGRESS until the
+ * journal has been replayed into the database.
  */
 RESIL_API int resil_store_begin(resil_store *s, const resil_store_key *k,
                                 const uint8_t hash[RESIL_SHA256_LEN],
                                 resil_store_result *out, resil_err *err);
 /* Save the response of the run that owns `lease`. RESIL_ESTATE when that
- * run no longer owns the record (taken over, released, purged, completed). */
+ * run no longer owns the record (taken over, released, purged, completed).
+ * When the database stays unavailable (RESIL_EBUSY) and a journal is
+ * configured, the completion is appended to the journal and fsync'ed
+ * instead, and 0 is returned: either way the response is durable when this
+ * returns 0. */
 RESIL_API int resil_store_complete(resil_store *s, const resil_store_key *k,
                                    uint64_t lease, const resil_store_response *r,
                                    resil_err *err);
@@ -180,6 +215,84 @@ RESIL_API int resil_store_complete(resil_store *s, const resil_store_key *k,
  * RESIL_ESTATE when that run no longer owns it. */
 RESIL_API int resil_store_release(resil_store *s, const resil_store_key *k,
                                   uint64_t lease, resil_err *err);
+/* Extend the lease of the run that owns `lease` to now + opts.lease, while
+ * its operation is still running. The lease number does not change (it
+ * stays the fencing token). RESIL_ESTATE when that run no longer owns an
+ * in-progress record. */
+RESIL_API int resil_store_renew(resil_store *s, const resil_store_key *k, uint64_t lease,
+                                resil_err *err);
+
+/* Apply every completion waiting in the journal to the database, in order.
+ * The store also does this by itself: when it opens (a journal left by a
+ * crashed process) and before a call while entries wait. An entry the
+ * database refuses as no longer owned (RESIL_ESTATE) is dropped and counted
+ * as a conflict. *replayed (may be NULL) says how many were applied. Returns
+ * 0 when the journal is empty afterwards (the file is truncated),
+ * RESIL_EBUSY when the database is still unavailable (the entries stay).
+ * The opportunistic replays before calls run at most once a second, with
+ * one attempt per entry; this one runs the store's whole retry policy. */
+RESIL_API int resil_store_journal_replay(resil_store *s, size_t *replayed, resil_err *err);
+
+typedef struct resil_store_journal_stats {
+    size_t pending;     /* completions waiting for the database */
+    uint64_t written;   /* completions ever journaled by this store */
+    uint64_t replayed;  /* applied to the database from the journal */
+    uint64_t conflicts; /* dropped: the record had moved on (RESIL_ESTATE),
+                           or the database refused the entry for good
+                           (RESIL_EBACKEND) */
+} resil_store_journal_stats;
+
+/* All zero when no journal is configured. */
+RESIL_API void resil_store_journal_stats_get(resil_store *s, resil_store_journal_stats *out);
+
+/* ---- the transactional form ----------------------------------------------- */
+
+/* The databases' own connection types, declared here so that this header
+ * needs neither sqlite3.h nor libpq-fe.h (sqlite3 *, PGconn *). */
+struct sqlite3;
+struct pg_conn;
+
+/*
+ * The application's connection, inside the application's open transaction,
+ * for the store's calls to run in. Set the one field that matches the
+ * store's backend; it must reach the same database (the same SQLite file,
+ * the same PostgreSQL database) the store was opened on, which created the
+ * table.
+ */
+typedef struct resil_store_tx {
+    struct sqlite3 *sqlite;   /* a "sqlite:" store; BEGIN IMMEDIATE first */
+    struct pg_conn *postgres; /* a "postgres://" store; any isolation level */
+} resil_store_tx;
+
+/*
+ * begin() and complete() as statements of the application's own
+ * transaction, so that the key's record commits or rolls back together
+ * with the business write:
+ *
+ *     BEGIN; begin_in → FIRST; INSERT the order; complete_in; COMMIT
+ *
+ * A crash or a ROLLBACK anywhere before COMMIT leaves neither the order
+ * nor the key, so the client's retry runs exactly once more; after COMMIT
+ * the retry replays. The verdicts and the table are those of begin() and
+ * complete(). There is no release_in: rolling back releases.
+ *
+ * Nothing is retried and nothing is rolled back here: the application's
+ * transaction is the unit to run again. On any error, roll it back; on
+ * RESIL_EBUSY (locked, a serialization failure, a lost connection), run
+ * the whole transaction again, with resil_retry_execute() and the public
+ * classifiers if you like. RESIL_EINVAL when the matching tx field is NULL
+ * or the connection is not inside an open transaction. A key whose
+ * completion waits in the store's journal answers IN_PROGRESS; complete_in
+ * never journals (a failed complete_in must roll the business write back).
+ */
+RESIL_API int resil_store_begin_in(resil_store *s, const resil_store_tx *tx,
+                                   const resil_store_key *k,
+                                   const uint8_t hash[RESIL_SHA256_LEN],
+                                   resil_store_result *out, resil_err *err);
+RESIL_API int resil_store_complete_in(resil_store *s, const resil_store_tx *tx,
+                                      const resil_store_key *k, uint64_t lease,
+                                      const resil_store_response *r, resil_err *err);
+
 /* Delete every record created more than `retention` ago; *deleted (may be
  * NULL) says how many. */
 RESIL_API int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err);

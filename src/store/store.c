@@ -10,6 +10,12 @@
  * tests drive it with the fake clock. The verdict logic (first, replay, in
  * progress, mismatch) is also decided here from the row a backend read, so
  * the two dialects cannot disagree about what a record means.
+ *
+ * The journal (journal.c) is the front's too: a completion the database
+ * cannot take within the retry policy is appended there instead, and the
+ * front replays it — at open, before calls while entries wait, or when the
+ * application asks — and answers begin() for its key as in progress
+ * meanwhile, so this store never runs that key again.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -37,7 +43,18 @@ struct resil_store {
     uint32_t n_conns;   /* slots allocated */
     uint32_t n_idle;
     store_conn *idle[MAX_CONNECTIONS];
+
+    store_journal *journal;   /* NULL when none is configured */
+    pthread_mutex_t jmu;      /* guards journal, next_replay and the counts */
+    pthread_mutex_t replay_mu; /* one replay at a time */
+    resil_instant next_replay; /* no opportunistic replay before this */
+    uint64_t written, replayed, conflicts;
 };
+
+/* While completions wait in the journal, a call tries to replay them at
+ * most this often, with one attempt each: an outage costs a call one
+ * failed attempt a second, not the whole retry policy every time. */
+#define REPLAY_INTERVAL RESIL_S(1)
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -274,6 +291,8 @@ static int check_opts(const resil_store_opts *o, resil_err *err)
                              MAX_CONNECTIONS, o->connections);
     if (o->busy_timeout < 0 || o->busy_timeout > RESIL_S(60))
         return bad_duration(err, "busy_timeout", "in [0, 60s]", o->busy_timeout);
+    if (o->journal != NULL && *o->journal == '\0')
+        return resil_err_set(err, RESIL_EINVAL, "store.journal must be a file path or NULL");
     resil_err inner = {0};
     if (resil_retry_policy_validate(&o->retry, &inner) != 0)
         return resil_err_set(err, RESIL_EINVAL, "store.%s", inner.message);
@@ -333,8 +352,9 @@ static resil_outcome run_attempt(resil_attempt_ctx *ctx)
     return a->s->be->run(a->conn, call, a->msg, sizeof a->msg);
 }
 
-/* Run one call as one transaction under the retry policy. */
-static int run_call(resil_store *s, store_call *call, resil_err *err)
+/* Run one call as one transaction under a retry policy. */
+static int run_call_with(resil_store *s, const resil_retry_policy *policy, store_call *call,
+                         resil_err *err)
 {
     attempt a = {.s = s, .call = call};
     int rc = checkout(s, &a.conn);
@@ -342,7 +362,7 @@ static int run_call(resil_store *s, store_call *call, resil_err *err)
         return resil_err_set(err, rc, "store: out of memory");
     resil_exec_opts eo = {.clock = s->clock};
     resil_retry_result res;
-    rc = resil_retry_execute(&s->retry, &eo, run_attempt, &a, &res, err);
+    rc = resil_retry_execute(policy, &eo, run_attempt, &a, &res, err);
     checkin(s, a.conn);
     if (rc != 0)
         return rc;
@@ -353,6 +373,184 @@ static int run_call(resil_store *s, store_call *call, resil_err *err)
     return resil_err_set(err, code, "store: %s: %s (%s, %s after %u attempt%s)",
                          s->be->name, a.msg, res.final.detail, resil_stop_name(res.stop),
                          res.attempts, res.attempts == 1 ? "" : "s");
+}
+
+static int run_call(resil_store *s, store_call *call, resil_err *err)
+{
+    return run_call_with(s, &s->retry, call, err);
+}
+
+static int not_owned(store_call *call, resil_err *err)
+{
+    return resil_err_set(err, RESIL_ESTATE,
+                         "store: lease %llu no longer owns key '%s' (taken over, "
+                         "released, completed or purged)",
+                         (unsigned long long)call->lease, call->key);
+}
+
+/* ---- the journal ---------------------------------------------------------- */
+
+static bool same_key(const journal_entry *e, const store_call *call)
+{
+    return strcmp(e->key, call->key) == 0 && strcmp(e->tenant, call->tenant) == 0 &&
+           strcmp(e->operation, call->operation) == 0;
+}
+
+/* Does a completion for this key wait in the journal? */
+static bool journal_holds(resil_store *s, const store_call *call)
+{
+    if (s->journal == NULL)
+        return false;
+    bool held = false;
+    pthread_mutex_lock(&s->jmu);
+    for (size_t i = 0; i < s->journal->n && !held; i++)
+        held = !s->journal->items[i]->done && same_key(s->journal->items[i], call);
+    pthread_mutex_unlock(&s->jmu);
+    return held;
+}
+
+static journal_entry *next_pending(resil_store *s)
+{
+    journal_entry *e = NULL;
+    pthread_mutex_lock(&s->jmu);
+    for (size_t i = 0; i < s->journal->n && e == NULL; i++)
+        if (!s->journal->items[i]->done)
+            e = s->journal->items[i];
+    pthread_mutex_unlock(&s->jmu);
+    return e;
+}
+
+/* Complete one entry's record. 0 applied; RESIL_ESTATE or RESIL_EBACKEND
+ * when the database refuses it for good; RESIL_EBUSY when it is down. */
+static int apply(resil_store *s, const resil_retry_policy *policy, journal_entry *e,
+                 resil_err *err)
+{
+    store_call call = {.op = STORE_COMPLETE, .tenant = e->tenant, .operation = e->operation,
+                       .key = e->key, .lease = e->lease, .resp = &e->resp};
+    int rc = run_call_with(s, policy, &call, err);
+    if (rc == 0 && !call.owned)
+        rc = not_owned(&call, err);
+    return rc;
+}
+
+static void settle_entry(resil_store *s, journal_entry *e, bool applied)
+{
+    pthread_mutex_lock(&s->jmu);
+    e->done = true;
+    s->journal->pending--;
+    if (applied)
+        s->replayed++;
+    else
+        s->conflicts++;
+    pthread_mutex_unlock(&s->jmu);
+}
+
+/* Apply pending entries in order until none is left (then empty the
+ * file) or the database is unavailable. Only a replay frees entries, and
+ * replays are serialised, so an entry outlives its use here. */
+static int replay(resil_store *s, const resil_retry_policy *policy, size_t *applied,
+                  resil_err *err)
+{
+    int rc = 0;
+    journal_entry *e;
+    *applied = 0;
+    while (rc == 0 && (e = next_pending(s)) != NULL) {
+        rc = apply(s, policy, e, err);
+        if (rc == 0 || rc == RESIL_ESTATE || rc == RESIL_EBACKEND) {
+            settle_entry(s, e, rc == 0);
+            *applied += rc == 0;
+            rc = 0;
+        }
+    }
+    pthread_mutex_lock(&s->jmu);
+    if (rc == 0 && s->journal->pending == 0 && s->journal->n > 0)
+        rc = resil__journal_truncate(s->journal, err);
+    pthread_mutex_unlock(&s->jmu);
+    return rc;
+}
+
+/* Before a call: replay when entries wait and the last try is a
+ * REPLAY_INTERVAL old, with one attempt per entry, unless a replay is
+ * already running. */
+static void maybe_replay(resil_store *s)
+{
+    if (s->journal == NULL)
+        return;
+    resil_instant now = resil_clock_now(s->clock);
+    pthread_mutex_lock(&s->jmu);
+    bool due = s->journal->pending > 0 && now >= s->next_replay;
+    if (due)
+        s->next_replay = now + REPLAY_INTERVAL;
+    pthread_mutex_unlock(&s->jmu);
+    if (!due || pthread_mutex_trylock(&s->replay_mu) != 0)
+        return;
+    resil_retry_policy once = s->retry;
+    once.max_attempts = 1;
+    size_t applied;
+    replay(s, &once, &applied, NULL);
+    pthread_mutex_unlock(&s->replay_mu);
+}
+
+int resil_store_journal_replay(resil_store *s, size_t *replayed, resil_err *err)
+{
+    size_t applied = 0;
+    int rc = 0;
+    if (s == NULL)
+        rc = resil_err_set(err, RESIL_EINVAL, "store: store is required");
+    else if (s->journal != NULL) {
+        pthread_mutex_lock(&s->replay_mu);
+        rc = replay(s, &s->retry, &applied, err);
+        pthread_mutex_unlock(&s->replay_mu);
+    }
+    if (replayed != NULL)
+        *replayed = applied;
+    return rc;
+}
+
+void resil_store_journal_stats_get(resil_store *s, resil_store_journal_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s == NULL || s->journal == NULL)
+        return;
+    pthread_mutex_lock(&s->jmu);
+    out->pending = s->journal->pending;
+    out->written = s->written;
+    out->replayed = s->replayed;
+    out->conflicts = s->conflicts;
+    pthread_mutex_unlock(&s->jmu);
+}
+
+/* complete() when the database is unavailable: make it durable here. */
+static int journal_completion(resil_store *s, const store_call *call, resil_err *err)
+{
+    journal_record r = {
+        .lease = call->lease,
+        .status = call->resp->status,
+        .tenant = call->tenant,
+        .tenant_len = strlen(call->tenant),
+        .operation = call->operation,
+        .operation_len = strlen(call->operation),
+        .key = call->key,
+        .key_len = strlen(call->key),
+        .headers = (const uint8_t *)call->resp->headers,
+        .headers_len = call->resp->headers_len,
+        .body = call->resp->body,
+        .body_len = call->resp->body_len,
+    };
+    resil_err inner = {0};
+    pthread_mutex_lock(&s->jmu);
+    int rc = resil__journal_append(s->journal, &r, &inner);
+    if (rc == 0) {
+        s->written++;
+        s->next_replay = resil_clock_now(s->clock) + REPLAY_INTERVAL;
+    }
+    pthread_mutex_unlock(&s->jmu);
+    if (rc == 0)
+        return 0;
+    char why[128];
+    snprintf(why, sizeof why, "%.127s", err ? err->message : "store: the database is unavailable");
+    return resil_err_set(err, RESIL_EBUSY, "%s; the journal failed too: %.120s", why,
+                         inner.message);
 }
 
 /* ---- the public calls ---------------------------------------------------- */
@@ -387,12 +585,22 @@ int resil_store_new(const resil_store_opts *o, resil_store **out, resil_err *err
     pthread_mutex_init(&s->write_lock, NULL);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->jmu, NULL);
+    pthread_mutex_init(&s->replay_mu, NULL);
+    if (o->journal != NULL)
+        rc = resil__journal_open(o->journal, &s->journal, err);
     store_call call = {.op = STORE_CONNECT, .tenant = "", .operation = "", .key = ""};
-    rc = run_call(s, &call, err);
+    if (rc == 0)
+        rc = run_call(s, &call, err);
     if (rc != 0) {
         resil_store_free(s);
         return rc;
     }
+    /* A journal left by a crashed process: replay it now. What the
+     * database cannot take yet waits for the next try. */
+    size_t applied;
+    if (s->journal != NULL && s->journal->pending > 0)
+        resil_store_journal_replay(s, &applied, NULL);
     *out = s;
     return 0;
 }
@@ -403,9 +611,12 @@ void resil_store_free(resil_store *s)
         return;
     for (uint32_t i = 0; i < s->n_idle; i++)
         s->be->conn_free(s->idle[i]);
+    resil__journal_close(s->journal);
     pthread_mutex_destroy(&s->write_lock);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->jmu);
+    pthread_mutex_destroy(&s->replay_mu);
     free(s->target);
     free(s);
 }
@@ -456,6 +667,16 @@ static int prepare_call(resil_store *s, const resil_store_key *k, store_call *ca
     return rc;
 }
 
+/* begin() for a key whose completion waits in the journal: the client
+ * retries after the next replay try. */
+static int journaled_in_progress(resil_store *s, resil_store_result *out, resil_err *err)
+{
+    int64_t now_ms = ms_from_ns(resil_clock_wall_now(s->clock));
+    int rc = fill(out, RESIL_STORE_IN_PROGRESS, now_ms, 0, NULL, 0, NULL, 0);
+    out->lease_left = REPLAY_INTERVAL;
+    return rc == 0 ? 0 : resil_err_set(err, rc, "store: out of memory");
+}
+
 int resil_store_begin(resil_store *s, const resil_store_key *k,
                       const uint8_t hash[RESIL_SHA256_LEN], resil_store_result *out,
                       resil_err *err)
@@ -467,21 +688,42 @@ int resil_store_begin(resil_store *s, const resil_store_key *k,
     if (hash == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "store: hash and result are required");
     out->verdict = RESIL_STORE_NONE;
+    maybe_replay(s);
+    if (journal_holds(s, &call))
+        return journaled_in_progress(s, out, err);
     rc = run_call(s, &call, err);
     if (rc != 0)
         out->verdict = RESIL_STORE_NONE;
     return rc;
 }
 
+/* complete, release, renew: a key whose completion waits in the journal
+ * is completed already, as far as its lease is concerned. */
 static int fenced(resil_store *s, store_call *call, resil_err *err)
 {
+    maybe_replay(s);
+    if (journal_holds(s, call))
+        return resil_err_set(err, RESIL_ESTATE,
+                             "store: key '%s' is completed already (its completion waits "
+                             "in the journal)",
+                             call->key);
     int rc = run_call(s, call, err);
+    if (rc == RESIL_EBUSY && call->op == STORE_COMPLETE && s->journal != NULL)
+        return journal_completion(s, call, err);
     if (rc != 0 || call->owned)
         return rc;
-    return resil_err_set(err, RESIL_ESTATE,
-                         "store: lease %llu no longer owns key '%s' (taken over, "
-                         "released, completed or purged)",
-                         (unsigned long long)call->lease, call->key);
+    return not_owned(call, err);
+}
+
+static int check_response(const resil_store_response *r, resil_err *err)
+{
+    if (r == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: the response is required");
+    if ((r->headers == NULL && r->headers_len > 0) || (r->body == NULL && r->body_len > 0))
+        return resil_err_set(err, RESIL_EINVAL, "store: response data is NULL but its length is not 0");
+    if (r->headers_len > MAX_BLOB || r->body_len > MAX_BLOB)
+        return resil_err_set(err, RESIL_ERANGE, "store: a saved response is limited to 1 GiB of headers and of body");
+    return 0;
 }
 
 int resil_store_complete(resil_store *s, const resil_store_key *k, uint64_t lease,
@@ -491,12 +733,8 @@ int resil_store_complete(resil_store *s, const resil_store_key *k, uint64_t leas
     int rc = prepare_call(s, k, &call, err);
     if (rc != 0)
         return rc;
-    if (r == NULL)
-        return resil_err_set(err, RESIL_EINVAL, "store: the response is required");
-    if ((r->headers == NULL && r->headers_len > 0) || (r->body == NULL && r->body_len > 0))
-        return resil_err_set(err, RESIL_EINVAL, "store: response data is NULL but its length is not 0");
-    if (r->headers_len > MAX_BLOB || r->body_len > MAX_BLOB)
-        return resil_err_set(err, RESIL_ERANGE, "store: a saved response is limited to 1 GiB of headers and of body");
+    if ((rc = check_response(r, err)) != 0)
+        return rc;
     return fenced(s, &call, err);
 }
 
@@ -520,11 +758,85 @@ int resil_store_renew(resil_store *s, const resil_store_key *k, uint64_t lease,
     return fenced(s, &call, err);
 }
 
+/* ---- the transactional form ----------------------------------------------- */
+
+static int check_tx(resil_store *s, const resil_store_tx *tx, void **conn, resil_err *err)
+{
+    bool sqlite = s->be == &resil__store_sqlite;
+    *conn = tx == NULL ? NULL : sqlite ? (void *)tx->sqlite : (void *)tx->postgres;
+    if (*conn == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: tx.%s is required for a %s store",
+                             sqlite ? "sqlite" : "postgres", s->be->name);
+    if (!s->be->in_transaction(*conn))
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store: the tx connection must be inside an open transaction "
+                             "(%s first)", sqlite ? "BEGIN IMMEDIATE" : "BEGIN");
+    return 0;
+}
+
+/* One attempt on the application's connection: its class decides the
+ * code, as for the store's own calls, but nothing is retried. */
+static int run_in(resil_store *s, void *conn, store_call *call, resil_err *err)
+{
+    char msg[200] = "";
+    call->now_ms = ms_from_ns(resil_clock_wall_now(s->clock));
+    call->lease_until_ms = call->now_ms + ms_ceil(s->lease);
+    call->owned = false;
+    resil_outcome o = s->be->run_in(conn, &s->cfg, call, msg, sizeof msg);
+    if (resil_outcome_ok(&o))
+        return 0;
+    bool busy = o.kind == RESIL_TRANSIENT || o.kind == STORE_UNAVAILABLE;
+    return resil_err_set(err, busy ? RESIL_EBUSY : RESIL_EBACKEND,
+                         "store: %s: %s (%s, in the caller's transaction: roll it back%s)",
+                         s->be->name, msg, o.detail, busy ? " and run it again" : "");
+}
+
+int resil_store_begin_in(resil_store *s, const resil_store_tx *tx, const resil_store_key *k,
+                         const uint8_t hash[RESIL_SHA256_LEN], resil_store_result *out,
+                         resil_err *err)
+{
+    store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
+    void *conn;
+    int rc = prepare_call(s, k, &call, err);
+    if (rc != 0)
+        return rc;
+    if (hash == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: hash and result are required");
+    if ((rc = check_tx(s, tx, &conn, err)) != 0)
+        return rc;
+    out->verdict = RESIL_STORE_NONE;
+    if (journal_holds(s, &call))
+        return journaled_in_progress(s, out, err);
+    rc = run_in(s, conn, &call, err);
+    if (rc != 0)
+        out->verdict = RESIL_STORE_NONE;
+    return rc;
+}
+
+int resil_store_complete_in(resil_store *s, const resil_store_tx *tx,
+                            const resil_store_key *k, uint64_t lease,
+                            const resil_store_response *r, resil_err *err)
+{
+    store_call call = {.op = STORE_COMPLETE, .lease = lease, .resp = r};
+    void *conn;
+    int rc = prepare_call(s, k, &call, err);
+    if (rc == 0)
+        rc = check_response(r, err);
+    if (rc == 0)
+        rc = check_tx(s, tx, &conn, err);
+    if (rc == 0)
+        rc = run_in(s, conn, &call, err);
+    if (rc != 0 || call.owned)
+        return rc;
+    return not_owned(&call, err);
+}
+
 int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
 {
     if (s == NULL)
         return resil_err_set(err, RESIL_EINVAL, "store: store is required");
     store_call call = {.op = STORE_PURGE, .tenant = "", .operation = "", .key = ""};
+    maybe_replay(s);
     int rc = run_call(s, &call, err);
     if (deleted != NULL)
         *deleted = rc == 0 ? call.deleted : 0;

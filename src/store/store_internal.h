@@ -62,6 +62,12 @@ typedef struct store_backend {
      * failure's kind says its class (see STORE_UNAVAILABLE); the database's
      * full message goes to msg. */
     resil_outcome (*run)(store_conn *c, store_call *call, char *msg, size_t cap);
+    /* The transactional form (BEGIN or COMPLETE only): is the
+     * application's connection inside an open transaction, and run the
+     * call once in it, without transaction control or retries. */
+    bool (*in_transaction)(void *conn);
+    resil_outcome (*run_in)(void *conn, const store_config *cfg, store_call *call, char *msg,
+                            size_t cap);
 } store_backend;
 
 /* A failure's kind sorts it into the three classes of store.h:
@@ -111,5 +117,61 @@ bool resil__store_settled(const store_call *call, const store_row *row);
  * message copied into msg. */
 resil_outcome resil__store_fail(resil_kind kind, int64_t code, const char *detail,
                                 const char *long_msg, char *msg, size_t cap);
+
+/* ---- the journal (journal.c) ---------------------------------------------- */
+
+#define JOURNAL_MAGIC_LEN 8
+
+/* One completion as encoded in the file: a view, pointing into a buffer
+ * (decode) or at the caller's data (encode). */
+typedef struct journal_record {
+    uint64_t lease;
+    int status;
+    const char *tenant, *operation, *key; /* not NUL-terminated */
+    size_t tenant_len, operation_len, key_len;
+    const uint8_t *headers, *body;
+    size_t headers_len, body_len;
+} journal_record;
+
+/* A pending completion, owned by the journal. */
+typedef struct journal_entry {
+    char tenant[RESIL_STORE_FIELD_MAX + 1];
+    char operation[RESIL_STORE_FIELD_MAX + 1];
+    char key[RESIL_STORE_FIELD_MAX + 1];
+    uint64_t lease;
+    resil_store_response resp; /* points at headers and body below */
+    char *headers;
+    uint8_t *body;
+    bool done; /* reached the database (or was dropped) */
+} journal_entry;
+
+/* The open, locked file and its entries. The store guards it with a mutex. */
+typedef struct store_journal {
+    char *path;
+    int fd;
+    size_t end;   /* offset after the last good record */
+    size_t torn;  /* bytes of a torn tail found at open (cut off) */
+    journal_entry **items;
+    size_t n, cap;
+    size_t pending; /* entries not done */
+} store_journal;
+
+/* Decode the record at the start of buf. 0 with *consumed set, or
+ * RESIL_ESYNTAX when the bytes are not one whole, intact record (short,
+ * bad checksum, bad lengths or fields). Reads only buf[0..len). */
+int resil__journal_decode(const uint8_t *buf, size_t len, journal_record *out,
+                          size_t *consumed);
+size_t resil__journal_encoded_size(const journal_record *r);
+void resil__journal_encode(const journal_record *r, uint8_t *out);
+
+/* Open (creating) and lock the file, load its records, cut a torn tail.
+ * RESIL_EBUSY when another store holds it, RESIL_EINVAL when it is not a
+ * journal, RESIL_EIO, RESIL_ENOMEM. */
+int resil__journal_open(const char *path, store_journal **out, resil_err *err);
+void resil__journal_close(store_journal *j);
+/* Append and fsync one completion, and keep it as a pending entry. */
+int resil__journal_append(store_journal *j, const journal_record *r, resil_err *err);
+/* Every entry is done: empty the file back to its magic, drop the entries. */
+int resil__journal_truncate(store_journal *j, resil_err *err);
 
 #endif

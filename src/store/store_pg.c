@@ -95,6 +95,7 @@ static const struct {
 struct store_conn {
     const store_config *cfg;
     PGconn *pg;
+    bool borrowed; /* the application's connection, inside its transaction */
 };
 
 /* Parameters of one statement: text as text, the rest binary. */
@@ -156,10 +157,18 @@ static int32_t get_int32(const PGresult *r, int row, int col)
     return (int32_t)(uint32_t)get_uint(r, row, col);
 }
 
+/* Our connections prepared every statement; the application's did not,
+ * and gets the same statement as a one-off. */
 static PGresult *exec_prepared(store_conn *c, int which, const params *p)
 {
-    return PQexecPrepared(c->pg, statements[which].name, p->n, p->value, p->length,
-                          p->format, 1);
+    if (!c->borrowed)
+        return PQexecPrepared(c->pg, statements[which].name, p->n, p->value, p->length,
+                              p->format, 1);
+    char sql[1024];
+    if (resil__store_sql(sql, sizeof sql, statements[which].sql, c->cfg->table) != 0)
+        return NULL;
+    return PQexecParams(c->pg, sql, p->n, statements[which].types, p->value, p->length,
+                        p->format, 1);
 }
 
 static int conn_new(const store_config *cfg, store_conn **out)
@@ -192,9 +201,12 @@ static void quiet(void *arg, const char *message)
     (void)message;
 }
 
-/* Undo an open transaction; drop a connection that is gone. */
+/* Undo an open transaction; drop a connection that is gone. The
+ * application's connection is left as it is, for it to roll back. */
 static void reset_conn(store_conn *c)
 {
+    if (c->borrowed)
+        return;
     if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
         disconnect(c);
     else if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
@@ -291,7 +303,7 @@ static resil_outcome claimed(store_conn *c, store_call *call, PGresult *r,
     PQclear(r);
     if (rc != 0)
         return fail_local(c, "out of memory", msg, cap);
-    return command(c, "COMMIT", msg, cap);
+    return resil_ok();
 }
 
 /* Read the record and answer from it: always, or (settled_only) only when
@@ -333,12 +345,10 @@ static resil_outcome answer_from_row(store_conn *c, store_call *call, bool settl
 }
 
 /* INSERT … ON CONFLICT DO NOTHING; else take an expired lease over; else
- * read what is there. One REPEATABLE READ transaction. */
-static resil_outcome do_begin(store_conn *c, store_call *call, char *msg, size_t cap)
+ * read what is there, inside a transaction: the store's own (do_begin) or
+ * the application's (run_in). */
+static resil_outcome claim(store_conn *c, store_call *call, char *msg, size_t cap)
 {
-    resil_outcome o = command(c, "BEGIN ISOLATION LEVEL REPEATABLE READ", msg, cap);
-    if (!resil_outcome_ok(&o))
-        return o;
     params p;
     p_key(&p, call);
     p_bytes(&p, call->hash, RESIL_SHA256_LEN);
@@ -355,11 +365,20 @@ static resil_outcome do_begin(store_conn *c, store_call *call, char *msg, size_t
         return claimed(c, call, r, msg, cap);
     PQclear(r);
     bool answered;
-    o = answer_from_row(c, call, false, &answered, msg, cap);
+    resil_outcome o = answer_from_row(c, call, false, &answered, msg, cap);
+    if (resil_outcome_ok(&o) && !answered)
+        return fail_local(c, "record vanished inside one snapshot", msg, cap);
+    return o;
+}
+
+/* One REPEATABLE READ transaction. */
+static resil_outcome do_begin(store_conn *c, store_call *call, char *msg, size_t cap)
+{
+    resil_outcome o = command(c, "BEGIN ISOLATION LEVEL REPEATABLE READ", msg, cap);
+    if (resil_outcome_ok(&o))
+        o = claim(c, call, msg, cap);
     if (!resil_outcome_ok(&o))
         return o;
-    if (!answered)
-        return fail_local(c, "record vanished inside one snapshot", msg, cap);
     return command(c, "COMMIT", msg, cap);
 }
 
@@ -433,6 +452,24 @@ static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
     return resil_ok();
 }
 
+/* The transactional form: the application's connection, inside its open
+ * transaction, at the isolation level it chose. Nothing is retried or
+ * rolled back here: a failure is the application's to roll back and
+ * retry, the whole of its transaction. */
+static bool in_transaction(void *conn)
+{
+    return PQtransactionStatus((PGconn *)conn) == PQTRANS_INTRANS;
+}
+
+static resil_outcome run_in(void *conn, const store_config *cfg, store_call *call, char *msg,
+                            size_t cap)
+{
+    store_conn c = {.cfg = cfg, .pg = conn, .borrowed = true};
+    if (call->op == STORE_BEGIN)
+        return claim(&c, call, msg, cap);
+    return fenced(&c, call, PS_COMPLETE, msg, cap);
+}
+
 bool resil_store_pg_transient(const char *sqlstate)
 {
     if (sqlstate == NULL)
@@ -456,4 +493,6 @@ const store_backend resil__store_pg = {
     .conn_new = conn_new,
     .conn_free = conn_free,
     .run = run,
+    .in_transaction = in_transaction,
+    .run_in = run_in,
 };

@@ -77,6 +77,7 @@ struct store_conn {
     const store_config *cfg;
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
+    bool borrowed; /* the application's connection, inside its transaction */
 };
 
 static void disconnect(store_conn *c)
@@ -128,12 +129,25 @@ static resil_outcome fail(store_conn *c, int rc, char *msg, size_t cap)
 {
     char text[256];
     snprintf(text, sizeof text, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
-    if (c->db != NULL && !sqlite3_get_autocommit(c->db)) {
+    if (c->db != NULL && !c->borrowed && !sqlite3_get_autocommit(c->db)) {
         sqlite3_reset(c->st[ST_ROLLBACK]);
         sqlite3_step(c->st[ST_ROLLBACK]);
         sqlite3_reset(c->st[ST_ROLLBACK]);
     }
     return resil__store_fail(sqlite_kind(rc), rc, sqlite3_errstr(rc), text, msg, cap);
+}
+
+static int prepare_all(store_conn *c, unsigned flags)
+{
+    char sql[1024];
+    for (int i = 0; i < ST_COUNT; i++) {
+        if (resil__store_sql(sql, sizeof sql, statement_sql[i], c->cfg->table) != 0)
+            return SQLITE_TOOBIG;
+        int rc = sqlite3_prepare_v3(c->db, sql, -1, flags, &c->st[i], NULL);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
 }
 
 static int connect_db(store_conn *c)
@@ -155,14 +169,7 @@ static int connect_db(store_conn *c)
     rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return rc;
-    for (int i = 0; i < ST_COUNT; i++) {
-        if (resil__store_sql(sql, sizeof sql, statement_sql[i], c->cfg->table) != 0)
-            return SQLITE_TOOBIG;
-        rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL);
-        if (rc != SQLITE_OK)
-            return rc;
-    }
-    return SQLITE_OK;
+    return prepare_all(c, SQLITE_PREPARE_PERSISTENT);
 }
 
 /* Run a statement that returns no rows, then make it reusable. */
@@ -244,19 +251,17 @@ static int try_takeover(store_conn *c, store_call *call, bool *taken)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Insert, else take an expired lease over, else read what is there: one
- * IMMEDIATE transaction, so nothing can change in between. */
-static int do_begin(store_conn *c, store_call *call)
+/* Insert, else take an expired lease over, else read what is there,
+ * inside a transaction that holds the write lock, so nothing can change in
+ * between: the store's own (do_begin) or the application's (run_in). */
+static int claim(store_conn *c, store_call *call)
 {
-    int rc = exec_stmt(c->st[ST_BEGIN]);
-    if (rc != SQLITE_OK)
-        return rc;
     sqlite3_stmt *st = c->st[ST_INSERT];
     bind_key(st, call);
     bind_blob(st, 4, call->hash, RESIL_SHA256_LEN);
     sqlite3_bind_int64(st, 5, call->now_ms);
     sqlite3_bind_int64(st, 6, call->lease_until_ms);
-    rc = exec_stmt(st);
+    int rc = exec_stmt(st);
     if (rc != SQLITE_OK)
         return rc;
     if (sqlite3_changes(c->db) == 1) {
@@ -269,6 +274,14 @@ static int do_begin(store_conn *c, store_call *call)
         if (rc == SQLITE_OK && !taken && !answered)
             rc = SQLITE_INTERNAL; /* the row the insert collided with is gone */
     }
+    return rc;
+}
+
+static int do_begin(store_conn *c, store_call *call)
+{
+    int rc = exec_stmt(c->st[ST_BEGIN]);
+    if (rc == SQLITE_OK)
+        rc = claim(c, call);
     if (rc != SQLITE_OK)
         return rc;
     return exec_stmt(c->st[ST_COMMIT]);
@@ -356,6 +369,28 @@ static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
     return o;
 }
 
+/* The transactional form: the application's connection, inside its open
+ * transaction. Statements are prepared for this call only (the connection
+ * is not ours to keep anything on), nothing is retried and nothing is
+ * rolled back: a failure is the application's to roll back and retry. */
+static bool in_transaction(void *conn)
+{
+    return !sqlite3_get_autocommit((sqlite3 *)conn);
+}
+
+static resil_outcome run_in(void *conn, const store_config *cfg, store_call *call, char *msg,
+                            size_t cap)
+{
+    store_conn c = {.cfg = cfg, .db = conn, .borrowed = true};
+    int rc = prepare_all(&c, 0);
+    if (rc == SQLITE_OK)
+        rc = call->op == STORE_BEGIN ? claim(&c, call) : do_complete(&c, call);
+    resil_outcome o = rc == SQLITE_OK ? resil_ok() : fail(&c, rc, msg, cap);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(c.st[i]);
+    return o;
+}
+
 bool resil_store_sqlite_transient(int rc)
 {
     int primary = rc & 0xff;
@@ -367,4 +402,6 @@ const store_backend resil__store_sqlite = {
     .conn_new = conn_new,
     .conn_free = conn_free,
     .run = run,
+    .in_transaction = in_transaction,
+    .run_in = run_in,
 };

@@ -39,6 +39,7 @@ struct pg_server {
     uid_t uid;
     gid_t gid;
     bool drop; /* run the tools as uid/gid */
+    bool durable;
     int watchdog_fd;
     pid_t watchdog;
 };
@@ -216,20 +217,30 @@ static bool init_cluster(pg_server *s)
     return false;
 }
 
-static bool start_on_free_port(pg_server *s, bool durable)
+/* pg_ctl start on s->port; 0 when it is up. */
+static int start_on_port(pg_server *s)
 {
     char pg_ctl[PATH_MAX], log[PATH_MAX], server_log[PATH_MAX], opts[PATH_MAX + 256];
     snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", s->bindir);
     snprintf(log, sizeof log, "%s/pg_ctl.log", s->dir);
     snprintf(server_log, sizeof server_log, "%s/server.log", s->dir);
+    snprintf(opts, sizeof opts,
+             "-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200%s", s->port,
+             s->dir, s->durable ? "" : " -c fsync=off -c full_page_writes=off");
+    char *argv[] = {pg_ctl, "-D", s->data, "-l", server_log, "-w", "-t", "60",
+                    "-o", opts, "start", NULL};
+    return s->port > 0 && run_tool(s, argv, log) == 0 ? 0 : -1;
+}
+
+static bool start_on_free_port(pg_server *s, bool durable)
+{
+    char log[PATH_MAX], server_log[PATH_MAX];
+    snprintf(log, sizeof log, "%s/pg_ctl.log", s->dir);
+    snprintf(server_log, sizeof server_log, "%s/server.log", s->dir);
+    s->durable = durable;
     for (int tries = 0; tries < 5; tries++) {
         s->port = free_port();
-        snprintf(opts, sizeof opts,
-                 "-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200%s",
-                 s->port, s->dir, durable ? "" : " -c fsync=off -c full_page_writes=off");
-        char *argv[] = {pg_ctl, "-D", s->data, "-l", server_log, "-w", "-t", "60",
-                        "-o", opts, "start", NULL};
-        if (s->port > 0 && run_tool(s, argv, log) == 0)
+        if (start_on_port(s) == 0)
             return true;
     }
     fprintf(stderr, "pg_server: pg_ctl start failed, see %s and %s\n", log, server_log);
@@ -275,6 +286,17 @@ pg_server *pg_server_start(void) { return pg_server_start_durable(0); }
 const char *pg_server_url(const pg_server *s) { return s->url; }
 
 int pg_server_port(const pg_server *s) { return s->port; }
+
+int pg_server_pause(pg_server *s)
+{
+    char pg_ctl[PATH_MAX], log[PATH_MAX];
+    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", s->bindir);
+    snprintf(log, sizeof log, "%s/pg_ctl.log", s->dir);
+    char *argv[] = {pg_ctl, "-D", s->data, "-m", "fast", "-w", "stop", NULL};
+    return run_tool(s, argv, log) == 0 ? 0 : -1;
+}
+
+int pg_server_resume(pg_server *s) { return start_on_port(s); }
 
 void pg_server_stop(pg_server *s)
 {

@@ -22,6 +22,10 @@ pg_server *pg_server_start_durable(int durable);
 /* "postgres://postgres@127.0.0.1:PORT/postgres". */
 const char *pg_server_url(const pg_server *s);
 int pg_server_port(const pg_server *s);
+/* Stop the server but keep its data (an outage), then start it again on
+ * the same port, so URLs taken before stay valid. 0 on success. */
+int pg_server_pause(pg_server *s);
+int pg_server_resume(pg_server *s);
 /* Stop the server and remove its directory. NULL is ignored. */
 void pg_server_stop(pg_server *s);
 

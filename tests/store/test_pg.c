@@ -8,7 +8,10 @@
 #include <curl/curl.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gateway_proc.h"
 #include "pg_server.h"
@@ -251,6 +254,187 @@ static void a_table_dropped_under_the_store_is_ebackend_without_retries(void **s
     resil_store_free(s);
 }
 
+/* ---- the journal across a real outage -------------------------------------- */
+
+static void journal_and_two_attempts(resil_store_opts *o, void *ud)
+{
+    o->journal = ud;
+    o->retry.max_attempts = 2;
+    o->connections = 1;
+}
+
+static void a_completion_while_postgres_is_stopped_is_journaled_and_replayed_after_restart(
+    void **state)
+{
+    fixture *f = *state;
+    char *tmp = test_tmpdir();
+    char journal[600];
+    snprintf(journal, sizeof journal, "%s/pg.journal", tmp);
+    resil_store *s = fixture_open(f, journal_and_two_attempts, journal);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    assert_int_equal(pg_server_pause(server), 0);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    resil_store_response resp = {.status = 201, .headers = "X-Order: 7\r\n",
+                                 .headers_len = 12, .body = "{\"order\":7}", .body_len = 11};
+    resil_err err = {0};
+    int completed = resil_store_complete(s, &k, lease, &resp, &err);
+    resil_store_journal_stats st;
+    resil_store_journal_stats_get(s, &st);
+    int verdict = begin_key(f, s, "k-1", "a");
+    size_t replayed = 99;
+    int while_down = resil_store_journal_replay(s, &replayed, NULL);
+    assert_int_equal(pg_server_resume(server), 0);
+    assert_int_equal(completed, 0);
+    assert_int_equal(st.pending, 1);
+    assert_int_equal(st.written, 1);
+    assert_int_equal(verdict, RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(while_down, RESIL_EBUSY);
+    assert_int_equal(replayed, 0);
+    assert_int_equal(resil_store_journal_replay(s, &replayed, &err), 0);
+    assert_int_equal(replayed, 1);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(f->res.status, 201);
+    assert_string_equal(f->res.headers, "X-Order: 7\r\n");
+    assert_int_equal(f->res.body_len, 11);
+    assert_memory_equal(f->res.body, "{\"order\":7}", 11);
+    resil_store_free(s);
+    test_rmtree(tmp);
+    free(tmp);
+}
+
+/* ---- the transactional form ------------------------------------------------- */
+
+static int count_where(PGconn *c, const char *tmpl, const char *table)
+{
+    char sql[300];
+    snprintf(sql, sizeof sql, tmpl, table);
+    return query_int(c, sql);
+}
+
+/* One request the way an application runs it in its own transaction:
+ * BEGIN; begin_in; on FIRST the business row and complete_in; COMMIT.
+ * Returns the verdict; `wrote` (may be -1) gets a byte once the business
+ * row is written and before COMMIT. */
+static resil_store_verdict order_tx(fixture *f, resil_store *s, PGconn *app, int wrote)
+{
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("{\"qty\":1}", h);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-tx"};
+    resil_store_tx tx = {.postgres = app};
+    resil_err err = {0};
+    exec_ok(app, "BEGIN");
+    if (resil_store_begin_in(s, &tx, &k, h, &f->res, &err) != 0)
+        fail_msg("begin_in: %s", err.message);
+    resil_store_verdict v = f->res.verdict;
+    if (v != RESIL_STORE_FIRST) {
+        exec_ok(app, "ROLLBACK");
+        return v;
+    }
+    char sql[200];
+    snprintf(sql, sizeof sql, "INSERT INTO %s_orders (qty) VALUES (1) RETURNING id", f->table);
+    int id = query_int(app, sql);
+    char body[32];
+    int len = snprintf(body, sizeof body, "{\"order\":%d}", id);
+    resil_store_response r = {.status = 201, .body = body, .body_len = (size_t)len};
+    if (resil_store_complete_in(s, &tx, &k, f->res.lease, &r, &err) != 0)
+        fail_msg("complete_in: %s", err.message);
+    if (wrote >= 0) {
+        char b = 'w';
+        if (write(wrote, &b, 1) != 1)
+            _exit(3);
+        pause(); /* killed here, before COMMIT */
+    }
+    exec_ok(app, "COMMIT");
+    return v;
+}
+
+static void a_process_killed_before_commit_leaves_nothing_and_the_retry_runs_once(void **state)
+{
+    fixture *f = *state;
+    PGconn *app = admin();
+    char sql[200];
+    snprintf(sql, sizeof sql, "CREATE TABLE %s_orders (id serial PRIMARY KEY, qty int)", f->table);
+    exec_ok(app, sql);
+    int wrote[2];
+    assert_int_equal(pipe(wrote), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(wrote[0]);
+        resil_store *s = fixture_open(f, NULL, NULL);
+        PGconn *mine = admin();
+        order_tx(f, s, mine, wrote[1]);
+        _exit(4);
+    }
+    close(wrote[1]);
+    char b = 0;
+    assert_int_equal(read(wrote[0], &b, 1), 1); /* the business row is written */
+    close(wrote[0]);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    /* Nothing of the killed request survived: no order, no key. */
+    assert_int_equal(count_where(app, "SELECT count(*) FROM %s_orders", f->table), 0);
+    assert_int_equal(count_where(app, "SELECT count(*) FROM %s WHERE idempotency_key = 'k-tx'",
+                                 f->table), 0);
+    /* The client's retry runs it exactly once more; a further one replays. */
+    assert_int_equal(order_tx(f, f->s, app, -1), RESIL_STORE_FIRST);
+    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(order_tx(f, f->s, app, -1), RESIL_STORE_REPLAY);
+    assert_int_equal(f->res.status, 201);
+    int id = count_where(app, "SELECT max(id) FROM %s_orders", f->table);
+    char want[32];
+    snprintf(want, sizeof want, "{\"order\":%d}", id);
+    assert_int_equal(f->res.body_len, strlen(want));
+    assert_memory_equal(f->res.body, want, strlen(want));
+    assert_int_equal(count_where(app, "SELECT count(*) FROM %s_orders", f->table), 1);
+    PQfinish(app);
+}
+
+static void begin_in_outside_a_transaction_is_refused(void **state)
+{
+    fixture *f = *state;
+    PGconn *app = admin();
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_key k = {.key = "k-1"};
+    resil_store_tx tx = {.postgres = app};
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin_in(f->s, &tx, &k, h, &f->res, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the tx connection must be inside an open "
+                                     "transaction (BEGIN first)");
+    tx = (resil_store_tx){.sqlite = (struct sqlite3 *)app};
+    assert_int_equal(resil_store_begin_in(f->s, &tx, &k, h, &f->res, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: tx.postgres is required for a postgres store");
+    PQfinish(app);
+}
+
+/* A permanent error in the caller's transaction keeps its class, and the
+ * transaction is left for the caller to roll back. */
+static void a_constraint_in_the_callers_transaction_is_ebackend(void **state)
+{
+    fixture *f = *state;
+    admin_exec("ALTER TABLE %s ADD CONSTRAINT %s_no_teapots CHECK (status <> 418)", f->table);
+    PGconn *app = admin();
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_key k = {.key = "k-1"};
+    resil_store_tx tx = {.postgres = app};
+    resil_err err = {0};
+    exec_ok(app, "BEGIN");
+    assert_int_equal(resil_store_begin_in(f->s, &tx, &k, h, &f->res, &err), 0);
+    resil_store_response r = {.status = 418};
+    assert_int_equal(resil_store_complete_in(f->s, &tx, &k, f->res.lease, &r, &err),
+                     RESIL_EBACKEND);
+    assert_non_null(strstr(err.message, "(SQLSTATE 23514, in the caller's transaction: "
+                                        "roll it back)"));
+    assert_int_equal(PQtransactionStatus(app), PQTRANS_INERROR);
+    exec_ok(app, "ROLLBACK");
+    PQfinish(app);
+}
+
 static void backend_is_named_postgres(void **state)
 {
     fixture *f = *state;
@@ -324,6 +508,10 @@ int main(void)
         PG_CASE(unreachable_server_is_ebusy_after_the_policy),
         PG_CASE(a_check_constraint_violation_is_ebackend_without_retries),
         PG_CASE(a_table_dropped_under_the_store_is_ebackend_without_retries),
+        PG_CASE(a_completion_while_postgres_is_stopped_is_journaled_and_replayed_after_restart),
+        PG_CASE(a_process_killed_before_commit_leaves_nothing_and_the_retry_runs_once),
+        PG_CASE(begin_in_outside_a_transaction_is_refused),
+        PG_CASE(a_constraint_in_the_callers_transaction_is_ebackend),
         PG_CASE(backend_is_named_postgres),
         PG_CASE(postgresql_scheme_is_accepted_too),
         cmocka_unit_test(gateway_replays_from_postgres_across_restarts),
