@@ -16,6 +16,12 @@
  * lock so such a caller never queues behind a round, and a probe asks with
  * trylock: at most one caller per client waits for Redis at a time.
  *
+ * Every exchange with Redis is bounded (conn.h): a caller's call by one
+ * deadline from its start, lock wait included; a round by one timeout per
+ * answer, so a large round on a healthy server is never taken for an
+ * outage; a reply beyond the bounds is a malformed answer that also costs
+ * its connection.
+ *
  * Health is one flag. Whoever first sees a command fail (the thread or a
  * caller) clears it and queues a DOWN event; the thread then closes every
  * connection, tells each member to fall back, and reconnects on the
@@ -108,8 +114,7 @@ static void count(_Atomic uint64_t *c, uint64_t n)
 
 static void close_conn(redisContext **c)
 {
-    if (*c != NULL)
-        redisFree(*c);
+    resil__fleet_close(*c);
     *c = NULL;
 }
 
@@ -301,26 +306,29 @@ void resil__redis_detach(resil_redis *r, fleet_member *m)
 
 /* ---- the callers' connection ---------------------------------------------------- */
 
+/* The call's deadline is set before it waits for the connection, so the
+ * timeout bounds the whole call; a caller whose time ran out in that wait
+ * gives up without touching the connection (Redis is not to blame). */
 int resil__redis_call(resil_redis *r, const fleet_cmd *c, bool wait, fleet_state *out)
 {
+    int64_t deadline = resil__fleet_deadline(r->cfg.timeout);
     if (!resil__redis_up(r))
         return RESIL_EBACKEND;
     if (wait)
         pthread_mutex_lock(&r->call_mu);
     else if (pthread_mutex_trylock(&r->call_mu) != 0)
         return RESIL_EBUSY;
-    if (r->call == NULL) {
+    if (r->call == NULL || mono_ns() >= deadline) {
         pthread_mutex_unlock(&r->call_mu);
         return RESIL_EBACKEND;
     }
     char why[WHY_MAX];
     uint64_t sent = 0, noscript = 0;
-    int rc = resil__fleet_run(r->call, c, &r->cfg, r->sha, out, &noscript, &sent, why,
-                              sizeof why);
-    if (rc == RESIL_EBACKEND) {
-        redisFree(r->call);
-        r->call = NULL;
-    }
+    int rc = resil__fleet_run(r->call, c, &r->cfg, r->sha, deadline, out, &noscript, &sent,
+                              why, sizeof why);
+    bool broken = rc == RESIL_EBACKEND || r->call->err != 0;
+    if (broken)
+        close_conn(&r->call);
     pthread_mutex_unlock(&r->call_mu);
     count(&r->commands, sent);
     if (noscript > 0) {
@@ -329,7 +337,7 @@ int resil__redis_call(resil_redis *r, const fleet_cmd *c, bool wait, fleet_state
     }
     if (rc == RESIL_EIO)
         count(&r->command_errors, 1);
-    if (rc == RESIL_EBACKEND)
+    if (broken)
         mark_down(r, why);
     return rc;
 }
@@ -364,7 +372,8 @@ static redisContext *open_conn(resil_redis *r, char *why, size_t cap)
 static int subscribe(resil_redis *r, redisContext *c, char *why, size_t cap)
 {
     const char *argv[] = {"SUBSCRIBE", r->cfg.channel};
-    redisReply *rep = redisCommandArgv(c, 2, argv, NULL);
+    redisReply *rep =
+        resil__fleet_command(c, 2, argv, NULL, resil__fleet_deadline(r->cfg.timeout));
     count(&r->commands, 1);
     if (rep == NULL) {
         resil__fleet_io_why(c, "SUBSCRIBE", r->cfg.timeout, why, cap);
@@ -478,11 +487,14 @@ static void read_messages(resil_redis *r)
     }
     for (;;) {
         void *reply = NULL;
-        if (redisReaderGetReply(r->sub->reader, &reply) != REDIS_OK) {
-            mark_down(r, "SUBSCRIBE: protocol error");
+        char bad[128];
+        int got = resil__fleet_reader_next(r->sub->reader, &reply, bad, sizeof bad);
+        if (got < 0) {
+            snprintf(why, sizeof why, "SUBSCRIBE: malformed message: %s", bad);
+            mark_down(r, why);
             return;
         }
-        if (reply == NULL)
+        if (got == 0)
             return;
         dispatch_message(r, reply);
         freeReplyObject(reply);
@@ -547,13 +559,14 @@ static int rerun_noscript(resil_redis *r)
         atomic_store(&r->reload_script, true);
         fleet_state s;
         uint64_t sent = 0, ns = 0;
-        int rc = resil__fleet_run(r->cmd, &q->cmd, &r->cfg, NULL, &s, &ns, &sent, why,
+        int rc = resil__fleet_run(r->cmd, &q->cmd, &r->cfg, NULL,
+                                  resil__fleet_deadline(r->cfg.timeout), &s, &ns, &sent, why,
                                   sizeof why);
         count(&r->commands, sent);
-        if (rc == RESIL_EBACKEND)
-            return fail_round(r, why);
-        if (rc != 0)
+        if (rc == RESIL_EIO)
             count(&r->command_errors, 1);
+        if (rc == RESIL_EBACKEND || r->cmd->err)
+            return fail_round(r, why);
         settle(q, rc == 0 ? &s : NULL);
     }
     return 0;
@@ -583,8 +596,10 @@ static int send_round(resil_redis *r)
     count(&r->commands, r->queue.len);
     count(&r->rounds, 1);
     for (size_t i = 0; i < r->queue.len; i++) {
-        void *rep = NULL;
-        if (redisGetReply(r->cmd, &rep) != REDIS_OK || rep == NULL) {
+        redisReply *rep = resil__fleet_read(r->cmd, resil__fleet_deadline(r->cfg.timeout));
+        if (rep == NULL) {
+            if (resil__fleet_malformed(r->cmd))
+                count(&r->command_errors, 1);
             resil__fleet_io_why(r->cmd, "EVALSHA", r->cfg.timeout, why, sizeof why);
             return fail_round(r, why);
         }
@@ -953,31 +968,26 @@ static void scan_pattern(const char *prefix, char *out, size_t cap)
     snprintf(out + n, cap - n, "breaker:*");
 }
 
-/* The breaker name in a key SCAN returned, or NULL when the key holds no
- * name a breaker could have (a stray key someone set by hand). */
-static const char *breaker_name(const redisReply *key, size_t skip)
-{
-    if (key->type != REDIS_REPLY_STRING || key->len <= skip ||
-        strlen(key->str) != key->len || !resil__fleet_name_ok(key->str + skip))
-        return NULL;
-    return key->str + skip;
-}
-
 static int scan_page(resil_redis *r, redisContext *c, name_list *l, const char *pattern,
                      char *cursor, size_t cursor_cap)
 {
     const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "200"};
-    redisReply *rep = redisCommandArgv(c, 6, argv, NULL);
+    redisReply *rep =
+        resil__fleet_command(c, 6, argv, NULL, resil__fleet_deadline(r->cfg.timeout));
     count(&r->commands, 1);
     if (rep == NULL) {
         char why[WHY_MAX];
         resil__fleet_io_why(c, "SCAN", r->cfg.timeout, why, sizeof why);
-        return resil_err_set(l->err, RESIL_EBACKEND, "redis: %s", why);
+        bool malformed = resil__fleet_malformed(c);
+        if (malformed)
+            count(&r->command_errors, 1);
+        return resil_err_set(l->err, malformed ? RESIL_EIO : RESIL_EBACKEND, "redis: %s", why);
     }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
         rep->element[0]->type != REDIS_REPLY_STRING ||
         rep->element[1]->type != REDIS_REPLY_ARRAY) {
         freeReplyObject(rep);
+        count(&r->command_errors, 1);
         return resil_err_set(l->err, RESIL_EIO, "redis: SCAN: unexpected reply");
     }
     snprintf(cursor, cursor_cap, "%s", rep->element[0]->str);
@@ -985,7 +995,7 @@ static int scan_page(resil_redis *r, redisContext *c, name_list *l, const char *
     redisReply *keys = rep->element[1];
     int rc = 0;
     for (size_t i = 0; i < keys->elements && rc == 0; i++) {
-        const char *name = breaker_name(keys->element[i], skip);
+        const char *name = resil__fleet_key_name(keys->element[i], skip);
         if (name != NULL)
             rc = keep_name(l, name);
     }

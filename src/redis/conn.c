@@ -8,8 +8,13 @@
  * bytes that are not RESP or an answer to PING other than PONG (something
  * else listens there: always refused), and a Redis error (wrong password,
  * bad database: refused with Redis's own words).
+ *
+ * Every reader is bounded and every wait is by the call's deadline (see
+ * conn.h for why and for the limits).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,16 +141,280 @@ int resil__fleet_url_parse(const char *url, fleet_url *u, resil_err *err)
     return 0;
 }
 
+/* ---- bounded readers ------------------------------------------------------
+ *
+ * hiredis calls the reader's object functions as it parses, an array's
+ * before its elements are read: ours check the announced size against the
+ * bounds and the reply's running memory, then let hiredis' own functions
+ * build the object. A refusal returns NULL, which hiredis reports as out
+ * of memory; the reason kept here tells the two apart. */
+
+typedef struct fleet_bounds {
+    redisReplyObjectFunctions fns;    /* ours, installed on the reader */
+    redisReplyObjectFunctions *inner; /* hiredis' own, which build the objects */
+    size_t charged;                   /* memory of the reply being read */
+    char refused[112];                /* why the reply was refused; "" if not */
+} fleet_bounds;
+
+static bool charge(fleet_bounds *b, size_t n)
+{
+    if (n > FLEET_REPLY_MEMORY_MAX - b->charged) {
+        snprintf(b->refused, sizeof b->refused,
+                 "a reply taking more than %d bytes in memory", FLEET_REPLY_MEMORY_MAX);
+        return false;
+    }
+    b->charged += n;
+    return true;
+}
+
+static int depth(const redisReadTask *t)
+{
+    int d = 1;
+    for (const redisReadTask *p = t->parent; p != NULL; p = p->parent)
+        d++;
+    return d;
+}
+
+static void *bounded_array(const redisReadTask *t, int elements)
+{
+    fleet_bounds *b = t->privdata;
+    if (elements < 0 || elements > FLEET_REPLY_ELEMENTS_MAX) {
+        snprintf(b->refused, sizeof b->refused, "an array of %d elements (at most %d)",
+                 elements, FLEET_REPLY_ELEMENTS_MAX);
+        return NULL;
+    }
+    if (depth(t) > FLEET_REPLY_DEPTH_MAX) {
+        snprintf(b->refused, sizeof b->refused, "arrays nested %d deep (at most %d)",
+                 depth(t), FLEET_REPLY_DEPTH_MAX);
+        return NULL;
+    }
+    if (!charge(b, sizeof(redisReply) + (size_t)elements * sizeof(redisReply *)))
+        return NULL;
+    return b->inner->createArray(t, elements);
+}
+
+static void *bounded_string(const redisReadTask *t, char *str, size_t len)
+{
+    fleet_bounds *b = t->privdata;
+    if (len > FLEET_REPLY_STRING_MAX) {
+        snprintf(b->refused, sizeof b->refused, "a string of %zu bytes (at most %d)", len,
+                 FLEET_REPLY_STRING_MAX);
+        return NULL;
+    }
+    if (!charge(b, sizeof(redisReply) + len + 1))
+        return NULL;
+    return b->inner->createString(t, str, len);
+}
+
+static void *bounded_integer(const redisReadTask *t, long long v)
+{
+    fleet_bounds *b = t->privdata;
+    return charge(b, sizeof(redisReply)) ? b->inner->createInteger(t, v) : NULL;
+}
+
+static void *bounded_nil(const redisReadTask *t)
+{
+    fleet_bounds *b = t->privdata;
+    return charge(b, sizeof(redisReply)) ? b->inner->createNil(t) : NULL;
+}
+
+static void free_object(void *obj) { freeReplyObject(obj); }
+
+int resil__fleet_reader_bound(redisReader *rd)
+{
+    fleet_bounds *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return RESIL_ENOMEM;
+    b->inner = rd->fn;
+    b->fns.createString = bounded_string;
+    b->fns.createArray = bounded_array;
+    b->fns.createInteger = bounded_integer;
+    b->fns.createNil = bounded_nil;
+    b->fns.freeObject = b->inner != NULL ? b->inner->freeObject : free_object;
+    rd->fn = &b->fns;
+    rd->privdata = b;
+    return 0;
+}
+
+void resil__fleet_reader_free(redisReader *rd)
+{
+    if (rd == NULL)
+        return;
+    fleet_bounds *b = rd->privdata;
+    redisReaderFree(rd); /* frees a partial reply with b's functions */
+    free(b);
+}
+
+/* The task the reader is in the middle of, if any. */
+static const redisReadTask *current_task(const redisReader *rd)
+{
+    if (rd->ridx < 0)
+        return NULL;
+#if HIREDIS_MAJOR >= 1
+    return rd->task[rd->ridx];
+#else
+    return &rd->rstack[rd->ridx];
+#endif
+}
+
+/* A string whose header announces more than the limit: refused before its
+ * bytes are waited for. The reader stops at a string's length digits until
+ * all of it has arrived. */
+static bool announces_too_long(const redisReader *rd, fleet_bounds *b)
+{
+    const redisReadTask *t = current_task(rd);
+    if (t == NULL || t->type != REDIS_REPLY_STRING)
+        return false;
+    unsigned long long n = 0;
+    for (size_t i = rd->pos; i < rd->len && rd->buf[i] >= '0' && rd->buf[i] <= '9'; i++) {
+        n = n * 10 + (unsigned long long)(rd->buf[i] - '0');
+        if (n > FLEET_REPLY_STRING_MAX) {
+            snprintf(b->refused, sizeof b->refused,
+                     "a string announced longer than %d bytes", FLEET_REPLY_STRING_MAX);
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool buffered_too_much(const redisReader *rd, fleet_bounds *b)
+{
+    if (rd->len - rd->pos <= FLEET_READ_BUFFER_MAX)
+        return false;
+    snprintf(b->refused, sizeof b->refused, "more than %d bytes without a complete item",
+             FLEET_READ_BUFFER_MAX);
+    return true;
+}
+
+static int refused(const redisReader *rd, const fleet_bounds *b, char *why, size_t cap)
+{
+    snprintf(why, cap, "%s", b->refused[0] != '\0' ? b->refused : rd->errstr);
+    return -1;
+}
+
+int resil__fleet_reader_next(redisReader *rd, void **reply, char *why, size_t cap)
+{
+    fleet_bounds *b = rd->privdata;
+    *reply = NULL;
+    if (b->refused[0] != '\0' || redisReaderGetReply(rd, reply) != REDIS_OK)
+        return refused(rd, b, why, cap);
+    if (*reply != NULL) {
+        b->charged = 0;
+        return 1;
+    }
+    if (announces_too_long(rd, b) || buffered_too_much(rd, b))
+        return refused(rd, b, why, cap);
+    return 0;
+}
+
+/* ---- exchanges with a deadline --------------------------------------------- */
+
+static int64_t mono_ns(void) { return resil_clock_now(resil_clock_system()); }
+
+int64_t resil__fleet_deadline(resil_duration timeout) { return mono_ns() + timeout; }
+
+static void set_error(redisContext *c, int err, const char *text)
+{
+    c->err = err;
+    snprintf(c->errstr, sizeof c->errstr, "%s", text);
+}
+
+static void set_timed_out(redisContext *c)
+{
+#ifdef REDIS_ERR_TIMEOUT
+    set_error(c, REDIS_ERR_TIMEOUT, "timed out");
+#else
+    set_error(c, REDIS_ERR_IO, "timed out");
+#endif
+}
+
+/* Wait until the socket is ready for `events`: false when the deadline
+ * passed first. ppoll takes the time left to the nanosecond, so the wait
+ * ends at the deadline, not at the next millisecond or tick after it. */
+static bool wait_socket(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - mono_ns();
+        if (left <= 0)
+            return false;
+        struct timespec ts = {(time_t)(left / RESIL_S(1)), (long)(left % RESIL_S(1))};
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = ppoll(&p, 1, &ts, NULL);
+        if (n > 0 || (n < 0 && errno != EINTR))
+            return true; /* ready, or an error the next read or write reports */
+    }
+}
+
+static int flush(redisContext *c, int64_t deadline)
+{
+    for (;;) {
+        int done = 0;
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+            return -1;
+        if (done)
+            return 0;
+        if (!wait_socket(c->fd, POLLOUT, deadline)) {
+            set_timed_out(c);
+            return -1;
+        }
+    }
+}
+
+redisReply *resil__fleet_read(redisContext *c, int64_t deadline)
+{
+    if (c->err || flush(c, deadline) != 0)
+        return NULL;
+    for (;;) {
+        void *reply;
+        char why[128];
+        int got = resil__fleet_reader_next(c->reader, &reply, why, sizeof why);
+        if (got > 0)
+            return reply;
+        if (got < 0) {
+            set_error(c, REDIS_ERR_PROTOCOL, why);
+            return NULL;
+        }
+        if (!wait_socket(c->fd, POLLIN, deadline)) {
+            set_timed_out(c);
+            return NULL;
+        }
+        if (redisBufferRead(c) != REDIS_OK)
+            return NULL;
+    }
+}
+
+redisReply *resil__fleet_command(redisContext *c, int argc, const char **argv,
+                                 const size_t *len, int64_t deadline)
+{
+    if (redisAppendCommandArgv(c, argc, argv, len) != REDIS_OK)
+        return NULL;
+    return resil__fleet_read(c, deadline);
+}
+
+bool resil__fleet_malformed(const redisContext *c) { return c->err == REDIS_ERR_PROTOCOL; }
+
+void resil__fleet_close(redisContext *c)
+{
+    if (c == NULL)
+        return;
+    fleet_bounds *b = c->reader != NULL ? c->reader->privdata : NULL;
+    redisFree(c); /* its reader frees a partial reply with b's functions */
+    free(b);
+}
+
 /* ---- connecting ---------------------------------------------------------- */
 
-static struct timeval to_timeval(resil_duration d)
+/* What is left until the deadline, in whole milliseconds: hiredis rounds a
+ * connect timeout up to the millisecond, so it is given one rounded down. */
+static struct timeval left_timeval(int64_t deadline)
 {
-    struct timeval tv = {(time_t)(d / RESIL_S(1)), (suseconds_t)(d % RESIL_S(1) / 1000)};
+    int64_t left = deadline - mono_ns();
+    int64_t ms = left > RESIL_MS(1) ? left / RESIL_MS(1) : 1;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
     return tv;
 }
 
-/* A read or write that hit the socket timeout: hiredis 0.14 reports EAGAIN
- * as an I/O error, 1.x has its own code and words for it. */
+/* A read or write that hit the deadline: ours, or hiredis' own words for it. */
 static bool timed_out(const redisContext *c)
 {
 #ifdef REDIS_ERR_TIMEOUT
@@ -170,20 +439,16 @@ void resil__fleet_io_why(const redisContext *c, const char *command,
         snprintf(why, cap, "%s: no answer within %s", command, t);
     else if (c->err == REDIS_ERR_EOF)
         snprintf(why, cap, "%s: the server closed the connection", command);
+    else if (resil__fleet_malformed(c))
+        snprintf(why, cap, "%s: malformed answer: %s", command, c->errstr);
     else
         snprintf(why, cap, "%s: %s", command, c->errstr);
-}
-
-/* Send argv and read the answer. NULL with c->err set on I/O failure. */
-static redisReply *command(redisContext *c, int argc, const char **argv)
-{
-    return redisCommandArgv(c, argc, argv, NULL);
 }
 
 static redisContext *fail_with(redisContext *c, fleet_conn_fail *fail, fleet_conn_fail kind)
 {
     *fail = kind;
-    redisFree(c);
+    resil__fleet_close(c);
     return NULL;
 }
 
@@ -203,10 +468,10 @@ static redisContext *handshake_io(redisContext *c, const char *cmd, resil_durati
 }
 
 static redisContext *expect_ok(redisContext *c, int argc, const char **argv,
-                               const char *expect, resil_duration timeout,
+                               const char *expect, resil_duration timeout, int64_t deadline,
                                fleet_conn_fail *fail, char *why, size_t cap)
 {
-    redisReply *r = command(c, argc, argv);
+    redisReply *r = resil__fleet_command(c, argc, argv, NULL, deadline);
     if (r == NULL)
         return handshake_io(c, argv[0], timeout, fail, why, cap);
     if (r->type == REDIS_REPLY_ERROR) {
@@ -224,11 +489,21 @@ static redisContext *expect_ok(redisContext *c, int argc, const char **argv,
     return ok ? c : fail_with(c, fail, FLEET_NOT_REDIS);
 }
 
+/* Our waits from here on: a non-blocking socket, and a bounded reader. */
+static bool make_ours(redisContext *c)
+{
+    int flags = fcntl(c->fd, F_GETFL);
+    if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) != 0)
+        return false;
+    c->flags &= ~REDIS_BLOCK;
+    return resil__fleet_reader_bound(c->reader) == 0;
+}
+
 redisContext *resil__fleet_connect(const fleet_url *u, resil_duration timeout,
                                    fleet_conn_fail *fail, char *why, size_t cap)
 {
-    struct timeval tv = to_timeval(timeout);
-    redisContext *c = redisConnectWithTimeout(u->host, u->port, tv);
+    int64_t deadline = resil__fleet_deadline(timeout);
+    redisContext *c = redisConnectWithTimeout(u->host, u->port, left_timeval(deadline));
     if (c == NULL || c->err) {
         resil__fleet_io_why(c, "connect", timeout, why, cap);
         if (c != NULL)
@@ -236,8 +511,8 @@ redisContext *resil__fleet_connect(const fleet_url *u, resil_duration timeout,
         *fail = FLEET_UNREACHABLE;
         return NULL;
     }
-    if (redisSetTimeout(c, tv) != REDIS_OK) {
-        snprintf(why, cap, "connect: cannot set the socket timeout");
+    if (!make_ours(c)) {
+        snprintf(why, cap, "connect: cannot set up the connection");
         return fail_with(c, fail, FLEET_UNREACHABLE);
     }
     if (u->password[0] != '\0') {
@@ -245,7 +520,7 @@ redisContext *resil__fleet_connect(const fleet_url *u, resil_duration timeout,
         const char *auth[] = {"AUTH", u->password};
         bool with_user = u->user[0] != '\0';
         c = expect_ok(c, with_user ? 3 : 2, with_user ? auth_user : auth, "OK", timeout,
-                      fail, why, cap);
+                      deadline, fail, why, cap);
         if (c == NULL)
             return NULL;
     }
@@ -253,12 +528,12 @@ redisContext *resil__fleet_connect(const fleet_url *u, resil_duration timeout,
         char db[16];
         snprintf(db, sizeof db, "%d", u->db);
         const char *select[] = {"SELECT", db};
-        c = expect_ok(c, 2, select, "OK", timeout, fail, why, cap);
+        c = expect_ok(c, 2, select, "OK", timeout, deadline, fail, why, cap);
         if (c == NULL)
             return NULL;
     }
     const char *ping[] = {"PING"};
-    return expect_ok(c, 1, ping, "PONG", timeout, fail, why, cap);
+    return expect_ok(c, 1, ping, "PONG", timeout, deadline, fail, why, cap);
 }
 
 /* ---- error replies ------------------------------------------------------- */
@@ -302,7 +577,7 @@ int resil__fleet_load_script(redisContext *ctx, char sha[41], resil_duration tim
                              char *why, size_t cap)
 {
     const char *argv[] = {"SCRIPT", "LOAD", resil__fleet_script};
-    redisReply *r = command(ctx, 3, argv);
+    redisReply *r = resil__fleet_command(ctx, 3, argv, NULL, resil__fleet_deadline(timeout));
     if (r == NULL) {
         resil__fleet_io_why(ctx, "SCRIPT LOAD", timeout, why, cap);
         return RESIL_EBACKEND;
@@ -555,13 +830,21 @@ bool resil__fleet_parse_message(const redisReply *m, fleet_state *s, const char 
     return true;
 }
 
+const char *resil__fleet_key_name(const redisReply *key, size_t skip)
+{
+    if (key->type != REDIS_REPLY_STRING || key->len <= skip ||
+        strlen(key->str) != key->len || !resil__fleet_name_ok(key->str + skip))
+        return NULL;
+    return key->str + skip;
+}
+
 static redisReply *send_script(redisContext *ctx, const fleet_cmd *c, const fleet_config *cfg,
-                        const char *sha, uint64_t *sent)
+                               const char *sha, int64_t deadline, uint64_t *sent)
 {
     fleet_argv a;
     resil__fleet_argv(&a, c, cfg, sha);
     (*sent)++;
-    return redisCommandArgv(ctx, a.argc, a.argv, a.len);
+    return resil__fleet_command(ctx, a.argc, a.argv, a.len, deadline);
 }
 
 static int answer(const fleet_cmd *c, redisReply *r, fleet_state *out, char *why, size_t cap)
@@ -574,18 +857,19 @@ static int answer(const fleet_cmd *c, redisReply *r, fleet_state *out, char *why
 }
 
 int resil__fleet_run(redisContext *ctx, const fleet_cmd *c, const fleet_config *cfg,
-                     const char *sha, fleet_state *out, uint64_t *noscript,
-                     uint64_t *sent, char *why, size_t cap)
+                     const char *sha, int64_t deadline, fleet_state *out,
+                     uint64_t *noscript, uint64_t *sent, char *why, size_t cap)
 {
-    redisReply *r = send_script(ctx, c, cfg, sha, sent);
+    redisReply *r = send_script(ctx, c, cfg, sha, deadline, sent);
     if (resil__fleet_noscript(r)) {
         freeReplyObject(r);
         (*noscript)++;
-        r = send_script(ctx, c, cfg, NULL, sent);
+        sha = NULL;
+        r = send_script(ctx, c, cfg, NULL, deadline, sent);
     }
     if (r == NULL) {
         resil__fleet_io_why(ctx, sha != NULL ? "EVALSHA" : "EVAL", cfg->timeout, why, cap);
-        return RESIL_EBACKEND;
+        return resil__fleet_malformed(ctx) ? RESIL_EIO : RESIL_EBACKEND;
     }
     return answer(c, r, out, why, cap);
 }

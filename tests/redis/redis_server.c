@@ -12,6 +12,11 @@
  * the start (printed when it fails to start). So even a test process
  * killed outright leaves nothing behind: its servers die with it, and
  * there is no file to remove.
+ *
+ * The fake servers stand in for what a real one never does: answer with
+ * something that is not RESP, with lengths no Redis would send, or one
+ * byte at a time. Each connection of an answering fake has its own thread,
+ * joined at stop.
  */
 #include "redis_server.h"
 
@@ -24,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -299,14 +305,110 @@ long long redis_server_calls(redis_server *s, const char *command)
     return calls;
 }
 
-/* ---- a server that is not Redis ------------------------------------------ */
+/* ---- servers that are not Redis ------------------------------------------- */
+
+#define FAKE_CONNS 64
 
 struct fake_server {
     int fd;
     int port;
-    char *reply;
+    char url[64];
+    char *reply;                 /* fake_server_start */
+    const fake_answer *answers;  /* fake_server_answering */
     pthread_t thread;
+    pthread_mutex_t mu;
+    int conns[FAKE_CONNS];
+    pthread_t conn_threads[FAKE_CONNS];
+    int nconns;
 };
+
+typedef struct fake_conn {
+    fake_server *f;
+    int fd;
+} fake_conn;
+
+/* Write all of it (one byte at a time, `trickle_ms` apart, when asked);
+ * false once the client is gone. */
+static bool send_text(int fd, const char *text, int trickle_ms)
+{
+    size_t len = strlen(text);
+    for (size_t at = 0; at < len;) {
+        if (trickle_ms > 0 && at > 0)
+            sleep_ms(trickle_ms);
+        ssize_t n = send(fd, text + at, trickle_ms > 0 ? 1 : len - at, MSG_NOSIGNAL);
+        if (n <= 0)
+            return false;
+        at += (size_t)n;
+    }
+    return true;
+}
+
+static const fake_answer *answer_for(const fake_answer *answers, const redisReply *cmd)
+{
+    static const fake_answer unknown = {"", "-ERR unknown command\r\n", 0, 0, NULL, 0};
+    if (cmd->type != REDIS_REPLY_ARRAY || cmd->elements == 0 ||
+        cmd->element[0]->type != REDIS_REPLY_STRING)
+        return &unknown;
+    for (const fake_answer *a = answers; a->command != NULL; a++)
+        if (strcasecmp(a->command, cmd->element[0]->str) == 0)
+            return a;
+    return &unknown;
+}
+
+/* false: close the connection. */
+static bool answer_one(int fd, const fake_answer *a)
+{
+    if (a->delay_ms > 0)
+        sleep_ms(a->delay_ms);
+    if (a->reply == NULL || !send_text(fd, a->reply, a->trickle_ms))
+        return false;
+    if (a->then == NULL)
+        return true;
+    sleep_ms(a->then_ms);
+    return send_text(fd, a->then, 0);
+}
+
+static void *conn_main(void *arg)
+{
+    fake_conn *c = arg;
+    redisReader *rd = redisReaderCreate();
+    char buf[16384];
+    bool open = rd != NULL;
+    while (open) {
+        ssize_t n = read(c->fd, buf, sizeof buf);
+        if (n <= 0 || redisReaderFeed(rd, buf, (size_t)n) != REDIS_OK)
+            break;
+        void *cmd = NULL;
+        while (open && redisReaderGetReply(rd, &cmd) == REDIS_OK && cmd != NULL) {
+            open = answer_one(c->fd, answer_for(c->f->answers, cmd));
+            freeReplyObject(cmd);
+        }
+    }
+    if (rd != NULL)
+        redisReaderFree(rd);
+    shutdown(c->fd, SHUT_RDWR); /* closed by fake_server_stop, never reused before */
+    free(c);
+    return NULL;
+}
+
+static void serve_conn(fake_server *f, int fd)
+{
+    fake_conn *c = malloc(sizeof *c);
+    pthread_mutex_lock(&f->mu);
+    bool room = c != NULL && f->nconns < FAKE_CONNS;
+    if (room) {
+        c->f = f;
+        c->fd = fd;
+        room = pthread_create(&f->conn_threads[f->nconns], NULL, conn_main, c) == 0;
+    }
+    if (room)
+        f->conns[f->nconns++] = fd;
+    pthread_mutex_unlock(&f->mu);
+    if (!room) {
+        free(c);
+        close(fd);
+    }
+}
 
 static void *fake_main(void *arg)
 {
@@ -315,6 +417,10 @@ static void *fake_main(void *arg)
         int c = accept(f->fd, NULL, NULL);
         if (c < 0)
             return NULL; /* closed by fake_server_stop */
+        if (f->answers != NULL) {
+            serve_conn(f, c);
+            continue;
+        }
         ssize_t n = write(c, f->reply, strlen(f->reply));
         (void)n;
         shutdown(c, SHUT_WR);
@@ -322,29 +428,42 @@ static void *fake_main(void *arg)
     }
 }
 
-fake_server *fake_server_start(const char *reply)
+static fake_server *fake_listen(const char *reply, const fake_answer *answers)
 {
     fake_server *f = calloc(1, sizeof *f);
     if (f == NULL)
         return NULL;
-    f->reply = strdup(reply);
+    pthread_mutex_init(&f->mu, NULL);
+    f->answers = answers;
+    f->reply = reply != NULL ? strdup(reply) : NULL;
     f->fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
-    if (f->reply == NULL || f->fd < 0 || bind(f->fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        listen(f->fd, 16) != 0 || getsockname(f->fd, (struct sockaddr *)&a, &len) != 0 ||
+    if ((reply != NULL && f->reply == NULL) || f->fd < 0 ||
+        bind(f->fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(f->fd, 16) != 0 ||
+        getsockname(f->fd, (struct sockaddr *)&a, &len) != 0 ||
         pthread_create(&f->thread, NULL, fake_main, f) != 0) {
         if (f->fd >= 0)
             close(f->fd);
         free(f->reply);
+        pthread_mutex_destroy(&f->mu);
         free(f);
         return NULL;
     }
     f->port = ntohs(a.sin_port);
+    snprintf(f->url, sizeof f->url, "redis://127.0.0.1:%d", f->port);
     return f;
 }
 
+fake_server *fake_server_start(const char *reply) { return fake_listen(reply, NULL); }
+
+fake_server *fake_server_answering(const fake_answer *answers)
+{
+    return fake_listen(NULL, answers);
+}
+
 int fake_server_port(const fake_server *f) { return f->port; }
+const char *fake_server_url(const fake_server *f) { return f->url; }
 
 void fake_server_stop(fake_server *f)
 {
@@ -353,6 +472,12 @@ void fake_server_stop(fake_server *f)
     shutdown(f->fd, SHUT_RDWR);
     close(f->fd);
     pthread_join(f->thread, NULL);
+    for (int i = 0; i < f->nconns; i++) {
+        shutdown(f->conns[i], SHUT_RDWR);
+        pthread_join(f->conn_threads[i], NULL);
+        close(f->conns[i]);
+    }
+    pthread_mutex_destroy(&f->mu);
     free(f->reply);
     free(f);
 }

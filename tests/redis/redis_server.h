@@ -53,6 +53,26 @@ long long redis_server_calls(redis_server *s, const char *command);
 typedef struct fake_server fake_server;
 fake_server *fake_server_start(const char *reply);
 int fake_server_port(const fake_server *f);
+/* "redis://127.0.0.1:PORT" */
+const char *fake_server_url(const fake_server *f);
 void fake_server_stop(fake_server *f);
+
+/* One scripted answer: what a fake server that speaks RESP writes back
+ * when a command of that name arrives, and how. */
+typedef struct fake_answer {
+    const char *command; /* "PING", "EVALSHA", ... any case; NULL ends a list */
+    const char *reply;   /* RESP text written back; NULL: close the connection */
+    int delay_ms;        /* wait this long first */
+    int trickle_ms;      /* > 0: write one byte at a time, this far apart */
+    const char *then;    /* optional: written `then_ms` after the reply, as a
+                            server pushes a message on a subscription */
+    int then_ms;
+} fake_answer;
+
+/* A TCP server on 127.0.0.1 that reads commands on every connection and
+ * answers each with the first of `answers` (kept, not copied: it must
+ * outlive the server) whose command matches; "-ERR unknown command" for the
+ * rest. Redis as it must never answer, on demand. */
+fake_server *fake_server_answering(const fake_answer *answers);
 
 #endif

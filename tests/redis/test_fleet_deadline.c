@@ -1,0 +1,135 @@
+/*
+ * test_fleet_deadline.c — a call to Redis is bounded by one deadline, set
+ * when it starts: the connection's handshake, a reply that arrives in
+ * pieces, and a script call resent after NOSCRIPT all end with "no answer
+ * within" the timeout once it has passed, however each single read fares.
+ *
+ * Nothing here measures speed. Fake servers on loopback answer slowly on
+ * purpose, each piece well within the timeout and the whole far beyond
+ * it, so a per-read bound would let the call succeed and only a bound on
+ * the whole call fails it: the verdict tells them apart. How long the call
+ * took is then checked only against a generous multiple of the timeout,
+ * still short of what the slow answer would have taken.
+ */
+#include "../../src/redis/conn.h"
+#include "fleet_test.h"
+
+#define TIMEOUT RESIL_MS(100)
+#define GENEROUS (10 * TIMEOUT)
+
+#define SHA "0123456789abcdef0123456789abcdef01234567"
+
+/* A script answer as the script gives it: a closed breaker, 18 integers. */
+#define CLOSED_ANSWER                                                                    \
+    "*18\r\n:0\r\n:0\r\n:1700000000000123\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"      \
+    ":5000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:86400000\r\n"
+
+static int64_t mono_ns(void) { return resil_clock_now(resil_clock_system()); }
+
+static redisContext *connect_to(fake_server *f, resil_duration timeout, char *why, size_t cap)
+{
+    fleet_url u;
+    assert_int_equal(resil__fleet_url_parse(fake_server_url(f), &u, NULL), 0);
+    fleet_conn_fail fail;
+    return resil__fleet_connect(&u, timeout, &fail, why, cap);
+}
+
+typedef struct call {
+    int rc;
+    resil_duration took;
+    char why[200];
+} call;
+
+/* One probe request by the timeout, as a caller makes it. */
+static call script_call(fake_server *f)
+{
+    call c = {0};
+    redisContext *ctx = connect_to(f, RESIL_S(2), c.why, sizeof c.why);
+    assert_non_null(ctx);
+    fleet_config cfg = {.prefix = "resil:", .channel = "resil:events", .timeout = TIMEOUT};
+    fleet_cmd cmd = {.op = FLEET_PROBE, .key = "resil:breaker:x", .name = "x"};
+    fleet_state s;
+    uint64_t noscript = 0, sent = 0;
+    int64_t t0 = mono_ns();
+    c.rc = resil__fleet_run(ctx, &cmd, &cfg, SHA, resil__fleet_deadline(TIMEOUT), &s, &noscript,
+                            &sent, c.why, sizeof c.why);
+    c.took = mono_ns() - t0;
+    resil__fleet_close(ctx);
+    return c;
+}
+
+static void an_answer_arriving_within_the_timeout_is_taken(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"EVALSHA", CLOSED_ANSWER, 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    call c = script_call(f);
+    assert_int_equal(c.rc, 0);
+    fake_server_stop(f);
+}
+
+static void an_answer_trickled_past_the_timeout_times_the_call_out(void **state)
+{
+    (void)state;
+    /* ~150 bytes, 20 ms apart: every read succeeds, the whole takes 3 s. */
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"EVALSHA", CLOSED_ANSWER, 0, 20, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    call c = script_call(f);
+    assert_int_equal(c.rc, RESIL_EBACKEND);
+    assert_string_equal(c.why, "EVALSHA: no answer within 100ms");
+    assert_true(c.took < GENEROUS);
+    fake_server_stop(f);
+}
+
+static void a_resend_after_noscript_shares_the_calls_deadline(void **state)
+{
+    (void)state;
+    /* Each answer comes after 60% of the timeout: both together, after 120%. */
+    fake_answer answers[] = {
+        {"PING", "+PONG\r\n", 0, 0, NULL, 0},
+        {"EVALSHA", "-NOSCRIPT No matching script. Please use EVAL.\r\n", 60, 0, NULL, 0},
+        {"EVAL", CLOSED_ANSWER, 60, 0, NULL, 0},
+        {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    call c = script_call(f);
+    assert_int_equal(c.rc, RESIL_EBACKEND);
+    assert_string_equal(c.why, "EVAL: no answer within 100ms");
+    assert_true(c.took < GENEROUS);
+    fake_server_stop(f);
+}
+
+static void the_handshake_is_bounded_as_a_whole(void **state)
+{
+    (void)state;
+    /* PONG one byte every 40% of the timeout: 2.4 timeouts in all. */
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 40, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    char why[200];
+    int64_t t0 = mono_ns();
+    redisContext *c = connect_to(f, TIMEOUT, why, sizeof why);
+    resil_duration took = mono_ns() - t0;
+    assert_null(c);
+    assert_string_equal(why, "PING: no answer within 100ms");
+    assert_true(took < GENEROUS);
+    fake_server_stop(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(an_answer_arriving_within_the_timeout_is_taken),
+        cmocka_unit_test(an_answer_trickled_past_the_timeout_times_the_call_out),
+        cmocka_unit_test(a_resend_after_noscript_shares_the_calls_deadline),
+        cmocka_unit_test(the_handshake_is_bounded_as_a_whole),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
