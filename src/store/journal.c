@@ -350,6 +350,10 @@ static int load(store_journal *j, resil_err *err)
     if (rc != 0)
         return rc;
     size_t at = JOURNAL_MAGIC_LEN;
+    /* A crash while the file was being created can leave part of the
+     * magic: that is a new, empty journal. */
+    if (len > 0 && len < JOURNAL_MAGIC_LEN && memcmp(buf, magic, len) == 0)
+        len = 0;
     if (len > 0 && (len < JOURNAL_MAGIC_LEN || memcmp(buf, magic, JOURNAL_MAGIC_LEN) != 0)) {
         free(buf);
         return resil_err_set(err, RESIL_EINVAL, "store.journal '%.120s' is not a resil store "

@@ -294,6 +294,19 @@ static void a_file_that_is_not_a_journal_is_refused(void **state)
     assert_non_null(strstr(err.message, "is not a resil store journal"));
 }
 
+/* A crash while the file was being created left part of its magic. */
+static void a_journal_cut_inside_its_magic_is_a_new_journal(void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    append_bytes(j.path, "resi", 4);
+    resil_store *s = fixture_open(f, with_journal, &j);
+    assert_stats(s, 0, 0, 0, 0);
+    assert_int_equal(file_size(j.path), 8);
+    resil_store_free(s);
+}
+
 /* ---- conflicts and ownership -------------------------------------------------- */
 
 /* The outage outlasted the lease and another store took the record over:
@@ -382,6 +395,7 @@ int main(void)
         JOURNAL_CASE(a_journal_left_by_a_killed_process_is_replayed_at_open),
         JOURNAL_CASE(a_torn_tail_is_ignored_and_does_not_hide_later_records),
         JOURNAL_CASE(a_file_that_is_not_a_journal_is_refused),
+        JOURNAL_CASE(a_journal_cut_inside_its_magic_is_a_new_journal),
         JOURNAL_CASE(an_entry_whose_record_was_taken_over_is_dropped_and_counted),
         JOURNAL_CASE(a_second_store_on_the_same_journal_is_ebusy),
         JOURNAL_CASE(a_store_without_a_journal_reports_ebusy_and_zero_stats),
