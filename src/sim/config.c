@@ -139,23 +139,28 @@ int resil_sim_policy_parse(const char *text, resil_sim_policy *out, resil_err *e
     return 0;
 }
 
+/* Into a list of its own, so that a failure leaves c as it was and a
+ * success replaces the whole list (a second --policy leaves no entry of
+ * the first behind). */
 int resil_sim_policies_parse(const char *text, resil_sim_config *c, resil_err *err)
 {
+    resil_sim_policy list[RESIL_SIM_MAX_POLICIES];
     size_t n = 0;
+    memset(list, 0, sizeof list);
     for (const char *s = text; ; ) {
         const char *end = strchr(s, ',');
         size_t len = end != NULL ? (size_t)(end - s) : strlen(s);
         if (n == RESIL_SIM_MAX_POLICIES)
             return resil_err_set(err, RESIL_EINVAL, "--policy lists more than %d policies",
                                  RESIL_SIM_MAX_POLICIES);
-        char one[sizeof c->policies[0].name];
+        char one[sizeof list[0].name];
         if (len >= sizeof one)
             return resil_err_set(err, RESIL_EINVAL,
                                  "--policy '%.*s' is longer than %zu characters",
                                  (int)(len > 20 ? 20 : len), s, sizeof one - 1);
         memcpy(one, s, len);
         one[len] = '\0';
-        int rc = resil_sim_policy_parse(one, &c->policies[n], err);
+        int rc = resil_sim_policy_parse(one, &list[n], err);
         if (rc != 0)
             return rc;
         n++;
@@ -163,6 +168,7 @@ int resil_sim_policies_parse(const char *text, resil_sim_config *c, resil_err *e
             break;
         s = end + 1;
     }
+    memcpy(c->policies, list, sizeof list);
     c->npolicies = n;
     return 0;
 }

@@ -137,6 +137,28 @@ static void only_decimal_numbers_are_numbers(void **state)
     }
 }
 
+/* The fuzz target's round trip found "--policy none,none --policy none"
+ * keeping the first list's second entry behind the new count, and a
+ * refused list overwriting entries of the one in force. */
+static void a_policy_list_replaces_the_whole_list_or_nothing(void **state)
+{
+    (void)state;
+    resil_sim_config c, fresh;
+    char *argv[] = {(char *)"sim", (char *)"occ", (char *)"--policy", (char *)"none,full",
+                    (char *)"--policy", (char *)"equal", NULL};
+    char *once[] = {(char *)"sim", (char *)"occ", (char *)"--policy", (char *)"equal", NULL};
+    assert_int_equal(resil_sim_command_parse(6, argv, &c, stderr), 0);
+    assert_int_equal(resil_sim_command_parse(4, once, &fresh, stderr), 0);
+    assert_int_equal(c.npolicies, 1);
+    assert_memory_equal(&c, &fresh, sizeof c);
+
+    resil_sim_config_default(&c, RESIL_SIM_FAILOVER);
+    resil_sim_config before = c;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_sim_policies_parse("full,tokens,bogus", &c, &err), RESIL_EINVAL);
+    assert_memory_equal(&c, &before, sizeof c);
+}
+
 static void out_of_range_values_are_refused_by_name(void **state)
 {
     (void)state;
@@ -400,6 +422,7 @@ int main(void)
         cmocka_unit_test(a_switch_with_a_value_is_refused),
         cmocka_unit_test(malformed_numbers_are_refused_by_name),
         cmocka_unit_test(only_decimal_numbers_are_numbers),
+        cmocka_unit_test(a_policy_list_replaces_the_whole_list_or_nothing),
         cmocka_unit_test(out_of_range_values_are_refused_by_name),
         cmocka_unit_test(bad_policies_are_refused_by_name),
         cmocka_unit_test(help_prints_usage_and_succeeds),
