@@ -1,7 +1,7 @@
 /*
- * fuzz_http_headers.c — an attempt's response-header capture (src/http/
- * head.c) fed arbitrary header lines in sequence, as libcurl's header
- * function would be called over a transfer: status lines and fields of
+ * fuzz_http_headers.c — an attempt's response-header capture (head.c)
+ * fed arbitrary header lines in sequence, as libcurl's header function
+ * would be called over a transfer: status lines and fields of
  * several responses (100 Continue, redirects), over-long lines, lines
  * without CRLF or with a line feed inside, binary bytes, empty lines.
  *
@@ -9,8 +9,9 @@
  * 16 × byte 0, so the limit is met at fuzzing sizes); byte 1 picks the
  * framing (bit 0 clear: the rest is cut after each '\n', the last piece
  * possibly without one, as text; set: records of a 2-byte big-endian length
- * and that many bytes, so any line shape is reachable) and how many times
- * each line is delivered (bits 1-3, plus one: repeated responses).
+ * and that many bytes, so any line shape is reachable), how many times
+ * each line is delivered (bits 1-2, plus one: repeated responses) and
+ * whether clearing frees the memory (bit 3).
  *
  * The properties: a line is kept exactly when the bytes held stay within
  * the limit, and a refusal (RESIL_ERANGE) keeps nothing of it; the lines
@@ -124,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t limit = data[0] == 0xff ? RESIL__HTTP_HEAD_MAX : (size_t)data[0] * 16;
     bool framed = data[1] & 1;
-    unsigned repeat = ((data[1] >> 1) & 7) + 1;
+    unsigned repeat = ((data[1] >> 1) & 3) + 1;
     size_t count = cut(data + 2, size - 2, framed, repeat, lines);
 
     resil__http_head h = {0};
@@ -138,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < kept; i++)
         parse_retry_after(&lines[i]);
 
-    resil__http_head_clear(&h, data[1] & 16 ? 0 : SIZE_MAX);
+    resil__http_head_clear(&h, data[1] & 8 ? 0 : SIZE_MAX);
     check(h.lines == 0 && h.bytes == 0 && h.len == 0);
     replay none = {lines, 0, 0, 0};
     check(resil__http_head_each(&h, compare, &none) == 0 && none.seen == 0);
