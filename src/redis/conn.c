@@ -175,12 +175,20 @@ static int depth(const redisReadTask *t)
     return d;
 }
 
-static void *bounded_array(const redisReadTask *t, int elements)
+/* hiredis 1.x counts elements in a size_t, 0.14 in an int. */
+#if HIREDIS_MAJOR >= 1
+typedef size_t element_count;
+#else
+typedef int element_count;
+#endif
+
+static void *bounded_array(const redisReadTask *t, element_count elements)
 {
     fleet_bounds *b = t->privdata;
-    if (elements < 0 || elements > FLEET_REPLY_ELEMENTS_MAX) {
-        snprintf(b->refused, sizeof b->refused, "an array of %d elements (at most %d)",
-                 elements, FLEET_REPLY_ELEMENTS_MAX);
+    long long n = (long long)elements;
+    if (n < 0 || n > FLEET_REPLY_ELEMENTS_MAX) {
+        snprintf(b->refused, sizeof b->refused, "an array of %lld elements (at most %d)", n,
+                 FLEET_REPLY_ELEMENTS_MAX);
         return NULL;
     }
     if (depth(t) > FLEET_REPLY_DEPTH_MAX) {
@@ -218,10 +226,32 @@ static void *bounded_nil(const redisReadTask *t)
     return charge(b, sizeof(redisReply)) ? b->inner->createNil(t) : NULL;
 }
 
-static void free_object(void *obj) { freeReplyObject(obj); }
+#if HIREDIS_MAJOR >= 1
+/* RESP3 types: never asked for (no HELLO 3), so never legitimate. */
+static void *refuse_resp3(const redisReadTask *t)
+{
+    fleet_bounds *b = t->privdata;
+    snprintf(b->refused, sizeof b->refused, "a RESP3 reply, never asked for");
+    return NULL;
+}
+
+static void *bounded_double(const redisReadTask *t, double d, char *s, size_t len)
+{
+    (void)d, (void)s, (void)len;
+    return refuse_resp3(t);
+}
+
+static void *bounded_bool(const redisReadTask *t, int v)
+{
+    (void)v;
+    return refuse_resp3(t);
+}
+#endif
 
 int resil__fleet_reader_bound(redisReader *rd)
 {
+    if (rd->fn == NULL)
+        return RESIL_EINVAL; /* a reader that builds no objects */
     fleet_bounds *b = calloc(1, sizeof *b);
     if (b == NULL)
         return RESIL_ENOMEM;
@@ -230,7 +260,11 @@ int resil__fleet_reader_bound(redisReader *rd)
     b->fns.createArray = bounded_array;
     b->fns.createInteger = bounded_integer;
     b->fns.createNil = bounded_nil;
-    b->fns.freeObject = b->inner != NULL ? b->inner->freeObject : free_object;
+    b->fns.freeObject = b->inner->freeObject;
+#if HIREDIS_MAJOR >= 1
+    b->fns.createDouble = bounded_double;
+    b->fns.createBool = bounded_bool;
+#endif
     rd->fn = &b->fns;
     rd->privdata = b;
     return 0;

@@ -73,7 +73,7 @@ typedef enum fleet_conn_fail {
 #define FLEET_READ_BUFFER_MAX (FLEET_REPLY_STRING_MAX + 32 * 1024)
 
 /* Install the bounded object functions on a reader (before it reads). 0,
- * RESIL_ENOMEM. The bounds live until resil__fleet_reader_free, or
+ * RESIL_ENOMEM, RESIL_EINVAL for a reader without object functions. The bounds live until resil__fleet_reader_free, or
  * resil__fleet_close for a context's reader. */
 int resil__fleet_reader_bound(redisReader *rd);
 void resil__fleet_reader_free(redisReader *rd);
