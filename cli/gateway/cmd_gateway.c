@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +54,14 @@ static const char usage_text[] =
     "  --tenant-header NAME   scope keys by this request header's value\n"
     "  --operation NAME       scope keys by this name in a shared store (default http)\n"
     "  --max-body SIZE        largest request or response body, e.g. 10MB (default 10MB)\n"
+    "  --max-connections N    open client connections at most (default 10000)\n"
+    "  --max-connections-per-client N\n"
+    "                         open connections from one client address (default 256)\n"
+    "  --workers N            requests served at once; more wait their turn (default 64)\n"
+    "  --header-timeout DUR   a request's line and headers must arrive within this, from\n"
+    "                         the connection's start or its previous answer (default 10s)\n"
+    "  --body-timeout DUR     a request's body must arrive within this (default 60s)\n"
+    "  --idle-timeout DUR     close a connection where nothing moves this long (default 60s)\n"
     "  --quiet                no access log\n"
     "\n"
     "GET /healthz answers 200 \"ok\". SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
@@ -63,24 +72,15 @@ typedef int (*option_fn)(const args *a, const char *v, gw_config *cfg);
 
 static int parse_listen(const args *a, const char *v, gw_config *cfg)
 {
-    const char *colon = strrchr(v, ':');
-    if (colon == NULL || colon == v)
-        return args_reject(a, "--listen", "HOST:PORT", v);
-    const char *host = v;
-    size_t host_len = (size_t)(colon - v);
-    if (host[0] == '[' && host_len >= 2 && host[host_len - 1] == ']') {
-        host++;
-        host_len -= 2;
+    switch (gw_parse_listen(v, cfg->host, sizeof cfg->host, &cfg->port)) {
+    case GW_LISTEN_OK:
+        return 0;
+    case GW_LISTEN_PORT:
+        return args_reject(a, "--listen port", "0..65535", strrchr(v, ':') + 1);
+    case GW_LISTEN_FORM:
+        break;
     }
-    uint64_t port;
-    if (!args_whole(colon + 1, &port) || port > 65535)
-        return args_reject(a, "--listen port", "0..65535", colon + 1);
-    if (host_len == 0 || host_len >= sizeof cfg->host)
-        return args_reject(a, "--listen", "HOST:PORT", v);
-    memcpy(cfg->host, host, host_len);
-    cfg->host[host_len] = '\0';
-    cfg->port = (int)port;
-    return 0;
+    return args_reject(a, "--listen", "HOST:PORT", v);
 }
 
 static int parse_upstream(const args *a, const char *v, gw_config *cfg)
@@ -112,32 +112,11 @@ static int parse_store(const args *a, const char *v, gw_config *cfg)
     return 0;
 }
 
-static bool is_token_char(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
 static int parse_methods(const args *a, const char *v, gw_config *cfg)
 {
-    static const char what[] = "a comma-separated list of HTTP methods";
-    cfg->n_methods = 0;
-    for (const char *p = v;; p++) {
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof cfg->methods[0] || cfg->n_methods == GW_MAX_METHODS)
-            return args_reject(a, "--methods", what, v);
-        char *m = cfg->methods[cfg->n_methods++];
-        for (size_t i = 0; i < len; i++) {
-            char c = p[i];
-            if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
-                return args_reject(a, "--methods", what, v);
-            m[i] = (char)(c >= 'a' ? c - 'a' + 'A' : c);
-        }
-        m[len] = '\0';
-        p += len;
-        if (*p == '\0')
-            return 0;
-    }
+    if (!gw_parse_methods(v, cfg->methods, GW_MAX_METHODS, &cfg->n_methods))
+        return args_reject(a, "--methods", "a comma-separated list of HTTP methods", v);
+    return 0;
 }
 
 static int parse_retention(const args *a, const char *v, gw_config *cfg)
@@ -200,23 +179,69 @@ static int apply_named_policy(const args *a, gw_config *cfg)
 
 static int parse_max_body(const args *a, const char *v, gw_config *cfg)
 {
-    static const struct {
-        const char *suffix;
-        uint64_t unit;
-    } units[] = {{"", 1}, {"B", 1}, {"KB", 1024}, {"K", 1024}, {"MB", 1 << 20},
-                 {"M", 1 << 20}, {"GB", 1 << 30}, {"G", 1 << 30}};
-    char digits[32];
-    size_t n = strspn(v, "0123456789");
-    uint64_t count;
-    snprintf(digits, sizeof digits, "%.*s", (int)(n < 31 ? n : 31), v);
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (n > 0 && n < 20 && strcasecmp(v + n, units[i].suffix) == 0 &&
-            args_whole(digits, &count) && count > 0 && count <= (1u << 30) / units[i].unit) {
-            cfg->max_body = (size_t)(count * units[i].unit);
-            return 0;
-        }
-    }
-    return args_reject(a, "--max-body", "a size from 1 to 1GB (e.g. 512KB, 10MB)", v);
+    if (!gw_parse_size(v, &cfg->max_body))
+        return args_reject(a, "--max-body", "a size from 1 to 1GB (e.g. 512KB, 10MB)", v);
+    return 0;
+}
+
+/* The front door's limits. */
+#define MAX_CONNECTIONS_LIMIT 1000000
+#define MAX_WORKERS 1024
+
+static int parse_count(const args *a, const char *option, const char *v, uint64_t max,
+                       unsigned *out)
+{
+    uint64_t n;
+    if (args_uint64(a, option, v, 1, max, &n) != 0)
+        return RESIL_EINVAL;
+    *out = (unsigned)n;
+    return 0;
+}
+
+static int parse_max_connections(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_count(a, "--max-connections", v, MAX_CONNECTIONS_LIMIT, &cfg->max_connections);
+}
+
+static int parse_max_per_client(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_count(a, "--max-connections-per-client", v, MAX_CONNECTIONS_LIMIT,
+                       &cfg->max_per_client);
+}
+
+static int parse_workers(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_count(a, "--workers", v, MAX_WORKERS, &cfg->workers);
+}
+
+/* A client timeout: from 1ms to 1h; the idle one counts whole seconds
+ * (libmicrohttpd's unit), so it starts at 1s. */
+static int parse_client_timeout(const args *a, const char *option, const char *v,
+                                resil_duration min, resil_duration *out)
+{
+    resil_duration d;
+    if (args_duration(a, option, v, true, &d) != 0)
+        return RESIL_EINVAL;
+    if (d < min || d > RESIL_S(3600))
+        return args_reject(a, option, min == RESIL_S(1) ? "a duration from 1s to 1h"
+                                                        : "a duration from 1ms to 1h", v);
+    *out = d;
+    return 0;
+}
+
+static int parse_header_timeout(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_client_timeout(a, "--header-timeout", v, RESIL_MS(1), &cfg->header_timeout);
+}
+
+static int parse_body_timeout(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_client_timeout(a, "--body-timeout", v, RESIL_MS(1), &cfg->body_timeout);
+}
+
+static int parse_idle_timeout(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_client_timeout(a, "--idle-timeout", v, RESIL_S(1), &cfg->idle_timeout);
 }
 
 static int parse_tenant_header(const args *a, const char *v, gw_config *cfg)
@@ -224,7 +249,7 @@ static int parse_tenant_header(const args *a, const char *v, gw_config *cfg)
     size_t len = strlen(v);
     bool ok = len > 0 && len <= RESIL_STORE_FIELD_MAX;
     for (size_t i = 0; ok && i < len; i++)
-        ok = is_token_char(v[i]);
+        ok = gw_token_char((unsigned char)v[i]);
     if (!ok)
         return args_reject(a, "--tenant-header", "an HTTP header name", v);
     cfg->tenant_header = v;
@@ -249,6 +274,10 @@ static const struct {
     {"--timeout", parse_timeout},     {"--tenant-header", parse_tenant_header},
     {"--operation", parse_operation}, {"--max-body", parse_max_body},
     {"--config", parse_config},       {"--policy", parse_policy},
+    {"--max-connections", parse_max_connections},
+    {"--max-connections-per-client", parse_max_per_client},
+    {"--workers", parse_workers},     {"--header-timeout", parse_header_timeout},
+    {"--body-timeout", parse_body_timeout}, {"--idle-timeout", parse_idle_timeout},
 };
 
 static void config_default(gw_config *cfg)
@@ -264,6 +293,12 @@ static void config_default(gw_config *cfg)
     cfg->timeout = RESIL_S(30);
     cfg->operation = "http";
     cfg->max_body = 10u * 1024 * 1024;
+    cfg->max_connections = 10000;
+    cfg->max_per_client = 256;
+    cfg->workers = 64;
+    cfg->header_timeout = RESIL_S(10);
+    cfg->body_timeout = RESIL_S(60);
+    cfg->idle_timeout = RESIL_S(60);
 }
 
 /* Relations between options, once each is valid on its own. */
@@ -274,6 +309,10 @@ static int check_config(const args *a, const gw_config *cfg)
         return args_fail(a, "--listen HOST:PORT is required");
     if (cfg->upstream[0] == '\0')
         return args_fail(a, "--upstream URL is required");
+    if (cfg->max_per_client > cfg->max_connections)
+        return args_fail(a, "--max-connections-per-client (%u) must not exceed "
+                            "--max-connections (%u)",
+                         cfg->max_per_client, cfg->max_connections);
     resil_duration_format(cfg->lease, lease, sizeof lease);
     resil_duration_format(cfg->retention, other, sizeof other);
     if (cfg->lease > cfg->retention)
@@ -424,8 +463,36 @@ static int wait_for_signal(gateway *gw, const sigset_t *set)
     }
 }
 
+/* Every client connection is a file descriptor: raise the soft limit to
+ * the hard one, and serve no more connections than it leaves room for
+ * (the store, the upstream handles and the log need some too). */
+#define FDS_RESERVED 256
+
+static void fit_fd_limit(gw_config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t room = rl.rlim_cur > FDS_RESERVED * 2 ? rl.rlim_cur - FDS_RESERVED : rl.rlim_cur / 2;
+    if (rl.rlim_cur == RLIM_INFINITY || room >= cfg->max_connections)
+        return;
+    fprintf(stderr, "resil gateway: the file descriptor limit (%llu) leaves room for %llu "
+                    "connections: --max-connections %u lowered to %llu\n",
+            (unsigned long long)rl.rlim_cur, (unsigned long long)room, cfg->max_connections,
+            (unsigned long long)room);
+    cfg->max_connections = (unsigned)room;
+    if (cfg->max_per_client > cfg->max_connections)
+        cfg->max_per_client = cfg->max_connections;
+}
+
 static int serve(gateway *gw, const sigset_t *signals)
 {
+    fit_fd_limit(&gw->cfg);
     bool ipv6 = false;
     char shown[INET6_ADDRSTRLEN + 16];
     int rc = open_store(gw);

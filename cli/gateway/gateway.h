@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <microhttpd.h>
 
@@ -31,6 +32,9 @@ typedef struct gw_config {
     const char *operation;
     size_t max_body;
     bool quiet; /* no access log */
+    /* the front door (gateway_http.c) */
+    unsigned max_connections, max_per_client, workers;
+    resil_duration header_timeout, body_timeout, idle_timeout;
 } gw_config;
 
 /* A growable byte buffer, capped. */
@@ -67,6 +71,8 @@ typedef struct gateway {
     pthread_mutex_t pool_mu; /* reusable curl handles (keep upstream connections warm) */
     void *pool[64];
     size_t pool_len;
+
+    struct gw_http *http; /* gateway_http.c: the worker pool and the deadlines */
 } gateway;
 
 /* gateway_upstream.c */
@@ -99,6 +105,18 @@ typedef struct gw_req {
     resil_instant start;
     const char *idem; /* what the idempotency rules did, for the log */
     char note[300];   /* extra log detail */
+    const char *key;  /* NULL, or the Idempotency-Key unquoted (in key_buf) */
+    char key_buf[RESIL_STORE_FIELD_MAX + 1];
+    /* gateway_http.c: the rules run on a worker while the connection is
+     * suspended; the answer they send waits here until it is resumed. */
+    struct gw_conn *link;
+    struct MHD_Connection *conn;
+    const char *method;
+    bool on_worker;
+    struct MHD_Response *answer;
+    unsigned answer_status;
+    enum MHD_Result worker_result;
+    struct gw_req *next_job;
 } gw_req;
 
 /* An answer to the client. */
@@ -128,13 +146,79 @@ int gw_http_start(gateway *gw, int listen_fd, bool ipv6);
 /* Stop accepting, let in-flight requests finish (up to `grace`), stop. */
 void gw_http_stop(gateway *gw, resil_duration grace);
 
-/* gateway_parse.c: pure parsing of what clients send */
+/* gateway_parse.c: pure parsing of what clients send (fuzzed in tests/gateway/) */
 
 /* Is this raw request-target origin-form (RFC 9112 §3.2.1: "/path?query",
  * pchar and '%' HEX HEX only)? Every other form names a host, or nothing. */
 bool gw_target_is_origin_form(const char *target, size_t len);
 /* The length of the path part of an origin-form target (up to the '?'). */
 size_t gw_target_path_len(const char *target, size_t len);
+
+/* An Idempotency-Key value: an sf-string ("..." with \" and \\ escapes,
+ * unquoted into out) or a bare value of printable ASCII without a space at
+ * either end; 1..255 bytes either way. cap >= RESIL_STORE_FIELD_MAX + 1.
+ * NULL when valid, else the rule it breaks ("must be 1 to 255 bytes"). */
+const char *gw_parse_key(const char *value, size_t len, char *out, size_t cap,
+                         size_t *out_len);
+/* A tenant header value, taken as given: the bare-value rule above. */
+const char *gw_check_tenant(const char *value, size_t len);
+
+/* What one request's headers say about its framing, field by field. */
+typedef struct gw_framing {
+    unsigned hosts, content_lengths;
+    uint64_t content_length;
+    bool content_length_bad; /* not digits, or copies that differ */
+    bool transfer_encoding;
+    bool expect_continue, expect_other;
+    bool bad_field;          /* a name not a token, a value with NUL, CR or LF */
+} gw_framing;
+
+/* How to refuse a request: 400, 413 or 417, an error code and a sentence. */
+typedef struct gw_refusal {
+    int status;
+    const char *code, *message;
+} gw_refusal;
+
+bool gw_token_char(unsigned char c);
+void gw_framing_add(gw_framing *f, const char *name, size_t name_len, const char *value,
+                    size_t value_len);
+/* true: acceptable; false: *why says how to refuse, before any body is read. */
+bool gw_framing_check(const gw_framing *f, bool http11, size_t max_body, gw_refusal *why);
+
+/* One header field, as spans into the text it came from. */
+typedef struct gw_field {
+    const char *name, *value;
+    size_t name_len, value_len;
+} gw_field;
+
+typedef enum gw_line_kind { GW_LINE_SKIP, GW_LINE_STATUS, GW_LINE_FIELD } gw_line_kind;
+/* A header line as libcurl hands it over: a status line (a new response
+ * begins), an end-to-end field to keep, or something to skip (hop-by-hop,
+ * continuation, blank, malformed). */
+gw_line_kind gw_upstream_header_line(const char *data, size_t len, gw_field *f);
+/* The next well-formed "Name: value" line of a saved header block, from
+ * *pos on; false at its end. */
+bool gw_saved_header_next(const char *blob, size_t len, size_t *pos, gw_field *f);
+
+/* The request's line and header block as received and parsed in place
+ * (the strings NUL-terminated where they lay): `spans` are the parsed
+ * strings (method, target, version, each name and value), in order. True
+ * when the spans lie in order within the block and every byte outside them
+ * is a separator (NUL, SP, HTAB, CR, LF): a NUL inside a field would leave
+ * the rest of its line outside every span. */
+typedef struct gw_span {
+    size_t at, len;
+} gw_span;
+bool gw_header_block_clean(const char *block, size_t size, const gw_span *spans, size_t n);
+
+/* Option values. */
+#define GW_METHOD_MAX 16
+typedef enum gw_listen_error { GW_LISTEN_OK, GW_LISTEN_FORM, GW_LISTEN_PORT } gw_listen_error;
+gw_listen_error gw_parse_listen(const char *v, char *host, size_t cap, int *port);
+/* A size from 1 byte to 1GB: digits, then B, K(B), M(B) or G(B), any case. */
+bool gw_parse_size(const char *v, size_t *out);
+/* A comma-separated list of method names (letters), upper-cased. */
+bool gw_parse_methods(const char *v, char (*methods)[GW_METHOD_MAX], size_t max, size_t *n);
 
 /* gateway_rules.c */
 bool gw_guarded_method(const gw_config *cfg, const char *method);

@@ -58,19 +58,6 @@ void gw_reply_free(gw_reply *r)
     gw_buf_free(&r->body);
 }
 
-bool gw_hop_by_hop(const char *name, size_t len)
-{
-    static const char *const names[] = {
-        "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-        "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
-        "Content-Length", "Date", "Host", "Expect"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strlen(names[i]) == len && strncasecmp(names[i], name, len) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* ---- the handle pool ------------------------------------------------------ */
 
 void gw_upstream_init(gateway *gw)
@@ -182,26 +169,20 @@ static struct curl_slist *request_headers(const gw_forward *f)
 static size_t on_header(char *data, size_t size, size_t n, void *ud)
 {
     gw_reply *r = ud;
-    size_t len = size * n, line = len;
-    while (line > 0 && (data[line - 1] == '\n' || data[line - 1] == '\r'))
-        line--;
-    if (line >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-        /* A new response begins (after a 100 Continue, say): start over. */
+    size_t len = size * n;
+    gw_field f;
+    switch (gw_upstream_header_line(data, len, &f)) {
+    case GW_LINE_STATUS: /* a new response begins (after a 100 Continue, say) */
         r->headers.len = 0;
         return len;
+    case GW_LINE_SKIP:
+        return len;
+    case GW_LINE_FIELD:
+        break;
     }
-    const char *colon = memchr(data, ':', line);
-    if (colon == NULL || colon == data || data[0] == ' ' || data[0] == '\t')
-        return len;
-    size_t name_len = (size_t)(colon - data);
-    if (gw_hop_by_hop(data, name_len))
-        return len;
-    const char *v = colon + 1;
-    while (v < data + line && (*v == ' ' || *v == '\t'))
-        v++;
-    bool ok = gw_buf_append(&r->headers, data, name_len) &&
+    bool ok = gw_buf_append(&r->headers, f.name, f.name_len) &&
               gw_buf_append(&r->headers, ": ", 2) &&
-              gw_buf_append(&r->headers, v, (size_t)(data + line - v)) &&
+              gw_buf_append(&r->headers, f.value, f.value_len) &&
               gw_buf_append(&r->headers, "\r\n", 2);
     return ok ? len : 0;
 }

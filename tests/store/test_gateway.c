@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -900,6 +902,351 @@ static void the_upstream_path_prefix_is_kept(void **state)
     assert_string_equal(seen, "/prefix/v1/a/b?c=d");
 }
 
+/* ---- framing: refused at once, before any body is read ------------------------- */
+
+/* Send raw bytes; expect `status` and the connection closed, the upstream
+ * untouched. */
+static void refused_raw(env *e, const char *request, size_t len, int status)
+{
+    char reply[4096];
+    bool closed = false;
+    int got = raw_exchange(e->gw.port, request, len, reply, sizeof reply, 10000, &closed);
+    if (got != status)
+        fail_msg("expected %d, got:\n%s", status, reply);
+    assert_true(closed);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+#define REFUSED(e, literal, status) refused_raw(e, literal, sizeof literal - 1, status)
+
+static void conflicting_content_lengths_are_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    REFUSED(e, "POST /orders HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n"
+               "\r\nabcd", 400);
+    REFUSED(e, "POST /orders HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
+}
+
+static void an_http11_request_without_host_is_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    REFUSED(e, "GET /orders HTTP/1.1\r\n\r\n", 400);
+    REFUSED(e, "GET /orders HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+}
+
+static void a_nul_byte_in_a_header_or_the_target_is_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    REFUSED(e, "GET /orders HTTP/1.1\r\nHost: a\r\nX-A: b\0c\r\n\r\n", 400);
+    REFUSED(e, "GET /orders HTTP/1.1\r\nHost: a\r\nX\0A: b\r\n\r\n", 400);
+    REFUSED(e, "GET /orders\0/x HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    REFUSED(e, "POST /orders HTTP/1.1\r\nHost: a\r\nIdempotency-Key: k\0-1\r\n"
+               "Content-Length: 1\r\n\r\nx", 400);
+}
+
+static void a_folded_header_line_is_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    REFUSED(e, "GET /orders HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", 400);
+}
+
+/* The 413 comes instead of 100 Continue, and without the body being sent. */
+static void expect_100_continue_over_max_body_is_413_without_a_100_continue(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--max-body", "1KB", NULL};
+    start_gateway(e, extra);
+    static const char request[] = "POST /orders HTTP/1.1\r\nHost: a\r\nIdempotency-Key: k-1\r\n"
+                                  "Expect: 100-continue\r\nContent-Length: 5000\r\n\r\n";
+    char reply[4096];
+    bool closed = false;
+    assert_int_equal(raw_exchange(e->gw.port, request, sizeof request - 1, reply, sizeof reply,
+                                  10000, &closed), 413);
+    assert_null(strstr(reply, "100 Continue"));
+    assert_non_null(strstr(reply, "\"error\":\"body_too_large\""));
+    assert_true(closed);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+/* No Expect: still refused on the Content-Length, before the body arrives. */
+static void a_content_length_over_max_body_is_413_before_the_body_is_read(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--max-body", "1KB", NULL};
+    start_gateway(e, extra);
+    REFUSED(e, "POST /orders HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\n\r\n", 413);
+}
+
+static void an_expectation_other_than_100_continue_is_417(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    REFUSED(e, "POST /orders HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\nx",
+            417);
+}
+
+/* Refused by what it is, not by a timeout: the header timeout here is a
+ * minute, the bound ten seconds. */
+static void a_garbage_request_line_is_refused_at_once(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--header-timeout", "60s", NULL};
+    start_gateway(e, extra);
+    REFUSED(e, "HELLO WORLD FOO\r\n\r\n", 400);
+    char reply[512];
+    bool closed = false;
+    raw_exchange(e->gw.port, "GARBAGE\r\n\r\n", 11, reply, sizeof reply, 10000, &closed);
+    assert_true(closed);
+}
+
+/* A TLS ClientHello and such never make a line: cut at the header timeout
+ * (1 s here, bound 15 s), no longer held for libmicrohttpd's idle timeout. */
+static void bytes_that_never_make_a_request_line_are_cut_at_the_header_timeout(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--header-timeout", "1s", NULL};
+    start_gateway(e, extra);
+    static const char hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03";
+    char reply[512];
+    bool closed = false;
+    raw_exchange(e->gw.port, hello, sizeof hello - 1, reply, sizeof reply, 15000, &closed);
+    assert_true(closed);
+    assert_int_equal(raw_status(reply), 408);
+}
+
+/* ---- Idempotency-Key syntax -------------------------------------------------- */
+
+/* POST /orders with these exact header bytes; the raw reply. */
+static int raw_post_with(const env *e, const char *headers, char *reply, size_t cap)
+{
+    char request[2048];
+    int n = snprintf(request, sizeof request,
+                     "POST /orders HTTP/1.1\r\nHost: a\r\nConnection: close\r\n%s"
+                     "Content-Length: 1\r\n\r\nx",
+                     headers);
+    return raw_exchange(e->gw.port, request, (size_t)n, reply, cap, 10000, NULL);
+}
+
+static void a_quoted_key_is_the_same_key_as_its_bare_value(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char reply[4096], seen[64];
+    assert_int_equal(raw_post_with(e, "Idempotency-Key: \"k-1\"\r\n", reply, sizeof reply), 201);
+    upstream_last_header(e->up, "Idempotency-Key", seen, sizeof seen);
+    assert_string_equal(seen, "\"k-1\""); /* passed on as sent */
+    assert_int_equal(raw_post_with(e, "Idempotency-Key: k-1\r\n", reply, sizeof reply), 201);
+    assert_non_null(strstr(reply, "Idempotent-Replayed: true"));
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void a_quoted_key_is_unescaped(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char reply[4096];
+    assert_int_equal(raw_post_with(e, "Idempotency-Key: \"a\\\"b\\\\c d\"\r\n", reply,
+                                   sizeof reply), 201);
+    assert_int_equal(raw_post_with(e, "Idempotency-Key: a\"b\\c d\r\n", reply, sizeof reply),
+                     201);
+    assert_non_null(strstr(reply, "Idempotent-Replayed: true"));
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* Each bad key: 400 invalid_idempotency_key, a message naming the rule,
+ * nothing upstream. */
+static void bad_key(const env *e, const char *header, const char *rule)
+{
+    char reply[4096];
+    int status = raw_post_with(e, header, reply, sizeof reply);
+    if (status != 400 || strstr(reply, rule) == NULL)
+        fail_msg("%s: expected 400 naming '%s', got:\n%s", header, rule, reply);
+    assert_non_null(strstr(reply, "\"error\":\"invalid_idempotency_key\""));
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+static void keys_with_control_bytes_tabs_del_or_non_ascii_are_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    static const char printable[] = "must be printable ASCII";
+    bad_key(e, "Idempotency-Key: a\x01" "b\r\n", printable);
+    bad_key(e, "Idempotency-Key: a\tb\r\n", printable);
+    bad_key(e, "Idempotency-Key: a\x7f" "b\r\n", printable);
+    bad_key(e, "Idempotency-Key: caf\xc3\xa9\r\n", printable);
+    bad_key(e, "Idempotency-Key: \"a\tb\"\r\n", "quoted string");
+}
+
+static void quoted_keys_must_be_well_formed(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    bad_key(e, "Idempotency-Key: \"\"\r\n", "1 to 255 bytes");
+    bad_key(e, "Idempotency-Key: \"abc\r\n", "quoted string");
+    bad_key(e, "Idempotency-Key: \"a\\x\"\r\n", "quoted string");
+    bad_key(e, "Idempotency-Key: \"a\"b\r\n", "quoted string");
+}
+
+static void an_empty_key_is_400(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    bad_key(e, "Idempotency-Key:\r\n", "1 to 255 bytes");
+}
+
+static void a_tenant_with_a_control_byte_or_non_ascii_is_400(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--tenant-header", "X-Tenant", NULL};
+    start_gateway(e, extra);
+    char reply[4096];
+    const char *bad[] = {"Idempotency-Key: k-1\r\nX-Tenant: a\x01" "b\r\n",
+                         "Idempotency-Key: k-1\r\nX-Tenant: \xff\r\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(raw_post_with(e, bad[i], reply, sizeof reply), 400);
+        assert_non_null(strstr(reply, "\"error\":\"invalid_tenant\""));
+        assert_non_null(strstr(reply, "X-Tenant must be printable ASCII"));
+    }
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+/* ---- connections: limits and deadlines ---------------------------------------- */
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* GET /healthz from the loopback address `from`: the status, 0 if none. */
+static int healthz_from(const env *e, const char *from)
+{
+    int fd = raw_connect(e->gw.port, from);
+    if (fd < 0)
+        return -1;
+    static const char request[] = "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    char reply[1024];
+    send(fd, request, sizeof request - 1, MSG_NOSIGNAL);
+    raw_read_until_closed(fd, reply, sizeof reply, 10000);
+    close(fd);
+    return raw_status(reply);
+}
+
+static void the_connection_past_the_per_client_limit_is_refused_and_others_are_served(
+    void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--max-connections-per-client", "3", NULL};
+    start_gateway(e, extra);
+    int held[3];
+    for (int i = 0; i < 3; i++) {
+        held[i] = raw_connect(e->gw.port, "127.0.0.1");
+        assert_true(held[i] >= 0);
+    }
+    assert_int_equal(healthz_from(e, "127.0.0.2"), 200); /* the three are in */
+    int fourth = raw_connect(e->gw.port, "127.0.0.1");
+    assert_true(fourth >= 0);
+    char reply[256];
+    assert_true(raw_read_until_closed(fourth, reply, sizeof reply, 10000));
+    assert_string_equal(reply, "");
+    close(fourth);
+    assert_int_equal(healthz_from(e, "127.0.0.2"), 200);
+    for (int i = 0; i < 3; i++)
+        close(held[i]);
+}
+
+#define IDLE_SOCKETS 2000
+#define IDLE_SOURCES 8 /* 250 each: under the default per-client limit */
+
+static void thousands_of_idle_sockets_do_not_stop_a_legitimate_request(void **state)
+{
+    env *e = *state;
+    raise_fd_limit();
+    start_gateway(e, NULL);
+    static int fds[IDLE_SOCKETS];
+    int opened = 0;
+    for (int i = 0; i < IDLE_SOCKETS; i++) {
+        char from[32];
+        snprintf(from, sizeof from, "127.0.0.%d", 10 + i % IDLE_SOURCES);
+        fds[i] = raw_connect(e->gw.port, from);
+        opened += fds[i] >= 0;
+    }
+    assert_int_equal(opened, IDLE_SOCKETS);
+    assert_int_equal(healthz_from(e, "127.0.0.2"), 200);
+    char url[256];
+    url_of(e, "/orders", url, sizeof url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    http_reply_free(&r);
+    for (int i = 0; i < IDLE_SOCKETS; i++)
+        close(fds[i]);
+}
+
+/* Send `head`, then one byte every 200 ms; true when the gateway closes the
+ * connection within `bound_ms`; its answer in reply. */
+static bool dribble(const env *e, const char *head, int bound_ms, char *reply, size_t cap)
+{
+    int fd = raw_connect(e->gw.port, NULL);
+    assert_true(fd >= 0);
+    send(fd, head, strlen(head), MSG_NOSIGNAL);
+    bool closed = false;
+    for (int waited = 0; waited < bound_ms && !closed; waited += 200) {
+        send(fd, "x", 1, MSG_NOSIGNAL);
+        closed = raw_read_until_closed(fd, reply, cap, 200);
+    }
+    close(fd);
+    return closed;
+}
+
+/* Each byte restarts libmicrohttpd's own timeout; the header deadline
+ * does not move. Timeout 1 s, bound 15 s. */
+static void a_client_dribbling_its_headers_is_cut_at_the_header_timeout(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--header-timeout", "1s", NULL};
+    start_gateway(e, extra);
+    char reply[1024];
+    assert_true(dribble(e, "GET /orders HTTP/1.1\r\nHost: a\r\nX-Slow: ", 15000, reply,
+                        sizeof reply));
+    assert_int_equal(raw_status(reply), 408);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+static void a_client_dribbling_its_body_is_cut_at_the_body_timeout(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--body-timeout", "1s", NULL};
+    start_gateway(e, extra);
+    char reply[1024];
+    assert_true(dribble(e, "POST /orders HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n",
+                        15000, reply, sizeof reply));
+    assert_int_equal(raw_status(reply), 408);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+static void an_idle_kept_alive_connection_is_closed_at_the_header_timeout(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--header-timeout", "1s", NULL};
+    start_gateway(e, extra);
+    int fd = raw_connect(e->gw.port, NULL);
+    static const char request[] = "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n";
+    send(fd, request, sizeof request - 1, MSG_NOSIGNAL);
+    char reply[1024];
+    assert_true(raw_read_until_closed(fd, reply, sizeof reply, 15000));
+    assert_int_equal(raw_status(reply), 200); /* answered, then closed when idle */
+    close(fd);
+}
+
 #define GW_CASE(name) cmocka_unit_test_setup_teardown(name, env_setup, env_teardown)
 
 int main(void)
@@ -945,6 +1292,26 @@ int main(void)
         GW_CASE(a_target_starting_with_two_slashes_stays_a_path_on_the_upstream),
         GW_CASE(an_origin_form_target_arrives_byte_for_byte),
         GW_CASE(the_upstream_path_prefix_is_kept),
+        GW_CASE(conflicting_content_lengths_are_400),
+        GW_CASE(an_http11_request_without_host_is_400),
+        GW_CASE(a_nul_byte_in_a_header_or_the_target_is_400),
+        GW_CASE(a_folded_header_line_is_400),
+        GW_CASE(expect_100_continue_over_max_body_is_413_without_a_100_continue),
+        GW_CASE(a_content_length_over_max_body_is_413_before_the_body_is_read),
+        GW_CASE(an_expectation_other_than_100_continue_is_417),
+        GW_CASE(a_garbage_request_line_is_refused_at_once),
+        GW_CASE(bytes_that_never_make_a_request_line_are_cut_at_the_header_timeout),
+        GW_CASE(a_quoted_key_is_the_same_key_as_its_bare_value),
+        GW_CASE(a_quoted_key_is_unescaped),
+        GW_CASE(keys_with_control_bytes_tabs_del_or_non_ascii_are_400),
+        GW_CASE(quoted_keys_must_be_well_formed),
+        GW_CASE(an_empty_key_is_400),
+        GW_CASE(a_tenant_with_a_control_byte_or_non_ascii_is_400),
+        GW_CASE(the_connection_past_the_per_client_limit_is_refused_and_others_are_served),
+        GW_CASE(thousands_of_idle_sockets_do_not_stop_a_legitimate_request),
+        GW_CASE(a_client_dribbling_its_headers_is_cut_at_the_header_timeout),
+        GW_CASE(a_client_dribbling_its_body_is_cut_at_the_body_timeout),
+        GW_CASE(an_idle_kept_alive_connection_is_closed_at_the_header_timeout),
     };
     int failed = cmocka_run_group_tests_name("store.gateway", tests, NULL, NULL);
     curl_global_cleanup();

@@ -126,6 +126,55 @@ static void names_and_sizes_are_checked(void **state)
                      "--max-body", bad[i]);
 }
 
+static void front_door_limits_must_be_whole_numbers_in_range(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--max-connections must be a whole number in [1, 1000000], got '0'",
+                 "--listen", "127.0.0.1:0", UP, "--max-connections", "0");
+    EXPECT_USAGE("--max-connections must be a whole number in [1, 1000000], got '1000001'",
+                 "--listen", "127.0.0.1:0", UP, "--max-connections", "1000001");
+    EXPECT_USAGE("--max-connections must be a whole number in [1, 1000000], got 'many'",
+                 "--listen", "127.0.0.1:0", UP, "--max-connections", "many");
+    EXPECT_USAGE("--max-connections-per-client must be a whole number in [1, 1000000], got '0'",
+                 "--listen", "127.0.0.1:0", UP, "--max-connections-per-client", "0");
+    EXPECT_USAGE("--max-connections-per-client must be a whole number in [1, 1000000], "
+                 "got '-3'",
+                 "--listen", "127.0.0.1:0", UP, "--max-connections-per-client", "-3");
+    EXPECT_USAGE("--workers must be a whole number in [1, 1024], got '0'", "--listen",
+                 "127.0.0.1:0", UP, "--workers", "0");
+    EXPECT_USAGE("--workers must be a whole number in [1, 1024], got '1025'", "--listen",
+                 "127.0.0.1:0", UP, "--workers", "1025");
+}
+
+static void the_per_client_limit_must_not_exceed_the_total(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--max-connections-per-client (300) must not exceed --max-connections (200)",
+                 "--listen", "127.0.0.1:0", UP, "--max-connections", "200",
+                 "--max-connections-per-client", "300");
+    EXPECT_USAGE("--max-connections-per-client (256) must not exceed --max-connections (100)",
+                 "--listen", "127.0.0.1:0", UP, "--max-connections", "100");
+}
+
+static void client_timeouts_must_be_durations_in_range(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--header-timeout must be a duration greater than 0, got '0'", "--listen",
+                 "127.0.0.1:0", UP, "--header-timeout", "0");
+    EXPECT_USAGE("--header-timeout must be a duration from 1ms to 1h, got '2h'", "--listen",
+                 "127.0.0.1:0", UP, "--header-timeout", "2h");
+    EXPECT_USAGE("--header-timeout must be a duration like 250ms, 2s or 1m30s, got 'soon'",
+                 "--listen", "127.0.0.1:0", UP, "--header-timeout", "soon");
+    EXPECT_USAGE("--body-timeout must be a duration from 1ms to 1h, got '61m'", "--listen",
+                 "127.0.0.1:0", UP, "--body-timeout", "61m");
+    EXPECT_USAGE("--body-timeout must be a duration greater than 0, got '0s'", "--listen",
+                 "127.0.0.1:0", UP, "--body-timeout", "0s");
+    EXPECT_USAGE("--idle-timeout must be a duration from 1s to 1h, got '500ms'", "--listen",
+                 "127.0.0.1:0", UP, "--idle-timeout", "500ms");
+    EXPECT_USAGE("--idle-timeout needs a value", UP, "--listen", "127.0.0.1:0",
+                 "--idle-timeout");
+}
+
 static void unknown_options_are_refused(void **state)
 {
     (void)state;
@@ -178,6 +227,9 @@ int main(void)
         cmocka_unit_test(durations_must_parse_and_be_positive),
         cmocka_unit_test(lease_must_fit_in_retention_and_outlast_the_timeout),
         cmocka_unit_test(names_and_sizes_are_checked),
+        cmocka_unit_test(front_door_limits_must_be_whole_numbers_in_range),
+        cmocka_unit_test(the_per_client_limit_must_not_exceed_the_total),
+        cmocka_unit_test(client_timeouts_must_be_durations_in_range),
         cmocka_unit_test(unknown_options_are_refused),
         cmocka_unit_test(help_exits_zero),
         cmocka_unit_test(a_port_in_use_exits_1),
