@@ -349,6 +349,11 @@ gw_listen_error gw_parse_listen(const char *v, char *host, size_t cap, int *port
         return GW_LISTEN_PORT;
     if (host_len == 0 || host_len >= cap)
         return GW_LISTEN_FORM;
+    for (size_t i = 0; i < host_len; i++) { /* a name or an address, no brackets left */
+        unsigned char c = (unsigned char)v[i];
+        if (!is_printable(c) || c == ' ' || c == '[' || c == ']')
+            return GW_LISTEN_FORM;
+    }
     memcpy(host, v, host_len);
     host[host_len] = '\0';
     *port = (int)p;
