@@ -8,6 +8,7 @@
  * per journal file. The fake clock drives the retries and the replay
  * interval, so nothing sleeps.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -378,6 +379,69 @@ static void a_store_without_a_journal_reports_ebusy_and_zero_stats(void **state)
     resil_store_free(s);
 }
 
+/* ---- threads ------------------------------------------------------------------ */
+
+#define WRITERS 8
+
+typedef struct writer {
+    resil_store *s;
+    char key[16];
+    uint64_t lease;
+    pthread_barrier_t *go;
+    int rc;
+} writer;
+
+static void *complete_then_begin(void *arg)
+{
+    writer *w = arg;
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = w->key};
+    pthread_barrier_wait(w->go);
+    w->rc = complete_saved(w->s, &k, w->lease, NULL);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_result res;
+    resil_store_result_init(&res);
+    if (w->rc == 0 && resil_store_begin(w->s, &k, h, &res, NULL) == 0 &&
+        res.verdict != RESIL_STORE_IN_PROGRESS)
+        w->rc = -100 - (int)res.verdict;
+    resil_store_result_free(&res);
+    return NULL;
+}
+
+static void completions_from_many_threads_during_an_outage_are_all_journaled(void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    resil_store *s = fixture_open(f, with_journal, &j);
+    writer w[WRITERS];
+    pthread_t t[WRITERS];
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, WRITERS);
+    for (int i = 0; i < WRITERS; i++) {
+        w[i] = (writer){.s = s, .go = &go};
+        snprintf(w[i].key, sizeof w[i].key, "k-%d", i);
+        assert_int_equal(begin_key(f, s, w[i].key, "a"), RESIL_STORE_FIRST);
+        w[i].lease = f->res.lease;
+    }
+    sqlite3 *lock = lock_database(f);
+    for (int i = 0; i < WRITERS; i++)
+        pthread_create(&t[i], NULL, complete_then_begin, &w[i]);
+    for (int i = 0; i < WRITERS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    pthread_barrier_destroy(&go);
+    assert_stats(s, WRITERS, WRITERS, 0, 0);
+    unlock_database(lock);
+    size_t replayed = 0;
+    assert_int_equal(resil_store_journal_replay(s, &replayed, NULL), 0);
+    assert_int_equal(replayed, WRITERS);
+    for (int i = 0; i < WRITERS; i++)
+        assert_replays_saved(f, s, w[i].key);
+    resil_store_free(s);
+}
+
 #define JOURNAL_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
 int main(void)
@@ -399,6 +463,7 @@ int main(void)
         JOURNAL_CASE(an_entry_whose_record_was_taken_over_is_dropped_and_counted),
         JOURNAL_CASE(a_second_store_on_the_same_journal_is_ebusy),
         JOURNAL_CASE(a_store_without_a_journal_reports_ebusy_and_zero_stats),
+        JOURNAL_CASE(completions_from_many_threads_during_an_outage_are_all_journaled),
     };
     int failed = cmocka_run_group_tests_name("store.journal", tests, NULL, NULL);
     test_rmtree(dir);
