@@ -46,8 +46,9 @@ static const char usage_text[] =
     "  --methods LIST         guarded methods (default POST,PATCH)\n"
     "  --require-key          answer 400 to a guarded request without a key\n"
     "  --retention DUR        keep saved responses this long (default 24h)\n"
-    "  --lease DUR            a first request owns its key this long (default 60s)\n"
-    "  --timeout DUR          upstream timeout, shorter than --lease (default 30s)\n"
+    "  --lease DUR            a first request owns its key this long, renewed every\n"
+    "                         third of it while the upstream runs (default 60s, >= 1s)\n"
+    "  --timeout DUR          upstream timeout (default 30s)\n"
     "  --config FILE --policy NAME\n"
     "                         take the upstream timeout from a named policy of a\n"
     "                         configuration file (its attempt timeout, else its total)\n"
@@ -62,6 +63,10 @@ static const char usage_text[] =
     "                         the connection's start or its previous answer (default 10s)\n"
     "  --body-timeout DUR     a request's body must arrive within this (default 60s)\n"
     "  --idle-timeout DUR     close a connection where nothing moves this long (default 60s)\n"
+    "  --journal PATH|off     where answers the store cannot take wait, fsync'ed (default:\n"
+    "                         the SQLite file's path + .resil-journal; none for PostgreSQL)\n"
+    "  --upstream-dedupes     the upstream recognises a repeated Idempotency-Key itself:\n"
+    "                         give the key back when the outcome is unknown (a timeout)\n"
     "  --quiet                no access log\n"
     "\n"
     "GET /healthz answers 200 \"ok\". SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
@@ -264,6 +269,14 @@ static int parse_operation(const args *a, const char *v, gw_config *cfg)
     return 0;
 }
 
+static int parse_journal(const args *a, const char *v, gw_config *cfg)
+{
+    if (*v == '\0')
+        return args_reject(a, "--journal", "a file path or 'off'", v);
+    cfg->journal = v;
+    return 0;
+}
+
 static const struct {
     const char *name;
     option_fn parse;
@@ -278,6 +291,7 @@ static const struct {
     {"--max-connections-per-client", parse_max_per_client},
     {"--workers", parse_workers},     {"--header-timeout", parse_header_timeout},
     {"--body-timeout", parse_body_timeout}, {"--idle-timeout", parse_idle_timeout},
+    {"--journal", parse_journal},
 };
 
 static void config_default(gw_config *cfg)
@@ -317,11 +331,11 @@ static int check_config(const args *a, const gw_config *cfg)
     resil_duration_format(cfg->retention, other, sizeof other);
     if (cfg->lease > cfg->retention)
         return args_fail(a, "--lease (%s) must not exceed --retention (%s)", lease, other);
-    resil_duration_format(cfg->timeout, other, sizeof other);
-    if (cfg->timeout >= cfg->lease)
-        return args_fail(a, "--timeout (%s) must be shorter than --lease (%s): a request "
-                            "still running when its lease ends could run twice",
-                         other, lease);
+    /* No relation to --timeout: the lease is renewed while the upstream runs. */
+    if (cfg->lease < RESIL_S(1))
+        return args_fail(a, "--lease (%s) must be at least 1s: it is renewed every third of "
+                            "it while the upstream runs",
+                         lease);
     return 0;
 }
 
@@ -334,6 +348,10 @@ static int parse_one(args *a, gw_config *cfg)
     }
     if (args_flag(a, "--quiet", NULL)) {
         cfg->quiet = true;
+        return 1;
+    }
+    if (args_flag(a, "--upstream-dedupes", NULL)) {
+        cfg->upstream_dedupes = true;
         return 1;
     }
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
@@ -431,10 +449,15 @@ static int open_store(gateway *gw)
     o.lease = gw->cfg.lease;
     o.retention = gw->cfg.retention;
     o.connections = 8;
+    char journal[4096];
+    o.journal = gw_journal_path(&gw->cfg, journal, sizeof journal);
     resil_err err = {0};
     int rc = resil_store_new(&o, &gw->store, &err);
-    if (rc == 0)
+    if (rc == 0) {
+        if (!gw->cfg.quiet)
+            fprintf(stderr, "resil gateway: journal %s\n", o.journal ? o.journal : "off");
         return 0;
+    }
     fprintf(stderr, "resil gateway: --store: %s\n", err.message);
     return rc == RESIL_EINVAL ? RESIL_EXIT_USAGE : 1;
 }
@@ -450,16 +473,21 @@ static void purge(gateway *gw)
                 (unsigned long long)deleted, deleted == 1 ? "" : "s");
 }
 
-/* Wait for SIGTERM/SIGINT, purging expired records every minute. */
+/* Wait for SIGTERM/SIGINT, purging expired records every minute and
+ * replaying the store's journal as often as gw_rules_tick() asks. */
 static int wait_for_signal(gateway *gw, const sigset_t *set)
 {
+    resil_instant purge_at = resil_clock_now(gw->clock) + RESIL_S(PURGE_EVERY_S);
     for (;;) {
-        struct timespec every = {PURGE_EVERY_S, 0};
+        resil_duration wait = gw_rules_tick(gw);
+        struct timespec every = {(time_t)(wait / RESIL_S(1)), (long)(wait % RESIL_S(1))};
         int sig = sigtimedwait(set, NULL, &every);
         if (sig > 0)
             return sig;
-        if (errno == EAGAIN)
+        if (errno == EAGAIN && resil_clock_now(gw->clock) >= purge_at) {
             purge(gw);
+            purge_at = resil_clock_now(gw->clock) + RESIL_S(PURGE_EVERY_S);
+        }
     }
 }
 
@@ -498,6 +526,10 @@ static int serve(gateway *gw, const sigset_t *signals)
     int rc = open_store(gw);
     if (rc != 0)
         return rc;
+    if (gw_rules_start(gw) != 0) {
+        fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
+        return 1;
+    }
     int fd = open_listener(&gw->cfg, &ipv6, shown, sizeof shown);
     if (fd < 0)
         return 1;
@@ -539,6 +571,7 @@ int cmd_gateway(int argc, char **argv)
     pthread_cond_init(&gw.idle, NULL);
     gw_upstream_init(&gw);
     rc = serve(&gw, &signals);
+    gw_rules_stop(&gw);
     resil_store_free(gw.store);
     gw_upstream_cleanup(&gw);
     pthread_cond_destroy(&gw.idle);

@@ -35,6 +35,8 @@ typedef struct gw_config {
     /* the front door (gateway_http.c) */
     unsigned max_connections, max_per_client, workers;
     resil_duration header_timeout, body_timeout, idle_timeout;
+    bool upstream_dedupes; /* the upstream recognises a repeated key: release when unsure */
+    const char *journal;   /* --journal: NULL = next to an SQLite store, "off" = none */
 } gw_config;
 
 /* A growable byte buffer, capped. */
@@ -73,6 +75,8 @@ typedef struct gateway {
     size_t pool_len;
 
     struct gw_http *http; /* gateway_http.c: the worker pool and the deadlines */
+
+    struct gw_leases *leases; /* gateway_rules.c: keys whose outcome is not yet saved */
 } gateway;
 
 /* gateway_upstream.c */
@@ -227,5 +231,16 @@ enum MHD_Result gw_pass_through(gw_req *r, struct MHD_Connection *conn, const ch
 /* A guarded request with an Idempotency-Key: the idempotency rules. */
 enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn, const char *method,
                            const char *key);
+/* The lease renewer: start it once the store is open, stop it once no
+ * request runs (it makes a last attempt to save answers still unsaved). */
+int gw_rules_start(gateway *gw);
+void gw_rules_stop(gateway *gw);
+/* The main thread's timer: replay the store's journal while completions
+ * wait in it and log its counts when they change. Returns how long to wait
+ * before the next call. */
+resil_duration gw_rules_tick(gateway *gw);
+/* The journal file the store gets (NULL: none): --journal, else the SQLite
+ * file's path + ".resil-journal"; buf holds a derived path. */
+const char *gw_journal_path(const gw_config *cfg, char *buf, size_t cap);
 
 #endif

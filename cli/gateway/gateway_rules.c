@@ -3,17 +3,51 @@
  * guarded request, apart from the listening side (gateway_http.c) that
  * frames requests and answers.
  *
- * The rules live in one function (gw_guarded()) that reads like the
- * protocol: first -> forward and save (or release on a failure the client
- * should retry), replay -> the saved answer, in progress -> 409,
- * mismatch -> 422.
+ * The promise is "at most once": a guarded request with a key reaches the
+ * upstream once, and every repeat gets the one answer that run produced.
+ * Everything here follows from one rule: once request bytes may have
+ * reached the upstream, the key is never given back for another run.
+ *
+ *   first        forward; then, by what came back (fate_of()):
+ *                  a response            saved and replayed — whatever its
+ *                                        status — except 408, 425, 429 and
+ *                                        503, the upstream's own "I did not
+ *                                        process it": released;
+ *                  no connection made    released (nothing was sent);
+ *                  anything else         (a timeout, a reset, an answer over
+ *                                        --max-body) the outcome is unknown:
+ *                                        a 502/504 with Idempotent-Outcome:
+ *                                        unknown is saved and replayed;
+ *                with --upstream-dedupes every uncertain case is released
+ *                instead: the upstream recognises the repeat by its key.
+ *   takeover     a first whose lease number is above 1 took over a key whose
+ *                holder vanished (a crash) after it may have forwarded: the
+ *                unknown outcome is saved, nothing is forwarded (again,
+ *                unless --upstream-dedupes).
+ *   replay / in progress / mismatch   the saved answer, 409, 422.
+ *
+ * A key stays ours while the upstream runs: a renewer thread holds the set
+ * of leases in flight and renews each every third of the lease, so a slow
+ * call never loses its key to a takeover; the lease number is the fencing
+ * token, and a run that lost it anyway is refused on complete and told so
+ * (409), never answered as if its result were the key's. An answer the
+ * store cannot save (no journal, or the journal failed too) is not
+ * reported as done: the client gets 503 (or 500), the key stays held, and
+ * the renewer keeps trying to save it. Store errors map by class: a bad key
+ * 400, unavailable 503 with Retry-After, refused 500 without.
  */
+#include <curl/curl.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gateway.h"
+
+#define RETRY_AFTER "1"
+#define OUTCOME_UNKNOWN "Idempotent-Outcome: unknown\r\n"
 
 bool gw_guarded_method(const gw_config *cfg, const char *method)
 {
@@ -24,12 +58,397 @@ bool gw_guarded_method(const gw_config *cfg, const char *method)
     return false;
 }
 
-/* Answers the client should retry were not a result: give the key back. */
-static bool retry_worthy(const gw_reply *up)
+/* ---- what an upstream answer means for the key ---------------------------- */
+
+typedef enum fate {
+    FATE_SAVE,    /* the operation's answer: save it, replay it */
+    FATE_UNKNOWN, /* it may have run and its answer is lost: save "unknown" */
+    FATE_RELEASE  /* it did not run: give the key back for the retry */
+} fate;
+
+/* The libcurl failures that happen before a connection exists, so that no
+ * byte of the request can have been sent. A timeout may strike before or
+ * after the request left, a reset or an empty reply after: not these. */
+static bool never_sent(int curl_code)
 {
-    return up->curl_code != 0 || up->status >= 500 || up->status == 408 ||
-           up->status == 429;
+    return curl_code == CURLE_COULDNT_RESOLVE_HOST ||
+           curl_code == CURLE_COULDNT_RESOLVE_PROXY || curl_code == CURLE_COULDNT_CONNECT;
 }
+
+/* The statuses by which an upstream says it did not process the request. */
+static bool not_processed(long status)
+{
+    return status == 408 || status == 425 || status == 429 || status == 503;
+}
+
+static fate fate_of(const gw_config *cfg, const gw_reply *up)
+{
+    if (up->curl_code == 0)
+        return not_processed(up->status) ? FATE_RELEASE : FATE_SAVE;
+    if (never_sent(up->curl_code) || cfg->upstream_dedupes)
+        return FATE_RELEASE;
+    return FATE_UNKNOWN;
+}
+
+/* ---- answers of the gateway's own --------------------------------------- */
+
+/* A store message in a JSON string: quotes, backslashes and control bytes
+ * escaped, cut to fit. */
+static void json_escape(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *in != '\0' && n + 7 < cap; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c == '"' || c == '\\')
+            n += (size_t)snprintf(out + n, cap - n, "\\%c", c);
+        else if (c < 0x20)
+            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", c);
+        else
+            out[n++] = (char)c;
+    }
+    out[n] = '\0';
+}
+
+/* A store call failed: answer by its error class. */
+static enum MHD_Result store_failed(gw_req *r, struct MHD_Connection *conn,
+                                    const char *method, int rc, const resil_err *err)
+{
+    if (rc == RESIL_EINVAL) {
+        char message[300];
+        json_escape(err->message, message, sizeof message);
+        r->idem = "bad-key";
+        return gw_send_error(r, conn, method, 400, "invalid_idempotency_key", message, NULL);
+    }
+    r->idem = "store-error";
+    fprintf(stderr, "resil gateway: %s\n", err->message);
+    if (rc == RESIL_EBUSY || rc == RESIL_ENOMEM)
+        return gw_send_error(r, conn, method, 503, "store_unavailable",
+                             "the idempotency store is unavailable; retry later", RETRY_AFTER);
+    return gw_send_error(r, conn, method, 500, "store_error",
+                         "the idempotency store refused the request", NULL);
+}
+
+/* The answer saved when the outcome is unknown: the same bytes on the
+ * first answer and on every replay. */
+typedef struct unknown_answer {
+    int status;
+    char body[512];
+    size_t body_len;
+} unknown_answer;
+
+static const char unknown_headers[] = "Content-Type: application/json\r\n" OUTCOME_UNKNOWN;
+
+static void unknown_of(unknown_answer *u, int status, const char *code, const char *why)
+{
+    u->status = status;
+    int n = snprintf(u->body, sizeof u->body,
+                     "{\"error\":\"%s\",\"message\":\"%s; the request may have run upstream, "
+                     "so it is not run again with this Idempotency-Key\"}\n",
+                     code, why);
+    u->body_len = n < 0 ? 0 : (size_t)n < sizeof u->body ? (size_t)n : sizeof u->body - 1;
+}
+
+static void unknown_of_reply(unknown_answer *u, const gw_reply *up)
+{
+    if (up->timed_out)
+        unknown_of(u, 504, "upstream_timeout", "the upstream did not answer in time");
+    else if (up->body.overflow || up->headers.overflow)
+        unknown_of(u, 502, "upstream_response_too_large",
+                   "the upstream's answer was larger than the gateway keeps");
+    else
+        unknown_of(u, 502, "upstream_unavailable", "the upstream connection failed");
+}
+
+/* ---- leases in flight: the renewer -------------------------------------- */
+
+/* One key whose outcome is not yet durable: its upstream call is running,
+ * or its answer is waiting to be saved (unsaved). Owned by the list; a
+ * hold the renewer is using (busy) is freed by the renewer when its request
+ * has finished with it (dropped). */
+typedef struct gw_hold {
+    struct gw_hold *prev, *next;
+    char *tenant, *key;
+    uint64_t lease;
+    int64_t due; /* next renewal, monotonic ns */
+    bool busy, dropped, lost, unsaved;
+    bool failing; /* the last attempt failed (logged once per run of failures) */
+    int status;   /* unsaved: the answer to save */
+    char *headers, *body;
+    size_t headers_len, body_len;
+} gw_hold;
+
+struct gw_leases {
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+    gw_hold *head;
+    bool stop;
+    pthread_t thread;
+    resil_store_journal_stats logged; /* the journal stats last logged */
+    bool replay_failing;              /* logged once per outage */
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static resil_duration renew_every(const gateway *gw) { return gw->cfg.lease / 3; }
+
+/* After a failed renewal: sooner, while the lease still runs. */
+static resil_duration renew_retry(const gateway *gw)
+{
+    resil_duration d = gw->cfg.lease / 10;
+    return d < RESIL_MS(50) ? RESIL_MS(50) : d > RESIL_S(1) ? RESIL_S(1) : d;
+}
+
+static void hold_free(gw_hold *h)
+{
+    free(h->tenant);
+    free(h->key);
+    free(h->headers);
+    free(h->body);
+    free(h);
+}
+
+static void hold_unlink(struct gw_leases *L, gw_hold *h)
+{
+    if (h->prev != NULL)
+        h->prev->next = h->next;
+    else
+        L->head = h->next;
+    if (h->next != NULL)
+        h->next->prev = h->prev;
+}
+
+/* Start renewing k's lease; NULL when out of memory. */
+static gw_hold *hold_add(gateway *gw, const resil_store_key *k, uint64_t lease)
+{
+    struct gw_leases *L = gw->leases;
+    gw_hold *h = calloc(1, sizeof *h);
+    if (h == NULL || L == NULL)
+        goto fail;
+    h->tenant = strdup(k->tenant);
+    h->key = strdup(k->key);
+    if (h->tenant == NULL || h->key == NULL)
+        goto fail;
+    h->lease = lease;
+    h->due = mono_ns() + renew_every(gw);
+    pthread_mutex_lock(&L->mu);
+    h->next = L->head;
+    if (L->head != NULL)
+        L->head->prev = h;
+    L->head = h;
+    pthread_cond_signal(&L->wake);
+    pthread_mutex_unlock(&L->mu);
+    return h;
+fail:
+    if (h != NULL)
+        hold_free(h);
+    return NULL;
+}
+
+/* The request is done with h: stop renewing it. */
+static void hold_drop(gateway *gw, gw_hold *h)
+{
+    struct gw_leases *L = gw->leases;
+    pthread_mutex_lock(&L->mu);
+    bool busy = h->busy;
+    if (busy)
+        h->dropped = true;
+    else
+        hold_unlink(L, h);
+    pthread_mutex_unlock(&L->mu);
+    if (!busy)
+        hold_free(h);
+}
+
+/* The answer could not be saved: hand it to the renewer, which keeps the
+ * lease and tries again. False (and h dropped) when out of memory. */
+static bool hold_keep_unsaved(gateway *gw, gw_hold *h, const resil_store_response *resp)
+{
+    char *headers = malloc(resp->headers_len + 1), *body = malloc(resp->body_len + 1);
+    if (headers == NULL || body == NULL) {
+        free(headers);
+        free(body);
+        hold_drop(gw, h);
+        return false;
+    }
+    if (resp->headers_len > 0)
+        memcpy(headers, resp->headers, resp->headers_len);
+    if (resp->body_len > 0)
+        memcpy(body, resp->body, resp->body_len);
+    struct gw_leases *L = gw->leases;
+    pthread_mutex_lock(&L->mu);
+    h->status = resp->status;
+    h->headers = headers;
+    h->headers_len = resp->headers_len;
+    h->body = body;
+    h->body_len = resp->body_len;
+    h->unsaved = true;
+    h->due = mono_ns() + renew_retry(gw);
+    pthread_cond_signal(&L->wake);
+    pthread_mutex_unlock(&L->mu);
+    return true;
+}
+
+/* The next hold to work on (not busy, due by now, still ours), or NULL. */
+static gw_hold *next_due(struct gw_leases *L, int64_t now, int64_t *earliest)
+{
+    *earliest = now + RESIL_S(1);
+    for (gw_hold *h = L->head; h != NULL; h = h->next) {
+        if (h->busy || h->dropped || (h->lost && !h->unsaved))
+            continue;
+        if (h->due <= now)
+            return h;
+        if (h->due < *earliest)
+            *earliest = h->due;
+    }
+    return NULL;
+}
+
+typedef enum work_result { WORK_RENEWED, WORK_RETRY, WORK_LOST, WORK_SAVED } work_result;
+
+/* Outside the lock: h is busy, so nobody frees it, and its key, lease and
+ * unsaved answer do not change. */
+static work_result work_on(gateway *gw, gw_hold *h, bool unsaved)
+{
+    resil_store_key k = {.tenant = h->tenant, .operation = gw->cfg.operation, .key = h->key};
+    resil_err err = {0};
+    if (unsaved) {
+        resil_store_response resp = {.status = h->status, .headers = h->headers,
+                                     .headers_len = h->headers_len, .body = h->body,
+                                     .body_len = h->body_len};
+        int rc = resil_store_complete(gw->store, &k, h->lease, &resp, &err);
+        if (rc == 0) {
+            fprintf(stderr, "resil gateway: key '%s': the answer (%d) is saved now\n", h->key,
+                    h->status);
+            return WORK_SAVED;
+        }
+        if (rc == RESIL_ESTATE) {
+            fprintf(stderr, "resil gateway: key '%s': lease %llu was taken over; its answer "
+                            "(%d) is discarded: %s\n",
+                    h->key, (unsigned long long)h->lease, h->status, err.message);
+            return WORK_LOST;
+        }
+    }
+    int rc = resil_store_renew(gw->store, &k, h->lease, &err);
+    bool was_failing = h->failing;
+    h->failing = rc != 0 || unsaved;
+    if (rc == 0)
+        return unsaved ? WORK_RETRY : WORK_RENEWED;
+    if (rc == RESIL_ESTATE) {
+        fprintf(stderr, "resil gateway: key '%s': lease %llu lost while the upstream runs: %s\n",
+                h->key, (unsigned long long)h->lease, err.message);
+        return WORK_LOST;
+    }
+    if (!was_failing)
+        fprintf(stderr, "resil gateway: key '%s': %s failed: %s\n", h->key,
+                unsaved ? "saving the answer" : "renewing the lease", err.message);
+    return WORK_RETRY;
+}
+
+/* Under the lock again: record what work_on() found. */
+static void settle(gateway *gw, struct gw_leases *L, gw_hold *h, work_result w)
+{
+    h->busy = false;
+    /* An answer handed over meanwhile (unsaved) is retried soon, not at the
+     * next renewal. */
+    if (w == WORK_LOST)
+        h->lost = true;
+    else if (w == WORK_RENEWED && !h->unsaved)
+        h->due = mono_ns() + renew_every(gw);
+    else
+        h->due = mono_ns() + renew_retry(gw);
+    bool done = h->dropped || (h->unsaved && (w == WORK_SAVED || w == WORK_LOST));
+    if (done) {
+        hold_unlink(L, h);
+        hold_free(h);
+    }
+}
+
+static void wait_until(struct gw_leases *L, int64_t when)
+{
+    struct timespec ts = {(time_t)(when / 1000000000), (long)(when % 1000000000)};
+    pthread_cond_timedwait(&L->wake, &L->mu, &ts);
+}
+
+static void *renewer(void *arg)
+{
+    gateway *gw = arg;
+    struct gw_leases *L = gw->leases;
+    pthread_mutex_lock(&L->mu);
+    while (!L->stop) {
+        int64_t earliest;
+        gw_hold *h = next_due(L, mono_ns(), &earliest);
+        if (h == NULL) {
+            wait_until(L, earliest);
+            continue;
+        }
+        h->busy = true;
+        bool unsaved = h->unsaved;
+        pthread_mutex_unlock(&L->mu);
+        work_result w = work_on(gw, h, unsaved);
+        pthread_mutex_lock(&L->mu);
+        settle(gw, L, h, w);
+    }
+    pthread_mutex_unlock(&L->mu);
+    return NULL;
+}
+
+int gw_rules_start(gateway *gw)
+{
+    struct gw_leases *L = calloc(1, sizeof *L);
+    if (L == NULL)
+        return -1;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    gw->leases = L;
+    if (pthread_create(&L->thread, NULL, renewer, gw) != 0) {
+        pthread_cond_destroy(&L->wake);
+        pthread_mutex_destroy(&L->mu);
+        free(L);
+        gw->leases = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* After the requests are done: one last try for the unsaved answers. */
+void gw_rules_stop(gateway *gw)
+{
+    struct gw_leases *L = gw->leases;
+    if (L == NULL)
+        return;
+    pthread_mutex_lock(&L->mu);
+    L->stop = true;
+    pthread_cond_signal(&L->wake);
+    pthread_mutex_unlock(&L->mu);
+    pthread_join(L->thread, NULL);
+    unsigned lost = 0;
+    while (L->head != NULL) {
+        gw_hold *h = L->head;
+        if (h->unsaved && work_on(gw, h, true) != WORK_SAVED)
+            lost++;
+        hold_unlink(L, h);
+        hold_free(h);
+    }
+    if (lost > 0)
+        fprintf(stderr, "resil gateway: %u answer%s could not be saved; %s answer 409 until "
+                        "the lease ends, then an unknown outcome\n",
+                lost, lost == 1 ? "" : "s", lost == 1 ? "its key" : "their keys");
+    pthread_cond_destroy(&L->wake);
+    pthread_mutex_destroy(&L->mu);
+    free(L);
+    gw->leases = NULL;
+}
+
+/* ---- forwarding ---------------------------------------------------------- */
 
 static void forward(gw_req *r, struct MHD_Connection *conn, const char *method,
                     gw_reply *up)
@@ -53,32 +472,148 @@ enum MHD_Result gw_pass_through(gw_req *r, struct MHD_Connection *conn,
     return ret;
 }
 
-/* First: run it upstream; save what it answered, or release the key. */
-static enum MHD_Result run_first(gw_req *r, struct MHD_Connection *conn,
-                                 const char *method, const resil_store_key *k,
-                                 uint64_t lease)
+/* ---- saving an outcome --------------------------------------------------- */
+
+typedef struct first_run {
+    gw_req *r;
+    struct MHD_Connection *conn;
+    const char *method;
+    const resil_store_key *k;
+    uint64_t lease;
+    gw_hold *hold;
+} first_run;
+
+/* The run lost its key (taken over after its lease ran out): its answer
+ * is not the key's. The client's retry gets whatever the key holds. */
+static enum MHD_Result fenced(first_run *f, int status, const resil_err *err)
 {
-    gateway *gw = r->gw;
-    gw_reply up;
+    f->r->idem = "fenced";
+    fprintf(stderr, "resil gateway: key '%s': lease %llu was taken over; this run's answer "
+                    "(%d) is discarded: %s\n",
+            f->k->key, (unsigned long long)f->lease, status, err->message);
+    return gw_send_error(f->r, f->conn, f->method, 409, "request_in_progress",
+                         "another run took this Idempotency-Key over; retry for its answer",
+                         RETRY_AFTER);
+}
+
+/* The answer could not be saved: never answered as done. */
+static enum MHD_Result unsaved(first_run *f, const resil_store_response *resp, int rc,
+                               const resil_err *err)
+{
+    f->r->idem = "unsaved";
+    fprintf(stderr, "resil gateway: key '%s': saving the answer (%d) failed: %s\n", f->k->key,
+            resp->status, err->message);
+    if (f->hold == NULL || !hold_keep_unsaved(f->r->gw, f->hold, resp))
+        fprintf(stderr, "resil gateway: key '%s': out of memory; the answer is lost\n",
+                f->k->key);
+    f->hold = NULL;
+    if (rc == RESIL_EBUSY || rc == RESIL_ENOMEM)
+        return gw_send_error(f->r, f->conn, f->method, 503, "store_unavailable",
+                             "the upstream answered but the answer could not be saved yet; "
+                             "retry with the same Idempotency-Key to get it",
+                             RETRY_AFTER);
+    return gw_send_error(f->r, f->conn, f->method, 500, "store_error",
+                         "the upstream answered but the idempotency store refused to save "
+                         "the answer",
+                         NULL);
+}
+
+/* Save resp as the key's answer; send it once it is durable. */
+static enum MHD_Result save_and_send(first_run *f, const resil_store_response *resp)
+{
+    gateway *gw = f->r->gw;
     resil_err err = {0};
-    forward(r, conn, method, &up);
-    if (retry_worthy(&up)) {
-        r->idem = "released";
-        if (resil_store_release(gw->store, k, lease, &err) != 0)
-            fprintf(stderr, "resil gateway: release failed: %s\n", err.message);
+    int rc = resil_store_complete(gw->store, f->k, f->lease, resp, &err);
+    if (rc != 0 && rc != RESIL_ESTATE)
+        return unsaved(f, resp, rc, &err);
+    if (f->hold != NULL)
+        hold_drop(gw, f->hold);
+    f->hold = NULL;
+    if (rc == RESIL_ESTATE)
+        return fenced(f, resp->status, &err);
+    gw_answer a = {.status = resp->status, .headers = resp->headers,
+                   .headers_len = resp->headers_len, .body = resp->body,
+                   .body_len = resp->body_len};
+    return gw_send_answer(f->r, f->conn, f->method, &a);
+}
+
+static enum MHD_Result save_unknown(first_run *f, const unknown_answer *u)
+{
+    f->r->idem = "unknown";
+    resil_store_response resp = {.status = u->status, .headers = unknown_headers,
+                                 .headers_len = sizeof unknown_headers - 1, .body = u->body,
+                                 .body_len = u->body_len};
+    return save_and_send(f, &resp);
+}
+
+static enum MHD_Result release_and_send(first_run *f, const gw_reply *up)
+{
+    gateway *gw = f->r->gw;
+    resil_err err = {0};
+    if (f->hold != NULL)
+        hold_drop(gw, f->hold);
+    f->hold = NULL;
+    f->r->idem = "released";
+    if (resil_store_release(gw->store, f->k, f->lease, &err) != 0)
+        fprintf(stderr, "resil gateway: key '%s': release failed: %s\n", f->k->key,
+                err.message);
+    return gw_send_reply(f->r, f->conn, f->method, up);
+}
+
+/* First: run it upstream while the renewer holds the key; then save what
+ * it answered, save "unknown", or release the key, by fate_of(). */
+static enum MHD_Result run_first(first_run *f)
+{
+    gateway *gw = f->r->gw;
+    gw_reply up;
+    forward(f->r, f->conn, f->method, &up);
+    enum MHD_Result ret;
+    fate fa = fate_of(&gw->cfg, &up);
+    if (fa == FATE_RELEASE) {
+        ret = release_and_send(f, &up);
+    } else if (fa == FATE_UNKNOWN) {
+        unknown_answer u;
+        unknown_of_reply(&u, &up);
+        ret = save_unknown(f, &u);
     } else {
-        resil_store_response saved = {.status = (int)up.status,
-                                      .headers = up.headers.p,
-                                      .headers_len = up.headers.len,
-                                      .body = up.body.p,
-                                      .body_len = up.body.len};
-        if (resil_store_complete(gw->store, k, lease, &saved, &err) != 0)
-            fprintf(stderr, "resil gateway: saving the response failed: %s\n",
-                    err.message);
+        resil_store_response resp = {.status = (int)up.status, .headers = up.headers.p,
+                                     .headers_len = up.headers.len, .body = up.body.p,
+                                     .body_len = up.body.len};
+        ret = save_and_send(f, &resp);
     }
-    enum MHD_Result ret = gw_send_reply(r, conn, method, &up);
     gw_reply_free(&up);
     return ret;
+}
+
+/* A takeover: the key's previous holder vanished without saving an answer,
+ * possibly after forwarding. Running it again could run it twice. */
+static enum MHD_Result run_takeover(first_run *f)
+{
+    fprintf(stderr, "resil gateway: key '%s': taken over (lease %llu) from a run that ended "
+                    "without an answer; saved as an unknown outcome\n",
+            f->k->key, (unsigned long long)f->lease);
+    unknown_answer u;
+    unknown_of(&u, 502, "upstream_outcome_unknown",
+               "the gateway that forwarded this request stopped before saving the answer");
+    return save_unknown(f, &u);
+}
+
+/* The key is ours: hold it (renewed until its outcome is saved), then run
+ * it, or settle a takeover. */
+static enum MHD_Result own_key(first_run *f)
+{
+    gateway *gw = f->r->gw;
+    f->r->idem = "first";
+    f->hold = hold_add(gw, f->k, f->lease);
+    if (f->hold == NULL) {
+        resil_err err = {0};
+        resil_store_release(gw->store, f->k, f->lease, &err);
+        f->r->idem = "released";
+        return gw_send_error(f->r, f->conn, f->method, 503, "out_of_memory",
+                             "the gateway is out of memory; retry later", RETRY_AFTER);
+    }
+    bool takeover = f->lease > 1 && !gw->cfg.upstream_dedupes;
+    return takeover ? run_takeover(f) : run_first(f);
 }
 
 enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn,
@@ -106,14 +641,12 @@ enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn,
     resil_store_result_init(&res);
     resil_err err = {0};
     enum MHD_Result ret;
-    if (resil_store_begin(gw->store, &k, hash, &res, &err) != 0) {
-        r->idem = "store-error";
-        fprintf(stderr, "resil gateway: %s\n", err.message);
-        ret = gw_send_error(r, conn, method, 503, "store_unavailable",
-                         "the idempotency store is unavailable; retry later", "1");
+    int rc = resil_store_begin(gw->store, &k, hash, &res, &err);
+    if (rc != 0) {
+        ret = store_failed(r, conn, method, rc, &err);
     } else if (res.verdict == RESIL_STORE_FIRST) {
-        r->idem = "first";
-        ret = run_first(r, conn, method, &k, res.lease);
+        first_run f = {.r = r, .conn = conn, .method = method, .k = &k, .lease = res.lease};
+        ret = own_key(&f);
     } else if (res.verdict == RESIL_STORE_REPLAY) {
         r->idem = "replay";
         gw_answer a = {.status = res.status, .headers = res.headers,
@@ -125,7 +658,7 @@ enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn,
         ret = gw_send_error(r, conn, method, 409, "request_in_progress",
                          "a request with this Idempotency-Key is still being processed; "
                          "retry later",
-                         "1");
+                         RETRY_AFTER);
     } else {
         r->idem = "mismatch";
         ret = gw_send_error(r, conn, method, 422, "idempotency_key_reused",
@@ -135,3 +668,46 @@ enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn,
     return ret;
 }
 
+/* ---- the journal and the main thread's timer --------------------------- */
+
+const char *gw_journal_path(const gw_config *cfg, char *buf, size_t cap)
+{
+    if (cfg->journal != NULL)
+        return strcmp(cfg->journal, "off") == 0 ? NULL : cfg->journal;
+    const char *url = cfg->store_url;
+    if (strncmp(url, "sqlite:", 7) != 0 || strcmp(url, "sqlite::memory:") == 0)
+        return NULL;
+    int n = snprintf(buf, cap, "%s.resil-journal", url + 7);
+    return n > 0 && (size_t)n < cap ? buf : NULL;
+}
+
+static bool stats_equal(const resil_store_journal_stats *a, const resil_store_journal_stats *b)
+{
+    return a->pending == b->pending && a->written == b->written &&
+           a->replayed == b->replayed && a->conflicts == b->conflicts;
+}
+
+resil_duration gw_rules_tick(gateway *gw)
+{
+    struct gw_leases *L = gw->leases;
+    resil_store_journal_stats st;
+    resil_store_journal_stats_get(gw->store, &st);
+    if (L == NULL)
+        return RESIL_S(1);
+    if (st.pending > 0) {
+        resil_err err = {0};
+        bool failed = resil_store_journal_replay(gw->store, NULL, &err) != 0;
+        if (failed && !L->replay_failing)
+            fprintf(stderr, "resil gateway: journal replay: %s\n", err.message);
+        L->replay_failing = failed;
+        resil_store_journal_stats_get(gw->store, &st);
+    }
+    if (!stats_equal(&st, &L->logged)) {
+        fprintf(stderr, "resil gateway: journal: %zu pending, %llu written, %llu replayed, "
+                        "%llu conflicts\n",
+                st.pending, (unsigned long long)st.written, (unsigned long long)st.replayed,
+                (unsigned long long)st.conflicts);
+        L->logged = st;
+    }
+    return st.pending > 0 ? RESIL_MS(200) : RESIL_S(1);
+}

@@ -481,24 +481,6 @@ static void unreachable_upstream_is_502_and_releases_the_key(void **state)
     assert_true(gateway_log_contains(&e->gw, "idempotency=released"));
 }
 
-static void slow_upstream_is_504_and_releases_the_key(void **state)
-{
-    env *e = *state;
-    const char *const extra[] = {"--timeout", "100ms", NULL};
-    start_gateway(e, extra);
-    upstream_set_delay_ms(e->up, 400);
-    http_reply r;
-    post(e, "/orders", "k-1", "a", &r);
-    assert_int_equal(r.status, 504);
-    assert_non_null(strstr(r.body, "\"error\":\"upstream_timeout\""));
-    http_reply_free(&r);
-    upstream_set_delay_ms(e->up, 0);
-    post(e, "/orders", "k-1", "a", &r);
-    assert_int_equal(r.status, 201);
-    http_reply_free(&r);
-    assert_int_equal(upstream_requests(e->up), 2);
-}
-
 /* libcurl reads a timeout of 0 ms as "none": a timeout below a millisecond
  * must round up, not vanish. */
 static void a_sub_millisecond_timeout_still_bounds_the_upstream(void **state)
@@ -1268,7 +1250,6 @@ int main(void)
         GW_CASE(upstream_429_releases_the_key_too),
         GW_CASE(client_error_from_the_upstream_is_saved_and_replayed),
         GW_CASE(unreachable_upstream_is_502_and_releases_the_key),
-        GW_CASE(slow_upstream_is_504_and_releases_the_key),
         GW_CASE(a_sub_millisecond_timeout_still_bounds_the_upstream),
         GW_CASE(replay_survives_a_gateway_restart),
         GW_CASE(sigterm_lets_the_request_in_flight_finish),

@@ -1,0 +1,601 @@
+/*
+ * test_gateway_rules.c — the gateway keeps "at most once": what becomes of
+ * a key after each kind of upstream answer or failure, a slow call that
+ * outlives its lease, a run that lost its key, store errors by class, and
+ * an answer the database cannot take at that moment.
+ *
+ * The real binary between libcurl clients and the counting upstream, with
+ * a SQLite store in a temporary directory. Every test counts what the
+ * upstream saw; a store fault is made for real — a second connection that
+ * holds SQLite's write lock, a trigger that refuses inserts, a second store
+ * that takes a key over — never by a stand-in.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gateway_proc.h"
+#include "test.h"
+#include "upstream.h"
+
+#include "resil/store.h"
+
+typedef struct env {
+    char *dir;
+    char db[600];
+    char store[640];
+    char log[600];
+    upstream *up;
+    gateway_proc gw;
+    int restarts;
+    sqlite3 *lock; /* a connection holding the write lock, when a test takes it */
+} env;
+
+static const char *resil_binary(void) { return test_build_path("resil"); }
+
+static int env_setup(void **state)
+{
+    env *e = calloc(1, sizeof *e);
+    e->dir = test_tmpdir();
+    e->up = upstream_start();
+    if (e->dir == NULL || e->up == NULL)
+        return -1;
+    snprintf(e->db, sizeof e->db, "%s/gateway.db", e->dir);
+    snprintf(e->store, sizeof e->store, "sqlite:%s", e->db);
+    *state = e;
+    return 0;
+}
+
+static int env_teardown(void **state)
+{
+    env *e = *state;
+    if (e->lock != NULL)
+        sqlite3_close(e->lock);
+    /* A gateway that does not exit 0 on SIGTERM failed (a sanitizer's
+     * report, a crash on the way out). */
+    int rc = e->gw.pid > 0 ? gateway_stop(&e->gw) : 0;
+    if (rc != 0)
+        fprintf(stderr, "the gateway exited %d, see %s\n", rc, e->log);
+    upstream_stop(e->up);
+    if (rc == 0)
+        test_rmtree(e->dir);
+    free(e->dir);
+    free(e);
+    return rc == 0 ? 0 : -1;
+}
+
+static void start_gateway_to(env *e, const char *upstream_url, const char *const extra[])
+{
+    const char *args[32] = {"--upstream", upstream_url, "--store", e->store};
+    size_t n = 4;
+    for (size_t i = 0; extra && extra[i]; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    snprintf(e->log, sizeof e->log, "%s/gateway-%d.log", e->dir, e->restarts++);
+    if (gateway_start(&e->gw, resil_binary(), e->log, args) != 0)
+        fail_msg("the gateway did not start");
+}
+
+static void start_gateway(env *e, const char *const extra[])
+{
+    start_gateway_to(e, upstream_url(e->up), extra);
+}
+
+static void post_to(const env *e, const char *target, const char *const headers[],
+                    const char *body, http_reply *r)
+{
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", e->gw.url, target);
+    if (http_request("POST", url, headers, body, r) != 0)
+        fail_msg("POST %s failed: curl %d", url, r->curl_code);
+}
+
+static void post(const env *e, const char *target, const char *key, const char *body,
+                 http_reply *r)
+{
+    char header[512];
+    snprintf(header, sizeof header, "Idempotency-Key: %s", key);
+    const char *headers[] = {"Content-Type: application/json", header, NULL};
+    post_to(e, target, headers, body, r);
+}
+
+static void header_is(const http_reply *r, const char *name, const char *expected)
+{
+    char v[256];
+    http_reply_header(r, name, v, sizeof v);
+    assert_string_equal(v, expected);
+}
+
+static void header_absent(const http_reply *r, const char *name)
+{
+    char v[256];
+    assert_false(http_reply_header(r, name, v, sizeof v));
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void wait_for_upstream(upstream *up, unsigned n)
+{
+    for (int i = 0; i < 6000 && upstream_requests(up) < n; i++)
+        sleep_ms(5);
+    assert_true(upstream_requests(up) >= n);
+}
+
+/* Poll the gateway's log for `text`, up to 30 s. */
+static void wait_for_log(const env *e, const char *text)
+{
+    for (int i = 0; i < 3000 && !gateway_log_contains(&e->gw, text); i++)
+        sleep_ms(10);
+    if (!gateway_log_contains(&e->gw, text))
+        fail_msg("the gateway never logged '%s'", text);
+}
+
+/* The first answer, then `retries` retries: each replays it byte for byte
+ * with Idempotent-Outcome: unknown. */
+static void expect_unknown_replayed(const env *e, const char *target, const char *key,
+                                    const char *body, int status, const char *error,
+                                    int retries)
+{
+    http_reply first;
+    post(e, target, key, body, &first);
+    assert_int_equal(first.status, status);
+    header_is(&first, "Idempotent-Outcome", "unknown");
+    header_absent(&first, "Idempotent-Replayed");
+    char code[128];
+    snprintf(code, sizeof code, "\"error\":\"%s\"", error);
+    assert_non_null(strstr(first.body, code));
+    for (int i = 0; i < retries; i++) {
+        http_reply again;
+        post(e, target, key, body, &again);
+        assert_int_equal(again.status, status);
+        header_is(&again, "Idempotent-Outcome", "unknown");
+        header_is(&again, "Idempotent-Replayed", "true");
+        assert_string_equal(again.body, first.body);
+        http_reply_free(&again);
+    }
+    http_reply_free(&first);
+}
+
+/* ---- item 3: uncertain outcomes are saved, never run again --------------- */
+
+static void an_answer_over_max_body_is_stored_as_unknown_and_never_run_again(void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--max-body", "1KB", NULL};
+    start_gateway(e, extra);
+    char body[1001];
+    memset(body, 'x', 1000); /* fits the request limit; its echo does not */
+    body[1000] = '\0';
+    expect_unknown_replayed(e, "/orders", "k-big", body, 502, "upstream_response_too_large",
+                            3);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void an_upstream_timeout_is_stored_as_unknown_and_never_run_again(void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--timeout", "200ms", NULL};
+    start_gateway(e, extra);
+    upstream_set_delay_ms(e->up, 1000);
+    expect_unknown_replayed(e, "/orders", "k-slow", "a", 504, "upstream_timeout", 3);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void a_refused_connection_releases_the_key_and_the_retry_runs_once(void **state)
+{
+    env *e = *state;
+    start_gateway_to(e, "http://127.0.0.1:1", NULL);
+    http_reply r;
+    post(e, "/orders", "k-down", "a", &r);
+    assert_int_equal(r.status, 502);
+    header_absent(&r, "Idempotent-Outcome");
+    assert_non_null(strstr(r.body, "\"error\":\"upstream_unavailable\""));
+    http_reply_free(&r);
+    assert_true(gateway_log_contains(&e->gw, "idempotency=released"));
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    start_gateway(e, NULL); /* the upstream is up now; the store is the same */
+    post(e, "/orders", "k-down", "a", &r);
+    assert_int_equal(r.status, 201);
+    header_absent(&r, "Idempotent-Replayed");
+    assert_non_null(strstr(r.body, "\"n\":1,"));
+    http_reply_free(&r);
+    post(e, "/orders", "k-down", "a", &r);
+    header_is(&r, "Idempotent-Replayed", "true");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void statuses_that_say_not_processed_release_the_key(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    const int statuses[] = {408, 425, 429, 503};
+    for (unsigned i = 0; i < 4; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k-%d", statuses[i]);
+        upstream_fail_next(e->up, 1, statuses[i]);
+        http_reply r;
+        post(e, "/orders", key, "a", &r);
+        assert_int_equal(r.status, statuses[i]);
+        http_reply_free(&r);
+        post(e, "/orders", key, "a", &r);
+        assert_int_equal(r.status, 201);
+        header_absent(&r, "Idempotent-Replayed");
+        http_reply_free(&r);
+        assert_int_equal(upstream_requests(e->up), 2 * (i + 1));
+    }
+}
+
+static void other_5xx_from_the_upstream_are_answers_saved_and_replayed(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    const int statuses[] = {500, 502, 504};
+    for (unsigned i = 0; i < 3; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k-%d", statuses[i]);
+        upstream_fail_next(e->up, 1, statuses[i]);
+        http_reply r;
+        post(e, "/orders", key, "a", &r);
+        assert_int_equal(r.status, statuses[i]);
+        assert_string_equal(r.body, "{\"error\":\"scripted\"}");
+        header_absent(&r, "Idempotent-Outcome");
+        http_reply_free(&r);
+        post(e, "/orders", key, "a", &r);
+        assert_int_equal(r.status, statuses[i]);
+        assert_string_equal(r.body, "{\"error\":\"scripted\"}");
+        header_is(&r, "Idempotent-Replayed", "true");
+        http_reply_free(&r);
+        assert_int_equal(upstream_requests(e->up), i + 1);
+    }
+}
+
+static void with_upstream_dedupes_a_timeout_releases_the_key(void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--timeout", "200ms", "--upstream-dedupes", NULL};
+    start_gateway(e, extra);
+    upstream_set_delay_ms(e->up, 1000);
+    http_reply r;
+    post(e, "/orders", "k-dedupe", "a", &r);
+    assert_int_equal(r.status, 504);
+    header_absent(&r, "Idempotent-Outcome");
+    http_reply_free(&r);
+    upstream_set_delay_ms(e->up, 0);
+    post(e, "/orders", "k-dedupe", "a", &r);
+    assert_int_equal(r.status, 201);
+    header_absent(&r, "Idempotent-Replayed");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 2);
+}
+
+/* ---- takeovers: a holder that vanished ------------------------------------ */
+
+/* What a gateway killed mid-call leaves: a record in progress whose lease
+ * has run out. Made with a second store on the same file and a 1 ms lease. */
+static void leave_abandoned_record(const env *e, const char *key, const char *body)
+{
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = e->store;
+    o.lease = RESIL_MS(1);
+    resil_store *s;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    uint8_t h[RESIL_SHA256_LEN];
+    resil_store_request_hash("POST", "/orders", body, strlen(body), h);
+    resil_store_key k = {.tenant = "", .operation = "http", .key = key};
+    resil_store_result res;
+    resil_store_result_init(&res);
+    assert_int_equal(resil_store_begin(s, &k, h, &res, NULL), 0);
+    assert_int_equal(res.verdict, RESIL_STORE_FIRST);
+    resil_store_result_free(&res);
+    resil_store_free(s);
+    sleep_ms(20);
+}
+
+static void a_takeover_is_stored_as_unknown_and_not_forwarded(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    leave_abandoned_record(e, "k-crashed", "a");
+    expect_unknown_replayed(e, "/orders", "k-crashed", "a", 502, "upstream_outcome_unknown", 2);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+static void with_upstream_dedupes_a_takeover_is_forwarded(void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--upstream-dedupes", NULL};
+    start_gateway(e, extra);
+    leave_abandoned_record(e, "k-crashed", "a");
+    http_reply r;
+    post(e, "/orders", "k-crashed", "a", &r);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* ---- item 4: leases are renewed; a stale holder is fenced ---------------- */
+
+typedef struct slow_post {
+    const env *e;
+    const char *key;
+    http_reply r;
+} slow_post;
+
+static void *post_in_thread(void *arg)
+{
+    slow_post *p = arg;
+    post(p->e, "/orders", p->key, "a", &p->r);
+    return NULL;
+}
+
+static void a_slow_call_keeps_its_key_past_the_lease_and_a_repeat_gets_409(void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--lease", "1s", "--timeout", "30s", NULL};
+    start_gateway(e, extra);
+    upstream_set_delay_ms(e->up, 3500);
+    slow_post first = {.e = e, .key = "k-slow"};
+    pthread_t t;
+    pthread_create(&t, NULL, post_in_thread, &first);
+    wait_for_upstream(e->up, 1);
+    sleep_ms(2000); /* twice the lease: renewed, or it would be taken over */
+    http_reply r;
+    post(e, "/orders", "k-slow", "a", &r);
+    assert_int_equal(r.status, 409);
+    header_is(&r, "Retry-After", "1");
+    http_reply_free(&r);
+    pthread_join(t, NULL);
+    assert_int_equal(first.r.status, 201);
+    post(e, "/orders", "k-slow", "a", &r);
+    assert_int_equal(r.status, 201);
+    header_is(&r, "Idempotent-Replayed", "true");
+    assert_string_equal(r.body, first.r.body);
+    http_reply_free(&r);
+    http_reply_free(&first.r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* Another store takes the key over while the gateway's call runs — its
+ * clock an hour ahead, so the lease looks expired — and saves its own
+ * answer. The gateway's late complete is refused: the client is told to
+ * retry (409) and then gets the key's one answer, not the stale run's. */
+static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    upstream_set_delay_ms(e->up, 1500);
+    slow_post first = {.e = e, .key = "k-fenced"};
+    pthread_t t;
+    pthread_create(&t, NULL, post_in_thread, &first);
+    wait_for_upstream(e->up, 1);
+
+    resil_fake_clock *fc;
+    resil_clock *sys = resil_clock_system();
+    assert_int_equal(resil_fake_clock_new(resil_clock_now(sys),
+                                          resil_clock_wall_now(sys) + RESIL_S(3600), &fc),
+                     0);
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = e->store;
+    o.clock = resil_fake_clock_clock(fc);
+    resil_store *s;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    uint8_t h[RESIL_SHA256_LEN];
+    resil_store_request_hash("POST", "/orders", "a", 1, h);
+    resil_store_key k = {.tenant = "", .operation = "http", .key = "k-fenced"};
+    resil_store_result res;
+    resil_store_result_init(&res);
+    assert_int_equal(resil_store_begin(s, &k, h, &res, NULL), 0);
+    assert_int_equal(res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(res.lease, 2);
+    resil_store_response theirs = {.status = 201, .headers = "X-Run: theirs\r\n",
+                                   .headers_len = 15, .body = "theirs", .body_len = 6};
+    assert_int_equal(resil_store_complete(s, &k, res.lease, &theirs, NULL), 0);
+    resil_store_result_free(&res);
+    resil_store_free(s);
+    resil_fake_clock_free(fc);
+
+    pthread_join(t, NULL);
+    assert_int_equal(first.r.status, 409);
+    assert_non_null(strstr(first.r.body, "\"error\":\"request_in_progress\""));
+    header_is(&first.r, "Retry-After", "1");
+    http_reply_free(&first.r);
+    assert_true(gateway_log_contains(&e->gw, "lease 1 was taken over"));
+    assert_true(gateway_log_contains(&e->gw, "idempotency=fenced"));
+    http_reply r;
+    post(e, "/orders", "k-fenced", "a", &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, "theirs");
+    header_is(&r, "X-Run", "theirs");
+    header_is(&r, "Idempotent-Replayed", "true");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* ---- item 5: store errors by class ---------------------------------------- */
+
+/* The HTTP layer refuses a bad key or tenant before the rules run; what
+ * still reaches the store is --operation, which it checks like a key. */
+static void a_key_the_store_refuses_is_400_naming_the_rule(void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--operation", "caf\xc3\xa9", NULL};
+    start_gateway(e, extra);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 400);
+    assert_string_equal(r.body,
+                        "{\"error\":\"invalid_idempotency_key\",\"message\":\"store: the "
+                        "operation must be 0 to 255 printable ASCII characters (0x20-0x7E); "
+                        "byte 3 is 0xC3\"}\n");
+    header_absent(&r, "Retry-After");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+/* Take SQLite's write lock from another connection, as another process
+ * writing would. */
+static void hold_write_lock(env *e)
+{
+    assert_int_equal(sqlite3_open(e->db, &e->lock), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(e->lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+}
+
+static void drop_write_lock(env *e)
+{
+    assert_int_equal(sqlite3_exec(e->lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(e->lock);
+    e->lock = NULL;
+}
+
+static void an_unavailable_store_is_503_with_retry_after(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    hold_write_lock(e);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 503);
+    assert_non_null(strstr(r.body, "\"error\":\"store_unavailable\""));
+    header_is(&r, "Retry-After", "1");
+    http_reply_free(&r);
+    drop_write_lock(e);
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void a_store_that_refuses_is_500_without_retry_after(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL); /* creates the table */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(e->db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TRIGGER refuse BEFORE INSERT ON resil_idempotency "
+                                  "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 500);
+    assert_non_null(strstr(r.body, "\"error\":\"store_error\""));
+    header_absent(&r, "Retry-After");
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+/* ---- item 2: an answer the database cannot take ---------------------------- */
+
+static void the_journal_defaults_to_a_file_next_to_the_sqlite_store(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char line[800];
+    snprintf(line, sizeof line, "resil gateway: journal %s.resil-journal\n", e->db);
+    assert_true(gateway_log_contains(&e->gw, line));
+}
+
+/* The call runs while another connection holds the write lock, so saving
+ * its answer fails: the store journals it and the client gets the answer.
+ * Until the journal is replayed the key is in progress; then replayed. */
+static void an_answer_the_database_cannot_take_is_journaled_then_replayed(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    upstream_set_delay_ms(e->up, 1000);
+    slow_post first = {.e = e, .key = "k-journal"};
+    pthread_t t;
+    pthread_create(&t, NULL, post_in_thread, &first);
+    wait_for_upstream(e->up, 1);
+    hold_write_lock(e);
+    pthread_join(t, NULL);
+    assert_int_equal(first.r.status, 201);
+    assert_non_null(strstr(first.r.body, "\"n\":1,"));
+    wait_for_log(e, "journal: 1 pending, 1 written, 0 replayed, 0 conflicts");
+    http_reply r;
+    post(e, "/orders", "k-journal", "a", &r);
+    assert_true(r.status == 409 || r.status == 503);
+    http_reply_free(&r);
+    drop_write_lock(e);
+    wait_for_log(e, "journal: 0 pending, 1 written, 1 replayed, 0 conflicts");
+    post(e, "/orders", "k-journal", "a", &r);
+    assert_int_equal(r.status, 201);
+    header_is(&r, "Idempotent-Replayed", "true");
+    assert_string_equal(r.body, first.r.body);
+    http_reply_free(&r);
+    http_reply_free(&first.r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* Without a journal the answer is not reported as done: 503, the key
+ * stays held, and the gateway saves it once the database takes writes. */
+static void without_a_journal_an_unsaved_answer_is_503_and_saved_later(void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--journal", "off", NULL};
+    start_gateway(e, extra);
+    upstream_set_delay_ms(e->up, 1000);
+    slow_post first = {.e = e, .key = "k-unsaved"};
+    pthread_t t;
+    pthread_create(&t, NULL, post_in_thread, &first);
+    wait_for_upstream(e->up, 1);
+    hold_write_lock(e);
+    pthread_join(t, NULL);
+    assert_int_equal(first.r.status, 503);
+    assert_non_null(strstr(first.r.body, "\"error\":\"store_unavailable\""));
+    header_is(&first.r, "Retry-After", "1");
+    http_reply_free(&first.r);
+    assert_true(gateway_log_contains(&e->gw, "idempotency=unsaved"));
+    drop_write_lock(e);
+    wait_for_log(e, "key 'k-unsaved': the answer (201) is saved now");
+    http_reply r;
+    post(e, "/orders", "k-unsaved", "a", &r);
+    assert_int_equal(r.status, 201);
+    header_is(&r, "Idempotent-Replayed", "true");
+    assert_non_null(strstr(r.body, "\"n\":1,"));
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+#define GW_CASE(name) cmocka_unit_test_setup_teardown(name, env_setup, env_teardown)
+
+int main(void)
+{
+    if (resil_binary() == NULL) {
+        fprintf(stderr, "RESIL_BUILD_DIR is not set\n");
+        return 1;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        GW_CASE(an_answer_over_max_body_is_stored_as_unknown_and_never_run_again),
+        GW_CASE(an_upstream_timeout_is_stored_as_unknown_and_never_run_again),
+        GW_CASE(a_refused_connection_releases_the_key_and_the_retry_runs_once),
+        GW_CASE(statuses_that_say_not_processed_release_the_key),
+        GW_CASE(other_5xx_from_the_upstream_are_answers_saved_and_replayed),
+        GW_CASE(with_upstream_dedupes_a_timeout_releases_the_key),
+        GW_CASE(a_takeover_is_stored_as_unknown_and_not_forwarded),
+        GW_CASE(with_upstream_dedupes_a_takeover_is_forwarded),
+        GW_CASE(a_slow_call_keeps_its_key_past_the_lease_and_a_repeat_gets_409),
+        GW_CASE(a_run_that_lost_its_key_is_refused_and_answers_409),
+        GW_CASE(a_key_the_store_refuses_is_400_naming_the_rule),
+        GW_CASE(an_unavailable_store_is_503_with_retry_after),
+        GW_CASE(a_store_that_refuses_is_500_without_retry_after),
+        GW_CASE(the_journal_defaults_to_a_file_next_to_the_sqlite_store),
+        GW_CASE(an_answer_the_database_cannot_take_is_journaled_then_replayed),
+        GW_CASE(without_a_journal_an_unsaved_answer_is_503_and_saved_later),
+    };
+    int failed = cmocka_run_group_tests_name("store.gateway_rules", tests, NULL, NULL);
+    curl_global_cleanup();
+    return failed;
+}
