@@ -34,7 +34,14 @@ struct upstream {
     int fail_status;
     char last_headers[HEADERS_MAX];
     char last_target[4096]; /* the raw request-target, as received */
+    struct key_count *keys; /* requests per Idempotency-Key, in arrival order */
+    size_t n_keys, cap_keys;
 };
+
+typedef struct key_count {
+    char *key;
+    unsigned n;
+} key_count;
 
 typedef struct request {
     char *body;
@@ -61,6 +68,30 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
     return MHD_YES;
 }
 
+/* One more request with this Idempotency-Key; under u->mu. A key seen for
+ * the first time is appended (a linear table: tests send a few thousand). */
+static void count_key(upstream *u, const char *key)
+{
+    for (size_t i = 0; i < u->n_keys; i++) {
+        if (strcmp(u->keys[i].key, key) == 0) {
+            u->keys[i].n++;
+            return;
+        }
+    }
+    if (u->n_keys == u->cap_keys) {
+        size_t cap = u->cap_keys ? 2 * u->cap_keys : 256;
+        key_count *k = realloc(u->keys, cap * sizeof *k);
+        if (k == NULL)
+            return;
+        u->keys = k;
+        u->cap_keys = cap;
+    }
+    char *copy = strdup(key);
+    if (copy == NULL)
+        return;
+    u->keys[u->n_keys++] = (key_count){.key = copy, .n = 1};
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -84,7 +115,10 @@ static enum MHD_Result answer(upstream *u, struct MHD_Connection *conn,
 {
     char headers[HEADERS_MAX] = "";
     MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, headers);
+    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
     pthread_mutex_lock(&u->mu);
+    if (key != NULL)
+        count_key(u, key);
     unsigned n = ++u->requests;
     int delay = u->delay_ms;
     int status = strcmp(method, "POST") == 0 ? 201 : 200;
@@ -206,6 +240,9 @@ void upstream_stop(upstream *u)
     if (u->d != NULL)
         MHD_stop_daemon(u->d);
     pthread_mutex_destroy(&u->mu);
+    for (size_t i = 0; i < u->n_keys; i++)
+        free(u->keys[i].key);
+    free(u->keys);
     free(u);
 }
 
@@ -260,4 +297,26 @@ void upstream_last_target(upstream *u, char *buf, size_t cap)
     pthread_mutex_lock(&u->mu);
     snprintf(buf, cap, "%s", u->last_target);
     pthread_mutex_unlock(&u->mu);
+}
+
+unsigned upstream_key_requests(upstream *u, const char *key)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&u->mu);
+    for (size_t i = 0; i < u->n_keys && n == 0; i++) {
+        if (strcmp(u->keys[i].key, key) == 0)
+            n = u->keys[i].n;
+    }
+    pthread_mutex_unlock(&u->mu);
+    return n;
+}
+
+unsigned upstream_keys_seen_more_than_once(upstream *u)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&u->mu);
+    for (size_t i = 0; i < u->n_keys; i++)
+        n += u->keys[i].n > 1;
+    pthread_mutex_unlock(&u->mu);
+    return n;
 }

@@ -35,5 +35,9 @@ void upstream_fail_next(upstream *u, unsigned n, int status);
 void upstream_last_header(upstream *u, const char *name, char *buf, size_t cap);
 /* The raw request-target of the last request, exactly as received. */
 void upstream_last_target(upstream *u, char *buf, size_t cap);
+/* Requests received with `Idempotency-Key: key` (its value as sent). */
+unsigned upstream_key_requests(upstream *u, const char *key);
+/* How many keys arrived on more than one request. */
+unsigned upstream_keys_seen_more_than_once(upstream *u);
 
 #endif
