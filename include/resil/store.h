@@ -29,6 +29,12 @@
  * pattern — never a part of it. The classifiers are public so applications
  * can apply the same rule to their own transactions.
  *
+ * Two additions keep the promise when the database does not: a journal
+ * (opts.journal) keeps completions the database cannot take on local disk
+ * until it can, and the transactional form (resil_store_begin_in /
+ * resil_store_complete_in) lets an application claim and complete the key
+ * inside its own transaction, so the key commits with the business write.
+ *
  * Link with -lresil-store (pkg-config resil-store). This header is not part
  * of resil.h: programs that do not use it never see SQLite or libpq.
  */
