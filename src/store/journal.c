@@ -287,7 +287,6 @@ static int reserve(store_journal *j)
     return 0;
 }
 
-
 /* Make a new file's name durable: fsync the directory holding it. */
 static int sync_dir(const char *path)
 {
