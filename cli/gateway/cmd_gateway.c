@@ -331,11 +331,18 @@ static int check_config(const args *a, const gw_config *cfg)
     resil_duration_format(cfg->retention, other, sizeof other);
     if (cfg->lease > cfg->retention)
         return args_fail(a, "--lease (%s) must not exceed --retention (%s)", lease, other);
-    /* No relation to --timeout: the lease is renewed while the upstream runs. */
     if (cfg->lease < RESIL_S(1))
         return args_fail(a, "--lease (%s) must be at least 1s: it is renewed every third of "
                             "it while the upstream runs",
                          lease);
+    /* The lease is renewed while the upstream runs, so --timeout may exceed
+     * it; but a purge deletes a record by its age, running or not. */
+    char timeout[32];
+    resil_duration_format(cfg->timeout, timeout, sizeof timeout);
+    if (cfg->timeout >= cfg->retention)
+        return args_fail(a, "--timeout (%s) must be shorter than --retention (%s): a record "
+                            "is purged by its age, even while its request runs",
+                         timeout, other);
     return 0;
 }
 

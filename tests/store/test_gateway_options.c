@@ -103,7 +103,8 @@ static void durations_must_parse_and_be_positive(void **state)
 }
 
 /* The lease is renewed while the upstream runs, so --timeout may exceed it;
- * renewing every third of it needs a lease of a second at least. */
+ * renewing every third of it needs a lease of a second at least. A purge
+ * goes by age alone, so the retention must outlast the timeout. */
 static void lease_must_fit_in_retention_and_last_a_second(void **state)
 {
     (void)state;
@@ -111,6 +112,8 @@ static void lease_must_fit_in_retention_and_last_a_second(void **state)
                  UP, "--lease", "25h");
     EXPECT_USAGE("--lease (500ms) must be at least 1s", "--listen", "127.0.0.1:0", UP,
                  "--lease", "500ms");
+    EXPECT_USAGE("--timeout (2h) must be shorter than --retention (1h)", "--listen",
+                 "127.0.0.1:0", UP, "--retention", "1h", "--timeout", "2h");
 }
 
 static void journal_must_be_a_path_or_off(void **state)
