@@ -9,6 +9,14 @@
  * "three attempts failed". Values travel the way they do for the operation:
  * through the caller's context pointer; the returned outcome replaces the
  * pipeline's, and the result keeps the original as its cause.
+ *
+ * A caller who gave up wants no substitute answer: once the caller's cancel
+ * token has fired (with any reason but RESIL_ETIMEDOUT), the fallback is not
+ * called, whatever the outcome and `handle` say — a cancel before the call
+ * and a cancel during a retry's wait both end with kind Cancelled, code
+ * RESIL_ECANCELED and stop "cancelled". A timeout is not the caller giving
+ * up: a total timeout that ends the retry ("deadline") still goes to the
+ * fallback.
  */
 #ifndef RESIL_FALLBACK_H
 #define RESIL_FALLBACK_H
@@ -31,7 +39,8 @@ typedef resil_outcome (*resil_fallback_fn)(const resil_fallback_info *info, void
 typedef struct resil_fallback_opts {
     resil_fallback_fn action;    /* required */
     void *action_ud;
-    resil_retry_on_fn handle;    /* which outcomes go to the fallback;
+    resil_retry_on_fn handle;    /* which outcomes go to the fallback (never
+                                    once the caller's token fired);
                                     NULL = resil_fallback_handle_default */
     void *handle_ud;
 } resil_fallback_opts;

@@ -194,7 +194,11 @@ typedef struct resil_exec_opts {
 
 typedef struct resil_retry_result {
     resil_stop stop;
-    resil_outcome final;   /* the last attempt's outcome (kind Rejected if none ran) */
+    resil_outcome final;   /* the last attempt's outcome; kind Cancelled, code
+                              RESIL_ECANCELED when the caller's token stopped the
+                              run (before the first attempt or between two);
+                              kind Rejected when refused or past the deadline
+                              before any attempt ran */
     uint32_t attempts;     /* attempts made */
     size_t records_len;    /* records written: min(attempts, records_cap) */
     resil_duration elapsed;
@@ -204,8 +208,10 @@ typedef struct resil_retry_result {
  * Run `op` under `p`. Returns 0 when the execution ran to a stop (read
  * out->stop), or RESIL_EINVAL for a NULL argument or invalid policy (err
  * says which field). `opts` may be NULL for the defaults. A cancel token
- * fired with RESIL_ETIMEDOUT (a total timeout) stops the run as "deadline";
- * any other fire as "cancelled". Hooks run on the calling thread: on_attempt
+ * fired with RESIL_ETIMEDOUT (a total timeout) stops the run as "deadline",
+ * keeping the last attempt's outcome; any other fire as "cancelled", and
+ * the final outcome is then the cancellation (kind Cancelled, code
+ * RESIL_ECANCELED), not the failure before it. Hooks run on the calling thread: on_attempt
  * first, then on_retry, then the wait. Nothing here allocates.
  */
 RESIL_API int resil_retry_execute(const resil_retry_policy *p,

@@ -406,12 +406,23 @@ static void report_fallback(const resil__run *r, const resil__frame *f,
     resil__emit(r->p, &ev);
 }
 
+/* The caller's own token fired: not a deadline's (a timeout's token fires
+ * with RESIL_ETIMEDOUT, and a timeout is a failure like any other). */
+static bool caller_gave_up(const resil_cancel *c)
+{
+    return resil_cancelled(c) && resil_cancel_reason(c) != RESIL_ETIMEDOUT;
+}
+
 void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out)
 {
     const resil_fallback_opts *fb = &node_at(r, i)->fallback;
     resil__chain(r, i + 1, f, out);
     if (out->kind == RESIL_SUCCESS)
+        return;
+    /* Whatever the work below said last, and whatever `handle` would say
+     * of it: a caller who gave up wants no substitute answer. */
+    if (caller_gave_up(f->cancel))
         return;
     bool go = fb->handle != NULL ? fb->handle(out, fb->handle_ud)
                                  : resil_fallback_handle_default(out, NULL);

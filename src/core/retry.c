@@ -242,6 +242,25 @@ static resil_stop cancel_stop(const resil_cancel *c)
                                                                   : RESIL_STOP_CANCELLED;
 }
 
+/* The caller's cancellation, whenever it is seen: kind Cancelled, code
+ * RESIL_ECANCELED, so that a fallback, a breaker or a log reads it as the
+ * caller giving up and not as the failure that happened to come before. */
+static resil_outcome cancellation(const char *detail)
+{
+    return resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);
+}
+
+/* The token fired between attempts (during the wait, or just after it). A
+ * deadline keeps the last attempt's outcome: the call failed, and ran out
+ * of time to try again. The caller's cancel replaces it: the caller gave up. */
+static resil_stop stopped_between(exec *x, const resil_cancel *c)
+{
+    resil_stop s = cancel_stop(c);
+    if (s == RESIL_STOP_CANCELLED && x->out->attempts > 0)
+        x->out->final = cancellation("cancelled while waiting to retry");
+    return s;
+}
+
 /* Build the attempt's record only when someone reads it. */
 static void keep_record(exec *x, resil_instant start, const resil_retry_decision *d)
 {
@@ -286,7 +305,7 @@ static resil_stop run(exec *x, resil_op_fn op, void *user)
     resil_cancel *cancel = x->opts->cancel;
     for (;;) {
         if (resil_retry_before_attempt(&x->step, resil_cancelled(cancel)) != RESIL_STOP_NONE)
-            return cancel_stop(cancel);
+            return stopped_between(x, cancel);
         resil_retry_decision d = attempt(x, op, user);
         if (d.stop != RESIL_STOP_NONE)
             return d.stop;
@@ -294,7 +313,7 @@ static resil_stop run(exec *x, resil_op_fn op, void *user)
         int slept = resil_clock_sleep(x->clock, d.wait, cancel);
         x->now = resil_clock_now(x->clock);
         if (slept == RESIL_ECANCELED)
-            return cancel_stop(cancel);
+            return stopped_between(x, cancel);
     }
 }
 
@@ -304,7 +323,7 @@ static resil_outcome not_run(resil_stop s)
         return resil_fail(RESIL_REJECTED, RESIL_ENOTIDEMPOTENT, "refused: not idempotent");
     if (s == RESIL_STOP_DEADLINE)
         return resil_fail(RESIL_REJECTED, RESIL_ETIMEDOUT, "deadline passed before the first attempt");
-    return resil_fail(RESIL_REJECTED, RESIL_ECANCELED, "cancelled before the first attempt");
+    return cancellation("cancelled before the first attempt");
 }
 
 int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts,

@@ -2,13 +2,15 @@
  * test_fallback.c — the fallback: called on a final failure or a
  * rejection, told why (the outcome, who refused, the retry's stop reason,
  * the attempts), producing the value through the caller's context, never
- * called for a success or a cancellation unless asked.
+ * called for a success or a cancellation unless asked, and never once the
+ * caller's own token fired, whatever it is asked.
  */
 #include "test.h"
 
 typedef struct ctx {
     int op_calls;
     resil_outcome op_result;
+    resil_cancel *fire_on_call; /* the caller's token, fired inside the call */
     int fallback_calls;
     resil_fallback_info seen;
     resil_outcome seen_outcome;
@@ -20,6 +22,8 @@ static resil_outcome op(resil_attempt_ctx *a)
 {
     ctx *c = a->user;
     c->op_calls++;
+    if (c->fire_on_call != NULL)
+        resil_cancel_fire(c->fire_on_call);
     if (c->op_result.kind == RESIL_SUCCESS)
         c->value = 1;
     return c->op_result;
@@ -41,6 +45,7 @@ typedef struct fixture {
     resil_pipeline_builder *b;
     resil_pipeline *p;
     ctx c;
+    resil_cancel *cancel; /* the caller's token, if any */
     resil_pipeline_result r;
 } fixture;
 
@@ -93,6 +98,7 @@ static void run(fixture *f)
     resil_call call;
     resil_call_default(&call);
     call.user = &f->c;
+    call.cancel = f->cancel;
     assert_int_equal(resil_pipeline_execute(f->p, op, &call, &f->r), 0);
 }
 
@@ -231,6 +237,150 @@ static void hears_a_rate_limit_with_its_retry_after(void **state)
     assert_int_equal(f->c.seen_outcome.retry_after, RESIL_S(1));
 }
 
+/* ---- the caller gave up: no substitute answer ------------------------------ */
+
+static void add_retry_from(fixture *f, uint32_t attempts, resil_duration base)
+{
+    resil_retry_policy p;
+    resil_retry_policy_default(&p);
+    p.max_attempts = attempts;
+    p.backoff.kind = RESIL_BACKOFF_CONSTANT;
+    p.backoff.base = base;
+    p.backoff.jitter = RESIL_JITTER_NONE;
+    assert_int_equal(resil_pipeline_add_retry(f->b, &p), 0);
+}
+
+static void fire_in_the_wait(resil_fake_clock *fc, resil_duration d, void *ud)
+{
+    (void)fc;
+    (void)d;
+    resil_cancel_fire(ud);
+}
+
+static bool everything(const resil_outcome *o, void *ud)
+{
+    (void)o;
+    (void)ud;
+    return true;
+}
+
+static void is_not_called_when_the_caller_cancelled_before_the_call(void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    resil_cancel_fire(&token);
+    f->cancel = &token;
+    add_fallback(f, NULL);
+    add_retry_from(f, 3, RESIL_S(1));
+    run(f);
+    assert_int_equal(f->c.op_calls, 0);
+    assert_int_equal(f->c.fallback_calls, 0);
+    assert_false(f->r.fallback);
+    assert_int_equal(f->r.attempts, 0);
+    assert_int_equal(f->r.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(f->r.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(f->r.outcome.code, RESIL_ECANCELED);
+    assert_string_equal(f->r.outcome.detail, "cancelled before the first attempt");
+    assert_int_equal(f->r.rejected_by, RESIL_STRATEGY_NONE);
+    assert_int_equal(f->c.value, 0);
+    resil_cancel_destroy(&token);
+}
+
+static void is_not_called_when_the_caller_cancels_during_a_retry_wait(void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    f->cancel = &token;
+    resil_fake_clock_set_hook(f->fc, fire_in_the_wait, &token);
+    add_fallback(f, NULL);
+    add_retry_from(f, 3, RESIL_S(1));
+    run(f);
+    assert_int_equal(f->c.op_calls, 1);
+    assert_int_equal(f->c.fallback_calls, 0);
+    assert_false(f->r.fallback);
+    assert_int_equal(f->r.attempts, 1);
+    assert_int_equal(f->r.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(f->r.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(f->r.outcome.code, RESIL_ECANCELED);
+    assert_string_equal(f->r.outcome.detail, "cancelled while waiting to retry");
+    assert_int_equal(f->r.cause.kind, RESIL_CANCELLED);
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 1);
+    assert_duration_equal(resil_fake_clock_sleep_at(f->fc, 0), RESIL_S(1));
+    assert_duration_equal(f->r.elapsed, 0);
+    resil_cancel_destroy(&token);
+}
+
+static void is_not_called_after_the_caller_cancelled_even_when_handle_takes_everything(
+    void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    f->cancel = &token;
+    resil_fake_clock_set_hook(f->fc, fire_in_the_wait, &token);
+    add_fallback(f, everything);
+    add_retry_from(f, 3, RESIL_S(1));
+    run(f);
+    assert_int_equal(f->c.op_calls, 1);
+    assert_int_equal(f->c.fallback_calls, 0);
+    assert_int_equal(f->r.outcome.kind, RESIL_CANCELLED);
+    resil_cancel_destroy(&token);
+}
+
+static void is_not_called_when_the_caller_cancelled_during_the_last_attempt(void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    f->cancel = &token;
+    f->c.fire_on_call = &token; /* the operation ignores it and answers 503 */
+    add_fallback(f, NULL);
+    add_retry_from(f, 1, RESIL_S(1));
+    run(f);
+    assert_int_equal(f->c.op_calls, 1);
+    assert_int_equal(f->c.fallback_calls, 0);
+    assert_false(f->r.fallback);
+    assert_int_equal(f->r.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(f->r.outcome.code, 503);
+    resil_cancel_destroy(&token);
+}
+
+/* The process stalls 800 ms in the middle of a 1 s wait: the total timeout
+ * of 1.5 s passes during it. */
+static void stall_in_the_wait(resil_fake_clock *fc, resil_duration d, void *ud)
+{
+    (void)d;
+    (void)ud;
+    resil_fake_clock_advance(fc, RESIL_MS(800));
+}
+
+static void is_called_when_the_total_timeout_passes_during_a_retry_wait(void **state)
+{
+    fixture *f = *state;
+    resil_fake_clock_set_hook(f->fc, stall_in_the_wait, NULL);
+    add_fallback(f, NULL);
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_MS(1500);
+    assert_int_equal(resil_pipeline_add_total_timeout(f->b, &t), 0);
+    add_retry_from(f, 3, RESIL_S(1));
+    run(f);
+    assert_int_equal(f->c.op_calls, 1);
+    assert_int_equal(f->c.fallback_calls, 1);
+    assert_int_equal(f->c.seen.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(f->c.seen.attempts, 1);
+    assert_int_equal(f->c.seen_outcome.kind, RESIL_TRANSIENT);
+    assert_int_equal(f->c.seen_outcome.code, 503);
+    assert_true(f->r.fallback);
+    assert_int_equal(f->r.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(f->r.cause.code, 503);
+    assert_int_equal(f->r.stop, RESIL_STOP_DEADLINE);
+    assert_duration_equal(f->r.elapsed, RESIL_MS(1800));
+    assert_int_equal(f->c.value, 2);
+}
+
 static void options_need_an_action_and_default_the_handle(void **state)
 {
     (void)state;
@@ -272,6 +422,11 @@ int main(void)
         T(hears_which_strategy_refused),
         T(hears_an_open_breaker),
         T(hears_a_rate_limit_with_its_retry_after),
+        T(is_not_called_when_the_caller_cancelled_before_the_call),
+        T(is_not_called_when_the_caller_cancels_during_a_retry_wait),
+        T(is_not_called_after_the_caller_cancelled_even_when_handle_takes_everything),
+        T(is_not_called_when_the_caller_cancelled_during_the_last_attempt),
+        T(is_called_when_the_total_timeout_passes_during_a_retry_wait),
         T(options_need_an_action_and_default_the_handle),
         T(default_handle_takes_failures_and_rejections_not_cancellations),
     };

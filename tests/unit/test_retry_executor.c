@@ -345,8 +345,9 @@ static void cancel_before_the_first_attempt_runs_nothing(void **state)
     assert_int_equal(f->result.stop, RESIL_STOP_CANCELLED);
     assert_int_equal(s.calls, 0);
     assert_int_equal(f->result.attempts, 0);
-    assert_int_equal(f->result.final.kind, RESIL_REJECTED);
+    assert_int_equal(f->result.final.kind, RESIL_CANCELLED);
     assert_int_equal(f->result.final.code, RESIL_ECANCELED);
+    assert_string_equal(f->result.final.detail, "cancelled before the first attempt");
     resil_cancel_destroy(&token);
 }
 
@@ -357,7 +358,7 @@ static void fire_token(resil_fake_clock *fc, resil_duration d, void *ud)
     resil_cancel_fire(ud);
 }
 
-static void cancel_during_the_wait_stops_and_keeps_the_wait(void **state)
+static void cancel_during_the_wait_stops_and_records_the_wait(void **state)
 {
     fixture *f = *state;
     resil_cancel token;
@@ -372,7 +373,25 @@ static void cancel_during_the_wait_stops_and_keeps_the_wait(void **state)
     assert_int_equal(f->records[0].stop, RESIL_STOP_NONE);
     assert_duration_equal(f->records[0].wait, RESIL_MS(100));
     assert_int_equal(f->records[0].source, RESIL_WAIT_BACKOFF);
-    assert_int_equal(f->result.final.code, 503);
+    assert_int_equal(f->records[0].outcome.code, 503);
+    resil_cancel_destroy(&token);
+}
+
+static void cancel_during_the_wait_makes_the_final_outcome_a_cancellation(void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    f->opts.cancel = &token;
+    resil_fake_clock_set_hook(f->fc, fire_token, &token);
+    script s = always(fail503);
+    s.takes = RESIL_MS(30);
+    run(f, &s);
+    assert_int_equal(f->result.final.kind, RESIL_CANCELLED);
+    assert_int_equal(f->result.final.code, RESIL_ECANCELED);
+    assert_string_equal(f->result.final.detail, "cancelled while waiting to retry");
+    assert_int_equal(f->result.attempts, 1);
+    assert_duration_equal(f->result.elapsed, RESIL_MS(30));
     resil_cancel_destroy(&token);
 }
 
@@ -388,6 +407,9 @@ static void cancel_during_an_attempt_is_seen_before_the_next(void **state)
     run(f, &s);
     assert_int_equal(f->result.stop, RESIL_STOP_CANCELLED);
     assert_int_equal(s.calls, 2);
+    assert_int_equal(f->result.attempts, 2);
+    assert_int_equal(f->result.final.kind, RESIL_CANCELLED);
+    assert_int_equal(f->result.final.code, RESIL_ECANCELED);
     resil_cancel_destroy(&token);
 }
 
@@ -434,6 +456,8 @@ static void a_timeout_fired_during_the_wait_stops_with_deadline(void **state)
     run(f, &s);
     assert_int_equal(f->result.stop, RESIL_STOP_DEADLINE);
     assert_int_equal(s.calls, 1);
+    assert_int_equal(f->result.final.kind, RESIL_TRANSIENT); /* the call failed; no one gave up */
+    assert_int_equal(f->result.final.code, 503);
     resil_cancel_destroy(&token);
 }
 
@@ -720,7 +744,8 @@ int main(void)
         T(forever_runs_until_success),
         T(forever_stops_at_the_deadline),
         T(cancel_before_the_first_attempt_runs_nothing),
-        T(cancel_during_the_wait_stops_and_keeps_the_wait),
+        T(cancel_during_the_wait_stops_and_records_the_wait),
+        T(cancel_during_the_wait_makes_the_final_outcome_a_cancellation),
         T(cancel_during_an_attempt_is_seen_before_the_next),
         T(an_attempt_reporting_cancelled_stops_the_run),
         T(a_token_fired_for_a_timeout_stops_with_deadline),
