@@ -3,8 +3,8 @@
  *
  * Jitter exists so that clients do not retry in lock-step; a generator that
  * two processes seed alike defeats it. So the default source is per thread
- * and seeded from the OS (getrandom), and nothing in resil shares one
- * generator state between threads. Tests and demos pass a seeded source
+ * and seeded from the OS (getrandom), reseeded in a forked child, and
+ * nothing in resil shares one generator state between threads. Tests and demos pass a seeded source
  * instead; the named reference generators (mulberry32, .NET's seeded
  * System.Random) exist so that `resil demo` reproduces published outputs
  * exactly, not for production use.
@@ -27,7 +27,12 @@ struct resil_rng {
 static inline double resil_rng_next(resil_rng *r) { return r->next_double(r); }
 
 /* The calling thread's own generator, seeded from the OS on first use.
- * Never NULL; must not be handed to another thread. */
+ * Never NULL; must not be handed to another thread. After fork() the child
+ * reseeds it from the OS (a pthread_atfork handler, nothing on the draw
+ * path), so forked workers never repeat each other's or the parent's waits,
+ * even through a pointer taken before the fork. A child made without the
+ * fork handlers (vfork, posix_spawn, a raw clone) must exec or exit before
+ * drawing. */
 RESIL_API resil_rng *resil_rng_thread(void);
 
 /* A fast seeded generator (xoshiro256**, state expanded by splitmix64). */

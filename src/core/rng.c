@@ -3,12 +3,18 @@
  *
  * The default source is one xoshiro256** per thread, seeded from the OS on
  * first use: no lock on the jitter path, and no two processes (or threads)
- * drawing the same sequence, which is the whole point of jitter. The named
+ * drawing the same sequence, which is the whole point of jitter. A fork
+ * copies the forking thread's generator into the child, so a pthread_atfork
+ * child handler reseeds it there: the hot path pays nothing (no getpid()
+ * per draw, a system call since glibc 2.25), and the only thread a child
+ * has is the one that forked. vfork and posix_spawn children run no
+ * handlers and need none: they may only exec or exit. The named
  * reference generators reproduce published outputs bit for bit, so they
  * follow their originals' integer arithmetic exactly (mulberry32's 32-bit
  * wrap-around, .NET's subtractive generator with its quirks) rather than
  * anything tidier.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -74,9 +80,25 @@ static uint64_t os_seed(void)
            (uint64_t)(uintptr_t)&thread_rng;
 }
 
+/* In the child, on the thread that forked (the child's only thread). It
+ * reseeds in place rather than marking the state stale, so that a pointer
+ * taken from resil_rng_thread() before the fork draws fresh values too.
+ * getrandom() and the fallback's clock_gettime() are async-signal-safe. */
+static void reseed_in_child(void)
+{
+    if (thread_rng_ready)
+        resil_rng_seeded_init(&thread_rng, os_seed());
+}
+
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
+static void install_fork_handler(void) { pthread_atfork(NULL, NULL, reseed_in_child); }
+
 resil_rng *resil_rng_thread(void)
 {
     if (!thread_rng_ready) {
+        /* Before the first draw of any thread: a fork after it reseeds. */
+        pthread_once(&fork_handler_once, install_fork_handler);
         resil_rng_seeded_init(&thread_rng, os_seed());
         thread_rng_ready = true;
     }

@@ -6,6 +6,8 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -262,6 +264,149 @@ static void each_thread_has_its_own_differently_seeded_generator(void **state)
     assert_ptr_not_equal(resil_rng_thread(), NULL);
 }
 
+/* ---- across fork ------------------------------------------------------- */
+
+/* Forked workers really run, each drawing its jittered waits through the
+ * default source and sending them to the parent through its own pipe. */
+
+enum { WORKERS = 4, DRAWS = 8 };
+
+/* The wait after a fifth failure: exponential from 1 s, full jitter, so a
+ * draw is a duration anywhere in [0, 16 s) on a nanosecond grid. */
+static void draw_waits(resil_duration *out)
+{
+    resil_backoff b;
+    resil_backoff_default(&b);
+    for (int i = 0; i < DRAWS; i++)
+        out[i] = resil_backoff_delay(&b, 5, NULL, NULL); /* NULL: the thread's source */
+}
+
+static void draw_waits_from(resil_rng *rng, resil_duration *out)
+{
+    resil_backoff b;
+    resil_backoff_default(&b);
+    for (int i = 0; i < DRAWS; i++)
+        out[i] = resil_backoff_delay(&b, 5, NULL, rng);
+}
+
+typedef struct worker {
+    pid_t pid;
+    int fd; /* the read end */
+} worker;
+
+/* Nothing here asserts: a forking thread must not fail a test on its own.
+ * A worker that could not start has pid -1 and reads back nothing. */
+static worker start_worker(resil_rng *held)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return (worker){-1, -1};
+    worker w = {fork(), p[0]};
+    if (w.pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return w;
+    }
+    if (w.pid == 0) {
+        close(p[0]);
+        resil_duration waits[DRAWS];
+        if (held != NULL)
+            draw_waits_from(held, waits);
+        else
+            draw_waits(waits);
+        ssize_t n = write(p[1], waits, sizeof waits);
+        _exit(n == (ssize_t)sizeof waits ? 0 : 1);
+    }
+    close(p[1]);
+    return w;
+}
+
+/* Read the worker's waits and reap it: true when all came and it exited 0. */
+static bool finish_worker(worker w, resil_duration *out)
+{
+    if (w.pid < 0)
+        return false;
+    size_t got = 0;
+    while (got < DRAWS * sizeof *out) {
+        ssize_t n = read(w.fd, (char *)out + got, DRAWS * sizeof *out - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(w.fd);
+    int status = -1;
+    bool reaped = waitpid(w.pid, &status, 0) == w.pid;
+    return reaped && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+           got == DRAWS * sizeof *out;
+}
+
+/* No two sequences alike, and no two agreeing on their first wait: clients
+ * in lock-step would. */
+static void assert_all_differ(resil_duration seq[][DRAWS], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = i + 1; j < n; j++) {
+            assert_memory_not_equal(seq[i], seq[j], DRAWS * sizeof seq[i][0]);
+            assert_int_not_equal(seq[i][0], seq[j][0]);
+        }
+    }
+}
+
+static void forked_workers_draw_waits_unlike_each_other_and_the_parent(void **state)
+{
+    (void)state;
+    resil_duration first[DRAWS];
+    draw_waits(first); /* the parent has drawn before it forks */
+    resil_duration seq[WORKERS + 1][DRAWS];
+    worker w[WORKERS];
+    for (int i = 0; i < WORKERS; i++)
+        w[i] = start_worker(NULL);
+    for (int i = 0; i < WORKERS; i++)
+        assert_true(finish_worker(w[i], seq[i]));
+    draw_waits(seq[WORKERS]); /* the parent's next waits */
+    assert_all_differ(seq, WORKERS + 1);
+}
+
+static void a_source_taken_before_the_fork_draws_afresh_in_the_child(void **state)
+{
+    (void)state;
+    resil_rng *held = resil_rng_thread();
+    resil_duration first[DRAWS], seq[2][DRAWS];
+    draw_waits_from(held, first); /* the parent has drawn before it forks */
+    worker w = start_worker(held);
+    assert_true(finish_worker(w, seq[0]));
+    draw_waits_from(held, seq[1]);
+    assert_all_differ(seq, 2);
+}
+
+typedef struct forking_thread {
+    resil_duration seq[2][DRAWS];
+    bool worker_ok;
+} forking_thread;
+
+/* A thread that has drawn forks: the child's only thread is its copy. */
+static void *fork_from_thread(void *p)
+{
+    forking_thread *t = p;
+    resil_duration first[DRAWS];
+    draw_waits(first);
+    worker w = start_worker(NULL);
+    t->worker_ok = finish_worker(w, t->seq[0]);
+    draw_waits(t->seq[1]);
+    return NULL;
+}
+
+static void a_worker_forked_from_another_thread_draws_unlike_that_thread(void **state)
+{
+    (void)state;
+    forking_thread t;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, fork_from_thread, &t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(t.worker_ok);
+    assert_all_differ(t.seq, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +430,9 @@ int main(void)
         cmocka_unit_test(scripted_null_values_count_as_empty),
         cmocka_unit_test(thread_rng_is_stable_within_a_thread),
         cmocka_unit_test(each_thread_has_its_own_differently_seeded_generator),
+        cmocka_unit_test(forked_workers_draw_waits_unlike_each_other_and_the_parent),
+        cmocka_unit_test(a_source_taken_before_the_fork_draws_afresh_in_the_child),
+        cmocka_unit_test(a_worker_forked_from_another_thread_draws_unlike_that_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
