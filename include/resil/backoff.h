@@ -84,8 +84,8 @@ typedef struct resil_backoff_state {
 } resil_backoff_state;
 
 RESIL_API void resil_backoff_default(resil_backoff *b);
-/* Check every field; the message names it ("backoff.factor must be >= 1,
- * got 0.5"). */
+/* Check every field; the message names it ("backoff.factor must be a
+ * finite number >= 1, got 0.5"). */
 RESIL_API int resil_backoff_validate(const resil_backoff *b, resil_err *err);
 
 /* The wait after the n-th failure (n >= 1; n == 0 is treated as 1). `st`

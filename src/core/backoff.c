@@ -265,7 +265,8 @@ int resil_backoff_validate(const resil_backoff *b, resil_err *err)
         return resil__bad_duration(err, "backoff.base", ">= 0", b->base);
     if (!isfinite(b->factor) || b->factor < 1.0)
         return resil_err_set(err, RESIL_EINVAL,
-                             "backoff.factor must be finite and >= 1, got %g", b->factor);
+                             "backoff.factor must be a finite number >= 1, got %g",
+                             b->factor);
     if ((unsigned)b->jitter >= RESIL__COUNT(jitter_names))
         return resil_err_set(err, RESIL_EINVAL,
                              "backoff.jitter must be none, full, equal, decorrelated, "

@@ -130,7 +130,7 @@ static void validate_rejects_factor_below_one(void **state)
     resil_backoff b;
     resil_backoff_default(&b);
     b.factor = 0.5;
-    assert_rejected(&b, "backoff.factor must be finite and >= 1, got 0.5");
+    assert_rejected(&b, "backoff.factor must be a finite number >= 1, got 0.5");
 }
 
 static void validate_rejects_non_finite_factor(void **state)
@@ -139,9 +139,9 @@ static void validate_rejects_non_finite_factor(void **state)
     resil_backoff b;
     resil_backoff_default(&b);
     b.factor = NAN;
-    assert_rejected(&b, "backoff.factor must be finite and >= 1, got nan");
+    assert_rejected(&b, "backoff.factor must be a finite number >= 1, got nan");
     b.factor = INFINITY;
-    assert_rejected(&b, "backoff.factor must be finite and >= 1, got inf");
+    assert_rejected(&b, "backoff.factor must be a finite number >= 1, got inf");
 }
 
 static void validate_accepts_factor_one(void **state)
