@@ -339,14 +339,14 @@ static void *post_in_thread(void *arg)
 static void a_slow_call_keeps_its_key_past_the_lease_and_a_repeat_gets_409(void **state)
 {
     env *e = *state;
-    const char *const extra[] = {"--lease", "1s", "--timeout", "30s", NULL};
+    const char *const extra[] = {"--lease", "2s", "--timeout", "30s", NULL};
     start_gateway(e, extra);
-    upstream_set_delay_ms(e->up, 3500);
+    upstream_set_delay_ms(e->up, 7000);
     slow_post first = {.e = e, .key = "k-slow"};
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
     wait_for_upstream(e->up, 1);
-    sleep_ms(2000); /* twice the lease: renewed, or it would be taken over */
+    sleep_ms(4500); /* over twice the lease: renewed, or it would be taken over */
     http_reply r;
     post(e, "/orders", "k-slow", "a", &r);
     assert_int_equal(r.status, 409);
@@ -371,7 +371,7 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
 {
     env *e = *state;
     start_gateway(e, NULL);
-    upstream_set_delay_ms(e->up, 1500);
+    upstream_set_delay_ms(e->up, 4000); /* the takeover happens meanwhile */
     slow_post first = {.e = e, .key = "k-fenced"};
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
@@ -446,6 +446,7 @@ static void a_key_the_store_refuses_is_400_naming_the_rule(void **state)
 static void hold_write_lock(env *e)
 {
     assert_int_equal(sqlite3_open(e->db, &e->lock), SQLITE_OK);
+    sqlite3_busy_timeout(e->lock, 10000); /* should the gateway be writing just then */
     assert_int_equal(sqlite3_exec(e->lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
 }
 
@@ -513,7 +514,7 @@ static void an_answer_the_database_cannot_take_is_journaled_then_replayed(void *
 {
     env *e = *state;
     start_gateway(e, NULL);
-    upstream_set_delay_ms(e->up, 1000);
+    upstream_set_delay_ms(e->up, 2500); /* the lock is taken meanwhile */
     slow_post first = {.e = e, .key = "k-journal"};
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
@@ -545,7 +546,7 @@ static void without_a_journal_an_unsaved_answer_is_503_and_saved_later(void **st
     env *e = *state;
     const char *const extra[] = {"--journal", "off", NULL};
     start_gateway(e, extra);
-    upstream_set_delay_ms(e->up, 1000);
+    upstream_set_delay_ms(e->up, 2500); /* the lock is taken meanwhile */
     slow_post first = {.e = e, .key = "k-unsaved"};
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
