@@ -257,12 +257,12 @@ static void the_gateway_takes_its_upstream_timeout_from_a_policy(void **state)
     const char *dir = *state;
     cli_write(dir, "c.json", COMMANDS);
     cli_result r;
-    /* The policy's 40s attempt timeout meets the 30s lease: refused, by its value. */
+    /* The policy's 40s attempt timeout meets a 30s retention: refused, by its value. */
     cli_run(&r, dir, NULL, "gateway", "--listen", "127.0.0.1:0", "--upstream",
-            "http://127.0.0.1:1", "--lease", "30s", "--config", "c.json", "--policy", "once",
-            NULL);
+            "http://127.0.0.1:1", "--lease", "30s", "--retention", "30s", "--config", "c.json",
+            "--policy", "once", NULL);
     assert_int_equal(r.status, 125);
-    contains(r.err, "--timeout (40s) must be shorter than --lease (30s)");
+    contains(r.err, "--timeout (40s) must be shorter than --retention (30s)");
     cli_result_free(&r);
     cli_run(&r, dir, NULL, "gateway", "--config", "c.json", NULL);
     assert_int_equal(r.status, 125);
