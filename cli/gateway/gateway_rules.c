@@ -31,10 +31,11 @@
  * call never loses its key to a takeover; the lease number is the fencing
  * token, and a run that lost it anyway is refused on complete and told so
  * (409), never answered as if its result were the key's. An answer the
- * store cannot save (no journal, or the journal failed too) is not
- * reported as done: the client gets 503 (or 500), the key stays held, and
- * the renewer keeps trying to save it. Store errors map by class: a bad key
- * 400, unavailable 503 with Retry-After, refused 500 without.
+ * store cannot save now (no journal, or the journal failed too) is not
+ * reported as done: the client gets 503, the key stays held, and the
+ * renewer keeps trying to save it; an answer it refuses for good becomes an
+ * unknown outcome. Store errors map by class: a bad key 400, unavailable
+ * 503 with Retry-After, refused 500 without.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -481,6 +482,7 @@ typedef struct first_run {
     const resil_store_key *k;
     uint64_t lease;
     gw_hold *hold;
+    bool refused; /* the store refused the answer for good: an unknown outcome instead */
 } first_run;
 
 /* The run lost its key (taken over after its lease ran out): its answer
@@ -518,12 +520,32 @@ static enum MHD_Result unsaved(first_run *f, const resil_store_response *resp, i
                          NULL);
 }
 
+static enum MHD_Result save_unknown(first_run *f, const unknown_answer *u);
+
+/* The store refuses this answer for good (a data or constraint error), not
+ * for now: keep what is known instead, an outcome the client cannot get. */
+static enum MHD_Result save_refused(first_run *f, const resil_store_response *resp,
+                                    const resil_err *err)
+{
+    fprintf(stderr, "resil gateway: key '%s': the store refused the answer (%d): %s; saving "
+                    "an unknown outcome\n",
+            f->k->key, resp->status, err->message);
+    f->refused = true;
+    unknown_answer u;
+    unknown_of(&u, 502, "upstream_answer_refused",
+               "the upstream answered but the idempotency store refused to keep the answer");
+    return save_unknown(f, &u);
+}
+
 /* Save resp as the key's answer; send it once it is durable. */
 static enum MHD_Result save_and_send(first_run *f, const resil_store_response *resp)
 {
     gateway *gw = f->r->gw;
     resil_err err = {0};
     int rc = resil_store_complete(gw->store, f->k, f->lease, resp, &err);
+    bool for_now = rc == RESIL_EBUSY || rc == RESIL_ENOMEM;
+    if (rc != 0 && rc != RESIL_ESTATE && !for_now && !f->refused)
+        return save_refused(f, resp, &err);
     if (rc != 0 && rc != RESIL_ESTATE)
         return unsaved(f, resp, rc, &err);
     if (f->hold != NULL)

@@ -496,6 +496,27 @@ static void a_store_that_refuses_is_500_without_retry_after(void **state)
     assert_int_equal(upstream_requests(e->up), 0);
 }
 
+/* The store takes the record but refuses this answer for good (a trigger
+ * standing in for a data or constraint error): retrying the same answer
+ * cannot help, so an unknown outcome is kept instead, and replayed. */
+static void an_answer_the_store_refuses_for_good_is_saved_as_unknown(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(e->db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TRIGGER refuse_201 BEFORE UPDATE ON resil_idempotency "
+                                  "WHEN NEW.status = 201 "
+                                  "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    expect_unknown_replayed(e, "/orders", "k-refused", "a", 502, "upstream_answer_refused", 2);
+    assert_true(gateway_log_contains(&e->gw, "key 'k-refused': the store refused the answer (201)"));
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
 /* ---- item 2: an answer the database cannot take ---------------------------- */
 
 static void the_journal_defaults_to_a_file_next_to_the_sqlite_store(void **state)
@@ -592,6 +613,7 @@ int main(void)
         GW_CASE(a_key_the_store_refuses_is_400_naming_the_rule),
         GW_CASE(an_unavailable_store_is_503_with_retry_after),
         GW_CASE(a_store_that_refuses_is_500_without_retry_after),
+        GW_CASE(an_answer_the_store_refuses_for_good_is_saved_as_unknown),
         GW_CASE(the_journal_defaults_to_a_file_next_to_the_sqlite_store),
         GW_CASE(an_answer_the_database_cannot_take_is_journaled_then_replayed),
         GW_CASE(without_a_journal_an_unsaved_answer_is_503_and_saved_later),
