@@ -461,8 +461,14 @@ static int open_store(gateway *gw)
     resil_err err = {0};
     int rc = resil_store_new(&o, &gw->store, &err);
     if (rc == 0) {
-        if (!gw->cfg.quiet)
-            fprintf(stderr, "resil gateway: journal %s\n", o.journal ? o.journal : "off");
+        if (gw->cfg.quiet)
+            return 0;
+        if (o.journal != NULL)
+            fprintf(stderr, "resil gateway: journal %s\n", o.journal);
+        else
+            fprintf(stderr, "resil gateway: journal off: an answer the database cannot take "
+                            "is answered 503 and kept in memory until it can (--journal PATH "
+                            "makes it durable)\n");
         return 0;
     }
     fprintf(stderr, "resil gateway: --store: %s\n", err.message);

@@ -567,6 +567,8 @@ static void without_a_journal_an_unsaved_answer_is_503_and_saved_later(void **st
     env *e = *state;
     const char *const extra[] = {"--journal", "off", NULL};
     start_gateway(e, extra);
+    assert_true(gateway_log_contains(&e->gw, "resil gateway: journal off: an answer the "
+                                             "database cannot take is answered 503"));
     upstream_set_delay_ms(e->up, 2500); /* the lock is taken meanwhile */
     slow_post first = {.e = e, .key = "k-unsaved"};
     pthread_t t;
