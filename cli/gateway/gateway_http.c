@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,9 @@ typedef struct gw_http {
     pthread_t sweeper;
     pthread_t *workers;
     unsigned n_workers;
+    pthread_mutex_t log_mu;  /* libmicrohttpd's messages, at most one a second */
+    resil_instant log_last;
+    unsigned log_dropped;
 } gw_http;
 
 /* Move a connection to another phase, with the deadline that phase has. */
@@ -594,6 +598,37 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return dispatch(r, conn, method);
 }
 
+/* ---- libmicrohttpd's own messages ------------------------------------------ */
+
+/* A flood of refused connections makes libmicrohttpd say the same thing
+ * once per connection; the log gets at most one of its lines a second,
+ * with a count of those it did not show. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    gw_http *h = cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    resil_instant now = resil_clock_now(h->gw->clock);
+    pthread_mutex_lock(&h->log_mu);
+    bool show = h->log_last == 0 || now - h->log_last >= RESIL_S(1);
+    unsigned dropped = h->log_dropped;
+    if (show) {
+        h->log_last = now;
+        h->log_dropped = 0;
+    } else {
+        h->log_dropped++;
+    }
+    pthread_mutex_unlock(&h->log_mu);
+    if (!show)
+        return;
+    if (dropped > 0)
+        fprintf(stderr, "resil gateway: libmicrohttpd: %s (and %u more messages not shown)\n",
+                msg, dropped);
+    else
+        fprintf(stderr, "resil gateway: libmicrohttpd: %s\n", msg);
+}
+
 /* ---- start and stop ------------------------------------------------------ */
 
 static gw_http *http_new(gateway *gw)
@@ -609,6 +644,7 @@ static gw_http *http_new(gateway *gw)
         return NULL;
     }
     pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->log_mu, NULL);
     pthread_cond_init(&h->work, NULL);
     pthread_cond_init(&h->tick, NULL);
     return h;
@@ -641,6 +677,7 @@ static void http_free(gw_http *h)
 {
     pthread_cond_destroy(&h->tick);
     pthread_cond_destroy(&h->work);
+    pthread_mutex_destroy(&h->log_mu);
     pthread_mutex_destroy(&h->mu);
     free(h->workers);
     free(h);
@@ -675,7 +712,9 @@ int gw_http_start(gateway *gw, int listen_fd, bool ipv6)
         flags |= MHD_USE_IPv6;
     if (start_threads(h) == 0)
         gw->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, handle, gw, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+            flags, 0, NULL, NULL, handle, gw,
+            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, so that it hears everything */
+            MHD_OPTION_LISTEN_SOCKET, listen_fd,
             MHD_OPTION_URI_LOG_CALLBACK, on_request_line, gw,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, gw,
             MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
