@@ -327,23 +327,16 @@ static work_result work_on(gateway *gw, gw_hold *h, bool unsaved)
                     h->status);
             return WORK_SAVED;
         }
-        if (rc == RESIL_ESTATE) {
-            fprintf(stderr, "resil gateway: key '%s': lease %llu was taken over; its answer "
-                            "(%d) is discarded: %s\n",
-                    h->key, (unsigned long long)h->lease, h->status, err.message);
+        if (rc == RESIL_ESTATE)
             return WORK_LOST;
-        }
     }
     int rc = resil_store_renew(gw->store, &k, h->lease, &err);
     bool was_failing = h->failing;
     h->failing = rc != 0 || unsaved;
     if (rc == 0)
         return unsaved ? WORK_RETRY : WORK_RENEWED;
-    if (rc == RESIL_ESTATE) {
-        fprintf(stderr, "resil gateway: key '%s': lease %llu lost while the upstream runs: %s\n",
-                h->key, (unsigned long long)h->lease, err.message);
-        return WORK_LOST;
-    }
+    if (rc == RESIL_ESTATE)
+        return WORK_LOST; /* logged by settle(), unless the request had finished */
     if (!was_failing)
         fprintf(stderr, "resil gateway: key '%s': %s failed: %s\n", h->key,
                 unsaved ? "saving the answer" : "renewing the lease", err.message);
@@ -354,6 +347,11 @@ static work_result work_on(gateway *gw, gw_hold *h, bool unsaved)
 static void settle(gateway *gw, struct gw_leases *L, gw_hold *h, work_result w)
 {
     h->busy = false;
+    if (w == WORK_LOST && !h->dropped)
+        fprintf(stderr, "resil gateway: key '%s': lease %llu lost; %s\n", h->key,
+                (unsigned long long)h->lease,
+                h->unsaved ? "its unsaved answer is discarded"
+                           : "the answer of the call under way will be refused");
     /* An answer handed over meanwhile (unsaved) is retried soon, not at the
      * next renewal. */
     if (w == WORK_LOST)
