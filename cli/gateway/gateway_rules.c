@@ -38,7 +38,6 @@
  * 503 with Retry-After, refused 500 without.
  */
 #include <curl/curl.h>
-#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
