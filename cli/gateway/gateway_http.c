@@ -278,12 +278,32 @@ void gw_client_ip(struct MHD_Connection *conn, char *buf, size_t cap)
                   buf, (socklen_t)cap);
 }
 
+/* The target as the log shows it: a byte outside printable ASCII, a '"' or
+ * a backslash is written \xNN, so that no client can write its own log lines,
+ * or terminal escapes, into the access log. NULL when out of memory. */
+static char *loggable(const char *s)
+{
+    char *out = malloc(4 * strlen(s) + 1), *o = out;
+    if (out == NULL)
+        return NULL;
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\')
+            o += sprintf(o, "\\x%02x", c);
+        else
+            *o++ = (char)c;
+    }
+    *o = '\0';
+    return out;
+}
+
 static void access_log(gw_req *r, const char *ip, const char *method, int status,
                        size_t bytes)
 {
     gateway *gw = r->gw;
     if (gw->cfg.quiet)
         return;
+    char *target = loggable(r->target);
     double ms = resil_dur_to_ms(resil_clock_now(gw->clock) - r->start);
     int64_t wall = resil_clock_wall_now(gw->clock);
     time_t secs = (time_t)(wall / 1000000000);
@@ -292,8 +312,9 @@ static void access_log(gw_req *r, const char *ip, const char *method, int status
     gmtime_r(&secs, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     fprintf(stderr, "%s.%03dZ %s \"%s %s\" %d %zu %.1fms idempotency=%s%s%s\n", when,
-            (int)(wall / 1000000 % 1000), ip, method, r->target, status, bytes, ms,
-            r->idem, r->note[0] ? " " : "", r->note);
+            (int)(wall / 1000000 % 1000), ip, method, target ? target : "-", status, bytes,
+            ms, r->idem, r->note[0] ? " " : "", r->note);
+    free(target);
 }
 
 /* ---- answers ------------------------------------------------------------- */

@@ -833,6 +833,16 @@ static void a_target_with_a_fragment_or_a_bad_escape_is_400(void **state)
     refused_target(e, "GET", "x/y");
 }
 
+/* The log shows the refused target with its control bytes escaped: a
+ * client cannot write lines or terminal escapes into it. */
+static void a_refused_target_is_logged_with_its_control_bytes_escaped(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    refused_target(e, "GET", "/x\x1b[2J\x7f\\");
+    assert_true(gateway_log_contains(&e->gw, "\"GET /x\\x1b[2J\\x7f\\x5c\" 400 "));
+}
+
 /* "//host:port/x" is origin-form (an empty first segment): a path on the
  * upstream, never a host. */
 static void a_target_starting_with_two_slashes_stays_a_path_on_the_upstream(void **state)
@@ -1173,17 +1183,23 @@ static void thousands_of_idle_sockets_do_not_stop_a_legitimate_request(void **st
         close(fds[i]);
 }
 
-/* Send `head`, then one byte every 200 ms; true when the gateway closes the
- * connection within `bound_ms`; its answer in reply. */
+/* Send `head`, then one byte every 200 ms until the gateway answers; true
+ * when it closes the connection within `bound_ms`; what it sent in reply.
+ * Nothing is sent after its answer: a byte arriving after its close would
+ * be met with a reset. */
 static bool dribble(const env *e, const char *head, int bound_ms, char *reply, size_t cap)
 {
     int fd = raw_connect(e->gw.port, NULL);
     assert_true(fd >= 0);
     send(fd, head, strlen(head), MSG_NOSIGNAL);
     bool closed = false;
+    reply[0] = '\0';
     for (int waited = 0; waited < bound_ms && !closed; waited += 200) {
-        send(fd, "x", 1, MSG_NOSIGNAL);
-        closed = raw_read_until_closed(fd, reply, cap, 200);
+        char got[1024];
+        if (reply[0] == '\0')
+            send(fd, "x", 1, MSG_NOSIGNAL);
+        closed = raw_read_until_closed(fd, got, sizeof got, 200);
+        strncat(reply, got, cap - strlen(reply) - 1);
     }
     close(fd);
     return closed;
@@ -1270,6 +1286,7 @@ int main(void)
         GW_CASE(an_authority_form_target_is_refused_before_any_upstream_work),
         GW_CASE(an_asterisk_form_target_is_400),
         GW_CASE(a_target_with_a_fragment_or_a_bad_escape_is_400),
+        GW_CASE(a_refused_target_is_logged_with_its_control_bytes_escaped),
         GW_CASE(a_target_starting_with_two_slashes_stays_a_path_on_the_upstream),
         GW_CASE(an_origin_form_target_arrives_byte_for_byte),
         GW_CASE(the_upstream_path_prefix_is_kept),
