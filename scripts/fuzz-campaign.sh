@@ -43,7 +43,9 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 OUT=${OUT:-$BUILD/fuzz-campaign.md}
 FINDINGS=$BUILD/fuzz-findings
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/resil-fuzz.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT INT TERM
+CHILD=
+trap 'rm -rf "$WORK"' EXIT
+trap '[ -z "$CHILD" ] || kill "$CHILD" 2>/dev/null; exit 130' INT TERM HUP
 
 say() { printf '%s\n' "$*" >&2; }
 
@@ -104,11 +106,16 @@ run() {
     log=$WORK/$short.log
     say "fuzz-campaign: $name, $RUNS executions from $(ls "$corpus" | wc -l) seeds"
     start=$(date +%s)
+    # In the background and waited for, so that stopping the campaign
+    # (Ctrl-C, kill) stops the fuzzer it is running too.
     set +e
     (cd "$WORK" && ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-        "$bin" -runs="$RUNS" -print_final_stats=1 -rss_limit_mb=2048 -timeout=30 \
-        -artifact_prefix="$artifacts" "$corpus") >"$log" 2>&1
+        exec "$bin" -runs="$RUNS" -print_final_stats=1 -rss_limit_mb=2048 -timeout=30 \
+        -artifact_prefix="$artifacts" "$corpus") >"$log" 2>&1 &
+    CHILD=$!
+    wait "$CHILD"
     status=$?
+    CHILD=
     set -e
     secs=$(($(date +%s) - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
