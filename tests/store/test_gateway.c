@@ -1183,6 +1183,51 @@ static void thousands_of_idle_sockets_do_not_stop_a_legitimate_request(void **st
         close(fds[i]);
 }
 
+/* The soft and hard "Max open files" of a process, from /proc. */
+static void fd_limits_of(pid_t pid, unsigned long long *soft, unsigned long long *hard)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    *soft = *hard = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "Max open files", 14) == 0)
+            sscanf(line + 14, " %llu %llu", soft, hard);
+    }
+    fclose(f);
+}
+
+static void the_fd_soft_limit_is_raised_to_the_hard_limit_at_start(void **state)
+{
+    env *e = *state;
+    struct rlimit saved, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = saved.rlim_max < 512 ? saved.rlim_max : 512;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0); /* the gateway inherits it */
+    start_gateway(e, NULL);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    unsigned long long soft, hard;
+    fd_limits_of(e->gw.pid, &soft, &hard);
+    assert_true(hard > 0);
+    assert_int_equal(soft, hard);
+}
+
+static void max_connections_beyond_the_fd_limit_is_lowered_with_a_note(void **state)
+{
+    env *e = *state;
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 1000000 + 256)
+        skip(); /* room for a million connections: nothing to lower */
+    const char *extra[] = {"--max-connections", "1000000", "--max-connections-per-client",
+                           "1000000", NULL};
+    start_gateway(e, extra);
+    assert_true(gateway_log_contains(&e->gw, "--max-connections 1000000 lowered to"));
+    assert_int_equal(healthz_from(e, "127.0.0.2"), 200);
+}
+
 /* Send `head`, then one byte every 200 ms until the gateway answers; true
  * when it closes the connection within `bound_ms`; what it sent in reply.
  * Nothing is sent after its answer: a byte arriving after its close would
@@ -1307,6 +1352,8 @@ int main(void)
         GW_CASE(a_tenant_with_a_control_byte_or_non_ascii_is_400),
         GW_CASE(the_connection_past_the_per_client_limit_is_refused_and_others_are_served),
         GW_CASE(thousands_of_idle_sockets_do_not_stop_a_legitimate_request),
+        GW_CASE(the_fd_soft_limit_is_raised_to_the_hard_limit_at_start),
+        GW_CASE(max_connections_beyond_the_fd_limit_is_lowered_with_a_note),
         GW_CASE(a_client_dribbling_its_headers_is_cut_at_the_header_timeout),
         GW_CASE(a_client_dribbling_its_body_is_cut_at_the_body_timeout),
         GW_CASE(an_idle_kept_alive_connection_is_closed_at_the_header_timeout),
