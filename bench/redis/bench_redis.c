@@ -10,7 +10,9 @@
  *    instance and for one paced at 1000 calls/s;
  *  - staleness: from a trip on one instance to rejection on another
  *    (PUBLISH), and from failures spread over two instances to the trip
- *    they add up to (the sync interval), as p50/p99.
+ *    they add up to (the sync interval), as p50/p99;
+ *  - the bound on a call when Redis stops: a status read with Redis paused
+ *    (SIGSTOP), at the default 50 ms timeout, as p50/p99/max.
  *
  * The breakers use the core's defaults (failure ratio over a 30 s window),
  * so the local baseline takes its mutex on every recorded call, as it would
@@ -306,6 +308,55 @@ static void ping(void *ud, uint64_t iters)
     }
 }
 
+/* ---- a call when Redis stops ----------------------------------------------- */
+
+static void wait_connected(resil_redis *r)
+{
+    uint64_t t0 = now_ns();
+    while (!resil_redis_connected(r) && now_ns() - t0 < 5000000000u) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Redis paused just as a call that must ask it starts; the client comes
+ * back (10 ms reconnects) before the next trial. No rounds of its own, so
+ * the call is the one that meets the pause. */
+static void stopped_mid_call(bench_result rtt)
+{
+    enum { TRIALS = 40 };
+    resil_redis_opts o;
+    resil_redis_opts_default(&o);
+    o.url = redis_server_url(server);
+    o.sync_interval = RESIL_S(3600);
+    o.refresh_interval = RESIL_S(3600);
+    o.reconnect.base = RESIL_MS(10);
+    o.reconnect.max_delay = RESIL_MS(10);
+    resil_redis *r = NULL;
+    resil_err err;
+    must(resil_redis_new(&o, &r, &err), &err, "client");
+    resil_redis_breaker_opts bo;
+    resil_redis_breaker_opts_default(&bo);
+    bo.name = "bench-stopped";
+    resil_redis_breaker *b = NULL;
+    must(resil_redis_breaker_new(r, &bo, &b, &err), &err, "shared breaker");
+    uint64_t took[TRIALS];
+    for (int i = 0; i < TRIALS; i++) {
+        wait_connected(r);
+        redis_server_pause(server);
+        resil_redis_breaker_status st;
+        uint64_t t0 = now_ns();
+        int rc = resil_redis_breaker_status_get(b, &st);
+        took[i] = now_ns() - t0;
+        redis_server_resume(server);
+        if (rc != RESIL_EBACKEND)
+            must(RESIL_ESTATE, NULL, "a call to a paused Redis did not time out");
+    }
+    report_latencies("redis_call_when_stopped_50ms", took, TRIALS, rtt);
+    resil_redis_breaker_free(b);
+    resil_redis_free(r);
+}
+
 int main(void)
 {
     server = redis_server_start();
@@ -362,6 +413,7 @@ int main(void)
     redisFree(c);
     trip_to_rejection(rtt);
     spread_counts_to_trip(rtt);
+    stopped_mid_call(rtt);
 
     resil_breaker_free(local);
     redis_server_stop(server);
