@@ -116,7 +116,7 @@ RESIL_API void resil_store_opts_default(resil_store_opts *o);
 
 /*
  * Open a store: check every option (naming the first bad one,
- * "store.lease must be > 0"), open and lock the journal when one is
+ * "store.lease must be >= 1ms, got 0s"), open and lock the journal when one is
  * configured, connect once, create the table and its index when missing,
  * and replay what a previous process left in the journal. Errors:
  * RESIL_EINVAL (options, unsupported URL, a journal file that is not one),
