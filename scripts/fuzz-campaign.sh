@@ -91,8 +91,8 @@ drives() {
 # "1234567" -> "1,234,567"
 commas() { printf '%s' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/;ta'; }
 
-# Seconds -> "MmSSs"
-clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+# Seconds, as docs/fuzzing.md's table gives them.
+clock() { printf '%d s' "$1"; }
 
 row() { printf '| %s | %s | %s | %s | %s | %s |\n' "$@" >>"$WORK/rows"; }
 
@@ -131,7 +131,7 @@ run() {
             awk '{printf "%s%d %s", NR > 1 ? ", " : "", $1, $2}')
         findings="exit $status${kinds:+: $kinds} (see fuzz-findings/$short)"
     fi
-    row "$name" "$(drives "$name")" "$(commas "${execs:-0}")" "$(clock "$secs")" \
+    row "\`$name\`" "$(drives "$name")" "$(commas "${execs:-0}")" "$(clock "$secs")" \
         "${cov:-?}" "$findings"
     say "fuzz-campaign: $name: ${execs:-0} executions in $(clock "$secs"), cov ${cov:-?}, findings: $findings"
 }
@@ -148,13 +148,13 @@ for name in $names; do
     if [ "$NOBUILD" -eq 0 ] && ! build "$name"; then
         mkdir -p "$FINDINGS"
         cp "$WORK/build-$name.log" "$FINDINGS/"
-        row "$name" "$(drives "$name")" "-" "-" "-" "did not build (see fuzz-findings/build-$name.log)"
+        row "\`$name\`" "$(drives "$name")" "-" "-" "-" "did not build (see fuzz-findings/build-$name.log)"
         say "fuzz-campaign: $name did not build"
         continue
     fi
     bin=$(binary "$name")
     if [ -z "$bin" ]; then
-        row "$name" "$(drives "$name")" "-" "-" "-" "no binary in $BUILD"
+        row "\`$name\`" "$(drives "$name")" "-" "-" "-" "no binary in $BUILD"
         continue
     fi
     run "$name" "$bin"
