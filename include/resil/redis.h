@@ -12,7 +12,7 @@
  * the state atomically, and learns of changes other instances make from a
  * PUBLISH on a second connection. Only the rare calls that need a fleet
  * decision — the probe admitted after a break, manual control — talk to
- * Redis themselves, each bounded by `timeout`.
+ * Redis themselves, each bounded as a whole by `timeout` from its start.
  *
  *   instance A ──records──▶ local counters ──every sync_interval──▶ EVALSHA ┐
  *   instance B ◀──cached state◀── SUBSCRIBE ◀── PUBLISH on a transition ◀───┘
@@ -31,6 +31,14 @@
  * options, a RESIL_REDIS_DOWN event says so, and the client reconnects with
  * backoff; on return it re-reads every shared state (RESIL_REDIS_UP). A
  * Redis restart that lost the keys starts every breaker closed.
+ *
+ * Nothing Redis sends is trusted. Answers and messages are checked against
+ * what the script can produce, and every reply is read within bounds: at
+ * most 4096 elements per array, arrays nested 2 deep, strings of 64 KiB,
+ * 4 MiB in memory per reply, 96 KiB read but unparsed (docs/fleet.md says
+ * why each). A reply beyond them is malformed — counted in command_errors,
+ * never applied — and costs its connection: the client goes DOWN and
+ * reconnects, since the stream behind it cannot be trusted.
  *
  * Times shared through Redis (when a break ends, which bucket a count lands
  * in) are the instances' wall clocks (resil_clock's wall_now) in whole
@@ -79,8 +87,12 @@ typedef void (*resil_redis_listener_fn)(const resil_redis_event *ev, void *ud);
 typedef struct resil_redis_opts {
     const char *url;              /* required: redis://[[user]:password@]host[:port][/db] */
     const char *prefix;           /* default "resil:"; starts every key and the channel */
-    resil_duration timeout;       /* default 50 ms; bounds every connect, read and write;
-                                     [1 ms, 10 s] */
+    resil_duration timeout;       /* default 50 ms; [1 ms, 10 s]. Bounds each call that
+                                     asks Redis as a whole, from its start: the wait for
+                                     the connection, the write, every read, the resend
+                                     after NOSCRIPT (not the scheduler's delay in running
+                                     the thread again). Also each connection's set-up
+                                     (name resolution aside) and each answer of a round */
     resil_duration sync_interval; /* default 100 ms; the longest counts wait for a flush;
                                      [1 ms, 1 h] */
     resil_duration refresh_interval; /* default 1 s; idle breakers re-read their state this often
@@ -130,8 +142,9 @@ typedef struct resil_redis_stats {
     uint64_t messages;         /* state changes received by SUBSCRIBE */
     uint64_t disconnects;      /* times the client fell back to local state */
     uint64_t reconnects;       /* times it came back */
-    uint64_t command_errors;   /* error replies other than NOSCRIPT, and answers
-                                  the script could not have given (not applied) */
+    uint64_t command_errors;   /* error replies other than NOSCRIPT, answers the
+                                  script could not have given and replies beyond
+                                  the reader's bounds (none applied) */
     uint64_t events_dropped;   /* listener events lost to a full queue */
 } resil_redis_stats;
 
@@ -188,8 +201,9 @@ typedef struct resil_redis_permit {
  * The call protocol, as resil_breaker_acquire/record. A closed breaker
  * admits from the cache. An open one past its break, or a half-open one,
  * asks Redis for one of the fleet's probe slots: that call waits at most
- * the timeout (one caller per client at a time; the others are rejected
- * meanwhile), and falls back to the local breaker if Redis fails it.
+ * the timeout from the call's start (one caller per client at a time; the
+ * others are rejected meanwhile), and falls back to the local breaker if
+ * Redis fails it.
  */
 RESIL_API int resil_redis_breaker_acquire(resil_redis_breaker *b, resil_redis_permit *p);
 /* 0 when counted, RESIL_ESTATE when discarded (the shared state moved on
