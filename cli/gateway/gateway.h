@@ -53,6 +53,8 @@ void gw_buf_free(gw_buf *b);
 typedef struct gw_reply {
     int curl_code;    /* 0 = a response arrived */
     bool timed_out;
+    bool may_have_sent;  /* libcurl came to sending the request: bytes may have left */
+    bool resend_refused; /* the connection died unanswered; libcurl's resend was stopped */
     char error[256];  /* curl's message when curl_code != 0 */
     long status;
     gw_buf headers;   /* end-to-end headers as "Name: value\r\n" lines */
@@ -87,6 +89,7 @@ typedef struct gw_forward {
     const void *body;
     size_t body_len;
     struct MHD_Connection *conn; /* for the request headers */
+    bool once; /* never let libcurl send it a second time (a guarded request) */
 } gw_forward;
 
 void gw_upstream_init(gateway *gw);

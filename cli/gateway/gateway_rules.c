@@ -13,11 +13,16 @@
  *                                        status — except 408, 425, 429 and
  *                                        503, the upstream's own "I did not
  *                                        process it": released;
- *                  no connection made    released (nothing was sent);
- *                  anything else         (a timeout, a reset, an answer over
- *                                        --max-body) the outcome is unknown:
- *                                        a 502/504 with Idempotent-Outcome:
- *                                        unknown is saved and replayed;
+ *                  a failure before any  released (nothing was sent: no
+ *                  request byte left     host, no connection, a connect that
+ *                                        timed out);
+ *                  anything else         (a timeout, a reset, a connection
+ *                                        that died unanswered — libcurl's
+ *                                        resend of it is stopped — an answer
+ *                                        over --max-body) the outcome is
+ *                                        unknown: a 502/504 with
+ *                                        Idempotent-Outcome: unknown is
+ *                                        saved and replayed;
  *                with --upstream-dedupes every uncertain case is released
  *                instead: the upstream recognises the repeat by its key.
  *   takeover     a first whose lease number is above 1 took over a key whose
@@ -66,13 +71,18 @@ typedef enum fate {
     FATE_RELEASE  /* it did not run: give the key back for the retry */
 } fate;
 
-/* The libcurl failures that happen before a connection exists, so that no
- * byte of the request can have been sent. A timeout may strike before or
- * after the request left, a reset or an empty reply after: not these. */
-static bool never_sent(int curl_code)
+/* A failure before any byte of the request left: libcurl never came to
+ * sending it (gateway_upstream.c watches for that with its pre-request
+ * callback) and failed finding or reaching the upstream, or timed out
+ * connecting. The same codes after the request left — a resend's
+ * reconnect refused, a timeout waiting for the answer — are not these. */
+static bool never_sent(const gw_reply *up)
 {
-    return curl_code == CURLE_COULDNT_RESOLVE_HOST ||
-           curl_code == CURLE_COULDNT_RESOLVE_PROXY || curl_code == CURLE_COULDNT_CONNECT;
+    if (up->may_have_sent)
+        return false;
+    return up->curl_code == CURLE_COULDNT_RESOLVE_HOST ||
+           up->curl_code == CURLE_COULDNT_RESOLVE_PROXY ||
+           up->curl_code == CURLE_COULDNT_CONNECT || up->curl_code == CURLE_OPERATION_TIMEDOUT;
 }
 
 /* The statuses by which an upstream says it did not process the request. */
@@ -85,7 +95,7 @@ static fate fate_of(const gw_config *cfg, const gw_reply *up)
 {
     if (up->curl_code == 0)
         return not_processed(up->status) ? FATE_RELEASE : FATE_SAVE;
-    if (never_sent(up->curl_code) || cfg->upstream_dedupes)
+    if (never_sent(up) || cfg->upstream_dedupes)
         return FATE_RELEASE;
     return FATE_UNKNOWN;
 }
@@ -152,6 +162,9 @@ static void unknown_of_reply(unknown_answer *u, const gw_reply *up)
 {
     if (up->timed_out)
         unknown_of(u, 504, "upstream_timeout", "the upstream did not answer in time");
+    else if (up->resend_refused)
+        unknown_of(u, 502, "upstream_unavailable",
+                   "the upstream closed the connection without answering");
     else if (up->body.overflow || up->headers.overflow)
         unknown_of(u, 502, "upstream_response_too_large",
                    "the upstream's answer was larger than the gateway keeps");
@@ -448,13 +461,16 @@ void gw_rules_stop(gateway *gw)
 
 /* ---- forwarding ---------------------------------------------------------- */
 
+/* once: a guarded request, which libcurl must not send a second time on
+ * its own — unless the upstream recognises a repeated key. */
 static void forward(gw_req *r, struct MHD_Connection *conn, const char *method,
-                    gw_reply *up)
+                    gw_reply *up, bool once)
 {
     char ip[64];
     gw_client_ip(conn, ip, sizeof ip);
     gw_forward f = {.method = method, .target = r->target, .client_ip = ip,
-                    .body = r->body.p, .body_len = r->body.len, .conn = conn};
+                    .body = r->body.p, .body_len = r->body.len, .conn = conn,
+                    .once = once && !r->gw->cfg.upstream_dedupes};
     gw_upstream_send(r->gw, &f, up);
     if (up->curl_code != 0)
         snprintf(r->note, sizeof r->note, "upstream_error=\"%s\"", up->error);
@@ -464,7 +480,7 @@ enum MHD_Result gw_pass_through(gw_req *r, struct MHD_Connection *conn,
                                     const char *method)
 {
     gw_reply up;
-    forward(r, conn, method, &up);
+    forward(r, conn, method, &up, false);
     enum MHD_Result ret = gw_send_reply(r, conn, method, &up);
     gw_reply_free(&up);
     return ret;
@@ -585,7 +601,7 @@ static enum MHD_Result run_first(first_run *f)
 {
     gateway *gw = f->r->gw;
     gw_reply up;
-    forward(f->r, f->conn, f->method, &up);
+    forward(f->r, f->conn, f->method, &up, true);
     enum MHD_Result ret;
     fate fa = fate_of(&gw->cfg, &up);
     if (fa == FATE_RELEASE) {

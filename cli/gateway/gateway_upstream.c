@@ -10,6 +10,18 @@
  * handles are pooled and reset rather than freed, so the upstream
  * connections they cache stay open between requests: a reverse proxy that
  * reconnects for every request would measure TCP, not itself.
+ *
+ * A kept connection has one hazard. When a reused connection closes before
+ * any answer byte, libcurl sends the request again on a fresh one
+ * (Curl_retry_request: the upstream probably closed an idle connection
+ * just then) — but the upstream may have read, and run, the first copy.
+ * libcurl writes a request only from its DO state, right after calling
+ * the pre-request callback, on a new connection and on a reused one alike,
+ * and every resend (a dead reused connection, a refused HTTP/2 stream, a
+ * downgrade to HTTP/1.1) passes through DO again. So the callback tells
+ * whether request bytes may have left (it ran) and catches a resend (it
+ * runs twice in one transfer): for a request that must reach the upstream
+ * at most once, the second call aborts the transfer.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -226,6 +238,39 @@ done:
     return url;
 }
 
+/* ---- sending at most once ------------------------------------------------ */
+
+typedef struct send_watch {
+    gw_reply *reply;
+    bool once;
+} send_watch;
+
+/* libcurl's pre-request callback: the request is about to be written. */
+static int before_send(void *ud, char *primary_ip, char *local_ip, int primary_port,
+                       int local_port)
+{
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    send_watch *w = ud;
+    if (w->reply->may_have_sent && w->once) {
+        w->reply->resend_refused = true;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    w->reply->may_have_sent = true;
+    return CURL_PREREQFUNC_OK;
+}
+
+/* Without the callback nothing tells a request that never left from one
+ * that did: take it as sent, so no key is released on a guess. */
+static void watch_sending(CURL *h, send_watch *w)
+{
+    if (curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, before_send) != CURLE_OK ||
+        curl_easy_setopt(h, CURLOPT_PREREQDATA, w) != CURLE_OK)
+        w->reply->may_have_sent = true;
+}
+
 /* ---- forwarding ---------------------------------------------------------- */
 
 static void set_method(CURL *h, const gw_forward *f)
@@ -283,11 +328,16 @@ void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
     curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     set_method(h, f);
+    send_watch w = {.reply = out, .once = f->once};
+    watch_sending(h, &w);
     CURLcode rc = curl_easy_perform(h);
     out->curl_code = (int)rc;
     out->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     if (rc == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    } else if (out->resend_refused) {
+        snprintf(out->error, sizeof out->error,
+                 "the upstream closed the connection without answering; not sent again");
     } else if (out->body.overflow || out->headers.overflow) {
         snprintf(out->error, sizeof out->error, "upstream response larger than --max-body");
     } else {

@@ -1,6 +1,7 @@
 /*
  * test_gateway_rules.c — the gateway keeps "at most once": what becomes of
- * a key after each kind of upstream answer or failure, a slow call that
+ * a key after each kind of upstream answer or failure (libcurl's resend of
+ * a request whose connection died unanswered included), a slow call that
  * outlives its lease, a run that lost its key, store errors by class, and
  * an answer the database cannot take at that moment.
  *
@@ -10,12 +11,18 @@
  * holds SQLite's write lock, a trigger that refuses inserts, a second store
  * that takes a key over — never by a stand-in.
  */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "dying_upstream.h"
 #include "gateway_proc.h"
 #include "test.h"
 #include "upstream.h"
@@ -28,6 +35,9 @@ typedef struct env {
     char store[640];
     char log[600];
     upstream *up;
+    dying_upstream *dying; /* when a test needs a connection to die */
+    int stalled[2];        /* a listener that never completes a handshake, and */
+    size_t n_stalled;      /* the connection that fills its backlog */
     gateway_proc gw;
     int restarts;
     sqlite3 *lock; /* a connection holding the write lock, when a test takes it */
@@ -59,6 +69,9 @@ static int env_teardown(void **state)
     if (rc != 0)
         fprintf(stderr, "the gateway exited %d, see %s\n", rc, e->log);
     upstream_stop(e->up);
+    dying_upstream_stop(e->dying);
+    for (size_t i = 0; i < e->n_stalled; i++)
+        close(e->stalled[i]);
     if (rc == 0)
         test_rmtree(e->dir);
     free(e->dir);
@@ -273,6 +286,118 @@ static void with_upstream_dedupes_a_timeout_releases_the_key(void **state)
     header_absent(&r, "Idempotent-Replayed");
     http_reply_free(&r);
     assert_int_equal(upstream_requests(e->up), 2);
+}
+
+/* ---- libcurl's resend: a reused connection that dies unanswered ---------- */
+
+/* The first request is answered on a keep-alive connection; the upstream
+ * reads the second, guarded one on that same connection and closes it
+ * without answering. libcurl would send it again on a fresh connection;
+ * the gateway stops that resend, so the upstream has it once, and the
+ * client gets an unknown outcome that every retry replays. */
+static void first_on_a_keep_alive_connection(env *e, dying_after after)
+{
+    e->dying = dying_upstream_start(2, after);
+    assert_non_null(e->dying);
+    start_gateway_to(e, dying_upstream_url(e->dying), NULL);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, "{\"n\":1}");
+    http_reply_free(&r);
+}
+
+static void a_guarded_request_on_a_connection_that_dies_unanswered_is_not_resent(void **state)
+{
+    env *e = *state;
+    first_on_a_keep_alive_connection(e, DYING_KEEPS_LISTENING);
+    expect_unknown_replayed(e, "/orders", "k-2", "a", 502, "upstream_unavailable", 2);
+    assert_true(gateway_log_contains(&e->gw, "idempotency=unknown"));
+    assert_true(gateway_log_contains(&e->gw, "the upstream closed the connection without "
+                                             "answering; not sent again"));
+    assert_int_equal(dying_upstream_key_requests(e->dying, "k-2"), 1);
+    assert_int_equal(dying_upstream_requests(e->dying), 2);
+}
+
+/* The reconnect of libcurl's resend is refused (the upstream is gone): a
+ * connection error, but one that came after the request had left. */
+static void a_refused_reconnect_after_the_request_left_is_stored_as_unknown(void **state)
+{
+    env *e = *state;
+    first_on_a_keep_alive_connection(e, DYING_STOPS_LISTENING);
+    expect_unknown_replayed(e, "/orders", "k-2", "a", 502, "upstream_unavailable", 2);
+    assert_true(gateway_log_contains(&e->gw, "idempotency=unknown"));
+    assert_int_equal(dying_upstream_key_requests(e->dying, "k-2"), 1);
+    assert_int_equal(dying_upstream_requests(e->dying), 2);
+}
+
+/* Without a key the gateway promises nothing, and a GET sent twice is
+ * harmless: libcurl's resend stays, and the client gets an answer. */
+static void an_unguarded_request_keeps_libcurls_resend(void **state)
+{
+    env *e = *state;
+    e->dying = dying_upstream_start(2, DYING_KEEPS_LISTENING);
+    assert_non_null(e->dying);
+    start_gateway_to(e, dying_upstream_url(e->dying), NULL);
+    char url[256];
+    snprintf(url, sizeof url, "%s/orders", e->gw.url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_string_equal(r.body, "{\"n\":1}");
+    http_reply_free(&r);
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"n\":3}");
+    http_reply_free(&r);
+    assert_int_equal(dying_upstream_requests(e->dying), 3);
+}
+
+/* ---- a connect that times out: nothing left ------------------------------- */
+
+/* A loopback port whose handshakes never complete: a listener that never
+ * accepts, its backlog of 0 filled by one connection, so the kernel drops
+ * every further SYN and a connect waits until it times out. The port. */
+static int stalled_port(env *e)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(l >= 0);
+    e->stalled[e->n_stalled++] = l;
+    assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(l, 0), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    assert_true(c >= 0);
+    e->stalled[e->n_stalled++] = c;
+    connect(c, (struct sockaddr *)&a, sizeof a); /* in progress, or done */
+    struct pollfd p = {.fd = c, .events = POLLOUT};
+    poll(&p, 1, 2000); /* the filler is queued (or dropped: the port stalls either way) */
+    return ntohs(a.sin_port);
+}
+
+static void a_connect_that_times_out_releases_the_key(void **state)
+{
+    env *e = *state;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", stalled_port(e));
+    const char *const extra[] = {"--timeout", "300ms", NULL};
+    start_gateway_to(e, url, extra);
+    http_reply r;
+    post(e, "/orders", "k-stalled", "a", &r);
+    assert_int_equal(r.status, 504);
+    assert_non_null(strstr(r.body, "\"error\":\"upstream_timeout\""));
+    header_absent(&r, "Idempotent-Outcome");
+    http_reply_free(&r);
+    assert_true(gateway_log_contains(&e->gw, "idempotency=released"));
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    start_gateway(e, NULL); /* a reachable upstream; the store is the same */
+    post(e, "/orders", "k-stalled", "a", &r);
+    assert_int_equal(r.status, 201);
+    header_absent(&r, "Idempotent-Replayed");
+    assert_non_null(strstr(r.body, "\"n\":1,"));
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
 }
 
 /* ---- takeovers: a holder that vanished ------------------------------------ */
@@ -608,6 +733,10 @@ int main(void)
         GW_CASE(statuses_that_say_not_processed_release_the_key),
         GW_CASE(other_5xx_from_the_upstream_are_answers_saved_and_replayed),
         GW_CASE(with_upstream_dedupes_a_timeout_releases_the_key),
+        GW_CASE(a_guarded_request_on_a_connection_that_dies_unanswered_is_not_resent),
+        GW_CASE(a_refused_reconnect_after_the_request_left_is_stored_as_unknown),
+        GW_CASE(an_unguarded_request_keeps_libcurls_resend),
+        GW_CASE(a_connect_that_times_out_releases_the_key),
         GW_CASE(a_takeover_is_stored_as_unknown_and_not_forwarded),
         GW_CASE(with_upstream_dedupes_a_takeover_is_forwarded),
         GW_CASE(a_slow_call_keeps_its_key_past_the_lease_and_a_repeat_gets_409),
