@@ -100,6 +100,8 @@ typedef struct resil_http_response {
     bool idempotency_key;     /* the request carried an Idempotency-Key */
     resil_duration retry_after; /* the response's Retry-After, parsed; RESIL_NO_HINT
                                    when absent or malformed */
+    bool outcome_unknown;     /* a failure status with `Idempotent-Outcome: unknown`:
+                                 an idempotency layer's final answer for the key */
 } resil_http_response;
 
 typedef resil_outcome (*resil_http_classify_fn)(const resil_http_response *r, void *ud);
@@ -115,6 +117,9 @@ typedef resil_outcome (*resil_http_classify_fn)(const resil_http_response *r, vo
  *    `retry_500`, else Permanent;
  *  - 409 with Retry-After answering a request with an Idempotency-Key (the
  *    server still processing that key) → Transient;
+ *  - any status ≥ 400 with `Idempotent-Outcome: unknown` (outcome_unknown:
+ *    the request may have run and its answer is lost; every retry with
+ *    the key gets this same answer) → Permanent, before the rows above;
  *  - any other status ≥ 400 → Permanent.
  * The outcome's code is the status when a response arrived (a success's
  * too), else the CURLcode (always below 100); its retry_after is the

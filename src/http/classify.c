@@ -6,6 +6,11 @@
  * row without a network. A transfer error is judged before any status,
  * because a status that arrived over a transfer that then broke (a 200 whose
  * body was cut off) describes a response the caller never fully got.
+ *
+ * A failure status marked `Idempotent-Outcome: unknown` (resil gateway's
+ * 502/504 when an upstream call's answer was lost) is a final answer, not
+ * a transient failure: the server saved it for the key and replays it on
+ * every retry, so retrying only spends attempts on the same bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -143,6 +148,10 @@ resil_outcome resil_http_classify(const resil_http_response *r, bool retry_500)
         return ok;
     }
     char detail[RESIL_DETAIL_MAX];
+    if (r->outcome_unknown) {
+        snprintf(detail, sizeof detail, "HTTP %ld, outcome unknown", r->status);
+        return resil_fail(RESIL_PERMANENT, r->status, detail);
+    }
     snprintf(detail, sizeof detail, "HTTP %ld", r->status);
     return resil_fail_after(status_kind(r, retry_500), r->status, detail, r->retry_after);
 }

@@ -355,12 +355,23 @@ static resil_duration retry_after_of(const http_attempt *a, resil_clock *clock)
     return d;
 }
 
+/* A failure marked `Idempotent-Outcome: unknown` (the name in any case,
+ * as libcurl looks headers up): the idempotency layer's final answer. */
+static bool outcome_unknown_of(const http_attempt *a)
+{
+    struct curl_header *h;
+    return a->status >= 400 &&
+           curl_easy_header(a->easy, "Idempotent-Outcome", 0, CURLH_HEADER, -1, &h) ==
+               CURLHE_OK &&
+           strcmp(h->value, "unknown") == 0;
+}
+
 static resil_outcome classify(const http_call *call, const http_attempt *a,
                               resil_clock *clock)
 {
     const resil_http_opts *o = &call->client->opts;
     resil_http_response r = {a->easy, a->code, a->status, call->method, call->has_key,
-                             retry_after_of(a, clock)};
+                             retry_after_of(a, clock), outcome_unknown_of(a)};
     if (o->classify != NULL)
         return o->classify(&r, o->classify_ud);
     return resil_http_classify(&r, o->retry_500);

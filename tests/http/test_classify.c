@@ -10,7 +10,7 @@
 
 static resil_http_response response(CURLcode code, long status)
 {
-    resil_http_response r = {NULL, code, status, "GET", false, RESIL_NO_HINT};
+    resil_http_response r = {NULL, code, status, "GET", false, RESIL_NO_HINT, false};
     return r;
 }
 
@@ -84,6 +84,26 @@ static void conflict_without_key_or_retry_after_is_permanent(void **state)
     r.idempotency_key = true;
     r.retry_after = RESIL_NO_HINT;
     assert_int_equal(resil_http_classify(&r, true).kind, RESIL_PERMANENT);
+}
+
+/* resil gateway's lost answer: the same bytes come back on every retry. */
+static void an_unknown_outcome_is_permanent_whatever_its_status(void **state)
+{
+    (void)state;
+    static const long statuses[] = {500, 502, 503, 504, 409};
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
+        resil_http_response r = response(CURLE_OK, statuses[i]);
+        r.method = "POST";
+        r.idempotency_key = true;
+        r.retry_after = RESIL_S(1);
+        r.outcome_unknown = true;
+        resil_outcome o = resil_http_classify(&r, true);
+        assert_int_equal(o.kind, RESIL_PERMANENT);
+        assert_int_equal(o.code, statuses[i]);
+    }
+    resil_http_response r = response(CURLE_OK, 502);
+    r.outcome_unknown = true;
+    assert_string_equal(resil_http_classify(&r, true).detail, "HTTP 502, outcome unknown");
 }
 
 static void status_outcome_carries_status_hint_and_detail(void **state)
@@ -567,6 +587,7 @@ int main(void)
         cmocka_unit_test(other_client_and_server_errors_are_permanent),
         cmocka_unit_test(conflict_with_retry_after_and_key_is_transient),
         cmocka_unit_test(conflict_without_key_or_retry_after_is_permanent),
+        cmocka_unit_test(an_unknown_outcome_is_permanent_whatever_its_status),
         cmocka_unit_test(status_outcome_carries_status_hint_and_detail),
         cmocka_unit_test(failonerror_status_is_judged_by_the_status),
         cmocka_unit_test(transport_errors_are_transient),

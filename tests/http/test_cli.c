@@ -86,6 +86,23 @@ static void status_400_exits_22_after_one_request(void **state)
     cli_result_free(&r);
 }
 
+/* resil gateway's lost answer is final: retrying would replay it. */
+static void an_unknown_outcome_exits_22_after_one_request(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a",
+                       STEPS({.status = 502, .headers = "Idempotent-Outcome: unknown\r\n"},
+                             OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "-d", "x", "--idempotency-key",
+            "auto", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    assert_contains(r.err, "#1 HTTP 502, outcome unknown, not retryable");
+    assert_contains(r.err, "HTTP 502, outcome unknown (not retryable after 1 attempt)");
+    cli_result_free(&r);
+}
+
 static void persistent_503_exits_22_after_four_requests(void **state)
 {
     cli_fx *f = *state;
@@ -539,6 +556,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(two_503s_then_200_exit_0_after_three_requests),
         T(status_400_exits_22_after_one_request),
+        T(an_unknown_outcome_exits_22_after_one_request),
         T(persistent_503_exits_22_after_four_requests),
         T(retry_after_one_second_is_waited),
         T(retry_after_past_the_total_stops_at_once),

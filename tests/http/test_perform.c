@@ -319,6 +319,53 @@ static void conflict_without_key_is_final(void **state)
     assert_int_equal(f->res.status, 409);
 }
 
+/* resil gateway's answer when an upstream call's answer was lost: saved
+ * for the key and replayed on every retry, so the first one is final. */
+static void an_unknown_outcome_takes_one_attempt(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/o", FX_STEPS({.status = 502, .headers = "Idempotent-Outcome: unknown\r\n"},
+                                OK_STEP));
+    assert_int_equal(fx_perform(f, "/o"), 0);
+    assert_int_equal(fx_count(f, "/o"), 1);
+    assert_int_equal(f->res.attempts, 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(f->res.status, 502);
+    assert_int_equal(f->res.outcome.kind, RESIL_PERMANENT);
+    assert_string_equal(f->res.outcome.detail, "HTTP 502, outcome unknown");
+    assert_int_equal(fx_sleeps(f), 0);
+}
+
+static void an_unknown_outcome_header_is_matched_in_any_case(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/o", FX_STEPS({.status = 504, .retry_after = "1",
+                                 .headers = "idempotent-OUTCOME: unknown\r\n"},
+                                OK_STEP));
+    assert_int_equal(fx_perform(f, "/o"), 0);
+    assert_int_equal(fx_count(f, "/o"), 1);
+    assert_int_equal(f->res.attempts, 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(f->res.status, 504);
+}
+
+static void a_replayed_answer_is_classified_by_its_status(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/o", FX_STEPS({.status = 201, .headers = "Idempotent-Replayed: true\r\n"}));
+    assert_int_equal(fx_perform(f, "/o"), 0);
+    assert_int_equal(fx_count(f, "/o"), 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(f->res.status, 201);
+    assert_int_equal(f->res.outcome.kind, RESIL_SUCCESS);
+}
+
 static void unknown_method_is_learned_from_libcurl(void **state)
 {
     fx *f = *state;
@@ -668,6 +715,9 @@ int main(void)
         T(put_and_delete_are_retried),
         T(conflict_with_retry_after_for_a_keyed_post_is_retried),
         T(conflict_without_key_is_final),
+        T(an_unknown_outcome_takes_one_attempt),
+        T(an_unknown_outcome_header_is_matched_in_any_case),
+        T(a_replayed_answer_is_classified_by_its_status),
         T(unknown_method_is_learned_from_libcurl),
         T(bad_given_keys_are_refused_before_any_request),
         T(slow_response_times_out_the_attempt),
