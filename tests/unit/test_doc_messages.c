@@ -359,7 +359,6 @@ static const entry table[] = {
     {"http.retry.max_attempts must be >= 1 ...", http_no_attempts},
     {"redis.timeout must be in [1ms, 10s], got 0s", redis_timeout_zero},
     {"store.lease must be >= 1ms, got 0s", store_lease_zero},
-    {"store.lease must be > 0", store_lease_zero},
     {"store: the key must be 1 to 255 printable ASCII characters (0x20-0x7E); byte 3 is 0x09",
      store_key_with_a_tab},
 };
