@@ -44,7 +44,7 @@ static void must(int rc, const resil_err *err, const char *what)
 
 typedef struct target {
     resil_breaker *local;
-    resil_redis_breaker *shared;
+    resil_breaker *shared;
     int threads;
 } target;
 
@@ -64,9 +64,9 @@ static void *run_slice(void *arg)
             ok += resil_breaker_acquire(s->t->local, &p) == 0;
             resil_breaker_record(s->t->local, &p, RESIL_BREAKER_SUCCESS);
         } else {
-            resil_redis_permit p;
-            ok += resil_redis_breaker_acquire(s->t->shared, &p) == 0;
-            resil_redis_breaker_record(s->t->shared, &p, RESIL_BREAKER_SUCCESS);
+            resil_breaker_permit p;
+            ok += resil_breaker_acquire(s->t->shared, &p) == 0;
+            resil_breaker_record(s->t->shared, &p, RESIL_BREAKER_SUCCESS);
         }
     }
     bench_consume(ok);
@@ -90,7 +90,7 @@ static void calls(void *ud, uint64_t iters)
         pthread_join(s[i].thread, NULL);
 }
 
-static void throughput(resil_breaker *local, resil_redis_breaker *shared, int threads,
+static void throughput(resil_breaker *local, resil_breaker *shared, int threads,
                        const char *shared_name, const char *local_name)
 {
     target lt = {local, NULL, threads}, st = {NULL, shared, threads};
@@ -144,16 +144,16 @@ static void sleep_until(uint64_t t)
 
 /* Run calls for `seconds` (paced at `per_second` when non-zero) and report
  * the commands Redis saw per 1000 of them. */
-static void commands_per_calls(resil_redis_breaker *shared, bench_result base, const char *name,
+static void commands_per_calls(resil_breaker *shared, bench_result base, const char *name,
                                double seconds, uint64_t per_second)
 {
     command_counts before = commands_so_far();
     uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9), n = 0;
     uint64_t a0 = bench_alloc_count();
     while (now_ns() < end) {
-        resil_redis_permit p;
-        resil_redis_breaker_acquire(shared, &p);
-        resil_redis_breaker_record(shared, &p, RESIL_BREAKER_SUCCESS);
+        resil_breaker_permit p;
+        resil_breaker_acquire(shared, &p);
+        resil_breaker_record(shared, &p, RESIL_BREAKER_SUCCESS);
         n++;
         if (per_second != 0)
             sleep_until(start + n * 1000000000u / per_second);
@@ -181,22 +181,22 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static uint64_t wait_for_state(resil_redis_breaker *b, resil_breaker_state s)
+static uint64_t wait_for_state(resil_breaker *b, resil_breaker_state s)
 {
     uint64_t t0 = now_ns();
-    while (resil_redis_breaker_state(b) != s && now_ns() - t0 < 5000000000u) {
+    while (resil_breaker_state_of(b) != s && now_ns() - t0 < 5000000000u) {
     }
     return now_ns() - t0;
 }
 
 /* Spin on acquire until the breaker rejects; the time that took. */
-static uint64_t until_rejected(resil_redis_breaker *b, uint64_t from)
+static uint64_t until_rejected(resil_breaker *b, uint64_t from)
 {
     for (;;) {
-        resil_redis_permit p;
-        if (resil_redis_breaker_acquire(b, &p) == RESIL_EREJECTED)
+        resil_breaker_permit p;
+        if (resil_breaker_acquire(b, &p) == RESIL_EREJECTED)
             return now_ns() - from;
-        resil_redis_breaker_record(b, &p, RESIL_BREAKER_IGNORED);
+        resil_breaker_record(b, &p, RESIL_BREAKER_IGNORED);
         if (now_ns() - from > 5000000000u)
             return now_ns() - from;
     }
@@ -215,7 +215,7 @@ static void report_latencies(const char *name, uint64_t *ns, int n, bench_result
 
 typedef struct pair {
     resil_redis *ra, *rb;
-    resil_redis_breaker *a, *b;
+    resil_breaker *a, *b;
 } pair;
 
 static pair make_pair(const char *name, uint32_t threshold)
@@ -240,18 +240,18 @@ static pair make_pair(const char *name, uint32_t threshold)
 
 static void free_pair(pair *p)
 {
-    resil_redis_breaker_free(p->a);
-    resil_redis_breaker_free(p->b);
+    resil_breaker_free(p->a);
+    resil_breaker_free(p->b);
     resil_redis_free(p->ra);
     resil_redis_free(p->rb);
 }
 
-static void fail(resil_redis_breaker *b, int n)
+static void fail(resil_breaker *b, int n)
 {
     for (int i = 0; i < n; i++) {
-        resil_redis_permit p;
-        resil_redis_breaker_acquire(b, &p);
-        resil_redis_breaker_record(b, &p, RESIL_BREAKER_FAILURE);
+        resil_breaker_permit p;
+        resil_breaker_acquire(b, &p);
+        resil_breaker_record(b, &p, RESIL_BREAKER_FAILURE);
     }
 }
 
@@ -263,7 +263,7 @@ static void trip_to_rejection(bench_result rtt)
     static uint64_t ns[TRIALS];
     pair p = make_pair("bench-propagation", 5);
     for (int i = 0; i < TRIALS; i++) {
-        resil_redis_breaker_reset(p.a);
+        resil_breaker_reset(p.a);
         wait_for_state(p.b, RESIL_BREAKER_CLOSED);
         fail(p.a, 4);
         uint64_t t0 = now_ns(); /* the fifth failure trips it */
@@ -282,7 +282,7 @@ static void spread_counts_to_trip(bench_result rtt)
     static uint64_t ns[TRIALS];
     pair p = make_pair("bench-spread", 6);
     for (int i = 0; i < TRIALS; i++) {
-        resil_redis_breaker_reset(p.a);
+        resil_breaker_reset(p.a);
         wait_for_state(p.b, RESIL_BREAKER_CLOSED);
         resil_redis_sync(p.ra);
         resil_redis_sync(p.rb);
@@ -338,7 +338,7 @@ static void stopped_mid_call(bench_result rtt)
     resil_redis_breaker_opts bo;
     resil_redis_breaker_opts_default(&bo);
     bo.name = "bench-stopped";
-    resil_redis_breaker *b = NULL;
+    resil_breaker *b = NULL;
     must(resil_redis_breaker_new(r, &bo, &b, &err), &err, "shared breaker");
     uint64_t took[TRIALS];
     for (int i = 0; i < TRIALS; i++) {
@@ -353,7 +353,7 @@ static void stopped_mid_call(bench_result rtt)
             must(RESIL_ESTATE, NULL, "a call to a paused Redis did not time out");
     }
     report_latencies("redis_call_when_stopped_50ms", took, TRIALS, rtt);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
 }
 
@@ -380,7 +380,7 @@ int main(void)
     per_instance = fleet;
     per_instance.name = "bench-local-counting";
     per_instance.counting = RESIL_REDIS_COUNT_LOCAL;
-    resil_redis_breaker *shared = NULL, *shared_local = NULL;
+    resil_breaker *shared = NULL, *shared_local = NULL;
     must(resil_redis_breaker_new(r, &fleet, &shared, &err), &err, "shared breaker");
     must(resil_redis_breaker_new(r, &per_instance, &shared_local, &err), &err,
          "shared breaker, local counting");
@@ -392,8 +392,8 @@ int main(void)
     throughput(local, shared_local, 4, "redis_breaker_local_counting_4t",
                "local_breaker_closed_4t");
 
-    resil_redis_breaker_free(shared);
-    resil_redis_breaker_free(shared_local);
+    resil_breaker_free(shared);
+    resil_breaker_free(shared_local);
     resil_redis_free(r);
 
     /* One client holding one breaker: the commands are that breaker's. */
@@ -404,7 +404,7 @@ int main(void)
     must(resil_redis_breaker_new(r, &fleet, &shared, &err), &err, "shared breaker");
     commands_per_calls(shared, base, "redis_commands_busy", 2.0, 0);
     commands_per_calls(shared, base, "redis_commands_at_1000_calls_per_s", 2.0, 1000);
-    resil_redis_breaker_free(shared);
+    resil_breaker_free(shared);
     resil_redis_free(r);
 
     struct timeval tv = {1, 0};

@@ -40,7 +40,7 @@ static resil_redis *instance(const char *url)
     return r;
 }
 
-static resil_redis_breaker *payments_breaker(resil_redis *r)
+static resil_breaker *payments_breaker(resil_redis *r)
 {
     resil_redis_breaker_opts o;
     resil_redis_breaker_opts_default(&o); /* counting: the fleet's totals */
@@ -48,7 +48,7 @@ static resil_redis_breaker *payments_breaker(resil_redis *r)
     o.rules.kind = RESIL_BREAKER_CONSECUTIVE;
     o.rules.failure_threshold = 3;
     o.rules.break_duration = RESIL_S(30);
-    resil_redis_breaker *b = NULL;
+    resil_breaker *b = NULL;
     resil_err err;
     if (resil_redis_breaker_new(r, &o, &b, &err) != 0) {
         fprintf(stderr, "%s\n", err.message);
@@ -59,10 +59,10 @@ static resil_redis_breaker *payments_breaker(resil_redis *r)
 
 /* A PUBLISH takes a fraction of a millisecond; a busy machine may take
  * longer, so allow up to ten seconds. */
-static void wait_for(resil_redis_breaker *b, resil_breaker_state s)
+static void wait_for(resil_breaker *b, resil_breaker_state s)
 {
     struct timespec tick = {0, 1000000};
-    for (int i = 0; i < 10000 && resil_redis_breaker_state(b) != s; i++)
+    for (int i = 0; i < 10000 && resil_breaker_state_of(b) != s; i++)
         nanosleep(&tick, NULL);
 }
 
@@ -72,20 +72,20 @@ int main(int argc, char **argv)
     if (url == NULL)
         url = "redis://127.0.0.1:6379";
     resil_redis *ra = instance(url), *rb = instance(url);
-    resil_redis_breaker *a = payments_breaker(ra), *b = payments_breaker(rb);
-    resil_redis_breaker_reset(a); /* start from closed, whatever a last run left */
+    resil_breaker *a = payments_breaker(ra), *b = payments_breaker(rb);
+    resil_breaker_reset(a); /* start from closed, whatever a last run left */
     wait_for(b, RESIL_BREAKER_CLOSED);
 
     resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX,
                              .clock = resil_clock_system()};
     resil_outcome out;
     for (int i = 1; i <= 3; i++) {
-        resil_redis_breaker_execute(a, call_payments, &ctx, NULL, NULL, &out);
+        resil_breaker_execute(a, call_payments, &ctx, NULL, NULL, &out);
         printf("instance A: payments failed (%d/3): %s\n", i, out.detail);
     }
 
     wait_for(b, RESIL_BREAKER_OPEN);
-    if (resil_redis_breaker_execute(b, call_payments, &ctx, NULL, NULL, &out) == RESIL_EREJECTED)
+    if (resil_breaker_execute(b, call_payments, &ctx, NULL, NULL, &out) == RESIL_EREJECTED)
         printf("instance B: rejected without calling payments: %s, next probe in %llds\n",
                out.detail, (long long)((out.retry_after + RESIL_S(1) - 1) / RESIL_S(1)));
 
@@ -95,15 +95,15 @@ int main(int argc, char **argv)
                resil_breaker_reason_name(st.reason), (unsigned long long)st.opens);
 
     payments_down = false;
-    resil_redis_breaker_close(b);
+    resil_breaker_close(b);
     printf("instance B: closed it by hand\n");
     wait_for(a, RESIL_BREAKER_CLOSED);
-    if (resil_redis_breaker_execute(a, call_payments, &ctx, NULL, NULL, &out) == 0)
+    if (resil_breaker_execute(a, call_payments, &ctx, NULL, NULL, &out) == 0)
         printf("instance A: payments called again: %s\n",
                resil_outcome_ok(&out) ? "succeeded" : out.detail);
 
-    resil_redis_breaker_free(a);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(a);
+    resil_breaker_free(b);
     resil_redis_free(ra);
     resil_redis_free(rb);
     return 0;

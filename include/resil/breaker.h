@@ -64,6 +64,14 @@
  * caller still holds it: resil_breaker_new() returns the first reference,
  * resil_breaker_retain() adds one, resil_breaker_free() drops one and the
  * last drop frees it.
+ *
+ * A resil_breaker is a handle over an implementation: the built-in breaker
+ * described above is one, the fleet breaker on Redis (redis.h) another, and
+ * an application may plug in its own with a resil_breaker_ops table and
+ * resil_breaker_new_custom(). Everything that takes a breaker — the
+ * pipeline, the registry, telemetry, configuration — takes any of them
+ * through this one API. The built-in breaker pays nothing for the seam: the
+ * handle recognises its own table and calls it directly.
  */
 #ifndef RESIL_BREAKER_H
 #define RESIL_BREAKER_H
@@ -180,10 +188,12 @@ typedef struct resil_breaker_permit {
                                    (slow-call rule, probes); else 0 */
     resil_duration retry_after; /* on rejection: time until the next probe may
                                    be admitted (RESIL_DURATION_MAX: isolated) */
-    /* private */
+    /* private: the implementation's own */
     uint32_t generation;
     uint32_t probe_slot;
     uint32_t probe_ticket;
+    uint32_t ext_flags;
+    uint64_t ext[2];
 } resil_breaker_permit;
 
 typedef enum resil_breaker_result {
@@ -247,15 +257,20 @@ RESIL_API int resil_breaker_execute(resil_breaker *b, resil_op_fn op,
 
 /* ---- manual control ---------------------------------------------------- */
 
+/* Each returns 0, or a negative code when the implementation could not
+ * do it (a fleet breaker whose Redis is unreachable: RESIL_EBACKEND, and
+ * nothing changed; one that has no such control: RESIL_EINVAL). The
+ * built-in breaker always succeeds. A NULL breaker returns 0. */
+
 /* Hold the breaker open until resil_breaker_close() or reset(). */
-RESIL_API void resil_breaker_isolate(resil_breaker *b);
+RESIL_API int resil_breaker_isolate(resil_breaker *b);
 /* Close it by hand from any state: a fresh window and counters, the break
  * back to break_duration; the history (opens, last opened at) is kept. */
-RESIL_API void resil_breaker_close(resil_breaker *b);
+RESIL_API int resil_breaker_close(resil_breaker *b);
 /* Like close, and forget the history too: as if just created. */
-RESIL_API void resil_breaker_reset(resil_breaker *b);
+RESIL_API int resil_breaker_reset(resil_breaker *b);
 /* Admit everything and record nothing until closed or reset. */
-RESIL_API void resil_breaker_disable(resil_breaker *b);
+RESIL_API int resil_breaker_disable(resil_breaker *b);
 
 /* ---- diagnostics ------------------------------------------------------- */
 
@@ -290,6 +305,65 @@ typedef struct resil_breaker_stats {
 
 /* Fill *out (a consistent snapshot). RESIL_EINVAL for NULL arguments. */
 RESIL_API int resil_breaker_stats_get(resil_breaker *b, resil_breaker_stats *out);
+
+/* ---- other implementations ---------------------------------------------- */
+
+typedef enum resil_breaker_control {
+    RESIL_BREAKER_DO_ISOLATE = 1,
+    RESIL_BREAKER_DO_CLOSE,
+    RESIL_BREAKER_DO_RESET,
+    RESIL_BREAKER_DO_DISABLE
+} resil_breaker_control;
+
+/*
+ * An implementation: a table of operations on its own state `self`, shared
+ * by every breaker of that kind (keep it static const). The handle checks
+ * the arguments, counts references and keeps the name; the operations see
+ * only valid ones (a non-NULL permit, a result in range). `size` comes
+ * first and versions the table: set it to sizeof(resil_breaker_ops), and
+ * operations added later are read only from tables long enough to have
+ * them.
+ *
+ * What an implementation promises is what breaker.h promises for the
+ * built-in one — the call protocol, generations and stale results, lazy
+ * transitions, manual control — and the conformance suite in
+ * tests/support/breaker_conformance.h checks it; docs/breakers.md
+ * ("Writing your own breaker") walks through the Redis breaker as the
+ * example. The permit's private fields (generation, probe_slot,
+ * probe_ticket, ext_flags, ext) are the implementation's to use. A
+ * listener the implementation was configured with is called with the
+ * handle (resil_breaker_new_custom's *out) as `b`.
+ */
+typedef struct resil_breaker_ops {
+    size_t size;      /* sizeof(resil_breaker_ops) */
+    const char *kind; /* "builtin", "redis": what resil_breaker_kind_name() says */
+    int (*acquire)(void *self, resil_breaker_permit *p);
+    int (*record)(void *self, const resil_breaker_permit *p, resil_breaker_result r);
+    resil_breaker_state (*state)(void *self);
+    int (*stats)(void *self, resil_breaker_stats *out);
+    int (*control)(void *self, resil_breaker_control op);
+    /* Safe to forget (a registry evicts idle breakers first); called
+     * without the registry's write lock taken by others. NULL = never
+     * idle, so such breakers are evicted only when none is idle. */
+    bool (*idle)(void *self);
+    /* The last reference went; may be NULL. */
+    void (*destroy)(void *self);
+} resil_breaker_ops;
+
+/*
+ * A handle over `self` driven by `ops`, holding one reference; `name` is
+ * copied (NULL = ""). RESIL_EINVAL (err says why) when a required operation
+ * (acquire, record, state, stats, control) is missing, size is too small
+ * or the name too long; RESIL_ENOMEM. On failure `self` is not destroyed.
+ */
+RESIL_API int resil_breaker_new_custom(const resil_breaker_ops *ops, void *self,
+                                       const char *name, resil_breaker **out,
+                                       resil_err *err);
+/* `self` if `b` is driven by `ops`, else NULL: how an implementation
+ * recognises its own breakers in accessors of its own. */
+RESIL_API void *resil_breaker_self(const resil_breaker *b, const resil_breaker_ops *ops);
+/* ops->kind: "builtin" for resil_breaker_new()'s; "none" for NULL. */
+RESIL_API const char *resil_breaker_kind_name(const resil_breaker *b);
 
 RESIL_END_DECLS
 

@@ -152,7 +152,29 @@ RESIL_API int resil_redis_stats_get(resil_redis *r, resil_redis_stats *out);
 
 /* ---- the shared breaker ------------------------------------------------- */
 
-typedef struct resil_redis_breaker resil_redis_breaker;
+/*
+ * A fleet breaker is a resil_breaker (breaker.h) like any other: the
+ * pipeline, a registry, telemetry and configuration take it, and it is
+ * driven with resil_breaker_acquire/record/state_of/stats_get/isolate/
+ * close/reset/free. Where it differs from the built-in breaker:
+ *  - counts reach the fleet at the next sync round (or at once when they
+ *    would trip a rule), so a trip is seen by the instance after that
+ *    round, not by the failing call's own record;
+ *  - state changes other instances make arrive by PUBLISH, so state_of is
+ *    the cached shared state;
+ *  - resil_breaker_disable() is refused with RESIL_EINVAL (the fleet has
+ *    no such state), and isolate/close/reset return RESIL_EBACKEND when
+ *    Redis cannot be reached (nothing changed);
+ *  - stats_get reports the fleet's counts as last synced, the generation
+ *    is the shared epoch's low 32 bits, and the history (opens, last
+ *    opened) is Redis's: read it with resil_redis_breaker_status_get();
+ *    while Redis is down it reports the local fallback's stats;
+ *  - rules.listener hears the shared state's changes as this instance
+ *    learns them (reason as the fleet recorded it), delivered outside
+ *    every lock and in epoch order; at most 16 wait at a time, more are
+ *    counted in stats.events_dropped. The local fallback's own changes
+ *    are not reported there (RESIL_REDIS_DOWN says it is in force).
+ */
 
 typedef enum resil_redis_counting {
     RESIL_REDIS_COUNT_FLEET = 0, /* counts in Redis; thresholds are fleet totals */
@@ -163,9 +185,10 @@ typedef enum resil_redis_counting {
 
 typedef struct resil_redis_breaker_opts {
     const char *name;        /* required; the key is PREFIX "breaker:" NAME */
-    resil_breaker_opts rules; /* trip rules, break, half-open: resil_breaker_opts_default();
-                                 break_duration >= 1 ms, half_open_probes <= 64;
-                                 rules.name and rules.listener are not used */
+    resil_breaker_opts rules; /* trip rules, break, half-open, listener:
+                                 resil_breaker_opts_default(); break_duration
+                                 >= 1 ms, half_open_probes <= 64; rules.name is
+                                 not used */
     resil_redis_counting counting; /* default FLEET */
     const resil_breaker_opts *fallback; /* the local breaker used while Redis is
                                            down (and, LOCAL, for counting);
@@ -173,66 +196,35 @@ typedef struct resil_redis_breaker_opts {
 } resil_redis_breaker_opts;
 
 RESIL_API void resil_redis_breaker_opts_default(resil_redis_breaker_opts *o);
-/* Create an instance's handle on the shared breaker `o->name` and read its
- * shared state (bounded by the timeout; when Redis is down the handle starts
- * on its local fallback). RESIL_EINVAL naming the field, RESIL_ENOMEM. */
-RESIL_API int resil_redis_breaker_new(resil_redis *r,
-                                      const resil_redis_breaker_opts *o,
-                                      resil_redis_breaker **out, resil_err *err);
-/* Drops the handle (counts not yet flushed are lost; resil_redis_sync()
- * first to keep them). NULL-tolerant. */
-RESIL_API void resil_redis_breaker_free(resil_redis_breaker *b);
-RESIL_API const char *resil_redis_breaker_name(const resil_redis_breaker *b);
+/* Create an instance's handle on the shared breaker `o->name` (named so)
+ * and read its shared state (bounded by the timeout; when Redis is down the
+ * handle starts on its local fallback). It holds a reference to the client.
+ * Free it with resil_breaker_free() (counts not yet flushed are lost;
+ * resil_redis_sync() first to keep them). RESIL_EINVAL naming the field,
+ * RESIL_ENOMEM. */
+RESIL_API int resil_redis_breaker_new(resil_redis *r, const resil_redis_breaker_opts *o,
+                                      resil_breaker **out, resil_err *err);
 
-typedef struct resil_redis_permit {
-    resil_breaker_state state;  /* the state that admitted or rejected the call */
-    bool probe;                 /* admitted as one of the fleet's half-open probes */
-    bool fallback;              /* decided by the local breaker (Redis down, or LOCAL counting) */
-    resil_instant start;        /* when admitted, if a rule needed the time; else 0 */
-    resil_duration retry_after; /* on rejection: time until a probe may be admitted */
-    /* private */
-    uint64_t epoch;
-    uint32_t slot;
-    uint64_t ticket;
-    resil_breaker_permit local;
-} resil_redis_permit;
+/* For a registry's `factory` (registry.h): each key gets the fleet breaker
+ * of that name, with the registry's options for the key as its rules. */
+typedef struct resil_redis_factory {
+    resil_redis *client;                /* required; must outlive the registry */
+    resil_redis_counting counting;      /* as in resil_redis_breaker_opts */
+    const resil_breaker_opts *fallback; /* NULL = the key's rules */
+} resil_redis_factory;
 
-/*
- * The call protocol, as resil_breaker_acquire/record. A closed breaker
- * admits from the cache. An open one past its break, or a half-open one,
- * asks Redis for one of the fleet's probe slots: that call waits at most
- * the timeout from the call's start (one caller per client at a time; the
- * others are rejected meanwhile), and falls back to the local breaker if
- * Redis fails it.
- */
-RESIL_API int resil_redis_breaker_acquire(resil_redis_breaker *b, resil_redis_permit *p);
-/* 0 when counted, RESIL_ESTATE when discarded (the shared state moved on
- * since the call was admitted), RESIL_EINVAL for a NULL breaker or permit.
- * Never waits for Redis: results are flushed by the sync thread. */
-RESIL_API int resil_redis_breaker_record(resil_redis_breaker *b,
-                                         const resil_redis_permit *p,
-                                         resil_breaker_result r);
-/* acquire, op(ctx), classify (NULL = resil_breaker_classify_default),
- * record; as resil_breaker_execute, including the rejected outcome. */
-RESIL_API int resil_redis_breaker_execute(resil_redis_breaker *b, resil_op_fn op,
-                                          resil_attempt_ctx *ctx,
-                                          resil_breaker_classify_fn classify,
-                                          void *classify_ud, resil_outcome *out);
+/* A resil_registry_factory_fn; `ud` is a resil_redis_factory. */
+RESIL_API int resil_redis_breaker_factory(const char *key, const resil_breaker_opts *o,
+                                          resil_breaker **out, resil_err *err, void *ud);
 
-/* Manual control of the shared state, seen by every instance: 0, or
- * RESIL_EBACKEND (nothing changed) when Redis cannot be reached. Close
- * clears the counts and the grown break; reset also forgets the history. */
-RESIL_API int resil_redis_breaker_isolate(resil_redis_breaker *b);
-RESIL_API int resil_redis_breaker_close(resil_redis_breaker *b);
-RESIL_API int resil_redis_breaker_reset(resil_redis_breaker *b);
-
-/* The state a call would meet now: the cached shared state, or while Redis
- * is down the local fallback's (after an open break cached from the fleet
- * has run out). Lazy like resil_breaker_state_of: open past the break reads
- * open until a call asks for the probe. */
-RESIL_API resil_breaker_state resil_redis_breaker_state(const resil_redis_breaker *b);
-/* The local fallback breaker (not a new reference): its state and stats. */
-RESIL_API resil_breaker *resil_redis_breaker_fallback(const resil_redis_breaker *b);
+/* Is `b` a fleet breaker on Redis? */
+RESIL_API bool resil_redis_breaker_is(const resil_breaker *b);
+/* The local fallback breaker of a fleet breaker (not a new reference): its
+ * state and stats. NULL for any other breaker. */
+RESIL_API resil_breaker *resil_redis_breaker_fallback(const resil_breaker *b);
+/* Was the call admitted (or refused) by the local fallback — Redis down,
+ * or LOCAL counting — rather than by the shared state? */
+RESIL_API bool resil_redis_permit_fallback(const resil_breaker_permit *p);
 
 /* The shared state as Redis holds it. */
 typedef struct resil_redis_breaker_status {
@@ -252,9 +244,10 @@ typedef struct resil_redis_breaker_status {
     resil_duration ttl;            /* until the key expires unless written */
 } resil_redis_breaker_status;
 
-/* Read the shared state through the breaker (its clock places the window).
- * 0, RESIL_EBACKEND. */
-RESIL_API int resil_redis_breaker_status_get(resil_redis_breaker *b,
+/* Read the shared state of fleet breaker `b` (its clock places the
+ * window). 0, RESIL_EBACKEND; RESIL_EINVAL when `b` is not a fleet
+ * breaker. */
+RESIL_API int resil_redis_breaker_status_get(resil_breaker *b,
                                              resil_redis_breaker_status *out);
 
 /* ---- administration by name (what `resil breaker` uses) ----------------- */

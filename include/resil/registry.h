@@ -18,6 +18,12 @@
  * it meanwhile. Lookups of an existing key take only a shared (read) lock,
  * never allocate, and mark recency with one atomic stamp; creation,
  * removal and eviction take the write lock.
+ *
+ * A registry holds any kind of breaker: by default it builds built-in
+ * ones, and a `factory` builds each key's breaker instead — a fleet
+ * breaker on Redis per key, say (redis.h, resil_redis_breaker_factory).
+ * The options (defaults, opts_for, the `o` given to get) reach the factory
+ * as the rules for the key.
  */
 #ifndef RESIL_REGISTRY_H
 #define RESIL_REGISTRY_H
@@ -38,11 +44,23 @@ typedef struct resil_registry resil_registry;
 typedef int (*resil_registry_opts_fn)(const char *key, resil_breaker_opts *o,
                                       void *ud);
 
+/*
+ * Build the breaker for `key` with the rules `o` (its name is the key):
+ * set *out to a new reference named `key` and return 0, or return a negative RESIL_E*
+ * code (err may say why). Called outside the registry's locks; two threads
+ * asking for a new key at once may both call it, and the loser's breaker is
+ * freed.
+ */
+typedef int (*resil_registry_factory_fn)(const char *key, const resil_breaker_opts *o,
+                                         resil_breaker **out, resil_err *err, void *ud);
+
 typedef struct resil_registry_opts {
     uint32_t max_breakers;       /* default 1024; in [1, RESIL_REGISTRY_MAX_LIMIT] */
     resil_breaker_opts breaker;  /* defaults for new breakers (name ignored) */
     resil_registry_opts_fn opts_for; /* optional per-key adjustment */
     void *opts_ud;
+    resil_registry_factory_fn factory; /* optional; NULL = resil_breaker_new() */
+    void *factory_ud;
 } resil_registry_opts;
 
 RESIL_API void resil_registry_opts_default(resil_registry_opts *o);

@@ -24,6 +24,8 @@
  * hold without allocating.
  */
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +44,30 @@ typedef struct probe_slot {
     resil_instant start;
 } probe_slot;
 
+/* The handle every implementation's breakers are reached through. The
+ * word is the built-in breaker's (below); another implementation's handle
+ * holds a constant word in state OTHER, so that the built-in call path,
+ * which reads the word first anyway, finds the others on its slow branch
+ * and the closed path pays nothing for the seam. */
 struct resil_breaker {
-    /* Read on every call; written only at transitions and failure runs. */
-    _Alignas(CACHE_LINE) _Atomic uint64_t word;
+    const resil_breaker_ops *ops;
+    void *self;
+    _Atomic uint64_t word;
+};
+
+#define OTHER ((resil_breaker_state)7) /* fits the word's 3 state bits */
+
+/* Another implementation's breaker: the handle, its references, its name. */
+typedef struct custom {
+    resil_breaker handle;
+    _Atomic uint32_t refs;
+    char name[RESIL_BREAKER_NAME_MAX];
+} custom;
+
+typedef struct builtin {
+    /* Read on every call: the handle with its word, written only at
+     * transitions and failure runs. */
+    _Alignas(CACHE_LINE) resil_breaker handle;
     _Atomic int64_t open_until;
     resil_clock *clock;
     uint32_t failure_threshold;
@@ -77,7 +100,12 @@ struct resil_breaker {
     bool delivering;
     pthread_t deliverer;
     char name[RESIL_BREAKER_NAME_MAX];
-};
+} builtin;
+
+static const resil_breaker_ops builtin_ops;
+
+static builtin *as_builtin(const resil_breaker *b) { return (builtin *)b; }
+static bool is_builtin(const resil_breaker *b) { return b->ops == &builtin_ops; }
 
 /* ---- the word ---------------------------------------------------------- */
 
@@ -92,16 +120,16 @@ static resil_breaker_state word_state(uint64_t w)
 }
 static uint32_t word_count(uint64_t w) { return (uint32_t)(w & COUNT_MAX); }
 
-static uint64_t load_word(const resil_breaker *b)
+static uint64_t load_word(const builtin *b)
 {
-    return atomic_load_explicit(&((resil_breaker *)b)->word, memory_order_acquire);
+    return atomic_load_explicit(&((builtin *)b)->handle.word, memory_order_acquire);
 }
 
-static resil_instant now_of(resil_breaker *b) { return resil_clock_now(b->clock); }
+static resil_instant now_of(builtin *b) { return resil_clock_now(b->clock); }
 
 /* ---- life -------------------------------------------------------------- */
 
-static void init_from_opts(resil_breaker *b, const resil_breaker_opts *o)
+static void init_from_opts(builtin *b, const resil_breaker_opts *o)
 {
     b->opts = *o;
     b->opts.name = NULL;
@@ -116,9 +144,11 @@ static void init_from_opts(resil_breaker *b, const resil_breaker_opts *o)
     b->window_on = b->trips_on_ratio || b->slow_on;
     b->current_break = o->break_duration;
     resil__window_init(&b->window, o->sampling_duration);
-    atomic_init(&b->word, make_word(0, RESIL_BREAKER_CLOSED, 0));
+    atomic_init(&b->handle.word, make_word(0, RESIL_BREAKER_CLOSED, 0));
     atomic_init(&b->open_until, 0);
     atomic_init(&b->refs, 1);
+    b->handle.ops = &builtin_ops;
+    b->handle.self = b;
 }
 
 int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
@@ -130,8 +160,8 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
     int rc = resil_breaker_opts_validate(o, err);
     if (rc != 0)
         return rc;
-    size_t size = (sizeof(resil_breaker) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
-    resil_breaker *b = aligned_alloc(CACHE_LINE, size);
+    size_t size = (sizeof(builtin) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
+    builtin *b = aligned_alloc(CACHE_LINE, size);
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     memset(b, 0, sizeof *b);
@@ -152,14 +182,59 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
         return resil_err_set(err, RESIL_ESYS, "breaker: pthread_cond_init failed");
     }
     init_from_opts(b, o);
-    *out = b;
+    *out = &b->handle;
     return 0;
+}
+
+static void builtin_destroy(void *self)
+{
+    builtin *b = self;
+    pthread_cond_destroy(&b->room);
+    pthread_mutex_destroy(&b->mu);
+    free(b->probes);
+    free(b);
+}
+
+/* The sizes a table must reach for each operation the handle relies on. */
+#define OPS_HAS(ops, field) \
+    ((ops)->size >= offsetof(resil_breaker_ops, field) + sizeof((ops)->field) && \
+     (ops)->field != NULL)
+
+int resil_breaker_new_custom(const resil_breaker_ops *ops, void *self, const char *name,
+                             resil_breaker **out, resil_err *err)
+{
+    if (out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "breaker: out must not be NULL");
+    *out = NULL;
+    if (ops == NULL || !OPS_HAS(ops, acquire) || !OPS_HAS(ops, record) ||
+        !OPS_HAS(ops, state) || !OPS_HAS(ops, stats) || !OPS_HAS(ops, control))
+        return resil_err_set(err, RESIL_EINVAL,
+                             "breaker: ops needs size, acquire, record, state, stats "
+                             "and control");
+    if (name != NULL && strlen(name) >= RESIL_BREAKER_NAME_MAX)
+        return resil_err_set(err, RESIL_EINVAL, "breaker.name must be shorter than %d bytes",
+                             RESIL_BREAKER_NAME_MAX);
+    custom *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
+    c->handle.ops = ops;
+    c->handle.self = self;
+    atomic_init(&c->handle.word, make_word(0, OTHER, 0));
+    atomic_init(&c->refs, 1);
+    snprintf(c->name, sizeof c->name, "%s", name != NULL ? name : "");
+    *out = &c->handle;
+    return 0;
+}
+
+static _Atomic uint32_t *refs_of(resil_breaker *b)
+{
+    return is_builtin(b) ? &as_builtin(b)->refs : &((custom *)b)->refs;
 }
 
 resil_breaker *resil_breaker_retain(resil_breaker *b)
 {
     if (b != NULL)
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(refs_of(b), 1, memory_order_relaxed);
     return b;
 }
 
@@ -167,17 +242,34 @@ void resil_breaker_free(resil_breaker *b)
 {
     if (b == NULL)
         return;
-    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+    if (atomic_fetch_sub_explicit(refs_of(b), 1, memory_order_acq_rel) != 1)
         return;
-    pthread_cond_destroy(&b->room);
-    pthread_mutex_destroy(&b->mu);
-    free(b->probes);
+    if (is_builtin(b)) {
+        builtin_destroy(b->self);
+        return;
+    }
+    if (OPS_HAS(b->ops, destroy))
+        b->ops->destroy(b->self);
     free(b);
 }
 
 const char *resil_breaker_name(const resil_breaker *b)
 {
-    return b != NULL ? b->name : "";
+    if (b == NULL)
+        return "";
+    return is_builtin(b) ? as_builtin(b)->name : ((const custom *)b)->name;
+}
+
+void *resil_breaker_self(const resil_breaker *b, const resil_breaker_ops *ops)
+{
+    return b != NULL && b->ops == ops ? b->self : NULL;
+}
+
+const char *resil_breaker_kind_name(const resil_breaker *b)
+{
+    if (b == NULL)
+        return "none";
+    return b->ops->kind != NULL ? b->ops->kind : "custom";
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -185,7 +277,7 @@ const char *resil_breaker_name(const resil_breaker *b)
 /* Called first in every locked section that may make a transition: wait
  * until the queue has room for one event. The deliverer itself (a listener
  * calling back into the breaker) cannot wait for itself; it may drop. */
-static void reserve_event_slot(resil_breaker *b)
+static void reserve_event_slot(builtin *b)
 {
     if (b->opts.listener == NULL)
         return;
@@ -194,7 +286,7 @@ static void reserve_event_slot(resil_breaker *b)
         pthread_cond_wait(&b->room, &b->mu);
 }
 
-static void queue_event(resil_breaker *b, const resil_breaker_event *ev)
+static void queue_event(builtin *b, const resil_breaker_event *ev)
 {
     if (b->opts.listener == NULL)
         return;
@@ -207,7 +299,7 @@ static void queue_event(resil_breaker *b, const resil_breaker_event *ev)
 }
 
 /* Unlock, then deliver queued events unless another thread already is. */
-static void unlock_and_deliver(resil_breaker *b)
+static void unlock_and_deliver(builtin *b)
 {
     if (b->queue_len == 0 || b->delivering) {
         pthread_mutex_unlock(&b->mu);
@@ -221,7 +313,7 @@ static void unlock_and_deliver(resil_breaker *b)
         b->queue_len--;
         pthread_cond_broadcast(&b->room);
         pthread_mutex_unlock(&b->mu);
-        b->opts.listener(b, &ev, b->opts.listener_ud);
+        b->opts.listener(&b->handle, &ev, b->opts.listener_ud);
         pthread_mutex_lock(&b->mu);
     }
     b->delivering = false;
@@ -229,7 +321,7 @@ static void unlock_and_deliver(resil_breaker *b)
     pthread_mutex_unlock(&b->mu);
 }
 
-static void lock_for_transition(resil_breaker *b)
+static void lock_for_transition(builtin *b)
 {
     pthread_mutex_lock(&b->mu);
     reserve_event_slot(b);
@@ -237,7 +329,7 @@ static void lock_for_transition(resil_breaker *b)
 
 /* ---- transitions (under mu) ------------------------------------------- */
 
-static void free_probes(resil_breaker *b)
+static void free_probes(builtin *b)
 {
     if (b->probes_in_flight > 0) /* a slot is taken exactly when it is counted */
         memset(b->probes, 0, b->opts.half_open_probes * sizeof *b->probes);
@@ -245,13 +337,13 @@ static void free_probes(resil_breaker *b)
     b->consecutive_successes = 0;
 }
 
-static resil_duration grown_break(const resil_breaker *b)
+static resil_duration grown_break(const builtin *b)
 {
     resil_duration grown = resil_dur_mul(b->current_break, b->opts.break_growth);
     return grown < b->opts.max_break_duration ? grown : b->opts.max_break_duration;
 }
 
-static void enter_open(resil_breaker *b, resil_breaker_state from, resil_instant now)
+static void enter_open(builtin *b, resil_breaker_state from, resil_instant now)
 {
     if (from == RESIL_BREAKER_HALF_OPEN && b->opts.break_growth > 1.0)
         b->current_break = grown_break(b);
@@ -264,16 +356,16 @@ static void enter_open(resil_breaker *b, resil_breaker_state from, resil_instant
     b->opens++;
 }
 
-static void enter_closed(resil_breaker *b)
+static void enter_closed(builtin *b)
 {
     resil__window_clear(&b->window);
     b->current_break = b->opts.break_duration;
 }
 
-static void transition(resil_breaker *b, resil_breaker_state to,
+static void transition(builtin *b, resil_breaker_state to,
                        resil_breaker_reason reason, resil_instant now)
 {
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     resil_breaker_state from = word_state(w);
     uint32_t gen = word_gen(w) + 1;
     free_probes(b);
@@ -281,7 +373,7 @@ static void transition(resil_breaker *b, resil_breaker_state to,
         enter_open(b, from, now);
     else if (to == RESIL_BREAKER_CLOSED)
         enter_closed(b);
-    atomic_store_explicit(&b->word, make_word(gen, to, 0), memory_order_release);
+    atomic_store_explicit(&b->handle.word, make_word(gen, to, 0), memory_order_release);
     b->transitions++;
     resil_breaker_event ev = {from, to, reason, now, gen,
                               to == RESIL_BREAKER_OPEN ? b->current_break : 0};
@@ -308,14 +400,14 @@ static int reject(resil_breaker_permit *p, uint64_t w, resil_duration retry_afte
     return RESIL_EREJECTED;
 }
 
-static resil_duration probe_timeout(const resil_breaker *b)
+static resil_duration probe_timeout(const builtin *b)
 {
     return b->opts.probe_timeout > 0 ? b->opts.probe_timeout : b->current_break;
 }
 
 /* The slot a newcomer may take: a free one, else one whose probe has been
  * out for probe_timeout; else none, and *expiry says when one will be. */
-static probe_slot *find_probe_slot(resil_breaker *b, resil_instant now,
+static probe_slot *find_probe_slot(builtin *b, resil_instant now,
                                    resil_instant *expiry)
 {
     probe_slot *oldest = NULL;
@@ -330,9 +422,9 @@ static probe_slot *find_probe_slot(resil_breaker *b, resil_instant now,
     return now >= *expiry ? oldest : NULL;
 }
 
-static int admit_probe(resil_breaker *b, resil_breaker_permit *p, resil_instant now)
+static int admit_probe(builtin *b, resil_breaker_permit *p, resil_instant now)
 {
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     resil_instant expiry = 0;
     probe_slot *s = find_probe_slot(b, now, &expiry);
     if (s == NULL)
@@ -351,10 +443,10 @@ static int admit_probe(resil_breaker *b, resil_breaker_permit *p, resil_instant 
 }
 
 /* The slow path: open with the break elapsed, or half-open. */
-static int acquire_locked(resil_breaker *b, resil_breaker_permit *p, resil_instant now)
+static int acquire_locked(builtin *b, resil_breaker_permit *p, resil_instant now)
 {
     lock_for_transition(b);
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     int rc = 0;
     switch (word_state(w)) {
     case RESIL_BREAKER_CLOSED:
@@ -385,16 +477,10 @@ static int acquire_locked(resil_breaker *b, resil_breaker_permit *p, resil_insta
     return rc;
 }
 
-int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
+/* `w` is the handle's word: in state OTHER the breaker is not ours. */
+static int builtin_acquire(resil_breaker *h, resil_breaker_permit *p, uint64_t w)
 {
-    if (p == NULL)
-        return RESIL_EINVAL;
-    if (b == NULL) {
-        memset(p, 0, sizeof *p);
-        p->state = RESIL_BREAKER_NONE;
-        return 0;
-    }
-    uint64_t w = load_word(b);
+    builtin *b = as_builtin(h);
     switch (word_state(w)) {
     case RESIL_BREAKER_CLOSED:
         admit(p, w, b->slow_on ? now_of(b) : 0);
@@ -411,22 +497,24 @@ int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
             return reject(p, w, until - now);
         return acquire_locked(b, p, now);
     }
-    default:
+    case RESIL_BREAKER_HALF_OPEN:
         return acquire_locked(b, p, now_of(b));
+    default:
+        return h->ops->acquire(h->self, p);
     }
 }
 
 /* ---- record ------------------------------------------------------------ */
 
 /* A success ends a failure run: one CAS, and only if there was a run. */
-static int note_success(resil_breaker *b, uint64_t w, uint32_t gen)
+static int note_success(builtin *b, uint64_t w, uint32_t gen)
 {
     for (;;) {
         if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
             return RESIL_ESTATE;
         if (word_count(w) == 0)
             return 0;
-        if (atomic_compare_exchange_weak_explicit(&b->word, &w,
+        if (atomic_compare_exchange_weak_explicit(&b->handle.word, &w,
                                                   make_word(gen, RESIL_BREAKER_CLOSED, 0),
                                                   memory_order_acq_rel,
                                                   memory_order_acquire))
@@ -435,13 +523,13 @@ static int note_success(resil_breaker *b, uint64_t w, uint32_t gen)
 }
 
 /* A failure extends the run; *tripped when it reaches the threshold. */
-static int note_failure(resil_breaker *b, uint64_t w, uint32_t gen, bool *tripped)
+static int note_failure(builtin *b, uint64_t w, uint32_t gen, bool *tripped)
 {
     for (;;) {
         if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
             return RESIL_ESTATE;
         uint32_t count = word_count(w) < COUNT_MAX ? word_count(w) + 1 : COUNT_MAX;
-        if (atomic_compare_exchange_weak_explicit(&b->word, &w,
+        if (atomic_compare_exchange_weak_explicit(&b->handle.word, &w,
                                                   make_word(gen, RESIL_BREAKER_CLOSED, count),
                                                   memory_order_acq_rel,
                                                   memory_order_acquire)) {
@@ -452,13 +540,13 @@ static int note_failure(resil_breaker *b, uint64_t w, uint32_t gen, bool *trippe
 }
 
 /* Is the generation `gen` still the closed one? (under mu) */
-static bool still_closed(resil_breaker *b, uint32_t gen)
+static bool still_closed(builtin *b, uint32_t gen)
 {
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     return word_gen(w) == gen && word_state(w) == RESIL_BREAKER_CLOSED;
 }
 
-static void trip_consecutive(resil_breaker *b, uint32_t gen)
+static void trip_consecutive(builtin *b, uint32_t gen)
 {
     resil_instant now = now_of(b);
     lock_for_transition(b);
@@ -467,7 +555,7 @@ static void trip_consecutive(resil_breaker *b, uint32_t gen)
     unlock_and_deliver(b);
 }
 
-static resil_breaker_reason window_verdict(resil_breaker *b, bool failure, bool slow,
+static resil_breaker_reason window_verdict(builtin *b, bool failure, bool slow,
                                            bool tripped)
 {
     const resil__window_counts *c = &b->window.sum;
@@ -482,7 +570,7 @@ static resil_breaker_reason window_verdict(resil_breaker *b, bool failure, bool 
     return 0;
 }
 
-static int record_in_window(resil_breaker *b, uint32_t gen, bool failure, bool slow,
+static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
                             bool tripped, resil_instant now)
 {
     lock_for_transition(b);
@@ -501,12 +589,12 @@ static int record_in_window(resil_breaker *b, uint32_t gen, bool failure, bool s
 /* `known`: the caller's reading of the breaker's clock, or READ_CLOCK. */
 #define READ_CLOCK INT64_MIN
 
-static resil_instant now_or_read(resil_breaker *b, resil_instant known)
+static resil_instant now_or_read(builtin *b, resil_instant known)
 {
     return known != READ_CLOCK ? known : now_of(b);
 }
 
-static int record_closed(resil_breaker *b, const resil_breaker_permit *p,
+static int record_closed(builtin *b, const resil_breaker_permit *p,
                          resil_breaker_result r, uint64_t w, resil_instant known)
 {
     uint32_t gen = p->generation;
@@ -527,12 +615,12 @@ static int record_closed(resil_breaker *b, const resil_breaker_permit *p,
     return record_in_window(b, gen, failure, slow, tripped, now);
 }
 
-static int record_probe(resil_breaker *b, const resil_breaker_permit *p,
+static int record_probe(builtin *b, const resil_breaker_permit *p,
                         resil_breaker_result r, resil_instant known)
 {
     resil_instant now = now_or_read(b, known);
     lock_for_transition(b);
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     if (word_gen(w) != p->generation || word_state(w) != RESIL_BREAKER_HALF_OPEN ||
         p->probe_slot >= b->opts.half_open_probes ||
         b->probes[p->probe_slot].ticket != p->probe_ticket) {
@@ -552,6 +640,35 @@ static int record_probe(resil_breaker *b, const resil_breaker_permit *p,
     return 0;
 }
 
+static int builtin_record(resil_breaker *h, const resil_breaker_permit *p,
+                          resil_breaker_result r, resil_instant known)
+{
+    uint64_t w = atomic_load_explicit(&h->word, memory_order_acquire);
+    if (p->probe && word_state(w) != OTHER)
+        return record_probe(as_builtin(h), p, r, known);
+    if (word_gen(w) == p->generation && word_state(w) == RESIL_BREAKER_CLOSED)
+        return record_closed(as_builtin(h), p, r, w, known);
+    if (word_state(w) == OTHER)
+        return h->ops->record(h->self, p, r);
+    return RESIL_ESTATE;
+}
+
+/* ---- the handle's call path ------------------------------------------- */
+
+/* The built-in breaker is called directly, the others through their table,
+ * found by the state OTHER in the word the built-in path reads first. */
+int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
+{
+    if (p == NULL)
+        return RESIL_EINVAL;
+    if (b == NULL) {
+        memset(p, 0, sizeof *p);
+        p->state = RESIL_BREAKER_NONE;
+        return 0;
+    }
+    return builtin_acquire(b, p, atomic_load_explicit(&b->word, memory_order_acquire));
+}
+
 static int record(resil_breaker *b, const resil_breaker_permit *p, resil_breaker_result r,
                   resil_instant known)
 {
@@ -559,12 +676,7 @@ static int record(resil_breaker *b, const resil_breaker_permit *p, resil_breaker
         return RESIL_EINVAL;
     if (b == NULL)
         return 0;
-    if (p->probe)
-        return record_probe(b, p, r, known);
-    uint64_t w = load_word(b);
-    if (word_gen(w) != p->generation || word_state(w) != RESIL_BREAKER_CLOSED)
-        return RESIL_ESTATE;
-    return record_closed(b, p, r, w, known);
+    return builtin_record(b, p, r, known);
 }
 
 int resil_breaker_record(resil_breaker *b, const resil_breaker_permit *p,
@@ -619,35 +731,27 @@ int resil_breaker_execute(resil_breaker *b, resil_op_fn op, resil_attempt_ctx *c
 
 /* ---- manual control ---------------------------------------------------- */
 
-static void force(resil_breaker *b, resil_breaker_state to, resil_breaker_reason why)
+static void force(builtin *b, resil_breaker_state to, resil_breaker_reason why)
 {
-    if (b == NULL)
-        return;
     resil_instant now = now_of(b);
     lock_for_transition(b);
-    if (word_state(atomic_load_explicit(&b->word, memory_order_relaxed)) != to)
+    if (word_state(atomic_load_explicit(&b->handle.word, memory_order_relaxed)) != to)
         transition(b, to, why, now);
     unlock_and_deliver(b);
 }
 
-void resil_breaker_isolate(resil_breaker *b) { force(b, RESIL_BREAKER_ISOLATED, RESIL_BREAKER_BY_ISOLATE); }
-void resil_breaker_close(resil_breaker *b) { force(b, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_CLOSE); }
-void resil_breaker_disable(resil_breaker *b) { force(b, RESIL_BREAKER_DISABLED, RESIL_BREAKER_BY_DISABLE); }
-
-void resil_breaker_reset(resil_breaker *b)
+static void reset(builtin *b)
 {
-    if (b == NULL)
-        return;
     resil_instant now = now_of(b);
     lock_for_transition(b);
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     if (word_state(w) != RESIL_BREAKER_CLOSED) {
         transition(b, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_RESET, now);
     } else {
         /* No state change, no event; but calls admitted before the reset
          * must not count afterwards, so the generation still moves on. */
         enter_closed(b);
-        atomic_store_explicit(&b->word, make_word(word_gen(w) + 1, RESIL_BREAKER_CLOSED, 0),
+        atomic_store_explicit(&b->handle.word, make_word(word_gen(w) + 1, RESIL_BREAKER_CLOSED, 0),
                               memory_order_release);
     }
     b->ever_opened = false;
@@ -656,19 +760,61 @@ void resil_breaker_reset(resil_breaker *b)
     unlock_and_deliver(b);
 }
 
+static int builtin_control(void *self, resil_breaker_control op)
+{
+    builtin *b = self;
+    switch (op) {
+    case RESIL_BREAKER_DO_ISOLATE:
+        force(b, RESIL_BREAKER_ISOLATED, RESIL_BREAKER_BY_ISOLATE);
+        return 0;
+    case RESIL_BREAKER_DO_CLOSE:
+        force(b, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_CLOSE);
+        return 0;
+    case RESIL_BREAKER_DO_RESET:
+        reset(b);
+        return 0;
+    case RESIL_BREAKER_DO_DISABLE:
+        force(b, RESIL_BREAKER_DISABLED, RESIL_BREAKER_BY_DISABLE);
+        return 0;
+    }
+    return RESIL_EINVAL;
+}
+
+static int control(resil_breaker *b, resil_breaker_control op)
+{
+    return b != NULL ? b->ops->control(b->self, op) : 0;
+}
+
+int resil_breaker_isolate(resil_breaker *b) { return control(b, RESIL_BREAKER_DO_ISOLATE); }
+int resil_breaker_close(resil_breaker *b) { return control(b, RESIL_BREAKER_DO_CLOSE); }
+int resil_breaker_reset(resil_breaker *b) { return control(b, RESIL_BREAKER_DO_RESET); }
+int resil_breaker_disable(resil_breaker *b) { return control(b, RESIL_BREAKER_DO_DISABLE); }
+
 /* ---- diagnostics ------------------------------------------------------- */
+
+static resil_breaker_state builtin_state(void *self)
+{
+    return word_state(load_word(self));
+}
 
 resil_breaker_state resil_breaker_state_of(const resil_breaker *b)
 {
     if (b == NULL)
         return RESIL_BREAKER_NONE;
-    return word_state(load_word(b));
+    resil_breaker_state s = word_state(atomic_load_explicit(&((resil_breaker *)b)->word,
+                                                            memory_order_acquire));
+    return s != OTHER ? s : b->ops->state(b->self);
+}
+
+static bool builtin_idle(void *self)
+{
+    uint64_t w = load_word(self);
+    return word_state(w) == RESIL_BREAKER_CLOSED && word_count(w) == 0;
 }
 
 bool resil__breaker_idle(const resil_breaker *b)
 {
-    uint64_t w = load_word(b);
-    return word_state(w) == RESIL_BREAKER_CLOSED && word_count(w) == 0;
+    return OPS_HAS(b->ops, idle) && b->ops->idle(b->self);
 }
 
 static double share(uint64_t part, uint64_t total)
@@ -676,7 +822,7 @@ static double share(uint64_t part, uint64_t total)
     return total == 0 ? 0.0 : (double)part / (double)total;
 }
 
-static resil_instant next_probe_at(resil_breaker *b, resil_breaker_state s)
+static resil_instant next_probe_at(builtin *b, resil_breaker_state s)
 {
     if (s == RESIL_BREAKER_OPEN)
         return atomic_load_explicit(&b->open_until, memory_order_relaxed);
@@ -685,14 +831,13 @@ static resil_instant next_probe_at(resil_breaker *b, resil_breaker_state s)
     return 0;
 }
 
-int resil_breaker_stats_get(resil_breaker *b, resil_breaker_stats *out)
+static int builtin_stats(void *self, resil_breaker_stats *out)
 {
-    if (b == NULL || out == NULL)
-        return RESIL_EINVAL;
+    builtin *b = self;
     resil_instant now = now_of(b);
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&b->mu);
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
     resil__window_counts c = resil__window_totals(&b->window, now);
     out->state = word_state(w);
     out->consecutive_failures = word_count(w);
@@ -714,3 +859,35 @@ int resil_breaker_stats_get(resil_breaker *b, resil_breaker_stats *out)
     pthread_mutex_unlock(&b->mu);
     return 0;
 }
+
+int resil_breaker_stats_get(resil_breaker *b, resil_breaker_stats *out)
+{
+    if (b == NULL || out == NULL)
+        return RESIL_EINVAL;
+    return b->ops->stats(b->self, out);
+}
+
+/* ---- the built-in table ------------------------------------------------ */
+
+/* Through the handle, so that the call path has one caller to inline into. */
+static int builtin_acquire_op(void *self, resil_breaker_permit *p)
+{
+    return resil_breaker_acquire(&((builtin *)self)->handle, p);
+}
+
+static int builtin_record_op(void *self, const resil_breaker_permit *p, resil_breaker_result r)
+{
+    return resil_breaker_record(&((builtin *)self)->handle, p, r);
+}
+
+static const resil_breaker_ops builtin_ops = {
+    .size = sizeof(resil_breaker_ops),
+    .kind = "builtin",
+    .acquire = builtin_acquire_op,
+    .record = builtin_record_op,
+    .state = builtin_state,
+    .stats = builtin_stats,
+    .control = builtin_control,
+    .idle = builtin_idle,
+    .destroy = builtin_destroy,
+};

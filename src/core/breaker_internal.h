@@ -8,7 +8,8 @@
 
 #include "resil/breaker.h"
 
-/* Closed with no consecutive failures: safe to forget. */
+/* Safe to forget: for the built-in breaker, closed with no consecutive
+ * failures; for another, what its ops->idle says (never, without one). */
 bool resil__breaker_idle(const resil_breaker *b);
 
 #endif

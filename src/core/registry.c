@@ -47,6 +47,8 @@ struct resil_registry {
     resil_breaker_opts defaults;
     resil_registry_opts_fn opts_for;
     void *opts_ud;
+    resil_registry_factory_fn factory;
+    void *factory_ud;
 };
 
 void resil_registry_opts_default(resil_registry_opts *o)
@@ -257,6 +259,8 @@ int resil_registry_new(const resil_registry_opts *o, resil_registry **out,
     r->defaults.name = NULL;
     r->opts_for = o->opts_for;
     r->opts_ud = o->opts_ud;
+    r->factory = o->factory;
+    r->factory_ud = o->factory_ud;
     *out = r;
     return 0;
 }
@@ -318,6 +322,23 @@ int resil_registry_try_get(resil_registry *r, const char *key, resil_breaker **o
     return *out != NULL ? 0 : RESIL_ENOTFOUND;
 }
 
+/* The table is keyed by the breaker's name, so a factory's must be the key. */
+static int from_factory(resil_registry *r, const char *key, const resil_breaker_opts *o,
+                        resil_breaker **out, resil_err *err)
+{
+    *out = NULL;
+    int rc = r->factory(key, o, out, err, r->factory_ud);
+    if (rc != 0)
+        return rc < 0 ? rc : RESIL_EINVAL;
+    if (*out != NULL && strcmp(resil_breaker_name(*out), key) == 0)
+        return 0;
+    resil_breaker_free(*out);
+    *out = NULL;
+    return resil_err_set(err, RESIL_EINVAL,
+                         "registry: the factory's breaker for '%s' must be named by the key",
+                         key);
+}
+
 /* Build the breaker for a new key, outside every lock (it allocates and
  * runs the caller's callback). */
 static int create(resil_registry *r, const char *key, const resil_breaker_opts *given,
@@ -332,7 +353,9 @@ static int create(resil_registry *r, const char *key, const resil_breaker_opts *
                                  resil_strerror(rc));
         o.name = key;
     }
-    return resil_breaker_new(&o, out, err);
+    if (r->factory == NULL)
+        return resil_breaker_new(&o, out, err);
+    return from_factory(r, key, &o, out, err);
 }
 
 /* Insert `fresh` for key unless another thread got there first; returns a

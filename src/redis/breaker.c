@@ -1,7 +1,9 @@
 /*
  * breaker.c — an instance's handle on a shared breaker: the cached shared
  * state that calls read, the counters they write, and the member hooks
- * through which the sync thread flushes and refreshes them.
+ * through which the sync thread flushes and refreshes them. It is one
+ * implementation of resil_breaker (a resil_breaker_ops table, redis_ops):
+ * callers drive it with the common breaker API and never see this type.
  *
  * A call through a closed shared breaker must cost about what it costs
  * through a local one, so the hot path touches only this handle: acquire is
@@ -34,6 +36,8 @@
 #include "fleet.h"
 
 #define STRIPES 16
+#define EVENT_QUEUE 16
+#define PERMIT_FALLBACK 1u /* ext_flags: the local breaker decided */
 #define KEY_MAX (RESIL_REDIS_PREFIX_MAX + 8 + RESIL_BREAKER_NAME_MAX)
 
 typedef struct stripe {
@@ -47,8 +51,11 @@ typedef struct probe_result {
     int result; /* 0 success, 1 failure, 2 ignored: the script's codes */
 } probe_result;
 
-struct resil_redis_breaker {
+typedef struct fleet_breaker {
     fleet_member member;
+    resil_breaker *handle; /* ours, not a reference: it owns us */
+    resil_breaker_listener_fn listener;
+    void *listener_ud;
     resil_redis *client;
     resil_clock *clock;
     resil_breaker *local;
@@ -74,10 +81,19 @@ struct resil_redis_breaker {
     _Atomic int trip;
     stripe ok[STRIPES];
 
-    pthread_mutex_t mu; /* cache updates and the probe results */
+    _Atomic int64_t current_break; /* the fleet's, as last synced */
+    _Atomic uint64_t transitions;   /* shared changes this instance learnt */
+
+    pthread_mutex_t mu; /* cache updates, the probe results, the events */
     probe_result *results; /* one per probe slot */
     int64_t last_refresh;  /* sync thread only */
-};
+    resil_breaker_event events[EVENT_QUEUE];
+    unsigned ev_head, ev_len;
+    bool delivering;
+    uint64_t events_dropped;
+} fleet_breaker;
+
+static const resil_breaker_ops redis_ops;
 
 #define STATE_MASK ((UINT64_C(1) << FLEET_STATE_BITS) - 1)
 
@@ -92,9 +108,9 @@ static resil_breaker_state word_state(uint64_t w)
     return (resil_breaker_state)(w & STATE_MASK);
 }
 
-static uint64_t load_cached(const resil_redis_breaker *b)
+static uint64_t load_cached(const fleet_breaker *b)
 {
-    return atomic_load_explicit(&((resil_redis_breaker *)b)->cached, memory_order_acquire);
+    return atomic_load_explicit(&((fleet_breaker *)b)->cached, memory_order_acquire);
 }
 
 static int64_t ms_to_ns(int64_t ms)
@@ -106,10 +122,18 @@ static int64_t ms_to_ns(int64_t ms)
     return ms * 1000000;
 }
 
-static bool up(const resil_redis_breaker *b) { return resil__redis_up(b->client); }
-static int64_t wall_ns(const resil_redis_breaker *b) { return resil_clock_wall_now(b->clock); }
+/* The permit's private fields: ext[0] the epoch, ext[1] the probe ticket,
+ * probe_slot the fleet's slot, ext_flags whether the local breaker decided. */
+static uint64_t permit_epoch(const resil_breaker_permit *p) { return p->ext[0]; }
+static bool permit_local(const resil_breaker_permit *p)
+{
+    return (p->ext_flags & PERMIT_FALLBACK) != 0;
+}
 
-static stripe *my_stripe(resil_redis_breaker *b)
+static bool up(const fleet_breaker *b) { return resil__redis_up(b->client); }
+static int64_t wall_ns(const fleet_breaker *b) { return resil_clock_wall_now(b->clock); }
+
+static stripe *my_stripe(fleet_breaker *b)
 {
     static _Atomic unsigned next;
     static _Thread_local unsigned mine = UINT_MAX;
@@ -118,7 +142,7 @@ static stripe *my_stripe(resil_redis_breaker *b)
     return &b->ok[mine];
 }
 
-static uint64_t pending_successes(resil_redis_breaker *b, bool take)
+static uint64_t pending_successes(fleet_breaker *b, bool take)
 {
     uint64_t n = 0;
     for (int i = 0; i < STRIPES; i++)
@@ -134,7 +158,7 @@ typedef struct batch {
     bool any_success;
 } batch;
 
-static batch take_batch(resil_redis_breaker *b)
+static batch take_batch(fleet_breaker *b)
 {
     batch t;
     t.successes = pending_successes(b, true);
@@ -147,7 +171,7 @@ static batch take_batch(resil_redis_breaker *b)
 
 /* ---- learning the shared state (under no lock of ours; takes mu) ---------- */
 
-static void set_fleet_counts(resil_redis_breaker *b, const fleet_state *s)
+static void set_fleet_counts(fleet_breaker *b, const fleet_state *s)
 {
     atomic_store_explicit(&b->fleet_run, s->run, memory_order_relaxed);
     atomic_store_explicit(&b->fleet_total, s->window_total, memory_order_relaxed);
@@ -155,9 +179,53 @@ static void set_fleet_counts(resil_redis_breaker *b, const fleet_state *s)
     atomic_store_explicit(&b->fleet_slow, s->window_slow, memory_order_relaxed);
 }
 
-static void announce_change(resil_redis_breaker *b, resil_breaker_state from,
+/* Queue the change for the breaker's listener (under mu). */
+static void queue_event(fleet_breaker *b, resil_breaker_state from, const fleet_state *s)
+{
+    if (b->listener == NULL)
+        return;
+    if (b->ev_len == EVENT_QUEUE) {
+        b->events_dropped++;
+        return;
+    }
+    resil_breaker_event ev = {
+        .from = from,
+        .to = s->state,
+        .reason = s->reason != 0 ? s->reason : RESIL_BREAKER_BY_RESET,
+        .at = resil_clock_now(b->clock),
+        .generation = (uint32_t)s->epoch,
+        .break_duration = s->state == RESIL_BREAKER_OPEN ? ms_to_ns(s->break_ms) : 0,
+    };
+    b->events[(b->ev_head + b->ev_len) % EVENT_QUEUE] = ev;
+    b->ev_len++;
+}
+
+/* Unlock mu, then deliver queued events unless another thread already is:
+ * outside every lock, one at a time, in the order they were learnt. */
+static void unlock_and_deliver(fleet_breaker *b)
+{
+    if (b->ev_len == 0 || b->delivering) {
+        pthread_mutex_unlock(&b->mu);
+        return;
+    }
+    b->delivering = true;
+    while (b->ev_len > 0) {
+        resil_breaker_event ev = b->events[b->ev_head];
+        b->ev_head = (b->ev_head + 1) % EVENT_QUEUE;
+        b->ev_len--;
+        pthread_mutex_unlock(&b->mu);
+        b->listener(b->handle, &ev, b->listener_ud);
+        pthread_mutex_lock(&b->mu);
+    }
+    b->delivering = false;
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void announce_change(fleet_breaker *b, resil_breaker_state from,
                             const fleet_state *s)
 {
+    atomic_fetch_add_explicit(&b->transitions, 1, memory_order_relaxed);
+    queue_event(b, from, s);
     resil_redis_event ev = {
         .type = RESIL_REDIS_STATE,
         .name = b->name,
@@ -174,7 +242,7 @@ static void announce_change(resil_redis_breaker *b, resil_breaker_state from,
  * old one is dropped and, for LOCAL counting, the local breaker restarts
  * when the fleet closes. The event is queued before mu is released, so two
  * threads learning one after the other announce in that order. */
-static void adopt(resil_redis_breaker *b, uint64_t w, const fleet_state *s, bool with_counts)
+static void adopt(fleet_breaker *b, uint64_t w, const fleet_state *s, bool with_counts)
 {
     if (!with_counts) {
         fleet_state zero = {0};
@@ -194,29 +262,31 @@ static void adopt(resil_redis_breaker *b, uint64_t w, const fleet_state *s, bool
 
 /* Take a shared state seen in an answer (with_counts: the fleet's counts
  * too) or a message. Older epochs are ignored. */
-static void learn(resil_redis_breaker *b, const fleet_state *s, bool with_counts)
+static void learn(fleet_breaker *b, const fleet_state *s, bool with_counts)
 {
     pthread_mutex_lock(&b->mu);
     uint64_t w = atomic_load_explicit(&b->cached, memory_order_relaxed);
-    if (with_counts && s->epoch >= word_epoch(w))
+    if (with_counts && s->epoch >= word_epoch(w)) {
         set_fleet_counts(b, s);
+        atomic_store_explicit(&b->current_break, ms_to_ns(s->break_ms), memory_order_relaxed);
+    }
     if (s->epoch > word_epoch(w))
         adopt(b, w, s, with_counts);
-    pthread_mutex_unlock(&b->mu);
+    unlock_and_deliver(b);
 }
 
 /* ---- member hooks (sync thread, under the client's list lock) -------------- */
 
-static resil_redis_breaker *of(fleet_member *m) { return (resil_redis_breaker *)m; }
+static fleet_breaker *of(fleet_member *m) { return (fleet_breaker *)m; }
 
-static fleet_cmd command(resil_redis_breaker *b, fleet_op op)
+static fleet_cmd command(fleet_breaker *b, fleet_op op)
 {
     fleet_cmd c = {.op = op, .member = &b->member, .key = b->key, .name = b->name,
                    .now_ms = resil__fleet_wall_ms(b->clock), .rules = &b->rules};
     return c;
 }
 
-static void collect_results(resil_redis_breaker *b, fleet_queue *q)
+static void collect_results(fleet_breaker *b, fleet_queue *q)
 {
     pthread_mutex_lock(&b->mu);
     for (uint32_t i = 0; i < b->rules.probes; i++) {
@@ -236,7 +306,7 @@ static void collect_results(resil_redis_breaker *b, fleet_queue *q)
 
 static void collect(fleet_member *m, fleet_queue *q, int64_t now, bool forced)
 {
-    resil_redis_breaker *b = of(m);
+    fleet_breaker *b = of(m);
     collect_results(b, q);
     batch t = take_batch(b);
     int trip = atomic_exchange_explicit(&b->trip, 0, memory_order_relaxed);
@@ -264,7 +334,7 @@ static void apply(fleet_member *m, const fleet_cmd *c, const fleet_state *s)
 
 static void lost(fleet_member *m, const fleet_cmd *c)
 {
-    resil_redis_breaker *b = of(m);
+    fleet_breaker *b = of(m);
     int expected = 0;
     if (c->op == FLEET_SYNC && c->arg[6] != 0)
         atomic_compare_exchange_strong(&b->trip, &expected, (int)c->arg[6]);
@@ -272,7 +342,7 @@ static void lost(fleet_member *m, const fleet_cmd *c)
 
 static void down(fleet_member *m)
 {
-    resil_redis_breaker *b = of(m);
+    fleet_breaker *b = of(m);
     take_batch(b);
     pthread_mutex_lock(&b->mu);
     for (uint32_t i = 0; i < b->rules.probes; i++)
@@ -284,7 +354,7 @@ static void message(fleet_member *m, const fleet_state *s) { learn(of(m), s, fal
 
 static void back_up(fleet_member *m)
 {
-    resil_redis_breaker *b = of(m);
+    fleet_breaker *b = of(m);
     if (b->counting == RESIL_REDIS_COUNT_FLEET)
         resil_breaker_reset(b->local);
 }
@@ -296,7 +366,7 @@ static const fleet_member_ops breaker_ops = {.collect = collect, .apply = apply,
 static void local_event(resil_breaker *local, const resil_breaker_event *ev, void *ud)
 {
     (void)local;
-    resil_redis_breaker *b = ud;
+    fleet_breaker *b = ud;
     if (b->counting != RESIL_REDIS_COUNT_LOCAL || ev->from != RESIL_BREAKER_CLOSED ||
         ev->to != RESIL_BREAKER_OPEN)
         return;
@@ -370,7 +440,7 @@ static int validate(resil_redis *r, const resil_redis_breaker_opts *o, resil_err
     return 0;
 }
 
-static void destroy(resil_redis_breaker *b)
+static void destroy(fleet_breaker *b)
 {
     resil_breaker_free(b->local);
     free(b->results);
@@ -378,7 +448,7 @@ static void destroy(resil_redis_breaker *b)
     free(b);
 }
 
-static int make_local(resil_redis_breaker *b, const resil_redis_breaker_opts *o,
+static int make_local(fleet_breaker *b, const resil_redis_breaker_opts *o,
                       resil_err *err)
 {
     resil_breaker_opts lo = o->fallback != NULL ? *o->fallback : o->rules;
@@ -390,9 +460,9 @@ static int make_local(resil_redis_breaker *b, const resil_redis_breaker_opts *o,
     return resil_breaker_new(&lo, &b->local, err);
 }
 
-static resil_redis_breaker *alloc_breaker(resil_redis *r, const resil_redis_breaker_opts *o)
+static fleet_breaker *alloc_breaker(resil_redis *r, const resil_redis_breaker_opts *o)
 {
-    resil_redis_breaker *b = aligned_alloc(64, (sizeof *b + 63) / 64 * 64);
+    fleet_breaker *b = aligned_alloc(64, (sizeof *b + 63) / 64 * 64);
     if (b == NULL)
         return NULL;
     memset(b, 0, sizeof *b);
@@ -404,6 +474,8 @@ static resil_redis_breaker *alloc_breaker(resil_redis *r, const resil_redis_brea
     pthread_mutex_init(&b->mu, NULL);
     b->client = r;
     b->clock = o->rules.clock != NULL ? o->rules.clock : resil_clock_system();
+    b->listener = o->rules.listener;
+    b->listener_ud = o->rules.listener_ud;
     b->counting = o->counting;
     b->rules = rules_of(&o->rules);
     b->consecutive_on = (o->rules.kind & RESIL_BREAKER_CONSECUTIVE) != 0;
@@ -415,11 +487,14 @@ static resil_redis_breaker *alloc_breaker(resil_redis *r, const resil_redis_brea
     b->member.ops = &breaker_ops;
     b->member.name = b->name;
     atomic_init(&b->cached, word(0, RESIL_BREAKER_CLOSED));
+    atomic_init(&b->current_break, o->rules.break_duration);
     return b;
 }
 
+/* The handle exists before the client knows the breaker, so the sync
+ * thread's first change already has a handle to report with. */
 int resil_redis_breaker_new(resil_redis *r, const resil_redis_breaker_opts *o,
-                            resil_redis_breaker **out, resil_err *err)
+                            resil_breaker **out, resil_err *err)
 {
     if (out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "redis_breaker: out must not be NULL");
@@ -427,70 +502,90 @@ int resil_redis_breaker_new(resil_redis *r, const resil_redis_breaker_opts *o,
     int rc = validate(r, o, err);
     if (rc != 0)
         return rc;
-    resil_redis_breaker *b = alloc_breaker(r, o);
+    fleet_breaker *b = alloc_breaker(r, o);
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "redis_breaker: out of memory");
-    rc = make_local(b, o, err);
-    if (rc != 0) {
+    if ((rc = make_local(b, o, err)) != 0 ||
+        (rc = resil_breaker_new_custom(&redis_ops, b, b->name, &b->handle, err)) != 0) {
         destroy(b);
         return rc;
     }
     resil__redis_retain(r);
     resil__redis_attach(r, &b->member);
-    *out = b;
+    *out = b->handle;
     return 0;
 }
 
-void resil_redis_breaker_free(resil_redis_breaker *b)
+static void redis_destroy(void *self)
 {
-    if (b == NULL)
-        return;
+    fleet_breaker *b = self;
     resil_redis *r = b->client;
     resil__redis_detach(r, &b->member);
     destroy(b);
     resil_redis_free(r);
 }
 
-const char *resil_redis_breaker_name(const resil_redis_breaker *b)
+int resil_redis_breaker_factory(const char *key, const resil_breaker_opts *o,
+                                resil_breaker **out, resil_err *err, void *ud)
 {
-    return b != NULL ? b->name : "";
+    const resil_redis_factory *f = ud;
+    if (f == NULL || o == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "redis_breaker: the factory needs its client");
+    resil_redis_breaker_opts ro;
+    resil_redis_breaker_opts_default(&ro);
+    ro.name = key;
+    ro.rules = *o;
+    ro.counting = f->counting;
+    ro.fallback = f->fallback;
+    return resil_redis_breaker_new(f->client, &ro, out, err);
 }
 
-resil_breaker *resil_redis_breaker_fallback(const resil_redis_breaker *b)
+static fleet_breaker *fleet_of(const resil_breaker *b)
 {
-    return b != NULL ? b->local : NULL;
+    return resil_breaker_self(b, &redis_ops);
+}
+
+bool resil_redis_breaker_is(const resil_breaker *b) { return fleet_of(b) != NULL; }
+
+resil_breaker *resil_redis_breaker_fallback(const resil_breaker *b)
+{
+    fleet_breaker *f = fleet_of(b);
+    return f != NULL ? f->local : NULL;
+}
+
+bool resil_redis_permit_fallback(const resil_breaker_permit *p)
+{
+    return p != NULL && permit_local(p);
 }
 
 /* ---- acquire ------------------------------------------------------------------ */
 
-static void permit_init(resil_redis_permit *p, uint64_t w)
+static void permit_init(resil_breaker_permit *p, uint64_t w)
 {
     memset(p, 0, sizeof *p);
     p->state = word_state(w);
-    p->epoch = word_epoch(w);
+    p->ext[0] = word_epoch(w);
 }
 
-static int reject(resil_redis_permit *p, uint64_t w, resil_duration retry_after)
+static int reject(resil_breaker_permit *p, uint64_t w, resil_duration retry_after)
 {
     permit_init(p, w);
     p->retry_after = retry_after < 0 ? 0 : retry_after;
     return RESIL_EREJECTED;
 }
 
-static int from_local(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w)
+/* The local breaker fills the permit as its own; the flag routes the
+ * result back to it. */
+static int from_local(fleet_breaker *b, resil_breaker_permit *p)
 {
-    permit_init(p, w);
-    p->fallback = true;
-    int rc = resil_breaker_acquire(b->local, &p->local);
-    p->state = p->local.state;
-    p->start = p->local.start;
-    p->retry_after = p->local.retry_after;
+    int rc = resil_breaker_acquire(b->local, p);
+    p->ext_flags = PERMIT_FALLBACK;
     return rc;
 }
 
 /* Redis is down: a break the fleet announced still holds until it ends,
  * and isolation holds; beyond that the local breaker decides. */
-static int acquire_fallback(resil_redis_breaker *b, resil_redis_permit *p)
+static int acquire_fallback(fleet_breaker *b, resil_breaker_permit *p)
 {
     uint64_t w = load_cached(b);
     if (word_state(w) == RESIL_BREAKER_ISOLATED)
@@ -501,16 +596,13 @@ static int acquire_fallback(resil_redis_breaker *b, resil_redis_permit *p)
         if (now < until)
             return reject(p, w, until - now);
     }
-    return from_local(b, p, w);
+    return from_local(b, p);
 }
 
-static int admit_closed(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w)
+static int admit_closed(fleet_breaker *b, resil_breaker_permit *p, uint64_t w)
 {
-    if (b->counting == RESIL_REDIS_COUNT_LOCAL) {
-        int rc = from_local(b, p, w);
-        p->epoch = word_epoch(w);
-        return rc;
-    }
+    if (b->counting == RESIL_REDIS_COUNT_LOCAL)
+        return from_local(b, p);
     permit_init(p, w);
     p->start = b->slow_on ? resil_clock_now(b->clock) : 0;
     return 0;
@@ -523,7 +615,7 @@ static resil_duration denied_wait(const fleet_state *s)
 
 /* Open past the break, or half-open: ask Redis for one of the fleet's
  * probe slots. One caller per client asks at a time. */
-static int ask_probe(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w, int64_t now)
+static int ask_probe(fleet_breaker *b, resil_breaker_permit *p, uint64_t w, int64_t now)
 {
     fleet_cmd c = command(b, FLEET_PROBE);
     c.member = NULL;
@@ -546,16 +638,15 @@ static int ask_probe(resil_redis_breaker *b, resil_redis_permit *p, uint64_t w, 
     }
     permit_init(p, word(s.epoch, RESIL_BREAKER_HALF_OPEN));
     p->probe = true;
-    p->slot = s.slot;
-    p->ticket = s.ticket;
+    p->probe_slot = s.slot;
+    p->ext[1] = s.ticket;
     p->start = resil_clock_now(b->clock);
     return 0;
 }
 
-int resil_redis_breaker_acquire(resil_redis_breaker *b, resil_redis_permit *p)
+static int redis_acquire(void *self, resil_breaker_permit *p)
 {
-    if (b == NULL || p == NULL)
-        return RESIL_EINVAL;
+    fleet_breaker *b = self;
     if (!up(b))
         return acquire_fallback(b, p);
     uint64_t w = load_cached(b);
@@ -589,7 +680,7 @@ static bool share_reached(uint64_t part, uint64_t total, uint32_t minimum, doubl
 }
 
 /* Would the fleet's last known counts plus this batch reach a rule? */
-static bool would_trip(resil_redis_breaker *b, bool failure, bool slow, uint32_t run)
+static bool would_trip(fleet_breaker *b, bool failure, bool slow, uint32_t run)
 {
     const fleet_rules *r = &b->rules;
     if (failure && b->consecutive_on) {
@@ -612,7 +703,7 @@ static bool would_trip(resil_redis_breaker *b, bool failure, bool slow, uint32_t
                                  total, r->minimum, r->slow_ratio);
 }
 
-static void count_call(resil_redis_breaker *b, bool failure, bool slow)
+static void count_call(fleet_breaker *b, bool failure, bool slow)
 {
     uint32_t run = 0;
     if (failure) {
@@ -631,60 +722,40 @@ static void count_call(resil_redis_breaker *b, bool failure, bool slow)
         resil__redis_wake(b->client);
 }
 
-static bool was_slow(const resil_redis_breaker *b, const resil_redis_permit *p)
+static bool was_slow(const fleet_breaker *b, const resil_breaker_permit *p)
 {
     return b->slow_on && resil_dur_sub(resil_clock_now(b->clock), p->start) > b->slow_call_duration;
 }
 
-static int record_probe(resil_redis_breaker *b, const resil_redis_permit *p,
+static int record_probe(fleet_breaker *b, const resil_breaker_permit *p,
                         resil_breaker_result r)
 {
-    if (p->slot >= b->rules.probes || !up(b))
+    if (p->probe_slot >= b->rules.probes || !up(b))
         return RESIL_ESTATE;
     bool failed = r == RESIL_BREAKER_FAILURE || (r == RESIL_BREAKER_SUCCESS && was_slow(b, p));
     pthread_mutex_lock(&b->mu);
-    probe_result *res = &b->results[p->slot];
+    probe_result *res = &b->results[p->probe_slot];
     res->used = true;
-    res->epoch = p->epoch;
-    res->ticket = p->ticket;
+    res->epoch = permit_epoch(p);
+    res->ticket = p->ext[1];
     res->result = failed ? 1 : r == RESIL_BREAKER_SUCCESS ? 0 : 2;
     pthread_mutex_unlock(&b->mu);
     resil__redis_wake(b->client);
     return 0;
 }
 
-int resil_redis_breaker_record(resil_redis_breaker *b, const resil_redis_permit *p,
-                               resil_breaker_result r)
+static int redis_record(void *self, const resil_breaker_permit *p, resil_breaker_result r)
 {
-    if (b == NULL || p == NULL || (unsigned)r > RESIL_BREAKER_IGNORED)
-        return RESIL_EINVAL;
-    if (p->fallback)
-        return resil_breaker_record(b->local, &p->local, r);
+    fleet_breaker *b = self;
+    if (permit_local(p))
+        return resil_breaker_record(b->local, p, r);
     if (p->probe)
         return record_probe(b, p, r);
     uint64_t w = load_cached(b);
-    if (word_epoch(w) != p->epoch || word_state(w) != RESIL_BREAKER_CLOSED || !up(b))
+    if (word_epoch(w) != permit_epoch(p) || word_state(w) != RESIL_BREAKER_CLOSED || !up(b))
         return RESIL_ESTATE;
     if (r != RESIL_BREAKER_IGNORED)
         count_call(b, r == RESIL_BREAKER_FAILURE, was_slow(b, p));
-    return 0;
-}
-
-int resil_redis_breaker_execute(resil_redis_breaker *b, resil_op_fn op,
-                                resil_attempt_ctx *ctx, resil_breaker_classify_fn classify,
-                                void *classify_ud, resil_outcome *out)
-{
-    if (b == NULL || op == NULL || ctx == NULL || out == NULL)
-        return RESIL_EINVAL;
-    resil_redis_permit p;
-    if (resil_redis_breaker_acquire(b, &p) == RESIL_EREJECTED) {
-        *out = resil_breaker_rejection(p.state, p.retry_after);
-        return RESIL_EREJECTED;
-    }
-    *out = op(ctx);
-    if (classify == NULL)
-        classify = resil_breaker_classify_default;
-    resil_redis_breaker_record(b, &p, classify(out, classify_ud));
     return 0;
 }
 
@@ -692,10 +763,8 @@ int resil_redis_breaker_execute(resil_redis_breaker *b, resil_op_fn op,
 
 static int backend_code(int rc) { return rc == RESIL_EIO ? RESIL_EIO : RESIL_EBACKEND; }
 
-static int control(resil_redis_breaker *b, fleet_op op)
+static int control(fleet_breaker *b, fleet_op op)
 {
-    if (b == NULL)
-        return RESIL_EINVAL;
     fleet_cmd c = command(b, op);
     c.member = NULL;
     fleet_state s;
@@ -706,25 +775,98 @@ static int control(resil_redis_breaker *b, fleet_op op)
     return 0;
 }
 
-int resil_redis_breaker_isolate(resil_redis_breaker *b) { return control(b, FLEET_ISOLATE); }
-int resil_redis_breaker_close(resil_redis_breaker *b) { return control(b, FLEET_CLOSE); }
-int resil_redis_breaker_reset(resil_redis_breaker *b) { return control(b, FLEET_RESET); }
-
-resil_breaker_state resil_redis_breaker_state(const resil_redis_breaker *b)
+static int redis_control(void *self, resil_breaker_control op)
 {
-    if (b == NULL)
-        return RESIL_BREAKER_NONE;
+    switch (op) {
+    case RESIL_BREAKER_DO_ISOLATE:
+        return control(self, FLEET_ISOLATE);
+    case RESIL_BREAKER_DO_CLOSE:
+        return control(self, FLEET_CLOSE);
+    case RESIL_BREAKER_DO_RESET:
+        return control(self, FLEET_RESET);
+    default:
+        return RESIL_EINVAL; /* the fleet has no disabled state */
+    }
+}
+
+static resil_breaker_state redis_state(void *self)
+{
+    fleet_breaker *b = self;
     uint64_t w = load_cached(b);
     if (up(b))
         return word_state(w);
     if (word_state(w) == RESIL_BREAKER_ISOLATED)
         return RESIL_BREAKER_ISOLATED;
     if (word_state(w) == RESIL_BREAKER_OPEN &&
-        wall_ns(b) < atomic_load_explicit(&((resil_redis_breaker *)b)->open_until_ns,
-                                          memory_order_relaxed))
+        wall_ns(b) < atomic_load_explicit(&b->open_until_ns, memory_order_relaxed))
         return RESIL_BREAKER_OPEN;
     return resil_breaker_state_of(b->local);
 }
+
+static double share(uint64_t part, uint64_t total)
+{
+    return total == 0 ? 0.0 : (double)part / (double)total;
+}
+
+/* When a probe may go, on the breaker's clock (the fleet keeps wall time). */
+static resil_instant next_probe_at(fleet_breaker *b, resil_breaker_state s)
+{
+    if (s == RESIL_BREAKER_ISOLATED)
+        return RESIL_INSTANT_MAX;
+    if (s != RESIL_BREAKER_OPEN)
+        return 0;
+    int64_t until = atomic_load_explicit(&b->open_until_ns, memory_order_relaxed);
+    return resil_dur_add(resil_clock_now(b->clock), resil_dur_sub(until, wall_ns(b)));
+}
+
+/* The fleet's counts as last synced; while Redis is down, the fallback's. */
+static int redis_stats(void *self, resil_breaker_stats *out)
+{
+    fleet_breaker *b = self;
+    if (!up(b)) {
+        resil_breaker_stats_get(b->local, out);
+        out->state = redis_state(b);
+        return 0;
+    }
+    memset(out, 0, sizeof *out);
+    uint64_t w = load_cached(b);
+    out->state = word_state(w);
+    out->consecutive_failures = atomic_load_explicit(&b->fleet_run, memory_order_relaxed);
+    out->window_total = atomic_load_explicit(&b->fleet_total, memory_order_relaxed);
+    out->window_failures = atomic_load_explicit(&b->fleet_failures, memory_order_relaxed);
+    out->window_slow = atomic_load_explicit(&b->fleet_slow, memory_order_relaxed);
+    out->failure_ratio = share(out->window_failures, out->window_total);
+    out->slow_ratio = share(out->window_slow, out->window_total);
+    out->next_probe_at = next_probe_at(b, out->state);
+    out->current_break = atomic_load_explicit(&b->current_break, memory_order_relaxed);
+    out->generation = (uint32_t)word_epoch(w);
+    out->transitions = atomic_load_explicit(&b->transitions, memory_order_relaxed);
+    pthread_mutex_lock(&b->mu);
+    out->events_dropped = b->events_dropped;
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+/* Nothing to lose but counts not yet flushed. */
+static bool redis_idle(void *self)
+{
+    fleet_breaker *b = self;
+    return word_state(load_cached(b)) == RESIL_BREAKER_CLOSED &&
+           atomic_load_explicit(&b->failures, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&b->fleet_run, memory_order_relaxed) == 0;
+}
+
+static const resil_breaker_ops redis_ops = {
+    .size = sizeof(resil_breaker_ops),
+    .kind = "redis",
+    .acquire = redis_acquire,
+    .record = redis_record,
+    .state = redis_state,
+    .stats = redis_stats,
+    .control = redis_control,
+    .idle = redis_idle,
+    .destroy = redis_destroy,
+};
 
 static void to_status(const fleet_state *s, resil_redis_breaker_status *out)
 {
@@ -747,8 +889,9 @@ static void to_status(const fleet_state *s, resil_redis_breaker_status *out)
     out->ttl = s->pttl_ms < 0 ? 0 : ms_to_ns(s->pttl_ms);
 }
 
-int resil_redis_breaker_status_get(resil_redis_breaker *b, resil_redis_breaker_status *out)
+int resil_redis_breaker_status_get(resil_breaker *handle, resil_redis_breaker_status *out)
 {
+    fleet_breaker *b = fleet_of(handle);
     if (b == NULL || out == NULL)
         return RESIL_EINVAL;
     fleet_cmd c = command(b, FLEET_STATUS);

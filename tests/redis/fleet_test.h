@@ -207,9 +207,9 @@ static inline resil_redis_breaker_opts fleet_consecutive(const char *name, uint3
     return o;
 }
 
-static inline resil_redis_breaker *fleet_breaker(resil_redis *r, const resil_redis_breaker_opts *o)
+static inline resil_breaker *fleet_breaker(resil_redis *r, const resil_redis_breaker_opts *o)
 {
-    resil_redis_breaker *b = NULL;
+    resil_breaker *b = NULL;
     resil_err err;
     int rc = resil_redis_breaker_new(r, o, &b, &err);
     if (rc != 0)
@@ -226,16 +226,16 @@ static inline resil_fake_clock *fleet_clock(void)
 }
 
 /* Acquire and report `n` results of one kind; asserts each was admitted. */
-static inline void fleet_calls(resil_redis_breaker *b, int n, resil_breaker_result r)
+static inline void fleet_calls(resil_breaker *b, int n, resil_breaker_result r)
 {
     for (int i = 0; i < n; i++) {
-        resil_redis_permit p;
-        assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
-        assert_int_equal(resil_redis_breaker_record(b, &p, r), 0);
+        resil_breaker_permit p;
+        assert_int_equal(resil_breaker_acquire(b, &p), 0);
+        assert_int_equal(resil_breaker_record(b, &p, r), 0);
     }
 }
 
-static inline resil_redis_breaker_status fleet_status(resil_redis_breaker *b)
+static inline resil_redis_breaker_status fleet_status(resil_breaker *b)
 {
     resil_redis_breaker_status s;
     assert_int_equal(resil_redis_breaker_status_get(b, &s), 0);

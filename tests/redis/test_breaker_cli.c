@@ -45,7 +45,7 @@ static void assert_mentions(const run_result *r, const char *needle)
 typedef struct instance {
     resil_fake_clock *fc;
     resil_redis *r;
-    resil_redis_breaker *b;
+    resil_breaker *b;
 } instance;
 
 static instance instance_of(const char *name)
@@ -59,7 +59,7 @@ static instance instance_of(const char *name)
 
 static void instance_free(instance *i)
 {
-    resil_redis_breaker_free(i->b);
+    resil_breaker_free(i->b);
     resil_redis_free(i->r);
     resil_fake_clock_free(i->fc);
 }
@@ -119,9 +119,9 @@ static void isolate_from_the_tool_is_seen_by_every_instance(void **state)
     run_result r = breaker_cmd("isolate --redis %s %s", "payments");
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "payments: isolated\n");
-    fleet_wait_until(resil_redis_breaker_state(pay.b) == RESIL_BREAKER_ISOLATED);
-    resil_redis_permit p;
-    assert_int_equal(resil_redis_breaker_acquire(pay.b, &p), RESIL_EREJECTED);
+    fleet_wait_until(resil_breaker_state_of(pay.b) == RESIL_BREAKER_ISOLATED);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(pay.b, &p), RESIL_EREJECTED);
     instance_free(&pay);
 }
 
@@ -133,12 +133,12 @@ static void close_and_reset_from_the_tool_reopen_the_way(void **state)
     run_result r = breaker_cmd("close --redis %s %s", "payments");
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "payments: closed\n");
-    fleet_wait_until(resil_redis_breaker_state(pay.b) == RESIL_BREAKER_CLOSED);
+    fleet_wait_until(resil_breaker_state_of(pay.b) == RESIL_BREAKER_CLOSED);
 
     trip(&pay);
     r = breaker_cmd("reset --redis %s %s", "payments");
     assert_int_equal(r.status, 0);
-    fleet_wait_until(resil_redis_breaker_state(pay.b) == RESIL_BREAKER_CLOSED);
+    fleet_wait_until(resil_breaker_state_of(pay.b) == RESIL_BREAKER_CLOSED);
     assert_int_equal(fleet_status(pay.b).opens, 0);
     instance_free(&pay);
 }

@@ -422,7 +422,7 @@ static void a_round_answer_beyond_the_bounds_is_a_command_error_and_drops_the_li
     resil_redis *r = fake_client(f, "resil:", &d);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts o = fleet_consecutive("bounded", 3, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o); /* its first round meets the answer */
+    resil_breaker *b = fleet_breaker(r, &o); /* its first round meets the answer */
 
     fleet_wait_until(downs_seen(&d) == 1);
     resil_redis_stats st;
@@ -431,8 +431,8 @@ static void a_round_answer_beyond_the_bounds_is_a_command_error_and_drops_the_li
     assert_false(st.connected);
     assert_string_equal(d.detail, "EVALSHA: malformed answer: an array of 1170000000 "
                                   "elements (at most 4096)");
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_CLOSED); /* local */
-    resil_redis_breaker_free(b);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED); /* local */
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fake_server_stop(f);

@@ -19,7 +19,7 @@ static resil_outcome count_call_op(resil_attempt_ctx *ctx)
 typedef struct fleet {
     resil_fake_clock *fc;
     resil_redis *r[4];
-    resil_redis_breaker *b[4];
+    resil_breaker *b[4];
     int n;
     fleet_events events;
 } fleet;
@@ -39,7 +39,7 @@ static void fleet_up(fleet *f, int n, resil_redis_breaker_opts *o)
 static void fleet_down(fleet *f)
 {
     for (int i = 0; i < f->n; i++) {
-        resil_redis_breaker_free(f->b[i]);
+        resil_breaker_free(f->b[i]);
         resil_redis_free(f->r[i]);
     }
     resil_fake_clock_free(f->fc);
@@ -52,10 +52,10 @@ static void sync_all(fleet *f)
         assert_int_equal(resil_redis_sync(f->r[i]), 0);
 }
 
-static resil_duration rejected_after(resil_redis_breaker *b)
+static resil_duration rejected_after(resil_breaker *b)
 {
-    resil_redis_permit p;
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), RESIL_EREJECTED);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), RESIL_EREJECTED);
     return p.retry_after;
 }
 
@@ -76,13 +76,13 @@ static void a_trip_makes_b_reject_without_calling_the_dependency(void **state)
     resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX,
                              .clock = resil_fake_clock_clock(f.fc), .user = &calls};
     resil_outcome out;
-    assert_int_equal(resil_redis_breaker_execute(f.b[1], count_call_op, &ctx, NULL, NULL, &out),
+    assert_int_equal(resil_breaker_execute(f.b[1], count_call_op, &ctx, NULL, NULL, &out),
                      RESIL_EREJECTED);
     assert_int_equal(calls, 0);
     assert_int_equal(out.kind, RESIL_REJECTED);
     assert_string_equal(out.detail, "circuit open");
     assert_duration_equal(out.retry_after, RESIL_S(5));
-    assert_int_equal(resil_redis_breaker_state(f.b[0]), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_breaker_state_of(f.b[0]), RESIL_BREAKER_OPEN);
     fleet_down(&f);
 }
 
@@ -96,7 +96,7 @@ static void b_learns_of_a_trip_by_publish_without_asking(void **state)
     fleet_calls(f.b[0], 2, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
 
-    fleet_wait_until(resil_redis_breaker_state(f.b[1]) == RESIL_BREAKER_OPEN);
+    fleet_wait_until(resil_breaker_state_of(f.b[1]) == RESIL_BREAKER_OPEN);
     resil_redis_stats st;
     resil_redis_stats_get(f.r[1], &st);
     assert_true(st.messages >= 1);
@@ -114,7 +114,7 @@ static void a_local_threshold_flushes_without_waiting_for_the_interval(void **st
     /* The clients' interval is an hour: only the would-trip wake-up can
      * have flushed these. */
     fleet_calls(f.b[0], 2, RESIL_BREAKER_FAILURE);
-    fleet_wait_until(resil_redis_breaker_state(f.b[1]) == RESIL_BREAKER_OPEN);
+    fleet_wait_until(resil_breaker_state_of(f.b[1]) == RESIL_BREAKER_OPEN);
     fleet_down(&f);
 }
 
@@ -159,7 +159,7 @@ static void local_counting_does_not_trip_on_failures_spread_over_four_instances(
         resil_breaker_stats st;
         resil_breaker_stats_get(resil_redis_breaker_fallback(f.b[i]), &st);
         assert_int_equal(st.consecutive_failures, 2);
-        assert_int_equal(resil_redis_breaker_state(f.b[i]), RESIL_BREAKER_CLOSED);
+        assert_int_equal(resil_breaker_state_of(f.b[i]), RESIL_BREAKER_CLOSED);
     }
     fleet_down(&f);
 }
@@ -273,12 +273,12 @@ static void slow_calls_count_toward_the_fleets_slow_rule(void **state)
     o.rules.slow_call_ratio = 0.5;
     fleet_up(&f, 2, &o);
 
-    resil_redis_permit p[4];
+    resil_breaker_permit p[4];
     for (int i = 0; i < 4; i++)
-        assert_int_equal(resil_redis_breaker_acquire(f.b[i % 2], &p[i]), 0);
+        assert_int_equal(resil_breaker_acquire(f.b[i % 2], &p[i]), 0);
     resil_fake_clock_advance(f.fc, RESIL_MS(150));
     for (int i = 0; i < 4; i++)
-        assert_int_equal(resil_redis_breaker_record(f.b[i % 2], &p[i], RESIL_BREAKER_SUCCESS), 0);
+        assert_int_equal(resil_breaker_record(f.b[i % 2], &p[i], RESIL_BREAKER_SUCCESS), 0);
     sync_all(&f);
 
     resil_redis_breaker_status s = fleet_status(f.b[0]);
@@ -295,7 +295,7 @@ static void trip_everyone(fleet *f)
     assert_int_equal(resil_redis_sync(f->r[0]), 0);
     sync_all(f);
     for (int i = 0; i < f->n; i++)
-        assert_int_equal(resil_redis_breaker_state(f->b[i]), RESIL_BREAKER_OPEN);
+        assert_int_equal(resil_breaker_state_of(f->b[i]), RESIL_BREAKER_OPEN);
 }
 
 static void the_first_instance_past_the_break_moves_it_to_half_open(void **state)
@@ -310,8 +310,8 @@ static void the_first_instance_past_the_break_moves_it_to_half_open(void **state
     assert_duration_equal(rejected_after(f.b[1]), RESIL_MS(1));
     resil_fake_clock_advance(f.fc, RESIL_MS(1));
 
-    resil_redis_permit probe;
-    assert_int_equal(resil_redis_breaker_acquire(f.b[1], &probe), 0);
+    resil_breaker_permit probe;
+    assert_int_equal(resil_breaker_acquire(f.b[1], &probe), 0);
     assert_true(probe.probe);
     assert_int_equal(probe.state, RESIL_BREAKER_HALF_OPEN);
     resil_redis_breaker_status s = fleet_status(f.b[0]);
@@ -321,7 +321,7 @@ static void the_first_instance_past_the_break_moves_it_to_half_open(void **state
 
     /* The fleet's one probe slot is taken: A is refused until it times out. */
     assert_duration_equal(rejected_after(f.b[0]), RESIL_S(5));
-    assert_int_equal(resil_redis_breaker_state(f.b[0]), RESIL_BREAKER_HALF_OPEN);
+    assert_int_equal(resil_breaker_state_of(f.b[0]), RESIL_BREAKER_HALF_OPEN);
     fleet_down(&f);
 }
 
@@ -336,20 +336,20 @@ static void probes_from_different_instances_close_it_together(void **state)
     trip_everyone(&f);
     resil_fake_clock_advance(f.fc, RESIL_S(5));
 
-    resil_redis_permit pa, pb;
-    assert_int_equal(resil_redis_breaker_acquire(f.b[0], &pa), 0);
-    assert_int_equal(resil_redis_breaker_acquire(f.b[1], &pb), 0);
+    resil_breaker_permit pa, pb;
+    assert_int_equal(resil_breaker_acquire(f.b[0], &pa), 0);
+    assert_int_equal(resil_breaker_acquire(f.b[1], &pb), 0);
     assert_true(pa.probe && pb.probe);
     assert_int_equal(fleet_status(f.b[2]).probes_in_flight, 2);
     assert_duration_equal(rejected_after(f.b[2]), RESIL_S(5));
 
-    assert_int_equal(resil_redis_breaker_record(f.b[0], &pa, RESIL_BREAKER_SUCCESS), 0);
+    assert_int_equal(resil_breaker_record(f.b[0], &pa, RESIL_BREAKER_SUCCESS), 0);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
     resil_redis_breaker_status s = fleet_status(f.b[0]);
     assert_int_equal(s.state, RESIL_BREAKER_HALF_OPEN);
     assert_int_equal(s.probe_successes, 1);
 
-    assert_int_equal(resil_redis_breaker_record(f.b[1], &pb, RESIL_BREAKER_SUCCESS), 0);
+    assert_int_equal(resil_breaker_record(f.b[1], &pb, RESIL_BREAKER_SUCCESS), 0);
     assert_int_equal(resil_redis_sync(f.r[1]), 0);
     s = fleet_status(f.b[1]);
     assert_int_equal(s.state, RESIL_BREAKER_CLOSED);
@@ -357,8 +357,8 @@ static void probes_from_different_instances_close_it_together(void **state)
 
     sync_all(&f);
     for (int i = 0; i < 3; i++) {
-        resil_redis_permit p;
-        assert_int_equal(resil_redis_breaker_acquire(f.b[i], &p), 0);
+        resil_breaker_permit p;
+        assert_int_equal(resil_breaker_acquire(f.b[i], &p), 0);
         assert_false(p.probe);
         assert_int_equal(p.state, RESIL_BREAKER_CLOSED);
     }
@@ -376,9 +376,9 @@ static void a_failed_probe_reopens_with_the_break_grown(void **state)
     trip_everyone(&f);
     resil_fake_clock_advance(f.fc, RESIL_S(5));
 
-    resil_redis_permit probe;
-    assert_int_equal(resil_redis_breaker_acquire(f.b[0], &probe), 0);
-    assert_int_equal(resil_redis_breaker_record(f.b[0], &probe, RESIL_BREAKER_FAILURE), 0);
+    resil_breaker_permit probe;
+    assert_int_equal(resil_breaker_acquire(f.b[0], &probe), 0);
+    assert_int_equal(resil_breaker_record(f.b[0], &probe, RESIL_BREAKER_FAILURE), 0);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
     assert_int_equal(resil_redis_sync(f.r[1]), 0);
 
@@ -401,19 +401,19 @@ static void a_probe_that_never_reports_is_replaced_after_the_probe_timeout(void 
     trip_everyone(&f);
     resil_fake_clock_advance(f.fc, RESIL_S(5));
 
-    resil_redis_permit hung, fresh;
-    assert_int_equal(resil_redis_breaker_acquire(f.b[0], &hung), 0);
+    resil_breaker_permit hung, fresh;
+    assert_int_equal(resil_breaker_acquire(f.b[0], &hung), 0);
     assert_duration_equal(rejected_after(f.b[1]), RESIL_S(1));
     resil_fake_clock_advance(f.fc, RESIL_S(1));
-    assert_int_equal(resil_redis_breaker_acquire(f.b[1], &fresh), 0);
+    assert_int_equal(resil_breaker_acquire(f.b[1], &fresh), 0);
     assert_true(fresh.probe);
 
-    assert_int_equal(resil_redis_breaker_record(f.b[1], &fresh, RESIL_BREAKER_SUCCESS), 0);
+    assert_int_equal(resil_breaker_record(f.b[1], &fresh, RESIL_BREAKER_SUCCESS), 0);
     assert_int_equal(resil_redis_sync(f.r[1]), 0);
     assert_int_equal(fleet_status(f.b[1]).state, RESIL_BREAKER_CLOSED);
 
     /* The hung probe's failure arrives after the fleet closed: discarded. */
-    assert_int_equal(resil_redis_breaker_record(f.b[0], &hung, RESIL_BREAKER_FAILURE), 0);
+    assert_int_equal(resil_breaker_record(f.b[0], &hung, RESIL_BREAKER_FAILURE), 0);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
     assert_int_equal(fleet_status(f.b[0]).state, RESIL_BREAKER_CLOSED);
     fleet_down(&f);
@@ -428,25 +428,25 @@ static void isolate_close_and_reset_by_hand_from_any_instance(void **state)
     resil_redis_breaker_opts o = fleet_consecutive("by-hand", 1, f.fc);
     fleet_up(&f, 2, &o);
 
-    assert_int_equal(resil_redis_breaker_isolate(f.b[0]), 0);
+    assert_int_equal(resil_breaker_isolate(f.b[0]), 0);
     assert_int_equal(resil_redis_sync(f.r[1]), 0);
-    assert_int_equal(resil_redis_breaker_state(f.b[1]), RESIL_BREAKER_ISOLATED);
+    assert_int_equal(resil_breaker_state_of(f.b[1]), RESIL_BREAKER_ISOLATED);
     assert_duration_equal(rejected_after(f.b[1]), RESIL_DURATION_MAX);
 
-    assert_int_equal(resil_redis_breaker_close(f.b[1]), 0);
+    assert_int_equal(resil_breaker_close(f.b[1]), 0);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
-    assert_int_equal(resil_redis_breaker_state(f.b[0]), RESIL_BREAKER_CLOSED);
+    assert_int_equal(resil_breaker_state_of(f.b[0]), RESIL_BREAKER_CLOSED);
     assert_int_equal(fleet_status(f.b[0]).reason, RESIL_BREAKER_BY_CLOSE);
 
     trip_everyone(&f);
     assert_int_equal(fleet_status(f.b[0]).opens, 1);
-    assert_int_equal(resil_redis_breaker_reset(f.b[1]), 0);
+    assert_int_equal(resil_breaker_reset(f.b[1]), 0);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
     resil_redis_breaker_status s = fleet_status(f.b[0]);
     assert_int_equal(s.state, RESIL_BREAKER_CLOSED);
     assert_int_equal(s.reason, RESIL_BREAKER_BY_RESET);
     assert_int_equal(s.opens, 0);
-    assert_int_equal(resil_redis_breaker_state(f.b[0]), RESIL_BREAKER_CLOSED);
+    assert_int_equal(resil_breaker_state_of(f.b[0]), RESIL_BREAKER_CLOSED);
     fleet_down(&f);
 }
 
@@ -457,13 +457,13 @@ static void a_result_admitted_before_a_shared_change_is_discarded(void **state)
     resil_redis_breaker_opts o = fleet_consecutive("stale", 1, f.fc);
     fleet_up(&f, 2, &o);
 
-    resil_redis_permit before;
-    assert_int_equal(resil_redis_breaker_acquire(f.b[0], &before), 0);
-    assert_int_equal(resil_redis_breaker_isolate(f.b[1]), 0);
-    assert_int_equal(resil_redis_breaker_close(f.b[1]), 0);
+    resil_breaker_permit before;
+    assert_int_equal(resil_breaker_acquire(f.b[0], &before), 0);
+    assert_int_equal(resil_breaker_isolate(f.b[1]), 0);
+    assert_int_equal(resil_breaker_close(f.b[1]), 0);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
 
-    assert_int_equal(resil_redis_breaker_record(f.b[0], &before, RESIL_BREAKER_FAILURE),
+    assert_int_equal(resil_breaker_record(f.b[0], &before, RESIL_BREAKER_FAILURE),
                      RESIL_ESTATE);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
     assert_int_equal(fleet_status(f.b[0]).state, RESIL_BREAKER_CLOSED);
@@ -478,10 +478,10 @@ static void state_changes_are_announced_with_from_to_and_why(void **state)
     fleet_up(&f, 2, &o);
     trip_everyone(&f);
     resil_fake_clock_advance(f.fc, RESIL_S(5));
-    resil_redis_permit probe;
-    assert_int_equal(resil_redis_breaker_acquire(f.b[0], &probe), 0);
+    resil_breaker_permit probe;
+    assert_int_equal(resil_breaker_acquire(f.b[0], &probe), 0);
     assert_int_equal(resil_redis_sync(f.r[1]), 0);
-    assert_int_equal(resil_redis_breaker_record(f.b[0], &probe, RESIL_BREAKER_SUCCESS), 0);
+    assert_int_equal(resil_breaker_record(f.b[0], &probe, RESIL_BREAKER_SUCCESS), 0);
     assert_int_equal(resil_redis_sync(f.r[0]), 0);
     assert_int_equal(resil_redis_sync(f.r[1]), 0);
 

@@ -16,7 +16,7 @@ typedef struct worker {
     pthread_t thread;
     resil_fake_clock *fc;
     resil_redis_breaker_opts opts;
-    resil_redis_breaker *shared; /* one handle for all, or NULL: each its own */
+    resil_breaker *shared; /* one handle for all, or NULL: each its own */
     pthread_barrier_t *start;
     int calls, every_nth_fails, sync_every;
     int admitted;
@@ -25,17 +25,17 @@ typedef struct worker {
 
 static void expect(worker *w, bool ok) { w->errors += !ok; }
 
-static void call_once(worker *w, resil_redis_breaker *b, int i)
+static void call_once(worker *w, resil_breaker *b, int i)
 {
     bool fails = w->every_nth_fails > 0 && i % w->every_nth_fails == 0;
-    resil_redis_permit p;
-    expect(w, resil_redis_breaker_acquire(b, &p) == 0);
-    expect(w, resil_redis_breaker_record(b, &p, fails ? RESIL_BREAKER_FAILURE
+    resil_breaker_permit p;
+    expect(w, resil_breaker_acquire(b, &p) == 0);
+    expect(w, resil_breaker_record(b, &p, fails ? RESIL_BREAKER_FAILURE
                                                       : RESIL_BREAKER_SUCCESS) == 0);
 }
 
 /* An instance of its own: a client and a handle on w->opts. */
-static bool instance(worker *w, resil_redis **r, resil_redis_breaker **b)
+static bool instance(worker *w, resil_redis **r, resil_breaker **b)
 {
     resil_redis_opts o = fleet_opts(NULL);
     *r = NULL;
@@ -49,7 +49,7 @@ static void *own_instance(void *arg)
 {
     worker *w = arg;
     resil_redis *r;
-    resil_redis_breaker *b;
+    resil_breaker *b;
     bool ready = instance(w, &r, &b);
     pthread_barrier_wait(w->start);
     for (int i = 1; ready && i <= w->calls; i++) {
@@ -58,7 +58,7 @@ static void *own_instance(void *arg)
             expect(w, resil_redis_sync(r) == 0);
     }
     expect(w, ready && resil_redis_sync(r) == 0);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     return NULL;
 }
@@ -156,7 +156,7 @@ static void eight_threads_on_one_handle_lose_no_count_to_concurrent_flushes(void
     o.refresh_interval = RESIL_MS(1);
     resil_redis *r = fleet_client_with(&o);
     resil_redis_breaker_opts bo = counting_only("one-handle", fc);
-    resil_redis_breaker *b = fleet_breaker(r, &bo);
+    resil_breaker *b = fleet_breaker(r, &bo);
 
     worker w[THREADS];
     for (int i = 0; i < THREADS; i++)
@@ -170,7 +170,7 @@ static void eight_threads_on_one_handle_lose_no_count_to_concurrent_flushes(void
     resil_redis_stats st;
     resil_redis_stats_get(r, &st);
     assert_true(st.rounds > 1);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
 }
@@ -179,15 +179,15 @@ static void *race_for_a_probe(void *arg)
 {
     worker *w = arg;
     resil_redis *r;
-    resil_redis_breaker *b;
+    resil_breaker *b;
     bool ready = instance(w, &r, &b);
-    expect(w, ready && resil_redis_breaker_state(b) == RESIL_BREAKER_OPEN);
+    expect(w, ready && resil_breaker_state_of(b) == RESIL_BREAKER_OPEN);
     pthread_barrier_wait(w->start);
-    resil_redis_permit p;
-    w->admitted = ready && resil_redis_breaker_acquire(b, &p) == 0;
+    resil_breaker_permit p;
+    w->admitted = ready && resil_breaker_acquire(b, &p) == 0;
     expect(w, !w->admitted || p.probe);
     pthread_barrier_wait(w->start);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     return NULL;
 }
@@ -199,7 +199,7 @@ static void eight_instances_racing_for_three_probe_slots_get_exactly_three(void 
     resil_redis_breaker_opts o = fleet_consecutive("race", 1, fc);
     o.rules.half_open_probes = 3;
     resil_redis *r = fleet_client(NULL);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     fleet_calls(b, 1, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(r), 0);
     resil_fake_clock_advance(fc, RESIL_S(5));
@@ -213,7 +213,7 @@ static void eight_instances_racing_for_three_probe_slots_get_exactly_three(void 
         admitted += w[i].admitted;
     assert_int_equal(admitted, 3);
     assert_int_equal(fleet_status(b).probes_in_flight, 3);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
 }

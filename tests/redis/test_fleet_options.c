@@ -247,7 +247,7 @@ static void client_fields_accept_their_bounds(void **state)
 
 static void breaker_refused(resil_redis *r, const resil_redis_breaker_opts *o, const char *needle)
 {
-    resil_redis_breaker *b = (resil_redis_breaker *)1;
+    resil_breaker *b = (resil_breaker *)1;
     resil_err err = {0};
     assert_int_equal(resil_redis_breaker_new(r, o, &b, &err), RESIL_EINVAL);
     assert_null(b);
@@ -295,8 +295,8 @@ static void breaker_fields_are_refused_by_name(void **state)
     breaker_refused(r, &o, "breaker.failure_threshold");
     o.fallback = NULL;
 
-    resil_redis_breaker *b = fleet_breaker(r, &o); /* 64 probes and a 1ms break are fine */
-    resil_redis_breaker_free(b);
+    resil_breaker *b = fleet_breaker(r, &o); /* 64 probes and a 1ms break are fine */
+    resil_breaker_free(b);
     resil_redis_free(r);
 }
 

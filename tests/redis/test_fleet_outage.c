@@ -48,24 +48,24 @@ typedef struct stopwatch {
     resil_duration longest;
 } stopwatch;
 
-static int timed_acquire(stopwatch *sw, resil_redis_breaker *b, resil_redis_permit *p)
+static int timed_acquire(stopwatch *sw, resil_breaker *b, resil_breaker_permit *p)
 {
     int64_t t0 = mono_ns();
-    int rc = resil_redis_breaker_acquire(b, p);
+    int rc = resil_breaker_acquire(b, p);
     resil_duration took = mono_ns() - t0;
     if (took > sw->longest)
         sw->longest = took;
     return rc;
 }
 
-static void timed_calls(stopwatch *sw, resil_redis_breaker *b, int n, resil_breaker_result r)
+static void timed_calls(stopwatch *sw, resil_breaker *b, int n, resil_breaker_result r)
 {
     for (int i = 0; i < n; i++) {
-        resil_redis_permit p;
+        resil_breaker_permit p;
         if (timed_acquire(sw, b, &p) != 0)
             continue;
         int64_t t0 = mono_ns();
-        resil_redis_breaker_record(b, &p, r);
+        resil_breaker_record(b, &p, r);
         resil_duration took = mono_ns() - t0;
         if (took > sw->longest)
             sw->longest = took;
@@ -85,12 +85,12 @@ static void killed_redis_hands_over_to_the_local_breaker_and_resyncs_on_return(v
     resil_fake_clock *fc = fleet_clock();
     resil_redis *r = watchful_client(&ev);
     resil_redis_breaker_opts o = fleet_consecutive("outage", 3, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     stopwatch sw = {0};
 
     timed_calls(&sw, b, 3, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(r), 0);
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN);
 
     redis_server_kill(fleet_server);
     fleet_wait_until(fleet_downs(&ev) == 1);
@@ -98,27 +98,27 @@ static void killed_redis_hands_over_to_the_local_breaker_and_resyncs_on_return(v
     assert_int_equal(resil_redis_sync(r), RESIL_EBACKEND);
 
     /* The break the fleet announced still holds... */
-    resil_redis_permit p;
+    resil_breaker_permit p;
     assert_int_equal(timed_acquire(&sw, b, &p), RESIL_EREJECTED);
     assert_duration_equal(p.retry_after, RESIL_S(5));
     /* ...then the local breaker decides, and protects on its own. */
     resil_fake_clock_advance(fc, RESIL_S(5));
     assert_int_equal(timed_acquire(&sw, b, &p), 0);
-    assert_true(p.fallback);
-    assert_int_equal(resil_redis_breaker_record(b, &p, RESIL_BREAKER_FAILURE), 0);
+    assert_true(resil_redis_permit_fallback(&p));
+    assert_int_equal(resil_breaker_record(b, &p, RESIL_BREAKER_FAILURE), 0);
     timed_calls(&sw, b, 2, RESIL_BREAKER_FAILURE);
     assert_int_equal(timed_acquire(&sw, b, &p), RESIL_EREJECTED);
-    assert_true(p.fallback);
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_OPEN);
+    assert_true(resil_redis_permit_fallback(&p));
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN);
 
     back_up();
     fleet_wait_until(fleet_ups(&ev) == 1);
     /* The restart lost the key: the shared breaker starts closed. */
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_CLOSED);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
     assert_true(fleet_saw(&ev, "outage", RESIL_BREAKER_OPEN, RESIL_BREAKER_CLOSED,
                           RESIL_BREAKER_BY_RESET));
     assert_int_equal(timed_acquire(&sw, b, &p), 0);
-    assert_false(p.fallback);
+    assert_false(resil_redis_permit_fallback(&p));
     assert_int_equal(fleet_status(b).opens, 0);
 
     resil_redis_stats st;
@@ -127,7 +127,7 @@ static void killed_redis_hands_over_to_the_local_breaker_and_resyncs_on_return(v
     assert_int_equal(st.reconnects, 1);
     assert_true(sw.longest < GENEROUS);
 
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fleet_events_destroy(&ev);
@@ -201,7 +201,7 @@ static void the_fallback_keeps_what_it_counted_until_redis_returns(void **state)
     resil_redis *r = fleet_client_with(&ro);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts o = fleet_consecutive("kept", 2, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     resil_breaker *local = resil_redis_breaker_fallback(b);
 
     redis_server_kill(fleet_server);
@@ -209,17 +209,17 @@ static void the_fallback_keeps_what_it_counted_until_redis_returns(void **state)
     fleet_wait_until(gate_seen(&g, RESIL_REDIS_DOWN) == 1);
     /* Calls fall back the moment the client is down, before its thread
      * has torn the connections down. */
-    resil_redis_permit first, second;
-    assert_int_equal(resil_redis_breaker_acquire(b, &first), 0);
-    assert_int_equal(resil_redis_breaker_acquire(b, &second), 0);
-    assert_true(first.fallback && second.fallback);
-    assert_int_equal(resil_redis_breaker_record(b, &first, RESIL_BREAKER_FAILURE), 0);
+    resil_breaker_permit first, second;
+    assert_int_equal(resil_breaker_acquire(b, &first), 0);
+    assert_int_equal(resil_breaker_acquire(b, &second), 0);
+    assert_true(resil_redis_permit_fallback(&first) && resil_redis_permit_fallback(&second));
+    assert_int_equal(resil_breaker_record(b, &first, RESIL_BREAKER_FAILURE), 0);
     gate_open(&g);
     wait_for_a_reconnect_attempt(port);
 
-    assert_int_equal(resil_redis_breaker_record(b, &second, RESIL_BREAKER_FAILURE), 0);
+    assert_int_equal(resil_breaker_record(b, &second, RESIL_BREAKER_FAILURE), 0);
     assert_int_equal(resil_breaker_state_of(local), RESIL_BREAKER_OPEN);
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN);
 
     /* Back: the next outage starts from a fresh fallback. */
     close(port);
@@ -229,7 +229,7 @@ static void the_fallback_keeps_what_it_counted_until_redis_returns(void **state)
     resil_breaker_stats_get(local, &st);
     assert_int_equal(st.state, RESIL_BREAKER_CLOSED);
     assert_int_equal(st.consecutive_failures, 0);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
 }
@@ -245,17 +245,17 @@ static void a_paused_redis_holds_no_caller_past_the_timeout(void **state)
     resil_redis_opts ro = outage_opts(&ev);
     resil_redis *r = fleet_client_with(&ro);
     resil_redis_breaker_opts o = fleet_consecutive("paused", 1, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     stopwatch sw = {0};
     timed_calls(&sw, b, 1, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(r), 0);
     resil_fake_clock_advance(fc, RESIL_S(5)); /* the next call asks Redis for a probe */
 
     redis_server_pause(fleet_server);
-    resil_redis_permit p;
+    resil_breaker_permit p;
     assert_int_equal(timed_acquire(&sw, b, &p), 0); /* the probe request times out... */
-    assert_true(p.fallback);                         /* ...and the local breaker admits */
-    assert_int_equal(resil_redis_breaker_record(b, &p, RESIL_BREAKER_SUCCESS), 0);
+    assert_true(resil_redis_permit_fallback(&p)); /* ...and the local breaker admits */
+    assert_int_equal(resil_breaker_record(b, &p, RESIL_BREAKER_SUCCESS), 0);
     fleet_wait_until(fleet_downs(&ev) == 1);
     for (int i = 0; i < 100; i++)
         timed_calls(&sw, b, 10, RESIL_BREAKER_SUCCESS);
@@ -267,13 +267,13 @@ static void a_paused_redis_holds_no_caller_past_the_timeout(void **state)
      * still queued in the paused server, which ran it on resuming: that
      * ghost holds the fleet's one probe slot until the probe timeout (the
      * break, 5 s), after which the next call becomes the probe. */
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_HALF_OPEN);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_HALF_OPEN);
     assert_int_equal(timed_acquire(&sw, b, &p), RESIL_EREJECTED);
     assert_duration_equal(p.retry_after, RESIL_S(5));
     resil_fake_clock_advance(fc, RESIL_S(5));
     assert_int_equal(timed_acquire(&sw, b, &p), 0);
     assert_true(p.probe);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fleet_events_destroy(&ev);
@@ -288,19 +288,19 @@ static void local_counting_pushes_a_trip_made_during_the_outage_on_return(void *
     resil_redis *r = watchful_client(&ev);
     resil_redis_breaker_opts o = fleet_consecutive("pushed", 3, fc);
     o.counting = RESIL_REDIS_COUNT_LOCAL;
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
 
     redis_server_kill(fleet_server);
     fleet_wait_until(fleet_downs(&ev) == 1);
     fleet_calls(b, 3, RESIL_BREAKER_FAILURE);
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN);
 
     back_up();
     fleet_wait_until(fleet_ups(&ev) == 1);
     resil_redis_breaker_status s = fleet_status(b);
     assert_int_equal(s.state, RESIL_BREAKER_OPEN);
     assert_int_equal(s.reason, RESIL_BREAKER_BY_CONSECUTIVE);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fleet_events_destroy(&ev);
@@ -353,17 +353,17 @@ static void an_offline_start_comes_online_when_redis_appears(void **state)
     assert_int_equal(resil_redis_new(&o, &r, NULL), 0);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts bo = fleet_consecutive("late", 2, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &bo);
-    resil_redis_permit p;
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
-    assert_true(p.fallback);
+    resil_breaker *b = fleet_breaker(r, &bo);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), 0);
+    assert_true(resil_redis_permit_fallback(&p));
 
     back_up();
     fleet_wait_until(fleet_ups(&ev) == 1);
     assert_true(resil_redis_connected(r));
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
-    assert_false(p.fallback);
-    resil_redis_breaker_free(b);
+    assert_int_equal(resil_breaker_acquire(b, &p), 0);
+    assert_false(resil_redis_permit_fallback(&p));
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fleet_events_destroy(&ev);
@@ -380,7 +380,7 @@ static void after_an_offline_start_rounds_run_the_loaded_script_by_its_sha(void 
     resil_redis *r = fleet_client_with(&o);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts bo = fleet_consecutive("late-sha", 3, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &bo);
+    resil_breaker *b = fleet_breaker(r, &bo);
 
     back_up();
     fleet_wait_until(fleet_ups(&ev) == 1);
@@ -392,15 +392,15 @@ static void after_an_offline_start_rounds_run_the_loaded_script_by_its_sha(void 
     fleet_calls(b, 3, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(r), 0);
     resil_fake_clock_advance(fc, RESIL_S(5));
-    resil_redis_permit p;
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0); /* a probe, on the callers' connection */
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), 0); /* a probe, on the callers' connection */
     assert_true(p.probe);
 
     resil_redis_stats st;
     resil_redis_stats_get(r, &st);
     assert_int_equal(st.noscript, 0);
     assert_int_equal(redis_server_calls(fleet_server, "eval"), 0);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fleet_events_destroy(&ev);
@@ -423,7 +423,7 @@ static void a_redis_that_refuses_every_write_hands_over_to_the_local_breaker(voi
     resil_redis_opts ro = outage_opts(&ev);
     resil_redis *r = fleet_client_with(&ro);
     resil_redis_breaker_opts o = fleet_consecutive("read-only", 2, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
 
     /* As after a failover that left the address on a replica: the server
      * answers, but every script call is refused with READONLY. */
@@ -432,20 +432,20 @@ static void a_redis_that_refuses_every_write_hands_over_to_the_local_breaker(voi
     assert_int_equal(resil_redis_sync(r), RESIL_EBACKEND);
     fleet_wait_until(fleet_downs(&ev) == 1);
     assert_false(resil_redis_connected(r));
-    resil_redis_permit p;
+    resil_breaker_permit p;
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
-        assert_true(p.fallback);
-        assert_int_equal(resil_redis_breaker_record(b, &p, RESIL_BREAKER_FAILURE), 0);
+        assert_int_equal(resil_breaker_acquire(b, &p), 0);
+        assert_true(resil_redis_permit_fallback(&p));
+        assert_int_equal(resil_breaker_record(b, &p, RESIL_BREAKER_FAILURE), 0);
     }
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), RESIL_EREJECTED);
-    assert_true(p.fallback);
+    assert_int_equal(resil_breaker_acquire(b, &p), RESIL_EREJECTED);
+    assert_true(resil_redis_permit_fallback(&p));
 
     replica_of("NO", "ONE");
     fleet_wait_until(fleet_ups(&ev) == 1);
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
-    assert_false(p.fallback);
-    resil_redis_breaker_free(b);
+    assert_int_equal(resil_breaker_acquire(b, &p), 0);
+    assert_false(resil_redis_permit_fallback(&p));
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fleet_events_destroy(&ev);
@@ -457,7 +457,7 @@ static void noscript_after_script_flush_is_answered_by_eval(void **state)
     resil_fake_clock *fc = fleet_clock();
     resil_redis *r = fleet_client(NULL);
     resil_redis_breaker_opts o = fleet_consecutive("noscript", 3, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     fleet_calls(b, 2, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(r), 0);
 
@@ -484,12 +484,12 @@ static void noscript_after_script_flush_is_answered_by_eval(void **state)
     /* The callers' connection falls back the same way (a probe request). */
     freeReplyObject(redis_server_command(fleet_server, 2, flush));
     resil_fake_clock_advance(fc, RESIL_S(5));
-    resil_redis_permit p;
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), 0);
     assert_true(p.probe);
     resil_redis_stats_get(r, &st);
     assert_int_equal(st.noscript, 2);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
 }

@@ -40,7 +40,7 @@ static int child(const char *url, const char *action)
         return 2;
     }
     resil_redis_breaker_opts bo = real_time_opts();
-    resil_redis_breaker *b = NULL;
+    resil_breaker *b = NULL;
     if (resil_redis_breaker_new(r, &bo, &b, &err) != 0) {
         fprintf(stderr, "child: %s\n", err.message);
         return 3;
@@ -48,16 +48,16 @@ static int child(const char *url, const char *action)
     int rc = 0;
     if (strcmp(action, "trip") == 0) {
         for (int i = 0; i < 3; i++) {
-            resil_redis_permit p;
-            rc |= resil_redis_breaker_acquire(b, &p);
-            rc |= resil_redis_breaker_record(b, &p, RESIL_BREAKER_FAILURE);
+            resil_breaker_permit p;
+            rc |= resil_breaker_acquire(b, &p);
+            rc |= resil_breaker_record(b, &p, RESIL_BREAKER_FAILURE);
         }
         rc |= resil_redis_sync(r);
-        rc |= resil_redis_breaker_state(b) != RESIL_BREAKER_OPEN;
+        rc |= resil_breaker_state_of(b) != RESIL_BREAKER_OPEN;
     } else {
-        rc = resil_redis_breaker_close(b);
+        rc = resil_breaker_close(b);
     }
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     return rc == 0 ? 0 : 4;
 }
@@ -88,21 +88,21 @@ static void a_trip_in_another_process_makes_this_one_reject(void **state)
     (void)state;
     resil_redis *r = fleet_client(NULL);
     resil_redis_breaker_opts o = real_time_opts();
-    resil_redis_breaker *b = fleet_breaker(r, &o);
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_CLOSED);
+    resil_breaker *b = fleet_breaker(r, &o);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
 
     run_child("trip");
-    fleet_wait_until(resil_redis_breaker_state(b) == RESIL_BREAKER_OPEN);
+    fleet_wait_until(resil_breaker_state_of(b) == RESIL_BREAKER_OPEN);
 
     int calls = 0;
     resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX,
                              .clock = resil_clock_system(), .user = &calls};
     resil_outcome out;
-    assert_int_equal(resil_redis_breaker_execute(b, count_call_op, &ctx, NULL, NULL, &out),
+    assert_int_equal(resil_breaker_execute(b, count_call_op, &ctx, NULL, NULL, &out),
                      RESIL_EREJECTED);
     assert_int_equal(calls, 0);
     assert_true(out.retry_after > RESIL_S(50) && out.retry_after <= RESIL_S(60));
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
 }
 
@@ -111,16 +111,16 @@ static void a_close_by_hand_in_another_process_reopens_the_way_here(void **state
     (void)state;
     resil_redis *r = fleet_client(NULL);
     resil_redis_breaker_opts o = real_time_opts();
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     fleet_calls(b, 3, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(r), 0);
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN);
 
     run_child("close");
-    fleet_wait_until(resil_redis_breaker_state(b) == RESIL_BREAKER_CLOSED);
-    resil_redis_permit p;
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), 0);
-    resil_redis_breaker_free(b);
+    fleet_wait_until(resil_breaker_state_of(b) == RESIL_BREAKER_CLOSED);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), 0);
+    resil_breaker_free(b);
     resil_redis_free(r);
 }
 

@@ -370,7 +370,7 @@ static void a_key_edited_by_hand_is_a_command_error_not_a_state(void **state)
     resil_fake_clock *fc = fleet_clock();
     resil_redis *r = fleet_client(NULL);
     resil_redis_breaker_opts o = fleet_consecutive("edited", 3, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     const char *edit[] = {"HSET", "resil:breaker:edited", "state", "9"};
     assert_int_equal(redis_server_integer(fleet_server, 4, edit), 0);
 
@@ -382,9 +382,9 @@ static void a_key_edited_by_hand_is_a_command_error_not_a_state(void **state)
     assert_true(st.connected);
     resil_redis_breaker_status s;
     assert_int_equal(resil_redis_breaker_status_get(b, &s), RESIL_EIO);
-    assert_int_equal(resil_redis_breaker_state(b), RESIL_BREAKER_CLOSED);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
     fleet_calls(b, 1, RESIL_BREAKER_SUCCESS);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
 }
@@ -408,7 +408,7 @@ static void strangers_publishing_on_the_channel_change_nothing(void **state)
     resil_fake_clock *fc = fleet_clock();
     resil_redis *r = fleet_client(NULL);
     resil_redis_breaker_opts o = fleet_consecutive("overheard", 3, fc);
-    resil_redis_breaker *b = fleet_breaker(r, &o);
+    resil_breaker *b = fleet_breaker(r, &o);
     uint64_t epoch = fleet_status(b).epoch;
 
     /* Each is newer than the real change below: taken, it would win. */
@@ -422,14 +422,14 @@ static void strangers_publishing_on_the_channel_change_nothing(void **state)
     publish("hello");
     publish_at("3 ", epoch + 1, " 0 7 overheard");
 
-    fleet_wait_until(resil_redis_breaker_state(b) == RESIL_BREAKER_ISOLATED);
+    fleet_wait_until(resil_breaker_state_of(b) == RESIL_BREAKER_ISOLATED);
     resil_redis_stats st;
     resil_redis_stats_get(r, &st);
     assert_int_equal(st.messages, 1);
-    resil_redis_permit p;
-    assert_int_equal(resil_redis_breaker_acquire(b, &p), RESIL_EREJECTED);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), RESIL_EREJECTED);
     assert_duration_equal(p.retry_after, RESIL_DURATION_MAX);
-    resil_redis_breaker_free(b);
+    resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
 }

@@ -543,6 +543,132 @@ static void bad_keys_are_refused(void **state)
     resil_registry_free(NULL);
 }
 
+/* ---- a factory -------------------------------------------------------- */
+
+/* A stand-in implementation: always closed, counts its destruction. */
+typedef struct stub {
+    int *destroyed;
+} stub;
+
+static int stub_acquire(void *self, resil_breaker_permit *p)
+{
+    (void)self;
+    memset(p, 0, sizeof *p);
+    return 0;
+}
+static int stub_record(void *self, const resil_breaker_permit *p, resil_breaker_result r)
+{
+    (void)self, (void)p, (void)r;
+    return 0;
+}
+static resil_breaker_state stub_state(void *self)
+{
+    (void)self;
+    return RESIL_BREAKER_CLOSED;
+}
+static int stub_stats(void *self, resil_breaker_stats *out)
+{
+    (void)self;
+    memset(out, 0, sizeof *out);
+    return 0;
+}
+static int stub_control(void *self, resil_breaker_control op)
+{
+    (void)self, (void)op;
+    return 0;
+}
+static void stub_destroy(void *self)
+{
+    stub *s = self;
+    (*s->destroyed)++;
+    free(s);
+}
+
+static const resil_breaker_ops stub_ops = {
+    .size = sizeof(resil_breaker_ops), .kind = "stub",        .acquire = stub_acquire,
+    .record = stub_record,             .state = stub_state,   .stats = stub_stats,
+    .control = stub_control,           .destroy = stub_destroy,
+};
+
+typedef struct factory_log {
+    int calls;
+    int destroyed;
+    uint32_t threshold; /* the rules the factory was given */
+    const char *rename; /* non-NULL: name the breaker this instead */
+} factory_log;
+
+static int stub_factory(const char *key, const resil_breaker_opts *o, resil_breaker **out,
+                        resil_err *err, void *ud)
+{
+    factory_log *log = ud;
+    log->calls++;
+    log->threshold = o->failure_threshold;
+    stub *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    s->destroyed = &log->destroyed;
+    int rc = resil_breaker_new_custom(&stub_ops, s, log->rename ? log->rename : key, out, err);
+    if (rc != 0)
+        free(s);
+    return rc;
+}
+
+static void a_factory_builds_each_new_keys_breaker(void **state)
+{
+    fx *f = *state;
+    factory_log log = {0};
+    resil_registry_opts o = opts(f, 4);
+    o.breaker.failure_threshold = 7;
+    o.factory = stub_factory;
+    o.factory_ud = &log;
+    make(f, &o);
+    resil_breaker *a = get(f, "a");
+    resil_breaker *again = get(f, "a");
+    assert_ptr_equal(a, again);
+    assert_int_equal(log.calls, 1);
+    assert_int_equal(log.threshold, 7);
+    assert_string_equal(resil_breaker_kind_name(a), "stub");
+    assert_string_equal(resil_breaker_name(a), "a");
+    resil_breaker_free(a);
+    resil_breaker_free(again);
+    resil_registry_free(f->r);
+    f->r = NULL;
+    assert_int_equal(log.destroyed, 1);
+}
+
+static void a_factory_breaker_must_be_named_by_the_key(void **state)
+{
+    fx *f = *state;
+    factory_log log = {.rename = "b"};
+    resil_registry_opts o = opts(f, 4);
+    o.factory = stub_factory;
+    o.factory_ud = &log;
+    make(f, &o);
+    resil_breaker *b = NULL;
+    resil_err err = {0};
+    assert_int_equal(resil_registry_get(f->r, "a", NULL, &b, &err), RESIL_EINVAL);
+    assert_null(b);
+    assert_string_equal(err.message,
+                        "registry: the factory's breaker for 'a' must be named by the key");
+    assert_int_equal(log.destroyed, 1);
+    assert_int_equal(resil_registry_count(f->r), 0);
+}
+
+static void breakers_that_cannot_say_idle_are_evicted_last(void **state)
+{
+    fx *f = *state;
+    factory_log log = {0};
+    resil_registry_opts o = opts(f, 2);
+    o.factory = stub_factory; /* stub_ops has no idle */
+    o.factory_ud = &log;
+    make(f, &o);
+    touch(f, "a");
+    touch(f, "b");
+    touch(f, "c"); /* none idle: the least recently used of any goes */
+    assert_false(held(f, "a"));
+    assert_true(held(f, "b"));
+    assert_true(held(f, "c"));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -570,6 +696,9 @@ int main(void)
         T(the_cap_holds_under_concurrent_creation),
         T(bad_registry_options_are_refused_by_name),
         T(bad_keys_are_refused),
+        T(a_factory_builds_each_new_keys_breaker),
+        T(a_factory_breaker_must_be_named_by_the_key),
+        T(breakers_that_cannot_say_idle_are_evicted_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
