@@ -730,8 +730,9 @@ static bool was_slow(const fleet_breaker *b, const resil_breaker_permit *p)
 static int record_probe(fleet_breaker *b, const resil_breaker_permit *p,
                         resil_breaker_result r)
 {
-    if (p->probe_slot >= b->rules.probes || !up(b))
-        return RESIL_ESTATE;
+    if (p->probe_slot >= b->rules.probes || !up(b) ||
+        word_epoch(load_cached(b)) != permit_epoch(p))
+        return RESIL_ESTATE; /* the fleet moved on, as far as we know */
     bool failed = r == RESIL_BREAKER_FAILURE || (r == RESIL_BREAKER_SUCCESS && was_slow(b, p));
     pthread_mutex_lock(&b->mu);
     probe_result *res = &b->results[p->probe_slot];
