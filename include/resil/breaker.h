@@ -359,6 +359,16 @@ typedef struct resil_breaker_ops {
 RESIL_API int resil_breaker_new_custom(const resil_breaker_ops *ops, void *self,
                                        const char *name, resil_breaker **out,
                                        resil_err *err);
+/*
+ * Build the breaker `name` with the rules `o` (o->name is `name`): set *out
+ * to a new reference named `name` and return 0, or return a negative
+ * RESIL_E* code (err may say why). How an application hands a registry
+ * (registry.h) or its configuration (config.h) a way to make breakers of
+ * another implementation — resil_redis_breaker_factory() makes fleet ones.
+ */
+typedef int (*resil_breaker_factory_fn)(const char *name, const resil_breaker_opts *o,
+                                        resil_breaker **out, resil_err *err, void *ud);
+
 /* `self` if `b` is driven by `ops`, else NULL: how an implementation
  * recognises its own breakers in accessors of its own. */
 RESIL_API void *resil_breaker_self(const resil_breaker *b, const resil_breaker_ops *ops);

@@ -149,7 +149,11 @@ RESIL_API bool resil_config_degrade_get(const resil_config *c, resil_degrade_opt
 
 /* DistributedCircuitBreaker, for the fleet adapter: the breaker options
  * (Excalibur's defaults: ratio 0.5 of at least 10 calls over 30 s, or 5 in a
- * row; break 30 s; 3 successes close) and how often to sync. */
+ * row; break 30 s; 3 successes close) and how often to sync. When Enabled,
+ * resil_policies builds every CircuitBreakers entry through the
+ * application's breaker_factory (resil_policies_opts), so that each named
+ * breaker is shared by the fleet; the factory may read this section for
+ * its client's SyncInterval and its fallback's rules. */
 typedef struct resil_config_distributed {
     bool enabled;                 /* Enabled, default false */
     resil_duration sync_interval; /* SyncInterval, default 5 s */
@@ -301,6 +305,12 @@ typedef struct resil_policies_opts {
                                 breakers' and monitor's changes (pipeline "") */
     void *listener_ud;
     resil_metrics *metrics;  /* optional; must outlive the registry */
+    /* Builds the CircuitBreakers entries while the document's
+     * DistributedCircuitBreaker is Enabled (an apply of such a document
+     * without one fails); e.g. resil_redis_breaker_factory with a
+     * resil_redis_factory. Otherwise the built-in breaker is used. */
+    resil_breaker_factory_fn breaker_factory;
+    void *breaker_factory_ud;
 } resil_policies_opts;
 
 RESIL_API void resil_policies_opts_default(resil_policies_opts *o);

@@ -45,14 +45,11 @@ typedef int (*resil_registry_opts_fn)(const char *key, resil_breaker_opts *o,
                                       void *ud);
 
 /*
- * Build the breaker for `key` with the rules `o` (its name is the key):
- * set *out to a new reference named `key` and return 0, or return a negative RESIL_E*
- * code (err may say why). Called outside the registry's locks; two threads
- * asking for a new key at once may both call it, and the loser's breaker is
- * freed.
+ * A resil_breaker_factory_fn (breaker.h) building the breaker for a key,
+ * named by the key. Called outside the registry's locks; two threads asking
+ * for a new key at once may both call it, and the loser's breaker is freed.
  */
-typedef int (*resil_registry_factory_fn)(const char *key, const resil_breaker_opts *o,
-                                         resil_breaker **out, resil_err *err, void *ud);
+typedef resil_breaker_factory_fn resil_registry_factory_fn;
 
 typedef struct resil_registry_opts {
     uint32_t max_breakers;       /* default 1024; in [1, RESIL_REGISTRY_MAX_LIMIT] */

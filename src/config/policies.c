@@ -16,7 +16,10 @@
  * degradation monitor), each in a small counted holder so that two
  * snapshots can share it: building the next snapshot reuses the holder of
  * every name whose options are unchanged, which is how a breaker that is
- * open stays open across a reload that did not touch it.
+ * open stays open across a reload that did not touch it. While the
+ * document's DistributedCircuitBreaker is enabled, breakers come from the
+ * application's factory (a fleet adapter this library does not link), and
+ * turning it on or off gives every breaker a fresh start.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,6 +44,7 @@ typedef struct shared {
         resil_degrade_opts degrade;
     } opts; /* as configured: what a reload compares */
     char level_names[RESIL_DEGRADE_MAX_LEVELS][RESIL_DEGRADE_NAME_MAX];
+    bool fleet; /* a breaker built by the application's factory */
     void *obj;
 } shared;
 
@@ -165,7 +169,8 @@ static bool unchanged(const shared *old, const shared *next)
 {
     switch (next->kind) {
     case OBJ_BREAKER:
-        return same_breaker(&old->opts.breaker, &next->opts.breaker);
+        return old->fleet == next->fleet &&
+               same_breaker(&old->opts.breaker, &next->opts.breaker);
     case OBJ_BULKHEAD:
         return same_bulkhead(&old->opts.bulkhead, &next->opts.bulkhead);
     case OBJ_LIMITER:
@@ -186,7 +191,14 @@ static int create_obj(resil_policies *r, shared *s, resil_err *err)
         o.name = s->name;
         o.listener = l ? resil_telemetry_breaker_listener : NULL;
         o.listener_ud = l;
-        return resil_breaker_new(&o, (resil_breaker **)&s->obj, err);
+        if (!s->fleet)
+            return resil_breaker_new(&o, (resil_breaker **)&s->obj, err);
+        if (r->opts.breaker_factory == NULL)
+            return resil_err_set(err, RESIL_EINVAL,
+                                 "policies: DistributedCircuitBreaker is enabled but no "
+                                 "breaker_factory is registered");
+        return r->opts.breaker_factory(s->name, &o, (resil_breaker **)&s->obj, err,
+                                       r->opts.breaker_factory_ud);
     }
     case OBJ_BULKHEAD: {
         resil_bulkhead_opts o = s->opts.bulkhead;
@@ -252,8 +264,11 @@ static int gather(resil_policies *r, const resil_config *c, snapshot *old, snaps
         shared *h = new_holder(k, name);
         if (h == NULL)
             return resil_err_set(err, RESIL_ENOMEM, "policies: out of memory");
-        if (k == OBJ_BREAKER)
+        if (k == OBJ_BREAKER) {
+            resil_config_distributed d;
             resil_config_breaker_get(c, name, &h->opts.breaker);
+            h->fleet = resil_config_distributed_get(c, &d) && d.enabled;
+        }
         else if (k == OBJ_BULKHEAD)
             resil_config_bulkhead_get(c, name, &h->opts.bulkhead);
         else

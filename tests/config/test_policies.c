@@ -467,6 +467,67 @@ static void reloads_race_executions_safely(void **state)
     resil_policies_free(r.reg);
 }
 
+/* ---- DistributedCircuitBreaker: breakers from the application's factory -- */
+
+#define FLEET                                                                                  \
+    "{'Resilience': {'DistributedCircuitBreaker': {'Enabled': true},"                          \
+    " 'CircuitBreakers': {'shared': {'ConsecutiveFailureThreshold': 2, 'BreakDuration': '1m'}},"\
+    " 'Pipelines': {'orders': ['CircuitBreaker:shared'], 'billing': ['CircuitBreaker:shared']}}}"
+
+typedef struct factory_log {
+    int calls;
+    char name[64];
+    uint32_t threshold;
+} factory_log;
+
+/* Stands in for a fleet adapter: notes what it was asked, builds a local one. */
+static int logging_factory(const char *name, const resil_breaker_opts *o, resil_breaker **out,
+                           resil_err *err, void *ud)
+{
+    factory_log *log = ud;
+    log->calls++;
+    snprintf(log->name, sizeof log->name, "%s", name);
+    log->threshold = o->failure_threshold;
+    return resil_breaker_new(o, out, err);
+}
+
+static void a_distributed_document_builds_its_breakers_through_the_factory(void **state)
+{
+    (void)state;
+    factory_log log = {0};
+    resil_policies_opts o;
+    resil_policies_opts_default(&o);
+    o.breaker_factory = logging_factory;
+    o.breaker_factory_ud = &log;
+    fixture f = {0};
+    assert_int_equal(resil_fake_clock_new(0, 0, &f.fc), 0);
+    o.clock = resil_fake_clock_clock(f.fc);
+    assert_int_equal(resil_policies_new(&o, &f.reg, NULL), 0);
+    apply(&f, FLEET);
+    assert_int_equal(log.calls, 1);
+    assert_string_equal(log.name, "shared");
+    assert_int_equal(log.threshold, 2);
+    resil_pipeline_result res;
+    assert_int_equal(run(&f, "orders", fail_op, &res), 1);
+    assert_int_equal(run(&f, "orders", fail_op, &res), 1); /* the 2nd failure trips it */
+    assert_int_equal(run(&f, "billing", ok_op, &res), 0);
+    assert_int_equal(res.outcome.kind, RESIL_REJECTED);
+    resil_policies_free(f.reg);
+    resil_fake_clock_free(f.fc);
+}
+
+static void a_distributed_document_without_a_factory_is_refused(void **state)
+{
+    fixture *f = *state;
+    resil_config *c = cfg_load(FLEET);
+    resil_err e = {0, ""};
+    assert_int_equal(resil_policies_apply(f->reg, c, &e), RESIL_EINVAL);
+    assert_string_equal(e.message, "policies: DistributedCircuitBreaker is enabled but no "
+                                   "breaker_factory is registered");
+    assert_int_equal(resil_policies_version(f->reg), 0);
+    resil_config_free(c);
+}
+
 static void null_arguments_are_refused(void **state)
 {
     fixture *f = *state;
@@ -508,6 +569,9 @@ int main(void)
         cmocka_unit_test(events_reach_the_registrys_listener),
         cmocka_unit_test(reloads_race_executions_safely),
         cmocka_unit_test_setup_teardown(null_arguments_are_refused, setup, teardown),
+        cmocka_unit_test(a_distributed_document_builds_its_breakers_through_the_factory),
+        cmocka_unit_test_setup_teardown(a_distributed_document_without_a_factory_is_refused,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
