@@ -70,8 +70,10 @@
  * an application may plug in its own with a resil_breaker_ops table and
  * resil_breaker_new_custom(). Everything that takes a breaker — the
  * pipeline, the registry, telemetry, configuration — takes any of them
- * through this one API. The built-in breaker pays nothing for the seam: the
- * handle recognises its own table and calls it directly.
+ * through this one API. The built-in breaker pays nothing for the seam: its
+ * call path reads its state word first anyway, and another implementation's
+ * handle holds a word in a state the built-in breaker never uses, so the
+ * same load that admits a call also finds a foreign breaker.
  */
 #ifndef RESIL_BREAKER_H
 #define RESIL_BREAKER_H
