@@ -27,7 +27,7 @@ static void direct_call(void *ud, uint64_t iters)
 {
     (void)ud;
     uint64_t ok = 0;
-    resil_attempt_ctx ctx = {1, RESIL_INSTANT_MAX, NULL, NULL, NULL};
+    resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX};
     for (uint64_t i = 0; i < iters; i++) {
         resil_outcome o = op_ptr(&ctx);
         ok += o.kind == RESIL_SUCCESS;

@@ -40,7 +40,7 @@ static resil_op_fn volatile direct_fail3 = op_fail3;
 static void direct_call(void *ud, uint64_t iters)
 {
     (void)ud;
-    resil_attempt_ctx ctx = {1, RESIL_INSTANT_MAX, NULL, NULL, NULL};
+    resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX};
     uint64_t n = 0;
     for (uint64_t i = 0; i < iters; i++) {
         resil_outcome o = direct_ok(&ctx);
@@ -56,7 +56,7 @@ static void direct_calls_4(void *ud, uint64_t iters)
     uint64_t n = 0;
     for (uint64_t i = 0; i < iters; i++) {
         int calls = 0;
-        resil_attempt_ctx ctx = {1, RESIL_INSTANT_MAX, NULL, NULL, &calls};
+        resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX, .user = &calls};
         for (int a = 0; a < 4; a++) {
             resil_outcome o = direct_fail3(&ctx);
             n += (uint64_t)o.kind;
@@ -130,7 +130,7 @@ static void step_failure_decisions(void *ud, uint64_t iters)
         if (i % 3 == 0)
             resil_retry_begin(&r, &c->policy, 0, RESIL_INSTANT_MAX, true);
         resil_retry_before_attempt(&r, false);
-        resil_retry_decision d = resil_retry_after_attempt(&r, &fail, 0, c->opts.rng);
+        resil_retry_decision d = resil_retry_after_attempt(&r, NULL, &fail, 0, c->opts.rng);
         n += (uint64_t)d.wait;
     }
     bench_consume(n);

@@ -162,8 +162,10 @@ static void cancel_in_wait(resil_fake_clock *fc, resil_duration d, void *ud)
     resil_cancel_fire(ud);
 }
 
-static bool retry_transient_or_throttled(const resil_outcome *o, void *ud)
+static bool retry_transient_or_throttled(const resil_outcome *o, const resil_attempt_ctx *ctx,
+                                         void *ud)
 {
+    (void)ctx;
     (void)ud;
     return o->kind == RESIL_TRANSIENT || o->kind == RESIL_THROTTLED;
 }

@@ -56,7 +56,8 @@ static void run_breaker(resil_fake_clock *fc)
         return;
     }
     int calls = 0;
-    resil_attempt_ctx ctx = {1, RESIL_INSTANT_MAX, NULL, o.clock, &calls};
+    resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX, .clock = o.clock,
+                             .user = &calls};
     for (int t = 0; t < 24; t++) {
         resil_outcome out;
         char wait[32];

@@ -173,8 +173,10 @@ static int show(demo *d, const scenario *s, call *c)
 /* ---- the article's policy and scenarios ----------------------------------- */
 
 /* RetryOn: transient failures and throttling, nothing else. */
-static bool transient_or_throttled(const resil_outcome *o, void *ud)
+static bool transient_or_throttled(const resil_outcome *o, const resil_attempt_ctx *ctx,
+                                   void *ud)
 {
+    (void)ctx;
     (void)ud;
     return o->kind == RESIL_TRANSIENT || o->kind == RESIL_THROTTLED;
 }

@@ -30,6 +30,9 @@ typedef struct resil_fallback_info {
     resil_strategy_kind rejected_by; /* who refused, or RESIL_STRATEGY_NONE */
     resil_stop stop;                 /* the retry's stop reason (NONE if none ran yet) */
     uint32_t attempts;               /* attempts made so far */
+    const resil_attempt_ctx *ctx;    /* the call as the fallback sees it: its
+                                        user data, token and deadline
+                                        (attempt 0 outside a retry) */
 } resil_fallback_info;
 
 /* Produce the outcome (and, through `user`, the value). */
@@ -40,15 +43,16 @@ typedef struct resil_fallback_opts {
     resil_fallback_fn action;    /* required */
     void *action_ud;
     resil_retry_on_fn handle;    /* which outcomes go to the fallback (never
-                                    once the caller's token fired);
-                                    NULL = resil_fallback_handle_default */
+                                    once the caller's token fired); ctx as in
+                                    resil_fallback_info; NULL =
+                                    resil_fallback_handle_default */
     void *handle_ud;
 } resil_fallback_opts;
 
 RESIL_API void resil_fallback_opts_default(resil_fallback_opts *o);
 RESIL_API int resil_fallback_opts_validate(const resil_fallback_opts *o, resil_err *err);
-/* Every failure and rejection, but not a cancellation: a caller who gave up
- * wants no substitute answer (Polly's default too). */
+/* The default rule: every failure and rejection, but not a cancellation:
+ * a caller who gave up wants no substitute answer (Polly's default too). */
 RESIL_API bool resil_fallback_handle_default(const resil_outcome *o, void *ud);
 
 RESIL_END_DECLS

@@ -24,8 +24,9 @@
  * threads, with the same ctx->user, and a loser may still be running after
  * the execution returned — keep ctx->user alive until the pipeline is
  * freed, or set `wait_losers`, which makes the execution return only after
- * every attempt it started has ended. resil_hedge_current() tells an
- * attempt which one it is, e.g. to write into its own result slot.
+ * every attempt it started has ended. ctx->hedge tells an attempt which
+ * one it is (0 for the primary), e.g. to write into its own result slot;
+ * hedge_on gets the same context, so it knows whose outcome it judges.
  */
 #ifndef RESIL_HEDGE_H
 #define RESIL_HEDGE_H
@@ -41,8 +42,10 @@ RESIL_BEGIN_DECLS
 typedef struct resil_hedge_opts {
     resil_duration delay;       /* default 2 s; >= 0; 0 starts every attempt at once */
     uint32_t max_hedged;        /* default 1; in [1, RESIL_HEDGE_MAX] */
-    resil_retry_on_fn hedge_on; /* which outcomes call for another attempt;
-                                   NULL = resil_retry_on_default */
+    resil_retry_on_fn hedge_on; /* which outcomes call for another attempt
+                                   (ctx: the attempt that ended, its
+                                   ctx->hedge included); NULL =
+                                   resil_retry_on_default */
     void *hedge_on_ud;
     resil_budget *budget;       /* hedges draw from it; NULL = the pipeline's
                                    retry budget, if any. Not owned. */
@@ -54,10 +57,6 @@ typedef struct resil_hedge_opts {
 RESIL_API void resil_hedge_opts_default(resil_hedge_opts *o);
 /* Names the first bad field ("hedging.max_hedged must be in [1, 10], got 0"). */
 RESIL_API int resil_hedge_opts_validate(const resil_hedge_opts *o, resil_err *err);
-
-/* Which attempt of a hedged execution the calling thread is running: 0 for
- * the primary (and for anything not hedged), 1 … max_hedged for hedges. */
-RESIL_API uint32_t resil_hedge_current(void);
 
 RESIL_END_DECLS
 

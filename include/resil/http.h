@@ -102,6 +102,10 @@ typedef struct resil_http_response {
                                    when absent or malformed */
     bool outcome_unknown;     /* a failure status with `Idempotent-Outcome: unknown`:
                                  an idempotency layer's final answer for the key */
+    const resil_attempt_ctx *ctx; /* the attempt: its number, hedge index,
+                                     deadline and token (ctx->user is NULL: an
+                                     HTTP call carries no user pointer); NULL
+                                     outside a client's call */
 } resil_http_response;
 
 typedef resil_outcome (*resil_http_classify_fn)(const resil_http_response *r, void *ud);
@@ -168,7 +172,8 @@ typedef struct resil_http_opts {
                                        Polly's jitter, Retry-After honoured (capped
                                        by retry_after_max, 60 s); max_total must be
                                        0 (total_timeout is the bound); retry_on
-                                       NULL = the outcome's kind decides */
+                                       NULL = the outcome's kind decides; its
+                                       ctx->user is NULL, as the classifier's */
     bool breakers;                  /* a breaker per authority; default true */
     resil_breaker_opts breaker;     /* default ratio 0.1 over 30 s, throughput 100,
                                        break 5 s */

@@ -54,11 +54,20 @@ static inline bool resil_outcome_ok(const resil_outcome *o)
     return o->kind == RESIL_SUCCESS;
 }
 
-/* A classifier: is this failure worth another attempt? */
-typedef bool (*resil_retry_on_fn)(const resil_outcome *o, void *ud);
+/* The attempt that produced an outcome: its number, deadline, token, the
+ * hedge it was, and the call's user data (retry.h). */
+typedef struct resil_attempt_ctx resil_attempt_ctx;
 
-/* The default classifier: transient, throttled and timeout are retryable;
- * everything else is not. */
+/* A classifier: is this failure worth another attempt? `ctx` is the
+ * attempt that failed, as its operation saw it — ctx->user is the call's
+ * own context, so one classifier shared by many concurrent calls can tell
+ * them apart. Never NULL. */
+typedef bool (*resil_retry_on_fn)(const resil_outcome *o, const resil_attempt_ctx *ctx,
+                                  void *ud);
+
+/* The default rule: transient, throttled and timeout are retryable;
+ * everything else is not. A NULL classifier means this rule; a classifier
+ * of your own may defer to it. */
 RESIL_API bool resil_retry_on_default(const resil_outcome *o, void *ud);
 
 RESIL_END_DECLS

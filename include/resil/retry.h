@@ -86,11 +86,13 @@ typedef struct resil_retry_info {
     resil_duration delay;        /* the wait before the next attempt */
     resil_wait_source source;
     const resil_outcome *cause;  /* the failure being retried */
+    const resil_attempt_ctx *ctx; /* that attempt's context (never NULL) */
 } resil_retry_info;
 
 /* Called after a retry is decided and before the wait. `user` is the
- * execution's context pointer (resil_attempt_ctx.user): the hook may change
- * what it points at, e.g. refresh an authorization token. */
+ * execution's context pointer (resil_attempt_ctx.user, also info->ctx->user):
+ * the hook may change what it points at, e.g. refresh an authorization
+ * token. */
 typedef void (*resil_on_retry_fn)(const resil_retry_info *info, void *user,
                                   void *hook_ud);
 
@@ -148,8 +150,14 @@ RESIL_API resil_stop resil_retry_begin(resil_retry *r,
 /* Before each attempt: RESIL_STOP_CANCELLED when `cancelled`, else
  * RESIL_STOP_NONE and the attempt counter moves on (saturating). */
 RESIL_API resil_stop resil_retry_before_attempt(resil_retry *r, bool cancelled);
-/* After each attempt: the decision. `rng` feeds jitter (NULL = thread's). */
+/* After each attempt: the decision on its outcome `o`. `ctx` is the
+ * context the attempt ran with, handed to the policy's classifier as is
+ * (the step keeps no per-call state of its own, so any number of
+ * executions interleave on one thread); NULL gives the classifier one
+ * holding only the step's attempt number and deadline. `rng` feeds jitter
+ * (NULL = thread's). */
 RESIL_API resil_retry_decision resil_retry_after_attempt(resil_retry *r,
+                                                         const resil_attempt_ctx *ctx,
                                                          const resil_outcome *o,
                                                          resil_instant now,
                                                          resil_rng *rng);
@@ -158,13 +166,21 @@ RESIL_API resil_instant resil_retry_deadline(const resil_retry *r);
 
 /* ---- the blocking executor -------------------------------------------- */
 
-typedef struct resil_attempt_ctx {
+/* One attempt's context: what the operation gets, and what every
+ * classifier and hook of the call gets with it. Everything per call lives
+ * here, on the caller's stack, and nothing in thread-local storage: an
+ * attempt may run on a hedging worker, and one thread may drive many
+ * calls' steps in turn. */
+struct resil_attempt_ctx {
     uint32_t attempt;       /* 1-based */
     resil_instant deadline; /* RESIL_INSTANT_MAX = none */
     resil_cancel *cancel;   /* may be NULL */
     resil_clock *clock;
     void *user;             /* the caller's context */
-} resil_attempt_ctx;
+    uint32_t hedge;         /* which attempt of a hedged execution: 0 for the
+                               primary (and anything not hedged), 1 … max_hedged
+                               for hedges */
+};
 
 typedef resil_outcome (*resil_op_fn)(resil_attempt_ctx *ctx);
 

@@ -71,10 +71,6 @@ struct resil__hedge_pool {
     race *free_races;
 };
 
-static _Thread_local uint32_t current_hedge;
-
-uint32_t resil_hedge_current(void) { return current_hedge; }
-
 /* ---- options -------------------------------------------------------------- */
 
 void resil_hedge_opts_default(resil_hedge_opts *o)
@@ -123,10 +119,9 @@ static void *worker(void *arg)
         /* The attempt's own token: the caller's stack, where the base
          * frame's tokens live, may be gone before this attempt ends. */
         f.cancel = f.deadline_token = &rc->tokens[j.index];
-        current_hedge = j.index;
+        f.hedge = j.index; /* the operation reads it in its ctx */
         resil_outcome o;
         resil__chain(&rc->run, rc->next, &f, &o);
-        current_hedge = 0;
         finish_attempt(rc, j.index, &o);
 
         pthread_mutex_lock(&pool->mu);
@@ -295,18 +290,24 @@ static void unref_unlock(race *rc)
 
 /* ---- the race ---------------------------------------------------------------------- */
 
-static bool wants_another(const race *rc, const resil_outcome *o)
+/* hedge_on judges attempt `index` with that attempt's context, as its
+ * operation saw it. */
+static bool wants_another(race *rc, uint32_t index, const resil_outcome *o)
 {
     const resil_hedge_opts *h = &rc->node->hedge;
     if (o->kind == RESIL_SUCCESS)
         return false;
-    return h->hedge_on != NULL ? h->hedge_on(o, h->hedge_on_ud) : resil_retry_on_default(o, NULL);
+    if (h->hedge_on == NULL)
+        return resil_retry_on_default(o, NULL);
+    resil_attempt_ctx ctx = {rc->base.attempt, rc->base.deadline, &rc->tokens[index],
+                             rc->run.p->clock, rc->run.user, index};
+    return h->hedge_on(o, &ctx, h->hedge_on_ud);
 }
 
 /* A cancelled attempt never wins: it is usually a loser we fired. */
-static bool acceptable(const race *rc, const resil_outcome *o)
+static bool acceptable(race *rc, uint32_t index, const resil_outcome *o)
 {
-    return o->kind != RESIL_CANCELLED && !wants_another(rc, o);
+    return o->kind != RESIL_CANCELLED && !wants_another(rc, index, o);
 }
 
 static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o)
@@ -314,7 +315,7 @@ static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o)
     pthread_mutex_lock(&rc->mu);
     rc->outcomes[index] = *o;
     rc->finished++;
-    if (rc->winner < 0 && acceptable(rc, o)) {
+    if (rc->winner < 0 && acceptable(rc, index, o)) {
         rc->winner = (int)index;
     } else {
         rc->news = true;

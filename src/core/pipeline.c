@@ -60,7 +60,7 @@ resil_strategy_kind resil__rejected_by(const resil_outcome *o)
 
 static void call_op(const resil__run *r, const resil__frame *f, resil_outcome *out)
 {
-    resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user};
+    resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user, f->hedge};
     *out = r->op(&ctx);
 }
 
@@ -165,7 +165,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     }
     resil_instant start = resil_clock_now(p->clock);
     ex.last_now = start;
-    resil__frame f = {0, start, RESIL_INSTANT_MAX, call->cancel, NULL, NULL};
+    resil__frame f = {0, 0, start, RESIL_INSTANT_MAX, call->cancel, NULL, NULL};
     resil__chain(&r, 0, &f, &out->outcome);
     if (!out->fallback)
         out->cause = out->outcome;
@@ -661,6 +661,10 @@ static void freeze_retry(resil_pipeline *p)
     n->run_policy = n->policy;
     n->run_policy.on_retry = resil__retry_announce;
     n->run_policy.on_retry_ud = n;
+    if (n->policy.retry_on != NULL) {
+        n->run_policy.retry_on = resil__retry_classify;
+        n->run_policy.retry_on_ud = n;
+    }
 }
 
 static int start_hedging(resil_pipeline *p, resil_err *err)

@@ -101,6 +101,7 @@ typedef struct resil__reading {
 /* What changes from one strategy to the next. */
 typedef struct resil__frame {
     uint32_t attempt;             /* 0 outside the retry */
+    uint32_t hedge;               /* the hedge running this (0 = primary or unhedged) */
     resil_instant now;            /* the latest clock reading, no wait since */
     resil_instant deadline;       /* RESIL_INSTANT_MAX = none */
     resil_cancel *cancel;         /* the innermost token; may be NULL */
@@ -134,6 +135,9 @@ void resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f,
 /* The retry policy's on_retry as executed: reports, then calls the
  * caller's hook with the caller's context (pipeline_strategies.c). */
 void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_ud);
+/* The retry policy's retry_on as executed: the caller's classifier, handed
+ * the caller's context rather than the executor's (pipeline_strategies.c). */
+bool resil__retry_classify(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud);
 
 /* A rejection by strategy `k`: kind RESIL_REJECTED, code k. */
 resil_outcome resil__rejected(resil_strategy_kind k, const char *detail,

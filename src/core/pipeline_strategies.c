@@ -195,7 +195,7 @@ void resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f,
         *out = resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
         return;
     }
-    resil__frame inner = {f->attempt, f->now, deadline, &tok, &tok, f->reading};
+    resil__frame inner = {f->attempt, f->hedge, f->now, deadline, &tok, &tok, f->reading};
     resil__chain(r, i + 1, &inner, out);
     if (out->kind != RESIL_SUCCESS)
         judge(r, n, f, &tok, deadline, t, out);
@@ -215,6 +215,7 @@ typedef struct cursor {
     const resil__node *node;
     size_t next;
     resil_cancel *attempt_deadline_token;
+    const resil_attempt_ctx *last; /* the executor's context of the latest attempt */
 } cursor;
 
 static resil_instant cursor_now(resil_clock *c)
@@ -242,18 +243,41 @@ static int cursor_sleep(resil_clock *c, resil_duration d, resil_cancel *cancel)
 static resil_outcome attempt_op(resil_attempt_ctx *ctx)
 {
     cursor *k = ctx->user;
-    resil__frame f = {ctx->attempt, k->latest.now, ctx->deadline, ctx->cancel,
+    k->last = ctx;
+    resil__frame f = {ctx->attempt, 0, k->latest.now, ctx->deadline, ctx->cancel,
                       k->attempt_deadline_token, &k->latest};
     resil_outcome o;
     resil__chain(k->r, k->next, &f, &o);
     return o;
 }
 
-static bool handled(const resil_retry_policy *p, const resil_outcome *o)
+/* The executor's context names the cursor as its user and its clock; the
+ * caller's classifiers and hooks get the same attempt with the caller's
+ * user and the pipeline's clock. */
+static resil_attempt_ctx caller_ctx(const cursor *k, const resil_attempt_ctx *inner)
 {
+    resil_attempt_ctx c = *inner;
+    c.user = k->r->user;
+    c.clock = k->inner;
+    return c;
+}
+
+bool resil__retry_classify(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    const resil__node *n = ud;
+    resil_attempt_ctx c = caller_ctx(ctx->user, ctx);
+    return n->policy.retry_on(o, &c, n->policy.retry_on_ud);
+}
+
+static bool handled(const cursor *k, const resil_outcome *o)
+{
+    const resil_retry_policy *p = &k->node->policy;
     if (o->kind == RESIL_SUCCESS)
         return false;
-    return p->retry_on != NULL ? p->retry_on(o, p->retry_on_ud) : resil_retry_on_default(o, NULL);
+    if (p->retry_on == NULL)
+        return resil_retry_on_default(o, NULL);
+    resil_attempt_ctx c = caller_ctx(k, k->last);
+    return p->retry_on(o, &c, p->retry_on_ud);
 }
 
 static resil_strategy_kind attempt_reporter(const resil__node *n)
@@ -273,7 +297,7 @@ static void report_attempt(const resil_attempt_record *rec, void *ud)
     ev.duration = rec->duration;
     ev.stop = rec->stop;
     ev.outcome = &rec->outcome;
-    ev.handled = handled(&k->node->policy, &rec->outcome);
+    ev.handled = handled(k, &rec->outcome);
     resil__emit(r->p, &ev);
     if (rec->stop != RESIL_STOP_BUDGET_EXHAUSTED)
         return;
@@ -300,8 +324,12 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
         ev.outcome = info->cause;
         resil__emit(r->p, &ev);
     }
-    if (n->policy.on_retry != NULL)
-        n->policy.on_retry(info, r->user, n->policy.on_retry_ud);
+    if (n->policy.on_retry != NULL) {
+        resil_attempt_ctx c = caller_ctx(k, info->ctx);
+        resil_retry_info mine = *info;
+        mine.ctx = &c;
+        n->policy.on_retry(&mine, r->user, n->policy.on_retry_ud);
+    }
 }
 
 static void keep_result(const resil__run *r, const resil_retry_result *res, const cursor *k)
@@ -319,7 +347,7 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     const resil__node *n = node_at(r, i);
     cursor k = {{cursor_now, cursor_wall_now, cursor_sleep},
                 r->p->clock, {f->now, true}, f->deadline, f->deadline_token,
-                r, n, i + 1, f->deadline_token};
+                r, n, i + 1, f->deadline_token, NULL};
     /* The policy's own time budget is a deadline too, and a deadline comes
      * with a token: the attempts get one that fires with it. */
     resil_cancel own;
@@ -424,12 +452,13 @@ void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
      * of it: a caller who gave up wants no substitute answer. */
     if (caller_gave_up(f->cancel))
         return;
-    bool go = fb->handle != NULL ? fb->handle(out, fb->handle_ud)
+    resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user, f->hedge};
+    bool go = fb->handle != NULL ? fb->handle(out, &ctx, fb->handle_ud)
                                  : resil_fallback_handle_default(out, NULL);
     if (!go)
         return;
     resil_outcome o = *out;
-    resil_fallback_info info = {&o, resil__rejected_by(&o), RESIL_STOP_NONE, 0};
+    resil_fallback_info info = {&o, resil__rejected_by(&o), RESIL_STOP_NONE, 0, &ctx};
     if (r->ex != NULL) {
         info.stop = r->ex->out->stop;
         info.attempts = r->ex->out->attempts;

@@ -143,11 +143,18 @@ resil_stop resil_retry_before_attempt(resil_retry *r, bool cancelled)
     return RESIL_STOP_NONE;
 }
 
-static bool retryable(const resil_retry_policy *p, const resil_outcome *o)
+/* The classifier gets the attempt's own context: the step holds no
+ * per-call state anywhere else, so interleaved executions stay apart. */
+static bool retryable(const resil_retry *r, const resil_attempt_ctx *ctx,
+                      const resil_outcome *o)
 {
-    if (p->retry_on != NULL)
-        return p->retry_on(o, p->retry_on_ud);
-    return resil_retry_on_default(o, NULL);
+    const resil_retry_policy *p = r->policy;
+    if (p->retry_on == NULL)
+        return resil_retry_on_default(o, NULL);
+    if (ctx != NULL)
+        return p->retry_on(o, ctx, p->retry_on_ud);
+    resil_attempt_ctx own = {r->attempt, r->deadline, NULL, NULL, NULL, 0};
+    return p->retry_on(o, &own, p->retry_on_ud);
 }
 
 static bool attempts_used_up(const resil_retry *r)
@@ -195,8 +202,9 @@ static resil_retry_decision choose_wait(resil_retry *r, const resil_outcome *o,
     return wait_for(clamp(hint, b, resil_dur_add(b, RESIL_S(5))), RESIL_WAIT_RETRY_AFTER);
 }
 
-resil_retry_decision resil_retry_after_attempt(resil_retry *r, const resil_outcome *o,
-                                               resil_instant now, resil_rng *rng)
+resil_retry_decision resil_retry_after_attempt(resil_retry *r, const resil_attempt_ctx *ctx,
+                                               const resil_outcome *o, resil_instant now,
+                                               resil_rng *rng)
 {
     const resil_retry_policy *p = r->policy;
     if (p->budget != NULL)
@@ -205,7 +213,7 @@ resil_retry_decision resil_retry_after_attempt(resil_retry *r, const resil_outco
         return stop(RESIL_STOP_SUCCEEDED);
     if (o->kind == RESIL_CANCELLED)
         return stop(RESIL_STOP_CANCELLED);
-    if (!retryable(p, o))
+    if (!retryable(r, ctx, o))
         return stop(RESIL_STOP_NOT_RETRYABLE);
     if (attempts_used_up(r))
         return stop(RESIL_STOP_ATTEMPTS_EXHAUSTED);
@@ -231,6 +239,7 @@ typedef struct exec {
     resil_clock *clock;
     resil_instant now; /* the latest clock reading: two per attempt, no more */
     resil_retry step;
+    resil_attempt_ctx ctx; /* the current attempt's, for the op and the hooks */
     resil_retry_result *out;
 } exec;
 
@@ -279,14 +288,19 @@ static void keep_record(exec *x, resil_instant start, const resil_retry_decision
 /* Run one attempt, its outcome landing straight in the result, and decide. */
 static resil_retry_decision attempt(exec *x, resil_op_fn op, void *user)
 {
-    resil_attempt_ctx ctx = {x->step.attempt, x->step.deadline, x->opts->cancel, x->clock,
-                             user};
+    resil_attempt_ctx *ctx = &x->ctx;
+    ctx->attempt = x->step.attempt;
+    ctx->deadline = x->step.deadline;
+    ctx->cancel = x->opts->cancel;
+    ctx->clock = x->clock;
+    ctx->user = user;
+    ctx->hedge = 0;
     resil_instant start = x->now;
-    x->out->final = op(&ctx);
+    x->out->final = op(ctx);
     x->out->attempts = x->step.attempt;
     x->now = resil_clock_now(x->clock);
     resil_retry_decision d =
-        resil_retry_after_attempt(&x->step, &x->out->final, x->now, x->opts->rng);
+        resil_retry_after_attempt(&x->step, ctx, &x->out->final, x->now, x->opts->rng);
     keep_record(x, start, &d);
     return d;
 }
@@ -296,7 +310,7 @@ static void announce_retry(exec *x, const resil_retry_decision *d, void *user)
     const resil_retry_policy *p = x->policy;
     if (p->on_retry == NULL)
         return;
-    resil_retry_info info = {x->step.attempt, d->wait, d->source, &x->out->final};
+    resil_retry_info info = {x->step.attempt, d->wait, d->source, &x->out->final, &x->ctx};
     p->on_retry(&info, user, p->on_retry_ud);
 }
 

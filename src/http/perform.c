@@ -19,10 +19,12 @@
  * when hedging is on, a hedged one that only safe methods take. What an
  * HTTP request adds to the retry decision — its method, whether it carries
  * an Idempotency-Key, whether its body was streamed — is known only per
- * call, while the pipeline's policy is fixed at build; so the policy's
- * classifier reads the call being performed on this thread (the retry loop
- * runs on the caller's thread). Attempt buffers are pooled in the client,
- * so after warm-up a call allocates nothing of its own.
+ * call, while the pipeline's policy is fixed at build; so the call is the
+ * pipeline execution's user data, and the policy's classifier reads it
+ * from the attempt context it is handed, as the operation does (and reads
+ * there which hedge's handle an attempt uses). Nothing is per thread, so
+ * calls nest or alternate on one thread freely. Attempt buffers are pooled
+ * in the client, so after warm-up a call allocates nothing of its own.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -92,9 +94,6 @@ struct http_call {
     char key[RESIL_HTTP_KEY_MAX + 1];
     char authority[RESIL_BREAKER_NAME_MAX];
 };
-
-/* The call this thread is performing: the retry classifier's context. */
-static _Thread_local http_call *current_call;
 
 /* ---- buffers and the pool ------------------------------------------------ */
 
@@ -366,12 +365,25 @@ static bool outcome_unknown_of(const http_attempt *a)
            strcmp(h->value, "unknown") == 0;
 }
 
+/* What the caller's classifiers see of an attempt: everything but our
+ * call state, which is no business of theirs (an HTTP call has no user
+ * pointer to hand them instead). */
+static resil_attempt_ctx caller_ctx(const resil_attempt_ctx *ctx)
+{
+    resil_attempt_ctx c = *ctx;
+    c.user = NULL;
+    return c;
+}
+
 static resil_outcome classify(const http_call *call, const http_attempt *a,
-                              resil_clock *clock)
+                              const resil_attempt_ctx *ctx)
 {
     const resil_http_opts *o = &call->client->opts;
-    resil_http_response r = {a->easy, a->code, a->status, call->method, call->has_key,
-                             retry_after_of(a, clock), outcome_unknown_of(a)};
+    resil_attempt_ctx c = caller_ctx(ctx);
+    resil_http_response r = {a->easy,       a->code,
+                             a->status,     call->method,
+                             call->has_key, retry_after_of(a, ctx->clock),
+                             outcome_unknown_of(a), &c};
     if (o->classify != NULL)
         return o->classify(&r, o->classify_ud);
     return resil_http_classify(&r, o->retry_500);
@@ -380,7 +392,7 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
 static resil_outcome http_op(resil_attempt_ctx *ctx)
 {
     http_call *call = ctx->user;
-    uint32_t i = resil_hedge_current();
+    uint32_t i = ctx->hedge;
     http_attempt *a = call->att[i < call->natt ? i : 0];
     reset_attempt(a, ctx);
     curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, resil_ctx_remaining_ms(ctx));
@@ -388,7 +400,7 @@ static resil_outcome http_op(resil_attempt_ctx *ctx)
     curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
     if (call->method == NULL && i == 0)
         learn_method(call, a->easy);
-    resil_outcome o = classify(call, a, ctx->clock);
+    resil_outcome o = classify(call, a, ctx);
     /* Aborted because the attempt's token fired: say which deadline or
      * cancel it was, rather than "callback aborted". */
     if (a->code == CURLE_ABORTED_BY_CALLBACK && resil_cancelled(ctx->cancel))
@@ -408,15 +420,32 @@ static bool method_may_retry(const http_call *call)
     return o->retry_unsafe || resil_http_method_retryable(call->method, call->has_key);
 }
 
-/* The pipeline's retry classifier: the caller's (or the kind's) verdict,
- * unless this request may not be sent again. */
-static bool http_retry_on(const resil_outcome *o, void *ud)
+/* The caller's classifier (or the kind's verdict), on the caller's view
+ * of the attempt. */
+static bool caller_retry_on(const resil_retry_policy *p, const resil_outcome *o,
+                            const resil_attempt_ctx *ctx)
 {
-    const resil_retry_policy *p = ud;
-    const http_call *call = current_call;
-    if (call != NULL && (call->last || !method_may_retry(call)))
+    if (p->retry_on == NULL)
+        return resil_retry_on_default(o, NULL);
+    resil_attempt_ctx c = caller_ctx(ctx);
+    return p->retry_on(o, &c, p->retry_on_ud);
+}
+
+/* The pipeline's retry classifier: the caller's verdict, unless this
+ * request may not be sent again. The call is the attempt's user data. */
+static bool http_retry_on(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    const http_call *call = ctx->user;
+    if (call->last || !method_may_retry(call))
         return false;
-    return p->retry_on != NULL ? p->retry_on(o, p->retry_on_ud) : resil_retry_on_default(o, NULL);
+    return caller_retry_on(ud, o, ctx);
+}
+
+/* The hedging classifier: the caller's retry classifier, which answers
+ * "worth another attempt?" for hedges too. */
+static bool http_hedge_on(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    return caller_retry_on(ud, o, ctx);
 }
 
 /* ---- the client ------------------------------------------------------------ */
@@ -444,8 +473,10 @@ static void add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool
         resil_hedge_opts_default(&h);
         h.delay = o->hedge_delay;
         h.max_hedged = o->max_hedged;
-        h.hedge_on = o->retry.retry_on;
-        h.hedge_on_ud = o->retry.retry_on_ud;
+        if (o->retry.retry_on != NULL) {
+            h.hedge_on = http_hedge_on;
+            h.hedge_on_ud = &c->opts.retry;
+        }
         h.wait_losers = true; /* the call's state lives on the caller's stack */
         resil_pipeline_add_hedging(b, &h);
     }
@@ -713,11 +744,8 @@ static int run(http_call *call, resil_http_result *out)
     pc.records = r->records;
     pc.records_cap = r->records_cap;
     resil_pipeline_result pr;
-    http_call *outer = current_call;
-    current_call = call;
     int rc = resil_pipeline_execute(call->hedged ? call->client->hedged : call->client->plain,
                                     http_op, &pc, &pr);
-    current_call = outer;
     if (rc == 0)
         fill_result(call, &pr, out);
     return rc;

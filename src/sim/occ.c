@@ -85,7 +85,7 @@ static void write_reply(occ_model *m, uint32_t client)
     bool accepted = c->accepted;
     const resil_outcome *o = accepted ? &m->ok : &m->conflict;
     resil_retry_decision d =
-        resil_retry_after_attempt(&c->retry, o, now, resil__sim_rng(&m->rand));
+        resil_retry_after_attempt(&c->retry, NULL, o, now, resil__sim_rng(&m->rand));
     if (accepted) {
         c->done = true;
         m->run.successes++;

@@ -288,7 +288,7 @@ static void finish_attempt(stack_model *m, uint32_t ci, const resil_outcome *o)
         resil_breaker_record(b, &m->permits[ci], resil_breaker_classify_default(o, NULL));
     resil_instant now = resil__sim_now(&m->engine);
     resil_retry_decision d =
-        resil_retry_after_attempt(&c->retry, o, now, resil__sim_rng(&m->rand));
+        resil_retry_after_attempt(&c->retry, NULL, o, now, resil__sim_rng(&m->rand));
     if (d.stop == RESIL_STOP_NONE) {
         count(m, m->s.retries);
         resil__sim_schedule(&m->engine, resil_dur_add(now, d.wait), RETRY, ci);

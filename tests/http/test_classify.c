@@ -10,7 +10,7 @@
 
 static resil_http_response response(CURLcode code, long status)
 {
-    resil_http_response r = {NULL, code, status, "GET", false, RESIL_NO_HINT, false};
+    resil_http_response r = {NULL, code, status, "GET", false, RESIL_NO_HINT, false, NULL};
     return r;
 }
 

@@ -5,6 +5,8 @@
  * connections to the server: the primary's request must reach the server
  * first (and get the slow step) before the hedge's does.
  */
+#include <pthread.h>
+
 #include "http_fixture.h"
 
 static void hedge_setup_opts(fx *f)
@@ -80,6 +82,68 @@ static void the_losing_handle_leaves_the_callers_handle_usable(void **state)
     assert_int_equal(f->res.hedge_winner, 0);
 }
 
+/* What the classifier and the retry classifier were shown, attempt by
+ * attempt (attempts run on the hedging workers). */
+typedef struct shown {
+    pthread_mutex_t mu;
+    int n;
+    uint32_t hedge[4];
+    long status[4];
+    const void *user[4];
+    int judged;
+    uint32_t judged_hedge;
+} shown;
+
+static resil_outcome classify_and_keep(const resil_http_response *r, void *ud)
+{
+    shown *s = ud;
+    pthread_mutex_lock(&s->mu);
+    if (s->n < 4) {
+        s->hedge[s->n] = r->ctx->hedge;
+        s->status[s->n] = r->status;
+        s->user[s->n] = r->ctx->user;
+        s->n++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return resil_http_classify_default(r, NULL);
+}
+
+static bool retry_and_keep(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    shown *s = ud;
+    pthread_mutex_lock(&s->mu);
+    s->judged++;
+    s->judged_hedge = ctx->hedge;
+    pthread_mutex_unlock(&s->mu);
+    return resil_retry_on_default(o, NULL);
+}
+
+static void each_attempt_reaches_the_classifiers_with_its_hedge_index(void **state)
+{
+    fx *f = *state;
+    shown s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    hedge_setup_opts(f);
+    f->opts.hedge_delay = RESIL_S(20);
+    f->opts.retry.max_attempts = 1;
+    f->opts.classify = classify_and_keep;
+    f->opts.classify_ud = &s;
+    f->opts.retry.retry_on = retry_and_keep;
+    f->opts.retry.retry_on_ud = &s;
+    fx_script(f, "/h", FX_STEPS({.status = 503, .body = "down\n"}, {.status = 200, .body = "up\n"}));
+    assert_int_equal(fx_perform(f, "/h"), 0);
+    assert_int_equal(f->res.hedge_winner, 1);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.hedge[0], 0);
+    assert_int_equal(s.status[0], 503);
+    assert_int_equal(s.hedge[1], 1);
+    assert_int_equal(s.status[1], 200);
+    assert_null(s.user[0]); /* the client's call state stays its own */
+    assert_null(s.user[1]);
+    assert_int_equal(s.judged, 1); /* the primary's 503, by hedging */
+    assert_int_equal(s.judged_hedge, 0);
+    pthread_mutex_destroy(&s.mu);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -89,6 +153,7 @@ int main(void)
         T(a_failed_primary_is_hedged_at_once),
         T(post_is_never_hedged),
         T(the_losing_handle_leaves_the_callers_handle_usable),
+        T(each_attempt_reaches_the_classifiers_with_its_hedge_index),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -667,6 +667,118 @@ static void callers_progress_abort_cancels_the_call(void **state)
     assert_int_equal(f->res.attempts, 1);
 }
 
+/* ---- the call's context ------------------------------------------------------ */
+
+typedef struct attempt_view {
+    int n;
+    uint32_t attempt[4];
+    uint32_t hedge[4];
+    const void *user[4];
+    resil_instant deadline[4];
+    int judged;
+    uint32_t judged_attempt[4];
+} attempt_view;
+
+static resil_outcome view_and_classify(const resil_http_response *r, void *ud)
+{
+    attempt_view *v = ud;
+    if (v->n < 4) {
+        v->attempt[v->n] = r->ctx->attempt;
+        v->hedge[v->n] = r->ctx->hedge;
+        v->user[v->n] = r->ctx->user;
+        v->deadline[v->n] = r->ctx->deadline;
+        v->n++;
+    }
+    return resil_http_classify_default(r, NULL);
+}
+
+static bool view_and_retry(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    attempt_view *v = ud;
+    assert_null(ctx->user);
+    if (v->judged < 4)
+        v->judged_attempt[v->judged++] = ctx->attempt;
+    return resil_retry_on_default(o, NULL);
+}
+
+static void classifiers_see_each_attempts_context(void **state)
+{
+    fx *f = *state;
+    attempt_view v = {0};
+    f->opts.classify = view_and_classify;
+    f->opts.classify_ud = &v;
+    f->opts.retry.retry_on = view_and_retry;
+    f->opts.retry.retry_on_ud = &v;
+    fx_script(f, "/a", FX_STEPS({.status = 503}, {.status = 502}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(v.n, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(v.attempt[i], (uint32_t)i + 1);
+        assert_int_equal(v.hedge[i], 0);
+        assert_null(v.user[i]);
+        assert_true(v.deadline[i] != RESIL_INSTANT_MAX); /* the attempt timeout's */
+    }
+    assert_int_equal(v.judged, 2);
+    assert_int_equal(v.judged_attempt[0], 1);
+    assert_int_equal(v.judged_attempt[1], 2);
+}
+
+/* The outer call's progress callback performs a whole second call on the
+ * same thread, between the outer attempt's start and its decision. */
+typedef struct nested {
+    fx *f;
+    CURL *easy;
+    resil_http_result res;
+    int runs;
+} nested;
+
+static int perform_nested_once(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    nested *n = ud;
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
+    if (n->runs++ > 0)
+        return 0;
+    char url[256];
+    http_server_url(n->f->server, "/inner", url, sizeof url);
+    curl_easy_setopt(n->easy, CURLOPT_URL, url);
+    curl_easy_setopt(n->easy, CURLOPT_WRITEFUNCTION, fx_take);
+    curl_easy_setopt(n->easy, CURLOPT_WRITEDATA, &n->f->head); /* any sink */
+    resil_http_request r;
+    resil_http_request_default(&r);
+    r.method = "GET";
+    r.write_fn = fx_take;
+    r.write_data = &n->f->head;
+    assert_int_equal(resil_http_perform(n->f->client, n->easy, &r, &n->res), 0);
+    return 0;
+}
+
+static void a_call_nested_in_another_on_one_thread_is_judged_as_itself(void **state)
+{
+    fx *f = *state;
+    nested n = {.f = f, .easy = curl_easy_init()};
+    assert_non_null(n.easy);
+    fx_client(f);
+    f->req.method = "POST"; /* no key: never retried */
+    f->req.xferinfo_fn = perform_nested_once;
+    f->req.xferinfo_data = &n;
+    curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, "order=1");
+    fx_script(f, "/orders", FX_STEPS({.status = 503, .delay_ms = 100}, OK_STEP));
+    fx_script(f, "/inner", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/orders"), 0);
+    assert_int_equal(n.runs > 0, 1);
+    assert_int_equal(n.res.stop, RESIL_STOP_SUCCEEDED); /* the GET was retried */
+    assert_int_equal(n.res.attempts, 2);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE); /* the POST was not */
+    assert_int_equal(f->res.attempts, 1);
+    assert_int_equal(fx_count(f, "/orders"), 1);
+    assert_int_equal(fx_count(f, "/inner"), 2);
+    curl_easy_cleanup(n.easy);
+}
+
 static void null_arguments_are_refused(void **state)
 {
     fx *f = *state;
@@ -736,6 +848,8 @@ int main(void)
         T(without_breakers_there_is_no_breaker_state),
         T(a_cancelled_call_sends_nothing),
         T(callers_progress_abort_cancels_the_call),
+        T(classifiers_see_each_attempts_context),
+        T(a_call_nested_in_another_on_one_thread_is_judged_as_itself),
         T(null_arguments_are_refused),
         T(null_request_performs_with_defaults),
     };

@@ -644,7 +644,8 @@ static resil_outcome scripted_op(resil_attempt_ctx *ctx)
 static int execute(fx *f, resil_outcome o, resil_outcome *out, int *runs)
 {
     scripted_outcome = o;
-    resil_attempt_ctx ctx = {1, RESIL_INSTANT_MAX, NULL, resil_fake_clock_clock(f->fc), runs};
+    resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX,
+                             .clock = resil_fake_clock_clock(f->fc), .user = runs};
     return resil_breaker_execute(f->b, scripted_op, &ctx, NULL, NULL, out);
 }
 
@@ -715,7 +716,7 @@ static void execute_uses_the_callers_classifier(void **state)
     resil_outcome out;
     int runs = 0;
     scripted_outcome = resil_fail(RESIL_PERMANENT, 404, NULL);
-    resil_attempt_ctx ctx = {1, RESIL_INSTANT_MAX, NULL, NULL, &runs};
+    resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX, .user = &runs};
     assert_int_equal(resil_breaker_execute(f->b, scripted_op, &ctx, only_5xx_fail, NULL, &out), 0);
     assert_state(f, RESIL_BREAKER_CLOSED);
     scripted_outcome = resil_fail(RESIL_TRANSIENT, 503, NULL);

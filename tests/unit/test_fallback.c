@@ -15,6 +15,9 @@ typedef struct ctx {
     resil_fallback_info seen;
     resil_outcome seen_outcome;
     resil_outcome fallback_result;
+    resil_attempt_ctx action_ctx; /* info->ctx, as the action saw it */
+    resil_attempt_ctx handle_ctx; /* what `handle` was shown */
+    int handled;
     int value; /* what the caller reads: 1 from the operation, 2 from the fallback */
 } ctx;
 
@@ -36,6 +39,7 @@ static resil_outcome fallback(const resil_fallback_info *info, void *user, void 
     c->fallback_calls++;
     c->seen = *info;
     c->seen_outcome = *info->outcome;
+    c->action_ctx = *info->ctx;
     c->value = 2;
     return c->fallback_result;
 }
@@ -142,8 +146,9 @@ static void is_not_called_for_a_cancellation_by_default(void **state)
     assert_int_equal(f->r.outcome.kind, RESIL_CANCELLED);
 }
 
-static bool only_503(const resil_outcome *o, void *ud)
+static bool only_503(const resil_outcome *o, const resil_attempt_ctx *a, void *ud)
 {
+    (void)a;
     (void)ud;
     return o->code == 503;
 }
@@ -257,9 +262,10 @@ static void fire_in_the_wait(resil_fake_clock *fc, resil_duration d, void *ud)
     resil_cancel_fire(ud);
 }
 
-static bool everything(const resil_outcome *o, void *ud)
+static bool everything(const resil_outcome *o, const resil_attempt_ctx *a, void *ud)
 {
     (void)o;
+    (void)a;
     (void)ud;
     return true;
 }
@@ -381,6 +387,39 @@ static void is_called_when_the_total_timeout_passes_during_a_retry_wait(void **s
     assert_int_equal(f->c.value, 2);
 }
 
+static bool keep_and_take(const resil_outcome *o, const resil_attempt_ctx *a, void *ud)
+{
+    (void)o;
+    (void)ud;
+    ctx *c = a->user;
+    c->handle_ctx = *a;
+    c->handled++;
+    return true;
+}
+
+static void handle_and_action_see_the_calls_context(void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    f->cancel = &token;
+    add_fallback(f, keep_and_take);
+    add_retry(f, 1);
+    run(f);
+    assert_int_equal(f->c.handled, 1);
+    assert_int_equal(f->c.fallback_calls, 1);
+    const resil_attempt_ctx *seen[] = {&f->c.handle_ctx, &f->c.action_ctx};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(seen[i]->attempt, 0); /* outside the retry */
+        assert_int_equal(seen[i]->deadline, RESIL_INSTANT_MAX);
+        assert_ptr_equal(seen[i]->cancel, &token);
+        assert_ptr_equal(seen[i]->clock, resil_fake_clock_clock(f->fc));
+        assert_ptr_equal(seen[i]->user, &f->c);
+        assert_int_equal(seen[i]->hedge, 0);
+    }
+    resil_cancel_destroy(&token);
+}
+
 static void options_need_an_action_and_default_the_handle(void **state)
 {
     (void)state;
@@ -427,6 +466,7 @@ int main(void)
         T(is_not_called_after_the_caller_cancelled_even_when_handle_takes_everything),
         T(is_not_called_when_the_caller_cancelled_during_the_last_attempt),
         T(is_called_when_the_total_timeout_passes_during_a_retry_wait),
+        T(handle_and_action_see_the_calls_context),
         T(options_need_an_action_and_default_the_handle),
         T(default_handle_takes_failures_and_rejections_not_cancellations),
     };

@@ -63,6 +63,11 @@ typedef struct world {
     int cancel_reason[RESIL_HEDGE_MAX + 1];
     int finished[RESIL_HEDGE_MAX + 1];
     pthread_t ran_on[RESIL_HEDGE_MAX + 1];
+    /* each attempt's context, as the operation and hedge_on saw it */
+    resil_attempt_ctx op_ctx[RESIL_HEDGE_MAX + 1];
+    resil_attempt_ctx judged_ctx[RESIL_HEDGE_MAX + 1];
+    char judged_detail[RESIL_HEDGE_MAX + 1][RESIL_DETAIL_MAX];
+    int judged; /* atomically */
     gate gate;
     pthread_barrier_t all_started;
     bool use_barrier;
@@ -77,9 +82,10 @@ typedef struct world {
 static resil_outcome hedged_op(resil_attempt_ctx *ctx)
 {
     world *w = ctx->user;
-    uint32_t i = resil_hedge_current();
+    uint32_t i = ctx->hedge;
     enum behaviour does = w->does[i]; /* read before announcing the start */
     w->ran_on[i] = pthread_self();
+    w->op_ctx[i] = *ctx;
     __atomic_add_fetch(&w->started, 1, __ATOMIC_SEQ_CST);
     if (w->use_barrier)
         pthread_barrier_wait(&w->all_started);
@@ -473,10 +479,97 @@ static void bad_options_are_rejected_by_name(void **state)
     assert_int_equal(resil_hedge_opts_validate(NULL, &err), RESIL_EINVAL);
 }
 
-static void hedge_index_is_zero_outside_hedging(void **state)
+/* ---- the hedge index in the context ------------------------------------------ */
+
+static void every_concurrent_attempt_gets_its_own_hedge_index_and_the_calls_user(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(0, 2);
+    build(w, &h, RESIL_S(30));
+    w->use_barrier = true; /* all three run at once, on three workers */
+    pthread_barrier_init(&w->all_started, NULL, 3);
+    w->does[0] = BLOCK_UNTIL_CANCELLED;
+    w->does[1] = BLOCK_UNTIL_CANCELLED;
+    w->does[2] = SUCCEED;
+    execution x = {0};
+    start(&x, w);
+    finish(&x);
+    assert_int_equal(x.result.hedge_winner, 2);
+    resil_pipeline_free(w->p); /* every attempt has ended */
+    w->p = NULL;
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(w->op_ctx[i].hedge, i);
+        assert_ptr_equal(w->op_ctx[i].user, w);
+        assert_int_equal(w->op_ctx[i].attempt, 1);
+        assert_int_equal(w->op_ctx[i].deadline, T0 + RESIL_S(30));
+        for (uint32_t j = 0; j < i; j++)
+            assert_ptr_not_equal(w->op_ctx[i].cancel, w->op_ctx[j].cancel);
+    }
+    assert_false(pthread_equal(w->ran_on[0], w->ran_on[1]));
+    assert_false(pthread_equal(w->ran_on[1], w->ran_on[2]));
+    pthread_barrier_destroy(&w->all_started);
+}
+
+static bool judge_by_index(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    (void)ud;
+    world *w = ctx->user;
+    w->judged_ctx[ctx->hedge] = *ctx;
+    memcpy(w->judged_detail[ctx->hedge], o->detail, RESIL_DETAIL_MAX);
+    __atomic_add_fetch(&w->judged, 1, __ATOMIC_SEQ_CST);
+    return resil_retry_on_default(o, NULL);
+}
+
+static void hedge_on_judges_each_failure_with_that_attempts_context(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(0, 2);
+    h.hedge_on = judge_by_index;
+    build(w, &h, 0);
+    w->use_barrier = true;
+    pthread_barrier_init(&w->all_started, NULL, 3);
+    w->does[0] = FAIL;
+    w->does[1] = FAIL;
+    w->does[2] = GATE_THEN_SUCCEED;
+    execution x = {0};
+    start(&x, w);
+    while (__atomic_load_n(&w->judged, __ATOMIC_SEQ_CST) < 2)
+        sched_yield(); /* both failures judged before the winner answers */
+    gate_open(&w->gate);
+    finish(&x);
+    assert_int_equal(x.result.hedge_winner, 2);
+    resil_pipeline_free(w->p);
+    w->p = NULL;
+    assert_string_equal(w->judged_detail[0], "primary");
+    assert_string_equal(w->judged_detail[1], "hedge");
+    for (uint32_t i = 0; i < 2; i++) {
+        assert_int_equal(w->judged_ctx[i].hedge, i);
+        assert_ptr_equal(w->judged_ctx[i].user, w);
+        assert_int_equal(w->judged_ctx[i].attempt, 1);
+        assert_ptr_equal(w->judged_ctx[i].cancel, w->op_ctx[i].cancel);
+    }
+    assert_int_equal(w->judged_ctx[2].hedge, 0); /* a success is never judged */
+    assert_null(w->judged_ctx[2].user);
+    pthread_barrier_destroy(&w->all_started);
+}
+
+static resil_outcome report_hedge_index(resil_attempt_ctx *ctx)
+{
+    return resil_fail_after(RESIL_SUCCESS, 100 + (int64_t)ctx->hedge, NULL, RESIL_NO_HINT);
+}
+
+static void an_unhedged_attempt_has_hedge_index_zero(void **state)
 {
     (void)state;
-    assert_int_equal(resil_hedge_current(), 0);
+    resil_pipeline_builder *b;
+    resil_pipeline *p;
+    assert_int_equal(resil_pipeline_builder_new("plain", &b, NULL), 0);
+    assert_int_equal(resil_pipeline_build(b, &p, NULL), 0);
+    resil_pipeline_builder_free(b);
+    resil_pipeline_result r;
+    assert_int_equal(resil_pipeline_execute(p, report_hedge_index, NULL, &r), 0);
+    assert_int_equal(r.outcome.code, 100);
+    resil_pipeline_free(p);
 }
 
 int main(void)
@@ -495,7 +588,9 @@ int main(void)
         T(busy_pool_runs_the_execution_unhedged_on_the_caller),
         T(options_default_to_one_hedge_after_two_seconds),
         T(bad_options_are_rejected_by_name),
-        T(hedge_index_is_zero_outside_hedging),
+        T(every_concurrent_attempt_gets_its_own_hedge_index_and_the_calls_user),
+        T(hedge_on_judges_each_failure_with_that_attempts_context),
+        T(an_unhedged_attempt_has_hedge_index_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -274,8 +274,10 @@ static void breaker_opening_inside_retry_fails_the_next_attempt_fast(void **stat
     resil_breaker_free(br);
 }
 
-static bool transient_or_breaker(const resil_outcome *o, void *ud)
+static bool transient_or_breaker(const resil_outcome *o, const resil_attempt_ctx *ctx,
+                                 void *ud)
 {
+    (void)ctx;
     (void)ud;
     return resil_retry_on_default(o, NULL) ||
            (o->kind == RESIL_REJECTED && o->code == RESIL_STRATEGY_BREAKER);
@@ -591,11 +593,77 @@ static void registry_gives_each_key_its_own_breaker(void **state)
     resil_registry_free(reg);
 }
 
+/* ---- the call's context in classifiers and hooks ------------------------------ */
+
+typedef struct ctx_log {
+    resil_attempt_ctx judged[4];
+    int njudged;
+    void *announced_user[4];
+    resil_attempt_ctx announced[4];
+    int nannounced;
+} ctx_log;
+
+static bool judge_and_keep(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    ctx_log *l = ud;
+    if (l->njudged < 4)
+        l->judged[l->njudged++] = *ctx;
+    return resil_retry_on_default(o, NULL);
+}
+
+static void announce_and_keep(const resil_retry_info *info, void *user, void *ud)
+{
+    ctx_log *l = ud;
+    if (l->nannounced < 4) {
+        l->announced_user[l->nannounced] = user;
+        l->announced[l->nannounced++] = *info->ctx;
+    }
+}
+
+static void retry_classifier_and_hook_see_the_callers_context_not_the_pipelines(void **state)
+{
+    fixture *f = *state;
+    ctx_log l = {0};
+    resil_pipeline_builder *b = builder(f, "ctx");
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(10);
+    resil_pipeline_add_total_timeout(b, &t);
+    resil_retry_policy pol = plain_retry(3, RESIL_S(1));
+    pol.retry_on = judge_and_keep;
+    pol.retry_on_ud = &l;
+    pol.on_retry = announce_and_keep;
+    pol.on_retry_ud = &l;
+    resil_pipeline_add_retry(b, &pol);
+    t.timeout = RESIL_S(2);
+    resil_pipeline_add_attempt_timeout(b, &t);
+    build(f, b);
+    resil_outcome outs[] = {http(503), http(502), http(200)};
+    script_of(f, outs, 3);
+    run(f);
+    assert_int_equal(f->result.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(l.njudged, 2);
+    assert_int_equal(l.nannounced, 2);
+    for (int i = 0; i < 2; i++) {
+        const resil_attempt_ctx *c = &l.judged[i];
+        assert_int_equal(c->attempt, (uint32_t)i + 1);
+        assert_int_equal(c->deadline, T0 + RESIL_S(10));
+        assert_ptr_equal(c->clock, f->clock);
+        assert_ptr_equal(c->user, &f->s);
+        assert_int_equal(c->hedge, 0);
+        assert_non_null(c->cancel);
+        assert_int_equal(l.announced[i].attempt, (uint32_t)i + 1);
+        assert_ptr_equal(l.announced[i].user, &f->s);
+        assert_ptr_equal(l.announced_user[i], &f->s);
+    }
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(standard_503_503_200_succeeds_after_exactly_three_attempts),
+        T(retry_classifier_and_hook_see_the_callers_context_not_the_pipelines),
         T(standard_waits_grow_exponentially_from_two_seconds_without_jitter),
         T(standard_gives_each_attempt_a_ten_second_deadline_inside_the_total),
         T(total_timeout_that_passes_during_a_wait_ends_with_deadline),

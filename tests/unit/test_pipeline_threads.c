@@ -172,7 +172,7 @@ static resil_outcome quick(resil_attempt_ctx *ctx)
     sched_yield();
     if (resil_cancelled(ctx->cancel))
         return resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "lost");
-    return resil_hedge_current() == 0 && w->id % 2 == 0
+    return ctx->hedge == 0 && w->id % 2 == 0
                ? resil_fail(RESIL_TRANSIENT, 503, "primary fails")
                : resil_ok();
 }

@@ -561,8 +561,9 @@ static resil_outcome call_with_token(resil_attempt_ctx *ctx)
     return resil_ok();
 }
 
-static bool retry_unauthorized(const resil_outcome *o, void *ud)
+static bool retry_unauthorized(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
 {
+    (void)ctx;
     (void)ud;
     return o->code == 401 || resil_retry_on_default(o, NULL);
 }
@@ -589,6 +590,66 @@ static void on_retry_can_refresh_authorization_before_the_next_attempt(void **st
     assert_int_equal(f->result.stop, RESIL_STOP_SUCCEEDED);
     assert_int_equal(s.calls, 2);
     assert_int_equal(s.refreshes, 1);
+}
+
+/* What the classifier and the hook were shown. */
+typedef struct ctx_log {
+    resil_attempt_ctx judged[4];
+    int njudged;
+    resil_attempt_ctx announced[4];
+    int nannounced;
+} ctx_log;
+
+static bool judge_and_keep(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    ctx_log *l = ud;
+    if (l->njudged < 4)
+        l->judged[l->njudged++] = *ctx;
+    return resil_retry_on_default(o, NULL);
+}
+
+static void announce_and_keep(const resil_retry_info *info, void *user, void *ud)
+{
+    ctx_log *l = ud;
+    assert_ptr_equal(user, info->ctx->user);
+    if (l->nannounced < 4)
+        l->announced[l->nannounced++] = *info->ctx;
+}
+
+static void assert_ctx(const resil_attempt_ctx *c, uint32_t attempt, resil_instant deadline,
+                       const resil_cancel *cancel, const resil_clock *clock, const void *user)
+{
+    assert_int_equal(c->attempt, attempt);
+    assert_int_equal(c->deadline, deadline);
+    assert_ptr_equal(c->cancel, cancel);
+    assert_ptr_equal(c->clock, clock);
+    assert_ptr_equal(c->user, user);
+    assert_int_equal(c->hedge, 0);
+}
+
+static void classifier_and_on_retry_see_the_failed_attempts_context(void **state)
+{
+    fixture *f = *state;
+    ctx_log l = {0};
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    f->opts.cancel = &token;
+    f->policy.max_total = RESIL_S(30);
+    f->policy.retry_on = judge_and_keep;
+    f->policy.retry_on_ud = &l;
+    f->policy.on_retry = announce_and_keep;
+    f->policy.on_retry_ud = &l;
+    script s = failing_then_ok(2);
+    run(f, &s);
+    assert_int_equal(f->result.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(l.njudged, 2);
+    assert_int_equal(l.nannounced, 2);
+    resil_clock *clock = resil_fake_clock_clock(f->fc);
+    for (int i = 0; i < 2; i++) {
+        assert_ctx(&l.judged[i], (uint32_t)i + 1, T0 + RESIL_S(30), &token, clock, &s);
+        assert_ctx(&l.announced[i], (uint32_t)i + 1, T0 + RESIL_S(30), &token, clock, &s);
+    }
+    resil_cancel_destroy(&token);
 }
 
 /* ---- records ---------------------------------------------------------------- */
@@ -754,6 +815,7 @@ int main(void)
         T(on_retry_comes_after_the_decision_and_before_the_wait),
         T(on_retry_is_not_called_on_a_stop),
         T(on_retry_can_refresh_authorization_before_the_next_attempt),
+        T(classifier_and_on_retry_see_the_failed_attempts_context),
         T(records_beyond_the_cap_are_counted_not_written),
         T(no_record_array_is_fine),
         T(a_shared_grpc_budget_stops_retries_across_executions),

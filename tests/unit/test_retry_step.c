@@ -53,7 +53,7 @@ static resil_retry_decision step(resil_retry *r, resil_outcome o, resil_instant 
                                  counting_rng *rng)
 {
     assert_int_equal(resil_retry_before_attempt(r, false), RESIL_STOP_NONE);
-    return resil_retry_after_attempt(r, &o, now, &rng->base);
+    return resil_retry_after_attempt(r, NULL, &o, now, &rng->base);
 }
 
 static void start(resil_retry *r, const resil_retry_policy *p)
@@ -354,9 +354,10 @@ static void success_stops_with_succeeded(void **state)
     assert_int_equal(rng.draws, 0);
 }
 
-static bool retry_everything(const resil_outcome *o, void *ud)
+static bool retry_everything(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
 {
     (void)o;
+    (void)ctx;
     (void)ud;
     return true;
 }
@@ -399,8 +400,9 @@ typedef struct only_code {
     int calls;
 } only_code;
 
-static bool retry_only_code(const resil_outcome *o, void *ud)
+static bool retry_only_code(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
 {
+    (void)ctx;
     only_code *c = ud;
     c->calls++;
     return o->code == c->code;
@@ -420,6 +422,109 @@ static void the_policys_classifier_decides_with_its_user_data(void **state)
                 RESIL_MS(100), RESIL_WAIT_BACKOFF);
     assert_stop(step(&r, transient(), T0, &rng), RESIL_STOP_NOT_RETRYABLE);
     assert_int_equal(c.calls, 2);
+}
+
+/* ---- per-call context ------------------------------------------------------- */
+
+/* One call's own data, reached through its attempt context. */
+typedef struct call_state {
+    const char *name;
+    int64_t retries; /* the one code this call retries */
+} call_state;
+
+/* What a shared classifier was shown, call by call. */
+typedef struct seen {
+    const char *name;
+    uint32_t attempt;
+    resil_instant deadline;
+    uint32_t hedge;
+    int64_t code;
+} seen;
+
+typedef struct judge_log {
+    seen entries[8];
+    int n;
+} judge_log;
+
+static bool retry_the_calls_code(const resil_outcome *o, const resil_attempt_ctx *ctx,
+                                 void *ud)
+{
+    judge_log *log = ud;
+    const call_state *c = ctx->user;
+    seen s = {c != NULL ? c->name : "(none)", ctx->attempt, ctx->deadline, ctx->hedge, o->code};
+    if (log->n < 8)
+        log->entries[log->n++] = s;
+    return c != NULL && o->code == c->retries;
+}
+
+/* One attempt of call `c` failing with `code`, judged with the call's own
+ * context, as an event loop driving the step would hand it. */
+static resil_retry_decision call_step(resil_retry *r, call_state *c, int64_t code,
+                                      resil_instant now, counting_rng *rng)
+{
+    assert_int_equal(resil_retry_before_attempt(r, false), RESIL_STOP_NONE);
+    resil_attempt_ctx ctx = {.attempt = resil_retry_attempt(r),
+                             .deadline = resil_retry_deadline(r), .user = c};
+    resil_outcome o = resil_fail(RESIL_TRANSIENT, code, NULL);
+    return resil_retry_after_attempt(r, &ctx, &o, now, &rng->base);
+}
+
+static void assert_seen(const seen *s, const char *name, uint32_t attempt,
+                        resil_instant deadline, int64_t code)
+{
+    assert_string_equal(s->name, name);
+    assert_int_equal(s->attempt, attempt);
+    assert_int_equal(s->deadline, deadline);
+    assert_int_equal(s->hedge, 0);
+    assert_int_equal(s->code, code);
+}
+
+static void two_interleaved_calls_each_get_their_own_context_in_the_classifier(void **state)
+{
+    (void)state;
+    judge_log log = {0};
+    resil_retry_policy p = plain_policy(3);
+    p.max_total = RESIL_S(10);
+    p.retry_on = retry_the_calls_code;
+    p.retry_on_ud = &log;
+    call_state a = {"a", 503}, b = {"b", 429};
+    resil_retry ra, rb;
+    counting_rng rng = counting(0.5);
+    assert_int_equal(resil_retry_begin(&ra, &p, T0, RESIL_INSTANT_MAX, true), RESIL_STOP_NONE);
+    assert_int_equal(resil_retry_begin(&rb, &p, T0 + RESIL_S(1), RESIL_INSTANT_MAX, true),
+                     RESIL_STOP_NONE);
+
+    assert_wait(call_step(&ra, &a, 503, T0, &rng), RESIL_MS(100), RESIL_WAIT_BACKOFF);
+    assert_wait(call_step(&rb, &b, 429, T0 + RESIL_S(1), &rng), RESIL_MS(100),
+                RESIL_WAIT_BACKOFF);
+    assert_stop(call_step(&ra, &a, 429, T0 + RESIL_MS(100), &rng), RESIL_STOP_NOT_RETRYABLE);
+    assert_wait(call_step(&rb, &b, 429, T0 + RESIL_MS(1100), &rng), RESIL_MS(200),
+                RESIL_WAIT_BACKOFF);
+    assert_stop(call_step(&rb, &b, 429, T0 + RESIL_MS(1300), &rng),
+                RESIL_STOP_ATTEMPTS_EXHAUSTED);
+
+    assert_int_equal(log.n, 5);
+    assert_seen(&log.entries[0], "a", 1, T0 + RESIL_S(10), 503);
+    assert_seen(&log.entries[1], "b", 1, T0 + RESIL_S(11), 429);
+    assert_seen(&log.entries[2], "a", 2, T0 + RESIL_S(10), 429);
+    assert_seen(&log.entries[3], "b", 2, T0 + RESIL_S(11), 429);
+    assert_seen(&log.entries[4], "b", 3, T0 + RESIL_S(11), 429);
+}
+
+static void without_a_context_the_classifier_sees_the_steps_attempt_and_deadline(void **state)
+{
+    (void)state;
+    judge_log log = {0};
+    resil_retry_policy p = plain_policy(3);
+    p.max_total = RESIL_S(5);
+    p.retry_on = retry_the_calls_code;
+    p.retry_on_ud = &log;
+    resil_retry r;
+    counting_rng rng = counting(0.5);
+    assert_int_equal(resil_retry_begin(&r, &p, T0, RESIL_INSTANT_MAX, true), RESIL_STOP_NONE);
+    assert_stop(step(&r, transient(), T0, &rng), RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(log.n, 1);
+    assert_seen(&log.entries[0], "(none)", 1, T0 + RESIL_S(5), 503);
 }
 
 static void attempts_exhausted_after_max_attempts(void **state)
@@ -556,16 +661,16 @@ static void full_jitter_draws_once_per_backoff_wait(void **state)
     resil_outcome o = transient();
     resil_retry_decision d;
     assert_int_equal(resil_retry_before_attempt(&r, false), RESIL_STOP_NONE);
-    d = resil_retry_after_attempt(&r, &o, T0, &rng.base);
+    d = resil_retry_after_attempt(&r, NULL, &o, T0, &rng.base);
     assert_wait(d, RESIL_MS(50), RESIL_WAIT_BACKOFF);
     assert_int_equal(resil_retry_before_attempt(&r, false), RESIL_STOP_NONE);
-    d = resil_retry_after_attempt(&r, &o, T0, &rng.base);
+    d = resil_retry_after_attempt(&r, NULL, &o, T0, &rng.base);
     assert_wait(d, RESIL_MS(50), RESIL_WAIT_BACKOFF);
     assert_int_equal(resil_retry_before_attempt(&r, false), RESIL_STOP_NONE);
-    d = resil_retry_after_attempt(&r, &o, T0, &rng.base);
+    d = resil_retry_after_attempt(&r, NULL, &o, T0, &rng.base);
     assert_wait(d, RESIL_MS(300), RESIL_WAIT_BACKOFF);
     assert_int_equal(resil_retry_before_attempt(&r, false), RESIL_STOP_NONE);
-    d = resil_retry_after_attempt(&r, &o, T0, &rng.base);
+    d = resil_retry_after_attempt(&r, NULL, &o, T0, &rng.base);
     assert_stop(d, RESIL_STOP_ATTEMPTS_EXHAUSTED);
 }
 
@@ -924,6 +1029,8 @@ int main(void)
         cmocka_unit_test(permanent_failure_is_not_retryable),
         cmocka_unit_test(not_retryable_beats_attempts_exhausted),
         cmocka_unit_test(the_policys_classifier_decides_with_its_user_data),
+        cmocka_unit_test(two_interleaved_calls_each_get_their_own_context_in_the_classifier),
+        cmocka_unit_test(without_a_context_the_classifier_sees_the_steps_attempt_and_deadline),
         cmocka_unit_test(attempts_exhausted_after_max_attempts),
         cmocka_unit_test(single_attempt_never_retries),
         cmocka_unit_test(budget_is_not_consulted_on_the_last_attempt),
