@@ -1,7 +1,8 @@
 /*
  * test_fleet_seam.c — the fleet breaker where any breaker goes: made by a
- * registry's factory by key, run inside a standard pipeline, and refused
- * politely by the Redis-only accessors when handed another breaker.
+ * registry's factory by key, run inside a standard pipeline, reported by
+ * telemetry and metrics, and refused politely by the Redis-only accessors
+ * when handed another breaker.
  */
 #include "fleet_test.h"
 
@@ -101,6 +102,36 @@ static void a_pipeline_is_refused_by_the_fleet_breaker_another_instance_opened(v
     resil_fake_clock_free(fc);
 }
 
+static void telemetry_and_metrics_report_a_fleet_breaker(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_metrics *m = NULL;
+    assert_int_equal(resil_metrics_new(NULL, &m, NULL), 0);
+    resil_listener to_metrics = {.fn = resil_metrics_on_event, .ud = m, .pipeline = "checkout"};
+    resil_redis_breaker_opts o = fleet_consecutive("payments", 1, fc);
+    o.rules.listener = resil_telemetry_breaker_listener;
+    o.rules.listener_ud = &to_metrics;
+    resil_breaker *b = fleet_breaker(r, &o);
+    assert_int_equal(resil_metrics_watch_breaker(m, "checkout", b, NULL), 0);
+
+    fleet_calls(b, 1, RESIL_BREAKER_FAILURE);
+    assert_int_equal(resil_redis_sync(r), 0);
+    assert_int_equal(
+        resil_metrics_event_count(m, "checkout", "breaker", RESIL_EVENT_BREAKER_OPENED), 1);
+    char *text = NULL;
+    assert_int_equal(resil_metrics_prometheus_string(m, &text, NULL), 0);
+    assert_non_null(strstr(text, "resil_breaker_state{pipeline=\"checkout\",breaker=\"payments\"} 1\n"));
+    free(text);
+
+    resil_metrics_unwatch(m, NULL);
+    resil_breaker_free(b);
+    resil_metrics_free(m);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
 static void redis_accessors_refuse_other_breakers(void **state)
 {
     (void)state;
@@ -137,6 +168,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(a_registry_with_the_redis_factory_shares_each_key_across_instances),
         T(a_pipeline_is_refused_by_the_fleet_breaker_another_instance_opened),
+        T(telemetry_and_metrics_report_a_fleet_breaker),
         T(redis_accessors_refuse_other_breakers),
         T(a_fleet_breaker_has_no_disabled_state),
     };
