@@ -165,7 +165,8 @@ RESIL_API int resil_redis_stats_get(resil_redis *r, resil_redis_stats *out);
  *  - resil_breaker_disable() is refused with RESIL_EINVAL (the fleet has
  *    no such state), and isolate/close/reset return RESIL_EBACKEND when
  *    Redis cannot be reached (nothing changed);
- *  - stats_get reports the fleet's counts as last synced, the generation
+ *  - stats_get reports the counts that decide — the fleet's as last
+ *    synced (FLEET counting) or this instance's (LOCAL) — the generation
  *    is the shared epoch's low 32 bits, and the history (opens, last
  *    opened) is Redis's: read it with resil_redis_breaker_status_get();
  *    while Redis is down it reports the local fallback's stats;

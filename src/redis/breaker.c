@@ -820,7 +820,25 @@ static resil_instant next_probe_at(fleet_breaker *b, resil_breaker_state s)
     return resil_dur_add(resil_clock_now(b->clock), resil_dur_sub(until, wall_ns(b)));
 }
 
-/* The fleet's counts as last synced; while Redis is down, the fallback's. */
+/* The counts that decide: the fleet's as last synced (FLEET) or this
+ * instance's (LOCAL); while Redis is down, the fallback's stats whole. */
+static void counts_of(fleet_breaker *b, resil_breaker_stats *out)
+{
+    if (b->counting == RESIL_REDIS_COUNT_LOCAL) {
+        resil_breaker_stats local;
+        resil_breaker_stats_get(b->local, &local);
+        out->consecutive_failures = local.consecutive_failures;
+        out->window_total = local.window_total;
+        out->window_failures = local.window_failures;
+        out->window_slow = local.window_slow;
+        return;
+    }
+    out->consecutive_failures = atomic_load_explicit(&b->fleet_run, memory_order_relaxed);
+    out->window_total = atomic_load_explicit(&b->fleet_total, memory_order_relaxed);
+    out->window_failures = atomic_load_explicit(&b->fleet_failures, memory_order_relaxed);
+    out->window_slow = atomic_load_explicit(&b->fleet_slow, memory_order_relaxed);
+}
+
 static int redis_stats(void *self, resil_breaker_stats *out)
 {
     fleet_breaker *b = self;
@@ -832,10 +850,7 @@ static int redis_stats(void *self, resil_breaker_stats *out)
     memset(out, 0, sizeof *out);
     uint64_t w = load_cached(b);
     out->state = word_state(w);
-    out->consecutive_failures = atomic_load_explicit(&b->fleet_run, memory_order_relaxed);
-    out->window_total = atomic_load_explicit(&b->fleet_total, memory_order_relaxed);
-    out->window_failures = atomic_load_explicit(&b->fleet_failures, memory_order_relaxed);
-    out->window_slow = atomic_load_explicit(&b->fleet_slow, memory_order_relaxed);
+    counts_of(b, out);
     out->failure_ratio = share(out->window_failures, out->window_total);
     out->slow_ratio = share(out->window_slow, out->window_total);
     out->next_probe_at = next_probe_at(b, out->state);

@@ -1,6 +1,7 @@
 /*
  * test_breaker_conformance.c — the conformance suite against the fleet
- * breaker on a real redis-server, with FLEET counting. Each test gets an
+ * breaker on a real redis-server, counting in Redis (FLEET) and counting
+ * locally with only the state shared (LOCAL). Each test gets an
  * empty server and a client whose rounds run only when woken or asked, so
  * settle is one resil_redis_sync(): the counts reach Redis, the script
  * decides, and the instance learns the outcome. What the fleet breaker
@@ -29,13 +30,14 @@ static void end(void *ud)
     client = NULL;
 }
 
+/* ud: the resil_redis_counting to use. */
 static resil_breaker *make(void *ud, const char *name, const resil_breaker_opts *o)
 {
-    (void)ud;
     resil_redis_breaker_opts ro;
     resil_redis_breaker_opts_default(&ro);
     ro.name = name;
     ro.rules = *o;
+    ro.counting = *(const resil_redis_counting *)ud;
     return fleet_breaker(client, &ro);
 }
 
@@ -47,11 +49,16 @@ static void settle(void *ud, resil_breaker *b)
 
 int main(void)
 {
-    const breaker_impl fleet = {.name = "redis", .begin = begin, .end = end,
-                                .make = make, .settle = settle};
+    static const resil_redis_counting fleet_counting = RESIL_REDIS_COUNT_FLEET,
+                                      local_counting = RESIL_REDIS_COUNT_LOCAL;
+    const breaker_impl fleet = {.name = "redis-fleet-counting", .ud = (void *)&fleet_counting,
+                                .begin = begin, .end = end, .make = make, .settle = settle};
+    const breaker_impl local = {.name = "redis-local-counting", .ud = (void *)&local_counting,
+                                .begin = begin, .end = end, .make = make, .settle = settle};
     if (fleet_group_setup(NULL) != 0)
         return 1;
     int failed = breaker_conformance_run(&fleet);
+    failed += breaker_conformance_run(&local);
     fleet_group_teardown(NULL);
     return failed;
 }
