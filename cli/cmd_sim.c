@@ -1,6 +1,6 @@
 /*
  * cmd_sim.c — `resil sim`: the retry-storm simulator. The command itself
- * lives in libresil_sim (src/sim/cli.c) so that its tests run it
+ * is sim_command.c (library resil_cli_sim) so that its tests run it
  * in-process; the tool only gives it the process's streams.
  */
 #include <stdio.h>

@@ -21,7 +21,9 @@ static const command commands[] = {
 #ifdef RESIL_CLI_REDIS
     {"breaker", cmd_breaker, "look at or steer the breakers a fleet shares in Redis"},
 #endif
+#ifdef RESIL_CLI_GATEWAY
     {"gateway", cmd_gateway, "an HTTP proxy that gives a service idempotency keys"},
+#endif
 #ifdef RESIL_CLI_HTTP
     {"http", cmd_http, "fetch URLs with libcurl, retrying as curl --retry should"},
 #endif

@@ -1,10 +1,10 @@
 /*
- * cli.c — `resil sim SCENARIO [flags]`: flags in, tables, JSON, CSV and SVG
- * out.
+ * sim_command.c — `resil sim SCENARIO [flags]`: flags in, tables, JSON,
+ * CSV and SVG out, over libresil_sim.
  *
- * The command lives in the simulator library, with its streams passed in,
- * so that tests run it in-process on memory streams and compare bytes; the
- * tool's cmd_sim.c only hands it stdout and stderr. Flags are one table
+ * The command is its own small library (resil_cli_sim), with its streams
+ * passed in, so that tests run it in-process on memory streams and compare
+ * bytes; the tool's cmd_sim.c only hands it stdout and stderr. Flags are one table
  * (name, the scenarios it applies to, how to parse it, where it goes), so a
  * flag is parsed, range-checked and rejected for the wrong scenario by one
  * mechanism, and every message names the flag as the user typed it. Bad
