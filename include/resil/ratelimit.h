@@ -25,6 +25,17 @@
  * when its wait is over and may lose to a newcomer; put a bulkhead in front
  * when order matters. Asking for more than the limiter can ever hold
  * (n > burst, n > permits) is RESIL_EINVAL, never a wait that cannot end.
+ *
+ * A resil_ratelimit is a handle over an implementation: the three built-in
+ * kinds above are one, and an application may plug in its own (a fleet-wide
+ * limiter shared through a store, say) with a resil_ratelimit_ops table and
+ * resil_ratelimit_new_custom(). Everything that takes a limiter — the
+ * pipeline first — takes any of them through this one API, and the blocking
+ * acquire, the counters and the argument checks are the handle's, so an
+ * implementation writes only its non-blocking step. The built-in kinds pay
+ * nothing for the seam: their step already reads the kind to choose the
+ * arithmetic, and another implementation's handle holds a kind no built-in
+ * limiter has, so that same read finds it.
  */
 #ifndef RESIL_RATELIMIT_H
 #define RESIL_RATELIMIT_H
@@ -94,10 +105,59 @@ RESIL_API int resil_ratelimit_try_acquire_at(resil_ratelimit *rl, int64_t n, res
 RESIL_API int resil_ratelimit_acquire(resil_ratelimit *rl, int64_t n, resil_cancel *cancel,
                                       resil_duration timeout);
 
-/* Permits that could be taken right now. */
+/* Permits that could be taken right now (-1: the implementation cannot
+ * tell). */
 RESIL_API int64_t resil_ratelimit_available(resil_ratelimit *rl);
 RESIL_API void resil_ratelimit_stats_get(resil_ratelimit *rl, resil_ratelimit_stats *out);
 RESIL_API void resil_ratelimit_opts_get(const resil_ratelimit *rl, resil_ratelimit_opts *out);
+
+/* ---- other implementations ---------------------------------------------- */
+
+/*
+ * An implementation: a table of operations on its own state `self`, shared
+ * by every limiter of that kind (keep it static const). `size` comes first
+ * and versions the table: set it to sizeof(resil_ratelimit_ops); operations
+ * added later are read only from tables long enough to have them.
+ *
+ * try_acquire is the whole protocol: take `n` permits at `now` (an instant
+ * on the clock given to resil_ratelimit_new_custom) or none, returning 0,
+ * or RESIL_EREJECTED with *retry_after set (never NULL here) to the wait
+ * after which the same request would be admitted, or RESIL_EINVAL when n can
+ * never be served, or another negative RESIL_E* code when the limiter could
+ * not decide (the handle counts that as neither admitted nor rejected, and
+ * the pipeline turns it away as a rejection without a hint). The handle
+ * checks n >= 1 and does the sleeping, the timeout and the cancellation of
+ * resil_ratelimit_acquire() around it. A rate limiter's permits are spent
+ * when the call starts, so there is nothing to give back.
+ */
+typedef struct resil_ratelimit_ops {
+    size_t size;      /* sizeof(resil_ratelimit_ops) */
+    const char *kind; /* what resil_ratelimit_impl_name() says: "redis", ... */
+    int (*try_acquire)(void *self, int64_t n, resil_instant now, resil_duration *retry_after);
+    /* Permits that could be taken at `now`; NULL = unknown (the handle
+     * answers -1). */
+    int64_t (*available)(void *self, resil_instant now);
+    /* The limit it enforces in the built-in kinds' terms (a GCRA limiter is
+     * a token bucket), for descriptions; NULL = zeroed options. */
+    void (*opts)(void *self, resil_ratelimit_opts *out);
+    /* resil_ratelimit_free(); may be NULL. */
+    void (*destroy)(void *self);
+} resil_ratelimit_ops;
+
+/*
+ * A limiter handle over `self` driven by `ops`; `clock` (NULL = the system
+ * clock) is the one its instants and waits are on. RESIL_EINVAL (err says
+ * why) when try_acquire is missing or size is too small; RESIL_ENOMEM. On
+ * failure `self` is not destroyed; on success resil_ratelimit_free() does.
+ */
+RESIL_API int resil_ratelimit_new_custom(const resil_ratelimit_ops *ops, void *self,
+                                         resil_clock *clock, resil_ratelimit **out,
+                                         resil_err *err);
+/* `self` if `rl` is driven by `ops`, else NULL: how an implementation
+ * recognises its own limiters in accessors of its own. */
+RESIL_API void *resil_ratelimit_self(const resil_ratelimit *rl, const resil_ratelimit_ops *ops);
+/* ops->kind, or "builtin" for resil_ratelimit_new()'s limiters. */
+RESIL_API const char *resil_ratelimit_impl_name(const resil_ratelimit *rl);
 
 /* "token-bucket", "fixed-window", "sliding-window". */
 RESIL_API const char *resil_ratelimit_kind_name(resil_ratelimit_kind k);

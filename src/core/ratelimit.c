@@ -16,6 +16,12 @@
  * Each kind is three small functions over the same state (advance to now,
  * take, compute the wait), dispatched by a switch; the blocking acquire is
  * one loop over the non-blocking step and the clock's cancellable sleep.
+ *
+ * Another implementation (resil_ratelimit_new_custom) gets the same handle
+ * with the kind OTHER and a capacity of zero, so the built-in step's first
+ * check — n against the capacity, read by kind — already fails for it, and
+ * only that cold branch asks whether the handle is foreign. The counters
+ * and the blocking loop are the handle's and serve every implementation.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -44,7 +50,17 @@ struct resil_ratelimit {
     size_t log_cap, log_head, log_len;
     int64_t live;
     _Atomic uint64_t admitted, rejected, timed_out, cancelled;
+    /* another implementation: kind OTHER, permits 0 */
+    const resil_ratelimit_ops *ops;
+    void *self;
 };
+
+#define OTHER ((resil_ratelimit_kind)3) /* no built-in kind has it */
+
+static bool is_other(const resil_ratelimit *rl)
+{
+    return rl->opts.kind == OTHER;
+}
 
 void resil_ratelimit_opts_default(resil_ratelimit_opts *o, resil_ratelimit_kind kind)
 {
@@ -150,10 +166,55 @@ int resil_ratelimit_new(const resil_ratelimit_opts *o, resil_ratelimit **out, re
     return 0;
 }
 
+int resil_ratelimit_new_custom(const resil_ratelimit_ops *ops, void *self, resil_clock *clock,
+                               resil_ratelimit **out, resil_err *err)
+{
+    if (ops == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "ratelimit: ops and out must not be NULL");
+    if (ops->size < sizeof *ops)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "ratelimit: ops.size must be at least %zu, got %zu",
+                             sizeof *ops, ops->size);
+    if (ops->try_acquire == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "ratelimit: ops.try_acquire must not be NULL");
+    resil_ratelimit *rl = calloc(1, sizeof *rl);
+    if (rl == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "ratelimit: out of memory");
+    rl->opts.kind = OTHER; /* and permits 0: see the note atop the file */
+    rl->opts.clock = clock;
+    rl->clock = clock ? clock : resil_clock_system();
+    rl->ops = ops;
+    rl->self = self;
+    *out = rl;
+    return 0;
+}
+
+void *resil_ratelimit_self(const resil_ratelimit *rl, const resil_ratelimit_ops *ops)
+{
+    if (rl == NULL || !is_other(rl) || rl->ops != ops)
+        return NULL;
+    return rl->self;
+}
+
+const char *resil_ratelimit_impl_name(const resil_ratelimit *rl)
+{
+    if (rl == NULL)
+        return "none";
+    if (!is_other(rl))
+        return "builtin";
+    return rl->ops->kind ? rl->ops->kind : "custom";
+}
+
 void resil_ratelimit_free(resil_ratelimit *rl)
 {
     if (rl == NULL)
         return;
+    if (is_other(rl)) {
+        if (rl->ops->destroy != NULL)
+            rl->ops->destroy(rl->self);
+        free(rl);
+        return;
+    }
     pthread_mutex_destroy(&rl->mu);
     free(rl->log);
     free(rl);
@@ -314,10 +375,21 @@ static int take_locked(resil_ratelimit *rl, int64_t n, resil_instant now, resil_
     return RESIL_EINVAL;
 }
 
+/* Another implementation's step; the handle only checks n and counts. */
+static int take_other(resil_ratelimit *rl, int64_t n, resil_instant now, resil_duration *wait)
+{
+    if (n < 1)
+        return RESIL_EINVAL;
+    int rc = rl->ops->try_acquire(rl->self, n, now, wait);
+    if (rc == 0)
+        resil__count(&rl->admitted);
+    return rc;
+}
+
 static int take(resil_ratelimit *rl, int64_t n, resil_instant now, resil_duration *wait)
 {
-    if (n < 1 || n > capacity_of(&rl->opts))
-        return RESIL_EINVAL;
+    if (n < 1 || n > capacity_of(&rl->opts)) /* always true for OTHER */
+        return is_other(rl) ? take_other(rl, n, now, wait) : RESIL_EINVAL;
     pthread_mutex_lock(&rl->mu);
     int rc = take_locked(rl, n, now, wait);
     pthread_mutex_unlock(&rl->mu);
@@ -374,6 +446,8 @@ int resil_ratelimit_acquire(resil_ratelimit *rl, int64_t n, resil_cancel *cancel
 int64_t resil_ratelimit_available(resil_ratelimit *rl)
 {
     resil_instant now = resil_clock_now(rl->clock);
+    if (is_other(rl))
+        return rl->ops->available ? rl->ops->available(rl->self, now) : -1;
     pthread_mutex_lock(&rl->mu);
     advance(rl, now);
     int64_t left = 0;
@@ -402,7 +476,14 @@ void resil_ratelimit_stats_get(resil_ratelimit *rl, resil_ratelimit_stats *out)
 
 void resil_ratelimit_opts_get(const resil_ratelimit *rl, resil_ratelimit_opts *out)
 {
-    *out = rl->opts;
+    if (!is_other(rl)) {
+        *out = rl->opts;
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    if (rl->ops->opts != NULL)
+        rl->ops->opts(rl->self, out);
+    out->clock = rl->opts.clock;
 }
 
 static const char *const kind_names[] = {"token-bucket", "fixed-window", "sliding-window"};
