@@ -21,6 +21,16 @@
  *
  * The permit is carried by a ticket, so releasing twice is harmless and the
  * ticket can say how long the call queued.
+ *
+ * A resil_bulkhead is a handle over an implementation: the bulkhead above is
+ * one, and an application may plug in its own (a concurrency limit shared by
+ * a fleet, say) with a resil_bulkhead_ops table and
+ * resil_bulkhead_new_custom(). Everything that takes a bulkhead — the
+ * pipeline, metrics — takes any of them through this one API. The built-in
+ * bulkhead pays nothing for the seam: another implementation's handle holds
+ * a word that says "a queue is waiting", which sends every call off the
+ * lock-free path the built-in bulkhead takes first, and only there is the
+ * handle asked whether it is foreign.
  */
 #ifndef RESIL_BULKHEAD_H
 #define RESIL_BULKHEAD_H
@@ -83,6 +93,52 @@ RESIL_API int32_t resil_bulkhead_in_flight(const resil_bulkhead *b);
 RESIL_API int32_t resil_bulkhead_queued(const resil_bulkhead *b);
 RESIL_API void resil_bulkhead_stats_get(const resil_bulkhead *b, resil_bulkhead_stats *out);
 RESIL_API void resil_bulkhead_opts_get(const resil_bulkhead *b, resil_bulkhead_opts *out);
+
+/* ---- other implementations ---------------------------------------------- */
+
+/*
+ * An implementation: a table of operations on its own state `self`, shared
+ * by every bulkhead of that kind (keep it static const). `size` comes first
+ * and versions the table: set it to sizeof(resil_bulkhead_ops); operations
+ * added later are read only from tables long enough to have them.
+ *
+ * acquire gets a permit, returning 0 with t->queued set, or RESIL_EREJECTED,
+ * RESIL_ETIMEDOUT, RESIL_ECANCELED as resil_bulkhead_acquire() documents, or
+ * another negative RESIL_E* code when it could not decide. `wait` false is
+ * resil_bulkhead_try_acquire(): no queueing. release gives back the permit
+ * a successful acquire put in `t`, exactly once (permits are alike: an
+ * implementation that keeps one record per permit, a lease, may give back
+ * any of its own). The handle fills
+ * t->owner, keeps the counters (admitted, queued, rejected, timed out,
+ * cancelled) from the return codes and makes a second release harmless.
+ */
+typedef struct resil_bulkhead_ops {
+    size_t size;      /* sizeof(resil_bulkhead_ops) */
+    const char *kind; /* what resil_bulkhead_impl_name() says: "redis", ... */
+    int (*acquire)(void *self, resil_cancel *cancel, bool wait, resil_bulkhead_ticket *t);
+    void (*release)(void *self, const resil_bulkhead_ticket *t);
+    /* Snapshots for resil_bulkhead_in_flight() / queued(); NULL = 0. */
+    int32_t (*in_flight)(void *self);
+    int32_t (*queued)(void *self);
+    /* The limit in the built-in bulkhead's terms, for descriptions and
+     * metrics; NULL = zeroed options. */
+    void (*opts)(void *self, resil_bulkhead_opts *out);
+    /* resil_bulkhead_free(); may be NULL. */
+    void (*destroy)(void *self);
+} resil_bulkhead_ops;
+
+/*
+ * A bulkhead handle over `self` driven by `ops`. RESIL_EINVAL (err says
+ * why) when acquire or release is missing or size is too small;
+ * RESIL_ENOMEM, RESIL_ESYS. On failure `self` is not destroyed; on success
+ * resil_bulkhead_free() does.
+ */
+RESIL_API int resil_bulkhead_new_custom(const resil_bulkhead_ops *ops, void *self,
+                                        resil_bulkhead **out, resil_err *err);
+/* `self` if `b` is driven by `ops`, else NULL. */
+RESIL_API void *resil_bulkhead_self(const resil_bulkhead *b, const resil_bulkhead_ops *ops);
+/* ops->kind, or "builtin" for resil_bulkhead_new()'s bulkheads. */
+RESIL_API const char *resil_bulkhead_impl_name(const resil_bulkhead *b);
 
 RESIL_END_DECLS
 

@@ -21,6 +21,12 @@
  * covers grant, cancel and (through the clock's sleep) timeout. A releaser
  * touches a node only under the mutex and only while it is queued, so the
  * node's owner may leave as soon as it has seen the verdict under the mutex.
+ *
+ * Another implementation (resil_bulkhead_new_custom) gets the same handle
+ * with a word that reads "every queue slot taken" and never changes: both
+ * lock-free paths give up on it at their first load, and only the paths
+ * that follow — which the built-in bulkhead takes only when it is full —
+ * ask whether the handle is foreign. The counters are the handle's.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -48,7 +54,12 @@ struct resil_bulkhead {
     pthread_mutex_t mu;
     waiter *head, *tail; /* FIFO of waiters, oldest first; guarded by mu */
     _Atomic uint64_t admitted, queued_total, rejected, timed_out, cancelled;
+    /* another implementation: word is FOREIGN_WORD for good */
+    const resil_bulkhead_ops *ops;
+    void *self;
 };
+
+#define FOREIGN_WORD (FLIGHT_MASK << 32)
 
 void resil_bulkhead_opts_default(resil_bulkhead_opts *o)
 {
@@ -96,10 +107,55 @@ int resil_bulkhead_new(const resil_bulkhead_opts *o, resil_bulkhead **out, resil
     return 0;
 }
 
+int resil_bulkhead_new_custom(const resil_bulkhead_ops *ops, void *self, resil_bulkhead **out,
+                              resil_err *err)
+{
+    if (ops == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "bulkhead: ops and out must not be NULL");
+    if (ops->size < sizeof *ops)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "bulkhead: ops.size must be at least %zu, got %zu", sizeof *ops,
+                             ops->size);
+    if (ops->acquire == NULL || ops->release == NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "bulkhead: ops.acquire and ops.release must not be NULL");
+    resil_bulkhead *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "bulkhead: out of memory");
+    atomic_init(&b->word, FOREIGN_WORD);
+    b->clock = resil_clock_system();
+    b->ops = ops;
+    b->self = self;
+    *out = b;
+    return 0;
+}
+
+void *resil_bulkhead_self(const resil_bulkhead *b, const resil_bulkhead_ops *ops)
+{
+    if (b == NULL || b->ops == NULL || b->ops != ops)
+        return NULL;
+    return b->self;
+}
+
+const char *resil_bulkhead_impl_name(const resil_bulkhead *b)
+{
+    if (b == NULL)
+        return "none";
+    if (b->ops == NULL)
+        return "builtin";
+    return b->ops->kind ? b->ops->kind : "custom";
+}
+
 void resil_bulkhead_free(resil_bulkhead *b)
 {
     if (b == NULL)
         return;
+    if (b->ops != NULL) {
+        if (b->ops->destroy != NULL)
+            b->ops->destroy(b->self);
+        free(b);
+        return;
+    }
     pthread_mutex_destroy(&b->mu);
     free(b);
 }
@@ -136,10 +192,34 @@ static void fill_ticket(resil_bulkhead_ticket *t, resil_bulkhead *b, resil_durat
     t->queued = queued;
 }
 
+/* Another implementation's acquire; the handle fills the owner and counts. */
+static int other_acquire(resil_bulkhead *b, resil_cancel *cancel, bool wait,
+                         resil_bulkhead_ticket *t)
+{
+    int rc = b->ops->acquire(b->self, cancel, wait, t);
+    if (rc == 0) {
+        resil__count(&b->admitted);
+        if (t->queued > 0)
+            resil__count(&b->queued_total);
+        t->owner = b;
+        return 0;
+    }
+    fill_ticket(t, NULL, 0);
+    if (rc == RESIL_EREJECTED)
+        resil__count(&b->rejected);
+    else if (rc == RESIL_ETIMEDOUT)
+        resil__count(&b->timed_out);
+    else if (rc == RESIL_ECANCELED)
+        resil__count(&b->cancelled);
+    return rc;
+}
+
 int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
 {
     fill_ticket(t, NULL, 0); /* a failed acquire leaves a ticket release ignores */
     if (!take_free_permit(b)) {
+        if (b->ops != NULL)
+            return other_acquire(b, NULL, false, t);
         resil__count(&b->rejected);
         return RESIL_EREJECTED;
     }
@@ -296,6 +376,8 @@ int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhe
         fill_ticket(t, b, 0);
         return 0;
     }
+    if (b->ops != NULL)
+        return other_acquire(b, cancel, true, t);
     if (!b->opts.queue || b->opts.max_queue == 0) {
         resil__count(&b->rejected);
         return RESIL_EREJECTED;
@@ -322,6 +404,10 @@ void resil_bulkhead_release(resil_bulkhead_ticket *t)
     t->owner = NULL;
     if (return_permit(b))
         return;
+    if (b->ops != NULL) {
+        b->ops->release(b->self, t);
+        return;
+    }
     pthread_mutex_lock(&b->mu);
     if (b->head != NULL)
         hand_over(b);
@@ -332,12 +418,16 @@ void resil_bulkhead_release(resil_bulkhead_ticket *t)
 
 int32_t resil_bulkhead_in_flight(const resil_bulkhead *b)
 {
+    if (b->ops != NULL)
+        return b->ops->in_flight ? b->ops->in_flight(b->self) : 0;
     uint64_t w = atomic_load_explicit(&((resil_bulkhead *)b)->word, memory_order_relaxed);
     return (int32_t)in_flight_of(w);
 }
 
 int32_t resil_bulkhead_queued(const resil_bulkhead *b)
 {
+    if (b->ops != NULL)
+        return b->ops->queued ? b->ops->queued(b->self) : 0;
     uint64_t w = atomic_load_explicit(&((resil_bulkhead *)b)->word, memory_order_relaxed);
     return (int32_t)queued_of(w);
 }
@@ -353,5 +443,11 @@ void resil_bulkhead_stats_get(const resil_bulkhead *b, resil_bulkhead_stats *out
 
 void resil_bulkhead_opts_get(const resil_bulkhead *b, resil_bulkhead_opts *out)
 {
-    *out = b->opts;
+    if (b->ops == NULL) {
+        *out = b->opts;
+        return;
+    }
+    *out = (resil_bulkhead_opts){0};
+    if (b->ops->opts != NULL)
+        b->ops->opts(b->self, out);
 }
