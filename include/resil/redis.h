@@ -52,6 +52,7 @@
 
 #include "breaker.h"
 #include "budget.h"
+#include "ratelimit.h"
 
 RESIL_BEGIN_DECLS
 
@@ -304,6 +305,51 @@ RESIL_API void resil_redis_budget_opts_default(resil_redis_budget_opts *o);
 RESIL_API int resil_redis_budget_new(resil_redis *r,
                                      const resil_redis_budget_opts *o,
                                      resil_budget **out, resil_err *err);
+
+/* ---- the fleet-wide rate limiter ----------------------------------------- */
+
+/*
+ * One rate for the whole fleet: GCRA (a token bucket kept as one number, the
+ * theoretical arrival time) in the key PREFIX "limit:" NAME, read and moved
+ * by one atomic script on every acquire, so two instances never spend the
+ * same permit and the fleet admits exactly `burst` at once and then `rate`
+ * per `period`. Time comes from the caller: the wall time of the limiter's
+ * clock, in microseconds, so the instances' clocks must agree (NTP); an
+ * instance whose clock runs d ahead may admit up to d × rate early. The
+ * emission interval period/rate is rounded up to a whole microsecond (the
+ * fleet never exceeds the rate), so the rate is at most one per µs.
+ *
+ * Each acquire is one round trip bounded by the client's timeout. While
+ * Redis is down (or a call fails), a local token bucket decides — by
+ * default rate/instances per period with burst/instances, at least 1 each —
+ * and the first call after the client is back goes to Redis again. Nothing
+ * is cached, so no answer is ever older than its call.
+ */
+typedef struct resil_redis_ratelimit_opts {
+    const char *name;      /* required */
+    int64_t rate;          /* default 100; in [1, 1e9], period/rate >= 1 µs */
+    resil_duration period; /* default 1 s; in [1 ms, 1 day] */
+    int64_t burst;         /* default 100; in [1, 1e9] */
+    uint32_t instances;    /* default 1; >= 1: what the fallback divides by */
+    const resil_ratelimit_opts *fallback; /* NULL = the token bucket above */
+    resil_clock *clock;    /* NULL = the client's */
+} resil_redis_ratelimit_opts;
+
+typedef struct resil_redis_ratelimit_stats {
+    uint64_t fleet_admitted;  /* decided by Redis */
+    uint64_t fleet_rejected;
+    uint64_t local_admitted;  /* decided by the fallback */
+    uint64_t local_rejected;
+} resil_redis_ratelimit_stats;
+
+RESIL_API void resil_redis_ratelimit_opts_default(resil_redis_ratelimit_opts *o);
+/* A limiter handle (free with resil_ratelimit_free) on `clock`, holding a
+ * reference to the client. RESIL_EINVAL naming the field, RESIL_ENOMEM. */
+RESIL_API int resil_redis_ratelimit_new(resil_redis *r, const resil_redis_ratelimit_opts *o,
+                                        resil_ratelimit **out, resil_err *err);
+/* RESIL_EINVAL when `rl` is not a fleet limiter. */
+RESIL_API int resil_redis_ratelimit_stats_get(resil_ratelimit *rl,
+                                              resil_redis_ratelimit_stats *out);
 
 RESIL_END_DECLS
 

@@ -632,7 +632,7 @@ int resil__fleet_load_script(redisContext *ctx, char sha[41], resil_duration tim
 static const char *op_name(fleet_op op)
 {
     static const char *const names[] = {"sync",  "probe", "result", "isolate",
-                                        "close", "reset", "status", "lease"};
+                                        "close", "reset", "status", "lease", "gcra"};
     return names[op];
 }
 
@@ -686,6 +686,8 @@ static int op_args(fleet_op op)
         return 4;
     case FLEET_LEASE:
         return 3;
+    case FLEET_GCRA:
+        return 4;
     default:
         return 0;
     }
@@ -704,7 +706,7 @@ void resil__fleet_argv(fleet_argv *a, const fleet_cmd *c, const fleet_config *cf
     push_str(a, c->name);
     push_i64(a, c->now_ms);
     push_i64(a, cfg->ttl_ms);
-    if (c->op != FLEET_LEASE)
+    if (c->op != FLEET_LEASE && c->op != FLEET_GCRA)
         push_rules(a, c->rules);
     for (int i = 0; i < op_args(c->op); i++)
         push_i64(a, c->arg[i]);
@@ -750,6 +752,8 @@ static const field_range breaker_answer[] = {
 
 /* A lease answer: the fleet's tokens and the grant, in thousandths. */
 static const field_range lease_answer[] = {COUNT, COUNT};
+/* A rate limiter's answer: granted or denied, and the wait in µs. */
+static const field_range gcra_answer[] = {{FLEET_GRANTED, FLEET_DENIED}, COUNT};
 
 #undef ANY
 #undef COUNT
@@ -788,6 +792,13 @@ int resil__fleet_decode(const fleet_cmd *c, const redisReply *r, fleet_state *ou
             return RESIL_EIO;
         out->tokens = v[0];
         out->granted = v[1];
+        return 0;
+    }
+    if (c->op == FLEET_GCRA) {
+        if (!integers_in(r, gcra_answer, FIELDS(gcra_answer), v))
+            return RESIL_EIO;
+        out->code = (int)v[0];
+        out->retry_us = v[1];
         return 0;
     }
     if (missing(c, r)) {

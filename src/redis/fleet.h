@@ -30,7 +30,8 @@ typedef enum fleet_op {
     FLEET_CLOSE,
     FLEET_RESET,
     FLEET_STATUS,  /* read only */
-    FLEET_LEASE    /* budget: return a lease and credits, take a new lease */
+    FLEET_LEASE,   /* budget: return a lease and credits, take a new lease */
+    FLEET_GCRA     /* rate limiter: take n permits of the fleet's rate or none */
 } fleet_op;
 
 /* A breaker's cached word packs its state into the low bits and the epoch
@@ -94,6 +95,7 @@ typedef struct fleet_state {
     int64_t retry_ms;   /* denied: until a probe may go; -1 = isolated */
     int64_t pttl_ms;
     int64_t tokens, granted; /* FLEET_LEASE */
+    int64_t retry_us;        /* FLEET_GCRA denied: until the permits are there */
 } fleet_state;
 
 /* ---- members --------------------------------------------------------------- */

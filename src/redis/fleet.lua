@@ -6,7 +6,7 @@
 -- fleet totals. One script with an operation name rather than one per
 -- operation, so there is one SHA to load and one NOSCRIPT path.
 --
--- KEYS[1]  the breaker's hash or the budget's string
+-- KEYS[1]  the breaker's hash, the budget's or the rate limiter's string
 -- ARGV     op, channel, name, now (Unix ms, the caller's clock), ttl (ms),
 --          then the rules (breaker ops; empty strings from admin tools,
 --          which fall back to what instances stored), then the op's own.
@@ -34,6 +34,24 @@ if op == 'lease' then
   t = t - g
   redis.call('SET', key, int(t), 'PX', ttl)
   return {t, g}
+end
+
+-- ---- the rate limiter: GCRA, one theoretical arrival time per key ---------
+--
+-- The key holds TAT in the callers' wall µs; a request for n permits is
+-- admitted when TAT + n*t - burst*t <= now, t the emission interval (µs).
+-- The key lives as long as its TAT is ahead, plus the client's ttl, so it
+-- expires only once the bucket would be full anyway. Answers {1, 0} or
+-- {2, µs until the same request would be admitted}.
+
+if op == 'gcra' then
+  local now_us, t, burst, n = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+  local tat = math.max(tonumber(redis.call('GET', key)) or now_us, now_us)
+  local new_tat = tat + n * t
+  local allow_at = new_tat - burst * t
+  if now_us < allow_at then return {2, allow_at - now_us} end
+  redis.call('SET', key, int(new_tat), 'PX', ttl + math.ceil((new_tat - now_us) / 1000))
+  return {1, 0}
 end
 
 -- ---- the breaker -----------------------------------------------------------
