@@ -52,6 +52,7 @@
 
 #include "breaker.h"
 #include "budget.h"
+#include "bulkhead.h"
 #include "ratelimit.h"
 
 RESIL_BEGIN_DECLS
@@ -350,6 +351,54 @@ RESIL_API int resil_redis_ratelimit_new(resil_redis *r, const resil_redis_rateli
 /* RESIL_EINVAL when `rl` is not a fleet limiter. */
 RESIL_API int resil_redis_ratelimit_stats_get(resil_ratelimit *rl,
                                               resil_redis_ratelimit_stats *out);
+
+/* ---- the fleet-wide concurrency limit ------------------------------------- */
+
+/*
+ * At most `max_concurrency` calls at once across the fleet, behind the
+ * bulkhead interface. Each permit is a lease: a member of the sorted set
+ * PREFIX "conc:" NAME scored with its expiry, taken and given back by one
+ * atomic script call each, its expiry pushed back by the client's sync
+ * thread while the instance lives (every lease/3, so the sync interval must
+ * be well under that). An instance that dies holding permits — SIGKILL, a
+ * lost machine — gives them back when its leases lapse, at most `lease`
+ * later. Time is the caller's (the wall time of `clock` in ms), so the
+ * instances' clocks must agree to well within the lease.
+ *
+ * A full fleet limit rejects at once (RESIL_EREJECTED): there is no fleet
+ * queue. While Redis is down, or a call fails, a local bulkhead decides — by
+ * default max_concurrency/instances permits (at least 1) with no queue —
+ * and the first acquire after the client is back goes to Redis again.
+ * Permits are alike, so a release gives back a fleet lease while Redis is
+ * up and one the fallback granted first while it is down.
+ */
+typedef struct resil_redis_concurrency_opts {
+    const char *name;         /* required */
+    int32_t max_concurrency;  /* default 10; >= 1 */
+    resil_duration lease;     /* default 5 s; in [10 ms, 1 day] */
+    uint32_t instances;       /* default 1; >= 1: what the fallback divides by */
+    const resil_bulkhead_opts *fallback; /* NULL = the bulkhead above */
+    resil_clock *clock;       /* NULL = the client's */
+} resil_redis_concurrency_opts;
+
+typedef struct resil_redis_concurrency_stats {
+    uint64_t fleet_admitted;  /* leases taken */
+    uint64_t fleet_rejected;
+    uint64_t local_admitted;  /* permits the fallback granted */
+    uint64_t local_rejected;
+    int64_t fleet_in_use;     /* leases live across the fleet, as last seen */
+    int32_t held;             /* this instance's permits, fleet and local */
+} resil_redis_concurrency_stats;
+
+RESIL_API void resil_redis_concurrency_opts_default(resil_redis_concurrency_opts *o);
+/* A bulkhead handle (free with resil_bulkhead_free, with no permit held),
+ * holding a reference to the client. RESIL_EINVAL naming the field,
+ * RESIL_ENOMEM, RESIL_ESYS. */
+RESIL_API int resil_redis_concurrency_new(resil_redis *r, const resil_redis_concurrency_opts *o,
+                                          resil_bulkhead **out, resil_err *err);
+/* RESIL_EINVAL when `b` is not a fleet concurrency limit. */
+RESIL_API int resil_redis_concurrency_stats_get(resil_bulkhead *b,
+                                                resil_redis_concurrency_stats *out);
 
 RESIL_END_DECLS
 

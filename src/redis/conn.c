@@ -632,7 +632,8 @@ int resil__fleet_load_script(redisContext *ctx, char sha[41], resil_duration tim
 static const char *op_name(fleet_op op)
 {
     static const char *const names[] = {"sync",  "probe", "result", "isolate",
-                                        "close", "reset", "status", "lease", "gcra"};
+                                        "close", "reset", "status", "lease", "gcra",
+                                        "cacquire", "crelease", "crenew"};
     return names[op];
 }
 
@@ -688,6 +689,11 @@ static int op_args(fleet_op op)
         return 3;
     case FLEET_GCRA:
         return 4;
+    case FLEET_CACQUIRE:
+        return 3;
+    case FLEET_CRELEASE:
+    case FLEET_CRENEW:
+        return 1;
     default:
         return 0;
     }
@@ -706,7 +712,7 @@ void resil__fleet_argv(fleet_argv *a, const fleet_cmd *c, const fleet_config *cf
     push_str(a, c->name);
     push_i64(a, c->now_ms);
     push_i64(a, cfg->ttl_ms);
-    if (c->op != FLEET_LEASE && c->op != FLEET_GCRA)
+    if (c->op < FLEET_LEASE)
         push_rules(a, c->rules);
     for (int i = 0; i < op_args(c->op); i++)
         push_i64(a, c->arg[i]);
@@ -754,6 +760,9 @@ static const field_range breaker_answer[] = {
 static const field_range lease_answer[] = {COUNT, COUNT};
 /* A rate limiter's answer: granted or denied, and the wait in µs. */
 static const field_range gcra_answer[] = {{FLEET_GRANTED, FLEET_DENIED}, COUNT};
+/* A concurrency op's answer: granted or denied, the leases live, and (on
+ * acquire) the ms until the oldest lapses or (on renew) the leases renewed. */
+static const field_range lease_set_answer[] = {{FLEET_GRANTED, FLEET_DENIED}, COUNT, COUNT};
 
 #undef ANY
 #undef COUNT
@@ -799,6 +808,14 @@ int resil__fleet_decode(const fleet_cmd *c, const redisReply *r, fleet_state *ou
             return RESIL_EIO;
         out->code = (int)v[0];
         out->retry_us = v[1];
+        return 0;
+    }
+    if (c->op >= FLEET_CACQUIRE) {
+        if (!integers_in(r, lease_set_answer, FIELDS(lease_set_answer), v))
+            return RESIL_EIO;
+        out->code = (int)v[0];
+        out->in_use = v[1];
+        out->retry_ms = v[2];
         return 0;
     }
     if (missing(c, r)) {

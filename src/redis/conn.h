@@ -55,7 +55,7 @@ typedef enum fleet_conn_fail {
  *
  * What Redis legitimately sends the adapter, and the limit for each:
  *   - arrays: a script answer has 18 integers (2 for a lease or a rate
- *     limiter), a message and SUBSCRIBE's confirmation 3 elements, a SCAN
+ *     limiter, 3 for a concurrency limit), a message and SUBSCRIBE's confirmation 3 elements, a SCAN
  *     page 2, its keys about COUNT (200; Redis may return a few more): at
  *     most 4096 elements;
  *   - nesting: only a SCAN page holds an array in an array: 2 levels;

@@ -31,7 +31,10 @@ typedef enum fleet_op {
     FLEET_RESET,
     FLEET_STATUS,  /* read only */
     FLEET_LEASE,   /* budget: return a lease and credits, take a new lease */
-    FLEET_GCRA     /* rate limiter: take n permits of the fleet's rate or none */
+    FLEET_GCRA,    /* rate limiter: take n permits of the fleet's rate or none */
+    FLEET_CACQUIRE, /* concurrency limit: take a lease if one is free */
+    FLEET_CRELEASE, /* give one lease back */
+    FLEET_CRENEW    /* push back the expiry of every lease an instance holds */
 } fleet_op;
 
 /* A breaker's cached word packs its state into the low bits and the epoch
@@ -96,6 +99,7 @@ typedef struct fleet_state {
     int64_t pttl_ms;
     int64_t tokens, granted; /* FLEET_LEASE */
     int64_t retry_us;        /* FLEET_GCRA denied: until the permits are there */
+    int64_t in_use;          /* concurrency ops: leases live after the op */
 } fleet_state;
 
 /* ---- members --------------------------------------------------------------- */

@@ -6,7 +6,8 @@
 -- fleet totals. One script with an operation name rather than one per
 -- operation, so there is one SHA to load and one NOSCRIPT path.
 --
--- KEYS[1]  the breaker's hash, the budget's or the rate limiter's string
+-- KEYS[1]  the breaker's hash, the budget's or the rate limiter's string,
+--          the concurrency limit's sorted set
 -- ARGV     op, channel, name, now (Unix ms, the caller's clock), ttl (ms),
 --          then the rules (breaker ops; empty strings from admin tools,
 --          which fall back to what instances stored), then the op's own.
@@ -52,6 +53,44 @@ if op == 'gcra' then
   if now_us < allow_at then return {2, allow_at - now_us} end
   redis.call('SET', key, int(new_tat), 'PX', ttl + math.ceil((new_tat - now_us) / 1000))
   return {1, 0}
+end
+
+-- ---- the concurrency limit: a sorted set of leases -------------------------
+--
+-- One member per permit held, "INSTANCE:SEQ" (the instance id travels as
+-- the name), scored with its expiry in the callers' wall ms. A lease whose
+-- expiry has come is gone: every op drops those first, so the permits of an
+-- instance that died come back once its leases lapse. Live instances push
+-- their leases' expiry back from the sync thread; a lease that already
+-- lapsed is not revived. Answers {1 granted or 2 denied, leases live, ms
+-- until the oldest lapses (acquire) or leases renewed (renew)}.
+
+if op == 'cacquire' or op == 'crelease' or op == 'crenew' then
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
+  if op == 'crelease' then
+    redis.call('ZREM', key, name .. ':' .. int(tonumber(ARGV[6])))
+    return {1, redis.call('ZCARD', key), 0}
+  end
+  if op == 'crenew' then
+    local lease, prefix, n = tonumber(ARGV[6]), name .. ':', 0
+    for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+      if string.sub(m, 1, #prefix) == prefix then
+        redis.call('ZADD', key, 'XX', int(now + lease), m)
+        n = n + 1
+      end
+    end
+    if n > 0 then redis.call('PEXPIRE', key, ttl + lease) end
+    return {1, redis.call('ZCARD', key), n}
+  end
+  local max, lease, seq = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+  local live = redis.call('ZCARD', key)
+  if live >= max then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return {2, live, tonumber(oldest[2]) - now}
+  end
+  redis.call('ZADD', key, int(now + lease), name .. ':' .. int(seq))
+  redis.call('PEXPIRE', key, ttl + lease)
+  return {1, live + 1, 0}
 end
 
 -- ---- the breaker -----------------------------------------------------------
