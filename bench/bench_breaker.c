@@ -5,7 +5,10 @@
  * rejecting, two threads on separate breakers and on one shared breaker,
  * a registry lookup among 1024 keys, and the same closed breaker plugged
  * in behind a table of its own (resil_breaker_new_custom), which is what
- * any other implementation's handle adds on top of its own work. The
+ * any other implementation's handle adds on top of its own work. Then the
+ * rules added later: a ratio over the last 100 calls (no clock read), a
+ * failure asked of a trip predicate that says no, and a success reported
+ * without a permit. The
  * baseline is one uncontended atomic increment measured in the same run,
  * so the figures travel.
  */
@@ -51,6 +54,35 @@ static void open_reject(void *ud, uint64_t iters)
         rejected += resil_breaker_acquire(b, &p) == RESIL_EREJECTED;
     }
     bench_consume(rejected);
+}
+
+static void closed_failure(void *ud, uint64_t iters)
+{
+    resil_breaker *b = ud;
+    uint64_t admitted = 0;
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_breaker_permit p;
+        if (resil_breaker_acquire(b, &p) == 0) {
+            resil_breaker_record(b, &p, RESIL_BREAKER_FAILURE);
+            admitted++;
+        }
+    }
+    bench_consume(admitted);
+}
+
+static void success_without_permit(void *ud, uint64_t iters)
+{
+    resil_breaker *b = ud;
+    uint64_t counted = 0;
+    for (uint64_t i = 0; i < iters; i++)
+        counted += resil_breaker_record_success(b, 0) == 0;
+    bench_consume(counted);
+}
+
+static bool never_trip(const resil_breaker_counts *c, void *ud)
+{
+    (void)ud;
+    return c->failures > UINT64_MAX - 1;
 }
 
 /* ---- two threads -------------------------------------------------------- */
@@ -154,6 +186,38 @@ static resil_breaker *breaker(resil_breaker_kind kind, bool open)
     return b;
 }
 
+static resil_breaker *made(const resil_breaker_opts *o)
+{
+    resil_breaker *b;
+    resil_err err;
+    if (resil_breaker_new(o, &b, &err) != 0) {
+        fprintf(stderr, "bench_breaker: %s\n", err.message);
+        exit(1);
+    }
+    return b;
+}
+
+/* A ratio breaker over the last 100 calls. */
+static resil_breaker *count_window_breaker(void)
+{
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.window = RESIL_BREAKER_WINDOW_COUNT;
+    o.window_size = 100;
+    return made(&o);
+}
+
+/* Only a predicate that never trips: every failure is asked. */
+static resil_breaker *predicate_breaker(void)
+{
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.kind = RESIL_BREAKER_PREDICATE;
+    o.trip = never_trip;
+    o.window = RESIL_BREAKER_WINDOW_COUNT;
+    return made(&o);
+}
+
 static lookups *registry_of_1024(void)
 {
     lookups *l = calloc(1, sizeof *l);
@@ -211,6 +275,16 @@ int main(void)
     bench_report(bench_run("breaker_closed_consecutive_plugin", closed_success, plug), base,
                  "kind=consecutive via=resil_breaker_ops");
     resil_breaker_free(plug);
+
+    resil_breaker *counted = count_window_breaker(), *asked = predicate_breaker();
+    bench_report(bench_run("breaker_closed_count_window", closed_success, counted), base,
+                 "window=count size=100");
+    bench_report(bench_run("breaker_closed_failure_predicate", closed_failure, asked), base,
+                 "kind=predicate window=count");
+    bench_report(bench_run("breaker_success_without_permit", success_without_permit, consec),
+                 base, "kind=consecutive");
+    resil_breaker_free(counted);
+    resil_breaker_free(asked);
 
     lookups *l = registry_of_1024();
     bench_report(bench_run("registry_lookup_1024", registry_lookup, l), base, "keys=1024");

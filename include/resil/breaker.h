@@ -9,7 +9,11 @@
  * `minimum_throughput` calls were seen), both at once (whichever fires
  * first), and an optional slow-call rule (calls slower than
  * `slow_call_duration` trip it once their share reaches `slow_call_ratio`
- * under the same throughput rule).
+ * under the same throughput rule). The window may count the last
+ * `window_size` calls instead of a span of time (resilience4j's default,
+ * `window = RESIL_BREAKER_WINDOW_COUNT`), and an application's own trip
+ * predicate may judge the window's counts (gobreaker's ReadyToTrip, kind
+ * flag RESIL_BREAKER_PREDICATE).
  *
  *        failures reach a rule                  break elapsed,
  *   CLOSED ───────────────────────▶ OPEN ──── next call is the probe ──▶ HALF-OPEN
@@ -84,12 +88,20 @@ RESIL_BEGIN_DECLS
 
 typedef struct resil_breaker resil_breaker;
 
-/* Which rules trip the breaker: flags, so BOTH is CONSECUTIVE | RATIO. */
+/* Which rules trip the breaker: flags, so BOTH is CONSECUTIVE | RATIO, and
+ * any of them may be or'ed with PREDICATE (whichever fires first). */
 typedef enum resil_breaker_kind {
     RESIL_BREAKER_CONSECUTIVE = 1, /* failure_threshold failures in a row */
     RESIL_BREAKER_RATIO = 2,       /* failure_ratio over the rolling window */
-    RESIL_BREAKER_BOTH = 3         /* whichever fires first */
+    RESIL_BREAKER_BOTH = 3,        /* whichever fires first */
+    RESIL_BREAKER_PREDICATE = 4    /* opts.trip says so, on a failure */
 } resil_breaker_kind;
+
+/* What the window counts over: a span of time, or the last calls. */
+typedef enum resil_breaker_window {
+    RESIL_BREAKER_WINDOW_TIME = 0,  /* sampling_duration in 10 buckets */
+    RESIL_BREAKER_WINDOW_COUNT = 1  /* the last window_size calls */
+} resil_breaker_window;
 
 typedef enum resil_breaker_state {
     RESIL_BREAKER_NONE = -1, /* no breaker installed (a NULL handle) */
@@ -111,14 +123,15 @@ typedef enum resil_breaker_reason {
     RESIL_BREAKER_BY_ISOLATE,         /* resil_breaker_isolate() */
     RESIL_BREAKER_BY_CLOSE,           /* resil_breaker_close() */
     RESIL_BREAKER_BY_RESET,           /* resil_breaker_reset() */
-    RESIL_BREAKER_BY_DISABLE          /* resil_breaker_disable() */
+    RESIL_BREAKER_BY_DISABLE,         /* resil_breaker_disable() */
+    RESIL_BREAKER_BY_PREDICATE        /* closed -> open: opts.trip said so */
 } resil_breaker_reason;
 
 /* "closed", "open", "half-open", "isolated", "disabled", "none". */
 RESIL_API const char *resil_breaker_state_name(resil_breaker_state s);
 /* "consecutive failures", "failure ratio", "slow calls", "break elapsed",
  * "probe failed", "probes succeeded", "isolated by hand", "closed by hand",
- * "reset", "disabled by hand". */
+ * "reset", "disabled by hand", "trip predicate". */
 RESIL_API const char *resil_breaker_reason_name(resil_breaker_reason r);
 
 typedef struct resil_breaker_event {
@@ -138,6 +151,30 @@ typedef void (*resil_breaker_listener_fn)(resil_breaker *b,
 
 #define RESIL_BREAKER_NAME_MAX 256 /* bytes, including the terminating NUL */
 #define RESIL_BREAKER_EVENT_QUEUE 16
+#define RESIL_BREAKER_WINDOW_SIZE_MAX 10000 /* calls a count window may hold */
+
+/* What a trip predicate sees: the window's counts as of the failure just
+ * recorded (that failure included). requests = successes + failures;
+ * ignored calls count as neither. consecutive_successes is there for the
+ * shape gobreaker's users know: the predicate is asked on a failure, so it
+ * is always 0 in the closed state. */
+typedef struct resil_breaker_counts {
+    uint64_t requests;
+    uint64_t successes;
+    uint64_t failures;
+    uint64_t slow;                  /* with the slow-call rule; else 0 */
+    uint32_t consecutive_failures;
+    uint32_t consecutive_successes;
+} resil_breaker_counts;
+
+/*
+ * The custom trip rule (kind flag RESIL_BREAKER_PREDICATE): return true to
+ * open the breaker. Asked on each failure recorded while closed, after the
+ * other rules of `kind` did not fire, under the breaker's lock: it must not
+ * block, and must not call back into this breaker (a deadlock). It is not
+ * bound by minimum_throughput — the counts are there for it to judge.
+ */
+typedef bool (*resil_breaker_trip_fn)(const resil_breaker_counts *c, void *ud);
 
 typedef struct resil_breaker_opts {
     resil_breaker_kind kind;       /* default RESIL_BREAKER_RATIO */
@@ -162,6 +199,13 @@ typedef struct resil_breaker_opts {
     resil_breaker_listener_fn listener; /* optional */
     void *listener_ud;
     const char *name;              /* optional; copied; < RESIL_BREAKER_NAME_MAX bytes */
+    /* the window's shape: the last window_size calls instead of a span of
+     * time (minimum_throughput then counts up to window_size at most) */
+    resil_breaker_window window;   /* default RESIL_BREAKER_WINDOW_TIME */
+    uint32_t window_size;          /* default 100; [1, 10000] for a count window */
+    /* the predicate rule (kind includes RESIL_BREAKER_PREDICATE) */
+    resil_breaker_trip_fn trip;    /* required with that flag; else must be NULL */
+    void *trip_ud;
 } resil_breaker_opts;
 
 RESIL_API void resil_breaker_opts_default(resil_breaker_opts *o);
@@ -226,6 +270,19 @@ RESIL_API int resil_breaker_record(resil_breaker *b, const resil_breaker_permit 
  * second read). */
 RESIL_API int resil_breaker_record_at(resil_breaker *b, const resil_breaker_permit *p,
                                       resil_breaker_result r, resil_instant now);
+
+/*
+ * Report a call that was not admitted through acquire — a caller that
+ * timed it elsewhere (resilience4j's onSuccess/onError with a duration).
+ * It counts toward the rules like a permitted call of the current
+ * generation, the slow-call rule judging `took`. Counted only while the
+ * breaker is closed: in any other state it returns RESIL_ESTATE and counts
+ * nothing (half-open is decided by its probes alone). RESIL_EINVAL for a
+ * negative `took`, and for an implementation without the operation (the
+ * Redis breaker has none). A NULL breaker returns 0.
+ */
+RESIL_API int resil_breaker_record_success(resil_breaker *b, resil_duration took);
+RESIL_API int resil_breaker_record_failure(resil_breaker *b, resil_duration took);
 
 /* Map an outcome to a breaker result. */
 typedef resil_breaker_result (*resil_breaker_classify_fn)(const resil_outcome *o,
@@ -350,6 +407,10 @@ typedef struct resil_breaker_ops {
     bool (*idle)(void *self);
     /* The last reference went; may be NULL. */
     void (*destroy)(void *self);
+    /* Added later, read only from tables that reach them: */
+    /* resil_breaker_record_success/failure (r is SUCCESS or FAILURE, took
+     * >= 0); NULL = not offered, and those calls return RESIL_EINVAL. */
+    int (*record_without_permit)(void *self, resil_breaker_result r, resil_duration took);
 } resil_breaker_ops;
 
 /*

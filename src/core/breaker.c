@@ -17,6 +17,12 @@
  * The word is written only by transitions (under the mutex) and by those
  * CASes, so the fast path never sees a half-made change.
  *
+ * The window is either the rolling time window or the count window (the
+ * last window_size calls in a ring, allocated with the breaker); the rules
+ * read the same three running sums from either, so the ratio, slow-call
+ * and predicate rules do not care which. The predicate is asked under the
+ * mutex, on failures only, after the built-in rules.
+ *
  * Events are queued under the mutex and delivered after it is released by
  * whichever thread finds no delivery in progress (see breaker.h for the
  * ordering guarantee). Each locked section makes at most one transition and
@@ -73,7 +79,10 @@ typedef struct builtin {
     uint32_t failure_threshold;
     bool trips_on_consecutive;
     bool trips_on_ratio;
-    bool window_on;   /* the ratio or slow-call rule needs the window */
+    bool trips_on_predicate;
+    bool window_on;   /* the ratio, slow-call or predicate rule needs the window */
+    bool count_window; /* the ring, not the time window */
+    bool clock_on;    /* a rule needs the time a call ended: slow calls, time window */
     bool slow_on;
     resil_duration slow_call_duration;
     resil_breaker_opts opts; /* the rest, immutable after creation */
@@ -85,6 +94,8 @@ typedef struct builtin {
     _Alignas(CACHE_LINE) pthread_mutex_t mu;
     pthread_cond_t room; /* signalled when the event queue drains a slot */
     resil__window window;
+    resil__ring ring;
+    uint32_t minimum_throughput; /* at most window_size for a count window */
     probe_slot *probes;
     uint32_t probes_in_flight;
     uint32_t next_ticket;
@@ -141,9 +152,17 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
     b->trips_on_ratio = (o->kind & RESIL_BREAKER_RATIO) != 0;
     b->slow_on = o->slow_call_duration > 0;
     b->slow_call_duration = o->slow_call_duration;
-    b->window_on = b->trips_on_ratio || b->slow_on;
+    b->trips_on_predicate = (o->kind & RESIL_BREAKER_PREDICATE) != 0;
+    b->window_on = b->trips_on_ratio || b->slow_on || b->trips_on_predicate;
+    b->count_window = o->window == RESIL_BREAKER_WINDOW_COUNT;
+    b->clock_on = b->slow_on || (b->window_on && !b->count_window);
+    b->minimum_throughput = o->minimum_throughput;
+    if (b->count_window && b->minimum_throughput > o->window_size)
+        b->minimum_throughput = o->window_size; /* resilience4j's rule */
     b->current_break = o->break_duration;
     resil__window_init(&b->window, o->sampling_duration);
+    resil__ring_init(&b->ring, (uint8_t *)(b->probes + o->half_open_probes),
+                     b->count_window ? o->window_size : 0);
     atomic_init(&b->handle.word, make_word(0, RESIL_BREAKER_CLOSED, 0));
     atomic_init(&b->open_until, 0);
     atomic_init(&b->refs, 1);
@@ -165,7 +184,9 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     memset(b, 0, sizeof *b);
-    b->probes = calloc(o->half_open_probes, sizeof *b->probes);
+    /* The probe slots, then the count window's ring (if any), in one block. */
+    size_t ring = o->window == RESIL_BREAKER_WINDOW_COUNT ? o->window_size : 0;
+    b->probes = calloc(1, o->half_open_probes * sizeof *b->probes + ring);
     if (b->probes == NULL) {
         free(b);
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
@@ -359,6 +380,7 @@ static void enter_open(builtin *b, resil_breaker_state from, resil_instant now)
 static void enter_closed(builtin *b)
 {
     resil__window_clear(&b->window);
+    resil__ring_clear(&b->ring);
     b->current_break = b->opts.break_duration;
 }
 
@@ -555,11 +577,20 @@ static void trip_consecutive(builtin *b, uint32_t gen)
     unlock_and_deliver(b);
 }
 
+/* Ask the application's predicate (under mu, on a failure). */
+static bool predicate_trips(builtin *b, const resil__window_counts *c)
+{
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
+    resil_breaker_counts counts = {c->total, c->total - c->failures, c->failures, c->slow,
+                                   word_count(w), 0};
+    return b->opts.trip(&counts, b->opts.trip_ud);
+}
+
 static resil_breaker_reason window_verdict(builtin *b, bool failure, bool slow,
                                            bool tripped)
 {
-    const resil__window_counts *c = &b->window.sum;
-    uint32_t min = b->opts.minimum_throughput;
+    const resil__window_counts *c = b->count_window ? &b->ring.sum : &b->window.sum;
+    uint32_t min = b->minimum_throughput;
     if (tripped)
         return RESIL_BREAKER_BY_CONSECUTIVE;
     if (failure && b->trips_on_ratio &&
@@ -567,7 +598,17 @@ static resil_breaker_reason window_verdict(builtin *b, bool failure, bool slow,
         return RESIL_BREAKER_BY_RATIO;
     if (slow && resil__window_share_reached(c->slow, c->total, min, b->opts.slow_call_ratio))
         return RESIL_BREAKER_BY_SLOW_CALLS;
+    if (failure && b->trips_on_predicate && predicate_trips(b, c))
+        return RESIL_BREAKER_BY_PREDICATE;
     return 0;
+}
+
+static void window_add(builtin *b, resil_instant now, bool failure, bool slow)
+{
+    if (b->count_window)
+        resil__ring_add(&b->ring, failure, slow);
+    else
+        resil__window_add(&b->window, now, failure, slow);
 }
 
 static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
@@ -578,10 +619,10 @@ static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
         unlock_and_deliver(b);
         return RESIL_ESTATE;
     }
-    resil__window_add(&b->window, now, failure, slow);
+    window_add(b, now, failure, slow);
     resil_breaker_reason why = window_verdict(b, failure, slow, tripped);
     if (why != 0)
-        transition(b, RESIL_BREAKER_OPEN, why, now);
+        transition(b, RESIL_BREAKER_OPEN, why, b->clock_on ? now : now_of(b));
     unlock_and_deliver(b);
     return 0;
 }
@@ -610,7 +651,7 @@ static int record_closed(builtin *b, const resil_breaker_permit *p,
             trip_consecutive(b, gen);
         return 0;
     }
-    resil_instant now = now_or_read(b, known);
+    resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
     return record_in_window(b, gen, failure, slow, tripped, now);
 }
@@ -689,6 +730,52 @@ int resil_breaker_record_at(resil_breaker *b, const resil_breaker_permit *p,
                             resil_breaker_result r, resil_instant now)
 {
     return record(b, p, r, now == READ_CLOCK ? now + 1 : now);
+}
+
+/* ---- results without a permit ------------------------------------------ */
+
+/* A call timed elsewhere counts as one admitted now in the current
+ * generation that started `took` ago; only the closed state takes it. */
+static int builtin_record_without_permit(builtin *b, resil_breaker_result r,
+                                         resil_duration took)
+{
+    uint64_t w = load_word(b);
+    if (word_state(w) != RESIL_BREAKER_CLOSED)
+        return RESIL_ESTATE;
+    resil_breaker_permit p;
+    resil_instant now = b->clock_on ? now_of(b) : READ_CLOCK;
+    admit(&p, w, b->slow_on ? resil_dur_sub(now, took) : 0);
+    return record_closed(b, &p, r, w, now);
+}
+
+static int record_without_permit(resil_breaker *b, resil_breaker_result r,
+                                 resil_duration took)
+{
+    if (took < 0)
+        return RESIL_EINVAL;
+    if (b == NULL)
+        return 0;
+    if (is_builtin(b))
+        return builtin_record_without_permit(as_builtin(b), r, took);
+    if (!OPS_HAS(b->ops, record_without_permit))
+        return RESIL_EINVAL;
+    return b->ops->record_without_permit(b->self, r, took);
+}
+
+int resil_breaker_record_success(resil_breaker *b, resil_duration took)
+{
+    return record_without_permit(b, RESIL_BREAKER_SUCCESS, took);
+}
+
+int resil_breaker_record_failure(resil_breaker *b, resil_duration took)
+{
+    return record_without_permit(b, RESIL_BREAKER_FAILURE, took);
+}
+
+static int builtin_record_without_permit_op(void *self, resil_breaker_result r,
+                                            resil_duration took)
+{
+    return builtin_record_without_permit(self, r, took);
 }
 
 /* ---- execute ----------------------------------------------------------- */
@@ -838,7 +925,8 @@ static int builtin_stats(void *self, resil_breaker_stats *out)
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&b->mu);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
-    resil__window_counts c = resil__window_totals(&b->window, now);
+    resil__window_counts c = b->count_window ? b->ring.sum
+                                             : resil__window_totals(&b->window, now);
     out->state = word_state(w);
     out->consecutive_failures = word_count(w);
     out->consecutive_successes = b->consecutive_successes;
@@ -890,4 +978,5 @@ static const resil_breaker_ops builtin_ops = {
     .control = builtin_control,
     .idle = builtin_idle,
     .destroy = builtin_destroy,
+    .record_without_permit = builtin_record_without_permit_op,
 };

@@ -34,17 +34,27 @@ void resil_breaker_opts_default(resil_breaker_opts *o)
     o->half_open_probes = 1;
     o->success_threshold = 1;
     o->probe_timeout = 0;
+    o->window = RESIL_BREAKER_WINDOW_TIME;
+    o->window_size = 100;
 }
 
 static bool is_ratio(double r) { return r > 0.0 && r <= 1.0; } /* false for NaN */
 
 static int check_kind_and_thresholds(const resil_breaker_opts *o, resil_err *err)
 {
-    if (o->kind != RESIL_BREAKER_CONSECUTIVE && o->kind != RESIL_BREAKER_RATIO &&
-        o->kind != RESIL_BREAKER_BOTH)
+    unsigned all = RESIL_BREAKER_BOTH | RESIL_BREAKER_PREDICATE;
+    if (o->kind == 0 || ((unsigned)o->kind & ~all) != 0)
         return resil_err_set(err, RESIL_EINVAL,
-                             "breaker.kind must be consecutive, ratio or both, got %d",
+                             "breaker.kind must combine consecutive, ratio and predicate, "
+                             "got %d",
                              (int)o->kind);
+    bool predicate = (o->kind & RESIL_BREAKER_PREDICATE) != 0;
+    if (predicate && o->trip == NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "breaker.trip must be set when kind includes predicate");
+    if (!predicate && o->trip != NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "breaker.trip is set but kind does not include predicate");
     if (o->failure_threshold < 1)
         return resil_err_set(err, RESIL_EINVAL,
                              "breaker.failure_threshold must be >= 1, got %u",
@@ -59,6 +69,13 @@ static int check_kind_and_thresholds(const resil_breaker_opts *o, resil_err *err
 static int check_window(const resil_breaker_opts *o, resil_err *err)
 {
     bool window_used = (o->kind & RESIL_BREAKER_RATIO) || o->slow_call_duration > 0;
+    if (o->window != RESIL_BREAKER_WINDOW_TIME && o->window != RESIL_BREAKER_WINDOW_COUNT)
+        return resil_err_set(err, RESIL_EINVAL, "breaker.window must be time or count, got %d",
+                             (int)o->window);
+    if (o->window == RESIL_BREAKER_WINDOW_COUNT &&
+        (o->window_size < 1 || o->window_size > RESIL_BREAKER_WINDOW_SIZE_MAX))
+        return resil_err_set(err, RESIL_EINVAL, "breaker.window_size must be in [1, %u], got %u",
+                             (unsigned)RESIL_BREAKER_WINDOW_SIZE_MAX, o->window_size);
     if (window_used && o->minimum_throughput < 2)
         return resil_err_set(err, RESIL_EINVAL,
                              "breaker.minimum_throughput must be >= 2, got %u",
@@ -172,6 +189,8 @@ const char *resil_breaker_reason_name(resil_breaker_reason r)
         return "reset";
     case RESIL_BREAKER_BY_DISABLE:
         return "disabled by hand";
+    case RESIL_BREAKER_BY_PREDICATE:
+        return "trip predicate";
     }
     return "unknown";
 }

@@ -106,6 +106,37 @@ resil__window_counts resil__window_totals(const resil__window *w,
     return c;
 }
 
+void resil__ring_init(resil__ring *r, uint8_t *slots, uint32_t size)
+{
+    memset(r, 0, sizeof *r);
+    r->slot = slots;
+    r->size = size;
+}
+
+void resil__ring_clear(resil__ring *r)
+{
+    r->next = 0;
+    r->filled = 0;
+    memset(&r->sum, 0, sizeof r->sum);
+}
+
+void resil__ring_add(resil__ring *r, bool failure, bool slow)
+{
+    uint8_t *s = &r->slot[r->next];
+    if (r->filled == r->size) {
+        r->sum.total--;
+        r->sum.failures -= (*s & RESIL__RING_FAILURE) != 0;
+        r->sum.slow -= (*s & RESIL__RING_SLOW) != 0;
+    } else {
+        r->filled++;
+    }
+    *s = (uint8_t)((failure ? RESIL__RING_FAILURE : 0u) | (slow ? RESIL__RING_SLOW : 0u));
+    r->sum.total++;
+    r->sum.failures += failure;
+    r->sum.slow += slow;
+    r->next = r->next + 1 < r->size ? r->next + 1 : 0;
+}
+
 bool resil__window_share_reached(uint64_t part, uint64_t total,
                                  uint32_t min_throughput, double ratio)
 {

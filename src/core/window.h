@@ -48,6 +48,28 @@ void resil__window_add(resil__window *w, resil_instant now, bool failure,
 /* The counts the window holds as of `now`, without changing it. */
 resil__window_counts resil__window_totals(const resil__window *w,
                                           resil_instant now);
+/*
+ * The count window: the outcomes of the last `size` calls in a ring, one
+ * byte each, with running sums. Adding a call overwrites the oldest once
+ * the ring is full and subtracts what it held: O(1), no allocation (the
+ * owner hands in the slots). Clearing forgets the calls in O(1): slots past
+ * `filled` are never read.
+ */
+#define RESIL__RING_FAILURE 1u
+#define RESIL__RING_SLOW 2u
+
+typedef struct resil__ring {
+    uint8_t *slot;    /* size outcomes, owned by the caller */
+    uint32_t size;    /* >= 1 */
+    uint32_t next;    /* the slot the next call goes to */
+    uint32_t filled;  /* calls held, up to size */
+    resil__window_counts sum;
+} resil__ring;
+
+void resil__ring_init(resil__ring *r, uint8_t *slots, uint32_t size);
+void resil__ring_clear(resil__ring *r);
+void resil__ring_add(resil__ring *r, bool failure, bool slow);
+
 /* Does `part` out of `total` reach `ratio`, with at least `min_throughput`
  * calls seen? Division rather than multiplication, so that 3 of 10 reaches
  * a ratio of 0.3 exactly. */

@@ -438,6 +438,91 @@ static void disable_admits_everything_and_counts_nothing(void **state)
     assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_DISABLED);
 }
 
+/* ---- rules beyond the two built-in ones --------------------------------- */
+
+static void results_without_a_permit_count_toward_the_rules(void **state)
+{
+    fx *f = *state;
+    make(f, consecutive(2));
+    if ((f->impl->caps & BREAKER_CAN_RECORD_WITHOUT_PERMIT) == 0) {
+        assert_int_equal(resil_breaker_record_failure(f->b, 0), RESIL_EINVAL);
+        assert_int_equal(resil_breaker_record_success(f->b, 0), RESIL_EINVAL);
+        return;
+    }
+    assert_int_equal(resil_breaker_record_failure(f->b, RESIL_MS(3)), 0);
+    assert_int_equal(resil_breaker_record_success(f->b, RESIL_MS(3)), 0);
+    assert_int_equal(resil_breaker_record_failure(f->b, RESIL_MS(3)), 0);
+    settle(f);
+    assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_CLOSED);
+    assert_int_equal(resil_breaker_record_failure(f->b, RESIL_MS(3)), 0);
+    settle(f);
+    assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_OPEN);
+    assert_event(f, 0, RESIL_BREAKER_CLOSED, RESIL_BREAKER_OPEN, RESIL_BREAKER_BY_CONSECUTIVE);
+}
+
+static void results_without_a_permit_are_refused_unless_closed(void **state)
+{
+    fx *f = *state;
+    make(f, consecutive(1));
+    if ((f->impl->caps & BREAKER_CAN_RECORD_WITHOUT_PERMIT) == 0)
+        return;
+    trip(f, 1);
+    assert_int_equal(resil_breaker_record_success(f->b, 0), RESIL_ESTATE);
+    resil_fake_clock_advance(f->fc, RESIL_S(5));
+    resil_breaker_permit p;
+    admit_probe(f, &p);
+    assert_int_equal(resil_breaker_record_success(f->b, 0), RESIL_ESTATE);
+    assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_HALF_OPEN);
+}
+
+static void a_count_window_judges_the_last_calls_only(void **state)
+{
+    fx *f = *state;
+    if ((f->impl->caps & BREAKER_CAN_COUNT_WINDOW) == 0)
+        return;
+    resil_breaker_opts o = ratio(4, 0.5);
+    o.window = RESIL_BREAKER_WINDOW_COUNT;
+    o.window_size = 4;
+    make(f, o);
+    calls(f, 1, RESIL_BREAKER_FAILURE);
+    calls(f, 4, RESIL_BREAKER_SUCCESS); /* the failure leaves */
+    calls(f, 1, RESIL_BREAKER_FAILURE);
+    settle(f);
+    assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_CLOSED);
+    calls(f, 1, RESIL_BREAKER_FAILURE); /* S S F F */
+    settle(f);
+    assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_OPEN);
+    assert_event(f, 0, RESIL_BREAKER_CLOSED, RESIL_BREAKER_OPEN, RESIL_BREAKER_BY_RATIO);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(f->b, &p), RESIL_EREJECTED);
+    assert_int_equal(p.retry_after, RESIL_S(5));
+}
+
+static bool two_failures(const resil_breaker_counts *c, void *ud)
+{
+    (void)ud;
+    return c->failures >= 2;
+}
+
+static void the_trip_predicate_opens_it_when_it_says_so(void **state)
+{
+    fx *f = *state;
+    if ((f->impl->caps & BREAKER_CAN_PREDICATE) == 0)
+        return;
+    resil_breaker_opts o = ratio(100, 1.0);
+    o.kind = RESIL_BREAKER_PREDICATE;
+    o.trip = two_failures;
+    make(f, o);
+    calls(f, 1, RESIL_BREAKER_FAILURE);
+    calls(f, 3, RESIL_BREAKER_SUCCESS);
+    settle(f);
+    assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_CLOSED);
+    calls(f, 1, RESIL_BREAKER_FAILURE);
+    settle(f);
+    assert_int_equal(resil_breaker_state_of(f->b), RESIL_BREAKER_OPEN);
+    assert_event(f, 0, RESIL_BREAKER_CLOSED, RESIL_BREAKER_OPEN, RESIL_BREAKER_BY_PREDICATE);
+}
+
 /* ---- the run ------------------------------------------------------------ */
 
 #define T(name) cmocka_unit_test_prestate_setup_teardown(name, setup, teardown, NULL)
@@ -465,6 +550,10 @@ int breaker_conformance_run(const breaker_impl *impl)
         T(close_by_hand_ends_a_break),
         T(reset_closes_it_and_starts_the_count_again),
         T(disable_admits_everything_and_counts_nothing),
+        T(results_without_a_permit_count_toward_the_rules),
+        T(results_without_a_permit_are_refused_unless_closed),
+        T(a_count_window_judges_the_last_calls_only),
+        T(the_trip_predicate_opens_it_when_it_says_so),
     };
     size_t n = sizeof tests / sizeof tests[0];
     for (size_t i = 0; i < n; i++)

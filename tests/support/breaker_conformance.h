@@ -17,6 +17,12 @@
  *    it looks. The built-in breaker needs none.
  *  - BREAKER_CAN_DISABLE: only implementations with a disabled state run
  *    the disable test (the fleet has none; its disable is RESIL_EINVAL).
+ *  - BREAKER_CAN_RECORD_WITHOUT_PERMIT: results reported without a permit
+ *    (resil_breaker_record_success/failure) count; without it they must be
+ *    refused with RESIL_EINVAL, which the suite checks instead.
+ *  - BREAKER_CAN_COUNT_WINDOW, BREAKER_CAN_PREDICATE: the count window and
+ *    the trip predicate, run only where offered (the fleet breaker counts
+ *    over time, shared by instances that cannot share a callback).
  */
 #ifndef RESIL_BREAKER_CONFORMANCE_H
 #define RESIL_BREAKER_CONFORMANCE_H
@@ -24,6 +30,9 @@
 #include "test.h"
 
 #define BREAKER_CAN_DISABLE 1u
+#define BREAKER_CAN_RECORD_WITHOUT_PERMIT 2u
+#define BREAKER_CAN_COUNT_WINDOW 4u
+#define BREAKER_CAN_PREDICATE 8u
 
 /* Wall time the suite's fake clock starts at (2023-11-14, in ns): shared
  * state keeps wall time. */

@@ -49,6 +49,12 @@ static int wrapped_control(void *self, resil_breaker_control op)
     return RESIL_EINVAL;
 }
 static void wrapped_destroy(void *self) { resil_breaker_free(self); }
+static int wrapped_record_without_permit(void *self, resil_breaker_result r,
+                                         resil_duration took)
+{
+    return r == RESIL_BREAKER_FAILURE ? resil_breaker_record_failure(self, took)
+                                      : resil_breaker_record_success(self, took);
+}
 
 static const resil_breaker_ops wrapped_ops = {
     .size = sizeof(resil_breaker_ops),
@@ -59,6 +65,7 @@ static const resil_breaker_ops wrapped_ops = {
     .stats = wrapped_stats,
     .control = wrapped_control,
     .destroy = wrapped_destroy,
+    .record_without_permit = wrapped_record_without_permit,
 };
 
 static resil_breaker *make_wrapped(void *ud, const char *name, const resil_breaker_opts *o)
@@ -71,12 +78,14 @@ static resil_breaker *make_wrapped(void *ud, const char *name, const resil_break
     return b;
 }
 
+#define EVERYTHING                                                                   \
+    (BREAKER_CAN_DISABLE | BREAKER_CAN_RECORD_WITHOUT_PERMIT | BREAKER_CAN_COUNT_WINDOW | \
+     BREAKER_CAN_PREDICATE)
+
 int main(void)
 {
-    const breaker_impl builtin = {.name = "builtin", .caps = BREAKER_CAN_DISABLE,
-                                  .make = make_builtin};
-    const breaker_impl wrapped = {.name = "wrapped", .caps = BREAKER_CAN_DISABLE,
-                                  .make = make_wrapped};
+    const breaker_impl builtin = {.name = "builtin", .caps = EVERYTHING, .make = make_builtin};
+    const breaker_impl wrapped = {.name = "wrapped", .caps = EVERYTHING, .make = make_wrapped};
     int failed = breaker_conformance_run(&builtin);
     failed += breaker_conformance_run(&wrapped);
     return failed;

@@ -54,6 +54,10 @@ static void defaults_are_the_documented_values(void **state)
     assert_int_equal(o.half_open_probes, 1);
     assert_int_equal(o.success_threshold, 1);
     assert_int_equal(o.probe_timeout, 0);
+    assert_int_equal(o.window, RESIL_BREAKER_WINDOW_TIME);
+    assert_int_equal(o.window_size, 100);
+    assert_null(o.trip);
+    assert_null(o.trip_ud);
     assert_null(o.clock);
     assert_null(o.listener);
     assert_null(o.name);
@@ -66,10 +70,62 @@ static void kind_must_be_a_known_kind(void **state)
     (void)state;
     resil_breaker_opts o = defaults();
     o.kind = (resil_breaker_kind)0;
-    refused(&o, "breaker.kind must be consecutive, ratio or both, got 0");
-    o.kind = (resil_breaker_kind)4;
-    refused(&o, "breaker.kind must be consecutive, ratio or both, got 4");
+    refused(&o, "breaker.kind must combine consecutive, ratio and predicate, got 0");
+    o.kind = (resil_breaker_kind)8;
+    refused(&o, "breaker.kind must combine consecutive, ratio and predicate, got 8");
+    o.kind = (resil_breaker_kind)(RESIL_BREAKER_BOTH | 8);
+    refused(&o, "breaker.kind must combine consecutive, ratio and predicate, got 11");
     o.kind = RESIL_BREAKER_BOTH;
+    accepted(&o);
+}
+
+static bool never(const resil_breaker_counts *c, void *ud)
+{
+    (void)c, (void)ud;
+    return false;
+}
+
+static void the_predicate_flag_and_its_callback_go_together(void **state)
+{
+    (void)state;
+    resil_breaker_opts o = defaults();
+    o.kind = RESIL_BREAKER_PREDICATE;
+    refused(&o, "breaker.trip must be set when kind includes predicate");
+    o.trip = never;
+    accepted(&o);
+    o.kind = (resil_breaker_kind)(RESIL_BREAKER_BOTH | RESIL_BREAKER_PREDICATE);
+    accepted(&o);
+    o.kind = RESIL_BREAKER_RATIO;
+    refused(&o, "breaker.trip is set but kind does not include predicate");
+}
+
+static void window_must_be_time_or_count(void **state)
+{
+    (void)state;
+    resil_breaker_opts o = defaults();
+    o.window = (resil_breaker_window)2;
+    refused(&o, "breaker.window must be time or count, got 2");
+    o.window = (resil_breaker_window)-1;
+    refused(&o, "breaker.window must be time or count, got -1");
+    o.window = RESIL_BREAKER_WINDOW_COUNT;
+    accepted(&o);
+}
+
+static void window_size_must_be_in_range_for_a_count_window(void **state)
+{
+    (void)state;
+    resil_breaker_opts o = defaults();
+    o.window = RESIL_BREAKER_WINDOW_COUNT;
+    o.window_size = 0;
+    refused(&o, "breaker.window_size must be in [1, 10000], got 0");
+    o.window_size = 10001;
+    refused(&o, "breaker.window_size must be in [1, 10000], got 10001");
+    o.window_size = 1;
+    accepted(&o);
+    o.window_size = 10000;
+    accepted(&o);
+    o.window = RESIL_BREAKER_WINDOW_TIME; /* never looked at */
+    o.window_size = 0;
     accepted(&o);
 }
 
@@ -260,6 +316,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_are_the_documented_values),
         cmocka_unit_test(kind_must_be_a_known_kind),
+        cmocka_unit_test(the_predicate_flag_and_its_callback_go_together),
+        cmocka_unit_test(window_must_be_time_or_count),
+        cmocka_unit_test(window_size_must_be_in_range_for_a_count_window),
         cmocka_unit_test(failure_threshold_must_be_at_least_one),
         cmocka_unit_test(failure_ratio_must_be_in_zero_one),
         cmocka_unit_test(minimum_throughput_must_be_two_when_the_window_is_used),
