@@ -78,7 +78,8 @@ static bool same_breaker(const resil_breaker_opts *a, const resil_breaker_opts *
            a->slow_call_ratio == b->slow_call_ratio && a->break_duration == b->break_duration &&
            a->break_growth == b->break_growth && a->max_break_duration == b->max_break_duration &&
            a->half_open_probes == b->half_open_probes &&
-           a->success_threshold == b->success_threshold && a->probe_timeout == b->probe_timeout;
+           a->success_threshold == b->success_threshold && a->probe_timeout == b->probe_timeout &&
+           a->window == b->window && a->window_size == b->window_size;
 }
 
 static bool same_bulkhead(const resil_bulkhead_opts *a, const resil_bulkhead_opts *b)

@@ -652,6 +652,7 @@ static void parse_retry(vctx *v, const cfg_node *obj, cfg_item *item)
 typedef struct breaker_scratch {
     resil_breaker_opts o;
     int kind;
+    int window;
     bool enabled;                 /* DistributedCircuitBreaker only */
     resil_duration sync_interval; /* DistributedCircuitBreaker only */
 } breaker_scratch;
@@ -660,6 +661,12 @@ static const enum_name breaker_kinds[] = {
     {"Consecutive", RESIL_BREAKER_CONSECUTIVE},
     {"Ratio", RESIL_BREAKER_RATIO},
     {"Both", RESIL_BREAKER_BOTH},
+    {NULL, 0},
+};
+
+static const enum_name breaker_windows[] = {
+    {"Time", RESIL_BREAKER_WINDOW_TIME},
+    {"Count", RESIL_BREAKER_WINDOW_COUNT},
     {NULL, 0},
 };
 
@@ -677,6 +684,8 @@ enum {
     B_PROBE_TIMEOUT,
     B_SLOW_DURATION,
     B_SLOW_RATIO,
+    B_WINDOW,
+    B_WINDOW_SIZE,
     B_ENABLED,
     B_SYNC
 };
@@ -699,7 +708,10 @@ enum {
     [B_PROBE_TIMEOUT] = DUR("ProbeTimeout", breaker_scratch, o.probe_timeout, 0, 0),        \
     [B_SLOW_DURATION] = DUR("SlowCallDuration", breaker_scratch, o.slow_call_duration, 0, 0), \
     [B_SLOW_RATIO] = NUM("SlowCallRatio", F_DOUBLE, breaker_scratch, o.slow_call_ratio, 0, 1, \
-                         LO_OPEN)
+                         LO_OPEN),                                                          \
+    [B_WINDOW] = ENUMF("SlidingWindowType", breaker_scratch, window, breaker_windows),      \
+    [B_WINDOW_SIZE] = NUM("SlidingWindowSize", F_U32, breaker_scratch, o.window_size, 1,    \
+                          RESIL_BREAKER_WINDOW_SIZE_MAX, 0)
 
 static const field breaker_fields[] = {BREAKER_FIELDS};
 
@@ -708,6 +720,26 @@ static const field distributed_fields[] = {
     [B_ENABLED] = BOOLF("Enabled", breaker_scratch, enabled),
     [B_SYNC] = DUR("SyncInterval", breaker_scratch, sync_interval, 0, LO_OPEN),
 };
+
+/* A SlidingWindowSize makes a count window unless SlidingWindowType says
+ * otherwise; the fleet breaker (not `infer`) counts over time only. */
+static void finish_window(vctx *v, const cfg_node *obj, const field *f, const given *g,
+                          breaker_scratch *s, bool infer)
+{
+    if (g->node[B_WINDOW] && !g->bad[B_WINDOW])
+        s->o.window = (resil_breaker_window)s->window;
+    else if (g->node[B_WINDOW_SIZE])
+        s->o.window = RESIL_BREAKER_WINDOW_COUNT;
+    if (g->bad[B_WINDOW] || g->bad[B_WINDOW_SIZE])
+        return;
+    if (s->o.window == RESIL_BREAKER_WINDOW_TIME && g->node[B_WINDOW_SIZE])
+        fail_field(v, obj, f, g, B_WINDOW_SIZE,
+                   "SlidingWindowSize counts calls: it needs SlidingWindowType Count");
+    else if (s->o.window == RESIL_BREAKER_WINDOW_COUNT && !infer)
+        fail_field(v, obj, f, g, g->node[B_WINDOW] ? B_WINDOW : B_WINDOW_SIZE,
+                   "the fleet breaker counts over SamplingDuration: a count window is for "
+                   "CircuitBreakers");
+}
 
 /* Without a Kind, the keys present say which rules the author meant (when
  * `infer`; the distributed breaker keeps its "both"). */
@@ -720,10 +752,12 @@ static void finish_breaker(vctx *v, const cfg_node *obj, const field *f, const g
             o->kind = (resil_breaker_kind)s->kind;
     } else if (infer) {
         bool consecutive = g->node[B_CONSECUTIVE] != NULL;
-        bool ratio = g->node[B_RATIO] || g->node[B_THROUGHPUT] || g->node[B_SAMPLING];
+        bool ratio = g->node[B_RATIO] || g->node[B_THROUGHPUT] || g->node[B_SAMPLING] ||
+                     g->node[B_WINDOW] || g->node[B_WINDOW_SIZE];
         if (consecutive)
             o->kind = ratio ? RESIL_BREAKER_BOTH : RESIL_BREAKER_CONSECUTIVE;
     }
+    finish_window(v, obj, f, g, s, infer);
     if (all_good(g, B_GROWTH, B_MAX_BREAK, B_BREAK) && o->break_growth > 1.0 &&
         o->max_break_duration < o->break_duration) {
         char a[32], b[32];

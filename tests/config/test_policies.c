@@ -179,6 +179,27 @@ static void a_reload_gives_a_changed_breaker_a_fresh_start(void **state)
     assert_null(after);
 }
 
+#define COUNTED(size)                                                                    \
+    "{'Resilience': {'CircuitBreakers': {'shared': {'SlidingWindowSize': " size "}},"   \
+    " 'Pipelines': {'orders': ['CircuitBreaker:shared']}}}"
+
+static void a_reload_with_another_window_size_gives_a_fresh_breaker(void **state)
+{
+    fixture *f = *state;
+    resil_breaker *first, *same, *resized;
+    apply(f, COUNTED("10"));
+    assert_int_equal(resil_policies_breaker(f->reg, "shared", &first), 0);
+    apply(f, COUNTED("10"));
+    assert_int_equal(resil_policies_breaker(f->reg, "shared", &same), 0);
+    assert_ptr_equal(first, same);
+    apply(f, COUNTED("20"));
+    assert_int_equal(resil_policies_breaker(f->reg, "shared", &resized), 0);
+    assert_ptr_not_equal(first, resized);
+    resil_breaker_free(first);
+    resil_breaker_free(same);
+    resil_breaker_free(resized);
+}
+
 static void a_document_with_errors_changes_nothing(void **state)
 {
     fixture *f = *state;
@@ -557,6 +578,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_reload_gives_a_changed_breaker_a_fresh_start, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_reload_with_another_window_size_gives_a_fresh_breaker,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(a_document_with_errors_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(a_running_execution_keeps_the_policy_it_started_with,
                                         setup, teardown),

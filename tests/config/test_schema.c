@@ -286,6 +286,25 @@ static void breaker_kind_follows_the_keys_given(void **state)
                      RESIL_BREAKER_RATIO);
 }
 
+static void breaker_count_window_keys(void **state)
+{
+    (void)state;
+    resil_breaker_opts o = breaker_of("'SlidingWindowType': 'Count', 'SlidingWindowSize': 50");
+    assert_int_equal(o.window, RESIL_BREAKER_WINDOW_COUNT);
+    assert_int_equal(o.window_size, 50);
+    o = breaker_of("'SlidingWindowSize': 1"); /* a size alone means a count window */
+    assert_int_equal(o.window, RESIL_BREAKER_WINDOW_COUNT);
+    assert_int_equal(o.window_size, 1);
+    assert_int_equal(o.kind, RESIL_BREAKER_RATIO);
+    o = breaker_of("'SlidingWindowSize': 10000");
+    assert_int_equal(o.window_size, 10000);
+    o = breaker_of("'SlidingWindowType': 'Count'");
+    assert_int_equal(o.window_size, 100);
+    assert_int_equal(breaker_of("'SlidingWindowType': 'Time'").window, RESIL_BREAKER_WINDOW_TIME);
+    assert_int_equal(breaker_of("'ConsecutiveFailureThreshold': 3, 'SlidingWindowSize': 20").kind,
+                     RESIL_BREAKER_BOTH);
+}
+
 static void breaker_rejects_each_invalid_value_by_key(void **state)
 {
     (void)state;
@@ -315,6 +334,14 @@ static void breaker_rejects_each_invalid_value_by_key(void **state)
          "must be a duration such as \"30s\" or \"00:00:30\", got \"slow\": missing number "
          "before unit"},
         {"'SlowCallRatio': 0", "SlowCallRatio", "must be in (0,1], got 0"},
+        {"'SlidingWindowType': 'Calls'", "SlidingWindowType",
+         "must be Time or Count, got \"Calls\""},
+        {"'SlidingWindowSize': 0", "SlidingWindowSize",
+         "must be a whole number in [1,10000], got 0"},
+        {"'SlidingWindowSize': 10001", "SlidingWindowSize",
+         "must be a whole number in [1,10000], got 10001"},
+        {"'SlidingWindowType': 'Time', 'SlidingWindowSize': 5", "SlidingWindowSize",
+         "SlidingWindowSize counts calls: it needs SlidingWindowType Count"},
         {"'BreakDuration': '5s', 'BreakGrowth': 2, 'MaxBreakDuration': '1s'", "MaxBreakDuration",
          "MaxBreakDuration (1s) must be >= BreakDuration (5s) when BreakGrowth > 1"},
         {"'BreakDuration': '10m', 'BreakGrowth': 2", "BreakGrowth",
@@ -633,6 +660,9 @@ static void distributed_breaker_rejects_invalid_values_by_key(void **state)
         {"'SyncInterval': '0s'", "SyncInterval", "must be > 0, got \"0s\""},
         {"'FailureRatio': 2", "FailureRatio", "must be in (0,1], got 2"},
         {"'Sync': '1s'", "Sync", "unknown key (did you mean SyncInterval?)"},
+        {"'SlidingWindowSize': 20", "SlidingWindowSize",
+         "the fleet breaker counts over SamplingDuration: a count window is for "
+         "CircuitBreakers"},
     };
     check_bad_values("{'Resilience': {'DistributedCircuitBreaker': {%s}}}",
                      "DistributedCircuitBreaker", ROWS(rows));
@@ -711,6 +741,7 @@ int main(void)
         cmocka_unit_test(breaker_keys_absent_give_the_library_defaults),
         cmocka_unit_test(breaker_reads_every_key),
         cmocka_unit_test(breaker_kind_follows_the_keys_given),
+        cmocka_unit_test(breaker_count_window_keys),
         cmocka_unit_test(breaker_rejects_each_invalid_value_by_key),
         cmocka_unit_test(bulkhead_defaults_are_excaliburs),
         cmocka_unit_test(bulkhead_reads_every_key),
