@@ -3,6 +3,9 @@
 #
 #   make demo      build and run the main demo (resil demo retry-pattern)
 #   make check     build everything and run every test (CTest)
+#   make check-core  the dependency-free core alone (every adapter switched
+#                  off, build-core/) and its tests: what builds with only a
+#                  C compiler, CMake and cmocka
 #   make bench     build in Release and run the benchmarks
 #   make sanitize  the whole suite under ASan+UBSan, then under TSan
 #   make fuzz      libFuzzer builds of the fuzz targets (clang)
@@ -15,7 +18,7 @@ CMAKE   ?= cmake
 SAN_CC  ?= clang
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build check demo bench sanitize asan tsan fuzz install clean
+.PHONY: all deps build check check-core demo bench sanitize asan tsan fuzz install clean
 
 all: build
 
@@ -28,6 +31,15 @@ build: deps
 
 check: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
+
+# No deps: the core needs only what a C toolchain and cmocka give.
+CORE_BUILD ?= build-core
+CORE_SWITCHES = -DRESIL_WITH_HTTP=OFF -DRESIL_WITH_STORE=OFF -DRESIL_WITH_GATEWAY=OFF \
+                -DRESIL_WITH_REDIS=OFF -DRESIL_WITH_CONFIG=OFF
+check-core:
+	$(CMAKE) -S . -B $(CORE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CORE_SWITCHES) $(CMAKE_ARGS)
+	$(CMAKE) --build $(CORE_BUILD) -j$(JOBS)
+	cd $(CORE_BUILD) && ctest $(CTEST_FLAGS)
 
 demo: build
 	$(BUILD)/resil demo retry-pattern
@@ -60,4 +72,4 @@ install: build
 	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf build build-bench build-asan build-tsan build-fuzz build-clang
+	rm -rf build build-core build-bench build-asan build-tsan build-fuzz build-clang

@@ -123,3 +123,48 @@ function(resil_add_adapter target)
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   resil_pkgconfig(${A_PKG} ${A_PKG} "${A_DESCRIPTION}" "${A_REQUIRES}" "")
 endfunction()
+
+# Optional adapters. Each adapter's CMakeLists starts with
+#   resil_adapter_begin(RESIL_WITH_X libresil-x)
+#   resil_adapter_needs(PREFIX "pkg-config module" debian-package) ...
+#   if(NOT RESIL_ADAPTER_ON) return() endif()
+# An adapter is built when its switch (RESIL_WITH_X, ON by default) is on and
+# every module it needs is found; otherwise configure says, in one line, what
+# is off and the first reason ("-- resil: libresil-store off: sqlite3 not
+# found (Debian: libsqlite3-dev)"), and the rest of the tree goes on without
+# it. A found module is an IMPORTED GLOBAL target PkgConfig::PREFIX, so the
+# tool in cli/ can link what an adapter found.
+macro(resil_adapter_begin switch what)
+  set(RESIL_ADAPTER_NAME "${what}")
+  set(RESIL_ADAPTER_ON ON)
+  set(RESIL_ADAPTER_WHY "")
+  if(NOT ${switch})
+    set(RESIL_ADAPTER_ON OFF)
+    set(RESIL_ADAPTER_WHY "${switch}=OFF")
+  endif()
+endmacro()
+
+macro(resil_adapter_needs prefix module debian)
+  if(RESIL_ADAPTER_ON)
+    if(NOT PKG_CONFIG_FOUND)
+      set(RESIL_ADAPTER_ON OFF)
+      set(RESIL_ADAPTER_WHY "pkg-config not found (Debian: pkg-config), so ${module} cannot be looked up")
+    else()
+      pkg_check_modules(${prefix} QUIET IMPORTED_TARGET GLOBAL ${module})
+      if(NOT ${prefix}_FOUND)
+        set(RESIL_ADAPTER_ON OFF)
+        set(RESIL_ADAPTER_WHY "${module} not found (Debian: ${debian})")
+      endif()
+    endif()
+  endif()
+endmacro()
+
+# resil_adapter_end(): say what is off and why, once. Returns nothing; the
+# caller tests RESIL_ADAPTER_ON.
+macro(resil_adapter_end)
+  if(RESIL_ADAPTER_ON)
+    message(STATUS "resil: ${RESIL_ADAPTER_NAME} on")
+  else()
+    message(STATUS "resil: ${RESIL_ADAPTER_NAME} off: ${RESIL_ADAPTER_WHY}")
+  endif()
+endmacro()
