@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "model.h"
 
 #define EXIT_USAGE 125
@@ -130,30 +131,29 @@ static const char usage_text[] =
 
 /* ---- parsing one value ---------------------------------------------------- */
 
-static int bad(FILE *errout, const char *fmt, ...) RESIL_PRINTF(2, 3);
-
-static int bad(FILE *errout, const char *fmt, ...)
+/*
+ * The flags are read with the tool's option cursor (cli/args.h), like every
+ * other subcommand's, so they take the same forms and are refused in the
+ * same words. The cursor keeps each message (a->err) and report() writes it
+ * to the command's own stream, which the tests read.
+ */
+static int report(const args *a, FILE *errout)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(errout, "resil sim: ");
-    vfprintf(errout, fmt, ap);
-    fputc('\n', errout);
-    va_end(ap);
+    fprintf(errout, "%s\n", a->err->message);
     return EXIT_USAGE;
 }
 
-static bool parse_u64(const char *s, uint64_t *out)
+static int bad(const args *a, FILE *errout, const char *fmt, ...) RESIL_PRINTF(3, 4);
+
+static int bad(const args *a, FILE *errout, const char *fmt, ...)
 {
-    if (*s < '0' || *s > '9')
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = v;
-    return true;
+    char msg[sizeof a->err->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    args_fail(a, "%s", msg);
+    return report(a, errout);
 }
 
 /* A decimal number as a user types one: strtod's liberties (leading
@@ -180,55 +180,51 @@ static int parse_budget_at(const char *value, uint32_t *out)
         *out = 0;
     else if (strcmp(value, "innermost") == 0)
         *out = RESIL_SIM_INNERMOST;
-    else if (parse_u64(value, &v) && v >= 1 && v <= 10)
+    else if (args_whole(value, &v) && v >= 1 && v <= 10)
         *out = (uint32_t)v;
     else
         return RESIL_EINVAL;
     return 0;
 }
 
-static int set_value(options *o, const flag *fl, const char *value, FILE *errout)
+static int set_value(options *o, const args *a, const flag *fl, const char *value,
+                     FILE *errout)
 {
     char *p = (char *)o + fl->offset;
     uint64_t u;
     switch (fl->type) {
     case F_U32:
-        if (!parse_u64(value, &u) || u > UINT32_MAX)
-            return bad(errout, "%s must be a whole number, got '%s'", fl->name, value);
+        if (!args_whole(value, &u) || u > UINT32_MAX)
+            return args_reject(a, fl->name, "a whole number", value), report(a, errout);
         *(uint32_t *)p = (uint32_t)u;
         return 0;
     case F_U64:
-        if (!parse_u64(value, &u))
-            return bad(errout, "%s must be a whole number, got '%s'", fl->name, value);
+        if (!args_whole(value, &u))
+            return args_reject(a, fl->name, "a whole number", value), report(a, errout);
         *(uint64_t *)p = u;
         return 0;
     case F_DOUBLE:
         if (!parse_double(value, (double *)p))
-            return bad(errout, "%s must be a number, got '%s'", fl->name, value);
+            return args_reject(a, fl->name, "a number", value), report(a, errout);
         return 0;
-    case F_DURATION: {
-        resil_err err = {0, ""};
-        if (resil_duration_parse_cstr(value, (resil_duration *)p, &err) != 0)
-            return bad(errout, "%s must be a duration like 250ms, 2s or 1m30s, got '%s' (%s)",
-                       fl->name, value, err.message);
+    case F_DURATION:
+        if (args_duration(a, fl->name, value, false, (resil_duration *)p) != 0)
+            return report(a, errout);
         return 0;
-    }
     case F_STRING:
         if (*value == '\0')
-            return bad(errout, "%s must be a file name, got ''", fl->name);
+            return args_reject(a, fl->name, "a file name", value), report(a, errout);
         *(const char **)p = value;
         return 0;
     case F_BUDGET_AT:
         if (parse_budget_at(value, (uint32_t *)p) != 0)
-            return bad(errout, "%s must be all, innermost or a layer number 1-10, got '%s'",
-                       fl->name, value);
+            return args_reject(a, fl->name, "all, innermost or a layer number 1-10", value),
+                   report(a, errout);
         return 0;
     case F_POLICY: {
         resil_err err = {0, ""};
-        if (resil_sim_policies_parse(value, &o->cfg, &err) != 0) {
-            fprintf(errout, "resil sim: %s\n", err.message);
-            return EXIT_USAGE;
-        }
+        if (resil_sim_policies_parse(value, &o->cfg, &err) != 0)
+            return bad(a, errout, "%s", err.message);
         return 0;
     }
     case F_BOOL:
@@ -249,30 +245,27 @@ static const flag *find_flag(const char *arg, size_t len)
     return NULL;
 }
 
-/* One flag at argv[*i]: "--name value" or "--name=value". */
-static int parse_flag(options *o, int argc, char **argv, int *i, FILE *errout)
+/* One flag at the cursor: "--name value" or "--name=value". */
+static int parse_flag(options *o, args *a, FILE *errout)
 {
-    const char *arg = argv[*i];
+    const char *arg = a->argv[a->i];
     const char *eq = strchr(arg, '=');
     size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
     const flag *fl = find_flag(arg, len);
     if (fl == NULL)
-        return bad(errout, "unknown flag '%s' (see resil sim --help)", arg);
+        return bad(a, errout, "unknown flag '%s' (see resil sim --help)", arg);
     if (!(fl->scenarios & (1u << o->cfg.scenario)))
-        return bad(errout, "%s does not apply to %s", fl->name,
+        return bad(a, errout, "%s does not apply to %s", fl->name,
                    resil_sim_scenario_name(o->cfg.scenario));
     if (fl->type == F_BOOL) {
         if (eq != NULL)
-            return bad(errout, "%s takes no value, got '%s'", fl->name, eq + 1);
-        return set_value(o, fl, "", errout);
+            return bad(a, errout, "%s takes no value, got '%s'", fl->name, eq + 1);
+        return set_value(o, a, fl, "", errout);
     }
-    const char *value = eq != NULL ? eq + 1 : NULL;
-    if (value == NULL) {
-        if (*i + 1 >= argc)
-            return bad(errout, "%s needs a value", fl->name);
-        value = argv[++*i];
-    }
-    return set_value(o, fl, value, errout);
+    const char *value = NULL;
+    if (args_match(a, fl->name, NULL, &value) != 1)
+        return report(a, errout);
+    return set_value(o, a, fl, value, errout);
 }
 
 static int parse_args(options *o, int argc, char **argv, FILE *errout)
@@ -286,14 +279,18 @@ static int parse_args(options *o, int argc, char **argv, FILE *errout)
         o->help = true;
         return 0;
     }
+    resil_err msg = {0, ""};
+    args a;
+    args_init(&a, "resil sim", argc, argv);
+    a.err = &msg;
     resil_sim_scenario s;
     if (resil_sim_scenario_parse(argv[1], &s) != 0)
-        return bad(errout, "unknown scenario '%s' (expected occ, failover, metastable or "
-                           "layers)",
+        return bad(&a, errout, "unknown scenario '%s' (expected occ, failover, metastable or "
+                               "layers)",
                    argv[1]);
     resil_sim_config_default(&o->cfg, s);
-    for (int i = 2; i < argc; i++) {
-        int rc = parse_flag(o, argc, argv, &i, errout);
+    for (a.i = 2; a.i < argc; a.i++) {
+        int rc = parse_flag(o, &a, errout);
         if (rc != 0)
             return rc;
     }
