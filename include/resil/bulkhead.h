@@ -135,6 +135,14 @@ typedef struct resil_bulkhead_ops {
  */
 RESIL_API int resil_bulkhead_new_custom(const resil_bulkhead_ops *ops, void *self,
                                         resil_bulkhead **out, resil_err *err);
+/*
+ * Build the bulkhead `name` with the limit `o`: set *out and return 0, or a
+ * negative RESIL_E* code (err may say why). How an application hands its
+ * configuration (config.h) a way to make bulkheads of another
+ * implementation — resil_redis_concurrency_factory() makes fleet ones.
+ */
+typedef int (*resil_bulkhead_factory_fn)(const char *name, const resil_bulkhead_opts *o,
+                                         resil_bulkhead **out, resil_err *err, void *ud);
 /* `self` if `b` is driven by `ops`, else NULL. */
 RESIL_API void *resil_bulkhead_self(const resil_bulkhead *b, const resil_bulkhead_ops *ops);
 /* ops->kind, or "builtin" for resil_bulkhead_new()'s bulkheads. */

@@ -311,6 +311,14 @@ typedef struct resil_policies_opts {
      * resil_redis_factory. Otherwise the built-in breaker is used. */
     resil_breaker_factory_fn breaker_factory;
     void *breaker_factory_ud;
+    /* Build the RateLimiters and Bulkheads entries marked "Distributed":
+     * true (an apply of such an entry without its factory fails); e.g.
+     * resil_redis_ratelimit_factory and resil_redis_concurrency_factory
+     * with a resil_redis_limits_factory. */
+    resil_ratelimit_factory_fn ratelimit_factory;
+    void *ratelimit_factory_ud;
+    resil_bulkhead_factory_fn bulkhead_factory;
+    void *bulkhead_factory_ud;
 } resil_policies_opts;
 
 RESIL_API void resil_policies_opts_default(resil_policies_opts *o);

@@ -153,6 +153,14 @@ typedef struct resil_ratelimit_ops {
 RESIL_API int resil_ratelimit_new_custom(const resil_ratelimit_ops *ops, void *self,
                                          resil_clock *clock, resil_ratelimit **out,
                                          resil_err *err);
+/*
+ * Build the limiter `name` with the limit `o`: set *out and return 0, or a
+ * negative RESIL_E* code (err may say why). How an application hands its
+ * configuration (config.h) a way to make limiters of another implementation
+ * — resil_redis_ratelimit_factory() makes fleet ones.
+ */
+typedef int (*resil_ratelimit_factory_fn)(const char *name, const resil_ratelimit_opts *o,
+                                          resil_ratelimit **out, resil_err *err, void *ud);
 /* `self` if `rl` is driven by `ops`, else NULL: how an implementation
  * recognises its own limiters in accessors of its own. */
 RESIL_API void *resil_ratelimit_self(const resil_ratelimit *rl, const resil_ratelimit_ops *ops);

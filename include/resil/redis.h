@@ -400,6 +400,22 @@ RESIL_API int resil_redis_concurrency_new(resil_redis *r, const resil_redis_conc
 RESIL_API int resil_redis_concurrency_stats_get(resil_bulkhead *b,
                                                 resil_redis_concurrency_stats *out);
 
+/* For configuration's ratelimit_factory and bulkhead_factory (config.h):
+ * each Distributed entry gets the fleet limiter or concurrency limit of its
+ * name. A rate limiter entry must be a token bucket (rate, period, burst);
+ * a bulkhead entry's queue settings do not apply (there is no fleet queue). */
+typedef struct resil_redis_limits_factory {
+    resil_redis *client; /* required; must outlive what it builds */
+    uint32_t instances;  /* as in the options; 0 = 1 */
+} resil_redis_limits_factory;
+
+/* A resil_ratelimit_factory_fn; `ud` is a resil_redis_limits_factory. */
+RESIL_API int resil_redis_ratelimit_factory(const char *name, const resil_ratelimit_opts *o,
+                                            resil_ratelimit **out, resil_err *err, void *ud);
+/* A resil_bulkhead_factory_fn; `ud` is a resil_redis_limits_factory. */
+RESIL_API int resil_redis_concurrency_factory(const char *name, const resil_bulkhead_opts *o,
+                                              resil_bulkhead **out, resil_err *err, void *ud);
+
 RESIL_END_DECLS
 
 #endif

@@ -135,6 +135,7 @@ int resil__cfg_step_section(resil_config_step_kind k);
 typedef struct cfg_item {
     char *name;
     uint32_t line, col; /* where the name is written */
+    bool fleet;         /* RateLimiters, Bulkheads: "Distributed": true */
     union {
         resil_config_retry retry;
         resil_breaker_opts breaker;

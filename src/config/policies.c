@@ -44,7 +44,7 @@ typedef struct shared {
         resil_degrade_opts degrade;
     } opts; /* as configured: what a reload compares */
     char level_names[RESIL_DEGRADE_MAX_LEVELS][RESIL_DEGRADE_NAME_MAX];
-    bool fleet; /* a breaker built by the application's factory */
+    bool fleet; /* built by the application's factory for its kind */
     void *obj;
 } shared;
 
@@ -173,9 +173,11 @@ static bool unchanged(const shared *old, const shared *next)
         return old->fleet == next->fleet &&
                same_breaker(&old->opts.breaker, &next->opts.breaker);
     case OBJ_BULKHEAD:
-        return same_bulkhead(&old->opts.bulkhead, &next->opts.bulkhead);
+        return old->fleet == next->fleet &&
+               same_bulkhead(&old->opts.bulkhead, &next->opts.bulkhead);
     case OBJ_LIMITER:
-        return same_limiter(&old->opts.limiter, &next->opts.limiter);
+        return old->fleet == next->fleet &&
+               same_limiter(&old->opts.limiter, &next->opts.limiter);
     default:
         return same_degrade(&old->opts.degrade, &next->opts.degrade);
     }
@@ -204,12 +206,26 @@ static int create_obj(resil_policies *r, shared *s, resil_err *err)
     case OBJ_BULKHEAD: {
         resil_bulkhead_opts o = s->opts.bulkhead;
         o.clock = r->clock;
-        return resil_bulkhead_new(&o, (resil_bulkhead **)&s->obj, err);
+        if (!s->fleet)
+            return resil_bulkhead_new(&o, (resil_bulkhead **)&s->obj, err);
+        if (r->opts.bulkhead_factory == NULL)
+            return resil_err_set(err, RESIL_EINVAL,
+                                 "policies: bulkhead %s is Distributed but no "
+                                 "bulkhead_factory is registered", s->name);
+        return r->opts.bulkhead_factory(s->name, &o, (resil_bulkhead **)&s->obj, err,
+                                        r->opts.bulkhead_factory_ud);
     }
     case OBJ_LIMITER: {
         resil_ratelimit_opts o = s->opts.limiter.opts;
         o.clock = r->clock;
-        return resil_ratelimit_new(&o, (resil_ratelimit **)&s->obj, err);
+        if (!s->fleet)
+            return resil_ratelimit_new(&o, (resil_ratelimit **)&s->obj, err);
+        if (r->opts.ratelimit_factory == NULL)
+            return resil_err_set(err, RESIL_EINVAL,
+                                 "policies: rate limiter %s is Distributed but no "
+                                 "ratelimit_factory is registered", s->name);
+        return r->opts.ratelimit_factory(s->name, &o, (resil_ratelimit **)&s->obj, err,
+                                         r->opts.ratelimit_factory_ud);
     }
     default: {
         resil_degrade_opts o = s->opts.degrade;
@@ -274,6 +290,8 @@ static int gather(resil_policies *r, const resil_config *c, snapshot *old, snaps
             resil_config_bulkhead_get(c, name, &h->opts.bulkhead);
         else
             resil_config_ratelimit_get(c, name, &h->opts.limiter);
+        if (k != OBJ_BREAKER)
+            h->fleet = c->sec[sec].v[resil__cfg_find(c, sec, name)].fleet;
         int rc = adopt(r, old, s, h, err);
         if (rc != 0)
             return rc;

@@ -819,20 +819,30 @@ static void parse_distributed(vctx *v, const cfg_node *obj)
 
 /* ---- Bulkheads ---------------------------------------------------------------- */
 
+/* "Distributed": true hands the entry to the application's
+ * bulkhead_factory (a fleet-wide concurrency limit) instead. */
+typedef struct bulkhead_scratch {
+    resil_bulkhead_opts o;
+    bool distributed;
+} bulkhead_scratch;
+
 static const field bulkhead_fields[] = {
-    NUM("MaxConcurrency", F_I32, resil_bulkhead_opts, max_concurrency, 1, INT32_MAX, 0),
-    NUM("MaxQueueLength", F_I32, resil_bulkhead_opts, max_queue, 0, INT32_MAX, 0),
-    BOOLF("AllowQueueing", resil_bulkhead_opts, queue),
-    DUR("QueueTimeout", resil_bulkhead_opts, queue_timeout, 0, 0),
+    NUM("MaxConcurrency", F_I32, bulkhead_scratch, o.max_concurrency, 1, INT32_MAX, 0),
+    NUM("MaxQueueLength", F_I32, bulkhead_scratch, o.max_queue, 0, INT32_MAX, 0),
+    BOOLF("AllowQueueing", bulkhead_scratch, o.queue),
+    DUR("QueueTimeout", bulkhead_scratch, o.queue_timeout, 0, 0),
+    BOOLF("Distributed", bulkhead_scratch, distributed),
 };
 
 static void parse_bulkhead(vctx *v, const cfg_node *obj, cfg_item *item)
 {
-    resil_bulkhead_opts o;
-    resil_bulkhead_opts_default(&o);
+    bulkhead_scratch s;
+    memset(&s, 0, sizeof s);
+    resil_bulkhead_opts_default(&s.o);
     given g;
-    apply(v, obj, bulkhead_fields, FIELD_COUNT(bulkhead_fields), &o, &g);
-    item->u.bulkhead = o;
+    apply(v, obj, bulkhead_fields, FIELD_COUNT(bulkhead_fields), &s, &g);
+    item->u.bulkhead = s.o;
+    item->fleet = s.distributed;
 }
 
 /* ---- RateLimiters ------------------------------------------------------------- */
@@ -840,6 +850,7 @@ static void parse_bulkhead(vctx *v, const cfg_node *obj, cfg_item *item)
 typedef struct limiter_scratch {
     resil_config_ratelimit l;
     int kind;
+    bool distributed; /* built by the application's ratelimit_factory */
 } limiter_scratch;
 
 static const enum_name limiter_kinds[] = {
@@ -849,7 +860,7 @@ static const enum_name limiter_kinds[] = {
     {NULL, 0},
 };
 
-enum { L_KIND, L_RATE, L_PERIOD, L_BURST, L_PERMITS, L_WINDOW, L_MAX_WAIT };
+enum { L_KIND, L_RATE, L_PERIOD, L_BURST, L_PERMITS, L_WINDOW, L_MAX_WAIT, L_DISTRIBUTED };
 
 static const field limiter_fields[] = {
     [L_KIND] = ENUMF("Kind", limiter_scratch, kind, limiter_kinds),
@@ -859,6 +870,7 @@ static const field limiter_fields[] = {
     [L_PERMITS] = NUM("PermitLimit", F_I64, limiter_scratch, l.opts.permits, 1, 1e9, 0),
     [L_WINDOW] = DUR("Window", limiter_scratch, l.opts.window, RESIL_MS(1), 0),
     [L_MAX_WAIT] = DUR("MaxWait", limiter_scratch, l.max_wait, 0, 0),
+    [L_DISTRIBUTED] = BOOLF("Distributed", limiter_scratch, distributed),
 };
 
 static void finish_limiter(vctx *v, const cfg_node *obj, const given *g, limiter_scratch *s)
@@ -903,6 +915,7 @@ static void parse_limiter(vctx *v, const cfg_node *obj, cfg_item *item)
     if (obj->type == CFG_OBJECT)
         finish_limiter(v, obj, &g, &s);
     item->u.limiter = s.l;
+    item->fleet = s.distributed;
 }
 
 /* ---- named sections --------------------------------------------------------- */

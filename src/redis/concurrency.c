@@ -351,6 +351,22 @@ int resil_redis_concurrency_new(resil_redis *r, const resil_redis_concurrency_op
     return 0;
 }
 
+int resil_redis_concurrency_factory(const char *name, const resil_bulkhead_opts *o,
+                                    resil_bulkhead **out, resil_err *err, void *ud)
+{
+    const resil_redis_limits_factory *f = ud;
+    if (f == NULL || o == NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_concurrency: the factory needs its client");
+    resil_redis_concurrency_opts co;
+    resil_redis_concurrency_opts_default(&co);
+    co.name = name;
+    co.max_concurrency = o->max_concurrency;
+    co.instances = f->instances > 0 ? f->instances : 1;
+    co.clock = o->clock;
+    return resil_redis_concurrency_new(f->client, &co, out, err);
+}
+
 int resil_redis_concurrency_stats_get(resil_bulkhead *b, resil_redis_concurrency_stats *out)
 {
     fleet_conc *l = resil_bulkhead_self(b, &bulkhead_ops);

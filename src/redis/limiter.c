@@ -221,6 +221,27 @@ int resil_redis_ratelimit_new(resil_redis *r, const resil_redis_ratelimit_opts *
     return 0;
 }
 
+int resil_redis_ratelimit_factory(const char *name, const resil_ratelimit_opts *o,
+                                  resil_ratelimit **out, resil_err *err, void *ud)
+{
+    const resil_redis_limits_factory *f = ud;
+    if (f == NULL || o == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "redis_ratelimit: the factory needs its client");
+    if (o->kind != RESIL_RATELIMIT_TOKEN_BUCKET)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_ratelimit: %s must be a token bucket to be shared, not a %s",
+                             name, resil_ratelimit_kind_name(o->kind));
+    resil_redis_ratelimit_opts ro;
+    resil_redis_ratelimit_opts_default(&ro);
+    ro.name = name;
+    ro.rate = o->rate;
+    ro.period = o->period;
+    ro.burst = o->burst;
+    ro.instances = f->instances > 0 ? f->instances : 1;
+    ro.clock = o->clock;
+    return resil_redis_ratelimit_new(f->client, &ro, out, err);
+}
+
 int resil_redis_ratelimit_stats_get(resil_ratelimit *rl, resil_redis_ratelimit_stats *out)
 {
     fleet_limiter *l = resil_ratelimit_self(rl, &limiter_ops);

@@ -305,6 +305,25 @@ static void a_pipeline_takes_the_fleet_limit(void **state)
     pair_close(&p);
 }
 
+static void the_factory_builds_a_fleet_limit_from_bulkhead_options(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_limits_factory f = {.client = r};
+    resil_bulkhead_opts o;
+    resil_bulkhead_opts_default(&o);
+    o.max_concurrency = 1;
+    resil_bulkhead *b = NULL;
+    assert_int_equal(resil_redis_concurrency_factory("made", &o, &b, NULL, &f), 0);
+    assert_string_equal(resil_bulkhead_impl_name(b), "redis");
+    resil_bulkhead_ticket t = {0}, u = {0};
+    assert_int_equal(resil_bulkhead_try_acquire(b, &t), 0);
+    assert_int_equal(resil_bulkhead_try_acquire(b, &u), RESIL_EREJECTED);
+    resil_bulkhead_release(&t);
+    resil_bulkhead_free(b);
+    resil_redis_free(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--child") == 0)
@@ -318,6 +337,7 @@ int main(int argc, char **argv)
         T(a_pipeline_takes_the_fleet_limit),
         T(a_killed_instance_permits_come_back_after_its_lease),
         T(killed_redis_hands_over_to_the_local_share_and_back),
+        T(the_factory_builds_a_fleet_limit_from_bulkhead_options),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);

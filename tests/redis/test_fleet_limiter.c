@@ -268,6 +268,34 @@ static void a_pipeline_takes_the_fleet_limiter(void **state)
     pair_close(&p);
 }
 
+static void the_factory_builds_a_fleet_limiter_from_a_token_bucket(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_limits_factory f = {.client = r, .instances = 2};
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_TOKEN_BUCKET);
+    o.rate = 10;
+    o.burst = 4;
+    o.clock = resil_fake_clock_clock(fc);
+    resil_ratelimit *rl = NULL;
+    assert_int_equal(resil_redis_ratelimit_factory("made", &o, &rl, NULL, &f), 0);
+    assert_string_equal(resil_ratelimit_impl_name(rl), "redis");
+    assert_int_equal(resil_ratelimit_try_acquire(rl, 4, NULL), 0);
+    assert_int_equal(stats_of(rl).fleet_admitted, 1);
+    resil_ratelimit_free(rl);
+
+    resil_err err;
+    o.kind = RESIL_RATELIMIT_FIXED_WINDOW;
+    assert_int_equal(resil_redis_ratelimit_factory("made", &o, &rl, &err, &f), RESIL_EINVAL);
+    assert_string_equal(err.message,
+                        "redis_ratelimit: made must be a token bucket to be shared, not a "
+                        "fixed-window");
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +309,7 @@ int main(void)
         T(it_describes_itself_as_the_token_bucket_it_is),
         T(a_pipeline_takes_the_fleet_limiter),
         T(killed_redis_hands_over_to_the_local_share_and_back),
+        T(the_factory_builds_a_fleet_limiter_from_a_token_bucket),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
