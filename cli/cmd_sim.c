@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "sim.h"
+#include "sim_command.h"
 
 int cmd_sim(int argc, char **argv)
 {

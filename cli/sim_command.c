@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "sim_command.h"
 #include "model.h"
 
 #define EXIT_USAGE 125

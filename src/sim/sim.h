@@ -11,7 +11,7 @@
  * same seed gives the same output, byte for byte.
  *
  * The flow is config → resil_sim_run per policy → results → writers. The
- * `resil sim` command (resil_sim_command) is a thin layer over it.
+ * `resil sim` command (cli/sim_command.c) is a thin layer over it.
  */
 #ifndef RESIL_SIM_H
 #define RESIL_SIM_H
@@ -154,16 +154,5 @@ int resil_sim_write_csv(FILE *f, const resil_sim_config *c,
                         const resil_sim_result *r, size_t n);
 int resil_sim_write_svg(FILE *f, const resil_sim_config *c,
                         const resil_sim_result *r, size_t n);
-
-/* `resil sim SCENARIO [flags]`: argv[0] is "sim". Returns the exit status
- * (0, or 125 for a bad flag or value, or 1 when a run or a write fails). */
-int resil_sim_command(int argc, char **argv, FILE *out, FILE *errout);
-
-/* resil_sim_command's reading of its flags alone, running nothing: 0 with
- * *out the validated configuration, 1 when --help was asked (*out is then
- * unspecified), or 125 after writing the reason, naming the flag, to
- * errout. The command is this, then the run; tests and the fuzz target
- * call it to reach the parsers without the simulation. */
-int resil_sim_command_parse(int argc, char **argv, resil_sim_config *out, FILE *errout);
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "test.h"
 
-#include "sim.h"
+#include "sim_command.h"
 
 typedef struct captured {
     int status;

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_command.h"
 
 #define MAX_ARGS 24
 #define CAP 1024
