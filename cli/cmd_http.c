@@ -30,6 +30,9 @@
 #include "commands.h"
 #include "policy_opts.h"
 #include "resil/http.h"
+#ifdef RESIL_CLI_REDIS
+#include "resil/redis.h"
+#endif
 
 #define MAX_URLS 256
 
@@ -59,6 +62,7 @@ typedef struct http_opts {
     bool retry_unsafe;
     resil_duration hedge;      /* -1: no hedging */
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
+    const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
     log_format log;
     const char *urls[MAX_URLS];
     int nurls;
@@ -106,6 +110,12 @@ static void usage(FILE *out)
           "                             the first has not answered after DUR\n"
           "      --breaker-failures N   open a host's breaker after N failures in a\n"
           "                             row (default: the profile's ratio rule only)\n"
+#ifdef RESIL_CLI_REDIS
+          "      --fleet redis://HOST[:PORT][/DB]\n"
+          "                             share each host's breaker through Redis with\n"
+          "                             every process given the same URL; when Redis\n"
+          "                             does not answer, each process counts alone\n"
+#endif
           "      --log text|json|none   the attempt record, on standard error (default\n"
           "                             text); json adds each attempt's status\n"
           "  -h, --help                 this text\n"
@@ -248,6 +258,16 @@ static int parse_breaker_failures(http_opts *o, const args *a, const char *v)
     return rc;
 }
 
+#ifdef RESIL_CLI_REDIS
+static int parse_fleet(http_opts *o, const args *a, const char *v)
+{
+    if (strncmp(v, "redis://", 8) != 0)
+        return args_reject(a, "--fleet", "a redis:// URL", v);
+    o->fleet = v;
+    return 0;
+}
+#endif
+
 static int parse_log(http_opts *o, const args *a, const char *v)
 {
     if (attempt_log_format_parse(v, &o->log) != 0)
@@ -284,6 +304,9 @@ static int parse_http_option(http_opts *o, args *a)
     TRY("--hedge", NULL, args_duration(a, "--hedge", v, false, &o->hedge))
     TRY("--breaker-failures", NULL, parse_breaker_failures(o, a, v))
     TRY("--log", NULL, parse_log(o, a, v))
+#ifdef RESIL_CLI_REDIS
+    TRY("--fleet", NULL, parse_fleet(o, a, v))
+#endif
 #undef TRY
     if (take_flag(a, "--include", "-i", &o->include_headers) ||
         take_flag(a, "--silent", "-s", &o->silent) ||
@@ -458,9 +481,82 @@ static void on_event(const resil_event *ev, void *ud)
     }
 }
 
+/* ---- --fleet: the per-authority breakers shared through Redis ------------------ */
+
+typedef struct fleet {
+#ifdef RESIL_CLI_REDIS
+    resil_redis *client;
+    resil_redis_factory factory;
+#endif
+    resil_registry *registry;
+} fleet;
+
+#ifdef RESIL_CLI_REDIS
+/* The fleet breaker of the authority, then one sync round so that it knows
+ * the fleet's state before this short-lived process's first call: a breaker
+ * another process opened refuses the call rather than learning of it a
+ * sync interval later. Redis down: the round fails and the breaker counts
+ * locally (its fallback) until Redis answers. */
+static int fleet_breaker_for(const char *key, const resil_breaker_opts *o, resil_breaker **out,
+                             resil_err *err, void *ud)
+{
+    fleet *f = ud;
+    int rc = resil_redis_breaker_factory(key, o, out, err, &f->factory);
+    if (rc == 0)
+        (void)resil_redis_sync(f->client);
+    return rc;
+}
+
+/* The registry for --fleet URL, with the client's breaker rules. Redis not
+ * answering at start is not an error: the tool still works, each host's
+ * breaker then counting in this process alone, and says so. */
+static int fleet_open(fleet *f, const char *url, const resil_http_opts *h)
+{
+    resil_redis_opts ro;
+    resil_redis_opts_default(&ro);
+    ro.url = url;
+    ro.timeout = RESIL_MS(500);
+    ro.allow_offline_start = true;
+    resil_err err;
+    if (resil_redis_new(&ro, &f->client, &err) != 0) {
+        fprintf(stderr, "resil http: --fleet: %s\n", err.message);
+        return RESIL_EINVAL;
+    }
+    if (!resil_redis_connected(f->client))
+        fprintf(stderr, "resil http: --fleet: no answer from %s; each host's breaker "
+                        "counts in this process alone\n", url);
+    f->factory = (resil_redis_factory){.client = f->client};
+    resil_registry_opts g;
+    resil_registry_opts_default(&g);
+    g.max_breakers = h->max_authorities;
+    g.breaker = h->breaker;
+    g.factory = fleet_breaker_for;
+    g.factory_ud = f;
+    if (resil_registry_new(&g, &f->registry, &err) != 0) {
+        fprintf(stderr, "resil http: --fleet: %s\n", err.message);
+        return RESIL_EINVAL;
+    }
+    return 0;
+}
+#endif
+
+/* After the client: flush this process's counts while its breakers still
+ * exist, so the next process sees the failures this one saw. */
+static void fleet_close(fleet *f)
+{
+#ifdef RESIL_CLI_REDIS
+    if (f->client != NULL)
+        (void)resil_redis_sync(f->client); /* before the breakers go */
+#endif
+    resil_registry_free(f->registry);
+#ifdef RESIL_CLI_REDIS
+    resil_redis_free(f->client);
+#endif
+}
+
 /* ---- the run ----------------------------------------------------------------- */
 
-static int build_client(const http_opts *o, run_state *rs, resil_http_client **out)
+static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_client **out)
 {
     resil_http_opts h;
     resil_http_opts_default(&h);
@@ -481,6 +577,15 @@ static int build_client(const http_opts *o, run_state *rs, resil_http_client **o
     }
     h.listener = on_event;
     h.listener_ud = rs;
+#ifdef RESIL_CLI_REDIS
+    if (o->fleet != NULL) {
+        if (fleet_open(f, o->fleet, &h) != 0)
+            return RESIL_EINVAL;
+        h.registry = f->registry;
+    }
+#else
+    (void)f;
+#endif
     resil_err err;
     if (resil_http_client_new(&h, out, &err) != 0) {
         fprintf(stderr, "resil http: %s\n", err.message);
@@ -591,8 +696,11 @@ static int execute(http_opts *o)
     }
     run_state rs = {.log = {stderr, o->log, ""}};
     resil_http_client *c = NULL;
+    fleet f = {0};
     CURL *e = curl_easy_init();
-    int status = e == NULL ? RESIL_EXIT_USAGE : build_client(o, &rs, &c) != 0 ? RESIL_EXIT_USAGE : 0;
+    int status = e == NULL                          ? RESIL_EXIT_USAGE
+                 : build_client(o, &rs, &f, &c) != 0 ? RESIL_EXIT_USAGE
+                                                     : 0;
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;
@@ -604,6 +712,7 @@ static int execute(http_opts *o)
     if (sig != 0)
         status = 128 + sig;
     resil_http_client_free(c);
+    fleet_close(&f);
     curl_easy_cleanup(e);
     if (out != stdout && fclose(out) != 0 && status == 0)
         status = EXIT_WRITE_ERROR;
