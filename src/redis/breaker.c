@@ -427,6 +427,16 @@ static int validate(resil_redis *r, const resil_redis_breaker_opts *o, resil_err
     int rc = resil_breaker_opts_validate(&o->rules, err);
     if (rc != 0)
         return rc;
+    /* The shared rules are the script's: a time window and the built-in
+     * kinds. A count window or a predicate would be silently ignored. */
+    if (o->rules.window != RESIL_BREAKER_WINDOW_TIME)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_breaker.rules.window must be time (the fleet counts "
+                             "over a time window)");
+    if (o->rules.kind & RESIL_BREAKER_PREDICATE)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "redis_breaker.rules.kind must not include predicate (the "
+                             "fleet's rules run in Redis)");
     if (o->rules.break_duration < RESIL_MS(1))
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_breaker.rules.break_duration must be >= 1ms "

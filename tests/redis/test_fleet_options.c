@@ -255,6 +255,13 @@ static void breaker_refused(resil_redis *r, const resil_redis_breaker_opts *o, c
         fail_msg("'%s' does not mention '%s'", err.message, needle);
 }
 
+static bool trip_always(const resil_breaker_counts *counts, void *ud)
+{
+    (void)counts;
+    (void)ud;
+    return true;
+}
+
 static void breaker_fields_are_refused_by_name(void **state)
 {
     (void)state;
@@ -287,6 +294,14 @@ static void breaker_fields_are_refused_by_name(void **state)
     o.rules.half_open_probes = RESIL_REDIS_MAX_PROBES + 1;
     breaker_refused(r, &o, "redis_breaker.rules.half_open_probes must be <= 64");
     o.rules.half_open_probes = RESIL_REDIS_MAX_PROBES;
+    o.rules.window = RESIL_BREAKER_WINDOW_COUNT;
+    breaker_refused(r, &o, "redis_breaker.rules.window must be time");
+    o.rules.window = RESIL_BREAKER_WINDOW_TIME;
+    o.rules.kind |= RESIL_BREAKER_PREDICATE;
+    o.rules.trip = trip_always;
+    breaker_refused(r, &o, "redis_breaker.rules.kind must not include predicate");
+    o.rules.kind &= ~RESIL_BREAKER_PREDICATE;
+    o.rules.trip = NULL;
 
     resil_breaker_opts bad;
     resil_breaker_opts_default(&bad);
