@@ -240,10 +240,14 @@ static void describe_retry(desc *d, const resil__node *n)
     f_str(d, "budget", p->budget != NULL ? resil_budget_name(p->budget) : "none");
 }
 
+/* The kind flags as words: "consecutive", "ratio", "both", each with
+ * "+predicate" when the application's trip rule is on, or "predicate". */
 static const char *breaker_kind_name(resil_breaker_kind k)
 {
-    return k == RESIL_BREAKER_CONSECUTIVE ? "consecutive" : k == RESIL_BREAKER_BOTH ? "both"
-                                                                                  : "ratio";
+    static const char *const names[8] = {
+        "none", "consecutive", "ratio", "both",
+        "predicate", "consecutive+predicate", "ratio+predicate", "both+predicate"};
+    return names[(unsigned)k & 7u];
 }
 
 static void describe_breaker_opts(desc *d, const resil_breaker_opts *o)
@@ -254,6 +258,11 @@ static void describe_breaker_opts(desc *d, const resil_breaker_opts *o)
     if (o->kind & RESIL_BREAKER_RATIO) {
         f_num(d, "failure_ratio", o->failure_ratio);
         f_int(d, "minimum_throughput", o->minimum_throughput);
+    }
+    if (o->window == RESIL_BREAKER_WINDOW_COUNT) {
+        f_str(d, "window", "count");
+        f_int(d, "window_size", o->window_size);
+    } else if (o->kind & RESIL_BREAKER_RATIO) {
         f_dur(d, "sampling_duration", o->sampling_duration, 0, NULL);
     }
     if (o->slow_call_duration > 0) {

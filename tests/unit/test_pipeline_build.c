@@ -622,6 +622,39 @@ static void every_kind_describes_itself(void **state)
     resil_pipeline_free(pl);
 }
 
+static bool trip_on_two(const resil_breaker_counts *c, void *ud)
+{
+    (void)ud;
+    return c->failures >= 2;
+}
+
+static void a_count_window_breaker_with_a_predicate_describes_both(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.kind = RESIL_BREAKER_RATIO | RESIL_BREAKER_PREDICATE;
+    o.trip = trip_on_two;
+    o.window = RESIL_BREAKER_WINDOW_COUNT;
+    o.window_size = 50;
+    o.minimum_throughput = 20;
+    resil_pipeline_add_breaker(b, &o);
+    resil_pipeline *pl;
+    resil_err err = {0, ""};
+    if (resil_pipeline_build(b, &pl, &err) != 0)
+        fail_msg("%s", err.message);
+    resil_pipeline_builder_free(b);
+    char buf[4096];
+    resil_pipeline_describe(pl, RESIL_DESCRIBE_TEXT, buf, sizeof buf);
+    assert_non_null(strstr(buf, "  1. breaker source=options name=svc kind=ratio+predicate "
+                                "failure_ratio=0.1 minimum_throughput=20 window=count "
+                                "window_size=50 break_duration=5s half_open_probes=1 "
+                                "success_threshold=1\n"));
+    assert_null(strstr(buf, "sampling_duration"));
+    resil_pipeline_free(pl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -651,6 +684,7 @@ int main(void)
         cmocka_unit_test(retrying_forever_is_flagged),
         cmocka_unit_test(hedging_delay_past_the_attempt_timeout_is_flagged),
         cmocka_unit_test(every_kind_describes_itself),
+        cmocka_unit_test(a_count_window_breaker_with_a_predicate_describes_both),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
