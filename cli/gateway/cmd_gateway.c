@@ -29,6 +29,9 @@
 #include "commands.h"
 #include "gateway.h"
 #include "policy_opts.h"
+#ifdef RESIL_CLI_REDIS
+#include "resil/redis.h"
+#endif
 
 #define PURGE_EVERY_S 60
 
@@ -68,6 +71,17 @@ static const char usage_text[] =
     "  --upstream-dedupes     the upstream recognises a repeated Idempotency-Key itself:\n"
     "                         give the key back when the outcome is unknown (a timeout)\n"
     "  --quiet                no access log\n"
+#ifdef RESIL_CLI_REDIS
+    "  --fleet redis://HOST[:PORT][/DB]\n"
+    "                         a circuit breaker for the upstream, shared through Redis by\n"
+    "                         every gateway given the same URL: while it is open, 503 with\n"
+    "                         Retry-After and the upstream is not called (a guarded\n"
+    "                         request's key is released). Redis not answering: each\n"
+    "                         gateway's breaker counts alone until it does\n"
+    "  --breaker-failures N   with --fleet: open after N failures in a row (no answer or\n"
+    "                         a 5xx; default: ratio 0.1 over 30s, at least 100 calls)\n"
+    "  --breaker-break DUR    with --fleet: how long it stays open (default 5s)\n"
+#endif
     "\n"
     "GET /healthz answers 200 \"ok\". SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
 
@@ -277,6 +291,30 @@ static int parse_journal(const args *a, const char *v, gw_config *cfg)
     return 0;
 }
 
+#ifdef RESIL_CLI_REDIS
+static int parse_fleet(const args *a, const char *v, gw_config *cfg)
+{
+    if (strncmp(v, "redis://", 8) != 0)
+        return args_reject(a, "--fleet", "a redis:// URL", v);
+    cfg->fleet = v;
+    return 0;
+}
+
+static int parse_breaker_failures(const args *a, const char *v, gw_config *cfg)
+{
+    uint64_t n;
+    if (args_uint64(a, "--breaker-failures", v, 1, UINT32_MAX, &n) != 0)
+        return RESIL_EINVAL;
+    cfg->breaker_failures = (uint32_t)n;
+    return 0;
+}
+
+static int parse_breaker_break(const args *a, const char *v, gw_config *cfg)
+{
+    return args_duration(a, "--breaker-break", v, true, &cfg->breaker_break);
+}
+#endif
+
 static const struct {
     const char *name;
     option_fn parse;
@@ -292,6 +330,10 @@ static const struct {
     {"--workers", parse_workers},     {"--header-timeout", parse_header_timeout},
     {"--body-timeout", parse_body_timeout}, {"--idle-timeout", parse_idle_timeout},
     {"--journal", parse_journal},
+#ifdef RESIL_CLI_REDIS
+    {"--fleet", parse_fleet},         {"--breaker-failures", parse_breaker_failures},
+    {"--breaker-break", parse_breaker_break},
+#endif
 };
 
 static void config_default(gw_config *cfg)
@@ -323,6 +365,8 @@ static int check_config(const args *a, const gw_config *cfg)
         return args_fail(a, "--listen HOST:PORT is required");
     if (cfg->upstream[0] == '\0')
         return args_fail(a, "--upstream URL is required");
+    if (cfg->fleet == NULL && (cfg->breaker_failures != 0 || cfg->breaker_break != 0))
+        return args_fail(a, "--breaker-failures and --breaker-break need --fleet");
     if (cfg->max_per_client > cfg->max_connections)
         return args_fail(a, "--max-connections-per-client (%u) must not exceed "
                             "--max-connections (%u)",
@@ -531,6 +575,64 @@ static void fit_fd_limit(gw_config *cfg)
         cfg->max_per_client = cfg->max_connections;
 }
 
+#ifdef RESIL_CLI_REDIS
+/* --fleet: the upstream's breaker, named by its authority (host[:port]) so
+ * every gateway in front of it shares one. Redis not answering at start is
+ * not an error: the breaker counts in this process alone until it does. */
+static int open_breaker(gateway *gw)
+{
+    const gw_config *cfg = &gw->cfg;
+    if (cfg->fleet == NULL)
+        return 0;
+    resil_redis_opts ro;
+    resil_redis_opts_default(&ro);
+    ro.url = cfg->fleet;
+    ro.allow_offline_start = true;
+    resil_err err;
+    if (resil_redis_new(&ro, &gw->redis, &err) != 0) {
+        fprintf(stderr, "resil gateway: --fleet: %s\n", err.message);
+        return 1;
+    }
+    if (!resil_redis_connected(gw->redis))
+        fprintf(stderr, "resil gateway: --fleet: no answer from %s; the upstream's breaker "
+                        "counts in this gateway alone\n", cfg->fleet);
+    const char *host = strstr(cfg->upstream, "://") + 3;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(host, "/"), host);
+    resil_redis_breaker_opts bo;
+    resil_redis_breaker_opts_default(&bo);
+    bo.name = name;
+    if (cfg->breaker_failures > 0) {
+        bo.rules.kind = RESIL_BREAKER_BOTH;
+        bo.rules.failure_threshold = cfg->breaker_failures;
+    }
+    if (cfg->breaker_break > 0)
+        bo.rules.break_duration = cfg->breaker_break;
+    if (resil_redis_breaker_new(gw->redis, &bo, &gw->breaker, &err) != 0) {
+        fprintf(stderr, "resil gateway: --fleet: %s\n", err.message);
+        return 1;
+    }
+    /* Learn the fleet's state before the first request. */
+    (void)resil_redis_sync(gw->redis);
+    return 0;
+}
+#endif
+
+/* Flush this gateway's counts, then let the breaker and the client go. */
+static void close_breaker(gateway *gw)
+{
+#ifdef RESIL_CLI_REDIS
+    if (gw->redis != NULL)
+        (void)resil_redis_sync(gw->redis);
+    resil_breaker_free(gw->breaker);
+    resil_redis_free(gw->redis);
+    gw->breaker = NULL;
+    gw->redis = NULL;
+#else
+    (void)gw;
+#endif
+}
+
 static int serve(gateway *gw, const sigset_t *signals)
 {
     fit_fd_limit(&gw->cfg);
@@ -539,6 +641,10 @@ static int serve(gateway *gw, const sigset_t *signals)
     int rc = open_store(gw);
     if (rc != 0)
         return rc;
+#ifdef RESIL_CLI_REDIS
+    if ((rc = open_breaker(gw)) != 0)
+        return rc;
+#endif
     if (gw_rules_start(gw) != 0) {
         fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
         return 1;
@@ -585,6 +691,7 @@ int cmd_gateway(int argc, char **argv)
     gw_upstream_init(&gw);
     rc = serve(&gw, &signals);
     gw_rules_stop(&gw);
+    close_breaker(&gw);
     resil_store_free(gw.store);
     gw_upstream_cleanup(&gw);
     pthread_cond_destroy(&gw.idle);

@@ -37,6 +37,10 @@ typedef struct gw_config {
     resil_duration header_timeout, body_timeout, idle_timeout;
     bool upstream_dedupes; /* the upstream recognises a repeated key: release when unsure */
     const char *journal;   /* --journal: NULL = next to an SQLite store, "off" = none */
+    /* --fleet: the upstream's circuit breaker, shared through Redis */
+    const char *fleet;          /* redis://... or NULL: no breaker */
+    uint32_t breaker_failures;  /* 0: the default rules; else a run of this many opens it */
+    resil_duration breaker_break; /* 0: the default */
 } gw_config;
 
 /* A growable byte buffer, capped. */
@@ -55,6 +59,8 @@ typedef struct gw_reply {
     bool timed_out;
     bool may_have_sent;  /* libcurl came to sending the request: bytes may have left */
     bool resend_refused; /* the connection died unanswered; libcurl's resend was stopped */
+    bool breaker_open;   /* the upstream's breaker refused it: nothing was sent */
+    char retry_after[24]; /* with breaker_open: seconds until a probe may go */
     char error[256];  /* curl's message when curl_code != 0 */
     long status;
     gw_buf headers;   /* end-to-end headers as "Name: value\r\n" lines */
@@ -79,6 +85,9 @@ typedef struct gateway {
     struct gw_http *http; /* gateway_http.c: the worker pool and the deadlines */
 
     struct gw_leases *leases; /* gateway_rules.c: keys whose outcome is not yet saved */
+
+    resil_breaker *breaker;   /* the upstream's (--fleet), or NULL: none */
+    struct resil_redis *redis; /* its client */
 } gateway;
 
 /* gateway_upstream.c */
@@ -145,7 +154,8 @@ enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn, const cha
 enum MHD_Result gw_send_error(gw_req *r, struct MHD_Connection *conn, const char *method,
                               int status, const char *code, const char *message,
                               const char *retry_after);
-/* The upstream's reply, or 502/504 when none arrived. */
+/* The upstream's reply, 502/504 when none arrived, or 503 with Retry-After
+ * when the upstream's breaker refused the request. */
 enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn, const char *method,
                               const gw_reply *up);
 

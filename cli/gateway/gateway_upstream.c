@@ -22,6 +22,11 @@
  * whether request bytes may have left (it ran) and catches a resend (it
  * runs twice in one transfer): for a request that must reach the upstream
  * at most once, the second call aborts the transfer.
+ *
+ * With --fleet every call goes through the upstream's circuit breaker,
+ * shared through Redis by the gateways in front of it: while it is open a
+ * request is refused before any handle is taken, so it provably never
+ * left. No answer, or a 5xx, counts as a failure.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -294,11 +299,27 @@ static void set_method(CURL *h, const gw_forward *f)
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m);
 }
 
+/* Refused by the breaker: a failure to connect that never sent a byte. */
+static void breaker_refused(gw_reply *out, const resil_breaker_permit *p)
+{
+    int64_t s = p->retry_after / RESIL_S(1) + (p->retry_after % RESIL_S(1) != 0);
+    out->breaker_open = true;
+    out->curl_code = CURLE_COULDNT_CONNECT;
+    snprintf(out->retry_after, sizeof out->retry_after, "%lld",
+             (long long)(s < 1 ? 1 : s > 86400 ? 86400 : s));
+    snprintf(out->error, sizeof out->error, "circuit open");
+}
+
 void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
 {
     memset(out, 0, sizeof *out);
     out->headers.limit = 64 * 1024;
     out->body.limit = gw->cfg.max_body;
+    resil_breaker_permit permit; /* a NULL breaker admits every call */
+    if (resil_breaker_acquire(gw->breaker, &permit) != 0) {
+        breaker_refused(out, &permit);
+        return;
+    }
     char *url = upstream_url(gw->cfg.upstream, f->target);
     struct curl_slist *headers = request_headers(f);
     CURL *h = take_handle(gw);
@@ -345,6 +366,9 @@ void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
     }
 done:
+    resil_breaker_record(gw->breaker, &permit,
+                         out->curl_code != 0 || out->status >= 500 ? RESIL_BREAKER_FAILURE
+                                                                   : RESIL_BREAKER_SUCCESS);
     if (h != NULL)
         give_handle(gw, h);
     curl_slist_free_all(headers);

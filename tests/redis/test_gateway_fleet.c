@@ -1,0 +1,204 @@
+/*
+ * test_gateway_fleet.c — `resil gateway --fleet`: gateways in front of one
+ * upstream share its circuit breaker through a real Redis, so the failures
+ * one gateway saw open the breaker for another, which then answers 503
+ * with Retry-After without calling the upstream.
+ */
+#include "fleet_test.h"
+
+#ifdef RESIL_TEST_GATEWAY_FLEET
+#include "gateway_proc.h"
+#include "upstream.h"
+
+typedef struct env {
+    char *dir;
+    upstream *up;
+    gateway_proc a, b;
+    char name[64]; /* the breaker's: the upstream's authority */
+} env;
+
+static int env_setup(void **state)
+{
+    if (fleet_flush(state) != 0)
+        return -1;
+    env *e = calloc(1, sizeof *e);
+    e->dir = test_tmpdir();
+    e->up = upstream_start();
+    if (e->dir == NULL || e->up == NULL)
+        return -1;
+    snprintf(e->name, sizeof e->name, "127.0.0.1:%d", upstream_port(e->up));
+    *state = e;
+    return 0;
+}
+
+static int env_teardown(void **state)
+{
+    env *e = *state;
+    if (e->a.pid > 0)
+        gateway_stop(&e->a);
+    if (e->b.pid > 0)
+        gateway_stop(&e->b);
+    upstream_stop(e->up);
+    test_rmtree(e->dir);
+    free(e->dir);
+    free(e);
+    return 0;
+}
+
+/* A gateway with its own store, sharing the upstream's breaker: two
+ * failures in a row open it, for ten minutes. */
+static void start_gateway(env *e, gateway_proc *g, const char *tag)
+{
+    char store[600], log[600];
+    snprintf(store, sizeof store, "sqlite:%s/%s.db", e->dir, tag);
+    snprintf(log, sizeof log, "%s/%s.log", e->dir, tag);
+    const char *args[] = {"--upstream", upstream_url(e->up), "--store", store,
+                          "--fleet", redis_server_url(fleet_server),
+                          "--breaker-failures", "2", "--breaker-break", "10m", NULL};
+    if (gateway_start(g, test_build_path("resil"), log, args) != 0)
+        fail_msg("gateway %s did not start", tag);
+}
+
+static resil_breaker_state fleet_state(resil_redis *r, const char *name)
+{
+    resil_redis_breaker_status s;
+    resil_err err;
+    if (resil_redis_status_get(r, name, &s, &err) != 0)
+        return RESIL_BREAKER_CLOSED; /* not written yet */
+    return s.state;
+}
+
+/* Two failures through gateway A; then wait until Redis holds the breaker
+ * open (A's counts are flushed by its sync thread) and start gateway B. */
+static void open_through_a_then_start_b(env *e)
+{
+    start_gateway(e, &e->a, "a");
+    upstream_fail_next(e->up, 2, 503);
+    char url[128];
+    snprintf(url, sizeof url, "%s/orders", e->a.url);
+    for (int i = 0; i < 2; i++) {
+        http_reply r;
+        assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+        assert_int_equal(r.status, 503);
+        http_reply_free(&r);
+    }
+    assert_int_equal(upstream_requests(e->up), 2);
+    resil_redis *r = fleet_client(NULL);
+    fleet_wait_until(fleet_state(r, e->name) == RESIL_BREAKER_OPEN);
+    assert_int_equal(fleet_state(r, e->name), RESIL_BREAKER_OPEN);
+    resil_redis_free(r);
+    start_gateway(e, &e->b, "b");
+}
+
+static void assert_refused_by_breaker(const http_reply *r)
+{
+    assert_int_equal(r->status, 503);
+    char retry[32];
+    assert_true(http_reply_header(r, "Retry-After", retry, sizeof retry));
+    long s = strtol(retry, NULL, 10);
+    assert_true(s >= 1 && s <= 600);
+    if (r->body == NULL || strstr(r->body, "\"circuit_open\"") == NULL)
+        fail_msg("not the breaker's answer: %s", r->body ? r->body : "(no body)");
+}
+
+static void failures_through_one_gateway_open_the_breaker_for_another(void **state)
+{
+    env *e = *state;
+    open_through_a_then_start_b(e);
+    char url[128];
+    snprintf(url, sizeof url, "%s/orders", e->b.url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_refused_by_breaker(&r);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 2);
+}
+
+static void a_guarded_request_the_breaker_refused_releases_its_key(void **state)
+{
+    env *e = *state;
+    open_through_a_then_start_b(e);
+    char url[128];
+    snprintf(url, sizeof url, "%s/orders", e->b.url);
+    const char *const key[] = {"Idempotency-Key: order-1", NULL};
+    http_reply r;
+    assert_int_equal(http_request("POST", url, key, "{}", &r), 0);
+    assert_refused_by_breaker(&r);
+    http_reply_free(&r);
+    assert_int_equal(upstream_key_requests(e->up, "order-1"), 0);
+
+    /* An operator closes it; once gateway B has heard, the same key runs
+     * upstream as a first request: the refusal kept nothing. */
+    resil_redis *rc = fleet_client(NULL);
+    resil_err err;
+    assert_int_equal(resil_redis_control(rc, e->name, RESIL_REDIS_CLOSE, &err), 0);
+    resil_redis_free(rc);
+    int64_t until = fleet_mono_ms() + FLEET_PATIENCE_MS;
+    for (;;) {
+        assert_int_equal(http_request("POST", url, key, "{}", &r), 0);
+        if (r.status != 503 || fleet_mono_ms() > until)
+            break;
+        http_reply_free(&r);
+        fleet_sleep_ms(10);
+    }
+    assert_int_equal(r.status, 201);
+    char replayed[16];
+    assert_false(http_reply_header(&r, "Idempotent-Replayed", replayed, sizeof replayed));
+    http_reply_free(&r);
+    assert_int_equal(upstream_key_requests(e->up, "order-1"), 1);
+    assert_int_equal(upstream_requests(e->up), 3);
+}
+
+/* Run `resil gateway ARGS` to completion: 125 with `text` on stderr. */
+static void expect_usage(const char *text, const char *const args[])
+{
+    const char *argv[24] = {"gateway", "--listen", "127.0.0.1:0", "--upstream",
+                            "http://127.0.0.1:9"};
+    size_t n = 5;
+    for (size_t i = 0; args[i] != NULL; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    char err[4096];
+    int rc = run_capture(test_build_path("resil"), argv, err, sizeof err);
+    if (strstr(err, text) == NULL)
+        fail_msg("expected '%s' in:\n%s", text, err);
+    assert_int_equal(rc, 125);
+}
+
+static void fleet_options_are_checked_by_name(void **state)
+{
+    (void)state;
+    const char *const scheme[] = {"--fleet", "memory://here", NULL};
+    expect_usage("resil gateway: --fleet must be a redis:// URL, got 'memory://here'", scheme);
+    const char *const alone[] = {"--breaker-failures", "2", NULL};
+    expect_usage("resil gateway: --breaker-failures and --breaker-break need --fleet", alone);
+    const char *const zero[] = {"--fleet", "redis://127.0.0.1:1", "--breaker-failures", "0",
+                                NULL};
+    expect_usage("--breaker-failures", zero);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
+        T(failures_through_one_gateway_open_the_breaker_for_another),
+        T(a_guarded_request_the_breaker_refused_releases_its_key),
+#undef T
+        cmocka_unit_test(fleet_options_are_checked_by_name),
+    };
+    return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
+}
+#else
+/* Built without the gateway or the tool: nothing to run. */
+static void needs_the_gateway_and_the_tool(void **state)
+{
+    (void)state;
+    skip();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(needs_the_gateway_and_the_tool)};
+    return cmocka_run_tests(tests);
+}
+#endif
