@@ -39,12 +39,12 @@ static void direct_exponential(void *ud, uint64_t iters)
 static void backoff_waits(void *ud, uint64_t iters)
 {
     backoff_case *c = ud;
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     uint64_t sum = 0;
     for (uint64_t i = 0; i < iters; i++) {
         uint32_t n = (uint32_t)(i % ATTEMPTS_PER_EXECUTION) + 1;
         if (n == 1)
-            st = (resil_backoff_state){0, 0.0};
+            st = (resil_backoff_state){.previous = 0, .polly_previous = 0.0};
         sum += (uint64_t)resil_backoff_delay(&c->options, n, &st, &c->rng.base);
     }
     bench_consume(sum);

@@ -139,7 +139,7 @@ static void step_failure_decisions(void *ud, uint64_t iters)
 static void backoff_only(void *ud, uint64_t iters)
 {
     exec_case *c = ud;
-    resil_backoff_state st = {0, 0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0};
     uint64_t n = 0;
     for (uint64_t i = 0; i < iters; i++)
         n += (uint64_t)resil_backoff_delay(&c->policy.backoff, (uint32_t)(i % 3) + 1, &st,

@@ -135,7 +135,7 @@ static int check(const check_opts *o)
         return EXIT_INVALID;
     }
     resil_config_report r;
-    resil_config_analysis_opts ao = {o->rate};
+    resil_config_analysis_opts ao = {.rate = o->rate};
     int rc = resil_config_analyze(c, &ao, &r);
     resil_config_free(c);
     if (rc != 0) {

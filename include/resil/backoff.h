@@ -76,11 +76,13 @@ typedef struct resil_backoff {
     resil_jitter jitter;      /* default full */
     double jitter_fraction;   /* proportional's f, default 0.25; in [0,1] */
     resil_duration max_delay; /* cap, default 30 s; RESIL_DURATION_MAX = none */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_backoff;
 
 typedef struct resil_backoff_state {
     resil_duration previous; /* decorrelated: last wait (0 = none yet) */
     double polly_previous;   /* Polly's DecorrelatedJitterBackoffV2 state */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_backoff_state;
 
 RESIL_API void resil_backoff_default(resil_backoff *b);

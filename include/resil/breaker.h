@@ -206,6 +206,7 @@ typedef struct resil_breaker_opts {
     /* the predicate rule (kind includes RESIL_BREAKER_PREDICATE) */
     resil_breaker_trip_fn trip;    /* required with that flag; else must be NULL */
     void *trip_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_breaker_opts;
 
 RESIL_API void resil_breaker_opts_default(resil_breaker_opts *o);
@@ -360,6 +361,7 @@ typedef struct resil_breaker_stats {
     uint32_t generation;            /* moves on at every transition */
     uint64_t transitions;           /* state changes since creation */
     uint64_t events_dropped;        /* see the listener note above; normally 0 */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_breaker_stats;
 
 /* Fill *out (a consistent snapshot). RESIL_EINVAL for NULL arguments. */

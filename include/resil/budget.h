@@ -61,10 +61,12 @@ typedef struct resil_budget_opts {
     double percent;         /* default 0.2; in [0, 1000] */
     int32_t min_per_second; /* default 10; >= 0 */
     resil_clock *clock;     /* ratio model's time source; NULL = system */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_budget_opts;
 
 typedef struct resil_budget_ticket {
     int32_t last_cost; /* what the last granted retry cost (quota model) */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_budget_ticket;
 
 /* Fill the documented defaults (every model's fields) and set `model`.

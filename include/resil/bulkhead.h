@@ -48,6 +48,7 @@ typedef struct resil_bulkhead_opts {
     bool queue;                   /* default true; false = reject when full */
     resil_duration queue_timeout; /* default 0 = wait until cancelled; >= 0 */
     resil_clock *clock;           /* NULL = the system clock */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_bulkhead_opts;
 
 /* A permit. Every acquire fills it (with no permit when it fails), and
@@ -55,6 +56,7 @@ typedef struct resil_bulkhead_opts {
 typedef struct resil_bulkhead_ticket {
     resil_bulkhead *owner; /* NULL when the ticket holds no permit */
     resil_duration queued; /* how long the acquire waited in the queue */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_bulkhead_ticket;
 
 /* Counters since construction; each is a count of calls. */
@@ -64,6 +66,7 @@ typedef struct resil_bulkhead_stats {
     uint64_t rejected;  /* turned away at once: full and queue full or off */
     uint64_t timed_out; /* queued waits that reached queue_timeout */
     uint64_t cancelled; /* acquires ended by the caller's token */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_bulkhead_stats;
 
 RESIL_API void resil_bulkhead_opts_default(resil_bulkhead_opts *o);

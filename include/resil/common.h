@@ -81,6 +81,17 @@ enum {
 /* A human-readable name for a return code; never NULL. */
 RESIL_API const char *resil_strerror(int code);
 
+/* One slot of the room a public struct keeps for members added under the
+ * same SONAME (docs/abi.md): 8 bytes, 8-aligned, wide enough for a pointer,
+ * a function pointer, an int64_t or a double. The library zeroes the slots
+ * it owns; callers leave them alone (*_default() and `= {0}` zero them). */
+typedef union resil_reserved {
+    uint64_t u;
+    double d;
+    void *p;
+    void (*fn)(void);
+} resil_reserved;
+
 /* The report a failing constructor or parser fills in, when given one. */
 typedef struct resil_err {
     int code;          /* the same negative code the function returned */

@@ -51,6 +51,7 @@ typedef struct resil_config_diag {
                                          "" for the document itself */
     uint32_t line, column;  /* 1-based, column in characters; 0 = no position */
     char message[256];      /* "must be in (0,1], got 1.5" */
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_config_diag;
 
 /* A growing list of diagnostics. Zero-initialise it; free with
@@ -59,6 +60,7 @@ typedef struct resil_config_diags {
     resil_config_diag *items;
     size_t len;
     size_t dropped; /* diagnostics found beyond the kept ones */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_diags;
 
 RESIL_API void resil_config_diags_free(resil_config_diags *d);
@@ -121,6 +123,7 @@ typedef struct resil_config_retry {
     resil_retry_policy policy;
     bool retry_unsafe_methods; /* RetryUnsafeMethods: retry POST and PATCH too */
     bool idempotency_keys;     /* IdempotencyKeys: give such requests a key */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_retry;
 
 RESIL_API int resil_config_retry_get(const resil_config *c, const char *name,
@@ -134,6 +137,7 @@ RESIL_API int resil_config_bulkhead_get(const resil_config *c, const char *name,
 typedef struct resil_config_ratelimit {
     resil_ratelimit_opts opts;
     resil_duration max_wait; /* MaxWait: how long a call may wait for a permit */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_ratelimit;
 
 RESIL_API int resil_config_ratelimit_get(const resil_config *c, const char *name,
@@ -158,6 +162,7 @@ typedef struct resil_config_distributed {
     bool enabled;                 /* Enabled, default false */
     resil_duration sync_interval; /* SyncInterval, default 5 s */
     resil_breaker_opts breaker;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_distributed;
 
 RESIL_API bool resil_config_distributed_get(const resil_config *c,
@@ -191,12 +196,14 @@ typedef struct resil_config_step {
     resil_duration timeout; /* timeouts: the duration (0 with per_operation) */
     bool per_operation;     /* a bare "TotalTimeout": the call's operation
                                picks its timeout from the Timeouts table */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_step;
 
 typedef struct resil_config_pipeline {
     const char *name;
     size_t nsteps;
     resil_config_step steps[RESIL_CONFIG_MAX_STEPS];
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_pipeline;
 
 /* "RateLimiter", "Bulkhead", "TotalTimeout", "Retry", "CircuitBreaker",
@@ -212,6 +219,7 @@ RESIL_API int resil_config_pipeline_get(const resil_config *c, const char *name,
 
 typedef struct resil_config_analysis_opts {
     double rate; /* expected requests per second; 0 = unknown */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_analysis_opts;
 
 /*
@@ -248,6 +256,7 @@ typedef struct resil_config_analysis {
     uint32_t retry_layers;          /* layers that retry (attempts > 1) */
     resil_retry_after_mode retry_after;
     resil_duration retry_after_max; /* the cap on one server hint */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_analysis;
 
 typedef struct resil_config_report {
@@ -255,6 +264,7 @@ typedef struct resil_config_report {
                                      retry policies no pipeline uses */
     size_t len;
     resil_config_diags warnings;  /* each with the path it concerns */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_config_report;
 
 /* Analyse every pipeline. `o` may be NULL. Returns 0, RESIL_EINVAL (NULL
@@ -319,6 +329,7 @@ typedef struct resil_policies_opts {
     void *ratelimit_factory_ud;
     resil_bulkhead_factory_fn bulkhead_factory;
     void *bulkhead_factory_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_policies_opts;
 
 RESIL_API void resil_policies_opts_default(resil_policies_opts *o);
@@ -346,6 +357,7 @@ typedef struct resil_policy {
     const resil_pipeline *pipeline; /* the outermost pipeline */
     void *snapshot_;                /* private */
     size_t index_;                  /* private */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_policy;
 
 /* Resolve a pipeline name (case-insensitive; NULL or "" = the default).

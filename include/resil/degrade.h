@@ -59,12 +59,14 @@ typedef struct resil_degrade_level_opts {
     double error_rate;          /* percent in [0,100]; never below the level before */
     double cpu;                 /* percent in [0,100]; never below the level before */
     double memory;              /* percent in [0,100]; never below the level before */
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_degrade_level_opts;
 
 /* One health reading; NaN means "unknown" and is ignored. */
 typedef struct resil_health_sample {
     double cpu;    /* percent of CPU time busy */
     double memory; /* percent of memory in use */
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_health_sample;
 
 /* Fill *out; a non-zero return makes both readings unknown. Called from
@@ -104,6 +106,7 @@ typedef struct resil_degrade_opts {
     resil_degrade_listener on_change;  /* may be NULL */
     void *on_change_ud;
     resil_clock *clock;                /* NULL = the system clock */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_degrade_opts;
 
 typedef struct resil_degrade_stats {
@@ -115,6 +118,7 @@ typedef struct resil_degrade_stats {
     double cpu, memory;        /* at the last evaluation; NaN = unknown */
     uint64_t evaluations;
     uint64_t rejected;         /* admit calls refused */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_degrade_stats;
 
 RESIL_API void resil_degrade_opts_default(resil_degrade_opts *o);
@@ -156,6 +160,7 @@ RESIL_API const char *resil_degrade_cause_name(resil_degrade_cause c);
 typedef struct resil_cpu_times {
     uint64_t busy;  /* everything but idle and iowait */
     uint64_t total; /* user nice system idle iowait irq softirq steal */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_cpu_times;
 
 /* Parse /proc/stat text: exactly `len` bytes are read, no NUL needed.
@@ -176,6 +181,7 @@ typedef struct resil_proc_sampler {
     const char *root; /* "/proc" unless a test points elsewhere; not copied */
     resil_cpu_times prev;
     bool primed;
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_proc_sampler;
 
 RESIL_API void resil_proc_sampler_init(resil_proc_sampler *s, const char *root);

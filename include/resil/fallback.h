@@ -47,6 +47,7 @@ typedef struct resil_fallback_opts {
                                     resil_fallback_info; NULL =
                                     resil_fallback_handle_default */
     void *handle_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_fallback_opts;
 
 RESIL_API void resil_fallback_opts_default(resil_fallback_opts *o);

@@ -52,6 +52,7 @@ typedef struct resil_hedge_opts {
     uint32_t workers;           /* pool threads; 0 = 4 × (max_hedged + 1);
                                    at most RESIL_HEDGE_MAX_WORKERS */
     bool wait_losers;           /* default false; see above */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_hedge_opts;
 
 RESIL_API void resil_hedge_opts_default(resil_hedge_opts *o);

@@ -197,6 +197,7 @@ typedef struct resil_http_opts {
     resil_clock *clock;             /* NULL = the system clock */
     resil_event_fn listener;        /* optional: the pipeline's events */
     void *listener_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_http_opts;
 
 /* The standard profile. */
@@ -254,6 +255,7 @@ typedef struct resil_http_request {
     resil_rng *rng;            /* jitter source; NULL = the thread's */
     resil_attempt_record *records; /* optional: the first records_cap attempts */
     size_t records_cap;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_http_request;
 
 RESIL_API void resil_http_request_default(resil_http_request *r);
@@ -274,6 +276,7 @@ typedef struct resil_http_result {
                                          none (also when the caller's own
                                          header carried the key) */
     resil_duration elapsed;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_http_result;
 
 /*

@@ -136,6 +136,7 @@ typedef struct resil_standard_opts {
     resil_breaker_opts breaker;      /* ratio 0.1 over 30 s, throughput 100, break 5 s */
     resil_timeout_opts attempt;      /* 10 s */
     resil_clock *clock;              /* NULL = the system clock */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_standard_opts;
 
 RESIL_API void resil_standard_opts_default(resil_standard_opts *o);
@@ -164,6 +165,7 @@ typedef struct resil_call {
     resil_rng *rng;           /* jitter source; NULL = the thread's */
     resil_attempt_record *records; /* optional: the first records_cap attempts */
     size_t records_cap;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_call;
 
 RESIL_API void resil_call_default(resil_call *c);
@@ -179,6 +181,7 @@ typedef struct resil_pipeline_result {
     uint32_t hedges;          /* hedged attempts started, over all attempts */
     uint32_t hedge_winner;    /* which one answered the last attempt (0 = primary) */
     resil_duration elapsed;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_pipeline_result;
 
 /*

@@ -67,6 +67,7 @@ typedef struct resil_ratelimit_opts {
     int64_t permits;       /* default 100; in [1, 1e9], sliding: <= 1048576 */
     resil_duration window; /* default 1 s; >= 1 ms */
     resil_clock *clock;    /* NULL = the system clock */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_ratelimit_opts;
 
 typedef struct resil_ratelimit_stats {
@@ -74,6 +75,7 @@ typedef struct resil_ratelimit_stats {
     uint64_t rejected;  /* try_acquire calls turned away */
     uint64_t timed_out; /* acquire calls that could not be served in time */
     uint64_t cancelled; /* acquire calls ended by their token */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_ratelimit_stats;
 
 RESIL_API void resil_ratelimit_opts_default(resil_ratelimit_opts *o, resil_ratelimit_kind kind);

@@ -105,6 +105,7 @@ typedef struct resil_redis_opts {
     resil_clock *clock;           /* wall time for admin calls by name; NULL = system */
     resil_redis_listener_fn listener; /* optional */
     void *listener_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_opts;
 
 RESIL_API void resil_redis_opts_default(resil_redis_opts *o);
@@ -148,6 +149,7 @@ typedef struct resil_redis_stats {
                                   script could not have given and replies beyond
                                   the reader's bounds (none applied) */
     uint64_t events_dropped;   /* listener events lost to a full queue */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_stats;
 
 RESIL_API int resil_redis_stats_get(resil_redis *r, resil_redis_stats *out);
@@ -196,6 +198,7 @@ typedef struct resil_redis_breaker_opts {
     const resil_breaker_opts *fallback; /* the local breaker used while Redis is
                                            down (and, LOCAL, for counting);
                                            NULL = rules */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_breaker_opts;
 
 RESIL_API void resil_redis_breaker_opts_default(resil_redis_breaker_opts *o);
@@ -214,6 +217,7 @@ typedef struct resil_redis_factory {
     resil_redis *client;                /* required; must outlive the registry */
     resil_redis_counting counting;      /* as in resil_redis_breaker_opts */
     const resil_breaker_opts *fallback; /* NULL = the key's rules */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_factory;
 
 /* A resil_registry_factory_fn; `ud` is a resil_redis_factory. */
@@ -245,6 +249,7 @@ typedef struct resil_redis_breaker_status {
     uint32_t probe_successes;
     resil_duration current_break;
     resil_duration ttl;            /* until the key expires unless written */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_breaker_status;
 
 /* Read the shared state of fleet breaker `b` (its clock places the
@@ -298,6 +303,7 @@ typedef struct resil_redis_budget_opts {
     double lease_tokens;  /* default 2; in [0.001, max_tokens] */
     const resil_budget_opts *fallback; /* NULL = the tokens model with the same
                                           max (up to 1000) and ratio */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_budget_opts;
 
 RESIL_API void resil_redis_budget_opts_default(resil_redis_budget_opts *o);
@@ -334,6 +340,7 @@ typedef struct resil_redis_ratelimit_opts {
     uint32_t instances;    /* default 1; >= 1: what the fallback divides by */
     const resil_ratelimit_opts *fallback; /* NULL = the token bucket above */
     resil_clock *clock;    /* NULL = the client's */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_ratelimit_opts;
 
 typedef struct resil_redis_ratelimit_stats {
@@ -341,6 +348,7 @@ typedef struct resil_redis_ratelimit_stats {
     uint64_t fleet_rejected;
     uint64_t local_admitted;  /* decided by the fallback */
     uint64_t local_rejected;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_ratelimit_stats;
 
 RESIL_API void resil_redis_ratelimit_opts_default(resil_redis_ratelimit_opts *o);
@@ -379,6 +387,7 @@ typedef struct resil_redis_concurrency_opts {
     uint32_t instances;       /* default 1; >= 1: what the fallback divides by */
     const resil_bulkhead_opts *fallback; /* NULL = the bulkhead above */
     resil_clock *clock;       /* NULL = the client's */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_concurrency_opts;
 
 typedef struct resil_redis_concurrency_stats {
@@ -388,6 +397,7 @@ typedef struct resil_redis_concurrency_stats {
     uint64_t local_rejected;
     int64_t fleet_in_use;     /* leases live across the fleet, as last seen */
     int32_t held;             /* this instance's permits, fleet and local */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_concurrency_stats;
 
 RESIL_API void resil_redis_concurrency_opts_default(resil_redis_concurrency_opts *o);
@@ -407,6 +417,7 @@ RESIL_API int resil_redis_concurrency_stats_get(resil_bulkhead *b,
 typedef struct resil_redis_limits_factory {
     resil_redis *client; /* required; must outlive what it builds */
     uint32_t instances;  /* as in the options; 0 = 1 */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_redis_limits_factory;
 
 /* A resil_ratelimit_factory_fn; `ud` is a resil_redis_limits_factory. */

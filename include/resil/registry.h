@@ -58,6 +58,7 @@ typedef struct resil_registry_opts {
     void *opts_ud;
     resil_registry_factory_fn factory; /* optional; NULL = resil_breaker_new() */
     void *factory_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_registry_opts;
 
 RESIL_API void resil_registry_opts_default(resil_registry_opts *o);
@@ -95,6 +96,7 @@ typedef struct resil_registry_entry {
     char name[RESIL_BREAKER_NAME_MAX];
     resil_breaker_state state;
     uint32_t consecutive_failures;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_registry_entry;
 
 /*

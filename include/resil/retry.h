@@ -108,6 +108,7 @@ typedef struct resil_retry_policy {
     resil_unsafe_mode unsafe_mode;
     resil_on_retry_fn on_retry;   /* optional */
     void *on_retry_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_retry_policy;
 
 RESIL_API void resil_retry_policy_default(resil_retry_policy *p);
@@ -122,6 +123,7 @@ typedef struct resil_retry_decision {
     resil_stop stop;          /* RESIL_STOP_NONE: wait, then attempt again */
     resil_duration wait;      /* valid when stop == NONE */
     resil_wait_source source; /* valid when stop == NONE */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_retry_decision;
 
 /* One execution's state. Caller-owned; fields are private. */
@@ -132,6 +134,7 @@ typedef struct resil_retry {
     resil_instant deadline;
     resil_backoff_state backoff;
     resil_budget_ticket ticket;
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_retry;
 
 /*
@@ -206,6 +209,7 @@ typedef struct resil_exec_opts {
     size_t records_cap;
     resil_on_attempt_fn on_attempt; /* optional: every attempt, as decided */
     void *on_attempt_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_exec_opts;
 
 typedef struct resil_retry_result {
@@ -218,6 +222,7 @@ typedef struct resil_retry_result {
     uint32_t attempts;     /* attempts made */
     size_t records_len;    /* records written: min(attempts, records_cap) */
     resil_duration elapsed;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_retry_result;
 
 /*

@@ -39,6 +39,7 @@ RESIL_API resil_rng *resil_rng_thread(void);
 typedef struct resil_rng_seeded {
     resil_rng base;
     uint64_t s[4]; /* private */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_rng_seeded;
 RESIL_API void resil_rng_seeded_init(resil_rng_seeded *r, uint64_t seed);
 RESIL_API uint64_t resil_rng_seeded_next_u64(resil_rng_seeded *r);
@@ -48,6 +49,7 @@ RESIL_API uint64_t resil_rng_seeded_next_u64(resil_rng_seeded *r);
 typedef struct resil_rng_mulberry32 {
     resil_rng base;
     uint32_t state; /* private */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_rng_mulberry32;
 RESIL_API void resil_rng_mulberry32_init(resil_rng_mulberry32 *r, uint32_t seed);
 
@@ -57,6 +59,7 @@ typedef struct resil_rng_dotnet {
     resil_rng base;
     int32_t seed_array[56]; /* private */
     int inext, inextp;
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_rng_dotnet;
 RESIL_API void resil_rng_dotnet_init(resil_rng_dotnet *r, int32_t seed);
 /* Random.Next(): a non-negative int below INT32_MAX. */
@@ -68,6 +71,7 @@ typedef struct resil_rng_scripted {
     resil_rng base;
     const double *values; /* private */
     size_t n, i;
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_rng_scripted;
 RESIL_API void resil_rng_scripted_init(resil_rng_scripted *r,
                                        const double *values, size_t n);

@@ -55,6 +55,7 @@ typedef struct resil_sha256_ctx {
     uint64_t total;    /* bytes hashed so far */
     uint8_t block[64];
     size_t used;       /* bytes waiting in block */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_sha256_ctx;
 
 RESIL_API void resil_sha256_init(resil_sha256_ctx *c);
@@ -110,6 +111,7 @@ typedef struct resil_store_opts {
                                  it returns (see resil_store_complete()). One
                                  process at a time: a second store opening the
                                  same journal gets RESIL_EBUSY. */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_store_opts;
 
 RESIL_API void resil_store_opts_default(resil_store_opts *o);
@@ -138,6 +140,7 @@ typedef struct resil_store_key {
     const char *tenant;
     const char *operation;
     const char *key;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_store_key;
 
 /* A response to save. headers is an opaque blob (the gateway keeps
@@ -148,6 +151,7 @@ typedef struct resil_store_response {
     size_t headers_len;
     const void *body;
     size_t body_len;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_store_response;
 
 typedef enum resil_store_verdict {
@@ -179,6 +183,7 @@ typedef struct resil_store_result {
     size_t body_len;
     /* private */
     size_t headers_cap, body_cap;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_store_result;
 
 RESIL_API void resil_store_result_init(resil_store_result *r);
@@ -246,6 +251,7 @@ typedef struct resil_store_journal_stats {
     uint64_t conflicts; /* dropped: the record had moved on (RESIL_ESTATE),
                            or the database refused the entry for good
                            (RESIL_EBACKEND) */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_store_journal_stats;
 
 /* All zero when no journal is configured. */
@@ -268,6 +274,7 @@ struct pg_conn;
 typedef struct resil_store_tx {
     struct sqlite3 *sqlite;   /* a "sqlite:" store; BEGIN IMMEDIATE first */
     struct pg_conn *postgres; /* a "postgres://" store; any isolation level */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_store_tx;
 
 /*

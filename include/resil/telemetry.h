@@ -132,6 +132,7 @@ typedef struct resil_listener {
     resil_event_fn fn;
     void *ud;
     const char *pipeline; /* reported as the event's pipeline; NULL = "" */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_listener;
 
 /* Forward a breaker's state changes as events: pass as
@@ -156,6 +157,7 @@ typedef struct resil_metrics_opts {
     const resil_duration *buckets; /* histogram upper bounds; NULL = the defaults
                                       (1 ms … 60 s); strictly increasing, > 0 */
     size_t nbuckets;               /* in [1, RESIL_METRICS_MAX_BUCKETS] when given */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_metrics_opts;
 
 RESIL_API void resil_metrics_opts_default(resil_metrics_opts *o);
@@ -212,6 +214,7 @@ typedef struct resil_log_opts {
     FILE *file;                  /* default stderr, used when write is NULL */
     resil_write_fn write;        /* optional: receives each line with its '\n' */
     void *write_ud;
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_log_opts;
 
 /* A sink is a plain value; it never allocates. */

@@ -57,6 +57,7 @@ typedef struct resil_timeout_opts {
     resil_duration timeout;          /* default 30 s; > 0 */
     const resil_timeouts *per_operation; /* optional, not owned: the call's
                                         operation name picks its own timeout */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_timeout_opts;
 
 RESIL_API void resil_timeout_opts_default(resil_timeout_opts *o);

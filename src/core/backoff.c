@@ -21,6 +21,7 @@
  * with a reference that draws once per backoff wait.
  */
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 #include "resil/backoff.h"
@@ -185,7 +186,7 @@ static resil_duration polly_jitter(const resil_backoff *b, uint32_t n,
 resil_duration resil_backoff_delay(const resil_backoff *b, uint32_t n,
                                    resil_backoff_state *st, resil_rng *rng)
 {
-    resil_backoff_state scratch = {0, 0.0};
+    resil_backoff_state scratch = {.previous = 0, .polly_previous = 0.0};
     resil_duration cap = non_negative(b->max_delay);
     n = n ? n : 1;
     if (st == NULL)
@@ -244,6 +245,7 @@ resil_duration resil_backoff_max_delay(const resil_backoff *b, uint32_t n)
 
 void resil_backoff_default(resil_backoff *b)
 {
+    memset(b, 0, sizeof *b);
     b->kind = RESIL_BACKOFF_EXPONENTIAL;
     b->base = RESIL_S(1);
     b->factor = 2.0;

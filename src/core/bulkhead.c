@@ -30,6 +30,7 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "resil/bulkhead.h"
@@ -63,6 +64,7 @@ struct resil_bulkhead {
 
 void resil_bulkhead_opts_default(resil_bulkhead_opts *o)
 {
+    memset(o, 0, sizeof *o);
     o->max_concurrency = 10;
     o->max_queue = 50;
     o->queue = true;

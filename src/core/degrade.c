@@ -62,9 +62,12 @@ struct resil_degrade {
 };
 
 static const resil_degrade_level_opts default_levels[] = {
-    {"Minor", 10, 1, 60, 60},     {"Moderate", 30, 5, 70, 70},
-    {"Major", 50, 10, 80, 80},    {"Severe", 70, 25, 90, 90},
-    {"Emergency", 100, 50, 95, 95},
+#define LEVEL(n, p, e, c, m) \
+    {.name = (n), .priority_threshold = (p), .error_rate = (e), .cpu = (c), .memory = (m)}
+    LEVEL("Minor", 10, 1, 60, 60),     LEVEL("Moderate", 30, 5, 70, 70),
+    LEVEL("Major", 50, 10, 80, 80),    LEVEL("Severe", 70, 25, 90, 90),
+    LEVEL("Emergency", 100, 50, 95, 95),
+#undef LEVEL
 };
 
 void resil_degrade_opts_default(resil_degrade_opts *o)
@@ -305,6 +308,7 @@ static void deliver(resil_degrade *d);
 
 static void take_sample(resil_degrade *d, resil_health_sample *s)
 {
+    memset(s, 0, sizeof *s); /* members a sampler does not know read zero */
     s->cpu = s->memory = NAN;
     int rc = d->opts.sampler ? d->opts.sampler(d->opts.sampler_ud, s)
                              : resil_proc_sample(&d->proc, s);

@@ -105,7 +105,7 @@ void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out)
 {
     const resil__node *n = node_at(r, i);
-    resil_bulkhead_ticket t = {NULL, 0};
+    resil_bulkhead_ticket t = {.owner = NULL, .queued = 0};
     int rc = resil_bulkhead_acquire(n->bulkhead, f->cancel, &t);
     if (rc == RESIL_ECANCELED) {
         cancelled("cancelled waiting for the bulkhead", out);
@@ -355,8 +355,13 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     bool has_own = n->policy.max_total > 0 && resil_cancel_init(&own, f->cancel) == 0;
     if (has_own)
         cancel = k.attempt_deadline_token = &own;
-    resil_exec_opts o = {&k.base, r->rng, cancel, f->deadline, r->non_idempotent,
-                         r->ex != NULL ? r->records : NULL, r->records_cap, NULL, NULL};
+    resil_exec_opts o = {.clock = &k.base,
+                         .rng = r->rng,
+                         .cancel = cancel,
+                         .deadline = f->deadline,
+                         .non_idempotent = r->non_idempotent,
+                         .records = r->ex != NULL ? r->records : NULL,
+                         .records_cap = r->records_cap};
     if (resil__listening(r->p)) {
         o.on_attempt = report_attempt;
         o.on_attempt_ud = &k;

@@ -164,13 +164,13 @@ static bool attempts_used_up(const resil_retry *r)
 
 static resil_retry_decision stop(resil_stop s)
 {
-    resil_retry_decision d = {s, 0, RESIL_WAIT_NONE};
+    resil_retry_decision d = {.stop = s, .wait = 0, .source = RESIL_WAIT_NONE};
     return d;
 }
 
 static resil_retry_decision wait_for(resil_duration w, resil_wait_source src)
 {
-    resil_retry_decision d = {RESIL_STOP_NONE, w, src};
+    resil_retry_decision d = {.stop = RESIL_STOP_NONE, .wait = w, .source = src};
     return d;
 }
 

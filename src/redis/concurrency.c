@@ -155,7 +155,7 @@ static void release(void *self, const resil_bulkhead_ticket *t)
     give g = pick(l, up, &seq);
     pthread_mutex_unlock(&l->mu);
     if (g == GIVE_LOCAL) {
-        resil_bulkhead_ticket lt = {l->local, 0};
+        resil_bulkhead_ticket lt = {.owner = l->local, .queued = 0};
         resil_bulkhead_release(&lt);
         return;
     }

@@ -14,7 +14,7 @@ static analysed analyse(const char *doc, double rate)
 {
     analysed a;
     a.c = cfg_load(doc);
-    resil_config_analysis_opts o = {rate};
+    resil_config_analysis_opts o = {.rate = rate};
     assert_int_equal(resil_config_analyze(a.c, &o, &a.r), 0);
     return a;
 }

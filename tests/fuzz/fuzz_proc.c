@@ -16,14 +16,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data;
-    resil_cpu_times t = {0, 0};
+    resil_cpu_times t = {.busy = 0, .total = 0};
     int rc = resil_proc_stat_parse(text, size, &t);
     if (rc != 0 && rc != RESIL_ESYNTAX)
         abort();
     if (rc == 0) {
         if (t.busy > t.total)
             abort();
-        resil_cpu_times zero = {0, 0};
+        resil_cpu_times zero = {.busy = 0, .total = 0};
         double pct = resil_cpu_busy_percent(&zero, &t);
         if (!isnan(pct) && (pct < 0 || pct > 100))
             abort();

@@ -331,7 +331,7 @@ static void zero_base_waits_zero_for_every_kind_and_jitter(void **state)
     for (int k = RESIL_BACKOFF_CONSTANT; k <= RESIL_BACKOFF_FIBONACCI; k++) {
         for (int j = RESIL_JITTER_NONE; j <= RESIL_JITTER_POLLY; j++) {
             resil_backoff b = backoff((resil_backoff_kind)k, 0, (resil_jitter)j, NO_CAP);
-            resil_backoff_state st = {0, 0.0};
+            resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
             resil_rng_scripted r;
             resil_rng *rng = SCRIPT(r, 0.0, 0.5, BELOW_ONE);
             for (uint32_t n = 1; n <= 3; n++)
@@ -403,7 +403,7 @@ static void every_random_jitter_draws_exactly_once_per_wait(void **state)
     (void)state;
     for (int j = RESIL_JITTER_FULL; j <= RESIL_JITTER_POLLY; j++) {
         resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_MS(10), (resil_jitter)j, NO_CAP);
-        resil_backoff_state st = {0, 0.0};
+        resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
         counting_rng c;
         resil_rng *rng = counting(&c, 0.5);
         for (uint32_t n = 1; n <= 4; n++)
@@ -487,7 +487,7 @@ static void decorrelated_first_wait_draws_from_base_to_three_base(void **state)
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_MS(100), RESIL_JITTER_DECORRELATED,
                               NO_CAP);
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     assert_duration_equal(resil_backoff_delay(&b, 1, &st, SCRIPT(r, 0.5)), RESIL_MS(200));
     assert_duration_equal(st.previous, RESIL_MS(200));
@@ -498,7 +498,7 @@ static void decorrelated_grows_from_the_previous_wait(void **state)
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_MS(100), RESIL_JITTER_DECORRELATED,
                               NO_CAP);
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     resil_rng *rng = SCRIPT(r, 0.5, 0.5, 0.0);
     assert_duration_equal(resil_backoff_delay(&b, 1, &st, rng), RESIL_MS(200));
@@ -511,7 +511,7 @@ static void decorrelated_is_capped_and_remembers_the_cap(void **state)
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_MS(100), RESIL_JITTER_DECORRELATED,
                               RESIL_MS(250));
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     resil_rng *rng = SCRIPT(r, 0.9, 0.5);
     assert_duration_equal(resil_backoff_delay(&b, 1, &st, rng), RESIL_MS(250));
@@ -524,7 +524,7 @@ static void decorrelated_with_cap_below_base_waits_the_cap(void **state)
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_CONSTANT, RESIL_S(1), RESIL_JITTER_DECORRELATED,
                               RESIL_MS(10));
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     resil_rng *rng = SCRIPT(r, 0.0);
     assert_duration_equal(resil_backoff_delay(&b, 1, &st, rng), RESIL_MS(10));
@@ -557,7 +557,7 @@ static void decorrelated_without_cap_saturates(void **state)
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_S(1), RESIL_JITTER_DECORRELATED,
                               NO_CAP);
-    resil_backoff_state st = {RESIL_DURATION_MAX / 2, 0.0};
+    resil_backoff_state st = {.previous = RESIL_DURATION_MAX / 2, .polly_previous = 0.0};
     resil_rng_scripted r;
     resil_rng *rng = SCRIPT(r, 1.0);
     resil_duration d = resil_backoff_delay(&b, 60, &st, rng);
@@ -645,7 +645,7 @@ static void polly_exponential_matches_decorrelated_jitter_backoff_v2(void **stat
 {
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_S(1), RESIL_JITTER_POLLY, NO_CAP);
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     resil_rng *rng = SCRIPT(r, 0.5);
     const double expected_ms[] = {897.40, 1093.00, 2035.75, 4045.98, 8083.63};
@@ -667,7 +667,7 @@ static void polly_exponential_stale_state_gives_zero_not_negative(void **state)
 {
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_S(1), RESIL_JITTER_POLLY, NO_CAP);
-    resil_backoff_state st = {0, 1e6};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 1e6};
     resil_rng_scripted r;
     assert_duration_equal(resil_backoff_delay(&b, 1, &st, SCRIPT(r, 0.5)), 0);
 }
@@ -676,7 +676,7 @@ static void polly_exponential_past_double_range_gives_the_cap(void **state)
 {
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_S(1), RESIL_JITTER_POLLY, RESIL_S(30));
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     resil_rng *rng = SCRIPT(r, 0.5);
     assert_duration_equal(resil_backoff_delay(&b, 70, &st, rng), RESIL_S(30));
@@ -690,7 +690,7 @@ static void polly_exponential_without_cap_saturates(void **state)
 {
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, RESIL_S(1), RESIL_JITTER_POLLY, NO_CAP);
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     resil_rng *rng = SCRIPT(r, 0.5);
     assert_duration_equal(resil_backoff_delay(&b, 70, &st, rng), RESIL_DURATION_MAX);
@@ -702,7 +702,7 @@ static void polly_zero_base_leaves_the_state_alone(void **state)
 {
     (void)state;
     resil_backoff b = backoff(RESIL_BACKOFF_EXPONENTIAL, 0, RESIL_JITTER_POLLY, NO_CAP);
-    resil_backoff_state st = {0, 0.0};
+    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
     resil_rng_scripted r;
     assert_duration_equal(resil_backoff_delay(&b, 3, &st, SCRIPT(r, 0.5)), 0);
     assert_true(st.polly_previous == 0.0);
@@ -774,7 +774,7 @@ static void every_wait_lies_between_zero_and_max_delay(void **state)
                 resil_backoff b = backoff((resil_backoff_kind)k, RESIL_MS(7), (resil_jitter)j, caps[c]);
                 sweep_rng rng = {{sweep_next}, UINT64_C(0x9E3779B97F4A7C15) + (uint64_t)(k * 31 + j)};
                 for (int run = 0; run < 20; run++) {
-                    resil_backoff_state st = {0, 0.0};
+                    resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
                     for (uint32_t n = 1; n <= 80; n++) {
                         resil_duration d = resil_backoff_delay(&b, n, &st, &rng.base);
                         assert_true(d >= 0);
@@ -792,7 +792,7 @@ static void *waits_from_the_thread_generator(void *arg)
 {
     const resil_backoff *b = arg;
     for (int run = 0; run < 500; run++) {
-        resil_backoff_state st = {0, 0.0};
+        resil_backoff_state st = {.previous = 0, .polly_previous = 0.0};
         for (uint32_t n = 1; n <= 10; n++) {
             resil_duration d = resil_backoff_delay(b, n, &st, NULL);
             if (d < 0 || d > resil_backoff_max_delay(b, n))

@@ -96,7 +96,8 @@ static void stat_sums_saturate_instead_of_wrapping(void **state)
 static void busy_percent_is_the_busy_share_of_the_elapsed_ticks(void **state)
 {
     (void)state;
-    resil_cpu_times a = {100, 1000}, b = {150, 1100}, c = {140, 1200};
+    resil_cpu_times a = {.busy = 100, .total = 1000}, b = {.busy = 150, .total = 1100},
+                    c = {.busy = 140, .total = 1200};
     assert_true(resil_cpu_busy_percent(&a, &b) == 50.0);
     assert_true(resil_cpu_busy_percent(&b, &c) == 0.0); /* busy cannot go back */
     assert_true(isnan(resil_cpu_busy_percent(&a, &a)));

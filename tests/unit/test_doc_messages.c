@@ -295,7 +295,7 @@ static int store_key_with_a_tab(resil_err *err)
     resil_err open_err = {0, ""};
     if (((store_new_fn)symbol(h, "resil_store_new"))(&o, &s, &open_err) != 0)
         fail_msg("store: %s", open_err.message);
-    resil_store_key k = {"acme", "create-order", "abc\tdef"};
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "abc\tdef"};
     uint8_t hash[RESIL_SHA256_LEN] = {0};
     resil_store_result res;
     ((store_result_fn)symbol(h, "resil_store_result_init"))(&res);

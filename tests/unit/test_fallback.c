@@ -188,7 +188,7 @@ static void hears_which_strategy_refused(void **state)
     assert_int_equal(resil_bulkhead_new(&bo, &bh, NULL), 0);
     add_fallback(f, NULL);
     resil_pipeline_use_bulkhead(f->b, bh);
-    resil_bulkhead_ticket t = {NULL, 0};
+    resil_bulkhead_ticket t = {.owner = NULL, .queued = 0};
     assert_int_equal(resil_bulkhead_try_acquire(bh, &t), 0);
     f->c.op_result = resil_ok();
     run(f);

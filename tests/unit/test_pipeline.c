@@ -363,7 +363,7 @@ static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
     resil_pipeline_add_retry(b, &pol);
     build(f, b);
 
-    resil_bulkhead_ticket held = {NULL, 0};
+    resil_bulkhead_ticket held = {.owner = NULL, .queued = 0};
     assert_int_equal(resil_bulkhead_try_acquire(bh, &held), 0);
     resil_outcome outs[] = {http(200)};
     script_of(f, outs, 1);

@@ -291,7 +291,7 @@ static void shared_breaker_forwards_through_the_adapter(void **state)
 {
     (void)state;
     capture cap = {.n = 0};
-    resil_listener l = {listen, &cap, NULL};
+    resil_listener l = {.fn = listen, .ud = &cap, .pipeline = NULL};
     resil_breaker_opts bo;
     resil_breaker_opts_default(&bo);
     bo.kind = RESIL_BREAKER_CONSECUTIVE;
@@ -416,7 +416,7 @@ static void shared_monitor_forwards_level_changes_through_the_adapter(void **sta
 {
     (void)state;
     capture cap = {.n = 0};
-    resil_listener l = {listen, &cap, "orders"};
+    resil_listener l = {.fn = listen, .ud = &cap, .pipeline = "orders"};
     resil_degrade_opts d;
     resil_degrade_opts_default(&d);
     d.auto_adjust = false;

@@ -25,7 +25,7 @@ static resil_policies *registry(void)
 static void check_accepted(resil_config *c)
 {
     static char text[1 << 16];
-    resil_config_analysis_opts o = {3.5};
+    resil_config_analysis_opts o = {.rate = 3.5};
     resil_config_report r;
     if (resil_config_analyze(c, &o, &r) != 0)
         abort();

@@ -1,0 +1,133 @@
+/*
+ * test_abi.c — the room public structs keep to grow under one SONAME
+ * (docs/abi.md).
+ *
+ * Every caller-allocated struct of the core ends in `reserved_`, the last
+ * member, so a member added later takes a slot and sizeof stays put. The
+ * static assertions fail the build when a struct loses its room or gains a
+ * member after it; the tests check that every *_default() leaves the slots
+ * zeroed, since zero is what "as before" means for a member that takes one.
+ */
+#include "test.h"
+
+/* reserved_ is there, holds `n` slots, and nothing follows it. */
+#define HAS_ROOM(T, n)                                                              \
+    _Static_assert(sizeof(((T *)0)->reserved_) == (n) * sizeof(resil_reserved),     \
+                   #T " keeps " #n " reserved slots");                              \
+    _Static_assert(offsetof(T, reserved_) + sizeof(((T *)0)->reserved_) == sizeof(T), \
+                   #T ": reserved_ is the last member")
+
+_Static_assert(sizeof(resil_reserved) == 8, "a reserved slot is 8 bytes");
+
+/* options, filled by *_default() */
+HAS_ROOM(resil_backoff, 4);
+HAS_ROOM(resil_breaker_opts, 4);
+HAS_ROOM(resil_budget_opts, 4);
+HAS_ROOM(resil_bulkhead_opts, 4);
+HAS_ROOM(resil_degrade_opts, 4);
+HAS_ROOM(resil_fallback_opts, 4);
+HAS_ROOM(resil_hedge_opts, 4);
+HAS_ROOM(resil_ratelimit_opts, 4);
+HAS_ROOM(resil_registry_opts, 4);
+HAS_ROOM(resil_retry_policy, 4);
+HAS_ROOM(resil_exec_opts, 4);
+HAS_ROOM(resil_standard_opts, 4);
+HAS_ROOM(resil_call, 4);
+HAS_ROOM(resil_timeout_opts, 4);
+HAS_ROOM(resil_metrics_opts, 4);
+HAS_ROOM(resil_log_opts, 4);
+HAS_ROOM(resil_listener, 4);
+/* results and stats, filled by the library */
+HAS_ROOM(resil_pipeline_result, 4);
+HAS_ROOM(resil_retry_result, 4);
+HAS_ROOM(resil_retry_decision, 4);
+HAS_ROOM(resil_breaker_stats, 4);
+HAS_ROOM(resil_bulkhead_stats, 4);
+HAS_ROOM(resil_ratelimit_stats, 4);
+HAS_ROOM(resil_degrade_stats, 4);
+HAS_ROOM(resil_registry_entry, 4);
+/* permits, tickets and step state on the caller's stack */
+HAS_ROOM(resil_budget_ticket, 2);
+HAS_ROOM(resil_bulkhead_ticket, 2);
+HAS_ROOM(resil_retry, 2);
+HAS_ROOM(resil_backoff_state, 2);
+HAS_ROOM(resil_rng_seeded, 2);
+HAS_ROOM(resil_rng_mulberry32, 2);
+HAS_ROOM(resil_rng_dotnet, 2);
+HAS_ROOM(resil_rng_scripted, 2);
+HAS_ROOM(resil_proc_sampler, 2);
+HAS_ROOM(resil_cpu_times, 2);
+/* array elements */
+HAS_ROOM(resil_degrade_level_opts, 1);
+HAS_ROOM(resil_health_sample, 1);
+
+static void assert_zeroed(const resil_reserved *r, size_t n)
+{
+    static const unsigned char zero[4 * sizeof(resil_reserved)];
+    assert_true(n * sizeof *r <= sizeof zero);
+    assert_memory_equal(r, zero, n * sizeof *r);
+}
+
+/* Fill with garbage first, as a stack variable would be, then default. */
+#define DEFAULTED_ZEROES_ROOM(T, call)                          \
+    do {                                                        \
+        T v_;                                                   \
+        memset(&v_, 0xA5, sizeof v_);                           \
+        call(&v_);                                              \
+        assert_zeroed(v_.reserved_, sizeof v_.reserved_ / sizeof v_.reserved_[0]); \
+    } while (0)
+
+static void budget_opts_default_exp(resil_budget_opts *o)
+{
+    resil_budget_opts_default(o, RESIL_BUDGET_TOKENS);
+}
+
+static void ratelimit_opts_default_token(resil_ratelimit_opts *o)
+{
+    resil_ratelimit_opts_default(o, RESIL_RATELIMIT_TOKEN_BUCKET);
+}
+
+static void defaults_zero_the_reserved_slots(void **state)
+{
+    (void)state;
+    DEFAULTED_ZEROES_ROOM(resil_backoff, resil_backoff_default);
+    DEFAULTED_ZEROES_ROOM(resil_breaker_opts, resil_breaker_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_budget_opts, budget_opts_default_exp);
+    DEFAULTED_ZEROES_ROOM(resil_bulkhead_opts, resil_bulkhead_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_degrade_opts, resil_degrade_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_fallback_opts, resil_fallback_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_hedge_opts, resil_hedge_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_ratelimit_opts, ratelimit_opts_default_token);
+    DEFAULTED_ZEROES_ROOM(resil_registry_opts, resil_registry_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_retry_policy, resil_retry_policy_default);
+    DEFAULTED_ZEROES_ROOM(resil_standard_opts, resil_standard_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_call, resil_call_default);
+    DEFAULTED_ZEROES_ROOM(resil_timeout_opts, resil_timeout_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_metrics_opts, resil_metrics_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_log_opts, resil_log_opts_default);
+}
+
+/* Embedded defaults are zeroed too: the retry policy's backoff and the
+ * registry's breaker options are structs with room of their own. */
+static void embedded_defaults_zero_their_slots(void **state)
+{
+    (void)state;
+    resil_retry_policy p;
+    memset(&p, 0xA5, sizeof p);
+    resil_retry_policy_default(&p);
+    assert_zeroed(p.backoff.reserved_, 4);
+
+    resil_registry_opts r;
+    memset(&r, 0xA5, sizeof r);
+    resil_registry_opts_default(&r);
+    assert_zeroed(r.breaker.reserved_, 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults_zero_the_reserved_slots),
+        cmocka_unit_test(embedded_defaults_zero_their_slots),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
