@@ -465,8 +465,10 @@ static void on_event(const resil_event *ev, void *ud)
 {
     run_state *rs = ud;
     if (ev->type == RESIL_EVENT_ATTEMPT && ev->outcome != NULL) {
-        resil_attempt_record rec = {ev->attempt, *ev->outcome, ev->stop, 0,
-                                    RESIL_WAIT_NONE, ev->at, ev->duration};
+        resil_attempt_record rec = {.number = ev->attempt, .outcome = *ev->outcome,
+                                    .stop = ev->stop, .wait = 0,
+                                    .source = RESIL_WAIT_NONE, .start = ev->at,
+                                    .duration = ev->duration};
         if (ev->stop != RESIL_STOP_NONE) {
             print_attempt(rs, &rec);
             return;

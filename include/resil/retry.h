@@ -195,6 +195,7 @@ typedef struct resil_attempt_record {
     resil_wait_source source;
     resil_instant start;
     resil_duration duration;
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_attempt_record;
 
 typedef void (*resil_on_attempt_fn)(const resil_attempt_record *rec, void *ud);

@@ -277,8 +277,9 @@ static void keep_record(exec *x, resil_instant start, const resil_retry_decision
     bool store = o->records != NULL && x->out->records_len < o->records_cap;
     if (!store && o->on_attempt == NULL)
         return;
-    resil_attempt_record rec = {x->step.attempt, x->out->final, d->stop, d->wait,
-                                d->source, start, x->now - start};
+    resil_attempt_record rec = {.number = x->step.attempt, .outcome = x->out->final,
+                                .stop = d->stop, .wait = d->wait, .source = d->source,
+                                .start = start, .duration = x->now - start};
     if (store)
         o->records[x->out->records_len++] = rec;
     if (o->on_attempt != NULL)

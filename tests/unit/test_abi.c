@@ -60,6 +60,7 @@ HAS_ROOM(resil_cpu_times, 2);
 /* array elements */
 HAS_ROOM(resil_degrade_level_opts, 1);
 HAS_ROOM(resil_health_sample, 1);
+HAS_ROOM(resil_attempt_record, 1);
 
 static void assert_zeroed(const resil_reserved *r, size_t n)
 {
