@@ -332,12 +332,15 @@ static void warn_retry(actx *x, const cfg_item *it)
                                    "keys: a retried write can happen twice");
 }
 
-/* A ratio rule judges only once MinimumThroughput calls are in its window:
- * below that traffic it can never trip. */
+/* A ratio rule over a time window judges only once MinimumThroughput calls
+ * are in its window: below that traffic it can never trip. A count window
+ * holds the last calls however slowly they come, so it always fills. */
 static void warn_breaker(actx *x, const resil_breaker_opts *o, const char *what, uint32_t line,
                          uint32_t col)
 {
     if (x->o == NULL || !(x->o->rate > 0) || !(o->kind & RESIL_BREAKER_RATIO))
+        return;
+    if (o->window == RESIL_BREAKER_WINDOW_COUNT)
         return;
     double seconds = (double)o->sampling_duration / 1e9;
     double expected = x->o->rate * seconds;

@@ -334,6 +334,17 @@ static void a_ratio_breaker_the_traffic_cannot_trip_is_warned(void **state)
     done(&a);
 }
 
+static void a_count_window_breaker_is_not_judged_by_the_rate(void **state)
+{
+    (void)state;
+    analysed a = analyse("{'Resilience': {'CircuitBreakers': {"
+                         "'last100': {'MinimumThroughput': 100, 'SlidingWindowType': 'Count',"
+                         " 'SlidingWindowSize': 100}}}}",
+                         2);
+    assert_string_equal(warnings(&a), "");
+    done(&a);
+}
+
 static void without_a_rate_breakers_are_not_judged(void **state)
 {
     (void)state;
@@ -419,6 +430,7 @@ int main(void)
         cmocka_unit_test(jitter_off_is_warned_per_retry_policy),
         cmocka_unit_test(unsafe_methods_retried_without_keys_are_warned),
         cmocka_unit_test(a_ratio_breaker_the_traffic_cannot_trip_is_warned),
+        cmocka_unit_test(a_count_window_breaker_is_not_judged_by_the_rate),
         cmocka_unit_test(without_a_rate_breakers_are_not_judged),
         cmocka_unit_test(a_retry_policy_in_no_pipeline_is_analysed_alone),
         cmocka_unit_test(retry_after_bounds_are_reported),
