@@ -31,7 +31,7 @@
 #include "policy_opts.h"
 #include "resil/http.h"
 #ifdef RESIL_CLI_REDIS
-#include "resil/redis.h"
+#include "fleet_opts.h"
 #endif
 
 #define MAX_URLS 256
@@ -258,16 +258,6 @@ static int parse_breaker_failures(http_opts *o, const args *a, const char *v)
     return rc;
 }
 
-#ifdef RESIL_CLI_REDIS
-static int parse_fleet(http_opts *o, const args *a, const char *v)
-{
-    if (strncmp(v, "redis://", 8) != 0)
-        return args_reject(a, "--fleet", "a redis:// URL", v);
-    o->fleet = v;
-    return 0;
-}
-#endif
-
 static int parse_log(http_opts *o, const args *a, const char *v)
 {
     if (attempt_log_format_parse(v, &o->log) != 0)
@@ -305,7 +295,7 @@ static int parse_http_option(http_opts *o, args *a)
     TRY("--breaker-failures", NULL, parse_breaker_failures(o, a, v))
     TRY("--log", NULL, parse_log(o, a, v))
 #ifdef RESIL_CLI_REDIS
-    TRY("--fleet", NULL, parse_fleet(o, a, v))
+    TRY("--fleet", NULL, fleet_url_parse(a, v, &o->fleet))
 #endif
 #undef TRY
     if (take_flag(a, "--include", "-i", &o->include_headers) ||
@@ -514,19 +504,10 @@ static int fleet_breaker_for(const char *key, const resil_breaker_opts *o, resil
  * breaker then counting in this process alone, and says so. */
 static int fleet_open(fleet *f, const char *url, const resil_http_opts *h)
 {
-    resil_redis_opts ro;
-    resil_redis_opts_default(&ro);
-    ro.url = url;
-    ro.timeout = RESIL_MS(500);
-    ro.allow_offline_start = true;
-    resil_err err;
-    if (resil_redis_new(&ro, &f->client, &err) != 0) {
-        fprintf(stderr, "resil http: --fleet: %s\n", err.message);
+    if (fleet_connect("http", url, RESIL_MS(500),
+                      "each host's breaker counts in this process alone", &f->client) != 0)
         return RESIL_EINVAL;
-    }
-    if (!resil_redis_connected(f->client))
-        fprintf(stderr, "resil http: --fleet: no answer from %s; each host's breaker "
-                        "counts in this process alone\n", url);
+    resil_err err;
     f->factory = (resil_redis_factory){.client = f->client};
     resil_registry_opts g;
     resil_registry_opts_default(&g);

@@ -30,7 +30,7 @@
 #include "gateway.h"
 #include "policy_opts.h"
 #ifdef RESIL_CLI_REDIS
-#include "resil/redis.h"
+#include "fleet_opts.h"
 #endif
 
 #define PURGE_EVERY_S 60
@@ -294,10 +294,7 @@ static int parse_journal(const args *a, const char *v, gw_config *cfg)
 #ifdef RESIL_CLI_REDIS
 static int parse_fleet(const args *a, const char *v, gw_config *cfg)
 {
-    if (strncmp(v, "redis://", 8) != 0)
-        return args_reject(a, "--fleet", "a redis:// URL", v);
-    cfg->fleet = v;
-    return 0;
+    return fleet_url_parse(a, v, &cfg->fleet);
 }
 
 static int parse_breaker_failures(const args *a, const char *v, gw_config *cfg)
@@ -584,18 +581,10 @@ static int open_breaker(gateway *gw)
     const gw_config *cfg = &gw->cfg;
     if (cfg->fleet == NULL)
         return 0;
-    resil_redis_opts ro;
-    resil_redis_opts_default(&ro);
-    ro.url = cfg->fleet;
-    ro.allow_offline_start = true;
-    resil_err err;
-    if (resil_redis_new(&ro, &gw->redis, &err) != 0) {
-        fprintf(stderr, "resil gateway: --fleet: %s\n", err.message);
+    if (fleet_connect("gateway", cfg->fleet, 0,
+                      "the upstream's breaker counts in this gateway alone", &gw->redis) != 0)
         return 1;
-    }
-    if (!resil_redis_connected(gw->redis))
-        fprintf(stderr, "resil gateway: --fleet: no answer from %s; the upstream's breaker "
-                        "counts in this gateway alone\n", cfg->fleet);
+    resil_err err;
     const char *host = strstr(cfg->upstream, "://") + 3;
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(host, "/"), host);

@@ -173,17 +173,16 @@ static bool value_is_safe(const char *v, size_t len)
     return true;
 }
 
-/* Content-Length = 1*DIGIT, at most 19 digits (anything longer is beyond
- * every limit anyway). */
-static bool content_length(const char *v, size_t len, uint64_t *out)
+/* A whole decimal number of at most `digits` digits. */
+static bool whole(const char *s, size_t len, size_t digits, uint64_t *out)
 {
-    if (len == 0 || len > 19)
+    if (len == 0 || len > digits)
         return false;
     uint64_t n = 0;
     for (size_t i = 0; i < len; i++) {
-        if (!is_digit((unsigned char)v[i]))
+        if (!is_digit((unsigned char)s[i]))
             return false;
-        n = n * 10 + (uint64_t)(v[i] - '0');
+        n = n * 10 + (uint64_t)(s[i] - '0');
     }
     *out = n;
     return true;
@@ -207,7 +206,9 @@ void gw_framing_add(gw_framing *f, const char *name, size_t name_len, const char
             f->expect_other = true;
     } else if (names_equal(name, name_len, "content-length")) {
         uint64_t n = 0;
-        if (!content_length(value, value_len, &n) ||
+        /* Content-Length = 1*DIGIT, at most 19 digits (anything longer is
+         * beyond every limit anyway). */
+        if (!whole(value, value_len, 19, &n) ||
             (f->content_lengths > 0 && n != f->content_length))
             f->content_length_bad = true;
         f->content_length = n;
@@ -318,21 +319,6 @@ bool gw_hop_by_hop(const char *name, size_t len)
 }
 
 /* ---- option values -------------------------------------------------------- */
-
-/* A whole decimal number of at most `digits` digits. */
-static bool whole(const char *s, size_t len, size_t digits, uint64_t *out)
-{
-    if (len == 0 || len > digits)
-        return false;
-    uint64_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!is_digit((unsigned char)s[i]))
-            return false;
-        n = n * 10 + (uint64_t)(s[i] - '0');
-    }
-    *out = n;
-    return true;
-}
 
 gw_listen_error gw_parse_listen(const char *v, char *host, size_t cap, int *port)
 {

@@ -54,8 +54,6 @@ typedef struct fleet_conc {
 
 static fleet_conc *of(fleet_member *m) { return (fleet_conc *)m; }
 
-static void count(_Atomic uint64_t *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
-
 static int64_t wall_ms(fleet_conc *l) { return resil__fleet_wall_ms(l->clock); }
 
 static int call(fleet_conc *l, fleet_op op, uint64_t seq, fleet_state *s)
@@ -80,13 +78,13 @@ static int acquire_locally(fleet_conc *l, resil_cancel *cancel, bool wait,
                   : resil_bulkhead_try_acquire(l->local, &lt);
     if (rc != 0) {
         if (rc == RESIL_EREJECTED)
-            count(&l->local_rejected);
+            resil__fleet_count(&l->local_rejected);
         return rc;
     }
     pthread_mutex_lock(&l->mu);
     l->local_held++;
     pthread_mutex_unlock(&l->mu);
-    count(&l->local_admitted);
+    resil__fleet_count(&l->local_admitted);
     t->queued = lt.queued;
     return 0;
 }
@@ -120,11 +118,11 @@ static int acquire(void *self, resil_cancel *cancel, bool wait, resil_bulkhead_t
     if (!resil__redis_up(l->client) || call(l, FLEET_CACQUIRE, seq, &s) != 0)
         return acquire_locally(l, cancel, wait, t);
     if (s.code != FLEET_GRANTED) {
-        count(&l->fleet_rejected);
+        resil__fleet_count(&l->fleet_rejected);
         return RESIL_EREJECTED;
     }
     keep_seq(l, seq);
-    count(&l->fleet_admitted);
+    resil__fleet_count(&l->fleet_admitted);
     t->queued = 0;
     return 0;
 }
@@ -274,9 +272,7 @@ static int make_local(fleet_conc *l, const resil_redis_concurrency_opts *o, resi
         lo = *o->fallback;
     } else {
         resil_bulkhead_opts_default(&lo);
-        int32_t share = o->max_concurrency / (int32_t)(o->instances > INT32_MAX ? INT32_MAX
-                                                                                  : o->instances);
-        lo.max_concurrency = share < 1 ? 1 : share;
+        lo.max_concurrency = (int32_t)resil__fleet_share(o->max_concurrency, o->instances);
         lo.max_queue = 0;
         lo.queue = false;
     }

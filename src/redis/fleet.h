@@ -162,4 +162,18 @@ int64_t resil__fleet_wall_ms(resil_clock *c);
 /* A name is non-empty, shorter than RESIL_BREAKER_NAME_MAX, printable. */
 bool resil__fleet_name_ok(const char *name);
 
+/* One more on a stats counter (relaxed: stats only). */
+static inline void resil__fleet_count(_Atomic uint64_t *c)
+{
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* One instance's share of a fleet-wide number for its local fallback:
+ * v / instances, at least 1. */
+static inline int64_t resil__fleet_share(int64_t v, uint32_t instances)
+{
+    int64_t s = v / instances;
+    return s < 1 ? 1 : s;
+}
+
 #endif

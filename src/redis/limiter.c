@@ -42,17 +42,15 @@ typedef struct fleet_limiter {
     _Atomic uint64_t fleet_admitted, fleet_rejected, local_admitted, local_rejected;
 } fleet_limiter;
 
-static void count(_Atomic uint64_t *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
-
 /* ---- the limiter interface --------------------------------------------------- */
 
 static int decide_locally(fleet_limiter *l, int64_t n, resil_instant now, resil_duration *wait)
 {
     int rc = resil_ratelimit_try_acquire_at(l->local, n, now, wait);
     if (rc == 0)
-        count(&l->local_admitted);
+        resil__fleet_count(&l->local_admitted);
     else if (rc == RESIL_EREJECTED)
-        count(&l->local_rejected);
+        resil__fleet_count(&l->local_rejected);
     return rc;
 }
 
@@ -77,10 +75,10 @@ static int try_acquire(void *self, int64_t n, resil_instant now, resil_duration 
     if (!resil__redis_up(l->client) || ask_fleet(l, n, &s) != 0)
         return decide_locally(l, n, now, wait);
     if (s.code == FLEET_GRANTED) {
-        count(&l->fleet_admitted);
+        resil__fleet_count(&l->fleet_admitted);
         return 0;
     }
-    count(&l->fleet_rejected);
+    resil__fleet_count(&l->fleet_rejected);
     *wait = s.retry_us > INT64_MAX / 1000 ? RESIL_DURATION_MAX : s.retry_us * 1000;
     return RESIL_EREJECTED;
 }
@@ -162,12 +160,6 @@ static int64_t interval_us(const resil_redis_ratelimit_opts *o)
     return (period_us + o->rate - 1) / o->rate;
 }
 
-static int64_t share(int64_t v, uint32_t instances)
-{
-    int64_t s = v / instances;
-    return s < 1 ? 1 : s;
-}
-
 static int make_local(fleet_limiter *l, const resil_redis_ratelimit_opts *o, resil_err *err)
 {
     resil_ratelimit_opts lo;
@@ -175,9 +167,9 @@ static int make_local(fleet_limiter *l, const resil_redis_ratelimit_opts *o, res
         lo = *o->fallback;
     } else {
         resil_ratelimit_opts_default(&lo, RESIL_RATELIMIT_TOKEN_BUCKET);
-        lo.rate = share(o->rate, o->instances);
+        lo.rate = resil__fleet_share(o->rate, o->instances);
         lo.period = o->period;
-        lo.burst = share(o->burst, o->instances);
+        lo.burst = resil__fleet_share(o->burst, o->instances);
     }
     lo.clock = l->clock;
     return resil_ratelimit_new(&lo, &l->local, err);

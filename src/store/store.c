@@ -352,6 +352,13 @@ static resil_outcome run_attempt(resil_attempt_ctx *ctx)
     return a->s->be->run(a->conn, call, a->msg, sizeof a->msg);
 }
 
+/* A failed call's code from its last outcome's class (store_internal.h):
+ * transient or unavailable is RESIL_EBUSY, anything else RESIL_EBACKEND. */
+static bool busy_kind(resil_kind kind)
+{
+    return kind == RESIL_TRANSIENT || kind == STORE_UNAVAILABLE;
+}
+
 /* Run one call as one transaction under a retry policy. */
 static int run_call_with(resil_store *s, const resil_retry_policy *policy, store_call *call,
                          resil_err *err)
@@ -368,8 +375,7 @@ static int run_call_with(resil_store *s, const resil_retry_policy *policy, store
         return rc;
     if (res.stop == RESIL_STOP_SUCCEEDED)
         return 0;
-    bool busy = res.final.kind == RESIL_TRANSIENT || res.final.kind == STORE_UNAVAILABLE;
-    int code = busy ? RESIL_EBUSY : RESIL_EBACKEND;
+    int code = busy_kind(res.final.kind) ? RESIL_EBUSY : RESIL_EBACKEND;
     return resil_err_set(err, code, "store: %s: %s (%s, %s after %u attempt%s)",
                          s->be->name, a.msg, res.final.detail, resil_stop_name(res.stop),
                          res.attempts, res.attempts == 1 ? "" : "s");
@@ -677,16 +683,26 @@ static int journaled_in_progress(resil_store *s, resil_store_result *out, resil_
     return rc == 0 ? 0 : resil_err_set(err, rc, "store: out of memory");
 }
 
+/* begin() and begin_in(): the key, the hash and the result. */
+static int prepare_begin(resil_store *s, const resil_store_key *k, store_call *call,
+                         resil_err *err)
+{
+    int rc = prepare_call(s, k, call, err);
+    if (rc != 0)
+        return rc;
+    if (call->hash == NULL || call->out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: hash and result are required");
+    return 0;
+}
+
 int resil_store_begin(resil_store *s, const resil_store_key *k,
                       const uint8_t hash[RESIL_SHA256_LEN], resil_store_result *out,
                       resil_err *err)
 {
     store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
-    int rc = prepare_call(s, k, &call, err);
+    int rc = prepare_begin(s, k, &call, err);
     if (rc != 0)
         return rc;
-    if (hash == NULL || out == NULL)
-        return resil_err_set(err, RESIL_EINVAL, "store: hash and result are required");
     out->verdict = RESIL_STORE_NONE;
     maybe_replay(s);
     if (journal_holds(s, &call))
@@ -785,7 +801,7 @@ static int run_in(resil_store *s, void *conn, store_call *call, resil_err *err)
     resil_outcome o = s->be->run_in(conn, &s->cfg, call, msg, sizeof msg);
     if (resil_outcome_ok(&o))
         return 0;
-    bool busy = o.kind == RESIL_TRANSIENT || o.kind == STORE_UNAVAILABLE;
+    bool busy = busy_kind(o.kind);
     return resil_err_set(err, busy ? RESIL_EBUSY : RESIL_EBACKEND,
                          "store: %s: %s (%s, in the caller's transaction: roll it back%s)",
                          s->be->name, msg, o.detail, busy ? " and run it again" : "");
@@ -797,11 +813,9 @@ int resil_store_begin_in(resil_store *s, const resil_store_tx *tx, const resil_s
 {
     store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
     void *conn;
-    int rc = prepare_call(s, k, &call, err);
+    int rc = prepare_begin(s, k, &call, err);
     if (rc != 0)
         return rc;
-    if (hash == NULL || out == NULL)
-        return resil_err_set(err, RESIL_EINVAL, "store: hash and result are required");
     if ((rc = check_tx(s, tx, &conn, err)) != 0)
         return rc;
     out->verdict = RESIL_STORE_NONE;
