@@ -9,6 +9,8 @@
 #   make bench     build in Release and run the benchmarks
 #   make sanitize  the whole suite under ASan+UBSan, then under TSan
 #   make fuzz      libFuzzer builds of the fuzz targets (clang)
+#   make fuzz-campaign  every target for 10,000,000 executions, one after
+#                  another (hours; never part of check)
 #   make install   install the build (PREFIX=/opt/resil to choose where;
 #                  DESTDIR=... stages it for a package)
 
@@ -18,7 +20,7 @@ CMAKE   ?= cmake
 SAN_CC  ?= clang
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build check check-core demo bench sanitize asan tsan fuzz install clean
+.PHONY: all deps build check check-core demo bench sanitize asan tsan fuzz fuzz-campaign install clean
 
 all: build
 
@@ -67,6 +69,9 @@ fuzz: deps
 	CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRESIL_FUZZ=ON -DRESIL_BUILD_BENCH=OFF
 	$(CMAKE) --build build-fuzz -j$(JOBS)
 	@echo "libFuzzer targets are in build-fuzz/ (e.g. build-fuzz/tests/fuzz_retry_after tests/fuzz/corpus/retry_after)"
+
+fuzz-campaign: deps
+	scripts/fuzz-campaign.sh
 
 install: build
 	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
