@@ -756,11 +756,16 @@ int gw_http_start(gateway *gw, int listen_fd, bool ipv6)
     return -1;
 }
 
+/* Quiescing hands the listening socket back. It is shut down at once, so
+ * new connections are refused while the requests in flight finish, but
+ * closed only once the daemon has stopped: its epoll thread may still be
+ * taking the descriptor out of its set, and a number closed under it could
+ * be reused by then. */
 void gw_http_stop(gateway *gw, resil_duration grace)
 {
     int fd = MHD_quiesce_daemon(gw->daemon);
     if (fd >= 0)
-        close(fd);
+        shutdown(fd, SHUT_RDWR);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)(grace / RESIL_S(1)) + 1;
@@ -778,6 +783,8 @@ void gw_http_stop(gateway *gw, resil_duration grace)
     http_stop_threads(gw->http);
     MHD_stop_daemon(gw->daemon);
     gw->daemon = NULL;
+    if (fd >= 0)
+        close(fd);
     http_free(gw->http);
     gw->http = NULL;
 }
