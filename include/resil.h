@@ -22,6 +22,8 @@
 #include "resil/degrade.h"
 #include "resil/timeout.h"
 #include "resil/hedge.h"
+#include "resil/chaos.h"
+#include "resil/adaptive.h"
 #include "resil/telemetry.h"
 #include "resil/fallback.h"
 #include "resil/pipeline.h"

@@ -36,6 +36,8 @@
 #ifndef RESIL_PIPELINE_H
 #define RESIL_PIPELINE_H
 
+#include "adaptive.h"
+#include "chaos.h"
 #include "fallback.h"
 #include "hedge.h"
 #include "ratelimit.h"
@@ -107,6 +109,23 @@ RESIL_API int resil_pipeline_add_fallback(resil_pipeline_builder *b,
 RESIL_API int resil_pipeline_add_degrade(resil_pipeline_builder *b,
                                          const resil_degrade_opts *o);
 RESIL_API int resil_pipeline_use_degrade(resil_pipeline_builder *b, resil_degrade *d);
+
+/* Chaos (chaos.h): one strategy per kind, placed where its chaos should
+ * strike. "add" makes it from options (reach it for the kill switch with
+ * resil_pipeline_chaos()); "use" shares one the caller flips. */
+RESIL_API int resil_pipeline_add_chaos(resil_pipeline_builder *b, const resil_chaos_opts *o);
+RESIL_API int resil_pipeline_use_chaos(resil_pipeline_builder *b, resil_chaos *c);
+/* The adaptive concurrency limiter and client-side throttling
+ * (adaptive.h). Outcomes count by the pipeline's classifier, as the
+ * breaker's do: a failure the dependency is to blame for is a drop, and
+ * not an accept. An owned limiter reports its limit changes as events. */
+RESIL_API int resil_pipeline_add_adaptive_limiter(resil_pipeline_builder *b,
+                                                  const resil_limiter_opts *o);
+RESIL_API int resil_pipeline_use_adaptive_limiter(resil_pipeline_builder *b,
+                                                  resil_limiter *l);
+RESIL_API int resil_pipeline_add_throttle(resil_pipeline_builder *b,
+                                          const resil_throttle_opts *o);
+RESIL_API int resil_pipeline_use_throttle(resil_pipeline_builder *b, resil_throttle *t);
 
 /* Check the composition and freeze it. On success the strategies move into
  * *out and the builder is left empty (free it). Errors: the builder's first
@@ -204,6 +223,11 @@ RESIL_API resil_strategy_kind resil_pipeline_strategy_at(const resil_pipeline *p
  * total timeout 30s"). */
 RESIL_API size_t resil_pipeline_warning_count(const resil_pipeline *p);
 RESIL_API const char *resil_pipeline_warning(const resil_pipeline *p, size_t i);
+/* The pipeline's chaos strategy of `kind` (to flip its switch from any
+ * thread), its adaptive limiter, its throttle; NULL when it has none. */
+RESIL_API resil_chaos *resil_pipeline_chaos(const resil_pipeline *p, resil_chaos_kind kind);
+RESIL_API resil_limiter *resil_pipeline_adaptive_limiter(const resil_pipeline *p);
+RESIL_API resil_throttle *resil_pipeline_throttle(const resil_pipeline *p);
 
 typedef enum resil_describe_format {
     RESIL_DESCRIBE_TEXT = 0,

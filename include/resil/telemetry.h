@@ -53,13 +53,21 @@ typedef enum resil_strategy_kind {
     RESIL_STRATEGY_ATTEMPT_TIMEOUT = 6,
     RESIL_STRATEGY_HEDGING = 7,
     RESIL_STRATEGY_FALLBACK = 8,
-    RESIL_STRATEGY_DEGRADE = 9
+    RESIL_STRATEGY_DEGRADE = 9,
+    RESIL_STRATEGY_CHAOS_FAULT = 10,
+    RESIL_STRATEGY_CHAOS_OUTCOME = 11,
+    RESIL_STRATEGY_CHAOS_LATENCY = 12,
+    RESIL_STRATEGY_CHAOS_BEHAVIOR = 13,
+    RESIL_STRATEGY_ADAPTIVE_LIMITER = 14,
+    RESIL_STRATEGY_THROTTLE = 15
 } resil_strategy_kind;
 
-#define RESIL_STRATEGY_KIND_COUNT 10
+#define RESIL_STRATEGY_KIND_COUNT 16
 
 /* "rate-limiter", "bulkhead", "total-timeout", "retry", "breaker",
- * "attempt-timeout", "hedging", "fallback", "degradation" ("" for NONE). */
+ * "attempt-timeout", "hedging", "fallback", "degradation", "chaos-fault",
+ * "chaos-outcome", "chaos-latency", "chaos-behavior", "adaptive-limiter",
+ * "throttle" ("" for NONE). */
 RESIL_API const char *resil_strategy_name(resil_strategy_kind k);
 
 typedef enum resil_event_type {
@@ -78,10 +86,15 @@ typedef enum resil_event_type {
     RESIL_EVENT_HEDGE,             /* a hedged attempt started: hedge, delay since the primary */
     RESIL_EVENT_FALLBACK,          /* the fallback replaced outcome */
     RESIL_EVENT_DEGRADE_CHANGED,   /* from, to levels, reason = the cause */
-    RESIL_EVENT_DEGRADE_REJECTED   /* a call shed by the degradation gate */
+    RESIL_EVENT_DEGRADE_REJECTED,  /* a call shed by the degradation gate */
+    RESIL_EVENT_CHAOS_INJECTED,    /* a chaos strategy injected: outcome (fault, outcome),
+                                      delay (latency); strategy says which */
+    RESIL_EVENT_LIMIT_CHANGED,     /* the adaptive limit moved: from, to */
+    RESIL_EVENT_LIMIT_REJECTED,    /* the adaptive limiter refused: reason says why */
+    RESIL_EVENT_THROTTLED          /* adaptive throttling refused a call locally */
 } resil_event_type;
 
-#define RESIL_EVENT_TYPE_COUNT 16
+#define RESIL_EVENT_TYPE_COUNT 20
 
 typedef enum resil_severity {
     RESIL_SEVERITY_DEBUG = 0,
@@ -102,13 +115,15 @@ typedef struct resil_event {
     resil_duration duration;     /* EXECUTION, ATTEMPT: how long; TIMEOUT: the timeout;
                                     BREAKER_OPENED: the break in force */
     resil_duration delay;        /* RETRY: the wait; HEDGE: since the primary started;
-                                    *_REJECTED, RATE_LIMITED: retry-after (-1 = none) */
+                                    *_REJECTED, RATE_LIMITED: retry-after (-1 = none);
+                                    CHAOS_INJECTED: the injected latency */
     resil_wait_source source;    /* RETRY */
     resil_stop stop;             /* EXECUTION, ATTEMPT: the retry decision */
     bool handled;                /* ATTEMPT: a failure the retry strategy handles */
     const resil_outcome *outcome;/* the outcome, cause or rejection; NULL if none */
     const char *reason;          /* breaker or degradation reason, rejection detail; "" if none */
-    int from, to;                /* BREAKER_*: resil_breaker_state; DEGRADE_CHANGED: levels */
+    int from, to;                /* BREAKER_*: resil_breaker_state; DEGRADE_CHANGED: levels;
+                                    LIMIT_CHANGED: the adaptive limit */
     const char *from_name, *to_name; /* their names; "" when not a change */
 } resil_event;
 
@@ -117,7 +132,8 @@ typedef void (*resil_event_fn)(const resil_event *ev, void *ud);
 /* "execution", "attempt", "retry", "breaker_opened", "breaker_half_opened",
  * "breaker_closed", "breaker_isolated", "breaker_rejected", "timeout",
  * "budget_denied", "bulkhead_rejected", "rate_limited", "hedge", "fallback",
- * "degrade_changed", "degrade_rejected". */
+ * "degrade_changed", "degrade_rejected", "chaos_injected", "limit_changed",
+ * "limit_rejected", "throttled". */
 RESIL_API const char *resil_event_name(resil_event_type t);
 /* "debug", "info", "warning", "error". */
 RESIL_API const char *resil_severity_name(resil_severity s);

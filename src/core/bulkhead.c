@@ -49,7 +49,7 @@ typedef struct waiter {
 
 struct resil_bulkhead {
     _Atomic uint64_t word;
-    uint32_t max_concurrency;
+    _Atomic uint32_t max_concurrency; /* moves only for an adaptive limiter */
     resil_bulkhead_opts opts;
     resil_clock *clock;
     pthread_mutex_t mu;
@@ -102,7 +102,7 @@ int resil_bulkhead_new(const resil_bulkhead_opts *o, resil_bulkhead **out, resil
         return resil_err_set(err, RESIL_ESYS, "bulkhead: pthread_mutex_init failed");
     }
     b->opts = *o;
-    b->max_concurrency = (uint32_t)o->max_concurrency;
+    atomic_init(&b->max_concurrency, (uint32_t)o->max_concurrency);
     b->clock = o->clock ? o->clock : resil_clock_system();
     atomic_init(&b->word, 0);
     *out = b;
@@ -164,11 +164,16 @@ void resil_bulkhead_free(resil_bulkhead *b)
 
 /* ---- the lock-free paths ------------------------------------------------ */
 
+static uint32_t limit_of(resil_bulkhead *b)
+{
+    return atomic_load_explicit(&b->max_concurrency, memory_order_relaxed);
+}
+
 /* Take a permit if one is free and nobody is queued. */
 static bool take_free_permit(resil_bulkhead *b)
 {
     uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
-    while (queued_of(w) == 0 && in_flight_of(w) < b->max_concurrency) {
+    while (queued_of(w) == 0 && in_flight_of(w) < limit_of(b)) {
         if (atomic_compare_exchange_weak_explicit(&b->word, &w, w + 1, memory_order_acquire,
                                                   memory_order_relaxed))
             return true;
@@ -268,7 +273,7 @@ static enter_result enter(resil_bulkhead *b)
 {
     uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
     for (;;) {
-        if (queued_of(w) == 0 && in_flight_of(w) < b->max_concurrency) {
+        if (queued_of(w) == 0 && in_flight_of(w) < limit_of(b)) {
             if (atomic_compare_exchange_weak_explicit(&b->word, &w, w + 1,
                                                       memory_order_acquire,
                                                       memory_order_relaxed))
@@ -418,6 +423,27 @@ void resil_bulkhead_release(resil_bulkhead_ticket *t)
     pthread_mutex_unlock(&b->mu);
 }
 
+/* Under mu: a raised limit admits waiters at once, oldest first, each with
+ * a new permit (in flight +1, queued −1). A lowered one only stops new
+ * admissions until the calls above it have left. The limit is stored under
+ * mu so that enter() never queues against a limit about to rise. */
+void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
+{
+    pthread_mutex_lock(&b->mu);
+    atomic_store_explicit(&b->max_concurrency, limit, memory_order_relaxed);
+    while (b->head != NULL) {
+        uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+        if (in_flight_of(w) >= limit)
+            break;
+        waiter *first = b->head;
+        fifo_remove(b, first);
+        first->granted = true;
+        atomic_fetch_add_explicit(&b->word, 1 - QUEUED_ONE, memory_order_acq_rel);
+        resil_cancel_fire(&first->wake);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
 int32_t resil_bulkhead_in_flight(const resil_bulkhead *b)
 {
     if (b->ops != NULL)
@@ -447,6 +473,7 @@ void resil_bulkhead_opts_get(const resil_bulkhead *b, resil_bulkhead_opts *out)
 {
     if (b->ops == NULL) {
         *out = b->opts;
+        out->max_concurrency = (int32_t)limit_of((resil_bulkhead *)b);
         return;
     }
     *out = (resil_bulkhead_opts){0};

@@ -88,4 +88,26 @@ static inline int64_t resil__floor_mod(int64_t a, int64_t b)
     return r < 0 ? r + b : r;
 }
 
+/* The n-th value of a counter-based random source seeded `seed`, on
+ * [0, 1) with 53 bits: a splitmix64 finalizer over seed + n·golden. The
+ * draw a decision takes is a function of its number, so threads share
+ * only the counter and a seeded run replays exactly (chaos, throttling). */
+static inline double resil__draw(uint64_t seed, uint64_t n)
+{
+    uint64_t z = seed + (n + 1) * UINT64_C(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* Move a built-in bulkhead's bound (the adaptive limiter's queue is a
+ * bulkhead whose bound moves); waiters a raise makes room for are admitted
+ * at once, in order (bulkhead.c). */
+struct resil_bulkhead;
+void resil__bulkhead_set_limit(struct resil_bulkhead *b, uint32_t limit);
+
+/* A seed from the OS (through the calling thread's generator), never 0. */
+uint64_t resil__os_seed(void);
+
 #endif

@@ -30,7 +30,8 @@ struct resil_pipeline_builder {
 
 static const char *const strategy_names[RESIL_STRATEGY_KIND_COUNT] = {
     "", "rate-limiter", "bulkhead", "total-timeout", "retry", "breaker",
-    "attempt-timeout", "hedging", "fallback", "degradation"};
+    "attempt-timeout", "hedging", "fallback", "degradation", "chaos-fault",
+    "chaos-outcome", "chaos-latency", "chaos-behavior", "adaptive-limiter", "throttle"};
 
 const char *resil_strategy_name(resil_strategy_kind k)
 {
@@ -95,6 +96,18 @@ void resil__chain(const resil__run *r, size_t i, const resil__frame *f, resil_ou
         return;
     case RESIL_STRATEGY_DEGRADE:
         resil__run_degrade(r, i, f, out);
+        return;
+    case RESIL_STRATEGY_CHAOS_FAULT:
+    case RESIL_STRATEGY_CHAOS_OUTCOME:
+    case RESIL_STRATEGY_CHAOS_LATENCY:
+    case RESIL_STRATEGY_CHAOS_BEHAVIOR:
+        resil__run_chaos(r, i, f, out);
+        return;
+    case RESIL_STRATEGY_ADAPTIVE_LIMITER:
+        resil__run_adaptive_limiter(r, i, f, out);
+        return;
+    case RESIL_STRATEGY_THROTTLE:
+        resil__run_throttle(r, i, f, out);
         return;
     default:
         resil__chain(r, i + 1, f, out);
@@ -566,6 +579,26 @@ int resil_pipeline_use_degrade(resil_pipeline_builder *b, resil_degrade *d)
     return commit(b);
 }
 
+/* The same steps for strategies added from other files. */
+int resil__builder_node(resil_pipeline_builder *b, resil_strategy_kind k, resil__node **n)
+{
+    return new_node(b, k, n);
+}
+
+int resil__builder_commit(resil_pipeline_builder *b) { return commit(b); }
+
+int resil__builder_keep(resil_pipeline_builder *b, int code, const resil_err *e)
+{
+    return keep(b, code, e);
+}
+
+int resil__builder_null(resil_pipeline_builder *b, const char *what)
+{
+    return null_arg(b, what);
+}
+
+resil_pipeline *resil__builder_pipeline(resil_pipeline_builder *b) { return b->p; }
+
 /* ---- build ---------------------------------------------------------------------- */
 
 static size_t position(const resil_pipeline *p, resil_strategy_kind k)
@@ -602,6 +635,9 @@ static int check_order(const resil_pipeline *p, resil_err *err)
         {RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_ATTEMPT_TIMEOUT},
         {RESIL_STRATEGY_RETRY, RESIL_STRATEGY_HEDGING},
         {RESIL_STRATEGY_FALLBACK, RESIL_STRATEGY_HEDGING},
+        /* an attempt cut off must reach them as a timeout, not a cancel */
+        {RESIL_STRATEGY_ADAPTIVE_LIMITER, RESIL_STRATEGY_ATTEMPT_TIMEOUT},
+        {RESIL_STRATEGY_THROTTLE, RESIL_STRATEGY_ATTEMPT_TIMEOUT},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (!before(p, rules[i][0], rules[i][1]))
@@ -760,6 +796,9 @@ void resil_pipeline_free(resil_pipeline *p)
         resil_ratelimit_free(n->ratelimit);
         resil_bulkhead_free(n->bulkhead);
         resil_degrade_free(n->degrade);
+        resil_chaos_free(n->chaos);
+        resil_limiter_free(n->limiter);
+        resil_throttle_free(n->throttle);
     }
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);

@@ -96,11 +96,33 @@ static int hedge_delay_warning(resil_pipeline *p)
     return add_warning(p, text);
 }
 
+/* Chaos outside the retry strikes the caller, not an attempt: legal (an
+ * experiment on the caller's own handling), but seldom what was meant. */
+static int chaos_warnings(resil_pipeline *p)
+{
+    const resil__node *retry = find_kind(p, RESIL_STRATEGY_RETRY);
+    if (retry == NULL || retry->implicit)
+        return 0;
+    int rc = 0;
+    for (const resil__node *n = p->nodes; n < retry && rc == 0; n++) {
+        if (n->kind != RESIL_STRATEGY_CHAOS_FAULT && n->kind != RESIL_STRATEGY_CHAOS_OUTCOME)
+            continue;
+        char text[160];
+        snprintf(text, sizeof text,
+                 "%s comes before the retry: its injections reach the caller unretried",
+                 resil_strategy_name(n->kind));
+        rc = add_warning(p, text);
+    }
+    return rc;
+}
+
 int resil__pipeline_warnings(resil_pipeline *p)
 {
     int rc = worst_case_warning(p);
     if (rc == 0)
         rc = hedge_delay_warning(p);
+    if (rc == 0)
+        rc = chaos_warnings(p);
     return rc;
 }
 
@@ -317,6 +339,43 @@ static void describe_degrade(desc *d, const resil__node *n)
     }
 }
 
+static void describe_chaos(desc *d, const resil__node *n)
+{
+    const resil_chaos_opts *o = &n->chaos_opts;
+    f_num(d, "rate", resil_chaos_rate(n->chaos));
+    f_bool(d, "enabled", resil_chaos_enabled(n->chaos));
+    if (o->kind == RESIL_CHAOS_FAULT || o->kind == RESIL_CHAOS_OUTCOME) {
+        f_str(d, "outcome", resil_kind_name(o->outcome.kind));
+        f_int(d, "code", o->outcome.code);
+    } else if (o->kind == RESIL_CHAOS_LATENCY) {
+        f_dur(d, "latency", o->latency, 0, NULL);
+    }
+}
+
+static void describe_limiter(desc *d, const resil__node *n)
+{
+    resil_limiter_opts o;
+    resil_limiter_opts_get(n->limiter, &o);
+    f_str(d, "algorithm", resil_limit_algorithm_name(o.algorithm));
+    f_int(d, "initial_limit", o.initial_limit);
+    f_int(d, "min_limit", o.min_limit);
+    f_int(d, "max_limit", o.max_limit);
+    f_dur(d, "window", o.window, 0, NULL);
+    f_int(d, "window_samples", o.window_samples);
+    f_num(d, "smoothing", o.smoothing);
+    f_int(d, "max_queue", o.max_queue);
+    f_dur(d, "queue_timeout", o.queue_timeout, 0, "none");
+}
+
+static void describe_throttle(desc *d, const resil__node *n)
+{
+    resil_throttle_opts o;
+    resil_throttle_opts_get(n->throttle, &o);
+    f_num(d, "k", o.k);
+    f_dur(d, "window", o.window, 0, NULL);
+    f_int(d, "buckets", o.buckets);
+}
+
 static void describe_options(desc *d, const resil__node *n)
 {
     switch (n->kind) {
@@ -344,6 +403,18 @@ static void describe_options(desc *d, const resil__node *n)
         break;
     case RESIL_STRATEGY_DEGRADE:
         describe_degrade(d, n);
+        break;
+    case RESIL_STRATEGY_CHAOS_FAULT:
+    case RESIL_STRATEGY_CHAOS_OUTCOME:
+    case RESIL_STRATEGY_CHAOS_LATENCY:
+    case RESIL_STRATEGY_CHAOS_BEHAVIOR:
+        describe_chaos(d, n);
+        break;
+    case RESIL_STRATEGY_ADAPTIVE_LIMITER:
+        describe_limiter(d, n);
+        break;
+    case RESIL_STRATEGY_THROTTLE:
+        describe_throttle(d, n);
         break;
     default:
         break;

@@ -43,6 +43,10 @@ typedef struct resil__node {
     resil__hedge_pool *pool;
     resil_fallback_opts fallback;
     resil_degrade *degrade;
+    resil_chaos *chaos;             /* the four chaos kinds */
+    resil_chaos_opts chaos_opts;    /* what an injection does, read on the call path */
+    resil_limiter *limiter;
+    resil_throttle *throttle;
 } resil__node;
 
 struct resil_pipeline {
@@ -131,6 +135,36 @@ void resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f,
                         resil_outcome *out);
 void resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f,
                         resil_outcome *out);
+void resil__run_chaos(const resil__run *r, size_t i, const resil__frame *f,
+                      resil_outcome *out);
+void resil__run_adaptive_limiter(const resil__run *r, size_t i, const resil__frame *f,
+                                 resil_outcome *out);
+void resil__run_throttle(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out);
+
+/* What the strategies in other files share with pipeline_strategies.c: a
+ * rejection by strategy `k` reported as event `t`, and a fresh clock
+ * reading after a wait (kept as the execution's latest). */
+void resil__reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+                   const resil__frame *f, const char *detail, resil_duration retry_after,
+                   resil_outcome *out);
+resil_instant resil__read_now(const resil__run *r);
+
+/* The builder's steps for strategies added from other files
+ * (pipeline.c): a fresh node of kind `k`, or the builder's error; commit
+ * it; keep a constructor's error; refuse a NULL argument. */
+int resil__builder_node(resil_pipeline_builder *b, resil_strategy_kind k, resil__node **n);
+int resil__builder_commit(resil_pipeline_builder *b);
+int resil__builder_keep(resil_pipeline_builder *b, int code, const resil_err *e);
+int resil__builder_null(resil_pipeline_builder *b, const char *what);
+struct resil_pipeline *resil__builder_pipeline(resil_pipeline_builder *b);
+/* The limit-changed events of a limiter the pipeline made (pipeline_adaptive.c). */
+void resil__limit_changed(void *ud, int32_t from, int32_t to, resil_instant at);
+/* Internals of the adaptive objects the pipeline reads (adaptive.c, throttle.c). */
+resil_clock *resil__limiter_clock(const resil_limiter *l);
+int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_instant now,
+                              resil_limiter_ticket *t);
+resil_clock *resil__throttle_clock(const resil_throttle *t);
 
 /* The retry policy's on_retry as executed: reports, then calls the
  * caller's hook with the caller's context (pipeline_strategies.c). */

@@ -53,6 +53,15 @@ static void reject(const resil__run *r, resil_event_type t, resil_strategy_kind 
         report_rejection(r, t, k, f, out);
 }
 
+void resil__reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+                   const resil__frame *f, const char *detail, resil_duration retry_after,
+                   resil_outcome *out)
+{
+    reject(r, t, k, f, detail, retry_after, out);
+}
+
+resil_instant resil__read_now(const resil__run *r) { return read_now(r); }
+
 static void cancelled(const char *detail, resil_outcome *out)
 {
     *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);

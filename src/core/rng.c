@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "resil/rng.h"
 
 /* ---- xoshiro256** seeded by splitmix64 --------------------------------- */
@@ -208,4 +209,10 @@ void resil_rng_scripted_init(resil_rng_scripted *r, const double *values, size_t
     r->values = values;
     r->n = values == NULL ? 0 : n;
     r->i = 0;
+}
+
+uint64_t resil__os_seed(void)
+{
+    uint64_t seed = os_seed();
+    return seed != 0 ? seed : 1;
 }

@@ -23,7 +23,8 @@ static const char *const event_names[RESIL_EVENT_TYPE_COUNT] = {
     "execution",       "attempt",           "retry",        "breaker_opened",
     "breaker_half_opened", "breaker_closed", "breaker_isolated", "breaker_rejected",
     "timeout",         "budget_denied",     "bulkhead_rejected", "rate_limited",
-    "hedge",           "fallback",          "degrade_changed", "degrade_rejected"};
+    "hedge",           "fallback",          "degrade_changed", "degrade_rejected",
+    "chaos_injected",  "limit_changed",     "limit_rejected", "throttled"};
 
 const char *resil_event_name(resil_event_type t)
 {
@@ -46,12 +47,15 @@ resil_severity resil_event_severity(resil_event_type t, const resil_outcome *out
     case RESIL_EVENT_ATTEMPT:
         return failed(outcome) ? RESIL_SEVERITY_WARNING : RESIL_SEVERITY_INFO;
     case RESIL_EVENT_BREAKER_CLOSED:
+    case RESIL_EVENT_LIMIT_CHANGED:
         return RESIL_SEVERITY_INFO;
     case RESIL_EVENT_BREAKER_OPENED:
     case RESIL_EVENT_BREAKER_REJECTED:
     case RESIL_EVENT_TIMEOUT:
     case RESIL_EVENT_BULKHEAD_REJECTED:
     case RESIL_EVENT_RATE_LIMITED:
+    case RESIL_EVENT_LIMIT_REJECTED:
+    case RESIL_EVENT_THROTTLED:
         return RESIL_SEVERITY_ERROR;
     default:
         return RESIL_SEVERITY_WARNING;

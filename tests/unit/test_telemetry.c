@@ -447,12 +447,15 @@ static void events_and_strategies_have_stable_names(void **state)
         "execution", "attempt", "retry", "breaker_opened", "breaker_half_opened",
         "breaker_closed", "breaker_isolated", "breaker_rejected", "timeout", "budget_denied",
         "bulkhead_rejected", "rate_limited", "hedge", "fallback", "degrade_changed",
-        "degrade_rejected"};
+        "degrade_rejected", "chaos_injected", "limit_changed", "limit_rejected", "throttled"};
     for (int i = 0; i < RESIL_EVENT_TYPE_COUNT; i++)
         assert_string_equal(resil_event_name((resil_event_type)i), names[i]);
     assert_string_equal(resil_event_name((resil_event_type)99), "");
     assert_string_equal(resil_strategy_name(RESIL_STRATEGY_ATTEMPT_TIMEOUT), "attempt-timeout");
     assert_string_equal(resil_strategy_name(RESIL_STRATEGY_DEGRADE), "degradation");
+    assert_string_equal(resil_strategy_name(RESIL_STRATEGY_CHAOS_BEHAVIOR), "chaos-behavior");
+    assert_string_equal(resil_strategy_name(RESIL_STRATEGY_ADAPTIVE_LIMITER), "adaptive-limiter");
+    assert_string_equal(resil_strategy_name(RESIL_STRATEGY_THROTTLE), "throttle");
     assert_string_equal(resil_strategy_name(RESIL_STRATEGY_NONE), "");
     assert_string_equal(resil_strategy_name((resil_strategy_kind)42), "");
     assert_string_equal(resil_severity_name(RESIL_SEVERITY_WARNING), "warning");

@@ -1,0 +1,528 @@
+/*
+ * adaptive.c — the adaptive concurrency limiter: a bulkhead whose bound
+ * an estimator moves.
+ *
+ * Admission, the FIFO queue, cancellation and the counters are the
+ * bulkhead's own (bulkhead.c), so the limiter queues exactly as the
+ * bulkhead does; all this file adds is the learning. A call that ends
+ * leaves a sample in one of a few cache-line-sized stripes, picked by the
+ * address of the caller's stack, so that threads on different cores do not
+ * write the same line on every call. The release that finds the smoothing
+ * window over (long enough and with enough samples) takes a try-lock,
+ * drains the stripes into one summary and runs the estimator; everyone
+ * else carries on. A sample that races the close may fall into the next
+ * window, which changes an average by one sample and nothing else.
+ *
+ * The estimators are plain functions of (the current estimate, the
+ * window's summary, their own memory) returning a target; smoothing, the
+ * floor and the ceiling are applied once, after. The estimate is kept as a
+ * double so that fractional steps (log10 of the limit, a gradient) add up;
+ * the limit in force is its integer part.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "resil/adaptive.h"
+#include "pipeline_internal.h"
+#include "resil/bulkhead.h"
+
+#define STRIPES 4
+
+typedef struct stripe {
+    _Atomic uint64_t count;
+    _Atomic int64_t rtt_sum;
+    _Atomic int32_t max_in_flight;
+    _Atomic bool dropped;
+    char pad_[64 - 2 * sizeof(uint64_t) - sizeof(int32_t) - sizeof(bool)];
+} stripe;
+
+typedef struct summary {
+    uint64_t count;
+    resil_duration rtt; /* the average */
+    int32_t max_in_flight;
+    bool dropped;
+} summary;
+
+struct resil_limiter {
+    _Alignas(64) stripe stripes[STRIPES];
+    _Atomic int64_t window_start;
+    _Atomic int32_t limit;
+    const resil_limiter_ops *ops; /* NULL = built in */
+    void *self;
+    resil_bulkhead *bh;
+    resil_limiter_opts opts;
+    resil_clock *clock;
+    pthread_mutex_t mu; /* the estimator's state below */
+    double estimate;
+    resil_duration best_rtt; /* vegas */
+    double long_rtt;         /* gradient */
+    _Atomic uint64_t windows;
+};
+
+static const char *const algorithm_names[RESIL_LIMIT_ALGORITHM_COUNT] = {"vegas", "gradient",
+                                                                         "aimd"};
+
+const char *resil_limit_algorithm_name(resil_limit_algorithm a)
+{
+    return resil__name_at(algorithm_names, RESIL__COUNT(algorithm_names), (unsigned)a);
+}
+
+int resil_limit_algorithm_parse(const char *s)
+{
+    return resil__name_index(algorithm_names, RESIL__COUNT(algorithm_names), s);
+}
+
+void resil_limiter_opts_default(resil_limiter_opts *o, resil_limit_algorithm a)
+{
+    memset(o, 0, sizeof *o);
+    o->algorithm = a;
+    o->initial_limit = 20;
+    o->min_limit = 1;
+    o->max_limit = 200;
+    o->window = RESIL_S(1);
+    o->window_samples = 10;
+    o->smoothing = a == RESIL_LIMIT_GRADIENT ? 0.2 : 1.0;
+    o->vegas_alpha = 3;
+    o->vegas_beta = 6;
+    o->gradient_tolerance = 1.5;
+    o->gradient_long_windows = 60;
+    o->gradient_headroom = 4;
+    o->aimd_backoff = 0.9;
+}
+
+static int bad(resil_err *err, const char *field, const char *rule, double got)
+{
+    return resil_err_set(err, RESIL_EINVAL, "limiter.%s must be %s, got %g", field, rule, got);
+}
+
+static int validate_limits(const resil_limiter_opts *o, resil_err *err)
+{
+    if ((unsigned)o->algorithm >= RESIL_LIMIT_ALGORITHM_COUNT)
+        return bad(err, "algorithm", "vegas, gradient or aimd", o->algorithm);
+    if (o->min_limit < 1)
+        return bad(err, "min_limit", ">= 1", o->min_limit);
+    if (o->max_limit < o->min_limit)
+        return bad(err, "max_limit", ">= min_limit", o->max_limit);
+    if (o->initial_limit < o->min_limit || o->initial_limit > o->max_limit)
+        return bad(err, "initial_limit", "in [min_limit, max_limit]", o->initial_limit);
+    if (o->window < 0)
+        return resil__bad_duration(err, "limiter.window", ">= 0", o->window);
+    if (o->window_samples < 1)
+        return bad(err, "window_samples", ">= 1", o->window_samples);
+    if (!(o->smoothing > 0 && o->smoothing <= 1))
+        return bad(err, "smoothing", "in (0, 1]", o->smoothing);
+    return 0;
+}
+
+static int validate_estimators(const resil_limiter_opts *o, resil_err *err)
+{
+    if (!(o->vegas_alpha > 0))
+        return bad(err, "vegas_alpha", "> 0", o->vegas_alpha);
+    if (!(o->vegas_beta > o->vegas_alpha))
+        return bad(err, "vegas_beta", "> vegas_alpha", o->vegas_beta);
+    if (!(o->gradient_tolerance >= 1))
+        return bad(err, "gradient_tolerance", ">= 1", o->gradient_tolerance);
+    if (o->gradient_long_windows < 1)
+        return bad(err, "gradient_long_windows", ">= 1", o->gradient_long_windows);
+    if (!(o->gradient_headroom >= 0))
+        return bad(err, "gradient_headroom", ">= 0", o->gradient_headroom);
+    if (!(o->aimd_backoff > 0 && o->aimd_backoff < 1))
+        return bad(err, "aimd_backoff", "in (0, 1)", o->aimd_backoff);
+    if (o->aimd_latency < 0)
+        return resil__bad_duration(err, "limiter.aimd_latency", ">= 0 (0 = none)",
+                                   o->aimd_latency);
+    if (o->max_queue < 0)
+        return bad(err, "max_queue", ">= 0", o->max_queue);
+    if (o->queue_timeout < 0)
+        return resil__bad_duration(err, "limiter.queue_timeout", ">= 0 (0 = until cancelled)",
+                                   o->queue_timeout);
+    return 0;
+}
+
+static int make_queue(resil_limiter *l, resil_err *err)
+{
+    resil_bulkhead_opts b;
+    resil_bulkhead_opts_default(&b);
+    b.max_concurrency = l->opts.initial_limit;
+    b.max_queue = l->opts.max_queue;
+    b.queue = l->opts.max_queue > 0;
+    b.queue_timeout = l->opts.queue_timeout;
+    b.clock = l->clock;
+    return resil_bulkhead_new(&b, &l->bh, err);
+}
+
+static resil_limiter *alloc_limiter(void)
+{
+    resil_limiter *l = aligned_alloc(64, (sizeof *l + 63) / 64 * 64);
+    if (l != NULL)
+        memset(l, 0, sizeof *l);
+    return l;
+}
+
+int resil_limiter_new(const resil_limiter_opts *o, resil_limiter **out, resil_err *err)
+{
+    if (o == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "limiter: options and out must not be NULL");
+    int rc = validate_limits(o, err);
+    if (rc == 0)
+        rc = validate_estimators(o, err);
+    if (rc != 0)
+        return rc;
+    resil_limiter *l = alloc_limiter();
+    if (l == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "limiter: out of memory");
+    l->opts = *o;
+    l->clock = o->clock != NULL ? o->clock : resil_clock_system();
+    if ((rc = make_queue(l, err)) != 0) {
+        free(l);
+        return rc;
+    }
+    if (pthread_mutex_init(&l->mu, NULL) != 0) {
+        resil_bulkhead_free(l->bh);
+        free(l);
+        return resil_err_set(err, RESIL_ESYS, "limiter: pthread_mutex_init failed");
+    }
+    l->estimate = o->initial_limit;
+    atomic_init(&l->limit, o->initial_limit);
+    atomic_init(&l->window_start, resil_clock_now(l->clock));
+    *out = l;
+    return 0;
+}
+
+int resil_limiter_new_custom(const resil_limiter_ops *ops, void *self, resil_limiter **out,
+                             resil_err *err)
+{
+    if (ops == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "limiter: ops and out must not be NULL");
+    if (ops->size < sizeof *ops)
+        return resil_err_set(err, RESIL_EINVAL, "limiter: ops.size must be at least %zu, got %zu",
+                             sizeof *ops, ops->size);
+    if (ops->acquire == NULL || ops->release == NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "limiter: ops.acquire and ops.release must not be NULL");
+    resil_limiter *l = alloc_limiter();
+    if (l == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "limiter: out of memory");
+    l->ops = ops;
+    l->self = self;
+    l->clock = resil_clock_system();
+    *out = l;
+    return 0;
+}
+
+void resil_limiter_free(resil_limiter *l)
+{
+    if (l == NULL)
+        return;
+    if (l->ops != NULL) {
+        if (l->ops->destroy != NULL)
+            l->ops->destroy(l->self);
+    } else {
+        resil_bulkhead_free(l->bh);
+        pthread_mutex_destroy(&l->mu);
+    }
+    free(l);
+}
+
+const char *resil_limiter_impl_name(const resil_limiter *l)
+{
+    if (l == NULL)
+        return "none";
+    if (l->ops == NULL)
+        return "builtin";
+    return l->ops->kind != NULL ? l->ops->kind : "custom";
+}
+
+/* ---- acquiring -------------------------------------------------------------- */
+
+static void empty(resil_limiter_ticket *t)
+{
+    t->owner = NULL;
+    t->start = 0;
+    t->in_flight = 0;
+    t->queued = 0;
+}
+
+static void granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now,
+                    resil_duration queued)
+{
+    t->owner = l;
+    t->start = now;
+    t->in_flight = resil_bulkhead_in_flight(l->bh);
+    t->queued = queued;
+}
+
+int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
+{
+    empty(t);
+    if (l->ops != NULL) {
+        int rc = l->ops->acquire(l->self, NULL, false, now, t);
+        t->owner = rc == 0 ? l : NULL;
+        return rc;
+    }
+    resil_bulkhead_ticket bt;
+    int rc = resil_bulkhead_try_acquire(l->bh, &bt);
+    if (rc == 0)
+        granted(l, t, now, 0);
+    return rc;
+}
+
+int resil_limiter_acquire(resil_limiter *l, resil_cancel *cancel, resil_limiter_ticket *t)
+{
+    return resil__limiter_acquire_at(l, cancel, resil_clock_now(l->clock), t);
+}
+
+/* ---- the estimators ------------------------------------------------------------ */
+
+static bool idle(const resil_limiter *l, const summary *s)
+{
+    return (double)s->max_in_flight * 2 < l->estimate;
+}
+
+static double log_step(double limit)
+{
+    double lg = log10(limit);
+    return lg > 1 ? lg : 1;
+}
+
+/* Returns the target, or the estimate itself for "no change". */
+static double vegas(resil_limiter *l, const summary *s)
+{
+    if (l->best_rtt == 0 || s->rtt < l->best_rtt)
+        l->best_rtt = s->rtt;
+    double limit = l->estimate, step = log_step(limit);
+    if (s->dropped)
+        return limit - step;
+    if (idle(l, s) || s->rtt <= 0)
+        return limit;
+    double queue = limit * (1.0 - (double)l->best_rtt / (double)s->rtt);
+    if (queue < l->opts.vegas_alpha * step)
+        return limit + step;
+    if (queue > l->opts.vegas_beta * step)
+        return limit - step;
+    return limit;
+}
+
+static double gradient(resil_limiter *l, const summary *s)
+{
+    double rtt = (double)s->rtt;
+    if (l->long_rtt == 0)
+        l->long_rtt = rtt;
+    else
+        l->long_rtt += (rtt - l->long_rtt) * 2.0 / (l->opts.gradient_long_windows + 1.0);
+    double g = 0.5;
+    if (!s->dropped) {
+        if (idle(l, s))
+            return l->estimate;
+        g = rtt > 0 ? l->opts.gradient_tolerance * l->long_rtt / rtt : 1.0;
+        g = g < 0.5 ? 0.5 : g > 1.0 ? 1.0 : g;
+    }
+    return l->estimate * g + l->opts.gradient_headroom;
+}
+
+static double aimd(resil_limiter *l, const summary *s)
+{
+    bool slow = l->opts.aimd_latency > 0 && s->rtt > l->opts.aimd_latency;
+    if (s->dropped || slow)
+        return l->estimate * l->opts.aimd_backoff;
+    if (idle(l, s))
+        return l->estimate;
+    return l->estimate + 1;
+}
+
+static double target_of(resil_limiter *l, const summary *s)
+{
+    switch (l->opts.algorithm) {
+    case RESIL_LIMIT_VEGAS:
+        return vegas(l, s);
+    case RESIL_LIMIT_GRADIENT:
+        return gradient(l, s);
+    default:
+        return aimd(l, s);
+    }
+}
+
+/* Smooth, clamp, and return the limit now in force. */
+static int32_t apply(resil_limiter *l, double target)
+{
+    double e = l->estimate + (target - l->estimate) * l->opts.smoothing;
+    if (e < l->opts.min_limit)
+        e = l->opts.min_limit;
+    if (e > l->opts.max_limit)
+        e = l->opts.max_limit;
+    l->estimate = e;
+    /* 1e-9 absorbs the rounding of sums such as 18.9 + 1.1 */
+    return (int32_t)(e + 1e-9);
+}
+
+/* ---- sampling ------------------------------------------------------------------- */
+
+static stripe *my_stripe(resil_limiter *l, const void *on_my_stack)
+{
+    uint64_t a = (uint64_t)(uintptr_t)on_my_stack >> 16;
+    a *= UINT64_C(0x9E3779B97F4A7C15);
+    return &l->stripes[a >> 62];
+}
+
+static void add_sample(stripe *s, resil_duration rtt, int32_t in_flight, bool dropped)
+{
+    atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->rtt_sum, rtt, memory_order_relaxed);
+    int32_t m = atomic_load_explicit(&s->max_in_flight, memory_order_relaxed);
+    while (in_flight > m && !atomic_compare_exchange_weak_explicit(
+                                &s->max_in_flight, &m, in_flight, memory_order_relaxed,
+                                memory_order_relaxed)) {
+    }
+    if (dropped)
+        atomic_store_explicit(&s->dropped, true, memory_order_relaxed);
+}
+
+static uint64_t pending(resil_limiter *l)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < STRIPES; i++)
+        n += atomic_load_explicit(&l->stripes[i].count, memory_order_relaxed);
+    return n;
+}
+
+static summary drain(resil_limiter *l)
+{
+    summary s = {0, 0, 0, false};
+    int64_t sum = 0;
+    for (int i = 0; i < STRIPES; i++) {
+        stripe *st = &l->stripes[i];
+        s.count += atomic_exchange_explicit(&st->count, 0, memory_order_relaxed);
+        sum += atomic_exchange_explicit(&st->rtt_sum, 0, memory_order_relaxed);
+        int32_t m = atomic_exchange_explicit(&st->max_in_flight, 0, memory_order_relaxed);
+        s.max_in_flight = m > s.max_in_flight ? m : s.max_in_flight;
+        s.dropped |= atomic_exchange_explicit(&st->dropped, false, memory_order_relaxed);
+    }
+    s.rtt = s.count > 0 ? sum / (int64_t)s.count : 0;
+    return s;
+}
+
+static bool window_over(resil_limiter *l, resil_instant now)
+{
+    resil_instant start = atomic_load_explicit(&l->window_start, memory_order_relaxed);
+    if (resil_dur_sub(now, start) < l->opts.window)
+        return false;
+    return pending(l) >= (uint64_t)l->opts.window_samples;
+}
+
+/* Close the window if nobody else is: summarise, estimate, move the bound. */
+static void close_window(resil_limiter *l, resil_instant now)
+{
+    if (pthread_mutex_trylock(&l->mu) != 0)
+        return;
+    if (!window_over(l, now)) {
+        pthread_mutex_unlock(&l->mu);
+        return;
+    }
+    summary s = drain(l);
+    atomic_store_explicit(&l->window_start, now, memory_order_relaxed);
+    resil__count(&l->windows);
+    int32_t from = atomic_load_explicit(&l->limit, memory_order_relaxed);
+    int32_t to = apply(l, target_of(l, &s));
+    if (to != from) {
+        atomic_store_explicit(&l->limit, to, memory_order_relaxed);
+        resil__bulkhead_set_limit(l->bh, (uint32_t)to);
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (to != from && l->opts.on_change != NULL)
+        l->opts.on_change(l->opts.on_change_ud, from, to, now);
+}
+
+void resil_limiter_release_at(resil_limiter_ticket *t, resil_verdict v, resil_instant now)
+{
+    if (t == NULL || t->owner == NULL)
+        return;
+    resil_limiter *l = t->owner;
+    t->owner = NULL;
+    if (l->ops != NULL) {
+        l->ops->release(l->self, t, v, now);
+        return;
+    }
+    resil_bulkhead_ticket bt = {.owner = l->bh, .queued = 0};
+    resil_bulkhead_release(&bt);
+    if (v == RESIL_BREAKER_IGNORED)
+        return;
+    add_sample(my_stripe(l, &bt), resil_dur_sub(now, t->start), t->in_flight,
+               v == RESIL_BREAKER_FAILURE);
+    if (window_over(l, now))
+        close_window(l, now);
+}
+
+void resil_limiter_release(resil_limiter_ticket *t, resil_verdict v)
+{
+    if (t == NULL || t->owner == NULL)
+        return;
+    resil_limiter_release_at(t, v, resil_clock_now(t->owner->clock));
+}
+
+/* ---- looking at it ----------------------------------------------------------------- */
+
+int32_t resil_limiter_limit(const resil_limiter *l)
+{
+    if (l->ops != NULL)
+        return l->ops->limit != NULL ? l->ops->limit(l->self) : 0;
+    return atomic_load_explicit(&((resil_limiter *)l)->limit, memory_order_relaxed);
+}
+
+int32_t resil_limiter_in_flight(const resil_limiter *l)
+{
+    if (l->ops != NULL)
+        return l->ops->in_flight != NULL ? l->ops->in_flight(l->self) : 0;
+    return resil_bulkhead_in_flight(l->bh);
+}
+
+int32_t resil_limiter_queued(const resil_limiter *l)
+{
+    if (l->ops != NULL)
+        return l->ops->queued != NULL ? l->ops->queued(l->self) : 0;
+    return resil_bulkhead_queued(l->bh);
+}
+
+void resil_limiter_stats_get(const resil_limiter *l, resil_limiter_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (l->ops != NULL)
+        return;
+    resil_bulkhead_stats b;
+    resil_bulkhead_stats_get(l->bh, &b);
+    out->admitted = b.admitted;
+    out->queued = b.queued;
+    out->rejected = b.rejected;
+    out->timed_out = b.timed_out;
+    out->cancelled = b.cancelled;
+    out->windows = resil__counted(&l->windows);
+}
+
+void resil_limiter_opts_get(const resil_limiter *l, resil_limiter_opts *out)
+{
+    *out = l->opts;
+}
+
+/* ---- for the pipeline ------------------------------------------------------------- */
+
+resil_clock *resil__limiter_clock(const resil_limiter *l) { return l->clock; }
+
+/* resil_limiter_acquire with the caller's reading of the limiter's clock:
+ * a call admitted without queueing reads no clock. */
+int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_instant now,
+                              resil_limiter_ticket *t)
+{
+    empty(t);
+    if (l->ops != NULL) {
+        int rc = l->ops->acquire(l->self, cancel, true, now, t);
+        t->owner = rc == 0 ? l : NULL;
+        return rc;
+    }
+    resil_bulkhead_ticket bt;
+    int rc = resil_bulkhead_acquire(l->bh, cancel, &bt);
+    if (rc != 0)
+        return rc;
+    granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);
+    return 0;
+}
