@@ -95,10 +95,13 @@ typedef enum resil_config_section {
     RESIL_CONFIG_BULKHEADS,          /* "Bulkheads" */
     RESIL_CONFIG_RATE_LIMITERS,      /* "RateLimiters" */
     RESIL_CONFIG_OPERATION_TIMEOUTS, /* "Timeouts.OperationTimeouts" */
-    RESIL_CONFIG_PIPELINES           /* "Pipelines" */
+    RESIL_CONFIG_PIPELINES,          /* "Pipelines" */
+    RESIL_CONFIG_CHAOS,              /* "Chaos" */
+    RESIL_CONFIG_ADAPTIVE_LIMITERS,  /* "AdaptiveLimiters" */
+    RESIL_CONFIG_THROTTLES           /* "Throttles" */
 } resil_config_section;
 
-#define RESIL_CONFIG_SECTION_COUNT 6
+#define RESIL_CONFIG_SECTION_COUNT 9
 
 /* The key a section has in the document ("CircuitBreakers"). */
 RESIL_API const char *resil_config_section_name(resil_config_section s);
@@ -143,6 +146,19 @@ typedef struct resil_config_ratelimit {
 RESIL_API int resil_config_ratelimit_get(const resil_config *c, const char *name,
                                          resil_config_ratelimit *out);
 
+/* Chaos.NAME: Kind (Fault, Outcome, Latency), InjectionRate, Enabled,
+ * Seed, Latency, OutcomeKind and Code (what a Fault or Outcome injects). */
+RESIL_API int resil_config_chaos_get(const resil_config *c, const char *name,
+                                     resil_chaos_opts *out);
+/* AdaptiveLimiters.NAME: Algorithm (Vegas, Gradient, Aimd), InitialLimit,
+ * MinLimit, MaxLimit, Window, WindowSamples, Smoothing, MaxQueueLength,
+ * QueueTimeout, BackoffRatio, LatencyThreshold, Tolerance. */
+RESIL_API int resil_config_adaptive_limiter_get(const resil_config *c, const char *name,
+                                                resil_limiter_opts *out);
+/* Throttles.NAME: K, Window, Buckets, Seed. */
+RESIL_API int resil_config_throttle_get(const resil_config *c, const char *name,
+                                        resil_throttle_opts *out);
+
 /* Timeouts.OperationTimeouts[operation], else Timeouts.DefaultTimeout (30 s
  * unless set) for a NULL or unknown operation. */
 RESIL_API resil_duration resil_config_timeout(const resil_config *c, const char *operation);
@@ -186,7 +202,10 @@ typedef enum resil_config_step_kind {
     RESIL_CONFIG_STEP_BREAKER,
     RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT,
     RESIL_CONFIG_STEP_DEGRADE,
-    RESIL_CONFIG_STEP_PIPELINE
+    RESIL_CONFIG_STEP_PIPELINE,
+    RESIL_CONFIG_STEP_CHAOS,            /* "Chaos:NAME" */
+    RESIL_CONFIG_STEP_ADAPTIVE_LIMITER, /* "AdaptiveLimiter:NAME" */
+    RESIL_CONFIG_STEP_THROTTLE          /* "Throttle:NAME" */
 } resil_config_step_kind;
 
 typedef struct resil_config_step {
@@ -207,7 +226,8 @@ typedef struct resil_config_pipeline {
 } resil_config_pipeline;
 
 /* "RateLimiter", "Bulkhead", "TotalTimeout", "Retry", "CircuitBreaker",
- * "AttemptTimeout", "GracefulDegradation", "Pipeline"; "" if unknown. */
+ * "AttemptTimeout", "GracefulDegradation", "Pipeline", "Chaos",
+ * "AdaptiveLimiter", "Throttle"; "" if unknown. */
 RESIL_API const char *resil_config_step_name(resil_config_step_kind k);
 /* A pipeline by name (case-insensitive): 0, RESIL_ENOTFOUND, RESIL_EINVAL
  * (NULL arguments or empty name: pipelines have no unnamed default here;

@@ -129,6 +129,9 @@ static const char *const section_names[RESIL_CONFIG_SECTION_COUNT] = {
     [RESIL_CONFIG_RATE_LIMITERS] = "RateLimiters",
     [RESIL_CONFIG_OPERATION_TIMEOUTS] = "Timeouts.OperationTimeouts",
     [RESIL_CONFIG_PIPELINES] = "Pipelines",
+    [RESIL_CONFIG_CHAOS] = "Chaos",
+    [RESIL_CONFIG_ADAPTIVE_LIMITERS] = "AdaptiveLimiters",
+    [RESIL_CONFIG_THROTTLES] = "Throttles",
 };
 
 const char *resil_config_section_name(resil_config_section s)
@@ -216,6 +219,46 @@ int resil_config_bulkhead_get(const resil_config *c, const char *name, resil_bul
         *out = it->u.bulkhead;
     else
         resil_bulkhead_opts_default(out);
+    return rc;
+}
+
+int resil_config_chaos_get(const resil_config *c, const char *name, resil_chaos_opts *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_CHAOS, name, &rc);
+    if (it)
+        *out = it->u.chaos;
+    else
+        resil_chaos_opts_default(out, RESIL_CHAOS_FAULT);
+    return rc;
+}
+
+int resil_config_adaptive_limiter_get(const resil_config *c, const char *name,
+                                      resil_limiter_opts *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_ADAPTIVE_LIMITERS, name, &rc);
+    if (it)
+        *out = it->u.adaptive;
+    else
+        resil_limiter_opts_default(out, RESIL_LIMIT_GRADIENT);
+    return rc;
+}
+
+int resil_config_throttle_get(const resil_config *c, const char *name, resil_throttle_opts *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_THROTTLES, name, &rc);
+    if (it)
+        *out = it->u.throttle;
+    else
+        resil_throttle_opts_default(out);
     return rc;
 }
 

@@ -143,6 +143,9 @@ typedef struct cfg_item {
         resil_config_ratelimit limiter;
         resil_duration timeout;
         cfg_pipeline_def pipeline;
+        resil_chaos_opts chaos;
+        resil_limiter_opts adaptive;
+        resil_throttle_opts throttle;
     } u;
 } cfg_item;
 

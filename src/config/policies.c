@@ -378,6 +378,15 @@ static int add_step(resil_pipeline_builder *b, const resil_config *c, const snap
         return resil_pipeline_add_attempt_timeout(b, &to);
     case RESIL_CONFIG_STEP_PIPELINE:
         return 0; /* the operation, run by resil_policy_execute */
+    /* The learning strategies and chaos belong to the pipeline that names
+     * them: each pipeline learns its own limit and runs its own experiment. */
+    case RESIL_CONFIG_STEP_CHAOS:
+        return resil_pipeline_add_chaos(b, &c->sec[RESIL_CONFIG_CHAOS].v[st->ref].u.chaos);
+    case RESIL_CONFIG_STEP_ADAPTIVE_LIMITER:
+        return resil_pipeline_add_adaptive_limiter(
+            b, &c->sec[RESIL_CONFIG_ADAPTIVE_LIMITERS].v[st->ref].u.adaptive);
+    case RESIL_CONFIG_STEP_THROTTLE:
+        return resil_pipeline_add_throttle(b, &c->sec[RESIL_CONFIG_THROTTLES].v[st->ref].u.throttle);
     }
     return RESIL_EINVAL;
 }

@@ -918,6 +918,134 @@ static void parse_limiter(vctx *v, const cfg_node *obj, cfg_item *item)
     item->fleet = s.distributed;
 }
 
+/* ---- Chaos, AdaptiveLimiters, Throttles -------------------------------------- */
+
+/* A behaviour injection is a callback: code, not configuration. */
+static const enum_name chaos_kinds[] = {
+    {"Fault", RESIL_CHAOS_FAULT},
+    {"Outcome", RESIL_CHAOS_OUTCOME},
+    {"Latency", RESIL_CHAOS_LATENCY},
+    {NULL, 0},
+};
+
+static const enum_name outcome_kinds[] = {
+    {"Transient", RESIL_TRANSIENT},
+    {"Throttled", RESIL_THROTTLED},
+    {"Timeout", RESIL_TIMEOUT},
+    {"Permanent", RESIL_PERMANENT},
+    {NULL, 0},
+};
+
+typedef struct chaos_scratch {
+    resil_chaos_opts o;
+    int kind, outcome;
+    int64_t seed, code;
+} chaos_scratch;
+
+static const field chaos_fields[] = {
+    ENUMF("Kind", chaos_scratch, kind, chaos_kinds),
+    NUM("InjectionRate", F_DOUBLE, chaos_scratch, o.rate, 0, 1, 0),
+    BOOLF("Enabled", chaos_scratch, o.enabled),
+    NUM("Seed", F_I64, chaos_scratch, seed, 0, 9007199254740992.0, 0),
+    DUR("Latency", chaos_scratch, o.latency, 0, LO_OPEN),
+    ENUMF("OutcomeKind", chaos_scratch, outcome, outcome_kinds),
+    NUM("Code", F_I64, chaos_scratch, code, -9007199254740992.0, 9007199254740992.0, 0),
+};
+
+static void parse_chaos(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    chaos_scratch s;
+    memset(&s, 0, sizeof s);
+    resil_chaos_opts_default(&s.o, RESIL_CHAOS_FAULT);
+    s.outcome = RESIL_TRANSIENT;
+    given g;
+    apply(v, obj, chaos_fields, FIELD_COUNT(chaos_fields), &s, &g);
+    resil_chaos_opts o;
+    resil_chaos_opts_default(&o, (resil_chaos_kind)s.kind);
+    o.rate = s.o.rate;
+    o.enabled = s.o.enabled;
+    o.latency = s.o.latency;
+    o.seed = (uint64_t)s.seed;
+    o.outcome.kind = (resil_kind)s.outcome;
+    o.outcome.code = s.code;
+    item->u.chaos = o;
+}
+
+typedef struct adaptive_scratch {
+    resil_limiter_opts o;
+    int algorithm;
+} adaptive_scratch;
+
+static const enum_name limit_algorithms[] = {
+    {"Vegas", RESIL_LIMIT_VEGAS},
+    {"Gradient", RESIL_LIMIT_GRADIENT},
+    {"Aimd", RESIL_LIMIT_AIMD},
+    {NULL, 0},
+};
+
+enum { A_SMOOTHING = 6 }; /* its index below */
+
+static const field adaptive_fields[] = {
+    ENUMF("Algorithm", adaptive_scratch, algorithm, limit_algorithms),
+    NUM("InitialLimit", F_I32, adaptive_scratch, o.initial_limit, 1, INT32_MAX, 0),
+    NUM("MinLimit", F_I32, adaptive_scratch, o.min_limit, 1, INT32_MAX, 0),
+    NUM("MaxLimit", F_I32, adaptive_scratch, o.max_limit, 1, INT32_MAX, 0),
+    DUR("Window", adaptive_scratch, o.window, 0, 0),
+    NUM("WindowSamples", F_I32, adaptive_scratch, o.window_samples, 1, INT32_MAX, 0),
+    NUM("Smoothing", F_DOUBLE, adaptive_scratch, o.smoothing, 0, 1, LO_OPEN),
+    NUM("MaxQueueLength", F_I32, adaptive_scratch, o.max_queue, 0, INT32_MAX, 0),
+    DUR("QueueTimeout", adaptive_scratch, o.queue_timeout, 0, 0),
+    NUM("BackoffRatio", F_DOUBLE, adaptive_scratch, o.aimd_backoff, 0, 1, LO_OPEN),
+    DUR("LatencyThreshold", adaptive_scratch, o.aimd_latency, 0, 0),
+    NUM("Tolerance", F_DOUBLE, adaptive_scratch, o.gradient_tolerance, 1, 1e6, 0),
+};
+
+static void parse_adaptive(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    adaptive_scratch s;
+    memset(&s, 0, sizeof s);
+    s.algorithm = RESIL_LIMIT_GRADIENT;
+    resil_limiter_opts_default(&s.o, RESIL_LIMIT_GRADIENT);
+    given g;
+    apply(v, obj, adaptive_fields, FIELD_COUNT(adaptive_fields), &s, &g);
+    /* The algorithm's own default smoothing unless one is given. */
+    resil_limiter_opts d;
+    resil_limiter_opts_default(&d, (resil_limit_algorithm)s.algorithm);
+    if (!g.node[A_SMOOTHING])
+        s.o.smoothing = d.smoothing;
+    s.o.algorithm = (resil_limit_algorithm)s.algorithm;
+    if (obj->type == CFG_OBJECT && v->errors == 0) {
+        resil_limiter *l = NULL;
+        resil_err e;
+        library_check(v, obj, resil_limiter_new(&s.o, &l, &e), &e);
+        resil_limiter_free(l);
+    }
+    item->u.adaptive = s.o;
+}
+
+typedef struct throttle_scratch {
+    resil_throttle_opts o;
+    int64_t seed;
+} throttle_scratch;
+
+static const field throttle_fields[] = {
+    NUM("K", F_DOUBLE, throttle_scratch, o.k, 1, 1e6, 0),
+    DUR("Window", throttle_scratch, o.window, 0, LO_OPEN),
+    NUM("Buckets", F_I32, throttle_scratch, o.buckets, 1, 120, 0),
+    NUM("Seed", F_I64, throttle_scratch, seed, 0, 9007199254740992.0, 0),
+};
+
+static void parse_throttle(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    throttle_scratch s;
+    memset(&s, 0, sizeof s);
+    resil_throttle_opts_default(&s.o);
+    given g;
+    apply(v, obj, throttle_fields, FIELD_COUNT(throttle_fields), &s, &g);
+    s.o.seed = (uint64_t)s.seed;
+    item->u.throttle = s.o;
+}
+
 /* ---- named sections --------------------------------------------------------- */
 
 static cfg_item *add_item(vctx *v, resil_config_section s, const cfg_node *m)
@@ -1151,6 +1279,10 @@ static const step_kind step_kinds[] = {
     {"CircuitBreaker", "CircuitBreakers", RESIL_CONFIG_STEP_BREAKER, RESIL_CONFIG_BREAKERS},
     {"AttemptTimeout", NULL, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT, RESIL_CONFIG_OPERATION_TIMEOUTS},
     {"GracefulDegradation", "Degradation", RESIL_CONFIG_STEP_DEGRADE, -1},
+    {"Chaos", NULL, RESIL_CONFIG_STEP_CHAOS, RESIL_CONFIG_CHAOS},
+    {"AdaptiveLimiter", "AdaptiveLimiters", RESIL_CONFIG_STEP_ADAPTIVE_LIMITER,
+     RESIL_CONFIG_ADAPTIVE_LIMITERS},
+    {"Throttle", "Throttles", RESIL_CONFIG_STEP_THROTTLE, RESIL_CONFIG_THROTTLES},
     {"Pipeline", "Pipelines", RESIL_CONFIG_STEP_PIPELINE, RESIL_CONFIG_PIPELINES},
 };
 
@@ -1210,7 +1342,8 @@ static const step_kind *find_step_kind(vctx *v, const cfg_node *n, const char *k
     }
     const char *s = resil__closest(kind, cands, nc);
     fail_value(v, n, "unknown strategy \"%s\"%s%s%s; use RateLimiter, Bulkhead, TotalTimeout, "
-               "Retry, CircuitBreaker, AttemptTimeout, GracefulDegradation or Pipeline",
+               "Retry, CircuitBreaker, AttemptTimeout, GracefulDegradation, Chaos, "
+               "AdaptiveLimiter, Throttle or Pipeline",
                kind, s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
     return NULL;
 }
@@ -1429,6 +1562,9 @@ enum {
     S_LIMITERS,
     S_DEGRADE,
     S_DISTRIBUTED,
+    S_CHAOS,
+    S_ADAPTIVE,
+    S_THROTTLES,
     S_PIPELINES
 };
 
@@ -1440,6 +1576,9 @@ static const char *const section_keys[] = {
     [S_LIMITERS] = "RateLimiters",
     [S_DEGRADE] = "GracefulDegradation",
     [S_DISTRIBUTED] = "DistributedCircuitBreaker",
+    [S_CHAOS] = "Chaos",
+    [S_ADAPTIVE] = "AdaptiveLimiters",
+    [S_THROTTLES] = "Throttles",
     [S_PIPELINES] = "Pipelines",
 };
 
@@ -1469,6 +1608,15 @@ static void parse_section(vctx *v, size_t s, const cfg_node *n)
         break;
     case S_DISTRIBUTED:
         parse_distributed(v, n);
+        break;
+    case S_CHAOS:
+        parse_named(v, n, RESIL_CONFIG_CHAOS, parse_chaos);
+        break;
+    case S_ADAPTIVE:
+        parse_named(v, n, RESIL_CONFIG_ADAPTIVE_LIMITERS, parse_adaptive);
+        break;
+    case S_THROTTLES:
+        parse_named(v, n, RESIL_CONFIG_THROTTLES, parse_throttle);
         break;
     case S_PIPELINES:
         parse_named(v, n, RESIL_CONFIG_PIPELINES, parse_pipeline);

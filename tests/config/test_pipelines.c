@@ -89,7 +89,7 @@ static void a_reference_must_name_something_that_exists(void **state)
     } rows[] = {
         {"'Retyr:orders'", "unknown strategy \"Retyr\" (did you mean Retry?); use RateLimiter, "
                            "Bulkhead, TotalTimeout, Retry, CircuitBreaker, AttemptTimeout, "
-                           "GracefulDegradation or Pipeline"},
+                           "GracefulDegradation, Chaos, AdaptiveLimiter, Throttle or Pipeline"},
         {"'Retry'", "Retry needs a name: \"Retry:NAME\""},
         {"'Retry:order'", "no Retry named \"order\" in Resilience.Retry (did you mean orders?)"},
         {"'CircuitBreaker:payments'",
