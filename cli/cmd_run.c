@@ -18,6 +18,7 @@
 
 #include "attempt_log.h"
 #include "commands.h"
+#include "chaos_opts.h"
 #include "policy_opts.h"
 #include "process.h"
 
@@ -25,6 +26,7 @@
 
 typedef struct run_opts {
     policy_opts po;
+    chaos_opts chaos;
     resil_duration kill_after;
     code_set retry_on, stop_on;
     log_format log;
@@ -38,6 +40,7 @@ typedef struct run_state {
     sig_clock clock;
     child_result last; /* the attempt the executor is deciding about */
     bool started;      /* ... and whether its command was started at all */
+    bool injected;     /* ... or a chaos fault stood in for it */
     attempt_log log;
 } run_state;
 
@@ -61,7 +64,10 @@ static void usage(FILE *out)
           "run\n"
           "      --stop-on CODES        these exit codes stop the run, as 126 "
           "and 127 do\n"
-          "\n"
+          "\n",
+          out);
+    fputs(chaos_opts_help, out);
+    fputs("\n"
           "output:\n"
           "      --log text|json|none   the attempt record, on stderr (default "
           "text);\n"
@@ -135,6 +141,9 @@ static int parse_run_option(run_opts *o, args *a)
         o->dry_run = true;
         return 1;
     }
+    int rc = chaos_opts_parse(&o->chaos, a);
+    if (rc != 0)
+        return rc;
     return policy_opts_parse(&o->po, a);
 }
 
@@ -145,6 +154,7 @@ static int parse_options(run_opts *o, int argc, char **argv)
     args_init(&a, "resil run", argc, argv);
     memset(o, 0, sizeof *o);
     policy_opts_default(&o->po);
+    chaos_opts_default(&o->chaos);
     o->kill_after = RESIL_S(5);
     o->log = LOG_TEXT;
     for (; a.i < argc; a.i++) {
@@ -196,12 +206,10 @@ static resil_outcome classify(const run_opts *o, const child_result *r)
     return k == RESIL_SUCCESS ? resil_ok() : resil_fail(k, r->status, NULL);
 }
 
-static resil_outcome run_attempt(resil_attempt_ctx *ctx)
+static resil_outcome run_child(resil_attempt_ctx *ctx)
 {
     run_state *rs = ctx->user;
     const run_opts *o = rs->opts;
-    memset(&rs->last, 0, sizeof rs->last);
-    rs->started = false;
     if (sig_clock_poll(&rs->clock)) {
         rs->last.cancel_signal = rs->clock.signo;
         rs->last.status = 128 + rs->clock.signo;
@@ -226,6 +234,17 @@ static resil_outcome run_attempt(resil_attempt_ctx *ctx)
     return classify(o, &rs->last);
 }
 
+static resil_outcome run_attempt(resil_attempt_ctx *ctx)
+{
+    run_state *rs = ctx->user;
+    memset(&rs->last, 0, sizeof rs->last);
+    rs->started = false;
+    resil_outcome out = chaos_opts_run(&rs->opts->chaos, run_child, ctx, &rs->injected);
+    if (rs->injected)
+        rs->last.status = (int)out.code;
+    return out;
+}
+
 /* ---- the record ----------------------------------------------------------- */
 
 /* How the attempt ended, in words: "exit 1", "killed by SIGKILL", ... */
@@ -233,6 +252,10 @@ static void describe(const run_state *rs, char *buf, size_t cap)
 {
     const child_result *r = &rs->last;
     char how[64];
+    if (rs->injected) {
+        snprintf(buf, cap, "injected failure (exit %d, not run)", r->status);
+        return;
+    }
     if (!rs->started) {
         snprintf(buf, cap, "cancelled by %s before it started",
                  signal_name(r->cancel_signal));
@@ -295,6 +318,11 @@ static int execute(run_opts *o)
     }
     run_state rs = {.opts = o, .log = {stderr, o->log, ""}};
     sig_clock_init(&rs.clock, &cancel);
+    if (chaos_opts_finish(&o->chaos, "resil run", &rs.clock.base,
+                          resil_fail(RESIL_TRANSIENT, 1, "injected failure")) != 0) {
+        resil_cancel_destroy(&cancel);
+        return RESIL_EXIT_USAGE;
+    }
     resil_exec_opts xo = {
         .clock = &rs.clock.base,
         .rng = policy_opts_rng(&o->po),
@@ -306,6 +334,7 @@ static int execute(run_opts *o)
     resil_retry_result res;
     resil_err err;
     int rc = resil_retry_execute(&o->po.policy, &xo, run_attempt, &rs, &res, &err);
+    chaos_opts_free(&o->chaos);
     resil_cancel_destroy(&cancel);
     if (rc != 0) {
         fprintf(stderr, "resil run: %s\n", err.message);

@@ -1,0 +1,138 @@
+/*
+ * chaos_opts.c — --chaos-fail, --chaos-latency and --chaos-seed as a
+ * pipeline of the library's chaos strategies (see chaos_opts.h).
+ *
+ * The pipeline's operation is a trampoline back to the attempt the
+ * command is running, with that attempt's own context (its number,
+ * deadline and token), so what runs inside sees no difference.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chaos_opts.h"
+
+const char chaos_opts_help[] =
+    "chaos (inject failure on purpose; replay a run exactly with --chaos-seed):\n"
+    "      --chaos-fail RATE      a share RATE in [0,1] of attempts fail at once,\n"
+    "                             without running\n"
+    "      --chaos-latency RATE:DURATION\n"
+    "                             a share RATE of attempts wait DURATION first\n"
+    "      --chaos-seed N         the draws' seed (default: from the OS)\n";
+
+void chaos_opts_default(chaos_opts *c)
+{
+    memset(c, 0, sizeof *c);
+    c->fail_rate = -1;
+    c->latency_rate = -1;
+}
+
+static int parse_rate(const args *a, const char *option, const char *text, double *out)
+{
+    char *end;
+    double r = strtod(text, &end);
+    if (end == text || *end != '\0' || !(r >= 0 && r <= 1))
+        return args_reject(a, option, "a rate in [0, 1]", text);
+    *out = r;
+    return 0;
+}
+
+static int parse_latency(chaos_opts *c, const args *a, const char *text)
+{
+    const char *colon = strchr(text, ':');
+    char rate[64];
+    if (colon == NULL || (size_t)(colon - text) >= sizeof rate)
+        return args_reject(a, "--chaos-latency", "RATE:DURATION, such as 0.1:2s", text);
+    snprintf(rate, sizeof rate, "%.*s", (int)(colon - text), text);
+    if (parse_rate(a, "--chaos-latency", rate, &c->latency_rate) != 0)
+        return RESIL_EINVAL;
+    return args_duration(a, "--chaos-latency", colon + 1, false, &c->latency);
+}
+
+static int consumed(int rc) { return rc < 0 ? rc : 1; }
+
+int chaos_opts_parse(chaos_opts *c, args *a)
+{
+    const char *v;
+    int m;
+    if ((m = args_match(a, "--chaos-fail", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(parse_rate(a, "--chaos-fail", v, &c->fail_rate));
+    if ((m = args_match(a, "--chaos-latency", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(parse_latency(c, a, v));
+    if ((m = args_match(a, "--chaos-seed", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(args_uint64(a, "--chaos-seed", v, 1, UINT64_MAX, &c->seed));
+    return 0;
+}
+
+static void add(resil_pipeline_builder *b, resil_chaos_kind k, double rate, uint64_t seed,
+                resil_outcome fault, resil_duration latency)
+{
+    resil_chaos_opts o;
+    resil_chaos_opts_default(&o, k);
+    o.rate = rate;
+    o.seed = seed;
+    o.outcome = fault;
+    o.latency = latency;
+    resil_pipeline_add_chaos(b, &o); /* the build reports a failure */
+}
+
+static int failed(const char *tool, const resil_err *err)
+{
+    fprintf(stderr, "%s: chaos: %s\n", tool, err->message);
+    return RESIL_EINVAL;
+}
+
+int chaos_opts_finish(chaos_opts *c, const char *tool, resil_clock *clock, resil_outcome fault)
+{
+    if (c->fail_rate < 0 && c->latency_rate < 0)
+        return 0;
+    resil_pipeline_builder *b;
+    resil_err err;
+    if (resil_pipeline_builder_new("chaos", &b, &err) != 0)
+        return failed(tool, &err);
+    resil_pipeline_builder_clock(b, clock);
+    /* The seeds differ so that the two draw independent sequences. */
+    if (c->latency_rate >= 0)
+        add(b, RESIL_CHAOS_LATENCY, c->latency_rate, c->seed, fault, c->latency);
+    if (c->fail_rate >= 0)
+        add(b, RESIL_CHAOS_FAULT, c->fail_rate, c->seed != 0 ? c->seed + 1 : 0, fault, 0);
+    int rc = resil_pipeline_build(b, &c->p, &err);
+    resil_pipeline_builder_free(b);
+    return rc == 0 ? 0 : failed(tool, &err);
+}
+
+typedef struct trampoline {
+    resil_op_fn op;
+    resil_attempt_ctx *outer;
+    bool ran;
+} trampoline;
+
+static resil_outcome bounce(resil_attempt_ctx *ctx)
+{
+    trampoline *t = ctx->user;
+    t->ran = true;
+    return t->op(t->outer);
+}
+
+resil_outcome chaos_opts_run(const chaos_opts *c, resil_op_fn op, resil_attempt_ctx *ctx,
+                             bool *injected)
+{
+    *injected = false;
+    if (c->p == NULL)
+        return op(ctx);
+    trampoline t = {op, ctx, false};
+    resil_call call;
+    resil_call_default(&call);
+    call.user = &t;
+    call.cancel = ctx->cancel;
+    resil_pipeline_result r;
+    resil_pipeline_execute(c->p, bounce, &call, &r);
+    *injected = !t.ran;
+    return r.outcome;
+}
+
+void chaos_opts_free(chaos_opts *c)
+{
+    resil_pipeline_free(c->p);
+    c->p = NULL;
+}

@@ -1,0 +1,39 @@
+/*
+ * chaos_opts.h — the chaos options every subcommand that calls something
+ * shares (`resil run`, `resil http`): --chaos-fail RATE,
+ * --chaos-latency RATE:DURATION and --chaos-seed N.
+ *
+ * The options become a small pipeline of the library's own chaos
+ * strategies, and an attempt runs its real work through it: the tool
+ * injects exactly what a program's pipeline would, with the same draws
+ * for the same seed, and no second implementation of an injection exists.
+ */
+#ifndef RESIL_CLI_CHAOS_OPTS_H
+#define RESIL_CLI_CHAOS_OPTS_H
+
+#include "args.h"
+#include "resil.h"
+
+typedef struct chaos_opts {
+    double fail_rate;       /* --chaos-fail; < 0 = not given */
+    double latency_rate;    /* --chaos-latency RATE:...; < 0 = not given */
+    resil_duration latency; /* --chaos-latency ...:DURATION */
+    uint64_t seed;          /* --chaos-seed; 0 = from the OS */
+    resil_pipeline *p;      /* made by chaos_opts_finish; NULL = no chaos */
+} chaos_opts;
+
+void chaos_opts_default(chaos_opts *c);
+/* 1 consumed, 0 not ours, RESIL_EINVAL after reporting the bad value. */
+int chaos_opts_parse(chaos_opts *c, args *a);
+/* Build the strategies on `clock`; a fault fails the attempt with `fault`.
+ * 0 or RESIL_EINVAL after reporting on stderr, as `tool` says. */
+int chaos_opts_finish(chaos_opts *c, const char *tool, resil_clock *clock, resil_outcome fault);
+/* Run `op` on `ctx` through the chaos (or straight, when there is none);
+ * *injected says whether a fault stood in for the operation. */
+resil_outcome chaos_opts_run(const chaos_opts *c, resil_op_fn op, resil_attempt_ctx *ctx,
+                             bool *injected);
+void chaos_opts_free(chaos_opts *c);
+/* The help text's lines for the options. */
+extern const char chaos_opts_help[];
+
+#endif
