@@ -35,6 +35,46 @@ static const char *line_at(const char *text, int i, char *buf, size_t cap)
     return buf;
 }
 
+/* ---- chaos ---------------------------------------------------------------- */
+
+static void chaos_fail_one_fails_every_attempt_without_running_it(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--chaos-fail", "1", "--", "sh", "-c",
+            "echo run >> runs", NULL);
+    assert_int_equal(r.status, 1);
+    assert_false(cli_exists(dir, "runs"));
+    assert_contains(r.err, "#1 injected failure (exit 1, not run)");
+    assert_contains(r.err, "#3 injected failure (exit 1, not run), attempts exhausted");
+    cli_result_free(&r);
+}
+
+/* Seed 7 gives the fault strategy seed 8, whose first six draws are
+ * 0.5 or above four times, then below: attempts 5 and 6 are injected. */
+static void a_chaos_seed_replays_the_same_injections(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--attempts", "6", "--chaos-fail", "0.5",
+            "--chaos-seed", "7", "--", "sh", "-c", "echo run >> runs; exit 3", NULL);
+    assert_int_equal(r.status, 1);
+    assert_int_equal(cli_lines(dir, "runs"), 4);
+    assert_contains(r.err, "#4 exit 3");
+    assert_contains(r.err, "#5 injected failure");
+    cli_result_free(&r);
+}
+
+static void a_bad_chaos_value_is_named(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--chaos-latency", "0.1", "--", "true", NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "--chaos-latency must be RATE:DURATION, such as 0.1:2s, got '0.1'");
+    cli_result_free(&r);
+}
+
 /* ---- retrying and classification ---------------------------------------- */
 
 static void fail_twice_then_succeed_exits_0_after_three_runs(void **state)
@@ -775,6 +815,9 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
     const struct CMUnitTest tests[] = {
+        T(chaos_fail_one_fails_every_attempt_without_running_it),
+        T(a_chaos_seed_replays_the_same_injections),
+        T(a_bad_chaos_value_is_named),
         T(fail_twice_then_succeed_exits_0_after_three_runs),
         T(always_failing_exits_with_last_code_after_three_runs),
         T(exit_127_is_not_retried),
