@@ -90,9 +90,16 @@ RESIL_API void resil_budget_on_result(resil_budget *b, const resil_outcome *o,
 RESIL_API double resil_budget_level(resil_budget *b);
 RESIL_API const char *resil_budget_name(resil_budget *b);
 
-/* Plugging in another implementation (e.g. a fleet-wide budget). */
+/*
+ * Plugging in another implementation (e.g. a fleet-wide budget): a table of
+ * operations shared by every budget of that kind (keep it static const).
+ * `size` comes first and versions the table: set it to
+ * sizeof(resil_budget_ops); operations added later are read only from
+ * tables long enough to have them (docs/abi.md).
+ */
 typedef struct resil_budget_ops {
-    const char *name;
+    size_t size;      /* sizeof(resil_budget_ops) */
+    const char *name; /* what resil_budget_name() says; NULL = "custom" */
     void (*on_request)(void *self);
     bool (*try_retry)(void *self, const resil_outcome *cause,
                       resil_budget_ticket *t);
@@ -102,6 +109,9 @@ typedef struct resil_budget_ops {
     void (*destroy)(void *self); /* called by resil_budget_free; may be NULL */
 } resil_budget_ops;
 
+/* RESIL_EINVAL when on_request, try_retry, on_result or level is missing
+ * or beyond the table's size; RESIL_ENOMEM. On failure `self` is not
+ * destroyed; on success resil_budget_free() does. */
 RESIL_API int resil_budget_new_custom(const resil_budget_ops *ops, void *self,
                                       resil_budget **out);
 

@@ -38,6 +38,7 @@
 #include <pthread.h>
 
 #include "breaker_internal.h"
+#include "internal.h"
 #include "window.h"
 
 #define COUNT_BITS 29
@@ -216,10 +217,7 @@ static void builtin_destroy(void *self)
     free(b);
 }
 
-/* The sizes a table must reach for each operation the handle relies on. */
-#define OPS_HAS(ops, field) \
-    ((ops)->size >= offsetof(resil_breaker_ops, field) + sizeof((ops)->field) && \
-     (ops)->field != NULL)
+#define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_breaker_ops, ops, field)
 
 int resil_breaker_new_custom(const resil_breaker_ops *ops, void *self, const char *name,
                              resil_breaker **out, resil_err *err)

@@ -28,6 +28,8 @@
 #include <string.h>
 
 #include "internal.h"
+
+#define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_budget_ops, ops, field)
 #include "resil/budget.h"
 #include "window.h"
 
@@ -95,8 +97,13 @@ static double tokens_level(void *self)
 }
 
 static const resil_budget_ops tokens_ops = {
-    "tokens", tokens_on_request, tokens_try_retry, tokens_on_result,
-    tokens_level, free,
+    .size = sizeof(resil_budget_ops),
+    .name = "tokens",
+    .on_request = tokens_on_request,
+    .try_retry = tokens_try_retry,
+    .on_result = tokens_on_result,
+    .level = tokens_level,
+    .destroy = free,
 };
 
 /* ---- quota: AWS standard retry mode ------------------------------------ */
@@ -166,8 +173,13 @@ static double quota_level(void *self)
 }
 
 static const resil_budget_ops quota_ops = {
-    "quota", quota_on_request, quota_try_retry, quota_on_result,
-    quota_level, free,
+    .size = sizeof(resil_budget_ops),
+    .name = "quota",
+    .on_request = quota_on_request,
+    .try_retry = quota_try_retry,
+    .on_result = quota_on_result,
+    .level = quota_level,
+    .destroy = free,
 };
 
 /* ---- ratio: Finagle's RetryBudget --------------------------------------- */
@@ -250,8 +262,13 @@ static void ratio_destroy(void *self)
 }
 
 static const resil_budget_ops ratio_ops = {
-    "ratio", ratio_on_request, ratio_try_retry, ratio_on_result,
-    ratio_level, ratio_destroy,
+    .size = sizeof(resil_budget_ops),
+    .name = "ratio",
+    .on_request = ratio_on_request,
+    .try_retry = ratio_try_retry,
+    .on_result = ratio_on_result,
+    .level = ratio_level,
+    .destroy = ratio_destroy,
 };
 
 /* ---- options ------------------------------------------------------------ */
@@ -403,8 +420,8 @@ int resil_budget_new(const resil_budget_opts *o, resil_budget **out, resil_err *
 int resil_budget_new_custom(const resil_budget_ops *ops, void *self,
                             resil_budget **out)
 {
-    if (ops == NULL || out == NULL || ops->on_request == NULL ||
-        ops->try_retry == NULL || ops->on_result == NULL || ops->level == NULL)
+    if (ops == NULL || out == NULL || !OPS_HAS(ops, on_request) || !OPS_HAS(ops, try_retry) ||
+        !OPS_HAS(ops, on_result) || !OPS_HAS(ops, level))
         return RESIL_EINVAL;
     resil_budget *b = malloc(sizeof *b);
     if (b == NULL)
@@ -419,7 +436,7 @@ void resil_budget_free(resil_budget *b)
 {
     if (b == NULL)
         return;
-    if (b->ops->destroy != NULL)
+    if (OPS_HAS(b->ops, destroy))
         b->ops->destroy(b->self);
     free(b);
 }

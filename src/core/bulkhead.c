@@ -33,6 +33,8 @@
 #include <string.h>
 
 #include "internal.h"
+
+#define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_bulkhead_ops, ops, field)
 #include "resil/bulkhead.h"
 
 #define FLIGHT_MASK UINT64_C(0xffffffff)
@@ -114,13 +116,9 @@ int resil_bulkhead_new_custom(const resil_bulkhead_ops *ops, void *self, resil_b
 {
     if (ops == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "bulkhead: ops and out must not be NULL");
-    if (ops->size < sizeof *ops)
+    if (!OPS_HAS(ops, acquire) || !OPS_HAS(ops, release))
         return resil_err_set(err, RESIL_EINVAL,
-                             "bulkhead: ops.size must be at least %zu, got %zu", sizeof *ops,
-                             ops->size);
-    if (ops->acquire == NULL || ops->release == NULL)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "bulkhead: ops.acquire and ops.release must not be NULL");
+                             "bulkhead: ops needs size, acquire and release");
     resil_bulkhead *b = calloc(1, sizeof *b);
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "bulkhead: out of memory");
@@ -145,7 +143,7 @@ const char *resil_bulkhead_impl_name(const resil_bulkhead *b)
         return "none";
     if (b->ops == NULL)
         return "builtin";
-    return b->ops->kind ? b->ops->kind : "custom";
+    return b->ops->kind != NULL ? b->ops->kind : "custom";
 }
 
 void resil_bulkhead_free(resil_bulkhead *b)
@@ -153,7 +151,7 @@ void resil_bulkhead_free(resil_bulkhead *b)
     if (b == NULL)
         return;
     if (b->ops != NULL) {
-        if (b->ops->destroy != NULL)
+        if (OPS_HAS(b->ops, destroy))
             b->ops->destroy(b->self);
         free(b);
         return;
@@ -447,7 +445,7 @@ void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
 int32_t resil_bulkhead_in_flight(const resil_bulkhead *b)
 {
     if (b->ops != NULL)
-        return b->ops->in_flight ? b->ops->in_flight(b->self) : 0;
+        return OPS_HAS(b->ops, in_flight) ? b->ops->in_flight(b->self) : 0;
     uint64_t w = atomic_load_explicit(&((resil_bulkhead *)b)->word, memory_order_relaxed);
     return (int32_t)in_flight_of(w);
 }
@@ -455,7 +453,7 @@ int32_t resil_bulkhead_in_flight(const resil_bulkhead *b)
 int32_t resil_bulkhead_queued(const resil_bulkhead *b)
 {
     if (b->ops != NULL)
-        return b->ops->queued ? b->ops->queued(b->self) : 0;
+        return OPS_HAS(b->ops, queued) ? b->ops->queued(b->self) : 0;
     uint64_t w = atomic_load_explicit(&((resil_bulkhead *)b)->word, memory_order_relaxed);
     return (int32_t)queued_of(w);
 }
@@ -477,6 +475,6 @@ void resil_bulkhead_opts_get(const resil_bulkhead *b, resil_bulkhead_opts *out)
         return;
     }
     *out = (resil_bulkhead_opts){0};
-    if (b->ops->opts != NULL)
+    if (OPS_HAS(b->ops, opts))
         b->ops->opts(b->self, out);
 }

@@ -14,6 +14,7 @@
 #define RESIL_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "resil/retry.h"
 #include "resil/time.h"
@@ -41,6 +42,13 @@ void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
                       resil_op_fn op, void *user, resil_retry_result *out);
 
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Does the operations table `ops` (a T led by `size_t size`) reach its
+ * member `field`, and set it? The one reading rule of every plugged-in
+ * implementation (docs/abi.md): a table written against an older header is
+ * shorter, and an operation it does not reach is absent, as if NULL. */
+#define RESIL__OPS_HAS(T, ops, field) \
+    ((ops)->size >= offsetof(T, field) + sizeof((ops)->field) && (ops)->field != NULL)
 
 /* Statistics counters (admitted, rejected, ...): relaxed, since nothing is
  * ordered by them, and read one by one, so a snapshot of several may be

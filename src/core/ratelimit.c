@@ -28,6 +28,8 @@
 #include <string.h>
 
 #include "internal.h"
+
+#define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_ratelimit_ops, ops, field)
 #include "resil/ratelimit.h"
 
 typedef struct log_entry {
@@ -171,12 +173,8 @@ int resil_ratelimit_new_custom(const resil_ratelimit_ops *ops, void *self, resil
 {
     if (ops == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "ratelimit: ops and out must not be NULL");
-    if (ops->size < sizeof *ops)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "ratelimit: ops.size must be at least %zu, got %zu",
-                             sizeof *ops, ops->size);
-    if (ops->try_acquire == NULL)
-        return resil_err_set(err, RESIL_EINVAL, "ratelimit: ops.try_acquire must not be NULL");
+    if (!OPS_HAS(ops, try_acquire))
+        return resil_err_set(err, RESIL_EINVAL, "ratelimit: ops needs size and try_acquire");
     resil_ratelimit *rl = calloc(1, sizeof *rl);
     if (rl == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "ratelimit: out of memory");
@@ -210,7 +208,7 @@ void resil_ratelimit_free(resil_ratelimit *rl)
     if (rl == NULL)
         return;
     if (is_other(rl)) {
-        if (rl->ops->destroy != NULL)
+        if (OPS_HAS(rl->ops, destroy))
             rl->ops->destroy(rl->self);
         free(rl);
         return;
@@ -447,7 +445,7 @@ int64_t resil_ratelimit_available(resil_ratelimit *rl)
 {
     resil_instant now = resil_clock_now(rl->clock);
     if (is_other(rl))
-        return rl->ops->available ? rl->ops->available(rl->self, now) : -1;
+        return OPS_HAS(rl->ops, available) ? rl->ops->available(rl->self, now) : -1;
     pthread_mutex_lock(&rl->mu);
     advance(rl, now);
     int64_t left = 0;
@@ -481,7 +479,7 @@ void resil_ratelimit_opts_get(const resil_ratelimit *rl, resil_ratelimit_opts *o
         return;
     }
     memset(out, 0, sizeof *out);
-    if (rl->ops->opts != NULL)
+    if (OPS_HAS(rl->ops, opts))
         rl->ops->opts(rl->self, out);
     out->clock = rl->opts.clock;
 }

@@ -125,8 +125,15 @@ static void destroy(void *self)
     resil_redis_free(r);
 }
 
-static const resil_budget_ops budget_ops = {"redis", on_request, try_retry, on_result, level,
-                                            destroy};
+static const resil_budget_ops budget_ops = {
+    .size = sizeof(resil_budget_ops),
+    .name = "redis",
+    .on_request = on_request,
+    .try_retry = try_retry,
+    .on_result = on_result,
+    .level = level,
+    .destroy = destroy,
+};
 
 /* ---- member hooks ------------------------------------------------------------- */
 

@@ -735,8 +735,15 @@ static double spy_level(void *self) { return ((spy *)self)->tries; }
 
 static void spy_destroy(void *self) { ((spy *)self)->destroyed++; }
 
-static const resil_budget_ops spy_ops = {"spy", spy_on_request, spy_try_retry,
-                                         spy_on_result, spy_level, spy_destroy};
+static const resil_budget_ops spy_ops = {
+    .size = sizeof(resil_budget_ops),
+    .name = "spy",
+    .on_request = spy_on_request,
+    .try_retry = spy_try_retry,
+    .on_result = spy_on_result,
+    .level = spy_level,
+    .destroy = spy_destroy,
+};
 
 static void custom_budget_receives_every_call(void **state)
 {
@@ -773,6 +780,32 @@ static void custom_budget_needs_every_operation(void **state)
     ops.name = NULL;
     assert_int_equal(resil_budget_new_custom(&ops, &s, &b), 0);
     assert_string_equal(resil_budget_name(b), "custom");
+    resil_budget_free(b);
+    assert_int_equal(s.destroyed, 0);
+}
+
+static void custom_budget_refuses_a_table_that_does_not_reach_level(void **state)
+{
+    (void)state;
+    spy s = {0};
+    resil_budget *b = NULL;
+    resil_budget_ops ops = spy_ops;
+    ops.size = offsetof(resil_budget_ops, level);
+    assert_int_equal(resil_budget_new_custom(&ops, &s, &b), RESIL_EINVAL);
+    ops.size = 0;
+    assert_int_equal(resil_budget_new_custom(&ops, &s, &b), RESIL_EINVAL);
+}
+
+/* A table written against a header that ended at level: its destroy,
+ * though set, lies beyond its size and is not called. */
+static void custom_budget_reads_no_operation_beyond_the_table_size(void **state)
+{
+    (void)state;
+    spy s = {0};
+    resil_budget *b = NULL;
+    resil_budget_ops ops = spy_ops;
+    ops.size = offsetof(resil_budget_ops, destroy);
+    assert_int_equal(resil_budget_new_custom(&ops, &s, &b), 0);
     resil_budget_free(b);
     assert_int_equal(s.destroyed, 0);
 }
@@ -826,6 +859,8 @@ int main(void)
         cmocka_unit_test(model_parse_rejects_unknown_names),
         cmocka_unit_test(custom_budget_receives_every_call),
         cmocka_unit_test(custom_budget_needs_every_operation),
+        cmocka_unit_test(custom_budget_refuses_a_table_that_does_not_reach_level),
+        cmocka_unit_test(custom_budget_reads_no_operation_beyond_the_table_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

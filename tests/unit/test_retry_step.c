@@ -102,8 +102,14 @@ static void spy_result(void *self, const resil_outcome *o, uint32_t attempt,
     s->last_attempt = attempt;
 }
 static double spy_level(void *self) { return ((spy_budget *)self)->tries; }
-static const resil_budget_ops spy_ops = {"spy", spy_request, spy_try, spy_result,
-                                         spy_level, NULL};
+static const resil_budget_ops spy_ops = {
+    .size = sizeof(resil_budget_ops),
+    .name = "spy",
+    .on_request = spy_request,
+    .try_retry = spy_try,
+    .on_result = spy_result,
+    .level = spy_level,
+};
 
 static resil_budget *spy(spy_budget *s, bool grant)
 {
