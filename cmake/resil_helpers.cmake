@@ -90,14 +90,17 @@ function(resil_add_fuzzers dir)
   endforeach()
 endfunction()
 
-# resil_add_adapter(TARGET PKG name DESCRIPTION text REQUIRES "pc modules"
+# resil_add_adapter(TARGET PKG name ABI n DESCRIPTION text REQUIRES "pc modules"
 #                   [SOURCES extra.c...] DEPS targets...): build every .c of
 # the calling folder (plus SOURCES) once as objects, packaged as the shared
-# library lib<name> (SONAME-versioned) and the static TARGET_static, both
+# library lib<name> (SONAME lib<name>.so.<n>, the library's own ABI number) and the static TARGET_static, both
 # linked to the core and DEPS, installed with <name>.pc. Every adapter is
 # shaped alike, so the shape lives here once.
 function(resil_add_adapter target)
-  cmake_parse_arguments(A "" "PKG;DESCRIPTION;REQUIRES" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(A "" "PKG;ABI;DESCRIPTION;REQUIRES" "SOURCES;DEPS" ${ARGN})
+  if(NOT DEFINED A_ABI OR A_ABI STREQUAL "")
+    message(FATAL_ERROR "resil_add_adapter(${target}): ABI (the library's ABI number) is required")
+  endif()
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.c)
   add_library(${target}_objects OBJECT ${sources} ${A_SOURCES})
   target_include_directories(${target}_objects PRIVATE ${PROJECT_SOURCE_DIR}/include
@@ -115,7 +118,7 @@ function(resil_add_adapter target)
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   endforeach()
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${A_PKG}
-    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
+    VERSION ${PROJECT_VERSION} SOVERSION ${A_ABI})
   set_target_properties(${target}_static PROPERTIES OUTPUT_NAME ${A_PKG})
   add_library(resil::${target} ALIAS ${target})
   install(TARGETS ${target} ${target}_static

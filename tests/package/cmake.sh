@@ -30,8 +30,8 @@ for kind in shared static; do
     out=$(env -u LD_LIBRARY_PATH "$dir/consumer_$kind") || fail "consumer_$kind exited $?: $out"
     [[ "$out" == "$expect" ]] || fail "consumer_$kind printed '$out', expected '$expect'"
 done
-readelf -d "$dir/consumer_shared" | grep -q "NEEDED.*libresil.so.$VERSION_MAJOR" ||
-    fail "consumer_shared is not linked against libresil.so.$VERSION_MAJOR"
+readelf -d "$dir/consumer_shared" | grep -q "NEEDED.*libresil.so.$ABI_resil" ||
+    fail "consumer_shared is not linked against libresil.so.$ABI_resil"
 if readelf -d "$dir/consumer_static" | grep -q 'NEEDED.*libresil'; then
     fail "consumer_static needs a shared libresil"
 fi

@@ -39,16 +39,28 @@ note "headers: resil.h and $count under resil/"
 # Libraries: the real file, the SONAME link, the development link, the archive.
 real="$LIB/libresil.so.$VERSION"
 expect_file "$real"
-[[ -L "$LIB/libresil.so.$VERSION_MAJOR" ]] || fail "libresil.so.$VERSION_MAJOR is not a symlink"
+[[ -L "$LIB/libresil.so.$ABI_resil" ]] || fail "libresil.so.$ABI_resil is not a symlink"
 [[ -L "$LIB/libresil.so" ]] || fail "libresil.so is not a symlink"
 [[ "$(readlink -f "$LIB/libresil.so")" == "$(readlink -f "$real")" ]] ||
     fail "libresil.so does not lead to libresil.so.$VERSION"
 expect_file "$LIB/libresil.a"
 
 soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[[ "$soname" == "libresil.so.$VERSION_MAJOR" ]] ||
-    fail "libresil.so's SONAME is '$soname', expected libresil.so.$VERSION_MAJOR"
+[[ "$soname" == "libresil.so.$ABI_resil" ]] ||
+    fail "libresil.so's SONAME is '$soname', expected libresil.so.$ABI_resil"
 note "libraries: libresil.so.$VERSION (SONAME $soname), libresil.a"
+
+# Each adapter this build made carries its own ABI number (CMakeLists.txt).
+for name in resil-http resil-store resil-redis resil-config; do
+    file="$LIB/lib$name.so.$VERSION"
+    [[ -e "$file" ]] || continue
+    var="ABI_${name//-/_}"
+    want="lib$name.so.${!var}"
+    got=$(readelf -d "$file" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    [[ "$got" == "$want" ]] || fail "lib$name.so's SONAME is '$got', expected $want"
+    [[ -L "$LIB/$want" ]] || fail "$want is not a symlink"
+    note "libraries: lib$name.so.$VERSION (SONAME $got)"
+done
 
 # The archive is the same library: it defines what the shared one exports.
 missing=$(comm -23 \

@@ -39,8 +39,8 @@ run "$CC" -std=c11 -Wall -Wextra -Werror "${cflags[@]}" "$src" -o "$dir/quicksta
     "${pinned[@]}" "${link_flags[@]}"
 
 needs() { readelf -d "$1" | grep -F '(NEEDED)' | grep -o 'libresil[^]]*' || true; }
-[[ "$(needs "$dir/quickstart_shared")" == "libresil.so.$VERSION_MAJOR" ]] ||
-    fail "the shared build does not need libresil.so.$VERSION_MAJOR (NEEDED: $(needs "$dir/quickstart_shared"))"
+[[ "$(needs "$dir/quickstart_shared")" == "libresil.so.$ABI_resil" ]] ||
+    fail "the shared build does not need libresil.so.$ABI_resil (NEEDED: $(needs "$dir/quickstart_shared"))"
 [[ -z "$(needs "$dir/quickstart_static")" ]] ||
     fail "the static build still needs $(needs "$dir/quickstart_static")"
 
@@ -49,4 +49,4 @@ out=$(LD_LIBRARY_PATH="$LIB" "$dir/quickstart_shared") || fail "quickstart (shar
 [[ "$out" == "$expect" ]] || fail "quickstart (shared) printed '$out', expected '$expect'"
 out=$(env -u LD_LIBRARY_PATH "$dir/quickstart_static") || fail "quickstart (static) exited $?: $out"
 [[ "$out" == "$expect" ]] || fail "quickstart (static) printed '$out', expected '$expect'"
-note "quickstart built with pkg-config runs, shared (NEEDED libresil.so.$VERSION_MAJOR) and static"
+note "quickstart built with pkg-config runs, shared (NEEDED libresil.so.$ABI_resil) and static"

@@ -5,17 +5,11 @@
  * Every caller-allocated struct of the core ends in `reserved_`, the last
  * member, so a member added later takes a slot and sizeof stays put. The
  * static assertions fail the build when a struct loses its room or gains a
- * member after it; the tests check that every *_default() leaves the slots
+ * member after it, or when a public struct's size or an embedded struct's
+ * offset on LP64 moves from its recorded figure; the tests check that every *_default() leaves the slots
  * zeroed, since zero is what "as before" means for a member that takes one.
  */
-#include "test.h"
-
-/* reserved_ is there, holds `n` slots, and nothing follows it. */
-#define HAS_ROOM(T, n)                                                              \
-    _Static_assert(sizeof(((T *)0)->reserved_) == (n) * sizeof(resil_reserved),     \
-                   #T " keeps " #n " reserved slots");                              \
-    _Static_assert(offsetof(T, reserved_) + sizeof(((T *)0)->reserved_) == sizeof(T), \
-                   #T ": reserved_ is the last member")
+#include "abi_room.h"
 
 _Static_assert(sizeof(resil_reserved) == 8, "a reserved slot is 8 bytes");
 
@@ -62,22 +56,59 @@ HAS_ROOM(resil_degrade_level_opts, 1);
 HAS_ROOM(resil_health_sample, 1);
 HAS_ROOM(resil_attempt_record, 1);
 
-static void assert_zeroed(const resil_reserved *r, size_t n)
-{
-    static const unsigned char zero[4 * sizeof(resil_reserved)];
-    assert_true(n * sizeof *r <= sizeof zero);
-    assert_memory_equal(r, zero, n * sizeof *r);
-}
-
-/* Fill with garbage first, as a stack variable would be, then default. */
-#define DEFAULTED_ZEROES_ROOM(T, call)                          \
-    do {                                                        \
-        T v_;                                                   \
-        memset(&v_, 0xA5, sizeof v_);                           \
-        call(&v_);                                              \
-        assert_zeroed(v_.reserved_, sizeof v_.reserved_ / sizeof v_.reserved_[0]); \
-    } while (0)
-
+/* The layout on LP64, recorded. */
+PINNED(resil_backoff, 80);
+PINNED(resil_breaker_opts, 176);
+PINNED(resil_budget_opts, 104);
+PINNED(resil_bulkhead_opts, 64);
+PINNED(resil_degrade_opts, 504);
+PINNED(resil_fallback_opts, 64);
+PINNED(resil_hedge_opts, 80);
+PINNED(resil_ratelimit_opts, 88);
+PINNED(resil_registry_opts, 248);
+PINNED(resil_retry_policy, 192);
+PINNED(resil_exec_opts, 104);
+PINNED(resil_standard_opts, 576);
+PINNED(resil_call, 96);
+PINNED(resil_timeout_opts, 48);
+PINNED(resil_metrics_opts, 56);
+PINNED(resil_log_opts, 80);
+PINNED(resil_listener, 56);
+PINNED(resil_pipeline_result, 248);
+PINNED(resil_retry_result, 152);
+PINNED(resil_retry_decision, 56);
+PINNED(resil_breaker_stats, 152);
+PINNED(resil_bulkhead_stats, 72);
+PINNED(resil_ratelimit_stats, 64);
+PINNED(resil_degrade_stats, 112);
+PINNED(resil_registry_entry, 296);
+PINNED(resil_budget_ticket, 24);
+PINNED(resil_bulkhead_ticket, 32);
+PINNED(resil_retry, 96);
+PINNED(resil_backoff_state, 32);
+PINNED(resil_rng_seeded, 56);
+PINNED(resil_rng_mulberry32, 32);
+PINNED(resil_rng_dotnet, 256);
+PINNED(resil_rng_scripted, 48);
+PINNED(resil_proc_sampler, 64);
+PINNED(resil_cpu_times, 32);
+PINNED(resil_degrade_level_opts, 48);
+PINNED(resil_health_sample, 24);
+PINNED(resil_attempt_record, 144);
+PINNED(resil_breaker_permit, 56);
+PINNED(resil_outcome, 88);
+PINNED(resil_err, 260);
+PINNED_AT(resil_retry_policy, backoff, 24);
+PINNED_AT(resil_registry_opts, breaker, 8);
+/* operations tables: size first; their operations only ever appended */
+PINNED_AT(resil_breaker_ops, size, 0);
+PINNED_AT(resil_bulkhead_ops, size, 0);
+PINNED_AT(resil_ratelimit_ops, size, 0);
+PINNED_AT(resil_budget_ops, size, 0);
+PINNED(resil_breaker_ops, 80);
+PINNED(resil_bulkhead_ops, 64);
+PINNED(resil_ratelimit_ops, 48);
+PINNED(resil_budget_ops, 56);
 static void budget_opts_default_exp(resil_budget_opts *o)
 {
     resil_budget_opts_default(o, RESIL_BUDGET_TOKENS);
@@ -116,12 +147,12 @@ static void embedded_defaults_zero_their_slots(void **state)
     resil_retry_policy p;
     memset(&p, 0xA5, sizeof p);
     resil_retry_policy_default(&p);
-    assert_zeroed(p.backoff.reserved_, 4);
+    abi_assert_zeroed(p.backoff.reserved_, 4);
 
     resil_registry_opts r;
     memset(&r, 0xA5, sizeof r);
     resil_registry_opts_default(&r);
-    assert_zeroed(r.breaker.reserved_, 4);
+    abi_assert_zeroed(r.breaker.reserved_, 4);
 }
 
 int main(void)

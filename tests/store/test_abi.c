@@ -1,0 +1,50 @@
+/*
+ * test_abi.c — the idempotency store's public structs keep their room and
+ * their recorded layout under libresil-store's SONAME (docs/abi.md); the
+ * core's own structs are checked by unit.abi.
+ */
+#include "abi_room.h"
+#include "resil/store.h"
+
+HAS_ROOM(resil_sha256_ctx, 2);
+HAS_ROOM(resil_store_opts, 4);
+HAS_ROOM(resil_store_key, 4);
+HAS_ROOM(resil_store_response, 4);
+HAS_ROOM(resil_store_result, 4);
+HAS_ROOM(resil_store_journal_stats, 4);
+HAS_ROOM(resil_store_tx, 2);
+
+PINNED(resil_sha256_ctx, 128);
+PINNED(resil_store_opts, 288);
+PINNED(resil_store_key, 56);
+PINNED(resil_store_response, 72);
+PINNED(resil_store_result, 120);
+PINNED(resil_store_journal_stats, 64);
+PINNED(resil_store_tx, 32);
+/* the core's retry policy embedded */
+PINNED_AT(resil_store_opts, retry, 48);
+
+static void defaults_zero_the_reserved_slots(void **state)
+{
+    (void)state;
+    DEFAULTED_ZEROES_ROOM(resil_store_opts, resil_store_opts_default);
+}
+
+static void embedded_defaults_zero_their_slots(void **state)
+{
+    (void)state;
+    resil_store_opts o;
+    memset(&o, 0xA5, sizeof o);
+    resil_store_opts_default(&o);
+    abi_assert_zeroed(o.retry.reserved_, 4);
+    abi_assert_zeroed(o.retry.backoff.reserved_, 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults_zero_the_reserved_slots),
+        cmocka_unit_test(embedded_defaults_zero_their_slots),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
