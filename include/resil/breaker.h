@@ -285,12 +285,17 @@ RESIL_API int resil_breaker_record_at(resil_breaker *b, const resil_breaker_perm
 RESIL_API int resil_breaker_record_success(resil_breaker *b, resil_duration took);
 RESIL_API int resil_breaker_record_failure(resil_breaker *b, resil_duration took);
 
-/* Map an outcome to a breaker result. */
+/* Map an outcome to a breaker result. `ctx` is the attempt that produced
+ * it, as its operation saw it — its number, hedge index, deadline, token
+ * and ctx->user, the call's own context — like every other classifier's
+ * (resil_retry_on_fn). Never NULL. */
 typedef resil_breaker_result (*resil_breaker_classify_fn)(const resil_outcome *o,
+                                                         const resil_attempt_ctx *ctx,
                                                          void *ud);
 /* The default: success is SUCCESS, kind Cancelled is IGNORED, any other
- * failure is FAILURE. */
+ * failure is FAILURE (ctx and ud unused). */
 RESIL_API resil_breaker_result resil_breaker_classify_default(const resil_outcome *o,
+                                                              const resil_attempt_ctx *ctx,
                                                               void *ud);
 
 /*
@@ -304,8 +309,8 @@ RESIL_API resil_outcome resil_breaker_rejection(resil_breaker_state state,
                                                 resil_duration retry_after);
 
 /*
- * Run `op` once through the breaker: acquire, call op(ctx), classify (NULL =
- * the default classifier), record. Returns 0 when op ran (*out is its
+ * Run `op` once through the breaker: acquire, call op(ctx), classify with
+ * the same ctx (NULL = the default classifier), record. Returns 0 when op ran (*out is its
  * outcome), or RESIL_EREJECTED when the breaker refused: *out is then
  * resil_breaker_rejection(p.state, p.retry_after). A NULL breaker runs op
  * directly. RESIL_EINVAL for a NULL op, ctx or out.

@@ -103,9 +103,9 @@ typedef struct resil_http_response {
     bool outcome_unknown;     /* a failure status with `Idempotent-Outcome: unknown`:
                                  an idempotency layer's final answer for the key */
     const resil_attempt_ctx *ctx; /* the attempt: its number, hedge index,
-                                     deadline and token (ctx->user is NULL: an
-                                     HTTP call carries no user pointer); NULL
-                                     outside a client's call */
+                                     deadline, token and ctx->user, the
+                                     request's `user`; NULL outside a
+                                     client's call */
 } resil_http_response;
 
 typedef resil_outcome (*resil_http_classify_fn)(const resil_http_response *r, void *ud);
@@ -173,7 +173,8 @@ typedef struct resil_http_opts {
                                        by retry_after_max, 60 s); max_total must be
                                        0 (total_timeout is the bound); retry_on
                                        NULL = the outcome's kind decides; its
-                                       ctx->user is NULL, as the classifier's */
+                                       ctx->user is the request's `user`, as
+                                       the classifier's */
     bool breakers;                  /* a breaker per authority; default true */
     resil_breaker_opts breaker;     /* default ratio 0.1 over 30 s, throughput 100,
                                        break 5 s */
@@ -255,7 +256,12 @@ typedef struct resil_http_request {
     resil_rng *rng;            /* jitter source; NULL = the thread's */
     resil_attempt_record *records; /* optional: the first records_cap attempts */
     size_t records_cap;
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    union {            /* (a member that took a reserved slot: docs/abi.md) */
+        void *user;    /* the call's own data, handed to the client's
+                          classifiers as ctx->user; NULL = none */
+        resil_reserved user_slot_;
+    };
+    resil_reserved reserved_[3]; /* room to grow (docs/abi.md) */
 } resil_http_request;
 
 RESIL_API void resil_http_request_default(resil_http_request *r);

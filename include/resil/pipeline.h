@@ -141,6 +141,7 @@ RESIL_API void resil_pipeline_free(resil_pipeline *p);
  * for (permanent, user kinds), count as SUCCESS; transient, throttled and
  * timeout as FAILURE; cancelled and rejected as IGNORED. */
 RESIL_API resil_breaker_result resil_pipeline_classify_default(const resil_outcome *o,
+                                                               const resil_attempt_ctx *ctx,
                                                                void *ud);
 
 /* ---- the standard pipeline ------------------------------------------------ */

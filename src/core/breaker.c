@@ -780,8 +780,10 @@ static int builtin_record_without_permit_op(void *self, resil_breaker_result r,
 
 /* ---- execute ----------------------------------------------------------- */
 
-resil_breaker_result resil_breaker_classify_default(const resil_outcome *o, void *ud)
+resil_breaker_result resil_breaker_classify_default(const resil_outcome *o,
+                                                    const resil_attempt_ctx *ctx, void *ud)
 {
+    (void)ctx;
     (void)ud;
     if (o->kind == RESIL_SUCCESS)
         return RESIL_BREAKER_SUCCESS;
@@ -812,7 +814,7 @@ int resil_breaker_execute(resil_breaker *b, resil_op_fn op, resil_attempt_ctx *c
     *out = op(ctx);
     if (classify == NULL)
         classify = resil_breaker_classify_default;
-    resil_breaker_record(b, &p, classify(out, classify_ud));
+    resil_breaker_record(b, &p, classify(out, ctx, classify_ud));
     return 0;
 }
 

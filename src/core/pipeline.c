@@ -61,7 +61,7 @@ resil_strategy_kind resil__rejected_by(const resil_outcome *o)
 
 static void call_op(const resil__run *r, const resil__frame *f, resil_outcome *out)
 {
-    resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user, f->hedge};
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
     *out = r->op(&ctx);
 }
 
@@ -808,8 +808,10 @@ void resil_pipeline_free(resil_pipeline *p)
 
 /* ---- classifier and accessors ------------------------------------------------------ */
 
-resil_breaker_result resil_pipeline_classify_default(const resil_outcome *o, void *ud)
+resil_breaker_result resil_pipeline_classify_default(const resil_outcome *o,
+                                                     const resil_attempt_ctx *ctx, void *ud)
 {
+    (void)ctx;
     (void)ud;
     switch (o->kind) {
     case RESIL_SUCCESS:

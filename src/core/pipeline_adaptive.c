@@ -58,7 +58,8 @@ void resil__run_adaptive_limiter(const resil__run *r, size_t i, const resil__fra
     } else {
         resil__chain(r, i + 1, f, out);
     }
-    resil_verdict v = r->p->classify(out, r->p->classify_ud);
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    resil_verdict v = r->p->classify(out, &ctx, r->p->classify_ud);
     if (n->same_clock)
         resil_limiter_release_at(&t, v, end_of_call(r, f));
     else
@@ -136,7 +137,8 @@ void resil__run_throttle(const resil__run *r, size_t i, const resil__frame *f,
         return;
     }
     resil__chain(r, i + 1, f, out);
-    resil_throttle_record_at(n->throttle, r->p->classify(out, r->p->classify_ud), start);
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    resil_throttle_record_at(n->throttle, r->p->classify(out, &ctx, r->p->classify_ud), start);
 }
 
 static int throttle_node(resil_pipeline_builder *b, resil_throttle *t, bool owned)

@@ -113,6 +113,19 @@ typedef struct resil__frame {
     resil__reading *reading;      /* inside a retry on the caller's thread; else NULL */
 } resil__frame;
 
+/* The attempt as the caller's operation, classifiers and hooks see it at
+ * frame `f`: the frame's attempt, hedge, deadline and token, the
+ * pipeline's clock and the call's user data. */
+static inline resil_attempt_ctx resil__frame_ctx(const resil__run *r, const resil__frame *f)
+{
+    return (resil_attempt_ctx){.attempt = f->attempt,
+                               .deadline = f->deadline,
+                               .cancel = f->cancel,
+                               .clock = r->p->clock,
+                               .user = r->user,
+                               .hedge = f->hedge};
+}
+
 /* The outcome is written through `out`, not returned: an outcome is 88
  * bytes, and copying it up through every level cost more than the rest of
  * the walk. */

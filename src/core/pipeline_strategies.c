@@ -405,7 +405,8 @@ void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
         return;
     }
     resil__chain(r, i + 1, f, out);
-    resil_breaker_result verdict = r->p->classify(out, r->p->classify_ud);
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    resil_breaker_result verdict = r->p->classify(out, &ctx, r->p->classify_ud);
     if (!node_at(r, i)->owned || f->reading == NULL) {
         resil_breaker_record(r->breaker, &permit, verdict);
         return;
@@ -466,7 +467,7 @@ void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
      * of it: a caller who gave up wants no substitute answer. */
     if (caller_gave_up(f->cancel))
         return;
-    resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user, f->hedge};
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
     bool go = fb->handle != NULL ? fb->handle(out, &ctx, fb->handle_ud)
                                  : resil_fallback_handle_default(out, NULL);
     if (!go)

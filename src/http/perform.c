@@ -365,13 +365,13 @@ static bool outcome_unknown_of(const http_attempt *a)
            strcmp(h->value, "unknown") == 0;
 }
 
-/* What the caller's classifiers see of an attempt: everything but our
- * call state, which is no business of theirs (an HTTP call has no user
- * pointer to hand them instead). */
+/* What the caller's classifiers see of an attempt: our call state, the
+ * attempt's user data inside the client, gives way to the request's own. */
 static resil_attempt_ctx caller_ctx(const resil_attempt_ctx *ctx)
 {
+    const http_call *call = ctx->user;
     resil_attempt_ctx c = *ctx;
-    c.user = NULL;
+    c.user = call->req->user;
     return c;
 }
 

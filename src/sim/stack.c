@@ -285,7 +285,7 @@ static void finish_attempt(stack_model *m, uint32_t ci, const resil_outcome *o)
     call *c = &m->calls[ci];
     resil_breaker *b = m->breaker[c->layer];
     if (b != NULL && c->admitted)
-        resil_breaker_record(b, &m->permits[ci], resil_breaker_classify_default(o, NULL));
+        resil_breaker_record(b, &m->permits[ci], resil_breaker_classify_default(o, NULL, NULL));
     resil_instant now = resil__sim_now(&m->engine);
     resil_retry_decision d =
         resil_retry_after_attempt(&c->retry, NULL, o, now, resil__sim_rng(&m->rand));

@@ -129,6 +129,7 @@ static void each_attempt_reaches_the_classifiers_with_its_hedge_index(void **sta
     f->opts.classify_ud = &s;
     f->opts.retry.retry_on = retry_and_keep;
     f->opts.retry.retry_on_ud = &s;
+    f->req.user = &s;
     fx_script(f, "/h", FX_STEPS({.status = 503, .body = "down\n"}, {.status = 200, .body = "up\n"}));
     assert_int_equal(fx_perform(f, "/h"), 0);
     assert_int_equal(f->res.hedge_winner, 1);
@@ -137,8 +138,8 @@ static void each_attempt_reaches_the_classifiers_with_its_hedge_index(void **sta
     assert_int_equal(s.status[0], 503);
     assert_int_equal(s.hedge[1], 1);
     assert_int_equal(s.status[1], 200);
-    assert_null(s.user[0]); /* the client's call state stays its own */
-    assert_null(s.user[1]);
+    assert_ptr_equal(s.user[0], &s); /* the request's, on every hedge */
+    assert_ptr_equal(s.user[1], &s);
     assert_int_equal(s.judged, 1); /* the primary's 503, by hedging */
     assert_int_equal(s.judged_hedge, 0);
     pthread_mutex_destroy(&s.mu);

@@ -677,6 +677,7 @@ typedef struct attempt_view {
     resil_instant deadline[4];
     int judged;
     uint32_t judged_attempt[4];
+    const void *judged_user[4];
 } attempt_view;
 
 static resil_outcome view_and_classify(const resil_http_response *r, void *ud)
@@ -695,9 +696,10 @@ static resil_outcome view_and_classify(const resil_http_response *r, void *ud)
 static bool view_and_retry(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
 {
     attempt_view *v = ud;
-    assert_null(ctx->user);
-    if (v->judged < 4)
+    if (v->judged < 4) {
+        v->judged_user[v->judged] = ctx->user;
         v->judged_attempt[v->judged++] = ctx->attempt;
+    }
     return resil_retry_on_default(o, NULL);
 }
 
@@ -722,6 +724,30 @@ static void classifiers_see_each_attempts_context(void **state)
     assert_int_equal(v.judged, 2);
     assert_int_equal(v.judged_attempt[0], 1);
     assert_int_equal(v.judged_attempt[1], 2);
+    assert_null(v.judged_user[0]);
+}
+
+/* One classifier shared by many calls tells them apart by the request's
+ * user data, which both the response classifier and the retry classifier
+ * see as ctx->user, attempt after attempt. */
+static void classifiers_see_the_requests_user_data(void **state)
+{
+    fx *f = *state;
+    attempt_view v = {0};
+    int mine = 0;
+    f->opts.classify = view_and_classify;
+    f->opts.classify_ud = &v;
+    f->opts.retry.retry_on = view_and_retry;
+    f->opts.retry.retry_on_ud = &v;
+    f->req.user = &mine;
+    fx_script(f, "/a", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(v.n, 2);
+    assert_ptr_equal(v.user[0], &mine);
+    assert_ptr_equal(v.user[1], &mine);
+    assert_int_equal(v.judged, 1);
+    assert_ptr_equal(v.judged_user[0], &mine);
 }
 
 /* The outer call's progress callback performs a whole second call on the
@@ -849,6 +875,7 @@ int main(void)
         T(a_cancelled_call_sends_nothing),
         T(callers_progress_abort_cancels_the_call),
         T(classifiers_see_each_attempts_context),
+        T(classifiers_see_the_requests_user_data),
         T(a_call_nested_in_another_on_one_thread_is_judged_as_itself),
         T(null_arguments_are_refused),
         T(null_request_performs_with_defaults),

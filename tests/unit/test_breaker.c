@@ -702,8 +702,10 @@ static void execute_without_a_breaker_just_runs(void **state)
     assert_int_equal(out.kind, RESIL_TRANSIENT);
 }
 
-static resil_breaker_result only_5xx_fail(const resil_outcome *o, void *ud)
+static resil_breaker_result only_5xx_fail(const resil_outcome *o, const resil_attempt_ctx *ctx,
+                                          void *ud)
 {
+    (void)ctx;
     (void)ud;
     return o->code >= 500 ? RESIL_BREAKER_FAILURE : RESIL_BREAKER_SUCCESS;
 }
@@ -724,15 +726,40 @@ static void execute_uses_the_callers_classifier(void **state)
     assert_state(f, RESIL_BREAKER_OPEN);
 }
 
+static resil_breaker_result keep_ctx(const resil_outcome *o, const resil_attempt_ctx *ctx,
+                                     void *ud)
+{
+    (void)o;
+    *(const resil_attempt_ctx **)ud = ctx;
+    return RESIL_BREAKER_SUCCESS;
+}
+
+static void execute_hands_the_classifier_the_attempt_context(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = consecutive(f, 1);
+    make(f, &o);
+    resil_outcome out;
+    int runs = 0;
+    scripted_outcome = resil_fail(RESIL_TRANSIENT, 503, NULL);
+    resil_attempt_ctx ctx = {.attempt = 3, .deadline = RESIL_INSTANT_MAX, .user = &runs, .hedge = 2};
+    const resil_attempt_ctx *seen = NULL;
+    assert_int_equal(resil_breaker_execute(f->b, scripted_op, &ctx, keep_ctx, &seen, &out), 0);
+    assert_ptr_equal(seen, &ctx);
+    assert_ptr_equal(seen->user, &runs);
+    assert_int_equal(seen->attempt, 3);
+    assert_int_equal(seen->hedge, 2);
+}
+
 static void default_classifier_maps_kinds(void **state)
 {
     (void)state;
     resil_outcome ok = resil_ok(), cancel = resil_fail(RESIL_CANCELLED, 0, NULL);
     resil_outcome rej = resil_fail(RESIL_REJECTED, 0, NULL), user = resil_fail(RESIL_KIND_USER, 7, NULL);
-    assert_int_equal(resil_breaker_classify_default(&ok, NULL), RESIL_BREAKER_SUCCESS);
-    assert_int_equal(resil_breaker_classify_default(&cancel, NULL), RESIL_BREAKER_IGNORED);
-    assert_int_equal(resil_breaker_classify_default(&rej, NULL), RESIL_BREAKER_FAILURE);
-    assert_int_equal(resil_breaker_classify_default(&user, NULL), RESIL_BREAKER_FAILURE);
+    assert_int_equal(resil_breaker_classify_default(&ok, NULL, NULL), RESIL_BREAKER_SUCCESS);
+    assert_int_equal(resil_breaker_classify_default(&cancel, NULL, NULL), RESIL_BREAKER_IGNORED);
+    assert_int_equal(resil_breaker_classify_default(&rej, NULL, NULL), RESIL_BREAKER_FAILURE);
+    assert_int_equal(resil_breaker_classify_default(&user, NULL, NULL), RESIL_BREAKER_FAILURE);
 }
 
 /* ---- manual control ---------------------------------------------------- */
@@ -1086,6 +1113,7 @@ int main(void)
         T(execute_rejects_with_a_rejected_outcome_and_retry_after),
         T(execute_without_a_breaker_just_runs),
         T(execute_uses_the_callers_classifier),
+        T(execute_hands_the_classifier_the_attempt_context),
         T(default_classifier_maps_kinds),
         T(isolate_holds_it_open_until_closed_by_hand),
         T(isolating_an_open_breaker_outlasts_its_break),

@@ -274,6 +274,49 @@ static void breaker_opening_inside_retry_fails_the_next_attempt_fast(void **stat
     resil_breaker_free(br);
 }
 
+/* A breaker classifier that keeps every attempt context it was handed. */
+typedef struct classified {
+    resil_attempt_ctx seen[4];
+    int n;
+} classified;
+
+static resil_breaker_result keep_and_classify(const resil_outcome *o,
+                                              const resil_attempt_ctx *ctx, void *ud)
+{
+    classified *c = ud;
+    if (c->n < 4)
+        c->seen[c->n++] = *ctx;
+    return resil_pipeline_classify_default(o, ctx, NULL);
+}
+
+static void the_breaker_classifier_sees_each_attempt_with_the_calls_user(void **state)
+{
+    fixture *f = *state;
+    resil_retry_policy pol = plain_retry(2, RESIL_S(1));
+    resil_breaker_opts bo;
+    resil_breaker_opts_default(&bo);
+    bo.clock = f->clock;
+    resil_breaker *br;
+    assert_int_equal(resil_breaker_new(&bo, &br, NULL), 0);
+    classified c = {0};
+    resil_pipeline_builder *b = builder(f, "svc");
+    resil_pipeline_add_retry(b, &pol);
+    resil_pipeline_use_breaker(b, br);
+    resil_pipeline_builder_classify(b, keep_and_classify, &c);
+    build(f, b);
+    resil_outcome outs[] = {http(503), http(200)};
+    script_of(f, outs, 2);
+    run(f);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.seen[0].attempt, 1);
+    assert_int_equal(c.seen[1].attempt, 2);
+    assert_ptr_equal(c.seen[0].user, &f->s);
+    assert_ptr_equal(c.seen[1].user, &f->s);
+    assert_ptr_equal(c.seen[1].clock, f->clock);
+    assert_int_equal(c.seen[1].hedge, 0);
+    resil_breaker_free(br);
+}
+
 static bool transient_or_breaker(const resil_outcome *o, const resil_attempt_ctx *ctx,
                                  void *ud)
 {
@@ -669,6 +712,7 @@ int main(void)
         T(total_timeout_that_passes_during_a_wait_ends_with_deadline),
         T(retry_after_beyond_the_total_timeout_ends_at_once),
         T(breaker_opening_inside_retry_fails_the_next_attempt_fast),
+        T(the_breaker_classifier_sees_each_attempt_with_the_calls_user),
         T(retry_that_handles_rejections_waits_for_the_probe),
         T(breaker_refusals_are_worded_by_state),
         T(isolated_breaker_refuses_in_its_own_words_coded_as_the_strategy),
