@@ -78,10 +78,14 @@ static const char usage_text[] =
     "                         Retry-After and the upstream is not called (a guarded\n"
     "                         request's key is released). Redis not answering: each\n"
     "                         gateway's breaker counts alone until it does\n"
-    "  --breaker-failures N   with --fleet: open after N failures in a row (no answer or\n"
-    "                         a 5xx; default: ratio 0.1 over 30s, at least 100 calls)\n"
-    "  --breaker-break DUR    with --fleet: how long it stays open (default 5s)\n"
 #endif
+    "  --breaker-failures N   a circuit breaker for the upstream, this gateway's own (or\n"
+    "                         with --fleet the shared one): it opens after N failures in\n"
+    "                         a row (no answer or a 5xx), or a failure ratio of 0.1 over\n"
+    "                         30s with at least 100 calls; while open, 503 with\n"
+    "                         Retry-After and the upstream is not called\n"
+    "  --breaker-break DUR    how long the breaker stays open (default 5s); alone, it\n"
+    "                         gives the upstream a breaker of the ratio rule\n"
     "\n"
     "GET /healthz answers 200 \"ok\". SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
 
@@ -296,6 +300,7 @@ static int parse_fleet(const args *a, const char *v, gw_config *cfg)
 {
     return fleet_url_parse(a, v, &cfg->fleet);
 }
+#endif
 
 static int parse_breaker_failures(const args *a, const char *v, gw_config *cfg)
 {
@@ -310,7 +315,6 @@ static int parse_breaker_break(const args *a, const char *v, gw_config *cfg)
 {
     return args_duration(a, "--breaker-break", v, true, &cfg->breaker_break);
 }
-#endif
 
 static const struct {
     const char *name;
@@ -327,9 +331,9 @@ static const struct {
     {"--workers", parse_workers},     {"--header-timeout", parse_header_timeout},
     {"--body-timeout", parse_body_timeout}, {"--idle-timeout", parse_idle_timeout},
     {"--journal", parse_journal},
+    {"--breaker-failures", parse_breaker_failures}, {"--breaker-break", parse_breaker_break},
 #ifdef RESIL_CLI_REDIS
-    {"--fleet", parse_fleet},         {"--breaker-failures", parse_breaker_failures},
-    {"--breaker-break", parse_breaker_break},
+    {"--fleet", parse_fleet},
 #endif
 };
 
@@ -362,8 +366,6 @@ static int check_config(const args *a, const gw_config *cfg)
         return args_fail(a, "--listen HOST:PORT is required");
     if (cfg->upstream[0] == '\0')
         return args_fail(a, "--upstream URL is required");
-    if (cfg->fleet == NULL && (cfg->breaker_failures != 0 || cfg->breaker_break != 0))
-        return args_fail(a, "--breaker-failures and --breaker-break need --fleet");
     if (cfg->max_per_client > cfg->max_connections)
         return args_fail(a, "--max-connections-per-client (%u) must not exceed "
                             "--max-connections (%u)",
@@ -572,31 +574,55 @@ static void fit_fd_limit(gw_config *cfg)
         cfg->max_per_client = cfg->max_connections;
 }
 
+/* The breaker's rules from --breaker-failures and --breaker-break, the
+ * same for a gateway's own breaker and a shared one: a run of failures
+ * when one is given, besides the default ratio rule. The upstream's
+ * authority names it. */
+static void breaker_rules(const gw_config *cfg, char *name, size_t cap, resil_breaker_opts *o)
+{
+    const char *host = strstr(cfg->upstream, "://") + 3;
+    snprintf(name, cap, "%.*s", (int)strcspn(host, "/"), host);
+    if (cfg->breaker_failures > 0) {
+        o->kind = RESIL_BREAKER_BOTH;
+        o->failure_threshold = cfg->breaker_failures;
+    }
+    if (cfg->breaker_break > 0)
+        o->break_duration = cfg->breaker_break;
+}
+
+/* Without --fleet, --breaker-failures or --breaker-break: the upstream's
+ * breaker, this gateway's alone. */
+static int open_local_breaker(gateway *gw)
+{
+    resil_breaker_opts bo;
+    resil_breaker_opts_default(&bo);
+    char name[RESIL_BREAKER_NAME_MAX];
+    breaker_rules(&gw->cfg, name, sizeof name, &bo);
+    bo.name = name;
+    resil_err err;
+    if (resil_breaker_new(&bo, &gw->breaker, &err) != 0) {
+        fprintf(stderr, "resil gateway: --breaker-failures: %s\n", err.message);
+        return 1;
+    }
+    return 0;
+}
+
 #ifdef RESIL_CLI_REDIS
 /* --fleet: the upstream's breaker, named by its authority (host[:port]) so
  * every gateway in front of it shares one. Redis not answering at start is
  * not an error: the breaker counts in this process alone until it does. */
-static int open_breaker(gateway *gw)
+static int open_fleet_breaker(gateway *gw)
 {
     const gw_config *cfg = &gw->cfg;
-    if (cfg->fleet == NULL)
-        return 0;
     if (fleet_connect("gateway", cfg->fleet, 0,
                       "the upstream's breaker counts in this gateway alone", &gw->redis) != 0)
         return 1;
     resil_err err;
-    const char *host = strstr(cfg->upstream, "://") + 3;
     char name[256];
-    snprintf(name, sizeof name, "%.*s", (int)strcspn(host, "/"), host);
     resil_redis_breaker_opts bo;
     resil_redis_breaker_opts_default(&bo);
+    breaker_rules(cfg, name, sizeof name, &bo.rules);
     bo.name = name;
-    if (cfg->breaker_failures > 0) {
-        bo.rules.kind = RESIL_BREAKER_BOTH;
-        bo.rules.failure_threshold = cfg->breaker_failures;
-    }
-    if (cfg->breaker_break > 0)
-        bo.rules.break_duration = cfg->breaker_break;
     if (resil_redis_breaker_new(gw->redis, &bo, &gw->breaker, &err) != 0) {
         fprintf(stderr, "resil gateway: --fleet: %s\n", err.message);
         return 1;
@@ -607,18 +633,30 @@ static int open_breaker(gateway *gw)
 }
 #endif
 
+static int open_breaker(gateway *gw)
+{
+    const gw_config *cfg = &gw->cfg;
+#ifdef RESIL_CLI_REDIS
+    if (cfg->fleet != NULL)
+        return open_fleet_breaker(gw);
+#endif
+    if (cfg->breaker_failures == 0 && cfg->breaker_break == 0)
+        return 0;
+    return open_local_breaker(gw);
+}
+
 /* Flush this gateway's counts, then let the breaker and the client go. */
 static void close_breaker(gateway *gw)
 {
 #ifdef RESIL_CLI_REDIS
     if (gw->redis != NULL)
         (void)resil_redis_sync(gw->redis);
+#endif
     resil_breaker_free(gw->breaker);
-    resil_redis_free(gw->redis);
     gw->breaker = NULL;
+#ifdef RESIL_CLI_REDIS
+    resil_redis_free(gw->redis);
     gw->redis = NULL;
-#else
-    (void)gw;
 #endif
 }
 
@@ -630,10 +668,8 @@ static int serve(gateway *gw, const sigset_t *signals)
     int rc = open_store(gw);
     if (rc != 0)
         return rc;
-#ifdef RESIL_CLI_REDIS
     if ((rc = open_breaker(gw)) != 0)
         return rc;
-#endif
     if (gw_rules_start(gw) != 0) {
         fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
         return 1;

@@ -37,8 +37,9 @@ typedef struct gw_config {
     resil_duration header_timeout, body_timeout, idle_timeout;
     bool upstream_dedupes; /* the upstream recognises a repeated key: release when unsure */
     const char *journal;   /* --journal: NULL = next to an SQLite store, "off" = none */
-    /* --fleet: the upstream's circuit breaker, shared through Redis */
-    const char *fleet;          /* redis://... or NULL: no breaker */
+    /* the upstream's circuit breaker: shared through Redis with --fleet,
+     * else this gateway's own when a --breaker-* flag asks for one */
+    const char *fleet;          /* redis://... or NULL */
     uint32_t breaker_failures;  /* 0: the default rules; else a run of this many opens it */
     resil_duration breaker_break; /* 0: the default */
 } gw_config;
@@ -86,7 +87,7 @@ typedef struct gateway {
 
     struct gw_leases *leases; /* gateway_rules.c: keys whose outcome is not yet saved */
 
-    resil_breaker *breaker;   /* the upstream's (--fleet), or NULL: none */
+    resil_breaker *breaker;   /* the upstream's (--fleet or --breaker-*), or NULL: none */
     struct resil_redis *redis; /* its client */
 } gateway;
 

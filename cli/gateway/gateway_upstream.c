@@ -23,8 +23,9 @@
  * runs twice in one transfer): for a request that must reach the upstream
  * at most once, the second call aborts the transfer.
  *
- * With --fleet every call goes through the upstream's circuit breaker,
- * shared through Redis by the gateways in front of it: while it is open a
+ * With a breaker (--breaker-failures or --breaker-break: this gateway's
+ * own; --fleet: shared through Redis by the gateways in front of the
+ * upstream) every call goes through it: while it is open a
  * request is refused before any handle is taken, so it provably never
  * left. No answer, or a 5xx, counts as a failure.
  */
