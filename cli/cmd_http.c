@@ -63,6 +63,7 @@ typedef struct http_opts {
     resil_duration hedge;      /* -1: no hedging */
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
+    fleet_limit_opts limits;   /* --fleet-rate, --fleet-concurrency */
     log_format log;
     const char *urls[MAX_URLS];
     int nurls;
@@ -115,6 +116,17 @@ static void usage(FILE *out)
           "                             share each host's breaker through Redis with\n"
           "                             every process given the same URL; when Redis\n"
           "                             does not answer, each process counts alone\n"
+          "      --fleet-rate RATE/PER[:BURST]\n"
+          "                             with --fleet: at most RATE requests per PER (s,\n"
+          "                             m, h or a duration) to each host across every\n"
+          "                             process, bursts of BURST (default RATE); a\n"
+          "                             request waits for its turn within the total\n"
+          "                             timeout, else is refused (exit 7)\n"
+          "      --fleet-concurrency N[:LEASE]\n"
+          "                             with --fleet: at most N requests at once to each\n"
+          "                             host across every process (else refused, exit\n"
+          "                             7); a killed process's permit returns after\n"
+          "                             LEASE (default 5s)\n"
 #endif
           "      --log text|json|none   the attempt record, on standard error (default\n"
           "                             text); json adds each attempt's status\n"
@@ -123,7 +135,8 @@ static void usage(FILE *out)
           "exit status (as curl's with --fail):\n"
           "  0    the last response was 2xx or 3xx\n"
           "  6    the host name could not be resolved\n"
-          "  7    no connection could be made (or the host's breaker is open)\n"
+          "  7    no connection could be made (or the host's breaker is open, or a\n"
+          "       fleet limit refused the request)\n"
           "  22   the last response was 400 or above\n"
           "  28   a timeout ended the request\n"
           "  125  resil's own error, such as a bad option value\n"
@@ -296,6 +309,8 @@ static int parse_http_option(http_opts *o, args *a)
     TRY("--log", NULL, parse_log(o, a, v))
 #ifdef RESIL_CLI_REDIS
     TRY("--fleet", NULL, fleet_url_parse(a, v, &o->fleet))
+    TRY("--fleet-rate", NULL, fleet_rate_parse(a, v, &o->limits))
+    TRY("--fleet-concurrency", NULL, fleet_concurrency_parse(a, v, &o->limits))
 #endif
 #undef TRY
     if (take_flag(a, "--include", "-i", &o->include_headers) ||
@@ -369,6 +384,8 @@ static int parse_options(http_opts *o, int argc, char **argv)
         return args_fail(&a, "no URL given: resil http [OPTIONS] URL...");
     if (o->silent)
         o->log = LOG_NONE;
+    if (fleet_limits_need_fleet(&a, o->fleet, &o->limits) != 0)
+        return RESIL_EINVAL;
     return policy_opts_finish(&o->po, &a);
 }
 
@@ -479,6 +496,7 @@ typedef struct fleet {
 #ifdef RESIL_CLI_REDIS
     resil_redis *client;
     resil_redis_factory factory;
+    fleet_limits limits; /* --fleet-rate, --fleet-concurrency */
 #endif
     resil_registry *registry;
 } fleet;
@@ -502,11 +520,13 @@ static int fleet_breaker_for(const char *key, const resil_breaker_opts *o, resil
 /* The registry for --fleet URL, with the client's breaker rules. Redis not
  * answering at start is not an error: the tool still works, each host's
  * breaker then counting in this process alone, and says so. */
-static int fleet_open(fleet *f, const char *url, const resil_http_opts *h)
+static int fleet_open(fleet *f, const char *url, const fleet_limit_opts *limits,
+                      const resil_http_opts *h)
 {
     if (fleet_connect("http", url, RESIL_MS(500),
                       "each host's breaker counts in this process alone", &f->client) != 0)
         return RESIL_EINVAL;
+    f->limits = (fleet_limits){.cmd = "http", .client = f->client, .opts = *limits};
     resil_err err;
     f->factory = (resil_redis_factory){.client = f->client};
     resil_registry_opts g;
@@ -521,6 +541,37 @@ static int fleet_open(fleet *f, const char *url, const resil_http_opts *h)
     }
     return 0;
 }
+
+/* --fleet-rate, --fleet-concurrency: the host's permits before the call
+ * (a rate permit waited for within the total timeout). 0, or the exit
+ * status after saying why the request was not sent. */
+static int fleet_enter(fleet *f, const http_opts *o, const char *url, resil_bulkhead_ticket *t)
+{
+    char authority[RESIL_BREAKER_NAME_MAX];
+    memset(t, 0, sizeof *t);
+    if (o->limits.rate == 0 && o->limits.concurrency == 0)
+        return 0;
+    if (resil_http_authority(url, authority, sizeof authority) != 0)
+        return 0; /* libcurl reports the URL */
+    fleet_limit *one = fleet_limit_get(&f->limits, authority);
+    if (one == NULL)
+        return RESIL_EXIT_USAGE;
+    const char *why = NULL;
+    resil_duration wait = 0;
+    resil_duration total = o->po.policy.max_total; /* 0: none, so no bound on the wait */
+    int rc = fleet_limit_enter(one, total > 0 ? total : RESIL_DURATION_MAX, &cancel_token, t,
+                               &why, &wait);
+    if (rc == 0 || rc == RESIL_ECANCELED)
+        return 0; /* cancelled: the call reports it */
+    if (!o->silent) {
+        char hint[32] = "";
+        if (wait > 0)
+            resil_duration_format(wait, hint, sizeof hint);
+        fprintf(stderr, "resil http: %s: refused by the %s%s%s (not attempted)\n", url, why,
+                wait > 0 ? "; next permit in " : "", hint);
+    }
+    return EXIT_COULDNT_CONNECT;
+}
 #endif
 
 /* After the client: flush this process's counts while its breakers still
@@ -533,6 +584,7 @@ static void fleet_close(fleet *f)
 #endif
     resil_registry_free(f->registry);
 #ifdef RESIL_CLI_REDIS
+    fleet_limits_free(&f->limits);
     resil_redis_free(f->client);
 #endif
 }
@@ -562,7 +614,7 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_
     h.listener_ud = rs;
 #ifdef RESIL_CLI_REDIS
     if (o->fleet != NULL) {
-        if (fleet_open(f, o->fleet, &h) != 0)
+        if (fleet_open(f, o->fleet, &o->limits, &h) != 0)
             return RESIL_EINVAL;
         h.registry = f->registry;
     }
@@ -640,8 +692,8 @@ static void log_stop(const run_state *rs, const resil_http_result *r)
     attempt_log_stop(&rs->log, stop, r->attempts, NULL);
 }
 
-static int perform_url(resil_http_client *c, CURL *e, http_opts *o, run_state *rs,
-                       FILE *out, const char *url)
+static int perform_once(resil_http_client *c, CURL *e, http_opts *o, run_state *rs,
+                        FILE *out, const char *url)
 {
     curl_easy_reset(e);
     configure(e, o, url);
@@ -670,6 +722,24 @@ static int perform_url(resil_http_client *c, CURL *e, http_opts *o, run_state *r
     return status;
 }
 
+/* One URL, inside the fleet limits' permits when there are any. */
+static int perform_url(resil_http_client *c, CURL *e, http_opts *o, run_state *rs, fleet *f,
+                       FILE *out, const char *url)
+{
+#ifdef RESIL_CLI_REDIS
+    resil_bulkhead_ticket permit;
+    int refused = fleet_enter(f, o, url, &permit);
+    if (refused != 0)
+        return refused;
+    int status = perform_once(c, e, o, rs, out, url);
+    fleet_limit_leave(&permit);
+    return status;
+#else
+    (void)f;
+    return perform_once(c, e, o, rs, out, url);
+#endif
+}
+
 static int execute(http_opts *o)
 {
     FILE *out = stdout;
@@ -687,7 +757,7 @@ static int execute(http_opts *o)
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;
-        int s = perform_url(c, e, o, &rs, out, o->urls[i]);
+        int s = perform_url(c, e, o, &rs, &f, out, o->urls[i]);
         if (s != 0)
             status = s;
     }

@@ -3,6 +3,7 @@
  * breakers through Redis; see fleet_opts.h.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fleet_opts.h"
@@ -32,4 +33,101 @@ int fleet_connect(const char *cmd, const char *url, resil_duration timeout, cons
     if (!resil_redis_connected(*out))
         fprintf(stderr, "resil %s: --fleet: no answer from %s; %s\n", cmd, url, alone);
     return 0;
+}
+
+/* ---- --fleet-rate and --fleet-concurrency -------------------------------------- */
+
+static int open_limit(fleet_limits *l, fleet_limit *one, resil_err *err)
+{
+    const fleet_limit_opts *o = &l->opts;
+    if (o->rate > 0) {
+        resil_redis_ratelimit_opts ro;
+        resil_redis_ratelimit_opts_default(&ro);
+        ro.name = one->name;
+        ro.rate = o->rate;
+        ro.period = o->period;
+        ro.burst = o->burst;
+        if (resil_redis_ratelimit_new(l->client, &ro, &one->rate, err) != 0)
+            return -1;
+    }
+    if (o->concurrency > 0) {
+        resil_redis_concurrency_opts co;
+        resil_redis_concurrency_opts_default(&co);
+        co.name = one->name;
+        co.max_concurrency = o->concurrency;
+        co.lease = o->lease;
+        if (resil_redis_concurrency_new(l->client, &co, &one->conc, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void free_limit(fleet_limit *one)
+{
+    resil_ratelimit_free(one->rate);
+    resil_bulkhead_free(one->conc);
+    free(one);
+}
+
+fleet_limit *fleet_limit_get(fleet_limits *l, const char *name)
+{
+    for (fleet_limit *one = l->list; one != NULL; one = one->next)
+        if (strcmp(one->name, name) == 0)
+            return one;
+    fleet_limit *one = calloc(1, sizeof *one);
+    if (one == NULL) {
+        fprintf(stderr, "resil %s: out of memory\n", l->cmd);
+        return NULL;
+    }
+    snprintf(one->name, sizeof one->name, "%s", name);
+    resil_err err;
+    if (open_limit(l, one, &err) != 0) {
+        fprintf(stderr, "resil %s: --fleet limits of %s: %s\n", l->cmd, name, err.message);
+        free_limit(one);
+        return NULL;
+    }
+    one->next = l->list;
+    l->list = one;
+    return one;
+}
+
+static int take_rate(resil_ratelimit *rl, resil_duration wait_max, resil_cancel *cancel,
+                     resil_duration *retry_after)
+{
+    int rc = resil_ratelimit_try_acquire(rl, 1, retry_after);
+    if (rc != RESIL_EREJECTED || *retry_after > wait_max)
+        return rc;
+    rc = resil_ratelimit_acquire(rl, 1, cancel, wait_max);
+    return rc == RESIL_ETIMEDOUT ? RESIL_EREJECTED : rc;
+}
+
+int fleet_limit_enter(fleet_limit *one, resil_duration wait_max, resil_cancel *cancel,
+                      resil_bulkhead_ticket *t, const char **why, resil_duration *retry_after)
+{
+    memset(t, 0, sizeof *t);
+    *retry_after = 0;
+    if (one->rate != NULL) {
+        int rc = take_rate(one->rate, wait_max, cancel, retry_after);
+        if (rc != 0) {
+            *why = "fleet rate limit";
+            return rc == RESIL_ECANCELED ? rc : RESIL_EREJECTED;
+        }
+    }
+    *retry_after = 0;
+    if (one->conc != NULL && resil_bulkhead_try_acquire(one->conc, t) != 0) {
+        *why = "fleet concurrency limit";
+        return RESIL_EREJECTED;
+    }
+    return 0;
+}
+
+void fleet_limit_leave(resil_bulkhead_ticket *t) { resil_bulkhead_release(t); }
+
+void fleet_limits_free(fleet_limits *l)
+{
+    while (l->list != NULL) {
+        fleet_limit *one = l->list;
+        l->list = one->next;
+        free_limit(one);
+    }
 }

@@ -2,7 +2,8 @@
  * test_http_fleet.c — `resil http --fleet`: separate processes of the tool
  * share each host's breaker through a real Redis, so a breaker the failures
  * of one process opened refuses the next process's request before it is
- * sent.
+ * sent; and the fleet rate limit and concurrency limit (--fleet-rate,
+ * --fleet-concurrency) bound every process together.
  */
 #include <sys/wait.h>
 
@@ -47,6 +48,8 @@ static int web_setup(void **state)
         return -1;
     static const http_step fail[] = {{.status = 503}};
     http_server_script(web, "/fail", fail, 1);
+    static const http_step ok[] = {{.status = 200}};
+    http_server_script(web, "/ok", ok, 1);
     return 0;
 }
 
@@ -107,6 +110,104 @@ static void fleet_must_be_a_redis_url(void **state)
     assert_int_equal(http_server_count(web, "/fail"), 0);
 }
 
+/* `resil http --fleet REDIS LIMITS --attempts 1` on /ok. */
+static run_result limited_call(const char *limits)
+{
+    char args[512], url[256];
+    snprintf(args, sizeof args, "--fleet %s %s --attempts 1", redis_server_url(fleet_server),
+             limits);
+    http_server_url(web, "/ok", url, sizeof url);
+    return resil_http(args, url);
+}
+
+static void a_rate_spent_by_one_process_refuses_the_next_process(void **state)
+{
+    (void)state;
+    run_result a = limited_call("--fleet-rate 1/h");
+    assert_int_equal(a.status, 0);
+    assert_int_equal(http_server_count(web, "/ok"), 1);
+
+    /* The next permit is an hour away, beyond the 30 s total timeout: the
+     * second process is refused at once, without sending its request. */
+    run_result b = limited_call("--fleet-rate 1/h");
+    assert_int_equal(b.status, 7);
+    char line[512], url[256];
+    http_server_url(web, "/ok", url, sizeof url);
+    snprintf(line, sizeof line, "resil http: %s: refused by the fleet rate limit; next permit in ",
+             url);
+    assert_mentions(&b, line);
+    assert_mentions(&b, "(not attempted)");
+    assert_int_equal(http_server_count(web, "/ok"), 1);
+}
+
+static void a_burst_admits_that_many_processes_before_the_rate_applies(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(limited_call("--fleet-rate 1/h:3").status, 0);
+    assert_int_equal(limited_call("--fleet-rate 1/h:3").status, 7);
+    assert_int_equal(http_server_count(web, "/ok"), 3);
+}
+
+/* The authority's fleet concurrency limit of 1, its permit held here. */
+static resil_bulkhead *hold_the_only_permit(resil_redis *r, resil_bulkhead_ticket *t)
+{
+    char name[128];
+    snprintf(name, sizeof name, "http://127.0.0.1:%d", http_server_port(web));
+    resil_redis_concurrency_opts co;
+    resil_redis_concurrency_opts_default(&co);
+    co.name = name;
+    co.max_concurrency = 1;
+    co.lease = RESIL_S(60);
+    resil_bulkhead *b = NULL;
+    assert_int_equal(resil_redis_concurrency_new(r, &co, &b, NULL), 0);
+    assert_int_equal(resil_bulkhead_try_acquire(b, t), 0);
+    return b;
+}
+
+static void a_concurrency_permit_held_elsewhere_refuses_the_process(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_bulkhead_ticket t = {0};
+    resil_bulkhead *b = hold_the_only_permit(r, &t);
+
+    run_result held = limited_call("--fleet-concurrency 1");
+    assert_int_equal(held.status, 7);
+    assert_mentions(&held, "refused by the fleet concurrency limit (not attempted)");
+    assert_int_equal(http_server_count(web, "/ok"), 0);
+
+    resil_bulkhead_release(&t);
+    run_result freed = limited_call("--fleet-concurrency 1");
+    assert_int_equal(freed.status, 0);
+    assert_int_equal(http_server_count(web, "/ok"), 1);
+
+    /* and the process gave its permit back when it was done */
+    assert_int_equal(resil_bulkhead_try_acquire(b, &t), 0);
+    resil_bulkhead_release(&t);
+    resil_bulkhead_free(b);
+    resil_redis_free(r);
+}
+
+static void fleet_limits_are_checked_by_name(void **state)
+{
+    (void)state;
+    char url[256];
+    http_server_url(web, "/ok", url, sizeof url);
+    run_result alone = resil_http("--fleet-rate 10/s", url);
+    assert_int_equal(alone.status, 125);
+    assert_mentions(&alone, "resil http: --fleet-rate and --fleet-concurrency need --fleet");
+    run_result zero = limited_call("--fleet-rate 0/s");
+    assert_int_equal(zero.status, 125);
+    assert_mentions(&zero, "resil http: --fleet-rate must be RATE/PER[:BURST]");
+    assert_mentions(&zero, "got '0/s'");
+    run_result lease = limited_call("--fleet-concurrency 4:1ms");
+    assert_int_equal(lease.status, 125);
+    assert_mentions(&lease, "resil http: --fleet-concurrency must be N[:LEASE]");
+    assert_mentions(&lease, "got '4:1ms'");
+    assert_int_equal(http_server_count(web, "/ok"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,6 +215,10 @@ int main(void)
         T(a_breaker_opened_by_one_process_refuses_the_next_process),
         T(without_redis_each_process_counts_alone_and_still_calls),
         T(fleet_must_be_a_redis_url),
+        T(a_rate_spent_by_one_process_refuses_the_next_process),
+        T(a_burst_admits_that_many_processes_before_the_rate_applies),
+        T(a_concurrency_permit_held_elsewhere_refuses_the_process),
+        T(fleet_limits_are_checked_by_name),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
