@@ -78,6 +78,15 @@ static const char usage_text[] =
     "                         Retry-After and the upstream is not called (a guarded\n"
     "                         request's key is released). Redis not answering: each\n"
     "                         gateway's breaker counts alone until it does\n"
+    "  --fleet-rate RATE/PER[:BURST]\n"
+    "                         with --fleet: at most RATE upstream calls per PER (s, m, h\n"
+    "                         or a duration) across every gateway, bursts of BURST\n"
+    "                         (default RATE); beyond it, 503 fleet_rate_limited with\n"
+    "                         Retry-After and the upstream is not called\n"
+    "  --fleet-concurrency N[:LEASE]\n"
+    "                         with --fleet: at most N upstream calls at once across every\n"
+    "                         gateway (beyond it, 503 fleet_concurrency_full); a dead\n"
+    "                         gateway's permits return after LEASE (default 5s)\n"
 #endif
     "  --breaker-failures N   a circuit breaker for the upstream, this gateway's own (or\n"
     "                         with --fleet the shared one): it opens after N failures in\n"
@@ -300,6 +309,16 @@ static int parse_fleet(const args *a, const char *v, gw_config *cfg)
 {
     return fleet_url_parse(a, v, &cfg->fleet);
 }
+
+static int parse_fleet_rate(const args *a, const char *v, gw_config *cfg)
+{
+    return fleet_rate_parse(a, v, &cfg->limits);
+}
+
+static int parse_fleet_concurrency(const args *a, const char *v, gw_config *cfg)
+{
+    return fleet_concurrency_parse(a, v, &cfg->limits);
+}
 #endif
 
 static int parse_breaker_failures(const args *a, const char *v, gw_config *cfg)
@@ -333,7 +352,8 @@ static const struct {
     {"--journal", parse_journal},
     {"--breaker-failures", parse_breaker_failures}, {"--breaker-break", parse_breaker_break},
 #ifdef RESIL_CLI_REDIS
-    {"--fleet", parse_fleet},
+    {"--fleet", parse_fleet},         {"--fleet-rate", parse_fleet_rate},
+    {"--fleet-concurrency", parse_fleet_concurrency},
 #endif
 };
 
@@ -366,6 +386,8 @@ static int check_config(const args *a, const gw_config *cfg)
         return args_fail(a, "--listen HOST:PORT is required");
     if (cfg->upstream[0] == '\0')
         return args_fail(a, "--upstream URL is required");
+    if (fleet_limits_need_fleet(a, cfg->fleet, &cfg->limits) != 0)
+        return RESIL_EINVAL;
     if (cfg->max_per_client > cfg->max_connections)
         return args_fail(a, "--max-connections-per-client (%u) must not exceed "
                             "--max-connections (%u)",
@@ -629,7 +651,14 @@ static int open_fleet_breaker(gateway *gw)
     }
     /* Learn the fleet's state before the first request. */
     (void)resil_redis_sync(gw->redis);
-    return 0;
+    if (cfg->limits.rate == 0 && cfg->limits.concurrency == 0)
+        return 0;
+    /* The upstream's limits, under the breaker's name; got once here, so
+     * the workers only read them. */
+    if ((gw->limits = calloc(1, sizeof *gw->limits)) == NULL)
+        return 1;
+    *gw->limits = (fleet_limits){.cmd = "gateway", .client = gw->redis, .opts = cfg->limits};
+    return (gw->limit = fleet_limit_get(gw->limits, name)) != NULL ? 0 : 1;
 }
 #endif
 
@@ -655,6 +684,11 @@ static void close_breaker(gateway *gw)
     resil_breaker_free(gw->breaker);
     gw->breaker = NULL;
 #ifdef RESIL_CLI_REDIS
+    if (gw->limits != NULL)
+        fleet_limits_free(gw->limits);
+    free(gw->limits);
+    gw->limits = NULL;
+    gw->limit = NULL;
     resil_redis_free(gw->redis);
     gw->redis = NULL;
 #endif

@@ -14,6 +14,7 @@
 
 #include <microhttpd.h>
 
+#include "fleet_values.h"
 #include "resil.h"
 #include "resil/store.h"
 
@@ -42,6 +43,7 @@ typedef struct gw_config {
     const char *fleet;          /* redis://... or NULL */
     uint32_t breaker_failures;  /* 0: the default rules; else a run of this many opens it */
     resil_duration breaker_break; /* 0: the default */
+    fleet_limit_opts limits;    /* --fleet-rate, --fleet-concurrency (with --fleet) */
 } gw_config;
 
 /* A growable byte buffer, capped. */
@@ -60,8 +62,10 @@ typedef struct gw_reply {
     bool timed_out;
     bool may_have_sent;  /* libcurl came to sending the request: bytes may have left */
     bool resend_refused; /* the connection died unanswered; libcurl's resend was stopped */
-    bool breaker_open;   /* the upstream's breaker refused it: nothing was sent */
-    char retry_after[24]; /* with breaker_open: seconds until a probe may go */
+    const char *refused; /* the error code when the upstream's breaker or a fleet limit
+                            refused it ("circuit_open", ...): nothing was sent; or NULL */
+    const char *refused_message;
+    char retry_after[24]; /* with refused: seconds until it may be admitted */
     char error[256];  /* curl's message when curl_code != 0 */
     long status;
     gw_buf headers;   /* end-to-end headers as "Name: value\r\n" lines */
@@ -89,6 +93,8 @@ typedef struct gateway {
 
     resil_breaker *breaker;   /* the upstream's (--fleet or --breaker-*), or NULL: none */
     struct resil_redis *redis; /* its client */
+    struct fleet_limits *limits; /* --fleet-rate, --fleet-concurrency: the upstream's */
+    struct fleet_limit *limit;   /* its limits, or NULL: none */
 } gateway;
 
 /* gateway_upstream.c */

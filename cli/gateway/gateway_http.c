@@ -398,9 +398,8 @@ enum MHD_Result gw_send_error(gw_req *r, struct MHD_Connection *conn,
 enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn,
                                   const char *method, const gw_reply *up)
 {
-    if (up->breaker_open)
-        return gw_send_error(r, conn, method, 503, "circuit_open",
-                             "the upstream's circuit breaker is open; retry later",
+    if (up->refused != NULL)
+        return gw_send_error(r, conn, method, 503, up->refused, up->refused_message,
                              up->retry_after);
     if (up->curl_code != 0)
         return up->timed_out

@@ -38,6 +38,9 @@
 #include <microhttpd.h>
 
 #include "gateway.h"
+#ifdef RESIL_CLI_REDIS
+#include "fleet_opts.h"
+#endif
 
 bool gw_buf_append(gw_buf *b, const void *data, size_t len)
 {
@@ -300,25 +303,59 @@ static void set_method(CURL *h, const gw_forward *f)
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m);
 }
 
-/* Refused by the breaker: a failure to connect that never sent a byte. */
-static void breaker_refused(gw_reply *out, const resil_breaker_permit *p)
+/* Refused by the breaker or a fleet limit: a failure to connect that never
+ * sent a byte, so a guarded request's key is released. Retry-After is the
+ * wait in whole seconds, at least 1. */
+static void refused(gw_reply *out, const char *code, const char *detail, const char *message,
+                    resil_duration wait)
 {
-    int64_t s = p->retry_after / RESIL_S(1) + (p->retry_after % RESIL_S(1) != 0);
-    out->breaker_open = true;
+    int64_t s = wait / RESIL_S(1) + (wait % RESIL_S(1) != 0);
+    out->refused = code;
+    out->refused_message = message;
     out->curl_code = CURLE_COULDNT_CONNECT;
     snprintf(out->retry_after, sizeof out->retry_after, "%lld",
              (long long)(s < 1 ? 1 : s > 86400 ? 86400 : s));
-    snprintf(out->error, sizeof out->error, "circuit open");
+    snprintf(out->error, sizeof out->error, "%s", detail);
 }
+
+#ifdef RESIL_CLI_REDIS
+/* --fleet-rate, --fleet-concurrency: the upstream's permits, never waited
+ * for (a worker is not held for a rate permit). False when refused. */
+static bool fleet_admits(gateway *gw, gw_reply *out, resil_bulkhead_ticket *t)
+{
+    memset(t, 0, sizeof *t);
+    if (gw->limit == NULL)
+        return true;
+    const char *why = NULL;
+    resil_duration wait = 0;
+    if (fleet_limit_enter(gw->limit, 0, NULL, t, &why, &wait) == 0)
+        return true;
+    bool rate = strcmp(why, "fleet rate limit") == 0;
+    refused(out, rate ? "fleet_rate_limited" : "fleet_concurrency_full", why,
+            rate ? "the upstream's fleet rate limit is spent; retry later"
+                 : "the upstream's fleet concurrency limit is full; retry later",
+            wait);
+    return false;
+}
+#endif
 
 void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
 {
     memset(out, 0, sizeof *out);
     out->headers.limit = 64 * 1024;
     out->body.limit = gw->cfg.max_body;
+#ifdef RESIL_CLI_REDIS
+    resil_bulkhead_ticket fleet_permit;
+    if (!fleet_admits(gw, out, &fleet_permit))
+        return;
+#endif
     resil_breaker_permit permit; /* a NULL breaker admits every call */
     if (resil_breaker_acquire(gw->breaker, &permit) != 0) {
-        breaker_refused(out, &permit);
+        refused(out, "circuit_open", "circuit open",
+                "the upstream's circuit breaker is open; retry later", permit.retry_after);
+#ifdef RESIL_CLI_REDIS
+        fleet_limit_leave(&fleet_permit);
+#endif
         return;
     }
     char *url = upstream_url(gw->cfg.upstream, f->target);
@@ -374,4 +411,7 @@ done:
         give_handle(gw, h);
     curl_slist_free_all(headers);
     curl_free(url);
+#ifdef RESIL_CLI_REDIS
+    fleet_limit_leave(&fleet_permit);
+#endif
 }

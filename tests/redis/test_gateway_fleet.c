@@ -2,7 +2,9 @@
  * test_gateway_fleet.c — `resil gateway --fleet`: gateways in front of one
  * upstream share its circuit breaker through a real Redis, so the failures
  * one gateway saw open the breaker for another, which then answers 503
- * with Retry-After without calling the upstream.
+ * with Retry-After without calling the upstream; and the fleet rate limit
+ * and concurrency limit (--fleet-rate, --fleet-concurrency) bound every
+ * gateway together.
  */
 #include "fleet_test.h"
 
@@ -149,6 +151,88 @@ static void a_guarded_request_the_breaker_refused_releases_its_key(void **state)
     assert_int_equal(upstream_requests(e->up), 3);
 }
 
+/* A gateway with its own store and the fleet limits `limits` (two args). */
+static void start_limited(env *e, gateway_proc *g, const char *tag, const char *flag,
+                          const char *value)
+{
+    char store[600], log[600];
+    snprintf(store, sizeof store, "sqlite:%s/%s.db", e->dir, tag);
+    snprintf(log, sizeof log, "%s/%s.log", e->dir, tag);
+    const char *args[] = {"--upstream", upstream_url(e->up), "--store", store,
+                          "--fleet", redis_server_url(fleet_server), flag, value, NULL};
+    if (gateway_start(g, test_build_path("resil"), log, args) != 0)
+        fail_msg("gateway %s did not start", tag);
+}
+
+static void get(const gateway_proc *g, http_reply *r)
+{
+    char url[128];
+    snprintf(url, sizeof url, "%s/orders", g->url);
+    assert_int_equal(http_request("GET", url, NULL, NULL, r), 0);
+}
+
+static void assert_refused_with(const http_reply *r, const char *code, long min_s, long max_s)
+{
+    assert_int_equal(r->status, 503);
+    char retry[32];
+    assert_true(http_reply_header(r, "Retry-After", retry, sizeof retry));
+    long s = strtol(retry, NULL, 10);
+    if (s < min_s || s > max_s)
+        fail_msg("Retry-After %ld, expected %ld..%ld", s, min_s, max_s);
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\"", code);
+    if (r->body == NULL || strstr(r->body, quoted) == NULL)
+        fail_msg("not %s: %s", code, r->body ? r->body : "(no body)");
+}
+
+static void a_rate_spent_through_one_gateway_refuses_another(void **state)
+{
+    env *e = *state;
+    start_limited(e, &e->a, "a", "--fleet-rate", "1/h");
+    start_limited(e, &e->b, "b", "--fleet-rate", "1/h");
+    http_reply r;
+    get(&e->a, &r);
+    assert_int_equal(r.status, 200);
+    http_reply_free(&r);
+    get(&e->b, &r);
+    assert_refused_with(&r, "fleet_rate_limited", 3500, 3600);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+static void a_concurrency_permit_held_elsewhere_refuses_the_gateway(void **state)
+{
+    env *e = *state;
+    resil_redis *rc = fleet_client(NULL);
+    resil_redis_concurrency_opts co;
+    resil_redis_concurrency_opts_default(&co);
+    co.name = e->name;
+    co.max_concurrency = 1;
+    co.lease = RESIL_S(60);
+    resil_bulkhead *held = NULL;
+    assert_int_equal(resil_redis_concurrency_new(rc, &co, &held, NULL), 0);
+    resil_bulkhead_ticket t = {0};
+    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
+
+    start_limited(e, &e->a, "a", "--fleet-concurrency", "1");
+    http_reply r;
+    get(&e->a, &r);
+    assert_refused_with(&r, "fleet_concurrency_full", 1, 1);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 0);
+
+    resil_bulkhead_release(&t);
+    get(&e->a, &r);
+    assert_int_equal(r.status, 200);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+    /* the gateway gave its permit back after the call */
+    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
+    resil_bulkhead_release(&t);
+    resil_bulkhead_free(held);
+    resil_redis_free(rc);
+}
+
 /* Run `resil gateway ARGS` to completion: 125 with `text` on stderr. */
 static void expect_usage(const char *text, const char *const args[])
 {
@@ -173,6 +257,13 @@ static void fleet_options_are_checked_by_name(void **state)
     const char *const zero[] = {"--fleet", "redis://127.0.0.1:1", "--breaker-failures", "0",
                                 NULL};
     expect_usage("--breaker-failures", zero);
+    const char *const rate_alone[] = {"--fleet-rate", "10/s", NULL};
+    expect_usage("resil gateway: --fleet-rate and --fleet-concurrency need --fleet", rate_alone);
+    const char *const rate[] = {"--fleet", "redis://127.0.0.1:1", "--fleet-rate", "10", NULL};
+    expect_usage("resil gateway: --fleet-rate must be RATE/PER[:BURST]", rate);
+    const char *const conc[] = {"--fleet", "redis://127.0.0.1:1", "--fleet-concurrency", "0",
+                                NULL};
+    expect_usage("resil gateway: --fleet-concurrency must be N[:LEASE]", conc);
 }
 
 int main(void)
@@ -181,6 +272,8 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
         T(failures_through_one_gateway_open_the_breaker_for_another),
         T(a_guarded_request_the_breaker_refused_releases_its_key),
+        T(a_rate_spent_through_one_gateway_refuses_another),
+        T(a_concurrency_permit_held_elsewhere_refuses_the_gateway),
 #undef T
         cmocka_unit_test(fleet_options_are_checked_by_name),
     };

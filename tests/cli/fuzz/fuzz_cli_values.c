@@ -2,7 +2,8 @@
  * fuzz_cli_values.c — every value parser of the tool's shared options on the
  * same arbitrary text: whole numbers at the bounds the options use, numbers
  * with a floor (--factor), durations (--delay, --attempt-timeout), exit-code
- * lists (--retry-on, --stop-on) and the names (--backoff, --jitter, --log).
+ * lists (--retry-on, --stop-on), the names (--backoff, --jitter, --log) and
+ * the fleet limits (--fleet-rate, --fleet-concurrency).
  *
  * The text is the input up to its first NUL, as argv would hold it. Each
  * parser is judged against an oracle written here without the C library's
@@ -21,6 +22,7 @@
 
 #include "args.h"
 #include "attempt_log.h"
+#include "fleet_values.h"
 #include "policy_opts.h"
 
 #define CAP 512
@@ -222,6 +224,36 @@ static void check_names(const char *text)
               strcmp(text, "none") == 0);
 }
 
+/* ---- fleet limits -------------------------------------------------------- */
+
+/* Accepted: every number within the documented bounds; refused: the
+ * option named and the output untouched. */
+static void check_fleet_limits(const char *text)
+{
+    resil_err err;
+    args a = quiet(&err);
+    fleet_limit_opts o = {.rate = -1, .concurrency = -1};
+    int rc = fleet_rate_parse(&a, text, &o);
+    if (rc == 0) {
+        check(o.rate >= 1 && o.rate <= FLEET_MAX_PERMITS);
+        check(o.burst >= 1 && o.burst <= FLEET_MAX_PERMITS);
+        check(o.period >= RESIL_MS(1) && o.period <= RESIL_S(86400));
+        check(o.period / o.rate >= RESIL_US(1));
+    } else {
+        check_rejected(rc, &err, "--fleet-rate");
+        check(o.rate == -1);
+    }
+    a = quiet(&err);
+    rc = fleet_concurrency_parse(&a, text, &o);
+    if (rc == 0) {
+        check(o.concurrency >= 1);
+        check(o.lease >= RESIL_MS(10) && o.lease <= RESIL_S(86400));
+    } else {
+        check_rejected(rc, &err, "--fleet-concurrency");
+        check(o.concurrency == -1);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char text[CAP];
@@ -237,5 +269,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_duration(text, true);  /* --attempt-timeout, --total-timeout */
     check_codes(text);
     check_names(text);
+    check_fleet_limits(text);
     return 0;
 }
