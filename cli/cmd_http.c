@@ -565,8 +565,9 @@ static int fleet_enter(fleet *f, const http_opts *o, const char *url, resil_bulk
         return 0; /* cancelled: the call reports it */
     if (!o->silent) {
         char hint[32] = "";
-        if (wait > 0)
-            resil_duration_format(wait, hint, sizeof hint);
+        if (wait > 0) /* in whole seconds, rounded up, as Retry-After would say */
+            resil_duration_format((wait + RESIL_S(1) - 1) / RESIL_S(1) * RESIL_S(1), hint,
+                                  sizeof hint);
         fprintf(stderr, "resil http: %s: refused by the %s%s%s (not attempted)\n", url, why,
                 wait > 0 ? "; next permit in " : "", hint);
     }
