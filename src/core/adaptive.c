@@ -28,6 +28,8 @@
 #include "pipeline_internal.h"
 #include "resil/bulkhead.h"
 
+#define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_limiter_ops, ops, field)
+
 #define STRIPES 4
 
 typedef struct stripe {
@@ -196,12 +198,8 @@ int resil_limiter_new_custom(const resil_limiter_ops *ops, void *self, resil_lim
 {
     if (ops == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "limiter: ops and out must not be NULL");
-    if (ops->size < sizeof *ops)
-        return resil_err_set(err, RESIL_EINVAL, "limiter: ops.size must be at least %zu, got %zu",
-                             sizeof *ops, ops->size);
-    if (ops->acquire == NULL || ops->release == NULL)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "limiter: ops.acquire and ops.release must not be NULL");
+    if (!OPS_HAS(ops, acquire) || !OPS_HAS(ops, release))
+        return resil_err_set(err, RESIL_EINVAL, "limiter: ops needs size, acquire and release");
     resil_limiter *l = alloc_limiter();
     if (l == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "limiter: out of memory");
@@ -217,7 +215,7 @@ void resil_limiter_free(resil_limiter *l)
     if (l == NULL)
         return;
     if (l->ops != NULL) {
-        if (l->ops->destroy != NULL)
+        if (OPS_HAS(l->ops, destroy))
             l->ops->destroy(l->self);
     } else {
         resil_bulkhead_free(l->bh);
@@ -466,21 +464,21 @@ void resil_limiter_release(resil_limiter_ticket *t, resil_verdict v)
 int32_t resil_limiter_limit(const resil_limiter *l)
 {
     if (l->ops != NULL)
-        return l->ops->limit != NULL ? l->ops->limit(l->self) : 0;
+        return OPS_HAS(l->ops, limit) ? l->ops->limit(l->self) : 0;
     return atomic_load_explicit(&((resil_limiter *)l)->limit, memory_order_relaxed);
 }
 
 int32_t resil_limiter_in_flight(const resil_limiter *l)
 {
     if (l->ops != NULL)
-        return l->ops->in_flight != NULL ? l->ops->in_flight(l->self) : 0;
+        return OPS_HAS(l->ops, in_flight) ? l->ops->in_flight(l->self) : 0;
     return resil_bulkhead_in_flight(l->bh);
 }
 
 int32_t resil_limiter_queued(const resil_limiter *l)
 {
     if (l->ops != NULL)
-        return l->ops->queued != NULL ? l->ops->queued(l->self) : 0;
+        return OPS_HAS(l->ops, queued) ? l->ops->queued(l->self) : 0;
     return resil_bulkhead_queued(l->bh);
 }
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "internal.h"
+
+#define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_throttle_ops, ops, field)
 #include "pipeline_internal.h"
 #include "resil/adaptive.h"
 
@@ -87,13 +89,8 @@ int resil_throttle_new_custom(const resil_throttle_ops *ops, void *self, resil_t
 {
     if (ops == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "throttle: ops and out must not be NULL");
-    if (ops->size < sizeof *ops)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "throttle: ops.size must be at least %zu, got %zu", sizeof *ops,
-                             ops->size);
-    if (ops->admit == NULL || ops->record == NULL)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "throttle: ops.admit and ops.record must not be NULL");
+    if (!OPS_HAS(ops, admit) || !OPS_HAS(ops, record))
+        return resil_err_set(err, RESIL_EINVAL, "throttle: ops needs size, admit and record");
     resil_throttle *t = calloc(1, sizeof *t);
     if (t == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "throttle: out of memory");
@@ -108,7 +105,7 @@ void resil_throttle_free(resil_throttle *t)
     if (t == NULL)
         return;
     if (t->ops != NULL) {
-        if (t->ops->destroy != NULL)
+        if (OPS_HAS(t->ops, destroy))
             t->ops->destroy(t->self);
     } else {
         pthread_mutex_destroy(&t->mu);
@@ -182,7 +179,7 @@ void resil_throttle_counts(resil_throttle *t, resil_instant now, uint64_t *reque
 double resil_throttle_probability(resil_throttle *t, resil_instant now)
 {
     if (t->ops != NULL)
-        return t->ops->probability != NULL ? t->ops->probability(t->self, now) : 0;
+        return OPS_HAS(t->ops, probability) ? t->ops->probability(t->self, now) : 0;
     uint64_t r, a;
     sum(t, now, &r, &a);
     return resil_throttle_formula(r, a, t->opts.k);

@@ -30,6 +30,9 @@ HAS_ROOM(resil_call, 4);
 HAS_ROOM(resil_timeout_opts, 4);
 HAS_ROOM(resil_metrics_opts, 4);
 HAS_ROOM(resil_log_opts, 4);
+HAS_ROOM(resil_limiter_opts, 4);
+HAS_ROOM(resil_throttle_opts, 4);
+HAS_ROOM(resil_chaos_opts, 4);
 HAS_ROOM(resil_listener, 4);
 /* results and stats, filled by the library */
 HAS_ROOM(resil_pipeline_result, 4);
@@ -38,11 +41,13 @@ HAS_ROOM(resil_retry_decision, 4);
 HAS_ROOM(resil_breaker_stats, 4);
 HAS_ROOM(resil_bulkhead_stats, 4);
 HAS_ROOM(resil_ratelimit_stats, 4);
+HAS_ROOM(resil_limiter_stats, 4);
 HAS_ROOM(resil_degrade_stats, 4);
 HAS_ROOM(resil_registry_entry, 4);
 /* permits, tickets and step state on the caller's stack */
 HAS_ROOM(resil_budget_ticket, 2);
 HAS_ROOM(resil_bulkhead_ticket, 2);
+HAS_ROOM(resil_limiter_ticket, 2);
 HAS_ROOM(resil_retry, 2);
 HAS_ROOM(resil_backoff_state, 2);
 HAS_ROOM(resil_rng_seeded, 2);
@@ -109,6 +114,15 @@ PINNED(resil_breaker_ops, 80);
 PINNED(resil_bulkhead_ops, 64);
 PINNED(resil_ratelimit_ops, 48);
 PINNED(resil_budget_ops, 56);
+PINNED_AT(resil_limiter_ops, size, 0);
+PINNED_AT(resil_throttle_ops, size, 0);
+PINNED(resil_limiter_ops, 64);
+PINNED(resil_throttle_ops, 48);
+PINNED(resil_limiter_opts, 168);
+PINNED(resil_limiter_ticket, 48);
+PINNED(resil_limiter_stats, 80);
+PINNED(resil_throttle_opts, 80);
+PINNED(resil_chaos_opts, 184);
 static void budget_opts_default_exp(resil_budget_opts *o)
 {
     resil_budget_opts_default(o, RESIL_BUDGET_TOKENS);
@@ -117,6 +131,16 @@ static void budget_opts_default_exp(resil_budget_opts *o)
 static void ratelimit_opts_default_token(resil_ratelimit_opts *o)
 {
     resil_ratelimit_opts_default(o, RESIL_RATELIMIT_TOKEN_BUCKET);
+}
+
+static void limiter_opts_default_vegas(resil_limiter_opts *o)
+{
+    resil_limiter_opts_default(o, RESIL_LIMIT_VEGAS);
+}
+
+static void chaos_opts_default_fault(resil_chaos_opts *o)
+{
+    resil_chaos_opts_default(o, RESIL_CHAOS_FAULT);
 }
 
 static void defaults_zero_the_reserved_slots(void **state)
@@ -137,6 +161,9 @@ static void defaults_zero_the_reserved_slots(void **state)
     DEFAULTED_ZEROES_ROOM(resil_timeout_opts, resil_timeout_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_metrics_opts, resil_metrics_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_log_opts, resil_log_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_limiter_opts, limiter_opts_default_vegas);
+    DEFAULTED_ZEROES_ROOM(resil_throttle_opts, resil_throttle_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_chaos_opts, chaos_opts_default_fault);
 }
 
 /* Embedded defaults are zeroed too: the retry policy's backoff and the

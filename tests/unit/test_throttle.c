@@ -234,6 +234,35 @@ static void another_implementation_plugs_in_through_its_table(void **state)
     resil_throttle_free(t);
 }
 
+static double fake_probability(void *self, resil_instant now)
+{
+    (void)self;
+    (void)now;
+    return 0.5;
+}
+
+/* A table written against a header that ended after record: probability,
+ * though set, lies beyond its size and is not asked; one that does not
+ * reach record is refused. */
+static void operations_beyond_the_table_size_are_absent(void **state)
+{
+    (void)state;
+    resil_throttle_ops ops = {.size = offsetof(resil_throttle_ops, probability),
+                              .kind = "old",
+                              .admit = fake_admit,
+                              .record = fake_record,
+                              .probability = fake_probability};
+    fake x = {0, 0};
+    resil_throttle *t;
+    assert_int_equal(resil_throttle_new_custom(&ops, &x, &t, NULL), 0);
+    assert_true(resil_throttle_probability(t, T0) == 0);
+    resil_throttle_free(t);
+    ops.size = offsetof(resil_throttle_ops, record);
+    resil_err err;
+    assert_int_equal(resil_throttle_new_custom(&ops, &x, &t, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "throttle: ops needs size, admit and record");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +275,7 @@ int main(void)
         TEST(counts_older_than_the_window_are_forgotten),
         TEST(a_seeded_throttle_refuses_the_same_calls_every_run),
         cmocka_unit_test(another_implementation_plugs_in_through_its_table),
+        cmocka_unit_test(operations_beyond_the_table_size_are_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
