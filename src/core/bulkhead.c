@@ -43,11 +43,7 @@
 static uint32_t in_flight_of(uint64_t word) { return (uint32_t)(word & FLIGHT_MASK); }
 static uint32_t queued_of(uint64_t word) { return (uint32_t)(word >> 32); }
 
-typedef struct waiter {
-    resil_cancel wake; /* child of the caller's token; fired on grant */
-    bool granted;      /* guarded by mu */
-    struct waiter *next, *prev;
-} waiter;
+typedef resil__bulk_waiter waiter;
 
 struct resil_bulkhead {
     _Atomic uint64_t word;
@@ -335,7 +331,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
         fill_ticket(t, b, 0);
         return 0;
     }
-    waiter node = {.granted = false};
+    waiter node = {.granted = false, .on_grant = NULL};
     if (resil_cancel_init(&node.wake, cancel) != 0) {
         atomic_fetch_sub_explicit(&b->word, QUEUED_ONE, memory_order_relaxed);
         pthread_mutex_unlock(&b->mu);
@@ -390,6 +386,71 @@ int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhe
     return queue_and_wait(b, cancel, t);
 }
 
+/* ---- asynchronous waiters ------------------------------------------------ */
+
+int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_waiter *w,
+                         resil_bulkhead_ticket *t)
+{
+    fill_ticket(t, NULL, 0);
+    if (resil_cancelled(cancel)) {
+        resil__count(&b->cancelled);
+        return RESIL_ECANCELED;
+    }
+    if (take_free_permit(b)) {
+        resil__count(&b->admitted);
+        fill_ticket(t, b, 0);
+        return 0;
+    }
+    if (b->ops != NULL)
+        return other_acquire(b, cancel, false, t);
+    if (!b->opts.queue || b->opts.max_queue == 0) {
+        resil__count(&b->rejected);
+        return RESIL_EREJECTED;
+    }
+    pthread_mutex_lock(&b->mu);
+    enter_result entered = enter(b);
+    if (entered == ENTER_QUEUED) {
+        w->granted = false;
+        w->start = resil_clock_now(b->clock);
+        fifo_push(b, w);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (entered == ENTER_REJECTED) {
+        resil__count(&b->rejected);
+        return RESIL_EREJECTED;
+    }
+    if (entered == ENTER_ADMITTED) {
+        resil__count(&b->admitted);
+        fill_ticket(t, b, 0);
+        return 0;
+    }
+    resil__count(&b->queued_total);
+    return RESIL__BULK_QUEUED;
+}
+
+void resil__bulkhead_granted(resil_bulkhead *b, resil__bulk_waiter *w, resil_bulkhead_ticket *t)
+{
+    resil__count(&b->admitted);
+    fill_ticket(t, b, resil_dur_sub(resil_clock_now(b->clock), w->start));
+}
+
+bool resil__bulkhead_withdraw(resil_bulkhead *b, resil__bulk_waiter *w, int why)
+{
+    pthread_mutex_lock(&b->mu);
+    bool granted = w->granted;
+    if (!granted)
+        leave_queue(b, w);
+    pthread_mutex_unlock(&b->mu);
+    if (!granted)
+        resil__count(why == RESIL_ECANCELED ? &b->cancelled : &b->timed_out);
+    return !granted;
+}
+
+resil_duration resil__bulkhead_queue_timeout(const resil_bulkhead *b)
+{
+    return b->ops == NULL ? b->opts.queue_timeout : 0;
+}
+
 /* Under mu: waiters exist, so the word only changes here. The permit moves
  * to the oldest waiter; in-flight stays the same, queued drops by one. */
 static void hand_over(resil_bulkhead *b)
@@ -398,7 +459,10 @@ static void hand_over(resil_bulkhead *b)
     fifo_remove(b, w);
     w->granted = true;
     atomic_fetch_sub_explicit(&b->word, QUEUED_ONE, memory_order_acq_rel);
-    resil_cancel_fire(&w->wake);
+    if (w->on_grant != NULL)
+        w->on_grant(w);
+    else
+        resil_cancel_fire(&w->wake);
 }
 
 void resil_bulkhead_release(resil_bulkhead_ticket *t)

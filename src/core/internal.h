@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "resil/cancel.h"
 #include "resil/retry.h"
 #include "resil/time.h"
 
@@ -40,6 +41,44 @@ void resil__lower_copy(char *dst, size_t cap, const char *src);
  * execution path then pays for no validation. */
 void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
                       resil_op_fn op, void *user, resil_retry_result *out);
+
+/* The rate limiter's acquire, one round at a time (ratelimit.c): 0 with
+ * the permits, RESIL__RATE_WAIT with *wait to sleep before the next round,
+ * or RESIL_ECANCELED, RESIL_ETIMEDOUT (not within `deadline`), RESIL_EINVAL. */
+#define RESIL__RATE_WAIT 1
+typedef struct resil_ratelimit resil_ratelimit;
+int resil__ratelimit_round(resil_ratelimit *rl, int64_t n, resil_cancel *cancel,
+                           resil_instant now, resil_instant deadline, resil_duration *wait);
+resil_instant resil__ratelimit_now(resil_ratelimit *rl);
+
+/* A place in a bulkhead's FIFO (bulkhead.c). A blocking caller's lives on
+ * its stack and sleeps on `wake`; an asynchronous one's lives in its
+ * execution and has `on_grant`, called under the bulkhead's lock by the
+ * release that hands it a permit (it may only post work to a loop). */
+typedef struct resil__bulk_waiter {
+    resil_cancel wake;
+    bool granted; /* guarded by the bulkhead's lock */
+    struct resil__bulk_waiter *next, *prev;
+    void (*on_grant)(struct resil__bulk_waiter *w);
+    resil_instant start;
+} resil__bulk_waiter;
+
+typedef struct resil_bulkhead resil_bulkhead;
+typedef struct resil_bulkhead_ticket resil_bulkhead_ticket;
+#define RESIL__BULK_QUEUED 1
+/* Take a permit without waiting for one: 0 with it, RESIL_EREJECTED,
+ * RESIL_ECANCELED, or RESIL__BULK_QUEUED: `w` is in line and on_grant
+ * will come (another implementation's bulkhead never queues here). */
+int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_waiter *w,
+                         resil_bulkhead_ticket *t);
+/* After on_grant, on the waiter's side: the ticket and the counters. */
+void resil__bulkhead_granted(resil_bulkhead *b, resil__bulk_waiter *w, resil_bulkhead_ticket *t);
+/* Leave the line because of `why` (RESIL_ECANCELED, RESIL_ETIMEDOUT):
+ * true when left, false when a grant got there first (on_grant has run
+ * or is running: take the permit when it arrives). */
+bool resil__bulkhead_withdraw(resil_bulkhead *b, resil__bulk_waiter *w, int why);
+/* The queue timeout of a built-in bulkhead, 0 for none or another kind. */
+resil_duration resil__bulkhead_queue_timeout(const resil_bulkhead *b);
 
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -179,6 +179,29 @@ int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_inst
                               resil_limiter_ticket *t);
 resil_clock *resil__throttle_clock(const resil_throttle *t);
 
+/* The clock the retry executor reads and sleeps on, and the retry level's
+ * link to the levels below it (pipeline_strategies.c). The asynchronous
+ * execution keeps one per retry level too, for the same hooks. */
+typedef struct resil__cursor {
+    resil_clock base; /* first: the executor's clock pointer is the cursor */
+    resil_clock *inner;
+    resil__reading latest; /* fresh: the executor's next read may take it */
+    resil_instant deadline;
+    resil_cancel *deadline_token;
+    const resil__run *r;
+    const resil__node *node;
+    size_t next;
+    resil_cancel *attempt_deadline_token;
+    const resil_attempt_ctx *last; /* the executor's context of the latest attempt */
+} resil__cursor;
+
+void resil__cursor_init(resil__cursor *k, const resil__run *r, size_t i, const resil__frame *f);
+/* on_attempt of the retry executor inside a pipeline: telemetry. */
+void resil__retry_report_attempt(const resil_attempt_record *rec, void *ud);
+/* The retry's numbers into the pipeline's result. */
+void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res,
+                              const resil__cursor *k);
+
 /* The retry policy's on_retry as executed: reports, then calls the
  * caller's hook with the caller's context (pipeline_strategies.c). */
 void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_ud);

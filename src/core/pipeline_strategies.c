@@ -17,21 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline_internal.h"
+#include "pipeline_steps.h"
 
-static const resil__node *node_at(const resil__run *r, size_t i) { return &r->p->nodes[i]; }
-
-/* A wait happened at this level: later levels and the result need a fresh
- * reading. */
-static resil_instant read_now(const resil__run *r)
-{
-    resil_instant now = resil_clock_now(r->p->clock);
-    if (r->ex != NULL)
-        r->ex->last_now = now;
-    return now;
-}
-
-static void report_rejection(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+void resil__report_rejection(const resil__run *r, resil_event_type t, resil_strategy_kind k,
                              const resil__frame *f, const resil_outcome *o)
 {
     resil_event ev;
@@ -44,27 +32,21 @@ static void report_rejection(const resil__run *r, resil_event_type t, resil_stra
     resil__emit(r->p, &ev);
 }
 
-static void reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+void resil__reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
                    const resil__frame *f, const char *detail, resil_duration retry_after,
                    resil_outcome *out)
 {
     *out = resil__rejected(k, detail, retry_after);
     if (resil__listening(r->p))
-        report_rejection(r, t, k, f, out);
+        resil__report_rejection(r, t, k, f, out);
 }
 
-void resil__reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
-                   const resil__frame *f, const char *detail, resil_duration retry_after,
-                   resil_outcome *out)
+resil_instant resil__read_now(const resil__run *r)
 {
-    reject(r, t, k, f, detail, retry_after, out);
-}
-
-resil_instant resil__read_now(const resil__run *r) { return read_now(r); }
-
-static void cancelled(const char *detail, resil_outcome *out)
-{
-    *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);
+    resil_instant now = resil_clock_now(r->p->clock);
+    if (r->ex != NULL)
+        r->ex->last_now = now;
+    return now;
 }
 
 /* ---- rate limiter ------------------------------------------------------------ */
@@ -72,39 +54,27 @@ static void cancelled(const char *detail, resil_outcome *out)
 static int take_permit(const resil__node *n, const resil__frame *f, resil_duration *hint)
 {
     if (n->rate_wait == 0)
-        return n->same_clock ? resil_ratelimit_try_acquire_at(n->ratelimit, 1, f->now, hint)
-                             : resil_ratelimit_try_acquire(n->ratelimit, 1, hint);
-    resil_duration wait = n->rate_wait;
-    if (f->deadline != RESIL_INSTANT_MAX) {
-        resil_duration left = resil_dur_sub(f->deadline, f->now);
-        if (left <= 0)
-            return RESIL_ETIMEDOUT;
-        wait = left < wait ? left : wait;
-    }
+        return resil__rate_try(n, f, hint);
+    resil_duration wait;
+    if (resil__rate_budget(n, f, &wait) != 0)
+        return RESIL_ETIMEDOUT;
     return resil_ratelimit_acquire(n->ratelimit, 1, f->cancel, wait);
 }
 
 void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f,
                              resil_outcome *out)
 {
-    const resil__node *n = node_at(r, i);
+    const resil__node *n = resil__node_at(r, i);
     resil_duration hint = RESIL_NO_HINT;
     int rc = take_permit(n, f, &hint);
-    if (rc == RESIL_ECANCELED) {
-        cancelled("cancelled waiting for the rate limiter", out);
+    if (!resil__rate_admit(r, f, rc, hint, out))
         return;
-    }
-    if (rc != 0) {
-        reject(r, RESIL_EVENT_RATE_LIMITED, RESIL_STRATEGY_RATE_LIMITER, f, "rate limited",
-               rc == RESIL_EREJECTED ? hint : RESIL_NO_HINT, out);
-        return;
-    }
     if (n->rate_wait == 0) {
         resil__chain(r, i + 1, f, out);
         return;
     }
     resil__frame inner = *f;
-    inner.now = read_now(r);
+    inner.now = resil__read_now(r);
     resil__chain(r, i + 1, &inner, out);
 }
 
@@ -113,22 +83,13 @@ void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *
 void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out)
 {
-    const resil__node *n = node_at(r, i);
+    const resil__node *n = resil__node_at(r, i);
     resil_bulkhead_ticket t = {.owner = NULL, .queued = 0};
-    int rc = resil_bulkhead_acquire(n->bulkhead, f->cancel, &t);
-    if (rc == RESIL_ECANCELED) {
-        cancelled("cancelled waiting for the bulkhead", out);
+    if (!resil__bulkhead_admit(r, f, resil_bulkhead_acquire(n->bulkhead, f->cancel, &t), out))
         return;
-    }
-    if (rc != 0) {
-        reject(r, RESIL_EVENT_BULKHEAD_REJECTED, RESIL_STRATEGY_BULKHEAD, f,
-               rc == RESIL_ETIMEDOUT ? "bulkhead queue timeout" : "bulkhead full",
-               RESIL_NO_HINT, out);
-        return;
-    }
     if (t.queued > 0) {
         resil__frame inner = *f;
-        inner.now = read_now(r);
+        inner.now = resil__read_now(r);
         resil__chain(r, i + 1, &inner, out);
     } else {
         resil__chain(r, i + 1, f, out);
@@ -137,13 +98,6 @@ void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
 }
 
 /* ---- timeouts ----------------------------------------------------------------------- */
-
-static resil_duration timeout_for(const resil__node *n, const resil__run *r)
-{
-    if (n->timeout.per_operation != NULL && r->operation != NULL)
-        return resil_timeouts_get(n->timeout.per_operation, r->operation);
-    return n->timeout.timeout;
-}
 
 static void report_timeout(const resil__run *r, const resil__node *n, const resil__frame *f,
                            resil_duration t, const resil_outcome *o)
@@ -173,17 +127,18 @@ static void timed_out(const resil__node *n, resil_duration t, resil_outcome *out
  * the clock says — and not if the enclosing token fired first. A cancelled
  * outcome is then the timeout's doing and is reported as one.
  */
-static void judge(const resil__run *r, const resil__node *n, const resil__frame *f,
-                  resil_cancel *tok, resil_instant deadline, resil_duration t,
-                  resil_outcome *out)
+void resil__timeout_judge(const resil__run *r, const resil__node *n, const resil__frame *f,
+                          const resil__frame *inner, resil_outcome *out)
 {
+    resil_instant deadline = inner->deadline;
     if (deadline >= f->deadline || resil_cancelled(f->cancel))
         return;
-    bool fired = resil_cancel_reason(tok) == RESIL_ETIMEDOUT;
+    bool fired = resil_cancel_reason(inner->cancel) == RESIL_ETIMEDOUT;
     bool stopped = n->kind == RESIL_STRATEGY_TOTAL_TIMEOUT && r->ex != NULL &&
                    r->ex->out->stop == RESIL_STOP_DEADLINE;
     if (!fired && !stopped && resil_clock_now(r->p->clock) < deadline)
         return;
+    resil_duration t = resil__timeout_for(n, r);
     if (out->kind == RESIL_CANCELLED) {
         timed_out(n, t, out);
         if (r->ex != NULL && r->ex->out->stop == RESIL_STOP_CANCELLED)
@@ -196,40 +151,20 @@ static void judge(const resil__run *r, const resil__node *n, const resil__frame 
 void resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f,
                         resil_outcome *out)
 {
-    const resil__node *n = node_at(r, i);
-    resil_duration t = timeout_for(n, r);
-    resil_instant deadline = resil__earlier(f->deadline, resil_dur_add(f->now, t));
+    const resil__node *n = resil__node_at(r, i);
     resil_cancel tok;
-    if (resil_cancel_init(&tok, f->cancel) != 0) {
-        *out = resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
+    resil__frame inner;
+    if (!resil__timeout_enter(r, n, f, &tok, &inner, out))
         return;
-    }
-    resil__frame inner = {f->attempt, f->hedge, f->now, deadline, &tok, &tok, f->reading};
     resil__chain(r, i + 1, &inner, out);
-    if (out->kind != RESIL_SUCCESS)
-        judge(r, n, f, &tok, deadline, t, out);
-    resil_cancel_destroy(&tok);
+    resil__timeout_leave(r, n, f, &inner, out);
 }
 
 /* ---- retry ---------------------------------------------------------------------------- */
 
-/* The clock the retry executor reads and sleeps on. */
-typedef struct cursor {
-    resil_clock base; /* first: the executor's clock pointer is the cursor */
-    resil_clock *inner;
-    resil__reading latest; /* fresh: the executor's next read may take it */
-    resil_instant deadline;
-    resil_cancel *deadline_token;
-    const resil__run *r;
-    const resil__node *node;
-    size_t next;
-    resil_cancel *attempt_deadline_token;
-    const resil_attempt_ctx *last; /* the executor's context of the latest attempt */
-} cursor;
-
 static resil_instant cursor_now(resil_clock *c)
 {
-    cursor *k = (cursor *)c;
+    resil__cursor *k = (resil__cursor *)c;
     if (k->latest.fresh)
         k->latest.fresh = false;
     else
@@ -239,19 +174,26 @@ static resil_instant cursor_now(resil_clock *c)
 
 static int64_t cursor_wall_now(resil_clock *c)
 {
-    return resil_clock_wall_now(((cursor *)c)->inner);
+    return resil_clock_wall_now(((resil__cursor *)c)->inner);
 }
 
 static int cursor_sleep(resil_clock *c, resil_duration d, resil_cancel *cancel)
 {
-    cursor *k = (cursor *)c;
+    resil__cursor *k = (resil__cursor *)c;
     int rc = resil__sleep_bounded(k->inner, d, cancel, k->deadline, k->deadline_token);
     return rc == 0 ? 0 : RESIL_ECANCELED;
 }
 
+void resil__cursor_init(resil__cursor *k, const resil__run *r, size_t i, const resil__frame *f)
+{
+    *k = (resil__cursor){{cursor_now, cursor_wall_now, cursor_sleep},
+                         r->p->clock, {f->now, true}, f->deadline, f->deadline_token,
+                         r, resil__node_at(r, i), i + 1, f->deadline_token, NULL};
+}
+
 static resil_outcome attempt_op(resil_attempt_ctx *ctx)
 {
-    cursor *k = ctx->user;
+    resil__cursor *k = ctx->user;
     k->last = ctx;
     resil__frame f = {ctx->attempt, 0, k->latest.now, ctx->deadline, ctx->cancel,
                       k->attempt_deadline_token, &k->latest};
@@ -263,7 +205,7 @@ static resil_outcome attempt_op(resil_attempt_ctx *ctx)
 /* The executor's context names the cursor as its user and its clock; the
  * caller's classifiers and hooks get the same attempt with the caller's
  * user and the pipeline's clock. */
-static resil_attempt_ctx caller_ctx(const cursor *k, const resil_attempt_ctx *inner)
+static resil_attempt_ctx caller_ctx(const resil__cursor *k, const resil_attempt_ctx *inner)
 {
     resil_attempt_ctx c = *inner;
     c.user = k->r->user;
@@ -278,7 +220,7 @@ bool resil__retry_classify(const resil_outcome *o, const resil_attempt_ctx *ctx,
     return n->policy.retry_on(o, &c, n->policy.retry_on_ud);
 }
 
-static bool handled(const cursor *k, const resil_outcome *o)
+static bool handled(const resil__cursor *k, const resil_outcome *o)
 {
     const resil_retry_policy *p = &k->node->policy;
     if (o->kind == RESIL_SUCCESS)
@@ -294,9 +236,9 @@ static resil_strategy_kind attempt_reporter(const resil__node *n)
     return n->implicit ? RESIL_STRATEGY_NONE : RESIL_STRATEGY_RETRY;
 }
 
-static void report_attempt(const resil_attempt_record *rec, void *ud)
+void resil__retry_report_attempt(const resil_attempt_record *rec, void *ud)
 {
-    const cursor *k = ud;
+    const resil__cursor *k = ud;
     const resil__run *r = k->r;
     resil_event ev;
     resil_instant end = resil_dur_add(rec->start, rec->duration);
@@ -320,7 +262,7 @@ static void report_attempt(const resil_attempt_record *rec, void *ud)
 
 void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_ud)
 {
-    const cursor *k = user;
+    const resil__cursor *k = user;
     const resil__node *n = hook_ud;
     const resil__run *r = k->r;
     if (resil__listening(r->p)) {
@@ -341,7 +283,8 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
     }
 }
 
-static void keep_result(const resil__run *r, const resil_retry_result *res, const cursor *k)
+void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res,
+                              const resil__cursor *k)
 {
     resil_pipeline_result *out = r->ex->out;
     out->stop = res->stop;
@@ -353,10 +296,9 @@ static void keep_result(const resil__run *r, const resil_retry_result *res, cons
 void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
                       resil_outcome *out)
 {
-    const resil__node *n = node_at(r, i);
-    cursor k = {{cursor_now, cursor_wall_now, cursor_sleep},
-                r->p->clock, {f->now, true}, f->deadline, f->deadline_token,
-                r, n, i + 1, f->deadline_token, NULL};
+    const resil__node *n = resil__node_at(r, i);
+    resil__cursor k;
+    resil__cursor_init(&k, r, i, f);
     /* The policy's own time budget is a deadline too, and a deadline comes
      * with a token: the attempts get one that fires with it. */
     resil_cancel own;
@@ -372,7 +314,7 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
                          .records = r->ex != NULL ? r->records : NULL,
                          .records_cap = r->records_cap};
     if (resil__listening(r->p)) {
-        o.on_attempt = report_attempt;
+        o.on_attempt = resil__retry_report_attempt;
         o.on_attempt_ud = &k;
     }
     resil_retry_result res;
@@ -380,7 +322,7 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     if (has_own)
         resil_cancel_destroy(&own);
     if (r->ex != NULL)
-        keep_result(r, &res, &k);
+        resil__retry_keep_result(r, &res, &k);
     *out = res.final;
 }
 
@@ -388,33 +330,22 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
 
 /* The breaker's own wording; the code says the pipeline's breaker
  * strategy refused, as every strategy's rejection does. */
-static void refuse(const resil__run *r, const resil__frame *f, const resil_breaker_permit *p,
-                   resil_outcome *out)
+void resil__breaker_refuse(const resil__run *r, const resil__frame *f,
+                           const resil_breaker_permit *p, resil_outcome *out)
 {
     resil_outcome no = resil_breaker_rejection(p->state, p->retry_after);
-    reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f, no.detail,
-           no.retry_after, out);
+    resil__reject(r, RESIL_EVENT_BREAKER_REJECTED, RESIL_STRATEGY_BREAKER, f, no.detail,
+                  no.retry_after, out);
 }
 
 void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
                         resil_outcome *out)
 {
     resil_breaker_permit permit;
-    if (resil_breaker_acquire(r->breaker, &permit) == RESIL_EREJECTED) {
-        refuse(r, f, &permit, out);
+    if (!resil__breaker_enter(r, f, &permit, out))
         return;
-    }
     resil__chain(r, i + 1, f, out);
-    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
-    resil_breaker_result verdict = r->p->classify(out, &ctx, r->p->classify_ud);
-    if (!node_at(r, i)->owned || f->reading == NULL) {
-        resil_breaker_record(r->breaker, &permit, verdict);
-        return;
-    }
-    /* Our own breaker reads our clock: read it once for both of us. */
-    f->reading->now = resil_clock_now(r->p->clock);
-    f->reading->fresh = true;
-    resil_breaker_record_at(r->breaker, &permit, verdict, f->reading->now);
+    resil__breaker_leave(r, i, f, &permit, out);
 }
 
 /* ---- fallback ----------------------------------------------------------------------------- */
@@ -456,13 +387,11 @@ static bool caller_gave_up(const resil_cancel *c)
     return resil_cancelled(c) && resil_cancel_reason(c) != RESIL_ETIMEDOUT;
 }
 
-void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
-                         resil_outcome *out)
+/* The work below failed: the fallback's answer, when it is wanted. */
+void resil__fallback_answer(const resil__run *r, size_t i, const resil__frame *f,
+                            resil_outcome *out)
 {
-    const resil_fallback_opts *fb = &node_at(r, i)->fallback;
-    resil__chain(r, i + 1, f, out);
-    if (out->kind == RESIL_SUCCESS)
-        return;
+    const resil_fallback_opts *fb = &resil__node_at(r, i)->fallback;
     /* Whatever the work below said last, and whatever `handle` would say
      * of it: a caller who gave up wants no substitute answer. */
     if (caller_gave_up(f->cancel))
@@ -486,32 +415,35 @@ void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
     if (r->ex != NULL) {
         r->ex->out->fallback = true;
         r->ex->out->cause = o;
-        read_now(r);
+        resil__read_now(r);
     }
+}
+
+void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out)
+{
+    resil__chain(r, i + 1, f, out);
+    resil__fallback_leave(r, i, f, out);
 }
 
 /* ---- degradation gate --------------------------------------------------------------------- */
 
-static void shed(const resil__run *r, const resil__node *n, const resil__frame *f,
-                 resil_outcome *out)
+void resil__degrade_shed(const resil__run *r, const resil__node *n, const resil__frame *f,
+                         resil_outcome *out)
 {
     char detail[RESIL_DETAIL_MAX];
     int level = resil_degrade_level(n->degrade);
     snprintf(detail, sizeof detail, "shed at level %s",
              resil_degrade_level_name(n->degrade, level));
-    reject(r, RESIL_EVENT_DEGRADE_REJECTED, RESIL_STRATEGY_DEGRADE, f, detail, RESIL_NO_HINT,
-           out);
+    resil__reject(r, RESIL_EVENT_DEGRADE_REJECTED, RESIL_STRATEGY_DEGRADE, f, detail,
+                  RESIL_NO_HINT, out);
 }
 
 void resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f,
                         resil_outcome *out)
 {
-    const resil__node *n = node_at(r, i);
-    if (resil_degrade_admit(n->degrade, r->priority) == RESIL_EREJECTED) {
-        shed(r, n, f, out);
+    if (!resil__degrade_enter(r, i, f, out))
         return;
-    }
     resil__chain(r, i + 1, f, out);
-    if (out->kind != RESIL_CANCELLED)
-        resil_degrade_record(n->degrade, out->kind == RESIL_SUCCESS);
+    resil__degrade_leave(r, i, out);
 }

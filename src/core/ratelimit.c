@@ -419,6 +419,25 @@ static int give_up(resil_ratelimit *rl, int rc)
     return rc;
 }
 
+/* One round of the blocking acquire, also the asynchronous execution's
+ * whole step: take the permits at `now`, or say how long to wait before
+ * the next round (RESIL__RATE_WAIT), or give up. */
+int resil__ratelimit_round(resil_ratelimit *rl, int64_t n, resil_cancel *cancel,
+                           resil_instant now, resil_instant deadline, resil_duration *wait)
+{
+    if (resil_cancelled(cancel))
+        return give_up(rl, RESIL_ECANCELED);
+    *wait = 0;
+    int rc = take(rl, n, now, wait);
+    if (rc != RESIL_EREJECTED)
+        return rc;
+    if (resil_dur_add(now, *wait) > deadline)
+        return give_up(rl, RESIL_ETIMEDOUT);
+    return RESIL__RATE_WAIT;
+}
+
+resil_instant resil__ratelimit_now(resil_ratelimit *rl) { return resil_clock_now(rl->clock); }
+
 int resil_ratelimit_acquire(resil_ratelimit *rl, int64_t n, resil_cancel *cancel,
                             resil_duration timeout)
 {
@@ -427,14 +446,10 @@ int resil_ratelimit_acquire(resil_ratelimit *rl, int64_t n, resil_cancel *cancel
     resil_instant now = resil_clock_now(rl->clock);
     resil_instant deadline = timeout == 0 ? RESIL_INSTANT_MAX : resil_dur_add(now, timeout);
     for (;;) {
-        if (resil_cancelled(cancel))
-            return give_up(rl, RESIL_ECANCELED);
-        resil_duration wait = 0;
-        int rc = take(rl, n, now, &wait);
-        if (rc != RESIL_EREJECTED)
+        resil_duration wait;
+        int rc = resil__ratelimit_round(rl, n, cancel, now, deadline, &wait);
+        if (rc != RESIL__RATE_WAIT)
             return rc;
-        if (resil_dur_add(now, wait) > deadline)
-            return give_up(rl, RESIL_ETIMEDOUT);
         if (resil_clock_sleep(rl->clock, wait, cancel) != 0)
             return give_up(rl, RESIL_ECANCELED);
         now = resil_clock_now(rl->clock);

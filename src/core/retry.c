@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "resil/retry.h"
+#include "retry_exec.h"
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -233,112 +234,24 @@ resil_instant resil_retry_deadline(const resil_retry *r) { return r->deadline; }
 
 /* ---- the blocking executor ----------------------------------------------- */
 
-typedef struct exec {
-    const resil_retry_policy *policy;
-    const resil_exec_opts *opts;
-    resil_clock *clock;
-    resil_instant now; /* the latest clock reading: two per attempt, no more */
-    resil_retry step;
-    resil_attempt_ctx ctx; /* the current attempt's, for the op and the hooks */
-    resil_retry_result *out;
-} exec;
-
-/* A token fired for a deadline (a pipeline's total timeout) ends the run as
- * "deadline"; any other fire is the caller giving up. */
-static resil_stop cancel_stop(const resil_cancel *c)
+/* The steps are in retry_exec.h, shared with the asynchronous execution;
+ * this is the loop that strings them together around a sleep. */
+static resil_stop run(resil__retry_exec *x, resil_op_fn op, void *user)
 {
-    return c != NULL && resil_cancel_reason(c) == RESIL_ETIMEDOUT ? RESIL_STOP_DEADLINE
-                                                                  : RESIL_STOP_CANCELLED;
-}
-
-/* The caller's cancellation, whenever it is seen: kind Cancelled, code
- * RESIL_ECANCELED, so that a fallback, a breaker or a log reads it as the
- * caller giving up and not as the failure that happened to come before. */
-static resil_outcome cancellation(const char *detail)
-{
-    return resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);
-}
-
-/* The token fired between attempts (during the wait, or just after it). A
- * deadline keeps the last attempt's outcome: the call failed, and ran out
- * of time to try again. The caller's cancel replaces it: the caller gave up. */
-static resil_stop stopped_between(exec *x, const resil_cancel *c)
-{
-    resil_stop s = cancel_stop(c);
-    if (s == RESIL_STOP_CANCELLED && x->out->attempts > 0)
-        x->out->final = cancellation("cancelled while waiting to retry");
-    return s;
-}
-
-/* Build the attempt's record only when someone reads it. */
-static void keep_record(exec *x, resil_instant start, const resil_retry_decision *d)
-{
-    const resil_exec_opts *o = x->opts;
-    bool store = o->records != NULL && x->out->records_len < o->records_cap;
-    if (!store && o->on_attempt == NULL)
-        return;
-    resil_attempt_record rec = {.number = x->step.attempt, .outcome = x->out->final,
-                                .stop = d->stop, .wait = d->wait, .source = d->source,
-                                .start = start, .duration = x->now - start};
-    if (store)
-        o->records[x->out->records_len++] = rec;
-    if (o->on_attempt != NULL)
-        o->on_attempt(&rec, o->on_attempt_ud);
-}
-
-/* Run one attempt, its outcome landing straight in the result, and decide. */
-static resil_retry_decision attempt(exec *x, resil_op_fn op, void *user)
-{
-    resil_attempt_ctx *ctx = &x->ctx;
-    ctx->attempt = x->step.attempt;
-    ctx->deadline = x->step.deadline;
-    ctx->cancel = x->opts->cancel;
-    ctx->clock = x->clock;
-    ctx->user = user;
-    ctx->hedge = 0;
-    resil_instant start = x->now;
-    x->out->final = op(ctx);
-    x->out->attempts = x->step.attempt;
-    x->now = resil_clock_now(x->clock);
-    resil_retry_decision d =
-        resil_retry_after_attempt(&x->step, ctx, &x->out->final, x->now, x->opts->rng);
-    keep_record(x, start, &d);
-    return d;
-}
-
-static void announce_retry(exec *x, const resil_retry_decision *d, void *user)
-{
-    const resil_retry_policy *p = x->policy;
-    if (p->on_retry == NULL)
-        return;
-    resil_retry_info info = {x->step.attempt, d->wait, d->source, &x->out->final, &x->ctx};
-    p->on_retry(&info, user, p->on_retry_ud);
-}
-
-static resil_stop run(exec *x, resil_op_fn op, void *user)
-{
-    resil_cancel *cancel = x->opts->cancel;
     for (;;) {
-        if (resil_retry_before_attempt(&x->step, resil_cancelled(cancel)) != RESIL_STOP_NONE)
-            return stopped_between(x, cancel);
-        resil_retry_decision d = attempt(x, op, user);
+        resil_stop s = resil__rx_next(x, user);
+        if (s != RESIL_STOP_NONE)
+            return s;
+        resil_instant start = x->now;
+        x->out->final = op(&x->ctx);
+        resil_retry_decision d = resil__rx_decide(x, start);
         if (d.stop != RESIL_STOP_NONE)
             return d.stop;
-        announce_retry(x, &d, user);
-        int slept = resil_clock_sleep(x->clock, d.wait, cancel);
-        x->now = resil_clock_now(x->clock);
-        if (slept == RESIL_ECANCELED)
-            return stopped_between(x, cancel);
+        resil__rx_announce(x, &d, user);
+        int slept = resil_clock_sleep(x->clock, d.wait, x->opts->cancel);
+        if ((s = resil__rx_woke(x, slept)) != RESIL_STOP_NONE)
+            return s;
     }
-}
-
-static resil_outcome not_run(resil_stop s)
-{
-    if (s == RESIL_STOP_REFUSED)
-        return resil_fail(RESIL_REJECTED, RESIL_ENOTIDEMPOTENT, "refused: not idempotent");
-    if (s == RESIL_STOP_DEADLINE)
-        return resil_fail(RESIL_REJECTED, RESIL_ETIMEDOUT, "deadline passed before the first attempt");
-    return cancellation("cancelled before the first attempt");
 }
 
 int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts,
@@ -358,21 +271,10 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
 void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
                       resil_op_fn op, void *user, resil_retry_result *out)
 {
-    static const resil_exec_opts no_opts;
-    exec x;
-    x.policy = p;
-    x.opts = opts != NULL ? opts : &no_opts;
-    x.clock = x.opts->clock != NULL ? x.opts->clock : resil_clock_system();
-    x.out = out;
-    resil_instant deadline = x.opts->deadline != 0 ? x.opts->deadline : RESIL_INSTANT_MAX;
-
-    out->attempts = 0;
-    out->records_len = 0;
-    resil_instant start = x.now = resil_clock_now(x.clock);
-    out->stop = resil_retry_begin(&x.step, p, start, deadline, !x.opts->non_idempotent);
-    if (out->stop == RESIL_STOP_NONE)
-        out->stop = run(&x, op, user);
-    if (out->attempts == 0)
-        out->final = not_run(out->stop);
-    out->elapsed = x.now - start;
+    resil__retry_exec x;
+    resil_instant start;
+    resil_stop s = resil__rx_begin(&x, p, opts, out, &start);
+    if (s == RESIL_STOP_NONE)
+        s = run(&x, op, user);
+    resil__rx_end(&x, s, start);
 }

@@ -1,0 +1,140 @@
+/*
+ * loop.h — the small interface through which an event loop hosts resil.
+ *
+ * An asynchronous execution (async.h) needs three things from the loop that
+ * runs it, and nothing else: the time, a one-shot timer, and a way for
+ * another thread to hand work to the loop's thread. That is the whole
+ * interface, so that libuv (the resil-uv adapter, uv.h), curl's multi
+ * interface driven by a program's own epoll loop, an RTOS scheduler or a
+ * test's virtual clock can each host resil in a few dozen lines.
+ *
+ * Timers and work items are caller-allocated structs with room for the
+ * loop's bookkeeping, so starting a timer or posting work never allocates:
+ * resil embeds them in the one allocation an execution makes. A loop
+ * stores what it needs in the private fields; the two helpers below are a
+ * complete implementation of that storage for a loop that has one native
+ * timer and one native wake-up (as libuv's uv_timer_t and uv_async_t are):
+ *
+ *   resil_timers — an intrusive pairing heap ordered by due instant (ties
+ *     in start order); start/stop never allocate; the loop arms its single
+ *     native timer for resil_timers_next() and calls resil_timers_run().
+ *   resil_posts  — a mutex-guarded FIFO of work items; resil_posts_push()
+ *     says whether the queue was empty, i.e. whether the loop must be woken,
+ *     and the loop calls resil_posts_run() on its own thread.
+ *
+ * Threads: every operation but `post` (and `in_loop`) is called on the
+ * loop's thread. A loop runs timer callbacks and posted work on that thread.
+ */
+#ifndef RESIL_LOOP_H
+#define RESIL_LOOP_H
+
+#include <pthread.h>
+
+#include "time.h"
+
+RESIL_BEGIN_DECLS
+
+typedef struct resil_timer resil_timer;
+typedef void (*resil_timer_fn)(resil_timer *t);
+
+/* A one-shot timer. Set `fn` before starting it; the other fields are the
+ * loop's (resil_timers uses them). A timer is stopped when its callback
+ * runs; starting a running timer moves it. */
+struct resil_timer {
+    resil_timer_fn fn;
+    /* private to the loop */
+    resil_instant due;
+    uint64_t seq;
+    resil_timer *child, *next, *prev; /* pairing heap links */
+    bool armed;
+    void *loop_data;
+};
+
+typedef struct resil_work resil_work;
+typedef void (*resil_work_fn)(resil_work *w);
+
+/* A unit of work handed to the loop's thread. Set `fn`; `next` is the
+ * loop's. A work item may be posted again once its callback has begun. */
+struct resil_work {
+    resil_work_fn fn;
+    resil_work *next; /* private to the loop */
+};
+
+/*
+ * A loop implementation: a table of operations on the loop's own state
+ * `self`. `size` comes first and versions the table: set it to
+ * sizeof(resil_loop_ops).
+ *
+ *   now          the loop's monotonic time; it must be the clock of the
+ *                pipelines it hosts (resil_loop_clock() makes one from it)
+ *   timer_start  call t->fn on the loop thread once `delay` (>= 0) has
+ *                passed; a running timer is moved
+ *   timer_stop   make sure t->fn will not be called; harmless when idle
+ *   post         from any thread: call w->fn on the loop thread soon
+ *   in_loop      optional: is the calling thread the loop's? When present,
+ *                a report made on the loop thread is handled at once
+ *                instead of through post.
+ */
+typedef struct resil_loop_ops {
+    size_t size;
+    resil_instant (*now)(void *self);
+    void (*timer_start)(void *self, resil_timer *t, resil_duration delay);
+    void (*timer_stop)(void *self, resil_timer *t);
+    void (*post)(void *self, resil_work *w);
+    bool (*in_loop)(void *self);
+} resil_loop_ops;
+
+/* A loop as resil sees it: the table, the loop's state, and a resil_clock
+ * reading the loop's time (for the pipelines it hosts). Caller-owned; fill
+ * with resil_loop_init(). */
+typedef struct resil_loop {
+    resil_clock clock; /* first: resil_loop_clock() hands out its address */
+    const resil_loop_ops *ops;
+    void *self;
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
+} resil_loop;
+
+/* RESIL_EINVAL when a required operation is missing or ops->size is too
+ * small. */
+RESIL_API int resil_loop_init(resil_loop *l, const resil_loop_ops *ops, void *self);
+/* A clock over ops->now, for resil_pipeline_builder_clock(): decisions and
+ * timers then read the same time. Its sleep is the system clock's (a
+ * pipeline hosted on a loop never sleeps). */
+RESIL_API resil_clock *resil_loop_clock(resil_loop *l);
+
+/* ---- helpers for loop implementations ------------------------------------ */
+
+typedef struct resil_timers {
+    resil_timer *root;
+    uint64_t seq;
+    size_t count;
+} resil_timers;
+
+RESIL_API void resil_timers_init(resil_timers *q);
+/* Arm `t` to fall due at `due` (moving it if armed). */
+RESIL_API void resil_timers_start(resil_timers *q, resil_timer *t, resil_instant due);
+RESIL_API void resil_timers_stop(resil_timers *q, resil_timer *t);
+/* The earliest due instant, RESIL_INSTANT_MAX when no timer is armed. */
+RESIL_API resil_instant resil_timers_next(const resil_timers *q);
+/* Run every timer due at or before `now`, earliest first (each is
+ * disarmed before its callback, which may start timers, due ones
+ * included); returns how many ran. */
+RESIL_API size_t resil_timers_run(resil_timers *q, resil_instant now);
+
+typedef struct resil_posts {
+    pthread_mutex_t mu;
+    resil_work *head, *tail;
+} resil_posts;
+
+/* RESIL_ESYS when the mutex cannot be made. */
+RESIL_API int resil_posts_init(resil_posts *q);
+RESIL_API void resil_posts_destroy(resil_posts *q);
+/* Any thread. True when the queue was empty: the loop must be woken. */
+RESIL_API bool resil_posts_push(resil_posts *q, resil_work *w);
+/* On the loop thread: run what was posted (work posted meanwhile waits
+ * for the next call); returns how many ran. */
+RESIL_API size_t resil_posts_run(resil_posts *q);
+
+RESIL_END_DECLS
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * pipeline_steps.h — each strategy's decision on the way in and its work
+ * on the way out, shared by the two ways a pipeline executes.
+ *
+ * The blocking walk (pipeline_strategies.c) is enter → resil__chain() →
+ * leave inside one stack frame per strategy; the asynchronous execution
+ * (pipeline_async.c) calls the same enter, lets the levels below run
+ * across timers and reports, and calls the same leave when their outcome
+ * arrives. What differs between the two is only how a wait is spent
+ * (a sleep, or a timer), so every rule — who rejects, with which words,
+ * what a timeout means, what a breaker records, when a fallback answers —
+ * is written here once. The steps are static inline so that the blocking
+ * path compiles to the walk it was before the split.
+ */
+#ifndef RESIL_PIPELINE_STEPS_H
+#define RESIL_PIPELINE_STEPS_H
+
+#include "pipeline_internal.h"
+
+static inline const resil__node *resil__node_at(const resil__run *r, size_t i)
+{
+    return &r->p->nodes[i];
+}
+
+void resil__report_rejection(const resil__run *r, resil_event_type t, resil_strategy_kind k,
+                             const resil__frame *f, const resil_outcome *o);
+
+static inline void resil__cancelled(const char *detail, resil_outcome *out)
+{
+    *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, detail);
+}
+
+/* ---- rate limiter ----------------------------------------------------------- */
+
+/* How long a call may wait for a permit inside the frame's deadline: 0
+ * with *wait, or RESIL_ETIMEDOUT when no time is left. */
+static inline int resil__rate_budget(const resil__node *n, const resil__frame *f,
+                                     resil_duration *wait)
+{
+    *wait = n->rate_wait;
+    if (f->deadline == RESIL_INSTANT_MAX)
+        return 0;
+    resil_duration left = resil_dur_sub(f->deadline, f->now);
+    if (left <= 0)
+        return RESIL_ETIMEDOUT;
+    *wait = left < *wait ? left : *wait;
+    return 0;
+}
+
+/* The permit without waiting (rate_wait 0). */
+static inline int resil__rate_try(const resil__node *n, const resil__frame *f,
+                                  resil_duration *hint)
+{
+    return n->same_clock ? resil_ratelimit_try_acquire_at(n->ratelimit, 1, f->now, hint)
+                         : resil_ratelimit_try_acquire(n->ratelimit, 1, hint);
+}
+
+/* The limiter said `rc`: true to go on, else *out says why not. */
+static inline bool resil__rate_admit(const resil__run *r, const resil__frame *f, int rc,
+                                     resil_duration hint, resil_outcome *out)
+{
+    if (rc == 0)
+        return true;
+    if (rc == RESIL_ECANCELED) {
+        resil__cancelled("cancelled waiting for the rate limiter", out);
+        return false;
+    }
+    resil__reject(r, RESIL_EVENT_RATE_LIMITED, RESIL_STRATEGY_RATE_LIMITER, f, "rate limited",
+                  rc == RESIL_EREJECTED ? hint : RESIL_NO_HINT, out);
+    return false;
+}
+
+/* ---- bulkhead ------------------------------------------------------------------ */
+
+static inline bool resil__bulkhead_admit(const resil__run *r, const resil__frame *f, int rc,
+                                         resil_outcome *out)
+{
+    if (rc == 0)
+        return true;
+    if (rc == RESIL_ECANCELED) {
+        resil__cancelled("cancelled waiting for the bulkhead", out);
+        return false;
+    }
+    resil__reject(r, RESIL_EVENT_BULKHEAD_REJECTED, RESIL_STRATEGY_BULKHEAD, f,
+                  rc == RESIL_ETIMEDOUT ? "bulkhead queue timeout" : "bulkhead full",
+                  RESIL_NO_HINT, out);
+    return false;
+}
+
+/* ---- timeouts -------------------------------------------------------------------- */
+
+static inline resil_duration resil__timeout_for(const resil__node *n, const resil__run *r)
+{
+    if (n->timeout.per_operation != NULL && r->operation != NULL)
+        return resil_timeouts_get(n->timeout.per_operation, r->operation);
+    return n->timeout.timeout;
+}
+
+/* Make the level's token and the frame below it: false with *out when the
+ * token cannot be made. */
+static inline bool resil__timeout_enter(const resil__run *r, const resil__node *n,
+                                        const resil__frame *f, resil_cancel *tok,
+                                        resil__frame *inner, resil_outcome *out)
+{
+    resil_duration t = resil__timeout_for(n, r);
+    resil_instant deadline = resil__earlier(f->deadline, resil_dur_add(f->now, t));
+    if (resil_cancel_init(tok, f->cancel) != 0) {
+        *out = resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
+        return false;
+    }
+    *inner = (resil__frame){f->attempt, f->hedge, f->now, deadline, tok, tok, f->reading};
+    return true;
+}
+
+void resil__timeout_judge(const resil__run *r, const resil__node *n, const resil__frame *f,
+                          const resil__frame *inner, resil_outcome *out);
+
+static inline void resil__timeout_leave(const resil__run *r, const resil__node *n,
+                                        const resil__frame *f, const resil__frame *inner,
+                                        resil_outcome *out)
+{
+    if (out->kind != RESIL_SUCCESS)
+        resil__timeout_judge(r, n, f, inner, out);
+    resil_cancel_destroy(inner->cancel);
+}
+
+/* ---- breaker ---------------------------------------------------------------------------- */
+
+void resil__breaker_refuse(const resil__run *r, const resil__frame *f,
+                           const resil_breaker_permit *p, resil_outcome *out);
+
+static inline bool resil__breaker_enter(const resil__run *r, const resil__frame *f,
+                                        resil_breaker_permit *permit, resil_outcome *out)
+{
+    if (resil_breaker_acquire(r->breaker, permit) != RESIL_EREJECTED)
+        return true;
+    resil__breaker_refuse(r, f, permit, out);
+    return false;
+}
+
+static inline void resil__breaker_leave(const resil__run *r, size_t i, const resil__frame *f,
+                                        resil_breaker_permit *permit, const resil_outcome *out)
+{
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    resil_breaker_result verdict = r->p->classify(out, &ctx, r->p->classify_ud);
+    if (!resil__node_at(r, i)->owned || f->reading == NULL) {
+        resil_breaker_record(r->breaker, permit, verdict);
+        return;
+    }
+    /* Our own breaker reads our clock: read it once for both of us. */
+    f->reading->now = resil_clock_now(r->p->clock);
+    f->reading->fresh = true;
+    resil_breaker_record_at(r->breaker, permit, verdict, f->reading->now);
+}
+
+/* ---- fallback --------------------------------------------------------------------------- */
+
+void resil__fallback_answer(const resil__run *r, size_t i, const resil__frame *f,
+                            resil_outcome *out);
+
+static inline void resil__fallback_leave(const resil__run *r, size_t i, const resil__frame *f,
+                                         resil_outcome *out)
+{
+    if (out->kind != RESIL_SUCCESS)
+        resil__fallback_answer(r, i, f, out);
+}
+
+/* ---- degradation gate ------------------------------------------------------------------- */
+
+void resil__degrade_shed(const resil__run *r, const resil__node *n, const resil__frame *f,
+                         resil_outcome *out);
+
+static inline bool resil__degrade_enter(const resil__run *r, size_t i, const resil__frame *f,
+                                        resil_outcome *out)
+{
+    const resil__node *n = resil__node_at(r, i);
+    if (resil_degrade_admit(n->degrade, r->priority) != RESIL_EREJECTED)
+        return true;
+    resil__degrade_shed(r, n, f, out);
+    return false;
+}
+
+static inline void resil__degrade_leave(const resil__run *r, size_t i, const resil_outcome *out)
+{
+    if (out->kind != RESIL_CANCELLED)
+        resil_degrade_record(resil__node_at(r, i)->degrade, out->kind == RESIL_SUCCESS);
+}
+
+#endif
