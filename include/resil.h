@@ -27,5 +27,7 @@
 #include "resil/telemetry.h"
 #include "resil/fallback.h"
 #include "resil/pipeline.h"
+#include "resil/loop.h"
+#include "resil/async.h"
 
 #endif

@@ -1,0 +1,38 @@
+/*
+ * virtual_loop.h — a loop for tests: resil's loop interface on virtual
+ * time.
+ *
+ * Its clock is a fake clock (the same one the blocking tests use), and
+ * running the loop jumps that clock straight to the next timer's instant,
+ * so an asynchronous execution with seconds of backoff finishes at once and
+ * reads the same instants the blocking executor reads on the fake clock.
+ * Work posted from other threads wakes a loop that has nothing else to do,
+ * which is how the thread tests wait for their reports without sleeping.
+ */
+#ifndef RESIL_VIRTUAL_LOOP_H
+#define RESIL_VIRTUAL_LOOP_H
+
+#include <pthread.h>
+
+#include "resil.h"
+
+typedef struct virtual_loop {
+    resil_loop loop;
+    resil_fake_clock *fc;
+    resil_timers timers;
+    resil_posts posts;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t posted;
+    size_t pending; /* posts not yet run; guarded by mu */
+} virtual_loop;
+
+/* The loop reads and moves `fc`; create it on the thread that runs it. */
+void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc);
+void virtual_loop_destroy(virtual_loop *v);
+/* Run posted work and due timers, moving time to each next timer, until
+ * nothing is left to run and *until (if given) is true. While *until is
+ * false and nothing is runnable, wait for work posted by another thread. */
+void virtual_loop_run(virtual_loop *v, const bool *until);
+
+#endif

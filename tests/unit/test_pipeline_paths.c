@@ -1,0 +1,542 @@
+/*
+ * test_pipeline_paths.c — the pipeline's semantics, each scenario run
+ * through both executors with one set of expected values: the blocking
+ * executor on the fake clock, and the asynchronous one on a virtual-time
+ * loop over the same kind of fake clock.
+ *
+ * A scenario is a pipeline, a script of outcomes (each attempt lasting
+ * `takes` of virtual time) and what the result must be. The blocking
+ * operation spends its time in resil_ctx_sleep(), which ends at the
+ * attempt's deadline as a cooperative operation does; the asynchronous one
+ * arms a loop timer and, when told to stop, reports what its blocking twin
+ * returns. Everything else — the strategies, the records, the instants —
+ * must come out the same.
+ */
+#include "test.h"
+#include "virtual_loop.h"
+
+#define T0 RESIL_S(1000)
+
+typedef void (*build_fn)(resil_pipeline_builder *b);
+
+typedef struct scenario {
+    build_fn build;
+    const resil_outcome *outcomes; /* in turn; the last repeats */
+    size_t n;
+    resil_duration takes;
+    bool non_idempotent;
+    bool cancel_in_first_wait; /* the caller cancels during the first retry wait */
+} scenario;
+
+typedef struct ran {
+    resil_pipeline_result res;
+    resil_attempt_record records[8];
+    int calls;
+    resil_instant end;
+} ran;
+
+/* One path's run: the clock, the script's position and the async op's
+ * timer. */
+typedef struct player {
+    const scenario *sc;
+    int calls;
+    resil_fake_clock *fc;
+    resil_cancel *cancel; /* blocking: the call's token */
+    resil_exec *x;        /* async: the execution */
+    resil_attempt *a;
+    resil_outcome pending;
+    resil_timer finish;
+    resil_timer canceller;
+    virtual_loop *vl;
+    bool done;
+    ran *out;
+} player;
+
+static resil_outcome next_outcome(player *pl)
+{
+    size_t i = (size_t)pl->calls < pl->sc->n ? (size_t)pl->calls : pl->sc->n - 1;
+    pl->calls++;
+    return pl->sc->outcomes[i];
+}
+
+static resil_outcome stopped(const resil_cancel *c)
+{
+    int rc = resil_cancel_reason(c) == RESIL_ETIMEDOUT ? RESIL_ETIMEDOUT : RESIL_ECANCELED;
+    return resil_fail(RESIL_CANCELLED, rc, "stopped");
+}
+
+static resil_pipeline *build(const scenario *sc, resil_clock *clock)
+{
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("paths", &b, NULL), 0);
+    resil_pipeline_builder_clock(b, clock);
+    sc->build(b);
+    resil_pipeline *p = NULL;
+    resil_err err = {0, ""};
+    int rc = resil_pipeline_build(b, &p, &err);
+    resil_pipeline_builder_free(b);
+    if (rc != 0)
+        fail_msg("build: %s", err.message);
+    return p;
+}
+
+static void prepare_call(resil_call *call, player *pl, ran *out, resil_rng_seeded *rng)
+{
+    resil_call_default(call);
+    call->user = pl;
+    call->records = out->records;
+    call->records_cap = 8;
+    call->non_idempotent = pl->sc->non_idempotent;
+    resil_rng_seeded_init(rng, 7);
+    call->rng = &rng->base;
+}
+
+/* ---- the blocking path ------------------------------------------------------ */
+
+static resil_outcome blocking_op(resil_attempt_ctx *ctx)
+{
+    player *pl = ctx->user;
+    resil_outcome o = next_outcome(pl);
+    if (pl->sc->takes > 0 && resil_ctx_sleep(ctx, pl->sc->takes) != 0)
+        return stopped(ctx->cancel);
+    return o;
+}
+
+/* The first sleep that is not an attempt's is the first retry wait. */
+static void cancel_on_wait(resil_fake_clock *fc, resil_duration d, void *ud)
+{
+    (void)fc;
+    player *pl = ud;
+    if (d != pl->sc->takes && !pl->done) {
+        pl->done = true;
+        resil_cancel_fire(pl->cancel);
+    }
+}
+
+static void run_blocking(const scenario *sc, ran *out)
+{
+    memset(out, 0, sizeof *out);
+    player pl = {.sc = sc, .out = out};
+    assert_int_equal(resil_fake_clock_new(T0, 0, &pl.fc), 0);
+    resil_pipeline *p = build(sc, resil_fake_clock_clock(pl.fc));
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    pl.cancel = &token;
+    resil_call call;
+    resil_rng_seeded rng;
+    prepare_call(&call, &pl, out, &rng);
+    call.cancel = &token;
+    if (sc->cancel_in_first_wait)
+        resil_fake_clock_set_hook(pl.fc, cancel_on_wait, &pl);
+    assert_int_equal(resil_pipeline_execute(p, blocking_op, &call, &out->res), 0);
+    out->calls = pl.calls;
+    out->end = resil_fake_clock_now(pl.fc);
+    resil_cancel_destroy(&token);
+    resil_pipeline_free(p);
+    resil_fake_clock_free(pl.fc);
+}
+
+/* ---- the asynchronous path --------------------------------------------------- */
+
+static void async_finished(resil_timer *t)
+{
+    player *pl = (player *)((char *)t - offsetof(player, finish));
+    resil_attempt_done(pl->a, &pl->pending);
+}
+
+static void async_told(resil_attempt *a, void *ud)
+{
+    player *pl = ud;
+    pl->vl->loop.ops->timer_stop(pl->vl, &pl->finish);
+    resil_outcome o = stopped(pl->cancel);
+    resil_attempt_done(a, &o);
+}
+
+static void async_op(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    player *pl = ctx->user;
+    resil_outcome o = next_outcome(pl);
+    if (pl->sc->takes == 0) {
+        resil_attempt_done(a, &o);
+        return;
+    }
+    pl->a = a;
+    pl->cancel = ctx->cancel;
+    pl->pending = o;
+    pl->finish.fn = async_finished;
+    resil_attempt_on_cancel(a, async_told, pl);
+    pl->vl->loop.ops->timer_start(pl->vl, &pl->finish, pl->sc->takes);
+}
+
+static void async_done(const resil_pipeline_result *res, void *ud)
+{
+    player *pl = ud;
+    pl->out->res = *res;
+    pl->done = true;
+}
+
+/* Cancel once the execution is in its first retry wait: the first attempt
+ * takes no time, so any instant after the start is inside the wait. */
+static void async_cancel(resil_timer *t)
+{
+    player *pl = (player *)((char *)t - offsetof(player, canceller));
+    if (!pl->done)
+        resil_exec_cancel(pl->x);
+}
+
+static void run_async(const scenario *sc, ran *out)
+{
+    memset(out, 0, sizeof *out);
+    player pl = {.sc = sc, .out = out};
+    assert_int_equal(resil_fake_clock_new(T0, 0, &pl.fc), 0);
+    virtual_loop vl;
+    virtual_loop_init(&vl, pl.fc);
+    pl.vl = &vl;
+    resil_pipeline *p = build(sc, resil_loop_clock(&vl.loop));
+    resil_call call;
+    resil_rng_seeded rng;
+    prepare_call(&call, &pl, out, &rng);
+    if (sc->cancel_in_first_wait) {
+        pl.canceller.fn = async_cancel;
+        vl.loop.ops->timer_start(&vl, &pl.canceller, 1);
+    }
+    assert_int_equal(resil_pipeline_start(p, &vl.loop, async_op, &call, async_done, &pl, &pl.x),
+                     0);
+    virtual_loop_run(&vl, NULL);
+    assert_true(pl.done);
+    out->calls = pl.calls;
+    out->end = resil_fake_clock_now(pl.fc);
+    resil_pipeline_free(p);
+    virtual_loop_destroy(&vl);
+    resil_fake_clock_free(pl.fc);
+}
+
+/* Run both paths; `check` holds each to the same expectations, and the
+ * two must agree on every recorded field besides. */
+static void both(const scenario *sc, void (*check)(const ran *r))
+{
+    ran b, a;
+    run_blocking(sc, &b);
+    check(&b);
+    run_async(sc, &a);
+    check(&a);
+    assert_int_equal(a.res.stop, b.res.stop);
+    assert_int_equal(a.res.attempts, b.res.attempts);
+    assert_int_equal(a.res.outcome.kind, b.res.outcome.kind);
+    assert_int_equal(a.res.outcome.code, b.res.outcome.code);
+    assert_string_equal(a.res.outcome.detail, b.res.outcome.detail);
+    assert_int_equal(a.res.rejected_by, b.res.rejected_by);
+    assert_int_equal(a.res.records_len, b.res.records_len);
+    for (size_t i = 0; i < b.res.records_len; i++) {
+        assert_int_equal(a.records[i].outcome.kind, b.records[i].outcome.kind);
+        assert_int_equal(a.records[i].stop, b.records[i].stop);
+        assert_duration_equal(a.records[i].wait, b.records[i].wait);
+        assert_int_equal(a.records[i].start, b.records[i].start);
+        assert_duration_equal(a.records[i].duration, b.records[i].duration);
+    }
+    if (!sc->cancel_in_first_wait) {
+        assert_duration_equal(a.res.elapsed, b.res.elapsed);
+        assert_int_equal(a.end, b.end);
+    }
+    assert_int_equal(a.calls, b.calls);
+}
+
+/* ---- pipelines --------------------------------------------------------------- */
+
+static resil_retry_policy constant_retry(uint32_t attempts, resil_duration base)
+{
+    resil_retry_policy p;
+    resil_retry_policy_default(&p);
+    p.max_attempts = attempts;
+    p.backoff.kind = RESIL_BACKOFF_CONSTANT;
+    p.backoff.base = base;
+    p.backoff.jitter = RESIL_JITTER_NONE;
+    return p;
+}
+
+static void standard_no_jitter(resil_pipeline_builder *b)
+{
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    o.retry.backoff.jitter = RESIL_JITTER_NONE;
+    assert_int_equal(resil_pipeline_add_standard(b, &o), 0);
+}
+
+static void standard_jittered(resil_pipeline_builder *b)
+{
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    assert_int_equal(resil_pipeline_add_standard(b, &o), 0);
+}
+
+static void retry_with_attempt_timeout(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(2);
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+}
+
+static void total_timeout_around_retry(resil_pipeline_builder *b)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(5);
+    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    resil_retry_policy r = constant_retry(10, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void retry_then_breaker(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(5, RESIL_MS(100));
+    r.retry_on = NULL;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.kind = RESIL_BREAKER_CONSECUTIVE;
+    o.failure_threshold = 2;
+    o.break_duration = RESIL_S(10);
+    assert_int_equal(resil_pipeline_add_breaker(b, &o), 0);
+}
+
+static resil_outcome fallback_answer(const resil_fallback_info *info, void *user, void *ud)
+{
+    (void)info;
+    (void)user;
+    (void)ud;
+    return resil_fail(RESIL_KIND_USER, 7, "cached");
+}
+
+static void fallback_over_retry(resil_pipeline_builder *b)
+{
+    resil_fallback_opts fb;
+    resil_fallback_opts_default(&fb);
+    fb.action = fallback_answer;
+    assert_int_equal(resil_pipeline_add_fallback(b, &fb), 0);
+    resil_retry_policy r = constant_retry(2, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void waiting_rate_limiter(resil_pipeline_builder *b)
+{
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
+    o.permits = 1;
+    o.window = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
+    resil_retry_policy r = constant_retry(3, RESIL_MS(10));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void plain_retry3(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+/* ---- scenarios ---------------------------------------------------------------- */
+
+static const resil_outcome ok1[] = {{RESIL_SUCCESS, 200, RESIL_NO_HINT, ""}};
+static const resil_outcome t503_t503_ok[] = {{RESIL_TRANSIENT, 503, RESIL_NO_HINT, "http"},
+                                             {RESIL_TRANSIENT, 503, RESIL_NO_HINT, "http"},
+                                             {RESIL_SUCCESS, 200, RESIL_NO_HINT, ""}};
+static const resil_outcome t503[] = {{RESIL_TRANSIENT, 503, RESIL_NO_HINT, "http"}};
+static const resil_outcome throttled_then_ok[] = {
+    {RESIL_THROTTLED, 429, RESIL_S(3), "slow down"}, {RESIL_SUCCESS, 200, RESIL_NO_HINT, ""}};
+
+static void check_success_first_time(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->res.outcome.kind, RESIL_SUCCESS);
+    assert_duration_equal(r->res.elapsed, RESIL_MS(20));
+    assert_int_equal(r->calls, 1);
+}
+
+static void standard_pipeline_succeeds_at_the_first_attempt(void **state)
+{
+    (void)state;
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false};
+    both(&sc, check_success_first_time);
+}
+
+static void check_two_503_then_200(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.records_len, 3);
+    assert_duration_equal(r->records[0].wait, RESIL_S(2));
+    assert_duration_equal(r->records[1].wait, RESIL_S(4));
+    assert_int_equal(r->records[2].start, T0 + RESIL_S(6) + RESIL_MS(20));
+    assert_duration_equal(r->res.elapsed, RESIL_S(6) + RESIL_MS(30));
+}
+
+static void standard_pipeline_retries_503_503_200_with_exponential_waits(void **state)
+{
+    (void)state;
+    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    both(&sc, check_two_503_then_200);
+}
+
+static void check_jitter(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 4);
+    assert_true(r->records[0].wait > 0);
+}
+
+static void jittered_waits_draw_the_same_numbers_on_both_paths(void **state)
+{
+    (void)state;
+    scenario sc = {standard_jittered, t503, 1, 0, false, false};
+    both(&sc, check_jitter);
+}
+
+static void check_attempt_timeout(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(r->res.outcome.detail, "attempt timeout (2s) elapsed");
+    assert_duration_equal(r->records[0].duration, RESIL_S(2));
+    assert_duration_equal(r->res.elapsed, 3 * RESIL_S(2) + 2 * RESIL_S(1));
+}
+
+static void attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again(void **state)
+{
+    (void)state;
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false};
+    both(&sc, check_attempt_timeout);
+}
+
+static void check_total_timeout(const ran *r)
+{
+    /* 2 s attempts and 1 s waits: attempt 3 runs from 6 s, past the 5 s
+     * total, which cancels it at 5 s. */
+    assert_int_equal(r->res.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(r->res.outcome.detail, "total timeout (5s) elapsed");
+    assert_duration_equal(r->res.elapsed, RESIL_S(5));
+}
+
+static void total_timeout_ends_the_retry_loop_as_deadline(void **state)
+{
+    (void)state;
+    scenario sc = {total_timeout_around_retry, t503, 1, RESIL_S(2), false, false};
+    both(&sc, check_total_timeout);
+}
+
+static void check_breaker(const ran *r)
+{
+    /* Two failures open the breaker; the third attempt is its rejection,
+     * which the default classifier does not retry. */
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_BREAKER);
+    assert_int_equal(r->calls, 2);
+}
+
+static void breaker_opens_inside_the_retry_loop_and_rejects_the_next_attempt(void **state)
+{
+    (void)state;
+    scenario sc = {retry_then_breaker, t503, 1, 0, false, false};
+    both(&sc, check_breaker);
+}
+
+static void check_fallback(const ran *r)
+{
+    assert_true(r->res.fallback);
+    assert_int_equal(r->res.outcome.code, 7);
+    assert_int_equal(r->res.cause.code, 503);
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+}
+
+static void fallback_answers_when_the_retries_are_used_up(void **state)
+{
+    (void)state;
+    scenario sc = {fallback_over_retry, t503, 1, 0, false, false};
+    both(&sc, check_fallback);
+}
+
+static void check_rate_wait(const ran *r)
+{
+    /* One permit per second: attempt 1 takes it at once; each retry's
+     * permit comes with the next window. */
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->calls, 3);
+}
+
+static void rate_limiter_wait_is_spent_before_the_call(void **state)
+{
+    (void)state;
+    scenario sc = {waiting_rate_limiter, t503_t503_ok, 3, 0, false, false};
+    both(&sc, check_rate_wait);
+}
+
+static void check_retry_after(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->records[0].source, RESIL_WAIT_RETRY_AFTER);
+    assert_duration_equal(r->records[0].wait, RESIL_S(3));
+    assert_duration_equal(r->res.elapsed, RESIL_S(3));
+}
+
+static void retry_after_hint_sets_the_wait(void **state)
+{
+    (void)state;
+    scenario sc = {plain_retry3, throttled_then_ok, 2, 0, false, false};
+    both(&sc, check_retry_after);
+}
+
+static void check_refused(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_REFUSED);
+    assert_int_equal(r->res.attempts, 0);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_RETRY);
+    assert_int_equal(r->calls, 0);
+}
+
+static void non_idempotent_work_is_refused_before_it_runs(void **state)
+{
+    (void)state;
+    scenario sc = {plain_retry3, ok1, 1, 0, true, false};
+    both(&sc, check_refused);
+}
+
+static void check_cancelled(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->res.outcome.kind, RESIL_CANCELLED);
+    assert_string_equal(r->res.outcome.detail, "cancelled while waiting to retry");
+    assert_int_equal(r->calls, 1);
+}
+
+static void cancel_during_a_retry_wait_stops_as_cancelled(void **state)
+{
+    (void)state;
+    scenario sc = {plain_retry3, t503, 1, 0, false, true};
+    both(&sc, check_cancelled);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(standard_pipeline_succeeds_at_the_first_attempt),
+        cmocka_unit_test(standard_pipeline_retries_503_503_200_with_exponential_waits),
+        cmocka_unit_test(jittered_waits_draw_the_same_numbers_on_both_paths),
+        cmocka_unit_test(attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again),
+        cmocka_unit_test(total_timeout_ends_the_retry_loop_as_deadline),
+        cmocka_unit_test(breaker_opens_inside_the_retry_loop_and_rejects_the_next_attempt),
+        cmocka_unit_test(fallback_answers_when_the_retries_are_used_up),
+        cmocka_unit_test(rate_limiter_wait_is_spent_before_the_call),
+        cmocka_unit_test(retry_after_hint_sets_the_wait),
+        cmocka_unit_test(non_idempotent_work_is_refused_before_it_runs),
+        cmocka_unit_test(cancel_during_a_retry_wait_stops_as_cancelled),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
