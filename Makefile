@@ -37,7 +37,8 @@ check: build
 # No deps: the core needs only what a C toolchain and cmocka give.
 CORE_BUILD ?= build-core
 CORE_SWITCHES = -DRESIL_WITH_HTTP=OFF -DRESIL_WITH_STORE=OFF -DRESIL_WITH_GATEWAY=OFF \
-                -DRESIL_WITH_REDIS=OFF -DRESIL_WITH_CONFIG=OFF
+                -DRESIL_WITH_REDIS=OFF -DRESIL_WITH_CONFIG=OFF \
+                -DRESIL_WITH_UV=OFF
 check-core:
 	$(CMAKE) -S . -B $(CORE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CORE_SWITCHES) $(CMAKE_ARGS)
 	$(CMAKE) --build $(CORE_BUILD) -j$(JOBS)

@@ -15,6 +15,7 @@ packages=(
   libhiredis-dev redis-server
   libjansson-dev
   libmicrohttpd-dev
+  libuv1-dev
 )
 
 missing=()

@@ -1,0 +1,43 @@
+/*
+ * uv.h — libresil-uv: resil hosted on a libuv loop.
+ *
+ * One resil_uv per uv_loop_t gives that loop the interface of loop.h: the
+ * loop's time is uv_hrtime() (CLOCK_MONOTONIC, the system clock's), every
+ * resil timer shares one uv_timer_t through a timer heap, and work posted
+ * from other threads (a report from a worker) wakes the loop through one
+ * uv_async_t. Executions then run with resil_pipeline_start(p,
+ * resil_uv_loop(u), ...) and cost the loop nothing while they wait.
+ *
+ *   resil_uv *u;
+ *   resil_uv_new(uv_default_loop(), &u);
+ *   ... build pipelines with resil_pipeline_builder_clock(b, resil_loop_clock(resil_uv_loop(u)))
+ *   ... resil_pipeline_start(p, resil_uv_loop(u), op, &call, done, ud, NULL);
+ *   uv_run(uv_default_loop(), UV_RUN_DEFAULT);  // returns after resil_uv_close
+ *
+ * The async handle keeps the loop alive (a report may come from another
+ * thread at any time) until resil_uv_close(), which the program calls
+ * once no execution is left — typically from the last `done` — and the
+ * handles then close as uv_run() finishes.
+ */
+#ifndef RESIL_UV_H
+#define RESIL_UV_H
+
+#include <uv.h>
+
+#include "async.h"
+
+RESIL_BEGIN_DECLS
+
+typedef struct resil_uv resil_uv;
+
+/* Call on the loop's thread (the one that runs uv_run). RESIL_ENOMEM,
+ * RESIL_ESYS (a libuv handle could not be made). */
+RESIL_API int resil_uv_new(uv_loop_t *loop, resil_uv **out);
+RESIL_API resil_loop *resil_uv_loop(resil_uv *u);
+/* Close the handles; the memory goes when libuv has closed them (run the
+ * loop once more). No execution may be in flight. */
+RESIL_API void resil_uv_close(resil_uv *u);
+
+RESIL_END_DECLS
+
+#endif

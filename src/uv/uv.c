@@ -1,0 +1,141 @@
+/*
+ * uv.c — the loop interface on libuv.
+ *
+ * A libuv handle must be closed asynchronously before its memory goes,
+ * which would make every resil timer a handle with a lifetime of its own.
+ * Instead all of them share one uv_timer_t: resil's timers sit in a timer
+ * heap (resil_timers), and the uv timer is armed for the earliest, rounded
+ * up to libuv's millisecond so that it never fires early and spins. Posted
+ * work goes through one uv_async_t, which libuv coalesces. Starting a timer
+ * or posting therefore never allocates, and an execution frees its memory
+ * the moment it ends.
+ */
+#include <stdlib.h>
+
+#include "resil/uv.h"
+
+struct resil_uv {
+    resil_loop loop;
+    uv_loop_t *uv;
+    uv_timer_t timer;
+    uv_async_t async;
+    resil_timers timers;
+    resil_posts posts;
+    resil_instant armed; /* the due instant the uv timer is set for */
+    pthread_t thread;
+    int closing;
+};
+
+static resil_instant uv_now_ns(void *self)
+{
+    (void)self;
+    return (resil_instant)uv_hrtime();
+}
+
+static void on_timer(uv_timer_t *t);
+
+/* Keep the uv timer on the earliest resil timer. */
+static void rearm(resil_uv *u)
+{
+    resil_instant next = resil_timers_next(&u->timers);
+    if (next == u->armed)
+        return;
+    u->armed = next;
+    if (next == RESIL_INSTANT_MAX) {
+        uv_timer_stop(&u->timer);
+        return;
+    }
+    resil_duration left = resil_dur_sub(next, (resil_instant)uv_hrtime());
+    uint64_t ms = left <= 0 ? 0 : (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1));
+    uv_update_time(u->uv);
+    uv_timer_start(&u->timer, on_timer, ms, 0);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    resil_uv *u = t->data;
+    u->armed = RESIL_INSTANT_MAX;
+    resil_timers_run(&u->timers, (resil_instant)uv_hrtime());
+    rearm(u);
+}
+
+static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
+{
+    resil_uv *u = self;
+    resil_timers_start(&u->timers, t, resil_dur_add((resil_instant)uv_hrtime(), d));
+    rearm(u);
+}
+
+static void uv_timer_stop_op(void *self, resil_timer *t)
+{
+    resil_uv *u = self;
+    resil_timers_stop(&u->timers, t);
+    rearm(u);
+}
+
+static void on_async(uv_async_t *a)
+{
+    resil_uv *u = a->data;
+    resil_posts_run(&u->posts);
+}
+
+static void uv_post_op(void *self, resil_work *w)
+{
+    resil_uv *u = self;
+    if (resil_posts_push(&u->posts, w))
+        uv_async_send(&u->async);
+}
+
+static bool uv_in_loop_op(void *self)
+{
+    resil_uv *u = self;
+    return pthread_equal(u->thread, pthread_self());
+}
+
+static const resil_loop_ops uv_ops = {sizeof(resil_loop_ops), uv_now_ns, uv_timer_start_op,
+                                      uv_timer_stop_op, uv_post_op, uv_in_loop_op};
+
+int resil_uv_new(uv_loop_t *loop, resil_uv **out)
+{
+    if (loop == NULL || out == NULL)
+        return RESIL_EINVAL;
+    resil_uv *u = calloc(1, sizeof *u);
+    if (u == NULL)
+        return RESIL_ENOMEM;
+    if (resil_posts_init(&u->posts) != 0) {
+        free(u);
+        return RESIL_ESYS;
+    }
+    if (uv_timer_init(loop, &u->timer) != 0 || uv_async_init(loop, &u->async, on_async) != 0) {
+        resil_posts_destroy(&u->posts);
+        free(u);
+        return RESIL_ESYS;
+    }
+    u->uv = loop;
+    u->timer.data = u->async.data = u;
+    u->armed = RESIL_INSTANT_MAX;
+    u->thread = pthread_self();
+    resil_timers_init(&u->timers);
+    resil_loop_init(&u->loop, &uv_ops, u);
+    *out = u;
+    return 0;
+}
+
+resil_loop *resil_uv_loop(resil_uv *u) { return u != NULL ? &u->loop : NULL; }
+
+static void closed(uv_handle_t *h)
+{
+    resil_uv *u = h->data;
+    if (++u->closing < 2)
+        return;
+    resil_posts_destroy(&u->posts);
+    free(u);
+}
+
+void resil_uv_close(resil_uv *u)
+{
+    if (u == NULL)
+        return;
+    uv_close((uv_handle_t *)&u->timer, closed);
+    uv_close((uv_handle_t *)&u->async, closed);
+}
