@@ -34,20 +34,19 @@ static resil_instant uv_now_ns(void *self)
 
 static void on_timer(uv_timer_t *t);
 
-/* Keep the uv timer on the earliest resil timer. */
+/* Keep the uv timer no later than the earliest resil timer. It is moved
+ * only earlier: a timer stopped or a later one started leaves it where it
+ * is, and an early firing finds nothing due and re-arms — so the common
+ * case (timeouts started and stopped around every attempt) costs libuv
+ * nothing. */
 static void rearm(resil_uv *u)
 {
     resil_instant next = resil_timers_next(&u->timers);
-    if (next == u->armed)
+    if (next >= u->armed)
         return;
     u->armed = next;
-    if (next == RESIL_INSTANT_MAX) {
-        uv_timer_stop(&u->timer);
-        return;
-    }
     resil_duration left = resil_dur_sub(next, (resil_instant)uv_hrtime());
     uint64_t ms = left <= 0 ? 0 : (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1));
-    uv_update_time(u->uv);
     uv_timer_start(&u->timer, on_timer, ms, 0);
 }
 
@@ -70,7 +69,6 @@ static void uv_timer_stop_op(void *self, resil_timer *t)
 {
     resil_uv *u = self;
     resil_timers_stop(&u->timers, t);
-    rearm(u);
 }
 
 static void on_async(uv_async_t *a)

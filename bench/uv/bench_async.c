@@ -1,0 +1,114 @@
+/*
+ * bench_async.c — what an asynchronous execution costs on libuv, beside
+ * the blocking executor and beside libuv itself, in the same run.
+ *
+ *  - async_standard_success: the standard pipeline started on a libuv
+ *    loop with an operation that reports at once (the executor's own
+ *    cost: enter and leave steps, the timers armed and stopped for the two
+ *    timeouts, the one allocation of the execution), beside
+ *    pipeline_standard_success, the blocking executor on the same
+ *    pipeline, and uv_idle_callback, one pass of the loop running one
+ *    callback and no timer.
+ */
+#include <stdio.h>
+
+#include "bench.h"
+#include "resil/uv.h"
+
+static resil_uv *host;
+static uint64_t finished;
+
+static resil_outcome succeed(resil_attempt_ctx *ctx)
+{
+    (void)ctx;
+    return resil_ok();
+}
+
+static void report_ok(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    (void)ctx;
+    resil_outcome o = resil_ok();
+    resil_attempt_done(a, &o);
+}
+
+static void count(const resil_pipeline_result *res, void *ud)
+{
+    (void)ud;
+    finished += res->outcome.kind == RESIL_SUCCESS;
+}
+
+static resil_pipeline *standard(resil_clock *clock)
+{
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    o.clock = clock;
+    resil_pipeline *p = NULL;
+    if (resil_pipeline_standard(&o, &p, NULL) != 0)
+        fprintf(stderr, "cannot build the pipeline\n");
+    return p;
+}
+
+static void blocking(void *ud, uint64_t iters)
+{
+    const resil_pipeline *p = ud;
+    uint64_t ok = 0;
+    resil_pipeline_result r;
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_pipeline_execute(p, succeed, NULL, &r);
+        ok += r.outcome.kind == RESIL_SUCCESS;
+    }
+    bench_consume(ok);
+}
+
+static void async_success(void *ud, uint64_t iters)
+{
+    const resil_pipeline *p = ud;
+    for (uint64_t i = 0; i < iters; i++)
+        resil_pipeline_start(p, resil_uv_loop(host), report_ok, NULL, count, NULL, NULL);
+    bench_consume(finished);
+}
+
+static uint64_t idle_left;
+
+static void on_idle(uv_idle_t *h)
+{
+    if (--idle_left == 0)
+        uv_idle_stop(h);
+}
+
+static void idle_callbacks(void *ud, uint64_t iters)
+{
+    uv_idle_t *idle = ud;
+    idle_left = iters;
+    uv_idle_start(idle, on_idle);
+    while (idle_left > 0)
+        uv_run(uv_default_loop(), UV_RUN_ONCE);
+}
+
+int main(void)
+{
+    uv_loop_t *loop = uv_default_loop();
+    if (resil_uv_new(loop, &host) != 0)
+        return 1;
+    resil_clock *clock = resil_loop_clock(resil_uv_loop(host));
+    resil_pipeline *p = standard(clock);
+    uv_idle_t idle;
+    uv_idle_init(loop, &idle);
+
+    bench_result uv_cb = bench_run("uv_idle_callback", idle_callbacks, &idle);
+    bench_result block = bench_run("pipeline_standard_success", blocking, p);
+    bench_result async = bench_run("async_standard_success", async_success, p);
+    char extra[160];
+    snprintf(extra, sizeof extra, "blocking_ns_per_op=%.2f ratio_to_blocking=%.2f",
+             block.ns_per_op, async.ns_per_op / block.ns_per_op);
+    bench_report(async, uv_cb, extra);
+    bench_report(block, uv_cb, NULL);
+
+
+    uv_close((uv_handle_t *)&idle, NULL);
+    resil_uv_close(host);
+    uv_run(loop, UV_RUN_DEFAULT);
+    resil_pipeline_free(p);
+    uv_loop_close(loop);
+    return 0;
+}
