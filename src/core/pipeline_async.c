@@ -712,11 +712,25 @@ static int resolve_breaker(resil_exec *x)
     return rc;
 }
 
-static bool hedged(const resil_pipeline *p)
+/* Strategies whose waits have no timer form yet: hedging, chaos, the
+ * adaptive limiter and client-side throttling. */
+static bool unsupported(const resil_pipeline *p)
 {
-    for (size_t i = 0; i < p->nnodes; i++)
-        if (p->nodes[i].kind == RESIL_STRATEGY_HEDGING)
+    for (size_t i = 0; i < p->nnodes; i++) {
+        switch (p->nodes[i].kind) {
+        case RESIL_STRATEGY_RATE_LIMITER:
+        case RESIL_STRATEGY_BULKHEAD:
+        case RESIL_STRATEGY_TOTAL_TIMEOUT:
+        case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
+        case RESIL_STRATEGY_RETRY:
+        case RESIL_STRATEGY_BREAKER:
+        case RESIL_STRATEGY_FALLBACK:
+        case RESIL_STRATEGY_DEGRADE:
+            continue;
+        default:
             return true;
+        }
+    }
     return false;
 }
 
@@ -726,7 +740,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
 {
     if (p == NULL || loop == NULL || loop->ops == NULL || op == NULL || done == NULL)
         return RESIL_EINVAL;
-    if (hedged(p))
+    if (unsupported(p))
         return RESIL_EUNSUPPORTED;
     resil_exec *x = alloc_exec(p, 1);
     if (x == NULL)
