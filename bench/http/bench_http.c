@@ -46,7 +46,7 @@ static void bare_loop(void *ud, uint64_t iters)
     }
 }
 
-static void resil_loop(void *ud, uint64_t iters)
+static void resil_calls(void *ud, uint64_t iters)
 {
     bench_ctx *b = ud;
     for (uint64_t i = 0; i < iters; i++) {
@@ -78,7 +78,7 @@ static void best_blocks(bench_ctx *b, double *bare, double *drop)
         uint64_t t0 = bench_now_ns();
         bare_loop(b, BLOCK);
         uint64_t t1 = bench_now_ns();
-        resil_loop(b, BLOCK);
+        resil_calls(b, BLOCK);
         uint64_t t2 = bench_now_ns();
         if (t1 - t0 < best_bare)
             best_bare = t1 - t0;
@@ -134,10 +134,10 @@ int main(void)
     /* Interleaved, three times, best of each: the machine's noise hits
      * both sides alike. */
     bench_result base = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
-    bench_result drop = bench_run("http_resil_perform_get", resil_loop, &b);
+    bench_result drop = bench_run("http_resil_perform_get", resil_calls, &b);
     for (int i = 0; i < 2; i++) {
         bench_result b2 = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
-        bench_result d2 = bench_run("http_resil_perform_get", resil_loop, &b);
+        bench_result d2 = bench_run("http_resil_perform_get", resil_calls, &b);
         if (b2.ns_per_op < base.ns_per_op)
             base = b2;
         if (d2.ns_per_op < drop.ns_per_op)
