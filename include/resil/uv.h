@@ -12,12 +12,15 @@
  *   resil_uv_new(uv_default_loop(), &u);
  *   ... build pipelines with resil_pipeline_builder_clock(b, resil_loop_clock(resil_uv_loop(u)))
  *   ... resil_pipeline_start(p, resil_uv_loop(u), op, &call, done, ud, NULL);
- *   uv_run(uv_default_loop(), UV_RUN_DEFAULT);  // returns after resil_uv_close
+ *   uv_run(uv_default_loop(), UV_RUN_DEFAULT);  // returns when nothing is left
  *
- * The async handle keeps the loop alive (a report may come from another
- * thread at any time) until resil_uv_close(), which the program calls
- * once no execution is left — typically from the last `done` — and the
- * handles then close as uv_run() finishes.
+ * resil keeps the loop alive only while one of its timers is armed (a
+ * retry's wait, a timeout): its async handle is unreferenced. An
+ * operation in flight keeps the loop alive by its own I/O handle; one
+ * that reports from another thread must keep it alive itself until it
+ * reported (uv_queue_work() does; a thread of one's own holds a
+ * referenced handle, e.g. a uv_async_t of its own). resil_uv_close()
+ * closes the handles once no execution is left.
  */
 #ifndef RESIL_UV_H
 #define RESIL_UV_H

@@ -9,6 +9,11 @@
  * work goes through one uv_async_t, which libuv coalesces. Starting a timer
  * or posting therefore never allocates, and an execution frees its memory
  * the moment it ends.
+ *
+ * Neither handle keeps the loop alive for nothing: the async handle is
+ * unreferenced, and the uv timer is stopped once no resil timer is left,
+ * so uv_run() returns (and UV_RUN_ONCE stops blocking) when the last
+ * execution is over, as it would with the program's own handles alone.
  */
 #include <stdlib.h>
 
@@ -69,6 +74,10 @@ static void uv_timer_stop_op(void *self, resil_timer *t)
 {
     resil_uv *u = self;
     resil_timers_stop(&u->timers, t);
+    if (u->timers.count == 0 && u->armed != RESIL_INSTANT_MAX) {
+        uv_timer_stop(&u->timer);
+        u->armed = RESIL_INSTANT_MAX;
+    }
 }
 
 static void on_async(uv_async_t *a)
@@ -109,6 +118,7 @@ int resil_uv_new(uv_loop_t *loop, resil_uv **out)
         free(u);
         return RESIL_ESYS;
     }
+    uv_unref((uv_handle_t *)&u->async);
     u->uv = loop;
     u->timer.data = u->async.data = u;
     u->armed = RESIL_INSTANT_MAX;

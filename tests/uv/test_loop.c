@@ -1,0 +1,136 @@
+/*
+ * test_loop.c — resil on a real libuv loop: a retry's wait is a uv timer,
+ * and the loop is released when the execution is over.
+ *
+ * The retry waits zero, so the timer falls due on the next pass of the
+ * loop and nothing here depends on how long anything takes. A guard timer,
+ * unreferenced so that it never keeps the loop alive itself, stops a loop
+ * that would otherwise block for ever and makes that a failure instead of
+ * a hung test.
+ */
+#include <uv.h>
+
+#include "test.h"
+#include "resil/uv.h"
+
+typedef struct world {
+    uv_loop_t uv;
+    uv_timer_t guard;
+    bool guard_fired;
+    resil_uv *host;
+    resil_pipeline *p;
+    resil_pipeline_result res;
+    int done;
+} world;
+
+static void guard_fired(uv_timer_t *t)
+{
+    world *w = t->data;
+    w->guard_fired = true;
+    uv_stop(&w->uv);
+}
+
+static void fail_then_ok(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    resil_outcome o = ctx->attempt == 1 ? resil_fail(RESIL_TRANSIENT, 503, "busy") : resil_ok();
+    resil_attempt_done(a, &o);
+}
+
+static void finished(const resil_pipeline_result *res, void *ud)
+{
+    world *w = ud;
+    w->res = *res;
+    w->done++;
+}
+
+static void open_world(world *w)
+{
+    memset(w, 0, sizeof *w);
+    assert_int_equal(uv_loop_init(&w->uv), 0);
+    assert_int_equal(uv_timer_init(&w->uv, &w->guard), 0);
+    w->guard.data = w;
+    assert_int_equal(uv_timer_start(&w->guard, guard_fired, 10000, 0), 0);
+    uv_unref((uv_handle_t *)&w->guard);
+    assert_int_equal(resil_uv_new(&w->uv, &w->host), 0);
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("uv", &b, NULL), 0);
+    resil_pipeline_builder_clock(b, resil_loop_clock(resil_uv_loop(w->host)));
+    resil_retry_policy r;
+    resil_retry_policy_default(&r);
+    r.max_attempts = 2;
+    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
+    r.backoff.base = 0;
+    r.backoff.jitter = RESIL_JITTER_NONE;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    assert_int_equal(resil_pipeline_build(b, &w->p, NULL), 0);
+    resil_pipeline_builder_free(b);
+}
+
+static void close_world(world *w)
+{
+    resil_uv_close(w->host);
+    uv_close((uv_handle_t *)&w->guard, NULL);
+    uv_run(&w->uv, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&w->uv), 0);
+    resil_pipeline_free(w->p);
+}
+
+static void check_retried_once(const world *w)
+{
+    assert_false(w->guard_fired);
+    assert_int_equal(w->done, 1);
+    assert_int_equal(w->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(w->res.attempts, 2);
+    assert_int_equal(w->res.outcome.kind, RESIL_SUCCESS);
+}
+
+static void run_default_returns_once_the_retried_execution_is_over(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    assert_int_equal(
+        resil_pipeline_start(w.p, resil_uv_loop(w.host), fail_then_ok, NULL, finished, &w, NULL),
+        0);
+    assert_int_equal(w.done, 0); /* the retry waits on the uv timer */
+    uv_run(&w.uv, UV_RUN_DEFAULT);
+    check_retried_once(&w);
+    close_world(&w);
+}
+
+static void run_once_does_not_block_after_the_timer_ended_the_execution(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    for (int i = 0; i < 3; i++) {
+        w.done = 0;
+        assert_int_equal(resil_pipeline_start(w.p, resil_uv_loop(w.host), fail_then_ok, NULL,
+                                              finished, &w, NULL),
+                         0);
+        while (w.done == 0 && !w.guard_fired)
+            uv_run(&w.uv, UV_RUN_ONCE);
+        check_retried_once(&w);
+    }
+    close_world(&w);
+}
+
+static void an_idle_host_keeps_no_loop_alive(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    assert_int_equal(uv_run(&w.uv, UV_RUN_DEFAULT), 0);
+    assert_false(w.guard_fired);
+    close_world(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(run_default_returns_once_the_retried_execution_is_over),
+        cmocka_unit_test(run_once_does_not_block_after_the_timer_ended_the_execution),
+        cmocka_unit_test(an_idle_host_keeps_no_loop_alive),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
