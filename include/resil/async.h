@@ -71,9 +71,7 @@ typedef void (*resil_attempt_cancel_fn)(resil_attempt *a, void *ud);
 /*
  * Start `op` through `p` on `loop`. Returns 0 and, when `out` is not NULL,
  * the execution's handle in *out (valid until `done` has run); or
- * RESIL_EINVAL for NULL arguments, RESIL_ENOMEM, RESIL_EUNSUPPORTED for a
- * pipeline with hedging, chaos, an adaptive limiter or throttling (not
- * yet run asynchronously), or the registry's error
+ * RESIL_EINVAL for NULL arguments, RESIL_ENOMEM, or the registry's error
  * when the key's breaker cannot be had (nothing started, `done` not
  * called). `done` may run before this returns (a rejection, an operation
  * that reports at once). `call` is copied; the strings and the records

@@ -506,6 +506,17 @@ void resil_limiter_opts_get(const resil_limiter *l, resil_limiter_opts *out)
 
 resil_clock *resil__limiter_clock(const resil_limiter *l) { return l->clock; }
 
+resil_bulkhead *resil__limiter_bulkhead(const resil_limiter *l)
+{
+    return l->ops == NULL ? l->bh : NULL;
+}
+
+void resil__limiter_granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now,
+                            resil_duration queued)
+{
+    granted(l, t, now, queued);
+}
+
 /* resil_limiter_acquire with the caller's reading of the limiter's clock:
  * a call admitted without queueing reads no clock. */
 int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_instant now,

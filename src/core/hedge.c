@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "pipeline_internal.h"
+#include "pipeline_steps.h"
 
 typedef struct race race;
 
@@ -41,6 +41,7 @@ struct race {
     size_t next;
     resil__frame base;
     const resil__node *node;
+    resil__hedger judge; /* what hedge_on reads: the run, the base frame, the node */
     /* the attempts */
     uint32_t launched, finished;
     int winner; /* -1 until an acceptable outcome arrives */
@@ -292,22 +293,24 @@ static void unref_unlock(race *rc)
 
 /* hedge_on judges attempt `index` with that attempt's context, as its
  * operation saw it. */
-static bool wants_another(race *rc, uint32_t index, const resil_outcome *o)
+static bool wants_another(const resil__hedger *h, resil_cancel *token, uint32_t index,
+                          const resil_outcome *o)
 {
-    const resil_hedge_opts *h = &rc->node->hedge;
+    const resil_hedge_opts *opts = &h->n->hedge;
     if (o->kind == RESIL_SUCCESS)
         return false;
-    if (h->hedge_on == NULL)
+    if (opts->hedge_on == NULL)
         return resil_retry_on_default(o, NULL);
-    resil_attempt_ctx ctx = {rc->base.attempt, rc->base.deadline, &rc->tokens[index],
-                             rc->run.p->clock, rc->run.user, index};
-    return h->hedge_on(o, &ctx, h->hedge_on_ud);
+    resil_attempt_ctx ctx = {h->f->attempt, h->f->deadline, token, h->r->p->clock, h->r->user,
+                             index};
+    return opts->hedge_on(o, &ctx, opts->hedge_on_ud);
 }
 
 /* A cancelled attempt never wins: it is usually a loser we fired. */
-static bool acceptable(race *rc, uint32_t index, const resil_outcome *o)
+bool resil__hedger_acceptable(const resil__hedger *h, resil_cancel *token, uint32_t index,
+                              const resil_outcome *o)
 {
-    return o->kind != RESIL_CANCELLED && !wants_another(rc, index, o);
+    return o->kind != RESIL_CANCELLED && !wants_another(h, token, index, o);
 }
 
 static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o)
@@ -315,7 +318,7 @@ static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o)
     pthread_mutex_lock(&rc->mu);
     rc->outcomes[index] = *o;
     rc->finished++;
-    if (rc->winner < 0 && acceptable(rc, index, o)) {
+    if (rc->winner < 0 && resil__hedger_acceptable(&rc->judge, &rc->tokens[index], index, o)) {
         rc->winner = (int)index;
     } else {
         rc->news = true;
@@ -337,6 +340,7 @@ static void open_race(race *rc, const resil__run *r, size_t i, const resil__fram
     rc->base = *f;
     rc->base.reading = NULL; /* workers never hand readings to the retry */
     rc->node = &r->p->nodes[i];
+    rc->judge = (resil__hedger){.r = &rc->run, .f = &rc->base, .n = rc->node};
     rc->refs = 1;
     rc->launched = rc->finished = 0;
     rc->winner = -1;
@@ -361,21 +365,15 @@ static bool launch(race *rc, uint32_t index)
     return false;
 }
 
-/* What the caller is doing between waits. */
+/* What the caller is doing between waits: the shared part (the budget,
+ * the launches, the alarm) and the race it runs on workers. */
 typedef struct hedger {
+    resil__hedger h;
     race *rc;
-    const resil__run *r;
-    const resil__frame *f;
     resil_clock *clock;
-    uint32_t next;      /* index of the next hedge to launch */
-    bool no_more;       /* budget denied or no worker: stop launching */
-    resil_instant last_launch;
-    resil_instant primary_start;
-    resil_budget_ticket ticket;
-    resil_outcome last_failure;
 } hedger;
 
-static void report_hedge(const hedger *h, uint32_t index, resil_instant now)
+static void report_hedge(const resil__hedger *h, uint32_t index, resil_instant now)
 {
     resil_event ev;
     resil__event_init(&ev, h->r->p, RESIL_EVENT_HEDGE, RESIL_STRATEGY_HEDGING, now);
@@ -386,7 +384,7 @@ static void report_hedge(const hedger *h, uint32_t index, resil_instant now)
     resil__emit(h->r->p, &ev);
 }
 
-static void report_denied(const hedger *h, const resil_outcome *cause, resil_instant now)
+static void report_denied(const resil__hedger *h, const resil_outcome *cause, resil_instant now)
 {
     resil_event ev;
     resil__event_init(&ev, h->r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_HEDGING, now);
@@ -394,52 +392,103 @@ static void report_denied(const hedger *h, const resil_outcome *cause, resil_ins
     ev.attempt = h->f->attempt;
     ev.hedge = h->next;
     ev.outcome = cause;
-    ev.reason = resil_budget_name(h->rc->node->hedge.budget);
+    ev.reason = resil_budget_name(h->n->hedge.budget);
     resil__emit(h->r->p, &ev);
 }
 
-/* Start hedge h->next if the budget pays for it and a worker is free. */
-static void hedge_once(hedger *h, bool after_failure, resil_instant now)
+void resil__hedger_init(resil__hedger *h, const resil__run *r, size_t i, const resil__frame *f)
 {
-    resil_budget *budget = h->rc->node->hedge.budget;
+    *h = (resil__hedger){r, f, &r->p->nodes[i], 1, false, f->now, f->now, {0}, resil_ok()};
+}
+
+bool resil__hedger_may(const resil__hedger *h)
+{
+    return !h->no_more && h->next <= h->n->hedge.max_hedged;
+}
+
+bool resil__hedger_due(const resil__hedger *h, bool failed, resil_instant now)
+{
+    return resil__hedger_may(h) &&
+           (failed || now >= resil_dur_add(h->last_launch, h->n->hedge.delay));
+}
+
+bool resil__hedger_pay(resil__hedger *h, bool after_failure, resil_instant now)
+{
+    resil_budget *budget = h->n->hedge.budget;
     resil_outcome slow = resil_fail(RESIL_TRANSIENT, 0, "hedge: no answer yet");
     const resil_outcome *cause = after_failure ? &h->last_failure : &slow;
-    if (budget != NULL && !resil_budget_try_retry(budget, cause, &h->ticket)) {
-        h->no_more = true;
-        if (resil__listening(h->r->p))
-            report_denied(h, cause, now);
-        return;
-    }
-    if (!launch(h->rc, h->next)) {
-        h->no_more = true;
-        return;
-    }
+    if (budget == NULL || resil_budget_try_retry(budget, cause, &h->ticket))
+        return true;
+    h->no_more = true;
+    if (resil__listening(h->r->p))
+        report_denied(h, cause, now);
+    return false;
+}
+
+void resil__hedger_launched(resil__hedger *h, resil_instant now)
+{
     if (resil__listening(h->r->p))
         report_hedge(h, h->next, now);
     h->next++;
     h->last_launch = now;
 }
 
-static bool may_hedge(const hedger *h)
+resil_instant resil__hedger_alarm(const resil__hedger *h)
 {
-    return !h->no_more && h->next <= h->rc->node->hedge.max_hedged;
+    resil_instant alarm = h->f->deadline;
+    if (resil__hedger_may(h))
+        alarm = resil__earlier(alarm, resil_dur_add(h->last_launch, h->n->hedge.delay));
+    return alarm;
+}
+
+resil_outcome resil__hedger_stopped(const resil__hedger *h, int *reason)
+{
+    if (resil_cancelled(h->f->cancel)) {
+        *reason = resil_cancel_reason(h->f->cancel);
+        return resil_fail(RESIL_CANCELLED, *reason, "cancelled while hedging");
+    }
+    *reason = RESIL_ETIMEDOUT;
+    if (h->f->deadline_token != NULL)
+        resil_cancel_fire_reason(h->f->deadline_token, RESIL_ETIMEDOUT);
+    return resil_fail(RESIL_CANCELLED, RESIL_ETIMEDOUT, "deadline passed while hedging");
+}
+
+void resil__hedger_note(const resil__run *r, uint32_t launched, int winner)
+{
+    if (r->ex == NULL)
+        return;
+    r->ex->out->hedges += launched > 0 ? launched - 1 : 0;
+    r->ex->out->hedge_winner = winner > 0 ? (uint32_t)winner : 0;
+}
+
+/* Start hedge h->next if the budget pays for it and a worker is free. */
+static void hedge_once(hedger *hg, bool after_failure, resil_instant now)
+{
+    resil__hedger *h = &hg->h;
+    if (!resil__hedger_pay(h, after_failure, now))
+        return;
+    if (!launch(hg->rc, h->next)) {
+        h->no_more = true;
+        return;
+    }
+    resil__hedger_launched(h, now);
 }
 
 /* The state as the caller sees it after a wait. */
 typedef enum verdict { GO_ON, WON, ALL_FAILED } verdict;
 
-static verdict look(hedger *h, bool *failed)
+static verdict look(hedger *hg, bool *failed)
 {
-    race *rc = h->rc;
+    race *rc = hg->rc;
     pthread_mutex_lock(&rc->mu);
     verdict v = GO_ON;
     *failed = rc->news;
     if (rc->news)
-        h->last_failure = rc->last_failure;
+        hg->h.last_failure = rc->last_failure;
     rc->news = false;
     if (rc->winner >= 0)
         v = WON;
-    else if (rc->finished == rc->launched && !may_hedge(h))
+    else if (rc->finished == rc->launched && !resil__hedger_may(&hg->h))
         v = ALL_FAILED;
     pthread_mutex_unlock(&rc->mu);
     return v;
@@ -450,7 +499,7 @@ static verdict look(hedger *h, bool *failed)
 static void wait_for_news(hedger *h, resil_instant until, resil_instant now)
 {
     race *rc = h->rc;
-    if (resil_cancel_init(&rc->wake, h->f->cancel) != 0)
+    if (resil_cancel_init(&rc->wake, h->h.f->cancel) != 0)
         return;
     /* An attempt that ended between look() and here found nobody armed:
      * its news is already in the race, so do not sleep on it. */
@@ -488,67 +537,43 @@ static void await_losers(race *rc)
     pthread_mutex_unlock(&rc->mu);
 }
 
-/* The next instant the caller must wake at by itself. */
-static resil_instant next_alarm(const hedger *h)
-{
-    resil_instant alarm = h->f->deadline;
-    if (may_hedge(h)) {
-        resil_instant launch_at = resil_dur_add(h->last_launch, h->rc->node->hedge.delay);
-        alarm = resil__earlier(alarm, launch_at);
-    }
-    return alarm;
-}
-
 static resil_outcome outcome_of(const race *rc, verdict v)
 {
     return v == WON ? rc->outcomes[rc->winner] : rc->outcomes[0];
 }
 
 /* The caller's token fired, or the deadline passed: every attempt stops. */
-static resil_outcome stopped(hedger *h)
+static resil_outcome stopped(hedger *hg)
 {
-    if (resil_cancelled(h->f->cancel)) {
-        int reason = resil_cancel_reason(h->f->cancel);
-        fire_all(h->rc, -1, reason);
-        return resil_fail(RESIL_CANCELLED, reason, "cancelled while hedging");
-    }
-    fire_all(h->rc, -1, RESIL_ETIMEDOUT);
-    if (h->f->deadline_token != NULL)
-        resil_cancel_fire_reason(h->f->deadline_token, RESIL_ETIMEDOUT);
-    return resil_fail(RESIL_CANCELLED, RESIL_ETIMEDOUT, "deadline passed while hedging");
+    int reason;
+    resil_outcome o = resil__hedger_stopped(&hg->h, &reason);
+    fire_all(hg->rc, -1, reason);
+    return o;
 }
 
-static resil_outcome race_on(hedger *h)
+static resil_outcome race_on(hedger *hg)
 {
-    const resil_hedge_opts *opts = &h->rc->node->hedge;
+    resil__hedger *h = &hg->h;
     resil_instant now = h->primary_start;
-    if (opts->delay == 0)
-        while (may_hedge(h))
-            hedge_once(h, false, now);
+    if (h->n->hedge.delay == 0)
+        while (resil__hedger_may(h))
+            hedge_once(hg, false, now);
     for (;;) {
         bool failed;
-        verdict v = look(h, &failed);
+        verdict v = look(hg, &failed);
         if (v != GO_ON) {
-            fire_all(h->rc, v == WON ? h->rc->winner : -1, RESIL_ECANCELED);
-            return outcome_of(h->rc, v);
+            fire_all(hg->rc, v == WON ? hg->rc->winner : -1, RESIL_ECANCELED);
+            return outcome_of(hg->rc, v);
         }
         if (resil_cancelled(h->f->cancel) || now >= h->f->deadline)
-            return stopped(h);
-        if (may_hedge(h) && (failed || now >= resil_dur_add(h->last_launch, opts->delay))) {
-            hedge_once(h, failed, now);
+            return stopped(hg);
+        if (resil__hedger_due(h, failed, now)) {
+            hedge_once(hg, failed, now);
             continue;
         }
-        wait_for_news(h, next_alarm(h), now);
-        now = resil_clock_now(h->clock);
+        wait_for_news(hg, resil__hedger_alarm(h), now);
+        now = resil_clock_now(hg->clock);
     }
-}
-
-static void note_hedges(const resil__run *r, const race *rc, int winner)
-{
-    if (r->ex == NULL)
-        return;
-    r->ex->out->hedges += rc->launched > 0 ? rc->launched - 1 : 0;
-    r->ex->out->hedge_winner = winner > 0 ? (uint32_t)winner : 0;
 }
 
 void resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f,
@@ -567,11 +592,12 @@ void resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f,
         resil__chain(r, i + 1, f, out);
         return;
     }
-    hedger h = {rc, r, f, r->p->clock, 1, false, f->now, f->now, {0}, resil_ok()};
+    hedger h = {.rc = rc, .clock = r->p->clock};
+    resil__hedger_init(&h.h, r, i, f);
     *out = race_on(&h);
     if (n->hedge.wait_losers)
         await_losers(rc);
     pthread_mutex_lock(&rc->mu);
-    note_hedges(r, rc, rc->winner);
+    resil__hedger_note(r, rc->launched, rc->winner);
     unref_unlock(rc);
 }

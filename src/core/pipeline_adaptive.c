@@ -10,13 +10,13 @@
  * the limiter takes the reading a breaker below already made, or makes
  * one and leaves it for the retry above.
  */
-#include "pipeline_internal.h"
+#include "pipeline_steps.h"
 
 static const resil__node *node_at(const resil__run *r, size_t i) { return &r->p->nodes[i]; }
 
 /* ---- adaptive limiter ---------------------------------------------------- */
 
-static resil_instant end_of_call(const resil__run *r, const resil__frame *f)
+resil_instant resil__limiter_end_of_call(const resil__run *r, const resil__frame *f)
 {
     if (f->reading != NULL && f->reading->fresh)
         return f->reading->now;
@@ -28,7 +28,7 @@ static resil_instant end_of_call(const resil__run *r, const resil__frame *f)
     return now;
 }
 
-static void limited(const resil__run *r, const resil__frame *f, int rc, resil_outcome *out)
+void resil__limiter_refuse(const resil__run *r, const resil__frame *f, int rc, resil_outcome *out)
 {
     if (rc == RESIL_ECANCELED) {
         *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED,
@@ -48,7 +48,7 @@ void resil__run_adaptive_limiter(const resil__run *r, size_t i, const resil__fra
     int rc = n->same_clock ? resil__limiter_acquire_at(n->limiter, f->cancel, f->now, &t)
                            : resil_limiter_acquire(n->limiter, f->cancel, &t);
     if (rc != 0) {
-        limited(r, f, rc, out);
+        resil__limiter_refuse(r, f, rc, out);
         return;
     }
     if (t.queued > 0) {
@@ -58,12 +58,7 @@ void resil__run_adaptive_limiter(const resil__run *r, size_t i, const resil__fra
     } else {
         resil__chain(r, i + 1, f, out);
     }
-    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
-    resil_verdict v = r->p->classify(out, &ctx, r->p->classify_ud);
-    if (n->same_clock)
-        resil_limiter_release_at(&t, v, end_of_call(r, f));
-    else
-        resil_limiter_release(&t, v);
+    resil__limiter_leave(r, n, f, &t, out);
 }
 
 void resil__limit_changed(void *ud, int32_t from, int32_t to, resil_instant at)
@@ -130,15 +125,11 @@ void resil__run_throttle(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out)
 {
     const resil__node *n = node_at(r, i);
-    resil_instant start = n->same_clock ? f->now : resil_clock_now(resil__throttle_clock(n->throttle));
-    if (resil_throttle_admit_at(n->throttle, start) == RESIL_EREJECTED) {
-        resil__reject(r, RESIL_EVENT_THROTTLED, RESIL_STRATEGY_THROTTLE, f,
-                      "throttled by the client", RESIL_NO_HINT, out);
+    resil_instant start;
+    if (!resil__throttle_enter(r, n, f, &start, out))
         return;
-    }
     resil__chain(r, i + 1, f, out);
-    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
-    resil_throttle_record_at(n->throttle, r->p->classify(out, &ctx, r->p->classify_ud), start);
+    resil__throttle_leave(r, n, f, start, out);
 }
 
 static int throttle_node(resil_pipeline_builder *b, resil_throttle *t, bool owned)

@@ -35,7 +35,7 @@
 #include "retry_exec.h"
 #include "resil/async.h"
 
-typedef enum wait_kind { W_NONE, W_TIMER, W_QUEUE } wait_kind;
+typedef enum wait_kind { W_NONE, W_TIMER, W_QUEUE, W_LOSERS } wait_kind;
 typedef enum step { GO, WAIT, DONE } step;
 
 typedef struct level {
@@ -54,7 +54,15 @@ typedef struct level {
         struct {
             resil_bulkhead_ticket t;
             resil__bulk_waiter w;
+            resil_limiter_ticket lt; /* the adaptive limiter's */
         } bulk;
+        struct {
+            resil_instant start;
+        } thr;
+        struct {
+            bool injected;
+            bool cut; /* the wait ends at the deadline */
+        } chaos;
         struct {
             resil_cancel tok;
         } to;
@@ -68,6 +76,16 @@ typedef struct level {
             resil_instant start, attempt_start;
         } retry;
         resil_breaker_permit permit;
+        struct {
+            resil__hedger h;
+            uint32_t launched, finished;
+            int winner; /* -1 until an acceptable outcome arrives */
+            bool news;  /* an attempt failed since the level last looked */
+            bool looking;
+            bool decided;
+            uint32_t race;                     /* this race's number, in its lanes */
+            uint32_t lane_of[RESIL_HEDGE_MAX + 1];
+        } hedge;
     } u;
 } level;
 
@@ -88,6 +106,12 @@ struct resil_attempt {
 typedef struct lane {
     int32_t waiting; /* the level waiting in this lane, or -1 */
     resil_outcome out;
+    /* a hedged attempt's lane: */
+    bool busy;        /* launched, and not yet back at the hedging level */
+    bool back;        /* back, its outcome in `out`, the race not yet decided */
+    uint32_t race;    /* the race it was launched for */
+    uint32_t index;   /* its hedge index in that race */
+    resil_cancel tok; /* its own token, a root as a worker's is */
 } lane;
 
 struct resil_exec {
@@ -106,6 +130,8 @@ struct resil_exec {
     bool finished;
     uint32_t nlanes;
     size_t nnodes;
+    size_t hedge_at; /* the hedging level, SIZE_MAX for none */
+    uint32_t races;
     lane *lanes;
     level *levels;
     resil_attempt *attempts;
@@ -249,40 +275,83 @@ static void granted(resil__bulk_waiter *w)
     L->x->loop->ops->post(L->x->loop->self, &L->grant);
 }
 
+static bool is_limiter(const level *L)
+{
+    return L->x->p->nodes[L->i].kind == RESIL_STRATEGY_ADAPTIVE_LIMITER;
+}
+
+/* The queue the level waits in: a bulkhead's, or the adaptive limiter's
+ * (a bulkhead whose bound moves). */
+static resil_bulkhead *queue_of(const level *L)
+{
+    const resil__node *n = &L->x->p->nodes[L->i];
+    return is_limiter(L) ? resil__limiter_bulkhead(n->limiter) : n->bulkhead;
+}
+
+static bool bulk_admit(level *L, int rc)
+{
+    resil_outcome *out = &L->x->lanes[L->lane].out;
+    if (!is_limiter(L))
+        return resil__bulkhead_admit(run_of(L->x), &L->f, rc, out);
+    if (rc == 0)
+        return true;
+    resil__limiter_refuse(run_of(L->x), &L->f, rc, out);
+    return false;
+}
+
 static step bulk_admitted(level *L)
 {
+    const resil__node *n = &L->x->p->nodes[L->i];
+    bool queued = L->u.bulk.t.queued > 0;
     L->inner = L->f;
-    if (L->u.bulk.t.queued > 0)
+    if (queued)
         L->inner.now = resil__read_now(run_of(L->x));
+    if (is_limiter(L)) {
+        resil_instant now = queued || !n->same_clock
+                                ? resil_clock_now(resil__limiter_clock(n->limiter))
+                                : L->f.now;
+        resil__limiter_granted(n->limiter, &L->u.bulk.lt, now, L->u.bulk.t.queued);
+    }
     return GO;
+}
+
+/* Another implementation's limiter: tried without queueing. */
+static step limiter_try(level *L)
+{
+    const resil__node *n = &L->x->p->nodes[L->i];
+    resil_instant now = n->same_clock ? L->f.now
+                                      : resil_clock_now(resil__limiter_clock(n->limiter));
+    int rc = resil_limiter_try_acquire_at(n->limiter, now, &L->u.bulk.lt);
+    L->inner = L->f;
+    return bulk_admit(L, rc) ? GO : DONE;
 }
 
 static void granted_on_loop(resil_work *w)
 {
     level *L = (level *)((char *)w - offsetof(level, grant));
-    const resil__node *n = resil__node_at(run_of(L->x), L->i);
     timer_stop(L->x, L);
     resume(L);
-    resil__bulkhead_granted(n->bulkhead, &L->u.bulk.w, &L->u.bulk.t);
+    resil__bulkhead_granted(queue_of(L), &L->u.bulk.w, &L->u.bulk.t);
     bulk_admitted(L);
     go_on(L);
 }
 
 static step bulk_enter(level *L)
 {
-    const resil__run *r = run_of(L->x);
-    const resil__node *n = resil__node_at(r, L->i);
+    resil_bulkhead *q = queue_of(L);
+    if (q == NULL)
+        return limiter_try(L);
     L->u.bulk.w.on_grant = granted;
     L->grant.fn = granted_on_loop;
-    int rc = resil__bulkhead_join(n->bulkhead, L->f.cancel, &L->u.bulk.w, &L->u.bulk.t);
+    int rc = resil__bulkhead_join(q, L->f.cancel, &L->u.bulk.w, &L->u.bulk.t);
     if (rc == RESIL__BULK_QUEUED) {
-        resil_duration limit = resil__bulkhead_queue_timeout(n->bulkhead);
+        resil_duration limit = resil__bulkhead_queue_timeout(q);
         if (limit > 0)
             timer_start(L->x, L, limit);
         suspend(L, W_QUEUE);
         return WAIT;
     }
-    if (!resil__bulkhead_admit(r, &L->f, rc, &L->x->lanes[L->lane].out))
+    if (!bulk_admit(L, rc))
         return DONE;
     return bulk_admitted(L);
 }
@@ -291,14 +360,98 @@ static step bulk_enter(level *L)
  * arrives as posted work. */
 static void bulk_give_up(level *L, int why)
 {
-    const resil__run *r = run_of(L->x);
-    const resil__node *n = resil__node_at(r, L->i);
-    if (!resil__bulkhead_withdraw(n->bulkhead, &L->u.bulk.w, why))
+    if (!resil__bulkhead_withdraw(queue_of(L), &L->u.bulk.w, why))
         return;
     timer_stop(L->x, L);
     resume(L);
-    resil__bulkhead_admit(r, &L->f, why, &L->x->lanes[L->lane].out);
+    bulk_admit(L, why);
     end_here(L);
+}
+
+/* ---- chaos ------------------------------------------------------------------------------ */
+
+/* The injected latency as a timer, bounded by the frame's deadline as the
+ * blocking sleep is (resil__sleep_bounded). */
+static step chaos_wait(level *L)
+{
+    const resil__run *r = run_of(L->x);
+    resil_duration d = resil__node_at(r, L->i)->chaos_opts.latency;
+    L->u.chaos.cut = false;
+    if (L->f.deadline != RESIL_INSTANT_MAX) {
+        resil_duration left = resil_dur_sub(L->f.deadline, resil_clock_now(r->p->clock));
+        if (left <= 0) {
+            if (L->f.deadline_token != NULL)
+                resil_cancel_fire_reason(L->f.deadline_token, RESIL_ETIMEDOUT);
+            resil__chaos_cut(&L->x->lanes[L->lane].out);
+            resil__read_now(r);
+            return DONE;
+        }
+        L->u.chaos.cut = d >= left;
+        d = L->u.chaos.cut ? left : d;
+    }
+    timer_start(L->x, L, d);
+    suspend(L, W_TIMER);
+    return WAIT;
+}
+
+static step chaos_enter(level *L)
+{
+    const resil__run *r = run_of(L->x);
+    const resil__node *n = resil__node_at(r, L->i);
+    L->u.chaos.injected = resil_chaos_decide(n->chaos);
+    if (!L->u.chaos.injected)
+        return GO;
+    resil_outcome *out = &L->x->lanes[L->lane].out;
+    bool listening = resil__listening(r->p);
+    switch (n->chaos_opts.kind) {
+    case RESIL_CHAOS_FAULT:
+        *out = n->chaos_opts.outcome;
+        if (listening)
+            resil__chaos_report(r, n, &L->f, out);
+        return DONE;
+    case RESIL_CHAOS_OUTCOME:
+        return GO;
+    case RESIL_CHAOS_LATENCY:
+        if (listening)
+            resil__chaos_report(r, n, &L->f, NULL);
+        return chaos_wait(L);
+    case RESIL_CHAOS_BEHAVIOR:
+        if (listening)
+            resil__chaos_report(r, n, &L->f, NULL);
+        resil__chaos_behave(r, n, &L->f);
+        resil__frame_later(r, &L->f, &L->inner);
+        return GO;
+    }
+    return GO;
+}
+
+/* The latency's timer (or a token above it) ended the wait. */
+static void chaos_woke(level *L, bool cancelled)
+{
+    const resil__run *r = run_of(L->x);
+    resume(L);
+    if (!cancelled && !L->u.chaos.cut) {
+        resil__frame_later(r, &L->f, &L->inner);
+        go_on(L);
+        return;
+    }
+    if (!cancelled && L->f.deadline_token != NULL)
+        resil_cancel_fire_reason(L->f.deadline_token, RESIL_ETIMEDOUT);
+    resil__chaos_cut(&L->x->lanes[L->lane].out);
+    resil__read_now(r);
+    end_here(L);
+}
+
+static void chaos_leave(level *L)
+{
+    const resil__run *r = run_of(L->x);
+    const resil__node *n = resil__node_at(r, L->i);
+    if (!L->u.chaos.injected || n->chaos_opts.kind != RESIL_CHAOS_OUTCOME)
+        return;
+    resil_outcome *out = &L->x->lanes[L->lane].out;
+    *out = n->chaos_opts.outcome;
+    if (resil__listening(r->p))
+        resil__chaos_report(r, n, &L->f, out);
 }
 
 /* ---- timeouts ------------------------------------------------------------------------ */
@@ -404,6 +557,197 @@ static bool retry_leave(level *L)
     return true;
 }
 
+/* ---- hedging ----------------------------------------------------------------------------
+ *
+ * The hedging level lives in lane 0; each attempt it launches walks the
+ * levels below it in a lane of its own with its own root token, as a
+ * worker does. A lane is busy until its walk is back at the hedging level:
+ * a loser of an earlier race (a retry above goes again) may still be
+ * finishing, so there are two races' worth of lanes, and a launch that
+ * finds none free is refused as a busy pool refuses it. The decisions are
+ * the blocking hedge's (resil__hedger, hedge.c). */
+
+static void poke(resil_exec *x);
+
+static level *hedge_level(resil_exec *x) { return lvl(x, 0, x->hedge_at); }
+
+static bool hedge_launch(level *L, uint32_t index)
+{
+    resil_exec *x = L->x;
+    for (uint32_t ln = 1; ln < x->nlanes; ln++) {
+        lane *l = &x->lanes[ln];
+        if (l->busy)
+            continue;
+        if (resil_cancel_init(&l->tok, NULL) != 0)
+            return false;
+        l->busy = true;
+        l->back = false;
+        l->race = L->u.hedge.race;
+        l->index = index;
+        L->u.hedge.lane_of[index] = ln;
+        L->u.hedge.launched++;
+        x->refs++;
+        resil__frame f = L->f;
+        f.cancel = f.deadline_token = &l->tok;
+        f.hedge = index;
+        f.reading = NULL;
+        descend(x, ln, L->i + 1, &f);
+        return true;
+    }
+    return false;
+}
+
+static void hedge_once(level *L, bool after_failure, resil_instant now)
+{
+    resil__hedger *h = &L->u.hedge.h;
+    if (!resil__hedger_pay(h, after_failure, now))
+        return;
+    if (!hedge_launch(L, h->next)) {
+        h->no_more = true;
+        return;
+    }
+    resil__hedger_launched(h, now);
+}
+
+static void fire_lanes(level *L, int except, int reason)
+{
+    for (uint32_t k = 0; k < L->u.hedge.launched; k++)
+        if ((int)k != except)
+            resil_cancel_fire_reason(&L->x->lanes[L->u.hedge.lane_of[k]].tok, reason);
+}
+
+/* The race is over: free the lanes already back, then leave the level
+ * (once the losers are back too, with wait_losers). */
+static void hedge_end(level *L)
+{
+    resil_exec *x = L->x;
+    if (resil__node_at(run_of(x), L->i)->hedge.wait_losers &&
+        L->u.hedge.finished < L->u.hedge.launched) {
+        suspend(L, W_LOSERS);
+        return;
+    }
+    resume(L);
+    resil__hedger_note(run_of(x), L->u.hedge.launched, L->u.hedge.winner);
+    end_here(L);
+}
+
+static void free_lane(lane *l)
+{
+    l->busy = l->back = false;
+    resil_cancel_destroy(&l->tok);
+}
+
+static void hedge_decide(level *L, resil_outcome o, int except, int reason)
+{
+    L->u.hedge.decided = true;
+    for (uint32_t k = 0; k < L->u.hedge.launched; k++) {
+        lane *l = &L->x->lanes[L->u.hedge.lane_of[k]];
+        if (l->back)
+            free_lane(l);
+    }
+    L->x->lanes[0].out = o;
+    fire_lanes(L, except, reason);
+    poke(L->x);
+    hedge_end(L);
+}
+
+/* The blocking caller's loop (hedge.c's race_on) between two waits. */
+static void hedge_look(level *L, resil_instant now)
+{
+    resil_exec *x = L->x;
+    resil__hedger *h = &L->u.hedge.h;
+    L->u.hedge.looking = true;
+    for (;;) {
+        bool failed = L->u.hedge.news;
+        L->u.hedge.news = false;
+        int winner = L->u.hedge.winner;
+        if (winner >= 0 ||
+            (L->u.hedge.finished == L->u.hedge.launched && !resil__hedger_may(h))) {
+            uint32_t from = L->u.hedge.lane_of[winner >= 0 ? winner : 0];
+            L->u.hedge.looking = false;
+            hedge_decide(L, x->lanes[from].out, winner, RESIL_ECANCELED);
+            return;
+        }
+        if (resil_cancelled(L->f.cancel) || now >= L->f.deadline) {
+            int reason;
+            resil_outcome o = resil__hedger_stopped(h, &reason);
+            L->u.hedge.looking = false;
+            hedge_decide(L, o, -1, reason);
+            return;
+        }
+        if (resil__hedger_due(h, failed, now)) {
+            hedge_once(L, failed, now);
+            continue;
+        }
+        break;
+    }
+    L->u.hedge.looking = false;
+    resil_instant alarm = resil__hedger_alarm(h);
+    if (alarm != RESIL_INSTANT_MAX)
+        timer_start(x, L, resil_dur_sub(alarm, now));
+    suspend(L, W_TIMER);
+}
+
+static step hedge_enter(level *L)
+{
+    resil_exec *x = L->x;
+    resil__hedger *h = &L->u.hedge.h;
+    resil__hedger_init(h, run_of(x), L->i, &L->f);
+    L->u.hedge.launched = L->u.hedge.finished = 0;
+    L->u.hedge.winner = -1;
+    L->u.hedge.news = L->u.hedge.decided = false;
+    L->u.hedge.race = ++x->races;
+    L->u.hedge.looking = true;
+    bool started = hedge_launch(L, 0);
+    if (started && h->n->hedge.delay == 0)
+        while (resil__hedger_may(h))
+            hedge_once(L, false, h->primary_start);
+    L->u.hedge.looking = false;
+    if (!started) {
+        /* Nowhere to run it hedged: as with a busy pool, the walk goes
+         * on unhedged, in the caller's lane. */
+        resil__frame f = L->f;
+        L->u.hedge.decided = true;
+        descend(x, 0, L->i + 1, &f);
+        return WAIT;
+    }
+    hedge_look(L, h->primary_start);
+    return WAIT;
+}
+
+/* A lane's walk came back up to the hedging level. */
+static void hedge_arrived(resil_exec *x, uint32_t ln)
+{
+    level *L = hedge_level(x);
+    if (ln == 0) { /* the unhedged walk */
+        end_here(L);
+        return;
+    }
+    lane *l = &x->lanes[ln];
+    bool current = l->race == L->u.hedge.race;
+    l->back = true;
+    if (current) {
+        L->u.hedge.finished++;
+        if (!L->u.hedge.decided && L->u.hedge.winner < 0 &&
+            resil__hedger_acceptable(&L->u.hedge.h, &l->tok, l->index, &l->out)) {
+            L->u.hedge.winner = (int)l->index;
+        } else if (!L->u.hedge.decided) {
+            L->u.hedge.news = true;
+            L->u.hedge.h.last_failure = l->out;
+        }
+    }
+    if (!current || L->u.hedge.decided)
+        free_lane(l);
+    if (current && !L->u.hedge.decided && !L->u.hedge.looking && L->wait == W_TIMER) {
+        timer_stop(x, L);
+        resume(L);
+        hedge_look(L, resil__read_now(run_of(x)));
+    } else if (current && L->wait == W_LOSERS && L->u.hedge.finished == L->u.hedge.launched) {
+        hedge_end(L);
+    }
+    unref(x);
+}
+
 /* ---- the timer of any level ------------------------------------------------------------- */
 
 static void level_timer(resil_timer *t)
@@ -420,10 +764,18 @@ static void level_timer(resil_timer *t)
         rate_again(L);
         return;
     case RESIL_STRATEGY_BULKHEAD:
+    case RESIL_STRATEGY_ADAPTIVE_LIMITER:
         bulk_give_up(L, RESIL_ETIMEDOUT);
         return;
     case RESIL_STRATEGY_RETRY:
         retry_woke(L, 0);
+        return;
+    case RESIL_STRATEGY_CHAOS_LATENCY:
+        chaos_woke(L, false);
+        return;
+    case RESIL_STRATEGY_HEDGING:
+        resume(L);
+        hedge_look(L, resil__read_now(run_of(x)));
         return;
     default:
         return;
@@ -449,11 +801,23 @@ static void wake(level *L)
         rate_again(L); /* a round sees the fired token first */
         return;
     case RESIL_STRATEGY_BULKHEAD:
+    case RESIL_STRATEGY_ADAPTIVE_LIMITER:
         bulk_give_up(L, RESIL_ECANCELED);
         return;
     case RESIL_STRATEGY_RETRY:
         timer_stop(x, L);
         retry_woke(L, RESIL_ECANCELED);
+        return;
+    case RESIL_STRATEGY_CHAOS_LATENCY:
+        timer_stop(x, L);
+        chaos_woke(L, true);
+        return;
+    case RESIL_STRATEGY_HEDGING:
+        if (L->wait == W_LOSERS)
+            return;
+        timer_stop(x, L);
+        resume(L);
+        hedge_look(L, resil__read_now(run_of(x)));
         return;
     default:
         return;
@@ -553,7 +917,19 @@ static step enter(level *L)
     case RESIL_STRATEGY_RATE_LIMITER:
         return rate_enter(L);
     case RESIL_STRATEGY_BULKHEAD:
+    case RESIL_STRATEGY_ADAPTIVE_LIMITER:
         return bulk_enter(L);
+    case RESIL_STRATEGY_THROTTLE:
+        return resil__throttle_enter(r, resil__node_at(r, L->i), &L->f, &L->u.thr.start, out)
+                   ? GO
+                   : DONE;
+    case RESIL_STRATEGY_CHAOS_FAULT:
+    case RESIL_STRATEGY_CHAOS_OUTCOME:
+    case RESIL_STRATEGY_CHAOS_LATENCY:
+    case RESIL_STRATEGY_CHAOS_BEHAVIOR:
+        return chaos_enter(L);
+    case RESIL_STRATEGY_HEDGING:
+        return hedge_enter(L);
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
         return timeout_enter(L);
@@ -595,6 +971,18 @@ static bool leave(level *L)
     case RESIL_STRATEGY_BULKHEAD:
         resil_bulkhead_release(&L->u.bulk.t);
         return true;
+    case RESIL_STRATEGY_ADAPTIVE_LIMITER:
+        resil__limiter_leave(r, resil__node_at(r, L->i), &L->f, &L->u.bulk.lt, out);
+        return true;
+    case RESIL_STRATEGY_THROTTLE:
+        resil__throttle_leave(r, resil__node_at(r, L->i), &L->f, L->u.thr.start, out);
+        return true;
+    case RESIL_STRATEGY_CHAOS_FAULT:
+    case RESIL_STRATEGY_CHAOS_OUTCOME:
+    case RESIL_STRATEGY_CHAOS_LATENCY:
+    case RESIL_STRATEGY_CHAOS_BEHAVIOR:
+        chaos_leave(L);
+        return true;
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
         timer_stop(L->x, L);
@@ -618,12 +1006,20 @@ static bool leave(level *L)
 
 static void finish(resil_exec *x);
 
-/* Levels i, i-1, ... 0 leave in turn (SIZE_MAX: none is left). */
+static void hedge_arrived(resil_exec *x, uint32_t ln);
+
+/* Levels i, i-1, ... 0 leave in turn (SIZE_MAX: none is left); a hedged
+ * attempt's walk ends at the hedging level. */
 static void ascend(resil_exec *x, uint32_t ln, size_t i)
 {
-    for (; i != SIZE_MAX; i--)
+    for (; i != SIZE_MAX; i--) {
+        if (i == x->hedge_at) {
+            hedge_arrived(x, ln);
+            return;
+        }
         if (!leave(lvl(x, ln, i)))
             return;
+    }
     finish(x);
 }
 
@@ -712,26 +1108,18 @@ static int resolve_breaker(resil_exec *x)
     return rc;
 }
 
-/* Strategies whose waits have no timer form yet: hedging, chaos, the
- * adaptive limiter and client-side throttling. */
-static bool unsupported(const resil_pipeline *p)
+/* Lanes: the caller's, and two races' worth for a hedging level's
+ * attempts (a loser of the race before may still be finishing). */
+static uint32_t lanes_for(const resil_pipeline *p, size_t *hedge_at)
 {
+    *hedge_at = SIZE_MAX;
     for (size_t i = 0; i < p->nnodes; i++) {
-        switch (p->nodes[i].kind) {
-        case RESIL_STRATEGY_RATE_LIMITER:
-        case RESIL_STRATEGY_BULKHEAD:
-        case RESIL_STRATEGY_TOTAL_TIMEOUT:
-        case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
-        case RESIL_STRATEGY_RETRY:
-        case RESIL_STRATEGY_BREAKER:
-        case RESIL_STRATEGY_FALLBACK:
-        case RESIL_STRATEGY_DEGRADE:
-            continue;
-        default:
-            return true;
+        if (p->nodes[i].kind == RESIL_STRATEGY_HEDGING) {
+            *hedge_at = i;
+            return 1 + 2 * (p->nodes[i].hedge.max_hedged + 1);
         }
     }
-    return false;
+    return 1;
 }
 
 int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_op_fn op,
@@ -740,11 +1128,12 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
 {
     if (p == NULL || loop == NULL || loop->ops == NULL || op == NULL || done == NULL)
         return RESIL_EINVAL;
-    if (unsupported(p))
-        return RESIL_EUNSUPPORTED;
-    resil_exec *x = alloc_exec(p, 1);
+    size_t hedge_at;
+    uint32_t nlanes = lanes_for(p, &hedge_at);
+    resil_exec *x = alloc_exec(p, nlanes);
     if (x == NULL)
         return RESIL_ENOMEM;
+    x->hedge_at = hedge_at;
     if (call != NULL)
         x->call = *call;
     else

@@ -6,18 +6,18 @@
  * rest returned, wait first, or run the caller's behaviour first. The
  * wait is the pipeline's bounded sleep, so it ends at the enclosing
  * deadline and on the caller's cancel like every other wait resil does;
- * an asynchronous executor would arm a timer for the same duration
- * instead. A strategy switched off costs the switch's load and a branch.
+ * the asynchronous execution (pipeline_async.c) arms a timer for the same
+ * duration instead, and shares the rest through pipeline_steps.h. A strategy switched off costs the switch's load and a branch.
  */
-#include "pipeline_internal.h"
+#include "pipeline_steps.h"
 
 static resil_strategy_kind kind_for(resil_chaos_kind k)
 {
     return (resil_strategy_kind)(RESIL_STRATEGY_CHAOS_FAULT + (int)k);
 }
 
-static void report(const resil__run *r, const resil__node *n, const resil__frame *f,
-                   const resil_outcome *o)
+void resil__chaos_report(const resil__run *r, const resil__node *n, const resil__frame *f,
+                         const resil_outcome *o)
 {
     resil_event ev;
     resil__event_init(&ev, r->p, RESIL_EVENT_CHAOS_INJECTED, n->kind, f->now);
@@ -35,10 +35,8 @@ static void report(const resil__run *r, const resil__node *n, const resil__frame
 static void go_on_later(const resil__run *r, size_t i, const resil__frame *f,
                         resil_outcome *out)
 {
-    resil__frame inner = *f;
-    inner.now = resil__read_now(r);
-    if (f->reading != NULL)
-        f->reading->fresh = false;
+    resil__frame inner;
+    resil__frame_later(r, f, &inner);
     resil__chain(r, i + 1, &inner, out);
 }
 
@@ -49,20 +47,17 @@ static void wait_then_go(const resil__run *r, size_t i, const resil__frame *f,
     int rc = resil__sleep_bounded(r->p->clock, n->chaos_opts.latency, f->cancel, f->deadline,
                                   f->deadline_token);
     if (rc != 0) {
-        *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "cancelled during injected latency");
+        resil__chaos_cut(out);
         resil__read_now(r);
         return;
     }
     go_on_later(r, i, f, out);
 }
 
-static void behave_then_go(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_outcome *out)
+void resil__chaos_behave(const resil__run *r, const resil__node *n, const resil__frame *f)
 {
-    const resil_chaos_opts *o = &r->p->nodes[i].chaos_opts;
-    resil_attempt_ctx ctx = {f->attempt, f->deadline, f->cancel, r->p->clock, r->user, f->hedge};
-    o->behavior(&ctx, o->behavior_ud);
-    go_on_later(r, i, f, out);
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    n->chaos_opts.behavior(&ctx, n->chaos_opts.behavior_ud);
 }
 
 void resil__run_chaos(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out)
@@ -83,17 +78,18 @@ void resil__run_chaos(const resil__run *r, size_t i, const resil__frame *f, resi
         break;
     case RESIL_CHAOS_LATENCY:
         if (listening)
-            report(r, n, f, NULL);
+            resil__chaos_report(r, n, f, NULL);
         wait_then_go(r, i, f, out);
         return;
     case RESIL_CHAOS_BEHAVIOR:
         if (listening)
-            report(r, n, f, NULL);
-        behave_then_go(r, i, f, out);
+            resil__chaos_report(r, n, f, NULL);
+        resil__chaos_behave(r, n, f);
+        go_on_later(r, i, f, out);
         return;
     }
     if (listening)
-        report(r, n, f, out);
+        resil__chaos_report(r, n, f, out);
 }
 
 /* ---- building ------------------------------------------------------------ */

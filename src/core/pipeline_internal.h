@@ -178,6 +178,11 @@ resil_clock *resil__limiter_clock(const resil_limiter *l);
 int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_instant now,
                               resil_limiter_ticket *t);
 resil_clock *resil__throttle_clock(const resil_throttle *t);
+/* The built-in limiter's queue (NULL for another implementation), and its
+ * ticket for a permit taken from that queue directly (pipeline_async.c). */
+struct resil_bulkhead *resil__limiter_bulkhead(const resil_limiter *l);
+void resil__limiter_granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now,
+                            resil_duration queued);
 
 /* The clock the retry executor reads and sleeps on, and the retry level's
  * link to the levels below it (pipeline_strategies.c). The asynchronous

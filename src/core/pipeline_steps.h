@@ -186,4 +186,107 @@ static inline void resil__degrade_leave(const resil__run *r, size_t i, const res
         resil_degrade_record(resil__node_at(r, i)->degrade, out->kind == RESIL_SUCCESS);
 }
 
+/* ---- hedging -------------------------------------------------------------------------------- */
+
+/* What the hedging strategy decides, whoever runs the attempts (a worker
+ * pool, hedge.c; lanes on a loop, pipeline_async.c): when the next hedge
+ * is due, whether the budget pays for it, which outcome wins, what a
+ * cancel or a deadline leaves, what the result records. */
+typedef struct resil__hedger {
+    const resil__run *r;
+    const resil__frame *f;
+    const resil__node *n;
+    uint32_t next; /* index of the next hedge to launch */
+    bool no_more;  /* budget denied or nowhere to run it: stop launching */
+    resil_instant last_launch;
+    resil_instant primary_start;
+    resil_budget_ticket ticket;
+    resil_outcome last_failure;
+} resil__hedger;
+
+void resil__hedger_init(resil__hedger *h, const resil__run *r, size_t i, const resil__frame *f);
+bool resil__hedger_may(const resil__hedger *h);
+/* Launch the next hedge now (after a failure, or its delay is over)? */
+bool resil__hedger_due(const resil__hedger *h, bool failed, resil_instant now);
+/* The budget's word on the next hedge; false (and no more) when denied. */
+bool resil__hedger_pay(resil__hedger *h, bool after_failure, resil_instant now);
+void resil__hedger_launched(resil__hedger *h, resil_instant now);
+/* The instant to look again without news: the next hedge's, or the deadline. */
+resil_instant resil__hedger_alarm(const resil__hedger *h);
+bool resil__hedger_acceptable(const resil__hedger *h, resil_cancel *token, uint32_t index,
+                              const resil_outcome *o);
+/* The race ends unfinished: the outcome, and the reason to fire every
+ * attempt's token with. */
+resil_outcome resil__hedger_stopped(const resil__hedger *h, int *reason);
+void resil__hedger_note(const resil__run *r, uint32_t launched, int winner);
+
+/* ---- adaptive limiter ------------------------------------------------------------------- */
+
+void resil__limiter_refuse(const resil__run *r, const resil__frame *f, int rc,
+                           resil_outcome *out);
+resil_instant resil__limiter_end_of_call(const resil__run *r, const resil__frame *f);
+
+static inline void resil__limiter_leave(const resil__run *r, const resil__node *n,
+                                        const resil__frame *f, resil_limiter_ticket *t,
+                                        const resil_outcome *out)
+{
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    resil_verdict v = r->p->classify(out, &ctx, r->p->classify_ud);
+    if (n->same_clock)
+        resil_limiter_release_at(t, v, resil__limiter_end_of_call(r, f));
+    else
+        resil_limiter_release(t, v);
+}
+
+/* ---- client-side throttling ------------------------------------------------------------- */
+
+/* The call counts in the bucket of its start, *start. */
+static inline bool resil__throttle_enter(const resil__run *r, const resil__node *n,
+                                         const resil__frame *f, resil_instant *start,
+                                         resil_outcome *out)
+{
+    *start = n->same_clock ? f->now : resil_clock_now(resil__throttle_clock(n->throttle));
+    if (resil_throttle_admit_at(n->throttle, *start) != RESIL_EREJECTED)
+        return true;
+    resil__reject(r, RESIL_EVENT_THROTTLED, RESIL_STRATEGY_THROTTLE, f, "throttled by the client",
+                  RESIL_NO_HINT, out);
+    return false;
+}
+
+static inline void resil__throttle_leave(const resil__run *r, const resil__node *n,
+                                         const resil__frame *f, resil_instant start,
+                                         const resil_outcome *out)
+{
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    resil_throttle_record_at(n->throttle, r->p->classify(out, &ctx, r->p->classify_ud), start);
+}
+
+/* ---- chaos -------------------------------------------------------------------------------- */
+
+static inline bool resil__is_chaos(resil_strategy_kind k)
+{
+    return k >= RESIL_STRATEGY_CHAOS_FAULT && k <= RESIL_STRATEGY_CHAOS_BEHAVIOR;
+}
+
+void resil__chaos_report(const resil__run *r, const resil__node *n, const resil__frame *f,
+                         const resil_outcome *o);
+/* The injected behaviour, run before the rest of the walk. */
+void resil__chaos_behave(const resil__run *r, const resil__node *n, const resil__frame *f);
+
+static inline void resil__chaos_cut(resil_outcome *out)
+{
+    *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "cancelled during injected latency");
+}
+
+/* The frame below a level that spent time: a fresh reading, and none for
+ * the retry above to take. */
+static inline void resil__frame_later(const resil__run *r, const resil__frame *f,
+                                      resil__frame *inner)
+{
+    *inner = *f;
+    inner->now = resil__read_now(r);
+    if (f->reading != NULL)
+        f->reading->fresh = false;
+}
+
 #endif

@@ -51,7 +51,7 @@ soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 note "libraries: libresil.so.$VERSION (SONAME $soname), libresil.a"
 
 # Each adapter this build made carries its own ABI number (CMakeLists.txt).
-for name in resil-http resil-store resil-redis resil-config; do
+for name in resil-http resil-store resil-redis resil-config resil-uv; do
     file="$LIB/lib$name.so.$VERSION"
     [[ -e "$file" ]] || continue
     var="ABI_${name//-/_}"

@@ -337,6 +337,51 @@ static void plain_retry3(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
 }
 
+static void chaos_latency_inside_attempt_timeout(resil_pipeline_builder *b)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(2);
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    resil_chaos_opts c;
+    resil_chaos_opts_default(&c, RESIL_CHAOS_LATENCY);
+    c.rate = 1.0;
+    c.latency = RESIL_MS(1500);
+    assert_int_equal(resil_pipeline_add_chaos(b, &c), 0);
+}
+
+static void chaos_fault_under_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_chaos_opts c;
+    resil_chaos_opts_default(&c, RESIL_CHAOS_FAULT);
+    c.rate = 1.0;
+    c.outcome = resil_fail(RESIL_TRANSIENT, 599, "injected");
+    assert_int_equal(resil_pipeline_add_chaos(b, &c), 0);
+}
+
+static void retry_over_throttle(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(6, RESIL_MS(100));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    static resil_rng_seeded draws; /* the same draws on both paths */
+    resil_rng_seeded_init(&draws, 11);
+    resil_throttle_opts t;
+    resil_throttle_opts_default(&t);
+    t.rng = &draws.base;
+    assert_int_equal(resil_pipeline_add_throttle(b, &t), 0);
+}
+
+static void retry_over_adaptive_limiter(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_limiter_opts l;
+    resil_limiter_opts_default(&l, RESIL_LIMIT_AIMD);
+    assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &l), 0);
+}
+
 /* ---- scenarios ---------------------------------------------------------------- */
 
 static const resil_outcome ok1[] = {{RESIL_SUCCESS, 200, RESIL_NO_HINT, ""}};
@@ -523,6 +568,73 @@ static void cancel_during_a_retry_wait_stops_as_cancelled(void **state)
     both(&sc, check_cancelled);
 }
 
+static void check_chaos_latency(const ran *r)
+{
+    /* 1.5 s injected, then a 1 s attempt: the 2 s attempt timeout cuts it. */
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(r->res.outcome.detail, "attempt timeout (2s) elapsed");
+    assert_duration_equal(r->res.elapsed, RESIL_S(2));
+    assert_int_equal(r->calls, 1);
+}
+
+static void chaos_latency_is_a_wait_the_attempt_timeout_bounds(void **state)
+{
+    (void)state;
+    scenario sc = {chaos_latency_inside_attempt_timeout, ok1, 1, RESIL_S(1), false, false};
+    both(&sc, check_chaos_latency);
+}
+
+static void check_chaos_fault(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.code, 599);
+    assert_string_equal(r->res.outcome.detail, "injected");
+    assert_duration_equal(r->res.elapsed, RESIL_S(2));
+    assert_int_equal(r->calls, 0);
+}
+
+static void chaos_fault_answers_for_the_operation_on_every_attempt(void **state)
+{
+    (void)state;
+    scenario sc = {chaos_fault_under_retry, ok1, 1, 0, false, false};
+    both(&sc, check_chaos_fault);
+}
+
+static void check_throttle(const ran *r)
+{
+    /* The first attempt's failure outweighs what the throttle has seen
+     * accepted: with the seeded draw it refuses the second, and the retry
+     * does not retry a rejection. */
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(r->res.attempts, 2);
+    assert_int_equal(r->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_THROTTLE);
+    assert_int_equal(r->calls, 1);
+}
+
+static void throttle_counts_each_attempt_as_the_blocking_executor_does(void **state)
+{
+    (void)state;
+    scenario sc = {retry_over_throttle, t503, 1, RESIL_MS(10), false, false};
+    both(&sc, check_throttle);
+}
+
+static void check_limiter(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->calls, 3);
+    assert_duration_equal(r->res.elapsed, RESIL_S(2) + 3 * RESIL_MS(10));
+}
+
+static void adaptive_limiter_admits_each_attempt_and_learns_from_it(void **state)
+{
+    (void)state;
+    scenario sc = {retry_over_adaptive_limiter, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    both(&sc, check_limiter);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -537,6 +649,10 @@ int main(void)
         cmocka_unit_test(retry_after_hint_sets_the_wait),
         cmocka_unit_test(non_idempotent_work_is_refused_before_it_runs),
         cmocka_unit_test(cancel_during_a_retry_wait_stops_as_cancelled),
+        cmocka_unit_test(chaos_latency_is_a_wait_the_attempt_timeout_bounds),
+        cmocka_unit_test(chaos_fault_answers_for_the_operation_on_every_attempt),
+        cmocka_unit_test(throttle_counts_each_attempt_as_the_blocking_executor_does),
+        cmocka_unit_test(adaptive_limiter_admits_each_attempt_and_learns_from_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
