@@ -132,6 +132,10 @@ RESIL_API size_t resil_fake_clock_sleep_count(resil_fake_clock *fc);
 RESIL_API resil_duration resil_fake_clock_sleep_at(resil_fake_clock *fc, size_t i);
 /* Number of threads currently blocked in a manual-mode sleep. */
 RESIL_API size_t resil_fake_clock_sleepers(resil_fake_clock *fc);
+/* The earliest wake-up of a manual-mode sleeper whose token has not
+ * fired, RESIL_INSTANT_MAX when there is none: where a driver of several
+ * sleeping threads moves time next. */
+RESIL_API resil_instant resil_fake_clock_next_wake(resil_fake_clock *fc);
 /* Block until at least n threads are blocked in a manual-mode sleep, so a
  * test can advance time knowing its sleepers are in place (no polling). */
 RESIL_API void resil_fake_clock_await_sleepers(resil_fake_clock *fc, size_t n);

@@ -285,6 +285,17 @@ size_t resil_fake_clock_sleepers(resil_fake_clock *fc)
     return n;
 }
 
+resil_instant resil_fake_clock_next_wake(resil_fake_clock *fc)
+{
+    pthread_mutex_lock(&fc->mu);
+    resil_instant next = RESIL_INSTANT_MAX;
+    for (const sleeper *s = fc->sleepers; s != NULL; s = s->next)
+        if (s->wake_at < next && !resil_cancel_fired(&s->wakeup))
+            next = s->wake_at;
+    pthread_mutex_unlock(&fc->mu);
+    return next;
+}
+
 void resil_fake_clock_await_sleepers(resil_fake_clock *fc, size_t n)
 {
     pthread_mutex_lock(&fc->mu);

@@ -1,0 +1,464 @@
+/*
+ * test_pipeline_paths_hedge.c — hedging's semantics through both
+ * executors, with one set of expected values: the blocking executor's
+ * attempts run on the hedging pool's threads over a fake clock moved by
+ * the clock driver (each jump once every thread is blocked), the
+ * asynchronous one's in lanes of a virtual-time loop.
+ *
+ * A scenario scripts each attempt by its retry attempt and hedge index:
+ * what it answers, how long it takes, and whether it is stubborn (ignores
+ * its token and runs its full time, as an operation that cannot be
+ * interrupted does). Besides the result, each attempt's trace must agree:
+ * that it ran, with which reason it was told to stop, and the instant it
+ * ended — so the losers' cancellations are checked on both paths.
+ */
+#include <stdatomic.h>
+
+#include "clock_driver.h"
+#include "test.h"
+#include "virtual_loop.h"
+
+#define T0 RESIL_S(1000)
+#define ATTEMPTS 3
+#define HEDGES 3
+
+typedef void (*build_fn)(resil_pipeline_builder *b);
+
+typedef struct step {
+    resil_outcome o;
+    resil_duration takes;
+    bool stubborn;
+} step;
+
+typedef struct scenario {
+    build_fn build;
+    step script[ATTEMPTS][HEDGES]; /* [retry attempt - 1][hedge index] */
+} scenario;
+
+/* What one attempt did. */
+typedef struct trace {
+    bool ran;
+    int told; /* the reason its token fired with, 0 when it never did */
+    resil_instant ended;
+} trace;
+
+typedef struct ran {
+    resil_pipeline_result res;
+    trace t[ATTEMPTS][HEDGES];
+    atomic_int hedge_events;
+    resil_instant end; /* once every attempt, losers included, ended */
+} ran;
+
+typedef struct player player;
+
+/* An asynchronous attempt in flight. */
+typedef struct slot {
+    resil_timer timer; /* first: the timer's callback finds the slot */
+    player *pl;
+    resil_attempt *a;
+    const step *s;
+    trace *t;
+    const resil_cancel *cancel;
+} slot;
+
+struct player {
+    const scenario *sc;
+    resil_fake_clock *fc;
+    resil_pipeline *p;
+    virtual_loop *vl;
+    ran *out;
+    slot slots[ATTEMPTS][HEDGES];
+    bool done;
+};
+
+static const step *step_of(player *pl, const resil_attempt_ctx *ctx, trace **t)
+{
+    assert_true(ctx->attempt >= 1 && ctx->attempt <= ATTEMPTS && ctx->hedge < HEDGES);
+    *t = &pl->out->t[ctx->attempt - 1][ctx->hedge];
+    (*t)->ran = true;
+    return &pl->sc->script[ctx->attempt - 1][ctx->hedge];
+}
+
+static resil_outcome stopped(const resil_cancel *c)
+{
+    return resil_fail(RESIL_CANCELLED, resil_cancel_reason(c), "stopped");
+}
+
+static void count_hedges(const resil_event *ev, void *ud)
+{
+    ran *out = ud;
+    if (ev->type == RESIL_EVENT_HEDGE)
+        atomic_fetch_add(&out->hedge_events, 1);
+}
+
+static resil_pipeline *build(const scenario *sc, resil_clock *clock, ran *out)
+{
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("hedged paths", &b, NULL), 0);
+    resil_pipeline_builder_clock(b, clock);
+    resil_pipeline_builder_listen(b, count_hedges, out);
+    sc->build(b);
+    resil_pipeline *p = NULL;
+    resil_err err = {0, ""};
+    int rc = resil_pipeline_build(b, &p, &err);
+    resil_pipeline_builder_free(b);
+    if (rc != 0)
+        fail_msg("build: %s", err.message);
+    return p;
+}
+
+/* ---- the blocking path: the pool's threads, the driven clock ------------------ */
+
+static resil_outcome blocking_op(resil_attempt_ctx *ctx)
+{
+    player *pl = ctx->user;
+    trace *t;
+    const step *s = step_of(pl, ctx, &t);
+    resil_outcome o = s->o;
+    if (s->stubborn) {
+        resil_clock_sleep(ctx->clock, s->takes, NULL);
+        if (resil_cancelled(ctx->cancel))
+            t->told = resil_cancel_reason(ctx->cancel);
+    } else if (s->takes > 0 && resil_ctx_sleep(ctx, s->takes) != 0) {
+        t->told = resil_cancel_reason(ctx->cancel);
+        o = stopped(ctx->cancel);
+    }
+    t->ended = resil_fake_clock_now(pl->fc);
+    return o;
+}
+
+static void *execute(void *arg)
+{
+    player *pl = arg;
+    resil_call call;
+    resil_call_default(&call);
+    call.user = pl;
+    assert_int_equal(resil_pipeline_execute(pl->p, blocking_op, &call, &pl->out->res), 0);
+    return NULL;
+}
+
+static void run_blocking(const scenario *sc, ran *out)
+{
+    memset(out, 0, sizeof *out);
+    player pl = {.sc = sc, .out = out};
+    assert_int_equal(resil_fake_clock_new(T0, 0, &pl.fc), 0);
+    pl.p = build(sc, resil_fake_clock_clock(pl.fc), out);
+    clock_driver_run(pl.fc, execute, &pl);
+    resil_pipeline_free(pl.p); /* joins the pool: its traces are ours to read */
+    out->end = resil_fake_clock_now(pl.fc);
+    resil_fake_clock_free(pl.fc);
+}
+
+/* ---- the asynchronous path: lanes on a virtual-time loop ------------------------ */
+
+static void slot_report(slot *sl, const resil_outcome *o)
+{
+    sl->t->ended = resil_fake_clock_now(sl->pl->fc);
+    resil_attempt *a = sl->a;
+    sl->a = NULL;
+    resil_attempt_done(a, o);
+}
+
+static void async_finished(resil_timer *timer)
+{
+    slot *sl = (slot *)timer;
+    slot_report(sl, &sl->s->o);
+}
+
+static void async_told(resil_attempt *a, void *ud)
+{
+    (void)a;
+    slot *sl = ud;
+    sl->t->told = resil_cancel_reason(sl->cancel);
+    if (sl->s->stubborn)
+        return;
+    sl->pl->vl->loop.ops->timer_stop(sl->pl->vl, &sl->timer);
+    resil_outcome o = stopped(sl->cancel);
+    slot_report(sl, &o);
+}
+
+static void async_op(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    player *pl = ctx->user;
+    trace *t;
+    const step *s = step_of(pl, ctx, &t);
+    if (s->takes == 0) {
+        t->ended = resil_fake_clock_now(pl->fc);
+        resil_attempt_done(a, &s->o);
+        return;
+    }
+    slot *sl = &pl->slots[ctx->attempt - 1][ctx->hedge];
+    *sl = (slot){.pl = pl, .a = a, .s = s, .t = t, .cancel = ctx->cancel};
+    sl->timer.fn = async_finished;
+    resil_attempt_on_cancel(a, async_told, sl);
+    pl->vl->loop.ops->timer_start(pl->vl, &sl->timer, s->takes);
+}
+
+static void async_done(const resil_pipeline_result *res, void *ud)
+{
+    player *pl = ud;
+    pl->out->res = *res;
+    pl->done = true;
+}
+
+static void run_async(const scenario *sc, ran *out)
+{
+    memset(out, 0, sizeof *out);
+    player pl = {.sc = sc, .out = out};
+    assert_int_equal(resil_fake_clock_new(T0, 0, &pl.fc), 0);
+    virtual_loop vl;
+    virtual_loop_init(&vl, pl.fc);
+    pl.vl = &vl;
+    pl.p = build(sc, resil_loop_clock(&vl.loop), out);
+    resil_call call;
+    resil_call_default(&call);
+    call.user = &pl;
+    assert_int_equal(resil_pipeline_start(pl.p, &vl.loop, async_op, &call, async_done, &pl, NULL),
+                     0);
+    virtual_loop_run(&vl, NULL);
+    assert_true(pl.done);
+    out->end = resil_fake_clock_now(pl.fc);
+    resil_pipeline_free(pl.p);
+    virtual_loop_destroy(&vl);
+    resil_fake_clock_free(pl.fc);
+}
+
+static void both(const scenario *sc, void (*check)(const ran *r))
+{
+    static ran b, a;
+    run_blocking(sc, &b);
+    check(&b);
+    run_async(sc, &a);
+    check(&a);
+    assert_int_equal(a.res.stop, b.res.stop);
+    assert_int_equal(a.res.attempts, b.res.attempts);
+    assert_int_equal(a.res.outcome.kind, b.res.outcome.kind);
+    assert_int_equal(a.res.outcome.code, b.res.outcome.code);
+    assert_string_equal(a.res.outcome.detail, b.res.outcome.detail);
+    assert_int_equal(a.res.hedges, b.res.hedges);
+    assert_int_equal(a.res.hedge_winner, b.res.hedge_winner);
+    assert_duration_equal(a.res.elapsed, b.res.elapsed);
+    assert_int_equal(a.end, b.end);
+    assert_int_equal(atomic_load(&a.hedge_events), atomic_load(&b.hedge_events));
+    for (int i = 0; i < ATTEMPTS; i++) {
+        for (int h = 0; h < HEDGES; h++) {
+            assert_int_equal(a.t[i][h].ran, b.t[i][h].ran);
+            assert_int_equal(a.t[i][h].told, b.t[i][h].told);
+            assert_int_equal(a.t[i][h].ended, b.t[i][h].ended);
+        }
+    }
+}
+
+/* ---- pipelines ------------------------------------------------------------------ */
+
+static resil_hedge_opts hedging(resil_duration delay, uint32_t max_hedged)
+{
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    h.delay = delay;
+    h.max_hedged = max_hedged;
+    return h;
+}
+
+static void hedge_once_after_2s(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+static void hedge_twice_every_1s(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h = hedging(RESIL_S(1), 2);
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+static void hedge_once_after_2s_waiting_for_losers(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    h.wait_losers = true;
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+/* Four places to run an attempt on either path: the pool's four workers,
+ * or the execution's four hedged lanes (two races of two). */
+static void retry_over_timed_hedging(resil_pipeline_builder *b)
+{
+    resil_retry_policy r;
+    resil_retry_policy_default(&r);
+    r.max_attempts = 3;
+    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
+    r.backoff.base = RESIL_S(1);
+    r.backoff.jitter = RESIL_JITTER_NONE;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(2);
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    resil_hedge_opts h = hedging(RESIL_S(1), 1);
+    h.workers = 4;
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+/* ---- scenarios -------------------------------------------------------------------- */
+
+#define OK(code) {RESIL_SUCCESS, (code), RESIL_NO_HINT, ""}
+#define FAIL503 {RESIL_TRANSIENT, 503, RESIL_NO_HINT, "busy"}
+
+static void check_fast_primary(const ran *r)
+{
+    assert_int_equal(r->res.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(r->res.outcome.code, 10);
+    assert_int_equal(r->res.hedges, 0);
+    assert_int_equal(r->res.hedge_winner, 0);
+    assert_false(r->t[0][1].ran);
+    assert_duration_equal(r->res.elapsed, RESIL_S(1));
+    assert_int_equal(atomic_load(&r->hedge_events), 0);
+}
+
+static void primary_answering_before_the_delay_is_never_hedged(void **state)
+{
+    (void)state;
+    scenario sc = {hedge_once_after_2s, {{{OK(10), RESIL_S(1), false}, {OK(11), RESIL_S(1), false}}}};
+    both(&sc, check_fast_primary);
+}
+
+static void check_hedge_after_delay(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.outcome.code, 11);
+    assert_int_equal(r->res.hedges, 1);
+    assert_int_equal(r->res.hedge_winner, 1);
+    assert_int_equal(r->res.attempts, 1);
+    assert_duration_equal(r->res.elapsed, RESIL_S(3));
+    assert_int_equal(atomic_load(&r->hedge_events), 1);
+    /* The slow primary is told to stop the moment the hedge wins. */
+    assert_int_equal(r->t[0][0].told, RESIL_ECANCELED);
+    assert_int_equal(r->t[0][0].ended, T0 + RESIL_S(3));
+    assert_int_equal(r->t[0][1].told, 0);
+    assert_int_equal(r->end, T0 + RESIL_S(3));
+}
+
+static void hedge_launched_after_the_delay_wins_and_the_primary_is_cancelled(void **state)
+{
+    (void)state;
+    scenario sc = {hedge_once_after_2s,
+                   {{{OK(10), RESIL_S(10), false}, {OK(11), RESIL_S(1), false}}}};
+    both(&sc, check_hedge_after_delay);
+}
+
+static void check_first_success(const ran *r)
+{
+    /* Launched at 0, 1 s and 2 s; the last answers first, at 2.5 s. */
+    assert_int_equal(r->res.outcome.code, 12);
+    assert_int_equal(r->res.hedges, 2);
+    assert_int_equal(r->res.hedge_winner, 2);
+    assert_duration_equal(r->res.elapsed, RESIL_MS(2500));
+    assert_int_equal(atomic_load(&r->hedge_events), 2);
+    for (int h = 0; h < 2; h++) {
+        assert_int_equal(r->t[0][h].told, RESIL_ECANCELED);
+        assert_int_equal(r->t[0][h].ended, T0 + RESIL_MS(2500));
+    }
+}
+
+static void first_success_wins_and_every_loser_is_cancelled(void **state)
+{
+    (void)state;
+    scenario sc = {hedge_twice_every_1s,
+                   {{{OK(10), RESIL_S(10), false},
+                     {OK(11), RESIL_S(10), false},
+                     {OK(12), RESIL_MS(500), false}}}};
+    both(&sc, check_first_success);
+}
+
+static void check_failure_hedges_at_once(const ran *r)
+{
+    /* The primary fails at 0.5 s: the hedge starts then, not at 2 s. */
+    assert_int_equal(r->res.outcome.code, 11);
+    assert_int_equal(r->res.hedge_winner, 1);
+    assert_duration_equal(r->res.elapsed, RESIL_MS(1500));
+    assert_int_equal(r->t[0][0].told, 0);
+}
+
+static void failed_primary_is_hedged_without_waiting_for_the_delay(void **state)
+{
+    (void)state;
+    scenario sc = {hedge_once_after_2s, {{{FAIL503, RESIL_MS(500), false}, {OK(11), RESIL_S(1), false}}}};
+    both(&sc, check_failure_hedges_at_once);
+}
+
+static void check_late_loser(const ran *r)
+{
+    /* The primary cannot be interrupted: the result comes at 3 s, the
+     * primary ends at 10 s on its own. */
+    assert_int_equal(r->res.outcome.code, 11);
+    assert_duration_equal(r->res.elapsed, RESIL_S(3));
+    assert_int_equal(r->t[0][0].told, RESIL_ECANCELED);
+    assert_int_equal(r->t[0][0].ended, T0 + RESIL_S(10));
+    assert_int_equal(r->end, T0 + RESIL_S(10));
+}
+
+static void result_does_not_wait_for_a_loser_that_ignores_its_token(void **state)
+{
+    (void)state;
+    scenario sc = {hedge_once_after_2s, {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
+    both(&sc, check_late_loser);
+}
+
+static void check_wait_losers(const ran *r)
+{
+    assert_int_equal(r->res.outcome.code, 11);
+    assert_int_equal(r->res.hedge_winner, 1);
+    assert_duration_equal(r->res.elapsed, RESIL_S(10));
+    assert_int_equal(r->t[0][0].told, RESIL_ECANCELED);
+    assert_int_equal(r->t[0][0].ended, T0 + RESIL_S(10));
+}
+
+static void wait_losers_ends_the_execution_when_the_last_loser_ends(void **state)
+{
+    (void)state;
+    scenario sc = {hedge_once_after_2s_waiting_for_losers,
+                   {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
+    both(&sc, check_wait_losers);
+}
+
+static void check_no_lane(const ran *r)
+{
+    /* Attempts 1 and 2 each time out at 2 s with both of their attempts
+     * still running (for 100 s, ignoring their tokens); attempt 3, at 6 s,
+     * finds nowhere to run hedged and runs unhedged. */
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.code, 30);
+    assert_int_equal(r->res.hedges, 2);
+    assert_int_equal(r->res.hedge_winner, 0);
+    assert_duration_equal(r->res.elapsed, RESIL_S(6) + RESIL_MS(10));
+    assert_int_equal(atomic_load(&r->hedge_events), 2);
+    assert_int_equal(r->t[0][0].told, RESIL_ETIMEDOUT);
+    assert_int_equal(r->t[1][1].told, RESIL_ETIMEDOUT);
+    assert_false(r->t[2][1].ran);
+    assert_int_equal(r->end, T0 + RESIL_S(104));
+}
+
+static void hedge_is_refused_when_no_place_to_run_it_is_free(void **state)
+{
+    (void)state;
+    scenario sc = {retry_over_timed_hedging,
+                   {{{OK(10), RESIL_S(100), true}, {OK(11), RESIL_S(100), true}},
+                    {{OK(20), RESIL_S(100), true}, {OK(21), RESIL_S(100), true}},
+                    {{OK(30), RESIL_MS(10), false}, {OK(31), RESIL_MS(10), false}}}};
+    both(&sc, check_no_lane);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(primary_answering_before_the_delay_is_never_hedged),
+        cmocka_unit_test(hedge_launched_after_the_delay_wins_and_the_primary_is_cancelled),
+        cmocka_unit_test(first_success_wins_and_every_loser_is_cancelled),
+        cmocka_unit_test(failed_primary_is_hedged_without_waiting_for_the_delay),
+        cmocka_unit_test(result_does_not_wait_for_a_loser_that_ignores_its_token),
+        cmocka_unit_test(wait_losers_ends_the_execution_when_the_last_loser_ends),
+        cmocka_unit_test(hedge_is_refused_when_no_place_to_run_it_is_free),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
