@@ -384,6 +384,28 @@ static void advance_wakes_only_the_sleepers_that_are_due(void **state)
     assert_int_equal(resil_fake_clock_sleep_count(f->fc), N);
 }
 
+static void next_wake_is_the_earliest_sleeper_whose_token_has_not_fired(void **state)
+{
+    fixture *f = *state;
+    resil_fake_clock_set_manual(f->fc, true);
+    assert_int_equal(resil_fake_clock_next_wake(f->fc), RESIL_INSTANT_MAX);
+    resil_cancel c;
+    resil_cancel_init(&c, NULL);
+    manual_sleeper s[2] = {{f->clock, RESIL_S(5), &c, 1, 0}, {f->clock, RESIL_S(8), NULL, 1, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, manual_sleep_thread, &s[i]);
+    resil_fake_clock_await_sleepers(f->fc, 2);
+    assert_int_equal(resil_fake_clock_next_wake(f->fc), RESIL_S(1005));
+    resil_cancel_fire(&c);
+    assert_int_equal(resil_fake_clock_next_wake(f->fc), RESIL_S(1008));
+    pthread_join(t[0], NULL);
+    resil_fake_clock_advance(f->fc, RESIL_S(8));
+    pthread_join(t[1], NULL);
+    assert_int_equal(resil_fake_clock_next_wake(f->fc), RESIL_INSTANT_MAX);
+    resil_cancel_destroy(&c);
+}
+
 static void fire_and_advance_race_and_every_sleeper_ends(void **state)
 {
     fixture *f = *state;
@@ -476,6 +498,7 @@ int main(void)
         TEST(manual_zero_sleep_returns_at_once),
         TEST(manual_hook_firing_token_cancels_before_blocking),
         TEST(advance_wakes_only_the_sleepers_that_are_due),
+        TEST(next_wake_is_the_earliest_sleeper_whose_token_has_not_fired),
         TEST(fire_and_advance_race_and_every_sleeper_ends),
         TEST(concurrent_auto_sleeps_all_count),
         TEST(switching_back_to_auto_mode_advances_again),
