@@ -25,10 +25,12 @@
  * after the operation reported from another thread but before the loop
  * took the report: it must then do nothing.
  *
- * Memory. An execution makes one allocation, sized by the pipeline, for
- * everything it keeps in flight (timers, tokens, the retry's state, the
- * attempt handles, the result), and frees it when the last of `done` and
- * the attempts' reports has happened. Nothing else allocates.
+ * Memory. An execution keeps everything it has in flight (timers, tokens,
+ * the retry's state, the attempt handles, the result) in one block, sized
+ * by the pipeline, which goes back to its loop when the last of `done` and
+ * the attempts' reports has happened; the loop hands it to the next
+ * execution (resil_loop_drain() frees what it keeps). In the steady state
+ * an execution allocates nothing.
  *
  * Threads. Start, cancel and every callback (the operation, `done`, the
  * hooks and listeners of the pipeline) happen on the loop's thread; only

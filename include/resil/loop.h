@@ -86,17 +86,24 @@ typedef struct resil_loop_ops {
 
 /* A loop as resil sees it: the table, the loop's state, and a resil_clock
  * reading the loop's time (for the pipelines it hosts). Caller-owned; fill
- * with resil_loop_init(). */
+ * with resil_loop_init(), and call resil_loop_drain() when the loop is done.
+ * The memory of an ended execution is kept here for the next one (a few
+ * dozen blocks at most), so that a loop in its steady state allocates
+ * nothing per execution. */
 typedef struct resil_loop {
     resil_clock clock; /* first: resil_loop_clock() hands out its address */
     const resil_loop_ops *ops;
     void *self;
+    void *spare_; /* private: ended executions' memory, for reuse */
     resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_loop;
 
 /* RESIL_EINVAL when a required operation is missing or ops->size is too
  * small. */
 RESIL_API int resil_loop_init(resil_loop *l, const resil_loop_ops *ops, void *self);
+/* Free the memory kept for reuse. On the loop's thread, once no execution
+ * is left on it (the loop may go on hosting: it keeps memory again). */
+RESIL_API void resil_loop_drain(resil_loop *l);
 /* A clock over ops->now, for resil_pipeline_builder_clock(): decisions and
  * timers then read the same time. Its sleep is the system clock's (a
  * pipeline hosted on a loop never sleeps). */

@@ -18,7 +18,14 @@
 
 #include "resil/cancel.h"
 #include "resil/retry.h"
+#include "resil/loop.h"
 #include "resil/time.h"
+
+/* An execution's memory from the loop's spares (or malloc): at least
+ * `need` bytes, *cap of them usable, contents undefined; NULL when out of
+ * memory. Give it back on the loop's thread. */
+void *resil__loop_take(resil_loop *l, size_t need, size_t *cap);
+void resil__loop_give(resil_loop *l, void *mem, size_t cap);
 
 /* Report "FIELD must be RULE, got D" with D written by
  * resil_duration_format, and return RESIL_EINVAL. FIELD names the

@@ -14,6 +14,7 @@
  * wake-up the loop needs anyway, and the queue says when it went from empty
  * to non-empty so that a loop wakes itself once per batch.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -56,6 +57,56 @@ int resil_loop_init(resil_loop *l, const resil_loop_ops *ops, void *self)
 }
 
 resil_clock *resil_loop_clock(resil_loop *l) { return l != NULL ? &l->clock : NULL; }
+
+/* ---- memory kept for the next execution ------------------------------------------ */
+
+/* A spare block: its first bytes while it waits. The list is LIFO (the
+ * block last freed is the one warm in the cache) and short. */
+typedef struct spare {
+    struct spare *next;
+    size_t cap;
+    size_t kept; /* blocks in the list from here down */
+} spare;
+
+#define SPARE_MAX 64
+
+void *resil__loop_take(resil_loop *l, size_t need, size_t *cap)
+{
+    spare *s = l->spare_;
+    if (s == NULL || s->cap < need) {
+        *cap = need < sizeof(spare) ? sizeof(spare) : need;
+        return malloc(*cap);
+    }
+    l->spare_ = s->next;
+    *cap = s->cap;
+    return s;
+}
+
+void resil__loop_give(resil_loop *l, void *mem, size_t cap)
+{
+    spare *head = l->spare_;
+    size_t kept = head != NULL ? head->kept : 0;
+    if (kept >= SPARE_MAX) {
+        free(mem);
+        return;
+    }
+    spare *s = mem;
+    *s = (spare){head, cap, kept + 1};
+    l->spare_ = s;
+}
+
+void resil_loop_drain(resil_loop *l)
+{
+    if (l == NULL)
+        return;
+    spare *s = l->spare_;
+    l->spare_ = NULL;
+    while (s != NULL) {
+        spare *next = s->next;
+        free(s);
+        s = next;
+    }
+}
 
 /* ---- the timer queue ------------------------------------------------------ */
 

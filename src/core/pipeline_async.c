@@ -2,7 +2,7 @@
  * pipeline_async.c — a pipeline executed on an event loop.
  *
  * The blocking walk keeps one stack frame per strategy; here each strategy
- * gets a level record instead, in the execution's single allocation, and
+ * gets a level record instead, in the execution's single block, and
  * the walk moves down (descend: each strategy's enter step) and up
  * (ascend: each strategy's leave step) across timers and reports. The
  * steps are the blocking ones (pipeline_steps.h, retry_exec.h): only the
@@ -126,6 +126,7 @@ struct resil_exec {
     resil_pipeline_result result;
     resil_instant start;
     resil_cancel root;
+    size_t cap; /* the block's size, for the loop's spares */
     int refs;
     bool finished;
     uint32_t nlanes;
@@ -147,6 +148,8 @@ static const resil__run *run_of(const resil_exec *x) { return &x->run; }
 
 /* ---- memory ------------------------------------------------------------------- */
 
+static void release(resil_exec *x) { resil__loop_give(x->loop, x, x->cap); }
+
 static void unref(resil_exec *x)
 {
     if (--x->refs > 0)
@@ -154,21 +157,31 @@ static void unref(resil_exec *x)
     resil_cancel_destroy(&x->root);
     if (x->p->registry != NULL)
         resil_breaker_free(x->run.breaker);
-    free(x);
+    release(x);
 }
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-static resil_exec *alloc_exec(const resil_pipeline *p, uint32_t nlanes)
+/* The block comes from the loop's spares, so it is not zeroed: the head,
+ * the lanes and the attempts are (a few hundred bytes), and each level
+ * gets its fixed fields in resil_pipeline_start; a level's strategy state
+ * is written by its enter step before anything reads it, as the blocking
+ * walk's stack frames are. */
+static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_t nlanes)
 {
     size_t head = align8(sizeof(resil_exec));
     size_t lanes = align8(nlanes * sizeof(lane));
     size_t levels = align8((size_t)nlanes * p->nnodes * sizeof(level));
     size_t attempts = nlanes * sizeof(resil_attempt);
-    char *mem = calloc(1, head + lanes + levels + attempts);
+    size_t cap;
+    char *mem = resil__loop_take(loop, head + lanes + levels + attempts, &cap);
     if (mem == NULL)
         return NULL;
+    memset(mem, 0, head + lanes);
+    memset(mem + head + lanes + levels, 0, attempts);
     resil_exec *x = (resil_exec *)mem;
+    x->cap = cap;
+    x->loop = loop;
     x->nlanes = nlanes;
     x->nnodes = p->nnodes;
     x->lanes = (lane *)(mem + head);
@@ -1130,7 +1143,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         return RESIL_EINVAL;
     size_t hedge_at;
     uint32_t nlanes = lanes_for(p, &hedge_at);
-    resil_exec *x = alloc_exec(p, nlanes);
+    resil_exec *x = alloc_exec(p, loop, nlanes);
     if (x == NULL)
         return RESIL_ENOMEM;
     x->hedge_at = hedge_at;
@@ -1139,7 +1152,6 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     else
         resil_call_default(&x->call);
     x->p = p;
-    x->loop = loop;
     x->op = op;
     x->done = done;
     x->done_ud = done_ud;
@@ -1153,7 +1165,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     if (rc != 0) {
         if (p->registry != NULL && x->run.breaker != NULL)
             resil_breaker_free(x->run.breaker);
-        free(x);
+        release(x);
         return rc;
     }
     for (uint32_t ln = 0; ln < x->nlanes; ln++) {
@@ -1163,7 +1175,8 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
             L->x = x;
             L->lane = ln;
             L->i = (uint32_t)i;
-            L->timer.fn = level_timer;
+            L->wait = W_NONE;
+            L->timer = (resil_timer){.fn = level_timer};
         }
     }
     x->refs = 1;

@@ -11,9 +11,12 @@
  * the moment it ends.
  *
  * Neither handle keeps the loop alive for nothing: the async handle is
- * unreferenced, and the uv timer is stopped once no resil timer is left,
+ * unreferenced, and so is the uv timer whenever no resil timer is left
+ * (it is left armed rather than stopped, so that the timeouts every
+ * execution starts and stops do not go through libuv's own timer heap),
  * so uv_run() returns (and UV_RUN_ONCE stops blocking) when the last
  * execution is over, as it would with the program's own handles alone.
+ * The executions' spare memory goes with resil_uv_close().
  */
 #include <stdlib.h>
 
@@ -44,13 +47,13 @@ static void on_timer(uv_timer_t *t);
  * is, and an early firing finds nothing due and re-arms — so the common
  * case (timeouts started and stopped around every attempt) costs libuv
  * nothing. */
-static void rearm(resil_uv *u)
+static void rearm(resil_uv *u, resil_instant now)
 {
     resil_instant next = resil_timers_next(&u->timers);
     if (next >= u->armed)
         return;
     u->armed = next;
-    resil_duration left = resil_dur_sub(next, (resil_instant)uv_hrtime());
+    resil_duration left = resil_dur_sub(next, now);
     uint64_t ms = left <= 0 ? 0 : (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1));
     uv_timer_start(&u->timer, on_timer, ms, 0);
 }
@@ -60,24 +63,31 @@ static void on_timer(uv_timer_t *t)
     resil_uv *u = t->data;
     u->armed = RESIL_INSTANT_MAX;
     resil_timers_run(&u->timers, (resil_instant)uv_hrtime());
-    rearm(u);
+    if (u->timers.count == 0)
+        uv_unref((uv_handle_t *)&u->timer);
+    rearm(u, (resil_instant)uv_hrtime());
 }
 
 static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
 {
     resil_uv *u = self;
-    resil_timers_start(&u->timers, t, resil_dur_add((resil_instant)uv_hrtime(), d));
-    rearm(u);
+    resil_instant now = (resil_instant)uv_hrtime();
+    resil_timers_start(&u->timers, t, resil_dur_add(now, d));
+    if (u->timers.count == 1)
+        uv_ref((uv_handle_t *)&u->timer);
+    rearm(u, now);
 }
 
+/* The last resil timer stopped: the uv timer stays armed (an early firing
+ * finds nothing due and costs one callback) but no longer keeps the loop
+ * alive. An execution that starts and stops its timeouts then touches
+ * libuv's timer heap not at all. */
 static void uv_timer_stop_op(void *self, resil_timer *t)
 {
     resil_uv *u = self;
     resil_timers_stop(&u->timers, t);
-    if (u->timers.count == 0 && u->armed != RESIL_INSTANT_MAX) {
-        uv_timer_stop(&u->timer);
-        u->armed = RESIL_INSTANT_MAX;
-    }
+    if (u->timers.count == 0)
+        uv_unref((uv_handle_t *)&u->timer);
 }
 
 static void on_async(uv_async_t *a)
@@ -144,6 +154,7 @@ void resil_uv_close(resil_uv *u)
 {
     if (u == NULL)
         return;
+    resil_loop_drain(&u->loop);
     uv_close((uv_handle_t *)&u->timer, closed);
     uv_close((uv_handle_t *)&u->async, closed);
 }

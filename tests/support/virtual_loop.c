@@ -58,6 +58,7 @@ void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc)
 
 void virtual_loop_destroy(virtual_loop *v)
 {
+    resil_loop_drain(&v->loop);
     resil_posts_destroy(&v->posts);
     pthread_cond_destroy(&v->posted);
     pthread_mutex_destroy(&v->mu);

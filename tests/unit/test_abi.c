@@ -34,6 +34,7 @@ HAS_ROOM(resil_limiter_opts, 4);
 HAS_ROOM(resil_throttle_opts, 4);
 HAS_ROOM(resil_chaos_opts, 4);
 HAS_ROOM(resil_listener, 4);
+HAS_ROOM(resil_loop, 2);
 /* results and stats, filled by the library */
 HAS_ROOM(resil_pipeline_result, 4);
 HAS_ROOM(resil_retry_result, 4);
@@ -123,6 +124,18 @@ PINNED(resil_limiter_ticket, 48);
 PINNED(resil_limiter_stats, 80);
 PINNED(resil_throttle_opts, 80);
 PINNED(resil_chaos_opts, 184);
+/* the loop interface (loop.h): the loop, its operations table, and the
+ * timer, work item and queues a loop and resil embed in their own memory */
+PINNED(resil_loop, 64);
+PINNED_AT(resil_loop, clock, 0);
+PINNED_AT(resil_loop_ops, size, 0);
+PINNED(resil_loop_ops, 48);
+PINNED(resil_timer, 64);
+PINNED_AT(resil_timer, fn, 0);
+PINNED(resil_work, 16);
+PINNED_AT(resil_work, fn, 0);
+PINNED(resil_timers, 24);
+PINNED_AT(resil_posts, mu, 0); /* its size is the platform's mutex's */
 static void budget_opts_default_exp(resil_budget_opts *o)
 {
     resil_budget_opts_default(o, RESIL_BUDGET_TOKENS);
