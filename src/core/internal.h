@@ -87,6 +87,36 @@ bool resil__bulkhead_withdraw(resil_bulkhead *b, resil__bulk_waiter *w, int why)
 /* The queue timeout of a built-in bulkhead, 0 for none or another kind. */
 resil_duration resil__bulkhead_queue_timeout(const resil_bulkhead *b);
 
+/* Counters split by CPU (percpu.c): one cache line per cell, a cell per
+ * CPU the system may run (a power of two, at most RESIL__CELLS_MAX). */
+#define RESIL__CACHE_LINE 64
+#define RESIL__CELLS_MAX 64
+
+typedef struct resil__cell {
+    _Alignas(RESIL__CACHE_LINE) _Atomic uint64_t v;
+} resil__cell;
+
+typedef struct resil__cells {
+    resil__cell *cell;
+    uint32_t mask;
+} resil__cells;
+
+int resil__cells_init(resil__cells *c); /* zeroed cells; RESIL_ENOMEM */
+void resil__cells_free(resil__cells *c);
+/* The CPU the caller runs on (or its thread's round-robin number). */
+uint32_t resil__cpu_slot(void);
+/* The calling CPU's cell. */
+static inline _Atomic uint64_t *resil__my_cell(const resil__cells *c)
+{
+    return &c->cell[resil__cpu_slot() & c->mask].v;
+}
+static inline void resil__cells_count(const resil__cells *c)
+{
+    atomic_fetch_add_explicit(resil__my_cell(c), 1, memory_order_relaxed);
+}
+/* Every cell's value added up (relaxed: a snapshot of moving counters). */
+uint64_t resil__cells_sum(const resil__cells *c);
+
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Does the operations table `ops` (a T led by `size_t size`) reach its

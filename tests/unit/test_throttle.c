@@ -5,6 +5,8 @@
  * counted as a request, the window forgetting old counts, and another
  * implementation behind the ops table.
  */
+#include <pthread.h>
+
 #include "test.h"
 
 #define T0 RESIL_S(100)
@@ -263,6 +265,49 @@ static void operations_beyond_the_table_size_are_absent(void **state)
     assert_string_equal(err.message, "throttle: ops needs size, admit and record");
 }
 
+typedef struct successes {
+    resil_throttle *t;
+    resil_instant now;
+} successes;
+
+static void *record_successes(void *p)
+{
+    successes *s = p;
+    for (int i = 0; i < 100000; i++)
+        resil_throttle_record_at(s->t, RESIL_BREAKER_SUCCESS, s->now);
+    return NULL;
+}
+
+/* Successes count on each CPU's own cell: none lost, none twice. */
+static void successes_from_two_threads_are_all_counted(void **state)
+{
+    fixture *f = *state;
+    make(f, NULL, 0);
+    successes s = {f->t, resil_fake_clock_now(f->fc)};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, record_successes, &s), 0);
+    record(f, 5, RESIL_BREAKER_FAILURE); /* folds whatever was counted so far */
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    expect_counts(f, 200005, 200000);
+}
+
+/* The successes counted without the lock weigh in the first decision a
+ * failure forces: 3 successes then 7 failures is 10 requests, 3 accepts. */
+static void lock_free_successes_count_in_the_next_decision(void **state)
+{
+    fixture *f = *state;
+    static const double draws[] = {0.3, 0.4};
+    make(f, draws, 2);
+    record(f, 3, RESIL_BREAKER_SUCCESS);
+    record(f, 7, RESIL_BREAKER_FAILURE);
+    /* p = (10 - 2·3) / 11 = 4/11 ≈ 0.364: 0.3 refuses, then 11 requests, p = 5/12 */
+    assert_int_equal(resil_throttle_admit_at(f->t, resil_fake_clock_now(f->fc)), RESIL_EREJECTED);
+    assert_int_equal(resil_throttle_admit_at(f->t, resil_fake_clock_now(f->fc)), RESIL_EREJECTED);
+    expect_counts(f, 12, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +319,8 @@ int main(void)
         TEST(ignored_calls_are_not_counted),
         TEST(counts_older_than_the_window_are_forgotten),
         TEST(a_seeded_throttle_refuses_the_same_calls_every_run),
+        TEST(successes_from_two_threads_are_all_counted),
+        TEST(lock_free_successes_count_in_the_next_decision),
         cmocka_unit_test(another_implementation_plugs_in_through_its_table),
         cmocka_unit_test(operations_beyond_the_table_size_are_absent),
     };
