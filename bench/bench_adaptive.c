@@ -7,12 +7,15 @@
  * their success path with the instant passed in, as the pipeline calls
  * them, against one atomic increment; then with two threads, where the
  * figure kept is the throughput over the time both threads were truly
- * running at once (each thread timestamps its chunks of calls, and only
- * the chunks inside the overlap of the two threads count), so a thread
- * that was descheduled on a shared machine does not pass for contention.
+ * running at once (each thread times its chunks of calls in wall-clock
+ * and in its own CPU time, and only chunks its thread ran through that
+ * overlap a chunk the other thread ran through count), so a thread that
+ * was descheduled on a shared machine does not pass for contention.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "bench.h"
 #include "resil.h"
@@ -67,52 +70,102 @@ static void chaos_decide_disabled(void *ud, uint64_t iters)
 /* ---- two threads -------------------------------------------------------------- */
 
 #define CHUNK 20000
-#define CHUNKS 100
+#define CHUNKS 200
+
+/* One chunk of calls: its wall-clock span and the CPU time its thread got
+ * in it. A chunk counts only if its thread ran through it (CPU time at
+ * least 95 % of the span) and the other thread ran through a chunk that
+ * overlaps it: then both threads were truly running at once. */
+typedef struct chunk {
+    uint64_t from, to, cpu;
+} chunk;
 
 typedef struct worker {
     bench_fn fn;
     void *ud;
-    uint64_t start, ends[CHUNKS];
+    chunk c[CHUNKS];
 } worker;
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void *work(void *p)
 {
     worker *w = p;
-    w->start = bench_now_ns();
-    for (int c = 0; c < CHUNKS; c++) {
+    for (int i = 0; i < CHUNKS; i++) {
+        uint64_t cpu = thread_cpu_ns();
+        w->c[i].from = bench_now_ns();
         w->fn(w->ud, CHUNK);
-        w->ends[c] = bench_now_ns();
+        w->c[i].to = bench_now_ns();
+        w->c[i].cpu = thread_cpu_ns() - cpu;
     }
     return NULL;
 }
 
-/* Calls per ns of one thread's chunks lying wholly inside [from, to]. */
-static uint64_t calls_inside(const worker *w, uint64_t from, uint64_t to)
+static bool solid(const chunk *c) { return c->cpu * 100 >= (c->to - c->from) * 95; }
+
+static bool overlaps_solid(const chunk *c, const worker *other)
 {
-    uint64_t n = 0, prev = w->start;
-    for (int c = 0; c < CHUNKS; c++) {
-        if (prev >= from && w->ends[c] <= to)
-            n += CHUNK;
-        prev = w->ends[c];
-    }
-    return n;
+    for (int i = 0; i < CHUNKS; i++)
+        if (solid(&other->c[i]) && other->c[i].from < c->to && c->from < other->c[i].to)
+            return true;
+    return false;
 }
 
-static void two_threads(const char *name, bench_fn fn, void *ud, bench_result one)
+/* ns per call over one thread's chunks run at once with the other's. */
+static double ns_per_call_together(const worker *w, const worker *other, uint64_t *calls)
 {
-    worker w[2] = {{fn, ud, 0, {0}}, {fn, ud, 0, {0}}};
+    uint64_t ns = 0, n = 0;
+    for (int i = 0; i < CHUNKS; i++) {
+        if (!solid(&w->c[i]) || !overlaps_solid(&w->c[i], other))
+            continue;
+        ns += w->c[i].to - w->c[i].from;
+        n += CHUNK;
+    }
+    *calls += n;
+    return n > 0 ? (double)ns / (double)n : 0;
+}
+
+/* ns per call over the chunks one thread alone ran through. */
+static double ns_per_call_alone(bench_fn fn, void *ud)
+{
+    static worker w;
+    w.fn = fn;
+    w.ud = ud;
+    work(&w);
+    uint64_t ns = 0, n = 0;
+    for (int i = 0; i < CHUNKS; i++) {
+        if (!solid(&w.c[i]))
+            continue;
+        ns += w.c[i].to - w.c[i].from;
+        n += CHUNK;
+    }
+    return n > 0 ? (double)ns / (double)n : 0;
+}
+
+static void two_threads(const char *name, bench_fn fn, void *ud)
+{
+    double one = ns_per_call_alone(fn, ud);
+    static worker w[2];
     pthread_t t[2];
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        w[i].fn = fn;
+        w[i].ud = ud;
         pthread_create(&t[i], NULL, work, &w[i]);
+    }
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    uint64_t from = w[0].start > w[1].start ? w[0].start : w[1].start;
-    uint64_t e0 = w[0].ends[CHUNKS - 1], e1 = w[1].ends[CHUNKS - 1];
-    uint64_t to = e0 < e1 ? e0 : e1;
-    uint64_t calls = to > from ? calls_inside(&w[0], from, to) + calls_inside(&w[1], from, to) : 0;
-    double per_ns = to > from ? (double)calls / (double)(to - from) : 0;
-    printf("bench %s_two_threads calls_in_overlap=%llu overlap_ms=%.1f speedup=%.2f\n", name,
-           (unsigned long long)calls, (double)(to - from) / 1e6, per_ns * one.ns_per_op);
+    uint64_t calls = 0;
+    double a = ns_per_call_together(&w[0], &w[1], &calls);
+    double b = ns_per_call_together(&w[1], &w[0], &calls);
+    double speedup = a > 0 && b > 0 ? one / a + one / b : 0;
+    printf("bench %s_two_threads calls_at_once=%llu ns_per_call_alone=%.2f "
+           "ns_per_call_at_once=%.2f,%.2f speedup=%.2f\n",
+           name, (unsigned long long)calls, one, a, b, speedup);
 }
 
 int main(void)
@@ -154,7 +207,7 @@ int main(void)
     resil_limiter_new(&lo, &l, NULL);
     bench_result lim = bench_run("limiter_success", limiter_success, l);
     bench_report(lim, atomic, NULL);
-    two_threads("limiter_success", limiter_success, l, lim);
+    two_threads("limiter_success", limiter_success, l);
 
     resil_throttle_opts th;
     resil_throttle_opts_default(&th);
@@ -162,7 +215,7 @@ int main(void)
     resil_throttle_new(&th, &t, NULL);
     bench_result thr = bench_run("throttle_success", throttle_success, t);
     bench_report(thr, atomic, NULL);
-    two_threads("throttle_success", throttle_success, t, thr);
+    two_threads("throttle_success", throttle_success, t);
 
     resil_throttle_free(t);
     resil_limiter_free(l);

@@ -4,14 +4,30 @@
  *
  * Admission, the FIFO queue, cancellation and the counters are the
  * bulkhead's own (bulkhead.c), so the limiter queues exactly as the
- * bulkhead does; all this file adds is the learning. A call that ends
- * leaves a sample in one of a few cache-line-sized stripes, picked by the
- * address of the caller's stack, so that threads on different cores do not
- * write the same line on every call. The release that finds the smoothing
- * window over (long enough and with enough samples) takes a try-lock,
- * drains the stripes into one summary and runs the estimator; everyone
- * else carries on. A sample that races the close may fall into the next
- * window, which changes an average by one sample and nothing else.
+ * bulkhead does; what this file adds is the learning, and a way round the
+ * bulkhead's one word for calls that come and go while the limit is not
+ * reached. Each thread has a stripe, a cache line of its own: a call that
+ * ends parks its permit there instead of returning it (the bulkhead still
+ * counts it as taken) and leaves its sample there, and the thread's next
+ * call takes the parked permit back. So a success writes only its own
+ * stripe, and reads words that change only when something waits, the
+ * limit moves or a window closes. A stripe parks at most one permit, and
+ * parked permits go back to the bulkhead whenever they could be missed:
+ * before an acquire gives up or queues (it sweeps every stripe), while
+ * anyone waits, when the limit comes down, and when the bulkhead counts
+ * more permits taken than the limit allows. A release that parks and an
+ * acquire about to queue each write, then read the other's word (a Dekker
+ * handshake), so one of them always sees the other: a parked permit is
+ * never left idle under a waiter.
+ *
+ * The stripe is the thread's, not the CPU's, so one thread alone is
+ * counted exactly: the calls in flight when a permit is granted are the
+ * bulkhead's count, which includes only permits parked by other threads.
+ * The release that finds the smoothing window over (long enough and with
+ * enough samples) takes a try-lock, drains the stripes into one summary
+ * and runs the estimator; everyone else carries on. A sample that races
+ * the close may fall into the next window, which changes an average by one
+ * sample and nothing else.
  *
  * The estimators are plain functions of (the current estimate, the
  * window's summary, their own memory) returning a target; smoothing, the
@@ -30,14 +46,23 @@
 
 #define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_limiter_ops, ops, field)
 
-#define STRIPES 4
+#define STRIPES 16
+
+/* A stripe's word: a parked permit, and two counts that only grow (modulo
+ * their width) and are read as differences from the last drain. */
+#define PARKED UINT64_C(1)
+#define TAKEN_ONE UINT64_C(2)                /* bits 1..31: parked permits taken back */
+#define TAKEN_MASK (UINT64_C(0x7fffffff) << 1)
+#define SAMPLE_ONE (UINT64_C(1) << 32)       /* bits 32..63: samples left */
 
 typedef struct stripe {
-    _Atomic uint64_t count;
+    _Alignas(64) _Atomic uint64_t word;
     _Atomic int64_t rtt_sum;
     _Atomic int32_t max_in_flight;
     _Atomic bool dropped;
-    char pad_[64 - 2 * sizeof(uint64_t) - sizeof(int32_t) - sizeof(bool)];
+    /* the word's counts at the last drain (written under mu) */
+    _Atomic uint32_t samples_seen;
+    uint32_t taken_seen;
 } stripe;
 
 typedef struct summary {
@@ -49,17 +74,19 @@ typedef struct summary {
 
 struct resil_limiter {
     _Alignas(64) stripe stripes[STRIPES];
-    _Atomic int64_t window_start;
+    _Alignas(64) _Atomic int64_t window_start;
     _Atomic int32_t limit;
+    _Atomic int32_t no_parking; /* acquires about to queue, limits coming down */
     const resil_limiter_ops *ops; /* NULL = built in */
     void *self;
     resil_bulkhead *bh;
     resil_limiter_opts opts;
     resil_clock *clock;
-    pthread_mutex_t mu; /* the estimator's state below */
+    pthread_mutex_t mu; /* the estimator's state and the stripes' last counts */
     double estimate;
     resil_duration best_rtt; /* vegas */
     double long_rtt;         /* gradient */
+    uint64_t taken_back;     /* parked permits taken back, drained */
     _Atomic uint64_t windows;
 };
 
@@ -233,6 +260,103 @@ const char *resil_limiter_impl_name(const resil_limiter *l)
     return l->ops->kind != NULL ? l->ops->kind : "custom";
 }
 
+/* ---- the stripes -------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+#define INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+#else
+#define INITIAL_EXEC
+#endif
+
+/* The calling thread's stripe: threads are numbered once, in order. */
+static stripe *my_stripe(resil_limiter *l)
+{
+    static _Atomic uint32_t next;
+    static _Thread_local uint32_t mine INITIAL_EXEC = UINT32_MAX;
+    if (mine == UINT32_MAX)
+        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+    return &l->stripes[mine % STRIPES];
+}
+
+static void return_permit(resil_limiter *l)
+{
+    resil_bulkhead_ticket bt = {.owner = l->bh, .queued = 0};
+    resil_bulkhead_release(&bt);
+}
+
+/* The stripe's parked permit, for its thread's next call. */
+static bool take_parked(stripe *s)
+{
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    while ((w & PARKED) != 0) {
+        uint64_t taken = ((w & TAKEN_MASK) + TAKEN_ONE) & TAKEN_MASK;
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w,
+                                                  (w & ~(TAKEN_MASK | PARKED)) | taken,
+                                                  memory_order_acquire, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+/* The stripe's parked permit back to the bulkhead, if it still has one. */
+static void unpark(resil_limiter *l, stripe *s)
+{
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
+    while ((w & PARKED) != 0) {
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, w & ~PARKED,
+                                                  memory_order_seq_cst, memory_order_seq_cst)) {
+            return_permit(l);
+            return;
+        }
+    }
+}
+
+static void sweep(resil_limiter *l)
+{
+    for (int i = 0; i < STRIPES; i++)
+        unpark(l, &l->stripes[i]);
+}
+
+/* Nobody is about to queue, the limit is not coming down, and the permits
+ * taken (this one included) are within the limit. */
+static bool may_park(resil_limiter *l)
+{
+    return atomic_load_explicit(&l->no_parking, memory_order_seq_cst) == 0 &&
+           resil_bulkhead_in_flight(l->bh) <= atomic_load_explicit(&l->limit, memory_order_relaxed);
+}
+
+/* A permit that ends, with its sample's count (0 or SAMPLE_ONE): parked in
+ * the thread's stripe when it may be, else back to the bulkhead. Parking
+ * writes the stripe, then reads no_parking; hold_parking writes
+ * no_parking, then reads every stripe: one of the two sees the other. */
+static void put_back(resil_limiter *l, stripe *s, uint64_t sample)
+{
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    while ((w & PARKED) == 0 && may_park(l)) {
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, (w | PARKED) + sample,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            if (!may_park(l))
+                unpark(l, s);
+            return;
+        }
+    }
+    if (sample != 0)
+        atomic_fetch_add_explicit(&s->word, sample, memory_order_relaxed);
+    return_permit(l);
+}
+
+/* No permit parks until release_parking(), and none is left parked. */
+static void hold_parking(resil_limiter *l)
+{
+    atomic_fetch_add_explicit(&l->no_parking, 1, memory_order_seq_cst);
+    sweep(l);
+}
+
+static void release_parking(resil_limiter *l)
+{
+    atomic_fetch_sub_explicit(&l->no_parking, 1, memory_order_seq_cst);
+}
+
 /* ---- acquiring -------------------------------------------------------------- */
 
 static void empty(resil_limiter_ticket *t)
@@ -260,8 +384,14 @@ int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limi
         t->owner = rc == 0 ? l : NULL;
         return rc;
     }
+    if (take_parked(my_stripe(l))) {
+        granted(l, t, now, 0);
+        return 0;
+    }
     resil_bulkhead_ticket bt;
+    hold_parking(l);
     int rc = resil_bulkhead_try_acquire(l->bh, &bt);
+    release_parking(l);
     if (rc == 0)
         granted(l, t, now, 0);
     return rc;
@@ -357,16 +487,8 @@ static int32_t apply(resil_limiter *l, double target)
 
 /* ---- sampling ------------------------------------------------------------------- */
 
-static stripe *my_stripe(resil_limiter *l, const void *on_my_stack)
-{
-    uint64_t a = (uint64_t)(uintptr_t)on_my_stack >> 16;
-    a *= UINT64_C(0x9E3779B97F4A7C15);
-    return &l->stripes[a >> 62];
-}
-
 static void add_sample(stripe *s, resil_duration rtt, int32_t in_flight, bool dropped)
 {
-    atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->rtt_sum, rtt, memory_order_relaxed);
     int32_t m = atomic_load_explicit(&s->max_in_flight, memory_order_relaxed);
     while (in_flight > m && !atomic_compare_exchange_weak_explicit(
@@ -377,12 +499,29 @@ static void add_sample(stripe *s, resil_duration rtt, int32_t in_flight, bool dr
         atomic_store_explicit(&s->dropped, true, memory_order_relaxed);
 }
 
+static uint32_t samples_in(uint64_t w) { return (uint32_t)(w >> 32); }
+static uint32_t taken_in(uint64_t w) { return (uint32_t)((w & TAKEN_MASK) >> 1); }
+
 static uint64_t pending(resil_limiter *l)
 {
     uint64_t n = 0;
-    for (int i = 0; i < STRIPES; i++)
-        n += atomic_load_explicit(&l->stripes[i].count, memory_order_relaxed);
+    for (int i = 0; i < STRIPES; i++) {
+        stripe *st = &l->stripes[i];
+        uint32_t now = samples_in(atomic_load_explicit(&st->word, memory_order_relaxed));
+        n += (uint32_t)(now - atomic_load_explicit(&st->samples_seen, memory_order_relaxed));
+    }
     return n;
+}
+
+/* Under mu: the parked permits taken back since the last look, counted. */
+static void count_taken(resil_limiter *l)
+{
+    for (int i = 0; i < STRIPES; i++) {
+        stripe *st = &l->stripes[i];
+        uint32_t now = taken_in(atomic_load_explicit(&st->word, memory_order_relaxed));
+        l->taken_back += (now - st->taken_seen) & (uint32_t)(TAKEN_MASK >> 1);
+        st->taken_seen = now;
+    }
 }
 
 static summary drain(resil_limiter *l)
@@ -391,12 +530,15 @@ static summary drain(resil_limiter *l)
     int64_t sum = 0;
     for (int i = 0; i < STRIPES; i++) {
         stripe *st = &l->stripes[i];
-        s.count += atomic_exchange_explicit(&st->count, 0, memory_order_relaxed);
+        uint32_t now = samples_in(atomic_load_explicit(&st->word, memory_order_acquire));
+        s.count += (uint32_t)(now - atomic_load_explicit(&st->samples_seen, memory_order_relaxed));
+        atomic_store_explicit(&st->samples_seen, now, memory_order_relaxed);
         sum += atomic_exchange_explicit(&st->rtt_sum, 0, memory_order_relaxed);
         int32_t m = atomic_exchange_explicit(&st->max_in_flight, 0, memory_order_relaxed);
         s.max_in_flight = m > s.max_in_flight ? m : s.max_in_flight;
         s.dropped |= atomic_exchange_explicit(&st->dropped, false, memory_order_relaxed);
     }
+    count_taken(l);
     s.rtt = s.count > 0 ? sum / (int64_t)s.count : 0;
     return s;
 }
@@ -407,6 +549,20 @@ static bool window_over(resil_limiter *l, resil_instant now)
     if (resil_dur_sub(now, start) < l->opts.window)
         return false;
     return pending(l) >= (uint64_t)l->opts.window_samples;
+}
+
+/* Under mu: the bound moves; a lower one sends the parked permits back, so
+ * none is used beyond it. */
+static void move_limit(resil_limiter *l, int32_t from, int32_t to)
+{
+    if (to < from)
+        atomic_fetch_add_explicit(&l->no_parking, 1, memory_order_seq_cst);
+    atomic_store_explicit(&l->limit, to, memory_order_relaxed);
+    resil__bulkhead_set_limit(l->bh, (uint32_t)to);
+    if (to < from) {
+        sweep(l);
+        release_parking(l);
+    }
 }
 
 /* Close the window if nobody else is: summarise, estimate, move the bound. */
@@ -423,10 +579,8 @@ static void close_window(resil_limiter *l, resil_instant now)
     resil__count(&l->windows);
     int32_t from = atomic_load_explicit(&l->limit, memory_order_relaxed);
     int32_t to = apply(l, target_of(l, &s));
-    if (to != from) {
-        atomic_store_explicit(&l->limit, to, memory_order_relaxed);
-        resil__bulkhead_set_limit(l->bh, (uint32_t)to);
-    }
+    if (to != from)
+        move_limit(l, from, to);
     pthread_mutex_unlock(&l->mu);
     if (to != from && l->opts.on_change != NULL)
         l->opts.on_change(l->opts.on_change_ud, from, to, now);
@@ -442,12 +596,13 @@ void resil_limiter_release_at(resil_limiter_ticket *t, resil_verdict v, resil_in
         l->ops->release(l->self, t, v, now);
         return;
     }
-    resil_bulkhead_ticket bt = {.owner = l->bh, .queued = 0};
-    resil_bulkhead_release(&bt);
-    if (v == RESIL_BREAKER_IGNORED)
+    stripe *s = my_stripe(l);
+    if (v == RESIL_BREAKER_IGNORED) {
+        put_back(l, s, 0);
         return;
-    add_sample(my_stripe(l, &bt), resil_dur_sub(now, t->start), t->in_flight,
-               v == RESIL_BREAKER_FAILURE);
+    }
+    add_sample(s, resil_dur_sub(now, t->start), t->in_flight, v == RESIL_BREAKER_FAILURE);
+    put_back(l, s, SAMPLE_ONE);
     if (window_over(l, now))
         close_window(l, now);
 }
@@ -472,7 +627,10 @@ int32_t resil_limiter_in_flight(const resil_limiter *l)
 {
     if (l->ops != NULL)
         return OPS_HAS(l->ops, in_flight) ? l->ops->in_flight(l->self) : 0;
-    return resil_bulkhead_in_flight(l->bh);
+    int32_t parked = 0;
+    for (int i = 0; i < STRIPES; i++)
+        parked += (atomic_load_explicit(&l->stripes[i].word, memory_order_relaxed) & PARKED) != 0;
+    return resil_bulkhead_in_flight(l->bh) - parked;
 }
 
 int32_t resil_limiter_queued(const resil_limiter *l)
@@ -489,7 +647,11 @@ void resil_limiter_stats_get(const resil_limiter *l, resil_limiter_stats *out)
         return;
     resil_bulkhead_stats b;
     resil_bulkhead_stats_get(l->bh, &b);
-    out->admitted = b.admitted;
+    resil_limiter *m = (resil_limiter *)l;
+    pthread_mutex_lock(&m->mu);
+    count_taken(m);
+    out->admitted = b.admitted + m->taken_back;
+    pthread_mutex_unlock(&m->mu);
     out->queued = b.queued;
     out->rejected = b.rejected;
     out->timed_out = b.timed_out;
@@ -528,8 +690,14 @@ int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_inst
         t->owner = rc == 0 ? l : NULL;
         return rc;
     }
+    if (take_parked(my_stripe(l))) {
+        granted(l, t, now, 0);
+        return 0;
+    }
     resil_bulkhead_ticket bt;
+    hold_parking(l);
     int rc = resil_bulkhead_acquire(l->bh, cancel, &bt);
+    release_parking(l);
     if (rc != 0)
         return rc;
     granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);

@@ -206,6 +206,89 @@ static void a_raised_limit_admits_the_queued_caller_at_once(void **state)
     resil_limiter_release(&w.t, RESIL_BREAKER_IGNORED);
 }
 
+static void *take_and_hold(void *p)
+{
+    waiter_arg *w = p;
+    w->rc = resil_limiter_try_acquire_at(w->l, T0, &w->t);
+    return NULL;
+}
+
+/* The permit a thread parks for its next call is taken back for another
+ * thread that finds the limit reached. */
+static void a_parked_permit_serves_another_thread_at_the_limit(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_AIMD, 1);
+    make(f);
+    resil_limiter_ticket t;
+    assert_int_equal(resil_limiter_try_acquire_at(f->l, T0, &t), 0);
+    resil_limiter_release_at(&t, RESIL_BREAKER_IGNORED, T0);
+    waiter_arg w = {f->l, 1, {0}};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, take_and_hold, &w), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(w.t.in_flight, 1);
+    assert_int_equal(resil_limiter_in_flight(f->l), 1);
+    assert_int_equal(resil_limiter_try_acquire_at(f->l, T0, &t), RESIL_EREJECTED);
+    resil_limiter_release_at(&w.t, RESIL_BREAKER_IGNORED, T0);
+    assert_int_equal(resil_limiter_in_flight(f->l), 0);
+    resil_limiter_stats st;
+    resil_limiter_stats_get(f->l, &st);
+    assert_int_equal(st.admitted, 2);
+    assert_int_equal(st.rejected, 1);
+}
+
+/* A release while someone waits hands the permit over instead of parking. */
+static void a_release_hands_its_permit_to_the_waiter(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_AIMD, 1)->max_queue = 1;
+    make(f);
+    resil_limiter_ticket held;
+    assert_int_equal(resil_limiter_try_acquire_at(f->l, T0, &held), 0);
+    waiter_arg w = {f->l, 1, {0}};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, wait_for_permit, &w), 0);
+    while (resil_limiter_queued(f->l) != 1)
+        sched_yield();
+    resil_limiter_release_at(&held, RESIL_BREAKER_IGNORED, T0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(resil_limiter_in_flight(f->l), 1);
+    resil_limiter_release(&w.t, RESIL_BREAKER_IGNORED);
+    assert_int_equal(resil_limiter_in_flight(f->l), 0);
+}
+
+static void *calls_in_a_row(void *p)
+{
+    resil_limiter *l = p;
+    for (int i = 0; i < 50000; i++) {
+        resil_limiter_ticket t;
+        if (resil_limiter_try_acquire_at(l, T0, &t) == 0)
+            resil_limiter_release_at(&t, RESIL_BREAKER_IGNORED, T0);
+    }
+    return NULL;
+}
+
+/* Threads that each take their parked permit back are each counted. */
+static void calls_from_two_threads_are_all_admitted_and_counted(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_AIMD, 2);
+    make(f);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, calls_in_a_row, f->l), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    resil_limiter_stats st;
+    resil_limiter_stats_get(f->l, &st);
+    assert_int_equal(st.admitted, 100000);
+    assert_int_equal(st.rejected, 0);
+    assert_int_equal(resil_limiter_in_flight(f->l), 0);
+}
+
 /* ---- estimators ------------------------------------------------------------------- */
 
 static void aimd_adds_one_per_busy_window_and_multiplies_on_a_drop(void **state)
@@ -385,6 +468,9 @@ int main(void)
         TEST(bad_options_are_refused_by_name),
         TEST(calls_beyond_the_limit_are_rejected_at_once),
         TEST(a_raised_limit_admits_the_queued_caller_at_once),
+        TEST(a_parked_permit_serves_another_thread_at_the_limit),
+        TEST(a_release_hands_its_permit_to_the_waiter),
+        TEST(calls_from_two_threads_are_all_admitted_and_counted),
         TEST(aimd_adds_one_per_busy_window_and_multiplies_on_a_drop),
         TEST(aimd_treats_a_window_slower_than_its_threshold_as_a_drop),
         TEST(aimd_stays_between_its_floor_and_ceiling),
