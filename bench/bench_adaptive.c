@@ -83,6 +83,7 @@ typedef struct chunk {
 typedef struct worker {
     bench_fn fn;
     void *ud;
+    pthread_barrier_t *start; /* NULL: alone */
     chunk c[CHUNKS];
 } worker;
 
@@ -96,6 +97,8 @@ static uint64_t thread_cpu_ns(void)
 static void *work(void *p)
 {
     worker *w = p;
+    if (w->start != NULL)
+        pthread_barrier_wait(w->start);
     for (int i = 0; i < CHUNKS; i++) {
         uint64_t cpu = thread_cpu_ns();
         w->c[i].from = bench_now_ns();
@@ -136,6 +139,7 @@ static double ns_per_call_alone(bench_fn fn, void *ud)
     static worker w;
     w.fn = fn;
     w.ud = ud;
+    w.start = NULL;
     work(&w);
     uint64_t ns = 0, n = 0;
     for (int i = 0; i < CHUNKS; i++) {
@@ -152,13 +156,17 @@ static void two_threads(const char *name, bench_fn fn, void *ud)
     double one = ns_per_call_alone(fn, ud);
     static worker w[2];
     pthread_t t[2];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
     for (int i = 0; i < 2; i++) {
         w[i].fn = fn;
         w[i].ud = ud;
+        w[i].start = &start;
         pthread_create(&t[i], NULL, work, &w[i]);
     }
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&start);
     uint64_t calls = 0;
     double a = ns_per_call_together(&w[0], &w[1], &calls);
     double b = ns_per_call_together(&w[1], &w[0], &calls);
