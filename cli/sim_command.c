@@ -29,8 +29,9 @@
 #define S_FAIL (1u << RESIL_SIM_FAILOVER)
 #define S_META (1u << RESIL_SIM_METASTABLE)
 #define S_LAYERS (1u << RESIL_SIM_LAYERS)
-#define S_STACK (S_FAIL | S_META | S_LAYERS)
-#define S_TIME (S_FAIL | S_META)
+#define S_BROWN (1u << RESIL_SIM_BROWNOUT)
+#define S_STACK (S_FAIL | S_META | S_LAYERS | S_BROWN)
+#define S_TIME (S_FAIL | S_META | S_BROWN)
 #define S_ALL (S_OCC | S_STACK)
 
 typedef struct options {
@@ -82,6 +83,7 @@ static const flag flags[] = {
     {"--latency", S_TIME, F_DURATION, CFG(latency)},
     {"--timeout", S_TIME, F_DURATION, CFG(timeout)},
     {"--slowdown", S_META, F_DOUBLE, CFG(slowdown)},
+    {"--limit", S_BROWN, F_U32, CFG(limit)},
 };
 
 static const char usage_text[] =
@@ -99,12 +101,18 @@ static const char usage_text[] =
     "              retry after a timeout, a short trigger; does it recover?\n"
     "  layers      retry amplification: attempts^layers calls per request, and what a\n"
     "              budget in one layer does to it\n"
+    "  brownout    a dependency's capacity halves for a while under open-loop load:\n"
+    "              static and adaptive concurrency limits and throttling compared by\n"
+    "              goodput, p99 latency and time to recover\n"
     "\n"
     "policies (--policy P[,P...]): each P joins parts with '+':\n"
     "  a wait       none | exponential | full | equal | decorrelated | naive\n"
     "  noretry      one attempt per layer\n"
     "  a budget     tokens (gRPC) | quota (AWS) | ratio (Finagle)\n"
     "  breaker      the library's default circuit breaker in every layer\n"
+    "  a limit      static (fixed at --limit) | vegas | gradient | aimd: the\n"
+    "               library's adaptive concurrency limiter, starting at --limit\n"
+    "  throttle     client-side adaptive throttling (the SRE book's, K = 2)\n"
     "  e.g. --policy naive,full,full+tokens,breaker\n"
     "\n"
     "common flags:\n"
@@ -127,6 +135,10 @@ static const char usage_text[] =
     "            --trigger D (10s)  --trigger-start D (10s)  --duration D (120s)\n"
     "layers:     --layers N (3)  --attempts N (4)  --requests N (100)  --rate R (10/s)\n"
     "            --budget-at all|innermost|N (innermost)\n"
+    "brownout:   --rate R (150/s)  --capacity C (200/s)  --latency D (100ms: the\n"
+    "            service time; capacity × latency workers)  --timeout D (1s)\n"
+    "            --outage D (30s: half the capacity)  --outage-start D (30s)\n"
+    "            --limit N (40)  --attempts N (1)  --duration D (120s)\n"
     "\n"
     "Durations: 250ms, 2s, 1m30s. Bad flags or values exit 125.\n";
 
@@ -286,8 +298,8 @@ static int parse_args(options *o, int argc, char **argv, FILE *errout)
     a.err = &msg;
     resil_sim_scenario s;
     if (resil_sim_scenario_parse(argv[1], &s) != 0)
-        return bad(&a, errout, "unknown scenario '%s' (expected occ, failover, metastable or "
-                               "layers)",
+        return bad(&a, errout, "unknown scenario '%s' (expected occ, failover, metastable, "
+                               "layers or brownout)",
                    argv[1]);
     resil_sim_config_default(&o->cfg, s);
     for (a.i = 2; a.i < argc; a.i++) {

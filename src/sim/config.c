@@ -13,7 +13,8 @@
 
 #include "model.h"
 
-static const char *const scenario_names[] = {"occ", "failover", "metastable", "layers"};
+static const char *const scenario_names[] = {"occ", "failover", "metastable", "layers",
+                                             "brownout"};
 
 const char *resil_sim_scenario_name(resil_sim_scenario s)
 {
@@ -45,7 +46,14 @@ resil_sim_wait resil__sim_default_wait(resil_sim_scenario s)
 
 /* ---- policies ----------------------------------------------------------- */
 
-typedef enum part_kind { PART_WAIT, PART_NORETRY, PART_BUDGET, PART_BREAKER } part_kind;
+typedef enum part_kind {
+    PART_WAIT,
+    PART_NORETRY,
+    PART_BUDGET,
+    PART_BREAKER,
+    PART_LIMIT,
+    PART_THROTTLE
+} part_kind;
 
 typedef struct part {
     const char *name;
@@ -65,10 +73,15 @@ static const part parts[] = {
     {"quota", PART_BUDGET, RESIL_BUDGET_QUOTA},
     {"ratio", PART_BUDGET, RESIL_BUDGET_RATIO},
     {"breaker", PART_BREAKER, 0},
+    {"static", PART_LIMIT, RESIL_SIM_LIMIT_STATIC},
+    {"vegas", PART_LIMIT, RESIL_SIM_LIMIT_VEGAS},
+    {"gradient", PART_LIMIT, RESIL_SIM_LIMIT_GRADIENT},
+    {"aimd", PART_LIMIT, RESIL_SIM_LIMIT_AIMD},
+    {"throttle", PART_THROTTLE, 0},
 };
 
 #define PART_LIST "naive, none, exponential, full, equal, decorrelated, noretry, " \
-                  "tokens, quota, ratio, breaker"
+                  "tokens, quota, ratio, breaker, static, vegas, gradient, aimd, throttle"
 
 static const part *find_part(const char *s, size_t len)
 {
@@ -87,7 +100,10 @@ static int apply_part(const part *pt, const char *text, unsigned *seen,
     if (*seen & bit)
         return resil_err_set(err, RESIL_EINVAL,
                              "--policy '%s' names more than one %s", text,
-                             pt->kind == PART_WAIT ? "wait" : pt->kind == PART_BUDGET ? "budget" : "of the same part");
+                             pt->kind == PART_WAIT     ? "wait"
+                             : pt->kind == PART_BUDGET ? "budget"
+                             : pt->kind == PART_LIMIT  ? "limit"
+                                                       : "of the same part");
     *seen |= bit;
     switch (pt->kind) {
     case PART_WAIT:
@@ -102,6 +118,12 @@ static int apply_part(const part *pt, const char *text, unsigned *seen,
         break;
     case PART_BREAKER:
         out->breaker = true;
+        break;
+    case PART_LIMIT:
+        out->limit = (resil_sim_limit)pt->value;
+        break;
+    case PART_THROTTLE:
+        out->throttle = true;
         break;
     }
     return 0;
@@ -215,7 +237,23 @@ static void metastable_defaults(resil_sim_config *c)
     c->latency = RESIL_MS(150);
     c->slowdown = 10;
     c->timeout = RESIL_S(1);
-    set_policies(c, "naive,full,tokens,quota,ratio,breaker");
+    set_policies(c, "naive,full,tokens,quota,ratio,breaker,throttle");
+}
+
+/* A service of capacity / latency workers; the brownout doubles its
+ * service time, halving its capacity. */
+static void brownout_defaults(resil_sim_config *c)
+{
+    c->rate = 150;
+    c->layers = 1;
+    c->attempts = 1;
+    c->outage_start = RESIL_S(30);
+    c->outage = RESIL_S(30);
+    c->capacity = 200;
+    c->latency = RESIL_MS(100);
+    c->timeout = RESIL_S(1);
+    c->limit = 40;
+    set_policies(c, "naive,static,vegas,gradient,aimd,throttle");
 }
 
 static void layers_defaults(resil_sim_config *c)
@@ -264,6 +302,9 @@ void resil_sim_config_default(resil_sim_config *c, resil_sim_scenario s)
     case RESIL_SIM_LAYERS:
         layers_defaults(c);
         break;
+    case RESIL_SIM_BROWNOUT:
+        brownout_defaults(c);
+        break;
     }
 }
 
@@ -304,7 +345,8 @@ static int check_policy(const resil_sim_config *c, const resil_sim_policy *p, re
 {
     if (c->scenario != RESIL_SIM_OCC)
         return 0;
-    if (p->no_retry || p->has_budget || p->breaker)
+    if (p->no_retry || p->has_budget || p->breaker || p->limit != RESIL_SIM_LIMIT_NONE ||
+        p->throttle)
         return resil_err_set(err, RESIL_EINVAL,
                              "--policy '%s': occ clients retry until their write succeeds, "
                              "so only a wait applies (none, exponential, full, equal, "
@@ -332,6 +374,24 @@ static int check_worst_case(const resil_sim_config *c, resil_err *err)
                              "--attempts^--layers must be at most 1000000 calls per request, "
                              "got %u^%u",
                              (unsigned)c->attempts, (unsigned)c->layers);
+    return 0;
+}
+
+/* The dependency's workers, capacity × latency, must be a countable pool;
+ * a limit starts somewhere the library's limiter accepts. */
+static int validate_brownout(const resil_sim_config *c, resil_err *err)
+{
+    int rc;
+    if ((rc = check_u32(c->limit, 1, 10000, "--limit", err)) != 0)
+        return rc;
+    double workers = c->capacity * (double)c->latency / 1e9;
+    if (workers < 1 || workers > 100000)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "--capacity × --latency must be 1 to 100000 workers, got %g",
+                             workers);
+    if (c->timeout == 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "--timeout must be > 0 for brownout: callers give up on a queue");
     return 0;
 }
 
@@ -376,15 +436,15 @@ static int validate_stack(const resil_sim_config *c, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL,
                              "--timeout must be > 0 for metastable: a stalled database "
                              "never answers");
-    return 0;
+    return c->scenario == RESIL_SIM_BROWNOUT ? validate_brownout(c, err) : 0;
 }
 
 int resil_sim_config_validate(const resil_sim_config *c, resil_err *err)
 {
     int rc;
     if ((size_t)c->scenario >= sizeof scenario_names / sizeof scenario_names[0])
-        return resil_err_set(err, RESIL_EINVAL, "scenario must be occ, failover, metastable "
-                                                "or layers, got %d", (int)c->scenario);
+        return resil_err_set(err, RESIL_EINVAL, "scenario must be occ, failover, metastable, "
+                                                "layers or brownout, got %d", (int)c->scenario);
     if ((rc = check_u32(c->runs, 1, 1000000, "--runs", err)) != 0 ||
         (rc = check_dur(c->base, 0, RESIL_S(3600), "--base", err)) != 0 ||
         (rc = check_dur(c->cap, 0, RESIL_S(86400), "--cap", err)) != 0)

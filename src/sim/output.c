@@ -143,6 +143,33 @@ static void text_stack(FILE *f, const resil_sim_config *c, const resil_sim_resul
     }
 }
 
+static void text_brownout(FILE *f, const resil_sim_config *c, const resil_sim_result *r,
+                          size_t n)
+{
+    char outage[32], at[32], duration[32], latency[32], timeout[32];
+    dur(c->outage, outage, sizeof outage);
+    dur(c->outage_start, at, sizeof at);
+    dur(c->duration, duration, sizeof duration);
+    dur(c->latency, latency, sizeof latency);
+    dur(c->timeout, timeout, sizeof timeout);
+    fprintf(f, "brownout: %g requests/s to a dependency of %g calls/s (%.0f workers, %s "
+               "each), at half capacity for %s from %s;\n",
+            c->rate, c->capacity, c->capacity * (double)c->latency / 1e9, latency, outage, at);
+    fprintf(f, "%u attempt%s with a %s timeout; limits start at %u; %s simulated, seed %llu\n\n",
+            (unsigned)c->attempts, c->attempts == 1 ? "" : "s", timeout, (unsigned)c->limit,
+            duration, (unsigned long long)c->seed);
+    fprintf(f, "%-24s %31s\n", "", "goodput, requests/s");
+    fprintf(f, "%-24s %9s %10s %10s   %9s   %s\n", "policy", "run", "brownout", "after",
+            "p99 (ms)", "recovered");
+    for (size_t i = 0; i < n; i++) {
+        resil__sim_after a = resil__sim_after_outage(c, &r[i]);
+        char rec[64];
+        resil__sim_recovery_text(c, &r[i], rec, sizeof rec);
+        fprintf(f, "%-24s %9.1f %10.1f %10.1f   %9.0f   %s\n", r[i].policy.name, r[i].goodput,
+                r[i].outage_goodput, a.goodput, r[i].p99_ms, rec);
+    }
+}
+
 static void text_layers(FILE *f, const resil_sim_config *c, const resil_sim_result *r, size_t n)
 {
     uint32_t at = resil__sim_budget_layer(c);
@@ -172,6 +199,9 @@ int resil_sim_write_text(FILE *f, const resil_sim_config *c, const resil_sim_res
         break;
     case RESIL_SIM_LAYERS:
         text_layers(f, c, r, n);
+        break;
+    case RESIL_SIM_BROWNOUT:
+        text_brownout(f, c, r, n);
         break;
     default:
         text_stack(f, c, r, n);
@@ -236,6 +266,9 @@ static void json_stack(FILE *f, const resil_sim_config *c, const resil_sim_resul
     json_field(f, "after_offered_per_s", a.offered);
     json_field(f, "after_goodput_per_s", a.goodput);
     json_field(f, "after_retries_per_s", a.retries);
+    json_field(f, "goodput_per_s", r->goodput);
+    json_field(f, "outage_goodput_per_s", r->outage_goodput);
+    json_field(f, "p99_ms", r->p99_ms);
     fprintf(f, ",\"recovered\":%s", r->recovered_runs == r->runs ? "true" : "false");
     json_field(f, "recovered_runs", r->recovered_runs);
     if (r->recovered_runs > 0)

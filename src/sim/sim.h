@@ -24,8 +24,20 @@ typedef enum resil_sim_scenario {
     RESIL_SIM_OCC,        /* Brooker's optimistic-concurrency contention */
     RESIL_SIM_FAILOVER,   /* a dependency down for a while under layered retries */
     RESIL_SIM_METASTABLE, /* Bronson et al.'s retry-sustained overload */
-    RESIL_SIM_LAYERS      /* amplification arithmetic of nested retries */
+    RESIL_SIM_LAYERS,     /* amplification arithmetic of nested retries */
+    RESIL_SIM_BROWNOUT    /* a dependency's capacity halves for a while under open-loop load */
 } resil_sim_scenario;
+
+/* A concurrency limit in front of each layer's calls: the library's
+ * adaptive limiter, fixed (static: floor = ceiling = --limit) or learning
+ * with one of its estimators from --limit. */
+typedef enum resil_sim_limit {
+    RESIL_SIM_LIMIT_NONE = 0,
+    RESIL_SIM_LIMIT_STATIC,
+    RESIL_SIM_LIMIT_VEGAS,
+    RESIL_SIM_LIMIT_GRADIENT,
+    RESIL_SIM_LIMIT_AIMD
+} resil_sim_limit;
 
 /* How a policy waits between attempts. DEFAULT is the scenario's naive wait
  * (exponential without jitter; immediately for metastable). */
@@ -41,9 +53,10 @@ typedef enum resil_sim_wait {
 /*
  * A policy is written "part+part+…": at most one wait (none, exponential,
  * full, equal, decorrelated), optionally `noretry`, at most one budget
- * (tokens, quota, ratio) and optionally `breaker`; `naive` alone is the
- * scenario's plain policy. "full+tokens" = full jitter with a gRPC-style
- * token budget.
+ * (tokens, quota, ratio), optionally `breaker`, at most one limit (static,
+ * vegas, gradient, aimd) and optionally `throttle` (client-side adaptive
+ * throttling); `naive` alone is the scenario's plain policy. "full+tokens"
+ * = full jitter with a gRPC-style token budget.
  */
 typedef struct resil_sim_policy {
     char name[48];
@@ -52,6 +65,8 @@ typedef struct resil_sim_policy {
     bool has_budget;
     resil_budget_model budget;
     bool breaker;
+    resil_sim_limit limit;
+    bool throttle;
 } resil_sim_policy;
 
 #define RESIL_SIM_MAX_POLICIES 16
@@ -85,6 +100,8 @@ typedef struct resil_sim_config {
     resil_duration latency;  /* the dependency's answer below capacity */
     double slowdown;         /* metastable: latency multiplier above capacity */
     resil_duration timeout;  /* the innermost layer's attempt timeout; 0 = none */
+    /* brownout */
+    uint32_t limit;          /* a static limit, and where adaptive ones start (40) */
 } resil_sim_config;
 
 /* Fill the documented defaults of a scenario, with its default policies. */
@@ -130,6 +147,9 @@ typedef struct resil_sim_result {
     double after_multiplier;   /* after the outage ends */
     uint32_t recovered_runs;   /* runs that recovered before the end */
     double recovery_s;         /* mean time from outage end to recovery */
+    double goodput;            /* user requests succeeded per second, over the run */
+    double outage_goodput;     /* the same while the outage (brownout) lasts */
+    double p99_ms;             /* 99th percentile latency of succeeded requests */
     resil_sim_series series;   /* owned */
 } resil_sim_result;
 

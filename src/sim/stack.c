@@ -20,6 +20,16 @@
  * trigger: the caller's timeout ends the attempt). Knowing the outcome at
  * arrival means one event per dependency call, whatever the timeout.
  *
+ * The brownout's dependency is a pool of capacity × latency workers
+ * serving a FIFO queue: a call starts on the first worker free and takes
+ * `latency`, twice that while the brownout lasts (half the capacity). A
+ * caller gives up at its timeout, but the worker still spends the time: work
+ * nobody waits for anymore, which is how a queue in front of a slow
+ * dependency turns into an outage. Concurrency limits (the library's
+ * adaptive limiter, static or learning) and client-side throttling (the
+ * library's throttle) guard each layer's calls as the breaker does, on the
+ * same virtual clock.
+ *
  * Calls live in a pool that grows by doubling and is reused; a run in
  * steady state allocates nothing per request.
  */
@@ -38,6 +48,7 @@ enum { ARRIVAL, ATTEMPT_DONE, RETRY };
 #define SLOT_WIDTH RESIL_MS(10) /* WINDOW_SLOTS × SLOT_WIDTH = 1 s */
 #define PROGRESS_SLICES 100
 #define HEALTHY_SUCCESS_RATIO 0.95
+#define LATENCY_BUCKETS 60000 /* 1 ms each; the last holds everything slower */
 
 typedef struct call {
     resil_retry retry;
@@ -45,8 +56,10 @@ typedef struct call {
     uint32_t root;   /* the user request this call serves */
     uint32_t layer;  /* 0 = outermost */
     uint32_t calls;  /* at the root: dependency calls caused so far */
+    resil_instant started; /* at the root: when the user request arrived */
     resil_kind outcome; /* the pending dependency call's outcome */
     bool admitted;      /* the layer's breaker let the current attempt run */
+    bool throttled_in;  /* the layer's throttle admitted it: record its verdict */
 } call;
 
 /* The dependency's load: calls received over the trailing second. */
@@ -78,15 +91,21 @@ typedef struct stack_model {
     resil_retry_policy policy[MAX_LAYERS];
     resil_budget *budget[MAX_LAYERS];
     resil_breaker *breaker[MAX_LAYERS];
-    /* the pool of calls; with breakers, each call's current permit */
+    resil_limiter *limiter[MAX_LAYERS];
+    resil_throttle *throttle[MAX_LAYERS];
+    /* the pool of calls; with breakers and limits, each call's current permit */
     call *calls;
     resil_breaker_permit *permits;
+    resil_limiter_ticket *tickets;
     uint32_t *free_list;
     uint32_t nfree, cap;
     /* the dependency */
     window win;
     resil_instant down_from, down_until;
-    bool down_hangs, overload_fails;
+    bool down_hangs, overload_fails, queues;
+    resil_instant *worker_free; /* brownout: when each worker is next free */
+    uint32_t workers;
+    uint64_t *latency_ms;       /* succeeded requests by latency, every run */
     /* load */
     resil_duration period;
     uint64_t limit, started;
@@ -94,7 +113,7 @@ typedef struct stack_model {
     size_t nbins;
     resil_sim_series s;
     uint64_t dep_calls, requests, succeeded, max_calls;
-    resil_outcome ok, unavailable, timed_out, rejected;
+    resil_outcome ok, unavailable, timed_out, rejected, limited, throttled;
 } stack_model;
 
 /* ---- the pool of calls ---------------------------------------------------- */
@@ -119,6 +138,12 @@ static int pool_grow(stack_model *m)
         if (permits == NULL)
             return RESIL_ENOMEM;
         m->permits = permits;
+    }
+    if (m->pol->limit != RESIL_SIM_LIMIT_NONE) {
+        resil_limiter_ticket *tickets = realloc(m->tickets, (size_t)cap * sizeof *tickets);
+        if (tickets == NULL)
+            return RESIL_ENOMEM;
+        m->tickets = tickets;
     }
     for (uint32_t i = cap; i > m->cap; i--)
         m->free_list[m->nfree++] = i - 1;
@@ -191,6 +216,21 @@ static bool is_down(const stack_model *m, resil_instant t)
     return t >= m->down_from && t < m->down_until;
 }
 
+/* Brownout: the call waits for the first free worker, which serves it in
+ * `latency`, twice that in the brownout; how long until it is answered. */
+static resil_duration queue_for_worker(stack_model *m, resil_instant now)
+{
+    uint32_t first = 0;
+    for (uint32_t i = 1; i < m->workers; i++) {
+        if (m->worker_free[i] < m->worker_free[first])
+            first = i;
+    }
+    resil_instant start = m->worker_free[first] > now ? m->worker_free[first] : now;
+    resil_duration service = resil_dur_mul(m->cfg->latency, is_down(m, start) ? 2.0 : 1.0);
+    m->worker_free[first] = resil_dur_add(start, service);
+    return resil_dur_sub(m->worker_free[first], now);
+}
+
 /* The dependency receives a call now: decide when and how it ends. */
 static void dependency_call(stack_model *m, uint32_t ci)
 {
@@ -204,7 +244,9 @@ static void dependency_call(stack_model *m, uint32_t ci)
 
     resil_kind kind = RESIL_SUCCESS;
     resil_duration took = c->latency;
-    if (is_down(m, now)) {
+    if (m->queues) {
+        took = queue_for_worker(m, now);
+    } else if (is_down(m, now)) {
         kind = m->down_hangs ? RESIL_TIMEOUT : RESIL_TRANSIENT;
         took = m->down_hangs ? RESIL_DURATION_MAX : c->latency;
     } else if ((double)load >= c->capacity) {
@@ -236,6 +278,7 @@ static void call_start(stack_model *m, uint32_t layer, uint32_t parent, uint32_t
     c->root = parent == NO_CALL ? ci : root;
     c->layer = layer;
     c->calls = 0;
+    c->started = resil__sim_now(&m->engine);
     resil_retry_begin(&c->retry, &m->policy[layer], resil__sim_now(&m->engine),
                       RESIL_INSTANT_MAX, true);
     attempt(m, ci);
@@ -245,6 +288,9 @@ static void attempt(stack_model *m, uint32_t ci)
 {
     call *c = &m->calls[ci];
     resil_retry_before_attempt(&c->retry, false);
+    c->throttled_in = false;
+    if (m->limiter[c->layer] != NULL)
+        m->tickets[ci].owner = NULL; /* no permit until the limiter grants one */
     resil_breaker *b = m->breaker[c->layer];
     if (b != NULL && resil_breaker_acquire(b, &m->permits[ci]) == RESIL_EREJECTED) {
         c->admitted = false;
@@ -252,17 +298,34 @@ static void attempt(stack_model *m, uint32_t ci)
         return;
     }
     c->admitted = true;
+    resil_instant now = resil__sim_now(&m->engine);
+    resil_throttle *t = m->throttle[c->layer];
+    if (t != NULL && resil_throttle_admit_at(t, now) == RESIL_EREJECTED) {
+        finish_attempt(m, ci, &m->throttled);
+        return;
+    }
+    c->throttled_in = t != NULL;
+    resil_limiter *l = m->limiter[c->layer];
+    if (l != NULL && resil_limiter_try_acquire_at(l, now, &m->tickets[ci]) != 0) {
+        c->throttled_in = false; /* never sent: not a request the backend saw */
+        finish_attempt(m, ci, &m->limited);
+        return;
+    }
     if (c->layer + 1 < m->layers)
         call_start(m, c->layer + 1, ci, c->root);
     else
         dependency_call(m, ci);
 }
 
-static void user_request_done(stack_model *m, bool ok, uint32_t calls)
+static void user_request_done(stack_model *m, bool ok, uint32_t calls, resil_instant started)
 {
     count(m, ok ? m->s.goodput : m->s.failed);
-    if (ok)
+    if (ok) {
         m->succeeded++;
+        resil_duration took = resil_dur_sub(resil__sim_now(&m->engine), started);
+        int64_t ms = took / RESIL_MS(1);
+        m->latency_ms[ms < LATENCY_BUCKETS - 1 ? ms : LATENCY_BUCKETS - 1]++;
+    }
     if (calls > m->max_calls)
         m->max_calls = calls;
 }
@@ -271,9 +334,10 @@ static void call_end(stack_model *m, uint32_t ci, bool ok)
 {
     uint32_t parent = m->calls[ci].parent;
     uint32_t calls = m->calls[ci].calls;
+    resil_instant started = m->calls[ci].started;
     pool_give(m, ci);
     if (parent == NO_CALL) {
-        user_request_done(m, ok, calls);
+        user_request_done(m, ok, calls, started);
         return;
     }
     /* A service whose own call failed answers its caller with a 503. */
@@ -284,9 +348,14 @@ static void finish_attempt(stack_model *m, uint32_t ci, const resil_outcome *o)
 {
     call *c = &m->calls[ci];
     resil_breaker *b = m->breaker[c->layer];
+    resil_instant now = resil__sim_now(&m->engine);
     if (b != NULL && c->admitted)
         resil_breaker_record(b, &m->permits[ci], resil_breaker_classify_default(o, NULL, NULL));
-    resil_instant now = resil__sim_now(&m->engine);
+    resil_verdict v = o->kind == RESIL_SUCCESS ? RESIL_BREAKER_SUCCESS : RESIL_BREAKER_FAILURE;
+    if (m->limiter[c->layer] != NULL)
+        resil_limiter_release_at(&m->tickets[ci], v, now); /* harmless when never taken */
+    if (c->throttled_in)
+        resil_throttle_record_at(m->throttle[c->layer], v, now);
     resil_retry_decision d =
         resil_retry_after_attempt(&c->retry, NULL, o, now, resil__sim_rng(&m->rand));
     if (d.stop == RESIL_STOP_NONE) {
@@ -369,6 +438,10 @@ static void free_guards(stack_model *m)
         m->policy[l].budget = NULL;
         resil_breaker_free(m->breaker[l]);
         m->breaker[l] = NULL;
+        resil_limiter_free(m->limiter[l]);
+        m->limiter[l] = NULL;
+        resil_throttle_free(m->throttle[l]);
+        m->throttle[l] = NULL;
     }
 }
 
@@ -393,9 +466,43 @@ static int make_breaker(stack_model *m, uint32_t layer, resil_err *err)
     return resil_breaker_new(&o, &m->breaker[layer], err);
 }
 
+static const resil_limit_algorithm algorithm_of[] = {
+    [RESIL_SIM_LIMIT_STATIC] = RESIL_LIMIT_AIMD, /* never moves: floor = ceiling */
+    [RESIL_SIM_LIMIT_VEGAS] = RESIL_LIMIT_VEGAS,
+    [RESIL_SIM_LIMIT_GRADIENT] = RESIL_LIMIT_GRADIENT,
+    [RESIL_SIM_LIMIT_AIMD] = RESIL_LIMIT_AIMD,
+};
+
+/* The library's adaptive limiter with its defaults, starting at --limit (a
+ * static one stays there), rejecting at once rather than queueing. */
+static int make_limiter(stack_model *m, uint32_t layer, resil_err *err)
+{
+    resil_limiter_opts o;
+    resil_limiter_opts_default(&o, algorithm_of[m->pol->limit]);
+    int32_t start = (int32_t)m->cfg->limit;
+    o.initial_limit = start;
+    if (o.max_limit < start)
+        o.max_limit = start;
+    if (m->pol->limit == RESIL_SIM_LIMIT_STATIC)
+        o.min_limit = o.max_limit = start;
+    o.clock = resil__sim_clock_of(&m->engine);
+    return resil_limiter_new(&o, &m->limiter[layer], err);
+}
+
+/* The SRE book's throttle with the library's defaults (K = 2 over two
+ * minutes), its draws seeded from the run so a seed replays it. */
+static int make_throttle(stack_model *m, uint32_t layer, uint64_t run, resil_err *err)
+{
+    resil_throttle_opts o;
+    resil_throttle_opts_default(&o);
+    o.clock = resil__sim_clock_of(&m->engine);
+    o.seed = (m->cfg->seed * 1000003u + run) * 16u + layer + 1u;
+    return resil_throttle_new(&o, &m->throttle[layer], err);
+}
+
 /* Fresh budgets and breakers per run: a run must not inherit the last
  * one's tokens or state. */
-static int make_guards(stack_model *m, resil_err *err)
+static int make_guards(stack_model *m, uint64_t run, resil_err *err)
 {
     for (uint32_t l = 0; l < m->layers; l++) {
         int rc = 0;
@@ -403,6 +510,10 @@ static int make_guards(stack_model *m, resil_err *err)
             rc = make_budget(m, l, err);
         if (rc == 0 && m->pol->breaker)
             rc = make_breaker(m, l, err);
+        if (rc == 0 && m->pol->limit != RESIL_SIM_LIMIT_NONE)
+            rc = make_limiter(m, l, err);
+        if (rc == 0 && m->pol->throttle)
+            rc = make_throttle(m, l, run, err);
         if (rc != 0)
             return rc;
     }
@@ -422,6 +533,8 @@ static void start_run(stack_model *m, uint64_t run)
     resil__sim_engine_reset(&m->engine);
     resil__sim_rand_init(&m->rand, m->cfg->seed, run);
     memset(&m->win, 0, sizeof m->win);
+    for (uint32_t i = 0; i < m->workers; i++)
+        m->worker_free[i] = 0;
     pool_reset(m);
     clear_series(m);
     m->started = 0;
@@ -533,9 +646,40 @@ static void multipliers(const resil_sim_config *c, resil_sim_result *out)
     out->after_multiplier = ratio(off_after, arr_after);
 }
 
-static void finish(const resil_sim_config *c, resil_sim_result *out)
+/* The 99th percentile of succeeded requests' latency, to the millisecond
+ * above it (a request of 150.4 ms counts as 151 ms). */
+static double p99_ms(const uint64_t *latency_ms)
+{
+    uint64_t total = 0, seen = 0;
+    for (size_t i = 0; i < LATENCY_BUCKETS; i++)
+        total += latency_ms[i];
+    if (total == 0)
+        return 0;
+    uint64_t rank = (total * 99 + 99) / 100; /* ceil(0.99 · total) */
+    for (size_t i = 0; i < LATENCY_BUCKETS; i++) {
+        seen += latency_ms[i];
+        if (seen >= rank)
+            return (double)(i + 1);
+    }
+    return LATENCY_BUCKETS;
+}
+
+/* Succeeded requests per second over the bins the outage covers. */
+static double outage_goodput(const resil_sim_config *c, const resil_sim_series *s)
+{
+    size_t from = (size_t)(c->outage_start / c->bin), to = outage_end_bin(c);
+    double sum = 0;
+    size_t bins = 0;
+    for (size_t b = from; b < to && b < s->nbins; b++, bins++)
+        sum += s->goodput[b];
+    return ratio(sum, (double)bins * ((double)c->bin / 1e9));
+}
+
+static void finish(const resil_sim_config *c, const uint64_t *latency_ms, resil_sim_result *out)
 {
     double runs = (double)c->runs;
+    out->goodput = out->succeeded / runs / ((double)c->duration / 1e9);
+    out->p99_ms = p99_ms(latency_ms);
     out->calls_per_request = ratio(out->calls_per_request, out->requests);
     out->requests /= runs;
     out->succeeded /= runs;
@@ -547,8 +691,10 @@ static void finish(const resil_sim_config *c, resil_sim_result *out)
         for (size_t b = 0; b < out->series.nbins; b++)
             (*col[i])[b] /= runs;
     }
-    if (c->scenario != RESIL_SIM_LAYERS)
+    if (c->scenario != RESIL_SIM_LAYERS) {
         multipliers(c, out);
+        out->outage_goodput = outage_goodput(c, &out->series);
+    }
 }
 
 /* ---- the entry point ------------------------------------------------------ */
@@ -592,6 +738,10 @@ static void configure(stack_model *m, const resil_sim_config *c, const resil_sim
     m->unavailable = resil_fail(RESIL_TRANSIENT, 503, "unavailable");
     m->timed_out = resil_fail(RESIL_TIMEOUT, 0, "attempt timed out");
     m->rejected = resil_fail(RESIL_REJECTED, RESIL_EREJECTED, "circuit open");
+    m->limited = resil_fail(RESIL_REJECTED, RESIL_EREJECTED, "adaptive limit reached");
+    m->throttled = resil_fail(RESIL_REJECTED, RESIL_EREJECTED, "throttled");
+    m->queues = c->scenario == RESIL_SIM_BROWNOUT;
+    m->workers = m->queues ? (uint32_t)(c->capacity * (double)c->latency / 1e9) : 0;
     m->down_hangs = c->scenario == RESIL_SIM_METASTABLE;
     m->overload_fails = c->scenario != RESIL_SIM_METASTABLE;
     m->down_from = c->outage_start;
@@ -605,12 +755,23 @@ static void configure(stack_model *m, const resil_sim_config *c, const resil_sim
                    : (size_t)((c->duration + c->bin - 1) / c->bin);
 }
 
+static int alloc_dependency(stack_model *m)
+{
+    m->latency_ms = calloc(LATENCY_BUCKETS, sizeof *m->latency_ms);
+    if (m->latency_ms == NULL)
+        return RESIL_ENOMEM;
+    if (m->workers == 0)
+        return 0;
+    m->worker_free = calloc(m->workers, sizeof *m->worker_free);
+    return m->worker_free == NULL ? RESIL_ENOMEM : 0;
+}
+
 static int run_all(stack_model *m, resil_sim_progress_fn progress, void *ud,
                    resil_sim_result *out, resil_err *err)
 {
     for (uint32_t run = 0; run < m->cfg->runs; run++) {
         start_run(m, run);
-        int rc = make_guards(m, err);
+        int rc = make_guards(m, run, err);
         if (rc == 0)
             rc = run_engine(m, progress, ud, run);
         free_guards(m);
@@ -641,6 +802,8 @@ int resil__sim_stack(const resil_sim_config *c, const resil_sim_policy *p,
     if (rc == 0)
         rc = pool_grow(&m);
     if (rc == 0)
+        rc = alloc_dependency(&m);
+    if (rc == 0)
         rc = run_all(&m, progress, ud, out, err);
     if (rc == RESIL_ENOMEM)
         resil_err_set(err, rc, "sim: out of memory");
@@ -649,8 +812,11 @@ int resil__sim_stack(const resil_sim_config *c, const resil_sim_policy *p,
                                "--rate or --duration",
                       (unsigned)RESIL__SIM_MAX_ID + 1);
     if (rc == 0)
-        finish(c, out);
+        finish(c, m.latency_ms, out);
     free_series(&m.s);
+    free(m.worker_free);
+    free(m.latency_ms);
+    free(m.tickets);
     resil__sim_engine_free(&m.engine);
     free(m.calls);
     free(m.free_list);

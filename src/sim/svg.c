@@ -242,10 +242,17 @@ static void panel(FILE *f, const resil_sim_config *c, const resil_sim_result *r,
     }
     char title[128], rec[64];
     resil__sim_recovery_text(c, r, rec, sizeof rec);
-    snprintf(title, sizeof title, "%s — %s", r->policy.name, rec);
+    if (c->scenario == RESIL_SIM_BROWNOUT)
+        snprintf(title, sizeof title, "%s — %.0f requests/s in the brownout, p99 %.0f ms, %s",
+                 r->policy.name, r->outage_goodput, r->p99_ms, rec);
+    else
+        snprintf(title, sizeof title, "%s — %s", r->policy.name, rec);
     text(f, p.x, top + 14, "start", 13, " font-weight=\"bold\"", title);
     y_axis(&p, p.log_y ? "per second (log scale)" : "per second");
-    outage_band(&p, c, c->scenario == RESIL_SIM_METASTABLE ? "trigger" : "outage");
+    outage_band(&p, c,
+                c->scenario == RESIL_SIM_METASTABLE ? "trigger"
+                : c->scenario == RESIL_SIM_BROWNOUT ? "half capacity"
+                                                    : "outage");
     double per_s = 1e9 / (double)s->bin;
     /* Retries are dashed over offered load: in a storm they nearly coincide. */
     line(&p, s, s->offered, per_s, COLOR_OFFERED, NULL);
@@ -267,6 +274,13 @@ static void svg_series(FILE *f, const resil_sim_config *c, const resil_sim_resul
                  "%u clients × %g/s, %u layers × %u attempts, capacity %g calls/s, seed %llu",
                  (unsigned)c->clients, c->rate, (unsigned)c->layers, (unsigned)c->attempts,
                  c->capacity, (unsigned long long)c->seed);
+    } else if (c->scenario == RESIL_SIM_BROWNOUT) {
+        snprintf(title, sizeof title, "resil sim brownout: the dependency's capacity halves");
+        snprintf(sub, sizeof sub,
+                 "%g requests/s, capacity %g/s (half in the band), timeout %.0f ms, limits "
+                 "from %u, seed %llu",
+                 c->rate, c->capacity, (double)c->timeout / 1e6, (unsigned)c->limit,
+                 (unsigned long long)c->seed);
     } else {
         snprintf(title, sizeof title, "resil sim metastable: a retry-sustained overload");
         snprintf(sub, sizeof sub,

@@ -1,8 +1,9 @@
 /*
  * test_stack.c — the service-stack scenarios: the amplification arithmetic
  * of nested retries (exact), the failover that a naive policy turns into an
- * incident, and Bronson et al.'s metastable failure, which only defenses that
- * cut the retry volume recover from.
+ * incident, Bronson et al.'s metastable failure, which only defenses that
+ * cut the retry volume recover from, and the brownout, where a dependency's
+ * capacity halves and concurrency limits and throttling are compared.
  */
 #include <math.h>
 
@@ -323,6 +324,109 @@ static void runs_are_averaged(void **state)
     resil_sim_result_free(&r);
 }
 
+/* Client-side throttling refuses locally once fewer than half the requests
+ * are accepted over its window: the retries' load falls and the database
+ * recovers, later than with a budget (the window remembers the storm). */
+static void metastable_recovers_with_adaptive_throttling(void **state)
+{
+    (void)state;
+    resil_sim_config c = metastable();
+    resil_sim_result r = run(&c, "throttle");
+    assert_int_equal(r.recovered_runs, 1);
+    assert_true(r.recovery_s > 2 && r.recovery_s <= 30);
+    for (size_t b = 55; b < r.series.nbins; b++)
+        assert_true(r.series.goodput[b] >= 250);
+    resil_sim_result_free(&r);
+}
+
+/* ---- brownout -------------------------------------------------------------- */
+
+static resil_sim_result brownout(const char *policy)
+{
+    resil_sim_config c;
+    resil_sim_config_default(&c, RESIL_SIM_BROWNOUT);
+    return run(&c, policy);
+}
+
+/* 150 requests/s against 100/s of capacity: the best any policy can do in
+ * the brownout is 100 requests/s. */
+#define HALF_CAPACITY 100.0
+
+static void brownout_without_a_limit_collapses_and_recovers_late(void **state)
+{
+    (void)state;
+    resil_sim_result r = brownout("naive");
+    assert_true(r.outage_goodput < 0.1 * HALF_CAPACITY); /* its queue outgrows the timeout */
+    assert_int_equal(r.recovered_runs, 1);
+    assert_true(r.recovery_s >= 20); /* the abandoned backlog drains first */
+    resil_sim_result_free(&r);
+}
+
+static void brownout_a_static_limit_keeps_the_halved_capacity_busy(void **state)
+{
+    (void)state;
+    resil_sim_result r = brownout("static");
+    assert_true(r.outage_goodput >= 0.99 * HALF_CAPACITY);
+    assert_near(r.p99_ms, 400, 1); /* 40 in flight at 100/s */
+    assert_int_equal(r.recovered_runs, 1);
+    assert_near(r.recovery_s, 0, 0);
+    resil_sim_result_free(&r);
+}
+
+/* The gradient estimator keeps the goodput of the static limit with a
+ * shorter queue. */
+static void brownout_gradient_limit_matches_the_goodput_with_a_lower_p99(void **state)
+{
+    (void)state;
+    resil_sim_result g = brownout("gradient"), s = brownout("static");
+    assert_true(g.outage_goodput >= 0.99 * HALF_CAPACITY);
+    assert_true(g.p99_ms < s.p99_ms);
+    assert_near(g.recovery_s, 0, 0);
+    resil_sim_result_free(&g);
+    resil_sim_result_free(&s);
+}
+
+/* Vegas keeps the queue short and pays in goodput: it backs off further
+ * than the halved capacity needs. */
+static void brownout_vegas_limit_trades_goodput_for_latency(void **state)
+{
+    (void)state;
+    resil_sim_result v = brownout("vegas"), s = brownout("static");
+    assert_true(v.p99_ms < s.p99_ms);
+    assert_true(v.outage_goodput < 0.9 * HALF_CAPACITY);
+    assert_true(v.outage_goodput > 0.75 * HALF_CAPACITY);
+    assert_int_equal(v.recovered_runs, 1);
+    assert_true(v.recovery_s <= 3);
+    resil_sim_result_free(&v);
+    resil_sim_result_free(&s);
+}
+
+/* AIMD without a latency threshold learns only from drops (timeouts): it
+ * grows its limit until the queue is long, as loss-based TCP fills buffers. */
+static void brownout_aimd_limit_grows_the_queue_until_calls_time_out(void **state)
+{
+    (void)state;
+    resil_sim_result a = brownout("aimd"), s = brownout("static");
+    assert_true(a.outage_goodput >= 0.99 * HALF_CAPACITY);
+    assert_true(a.p99_ms > s.p99_ms);
+    resil_sim_result_free(&a);
+    resil_sim_result_free(&s);
+}
+
+/* Throttling learns from refusals; a dependency that queues instead of
+ * refusing answers with timeouts once its queue is already too long, and
+ * two minutes of healthy history keep the throttle open meanwhile. */
+static void brownout_throttling_does_not_protect_a_queueing_dependency(void **state)
+{
+    (void)state;
+    resil_sim_result t = brownout("throttle"), n = brownout("naive");
+    assert_true(t.outage_goodput < 0.1 * HALF_CAPACITY);
+    assert_int_equal(t.recovered_runs, 1);
+    assert_true(t.recovery_s > n.recovery_s);
+    resil_sim_result_free(&t);
+    resil_sim_result_free(&n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +453,13 @@ int main(void)
         cmocka_unit_test(metastable_recovers_with_a_quota_budget_when_its_burst_fits_the_headroom),
         cmocka_unit_test(metastable_recovers_with_a_breaker),
         cmocka_unit_test(metastable_without_the_trigger_never_fails),
+        cmocka_unit_test(metastable_recovers_with_adaptive_throttling),
+        cmocka_unit_test(brownout_without_a_limit_collapses_and_recovers_late),
+        cmocka_unit_test(brownout_a_static_limit_keeps_the_halved_capacity_busy),
+        cmocka_unit_test(brownout_gradient_limit_matches_the_goodput_with_a_lower_p99),
+        cmocka_unit_test(brownout_vegas_limit_trades_goodput_for_latency),
+        cmocka_unit_test(brownout_aimd_limit_grows_the_queue_until_calls_time_out),
+        cmocka_unit_test(brownout_throttling_does_not_protect_a_queueing_dependency),
         cmocka_unit_test(the_same_seed_gives_the_same_series),
         cmocka_unit_test(runs_are_averaged),
     };
