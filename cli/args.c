@@ -139,6 +139,17 @@ int args_double(const args *a, const char *option, const char *text,
     return 0;
 }
 
+int args_rate(const args *a, const char *option, const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!decimal_text(text) || end == text || *end != '\0' || !(v >= 0 && v <= 1))
+        return args_reject(a, option, "a rate in [0, 1]", text);
+    *out = v;
+    return 0;
+}
+
 int args_duration(const args *a, const char *option, const char *text,
                   bool positive, resil_duration *out)
 {

@@ -63,6 +63,8 @@ int args_uint64(const args *a, const char *option, const char *text,
                 uint64_t min, uint64_t max, uint64_t *out);
 int args_double(const args *a, const char *option, const char *text,
                 double min, double *out);
+/* A share in [0, 1], written as a decimal number ("0.2", "1"). */
+int args_rate(const args *a, const char *option, const char *text, double *out);
 /* A duration ("250ms", "2s", "1m30s"); `positive` rejects 0. */
 int args_duration(const args *a, const char *option, const char *text,
                   bool positive, resil_duration *out);

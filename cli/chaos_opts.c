@@ -27,16 +27,6 @@ void chaos_opts_default(chaos_opts *c)
     c->latency_rate = -1;
 }
 
-static int parse_rate(const args *a, const char *option, const char *text, double *out)
-{
-    char *end;
-    double r = strtod(text, &end);
-    if (end == text || *end != '\0' || !(r >= 0 && r <= 1))
-        return args_reject(a, option, "a rate in [0, 1]", text);
-    *out = r;
-    return 0;
-}
-
 static int parse_latency(chaos_opts *c, const args *a, const char *text)
 {
     const char *colon = strchr(text, ':');
@@ -44,7 +34,7 @@ static int parse_latency(chaos_opts *c, const args *a, const char *text)
     if (colon == NULL || (size_t)(colon - text) >= sizeof rate)
         return args_reject(a, "--chaos-latency", "RATE:DURATION, such as 0.1:2s", text);
     snprintf(rate, sizeof rate, "%.*s", (int)(colon - text), text);
-    if (parse_rate(a, "--chaos-latency", rate, &c->latency_rate) != 0)
+    if (args_rate(a, "--chaos-latency", rate, &c->latency_rate) != 0)
         return RESIL_EINVAL;
     return args_duration(a, "--chaos-latency", colon + 1, false, &c->latency);
 }
@@ -56,7 +46,7 @@ int chaos_opts_parse(chaos_opts *c, args *a)
     const char *v;
     int m;
     if ((m = args_match(a, "--chaos-fail", NULL, &v)) != 0)
-        return m < 0 ? m : consumed(parse_rate(a, "--chaos-fail", v, &c->fail_rate));
+        return m < 0 ? m : consumed(args_rate(a, "--chaos-fail", v, &c->fail_rate));
     if ((m = args_match(a, "--chaos-latency", NULL, &v)) != 0)
         return m < 0 ? m : consumed(parse_latency(c, a, v));
     if ((m = args_match(a, "--chaos-seed", NULL, &v)) != 0)

@@ -73,6 +73,23 @@ static void doubles_are_decimal_and_finite(void **state)
     }
 }
 
+static void rates_are_decimal_shares_in_0_to_1(void **state)
+{
+    (void)state;
+    quiet_args q;
+    quiet(&q);
+    double d;
+    assert_int_equal(args_rate(&q.a, "--chaos-fail", "0.25", &d), 0);
+    assert_near(d, 0.25, 0);
+    assert_int_equal(args_rate(&q.a, "--chaos-fail", "1", &d), 0);
+    assert_near(d, 1, 0);
+    const char *bad[] = {"0x1p-1", " 0.5", "nan", "inf", "1.5", "-0.1", "", "0.5 ", "."};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(args_rate(&q.a, "--chaos-fail", bad[i], &d), RESIL_EINVAL);
+        assert_non_null(strstr(q.err.message, "--chaos-fail must be a rate in [0, 1]"));
+    }
+}
+
 static void exit_codes_are_a_comma_list_in_1_to_255(void **state)
 {
     (void)state;
@@ -98,6 +115,7 @@ int main(void)
         cmocka_unit_test(args_init_reports_on_stderr),
         cmocka_unit_test(whole_numbers_are_digits_that_fit),
         cmocka_unit_test(doubles_are_decimal_and_finite),
+        cmocka_unit_test(rates_are_decimal_shares_in_0_to_1),
         cmocka_unit_test(exit_codes_are_a_comma_list_in_1_to_255),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
