@@ -36,7 +36,7 @@ static int parse_latency(chaos_opts *c, const args *a, const char *text)
     snprintf(rate, sizeof rate, "%.*s", (int)(colon - text), text);
     if (args_rate(a, "--chaos-latency", rate, &c->latency_rate) != 0)
         return RESIL_EINVAL;
-    return args_duration(a, "--chaos-latency", colon + 1, false, &c->latency);
+    return args_duration(a, "--chaos-latency", colon + 1, true, &c->latency);
 }
 
 static int consumed(int rc) { return rc < 0 ? rc : 1; }

@@ -73,6 +73,11 @@ static void a_bad_chaos_value_is_named(void **state)
     assert_int_equal(r.status, 125);
     assert_contains(r.err, "--chaos-latency must be RATE:DURATION, such as 0.1:2s, got '0.1'");
     cli_result_free(&r);
+    /* a wait of nothing is no latency injection (the library refuses it) */
+    cli_run(&r, dir, NULL, "run", "--chaos-latency", "1:0", "--", "true", NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "--chaos-latency must be a duration greater than 0, got '0'");
+    cli_result_free(&r);
 }
 
 /* ---- retrying and classification ---------------------------------------- */

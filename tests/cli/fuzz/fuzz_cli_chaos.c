@@ -8,7 +8,7 @@
  *
  * The properties: a rejection is RESIL_EINVAL with a message naming a
  * --chaos- option, in args.err, never on stderr; what is accepted is within
- * the documented bounds (rates in [0, 1], a duration >= 0, a seed >= 1);
+ * the documented bounds (rates in [0, 1], a duration > 0, a seed >= 1);
  * printed back as options (rates to 17 digits, the duration in the parser's
  * own units) it parses to the very same values; and the finished strategies
  * build, and run an attempt to a success or the injected fault.
@@ -69,8 +69,7 @@ static void check_bounds(const chaos_opts *c)
 {
     check(c->fail_rate == -1 || (c->fail_rate >= 0 && c->fail_rate <= 1));
     check(c->latency_rate == -1 || (c->latency_rate >= 0 && c->latency_rate <= 1));
-    check(c->latency >= 0);
-    check(c->latency_rate >= 0 || c->latency == 0);
+    check(c->latency_rate >= 0 ? c->latency > 0 : c->latency == 0);
 }
 
 /* The options as words, parsed again: the same values. */
