@@ -22,6 +22,7 @@
  *   resil_breaker_state{pipeline,breaker}                  gauge (0 closed, 1 open,
  *                                                          2 half-open, 3 isolated, 4 disabled)
  *   resil_bulkhead_in_flight{pipeline} / resil_bulkhead_queued{pipeline}  gauges
+ *   resil_adaptive_limit{pipeline}                         gauge (the learned limit)
  *
  * Counters and histograms are fed by events into a table allocated when
  * the sink is made, so recording never allocates; gauges are read from the
@@ -32,6 +33,7 @@
 
 #include <stdio.h>
 
+#include "adaptive.h"
 #include "breaker.h"
 #include "bulkhead.h"
 #include "degrade.h"
@@ -189,14 +191,16 @@ RESIL_API void resil_metrics_on_event(const resil_event *ev, void *ud);
 
 /* Gauges read at write time. `owner` groups watches for unwatch (a
  * pipeline watches its own strategies and unwatches them when freed). A
- * watched breaker is retained; a watched bulkhead or registry must outlive
- * its watch. Errors: RESIL_EINVAL, RESIL_ENOMEM. */
+ * watched breaker is retained; a watched bulkhead, adaptive limiter or
+ * registry must outlive its watch. Errors: RESIL_EINVAL, RESIL_ENOMEM. */
 RESIL_API int resil_metrics_watch_breaker(resil_metrics *m, const char *pipeline,
                                           resil_breaker *b, const void *owner);
 RESIL_API int resil_metrics_watch_registry(resil_metrics *m, const char *pipeline,
                                            resil_registry *r, const void *owner);
 RESIL_API int resil_metrics_watch_bulkhead(resil_metrics *m, const char *pipeline,
                                            resil_bulkhead *b, const void *owner);
+RESIL_API int resil_metrics_watch_limiter(resil_metrics *m, const char *pipeline,
+                                          resil_limiter *l, const void *owner);
 RESIL_API void resil_metrics_unwatch(resil_metrics *m, const void *owner);
 
 /* The count of one event series (0 if never seen). */

@@ -37,7 +37,7 @@ typedef struct series {
     uint64_t *buckets; /* histograms: per-bucket counts, not cumulative */
 } series;
 
-typedef enum watch_kind { W_BREAKER, W_REGISTRY, W_BULKHEAD } watch_kind;
+typedef enum watch_kind { W_BREAKER, W_REGISTRY, W_BULKHEAD, W_LIMITER } watch_kind;
 
 typedef struct watch {
     watch_kind kind;
@@ -339,6 +339,12 @@ int resil_metrics_watch_bulkhead(resil_metrics *m, const char *pipeline, resil_b
     return add_watch(m, W_BULKHEAD, pipeline, b, owner);
 }
 
+int resil_metrics_watch_limiter(resil_metrics *m, const char *pipeline, resil_limiter *l,
+                                const void *owner)
+{
+    return add_watch(m, W_LIMITER, pipeline, l, owner);
+}
+
 void resil_metrics_unwatch(resil_metrics *m, const void *owner)
 {
     if (m == NULL)
@@ -596,6 +602,19 @@ static void emit_registry_states(writer *w, const watch *x)
     free(entries);
 }
 
+/* Caller holds m->mu. */
+static void emit_limiter_gauges(writer *w, const resil_metrics *m)
+{
+    if (!any_watch(m, W_LIMITER))
+        return;
+    emit_family(w, "resil_adaptive_limit", "gauge",
+                "The concurrency limit an adaptive limiter has learned.");
+    for (const watch *x = m->watches; x != NULL; x = x->next)
+        if (x->kind == W_LIMITER)
+            emit_gauge(w, "resil_adaptive_limit", x->pipeline, NULL, NULL,
+                       resil_limiter_limit(x->object));
+}
+
 /* Caller holds m->mu: watches cannot go away while they are read. The
  * writer here only appends to memory. */
 static void emit_gauges(writer *w, const resil_metrics *m)
@@ -611,6 +630,7 @@ static void emit_gauges(writer *w, const resil_metrics *m)
         else if (x->kind == W_REGISTRY)
             emit_registry_states(w, x);
     }
+    emit_limiter_gauges(w, m);
     if (!any_watch(m, W_BULKHEAD))
         return;
     emit_family(w, "resil_bulkhead_in_flight", "gauge", "Calls running inside the bulkhead.");

@@ -732,6 +732,8 @@ static int watch_gauges(resil_pipeline *p, resil_err *err)
             rc = resil_metrics_watch_registry(p->metrics, p->name, n->registry, p);
         else if (n->kind == RESIL_STRATEGY_BULKHEAD)
             rc = resil_metrics_watch_bulkhead(p->metrics, p->name, n->bulkhead, p);
+        else if (n->kind == RESIL_STRATEGY_ADAPTIVE_LIMITER)
+            rc = resil_metrics_watch_limiter(p->metrics, p->name, n->limiter, p);
     }
     if (rc != 0)
         return resil_err_set(err, rc, "pipeline: cannot watch gauges (%s)", resil_strerror(rc));

@@ -621,6 +621,36 @@ static void concurrent_recording_loses_nothing(void **state)
     resil_metrics_free(m);
 }
 
+/* A pipeline's adaptive limiter is watched: its learned limit is a gauge
+ * read at write time, gone with the pipeline. */
+static void a_pipelines_adaptive_limit_is_a_gauge(void **state)
+{
+    (void)state;
+    resil_metrics *m;
+    assert_int_equal(resil_metrics_new(NULL, &m, NULL), 0);
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("orders", &b, NULL), 0);
+    resil_pipeline_builder_metrics(b, m);
+    resil_limiter_opts lo;
+    resil_limiter_opts_default(&lo, RESIL_LIMIT_AIMD);
+    lo.initial_limit = 7;
+    resil_pipeline_add_adaptive_limiter(b, &lo);
+    resil_pipeline *pl;
+    assert_int_equal(resil_pipeline_build(b, &pl, NULL), 0);
+    resil_pipeline_builder_free(b);
+    exposition *e = malloc(sizeof *e);
+    char *text = scrape(m, e);
+    assert_non_null(strstr(text, "# TYPE resil_adaptive_limit gauge\n"
+                                 "resil_adaptive_limit{pipeline=\"orders\"} 7\n"));
+    free(text);
+    resil_pipeline_free(pl);
+    text = scrape(m, e);
+    assert_null(strstr(text, "resil_adaptive_limit"));
+    free(text);
+    free(e);
+    resil_metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -634,6 +664,7 @@ int main(void)
         cmocka_unit_test(writer_errors_stop_the_write),
         cmocka_unit_test(options_are_checked_by_name),
         cmocka_unit_test(concurrent_recording_loses_nothing),
+        cmocka_unit_test(a_pipelines_adaptive_limit_is_a_gauge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
