@@ -185,18 +185,26 @@ static void *wait_for_permit(void *p)
     return NULL;
 }
 
+/* A limit of 1 taken by `held`, and another thread queued behind it. */
+static pthread_t one_queued(fixture *f, resil_limiter_ticket *held, waiter_arg *w)
+{
+    opts_for(f, RESIL_LIMIT_AIMD, 1)->max_queue = 1;
+    make(f);
+    assert_int_equal(resil_limiter_try_acquire_at(f->l, T0, held), 0);
+    *w = (waiter_arg){f->l, 1, {0}};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, wait_for_permit, w), 0);
+    while (resil_limiter_queued(f->l) != 1)
+        sched_yield();
+    return th;
+}
+
 static void a_raised_limit_admits_the_queued_caller_at_once(void **state)
 {
     fixture *f = *state;
-    opts_for(f, RESIL_LIMIT_AIMD, 1)->max_queue = 1;
-    make(f);
     resil_limiter_ticket held;
-    assert_int_equal(resil_limiter_try_acquire_at(f->l, T0, &held), 0);
-    waiter_arg w = {f->l, 1, {0}};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, wait_for_permit, &w), 0);
-    while (resil_limiter_queued(f->l) != 1)
-        sched_yield();
+    waiter_arg w;
+    pthread_t th = one_queued(f, &held, &w);
     /* a success with the limit fully used: AIMD adds one, and the waiter
      * gets the new permit although `held` is still out */
     resil_limiter_release_at(&held, OK, T0);
@@ -243,15 +251,9 @@ static void a_parked_permit_serves_another_thread_at_the_limit(void **state)
 static void a_release_hands_its_permit_to_the_waiter(void **state)
 {
     fixture *f = *state;
-    opts_for(f, RESIL_LIMIT_AIMD, 1)->max_queue = 1;
-    make(f);
     resil_limiter_ticket held;
-    assert_int_equal(resil_limiter_try_acquire_at(f->l, T0, &held), 0);
-    waiter_arg w = {f->l, 1, {0}};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, wait_for_permit, &w), 0);
-    while (resil_limiter_queued(f->l) != 1)
-        sched_yield();
+    waiter_arg w;
+    pthread_t th = one_queued(f, &held, &w);
     resil_limiter_release_at(&held, RESIL_BREAKER_IGNORED, T0);
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_int_equal(w.rc, 0);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "fuzz_argv.h"
 #include "chaos_opts.h"
 
 #define MAX_ARGS 24
@@ -30,19 +31,6 @@ static void check(int ok)
 {
     if (!ok)
         abort();
-}
-
-/* Split text (NUL-terminated words, packed) into argv after "resil fuzz". */
-static int split(char *text, size_t len, char **argv)
-{
-    int argc = 0;
-    argv[argc++] = "resil fuzz";
-    for (size_t i = 0; i < len && argc < MAX_ARGS;) {
-        argv[argc++] = text + i;
-        i += strlen(text + i) + 1;
-    }
-    argv[argc] = NULL;
-    return argc;
 }
 
 /* 0 and the options read, or the rejection (checked here). */
@@ -135,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     char *argv[MAX_ARGS + 1];
-    int argc = split(text, size, argv);
+    int argc = fuzz_split(text, size, argv, MAX_ARGS);
     chaos_opts c;
     if (parse(&c, argc, argv) != 0)
         return 0;
