@@ -679,6 +679,23 @@ void resil__limiter_granted(resil_limiter *l, resil_limiter_ticket *t, resil_ins
     granted(l, t, now, queued);
 }
 
+/* For an executor that queues in the limiter's bulkhead itself (the
+ * asynchronous one): the calling thread's parked permit, granted at `now`,
+ * when it has one. */
+bool resil__limiter_take_parked(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
+{
+    if (l->ops != NULL || !take_parked(my_stripe(l)))
+        return false;
+    granted(l, t, now, 0);
+    return true;
+}
+
+/* Around such an executor's place in the bulkhead's queue, from before it
+ * joins until it is admitted, refused or has withdrawn: no permit parks
+ * and none is left parked, as around a blocking acquire. */
+void resil__limiter_hold(resil_limiter *l) { hold_parking(l); }
+void resil__limiter_unhold(resil_limiter *l) { release_parking(l); }
+
 /* resil_limiter_acquire with the caller's reading of the limiter's clock:
  * a call admitted without queueing reads no clock. */
 int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_instant now,

@@ -339,12 +339,39 @@ static step limiter_try(level *L)
     return bulk_admit(L, rc) ? GO : DONE;
 }
 
+/* The adaptive limiter's permit this thread parked after its last call, if
+ * it has one (adaptive.c): no queue then. */
+static bool limiter_parked(level *L)
+{
+    const resil__node *n = &L->x->p->nodes[L->i];
+    resil_instant now = n->same_clock ? L->f.now
+                                      : resil_clock_now(resil__limiter_clock(n->limiter));
+    if (!resil__limiter_take_parked(n->limiter, now, &L->u.bulk.lt))
+        return false;
+    L->inner = L->f;
+    return true;
+}
+
+/* A limiter's parked permits stay out of the way from before the level
+ * joins the queue until it leaves it (admitted, refused or withdrawn). */
+static void hold(level *L, bool on)
+{
+    if (!is_limiter(L))
+        return;
+    resil_limiter *l = L->x->p->nodes[L->i].limiter;
+    if (on)
+        resil__limiter_hold(l);
+    else
+        resil__limiter_unhold(l);
+}
+
 static void granted_on_loop(resil_work *w)
 {
     level *L = (level *)((char *)w - offsetof(level, grant));
     timer_stop(L->x, L);
     resume(L);
     resil__bulkhead_granted(queue_of(L), &L->u.bulk.w, &L->u.bulk.t);
+    hold(L, false);
     bulk_admitted(L);
     go_on(L);
 }
@@ -354,8 +381,11 @@ static step bulk_enter(level *L)
     resil_bulkhead *q = queue_of(L);
     if (q == NULL)
         return limiter_try(L);
+    if (is_limiter(L) && limiter_parked(L))
+        return GO;
     L->u.bulk.w.on_grant = granted;
     L->grant.fn = granted_on_loop;
+    hold(L, true);
     int rc = resil__bulkhead_join(q, L->f.cancel, &L->u.bulk.w, &L->u.bulk.t);
     if (rc == RESIL__BULK_QUEUED) {
         resil_duration limit = resil__bulkhead_queue_timeout(q);
@@ -364,6 +394,7 @@ static step bulk_enter(level *L)
         suspend(L, W_QUEUE);
         return WAIT;
     }
+    hold(L, false);
     if (!bulk_admit(L, rc))
         return DONE;
     return bulk_admitted(L);
@@ -375,6 +406,7 @@ static void bulk_give_up(level *L, int why)
 {
     if (!resil__bulkhead_withdraw(queue_of(L), &L->u.bulk.w, why))
         return;
+    hold(L, false);
     timer_stop(L->x, L);
     resume(L);
     bulk_admit(L, why);

@@ -382,6 +382,18 @@ static void retry_over_adaptive_limiter(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &l), 0);
 }
 
+/* A limit of one, no queue: each attempt needs the permit the last one
+ * gave back (which the thread keeps parked for its next call). */
+static void retry_over_a_limit_of_one(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_limiter_opts l;
+    resil_limiter_opts_default(&l, RESIL_LIMIT_AIMD);
+    l.initial_limit = l.min_limit = l.max_limit = 1;
+    assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &l), 0);
+}
+
 /* ---- scenarios ---------------------------------------------------------------- */
 
 static const resil_outcome ok1[] = {{RESIL_SUCCESS, 200, RESIL_NO_HINT, ""}};
@@ -635,6 +647,13 @@ static void adaptive_limiter_admits_each_attempt_and_learns_from_it(void **state
     both(&sc, check_limiter);
 }
 
+static void a_limit_of_one_admits_each_attempt_after_the_last_ended(void **state)
+{
+    (void)state;
+    scenario sc = {retry_over_a_limit_of_one, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    both(&sc, check_limiter);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -653,6 +672,7 @@ int main(void)
         cmocka_unit_test(chaos_fault_answers_for_the_operation_on_every_attempt),
         cmocka_unit_test(throttle_counts_each_attempt_as_the_blocking_executor_does),
         cmocka_unit_test(adaptive_limiter_admits_each_attempt_and_learns_from_it),
+        cmocka_unit_test(a_limit_of_one_admits_each_attempt_after_the_last_ended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
