@@ -12,11 +12,14 @@
  * inside the retry loop (a rejection is an attempt's outcome, which the
  * retry policy's classifier then stops on or waits out).
  *
- * Each strategy kind appears at most once, and building refuses
- * compositions whose meaning would be muddled: a total timeout must come
- * before the retry and an attempt timeout after it; hedging must come after
- * the retry and the fallback; an attempt timeout longer than the total
- * timeout is an error. A composition that is legal but cannot meet its own
+ * Each strategy kind appears at most once, except the retry, which may
+ * appear up to RESIL_PIPELINE_MAX_RETRIES times, each with its own policy
+ * and predicate (an outer retry that refreshes a token on 401 around an
+ * inner one for transient failures: the outer one sees what the inner one
+ * gave up on). Building refuses compositions whose meaning would be
+ * muddled: a total timeout must come before every retry and an attempt
+ * timeout after every retry; hedging must come after every retry and the
+ * fallback; an attempt timeout longer than the total timeout is an error. A composition that is legal but cannot meet its own
  * total timeout (attempts × attempt timeout + the largest waits) builds,
  * and says so in resil_pipeline_describe().
  *
@@ -51,6 +54,7 @@ typedef struct resil_pipeline_builder resil_pipeline_builder;
 
 #define RESIL_PIPELINE_NAME_MAX 64     /* bytes, including the NUL */
 #define RESIL_PIPELINE_MAX_LISTENERS 4
+#define RESIL_PIPELINE_MAX_RETRIES 4   /* retry strategies in one pipeline */
 
 /* ---- building ------------------------------------------------------------ */
 
@@ -89,7 +93,11 @@ RESIL_API int resil_pipeline_add_bulkhead(resil_pipeline_builder *b,
 RESIL_API int resil_pipeline_use_bulkhead(resil_pipeline_builder *b, resil_bulkhead *bh);
 RESIL_API int resil_pipeline_add_total_timeout(resil_pipeline_builder *b,
                                                const resil_timeout_opts *o);
-/* The policy is copied; its budget (if any) is shared. */
+/* The policy is copied; its budget (if any) is shared. Called again, it
+ * adds another retry inside the previous one. The result's stop, attempts
+ * and records are the outermost retry's (one record per attempt of it,
+ * which for an outer retry is a whole run of the inner one); telemetry
+ * reports every retry's attempts. */
 RESIL_API int resil_pipeline_add_retry(resil_pipeline_builder *b,
                                        const resil_retry_policy *p);
 RESIL_API int resil_pipeline_add_breaker(resil_pipeline_builder *b,

@@ -6,7 +6,8 @@
  * (and the strings they point at) are certainly alive, and build() only
  * checks the composition and freezes it: nothing is copied twice and
  * nothing can dangle. Strategy nodes live in a fixed array inside the
- * pipeline because each kind appears at most once.
+ * pipeline because each kind appears at most once (the retry at most
+ * RESIL_PIPELINE_MAX_RETRIES times).
  *
  * Executing is a switch-dispatched walk down that array (resil__chain):
  * no function pointers per node to chase, no allocation, and a pipeline
@@ -307,10 +308,15 @@ static int new_node(resil_pipeline_builder *b, resil_strategy_kind k, resil__nod
     if (b->p == NULL)
         return fail(b, RESIL_ESTATE, "pipeline: the builder was already built");
     resil_pipeline *p = b->p;
+    size_t same = 0;
     for (size_t i = 0; i < p->nnodes; i++)
-        if (p->nodes[i].kind == k)
-            return fail(b, RESIL_EEXIST, "pipeline: at most one %s strategy per pipeline",
-                        resil_strategy_name(k));
+        same += p->nodes[i].kind == k;
+    if (k == RESIL_STRATEGY_RETRY && same == RESIL_PIPELINE_MAX_RETRIES)
+        return fail(b, RESIL_EEXIST, "pipeline: at most %d retry strategies per pipeline",
+                    RESIL_PIPELINE_MAX_RETRIES);
+    if (k != RESIL_STRATEGY_RETRY && same > 0)
+        return fail(b, RESIL_EEXIST, "pipeline: at most one %s strategy per pipeline",
+                    resil_strategy_name(k));
     *n = &p->nodes[p->nnodes];
     memset(*n, 0, sizeof **n);
     (*n)->kind = k;
@@ -614,10 +620,18 @@ static bool present(const resil_pipeline *p, resil_strategy_kind k)
     return position(p, k) != SIZE_MAX;
 }
 
-/* Is `a` (if present) placed before `b` (if present)? */
+static size_t last_position(const resil_pipeline *p, resil_strategy_kind k)
+{
+    for (size_t i = p->nnodes; i-- > 0;)
+        if (p->nodes[i].kind == k)
+            return i;
+    return SIZE_MAX;
+}
+
+/* Is every `a` (if any) placed before every `b` (if any)? */
 static bool before(const resil_pipeline *p, resil_strategy_kind a, resil_strategy_kind b)
 {
-    size_t ia = position(p, a), ib = position(p, b);
+    size_t ia = last_position(p, a), ib = position(p, b);
     return ia == SIZE_MAX || ib == SIZE_MAX || ia < ib;
 }
 
@@ -690,16 +704,30 @@ static void insert_single_attempt(resil_pipeline *p)
     n->policy.max_attempts = 1;
 }
 
-static void freeze_retry(resil_pipeline *p)
+static void freeze_retry(resil__node *n, bool inner)
 {
-    size_t i = position(p, RESIL_STRATEGY_RETRY);
-    resil__node *n = &p->nodes[i];
+    n->inner = inner;
     n->run_policy = n->policy;
     n->run_policy.on_retry = resil__retry_announce;
     n->run_policy.on_retry_ud = n;
     if (n->policy.retry_on != NULL) {
         n->run_policy.retry_on = resil__retry_classify;
         n->run_policy.retry_on_ud = n;
+    }
+    if (n->policy.delay != NULL) {
+        n->run_policy.delay = resil__retry_delay;
+        n->run_policy.delay_ud = n;
+    }
+}
+
+static void freeze_retries(resil_pipeline *p)
+{
+    bool inner = false;
+    for (size_t i = 0; i < p->nnodes; i++) {
+        if (p->nodes[i].kind != RESIL_STRATEGY_RETRY)
+            continue;
+        freeze_retry(&p->nodes[i], inner);
+        inner = true;
     }
 }
 
@@ -748,7 +776,7 @@ static int freeze(resil_pipeline *p, resil_err *err)
     if (rc != 0)
         return rc;
     insert_single_attempt(p);
-    freeze_retry(p);
+    freeze_retries(p);
     if ((rc = start_hedging(p, err)) != 0)
         return rc;
     if (resil__pipeline_warnings(p) != 0)

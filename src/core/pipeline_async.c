@@ -522,17 +522,7 @@ static step retry_enter(level *L)
         n->policy.max_total > 0 && resil_cancel_init(&L->u.retry.own, L->f.cancel) == 0;
     if (L->u.retry.has_own)
         cancel = k->attempt_deadline_token = &L->u.retry.own;
-    L->u.retry.o = (resil_exec_opts){.clock = &k->base,
-                                     .rng = r->rng,
-                                     .cancel = cancel,
-                                     .deadline = L->f.deadline,
-                                     .non_idempotent = r->non_idempotent,
-                                     .records = r->ex != NULL ? r->records : NULL,
-                                     .records_cap = r->records_cap};
-    if (resil__listening(r->p)) {
-        L->u.retry.o.on_attempt = resil__retry_report_attempt;
-        L->u.retry.o.on_attempt_ud = k;
-    }
+    L->u.retry.o = resil__retry_opts(r, &L->f, cancel, k);
     resil_stop s = resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o,
                                    &L->u.retry.res, &L->u.retry.start);
     if (s != RESIL_STOP_NONE)

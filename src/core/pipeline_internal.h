@@ -18,14 +18,15 @@
 #include "resil/pipeline.h"
 #include "internal.h"
 
-/* Every kind at most once, plus the implicit single attempt. */
-#define RESIL__MAX_NODES (RESIL_STRATEGY_KIND_COUNT + 1)
+/* Every kind at most once but the retry, plus the implicit single attempt. */
+#define RESIL__MAX_NODES (RESIL_STRATEGY_KIND_COUNT + RESIL_PIPELINE_MAX_RETRIES)
 
 typedef struct resil__hedge_pool resil__hedge_pool;
 
 typedef struct resil__node {
     resil_strategy_kind kind;
     bool implicit; /* the single attempt of a pipeline without retry */
+    bool inner;    /* a retry inside another: it leaves the result alone */
     bool owned;    /* the object below was made from options */
     struct resil_pipeline *pipeline;
     /* one of these, by kind */
@@ -206,6 +207,10 @@ void resil__retry_report_attempt(const resil_attempt_record *rec, void *ud);
 /* The retry's numbers into the pipeline's result. */
 void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res,
                               const resil__cursor *k);
+/* The retry executor's options for the retry at the cursor's node, the same
+ * on both walks. */
+resil_exec_opts resil__retry_opts(const resil__run *r, const resil__frame *f,
+                                  resil_cancel *cancel, resil__cursor *k);
 
 /* The retry policy's on_retry as executed: reports, then calls the
  * caller's hook with the caller's context (pipeline_strategies.c). */
@@ -213,6 +218,8 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
 /* The retry policy's retry_on as executed: the caller's classifier, handed
  * the caller's context rather than the executor's (pipeline_strategies.c). */
 bool resil__retry_classify(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud);
+/* The retry policy's delay generator as executed, the same way. */
+resil_duration resil__retry_delay(const resil_delay_info *info, void *ud);
 
 /* A rejection by strategy `k`: kind RESIL_REJECTED, code k. */
 resil_outcome resil__rejected(resil_strategy_kind k, const char *detail,

@@ -11,10 +11,17 @@
  */
 #include "abi_room.h"
 
+/* Members added under this SONAME took `taken` of the `n` slots the
+ * struct had, starting at `first`: the size and every older offset stay. */
+#define GREW_INTO_ROOM(T, first, taken, n)                                          \
+    HAS_ROOM(T, (n) - (taken));                                                    \
+    _Static_assert(offsetof(T, first) + (n) * sizeof(resil_reserved) == sizeof(T),  \
+                   #T ": the new members sit where its reserved slots were")
+
 _Static_assert(sizeof(resil_reserved) == 8, "a reserved slot is 8 bytes");
 
 /* options, filled by *_default() */
-HAS_ROOM(resil_backoff, 4);
+GREW_INTO_ROOM(resil_backoff, delays, 2, 4);
 HAS_ROOM(resil_breaker_opts, 4);
 HAS_ROOM(resil_budget_opts, 4);
 HAS_ROOM(resil_bulkhead_opts, 4);
@@ -23,7 +30,7 @@ HAS_ROOM(resil_fallback_opts, 4);
 HAS_ROOM(resil_hedge_opts, 4);
 HAS_ROOM(resil_ratelimit_opts, 4);
 HAS_ROOM(resil_registry_opts, 4);
-HAS_ROOM(resil_retry_policy, 4);
+GREW_INTO_ROOM(resil_retry_policy, delay, 3, 4);
 HAS_ROOM(resil_exec_opts, 4);
 HAS_ROOM(resil_standard_opts, 4);
 HAS_ROOM(resil_call, 4);

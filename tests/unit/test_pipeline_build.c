@@ -219,15 +219,71 @@ static void bad_degradation_options_are_named(void **state)
 
 /* ---- composition ---------------------------------------------------------------- */
 
-static void each_kind_appears_once(void **state)
+static void retry_appears_at_most_four_times(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_retry_policy p = retry_policy();
+    for (int i = 0; i < RESIL_PIPELINE_MAX_RETRIES; i++)
+        assert_int_equal(resil_pipeline_add_retry(b, &p), 0);
+    assert_int_equal(resil_pipeline_add_retry(b, &p), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most 4 retry strategies per pipeline");
+}
+
+static void two_retries_build_in_order(void **state)
 {
     (void)state;
     resil_pipeline_builder *b = builder();
     resil_retry_policy p = retry_policy();
     assert_int_equal(resil_pipeline_add_retry(b, &p), 0);
-    assert_int_equal(resil_pipeline_add_retry(b, &p), RESIL_EEXIST);
-    refused(b, RESIL_EEXIST, "pipeline: at most one retry strategy per pipeline");
-    b = builder();
+    assert_int_equal(resil_pipeline_add_retry(b, &p), 0);
+    resil_pipeline *pl;
+    assert_int_equal(resil_pipeline_build(b, &pl, NULL), 0);
+    resil_pipeline_builder_free(b);
+    assert_int_equal(resil_pipeline_strategy_count(pl), 2);
+    assert_int_equal(resil_pipeline_strategy_at(pl, 0), RESIL_STRATEGY_RETRY);
+    assert_int_equal(resil_pipeline_strategy_at(pl, 1), RESIL_STRATEGY_RETRY);
+    resil_pipeline_free(pl);
+}
+
+static void a_total_timeout_must_come_before_every_retry(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_retry_policy p = retry_policy();
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    resil_pipeline_add_retry(b, &p);
+    resil_pipeline_add_total_timeout(b, &t);
+    resil_pipeline_add_retry(b, &p);
+    resil_pipeline *pl;
+    resil_err err;
+    assert_int_equal(resil_pipeline_build(b, &pl, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "pipeline: total-timeout must come before retry");
+    resil_pipeline_builder_free(b);
+}
+
+static void an_attempt_timeout_must_come_after_every_retry(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_retry_policy p = retry_policy();
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    resil_pipeline_add_retry(b, &p);
+    resil_pipeline_add_attempt_timeout(b, &t);
+    resil_pipeline_add_retry(b, &p);
+    resil_pipeline *pl;
+    resil_err err;
+    assert_int_equal(resil_pipeline_build(b, &pl, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "pipeline: retry must come before attempt-timeout");
+    resil_pipeline_builder_free(b);
+}
+
+static void each_kind_but_retry_appears_once(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
     resil_breaker_opts bo;
     resil_breaker_opts_default(&bo);
     resil_pipeline_add_breaker(b, &bo);
@@ -669,7 +725,11 @@ int main(void)
         cmocka_unit_test(bad_hedging_is_named),
         cmocka_unit_test(fallback_needs_an_action),
         cmocka_unit_test(bad_degradation_options_are_named),
-        cmocka_unit_test(each_kind_appears_once),
+        cmocka_unit_test(each_kind_but_retry_appears_once),
+        cmocka_unit_test(retry_appears_at_most_four_times),
+        cmocka_unit_test(two_retries_build_in_order),
+        cmocka_unit_test(a_total_timeout_must_come_before_every_retry),
+        cmocka_unit_test(an_attempt_timeout_must_come_after_every_retry),
         cmocka_unit_test(first_error_sticks),
         cmocka_unit_test(timeouts_sit_on_their_side_of_the_retry),
         cmocka_unit_test(hedging_comes_after_retry_and_fallback),
