@@ -35,6 +35,7 @@
 #endif
 
 #define MAX_URLS 256
+#define MAX_HINT_HEADERS 8
 
 enum {
     EXIT_COULDNT_RESOLVE = 6,
@@ -64,6 +65,9 @@ typedef struct http_opts {
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
     fleet_limit_opts limits;   /* --fleet-rate, --fleet-concurrency */
+    const char *hint_headers[MAX_HINT_HEADERS + 1]; /* --retry-after-header, NULL-ended */
+    int nhint;
+    unsigned disable_for;      /* --disable-for: added to the profile's */
     log_format log;
     const char *urls[MAX_URLS];
     int nurls;
@@ -94,14 +98,28 @@ static void usage(FILE *out)
           "attempt timeout 10s, total timeout 30s (the standard profile).\n"
           "\n"
           "resilience:\n"
-          "      --profile NAME         standard, read or write (default standard):\n"
-          "                             read: total 2s, attempt 600ms, 3 attempts from\n"
-          "                             100ms; write: total 6s, attempt 2s, unsafe\n"
+          "      --profile NAME         standard, microsoft-standard, read or write\n"
+          "                             (default standard). standard: Microsoft's\n"
+          "                             handler's strategies and numbers with resil's\n"
+          "                             safer rules (408, 429, 500, 502-504 and path\n"
+          "                             failures; POST/PATCH only with a key);\n"
+          "                             microsoft-standard: that handler exactly\n"
+          "                             (every status >= 500, 408, 429, any transport\n"
+          "                             failure, every method); read: total 2s,\n"
+          "                             attempt 500ms, 4 attempts from 100ms, GETs\n"
+          "                             hedged after 250ms, unsafe methods never\n"
+          "                             retried; write: total 6s, attempt 2s, unsafe\n"
           "                             methods never retried, a stricter breaker\n"
+          "      --disable-for METHODS  never retry these methods (POST,PATCH,...)\n"
           "      --retry-after honor|ignore\n"
           "                             wait as the server's Retry-After says (default\n"
           "                             honor)\n"
           "      --retry-after-max DUR  cap on a Retry-After wait (default 60s)\n"
+          "      --retry-after-header NAME\n"
+          "                             read the wait from NAME too, before\n"
+          "                             retry-after-ms, x-ms-retry-after-ms and\n"
+          "                             Retry-After; a NAME ending in -ms holds\n"
+          "                             milliseconds (repeatable, up to 8)\n"
           "      --idempotency-key auto|none|KEY\n"
           "                             send an Idempotency-Key: a new UUID for each\n"
           "                             URL, or KEY; the same on every attempt (default\n"
@@ -259,7 +277,27 @@ static int parse_retry_after(http_opts *o, const args *a, const char *v)
 static int parse_profile(http_opts *o, const args *a, const char *v)
 {
     if (resil_http_profile_parse(v, &o->profile) != 0)
-        return args_reject(a, "--profile", "one of standard, read, write", v);
+        return args_reject(a, "--profile", "one of standard, microsoft-standard, read, write",
+                           v);
+    return 0;
+}
+
+static int parse_hint_header(http_opts *o, const args *a, const char *v)
+{
+    if (o->nhint == MAX_HINT_HEADERS)
+        return args_fail(a, "--retry-after-header: at most %d names", MAX_HINT_HEADERS);
+    if (v[0] == '\0' || strpbrk(v, ": \t\r\n") != NULL)
+        return args_reject(a, "--retry-after-header", "a header name", v);
+    o->hint_headers[o->nhint++] = v;
+    return 0;
+}
+
+static int parse_disable_for(http_opts *o, const args *a, const char *v)
+{
+    unsigned bits;
+    if (resil_http_methods_parse(v, &bits) != 0)
+        return args_reject(a, "--disable-for", "a comma-separated list of methods", v);
+    o->disable_for |= bits;
     return 0;
 }
 
@@ -303,6 +341,8 @@ static int parse_http_option(http_opts *o, args *a)
     TRY("--retry-after-max", NULL,
         (o->retry_after_max_given = true,
          args_duration(a, "--retry-after-max", v, false, &o->retry_after_max)))
+    TRY("--retry-after-header", NULL, parse_hint_header(o, a, v))
+    TRY("--disable-for", NULL, parse_disable_for(o, a, v))
     TRY("--idempotency-key", NULL, parse_key(o, a, v))
     TRY("--hedge", NULL, args_duration(a, "--hedge", v, false, &o->hedge))
     TRY("--breaker-failures", NULL, parse_breaker_failures(o, a, v))
@@ -605,8 +645,11 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_
     h.retry.retry_after = o->retry_after;
     if (o->retry_after_max_given)
         h.retry.retry_after_max = o->retry_after_max;
-    h.retry_unsafe = o->retry_unsafe;
-    h.hedge_delay = o->hedge;
+    h.retry_unsafe = h.retry_unsafe || o->retry_unsafe;
+    h.disable_for |= o->disable_for;
+    h.retry_after_headers = o->nhint > 0 ? o->hint_headers : NULL;
+    if (o->hedge >= 0)
+        h.hedge_delay = o->hedge;
     if (o->breaker_failures > 0) {
         h.breaker.kind = RESIL_BREAKER_BOTH;
         h.breaker.failure_threshold = o->breaker_failures;

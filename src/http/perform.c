@@ -340,18 +340,33 @@ static void learn_method(http_call *call, CURL *e)
     call->method = call->learned;
 }
 
-/* A failure's Retry-After, from the headers libcurl kept of the last
- * response (redirects and 1xx answers excluded). A success needs none. */
-static resil_duration retry_after_of(const http_attempt *a, resil_clock *clock)
+/* The hint from one header, when the response has it and it parses. */
+static bool hint_from(const http_attempt *a, const char *name, int64_t wall_now,
+                      resil_duration *d)
 {
     struct curl_header *h;
-    resil_duration d;
-    if (a->status < 400 ||
-        curl_easy_header(a->easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK ||
-        resil_retry_after_parse(h->value, strlen(h->value), resil_clock_wall_now(clock),
-                                &d) != 0)
+    return curl_easy_header(a->easy, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK &&
+           resil_http_retry_after_value(name, h->value, wall_now, d) == 0;
+}
+
+/* A failure's wait hint, from the headers libcurl kept of the last
+ * response (redirects and 1xx answers excluded): the client's own header
+ * names first, then the built-in ones. A success needs none. */
+static resil_duration retry_after_of(const http_attempt *a, const resil_http_opts *o,
+                                     resil_clock *clock)
+{
+    static const char *const builtin[] = {RESIL_HTTP_RETRY_AFTER_HEADERS};
+    if (a->status < 400)
         return RESIL_NO_HINT;
-    return d;
+    int64_t wall_now = resil_clock_wall_now(clock);
+    resil_duration d;
+    for (const char *const *n = o->retry_after_headers; n != NULL && *n != NULL; n++)
+        if (hint_from(a, *n, wall_now, &d))
+            return d;
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (hint_from(a, builtin[i], wall_now, &d))
+            return d;
+    return RESIL_NO_HINT;
 }
 
 /* A failure marked `Idempotent-Outcome: unknown` (the name in any case,
@@ -382,7 +397,7 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
     resil_attempt_ctx c = caller_ctx(ctx);
     resil_http_response r = {a->easy,       a->code,
                              a->status,     call->method,
-                             call->has_key, retry_after_of(a, ctx->clock),
+                             call->has_key, retry_after_of(a, o, ctx->clock),
                              outcome_unknown_of(a), &c};
     if (o->classify != NULL)
         return o->classify(&r, o->classify_ud);
@@ -441,6 +456,16 @@ static bool http_retry_on(const resil_outcome *o, const resil_attempt_ctx *ctx, 
     return caller_retry_on(ud, o, ctx);
 }
 
+/* The caller's delay generator, on the caller's view of the attempt. */
+static resil_duration http_delay(const resil_delay_info *info, void *ud)
+{
+    const resil_retry_policy *p = ud;
+    resil_attempt_ctx c = caller_ctx(info->ctx);
+    resil_delay_info mine = *info;
+    mine.ctx = &c;
+    return p->delay(&mine, p->delay_ud);
+}
+
 /* The hedging classifier: the caller's retry classifier, which answers
  * "worth another attempt?" for hedges too. */
 static bool http_hedge_on(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
@@ -467,6 +492,10 @@ static void add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool
     resil_retry_policy p = o->retry;
     p.retry_on = http_retry_on;
     p.retry_on_ud = &c->opts.retry;
+    if (p.delay != NULL) {
+        p.delay = http_delay;
+        p.delay_ud = &c->opts.retry;
+    }
     resil_pipeline_add_retry(b, &p);
     if (hedge) {
         resil_hedge_opts h;

@@ -11,13 +11,6 @@
  */
 #include "abi_room.h"
 
-/* Members added under this SONAME took `taken` of the `n` slots the
- * struct had, starting at `first`: the size and every older offset stay. */
-#define GREW_INTO_ROOM(T, first, taken, n)                                          \
-    HAS_ROOM(T, (n) - (taken));                                                    \
-    _Static_assert(offsetof(T, first) + (n) * sizeof(resil_reserved) == sizeof(T),  \
-                   #T ": the new members sit where its reserved slots were")
-
 _Static_assert(sizeof(resil_reserved) == 8, "a reserved slot is 8 bytes");
 
 /* options, filled by *_default() */
