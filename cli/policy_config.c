@@ -99,6 +99,9 @@ int config_policy_load(const args *a, const char *file, const char *name, config
                           "(pipelines: %s; retry policies: %s)",
                        file, name, pipelines, retries);
     }
+    if (rc == 0 && policy_keep_delays(&out->policy, out->delays) != 0)
+        rc = args_fail(a, "--policy %s: its Delays list more than %d waits", name,
+                       POLICY_DELAYS_MAX);
     /* The policy's own time budget bounds the run too. */
     resil_duration budget = out->policy.max_total;
     if (budget > 0 && (out->total_timeout == 0 || budget < out->total_timeout))
