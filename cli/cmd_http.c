@@ -360,6 +360,17 @@ static int parse_http_option(http_opts *o, args *a)
     return policy_opts_parse(&o->po, a);
 }
 
+/* A --config policy's DisableFor and RetryAfterHeaders, added to the
+ * command line's (whose header names come first). */
+static void take_config_http(http_opts *o)
+{
+    unsigned bits;
+    if (o->po.disable_for[0] != '\0' && resil_http_methods_parse(o->po.disable_for, &bits) == 0)
+        o->disable_for |= bits;
+    for (size_t i = 0; i < o->po.nhint_headers && o->nhint < MAX_HINT_HEADERS; i++)
+        o->hint_headers[o->nhint++] = o->po.hint_headers[i];
+}
+
 /* The profile's numbers as the policy options' starting point, so that an
  * explicit --attempts or --delay wins wherever it stands on the line. */
 static int apply_profile_first(http_opts *o, int argc, char **argv)
@@ -426,7 +437,10 @@ static int parse_options(http_opts *o, int argc, char **argv)
         o->log = LOG_NONE;
     if (fleet_limits_need_fleet(&a, o->fleet, &o->limits) != 0)
         return RESIL_EINVAL;
-    return policy_opts_finish(&o->po, &a);
+    if (policy_opts_finish(&o->po, &a) != 0)
+        return RESIL_EINVAL;
+    take_config_http(o);
+    return 0;
 }
 
 /* ---- signals ---------------------------------------------------------------- */

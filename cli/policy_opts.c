@@ -213,6 +213,9 @@ static int apply_config(policy_opts *po, const args *a)
     po->policy.on_retry_ud = cli.policy.on_retry_ud;
     po->policy.max_total = cp.total_timeout;
     po->attempt_timeout = cp.attempt_timeout;
+    memcpy(po->disable_for, cp.disable_for, sizeof po->disable_for);
+    memcpy(po->hint_headers, cp.hint_headers, sizeof po->hint_headers);
+    po->nhint_headers = cp.nhint_headers;
     if (cli.given & GIVEN_ATTEMPTS)
         po->policy.max_attempts = cli.policy.max_attempts;
     if (cli.given & GIVEN_BACKOFF)

@@ -29,6 +29,10 @@ typedef struct policy_opts {
     const char *policy_name;        /* --policy NAME */
     unsigned given;                 /* the options above set on the command line */
     resil_duration delays[POLICY_DELAYS_MAX];
+    /* HTTP settings of the named policy, for resil http */
+    char disable_for[128];          /* DisableFor: "POST,PATCH", or "" */
+    char hint_headers[8][64];       /* RetryAfterHeaders */
+    size_t nhint_headers;
 } policy_opts;
 
 /* The CLI's defaults: the library's policy defaults (3 attempts,
@@ -65,6 +69,9 @@ typedef struct config_policy {
     resil_duration attempt_timeout; /* 0 = none */
     char ignored[128];
     resil_duration delays[POLICY_DELAYS_MAX]; /* a Delays list, copied out of the file */
+    char disable_for[128];          /* DisableFor, joined by commas; "" = none */
+    char hint_headers[8][64];       /* RetryAfterHeaders */
+    size_t nhint_headers;
 } config_policy;
 
 /* Point a list policy's backoff at `store` (POLICY_DELAYS_MAX entries),

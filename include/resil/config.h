@@ -123,17 +123,39 @@ RESIL_API const char *resil_config_name_at(const resil_config *c, resil_config_s
 /* A retry policy, with what an HTTP client needs to know about unsafe
  * methods (the analysis warns when they are retried without keys). */
 typedef struct resil_config_retry {
-    resil_retry_policy policy;
+    resil_retry_policy policy; /* a Delays list lives as long as the config */
     bool retry_unsafe_methods; /* RetryUnsafeMethods: retry POST and PATCH too */
     bool idempotency_keys;     /* IdempotencyKeys: give such requests a key */
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* Members added under this SONAME, each in a reserved slot (docs/abi.md). */
+    union {
+        const char *disable_for; /* DisableFor: methods never retried, comma-separated
+                                    ("POST,PATCH", for resil_http_methods_parse);
+                                    NULL = none */
+        resil_reserved disable_for_r_;
+    };
+    union {
+        const char *const *retry_after_headers; /* RetryAfterHeaders: more wait-hint
+                                                   headers, NULL-terminated (for
+                                                   resil_http_opts); NULL = none */
+        resil_reserved retry_after_headers_r_;
+    };
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_config_retry;
+
+#define RESIL_CONFIG_DELAYS_MAX 32      /* waits in a Delays list */
+#define RESIL_CONFIG_HINT_HEADERS_MAX 8 /* names in RetryAfterHeaders */
 
 RESIL_API int resil_config_retry_get(const resil_config *c, const char *name,
                                      resil_config_retry *out);
 /* The breaker's name is set to the policy's name. */
 RESIL_API int resil_config_breaker_get(const resil_config *c, const char *name,
                                        resil_breaker_opts *out);
+/* A CircuitBreakers entry's OperationTimeout (Excalibur's: each call
+ * through the breaker is bounded by it; a pipeline naming the breaker gets
+ * it as its attempt timeout, right after the breaker): 0 when it has none
+ * or the name is not defined. */
+RESIL_API resil_duration resil_config_breaker_operation_timeout(const resil_config *c,
+                                                                const char *name);
 RESIL_API int resil_config_bulkhead_get(const resil_config *c, const char *name,
                                         resil_bulkhead_opts *out);
 

@@ -113,8 +113,10 @@ void resil_config_free(resil_config *c)
     if (c == NULL)
         return;
     for (size_t s = 0; s < RESIL_CONFIG_SECTION_COUNT; s++) {
-        for (size_t i = 0; i < c->sec[s].n; i++)
+        for (size_t i = 0; i < c->sec[s].n; i++) {
             free(c->sec[s].v[i].name);
+            free(c->sec[s].v[i].more);
+        }
         free(c->sec[s].v);
     }
     free(c);
@@ -192,6 +194,15 @@ int resil_config_retry_get(const resil_config *c, const char *name, resil_config
         resil_retry_policy_default(&out->policy);
     }
     return rc;
+}
+
+resil_duration resil_config_breaker_operation_timeout(const resil_config *c, const char *name)
+{
+    if (c == NULL)
+        return 0;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_BREAKERS, name, &rc);
+    return it != NULL ? it->operation_timeout : 0;
 }
 
 int resil_config_breaker_get(const resil_config *c, const char *name, resil_breaker_opts *out)

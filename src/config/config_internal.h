@@ -132,10 +132,21 @@ static inline const cfg_step *cfg_step_of(const cfg_pipeline_def *p, resil_confi
  * named policy, pipeline or operation timeout), or -1 for none (schema.c). */
 int resil__cfg_step_section(resil_config_step_kind k);
 
+/* What a Retry entry holds beyond its option struct, which points here:
+ * on the heap, so that it stays put while the item array grows. */
+typedef struct cfg_retry_more {
+    resil_duration delays[RESIL_CONFIG_DELAYS_MAX];
+    char disable_for[RESIL_CONFIG_NAME_MAX * 2];
+    char header_names[RESIL_CONFIG_HINT_HEADERS_MAX][RESIL_CONFIG_NAME_MAX];
+    const char *headers[RESIL_CONFIG_HINT_HEADERS_MAX + 1];
+} cfg_retry_more;
+
 typedef struct cfg_item {
     char *name;
     uint32_t line, col; /* where the name is written */
     bool fleet;         /* RateLimiters, Bulkheads: "Distributed": true */
+    cfg_retry_more *more;             /* Retry: owned; NULL when nothing more */
+    resil_duration operation_timeout; /* CircuitBreakers: OperationTimeout; 0 = none */
     union {
         resil_config_retry retry;
         resil_breaker_opts breaker;

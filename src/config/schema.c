@@ -181,8 +181,6 @@ static bool all_good(const given *g, size_t a, size_t b, size_t c)
 }
 
 static const char *const foreign_hints[][2] = {
-    {"FailureThreshold", "the seeds use FailureThreshold for two things: say "
-                         "ConsecutiveFailureThreshold or MinimumThroughput"},
     {"MaxAttempts", "say MaxRetryAttempts, which counts the retries after the first "
                     "attempt"},
 };
@@ -468,6 +466,8 @@ typedef struct retry_scratch {
     int retry_after;
     bool should_retry_after;
     int unsafe_mode;
+    cfg_retry_more more; /* Delays, DisableFor, RetryAfterHeaders as read */
+    size_t ndelays, nheaders;
 } retry_scratch;
 
 #define STRATEGY(kind, jitter) ((kind) | ((jitter) + 1) << 8)
@@ -528,6 +528,93 @@ static void set_max_retries(vctx *v, const cfg_node *n, void *target)
     s->r.policy.max_attempts = (uint32_t)i + 1;
 }
 
+/* Each element of an array, with its index on the path; false (after
+ * reporting) when `n` is no array of 1 to `max` elements. */
+static bool each_element(vctx *v, const cfg_node *n, size_t max, const char *what,
+                         void (*one)(vctx *, const cfg_node *, size_t, void *), void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (n->type != CFG_ARRAY || n->count == 0 || n->count > max) {
+        fail_value(v, n, "must be an array of 1 to %zu %s, got %s", max, what, GOT(n));
+        return false;
+    }
+    size_t i = 0;
+    for (const cfg_node *e = cfg_child(v->doc, n); e; e = cfg_next(v->doc, e), i++) {
+        size_t old = push_index(v, i);
+        one(v, e, i, target);
+        pop(v, old);
+    }
+    return true;
+}
+
+static void one_delay(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    retry_scratch *s = target;
+    resil_duration d;
+    if (parse_duration(v, e, &d) == 0)
+        s->more.delays[i] = d;
+}
+
+static void set_delays(vctx *v, const cfg_node *n, void *target)
+{
+    retry_scratch *s = target;
+    if (each_element(v, n, RESIL_CONFIG_DELAYS_MAX, "durations", one_delay, s))
+        s->ndelays = n->count;
+}
+
+/* An HTTP token (RFC 9110 tchar), as method and header names are. */
+static bool is_token(const char *t)
+{
+    if (*t == '\0')
+        return false;
+    for (; *t; t++)
+        if (!(((unsigned char)*t >= 'A' && (unsigned char)*t <= 'Z') ||
+              ((unsigned char)*t >= 'a' && (unsigned char)*t <= 'z') ||
+              (*t >= '0' && *t <= '9') || strchr("!#$%&'*+-.^_`|~", *t) != NULL))
+            return false;
+    return true;
+}
+
+static bool token_value(vctx *v, const cfg_node *e, const char *what)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (e->type == CFG_STRING && e->str_len < RESIL_CONFIG_NAME_MAX && is_token(e->str))
+        return true;
+    fail_value(v, e, "must be %s, got %s", what, GOT(e));
+    return false;
+}
+
+static void one_method(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    retry_scratch *s = target;
+    if (!token_value(v, e, "a method name such as \"POST\""))
+        return;
+    size_t len = strlen(s->more.disable_for);
+    snprintf(s->more.disable_for + len, sizeof s->more.disable_for - len, "%s%s",
+             i ? "," : "", e->str);
+}
+
+static void set_disable_for(vctx *v, const cfg_node *n, void *target)
+{
+    retry_scratch *s = target;
+    s->more.disable_for[0] = '\0';
+    each_element(v, n, 8, "method names", one_method, s);
+}
+
+static void one_header(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    retry_scratch *s = target;
+    if (token_value(v, e, "a header name such as \"retry-after-ms\""))
+        snprintf(s->more.header_names[i], sizeof s->more.header_names[i], "%s", e->str);
+}
+
+static void set_hint_headers(vctx *v, const cfg_node *n, void *target)
+{
+    retry_scratch *s = target;
+    if (each_element(v, n, RESIL_CONFIG_HINT_HEADERS_MAX, "header names", one_header, s))
+        s->nheaders = n->count;
+}
+
 enum {
     R_MAX_RETRIES,
     R_BASE_DELAY,
@@ -543,7 +630,10 @@ enum {
     R_MAX_RETRY_AFTER,
     R_UNSAFE_MODE,
     R_RETRY_UNSAFE,
-    R_IDEMPOTENCY_KEYS
+    R_IDEMPOTENCY_KEYS,
+    R_DELAYS,
+    R_DISABLE_FOR,
+    R_HINT_HEADERS
 };
 
 static const field retry_fields[] = {
@@ -565,6 +655,9 @@ static const field retry_fields[] = {
     [R_UNSAFE_MODE] = ENUMF("UnsafeMode", retry_scratch, unsafe_mode, unsafe_modes),
     [R_RETRY_UNSAFE] = BOOLF("RetryUnsafeMethods", retry_scratch, r.retry_unsafe_methods),
     [R_IDEMPOTENCY_KEYS] = BOOLF("IdempotencyKeys", retry_scratch, r.idempotency_keys),
+    [R_DELAYS] = CUSTOM("Delays", set_delays),
+    [R_DISABLE_FOR] = CUSTOM("DisableFor", set_disable_for),
+    [R_HINT_HEADERS] = CUSTOM("RetryAfterHeaders", set_hint_headers),
 };
 
 static const char *enum_label(const enum_name *names, int value)
@@ -601,6 +694,26 @@ static void resolve_jitter(vctx *v, const cfg_node *obj, const given *g, retry_s
         b->jitter = s->use_jitter ? RESIL_JITTER_POLLY : RESIL_JITTER_NONE;
 }
 
+/* A Delays list is the backoff: one retry per wait unless MaxRetryAttempts
+ * says otherwise; a formula's keys would be ignored, so they are refused. */
+static void finish_delays(vctx *v, const cfg_node *obj, const given *g, retry_scratch *s)
+{
+    static const size_t formula[] = {R_BASE_DELAY, R_STRATEGY, R_FACTOR};
+    if (!g->node[R_DELAYS] || g->bad[R_DELAYS])
+        return;
+    for (size_t i = 0; i < sizeof formula / sizeof formula[0]; i++)
+        if (g->node[formula[i]])
+            fail_field(v, obj, retry_fields, g, formula[i],
+                       "Delays lists the waits: %s does not apply with it",
+                       retry_fields[formula[i]].key);
+    resil_backoff *b = &s->r.policy.backoff;
+    b->kind = RESIL_BACKOFF_LIST;
+    b->delays = s->more.delays;
+    b->delays_len = s->ndelays;
+    if (!g->node[R_MAX_RETRIES])
+        s->r.policy.max_attempts = (uint32_t)s->ndelays + 1;
+}
+
 /* Checks between keys run on the keys that were given well; the library's
  * own check only on an entry without errors (`before` is the error count
  * when the entry started). */
@@ -609,6 +722,7 @@ static void finish_retry(vctx *v, const cfg_node *obj, const given *g, retry_scr
 {
     const field *f = retry_fields;
     resil_retry_policy *p = &s->r.policy;
+    finish_delays(v, obj, g, s);
     bool jitter_known = all_good(g, R_STRATEGY, R_JITTER, R_USE_JITTER);
     if (jitter_known)
         resolve_jitter(v, obj, g, s);
@@ -634,23 +748,62 @@ static void finish_retry(vctx *v, const cfg_node *obj, const given *g, retry_scr
     }
 }
 
+/* Polly v8's RetryStrategyOptions where a key is absent: 3 retries, 2 s,
+ * constant, no jitter (UseJitter false), no cap on the delay. */
+static void polly_retry_default(resil_retry_policy *p)
+{
+    resil_retry_policy_default(p);
+    p->max_attempts = 4;
+    p->backoff.kind = RESIL_BACKOFF_CONSTANT;
+    p->backoff.base = RESIL_S(2);
+    p->backoff.jitter = RESIL_JITTER_NONE;
+    p->backoff.max_delay = RESIL_DURATION_MAX;
+}
+
+/* Move what the entry holds beyond its option struct to the heap, and
+ * point the struct at it there. */
+static void keep_more(vctx *v, retry_scratch *s, cfg_item *item)
+{
+    if (s->ndelays == 0 && s->more.disable_for[0] == '\0' && s->nheaders == 0)
+        return;
+    item->more = malloc(sizeof *item->more);
+    if (item->more == NULL) {
+        v->nomem = true;
+        return;
+    }
+    *item->more = s->more;
+    cfg_retry_more *m = item->more;
+    if (s->ndelays > 0)
+        item->u.retry.policy.backoff.delays = m->delays;
+    if (m->disable_for[0] != '\0')
+        item->u.retry.disable_for = m->disable_for;
+    for (size_t i = 0; i < s->nheaders; i++)
+        m->headers[i] = m->header_names[i];
+    m->headers[s->nheaders] = NULL;
+    if (s->nheaders > 0)
+        item->u.retry.retry_after_headers = m->headers;
+}
+
 static void parse_retry(vctx *v, const cfg_node *obj, cfg_item *item)
 {
     retry_scratch s;
     memset(&s, 0, sizeof s);
-    resil_retry_policy_default(&s.r.policy);
+    polly_retry_default(&s.r.policy);
     given g;
     size_t before = v->errors;
     apply(v, obj, retry_fields, FIELD_COUNT(retry_fields), &s, &g);
     if (obj->type == CFG_OBJECT)
         finish_retry(v, obj, &g, &s, before);
     item->u.retry = s.r;
+    item->u.retry.policy.backoff.delays = NULL;
+    keep_more(v, &s, item);
 }
 
 /* ---- CircuitBreakers and DistributedCircuitBreaker ------------------------- */
 
 typedef struct breaker_scratch {
     resil_breaker_opts o;
+    resil_duration operation_timeout; /* CircuitBreakers only */
     int kind;
     int window;
     bool enabled;                 /* DistributedCircuitBreaker only */
@@ -686,6 +839,7 @@ enum {
     B_SLOW_RATIO,
     B_WINDOW,
     B_WINDOW_SIZE,
+    B_OP_TIMEOUT,
     B_ENABLED,
     B_SYNC
 };
@@ -695,8 +849,9 @@ enum {
     [B_CONSECUTIVE] = NUM("ConsecutiveFailureThreshold", F_U32, breaker_scratch,            \
                           o.failure_threshold, 1, UINT32_MAX, 0),                           \
     [B_RATIO] = NUM("FailureRatio", F_DOUBLE, breaker_scratch, o.failure_ratio, 0, 1, LO_OPEN), \
-    [B_THROUGHPUT] = NUM("MinimumThroughput", F_U32, breaker_scratch, o.minimum_throughput, \
-                         2, UINT32_MAX, 0),                                                 \
+    [B_THROUGHPUT] = {"MinimumThroughput", "FailureThreshold", F_U32, 0,                   \
+                      offsetof(breaker_scratch, o.minimum_throughput), 2, UINT32_MAX, NULL, \
+                      NULL},                                                                \
     [B_SAMPLING] = DUR("SamplingDuration", breaker_scratch, o.sampling_duration,           \
                        RESIL_MS(500), 0),                                                   \
     [B_BREAK] = DUR("BreakDuration", breaker_scratch, o.break_duration, 0, LO_OPEN),        \
@@ -711,7 +866,8 @@ enum {
                          LO_OPEN),                                                          \
     [B_WINDOW] = ENUMF("SlidingWindowType", breaker_scratch, window, breaker_windows),      \
     [B_WINDOW_SIZE] = NUM("SlidingWindowSize", F_U32, breaker_scratch, o.window_size, 1,    \
-                          RESIL_BREAKER_WINDOW_SIZE_MAX, 0)
+                          RESIL_BREAKER_WINDOW_SIZE_MAX, 0),                                \
+    [B_OP_TIMEOUT] = DUR("OperationTimeout", breaker_scratch, operation_timeout, 0, LO_OPEN)
 
 static const field breaker_fields[] = {BREAKER_FIELDS};
 
@@ -758,6 +914,10 @@ static void finish_breaker(vctx *v, const cfg_node *obj, const field *f, const g
             o->kind = ratio ? RESIL_BREAKER_BOTH : RESIL_BREAKER_CONSECUTIVE;
     }
     finish_window(v, obj, f, g, s, infer);
+    if (!infer && g->node[B_OP_TIMEOUT])
+        fail_field(v, obj, f, g, B_OP_TIMEOUT,
+                   "OperationTimeout bounds the calls of a CircuitBreakers entry; the fleet "
+                   "breaker's calls are bounded where it is used");
     if (all_good(g, B_GROWTH, B_MAX_BREAK, B_BREAK) && o->break_growth > 1.0 &&
         o->max_break_duration < o->break_duration) {
         char a[32], b[32];
@@ -785,6 +945,7 @@ static void parse_breaker(vctx *v, const cfg_node *obj, cfg_item *item)
         finish_breaker(v, obj, breaker_fields, &g, &s, before, true);
     s.o.name = NULL;
     item->u.breaker = s.o;
+    item->operation_timeout = s.operation_timeout;
 }
 
 /* Excalibur's DistributedCircuitBreakerOptions defaults. */
@@ -1466,6 +1627,41 @@ static void check_order(vctx *v, const cfg_pipeline_def *p)
     }
 }
 
+/* A breaker with Excalibur's OperationTimeout bounds each call through it:
+ * the pipeline gets that attempt timeout right after the breaker, unless it
+ * names an AttemptTimeout of its own, which would be a second bound. */
+static void breaker_operation_timeout(vctx *v, cfg_pipeline_def *p)
+{
+    const cfg_step *br = cfg_step_of(p, RESIL_CONFIG_STEP_BREAKER);
+    if (br == NULL || br->ref == SIZE_MAX)
+        return;
+    const cfg_item *it = &v->cfg->sec[RESIL_CONFIG_BREAKERS].v[br->ref];
+    if (it->operation_timeout <= 0)
+        return;
+    const cfg_step *at = cfg_step_of(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    if (at != NULL) {
+        fail_step(v, at, "CircuitBreaker:%s bounds each call with its OperationTimeout: "
+                         "an AttemptTimeout too would be a second bound; keep one",
+                  it->name);
+        return;
+    }
+    if (p->nsteps == RESIL_CONFIG_MAX_STEPS) {
+        fail_step(v, br, "CircuitBreaker:%s's OperationTimeout adds an AttemptTimeout, and "
+                         "the pipeline has no room for it (at most %d strategies)",
+                  it->name, RESIL_CONFIG_MAX_STEPS);
+        return;
+    }
+    size_t at_index = (size_t)(br - p->steps) + 1;
+    cfg_step own = *br;
+    own.kind = RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT;
+    own.ref = SIZE_MAX;
+    own.timeout = it->operation_timeout;
+    memmove(&p->steps[at_index + 1], &p->steps[at_index],
+            (p->nsteps - at_index) * sizeof p->steps[0]);
+    p->steps[at_index] = own;
+    p->nsteps++;
+}
+
 static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
 {
     char got_buf[TEXT_MAX + 8];
@@ -1490,6 +1686,7 @@ static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
             p->steps[p->nsteps++] = st;
         pop(v, old);
     }
+    breaker_operation_timeout(v, p);
     check_order(v, p);
 }
 

@@ -8,7 +8,7 @@
 
 HAS_ROOM(resil_config_diag, 1);
 HAS_ROOM(resil_config_diags, 4);
-HAS_ROOM(resil_config_retry, 4);
+GREW_INTO_ROOM(resil_config_retry, disable_for, 2, 4);
 HAS_ROOM(resil_config_ratelimit, 4);
 HAS_ROOM(resil_config_distributed, 4);
 HAS_ROOM(resil_config_step, 4);

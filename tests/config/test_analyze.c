@@ -127,11 +127,16 @@ static void the_report_writes_as_json(void **state)
     done(&a);
 }
 
+/* A named Retry entry takes Polly's defaults (constant 2 s, no jitter);
+ * these tests state the backoff they are about. */
+#define EXPONENTIAL "'BackoffStrategy': 'Exponential'"
+#define LIBRARY_BACKOFF "'BackoffStrategy': 'Exponential', 'BaseDelay': '1s', 'Jitter': 'Full'"
+
 static void a_schedule_that_fits_exactly_has_no_warning(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 2,"
-                         " 'BaseDelay': '100ms', 'Jitter': 'Full'}},"
+                         " 'BaseDelay': '100ms', 'Jitter': 'Full', " EXPONENTIAL "}},"
                          " 'Pipelines': {'p': ['TotalTimeout:1500ms', 'Retry:r',"
                          " 'AttemptTimeout:400ms']}}}",
                          0);
@@ -148,7 +153,7 @@ static void max_delay_caps_the_waits(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 5,"
-                         " 'MaxDelay': '3s', 'Jitter': 'None'}},"
+                         " 'MaxDelay': '3s', 'Jitter': 'None', " EXPONENTIAL ", 'BaseDelay': '1s'}},"
                          " 'Pipelines': {'p': ['Retry:r', 'AttemptTimeout:1s']}}}",
                          0);
     const resil_config_analysis *p = item(&a, "p");
@@ -194,7 +199,7 @@ static void jitter_above_the_formula_is_reported_beside_it(void **state)
 static void retries_without_an_attempt_timeout_are_warned(void **state)
 {
     (void)state;
-    analysed a = analyse("{'Resilience': {'Retry': {'r': {}},"
+    analysed a = analyse("{'Resilience': {'Retry': {'r': {'Jitter': 'Full'}},"
                          " 'Pipelines': {'t': ['TotalTimeout:10s', 'Retry:r'],"
                          " 'none': ['Retry:r'], 'once': ['TotalTimeout:1s']}}}",
                          0);
@@ -212,7 +217,7 @@ static void retries_without_an_attempt_timeout_are_warned(void **state)
 static void retrying_forever_needs_a_total_timeout(void **state)
 {
     (void)state;
-    analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 'Forever'}},"
+    analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 'Forever', 'Jitter': 'Full'}},"
                          " 'Pipelines': {'p': ['Retry:r', 'AttemptTimeout:1s'],"
                          " 'q': ['TotalTimeout:1m', 'Retry:r', 'AttemptTimeout:1s']}}}",
                          0);
@@ -231,7 +236,7 @@ static void the_time_budget_is_a_total_timeout(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 3,"
-                         " 'BaseDelay': '1s', 'Jitter': 'Full', 'TimeBudget': '8s'}},"
+                         " 'BaseDelay': '1s', 'Jitter': 'Full', 'TimeBudget': '8s', " EXPONENTIAL "}},"
                          " 'Pipelines': {'p': ['TotalTimeout:20s', 'Retry:r',"
                          " 'AttemptTimeout:1s']}}}",
                          0);
@@ -248,7 +253,7 @@ static void per_operation_totals_are_each_checked(void **state)
     (void)state;
     analysed a = analyse("{'Resilience': {'Timeouts': {'DefaultTimeout': '30s',"
                          " 'OperationTimeouts': {'query': '2s', 'report': '1m'}},"
-                         " 'Retry': {'r': {'MaxRetryAttempts': 1, 'Jitter': 'Equal'}},"
+                         " 'Retry': {'r': {'MaxRetryAttempts': 1, 'Jitter': 'Equal', " EXPONENTIAL ", 'BaseDelay': '1s'}},"
                          " 'Pipelines': {'p': ['TotalTimeout', 'Retry:r', 'AttemptTimeout:1s']}}}",
                          0);
     const resil_config_analysis *p = item(&a, "p");
@@ -264,8 +269,8 @@ static void per_operation_totals_are_each_checked(void **state)
 static void layers_multiply_calls_and_are_warned(void **state)
 {
     (void)state;
-    analysed a = analyse("{'Resilience': {'Retry': {'three': {'MaxRetryAttempts': 2},"
-                         " 'four': {'MaxRetryAttempts': 3}},"
+    analysed a = analyse("{'Resilience': {'Retry': {'three': {'MaxRetryAttempts': 2, 'Jitter': 'Full'},"
+                         " 'four': {'MaxRetryAttempts': 3, " LIBRARY_BACKOFF "}},"
                          " 'Pipelines': {'gateway': ['Retry:three', 'Pipeline:service'],"
                          " 'service': ['TotalTimeout:5s', 'Retry:four', 'AttemptTimeout:1s']}}}",
                          0);
@@ -301,8 +306,9 @@ static void unsafe_methods_retried_without_keys_are_warned(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {"
-                         "'bare': {'RetryUnsafeMethods': true},"
-                         " 'keyed': {'RetryUnsafeMethods': true, 'IdempotencyKeys': true}}}}",
+                         "'bare': {'RetryUnsafeMethods': true, 'Jitter': 'Full'},"
+                         " 'keyed': {'RetryUnsafeMethods': true, 'IdempotencyKeys': true,"
+                         " 'Jitter': 'Full'}}}}",
                          0);
     assert_string_equal(warnings(&a), "Resilience.Retry.bare: retries unsafe methods (POST, "
                                       "PATCH) without idempotency keys: a retried write can "

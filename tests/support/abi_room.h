@@ -49,6 +49,11 @@ static inline void abi_assert_zeroed(const resil_reserved *r, size_t n)
     assert_memory_equal(r, zero, n * sizeof *r);
 }
 
+/* Every slot an array of reserved slots still has, however many members
+ * have taken others since. */
+#define ABI_ASSERT_ROOM_ZEROED(slots) \
+    abi_assert_zeroed((slots), sizeof(slots) / sizeof((slots)[0]))
+
 /* Fill with garbage first, as a stack variable would be, then default. */
 #define DEFAULTED_ZEROES_ROOM(T, call)                                                  \
     do {                                                                                \

@@ -187,7 +187,7 @@ static void embedded_defaults_zero_their_slots(void **state)
     resil_retry_policy p;
     memset(&p, 0xA5, sizeof p);
     resil_retry_policy_default(&p);
-    abi_assert_zeroed(p.backoff.reserved_, 4);
+    ABI_ASSERT_ROOM_ZEROED(p.backoff.reserved_);
 
     resil_registry_opts r;
     memset(&r, 0xA5, sizeof r);
