@@ -68,6 +68,10 @@ typedef struct http_opts {
     const char *hint_headers[MAX_HINT_HEADERS + 1]; /* --retry-after-header, NULL-ended */
     int nhint;
     unsigned disable_for;      /* --disable-for: added to the profile's */
+    resil_route_endpoint hedge_to[RESIL_HEDGE_MAX]; /* --hedge-to, in order */
+    resil_route_group hedge_groups[RESIL_HEDGE_MAX];
+    resil_route_opts route;
+    size_t nhedge_to;
     log_format log;
     const char *urls[MAX_URLS];
     int nurls;
@@ -98,14 +102,17 @@ static void usage(FILE *out)
           "attempt timeout 10s, total timeout 30s (the standard profile).\n"
           "\n"
           "resilience:\n"
-          "      --profile NAME         standard, microsoft-standard, read or write\n"
+          "      --profile NAME         standard, microsoft-standard, microsoft-hedging,\n"
+          "                             read or write\n"
           "                             (default standard). standard: Microsoft's\n"
           "                             handler's strategies and numbers with resil's\n"
           "                             safer rules (408, 429, 500, 502-504 and path\n"
           "                             failures; POST/PATCH only with a key);\n"
           "                             microsoft-standard: that handler exactly\n"
           "                             (every status >= 500, 408, 429, any transport\n"
-          "                             failure, every method); read: total 2s,\n"
+          "                             failure, every method); microsoft-hedging:\n"
+          "                             Microsoft's standard hedging handler (one hedge\n"
+          "                             after 2s instead of retries); read: total 2s,\n"
           "                             attempt 500ms, 4 attempts from 100ms, GETs\n"
           "                             hedged after 250ms, unsafe methods never\n"
           "                             retried; write: total 6s, attempt 2s, unsafe\n"
@@ -127,6 +134,10 @@ static void usage(FILE *out)
           "      --retry-unsafe         retry POST and PATCH even without a key\n"
           "      --hedge DUR            for GET and HEAD: start a second request when\n"
           "                             the first has not answered after DUR\n"
+          "      --hedge-to URL         send the next hedge to URL's scheme, host and\n"
+          "                             port instead (repeatable, up to 10: one hedge\n"
+          "                             each, in order; the path and query are kept);\n"
+          "                             hedging after 2s unless --hedge says otherwise\n"
           "      --breaker-failures N   open a host's breaker after N failures in a\n"
           "                             row (default: the profile's ratio rule only)\n"
 #ifdef RESIL_CLI_REDIS
@@ -277,7 +288,8 @@ static int parse_retry_after(http_opts *o, const args *a, const char *v)
 static int parse_profile(http_opts *o, const args *a, const char *v)
 {
     if (resil_http_profile_parse(v, &o->profile) != 0)
-        return args_reject(a, "--profile", "one of standard, microsoft-standard, read, write",
+        return args_reject(a, "--profile",
+                           "one of standard, microsoft-standard, microsoft-hedging, read, write",
                            v);
     return 0;
 }
@@ -289,6 +301,20 @@ static int parse_hint_header(http_opts *o, const args *a, const char *v)
     if (v[0] == '\0' || strpbrk(v, ": \t\r\n") != NULL)
         return args_reject(a, "--retry-after-header", "a header name", v);
     o->hint_headers[o->nhint++] = v;
+    return 0;
+}
+
+static int parse_hedge_to(http_opts *o, const args *a, const char *v)
+{
+    char authority[RESIL_BREAKER_NAME_MAX];
+    if (o->nhedge_to == RESIL_HEDGE_MAX)
+        return args_fail(a, "--hedge-to: at most %d endpoints", RESIL_HEDGE_MAX);
+    if (resil_http_authority(v, authority, sizeof authority) != 0)
+        return args_reject(a, "--hedge-to", "a URL such as https://eu.example.com", v);
+    o->hedge_to[o->nhedge_to] = (resil_route_endpoint){.url = v, .weight = 0};
+    o->hedge_groups[o->nhedge_to] =
+        (resil_route_group){.endpoints = &o->hedge_to[o->nhedge_to], .len = 1, .weight = 0};
+    o->nhedge_to++;
     return 0;
 }
 
@@ -343,6 +369,7 @@ static int parse_http_option(http_opts *o, args *a)
          args_duration(a, "--retry-after-max", v, false, &o->retry_after_max)))
     TRY("--retry-after-header", NULL, parse_hint_header(o, a, v))
     TRY("--disable-for", NULL, parse_disable_for(o, a, v))
+    TRY("--hedge-to", NULL, parse_hedge_to(o, a, v))
     TRY("--idempotency-key", NULL, parse_key(o, a, v))
     TRY("--hedge", NULL, args_duration(a, "--hedge", v, false, &o->hedge))
     TRY("--breaker-failures", NULL, parse_breaker_failures(o, a, v))
@@ -646,7 +673,21 @@ static void fleet_close(fleet *f)
 
 /* ---- the run ----------------------------------------------------------------- */
 
-static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_client **out)
+/* --hedge-to: one ordered group per URL, one hedge each. */
+static void route_hedges(http_opts *o, resil_http_opts *h)
+{
+    if (o->nhedge_to == 0)
+        return;
+    resil_route_opts_default(&o->route);
+    o->route.groups = o->hedge_groups;
+    o->route.ngroups = o->nhedge_to;
+    h->hedge_route = &o->route;
+    h->max_hedged = (uint32_t)o->nhedge_to;
+    if (h->hedge_delay < 0)
+        h->hedge_delay = RESIL_S(2); /* Microsoft's hedging delay */
+}
+
+static int build_client(http_opts *o, run_state *rs, fleet *f, resil_http_client **out)
 {
     resil_http_opts h;
     resil_http_opts_default(&h);
@@ -664,6 +705,7 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_
     h.retry_after_headers = o->nhint > 0 ? o->hint_headers : NULL;
     if (o->hedge >= 0)
         h.hedge_delay = o->hedge;
+    route_hedges(o, &h);
     if (o->breaker_failures > 0) {
         h.breaker.kind = RESIL_BREAKER_BOTH;
         h.breaker.failure_threshold = o->breaker_failures;

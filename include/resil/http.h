@@ -58,6 +58,7 @@
 
 #include "../resil.h"
 #include "hedge.h"
+#include "route.h"
 #include "telemetry.h"
 
 RESIL_BEGIN_DECLS
@@ -189,12 +190,16 @@ typedef enum resil_http_profile {
                                 unsafe methods never retried */
     RESIL_HTTP_WRITE,        /* conservative: total 6 s, attempt 2 s, unsafe methods
                                 never retried, a stricter breaker */
-    RESIL_HTTP_MICROSOFT     /* Microsoft's standard handler exactly: the standard
+    RESIL_HTTP_MICROSOFT,    /* Microsoft's standard handler exactly: the standard
                                 numbers with its predicate (resil_http_classify_microsoft)
                                 and every method retried, keys or not */
+    RESIL_HTTP_MICROSOFT_HEDGING /* Microsoft's standard hedging handler: total 30 s →
+                                    hedging (1 hedge after 2 s, no retry) → per-authority
+                                    breaker → attempt 10 s, its predicate */
 } resil_http_profile;
 
-/* "standard", "read", "write", "microsoft-standard" ("unknown" otherwise). */
+/* "standard", "read", "write", "microsoft-standard", "microsoft-hedging"
+ * ("unknown" otherwise). */
 RESIL_API const char *resil_http_profile_name(resil_http_profile p);
 RESIL_API int resil_http_profile_parse(const char *name, resil_http_profile *out);
 
@@ -244,7 +249,16 @@ typedef struct resil_http_opts {
                                                    ones only */
         resil_reserved retry_after_headers_r_;
     };
-    resil_reserved reserved_[3]; /* room to grow (docs/abi.md) */
+    union {
+        const resil_route_opts *hedge_route; /* where hedges go (route.h): hedge k
+                                                to the k-th endpoint of the call's
+                                                plan, the request's path and query
+                                                kept; the primary keeps the
+                                                handle's URL. Not owned; NULL =
+                                                every hedge to the same URL */
+        resil_reserved hedge_route_r_;
+    };
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_http_opts;
 
 /* The standard profile. */

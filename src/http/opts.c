@@ -31,6 +31,8 @@ const char *resil_http_profile_name(resil_http_profile p)
         return "write";
     case RESIL_HTTP_MICROSOFT:
         return "microsoft-standard";
+    case RESIL_HTTP_MICROSOFT_HEDGING:
+        return "microsoft-hedging";
     }
     return "unknown";
 }
@@ -38,7 +40,8 @@ const char *resil_http_profile_name(resil_http_profile p)
 int resil_http_profile_parse(const char *name, resil_http_profile *out)
 {
     static const resil_http_profile all[] = {RESIL_HTTP_STANDARD, RESIL_HTTP_READ,
-                                             RESIL_HTTP_WRITE, RESIL_HTTP_MICROSOFT};
+                                             RESIL_HTTP_WRITE, RESIL_HTTP_MICROSOFT,
+                                             RESIL_HTTP_MICROSOFT_HEDGING};
     if (name == NULL || out == NULL)
         return RESIL_EINVAL;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -84,6 +87,18 @@ static void microsoft(resil_http_opts *o)
     standard(o);
     o->classify = resil_http_classify_microsoft;
     o->retry_unsafe = true;
+}
+
+/* Microsoft's standard hedging handler: its total timeout, then hedging
+ * in place of the retry (one hedge after 2 s), then the breaker and the
+ * attempt timeout per endpoint, with the standard handler's predicate and
+ * limits. */
+static void microsoft_hedging(resil_http_opts *o)
+{
+    microsoft(o);
+    o->retry.max_attempts = 1;
+    o->hedge_delay = RESIL_S(2);
+    o->max_hedged = 1;
 }
 
 /* The article's read client as its diagram draws it: aggressive retries
@@ -143,6 +158,9 @@ int resil_http_opts_profile(resil_http_opts *o, resil_http_profile p)
     case RESIL_HTTP_MICROSOFT:
         microsoft(o);
         return 0;
+    case RESIL_HTTP_MICROSOFT_HEDGING:
+        microsoft_hedging(o);
+        return 0;
     }
     return RESIL_EINVAL;
 }
@@ -177,6 +195,9 @@ static int check_hedging(const resil_http_opts *o, resil_err *err)
     if (o->hedge_delay >= 0 && (o->max_hedged < 1 || o->max_hedged > RESIL_HEDGE_MAX))
         return resil_err_set(err, RESIL_EINVAL, "http.max_hedged must be in [1, %d], got %u",
                              RESIL_HEDGE_MAX, (unsigned)o->max_hedged);
+    resil_err inner = {0, ""};
+    if (o->hedge_route != NULL && resil_route_opts_validate(o->hedge_route, &inner) != 0)
+        return resil_err_set(err, RESIL_EINVAL, "http.hedge_%s", inner.message);
     return 0;
 }
 

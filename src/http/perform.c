@@ -35,6 +35,7 @@
 
 #include "head.h"
 #include "resil/http.h"
+#include "route_internal.h"
 #include "resil/pipeline.h"
 
 #define POOL_KEEP 64                    /* idle attempt states kept */
@@ -88,6 +89,9 @@ struct http_call {
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     http_attempt *att[RESIL_HEDGE_MAX + 1];
     uint32_t natt;
+    const char *url;                     /* the request's URL, when hedges are routed */
+    const char *plan[RESIL_HEDGE_MAX];   /* hedge k's endpoint is plan[k - 1] */
+    size_t nplan;
     /* text, set as needed (not cleared per call) */
     struct curl_slist key_node;
     char key_header[sizeof KEY_HEADER + 2 + RESIL_HTTP_KEY_MAX];
@@ -696,9 +700,23 @@ static int take_attempts(http_call *call, CURL *easy)
         a->easy = i == 0 ? easy : curl_easy_duphandle(easy);
         if (a->easy == NULL)
             return RESIL_ENOMEM;
+        if (i > 0 && i <= call->nplan &&
+            resil__http_route_to(a->easy, call->url, call->plan[i - 1]) != 0)
+            return RESIL_EINVAL;
         install(a);
     }
     return 0;
+}
+
+/* Where this call's hedges go, drawn once before any of them starts. */
+static int plan_route(http_call *call, CURL *easy, const resil_http_request *r)
+{
+    char *url = NULL;
+    if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL)
+        return RESIL_EINVAL;
+    call->url = url;
+    return resil_route_plan(call->client->opts.hedge_route, r->rng, call->plan,
+                            call->client->opts.max_hedged, &call->nplan);
 }
 
 static int prepare(http_call *call, resil_http_client *c, CURL *easy,
@@ -718,6 +736,8 @@ static int prepare(http_call *call, resil_http_client *c, CURL *easy,
          resil_http_authority(url, call->authority, sizeof call->authority) != 0))
         return RESIL_EINVAL;
     call->hedged = hedgeable(call);
+    if (call->hedged && c->opts.hedge_route != NULL && plan_route(call, easy, r) != 0)
+        return RESIL_EINVAL;
     /* Deadlines are libcurl's own timeout; only a token someone else may
      * fire (the caller's, a lost hedge's) needs a transfer to look. */
     call->watch = r->cancel != NULL || r->xferinfo_fn != NULL || call->hedged;

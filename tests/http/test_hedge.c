@@ -55,6 +55,72 @@ static void a_failed_primary_is_hedged_at_once(void **state)
     assert_int_equal(fx_count(f, "/h"), 2);
 }
 
+/* A second server stands for another region: its base URL is the
+ * endpoint the hedge is routed to. */
+static void a_failed_primary_is_hedged_to_the_next_endpoint(void **state)
+{
+    fx *f = *state;
+    hedge_setup_opts(f);
+    f->opts.hedge_delay = RESIL_S(20);
+    f->opts.retry.max_attempts = 1;
+    http_server *other = http_server_start();
+    assert_non_null(other);
+    char base[128];
+    http_server_url(other, "", base, sizeof base);
+    const resil_route_endpoint ep[] = {{.url = base}};
+    const resil_route_group g[] = {{ep, 1, 0}};
+    resil_route_opts route;
+    resil_route_opts_default(&route);
+    route.groups = g;
+    route.ngroups = 1;
+    f->opts.hedge_route = &route;
+    fx_script(f, "/h", FX_STEPS({.status = 503, .body = "down\n"}));
+    http_server_script(other, "/h", FX_STEPS({.status = 200, .body = "other\n"}));
+    assert_int_equal(fx_perform(f, "/h?q=1"), 0);
+    assert_string_equal(f->body.p, "other\n");
+    assert_int_equal(f->res.hedge_winner, 1);
+    assert_int_equal(fx_count(f, "/h"), 1);
+    assert_int_equal(http_server_count(other, "/h"), 1);
+    assert_string_equal(http_server_request(other, "/h", 0)->target, "/h?q=1");
+    resil_http_client_free(f->client);
+    f->client = NULL;
+    http_server_stop(other);
+}
+
+static void microsoft_hedging_profile_is_the_standard_hedging_handler(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    assert_int_equal(resil_http_opts_profile(&o, RESIL_HTTP_MICROSOFT_HEDGING), 0);
+    assert_duration_equal(o.total_timeout, RESIL_S(30));
+    assert_int_equal(o.retry.max_attempts, 1);
+    assert_duration_equal(o.hedge_delay, RESIL_S(2));
+    assert_int_equal(o.max_hedged, 1);
+    assert_int_equal(o.max_concurrency, 1000);
+    assert_near(o.breaker.failure_ratio, 0.1, 1e-12);
+    assert_int_equal(o.breaker.minimum_throughput, 100);
+    assert_duration_equal(o.breaker.break_duration, RESIL_S(5));
+    assert_duration_equal(o.attempt_timeout, RESIL_S(10));
+    assert_ptr_equal(o.classify, resil_http_classify_microsoft);
+    assert_string_equal(resil_http_profile_name(RESIL_HTTP_MICROSOFT_HEDGING),
+                        "microsoft-hedging");
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
+}
+
+static void a_bad_hedge_route_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    resil_route_opts route;
+    resil_route_opts_default(&route);
+    o.hedge_route = &route;
+    resil_err err;
+    assert_int_equal(resil_http_opts_validate(&o, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "http.hedge_route.ngroups must be in [1, 11], got 0");
+}
+
 static void post_is_never_hedged(void **state)
 {
     fx *f = *state;
@@ -152,6 +218,9 @@ int main(void)
         T(a_slow_get_is_answered_by_its_hedge),
         T(a_fast_get_starts_no_hedge),
         T(a_failed_primary_is_hedged_at_once),
+        T(a_failed_primary_is_hedged_to_the_next_endpoint),
+        cmocka_unit_test(microsoft_hedging_profile_is_the_standard_hedging_handler),
+        cmocka_unit_test(a_bad_hedge_route_is_refused_by_name),
         T(post_is_never_hedged),
         T(the_losing_handle_leaves_the_callers_handle_usable),
         T(each_attempt_reaches_the_classifiers_with_its_hedge_index),
