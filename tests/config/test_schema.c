@@ -823,6 +823,90 @@ static void operation_timeout_bounds_each_call_through_the_breaker(void **state)
         "would be a second bound; keep one");
 }
 
+static void hedging_takes_microsofts_defaults_and_routes_endpoints(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Hedging': {'plain': {},"
+                               " 'regions': {'MaxHedgedAttempts': 2, 'Delay': '500ms',"
+                               " 'Endpoints': ['https://eu.example.com', 'https://us.example.com'],"
+                               " 'Routing': 'Weighted', 'Weights': [3, 1],"
+                               " 'SelectionMode': 'EveryAttempt'}}}}");
+    resil_config_hedge h;
+    assert_int_equal(resil_config_hedge_get(c, "plain", &h), 0);
+    assert_int_equal(h.opts.max_hedged, 1);
+    assert_duration_equal(h.opts.delay, RESIL_S(2));
+    assert_null(h.route);
+    assert_int_equal(resil_config_hedge_get(c, "regions", &h), 0);
+    assert_int_equal(h.opts.max_hedged, 2);
+    assert_duration_equal(h.opts.delay, RESIL_MS(500));
+    assert_non_null(h.route);
+    assert_int_equal(h.route->kind, RESIL_ROUTE_WEIGHTED);
+    assert_int_equal(h.route->selection, RESIL_ROUTE_EVERY_ATTEMPT);
+    assert_int_equal(h.route->ngroups, 2);
+    assert_string_equal(h.route->groups[1].endpoints[0].url, "https://us.example.com");
+    assert_int_equal(h.route->groups[0].weight, 3);
+    assert_int_equal(resil_route_opts_validate(h.route, NULL), 0);
+    resil_config_free(c);
+    static const bad_value rows[] = {
+        {"'MaxHedgedAttempts': 11", "MaxHedgedAttempts", "must be a whole number in [1,10], got 11"},
+        {"'Endpoints': ['eu.example.com']", "Endpoints[0]",
+         "must be an endpoint URL such as \"https://eu.example.com\", got \"eu.example.com\""},
+        {"'Endpoints': ['https://a'], 'Weights': [1]", "Weights", "Weights need Routing Weighted"},
+        {"'Endpoints': ['https://a', 'https://b'], 'Routing': 'Weighted', 'Weights': [1]",
+         "Weights", "must give one weight per endpoint: 1 for 2"},
+        {"'Routing': 'Ordered'", "Routing", "Routing routes Endpoints: it needs them"},
+    };
+    check_bad_values("{'Resilience': {'Hedging': {'h': {%s}}}}", "Hedging.h", ROWS(rows));
+}
+
+static void a_fallback_is_a_static_answer(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Fallbacks': {'stale': {'Kind': 'Success',"
+                               " 'Code': 200, 'Detail': 'stale but served'},"
+                               " 'busy': {'Kind': 'Throttled', 'Code': 429}}}}");
+    resil_outcome o;
+    assert_int_equal(resil_config_fallback_get(c, "stale", &o), 0);
+    assert_int_equal(o.kind, RESIL_SUCCESS);
+    assert_int_equal(o.code, 200);
+    assert_string_equal(o.detail, "stale but served");
+    assert_int_equal(resil_config_fallback_get(c, "busy", &o), 0);
+    assert_int_equal(o.kind, RESIL_THROTTLED);
+    assert_int_equal(o.code, 429);
+    assert_int_equal(resil_config_fallback_get(c, "none", &o), RESIL_ENOTFOUND);
+    assert_int_equal(o.kind, RESIL_SUCCESS);
+    resil_config_free(c);
+}
+
+static void retry_budgets_take_each_models_keys(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'RetryBudgets': {"
+                               "'grpc': {'MaxTokens': 20, 'TokenRatio': 0.5},"
+                               " 'aws': {'Model': 'Quota', 'Capacity': 100, 'RetryCost': 7},"
+                               " 'finagle': {'Model': 'Ratio', 'Percent': 0.1, 'Ttl': '5s'}},"
+                               " 'Retry': {'r': {'Budget': 'AWS'}}}}");
+    resil_budget_opts b;
+    assert_int_equal(resil_config_budget_get(c, "grpc", &b), 0);
+    assert_int_equal(b.model, RESIL_BUDGET_TOKENS);
+    assert_near(b.max_tokens, 20, 0);
+    assert_near(b.token_ratio, 0.5, 0);
+    assert_int_equal(resil_config_budget_get(c, "aws", &b), 0);
+    assert_int_equal(b.model, RESIL_BUDGET_QUOTA);
+    assert_int_equal(b.capacity, 100);
+    assert_int_equal(b.retry_cost, 7);
+    assert_int_equal(resil_config_budget_get(c, "finagle", &b), 0);
+    assert_int_equal(b.model, RESIL_BUDGET_RATIO);
+    assert_duration_equal(b.ttl, RESIL_S(5));
+    resil_config_retry r;
+    resil_config_retry_get(c, "r", &r);
+    assert_string_equal(r.budget, "AWS");
+    assert_null(r.policy.budget);
+    resil_config_free(c);
+    assert_string_equal(cfg_first_message("{'Resilience': {'Retry': {'r': {'Budget': 'nope'}}}}"),
+                        "no RetryBudgets entry named \"nope\"");
+}
+
 static void two_names_keep_their_own_settings(void **state)
 {
     (void)state;
@@ -860,6 +944,9 @@ int main(void)
         cmocka_unit_test(disable_for_and_hint_headers_are_kept_for_http),
         cmocka_unit_test(disable_for_and_hint_headers_take_names),
         cmocka_unit_test(failure_threshold_is_excaliburs_minimum_throughput),
+        cmocka_unit_test(hedging_takes_microsofts_defaults_and_routes_endpoints),
+        cmocka_unit_test(a_fallback_is_a_static_answer),
+        cmocka_unit_test(retry_budgets_take_each_models_keys),
         cmocka_unit_test(operation_timeout_bounds_each_call_through_the_breaker),
         cmocka_unit_test(breaker_keys_absent_give_the_library_defaults),
         cmocka_unit_test(breaker_reads_every_key),
