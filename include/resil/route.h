@@ -34,12 +34,14 @@ RESIL_BEGIN_DECLS
 typedef struct resil_route_endpoint {
     const char *url;   /* scheme://host[:port], e.g. "https://eu.example.com" */
     uint32_t weight;   /* 0 = 1; at most RESIL_ROUTE_WEIGHT_MAX */
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_route_endpoint;
 
 typedef struct resil_route_group {
     const resil_route_endpoint *endpoints; /* not owned */
     size_t len;                            /* >= 1 */
     uint32_t weight;                       /* weighted routing; 0 = 1 */
+    resil_reserved reserved_[1];           /* room to grow (docs/abi.md) */
 } resil_route_group;
 
 typedef enum resil_route_kind {

@@ -68,7 +68,7 @@ static void a_failed_primary_is_hedged_to_the_next_endpoint(void **state)
     char base[128];
     http_server_url(other, "", base, sizeof base);
     const resil_route_endpoint ep[] = {{.url = base}};
-    const resil_route_group g[] = {{ep, 1, 0}};
+    const resil_route_group g[] = {{.endpoints = ep, .len = 1, .weight = 0}};
     resil_route_opts route;
     resil_route_opts_default(&route);
     route.groups = g;

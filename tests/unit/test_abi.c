@@ -35,6 +35,7 @@ HAS_ROOM(resil_throttle_opts, 4);
 HAS_ROOM(resil_chaos_opts, 4);
 HAS_ROOM(resil_listener, 4);
 HAS_ROOM(resil_loop, 2);
+HAS_ROOM(resil_route_opts, 4);
 /* results and stats, filled by the library */
 HAS_ROOM(resil_pipeline_result, 4);
 HAS_ROOM(resil_retry_result, 4);
@@ -61,6 +62,8 @@ HAS_ROOM(resil_cpu_times, 2);
 HAS_ROOM(resil_degrade_level_opts, 1);
 HAS_ROOM(resil_health_sample, 1);
 HAS_ROOM(resil_attempt_record, 1);
+HAS_ROOM(resil_route_endpoint, 1);
+HAS_ROOM(resil_route_group, 1);
 
 /* The layout on LP64, recorded. */
 PINNED(resil_backoff, 80);
@@ -166,6 +169,7 @@ static void defaults_zero_the_reserved_slots(void **state)
     DEFAULTED_ZEROES_ROOM(resil_degrade_opts, resil_degrade_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_fallback_opts, resil_fallback_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_hedge_opts, resil_hedge_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_route_opts, resil_route_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_ratelimit_opts, ratelimit_opts_default_token);
     DEFAULTED_ZEROES_ROOM(resil_registry_opts, resil_registry_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_retry_policy, resil_retry_policy_default);

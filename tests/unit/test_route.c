@@ -11,6 +11,8 @@ static const resil_route_endpoint second[] = {{.url = "https://b1.example", .wei
                                               {.url = "https://b2.example", .weight = 3}};
 static const resil_route_endpoint third[] = {{.url = "https://c.example"}};
 
+#define G(e, n, w) {.endpoints = e, .len = n, .weight = w}
+
 static resil_route_opts route(resil_route_kind k, const resil_route_group *g, size_t n)
 {
     resil_route_opts o;
@@ -48,7 +50,7 @@ static size_t plan(const resil_route_opts *o, const double *draws, size_t ndraws
 static void ordered_groups_serve_the_attempts_in_order(void **state)
 {
     (void)state;
-    const resil_route_group g[] = {{primary, 1, 0}, {second, 2, 0}, {third, 1, 0}};
+    const resil_route_group g[] = {G(primary, 1, 0), G(second, 2, 0), G(third, 1, 0)};
     resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, 3);
     const char *out[4];
     size_t used;
@@ -63,7 +65,7 @@ static void ordered_groups_serve_the_attempts_in_order(void **state)
 static void endpoint_weights_split_the_draws(void **state)
 {
     (void)state;
-    const resil_route_group g[] = {{second, 2, 0}};
+    const resil_route_group g[] = {G(second, 2, 0)};
     resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, 1);
     const char *out[1];
     size_t used;
@@ -78,7 +80,7 @@ static void endpoint_weights_split_the_draws(void **state)
 static void a_plan_is_cut_to_the_attempts_asked_for(void **state)
 {
     (void)state;
-    const resil_route_group g[] = {{primary, 1, 0}, {third, 1, 0}};
+    const resil_route_group g[] = {G(primary, 1, 0), G(third, 1, 0)};
     resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, 2);
     const char *out[1];
     size_t used;
@@ -89,7 +91,7 @@ static void a_plan_is_cut_to_the_attempts_asked_for(void **state)
 static void weighted_groups_draw_the_first_then_follow_the_order(void **state)
 {
     (void)state;
-    const resil_route_group g[] = {{primary, 1, 1}, {second, 2, 1}, {third, 1, 2}};
+    const resil_route_group g[] = {G(primary, 1, 1), G(second, 2, 1), G(third, 1, 2)};
     resil_route_opts o = route(RESIL_ROUTE_WEIGHTED, g, 3);
     const char *out[3];
     size_t used;
@@ -106,7 +108,7 @@ static void weighted_groups_draw_the_first_then_follow_the_order(void **state)
 static void weighted_groups_can_draw_every_attempt(void **state)
 {
     (void)state;
-    const resil_route_group g[] = {{primary, 1, 1}, {second, 2, 1}, {third, 1, 2}};
+    const resil_route_group g[] = {G(primary, 1, 1), G(second, 2, 1), G(third, 1, 2)};
     resil_route_opts o = route(RESIL_ROUTE_WEIGHTED, g, 3);
     o.selection = RESIL_ROUTE_EVERY_ATTEMPT;
     const char *out[3];
@@ -129,12 +131,12 @@ static void a_route_names_its_first_bad_field(void **state)
     assert_int_equal(resil_route_opts_validate(&o, &err), RESIL_EINVAL);
     assert_string_equal(err.message, "route.ngroups must be in [1, 11], got 0");
     static const resil_route_endpoint nameless[] = {{.url = ""}};
-    const resil_route_group g[] = {{primary, 1, 0}, {nameless, 1, 0}};
+    const resil_route_group g[] = {G(primary, 1, 0), G(nameless, 1, 0)};
     o = route(RESIL_ROUTE_ORDERED, g, 2);
     assert_int_equal(resil_route_opts_validate(&o, &err), RESIL_EINVAL);
     assert_string_equal(err.message, "route.groups[1].endpoints[0].url must not be NULL or empty");
     static const resil_route_endpoint heavy[] = {{.url = "https://x", .weight = 64001}};
-    const resil_route_group h[] = {{heavy, 1, 0}};
+    const resil_route_group h[] = {G(heavy, 1, 0)};
     o = route(RESIL_ROUTE_ORDERED, h, 1);
     assert_int_equal(resil_route_opts_validate(&o, &err), RESIL_EINVAL);
     assert_string_equal(err.message,
