@@ -338,16 +338,25 @@ static resil_duration wait_until(int64_t date, int64_t now_ns)
     return diff * NS_PER_SECOND - now_frac;
 }
 
-int resil_retry_after_parse(const char *text, size_t len, int64_t wall_now_ns,
-                            resil_duration *out)
+/* The value between optional spaces: 0 with *c set, RESIL_EINVAL for no
+ * `out`, RESIL_ESYNTAX for no text. Both units' parsers start here. */
+static int open_value(const char *text, size_t len, const resil_duration *out, cursor *c)
 {
     if (out == NULL)
         return RESIL_EINVAL;
     if (text == NULL)
         return RESIL_ESYNTAX;
-    cursor c = trimmed(text, len);
-    if (at_end(&c))
-        return RESIL_ESYNTAX;
+    *c = trimmed(text, len);
+    return at_end(c) ? RESIL_ESYNTAX : 0;
+}
+
+int resil_retry_after_parse(const char *text, size_t len, int64_t wall_now_ns,
+                            resil_duration *out)
+{
+    cursor c;
+    int opened = open_value(text, len, out, &c);
+    if (opened != 0)
+        return opened;
     if (is_digit(*c.p) || *c.p == '-')
         return parse_delta(&c, NS_PER_SECOND, out);
     int64_t date;
@@ -362,12 +371,7 @@ int resil_retry_after_parse(const char *text, size_t len, int64_t wall_now_ns,
 
 int resil_retry_after_ms_parse(const char *text, size_t len, resil_duration *out)
 {
-    if (out == NULL)
-        return RESIL_EINVAL;
-    if (text == NULL)
-        return RESIL_ESYNTAX;
-    cursor c = trimmed(text, len);
-    if (at_end(&c))
-        return RESIL_ESYNTAX;
-    return parse_delta(&c, RESIL_MS(1), out);
+    cursor c;
+    int opened = open_value(text, len, out, &c);
+    return opened != 0 ? opened : parse_delta(&c, RESIL_MS(1), out);
 }

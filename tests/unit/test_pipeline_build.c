@@ -246,38 +246,32 @@ static void two_retries_build_in_order(void **state)
     resil_pipeline_free(pl);
 }
 
-static void a_total_timeout_must_come_before_every_retry(void **state)
+/* A retry, a timeout added by `add_timeout`, then a second retry. */
+static resil_pipeline_builder *timeout_between_retries(
+    int (*add_timeout)(resil_pipeline_builder *, const resil_timeout_opts *))
 {
-    (void)state;
     resil_pipeline_builder *b = builder();
     resil_retry_policy p = retry_policy();
     resil_timeout_opts t;
     resil_timeout_opts_default(&t);
     resil_pipeline_add_retry(b, &p);
-    resil_pipeline_add_total_timeout(b, &t);
+    add_timeout(b, &t);
     resil_pipeline_add_retry(b, &p);
-    resil_pipeline *pl;
-    resil_err err;
-    assert_int_equal(resil_pipeline_build(b, &pl, &err), RESIL_EINVAL);
-    assert_string_equal(err.message, "pipeline: total-timeout must come before retry");
-    resil_pipeline_builder_free(b);
+    return b;
+}
+
+static void a_total_timeout_must_come_before_every_retry(void **state)
+{
+    (void)state;
+    refused(timeout_between_retries(resil_pipeline_add_total_timeout), RESIL_EINVAL,
+            "pipeline: total-timeout must come before retry");
 }
 
 static void an_attempt_timeout_must_come_after_every_retry(void **state)
 {
     (void)state;
-    resil_pipeline_builder *b = builder();
-    resil_retry_policy p = retry_policy();
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    resil_pipeline_add_retry(b, &p);
-    resil_pipeline_add_attempt_timeout(b, &t);
-    resil_pipeline_add_retry(b, &p);
-    resil_pipeline *pl;
-    resil_err err;
-    assert_int_equal(resil_pipeline_build(b, &pl, &err), RESIL_EINVAL);
-    assert_string_equal(err.message, "pipeline: retry must come before attempt-timeout");
-    resil_pipeline_builder_free(b);
+    refused(timeout_between_retries(resil_pipeline_add_attempt_timeout), RESIL_EINVAL,
+            "pipeline: retry must come before attempt-timeout");
 }
 
 static void each_kind_but_retry_appears_once(void **state)
