@@ -266,6 +266,32 @@ static void per_operation_totals_are_each_checked(void **state)
     done(&a);
 }
 
+/* The auth refresh around a transient retry: the inner retry's worst case
+ * (4 attempts × 1s + 3s of waits = 7s) is each outer attempt's bound. */
+static void every_retry_step_of_a_pipeline_is_a_layer(void **state)
+{
+    (void)state;
+    analysed a = analyse("{'Resilience': {'Retry': {"
+                         " 'auth': {'MaxRetryAttempts': 1, 'BaseDelay': '0s', 'Jitter': 'Full'},"
+                         " 'transient': {'MaxRetryAttempts': 3, 'BaseDelay': '1s',"
+                         " 'Jitter': 'Full'}},"
+                         " 'Pipelines': {'api': ['TotalTimeout:1m', 'Retry:auth',"
+                         " 'Retry:transient', 'AttemptTimeout:1s']}}}",
+                         0);
+    const resil_config_analysis *p = item(&a, "api");
+    assert_int_equal(p->attempts, 2);
+    assert_duration_equal(p->attempt_bound, RESIL_S(7));
+    assert_duration_equal(p->worst_case, RESIL_S(14));
+    assert_int_equal(p->max_calls, 8);
+    assert_int_equal(p->retry_layers, 2);
+    assert_true(p->fits);
+    assert_string_equal(warnings(&a), "Resilience.Pipelines.api: 2 layers retry: one request "
+                                      "can make 8 calls to the dependency; retry in one layer "
+                                      "only\n");
+    assert_int_equal(a.r.len, 1); /* both Retry entries are in a pipeline */
+    done(&a);
+}
+
 static void layers_multiply_calls_and_are_warned(void **state)
 {
     (void)state;
@@ -433,6 +459,7 @@ int main(void)
         cmocka_unit_test(the_time_budget_is_a_total_timeout),
         cmocka_unit_test(per_operation_totals_are_each_checked),
         cmocka_unit_test(layers_multiply_calls_and_are_warned),
+        cmocka_unit_test(every_retry_step_of_a_pipeline_is_a_layer),
         cmocka_unit_test(jitter_off_is_warned_per_retry_policy),
         cmocka_unit_test(unsafe_methods_retried_without_keys_are_warned),
         cmocka_unit_test(a_ratio_breaker_the_traffic_cannot_trip_is_warned),
