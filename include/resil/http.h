@@ -250,12 +250,16 @@ typedef struct resil_http_opts {
         resil_reserved retry_after_headers_r_;
     };
     union {
-        const resil_route_opts *hedge_route; /* where hedges go (route.h): hedge k
-                                                to the k-th endpoint of the call's
-                                                plan, the request's path and query
-                                                kept; the primary keeps the
-                                                handle's URL. Not owned; NULL =
-                                                every hedge to the same URL */
+        const resil_route_opts *hedge_route; /* where a hedged call's attempts go
+                                                (route.h), as Microsoft routes every
+                                                attempt: the primary to the plan's
+                                                first endpoint, hedge k to its
+                                                (k+1)-th, the request's path and
+                                                query kept (the caller's handle gets
+                                                its URL back); with breakers, each
+                                                endpoint's authority keys its own.
+                                                Not owned; NULL = every attempt to
+                                                the handle's URL */
         resil_reserved hedge_route_r_;
     };
     resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */

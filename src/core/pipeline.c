@@ -133,6 +133,38 @@ static const char *registry_key(const resil_pipeline *p, const resil_call *c)
     return p->name;
 }
 
+void resil__run_drop_breakers(resil__run *r)
+{
+    if (r->p->registry == NULL)
+        return;
+    for (size_t k = 0; k <= RESIL_HEDGE_MAX; k++) {
+        resil_breaker_free(r->hedge_breakers[k]);
+        r->hedge_breakers[k] = NULL;
+    }
+    resil_breaker_free(r->breaker);
+    r->breaker = NULL;
+}
+
+int resil__run_take_breakers(resil__run *r, const resil_call *call)
+{
+    const resil_pipeline *p = r->p;
+    if (p->registry == NULL)
+        return 0;
+    int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r->breaker, NULL);
+    if (rc != 0)
+        return rc;
+    r->key = resil_breaker_name(r->breaker);
+    size_t n = call->hedge_keys != NULL ? call->hedge_keys_len : 0;
+    for (size_t k = 0; k < n && k <= RESIL_HEDGE_MAX && rc == 0; k++) {
+        const char *key = call->hedge_keys[k];
+        if (key != NULL && key[0] != '\0')
+            rc = resil_registry_get(p->registry, key, NULL, &r->hedge_breakers[k], NULL);
+    }
+    if (rc != 0)
+        resil__run_drop_breakers(r);
+    return rc;
+}
+
 static void report_execution(const resil__run *r, const resil_pipeline_result *out)
 {
     resil_event ev;
@@ -166,16 +198,13 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     resil__exec ex = {out, 0};
     resil__run r = {p,           op,          call->user,     p->breaker,
                     call->key,   call->operation, call->priority, call->non_idempotent,
-                    call->rng,   call->records,   call->records_cap, &ex};
-    if (p->registry != NULL) {
-        int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r.breaker, NULL);
-        if (rc != 0) {
-            out->outcome = out->cause = resil_fail(RESIL_REJECTED, rc, "no breaker for the key");
-            out->rejected_by = RESIL_STRATEGY_BREAKER;
-            out->elapsed = 0;
-            return rc;
-        }
-        r.key = resil_breaker_name(r.breaker);
+                    call->rng,   call->records,   call->records_cap, &ex, {NULL}};
+    int rc = resil__run_take_breakers(&r, call);
+    if (rc != 0) {
+        out->outcome = out->cause = resil_fail(RESIL_REJECTED, rc, "no breaker for the key");
+        out->rejected_by = RESIL_STRATEGY_BREAKER;
+        out->elapsed = 0;
+        return rc;
     }
     resil_instant start = resil_clock_now(p->clock);
     ex.last_now = start;
@@ -189,8 +218,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     out->elapsed = resil_dur_sub(ex.last_now, start);
     if (resil__listening(p))
         report_execution(&r, out);
-    if (p->registry != NULL)
-        resil_breaker_free(r.breaker);
+    resil__run_drop_breakers(&r);
     return 0;
 }
 
@@ -893,14 +921,29 @@ const char *resil_pipeline_warning(const resil_pipeline *p, size_t i)
 
 /* ---- the standard pipeline ------------------------------------------------------------ */
 
+/* Microsoft's per-endpoint strategies, the same in both handlers. */
+static void standard_endpoint(resil_bulkhead_opts *concurrency, resil_breaker_opts *breaker,
+                              resil_timeout_opts *attempt)
+{
+    resil_bulkhead_opts_default(concurrency);
+    concurrency->max_concurrency = 1000;
+    concurrency->max_queue = 0;
+    concurrency->queue = false;
+    resil_breaker_opts_default(breaker);
+    breaker->kind = RESIL_BREAKER_RATIO;
+    breaker->failure_ratio = 0.1;
+    breaker->minimum_throughput = 100;
+    breaker->sampling_duration = RESIL_S(30);
+    breaker->break_duration = RESIL_S(5);
+    resil_timeout_opts_default(attempt);
+    attempt->timeout = RESIL_S(10);
+}
+
 void resil_standard_opts_default(resil_standard_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->name = "standard";
-    resil_bulkhead_opts_default(&o->concurrency);
-    o->concurrency.max_concurrency = 1000;
-    o->concurrency.max_queue = 0;
-    o->concurrency.queue = false;
+    standard_endpoint(&o->concurrency, &o->breaker, &o->attempt);
     resil_timeout_opts_default(&o->total);
     o->total.timeout = RESIL_S(30);
     resil_retry_policy_default(&o->retry);
@@ -911,14 +954,55 @@ void resil_standard_opts_default(resil_standard_opts *o)
     o->retry.backoff.jitter = RESIL_JITTER_POLLY;
     o->retry.backoff.max_delay = RESIL_DURATION_MAX;
     o->retry.retry_after = RESIL_RETRY_AFTER_HONOR;
-    resil_breaker_opts_default(&o->breaker);
-    o->breaker.kind = RESIL_BREAKER_RATIO;
-    o->breaker.failure_ratio = 0.1;
-    o->breaker.minimum_throughput = 100;
-    o->breaker.sampling_duration = RESIL_S(30);
-    o->breaker.break_duration = RESIL_S(5);
-    resil_timeout_opts_default(&o->attempt);
-    o->attempt.timeout = RESIL_S(10);
+}
+
+void resil_standard_hedging_opts_default(resil_standard_hedging_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->name = "standard-hedging";
+    resil_timeout_opts_default(&o->total);
+    o->total.timeout = RESIL_S(30);
+    resil_hedge_opts_default(&o->hedging);
+    o->hedging.delay = RESIL_S(2);
+    o->hedging.max_hedged = 1;
+    standard_endpoint(&o->concurrency, &o->breaker, &o->attempt);
+}
+
+int resil_pipeline_add_standard_hedging(resil_pipeline_builder *b,
+                                        const resil_standard_hedging_opts *o)
+{
+    if (b == NULL || o == NULL)
+        return RESIL_EINVAL;
+    if (o->clock != NULL)
+        resil_pipeline_builder_clock(b, o->clock);
+    int rc = resil_pipeline_add_total_timeout(b, &o->total);
+    if (rc == 0)
+        rc = resil_pipeline_add_hedging(b, &o->hedging);
+    if (rc == 0)
+        rc = resil_pipeline_add_bulkhead(b, &o->concurrency);
+    if (rc == 0)
+        rc = resil_pipeline_add_breaker(b, &o->breaker);
+    if (rc == 0)
+        rc = resil_pipeline_add_attempt_timeout(b, &o->attempt);
+    return rc;
+}
+
+int resil_pipeline_standard_hedging(const resil_standard_hedging_opts *o, resil_pipeline **out,
+                                    resil_err *err)
+{
+    resil_standard_hedging_opts defaults;
+    if (o == NULL) {
+        resil_standard_hedging_opts_default(&defaults);
+        o = &defaults;
+    }
+    resil_pipeline_builder *b;
+    int rc = resil_pipeline_builder_new(o->name != NULL ? o->name : "standard-hedging", &b, err);
+    if (rc != 0)
+        return rc;
+    resil_pipeline_add_standard_hedging(b, o);
+    rc = resil_pipeline_build(b, out, err);
+    resil_pipeline_builder_free(b);
+    return rc;
 }
 
 int resil_pipeline_add_standard(resil_pipeline_builder *b, const resil_standard_opts *o)

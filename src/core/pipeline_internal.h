@@ -93,7 +93,23 @@ typedef struct resil__run {
     resil_attempt_record *records;
     size_t records_cap;
     resil__exec *ex;
+    /* a reference per hedged attempt given its own key (resil_call.hedge_keys);
+     * NULL = `breaker` */
+    resil_breaker *hedge_breakers[RESIL_HEDGE_MAX + 1];
 } resil__run;
+
+/* The run's breakers from the pipeline's registry, if it has one: the
+ * call's and one per entry of call->hedge_keys. 0, or the registry's error
+ * with none held. */
+int resil__run_take_breakers(resil__run *r, const resil_call *call);
+void resil__run_drop_breakers(resil__run *r);
+
+/* The breaker an attempt of frame `hedge` meets. */
+static inline resil_breaker *resil__breaker_of(const resil__run *r, uint32_t hedge)
+{
+    resil_breaker *b = hedge <= RESIL_HEDGE_MAX ? r->hedge_breakers[hedge] : NULL;
+    return b != NULL ? b : r->breaker;
+}
 
 /* A clock reading one strategy took on the way out of an attempt, which
  * the retry may take as its own "attempt ended" reading instead of reading

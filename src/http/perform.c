@@ -89,14 +89,16 @@ struct http_call {
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     http_attempt *att[RESIL_HEDGE_MAX + 1];
     uint32_t natt;
-    const char *url;                     /* the request's URL, when hedges are routed */
-    const char *plan[RESIL_HEDGE_MAX];   /* hedge k's endpoint is plan[k - 1] */
+    char *url;                             /* the request's URL, copied, when routed */
+    const char *plan[RESIL_HEDGE_MAX + 1]; /* attempt k's endpoint (ctx->hedge = k) */
     size_t nplan;
+    const char *plan_keys[RESIL_HEDGE_MAX + 1]; /* their breakers' keys */
     /* text, set as needed (not cleared per call) */
     struct curl_slist key_node;
     char key_header[sizeof KEY_HEADER + 2 + RESIL_HTTP_KEY_MAX];
     char key[RESIL_HTTP_KEY_MAX + 1];
     char authority[RESIL_BREAKER_NAME_MAX];
+    char plan_authority[RESIL_HEDGE_MAX + 1][RESIL_BREAKER_NAME_MAX];
 };
 
 /* ---- buffers and the pool ------------------------------------------------ */
@@ -700,23 +702,52 @@ static int take_attempts(http_call *call, CURL *easy)
         a->easy = i == 0 ? easy : curl_easy_duphandle(easy);
         if (a->easy == NULL)
             return RESIL_ENOMEM;
-        if (i > 0 && i <= call->nplan &&
-            resil__http_route_to(a->easy, call->url, call->plan[i - 1]) != 0)
+        if (i < call->nplan && resil__http_route_to(a->easy, call->url, call->plan[i]) != 0)
             return RESIL_EINVAL;
         install(a);
     }
     return 0;
 }
 
-/* Where this call's hedges go, drawn once before any of them starts. */
+/* Each endpoint's authority names its breaker, as Microsoft keeps one
+ * per endpoint: a broken region does not trip the breaker of the rest. */
+static int plan_keys(http_call *call)
+{
+    for (size_t k = 0; k < call->nplan; k++) {
+        if (resil_http_authority(call->plan[k], call->plan_authority[k],
+                                 sizeof call->plan_authority[k]) != 0)
+            return RESIL_EINVAL;
+        call->plan_keys[k] = call->plan_authority[k];
+    }
+    return 0;
+}
+
+/* Where this call's attempts go, the primary's included, drawn once
+ * before any of them starts. The request's URL is copied: routing the
+ * primary rewrites the caller's handle, which gets it back afterwards. */
 static int plan_route(http_call *call, CURL *easy, const resil_http_request *r)
 {
     char *url = NULL;
     if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL)
         return RESIL_EINVAL;
-    call->url = url;
-    return resil_route_plan(call->client->opts.hedge_route, r->rng, call->plan,
-                            call->client->opts.max_hedged, &call->nplan);
+    call->url = strdup(url);
+    if (call->url == NULL)
+        return RESIL_ENOMEM;
+    int rc = resil_route_plan(call->client->opts.hedge_route, r->rng, call->plan,
+                              1 + call->client->opts.max_hedged, &call->nplan);
+    if (rc == 0 && call->client->registry != NULL)
+        rc = plan_keys(call);
+    return rc;
+}
+
+/* The caller's handle points at the request's URL again. */
+static void unroute(CURL *easy, http_call *call)
+{
+    if (call->url == NULL)
+        return;
+    curl_easy_setopt(easy, CURLOPT_URL, call->url);
+    free(call->url);
+    call->url = NULL;
 }
 
 static int prepare(http_call *call, resil_http_client *c, CURL *easy,
@@ -736,8 +767,10 @@ static int prepare(http_call *call, resil_http_client *c, CURL *easy,
          resil_http_authority(url, call->authority, sizeof call->authority) != 0))
         return RESIL_EINVAL;
     call->hedged = hedgeable(call);
-    if (call->hedged && c->opts.hedge_route != NULL && plan_route(call, easy, r) != 0)
-        return RESIL_EINVAL;
+    if (call->hedged && c->opts.hedge_route != NULL && (rc = plan_route(call, easy, r)) != 0) {
+        free(call->url);
+        return rc == RESIL_ENOMEM ? rc : RESIL_EINVAL;
+    }
     /* Deadlines are libcurl's own timeout; only a token someone else may
      * fire (the caller's, a lost hedge's) needs a transfer to look. */
     call->watch = r->cancel != NULL || r->xferinfo_fn != NULL || call->hedged;
@@ -789,6 +822,10 @@ static int run(http_call *call, resil_http_result *out)
     pc.user = call;
     pc.cancel = r->cancel;
     pc.key = call->client->registry != NULL ? call->authority : NULL;
+    if (pc.key != NULL && call->nplan > 0) {
+        pc.hedge_keys = call->plan_keys;
+        pc.hedge_keys_len = call->nplan;
+    }
     pc.rng = r->rng;
     pc.records = r->records;
     pc.records_cap = r->records_cap;
@@ -819,6 +856,7 @@ int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_reques
     if (rc == 0)
         rc = run(&call, out);
     restore(easy, &call);
+    unroute(easy, &call);
     release_attempts(&call);
     return rc;
 }

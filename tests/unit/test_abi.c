@@ -26,7 +26,7 @@ HAS_ROOM(resil_registry_opts, 4);
 GREW_INTO_ROOM(resil_retry_policy, delay, 3, 4);
 HAS_ROOM(resil_exec_opts, 4);
 HAS_ROOM(resil_standard_opts, 4);
-HAS_ROOM(resil_call, 4);
+GREW_INTO_ROOM(resil_call, hedge_keys, 2, 4);
 HAS_ROOM(resil_timeout_opts, 4);
 HAS_ROOM(resil_metrics_opts, 4);
 HAS_ROOM(resil_log_opts, 4);

@@ -455,6 +455,45 @@ static void standard_describes_its_order_options_and_worst_case(void **state)
     resil_pipeline_free(p);
 }
 
+static void standard_hedging_options_are_microsofts_defaults(void **state)
+{
+    (void)state;
+    resil_standard_hedging_opts o;
+    resil_standard_hedging_opts_default(&o);
+    assert_string_equal(o.name, "standard-hedging");
+    assert_duration_equal(o.total.timeout, RESIL_S(30));
+    assert_duration_equal(o.hedging.delay, RESIL_S(2));
+    assert_int_equal(o.hedging.max_hedged, 1);
+    assert_null(o.hedging.hedge_on);
+    assert_int_equal(o.concurrency.max_concurrency, 1000);
+    assert_int_equal(o.concurrency.max_queue, 0);
+    assert_int_equal(o.breaker.kind, RESIL_BREAKER_RATIO);
+    assert_true(o.breaker.failure_ratio == 0.1);
+    assert_int_equal(o.breaker.minimum_throughput, 100);
+    assert_duration_equal(o.breaker.sampling_duration, RESIL_S(30));
+    assert_duration_equal(o.breaker.break_duration, RESIL_S(5));
+    assert_duration_equal(o.attempt.timeout, RESIL_S(10));
+}
+
+/* Microsoft's hedging order: the single attempt goes where the retry
+ * would, and every hedged attempt meets the limiter, the breaker and the
+ * attempt timeout on its own. */
+static void standard_hedging_builds_in_microsofts_order(void **state)
+{
+    (void)state;
+    resil_pipeline *p;
+    assert_int_equal(resil_pipeline_standard_hedging(NULL, &p, NULL), 0);
+    static const resil_strategy_kind order[] = {
+        RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_HEDGING, RESIL_STRATEGY_BULKHEAD,
+        RESIL_STRATEGY_BREAKER, RESIL_STRATEGY_ATTEMPT_TIMEOUT};
+    assert_int_equal(resil_pipeline_strategy_count(p), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(resil_pipeline_strategy_at(p, i), order[i]);
+    assert_string_equal(resil_pipeline_name(p), "standard-hedging");
+    assert_int_equal(resil_pipeline_warning_count(p), 0);
+    resil_pipeline_free(p);
+}
+
 /* A JSON syntax checker: enough to prove the description parses. */
 typedef struct json {
     const char *s;
@@ -732,6 +771,8 @@ int main(void)
         cmocka_unit_test(a_builder_builds_once),
         cmocka_unit_test(standard_options_are_microsofts_defaults),
         cmocka_unit_test(standard_describes_its_order_options_and_worst_case),
+        cmocka_unit_test(standard_hedging_options_are_microsofts_defaults),
+        cmocka_unit_test(standard_hedging_builds_in_microsofts_order),
         cmocka_unit_test(json_description_parses_and_names_every_strategy),
         cmocka_unit_test(describe_measures_like_snprintf),
         cmocka_unit_test(worst_case_that_fits_the_total_gives_no_warning),
