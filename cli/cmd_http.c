@@ -68,8 +68,9 @@ typedef struct http_opts {
     const char *hint_headers[MAX_HINT_HEADERS + 1]; /* --retry-after-header, NULL-ended */
     int nhint;
     unsigned disable_for;      /* --disable-for: added to the profile's */
-    resil_route_endpoint hedge_to[RESIL_HEDGE_MAX]; /* --hedge-to, in order */
-    resil_route_group hedge_groups[RESIL_HEDGE_MAX];
+    /* [0] the request's own URL, for the primary; then --hedge-to, in order */
+    resil_route_endpoint hedge_to[RESIL_HEDGE_MAX + 1];
+    resil_route_group hedge_groups[RESIL_HEDGE_MAX + 1];
     resil_route_opts route;
     size_t nhedge_to;
     log_format log;
@@ -311,10 +312,9 @@ static int parse_hedge_to(http_opts *o, const args *a, const char *v)
         return args_fail(a, "--hedge-to: at most %d endpoints", RESIL_HEDGE_MAX);
     if (resil_http_authority(v, authority, sizeof authority) != 0)
         return args_reject(a, "--hedge-to", "a URL such as https://eu.example.com", v);
-    o->hedge_to[o->nhedge_to] = (resil_route_endpoint){.url = v, .weight = 0};
-    o->hedge_groups[o->nhedge_to] =
-        (resil_route_group){.endpoints = &o->hedge_to[o->nhedge_to], .len = 1, .weight = 0};
-    o->nhedge_to++;
+    size_t k = ++o->nhedge_to;
+    o->hedge_to[k] = (resil_route_endpoint){.url = v, .weight = 0};
+    o->hedge_groups[k] = (resil_route_group){.endpoints = &o->hedge_to[k], .len = 1, .weight = 0};
     return 0;
 }
 
@@ -673,14 +673,18 @@ static void fleet_close(fleet *f)
 
 /* ---- the run ----------------------------------------------------------------- */
 
-/* --hedge-to: one ordered group per URL, one hedge each. */
+/* --hedge-to: one ordered group per URL, one hedge each, after the
+ * request's own URL for the primary (the route routes every attempt; the
+ * client reads it at each call, so perform_url's URL is set just before). */
 static void route_hedges(http_opts *o, resil_http_opts *h)
 {
     if (o->nhedge_to == 0)
         return;
+    o->hedge_to[0] = (resil_route_endpoint){.url = o->urls[0], .weight = 0};
+    o->hedge_groups[0] = (resil_route_group){.endpoints = &o->hedge_to[0], .len = 1, .weight = 0};
     resil_route_opts_default(&o->route);
     o->route.groups = o->hedge_groups;
-    o->route.ngroups = o->nhedge_to;
+    o->route.ngroups = o->nhedge_to + 1;
     h->hedge_route = &o->route;
     h->max_hedged = (uint32_t)o->nhedge_to;
     if (h->hedge_delay < 0)
@@ -857,6 +861,7 @@ static int execute(http_opts *o)
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;
+        o->hedge_to[0].url = o->urls[i];
         int s = perform_url(c, e, o, &rs, &f, out, o->urls[i]);
         if (s != 0)
             status = s;
