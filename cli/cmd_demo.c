@@ -1,7 +1,7 @@
 /*
  * cmd_demo.c — `resil demo retry-pattern [--rng dotnet|mulberry32]
- * [--seed N]`: the Retry Pattern article's examples, run through the real
- * executor.
+ * [--seed N]` and `resil demo retry-pattern --basic`: the Retry Pattern
+ * article's examples, run through the real executor.
  *
  * The demo is a proof, not a re-enactment: every line comes from
  * resil_retry_execute's own attempt records (through the same writer as
@@ -12,6 +12,9 @@
  * are substituted, so it prints the published output byte for byte without
  * waiting. The scenarios are data; the "cancelled while waiting" one fires
  * the token from the fake clock's sleep hook, i.e. during the wait itself.
+ * The basic example (two transient failures, then stock=7, under an
+ * exponential backoff from 100 ms capped at 1 s without jitter) prints in
+ * that example's own words, again from the executor's records.
  */
 #include <stdio.h>
 #include <string.h>
@@ -253,9 +256,93 @@ static int retry_pattern(demo_rng which, uint64_t seed)
     return rc == 0 ? 0 : RESIL_EXIT_USAGE;
 }
 
+/* ---- the basic example ---------------------------------------------------------- */
+
+#define BASIC_MAX_ATTEMPTS 4
+
+typedef struct basic_run {
+    int calls;
+    resil_duration waits[BASIC_MAX_ATTEMPTS];
+    size_t nwaits;
+} basic_run;
+
+/* The article's fake inventory service: two transient failures, then
+ * success. */
+static resil_outcome get_stock(resil_attempt_ctx *ctx)
+{
+    basic_run *r = ctx->user;
+    return ++r->calls <= 2 ? resil_fail(RESIL_TRANSIENT, 0, NULL) : resil_ok();
+}
+
+static bool retry_transient(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    (void)ctx;
+    (void)ud;
+    return o->kind == RESIL_TRANSIENT;
+}
+
+/* "attempt 1: Transient, retry in 100 ms", "attempt 3: ok",
+ * "attempt 4: Transient, attempts exhausted". */
+static void basic_on_attempt(const resil_attempt_record *rec, void *ud)
+{
+    basic_run *r = ud;
+    char ms[32];
+    if (rec->outcome.kind == RESIL_SUCCESS) {
+        printf("attempt %u: ok\n", rec->number);
+        return;
+    }
+    const char *kind = resil_kind_name(rec->outcome.kind);
+    if (rec->stop != RESIL_STOP_NONE) {
+        printf("attempt %u: %s, %s\n", rec->number, kind, resil_stop_name(rec->stop));
+        return;
+    }
+    format_ms(rec->wait, false, ms, sizeof ms);
+    printf("attempt %u: %s, retry in %s ms\n", rec->number, kind, ms);
+    if (r->nwaits < BASIC_MAX_ATTEMPTS)
+        r->waits[r->nwaits++] = rec->wait;
+}
+
+static int retry_pattern_basic(void)
+{
+    resil_fake_clock *fc;
+    if (resil_fake_clock_new(0, 0, &fc) != 0)
+        return RESIL_EXIT_USAGE;
+    resil_retry_policy p;
+    resil_retry_policy_default(&p);
+    p.max_attempts = BASIC_MAX_ATTEMPTS;
+    p.retry_on = retry_transient;
+    p.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
+    p.backoff.base = RESIL_MS(100);
+    p.backoff.factor = 2.0;
+    p.backoff.jitter = RESIL_JITTER_NONE;
+    p.backoff.max_delay = RESIL_MS(1000);
+    basic_run r = {0};
+    resil_exec_opts xo = {.clock = resil_fake_clock_clock(fc),
+                          .on_attempt = basic_on_attempt,
+                          .on_attempt_ud = &r};
+    resil_retry_result res;
+    resil_err err;
+    int rc = resil_retry_execute(&p, &xo, get_stock, &r, &res, &err);
+    resil_fake_clock_free(fc);
+    if (rc != 0) {
+        fprintf(stderr, "resil demo: %s\n", err.message);
+        return RESIL_EXIT_USAGE;
+    }
+    printf("value=%s, attempts=%u, delays=[", res.stop == RESIL_STOP_SUCCEEDED ? "stock=7" : "",
+           res.attempts);
+    for (size_t i = 0; i < r.nwaits; i++) {
+        char ms[32];
+        format_ms(r.waits[i], false, ms, sizeof ms);
+        printf("%s%s", i ? ", " : "", ms);
+    }
+    printf("] ms\n");
+    return 0;
+}
+
 static void usage(FILE *out)
 {
     fputs("usage: resil demo retry-pattern [--rng dotnet|mulberry32] [--seed N]\n"
+          "       resil demo retry-pattern --basic\n"
           "\n"
           "Print the Retry Pattern article's examples, run through resil's own "
           "retry\n"
@@ -273,7 +360,11 @@ static void usage(FILE *out)
           "  --seed N          the generator's seed (default 42, the article's); "
           "N is in\n"
           "                    [0, 2147483647] for dotnet, [0, 4294967295] for "
-          "mulberry32\n",
+          "mulberry32\n"
+          "  --basic           the article's basic example instead: two transient\n"
+          "                    failures, exponential backoff from 100 ms capped at\n"
+          "                    1 s, no jitter (draws nothing, so takes no --rng or\n"
+          "                    --seed)\n",
           out);
 }
 
@@ -306,6 +397,7 @@ int cmd_demo(int argc, char **argv)
     }
     demo_rng which = RNG_DOTNET;
     const char *seed_text = NULL;
+    bool basic = false, rng_given = false;
     for (a.i = 2; a.i < argc; a.i++) {
         const char *v;
         int m;
@@ -313,7 +405,10 @@ int cmd_demo(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        if ((m = args_match(&a, "--rng", NULL, &v)) != 0) {
+        if (args_flag(&a, "--basic", NULL)) {
+            basic = true;
+        } else if ((m = args_match(&a, "--rng", NULL, &v)) != 0) {
+            rng_given = true;
             if (m < 0 || parse_rng(&a, v, &which) != 0)
                 return RESIL_EXIT_USAGE;
         } else if ((m = args_match(&a, "--seed", NULL, &v)) != 0) {
@@ -325,6 +420,12 @@ int cmd_demo(int argc, char **argv)
             return RESIL_EXIT_USAGE;
         }
     }
+    if (basic && (rng_given || seed_text != NULL)) {
+        args_fail(&a, "--basic draws no random number: it takes no --rng or --seed");
+        return RESIL_EXIT_USAGE;
+    }
+    if (basic)
+        return retry_pattern_basic();
     uint64_t seed = ARTICLE_SEED;
     uint64_t max = which == RNG_DOTNET ? INT32_MAX : UINT32_MAX;
     if (seed_text != NULL && args_uint64(&a, "--seed", seed_text, 0, max, &seed) != 0)

@@ -35,6 +35,7 @@
 #endif
 
 #define MAX_URLS 256
+#define MAX_HINT_HEADERS 8
 
 enum {
     EXIT_COULDNT_RESOLVE = 6,
@@ -64,6 +65,14 @@ typedef struct http_opts {
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
     fleet_limit_opts limits;   /* --fleet-rate, --fleet-concurrency */
+    const char *hint_headers[MAX_HINT_HEADERS + 1]; /* --retry-after-header, NULL-ended */
+    int nhint;
+    unsigned disable_for;      /* --disable-for: added to the profile's */
+    /* [0] the request's own URL, for the primary; then --hedge-to, in order */
+    resil_route_endpoint hedge_to[RESIL_HEDGE_MAX + 1];
+    resil_route_group hedge_groups[RESIL_HEDGE_MAX + 1];
+    resil_route_opts route;
+    size_t nhedge_to;
     log_format log;
     const char *urls[MAX_URLS];
     int nurls;
@@ -94,14 +103,31 @@ static void usage(FILE *out)
           "attempt timeout 10s, total timeout 30s (the standard profile).\n"
           "\n"
           "resilience:\n"
-          "      --profile NAME         standard, read or write (default standard):\n"
-          "                             read: total 2s, attempt 600ms, 3 attempts from\n"
-          "                             100ms; write: total 6s, attempt 2s, unsafe\n"
+          "      --profile NAME         standard, microsoft-standard, microsoft-hedging,\n"
+          "                             read or write\n"
+          "                             (default standard). standard: Microsoft's\n"
+          "                             handler's strategies and numbers with resil's\n"
+          "                             safer rules (408, 429, 500, 502-504 and path\n"
+          "                             failures; POST/PATCH only with a key);\n"
+          "                             microsoft-standard: that handler exactly\n"
+          "                             (every status >= 500, 408, 429, any transport\n"
+          "                             failure, every method); microsoft-hedging:\n"
+          "                             Microsoft's standard hedging handler (one hedge\n"
+          "                             after 2s instead of retries); read: total 2s,\n"
+          "                             attempt 500ms, 4 attempts from 100ms, GETs\n"
+          "                             hedged after 250ms, unsafe methods never\n"
+          "                             retried; write: total 6s, attempt 2s, unsafe\n"
           "                             methods never retried, a stricter breaker\n"
+          "      --disable-for METHODS  never retry these methods (POST,PATCH,...)\n"
           "      --retry-after honor|ignore\n"
           "                             wait as the server's Retry-After says (default\n"
           "                             honor)\n"
           "      --retry-after-max DUR  cap on a Retry-After wait (default 60s)\n"
+          "      --retry-after-header NAME\n"
+          "                             read the wait from NAME too, before\n"
+          "                             retry-after-ms, x-ms-retry-after-ms and\n"
+          "                             Retry-After; a NAME ending in -ms holds\n"
+          "                             milliseconds (repeatable, up to 8)\n"
           "      --idempotency-key auto|none|KEY\n"
           "                             send an Idempotency-Key: a new UUID for each\n"
           "                             URL, or KEY; the same on every attempt (default\n"
@@ -109,6 +135,10 @@ static void usage(FILE *out)
           "      --retry-unsafe         retry POST and PATCH even without a key\n"
           "      --hedge DUR            for GET and HEAD: start a second request when\n"
           "                             the first has not answered after DUR\n"
+          "      --hedge-to URL         send the next hedge to URL's scheme, host and\n"
+          "                             port instead (repeatable, up to 10: one hedge\n"
+          "                             each, in order; the path and query are kept);\n"
+          "                             hedging after 2s unless --hedge says otherwise\n"
           "      --breaker-failures N   open a host's breaker after N failures in a\n"
           "                             row (default: the profile's ratio rule only)\n"
 #ifdef RESIL_CLI_REDIS
@@ -259,7 +289,41 @@ static int parse_retry_after(http_opts *o, const args *a, const char *v)
 static int parse_profile(http_opts *o, const args *a, const char *v)
 {
     if (resil_http_profile_parse(v, &o->profile) != 0)
-        return args_reject(a, "--profile", "one of standard, read, write", v);
+        return args_reject(a, "--profile",
+                           "one of standard, microsoft-standard, microsoft-hedging, read, write",
+                           v);
+    return 0;
+}
+
+static int parse_hint_header(http_opts *o, const args *a, const char *v)
+{
+    if (o->nhint == MAX_HINT_HEADERS)
+        return args_fail(a, "--retry-after-header: at most %d names", MAX_HINT_HEADERS);
+    if (v[0] == '\0' || strpbrk(v, ": \t\r\n") != NULL)
+        return args_reject(a, "--retry-after-header", "a header name", v);
+    o->hint_headers[o->nhint++] = v;
+    return 0;
+}
+
+static int parse_hedge_to(http_opts *o, const args *a, const char *v)
+{
+    char authority[RESIL_BREAKER_NAME_MAX];
+    if (o->nhedge_to == RESIL_HEDGE_MAX)
+        return args_fail(a, "--hedge-to: at most %d endpoints", RESIL_HEDGE_MAX);
+    if (resil_http_authority(v, authority, sizeof authority) != 0)
+        return args_reject(a, "--hedge-to", "a URL such as https://eu.example.com", v);
+    size_t k = ++o->nhedge_to;
+    o->hedge_to[k] = (resil_route_endpoint){.url = v, .weight = 0};
+    o->hedge_groups[k] = (resil_route_group){.endpoints = &o->hedge_to[k], .len = 1, .weight = 0};
+    return 0;
+}
+
+static int parse_disable_for(http_opts *o, const args *a, const char *v)
+{
+    unsigned bits;
+    if (resil_http_methods_parse(v, &bits) != 0)
+        return args_reject(a, "--disable-for", "a comma-separated list of methods", v);
+    o->disable_for |= bits;
     return 0;
 }
 
@@ -303,6 +367,9 @@ static int parse_http_option(http_opts *o, args *a)
     TRY("--retry-after-max", NULL,
         (o->retry_after_max_given = true,
          args_duration(a, "--retry-after-max", v, false, &o->retry_after_max)))
+    TRY("--retry-after-header", NULL, parse_hint_header(o, a, v))
+    TRY("--disable-for", NULL, parse_disable_for(o, a, v))
+    TRY("--hedge-to", NULL, parse_hedge_to(o, a, v))
     TRY("--idempotency-key", NULL, parse_key(o, a, v))
     TRY("--hedge", NULL, args_duration(a, "--hedge", v, false, &o->hedge))
     TRY("--breaker-failures", NULL, parse_breaker_failures(o, a, v))
@@ -318,6 +385,17 @@ static int parse_http_option(http_opts *o, args *a)
         take_flag(a, "--retry-unsafe", NULL, &o->retry_unsafe))
         return 1;
     return policy_opts_parse(&o->po, a);
+}
+
+/* A --config policy's DisableFor and RetryAfterHeaders, added to the
+ * command line's (whose header names come first). */
+static void take_config_http(http_opts *o)
+{
+    unsigned bits;
+    if (o->po.disable_for[0] != '\0' && resil_http_methods_parse(o->po.disable_for, &bits) == 0)
+        o->disable_for |= bits;
+    for (size_t i = 0; i < o->po.nhint_headers && o->nhint < MAX_HINT_HEADERS; i++)
+        o->hint_headers[o->nhint++] = o->po.hint_headers[i];
 }
 
 /* The profile's numbers as the policy options' starting point, so that an
@@ -386,7 +464,10 @@ static int parse_options(http_opts *o, int argc, char **argv)
         o->log = LOG_NONE;
     if (fleet_limits_need_fleet(&a, o->fleet, &o->limits) != 0)
         return RESIL_EINVAL;
-    return policy_opts_finish(&o->po, &a);
+    if (policy_opts_finish(&o->po, &a) != 0)
+        return RESIL_EINVAL;
+    take_config_http(o);
+    return 0;
 }
 
 /* ---- signals ---------------------------------------------------------------- */
@@ -592,7 +673,25 @@ static void fleet_close(fleet *f)
 
 /* ---- the run ----------------------------------------------------------------- */
 
-static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_client **out)
+/* --hedge-to: one ordered group per URL, one hedge each, after the
+ * request's own URL for the primary (the route routes every attempt; the
+ * client reads it at each call, so perform_url's URL is set just before). */
+static void route_hedges(http_opts *o, resil_http_opts *h)
+{
+    if (o->nhedge_to == 0)
+        return;
+    o->hedge_to[0] = (resil_route_endpoint){.url = o->urls[0], .weight = 0};
+    o->hedge_groups[0] = (resil_route_group){.endpoints = &o->hedge_to[0], .len = 1, .weight = 0};
+    resil_route_opts_default(&o->route);
+    o->route.groups = o->hedge_groups;
+    o->route.ngroups = o->nhedge_to + 1;
+    h->hedge_route = &o->route;
+    h->max_hedged = (uint32_t)o->nhedge_to;
+    if (h->hedge_delay < 0)
+        h->hedge_delay = RESIL_S(2); /* Microsoft's hedging delay */
+}
+
+static int build_client(http_opts *o, run_state *rs, fleet *f, resil_http_client **out)
 {
     resil_http_opts h;
     resil_http_opts_default(&h);
@@ -605,8 +704,12 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_
     h.retry.retry_after = o->retry_after;
     if (o->retry_after_max_given)
         h.retry.retry_after_max = o->retry_after_max;
-    h.retry_unsafe = o->retry_unsafe;
-    h.hedge_delay = o->hedge;
+    h.retry_unsafe = h.retry_unsafe || o->retry_unsafe;
+    h.disable_for |= o->disable_for;
+    h.retry_after_headers = o->nhint > 0 ? o->hint_headers : NULL;
+    if (o->hedge >= 0)
+        h.hedge_delay = o->hedge;
+    route_hedges(o, &h);
     if (o->breaker_failures > 0) {
         h.breaker.kind = RESIL_BREAKER_BOTH;
         h.breaker.failure_threshold = o->breaker_failures;
@@ -758,6 +861,7 @@ static int execute(http_opts *o)
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;
+        o->hedge_to[0].url = o->urls[i];
         int s = perform_url(c, e, o, &rs, &f, out, o->urls[i]);
         if (s != 0)
             status = s;

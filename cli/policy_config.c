@@ -37,6 +37,19 @@ static void note_ignored(config_policy *out, const char *what)
         snprintf(out->ignored + n, sizeof out->ignored - n, "%s%s", n ? ", " : "", what);
 }
 
+/* A retry entry's numbers and its HTTP settings, copied out of the file. */
+static void take_retry(const resil_config_retry *r, config_policy *out)
+{
+    out->policy = r->policy;
+    snprintf(out->disable_for, sizeof out->disable_for, "%s",
+             r->disable_for != NULL ? r->disable_for : "");
+    out->nhint_headers = 0;
+    for (const char *const *h = r->retry_after_headers; h != NULL && *h != NULL; h++)
+        if (out->nhint_headers < sizeof out->hint_headers / sizeof out->hint_headers[0])
+            snprintf(out->hint_headers[out->nhint_headers++], sizeof out->hint_headers[0],
+                     "%s", *h);
+}
+
 static void from_pipeline(const resil_config *c, const resil_config_pipeline *p,
                           config_policy *out)
 {
@@ -46,7 +59,7 @@ static void from_pipeline(const resil_config *c, const resil_config_pipeline *p,
         switch (st->kind) {
         case RESIL_CONFIG_STEP_RETRY:
             resil_config_retry_get(c, st->ref, &r);
-            out->policy = r.policy;
+            take_retry(&r, out);
             break;
         case RESIL_CONFIG_STEP_TOTAL_TIMEOUT:
             out->total_timeout = st->per_operation ? resil_config_timeout(c, NULL) : st->timeout;
@@ -90,7 +103,7 @@ int config_policy_load(const args *a, const char *file, const char *name, config
         out->policy.max_attempts = 1; /* a pipeline without Retry runs once */
         from_pipeline(c, &p, out);
     } else if (name[0] != '\0' && resil_config_retry_get(c, name, &r) == 0) {
-        out->policy = r.policy;
+        take_retry(&r, out);
     } else {
         char pipelines[256], retries[256];
         list_names(c, RESIL_CONFIG_PIPELINES, pipelines, sizeof pipelines);
@@ -99,6 +112,9 @@ int config_policy_load(const args *a, const char *file, const char *name, config
                           "(pipelines: %s; retry policies: %s)",
                        file, name, pipelines, retries);
     }
+    if (rc == 0 && policy_keep_delays(&out->policy, out->delays) != 0)
+        rc = args_fail(a, "--policy %s: its Delays list more than %d waits", name,
+                       POLICY_DELAYS_MAX);
     /* The policy's own time budget bounds the run too. */
     resil_duration budget = out->policy.max_total;
     if (budget > 0 && (out->total_timeout == 0 || budget < out->total_timeout))

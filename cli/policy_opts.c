@@ -24,7 +24,8 @@ enum {
     GIVEN_FACTOR = 1u << 4,
     GIVEN_JITTER = 1u << 5,
     GIVEN_ATTEMPT_TIMEOUT = 1u << 6,
-    GIVEN_TOTAL_TIMEOUT = 1u << 7
+    GIVEN_TOTAL_TIMEOUT = 1u << 7,
+    GIVEN_DELAYS = 1u << 8
 };
 
 void policy_opts_default(policy_opts *po)
@@ -48,10 +49,67 @@ static int parse_attempts(policy_opts *po, const args *a, const char *v)
 
 static int parse_backoff(policy_opts *po, const args *a, const char *v)
 {
-    if (resil_backoff_kind_parse(v, &po->policy.backoff.kind) != 0)
+    resil_backoff_kind k;
+    if (resil_backoff_kind_parse(v, &k) != 0 || k == RESIL_BACKOFF_LIST)
         return args_reject(a, "--backoff",
-                           "one of constant, linear, exponential, fibonacci", v);
+                           "one of constant, linear, exponential, fibonacci (a list of "
+                           "waits is --delays)",
+                           v);
+    po->policy.backoff.kind = k;
     return 0;
+}
+
+int policy_keep_delays(resil_retry_policy *p, resil_duration *store)
+{
+    resil_backoff *b = &p->backoff;
+    if (b->kind != RESIL_BACKOFF_LIST || b->delays == NULL || b->delays == store)
+        return 0;
+    if (b->delays_len > POLICY_DELAYS_MAX)
+        return RESIL_ERANGE;
+    memmove(store, b->delays, b->delays_len * sizeof *store);
+    b->delays = store;
+    return 0;
+}
+
+/* "1s,2s,5s": the waits after the first, second, third failure. */
+static int parse_delays(policy_opts *po, const args *a, const char *v)
+{
+    const char *what = "a comma-separated list of durations, such as 1s,2s,5s";
+    size_t n = 0;
+    for (const char *p = v;; n++) {
+        size_t len = strcspn(p, ",");
+        char one[64];
+        if (len == 0 || len >= sizeof one)
+            return args_reject(a, "--delays", what, v);
+        if (n == POLICY_DELAYS_MAX)
+            return args_fail(a, "--delays: at most %d waits", POLICY_DELAYS_MAX);
+        memcpy(one, p, len);
+        one[len] = '\0';
+        if (args_duration(a, "--delays", one, false, &po->delays[n]) != 0)
+            return RESIL_EINVAL;
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    resil_backoff *b = &po->policy.backoff;
+    b->kind = RESIL_BACKOFF_LIST;
+    b->delays = po->delays;
+    b->delays_len = n + 1;
+    return 0;
+}
+
+/* A list's defaults, unless the command line said otherwise: one attempt
+ * per wait and the first, and the waits exactly as listed. */
+static void list_defaults(policy_opts *po)
+{
+    if (!(po->given & GIVEN_DELAYS))
+        return;
+    if (!(po->given & GIVEN_ATTEMPTS))
+        po->policy.max_attempts = (uint32_t)po->policy.backoff.delays_len + 1;
+    if (!(po->given & GIVEN_JITTER))
+        po->policy.backoff.jitter = RESIL_JITTER_NONE;
+    if (!(po->given & GIVEN_MAX_DELAY))
+        po->policy.backoff.max_delay = RESIL_DURATION_MAX;
 }
 
 static int parse_jitter(policy_opts *po, const args *a, const char *v)
@@ -86,6 +144,7 @@ int policy_opts_parse(policy_opts *po, args *a)
     TRY("--attempts", "-a", GIVEN_ATTEMPTS, parse_attempts(po, a, v))
     TRY("--backoff", NULL, GIVEN_BACKOFF, parse_backoff(po, a, v))
     TRY("--delay", NULL, GIVEN_DELAY, args_duration(a, "--delay", v, false, &b->base))
+    TRY("--delays", NULL, GIVEN_DELAYS, parse_delays(po, a, v))
     TRY("--max-delay", NULL, GIVEN_MAX_DELAY,
         args_duration(a, "--max-delay", v, false, &b->max_delay))
     TRY("--factor", NULL, GIVEN_FACTOR, args_double(a, "--factor", v, 1.0, &b->factor))
@@ -146,6 +205,7 @@ static int apply_config(policy_opts *po, const args *a)
     const policy_opts cli = *po;
     resil_backoff *b = &po->policy.backoff;
     po->policy = cp.policy; /* numbers only: the command's classifier and hooks stay */
+    policy_keep_delays(&po->policy, po->delays); /* cp's list fits: it was kept in cp */
     po->policy.retry_on = cli.policy.retry_on;
     po->policy.retry_on_ud = cli.policy.retry_on_ud;
     po->policy.budget = cli.policy.budget;
@@ -153,10 +213,19 @@ static int apply_config(policy_opts *po, const args *a)
     po->policy.on_retry_ud = cli.policy.on_retry_ud;
     po->policy.max_total = cp.total_timeout;
     po->attempt_timeout = cp.attempt_timeout;
+    memcpy(po->disable_for, cp.disable_for, sizeof po->disable_for);
+    memcpy(po->hint_headers, cp.hint_headers, sizeof po->hint_headers);
+    po->nhint_headers = cp.nhint_headers;
     if (cli.given & GIVEN_ATTEMPTS)
         po->policy.max_attempts = cli.policy.max_attempts;
     if (cli.given & GIVEN_BACKOFF)
         b->kind = cli.policy.backoff.kind;
+    if (cli.given & GIVEN_DELAYS) {
+        memcpy(po->delays, cli.delays, sizeof po->delays);
+        b->kind = RESIL_BACKOFF_LIST;
+        b->delays = po->delays;
+        b->delays_len = cli.policy.backoff.delays_len;
+    }
     if (cli.given & GIVEN_DELAY)
         b->base = cli.policy.backoff.base;
     if (cli.given & GIVEN_MAX_DELAY)
@@ -189,8 +258,11 @@ static int load_named_policy(policy_opts *po, const args *a)
 
 int policy_opts_finish(policy_opts *po, const args *a)
 {
+    if (po->given & GIVEN_BACKOFF && po->given & GIVEN_DELAYS)
+        return args_fail(a, "--delays lists the waits: it takes no --backoff");
     if (load_named_policy(po, a) != 0)
         return RESIL_EINVAL;
+    list_defaults(po);
     const resil_retry_policy *p = &po->policy;
     if (po->attempt_timeout > 0 && p->max_total > 0 &&
         po->attempt_timeout > p->max_total)
@@ -216,6 +288,9 @@ void policy_opts_usage(FILE *out)
           "fibonacci\n"
           "                             (default exponential)\n"
           "      --delay DUR            the backoff's base delay (default 1s)\n"
+          "      --delays DUR,DUR,...   wait exactly these, in order, the last again\n"
+          "                             past the end; sets --attempts to the count + 1\n"
+          "                             and --jitter none unless those are given\n"
           "      --max-delay DUR        cap on any backoff wait (default 30s)\n"
           "      --factor F             exponential growth, >= 1 (default 2)\n"
           "      --jitter MODE          none, full, equal, decorrelated, "
@@ -249,12 +324,21 @@ static void print_policy(const policy_opts *po, FILE *out)
         fprintf(out, "attempts forever");
     else
         fprintf(out, "attempts %u", p->max_attempts);
-    resil_duration_format(b->base, text, sizeof text);
-    fprintf(out, ", backoff %s, delay %s", resil_backoff_kind_name(b->kind), text);
+    if (b->kind == RESIL_BACKOFF_LIST) {
+        fprintf(out, ", backoff list, delays ");
+        for (size_t i = 0; i < b->delays_len; i++) {
+            resil_duration_format(b->delays[i], text, sizeof text);
+            fprintf(out, "%s%s", i ? "," : "", text);
+        }
+    } else {
+        resil_duration_format(b->base, text, sizeof text);
+        fprintf(out, ", backoff %s, delay %s", resil_backoff_kind_name(b->kind), text);
+    }
     if (b->kind == RESIL_BACKOFF_EXPONENTIAL)
         fprintf(out, ", factor %g", b->factor);
     resil_duration_format(b->max_delay, text, sizeof text);
-    fprintf(out, ", max-delay %s, jitter %s", text, resil_jitter_name(b->jitter));
+    fprintf(out, ", max-delay %s, jitter %s", b->max_delay == RESIL_DURATION_MAX ? "none" : text,
+            resil_jitter_name(b->jitter));
     if (po->attempt_timeout > 0) {
         resil_duration_format(po->attempt_timeout, text, sizeof text);
         fprintf(out, ", attempt-timeout %s", text);

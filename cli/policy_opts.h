@@ -16,8 +16,11 @@
 #include "args.h"
 #include "resil.h"
 
+#define POLICY_DELAYS_MAX 32 /* waits in --delays or a configuration's Delays */
+
 typedef struct policy_opts {
-    resil_retry_policy policy;      /* max_total is --total-timeout */
+    resil_retry_policy policy;      /* max_total is --total-timeout; a --delays
+                                       list is kept in `delays` below */
     resil_duration attempt_timeout; /* --attempt-timeout; 0 = none */
     bool seeded;                    /* --seed given */
     uint64_t seed;
@@ -25,6 +28,11 @@ typedef struct policy_opts {
     const char *config_file;        /* --config FILE */
     const char *policy_name;        /* --policy NAME */
     unsigned given;                 /* the options above set on the command line */
+    resil_duration delays[POLICY_DELAYS_MAX];
+    /* HTTP settings of the named policy, for resil http */
+    char disable_for[128];          /* DisableFor: "POST,PATCH", or "" */
+    char hint_headers[8][64];       /* RetryAfterHeaders */
+    size_t nhint_headers;
 } policy_opts;
 
 /* The CLI's defaults: the library's policy defaults (3 attempts,
@@ -60,7 +68,17 @@ typedef struct config_policy {
     resil_duration total_timeout;   /* 0 = none */
     resil_duration attempt_timeout; /* 0 = none */
     char ignored[128];
+    resil_duration delays[POLICY_DELAYS_MAX]; /* a Delays list, copied out of the file */
+    char disable_for[128];          /* DisableFor, joined by commas; "" = none */
+    char hint_headers[8][64];       /* RetryAfterHeaders */
+    size_t nhint_headers;
 } config_policy;
+
+/* Point a list policy's backoff at `store` (POLICY_DELAYS_MAX entries),
+ * copying its waits there: a policy copied from elsewhere must not point
+ * into memory that goes away. Returns 0, or RESIL_ERANGE when the list is
+ * longer than the store. */
+int policy_keep_delays(resil_retry_policy *p, resil_duration *store);
 
 int config_policy_load(const args *a, const char *file, const char *name, config_policy *out);
 

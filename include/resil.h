@@ -26,6 +26,7 @@
 #include "resil/adaptive.h"
 #include "resil/telemetry.h"
 #include "resil/fallback.h"
+#include "resil/route.h"
 #include "resil/pipeline.h"
 #include "resil/loop.h"
 #include "resil/async.h"

@@ -6,9 +6,9 @@
  *     example_http_fetch URL BODY       POST with an Idempotency-Key, so it
  *                                       may be retried too
  *
- * The client is a read client (the ".NET 10 HTTP resilience" article's
- * profile: total 2 s, attempt 600 ms, 3 attempts from 100 ms with jitter),
- * built once and shared; the easy handle is configured exactly as it would
+ * The client is the standard profile with the timings of the ".NET 10 HTTP
+ * resilience" article's read client registration (total 2 s, attempt
+ * 600 ms, 3 attempts from 100 ms with jitter), built once and shared; the easy handle is configured exactly as it would
  * be without resil. The body of the final attempt goes to standard output,
  * the attempt record to standard error.
  */
@@ -32,7 +32,10 @@ int main(int argc, char **argv)
     /* Once per program: the client and its pipeline. */
     resil_http_opts opts;
     resil_http_opts_default(&opts);
-    resil_http_opts_profile(&opts, RESIL_HTTP_READ);
+    opts.total_timeout = RESIL_S(2);
+    opts.attempt_timeout = RESIL_MS(600);
+    opts.retry.max_attempts = 3;
+    opts.retry.backoff.base = RESIL_MS(100);
     resil_http_client *client;
     resil_err err;
     if (resil_http_client_new(&opts, &client, &err) != 0) {

@@ -12,6 +12,9 @@
  *   linear       d·n
  *   exponential  d·factor^(n−1)
  *   fibonacci    d·F(n), F = 1, 1, 2, 3, 5, …
+ *   list         delays[n−1] from a list the caller gives (Polly v7's
+ *                WaitAndRetry with a list); past its end the last entry
+ *                repeats. `base` and `factor` are not read.
  *
  * Jitter, with x the base formula's value:
  *   none          x
@@ -57,7 +60,8 @@ typedef enum resil_backoff_kind {
     RESIL_BACKOFF_CONSTANT,
     RESIL_BACKOFF_LINEAR,
     RESIL_BACKOFF_EXPONENTIAL,
-    RESIL_BACKOFF_FIBONACCI
+    RESIL_BACKOFF_FIBONACCI,
+    RESIL_BACKOFF_LIST /* `delays`, in order */
 } resil_backoff_kind;
 
 typedef enum resil_jitter {
@@ -76,7 +80,18 @@ typedef struct resil_backoff {
     resil_jitter jitter;      /* default full */
     double jitter_fraction;   /* proportional's f, default 0.25; in [0,1] */
     resil_duration max_delay; /* cap, default 30 s; RESIL_DURATION_MAX = none */
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* Members added under this SONAME, each in a reserved slot (docs/abi.md). */
+    union {
+        const resil_duration *delays; /* RESIL_BACKOFF_LIST: the waits, each
+                                         >= 0; not owned (must outlive the
+                                         policy) */
+        resil_reserved delays_r_;
+    };
+    union {
+        size_t delays_len;            /* RESIL_BACKOFF_LIST: >= 1 */
+        resil_reserved delays_len_r_;
+    };
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_backoff;
 
 typedef struct resil_backoff_state {
@@ -110,7 +125,7 @@ RESIL_API resil_duration resil_backoff_max_delay(const resil_backoff *b,
                                                  uint32_t n);
 
 /* Names used by the CLI and configuration: "constant", "linear",
- * "exponential", "fibonacci"; "none", "full", "equal", "decorrelated",
+ * "exponential", "fibonacci", "list"; "none", "full", "equal", "decorrelated",
  * "proportional", "polly". Parsers ignore ASCII case ("Exponential", as
  * Polly's configuration spells it) and return RESIL_EINVAL for unknown
  * names or NULL; a name function given an unknown value returns

@@ -32,6 +32,7 @@
 #define RESIL_CONFIG_H
 
 #include "pipeline.h"
+#include "route.h"
 
 RESIL_BEGIN_DECLS
 
@@ -98,10 +99,13 @@ typedef enum resil_config_section {
     RESIL_CONFIG_PIPELINES,          /* "Pipelines" */
     RESIL_CONFIG_CHAOS,              /* "Chaos" */
     RESIL_CONFIG_ADAPTIVE_LIMITERS,  /* "AdaptiveLimiters" */
-    RESIL_CONFIG_THROTTLES           /* "Throttles" */
+    RESIL_CONFIG_THROTTLES,          /* "Throttles" */
+    RESIL_CONFIG_HEDGING,            /* "Hedging" */
+    RESIL_CONFIG_FALLBACKS,          /* "Fallbacks" */
+    RESIL_CONFIG_BUDGETS             /* "RetryBudgets" */
 } resil_config_section;
 
-#define RESIL_CONFIG_SECTION_COUNT 9
+#define RESIL_CONFIG_SECTION_COUNT 12
 
 /* The key a section has in the document ("CircuitBreakers"). */
 RESIL_API const char *resil_config_section_name(resil_config_section s);
@@ -123,17 +127,45 @@ RESIL_API const char *resil_config_name_at(const resil_config *c, resil_config_s
 /* A retry policy, with what an HTTP client needs to know about unsafe
  * methods (the analysis warns when they are retried without keys). */
 typedef struct resil_config_retry {
-    resil_retry_policy policy;
+    resil_retry_policy policy; /* a Delays list lives as long as the config */
     bool retry_unsafe_methods; /* RetryUnsafeMethods: retry POST and PATCH too */
     bool idempotency_keys;     /* IdempotencyKeys: give such requests a key */
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* Members added under this SONAME, each in a reserved slot (docs/abi.md). */
+    union {
+        const char *disable_for; /* DisableFor: methods never retried, comma-separated
+                                    ("POST,PATCH", for resil_http_methods_parse);
+                                    NULL = none */
+        resil_reserved disable_for_r_;
+    };
+    union {
+        const char *const *retry_after_headers; /* RetryAfterHeaders: more wait-hint
+                                                   headers, NULL-terminated (for
+                                                   resil_http_opts); NULL = none */
+        resil_reserved retry_after_headers_r_;
+    };
+    union {
+        const char *budget; /* Budget: the RetryBudgets name the policy draws
+                               from (resil_policies shares one object per
+                               name); NULL = none. policy.budget stays NULL. */
+        resil_reserved budget_r_;
+    };
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_config_retry;
+
+#define RESIL_CONFIG_DELAYS_MAX 32      /* waits in a Delays list */
+#define RESIL_CONFIG_HINT_HEADERS_MAX 8 /* names in RetryAfterHeaders */
 
 RESIL_API int resil_config_retry_get(const resil_config *c, const char *name,
                                      resil_config_retry *out);
 /* The breaker's name is set to the policy's name. */
 RESIL_API int resil_config_breaker_get(const resil_config *c, const char *name,
                                        resil_breaker_opts *out);
+/* A CircuitBreakers entry's OperationTimeout (Excalibur's: each call
+ * through the breaker is bounded by it; a pipeline naming the breaker gets
+ * it as its attempt timeout, right after the breaker): 0 when it has none
+ * or the name is not defined. */
+RESIL_API resil_duration resil_config_breaker_operation_timeout(const resil_config *c,
+                                                                const char *name);
 RESIL_API int resil_config_bulkhead_get(const resil_config *c, const char *name,
                                         resil_bulkhead_opts *out);
 
@@ -158,6 +190,27 @@ RESIL_API int resil_config_adaptive_limiter_get(const resil_config *c, const cha
 /* Throttles.NAME: K, Window, Buckets, Seed. */
 RESIL_API int resil_config_throttle_get(const resil_config *c, const char *name,
                                         resil_throttle_opts *out);
+/* Hedging: Microsoft's hedging options (MaxHedgedAttempts 1, Delay 2 s)
+ * and, when the entry lists Endpoints, where hedge k goes: an ordered
+ * route of one endpoint per hedge, for resil_http_opts.hedge_route (the
+ * route lives as long as the config). */
+typedef struct resil_config_hedge {
+    resil_hedge_opts opts;
+    const resil_route_opts *route; /* NULL: hedges go where the request goes */
+    resil_reserved reserved_[4];   /* room to grow (docs/abi.md) */
+} resil_config_hedge;
+
+RESIL_API int resil_config_hedge_get(const resil_config *c, const char *name,
+                                     resil_config_hedge *out);
+/* Fallbacks: a static answer, the outcome a "Fallback:NAME" step returns
+ * in place of a failure (Kind, Code, Detail; default a success with code
+ * 0). The unnamed default is that success. */
+RESIL_API int resil_config_fallback_get(const resil_config *c, const char *name,
+                                        resil_outcome *out);
+/* RetryBudgets: a budget's options (Model Tokens, Quota or Ratio and that
+ * model's keys; the library's defaults). */
+RESIL_API int resil_config_budget_get(const resil_config *c, const char *name,
+                                      resil_budget_opts *out);
 
 /* Timeouts.OperationTimeouts[operation], else Timeouts.DefaultTimeout (30 s
  * unless set) for a NULL or unknown operation. */
@@ -191,8 +244,10 @@ RESIL_API bool resil_config_distributed_get(const resil_config *c,
  *   "RateLimiter:api", "Bulkhead:db", "TotalTimeout" (the Timeouts table
  *   picks per operation), "TotalTimeout:10s" or "TotalTimeout:OPERATION",
  *   "Retry:orders", "CircuitBreaker:orders", "AttemptTimeout:2s" (or
- *   ":OPERATION"), "GracefulDegradation", and last, "Pipeline:inner" — a
- *   whole other pipeline as the operation, i.e. a second layer.
+ *   ":OPERATION"), "GracefulDegradation", "Hedging:NAME", "Fallback:NAME",
+ *   and last, "Pipeline:inner" — a whole other pipeline as the operation,
+ *   i.e. a second layer. "Retry" may appear more than once (an outer retry
+ *   around an inner one, each with its own policy).
  */
 typedef enum resil_config_step_kind {
     RESIL_CONFIG_STEP_RATE_LIMITER = 1,
@@ -205,7 +260,9 @@ typedef enum resil_config_step_kind {
     RESIL_CONFIG_STEP_PIPELINE,
     RESIL_CONFIG_STEP_CHAOS,            /* "Chaos:NAME" */
     RESIL_CONFIG_STEP_ADAPTIVE_LIMITER, /* "AdaptiveLimiter:NAME" */
-    RESIL_CONFIG_STEP_THROTTLE          /* "Throttle:NAME" */
+    RESIL_CONFIG_STEP_THROTTLE,         /* "Throttle:NAME" */
+    RESIL_CONFIG_STEP_HEDGING,          /* "Hedging:NAME" */
+    RESIL_CONFIG_STEP_FALLBACK          /* "Fallback:NAME" */
 } resil_config_step_kind;
 
 typedef struct resil_config_step {
@@ -227,7 +284,7 @@ typedef struct resil_config_pipeline {
 
 /* "RateLimiter", "Bulkhead", "TotalTimeout", "Retry", "CircuitBreaker",
  * "AttemptTimeout", "GracefulDegradation", "Pipeline", "Chaos",
- * "AdaptiveLimiter", "Throttle"; "" if unknown. */
+ * "AdaptiveLimiter", "Throttle", "Hedging", "Fallback"; "" if unknown. */
 RESIL_API const char *resil_config_step_name(resil_config_step_kind k);
 /* A pipeline by name (case-insensitive): 0, RESIL_ENOTFOUND, RESIL_EINVAL
  * (NULL arguments or empty name: pipelines have no unnamed default here;

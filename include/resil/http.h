@@ -14,7 +14,8 @@
  *     resil_http_result res;
  *     rc = resil_http_perform(client, easy, &req, &res);
  *
- * A client is built once from options — a profile (standard, read, write)
+ * A client is built once from options — a profile (standard, read, write,
+ * microsoft-standard)
  * with the usual strategies in the standard order: concurrency limit →
  * total timeout → retry → (hedging, for safe methods when asked) →
  * per-authority circuit breaker → attempt timeout — and shared by every
@@ -57,6 +58,7 @@
 
 #include "../resil.h"
 #include "hedge.h"
+#include "route.h"
 #include "telemetry.h"
 
 RESIL_BEGIN_DECLS
@@ -134,6 +136,34 @@ RESIL_API resil_outcome resil_http_classify(const resil_http_response *r, bool r
 /* The table with 500 transient, as a resil_http_classify_fn (ud unused). */
 RESIL_API resil_outcome resil_http_classify_default(const resil_http_response *r, void *ud);
 
+/*
+ * Microsoft's standard handler's predicate, exactly (the microsoft-standard
+ * profile): every status >= 500, 408 and 429 (Throttled) are retried; any
+ * other status >= 400 is Permanent; every transfer failure of a request
+ * that was sent or tried (what .NET raises as HttpRequestException) is
+ * Transient — TLS and certificate failures included — a timeout is Timeout,
+ * and only the errors that mean the request could not be formed (a
+ * malformed URL, an unsupported protocol, a bad option) are Permanent. No
+ * 409 or Idempotent-Outcome rule. Code, detail and retry_after as above.
+ * A resil_http_classify_fn (ud unused).
+ */
+RESIL_API resil_outcome resil_http_classify_microsoft(const resil_http_response *r, void *ud);
+
+/*
+ * A server wait hint from one header, read by the header's name: a name
+ * ending in "-ms" (any case: retry-after-ms, x-ms-retry-after-ms) holds
+ * whole milliseconds (resil_retry_after_ms_parse); any other name holds a
+ * Retry-After value (delta-seconds or an HTTP-date, resil_retry_after_parse
+ * against wall_now_ns). Returns as those parsers.
+ */
+RESIL_API int resil_http_retry_after_value(const char *name, const char *value,
+                                           int64_t wall_now_ns, resil_duration *out);
+
+/* The hint headers a failure's response is searched for, in this order,
+ * after the client's own retry_after_headers: the first that is present
+ * and parses gives the hint. */
+#define RESIL_HTTP_RETRY_AFTER_HEADERS "retry-after-ms", "x-ms-retry-after-ms", "Retry-After"
+
 /* ---- helpers --------------------------------------------------------------- */
 
 /* The breaker key of a URL: "scheme://host:port", scheme and host in lower
@@ -151,13 +181,25 @@ RESIL_API int resil_http_uuid4(char out[RESIL_HTTP_UUID_LEN + 1]);
 /* ---- the client ------------------------------------------------------------ */
 
 typedef enum resil_http_profile {
-    RESIL_HTTP_STANDARD = 0, /* Microsoft's standard handler */
-    RESIL_HTTP_READ,         /* fast: total 2 s, attempt 600 ms, 2 retries from 100 ms */
-    RESIL_HTTP_WRITE         /* conservative: total 6 s, attempt 2 s, unsafe methods
+    RESIL_HTTP_STANDARD = 0, /* resil's default: Microsoft's strategies, order and
+                                numbers, with resil's safer predicate (resil_http_classify:
+                                408, 429, 500, 502–504 and path failures; POST and
+                                PATCH only with an Idempotency-Key) */
+    RESIL_HTTP_READ,         /* seed 004's read client: 3 retries from 100 ms,
+                                attempt 500 ms, total 2 s, hedged after 250 ms,
+                                unsafe methods never retried */
+    RESIL_HTTP_WRITE,        /* conservative: total 6 s, attempt 2 s, unsafe methods
                                 never retried, a stricter breaker */
+    RESIL_HTTP_MICROSOFT,    /* Microsoft's standard handler exactly: the standard
+                                numbers with its predicate (resil_http_classify_microsoft)
+                                and every method retried, keys or not */
+    RESIL_HTTP_MICROSOFT_HEDGING /* Microsoft's standard hedging handler: total 30 s →
+                                    hedging (1 hedge after 2 s, no retry) → per-authority
+                                    breaker → attempt 10 s, its predicate */
 } resil_http_profile;
 
-/* "standard", "read", "write" ("unknown" otherwise). */
+/* "standard", "read", "write", "microsoft-standard", "microsoft-hedging"
+ * ("unknown" otherwise). */
 RESIL_API const char *resil_http_profile_name(resil_http_profile p);
 RESIL_API int resil_http_profile_parse(const char *name, resil_http_profile *out);
 
@@ -198,7 +240,29 @@ typedef struct resil_http_opts {
     resil_clock *clock;             /* NULL = the system clock */
     resil_event_fn listener;        /* optional: the pipeline's events */
     void *listener_ud;
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* Members added under this SONAME, each in a reserved slot (docs/abi.md). */
+    union {
+        const char *const *retry_after_headers; /* more hint headers, NULL-terminated,
+                                                   searched first (names as in
+                                                   resil_http_retry_after_value);
+                                                   not owned; NULL = the built-in
+                                                   ones only */
+        resil_reserved retry_after_headers_r_;
+    };
+    union {
+        const resil_route_opts *hedge_route; /* where a hedged call's attempts go
+                                                (route.h), as Microsoft routes every
+                                                attempt: the primary to the plan's
+                                                first endpoint, hedge k to its
+                                                (k+1)-th, the request's path and
+                                                query kept (the caller's handle gets
+                                                its URL back); with breakers, each
+                                                endpoint's authority keys its own.
+                                                Not owned; NULL = every attempt to
+                                                the handle's URL */
+        resil_reserved hedge_route_r_;
+    };
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_http_opts;
 
 /* The standard profile. */

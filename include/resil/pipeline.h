@@ -12,11 +12,14 @@
  * inside the retry loop (a rejection is an attempt's outcome, which the
  * retry policy's classifier then stops on or waits out).
  *
- * Each strategy kind appears at most once, and building refuses
- * compositions whose meaning would be muddled: a total timeout must come
- * before the retry and an attempt timeout after it; hedging must come after
- * the retry and the fallback; an attempt timeout longer than the total
- * timeout is an error. A composition that is legal but cannot meet its own
+ * Each strategy kind appears at most once, except the retry, which may
+ * appear up to RESIL_PIPELINE_MAX_RETRIES times, each with its own policy
+ * and predicate (an outer retry that refreshes a token on 401 around an
+ * inner one for transient failures: the outer one sees what the inner one
+ * gave up on). Building refuses compositions whose meaning would be
+ * muddled: a total timeout must come before every retry and an attempt
+ * timeout after every retry; hedging must come after every retry and the
+ * fallback; an attempt timeout longer than the total timeout is an error. A composition that is legal but cannot meet its own
  * total timeout (attempts × attempt timeout + the largest waits) builds,
  * and says so in resil_pipeline_describe().
  *
@@ -51,6 +54,7 @@ typedef struct resil_pipeline_builder resil_pipeline_builder;
 
 #define RESIL_PIPELINE_NAME_MAX 64     /* bytes, including the NUL */
 #define RESIL_PIPELINE_MAX_LISTENERS 4
+#define RESIL_PIPELINE_MAX_RETRIES 4   /* retry strategies in one pipeline */
 
 /* ---- building ------------------------------------------------------------ */
 
@@ -89,7 +93,11 @@ RESIL_API int resil_pipeline_add_bulkhead(resil_pipeline_builder *b,
 RESIL_API int resil_pipeline_use_bulkhead(resil_pipeline_builder *b, resil_bulkhead *bh);
 RESIL_API int resil_pipeline_add_total_timeout(resil_pipeline_builder *b,
                                                const resil_timeout_opts *o);
-/* The policy is copied; its budget (if any) is shared. */
+/* The policy is copied; its budget (if any) is shared. Called again, it
+ * adds another retry inside the previous one. The result's stop, attempts
+ * and records are the outermost retry's (one record per attempt of it,
+ * which for an outer retry is a whole run of the inner one); telemetry
+ * reports every retry's attempts. */
 RESIL_API int resil_pipeline_add_retry(resil_pipeline_builder *b,
                                        const resil_retry_policy *p);
 RESIL_API int resil_pipeline_add_breaker(resil_pipeline_builder *b,
@@ -168,6 +176,33 @@ RESIL_API int resil_pipeline_add_standard(resil_pipeline_builder *b,
 RESIL_API int resil_pipeline_standard(const resil_standard_opts *o, resil_pipeline **out,
                                       resil_err *err);
 
+/* ---- the standard hedging pipeline ----------------------------------------- */
+
+/* Microsoft's standard hedging handler (AddStandardHedgingHandler): a
+ * total timeout, hedging in place of the retry, then per attempt the
+ * concurrency limiter, the breaker and the attempt timeout. Each hedged
+ * attempt passes the three inner strategies on its own; with a registry
+ * (resil_pipeline_use_registry before or after) and resil_call.hedge_keys
+ * each endpoint has its breaker, as Microsoft keeps one per endpoint. */
+typedef struct resil_standard_hedging_opts {
+    const char *name;                /* default "standard-hedging" */
+    resil_timeout_opts total;        /* 30 s */
+    resil_hedge_opts hedging;        /* 1 hedge after 2 s, resil_retry_on_default */
+    resil_bulkhead_opts concurrency; /* 1000 permits, queue 0 */
+    resil_breaker_opts breaker;      /* ratio 0.1 over 30 s, throughput 100, break 5 s */
+    resil_timeout_opts attempt;      /* 10 s */
+    resil_clock *clock;              /* NULL = the system clock */
+    resil_reserved reserved_[4];     /* room to grow (docs/abi.md) */
+} resil_standard_hedging_opts;
+
+RESIL_API void resil_standard_hedging_opts_default(resil_standard_hedging_opts *o);
+/* Add the five strategies to a builder in Microsoft's hedging order. */
+RESIL_API int resil_pipeline_add_standard_hedging(resil_pipeline_builder *b,
+                                                  const resil_standard_hedging_opts *o);
+/* Build it in one call; `o` may be NULL for the defaults. */
+RESIL_API int resil_pipeline_standard_hedging(const resil_standard_hedging_opts *o,
+                                              resil_pipeline **out, resil_err *err);
+
 /* ---- executing ------------------------------------------------------------- */
 
 #define RESIL_PRIORITY_MAX INT32_MAX
@@ -185,7 +220,23 @@ typedef struct resil_call {
     resil_rng *rng;           /* jitter source; NULL = the thread's */
     resil_attempt_record *records; /* optional: the first records_cap attempts */
     size_t records_cap;
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* Members added under this SONAME, each in a reserved slot (docs/abi.md). */
+    union {
+        const char *const *hedge_keys; /* with a registry: the breaker key of each
+                                          attempt of a hedged call, [0] the
+                                          primary's, [k] hedge k's (ctx->hedge),
+                                          so that hedges sent to other endpoints
+                                          each meet their endpoint's breaker. An
+                                          attempt past the list, or a NULL or
+                                          empty entry, uses `key`'s breaker. Not
+                                          owned; NULL = `key`'s for all */
+        resil_reserved hedge_keys_r_;
+    };
+    union {
+        size_t hedge_keys_len;         /* at most RESIL_HEDGE_MAX + 1 */
+        resil_reserved hedge_keys_len_r_;
+    };
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_call;
 
 RESIL_API void resil_call_default(resil_call *c);

@@ -11,12 +11,14 @@
  *
  * The decision order is fixed (DESIGN.md §3, the Retry Pattern article):
  *   before every attempt: cancelled?                    -> "cancelled"
- *   after an attempt:     success                       -> "succeeded"
+ *   after an attempt:     success (unless retry_on_results
+ *                         and retry_on retries it)      -> "succeeded"
  *                         outcome kind Cancelled        -> "cancelled"
  *                         not retryable                 -> "not retryable"
  *                         attempts used up              -> "attempts exhausted"
  *                         shared budget denies          -> "budget exhausted"
- *                         wait = server hint (Retry-After, capped) or backoff
+ *                         wait = the delay generator's answer, else the
+ *                                server hint (Retry-After, capped), else backoff
  *                         now + wait reaches the deadline -> "deadline"
  *                         else wait (a cancel during it -> "cancelled")
  *
@@ -61,7 +63,8 @@ typedef enum resil_stop {
 typedef enum resil_wait_source {
     RESIL_WAIT_NONE = 0,
     RESIL_WAIT_BACKOFF,
-    RESIL_WAIT_RETRY_AFTER
+    RESIL_WAIT_RETRY_AFTER,
+    RESIL_WAIT_GENERATOR /* the policy's delay generator chose it */
 } resil_wait_source;
 
 typedef enum resil_unsafe_mode {
@@ -78,7 +81,7 @@ typedef enum resil_retry_after_mode {
 /* "succeeded", "not retryable", "attempts exhausted", "budget exhausted",
  * "deadline", "cancelled", "refused" ("" for NONE). */
 RESIL_API const char *resil_stop_name(resil_stop s);
-/* "backoff", "Retry-After" ("" for NONE). */
+/* "backoff", "Retry-After", "generator" ("" for NONE). */
 RESIL_API const char *resil_wait_source_name(resil_wait_source s);
 
 typedef struct resil_retry_info {
@@ -96,6 +99,32 @@ typedef struct resil_retry_info {
 typedef void (*resil_on_retry_fn)(const resil_retry_info *info, void *user,
                                   void *hook_ud);
 
+/* What a delay generator is asked about: the attempt that just ended and
+ * was found worth retrying. */
+typedef struct resil_delay_info {
+    uint32_t attempt;             /* that attempt, 1-based */
+    const resil_outcome *outcome; /* its outcome (a success too, under
+                                     retry_on_results) */
+    const resil_attempt_ctx *ctx; /* its context (never NULL); ctx->user is
+                                     the call's own context */
+} resil_delay_info;
+
+/* A delay generator's answer meaning "no opinion: use the policy's rule"
+ * (the server's hint when heeded, else the backoff). Any negative answer
+ * means the same. */
+#define RESIL_DELAY_BACKOFF ((resil_duration)-1)
+
+/*
+ * A custom delay schedule, asked before every wait (Polly v8's
+ * DelayGenerator; Polly v7's sleep-duration provider is the same function
+ * that never answers RESIL_DELAY_BACKOFF). It returns the wait (>= 0, taken
+ * as is: neither max_delay nor retry_after_max caps it, the deadline rule
+ * still applies) or RESIL_DELAY_BACKOFF. It must not block; it runs on the
+ * thread that decides. A fixed list of waits is a backoff kind instead
+ * (RESIL_BACKOFF_LIST, backoff.h).
+ */
+typedef resil_duration (*resil_delay_fn)(const resil_delay_info *info, void *ud);
+
 typedef struct resil_retry_policy {
     uint32_t max_attempts;        /* includes the first; default 3; >= 1 */
     resil_retry_on_fn retry_on;   /* NULL = resil_retry_on_default */
@@ -108,7 +137,27 @@ typedef struct resil_retry_policy {
     resil_unsafe_mode unsafe_mode;
     resil_on_retry_fn on_retry;   /* optional */
     void *on_retry_ud;
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* Members added under this SONAME, each in a reserved slot (docs/abi.md);
+     * zero is the old behaviour. */
+    union {
+        resil_delay_fn delay;     /* optional custom delay schedule (above) */
+        resil_reserved delay_r_;
+    };
+    union {
+        void *delay_ud;
+        resil_reserved delay_ud_r_;
+    };
+    union {
+        bool retry_on_results;    /* retry_on is asked about successes too (a
+                                     200 whose body says "pending"): when it
+                                     answers true the success is retried like
+                                     a failure, and a run that then stops
+                                     ("attempts exhausted", "deadline", ...)
+                                     ends with that success as its final
+                                     outcome. Default false: a success stops. */
+        resil_reserved retry_on_results_r_;
+    };
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_retry_policy;
 
 RESIL_API void resil_retry_policy_default(resil_retry_policy *p);

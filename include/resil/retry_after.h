@@ -35,6 +35,15 @@ RESIL_API int resil_retry_after_parse(const char *text, size_t len,
                                       int64_t wall_now_ns, resil_duration *out);
 
 /*
+ * Parse a millisecond wait, as the retry-after-ms and x-ms-retry-after-ms
+ * headers carry it (Azure's services and SDKs): whole milliseconds, with
+ * the same rules as delta-seconds above — optional surrounding spaces,
+ * "-" 1*DIGIT gives 0, no "+", fraction or unit, saturating. Returns 0,
+ * RESIL_ESYNTAX, or RESIL_EINVAL when out is NULL.
+ */
+RESIL_API int resil_retry_after_ms_parse(const char *text, size_t len, resil_duration *out);
+
+/*
  * Parse an HTTP-date (IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", RFC 850
  * "Sunday, 06-Nov-94 08:49:37 GMT", asctime "Sun Nov  6 08:49:37 1994") to
  * Unix seconds. Day names must match the date. Having no "now", it reads an

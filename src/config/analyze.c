@@ -16,6 +16,7 @@
  * A pipeline whose last step is another pipeline is a second layer: its
  * inner bound is the outer attempt's duration and the calls multiply, which
  * is how retries at several layers turn one click into dozens of requests.
+ * Several Retry steps in one pipeline are layers the same way.
  */
 #include <math.h>
 #include <stdio.h>
@@ -277,16 +278,48 @@ static void warn_pipeline(actx *x, const cfg_item *it, const cfg_pipeline_def *p
     }
 }
 
+static const resil_retry_policy *retry_at(const actx *x, const cfg_step *st)
+{
+    return &x->c->sec[RESIL_CONFIG_RETRY].v[st->ref].u.retry.policy;
+}
+
+/* A pipeline may hold several Retry steps, each inside the one before (an
+ * auth refresh around a transient retry). Every one but the outermost is
+ * folded into the layer below it, innermost first: its worst case becomes
+ * the attempt bound of the retry around it, and its attempts multiply the
+ * calls. Returns the outermost retry's policy (NULL for none), which the
+ * pipeline's own figures describe. */
+static const resil_retry_policy *inner_retries(const actx *x, const cfg_pipeline_def *p,
+                                               resil_duration total, resil_duration *bound,
+                                               layer *below)
+{
+    const cfg_step *outer = NULL;
+    for (size_t i = p->nsteps; i-- > 0;) {
+        if (p->steps[i].kind != RESIL_CONFIG_STEP_RETRY)
+            continue;
+        if (outer != NULL) {
+            resil_config_analysis scratch;
+            const resil_retry_policy *r = retry_at(x, outer);
+            compute(&scratch, r, *bound, total);
+            *bound = scratch.total_timeout ? dur_min(scratch.worst_case, scratch.total_timeout)
+                                           : scratch.worst_case;
+            below->calls = calls_times(r->max_attempts == RESIL_ATTEMPTS_FOREVER
+                                           ? UINT64_MAX : r->max_attempts,
+                                       below->calls);
+            below->retry_layers += r->max_attempts > 1;
+        }
+        outer = &p->steps[i];
+    }
+    return outer != NULL ? retry_at(x, outer) : NULL;
+}
+
 static layer analyze_pipeline(actx *x, size_t idx, resil_config_analysis *a, bool report)
 {
     const cfg_item *it = &x->c->sec[RESIL_CONFIG_PIPELINES].v[idx];
     const cfg_pipeline_def *p = &it->u.pipeline;
-    const cfg_step *retry = cfg_step_of(p, RESIL_CONFIG_STEP_RETRY);
     const cfg_step *attempt = cfg_step_of(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
     const cfg_step *total = cfg_step_of(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
     const cfg_step *inner_step = cfg_step_of(p, RESIL_CONFIG_STEP_PIPELINE);
-    const resil_retry_policy *policy =
-        retry ? &x->c->sec[RESIL_CONFIG_RETRY].v[retry->ref].u.retry.policy : NULL;
 
     layer inner = {RESIL_DURATION_MAX, 1, 0};
     if (inner_step) {
@@ -296,6 +329,7 @@ static layer analyze_pipeline(actx *x, size_t idx, resil_config_analysis *a, boo
     resil_duration bound = attempt ? attempt->timeout : RESIL_DURATION_MAX;
     bound = dur_min(bound, inner.bound);
     resil_duration t = total ? (total->per_operation ? x->c->default_timeout : total->timeout) : 0;
+    const resil_retry_policy *policy = inner_retries(x, p, t, &bound, &inner);
 
     memset(a, 0, sizeof *a);
     snprintf(a->name, sizeof a->name, "%s", it->name);
@@ -362,9 +396,10 @@ static bool retry_used(const resil_config *c, size_t r)
 {
     const cfg_list *l = &c->sec[RESIL_CONFIG_PIPELINES];
     for (size_t i = 0; i < l->n; i++) {
-        const cfg_step *st = cfg_step_of(&l->v[i].u.pipeline, RESIL_CONFIG_STEP_RETRY);
-        if (st && st->ref == r)
-            return true;
+        const cfg_pipeline_def *p = &l->v[i].u.pipeline;
+        for (size_t s = 0; s < p->nsteps; s++)
+            if (p->steps[s].kind == RESIL_CONFIG_STEP_RETRY && p->steps[s].ref == r)
+                return true;
     }
     return false;
 }

@@ -113,8 +113,11 @@ void resil_config_free(resil_config *c)
     if (c == NULL)
         return;
     for (size_t s = 0; s < RESIL_CONFIG_SECTION_COUNT; s++) {
-        for (size_t i = 0; i < c->sec[s].n; i++)
+        for (size_t i = 0; i < c->sec[s].n; i++) {
             free(c->sec[s].v[i].name);
+            free(c->sec[s].v[i].more);
+            free(c->sec[s].v[i].hedge_more);
+        }
         free(c->sec[s].v);
     }
     free(c);
@@ -132,6 +135,9 @@ static const char *const section_names[RESIL_CONFIG_SECTION_COUNT] = {
     [RESIL_CONFIG_CHAOS] = "Chaos",
     [RESIL_CONFIG_ADAPTIVE_LIMITERS] = "AdaptiveLimiters",
     [RESIL_CONFIG_THROTTLES] = "Throttles",
+    [RESIL_CONFIG_HEDGING] = "Hedging",
+    [RESIL_CONFIG_FALLBACKS] = "Fallbacks",
+    [RESIL_CONFIG_BUDGETS] = "RetryBudgets",
 };
 
 const char *resil_config_section_name(resil_config_section s)
@@ -192,6 +198,59 @@ int resil_config_retry_get(const resil_config *c, const char *name, resil_config
         resil_retry_policy_default(&out->policy);
     }
     return rc;
+}
+
+/* The defaults of the sections added with hedging, fallbacks and budgets
+ * (schema.c fills an entry from the same ones). */
+void resil__cfg_hedge_default(resil_config_hedge *h)
+{
+    memset(h, 0, sizeof *h);
+    resil_hedge_opts_default(&h->opts);
+}
+
+int resil_config_hedge_get(const resil_config *c, const char *name, resil_config_hedge *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_HEDGING, name, &rc);
+    if (it)
+        *out = it->u.hedge;
+    else
+        resil__cfg_hedge_default(out);
+    return rc;
+}
+
+int resil_config_fallback_get(const resil_config *c, const char *name, resil_outcome *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_FALLBACKS, name, &rc);
+    *out = it ? it->u.fallback : resil_ok();
+    return rc;
+}
+
+int resil_config_budget_get(const resil_config *c, const char *name, resil_budget_opts *out)
+{
+    if (c == NULL || out == NULL)
+        return RESIL_EINVAL;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_BUDGETS, name, &rc);
+    if (it)
+        *out = it->u.budget;
+    else
+        resil_budget_opts_default(out, RESIL_BUDGET_TOKENS);
+    return rc;
+}
+
+resil_duration resil_config_breaker_operation_timeout(const resil_config *c, const char *name)
+{
+    if (c == NULL)
+        return 0;
+    int rc;
+    const cfg_item *it = lookup(c, RESIL_CONFIG_BREAKERS, name, &rc);
+    return it != NULL ? it->operation_timeout : 0;
 }
 
 int resil_config_breaker_get(const resil_config *c, const char *name, resil_breaker_opts *out)

@@ -119,7 +119,18 @@ typedef struct cfg_pipeline_def {
     cfg_step steps[RESIL_CONFIG_MAX_STEPS];
 } cfg_pipeline_def;
 
-/* The pipeline's step of kind k (each kind appears at most once), or NULL. */
+/* The pipeline's last step of kind k (only Retry may appear twice), or NULL. */
+static inline const cfg_step *cfg_last_step_of(const cfg_pipeline_def *p,
+                                               resil_config_step_kind k)
+{
+    for (size_t i = p->nsteps; i-- > 0;)
+        if (p->steps[i].kind == k)
+            return &p->steps[i];
+    return NULL;
+}
+
+/* The pipeline's first step of kind k (each kind but Retry appears at most
+ * once), or NULL. */
 static inline const cfg_step *cfg_step_of(const cfg_pipeline_def *p, resil_config_step_kind k)
 {
     for (size_t i = 0; i < p->nsteps; i++)
@@ -132,10 +143,35 @@ static inline const cfg_step *cfg_step_of(const cfg_pipeline_def *p, resil_confi
  * named policy, pipeline or operation timeout), or -1 for none (schema.c). */
 int resil__cfg_step_section(resil_config_step_kind k);
 
+/* What a Retry entry holds beyond its option struct, which points here:
+ * on the heap, so that it stays put while the item array grows. */
+typedef struct cfg_retry_more {
+    resil_duration delays[RESIL_CONFIG_DELAYS_MAX];
+    char disable_for[RESIL_CONFIG_NAME_MAX * 2];
+    char header_names[RESIL_CONFIG_HINT_HEADERS_MAX][RESIL_CONFIG_NAME_MAX];
+    const char *headers[RESIL_CONFIG_HINT_HEADERS_MAX + 1];
+    char budget[RESIL_CONFIG_NAME_MAX]; /* Budget, or "" */
+    uint32_t budget_line, budget_col;   /* where it is written */
+} cfg_retry_more;
+
+#define CFG_URL_MAX 256
+
+/* A Hedging entry's endpoints and the route over them, which its option
+ * struct points at: on the heap, as cfg_retry_more. */
+typedef struct cfg_hedge_more {
+    char urls[RESIL_ROUTE_MAX_GROUPS][CFG_URL_MAX];
+    resil_route_endpoint endpoints[RESIL_ROUTE_MAX_GROUPS];
+    resil_route_group groups[RESIL_ROUTE_MAX_GROUPS];
+    resil_route_opts route;
+} cfg_hedge_more;
+
 typedef struct cfg_item {
     char *name;
     uint32_t line, col; /* where the name is written */
     bool fleet;         /* RateLimiters, Bulkheads: "Distributed": true */
+    cfg_retry_more *more;             /* Retry: owned; NULL when nothing more */
+    cfg_hedge_more *hedge_more;       /* Hedging with Endpoints: owned */
+    resil_duration operation_timeout; /* CircuitBreakers: OperationTimeout; 0 = none */
     union {
         resil_config_retry retry;
         resil_breaker_opts breaker;
@@ -146,6 +182,9 @@ typedef struct cfg_item {
         resil_chaos_opts chaos;
         resil_limiter_opts adaptive;
         resil_throttle_opts throttle;
+        resil_config_hedge hedge;
+        resil_outcome fallback;
+        resil_budget_opts budget;
     } u;
 } cfg_item;
 
@@ -167,6 +206,9 @@ struct resil_config {
 /* Build *out from the located tree (schema.c): 0, RESIL_EINVAL with every
  * error in diags, or RESIL_ENOMEM. */
 int resil__cfg_build(const cfg_doc *doc, resil_config **out, resil_config_diags *diags);
+
+/* A Hedging entry's defaults: Microsoft's (config.c). */
+void resil__cfg_hedge_default(resil_config_hedge *h);
 
 /* The index of a name in a section (case-insensitive), or SIZE_MAX. */
 size_t resil__cfg_find(const resil_config *c, resil_config_section s, const char *name);

@@ -12,8 +12,8 @@
  * reference to the old one, which is freed by whichever thread lets go of
  * it last. Running executions finish on the policies they started with.
  *
- * State lives in named objects (breakers, bulkheads, rate limiters, the
- * degradation monitor), each in a small counted holder so that two
+ * State lives in named objects (breakers, bulkheads, rate limiters, retry
+ * budgets, the degradation monitor), each in a small counted holder so that two
  * snapshots can share it: building the next snapshot reuses the holder of
  * every name whose options are unchanged, which is how a breaker that is
  * open stays open across a reload that did not touch it. While the
@@ -31,7 +31,14 @@
 
 /* ---- shared objects ------------------------------------------------------- */
 
-typedef enum obj_kind { OBJ_BREAKER, OBJ_BULKHEAD, OBJ_LIMITER, OBJ_DEGRADE, OBJ_KINDS } obj_kind;
+typedef enum obj_kind {
+    OBJ_BREAKER,
+    OBJ_BULKHEAD,
+    OBJ_LIMITER,
+    OBJ_DEGRADE,
+    OBJ_BUDGET,
+    OBJ_KINDS
+} obj_kind;
 
 typedef struct shared {
     atomic_long refs;
@@ -42,6 +49,7 @@ typedef struct shared {
         resil_bulkhead_opts bulkhead;
         resil_config_ratelimit limiter;
         resil_degrade_opts degrade;
+        resil_budget_opts budget;
     } opts; /* as configured: what a reload compares */
     char level_names[RESIL_DEGRADE_MAX_LEVELS][RESIL_DEGRADE_NAME_MAX];
     bool fleet; /* built by the application's factory for its kind */
@@ -61,6 +69,9 @@ static void shared_release(shared *s)
         break;
     case OBJ_LIMITER:
         resil_ratelimit_free(s->obj);
+        break;
+    case OBJ_BUDGET:
+        resil_budget_free(s->obj);
         break;
     default:
         resil_degrade_free(s->obj);
@@ -96,6 +107,15 @@ static bool same_limiter(const resil_config_ratelimit *a, const resil_config_rat
            a->max_wait == b->max_wait;
 }
 
+static bool same_budget(const resil_budget_opts *a, const resil_budget_opts *b)
+{
+    return a->model == b->model && a->max_tokens == b->max_tokens &&
+           a->token_ratio == b->token_ratio && a->capacity == b->capacity &&
+           a->retry_cost == b->retry_cost && a->timeout_cost == b->timeout_cost &&
+           a->success_increment == b->success_increment && a->ttl == b->ttl &&
+           a->percent == b->percent && a->min_per_second == b->min_per_second;
+}
+
 static bool same_degrade(const resil_degrade_opts *a, const resil_degrade_opts *b)
 {
     if (a->auto_adjust != b->auto_adjust || a->evaluate_on_call != b->evaluate_on_call ||
@@ -117,7 +137,8 @@ static bool same_degrade(const resil_degrade_opts *a, const resil_degrade_opts *
 
 typedef struct entry {
     resil_pipeline *pipeline;
-    size_t inner; /* the pipeline it runs as its operation, or SIZE_MAX */
+    size_t inner;          /* the pipeline it runs as its operation, or SIZE_MAX */
+    resil_outcome answer;  /* its Fallback step's static answer */
 } entry;
 
 typedef struct snapshot {
@@ -178,6 +199,8 @@ static bool unchanged(const shared *old, const shared *next)
     case OBJ_LIMITER:
         return old->fleet == next->fleet &&
                same_limiter(&old->opts.limiter, &next->opts.limiter);
+    case OBJ_BUDGET:
+        return same_budget(&old->opts.budget, &next->opts.budget);
     default:
         return same_degrade(&old->opts.degrade, &next->opts.degrade);
     }
@@ -226,6 +249,11 @@ static int create_obj(resil_policies *r, shared *s, resil_err *err)
                                  "ratelimit_factory is registered", s->name);
         return r->opts.ratelimit_factory(s->name, &o, (resil_ratelimit **)&s->obj, err,
                                          r->opts.ratelimit_factory_ud);
+    }
+    case OBJ_BUDGET: {
+        resil_budget_opts o = s->opts.budget;
+        o.clock = r->clock;
+        return resil_budget_new(&o, (resil_budget **)&s->obj, err);
     }
     default: {
         resil_degrade_opts o = s->opts.degrade;
@@ -288,6 +316,8 @@ static int gather(resil_policies *r, const resil_config *c, snapshot *old, snaps
         }
         else if (k == OBJ_BULKHEAD)
             resil_config_bulkhead_get(c, name, &h->opts.bulkhead);
+        else if (k == OBJ_BUDGET)
+            resil_config_budget_get(c, name, &h->opts.budget);
         else
             resil_config_ratelimit_get(c, name, &h->opts.limiter);
         if (k != OBJ_BREAKER)
@@ -348,8 +378,16 @@ static void *obj_named(const snapshot *s, obj_kind k, const char *name)
     return h ? h->obj : NULL;
 }
 
+/* A Fallbacks entry's answer, kept in the pipeline's entry. */
+static resil_outcome static_answer(const resil_fallback_info *info, void *user, void *ud)
+{
+    (void)info;
+    (void)user;
+    return *(const resil_outcome *)ud;
+}
+
 static int add_step(resil_pipeline_builder *b, const resil_config *c, const snapshot *s,
-                    const cfg_step *st)
+                    const cfg_step *st, const resil_outcome *answer)
 {
     resil_timeout_opts to;
     resil_timeout_opts_default(&to);
@@ -367,8 +405,22 @@ static int add_step(resil_pipeline_builder *b, const resil_config *c, const snap
             b, obj_named(s, OBJ_BREAKER, c->sec[RESIL_CONFIG_BREAKERS].v[st->ref].name));
     case RESIL_CONFIG_STEP_DEGRADE:
         return resil_pipeline_use_degrade(b, obj_named(s, OBJ_DEGRADE, "GracefulDegradation"));
-    case RESIL_CONFIG_STEP_RETRY:
-        return resil_pipeline_add_retry(b, &c->sec[RESIL_CONFIG_RETRY].v[st->ref].u.retry.policy);
+    case RESIL_CONFIG_STEP_RETRY: {
+        const resil_config_retry *cr = &c->sec[RESIL_CONFIG_RETRY].v[st->ref].u.retry;
+        resil_retry_policy p = cr->policy;
+        if (cr->budget != NULL)
+            p.budget = obj_named(s, OBJ_BUDGET, cr->budget);
+        return resil_pipeline_add_retry(b, &p);
+    }
+    case RESIL_CONFIG_STEP_HEDGING:
+        return resil_pipeline_add_hedging(b, &c->sec[RESIL_CONFIG_HEDGING].v[st->ref].u.hedge.opts);
+    case RESIL_CONFIG_STEP_FALLBACK: {
+        resil_fallback_opts fo;
+        resil_fallback_opts_default(&fo);
+        fo.action = static_answer;
+        fo.action_ud = (void *)answer;
+        return resil_pipeline_add_fallback(b, &fo);
+    }
     case RESIL_CONFIG_STEP_TOTAL_TIMEOUT:
         to.timeout = st->per_operation ? c->default_timeout : st->timeout;
         to.per_operation = st->per_operation ? s->timeouts : NULL;
@@ -408,7 +460,9 @@ static int build_pipeline(resil_policies *r, const resil_config *c, snapshot *s,
     if (r->opts.metrics)
         resil_pipeline_builder_metrics(b, r->opts.metrics);
     for (size_t k = 0; k < p->nsteps; k++) {
-        add_step(b, c, s, &p->steps[k]);
+        if (p->steps[k].kind == RESIL_CONFIG_STEP_FALLBACK)
+            e->answer = c->sec[RESIL_CONFIG_FALLBACKS].v[p->steps[k].ref].u.fallback;
+        add_step(b, c, s, &p->steps[k], &e->answer);
         if (p->steps[k].kind == RESIL_CONFIG_STEP_PIPELINE)
             e->inner = p->steps[k].ref;
     }
@@ -433,6 +487,8 @@ static int build_snapshot(resil_policies *r, const resil_config *c, snapshot *ol
         rc = gather(r, c, old, s, OBJ_BULKHEAD, RESIL_CONFIG_BULKHEADS, err);
     if (rc == 0)
         rc = gather(r, c, old, s, OBJ_LIMITER, RESIL_CONFIG_RATE_LIMITERS, err);
+    if (rc == 0)
+        rc = gather(r, c, old, s, OBJ_BUDGET, RESIL_CONFIG_BUDGETS, err);
     if (rc == 0)
         rc = gather_degrade(r, c, old, s, err);
     if (rc == 0)

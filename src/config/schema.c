@@ -181,8 +181,6 @@ static bool all_good(const given *g, size_t a, size_t b, size_t c)
 }
 
 static const char *const foreign_hints[][2] = {
-    {"FailureThreshold", "the seeds use FailureThreshold for two things: say "
-                         "ConsecutiveFailureThreshold or MinimumThroughput"},
     {"MaxAttempts", "say MaxRetryAttempts, which counts the retries after the first "
                     "attempt"},
 };
@@ -468,6 +466,8 @@ typedef struct retry_scratch {
     int retry_after;
     bool should_retry_after;
     int unsafe_mode;
+    cfg_retry_more more; /* Delays, DisableFor, RetryAfterHeaders as read */
+    size_t ndelays, nheaders;
 } retry_scratch;
 
 #define STRATEGY(kind, jitter) ((kind) | ((jitter) + 1) << 8)
@@ -528,6 +528,106 @@ static void set_max_retries(vctx *v, const cfg_node *n, void *target)
     s->r.policy.max_attempts = (uint32_t)i + 1;
 }
 
+/* Each element of an array, with its index on the path; false (after
+ * reporting) when `n` is no array of 1 to `max` elements. */
+static bool each_element(vctx *v, const cfg_node *n, size_t max, const char *what,
+                         void (*one)(vctx *, const cfg_node *, size_t, void *), void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (n->type != CFG_ARRAY || n->count == 0 || n->count > max) {
+        fail_value(v, n, "must be an array of 1 to %zu %s, got %s", max, what, GOT(n));
+        return false;
+    }
+    size_t i = 0;
+    for (const cfg_node *e = cfg_child(v->doc, n); e; e = cfg_next(v->doc, e), i++) {
+        size_t old = push_index(v, i);
+        one(v, e, i, target);
+        pop(v, old);
+    }
+    return true;
+}
+
+static void one_delay(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    retry_scratch *s = target;
+    resil_duration d;
+    if (parse_duration(v, e, &d) == 0)
+        s->more.delays[i] = d;
+}
+
+static void set_delays(vctx *v, const cfg_node *n, void *target)
+{
+    retry_scratch *s = target;
+    if (each_element(v, n, RESIL_CONFIG_DELAYS_MAX, "durations", one_delay, s))
+        s->ndelays = n->count;
+}
+
+/* An HTTP token (RFC 9110 tchar), as method and header names are. */
+static bool is_token(const char *t)
+{
+    if (*t == '\0')
+        return false;
+    for (; *t; t++)
+        if (!(((unsigned char)*t >= 'A' && (unsigned char)*t <= 'Z') ||
+              ((unsigned char)*t >= 'a' && (unsigned char)*t <= 'z') ||
+              (*t >= '0' && *t <= '9') || strchr("!#$%&'*+-.^_`|~", *t) != NULL))
+            return false;
+    return true;
+}
+
+static bool token_value(vctx *v, const cfg_node *e, const char *what)
+{
+    char got_buf[TEXT_MAX + 8];
+    if (e->type == CFG_STRING && e->str_len < RESIL_CONFIG_NAME_MAX && is_token(e->str))
+        return true;
+    fail_value(v, e, "must be %s, got %s", what, GOT(e));
+    return false;
+}
+
+static void one_method(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    retry_scratch *s = target;
+    if (!token_value(v, e, "a method name such as \"POST\""))
+        return;
+    size_t len = strlen(s->more.disable_for);
+    snprintf(s->more.disable_for + len, sizeof s->more.disable_for - len, "%s%s",
+             i ? "," : "", e->str);
+}
+
+static void set_disable_for(vctx *v, const cfg_node *n, void *target)
+{
+    retry_scratch *s = target;
+    s->more.disable_for[0] = '\0';
+    each_element(v, n, 8, "method names", one_method, s);
+}
+
+static void one_header(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    retry_scratch *s = target;
+    if (token_value(v, e, "a header name such as \"retry-after-ms\""))
+        snprintf(s->more.header_names[i], sizeof s->more.header_names[i], "%s", e->str);
+}
+
+static void set_budget_name(vctx *v, const cfg_node *n, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    retry_scratch *s = target;
+    if (n->type != CFG_STRING || n->str_len == 0 || n->str_len >= RESIL_CONFIG_NAME_MAX) {
+        fail_value(v, n, "must be the name of a RetryBudgets entry, got %s", GOT(n));
+        return;
+    }
+    snprintf(s->more.budget, sizeof s->more.budget, "%s", n->str);
+    s->more.budget_line = n->line;
+    s->more.budget_col = n->col;
+}
+
+static void set_hint_headers(vctx *v, const cfg_node *n, void *target)
+{
+    retry_scratch *s = target;
+    if (each_element(v, n, RESIL_CONFIG_HINT_HEADERS_MAX, "header names", one_header, s))
+        s->nheaders = n->count;
+}
+
 enum {
     R_MAX_RETRIES,
     R_BASE_DELAY,
@@ -543,7 +643,11 @@ enum {
     R_MAX_RETRY_AFTER,
     R_UNSAFE_MODE,
     R_RETRY_UNSAFE,
-    R_IDEMPOTENCY_KEYS
+    R_IDEMPOTENCY_KEYS,
+    R_DELAYS,
+    R_DISABLE_FOR,
+    R_HINT_HEADERS,
+    R_BUDGET
 };
 
 static const field retry_fields[] = {
@@ -565,6 +669,10 @@ static const field retry_fields[] = {
     [R_UNSAFE_MODE] = ENUMF("UnsafeMode", retry_scratch, unsafe_mode, unsafe_modes),
     [R_RETRY_UNSAFE] = BOOLF("RetryUnsafeMethods", retry_scratch, r.retry_unsafe_methods),
     [R_IDEMPOTENCY_KEYS] = BOOLF("IdempotencyKeys", retry_scratch, r.idempotency_keys),
+    [R_DELAYS] = CUSTOM("Delays", set_delays),
+    [R_DISABLE_FOR] = CUSTOM("DisableFor", set_disable_for),
+    [R_HINT_HEADERS] = CUSTOM("RetryAfterHeaders", set_hint_headers),
+    [R_BUDGET] = CUSTOM("Budget", set_budget_name),
 };
 
 static const char *enum_label(const enum_name *names, int value)
@@ -601,6 +709,26 @@ static void resolve_jitter(vctx *v, const cfg_node *obj, const given *g, retry_s
         b->jitter = s->use_jitter ? RESIL_JITTER_POLLY : RESIL_JITTER_NONE;
 }
 
+/* A Delays list is the backoff: one retry per wait unless MaxRetryAttempts
+ * says otherwise; a formula's keys would be ignored, so they are refused. */
+static void finish_delays(vctx *v, const cfg_node *obj, const given *g, retry_scratch *s)
+{
+    static const size_t formula[] = {R_BASE_DELAY, R_STRATEGY, R_FACTOR};
+    if (!g->node[R_DELAYS] || g->bad[R_DELAYS])
+        return;
+    for (size_t i = 0; i < sizeof formula / sizeof formula[0]; i++)
+        if (g->node[formula[i]])
+            fail_field(v, obj, retry_fields, g, formula[i],
+                       "Delays lists the waits: %s does not apply with it",
+                       retry_fields[formula[i]].key);
+    resil_backoff *b = &s->r.policy.backoff;
+    b->kind = RESIL_BACKOFF_LIST;
+    b->delays = s->more.delays;
+    b->delays_len = s->ndelays;
+    if (!g->node[R_MAX_RETRIES])
+        s->r.policy.max_attempts = (uint32_t)s->ndelays + 1;
+}
+
 /* Checks between keys run on the keys that were given well; the library's
  * own check only on an entry without errors (`before` is the error count
  * when the entry started). */
@@ -609,6 +737,7 @@ static void finish_retry(vctx *v, const cfg_node *obj, const given *g, retry_scr
 {
     const field *f = retry_fields;
     resil_retry_policy *p = &s->r.policy;
+    finish_delays(v, obj, g, s);
     bool jitter_known = all_good(g, R_STRATEGY, R_JITTER, R_USE_JITTER);
     if (jitter_known)
         resolve_jitter(v, obj, g, s);
@@ -634,23 +763,65 @@ static void finish_retry(vctx *v, const cfg_node *obj, const given *g, retry_scr
     }
 }
 
+/* Polly v8's RetryStrategyOptions where a key is absent: 3 retries, 2 s,
+ * constant, no jitter (UseJitter false), no cap on the delay. */
+static void polly_retry_default(resil_retry_policy *p)
+{
+    resil_retry_policy_default(p);
+    p->max_attempts = 4;
+    p->backoff.kind = RESIL_BACKOFF_CONSTANT;
+    p->backoff.base = RESIL_S(2);
+    p->backoff.jitter = RESIL_JITTER_NONE;
+    p->backoff.max_delay = RESIL_DURATION_MAX;
+}
+
+/* Move what the entry holds beyond its option struct to the heap, and
+ * point the struct at it there. */
+static void keep_more(vctx *v, retry_scratch *s, cfg_item *item)
+{
+    if (s->ndelays == 0 && s->more.disable_for[0] == '\0' && s->nheaders == 0 &&
+        s->more.budget[0] == '\0')
+        return;
+    item->more = malloc(sizeof *item->more);
+    if (item->more == NULL) {
+        v->nomem = true;
+        return;
+    }
+    *item->more = s->more;
+    cfg_retry_more *m = item->more;
+    if (s->ndelays > 0)
+        item->u.retry.policy.backoff.delays = m->delays;
+    if (m->disable_for[0] != '\0')
+        item->u.retry.disable_for = m->disable_for;
+    for (size_t i = 0; i < s->nheaders; i++)
+        m->headers[i] = m->header_names[i];
+    m->headers[s->nheaders] = NULL;
+    if (s->nheaders > 0)
+        item->u.retry.retry_after_headers = m->headers;
+    if (m->budget[0] != '\0')
+        item->u.retry.budget = m->budget;
+}
+
 static void parse_retry(vctx *v, const cfg_node *obj, cfg_item *item)
 {
     retry_scratch s;
     memset(&s, 0, sizeof s);
-    resil_retry_policy_default(&s.r.policy);
+    polly_retry_default(&s.r.policy);
     given g;
     size_t before = v->errors;
     apply(v, obj, retry_fields, FIELD_COUNT(retry_fields), &s, &g);
     if (obj->type == CFG_OBJECT)
         finish_retry(v, obj, &g, &s, before);
     item->u.retry = s.r;
+    item->u.retry.policy.backoff.delays = NULL;
+    keep_more(v, &s, item);
 }
 
 /* ---- CircuitBreakers and DistributedCircuitBreaker ------------------------- */
 
 typedef struct breaker_scratch {
     resil_breaker_opts o;
+    resil_duration operation_timeout; /* CircuitBreakers only */
     int kind;
     int window;
     bool enabled;                 /* DistributedCircuitBreaker only */
@@ -686,6 +857,7 @@ enum {
     B_SLOW_RATIO,
     B_WINDOW,
     B_WINDOW_SIZE,
+    B_OP_TIMEOUT,
     B_ENABLED,
     B_SYNC
 };
@@ -695,8 +867,9 @@ enum {
     [B_CONSECUTIVE] = NUM("ConsecutiveFailureThreshold", F_U32, breaker_scratch,            \
                           o.failure_threshold, 1, UINT32_MAX, 0),                           \
     [B_RATIO] = NUM("FailureRatio", F_DOUBLE, breaker_scratch, o.failure_ratio, 0, 1, LO_OPEN), \
-    [B_THROUGHPUT] = NUM("MinimumThroughput", F_U32, breaker_scratch, o.minimum_throughput, \
-                         2, UINT32_MAX, 0),                                                 \
+    [B_THROUGHPUT] = {"MinimumThroughput", "FailureThreshold", F_U32, 0,                   \
+                      offsetof(breaker_scratch, o.minimum_throughput), 2, UINT32_MAX, NULL, \
+                      NULL},                                                                \
     [B_SAMPLING] = DUR("SamplingDuration", breaker_scratch, o.sampling_duration,           \
                        RESIL_MS(500), 0),                                                   \
     [B_BREAK] = DUR("BreakDuration", breaker_scratch, o.break_duration, 0, LO_OPEN),        \
@@ -711,7 +884,8 @@ enum {
                          LO_OPEN),                                                          \
     [B_WINDOW] = ENUMF("SlidingWindowType", breaker_scratch, window, breaker_windows),      \
     [B_WINDOW_SIZE] = NUM("SlidingWindowSize", F_U32, breaker_scratch, o.window_size, 1,    \
-                          RESIL_BREAKER_WINDOW_SIZE_MAX, 0)
+                          RESIL_BREAKER_WINDOW_SIZE_MAX, 0),                                \
+    [B_OP_TIMEOUT] = DUR("OperationTimeout", breaker_scratch, operation_timeout, 0, LO_OPEN)
 
 static const field breaker_fields[] = {BREAKER_FIELDS};
 
@@ -758,6 +932,10 @@ static void finish_breaker(vctx *v, const cfg_node *obj, const field *f, const g
             o->kind = ratio ? RESIL_BREAKER_BOTH : RESIL_BREAKER_CONSECUTIVE;
     }
     finish_window(v, obj, f, g, s, infer);
+    if (!infer && g->node[B_OP_TIMEOUT])
+        fail_field(v, obj, f, g, B_OP_TIMEOUT,
+                   "OperationTimeout bounds the calls of a CircuitBreakers entry; the fleet "
+                   "breaker's calls are bounded where it is used");
     if (all_good(g, B_GROWTH, B_MAX_BREAK, B_BREAK) && o->break_growth > 1.0 &&
         o->max_break_duration < o->break_duration) {
         char a[32], b[32];
@@ -785,6 +963,7 @@ static void parse_breaker(vctx *v, const cfg_node *obj, cfg_item *item)
         finish_breaker(v, obj, breaker_fields, &g, &s, before, true);
     s.o.name = NULL;
     item->u.breaker = s.o;
+    item->operation_timeout = s.operation_timeout;
 }
 
 /* Excalibur's DistributedCircuitBreakerOptions defaults. */
@@ -1263,6 +1442,256 @@ static void parse_degrade(vctx *v, const cfg_node *obj)
     free(s);
 }
 
+/* ---- Hedging, Fallbacks, RetryBudgets --------------------------------------- */
+
+typedef struct hedge_scratch {
+    resil_config_hedge h;
+    cfg_hedge_more more;
+    size_t nurls, nweights;
+    int routing, selection;
+} hedge_scratch;
+
+static const enum_name routings[] = {
+    {"Ordered", RESIL_ROUTE_ORDERED},
+    {"Weighted", RESIL_ROUTE_WEIGHTED},
+    {NULL, 0},
+};
+
+static const enum_name selections[] = {
+    {"InitialAttempt", RESIL_ROUTE_INITIAL_ATTEMPT},
+    {"EveryAttempt", RESIL_ROUTE_EVERY_ATTEMPT},
+    {NULL, 0},
+};
+
+static void one_url(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    hedge_scratch *s = target;
+    if (e->type != CFG_STRING || e->str_len == 0 || e->str_len >= CFG_URL_MAX ||
+        strstr(e->str, "://") == NULL) {
+        fail_value(v, e, "must be an endpoint URL such as \"https://eu.example.com\", got %s",
+                   GOT(e));
+        return;
+    }
+    snprintf(s->more.urls[i], sizeof s->more.urls[i], "%s", e->str);
+}
+
+static void set_endpoints(vctx *v, const cfg_node *n, void *target)
+{
+    hedge_scratch *s = target;
+    if (each_element(v, n, RESIL_ROUTE_MAX_GROUPS, "endpoint URLs", one_url, s))
+        s->nurls = n->count;
+}
+
+static void one_weight(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    hedge_scratch *s = target;
+    double d;
+    long long w;
+    bool whole;
+    if (resil__cfg_number(e, &d, &w, &whole) != 0 || !whole || w < 1 ||
+        w > RESIL_ROUTE_WEIGHT_MAX) {
+        fail_value(v, e, "must be a whole number in [1,%u], got %s", RESIL_ROUTE_WEIGHT_MAX,
+                   GOT(e));
+        return;
+    }
+    s->more.groups[i].weight = (uint32_t)w;
+}
+
+static void set_weights(vctx *v, const cfg_node *n, void *target)
+{
+    hedge_scratch *s = target;
+    if (each_element(v, n, RESIL_ROUTE_MAX_GROUPS, "weights", one_weight, s))
+        s->nweights = n->count;
+}
+
+enum { H_MAX_HEDGED, H_DELAY, H_ENDPOINTS, H_ROUTING, H_WEIGHTS, H_SELECTION };
+
+static const field hedge_fields[] = {
+    [H_MAX_HEDGED] = NUM("MaxHedgedAttempts", F_U32, hedge_scratch, h.opts.max_hedged, 1,
+                         RESIL_HEDGE_MAX, 0),
+    [H_DELAY] = DUR("Delay", hedge_scratch, h.opts.delay, 0, 0),
+    [H_ENDPOINTS] = CUSTOM("Endpoints", set_endpoints),
+    [H_ROUTING] = ENUMF("Routing", hedge_scratch, routing, routings),
+    [H_WEIGHTS] = CUSTOM("Weights", set_weights),
+    [H_SELECTION] = ENUMF("SelectionMode", hedge_scratch, selection, selections),
+};
+
+/* Endpoints make a route of one endpoint per group: in order, or drawn by
+ * Weights (one per endpoint). */
+static void finish_hedge(vctx *v, const cfg_node *obj, const given *g, hedge_scratch *s)
+{
+    const field *f = hedge_fields;
+    bool weighted = g->node[H_ROUTING] && s->routing == RESIL_ROUTE_WEIGHTED;
+    if (!g->node[H_ENDPOINTS]) {
+        for (size_t k = H_ROUTING; k <= H_SELECTION; k++)
+            if (g->node[k])
+                fail_field(v, obj, f, g, k, "%s routes Endpoints: it needs them", f[k].key);
+        return;
+    }
+    if (g->node[H_WEIGHTS] && !weighted)
+        fail_field(v, obj, f, g, H_WEIGHTS, "Weights need Routing Weighted");
+    if (g->node[H_SELECTION] && !weighted)
+        fail_field(v, obj, f, g, H_SELECTION, "SelectionMode needs Routing Weighted");
+    if (g->node[H_WEIGHTS] && !g->bad[H_WEIGHTS] && !g->bad[H_ENDPOINTS] &&
+        s->nweights != s->nurls)
+        fail_field(v, obj, f, g, H_WEIGHTS, "must give one weight per endpoint: %zu for %zu",
+                   s->nweights, s->nurls);
+    resil_route_opts *r = &s->more.route;
+    resil_route_opts_default(r);
+    r->kind = weighted ? RESIL_ROUTE_WEIGHTED : RESIL_ROUTE_ORDERED;
+    r->selection = (resil_route_selection)s->selection;
+    r->ngroups = s->nurls;
+}
+
+static void keep_route(vctx *v, hedge_scratch *s, cfg_item *item)
+{
+    if (s->nurls == 0)
+        return;
+    item->hedge_more = malloc(sizeof *item->hedge_more);
+    if (item->hedge_more == NULL) {
+        v->nomem = true;
+        return;
+    }
+    cfg_hedge_more *m = item->hedge_more;
+    *m = s->more;
+    for (size_t i = 0; i < s->nurls; i++) {
+        m->endpoints[i] = (resil_route_endpoint){.url = m->urls[i], .weight = 0};
+        m->groups[i].endpoints = &m->endpoints[i];
+        m->groups[i].len = 1;
+    }
+    m->route.groups = m->groups;
+    item->u.hedge.route = &m->route;
+}
+
+static void parse_hedge(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    hedge_scratch s;
+    memset(&s, 0, sizeof s);
+    resil__cfg_hedge_default(&s.h);
+    given g;
+    size_t before = v->errors;
+    apply(v, obj, hedge_fields, FIELD_COUNT(hedge_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_hedge(v, obj, &g, &s);
+    if (v->errors == before) {
+        resil_err e = {0, ""};
+        library_check(v, obj, resil_hedge_opts_validate(&s.h.opts, &e), &e);
+    }
+    item->u.hedge = s.h;
+    keep_route(v, &s, item);
+}
+
+typedef struct fallback_scratch {
+    resil_outcome o;
+    int kind;
+} fallback_scratch;
+
+/* A fallback answers with any kind an operation could, a success first. */
+static const enum_name answer_kinds[] = {
+    {"Success", RESIL_SUCCESS},     {"Transient", RESIL_TRANSIENT},
+    {"Throttled", RESIL_THROTTLED}, {"Timeout", RESIL_TIMEOUT},
+    {"Permanent", RESIL_PERMANENT}, {"Rejected", RESIL_REJECTED},
+    {NULL, 0},
+};
+
+static void set_detail(vctx *v, const cfg_node *n, void *target)
+{
+    char got_buf[TEXT_MAX + 8];
+    fallback_scratch *s = target;
+    if (n->type != CFG_STRING || n->str_len >= RESIL_DETAIL_MAX) {
+        fail_value(v, n, "must be a text of at most %d bytes, got %s", RESIL_DETAIL_MAX - 1,
+                   GOT(n));
+        return;
+    }
+    snprintf(s->o.detail, sizeof s->o.detail, "%s", n->str);
+}
+
+enum { FB_KIND, FB_CODE, FB_DETAIL };
+
+static const field fallback_fields[] = {
+    [FB_KIND] = ENUMF("Kind", fallback_scratch, kind, answer_kinds),
+    [FB_CODE] = NUM("Code", F_I64, fallback_scratch, o.code, -9007199254740991.0,
+                    9007199254740991.0, 0),
+    [FB_DETAIL] = CUSTOM("Detail", set_detail),
+};
+
+static void parse_fallback(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    fallback_scratch s;
+    memset(&s, 0, sizeof s);
+    s.o = resil_ok();
+    given g;
+    apply(v, obj, fallback_fields, FIELD_COUNT(fallback_fields), &s, &g);
+    s.o.kind = (resil_kind)s.kind;
+    item->u.fallback = s.o;
+}
+
+typedef struct budget_scratch {
+    resil_budget_opts o;
+    int model;
+} budget_scratch;
+
+static const enum_name budget_models[] = {
+    {"Tokens", RESIL_BUDGET_TOKENS},
+    {"Quota", RESIL_BUDGET_QUOTA},
+    {"Ratio", RESIL_BUDGET_RATIO},
+    {NULL, 0},
+};
+
+enum { BU_MODEL };
+
+static const field budget_fields[] = {
+    [BU_MODEL] = ENUMF("Model", budget_scratch, model, budget_models),
+    NUM("MaxTokens", F_DOUBLE, budget_scratch, o.max_tokens, 0, 1000, LO_OPEN),
+    NUM("TokenRatio", F_DOUBLE, budget_scratch, o.token_ratio, 0.001, 1000, 0),
+    NUM("Capacity", F_I32, budget_scratch, o.capacity, 1, INT32_MAX, 0),
+    NUM("RetryCost", F_I32, budget_scratch, o.retry_cost, 0, INT32_MAX, 0),
+    NUM("TimeoutCost", F_I32, budget_scratch, o.timeout_cost, 0, INT32_MAX, 0),
+    NUM("SuccessIncrement", F_I32, budget_scratch, o.success_increment, 0, INT32_MAX, 0),
+    DUR("Ttl", budget_scratch, o.ttl, RESIL_S(1), 0),
+    NUM("Percent", F_DOUBLE, budget_scratch, o.percent, 0, 1000, 0),
+    NUM("MinRetriesPerSecond", F_I32, budget_scratch, o.min_per_second, 0, INT32_MAX, 0),
+};
+
+static void parse_budget(vctx *v, const cfg_node *obj, cfg_item *item)
+{
+    budget_scratch s;
+    memset(&s, 0, sizeof s);
+    resil_budget_opts_default(&s.o, RESIL_BUDGET_TOKENS);
+    given g;
+    size_t before = v->errors;
+    apply(v, obj, budget_fields, FIELD_COUNT(budget_fields), &s, &g);
+    s.o.model = (resil_budget_model)s.model;
+    if (v->errors == before) {
+        resil_budget *b = NULL;
+        resil_err e = {0, ""};
+        library_check(v, obj, resil_budget_new(&s.o, &b, &e), &e);
+        resil_budget_free(b);
+    }
+    item->u.budget = s.o;
+}
+
+/* Every Retry entry's Budget names a RetryBudgets entry (which may be
+ * written after it). */
+static void check_budget_refs(vctx *v)
+{
+    const cfg_list *l = &v->cfg->sec[RESIL_CONFIG_RETRY];
+    for (size_t i = 0; i < l->n; i++) {
+        const cfg_retry_more *m = l->v[i].more;
+        if (m == NULL || m->budget[0] == '\0' ||
+            resil__cfg_find(v->cfg, RESIL_CONFIG_BUDGETS, m->budget) != SIZE_MAX)
+            continue;
+        size_t old = push(v, "Retry");
+        push(v, l->v[i].name);
+        push(v, "Budget");
+        fail_at(v, m->budget_line, m->budget_col, "no RetryBudgets entry named \"%s\"",
+                m->budget);
+        pop(v, old);
+    }
+}
+
 /* ---- Pipelines -------------------------------------------------------------- */
 
 typedef struct step_kind {
@@ -1283,6 +1712,8 @@ static const step_kind step_kinds[] = {
     {"AdaptiveLimiter", "AdaptiveLimiters", RESIL_CONFIG_STEP_ADAPTIVE_LIMITER,
      RESIL_CONFIG_ADAPTIVE_LIMITERS},
     {"Throttle", "Throttles", RESIL_CONFIG_STEP_THROTTLE, RESIL_CONFIG_THROTTLES},
+    {"Hedging", NULL, RESIL_CONFIG_STEP_HEDGING, RESIL_CONFIG_HEDGING},
+    {"Fallback", "Fallbacks", RESIL_CONFIG_STEP_FALLBACK, RESIL_CONFIG_FALLBACKS},
     {"Pipeline", "Pipelines", RESIL_CONFIG_STEP_PIPELINE, RESIL_CONFIG_PIPELINES},
 };
 
@@ -1343,7 +1774,7 @@ static const step_kind *find_step_kind(vctx *v, const cfg_node *n, const char *k
     const char *s = resil__closest(kind, cands, nc);
     fail_value(v, n, "unknown strategy \"%s\"%s%s%s; use RateLimiter, Bulkhead, TotalTimeout, "
                "Retry, CircuitBreaker, AttemptTimeout, GracefulDegradation, Chaos, "
-               "AdaptiveLimiter, Throttle or Pipeline",
+               "AdaptiveLimiter, Throttle, Hedging, Fallback or Pipeline",
                kind, s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
     return NULL;
 }
@@ -1445,13 +1876,20 @@ static void fail_step(vctx *v, const cfg_step *st, const char *fmt, ...)
 static void check_order(vctx *v, const cfg_pipeline_def *p)
 {
     const cfg_step *retry = cfg_step_of(p, RESIL_CONFIG_STEP_RETRY);
+    const cfg_step *last_retry = cfg_last_step_of(p, RESIL_CONFIG_STEP_RETRY);
     const cfg_step *total = cfg_step_of(p, RESIL_CONFIG_STEP_TOTAL_TIMEOUT);
     const cfg_step *attempt = cfg_step_of(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    const cfg_step *hedging = cfg_step_of(p, RESIL_CONFIG_STEP_HEDGING);
+    const cfg_step *fallback = cfg_step_of(p, RESIL_CONFIG_STEP_FALLBACK);
     if (retry && total && total > retry)
         fail_step(v, total,
                   "TotalTimeout must come before Retry: it bounds every attempt and wait");
-    if (retry && attempt && attempt < retry)
+    if (last_retry && attempt && attempt < last_retry)
         fail_step(v, attempt, "AttemptTimeout must come after Retry: it bounds one attempt");
+    if (last_retry && hedging && hedging < last_retry)
+        fail_step(v, hedging, "Hedging must come after Retry: each attempt is hedged");
+    if (fallback && hedging && hedging < fallback)
+        fail_step(v, hedging, "Hedging must come after Fallback");
     if (total && attempt && attempt < total)
         fail_step(v, attempt, "AttemptTimeout must come after TotalTimeout");
     if (total && attempt && attempt->timeout > 0) {
@@ -1464,6 +1902,49 @@ static void check_order(vctx *v, const cfg_pipeline_def *p)
                       total->per_operation ? " (Timeouts.DefaultTimeout)" : "");
         }
     }
+}
+
+/* A breaker with Excalibur's OperationTimeout bounds each call through it:
+ * the pipeline gets that attempt timeout right after the breaker, unless it
+ * names an AttemptTimeout of its own, which would be a second bound. */
+static void breaker_operation_timeout(vctx *v, cfg_pipeline_def *p)
+{
+    const cfg_step *br = cfg_step_of(p, RESIL_CONFIG_STEP_BREAKER);
+    if (br == NULL || br->ref == SIZE_MAX)
+        return;
+    const cfg_item *it = &v->cfg->sec[RESIL_CONFIG_BREAKERS].v[br->ref];
+    if (it->operation_timeout <= 0)
+        return;
+    const cfg_step *at = cfg_step_of(p, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    if (at != NULL) {
+        fail_step(v, at, "CircuitBreaker:%s bounds each call with its OperationTimeout: "
+                         "an AttemptTimeout too would be a second bound; keep one",
+                  it->name);
+        return;
+    }
+    if (p->nsteps == RESIL_CONFIG_MAX_STEPS) {
+        fail_step(v, br, "CircuitBreaker:%s's OperationTimeout adds an AttemptTimeout, and "
+                         "the pipeline has no room for it (at most %d strategies)",
+                  it->name, RESIL_CONFIG_MAX_STEPS);
+        return;
+    }
+    size_t at_index = (size_t)(br - p->steps) + 1;
+    cfg_step own = *br;
+    own.kind = RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT;
+    own.ref = SIZE_MAX;
+    own.timeout = it->operation_timeout;
+    memmove(&p->steps[at_index + 1], &p->steps[at_index],
+            (p->nsteps - at_index) * sizeof p->steps[0]);
+    p->steps[at_index] = own;
+    p->nsteps++;
+}
+
+static size_t retries_in(const cfg_pipeline_def *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nsteps; i++)
+        n += p->steps[i].kind == RESIL_CONFIG_STEP_RETRY;
+    return n;
 }
 
 static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
@@ -1481,6 +1962,8 @@ static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
         parse_step(v, e, &st);
         st.index = i;
         const cfg_step *seen = st.kind ? cfg_step_of(p, st.kind) : NULL;
+        if (seen && st.kind == RESIL_CONFIG_STEP_RETRY && retries_in(p) < RESIL_PIPELINE_MAX_RETRIES)
+            seen = NULL; /* an outer retry around an inner one */
         if (seen)
             fail_value(v, e, "a pipeline takes each strategy once: %s is already at %u:%u",
                        resil_config_step_name(st.kind), seen->line, seen->col);
@@ -1490,6 +1973,7 @@ static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
             p->steps[p->nsteps++] = st;
         pop(v, old);
     }
+    breaker_operation_timeout(v, p);
     check_order(v, p);
 }
 
@@ -1565,6 +2049,9 @@ enum {
     S_CHAOS,
     S_ADAPTIVE,
     S_THROTTLES,
+    S_HEDGING,
+    S_FALLBACKS,
+    S_BUDGETS,
     S_PIPELINES
 };
 
@@ -1579,6 +2066,9 @@ static const char *const section_keys[] = {
     [S_CHAOS] = "Chaos",
     [S_ADAPTIVE] = "AdaptiveLimiters",
     [S_THROTTLES] = "Throttles",
+    [S_HEDGING] = "Hedging",
+    [S_FALLBACKS] = "Fallbacks",
+    [S_BUDGETS] = "RetryBudgets",
     [S_PIPELINES] = "Pipelines",
 };
 
@@ -1617,6 +2107,15 @@ static void parse_section(vctx *v, size_t s, const cfg_node *n)
         break;
     case S_THROTTLES:
         parse_named(v, n, RESIL_CONFIG_THROTTLES, parse_throttle);
+        break;
+    case S_HEDGING:
+        parse_named(v, n, RESIL_CONFIG_HEDGING, parse_hedge);
+        break;
+    case S_FALLBACKS:
+        parse_named(v, n, RESIL_CONFIG_FALLBACKS, parse_fallback);
+        break;
+    case S_BUDGETS:
+        parse_named(v, n, RESIL_CONFIG_BUDGETS, parse_budget);
         break;
     case S_PIPELINES:
         parse_named(v, n, RESIL_CONFIG_PIPELINES, parse_pipeline);
@@ -1662,6 +2161,7 @@ static void parse_resilience(vctx *v, const cfg_node *res)
         }
     }
     check_nesting(v);
+    check_budget_refs(v);
 }
 
 static void config_init(resil_config *c)

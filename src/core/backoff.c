@@ -21,6 +21,7 @@
  * with a reference that draws once per backoff wait.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -32,7 +33,7 @@
 #define BELOW_ONE 0x1.fffffffffffffp-1
 
 static const char *const kind_names[] = {"constant", "linear", "exponential",
-                                         "fibonacci"};
+                                         "fibonacci", "list"};
 static const char *const jitter_names[] = {"none",         "full",
                                            "equal",        "decorrelated",
                                            "proportional", "polly"};
@@ -85,11 +86,23 @@ static resil_duration exponential_delay(resil_duration d, double factor, uint32_
     return resil_dur_mul(d, pow(factor, (double)(n - 1)));
 }
 
+/* The caller's list: entry n−1, the last one past its end; an empty or
+ * missing list (never validated) waits 0. */
+static resil_duration listed_delay(const resil_backoff *b, uint32_t n)
+{
+    if (b->delays == NULL || b->delays_len == 0)
+        return 0;
+    size_t i = n - 1 < b->delays_len ? n - 1 : b->delays_len - 1;
+    return non_negative(b->delays[i]);
+}
+
 resil_duration resil_backoff_base_delay(const resil_backoff *b, uint32_t n)
 {
     resil_duration d = non_negative(b->base);
     n = n ? n : 1;
     switch (b->kind) {
+    case RESIL_BACKOFF_LIST:
+        return listed_delay(b, n);
     case RESIL_BACKOFF_LINEAR:
         return resil__mul_sat(d, n);
     case RESIL_BACKOFF_EXPONENTIAL:
@@ -254,15 +267,35 @@ void resil_backoff_default(resil_backoff *b)
     b->max_delay = RESIL_S(30);
 }
 
+static int validate_list(const resil_backoff *b, resil_err *err)
+{
+    if (b->delays == NULL || b->delays_len == 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "backoff.delays must hold at least one wait with kind list");
+    for (size_t i = 0; i < b->delays_len; i++) {
+        if (b->delays[i] >= 0)
+            continue;
+        char field[40];
+        snprintf(field, sizeof field, "backoff.delays[%zu]", i);
+        return resil__bad_duration(err, field, ">= 0", b->delays[i]);
+    }
+    return 0;
+}
+
 int resil_backoff_validate(const resil_backoff *b, resil_err *err)
 {
     if (b == NULL)
         return resil_err_set(err, RESIL_EINVAL, "backoff must not be NULL");
     if ((unsigned)b->kind >= RESIL__COUNT(kind_names))
         return resil_err_set(err, RESIL_EINVAL,
-                             "backoff.kind must be constant, linear, exponential or "
-                             "fibonacci, got %d",
+                             "backoff.kind must be constant, linear, exponential, "
+                             "fibonacci or list, got %d",
                              (int)b->kind);
+    if (b->kind == RESIL_BACKOFF_LIST) {
+        int rc = validate_list(b, err);
+        if (rc != 0)
+            return rc;
+    }
     if (b->base < 0)
         return resil__bad_duration(err, "backoff.base", ">= 0", b->base);
     if (!isfinite(b->factor) || b->factor < 1.0)

@@ -6,7 +6,8 @@
  * (and the strings they point at) are certainly alive, and build() only
  * checks the composition and freezes it: nothing is copied twice and
  * nothing can dangle. Strategy nodes live in a fixed array inside the
- * pipeline because each kind appears at most once.
+ * pipeline because each kind appears at most once (the retry at most
+ * RESIL_PIPELINE_MAX_RETRIES times).
  *
  * Executing is a switch-dispatched walk down that array (resil__chain):
  * no function pointers per node to chase, no allocation, and a pipeline
@@ -132,6 +133,38 @@ static const char *registry_key(const resil_pipeline *p, const resil_call *c)
     return p->name;
 }
 
+void resil__run_drop_breakers(resil__run *r)
+{
+    if (r->p->registry == NULL)
+        return;
+    for (size_t k = 0; k <= RESIL_HEDGE_MAX; k++) {
+        resil_breaker_free(r->hedge_breakers[k]);
+        r->hedge_breakers[k] = NULL;
+    }
+    resil_breaker_free(r->breaker);
+    r->breaker = NULL;
+}
+
+int resil__run_take_breakers(resil__run *r, const resil_call *call)
+{
+    const resil_pipeline *p = r->p;
+    if (p->registry == NULL)
+        return 0;
+    int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r->breaker, NULL);
+    if (rc != 0)
+        return rc;
+    r->key = resil_breaker_name(r->breaker);
+    size_t n = call->hedge_keys != NULL ? call->hedge_keys_len : 0;
+    for (size_t k = 0; k < n && k <= RESIL_HEDGE_MAX && rc == 0; k++) {
+        const char *key = call->hedge_keys[k];
+        if (key != NULL && key[0] != '\0')
+            rc = resil_registry_get(p->registry, key, NULL, &r->hedge_breakers[k], NULL);
+    }
+    if (rc != 0)
+        resil__run_drop_breakers(r);
+    return rc;
+}
+
 static void report_execution(const resil__run *r, const resil_pipeline_result *out)
 {
     resil_event ev;
@@ -165,16 +198,13 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     resil__exec ex = {out, 0};
     resil__run r = {p,           op,          call->user,     p->breaker,
                     call->key,   call->operation, call->priority, call->non_idempotent,
-                    call->rng,   call->records,   call->records_cap, &ex};
-    if (p->registry != NULL) {
-        int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r.breaker, NULL);
-        if (rc != 0) {
-            out->outcome = out->cause = resil_fail(RESIL_REJECTED, rc, "no breaker for the key");
-            out->rejected_by = RESIL_STRATEGY_BREAKER;
-            out->elapsed = 0;
-            return rc;
-        }
-        r.key = resil_breaker_name(r.breaker);
+                    call->rng,   call->records,   call->records_cap, &ex, {NULL}};
+    int rc = resil__run_take_breakers(&r, call);
+    if (rc != 0) {
+        out->outcome = out->cause = resil_fail(RESIL_REJECTED, rc, "no breaker for the key");
+        out->rejected_by = RESIL_STRATEGY_BREAKER;
+        out->elapsed = 0;
+        return rc;
     }
     resil_instant start = resil_clock_now(p->clock);
     ex.last_now = start;
@@ -188,8 +218,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     out->elapsed = resil_dur_sub(ex.last_now, start);
     if (resil__listening(p))
         report_execution(&r, out);
-    if (p->registry != NULL)
-        resil_breaker_free(r.breaker);
+    resil__run_drop_breakers(&r);
     return 0;
 }
 
@@ -307,10 +336,15 @@ static int new_node(resil_pipeline_builder *b, resil_strategy_kind k, resil__nod
     if (b->p == NULL)
         return fail(b, RESIL_ESTATE, "pipeline: the builder was already built");
     resil_pipeline *p = b->p;
+    size_t same = 0;
     for (size_t i = 0; i < p->nnodes; i++)
-        if (p->nodes[i].kind == k)
-            return fail(b, RESIL_EEXIST, "pipeline: at most one %s strategy per pipeline",
-                        resil_strategy_name(k));
+        same += p->nodes[i].kind == k;
+    if (k == RESIL_STRATEGY_RETRY && same == RESIL_PIPELINE_MAX_RETRIES)
+        return fail(b, RESIL_EEXIST, "pipeline: at most %d retry strategies per pipeline",
+                    RESIL_PIPELINE_MAX_RETRIES);
+    if (k != RESIL_STRATEGY_RETRY && same > 0)
+        return fail(b, RESIL_EEXIST, "pipeline: at most one %s strategy per pipeline",
+                    resil_strategy_name(k));
     *n = &p->nodes[p->nnodes];
     memset(*n, 0, sizeof **n);
     (*n)->kind = k;
@@ -614,10 +648,18 @@ static bool present(const resil_pipeline *p, resil_strategy_kind k)
     return position(p, k) != SIZE_MAX;
 }
 
-/* Is `a` (if present) placed before `b` (if present)? */
+static size_t last_position(const resil_pipeline *p, resil_strategy_kind k)
+{
+    for (size_t i = p->nnodes; i-- > 0;)
+        if (p->nodes[i].kind == k)
+            return i;
+    return SIZE_MAX;
+}
+
+/* Is every `a` (if any) placed before every `b` (if any)? */
 static bool before(const resil_pipeline *p, resil_strategy_kind a, resil_strategy_kind b)
 {
-    size_t ia = position(p, a), ib = position(p, b);
+    size_t ia = last_position(p, a), ib = position(p, b);
     return ia == SIZE_MAX || ib == SIZE_MAX || ia < ib;
 }
 
@@ -690,16 +732,30 @@ static void insert_single_attempt(resil_pipeline *p)
     n->policy.max_attempts = 1;
 }
 
-static void freeze_retry(resil_pipeline *p)
+static void freeze_retry(resil__node *n, bool inner)
 {
-    size_t i = position(p, RESIL_STRATEGY_RETRY);
-    resil__node *n = &p->nodes[i];
+    n->inner = inner;
     n->run_policy = n->policy;
     n->run_policy.on_retry = resil__retry_announce;
     n->run_policy.on_retry_ud = n;
     if (n->policy.retry_on != NULL) {
         n->run_policy.retry_on = resil__retry_classify;
         n->run_policy.retry_on_ud = n;
+    }
+    if (n->policy.delay != NULL) {
+        n->run_policy.delay = resil__retry_delay;
+        n->run_policy.delay_ud = n;
+    }
+}
+
+static void freeze_retries(resil_pipeline *p)
+{
+    bool inner = false;
+    for (size_t i = 0; i < p->nnodes; i++) {
+        if (p->nodes[i].kind != RESIL_STRATEGY_RETRY)
+            continue;
+        freeze_retry(&p->nodes[i], inner);
+        inner = true;
     }
 }
 
@@ -750,7 +806,7 @@ static int freeze(resil_pipeline *p, resil_err *err)
     if (rc != 0)
         return rc;
     insert_single_attempt(p);
-    freeze_retry(p);
+    freeze_retries(p);
     if ((rc = start_hedging(p, err)) != 0)
         return rc;
     if (resil__pipeline_warnings(p) != 0)
@@ -867,14 +923,29 @@ const char *resil_pipeline_warning(const resil_pipeline *p, size_t i)
 
 /* ---- the standard pipeline ------------------------------------------------------------ */
 
+/* Microsoft's per-endpoint strategies, the same in both handlers. */
+static void standard_endpoint(resil_bulkhead_opts *concurrency, resil_breaker_opts *breaker,
+                              resil_timeout_opts *attempt)
+{
+    resil_bulkhead_opts_default(concurrency);
+    concurrency->max_concurrency = 1000;
+    concurrency->max_queue = 0;
+    concurrency->queue = false;
+    resil_breaker_opts_default(breaker);
+    breaker->kind = RESIL_BREAKER_RATIO;
+    breaker->failure_ratio = 0.1;
+    breaker->minimum_throughput = 100;
+    breaker->sampling_duration = RESIL_S(30);
+    breaker->break_duration = RESIL_S(5);
+    resil_timeout_opts_default(attempt);
+    attempt->timeout = RESIL_S(10);
+}
+
 void resil_standard_opts_default(resil_standard_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->name = "standard";
-    resil_bulkhead_opts_default(&o->concurrency);
-    o->concurrency.max_concurrency = 1000;
-    o->concurrency.max_queue = 0;
-    o->concurrency.queue = false;
+    standard_endpoint(&o->concurrency, &o->breaker, &o->attempt);
     resil_timeout_opts_default(&o->total);
     o->total.timeout = RESIL_S(30);
     resil_retry_policy_default(&o->retry);
@@ -885,14 +956,55 @@ void resil_standard_opts_default(resil_standard_opts *o)
     o->retry.backoff.jitter = RESIL_JITTER_POLLY;
     o->retry.backoff.max_delay = RESIL_DURATION_MAX;
     o->retry.retry_after = RESIL_RETRY_AFTER_HONOR;
-    resil_breaker_opts_default(&o->breaker);
-    o->breaker.kind = RESIL_BREAKER_RATIO;
-    o->breaker.failure_ratio = 0.1;
-    o->breaker.minimum_throughput = 100;
-    o->breaker.sampling_duration = RESIL_S(30);
-    o->breaker.break_duration = RESIL_S(5);
-    resil_timeout_opts_default(&o->attempt);
-    o->attempt.timeout = RESIL_S(10);
+}
+
+void resil_standard_hedging_opts_default(resil_standard_hedging_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->name = "standard-hedging";
+    resil_timeout_opts_default(&o->total);
+    o->total.timeout = RESIL_S(30);
+    resil_hedge_opts_default(&o->hedging);
+    o->hedging.delay = RESIL_S(2);
+    o->hedging.max_hedged = 1;
+    standard_endpoint(&o->concurrency, &o->breaker, &o->attempt);
+}
+
+int resil_pipeline_add_standard_hedging(resil_pipeline_builder *b,
+                                        const resil_standard_hedging_opts *o)
+{
+    if (b == NULL || o == NULL)
+        return RESIL_EINVAL;
+    if (o->clock != NULL)
+        resil_pipeline_builder_clock(b, o->clock);
+    int rc = resil_pipeline_add_total_timeout(b, &o->total);
+    if (rc == 0)
+        rc = resil_pipeline_add_hedging(b, &o->hedging);
+    if (rc == 0)
+        rc = resil_pipeline_add_bulkhead(b, &o->concurrency);
+    if (rc == 0)
+        rc = resil_pipeline_add_breaker(b, &o->breaker);
+    if (rc == 0)
+        rc = resil_pipeline_add_attempt_timeout(b, &o->attempt);
+    return rc;
+}
+
+int resil_pipeline_standard_hedging(const resil_standard_hedging_opts *o, resil_pipeline **out,
+                                    resil_err *err)
+{
+    resil_standard_hedging_opts defaults;
+    if (o == NULL) {
+        resil_standard_hedging_opts_default(&defaults);
+        o = &defaults;
+    }
+    resil_pipeline_builder *b;
+    int rc = resil_pipeline_builder_new(o->name != NULL ? o->name : "standard-hedging", &b, err);
+    if (rc != 0)
+        return rc;
+    resil_pipeline_add_standard_hedging(b, o);
+    rc = resil_pipeline_build(b, out, err);
+    resil_pipeline_builder_free(b);
+    return rc;
 }
 
 int resil_pipeline_add_standard(resil_pipeline_builder *b, const resil_standard_opts *o)

@@ -155,8 +155,7 @@ static void unref(resil_exec *x)
     if (--x->refs > 0)
         return;
     resil_cancel_destroy(&x->root);
-    if (x->p->registry != NULL)
-        resil_breaker_free(x->run.breaker);
+    resil__run_drop_breakers(&x->run);
     release(x);
 }
 
@@ -554,17 +553,7 @@ static step retry_enter(level *L)
         n->policy.max_total > 0 && resil_cancel_init(&L->u.retry.own, L->f.cancel) == 0;
     if (L->u.retry.has_own)
         cancel = k->attempt_deadline_token = &L->u.retry.own;
-    L->u.retry.o = (resil_exec_opts){.clock = &k->base,
-                                     .rng = r->rng,
-                                     .cancel = cancel,
-                                     .deadline = L->f.deadline,
-                                     .non_idempotent = r->non_idempotent,
-                                     .records = r->ex != NULL ? r->records : NULL,
-                                     .records_cap = r->records_cap};
-    if (resil__listening(r->p)) {
-        L->u.retry.o.on_attempt = resil__retry_report_attempt;
-        L->u.retry.o.on_attempt_ud = k;
-    }
+    L->u.retry.o = resil__retry_opts(r, &L->f, cancel, k);
     resil_stop s = resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o,
                                    &L->u.retry.res, &L->u.retry.start);
     if (s != RESIL_STOP_NONE)
@@ -1138,21 +1127,6 @@ static void finish(resil_exec *x)
     unref(x);
 }
 
-static int resolve_breaker(resil_exec *x)
-{
-    const resil_pipeline *p = x->p;
-    if (p->registry == NULL)
-        return 0;
-    const char *key = x->call.key;
-    if (key == NULL || key[0] == '\0')
-        key = x->call.operation != NULL && x->call.operation[0] != '\0' ? x->call.operation
-                                                                          : p->name;
-    int rc = resil_registry_get(p->registry, key, NULL, &x->run.breaker, NULL);
-    if (rc == 0)
-        x->run.key = resil_breaker_name(x->run.breaker);
-    return rc;
-}
-
 /* Lanes: the caller's, and two races' worth for a hedging level's
  * attempts (a loser of the race before may still be finishing). */
 static uint32_t lanes_for(const resil_pipeline *p, size_t *hedge_at)
@@ -1189,14 +1163,14 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     x->done_ud = done_ud;
     x->run = (resil__run){p, NULL, x->call.user, p->breaker, x->call.key, x->call.operation,
                           x->call.priority, x->call.non_idempotent, x->call.rng,
-                          x->call.records, x->call.records_cap, &x->ex};
+                          x->call.records, x->call.records_cap, &x->ex, {NULL}};
     x->ex.out = &x->result;
-    int rc = resolve_breaker(x);
-    if (rc == 0 && resil_cancel_init(&x->root, x->call.cancel) != 0)
+    int rc = resil__run_take_breakers(&x->run, &x->call);
+    if (rc == 0 && resil_cancel_init(&x->root, x->call.cancel) != 0) {
+        resil__run_drop_breakers(&x->run);
         rc = RESIL_ESYS;
+    }
     if (rc != 0) {
-        if (p->registry != NULL && x->run.breaker != NULL)
-            resil_breaker_free(x->run.breaker);
         release(x);
         return rc;
     }

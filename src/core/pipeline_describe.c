@@ -47,6 +47,41 @@ static resil_duration largest_waits(const resil_retry_policy *pol)
     return sum;
 }
 
+static size_t retry_count(const resil_pipeline *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nnodes; i++)
+        n += p->nodes[i].kind == RESIL_STRATEGY_RETRY;
+    return n;
+}
+
+/* Nested retries multiply: from the innermost out, one attempt of a retry
+ * is a whole run of the one inside it. */
+static int nested_worst_case_warning(resil_pipeline *p, const resil__node *total,
+                                     const resil__node *attempt)
+{
+    resil_duration bound = attempt->timeout.timeout;
+    for (size_t i = p->nnodes; i-- > 0;) {
+        const resil__node *n = &p->nodes[i];
+        if (n->kind != RESIL_STRATEGY_RETRY)
+            continue;
+        if (n->policy.max_attempts == RESIL_ATTEMPTS_FOREVER)
+            return 0; /* the single-retry rule words this case */
+        bound = resil_dur_add(resil_dur_mul(bound, n->policy.max_attempts),
+                              largest_waits(&n->policy));
+    }
+    if (bound <= total->timeout.timeout)
+        return 0;
+    char text[192], tt[32], wt[32];
+    resil_duration_format(total->timeout.timeout, tt, sizeof tt);
+    resil_duration_format(bound, wt, sizeof wt);
+    snprintf(text, sizeof text,
+             "worst case %s over %zu nested retries exceeds the total timeout %s: "
+             "later attempts will be cut short",
+             wt, retry_count(p), tt);
+    return add_warning(p, text);
+}
+
 static int worst_case_warning(resil_pipeline *p)
 {
     const resil__node *total = find_kind(p, RESIL_STRATEGY_TOTAL_TIMEOUT);
@@ -54,6 +89,8 @@ static int worst_case_warning(resil_pipeline *p)
     const resil__node *attempt = find_kind(p, RESIL_STRATEGY_ATTEMPT_TIMEOUT);
     if (total == NULL || retry == NULL || attempt == NULL || retry->implicit)
         return 0;
+    if (retry_count(p) > 1)
+        return nested_worst_case_warning(p, total, attempt);
     char text[256], tt[32], at[32], wt[32], sum[32];
     resil_duration_format(total->timeout.timeout, tt, sizeof tt);
     if (retry->policy.max_attempts == RESIL_ATTEMPTS_FOREVER) {

@@ -18,14 +18,15 @@
 #include "resil/pipeline.h"
 #include "internal.h"
 
-/* Every kind at most once, plus the implicit single attempt. */
-#define RESIL__MAX_NODES (RESIL_STRATEGY_KIND_COUNT + 1)
+/* Every kind at most once but the retry, plus the implicit single attempt. */
+#define RESIL__MAX_NODES (RESIL_STRATEGY_KIND_COUNT + RESIL_PIPELINE_MAX_RETRIES)
 
 typedef struct resil__hedge_pool resil__hedge_pool;
 
 typedef struct resil__node {
     resil_strategy_kind kind;
     bool implicit; /* the single attempt of a pipeline without retry */
+    bool inner;    /* a retry inside another: it leaves the result alone */
     bool owned;    /* the object below was made from options */
     struct resil_pipeline *pipeline;
     /* one of these, by kind */
@@ -92,7 +93,23 @@ typedef struct resil__run {
     resil_attempt_record *records;
     size_t records_cap;
     resil__exec *ex;
+    /* a reference per hedged attempt given its own key (resil_call.hedge_keys);
+     * NULL = `breaker` */
+    resil_breaker *hedge_breakers[RESIL_HEDGE_MAX + 1];
 } resil__run;
+
+/* The run's breakers from the pipeline's registry, if it has one: the
+ * call's and one per entry of call->hedge_keys. 0, or the registry's error
+ * with none held. */
+int resil__run_take_breakers(resil__run *r, const resil_call *call);
+void resil__run_drop_breakers(resil__run *r);
+
+/* The breaker an attempt of frame `hedge` meets. */
+static inline resil_breaker *resil__breaker_of(const resil__run *r, uint32_t hedge)
+{
+    resil_breaker *b = hedge <= RESIL_HEDGE_MAX ? r->hedge_breakers[hedge] : NULL;
+    return b != NULL ? b : r->breaker;
+}
 
 /* A clock reading one strategy took on the way out of an attempt, which
  * the retry may take as its own "attempt ended" reading instead of reading
@@ -209,6 +226,10 @@ void resil__retry_report_attempt(const resil_attempt_record *rec, void *ud);
 /* The retry's numbers into the pipeline's result. */
 void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res,
                               const resil__cursor *k);
+/* The retry executor's options for the retry at the cursor's node, the same
+ * on both walks. */
+resil_exec_opts resil__retry_opts(const resil__run *r, const resil__frame *f,
+                                  resil_cancel *cancel, resil__cursor *k);
 
 /* The retry policy's on_retry as executed: reports, then calls the
  * caller's hook with the caller's context (pipeline_strategies.c). */
@@ -216,6 +237,8 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
 /* The retry policy's retry_on as executed: the caller's classifier, handed
  * the caller's context rather than the executor's (pipeline_strategies.c). */
 bool resil__retry_classify(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud);
+/* The retry policy's delay generator as executed, the same way. */
+resil_duration resil__retry_delay(const resil_delay_info *info, void *ud);
 
 /* A rejection by strategy `k`: kind RESIL_REJECTED, code k. */
 resil_outcome resil__rejected(resil_strategy_kind k, const char *detail,

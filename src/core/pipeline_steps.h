@@ -132,7 +132,7 @@ void resil__breaker_refuse(const resil__run *r, const resil__frame *f,
 static inline bool resil__breaker_enter(const resil__run *r, const resil__frame *f,
                                         resil_breaker_permit *permit, resil_outcome *out)
 {
-    if (resil_breaker_acquire(r->breaker, permit) != RESIL_EREJECTED)
+    if (resil_breaker_acquire(resil__breaker_of(r, f->hedge), permit) != RESIL_EREJECTED)
         return true;
     resil__breaker_refuse(r, f, permit, out);
     return false;
@@ -143,14 +143,15 @@ static inline void resil__breaker_leave(const resil__run *r, size_t i, const res
 {
     resil_attempt_ctx ctx = resil__frame_ctx(r, f);
     resil_breaker_result verdict = r->p->classify(out, &ctx, r->p->classify_ud);
+    resil_breaker *b = resil__breaker_of(r, f->hedge);
     if (!resil__node_at(r, i)->owned || f->reading == NULL) {
-        resil_breaker_record(r->breaker, permit, verdict);
+        resil_breaker_record(b, permit, verdict);
         return;
     }
     /* Our own breaker reads our clock: read it once for both of us. */
     f->reading->now = resil_clock_now(r->p->clock);
     f->reading->fresh = true;
-    resil_breaker_record_at(r->breaker, permit, verdict, f->reading->now);
+    resil_breaker_record_at(b, permit, verdict, f->reading->now);
 }
 
 /* ---- fallback --------------------------------------------------------------------------- */

@@ -220,10 +220,19 @@ bool resil__retry_classify(const resil_outcome *o, const resil_attempt_ctx *ctx,
     return n->policy.retry_on(o, &c, n->policy.retry_on_ud);
 }
 
+resil_duration resil__retry_delay(const resil_delay_info *info, void *ud)
+{
+    const resil__node *n = ud;
+    resil_attempt_ctx c = caller_ctx(info->ctx->user, info->ctx);
+    resil_delay_info mine = *info;
+    mine.ctx = &c;
+    return n->policy.delay(&mine, n->policy.delay_ud);
+}
+
 static bool handled(const resil__cursor *k, const resil_outcome *o)
 {
     const resil_retry_policy *p = &k->node->policy;
-    if (o->kind == RESIL_SUCCESS)
+    if (o->kind == RESIL_SUCCESS && !p->retry_on_results)
         return false;
     if (p->retry_on == NULL)
         return resil_retry_on_default(o, NULL);
@@ -283,14 +292,37 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
     }
 }
 
+/* The executor's options for the retry at the cursor's node. An inner
+ * retry keeps no records: the result's are the outermost retry's. */
+resil_exec_opts resil__retry_opts(const resil__run *r, const resil__frame *f,
+                                  resil_cancel *cancel, resil__cursor *k)
+{
+    resil_exec_opts o = {.clock = &k->base,
+                         .rng = r->rng,
+                         .cancel = cancel,
+                         .deadline = f->deadline,
+                         .non_idempotent = r->non_idempotent,
+                         .records = r->ex != NULL && !k->node->inner ? r->records : NULL,
+                         .records_cap = r->records_cap};
+    if (resil__listening(r->p)) {
+        o.on_attempt = resil__retry_report_attempt;
+        o.on_attempt_ud = k;
+    }
+    return o;
+}
+
+/* The outermost retry's stop, attempts and records become the result's; an
+ * inner retry only moves the execution's latest reading on. */
 void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res,
                               const resil__cursor *k)
 {
     resil_pipeline_result *out = r->ex->out;
+    r->ex->last_now = k->latest.now;
+    if (k->node->inner)
+        return;
     out->stop = res->stop;
     out->attempts = res->attempts;
     out->records_len = res->records_len;
-    r->ex->last_now = k->latest.now;
 }
 
 void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
@@ -306,17 +338,7 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     bool has_own = n->policy.max_total > 0 && resil_cancel_init(&own, f->cancel) == 0;
     if (has_own)
         cancel = k.attempt_deadline_token = &own;
-    resil_exec_opts o = {.clock = &k.base,
-                         .rng = r->rng,
-                         .cancel = cancel,
-                         .deadline = f->deadline,
-                         .non_idempotent = r->non_idempotent,
-                         .records = r->ex != NULL ? r->records : NULL,
-                         .records_cap = r->records_cap};
-    if (resil__listening(r->p)) {
-        o.on_attempt = resil__retry_report_attempt;
-        o.on_attempt_ud = &k;
-    }
+    resil_exec_opts o = resil__retry_opts(r, f, cancel, &k);
     resil_retry_result res;
     resil__retry_run(&n->run_policy, &o, attempt_op, &k, &res); /* validated at build */
     if (has_own)

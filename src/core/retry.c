@@ -52,6 +52,8 @@ const char *resil_wait_source_name(resil_wait_source s)
         return "backoff";
     case RESIL_WAIT_RETRY_AFTER:
         return "Retry-After";
+    case RESIL_WAIT_GENERATOR:
+        return "generator";
     }
     return "";
 }
@@ -144,8 +146,16 @@ resil_stop resil_retry_before_attempt(resil_retry *r, bool cancelled)
     return RESIL_STOP_NONE;
 }
 
-/* The classifier gets the attempt's own context: the step holds no
- * per-call state anywhere else, so interleaved executions stay apart. */
+/* The classifier and the delay generator get the attempt's own context:
+ * the step holds no per-call state anywhere else, so interleaved
+ * executions stay apart. Without one they get a context holding only the
+ * step's attempt number and deadline. */
+static resil_attempt_ctx own_ctx(const resil_retry *r)
+{
+    resil_attempt_ctx own = {r->attempt, r->deadline, NULL, NULL, NULL, 0};
+    return own;
+}
+
 static bool retryable(const resil_retry *r, const resil_attempt_ctx *ctx,
                       const resil_outcome *o)
 {
@@ -154,8 +164,28 @@ static bool retryable(const resil_retry *r, const resil_attempt_ctx *ctx,
         return resil_retry_on_default(o, NULL);
     if (ctx != NULL)
         return p->retry_on(o, ctx, p->retry_on_ud);
-    resil_attempt_ctx own = {r->attempt, r->deadline, NULL, NULL, NULL, 0};
+    resil_attempt_ctx own = own_ctx(r);
     return p->retry_on(o, &own, p->retry_on_ud);
+}
+
+/* A success stops, unless the policy asks its classifier about results
+ * and the classifier wants this one tried again. */
+static bool success_stops(const resil_retry *r, const resil_attempt_ctx *ctx,
+                          const resil_outcome *o)
+{
+    return !r->policy->retry_on_results || !retryable(r, ctx, o);
+}
+
+/* The delay generator's answer, or RESIL_DELAY_BACKOFF for none. */
+static resil_duration generated(const resil_retry *r, const resil_attempt_ctx *ctx,
+                                const resil_outcome *o)
+{
+    const resil_retry_policy *p = r->policy;
+    if (p->delay == NULL)
+        return RESIL_DELAY_BACKOFF;
+    resil_attempt_ctx own = own_ctx(r);
+    resil_delay_info info = {r->attempt, o, ctx != NULL ? ctx : &own};
+    return p->delay(&info, p->delay_ud);
 }
 
 static bool attempts_used_up(const resil_retry *r)
@@ -186,12 +216,16 @@ static resil_duration clamp(resil_duration v, resil_duration lo, resil_duration 
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* The wait before the next attempt: the server's hint when the policy
- * heeds it, else backoff. Only a wait that needs the backoff draws. */
-static resil_retry_decision choose_wait(resil_retry *r, const resil_outcome *o,
-                                        resil_rng *rng)
+/* The wait before the next attempt: the delay generator's when it has
+ * one, else the server's hint when the policy heeds it, else backoff. Only
+ * a wait that needs the backoff draws. */
+static resil_retry_decision choose_wait(resil_retry *r, const resil_attempt_ctx *ctx,
+                                        const resil_outcome *o, resil_rng *rng)
 {
     const resil_retry_policy *p = r->policy;
+    resil_duration custom = generated(r, ctx, o);
+    if (custom >= 0)
+        return wait_for(custom, RESIL_WAIT_GENERATOR);
     bool hinted = o->retry_after >= 0 && p->retry_after != RESIL_RETRY_AFTER_IGNORE;
     if (!hinted)
         return wait_for(backoff_wait(r, rng), RESIL_WAIT_BACKOFF);
@@ -210,17 +244,19 @@ resil_retry_decision resil_retry_after_attempt(resil_retry *r, const resil_attem
     const resil_retry_policy *p = r->policy;
     if (p->budget != NULL)
         resil_budget_on_result(p->budget, o, r->attempt, &r->ticket);
-    if (o->kind == RESIL_SUCCESS)
-        return stop(RESIL_STOP_SUCCEEDED);
-    if (o->kind == RESIL_CANCELLED)
+    if (o->kind == RESIL_SUCCESS) {
+        if (success_stops(r, ctx, o))
+            return stop(RESIL_STOP_SUCCEEDED);
+    } else if (o->kind == RESIL_CANCELLED) {
         return stop(RESIL_STOP_CANCELLED);
-    if (!retryable(r, ctx, o))
+    } else if (!retryable(r, ctx, o)) {
         return stop(RESIL_STOP_NOT_RETRYABLE);
+    }
     if (attempts_used_up(r))
         return stop(RESIL_STOP_ATTEMPTS_EXHAUSTED);
     if (p->budget != NULL && !resil_budget_try_retry(p->budget, o, &r->ticket))
         return stop(RESIL_STOP_BUDGET_EXHAUSTED);
-    resil_retry_decision d = choose_wait(r, o, rng);
+    resil_retry_decision d = choose_wait(r, ctx, o, rng);
     /* An attempt that would start at or after the deadline has no time to
      * run: stopping now beats sleeping for nothing. */
     if (resil_dur_add(now, d.wait) >= r->deadline)

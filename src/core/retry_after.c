@@ -298,26 +298,27 @@ size_t resil_http_date_format(int64_t unix_seconds, char *buf, size_t cap)
 
 /* ---- Retry-After ---------------------------------------------------------- */
 
-/* delta-seconds = 1*DIGIT, saturating; "-" 1*DIGIT is accepted and means 0
- * (DESIGN: negative values become 0). No "+", no fraction, no unit. */
-static int parse_delta(cursor *c, resil_duration *out)
+/* delta-seconds = 1*DIGIT in units of `unit` ns, saturating; "-" 1*DIGIT
+ * is accepted and means 0 (DESIGN: negative values become 0). No "+", no
+ * fraction, no unit. The millisecond headers share it with unit 1 ms. */
+static int parse_delta(cursor *c, int64_t unit, resil_duration *out)
 {
     bool negative = eat(c, '-');
     if (at_end(c))
         return RESIL_ESYNTAX;
-    uint64_t seconds = 0;
+    uint64_t count = 0;
     for (; !at_end(c); c->p++) {
         if (!is_digit(*c->p))
             return RESIL_ESYNTAX;
         unsigned digit = (unsigned)(*c->p - '0');
-        seconds = seconds > (UINT64_MAX - digit) / 10 ? UINT64_MAX : seconds * 10 + digit;
+        count = count > (UINT64_MAX - digit) / 10 ? UINT64_MAX : count * 10 + digit;
     }
     if (negative)
         *out = 0;
-    else if (seconds > (uint64_t)(RESIL_DURATION_MAX / NS_PER_SECOND))
+    else if (count > (uint64_t)(RESIL_DURATION_MAX / unit))
         *out = RESIL_DURATION_MAX;
     else
-        *out = (resil_duration)seconds * NS_PER_SECOND;
+        *out = (resil_duration)count * unit;
     return 0;
 }
 
@@ -337,18 +338,27 @@ static resil_duration wait_until(int64_t date, int64_t now_ns)
     return diff * NS_PER_SECOND - now_frac;
 }
 
-int resil_retry_after_parse(const char *text, size_t len, int64_t wall_now_ns,
-                            resil_duration *out)
+/* The value between optional spaces: 0 with *c set, RESIL_EINVAL for no
+ * `out`, RESIL_ESYNTAX for no text. Both units' parsers start here. */
+static int open_value(const char *text, size_t len, const resil_duration *out, cursor *c)
 {
     if (out == NULL)
         return RESIL_EINVAL;
     if (text == NULL)
         return RESIL_ESYNTAX;
-    cursor c = trimmed(text, len);
-    if (at_end(&c))
-        return RESIL_ESYNTAX;
+    *c = trimmed(text, len);
+    return at_end(c) ? RESIL_ESYNTAX : 0;
+}
+
+int resil_retry_after_parse(const char *text, size_t len, int64_t wall_now_ns,
+                            resil_duration *out)
+{
+    cursor c;
+    int opened = open_value(text, len, out, &c);
+    if (opened != 0)
+        return opened;
     if (is_digit(*c.p) || *c.p == '-')
-        return parse_delta(&c, out);
+        return parse_delta(&c, NS_PER_SECOND, out);
     int64_t date;
     int64_t now_s = resil__floor_div(wall_now_ns, NS_PER_SECOND);
     int rc = parse_date_window(c.p, (size_t)(c.end - c.p),
@@ -357,4 +367,11 @@ int resil_retry_after_parse(const char *text, size_t len, int64_t wall_now_ns,
         return rc;
     *out = wait_until(date, wall_now_ns);
     return 0;
+}
+
+int resil_retry_after_ms_parse(const char *text, size_t len, resil_duration *out)
+{
+    cursor c;
+    int opened = open_value(text, len, out, &c);
+    return opened != 0 ? opened : parse_delta(&c, RESIL_MS(1), out);
 }

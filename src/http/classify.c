@@ -7,6 +7,11 @@
  * because a status that arrived over a transfer that then broke (a 200 whose
  * body was cut off) describes a response the caller never fully got.
  *
+ * Microsoft's standard handler has a predicate of its own, which the
+ * microsoft-standard profile reproduces: it is a second table beside
+ * resil's, sharing the transfer-error and detail code, so each reads as
+ * its source states it.
+ *
  * A failure status marked `Idempotent-Outcome: unknown` (resil gateway's
  * 502/504 when an upstream call's answer was lost) is a final answer, not
  * a transient failure: the server saved it for the key and replays it on
@@ -14,6 +19,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "resil/http.h"
 
@@ -98,7 +104,28 @@ static bool transient_transfer(CURLcode c)
     }
 }
 
-static resil_outcome transfer_outcome(const resil_http_response *r)
+/* Errors that mean the request could not be formed, which .NET raises
+ * before sending (not as HttpRequestException): Microsoft's handler does
+ * not retry them. Every other transfer error it does. */
+static bool request_unformed(CURLcode c)
+{
+    switch (c) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_NOT_BUILT_IN:
+    case CURLE_BAD_FUNCTION_ARGUMENT:
+    case CURLE_UNKNOWN_OPTION:
+    case CURLE_OUT_OF_MEMORY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool transient_for_microsoft(CURLcode c) { return !request_unformed(c); }
+
+static resil_outcome transfer_outcome(const resil_http_response *r,
+                                      bool (*transient)(CURLcode))
 {
     char detail[RESIL_DETAIL_MAX];
     snprintf(detail, sizeof detail, "curl %d: %s", (int)r->curl_code,
@@ -108,7 +135,7 @@ static resil_outcome transfer_outcome(const resil_http_response *r)
         k = RESIL_TIMEOUT;
     else if (r->curl_code == CURLE_ABORTED_BY_CALLBACK)
         k = RESIL_CANCELLED;
-    else if (transient_transfer(r->curl_code))
+    else if (transient(r->curl_code))
         k = RESIL_TRANSIENT;
     return resil_fail(k, (int64_t)r->curl_code, detail);
 }
@@ -135,29 +162,82 @@ static resil_kind status_kind(const resil_http_response *r, bool retry_500)
     }
 }
 
+static resil_kind microsoft_status_kind(long status)
+{
+    if (status == 429)
+        return RESIL_THROTTLED;
+    return status >= 500 || status == 408 ? RESIL_TRANSIENT : RESIL_PERMANENT;
+}
+
+/* The rows both tables share: a transfer error first (with CURLOPT_FAILONERROR
+ * libcurl reports a status >= 400 as an error of its own; the status says
+ * more), then a success. True when one of them answered. */
+static bool before_status(const resil_http_response *r, bool (*transient)(CURLcode),
+                          resil_outcome *out)
+{
+    bool status_error = r->curl_code == CURLE_HTTP_RETURNED_ERROR && r->status >= 400;
+    if (r->curl_code != CURLE_OK && !status_error) {
+        *out = transfer_outcome(r, transient);
+        return true;
+    }
+    if (r->status >= 400)
+        return false;
+    *out = resil_ok();
+    out->code = r->status;
+    return true;
+}
+
+static resil_outcome status_failure(const resil_http_response *r, resil_kind k)
+{
+    char detail[RESIL_DETAIL_MAX];
+    snprintf(detail, sizeof detail, "HTTP %ld", r->status);
+    return resil_fail_after(k, r->status, detail, r->retry_after);
+}
+
+resil_outcome resil_http_classify_microsoft(const resil_http_response *r, void *ud)
+{
+    (void)ud;
+    resil_outcome o;
+    if (before_status(r, transient_for_microsoft, &o))
+        return o;
+    return status_failure(r, microsoft_status_kind(r->status));
+}
+
 resil_outcome resil_http_classify(const resil_http_response *r, bool retry_500)
 {
-    /* With CURLOPT_FAILONERROR libcurl reports a status >= 400 as an error
-     * of its own; the status says more. */
-    bool status_error = r->curl_code == CURLE_HTTP_RETURNED_ERROR && r->status >= 400;
-    if (r->curl_code != CURLE_OK && !status_error)
-        return transfer_outcome(r);
-    if (r->status < 400) {
-        resil_outcome ok = resil_ok();
-        ok.code = r->status;
-        return ok;
-    }
+    resil_outcome o;
+    if (before_status(r, transient_transfer, &o))
+        return o;
     char detail[RESIL_DETAIL_MAX];
     if (r->outcome_unknown) {
         snprintf(detail, sizeof detail, "HTTP %ld, outcome unknown", r->status);
         return resil_fail(RESIL_PERMANENT, r->status, detail);
     }
-    snprintf(detail, sizeof detail, "HTTP %ld", r->status);
-    return resil_fail_after(status_kind(r, retry_500), r->status, detail, r->retry_after);
+    return status_failure(r, status_kind(r, retry_500));
 }
 
 resil_outcome resil_http_classify_default(const resil_http_response *r, void *ud)
 {
     (void)ud;
     return resil_http_classify(r, true);
+}
+
+/* ---- wait hints ------------------------------------------------------------- */
+
+static bool names_milliseconds(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 3 && strcasecmp(name + n - 3, "-ms") == 0;
+}
+
+int resil_http_retry_after_value(const char *name, const char *value, int64_t wall_now_ns,
+                                 resil_duration *out)
+{
+    if (name == NULL || out == NULL)
+        return RESIL_EINVAL;
+    if (value == NULL)
+        return RESIL_ESYNTAX;
+    if (names_milliseconds(name))
+        return resil_retry_after_ms_parse(value, strlen(value), out);
+    return resil_retry_after_parse(value, strlen(value), wall_now_ns, out);
 }

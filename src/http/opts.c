@@ -3,9 +3,11 @@
  *
  * A profile is nothing but a set of option values, written out here in one
  * place per profile so that docs/http.md's table can be checked against
- * code that reads the same. The standard profile is Microsoft's standard
- * resilience handler; read and write are the two typed clients of the
- * ".NET 10 HTTP resilience" article. Validation names the first bad field
+ * code that reads the same. The standard profile has Microsoft's standard
+ * handler's strategies, order and numbers with resil's safer predicate;
+ * microsoft-standard is that handler exactly, predicate and all; read and
+ * write are the two typed clients of the ".NET 10 HTTP resilience" article
+ * (read as its diagram draws it). Validation names the first bad field
  * and defers to the core's own validators for the embedded retry policy and
  * breaker options, so a message is never worded twice.
  */
@@ -27,6 +29,10 @@ const char *resil_http_profile_name(resil_http_profile p)
         return "read";
     case RESIL_HTTP_WRITE:
         return "write";
+    case RESIL_HTTP_MICROSOFT:
+        return "microsoft-standard";
+    case RESIL_HTTP_MICROSOFT_HEDGING:
+        return "microsoft-hedging";
     }
     return "unknown";
 }
@@ -34,7 +40,8 @@ const char *resil_http_profile_name(resil_http_profile p)
 int resil_http_profile_parse(const char *name, resil_http_profile *out)
 {
     static const resil_http_profile all[] = {RESIL_HTTP_STANDARD, RESIL_HTTP_READ,
-                                             RESIL_HTTP_WRITE};
+                                             RESIL_HTTP_WRITE, RESIL_HTTP_MICROSOFT,
+                                             RESIL_HTTP_MICROSOFT_HEDGING};
     if (name == NULL || out == NULL)
         return RESIL_EINVAL;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -66,19 +73,48 @@ static void standard(resil_http_opts *o)
     o->hedge_delay = -1;
     o->max_hedged = 1;
     o->retry_500 = true;
+    o->classify = NULL;
+    o->classify_ud = NULL;
     o->disable_for = 0;
     o->retry_unsafe = false;
 }
 
-/* The article's read client: total 2 s, attempt 600 ms, 2 retries from
- * 100 ms with jitter. */
+/* Microsoft's handler exactly: the same numbers, its predicate (every
+ * status >= 500, 408, 429, transport failures) and every method retried
+ * unless the caller disables some (DisableFor, DisableForUnsafeHttpMethods). */
+static void microsoft(resil_http_opts *o)
+{
+    standard(o);
+    o->classify = resil_http_classify_microsoft;
+    o->retry_unsafe = true;
+}
+
+/* Microsoft's standard hedging handler: its total timeout, then hedging
+ * in place of the retry (one hedge after 2 s), then the breaker and the
+ * attempt timeout per endpoint, with the standard handler's predicate and
+ * limits. */
+static void microsoft_hedging(resil_http_opts *o)
+{
+    microsoft(o);
+    o->retry.max_attempts = 1;
+    o->hedge_delay = RESIL_S(2);
+    o->max_hedged = 1;
+}
+
+/* The article's read client as its diagram draws it: aggressive retries
+ * (3), a fast attempt timeout (500 ms), a hedging candidate (one hedge
+ * after half the attempt timeout), unsafe methods disabled; from its
+ * registration, the 2 s total and the 100 ms first wait. */
 static void read_profile(resil_http_opts *o)
 {
     standard(o);
     o->total_timeout = RESIL_S(2);
-    o->attempt_timeout = RESIL_MS(600);
-    o->retry.max_attempts = 3;
+    o->attempt_timeout = RESIL_MS(500);
+    o->retry.max_attempts = 4;
     o->retry.backoff.base = RESIL_MS(100);
+    o->hedge_delay = RESIL_MS(250);
+    o->max_hedged = 1;
+    o->disable_for = RESIL_HTTP_UNSAFE_METHODS;
 }
 
 /* The article's write client: total 6 s, attempt 2 s, unsafe methods never
@@ -119,6 +155,12 @@ int resil_http_opts_profile(resil_http_opts *o, resil_http_profile p)
     case RESIL_HTTP_WRITE:
         write_profile(o);
         return 0;
+    case RESIL_HTTP_MICROSOFT:
+        microsoft(o);
+        return 0;
+    case RESIL_HTTP_MICROSOFT_HEDGING:
+        microsoft_hedging(o);
+        return 0;
     }
     return RESIL_EINVAL;
 }
@@ -153,6 +195,9 @@ static int check_hedging(const resil_http_opts *o, resil_err *err)
     if (o->hedge_delay >= 0 && (o->max_hedged < 1 || o->max_hedged > RESIL_HEDGE_MAX))
         return resil_err_set(err, RESIL_EINVAL, "http.max_hedged must be in [1, %d], got %u",
                              RESIL_HEDGE_MAX, (unsigned)o->max_hedged);
+    resil_err inner = {0, ""};
+    if (o->hedge_route != NULL && resil_route_opts_validate(o->hedge_route, &inner) != 0)
+        return resil_err_set(err, RESIL_EINVAL, "http.hedge_%s", inner.message);
     return 0;
 }
 

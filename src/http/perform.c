@@ -35,6 +35,7 @@
 
 #include "head.h"
 #include "resil/http.h"
+#include "route_internal.h"
 #include "resil/pipeline.h"
 
 #define POOL_KEEP 64                    /* idle attempt states kept */
@@ -88,11 +89,16 @@ struct http_call {
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     http_attempt *att[RESIL_HEDGE_MAX + 1];
     uint32_t natt;
+    char *url;                             /* the request's URL, copied, when routed */
+    const char *plan[RESIL_HEDGE_MAX + 1]; /* attempt k's endpoint (ctx->hedge = k) */
+    size_t nplan;
+    const char *plan_keys[RESIL_HEDGE_MAX + 1]; /* their breakers' keys */
     /* text, set as needed (not cleared per call) */
     struct curl_slist key_node;
     char key_header[sizeof KEY_HEADER + 2 + RESIL_HTTP_KEY_MAX];
     char key[RESIL_HTTP_KEY_MAX + 1];
     char authority[RESIL_BREAKER_NAME_MAX];
+    char plan_authority[RESIL_HEDGE_MAX + 1][RESIL_BREAKER_NAME_MAX];
 };
 
 /* ---- buffers and the pool ------------------------------------------------ */
@@ -340,18 +346,33 @@ static void learn_method(http_call *call, CURL *e)
     call->method = call->learned;
 }
 
-/* A failure's Retry-After, from the headers libcurl kept of the last
- * response (redirects and 1xx answers excluded). A success needs none. */
-static resil_duration retry_after_of(const http_attempt *a, resil_clock *clock)
+/* The hint from one header, when the response has it and it parses. */
+static bool hint_from(const http_attempt *a, const char *name, int64_t wall_now,
+                      resil_duration *d)
 {
     struct curl_header *h;
-    resil_duration d;
-    if (a->status < 400 ||
-        curl_easy_header(a->easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK ||
-        resil_retry_after_parse(h->value, strlen(h->value), resil_clock_wall_now(clock),
-                                &d) != 0)
+    return curl_easy_header(a->easy, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK &&
+           resil_http_retry_after_value(name, h->value, wall_now, d) == 0;
+}
+
+/* A failure's wait hint, from the headers libcurl kept of the last
+ * response (redirects and 1xx answers excluded): the client's own header
+ * names first, then the built-in ones. A success needs none. */
+static resil_duration retry_after_of(const http_attempt *a, const resil_http_opts *o,
+                                     resil_clock *clock)
+{
+    static const char *const builtin[] = {RESIL_HTTP_RETRY_AFTER_HEADERS};
+    if (a->status < 400)
         return RESIL_NO_HINT;
-    return d;
+    int64_t wall_now = resil_clock_wall_now(clock);
+    resil_duration d;
+    for (const char *const *n = o->retry_after_headers; n != NULL && *n != NULL; n++)
+        if (hint_from(a, *n, wall_now, &d))
+            return d;
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (hint_from(a, builtin[i], wall_now, &d))
+            return d;
+    return RESIL_NO_HINT;
 }
 
 /* A failure marked `Idempotent-Outcome: unknown` (the name in any case,
@@ -382,7 +403,7 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
     resil_attempt_ctx c = caller_ctx(ctx);
     resil_http_response r = {a->easy,       a->code,
                              a->status,     call->method,
-                             call->has_key, retry_after_of(a, ctx->clock),
+                             call->has_key, retry_after_of(a, o, ctx->clock),
                              outcome_unknown_of(a), &c};
     if (o->classify != NULL)
         return o->classify(&r, o->classify_ud);
@@ -441,6 +462,16 @@ static bool http_retry_on(const resil_outcome *o, const resil_attempt_ctx *ctx, 
     return caller_retry_on(ud, o, ctx);
 }
 
+/* The caller's delay generator, on the caller's view of the attempt. */
+static resil_duration http_delay(const resil_delay_info *info, void *ud)
+{
+    const resil_retry_policy *p = ud;
+    resil_attempt_ctx c = caller_ctx(info->ctx);
+    resil_delay_info mine = *info;
+    mine.ctx = &c;
+    return p->delay(&mine, p->delay_ud);
+}
+
 /* The hedging classifier: the caller's retry classifier, which answers
  * "worth another attempt?" for hedges too. */
 static bool http_hedge_on(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
@@ -467,6 +498,10 @@ static void add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool
     resil_retry_policy p = o->retry;
     p.retry_on = http_retry_on;
     p.retry_on_ud = &c->opts.retry;
+    if (p.delay != NULL) {
+        p.delay = http_delay;
+        p.delay_ud = &c->opts.retry;
+    }
     resil_pipeline_add_retry(b, &p);
     if (hedge) {
         resil_hedge_opts h;
@@ -667,9 +702,52 @@ static int take_attempts(http_call *call, CURL *easy)
         a->easy = i == 0 ? easy : curl_easy_duphandle(easy);
         if (a->easy == NULL)
             return RESIL_ENOMEM;
+        if (i < call->nplan && resil__http_route_to(a->easy, call->url, call->plan[i]) != 0)
+            return RESIL_EINVAL;
         install(a);
     }
     return 0;
+}
+
+/* Each endpoint's authority names its breaker, as Microsoft keeps one
+ * per endpoint: a broken region does not trip the breaker of the rest. */
+static int plan_keys(http_call *call)
+{
+    for (size_t k = 0; k < call->nplan; k++) {
+        if (resil_http_authority(call->plan[k], call->plan_authority[k],
+                                 sizeof call->plan_authority[k]) != 0)
+            return RESIL_EINVAL;
+        call->plan_keys[k] = call->plan_authority[k];
+    }
+    return 0;
+}
+
+/* Where this call's attempts go, the primary's included, drawn once
+ * before any of them starts. The request's URL is copied: routing the
+ * primary rewrites the caller's handle, which gets it back afterwards. */
+static int plan_route(http_call *call, CURL *easy, const resil_http_request *r)
+{
+    char *url = NULL;
+    if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL)
+        return RESIL_EINVAL;
+    call->url = strdup(url);
+    if (call->url == NULL)
+        return RESIL_ENOMEM;
+    int rc = resil_route_plan(call->client->opts.hedge_route, r->rng, call->plan,
+                              1 + call->client->opts.max_hedged, &call->nplan);
+    if (rc == 0 && call->client->registry != NULL)
+        rc = plan_keys(call);
+    return rc;
+}
+
+/* The caller's handle points at the request's URL again. */
+static void unroute(CURL *easy, http_call *call)
+{
+    if (call->url == NULL)
+        return;
+    curl_easy_setopt(easy, CURLOPT_URL, call->url);
+    free(call->url);
+    call->url = NULL;
 }
 
 static int prepare(http_call *call, resil_http_client *c, CURL *easy,
@@ -689,6 +767,10 @@ static int prepare(http_call *call, resil_http_client *c, CURL *easy,
          resil_http_authority(url, call->authority, sizeof call->authority) != 0))
         return RESIL_EINVAL;
     call->hedged = hedgeable(call);
+    if (call->hedged && c->opts.hedge_route != NULL && (rc = plan_route(call, easy, r)) != 0) {
+        free(call->url);
+        return rc == RESIL_ENOMEM ? rc : RESIL_EINVAL;
+    }
     /* Deadlines are libcurl's own timeout; only a token someone else may
      * fire (the caller's, a lost hedge's) needs a transfer to look. */
     call->watch = r->cancel != NULL || r->xferinfo_fn != NULL || call->hedged;
@@ -740,6 +822,10 @@ static int run(http_call *call, resil_http_result *out)
     pc.user = call;
     pc.cancel = r->cancel;
     pc.key = call->client->registry != NULL ? call->authority : NULL;
+    if (pc.key != NULL && call->nplan > 0) {
+        pc.hedge_keys = call->plan_keys;
+        pc.hedge_keys_len = call->nplan;
+    }
     pc.rng = r->rng;
     pc.records = r->records;
     pc.records_cap = r->records_cap;
@@ -770,6 +856,7 @@ int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_reques
     if (rc == 0)
         rc = run(&call, out);
     restore(easy, &call);
+    unroute(easy, &call);
     release_attempts(&call);
     return rc;
 }

@@ -8,7 +8,7 @@
 
 HAS_ROOM(resil_config_diag, 1);
 HAS_ROOM(resil_config_diags, 4);
-HAS_ROOM(resil_config_retry, 4);
+GREW_INTO_ROOM(resil_config_retry, disable_for, 3, 4);
 HAS_ROOM(resil_config_ratelimit, 4);
 HAS_ROOM(resil_config_distributed, 4);
 HAS_ROOM(resil_config_step, 4);
@@ -18,6 +18,7 @@ HAS_ROOM(resil_config_analysis, 4);
 HAS_ROOM(resil_config_report, 4);
 HAS_ROOM(resil_policies_opts, 4);
 HAS_ROOM(resil_policy, 4);
+HAS_ROOM(resil_config_hedge, 4);
 
 PINNED(resil_config_diag, 528);
 PINNED(resil_config_diags, 56);

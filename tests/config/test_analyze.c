@@ -127,11 +127,16 @@ static void the_report_writes_as_json(void **state)
     done(&a);
 }
 
+/* A named Retry entry takes Polly's defaults (constant 2 s, no jitter);
+ * these tests state the backoff they are about. */
+#define EXPONENTIAL "'BackoffStrategy': 'Exponential'"
+#define LIBRARY_BACKOFF "'BackoffStrategy': 'Exponential', 'BaseDelay': '1s', 'Jitter': 'Full'"
+
 static void a_schedule_that_fits_exactly_has_no_warning(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 2,"
-                         " 'BaseDelay': '100ms', 'Jitter': 'Full'}},"
+                         " 'BaseDelay': '100ms', 'Jitter': 'Full', " EXPONENTIAL "}},"
                          " 'Pipelines': {'p': ['TotalTimeout:1500ms', 'Retry:r',"
                          " 'AttemptTimeout:400ms']}}}",
                          0);
@@ -148,7 +153,7 @@ static void max_delay_caps_the_waits(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 5,"
-                         " 'MaxDelay': '3s', 'Jitter': 'None'}},"
+                         " 'MaxDelay': '3s', 'Jitter': 'None', " EXPONENTIAL ", 'BaseDelay': '1s'}},"
                          " 'Pipelines': {'p': ['Retry:r', 'AttemptTimeout:1s']}}}",
                          0);
     const resil_config_analysis *p = item(&a, "p");
@@ -194,7 +199,7 @@ static void jitter_above_the_formula_is_reported_beside_it(void **state)
 static void retries_without_an_attempt_timeout_are_warned(void **state)
 {
     (void)state;
-    analysed a = analyse("{'Resilience': {'Retry': {'r': {}},"
+    analysed a = analyse("{'Resilience': {'Retry': {'r': {'Jitter': 'Full'}},"
                          " 'Pipelines': {'t': ['TotalTimeout:10s', 'Retry:r'],"
                          " 'none': ['Retry:r'], 'once': ['TotalTimeout:1s']}}}",
                          0);
@@ -212,7 +217,7 @@ static void retries_without_an_attempt_timeout_are_warned(void **state)
 static void retrying_forever_needs_a_total_timeout(void **state)
 {
     (void)state;
-    analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 'Forever'}},"
+    analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 'Forever', 'Jitter': 'Full'}},"
                          " 'Pipelines': {'p': ['Retry:r', 'AttemptTimeout:1s'],"
                          " 'q': ['TotalTimeout:1m', 'Retry:r', 'AttemptTimeout:1s']}}}",
                          0);
@@ -231,7 +236,7 @@ static void the_time_budget_is_a_total_timeout(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 3,"
-                         " 'BaseDelay': '1s', 'Jitter': 'Full', 'TimeBudget': '8s'}},"
+                         " 'BaseDelay': '1s', 'Jitter': 'Full', 'TimeBudget': '8s', " EXPONENTIAL "}},"
                          " 'Pipelines': {'p': ['TotalTimeout:20s', 'Retry:r',"
                          " 'AttemptTimeout:1s']}}}",
                          0);
@@ -248,7 +253,7 @@ static void per_operation_totals_are_each_checked(void **state)
     (void)state;
     analysed a = analyse("{'Resilience': {'Timeouts': {'DefaultTimeout': '30s',"
                          " 'OperationTimeouts': {'query': '2s', 'report': '1m'}},"
-                         " 'Retry': {'r': {'MaxRetryAttempts': 1, 'Jitter': 'Equal'}},"
+                         " 'Retry': {'r': {'MaxRetryAttempts': 1, 'Jitter': 'Equal', " EXPONENTIAL ", 'BaseDelay': '1s'}},"
                          " 'Pipelines': {'p': ['TotalTimeout', 'Retry:r', 'AttemptTimeout:1s']}}}",
                          0);
     const resil_config_analysis *p = item(&a, "p");
@@ -261,11 +266,37 @@ static void per_operation_totals_are_each_checked(void **state)
     done(&a);
 }
 
+/* The auth refresh around a transient retry: the inner retry's worst case
+ * (4 attempts × 1s + 3s of waits = 7s) is each outer attempt's bound. */
+static void every_retry_step_of_a_pipeline_is_a_layer(void **state)
+{
+    (void)state;
+    analysed a = analyse("{'Resilience': {'Retry': {"
+                         " 'auth': {'MaxRetryAttempts': 1, 'BaseDelay': '0s', 'Jitter': 'Full'},"
+                         " 'transient': {'MaxRetryAttempts': 3, 'BaseDelay': '1s',"
+                         " 'Jitter': 'Full'}},"
+                         " 'Pipelines': {'api': ['TotalTimeout:1m', 'Retry:auth',"
+                         " 'Retry:transient', 'AttemptTimeout:1s']}}}",
+                         0);
+    const resil_config_analysis *p = item(&a, "api");
+    assert_int_equal(p->attempts, 2);
+    assert_duration_equal(p->attempt_bound, RESIL_S(7));
+    assert_duration_equal(p->worst_case, RESIL_S(14));
+    assert_int_equal(p->max_calls, 8);
+    assert_int_equal(p->retry_layers, 2);
+    assert_true(p->fits);
+    assert_string_equal(warnings(&a), "Resilience.Pipelines.api: 2 layers retry: one request "
+                                      "can make 8 calls to the dependency; retry in one layer "
+                                      "only\n");
+    assert_int_equal(a.r.len, 1); /* both Retry entries are in a pipeline */
+    done(&a);
+}
+
 static void layers_multiply_calls_and_are_warned(void **state)
 {
     (void)state;
-    analysed a = analyse("{'Resilience': {'Retry': {'three': {'MaxRetryAttempts': 2},"
-                         " 'four': {'MaxRetryAttempts': 3}},"
+    analysed a = analyse("{'Resilience': {'Retry': {'three': {'MaxRetryAttempts': 2, 'Jitter': 'Full'},"
+                         " 'four': {'MaxRetryAttempts': 3, " LIBRARY_BACKOFF "}},"
                          " 'Pipelines': {'gateway': ['Retry:three', 'Pipeline:service'],"
                          " 'service': ['TotalTimeout:5s', 'Retry:four', 'AttemptTimeout:1s']}}}",
                          0);
@@ -301,8 +332,9 @@ static void unsafe_methods_retried_without_keys_are_warned(void **state)
 {
     (void)state;
     analysed a = analyse("{'Resilience': {'Retry': {"
-                         "'bare': {'RetryUnsafeMethods': true},"
-                         " 'keyed': {'RetryUnsafeMethods': true, 'IdempotencyKeys': true}}}}",
+                         "'bare': {'RetryUnsafeMethods': true, 'Jitter': 'Full'},"
+                         " 'keyed': {'RetryUnsafeMethods': true, 'IdempotencyKeys': true,"
+                         " 'Jitter': 'Full'}}}}",
                          0);
     assert_string_equal(warnings(&a), "Resilience.Retry.bare: retries unsafe methods (POST, "
                                       "PATCH) without idempotency keys: a retried write can "
@@ -427,6 +459,7 @@ int main(void)
         cmocka_unit_test(the_time_budget_is_a_total_timeout),
         cmocka_unit_test(per_operation_totals_are_each_checked),
         cmocka_unit_test(layers_multiply_calls_and_are_warned),
+        cmocka_unit_test(every_retry_step_of_a_pipeline_is_a_layer),
         cmocka_unit_test(jitter_off_is_warned_per_retry_policy),
         cmocka_unit_test(unsafe_methods_retried_without_keys_are_warned),
         cmocka_unit_test(a_ratio_breaker_the_traffic_cannot_trip_is_warned),

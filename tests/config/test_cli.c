@@ -13,7 +13,7 @@
     "    \"orders\": [\"TotalTimeout:10s\", \"Retry:orders\", \"AttemptTimeout:2s\"]}}}\n"
 
 #define CLEAN                                                                                \
-    "{\"Resilience\": {\"Retry\": {\"r\": {\"MaxRetryAttempts\": 1}},\n"                     \
+    "{\"Resilience\": {\"Retry\": {\"r\": {\"MaxRetryAttempts\": 1, \"UseJitter\": true}},\n" \
     "  \"Pipelines\": {\"p\": [\"TotalTimeout:10s\", \"Retry:r\", \"AttemptTimeout:2s\"]}}}\n"
 
 #define BROKEN                                                                               \
@@ -182,9 +182,28 @@ static void run_takes_retry_and_timeouts_from_a_named_pipeline(void **state)
     cli_run(&r, dir, NULL, "run", "--config", "c.json", "--policy", "cmd", "--dry-run", "--",
             "true", NULL);
     assert_int_equal(r.status, 0);
-    contains(r.out, "attempts 3, backoff exponential, delay 0s");
+    contains(r.out, "attempts 3, backoff constant, delay 0s");
     contains(r.out, "attempt-timeout 1s, total-timeout 5s");
     contains(r.err, "resil run: note: --policy cmd: CircuitBreaker not used by this command\n");
+    cli_result_free(&r);
+}
+
+static void run_takes_a_delays_list_from_the_file(void **state)
+{
+    const char *dir = *state;
+    cli_write(dir, "d.json",
+              "{\"Resilience\": {\"Retry\": {\"listed\": {\"Delays\": [\"1s\", \"2s\", "
+              "\"5s\"]}}}}\n");
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--config", "d.json", "--policy", "listed", "--dry-run", "--",
+            "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "attempts 4, backoff list, delays 1s,2s,5s, max-delay none, "
+                               "jitter none\n"
+                               "#1 fails, wait 1000 ms\n"
+                               "#2 fails, wait 2000 ms\n"
+                               "#3 fails, wait 5000 ms\n"
+                               "#4 fails, stop: attempts exhausted\n");
     cli_result_free(&r);
 }
 
@@ -208,7 +227,7 @@ static void command_line_options_override_the_policy_wherever_they_stand(void **
     cli_run(&r, dir, NULL, "run", "--attempts", "2", "--config", "c.json", "--policy", "cmd",
             "--total-timeout", "3s", "--dry-run", "--", "true", NULL);
     assert_int_equal(r.status, 0);
-    contains(r.out, "attempts 2, backoff exponential, delay 0s");
+    contains(r.out, "attempts 2, backoff constant, delay 0s");
     contains(r.out, "total-timeout 3s");
     cli_result_free(&r);
 }
@@ -288,6 +307,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(help_lists_the_options, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(run_takes_retry_and_timeouts_from_a_named_pipeline,
                                         cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(run_takes_a_delays_list_from_the_file, cli_setup,
+                                        cli_teardown),
         cmocka_unit_test_setup_teardown(run_retries_as_the_policy_says, cli_setup,
                                         cli_teardown),
         cmocka_unit_test_setup_teardown(

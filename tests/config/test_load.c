@@ -158,13 +158,13 @@ static void an_unknown_section_suggests_the_nearest(void **state)
                         "CircuitBreakers?)\n");
 }
 
-static void an_ambiguous_seed_key_is_explained(void **state)
+static void a_seed_key_resil_names_otherwise_is_explained(void **state)
 {
     (void)state;
-    assert_string_equal(cfg_first_message("{'Resilience': {'CircuitBreakers': {'x': "
-                                          "{'FailureThreshold': 5}}}}"),
-                        "unknown key: the seeds use FailureThreshold for two things: say "
-                        "ConsecutiveFailureThreshold or MinimumThroughput");
+    assert_string_equal(cfg_first_message("{'Resilience': {'Retry': {'x': "
+                                          "{'MaxAttempts': 5}}}}"),
+                        "unknown key: say MaxRetryAttempts, which counts the retries after "
+                        "the first attempt");
 }
 
 static void keys_differing_only_in_case_are_duplicates(void **state)
@@ -486,7 +486,7 @@ int main(void)
         cmocka_unit_test(an_unknown_key_suggests_the_nearest),
         cmocka_unit_test(an_unknown_key_far_from_all_gets_no_suggestion),
         cmocka_unit_test(an_unknown_section_suggests_the_nearest),
-        cmocka_unit_test(an_ambiguous_seed_key_is_explained),
+        cmocka_unit_test(a_seed_key_resil_names_otherwise_is_explained),
         cmocka_unit_test(keys_differing_only_in_case_are_duplicates),
         cmocka_unit_test(an_exact_duplicate_key_is_reported_too),
         cmocka_unit_test(an_alias_beside_its_key_is_a_duplicate),

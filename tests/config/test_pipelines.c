@@ -89,7 +89,8 @@ static void a_reference_must_name_something_that_exists(void **state)
     } rows[] = {
         {"'Retyr:orders'", "unknown strategy \"Retyr\" (did you mean Retry?); use RateLimiter, "
                            "Bulkhead, TotalTimeout, Retry, CircuitBreaker, AttemptTimeout, "
-                           "GracefulDegradation, Chaos, AdaptiveLimiter, Throttle or Pipeline"},
+                           "GracefulDegradation, Chaos, AdaptiveLimiter, Throttle, Hedging, "
+                           "Fallback or Pipeline"},
         {"'Retry'", "Retry needs a name: \"Retry:NAME\""},
         {"'Retry:order'", "no Retry named \"order\" in Resilience.Retry (did you mean orders?)"},
         {"'CircuitBreaker:payments'",
@@ -122,13 +123,34 @@ static void a_pipeline_must_be_a_list(void **state)
                         "outermost first, got \"Retry:x\"\n");
 }
 
-static void each_strategy_appears_once(void **state)
+static void each_strategy_but_retry_appears_once(void **state)
 {
     (void)state;
-    assert_string_equal(cfg_errors("{'Resilience': {'Retry': {'a': {}, 'b': {}},\n"
-                                   " 'Pipelines': {'p': ['Retry:a', 'Retry:b']}}}"),
-                        "Resilience.Pipelines.p[1] at 2:33: a pipeline takes each strategy "
-                        "once: Retry is already at 2:22\n");
+    assert_string_equal(cfg_errors("{'Resilience': {'CircuitBreakers': {'a': {}, 'b': {}},\n"
+                                   " 'Pipelines': {'p': ['CircuitBreaker:a', 'CircuitBreaker:b']}}}"),
+                        "Resilience.Pipelines.p[1] at 2:42: a pipeline takes each strategy "
+                        "once: CircuitBreaker is already at 2:22\n");
+}
+
+/* The seed's authorization refresh: an outer retry on 401 around the
+ * retry for transient failures. */
+static void a_retry_may_sit_outside_another(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'auth': {'MaxRetryAttempts': 1},"
+                               " 'transient': {}},"
+                               " 'Pipelines': {'p': ['TotalTimeout:30s', 'Retry:auth',"
+                               " 'Retry:transient', 'AttemptTimeout:5s']}}}");
+    resil_config_pipeline p;
+    assert_int_equal(resil_config_pipeline_get(c, "p", &p), 0);
+    assert_int_equal(p.nsteps, 4);
+    assert_int_equal(p.steps[1].kind, RESIL_CONFIG_STEP_RETRY);
+    assert_int_equal(p.steps[2].kind, RESIL_CONFIG_STEP_RETRY);
+    resil_config_free(c);
+    assert_string_equal(cfg_first_message("{'Resilience': {'Retry': {'a': {}},"
+                                          " 'Pipelines': {'p': ['Retry:a', 'AttemptTimeout:1s',"
+                                          " 'Retry:a']}}}"),
+                        "AttemptTimeout must come after Retry: it bounds one attempt");
 }
 
 static void timeouts_sit_on_their_side_of_the_retry(void **state)
@@ -227,7 +249,8 @@ int main(void)
         cmocka_unit_test(an_empty_pipeline_runs_the_operation_once),
         cmocka_unit_test(a_reference_must_name_something_that_exists),
         cmocka_unit_test(a_pipeline_must_be_a_list),
-        cmocka_unit_test(each_strategy_appears_once),
+        cmocka_unit_test(each_strategy_but_retry_appears_once),
+        cmocka_unit_test(a_retry_may_sit_outside_another),
         cmocka_unit_test(timeouts_sit_on_their_side_of_the_retry),
         cmocka_unit_test(the_attempt_timeout_may_not_exceed_the_total),
         cmocka_unit_test(an_inner_pipeline_is_the_last_step),

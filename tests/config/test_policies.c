@@ -549,6 +549,51 @@ static void a_distributed_document_without_a_factory_is_refused(void **state)
     resil_config_free(c);
 }
 
+/* ---- Fallbacks, RetryBudgets, Hedging ---------------------------------------------- */
+
+static void a_fallback_step_answers_for_a_failed_call(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 1, 'BaseDelay': '0s'}},"
+             " 'Fallbacks': {'cached': {'Code': 203, 'Detail': 'from cache'}},"
+             " 'Pipelines': {'p': ['Fallback:cached', 'Retry:r']}}}");
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "p", fail_op, &res), 2);
+    assert_true(res.fallback);
+    assert_int_equal(res.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(res.outcome.code, 203);
+    assert_string_equal(res.outcome.detail, "from cache");
+    assert_int_equal(res.cause.code, 503);
+}
+
+/* gRPC's tokens: 10 at the start, -1 per failure, retries only while
+ * more than half remain: a retry is granted at 9, 8, 7, 6 tokens and
+ * refused at 5. Both pipelines draw from the one budget. */
+static void pipelines_naming_one_budget_share_it(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'RetryBudgets': {'calls': {'Model': 'Tokens', 'MaxTokens': 10}},"
+             " 'Retry': {'r': {'MaxRetryAttempts': 3, 'BaseDelay': '0s', 'Budget': 'calls'}},"
+             " 'Pipelines': {'a': ['Retry:r'], 'b': ['Retry:r']}}}");
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "a", fail_op, &res), 4);
+    assert_int_equal(res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(run(f, "b", fail_op, &res), 1);
+    assert_int_equal(res.stop, RESIL_STOP_BUDGET_EXHAUSTED);
+}
+
+/* A failed attempt is hedged at once: Microsoft's one hedge, then the
+ * primary's outcome when both fail. */
+static void a_hedging_step_hedges_once_by_default(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'Hedging': {'h': {}}, 'Pipelines': {'p': ['Hedging:h']}}}");
+    resil_pipeline_result res;
+    assert_int_equal(run(f, "p", fail_op, &res), 2);
+    assert_int_equal(res.hedges, 1);
+    assert_int_equal(res.outcome.code, 503);
+}
+
 static void null_arguments_are_refused(void **state)
 {
     fixture *f = *state;
@@ -591,6 +636,11 @@ int main(void)
                                         teardown),
         cmocka_unit_test(events_reach_the_registrys_listener),
         cmocka_unit_test(reloads_race_executions_safely),
+        cmocka_unit_test_setup_teardown(a_fallback_step_answers_for_a_failed_call, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(pipelines_naming_one_budget_share_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_hedging_step_hedges_once_by_default, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(null_arguments_are_refused, setup, teardown),
         cmocka_unit_test(a_distributed_document_builds_its_breakers_through_the_factory),
         cmocka_unit_test_setup_teardown(a_distributed_document_without_a_factory_is_refused,

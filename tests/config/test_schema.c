@@ -47,17 +47,17 @@ static resil_config_retry retry_of(const char *body)
     return r;
 }
 
-static void retry_keys_absent_give_the_library_defaults(void **state)
+/* Polly v8's RetryStrategyOptions: 3 retries, 2 s, constant, UseJitter
+ * false, no MaxDelay. */
+static void retry_keys_absent_give_pollys_defaults(void **state)
 {
     (void)state;
     resil_config_retry r = retry_of("");
-    resil_retry_policy d;
-    resil_retry_policy_default(&d);
-    assert_int_equal(r.policy.max_attempts, d.max_attempts);
-    assert_int_equal(r.policy.backoff.kind, d.backoff.kind);
-    assert_duration_equal(r.policy.backoff.base, d.backoff.base);
-    assert_int_equal(r.policy.backoff.jitter, d.backoff.jitter);
-    assert_duration_equal(r.policy.backoff.max_delay, d.backoff.max_delay);
+    assert_int_equal(r.policy.max_attempts, 4);
+    assert_int_equal(r.policy.backoff.kind, RESIL_BACKOFF_CONSTANT);
+    assert_duration_equal(r.policy.backoff.base, RESIL_S(2));
+    assert_int_equal(r.policy.backoff.jitter, RESIL_JITTER_NONE);
+    assert_duration_equal(r.policy.backoff.max_delay, RESIL_DURATION_MAX);
     assert_duration_equal(r.policy.max_total, 0);
     assert_int_equal(r.policy.retry_after, RESIL_RETRY_AFTER_HONOR);
     assert_duration_equal(r.policy.retry_after_max, RESIL_S(60));
@@ -107,11 +107,11 @@ static void backoff_strategies_name_kind_and_jitter(void **state)
         resil_backoff_kind kind;
         resil_jitter jitter;
     } rows[] = {
-        {"Constant", RESIL_BACKOFF_CONSTANT, RESIL_JITTER_FULL},
-        {"fixed", RESIL_BACKOFF_CONSTANT, RESIL_JITTER_FULL},
-        {"Linear", RESIL_BACKOFF_LINEAR, RESIL_JITTER_FULL},
-        {"Exponential", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_FULL},
-        {"Fibonacci", RESIL_BACKOFF_FIBONACCI, RESIL_JITTER_FULL},
+        {"Constant", RESIL_BACKOFF_CONSTANT, RESIL_JITTER_NONE},
+        {"fixed", RESIL_BACKOFF_CONSTANT, RESIL_JITTER_NONE},
+        {"Linear", RESIL_BACKOFF_LINEAR, RESIL_JITTER_NONE},
+        {"Exponential", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_NONE},
+        {"Fibonacci", RESIL_BACKOFF_FIBONACCI, RESIL_JITTER_NONE},
         {"ExponentialWithJitter", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_POLLY},
         {"FullJitter", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_FULL},
         {"decorrelated-jitter", RESIL_BACKOFF_EXPONENTIAL, RESIL_JITTER_DECORRELATED},
@@ -214,8 +214,85 @@ static void retry_refuses_keys_that_contradict_each_other(void **state)
          "contradicts BackoffStrategy, which means decorrelated jitter"},
         {"'RetryAfter': 'Ignore', 'ShouldRetryAfterHeader': true", "ShouldRetryAfterHeader",
          "contradicts RetryAfter Ignore"},
-        {"'UseJitter': true, 'Factor': 3", "Factor",
+        {"'UseJitter': true, 'BackoffStrategy': 'Exponential', 'Factor': 3", "Factor",
          "must be 2 with Polly's jitter on exponential backoff (Polly's formula doubles), got 3"},
+    };
+    check_bad_values("{'Resilience': {'Retry': {'r': {%s}}}}", "Retry.r", ROWS(rows));
+}
+
+static void delays_list_the_waits_and_count_the_retries(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'r': {'Delays': ['1s', '2s', '5s']}}}}");
+    resil_config_retry r;
+    assert_int_equal(resil_config_retry_get(c, "r", &r), 0);
+    assert_int_equal(r.policy.max_attempts, 4);
+    assert_int_equal(r.policy.backoff.kind, RESIL_BACKOFF_LIST);
+    assert_int_equal(r.policy.backoff.delays_len, 3);
+    assert_duration_equal(r.policy.backoff.delays[0], RESIL_S(1));
+    assert_duration_equal(r.policy.backoff.delays[1], RESIL_S(2));
+    assert_duration_equal(r.policy.backoff.delays[2], RESIL_S(5));
+    assert_int_equal(r.policy.backoff.jitter, RESIL_JITTER_NONE);
+    assert_int_equal(resil_retry_policy_validate(&r.policy, NULL), 0);
+    assert_duration_equal(resil_backoff_delay(&r.policy.backoff, 3, NULL, NULL), RESIL_S(5));
+    resil_config_free(c);
+}
+
+static void delays_keep_an_explicit_retry_count(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'r': "
+                               "{'Delays': ['100ms'], 'MaxRetryAttempts': 5}}}}");
+    resil_config_retry r;
+    resil_config_retry_get(c, "r", &r);
+    assert_int_equal(r.policy.max_attempts, 6);
+    assert_duration_equal(resil_backoff_delay(&r.policy.backoff, 5, NULL, NULL), RESIL_MS(100));
+    resil_config_free(c);
+}
+
+static void delays_refuse_bad_waits_and_formula_keys(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'Delays': []", "Delays", "must be an array of 1 to 32 durations, got an array"},
+        {"'Delays': '1s'", "Delays", "must be an array of 1 to 32 durations, got \"1s\""},
+        {"'Delays': ['1s', 2]", "Delays[1]",
+         "must be a duration such as \"30s\" or \"00:00:30\", got 2"},
+        {"'Delays': ['1s'], 'BackoffStrategy': 'Linear'", "BackoffStrategy",
+         "Delays lists the waits: BackoffStrategy does not apply with it"},
+        {"'Delays': ['1s'], 'BaseDelay': '1s'", "BaseDelay",
+         "Delays lists the waits: BaseDelay does not apply with it"},
+    };
+    check_bad_values("{'Resilience': {'Retry': {'r': {%s}}}}", "Retry.r", ROWS(rows));
+}
+
+static void disable_for_and_hint_headers_are_kept_for_http(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Retry': {'r': {"
+                               "'DisableFor': ['POST', 'PATCH'],"
+                               " 'RetryAfterHeaders': ['x-wait-ms', 'X-Retry-In']}}}}");
+    resil_config_retry r;
+    resil_config_retry_get(c, "r", &r);
+    assert_string_equal(r.disable_for, "POST,PATCH");
+    assert_non_null(r.retry_after_headers);
+    assert_string_equal(r.retry_after_headers[0], "x-wait-ms");
+    assert_string_equal(r.retry_after_headers[1], "X-Retry-In");
+    assert_null(r.retry_after_headers[2]);
+    resil_config_free(c);
+    resil_config_retry plain = retry_of("");
+    assert_null(plain.disable_for);
+    assert_null(plain.retry_after_headers);
+}
+
+static void disable_for_and_hint_headers_take_names(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'DisableFor': ['PO ST']", "DisableFor[0]",
+         "must be a method name such as \"POST\", got \"PO ST\""},
+        {"'RetryAfterHeaders': ['x-wait:']", "RetryAfterHeaders[0]",
+         "must be a header name such as \"retry-after-ms\", got \"x-wait:\""},
     };
     check_bad_values("{'Resilience': {'Retry': {'r': {%s}}}}", "Retry.r", ROWS(rows));
 }
@@ -707,6 +784,129 @@ static void an_unknown_name_is_not_found_and_gives_the_defaults(void **state)
     resil_config_free(c);
 }
 
+/* Excalibur's named breaker: FailureThreshold is the calls seen before the
+ * ratio is judged. */
+static void failure_threshold_is_excaliburs_minimum_throughput(void **state)
+{
+    (void)state;
+    resil_breaker_opts o = breaker_of("'FailureThreshold': 5, 'FailureRatio': 0.5");
+    assert_int_equal(o.kind, RESIL_BREAKER_RATIO);
+    assert_int_equal(o.minimum_throughput, 5);
+    assert_near(o.failure_ratio, 0.5, 0);
+    static const bad_value rows[] = {
+        {"'FailureThreshold': 1", "MinimumThroughput", "must be a whole number >= 2, got 1"},
+    };
+    check_bad_values("{'Resilience': {'CircuitBreakers': {'b': {%s}}}}", "CircuitBreakers.b",
+                     ROWS(rows));
+}
+
+static void operation_timeout_bounds_each_call_through_the_breaker(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'CircuitBreakers': {'b': {"
+                               "'FailureThreshold': 5, 'OperationTimeout': '00:00:05'}},"
+                               " 'Retry': {'r': {}},"
+                               " 'Pipelines': {'p': ['Retry:r', 'CircuitBreaker:b']}}}");
+    assert_duration_equal(resil_config_breaker_operation_timeout(c, "B"), RESIL_S(5));
+    assert_duration_equal(resil_config_breaker_operation_timeout(c, "none"), 0);
+    resil_config_pipeline p;
+    assert_int_equal(resil_config_pipeline_get(c, "p", &p), 0);
+    assert_int_equal(p.nsteps, 3);
+    assert_int_equal(p.steps[1].kind, RESIL_CONFIG_STEP_BREAKER);
+    assert_int_equal(p.steps[2].kind, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    assert_duration_equal(p.steps[2].timeout, RESIL_S(5));
+    resil_config_free(c);
+    assert_string_equal(
+        cfg_first_message("{'Resilience': {'CircuitBreakers': {'b': {'OperationTimeout': '5s'}},"
+                          " 'Pipelines': {'p': ['CircuitBreaker:b', 'AttemptTimeout:2s']}}}"),
+        "CircuitBreaker:b bounds each call with its OperationTimeout: an AttemptTimeout too "
+        "would be a second bound; keep one");
+}
+
+static void hedging_takes_microsofts_defaults_and_routes_endpoints(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Hedging': {'plain': {},"
+                               " 'regions': {'MaxHedgedAttempts': 2, 'Delay': '500ms',"
+                               " 'Endpoints': ['https://eu.example.com', 'https://us.example.com'],"
+                               " 'Routing': 'Weighted', 'Weights': [3, 1],"
+                               " 'SelectionMode': 'EveryAttempt'}}}}");
+    resil_config_hedge h;
+    assert_int_equal(resil_config_hedge_get(c, "plain", &h), 0);
+    assert_int_equal(h.opts.max_hedged, 1);
+    assert_duration_equal(h.opts.delay, RESIL_S(2));
+    assert_null(h.route);
+    assert_int_equal(resil_config_hedge_get(c, "regions", &h), 0);
+    assert_int_equal(h.opts.max_hedged, 2);
+    assert_duration_equal(h.opts.delay, RESIL_MS(500));
+    assert_non_null(h.route);
+    assert_int_equal(h.route->kind, RESIL_ROUTE_WEIGHTED);
+    assert_int_equal(h.route->selection, RESIL_ROUTE_EVERY_ATTEMPT);
+    assert_int_equal(h.route->ngroups, 2);
+    assert_string_equal(h.route->groups[1].endpoints[0].url, "https://us.example.com");
+    assert_int_equal(h.route->groups[0].weight, 3);
+    assert_int_equal(resil_route_opts_validate(h.route, NULL), 0);
+    resil_config_free(c);
+    static const bad_value rows[] = {
+        {"'MaxHedgedAttempts': 11", "MaxHedgedAttempts", "must be a whole number in [1,10], got 11"},
+        {"'Endpoints': ['eu.example.com']", "Endpoints[0]",
+         "must be an endpoint URL such as \"https://eu.example.com\", got \"eu.example.com\""},
+        {"'Endpoints': ['https://a'], 'Weights': [1]", "Weights", "Weights need Routing Weighted"},
+        {"'Endpoints': ['https://a', 'https://b'], 'Routing': 'Weighted', 'Weights': [1]",
+         "Weights", "must give one weight per endpoint: 1 for 2"},
+        {"'Routing': 'Ordered'", "Routing", "Routing routes Endpoints: it needs them"},
+    };
+    check_bad_values("{'Resilience': {'Hedging': {'h': {%s}}}}", "Hedging.h", ROWS(rows));
+}
+
+static void a_fallback_is_a_static_answer(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Fallbacks': {'stale': {'Kind': 'Success',"
+                               " 'Code': 200, 'Detail': 'stale but served'},"
+                               " 'busy': {'Kind': 'Throttled', 'Code': 429}}}}");
+    resil_outcome o;
+    assert_int_equal(resil_config_fallback_get(c, "stale", &o), 0);
+    assert_int_equal(o.kind, RESIL_SUCCESS);
+    assert_int_equal(o.code, 200);
+    assert_string_equal(o.detail, "stale but served");
+    assert_int_equal(resil_config_fallback_get(c, "busy", &o), 0);
+    assert_int_equal(o.kind, RESIL_THROTTLED);
+    assert_int_equal(o.code, 429);
+    assert_int_equal(resil_config_fallback_get(c, "none", &o), RESIL_ENOTFOUND);
+    assert_int_equal(o.kind, RESIL_SUCCESS);
+    resil_config_free(c);
+}
+
+static void retry_budgets_take_each_models_keys(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'RetryBudgets': {"
+                               "'grpc': {'MaxTokens': 20, 'TokenRatio': 0.5},"
+                               " 'aws': {'Model': 'Quota', 'Capacity': 100, 'RetryCost': 7},"
+                               " 'finagle': {'Model': 'Ratio', 'Percent': 0.1, 'Ttl': '5s'}},"
+                               " 'Retry': {'r': {'Budget': 'AWS'}}}}");
+    resil_budget_opts b;
+    assert_int_equal(resil_config_budget_get(c, "grpc", &b), 0);
+    assert_int_equal(b.model, RESIL_BUDGET_TOKENS);
+    assert_near(b.max_tokens, 20, 0);
+    assert_near(b.token_ratio, 0.5, 0);
+    assert_int_equal(resil_config_budget_get(c, "aws", &b), 0);
+    assert_int_equal(b.model, RESIL_BUDGET_QUOTA);
+    assert_int_equal(b.capacity, 100);
+    assert_int_equal(b.retry_cost, 7);
+    assert_int_equal(resil_config_budget_get(c, "finagle", &b), 0);
+    assert_int_equal(b.model, RESIL_BUDGET_RATIO);
+    assert_duration_equal(b.ttl, RESIL_S(5));
+    resil_config_retry r;
+    resil_config_retry_get(c, "r", &r);
+    assert_string_equal(r.budget, "AWS");
+    assert_null(r.policy.budget);
+    resil_config_free(c);
+    assert_string_equal(cfg_first_message("{'Resilience': {'Retry': {'r': {'Budget': 'nope'}}}}"),
+                        "no RetryBudgets entry named \"nope\"");
+}
+
 static void two_names_keep_their_own_settings(void **state)
 {
     (void)state;
@@ -719,7 +919,7 @@ static void two_names_keep_their_own_settings(void **state)
     assert_int_equal(a.policy.max_attempts, 6);
     assert_duration_equal(a.policy.backoff.base, RESIL_MS(100));
     assert_int_equal(b.policy.max_attempts, 1);
-    assert_duration_equal(b.policy.backoff.base, RESIL_S(1));
+    assert_duration_equal(b.policy.backoff.base, RESIL_S(2));
     assert_int_equal(resil_config_count(c, RESIL_CONFIG_RETRY), 2);
     assert_string_equal(resil_config_name_at(c, RESIL_CONFIG_RETRY, 1), "writes");
     assert_null(resil_config_name_at(c, RESIL_CONFIG_RETRY, 2));
@@ -730,7 +930,7 @@ static void two_names_keep_their_own_settings(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(retry_keys_absent_give_the_library_defaults),
+        cmocka_unit_test(retry_keys_absent_give_pollys_defaults),
         cmocka_unit_test(retry_reads_every_key),
         cmocka_unit_test(max_retry_attempts_counts_retries_after_the_first),
         cmocka_unit_test(backoff_strategies_name_kind_and_jitter),
@@ -738,6 +938,16 @@ int main(void)
         cmocka_unit_test(retry_after_keys_and_nulls),
         cmocka_unit_test(retry_rejects_each_invalid_value_by_key),
         cmocka_unit_test(retry_refuses_keys_that_contradict_each_other),
+        cmocka_unit_test(delays_list_the_waits_and_count_the_retries),
+        cmocka_unit_test(delays_keep_an_explicit_retry_count),
+        cmocka_unit_test(delays_refuse_bad_waits_and_formula_keys),
+        cmocka_unit_test(disable_for_and_hint_headers_are_kept_for_http),
+        cmocka_unit_test(disable_for_and_hint_headers_take_names),
+        cmocka_unit_test(failure_threshold_is_excaliburs_minimum_throughput),
+        cmocka_unit_test(hedging_takes_microsofts_defaults_and_routes_endpoints),
+        cmocka_unit_test(a_fallback_is_a_static_answer),
+        cmocka_unit_test(retry_budgets_take_each_models_keys),
+        cmocka_unit_test(operation_timeout_bounds_each_call_through_the_breaker),
         cmocka_unit_test(breaker_keys_absent_give_the_library_defaults),
         cmocka_unit_test(breaker_reads_every_key),
         cmocka_unit_test(breaker_kind_follows_the_keys_given),

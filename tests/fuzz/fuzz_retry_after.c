@@ -62,5 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(rc == 0 || rc == RESIL_ESYNTAX);
     check(rc == 0 ? wait >= 0 : wait == UNTOUCHED);
     check_date(text, size);
+    wait = UNTOUCHED;
+    rc = resil_retry_after_ms_parse(text, size, &wait);
+    check(rc == 0 || rc == RESIL_ESYNTAX);
+    check(rc == 0 ? wait >= 0 : wait == UNTOUCHED);
     return 0;
 }

@@ -6,7 +6,7 @@
 #include "abi_room.h"
 #include "resil/http.h"
 
-HAS_ROOM(resil_http_opts, 4);
+GREW_INTO_ROOM(resil_http_opts, retry_after_headers, 2, 4);
 HAS_ROOM(resil_http_request, 3);
 HAS_ROOM(resil_http_result, 4);
 
@@ -33,8 +33,8 @@ static void embedded_defaults_zero_their_slots(void **state)
     resil_http_opts o;
     memset(&o, 0xA5, sizeof o);
     resil_http_opts_default(&o);
-    abi_assert_zeroed(o.retry.reserved_, 4);
-    abi_assert_zeroed(o.retry.backoff.reserved_, 4);
+    ABI_ASSERT_ROOM_ZEROED(o.retry.reserved_);
+    ABI_ASSERT_ROOM_ZEROED(o.retry.backoff.reserved_);
     abi_assert_zeroed(o.breaker.reserved_, 4);
 }
 

@@ -386,19 +386,144 @@ static void standard_profile_is_microsofts_handler(void **state)
     assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
 }
 
-static void read_profile_is_fast(void **state)
+/* Seed 004's diagram: aggressive retries (3x), fast attempt timeout
+ * (500 ms), a hedging candidate, unsafe methods disabled. */
+static void read_profile_is_the_diagrams_read_client(void **state)
 {
     (void)state;
     resil_http_opts o;
     resil_http_opts_default(&o);
     assert_int_equal(resil_http_opts_profile(&o, RESIL_HTTP_READ), 0);
     assert_duration_equal(o.total_timeout, RESIL_S(2));
-    assert_duration_equal(o.attempt_timeout, RESIL_MS(600));
-    assert_int_equal(o.retry.max_attempts, 3);
+    assert_duration_equal(o.attempt_timeout, RESIL_MS(500));
+    assert_int_equal(o.retry.max_attempts, 4);
     assert_duration_equal(o.retry.backoff.base, RESIL_MS(100));
     assert_int_equal(o.retry.backoff.jitter, RESIL_JITTER_POLLY);
+    assert_duration_equal(o.hedge_delay, RESIL_MS(250));
+    assert_int_equal(o.max_hedged, 1);
+    assert_int_equal(o.disable_for, RESIL_HTTP_UNSAFE_METHODS);
+    assert_false(o.retry_unsafe);
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
+}
+
+/* Microsoft's standard handler exactly: its numbers, its predicate, every
+ * method. */
+static void microsoft_profile_is_the_standard_handler_exactly(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    assert_int_equal(resil_http_opts_profile(&o, RESIL_HTTP_MICROSOFT), 0);
+    assert_int_equal(o.max_concurrency, 1000);
+    assert_duration_equal(o.total_timeout, RESIL_S(30));
+    assert_int_equal(o.retry.max_attempts, 4);
+    assert_int_equal(o.retry.backoff.kind, RESIL_BACKOFF_EXPONENTIAL);
+    assert_duration_equal(o.retry.backoff.base, RESIL_S(2));
+    assert_int_equal(o.retry.backoff.jitter, RESIL_JITTER_POLLY);
+    assert_int_equal(o.retry.retry_after, RESIL_RETRY_AFTER_HONOR);
+    assert_near(o.breaker.failure_ratio, 0.1, 1e-12);
+    assert_int_equal(o.breaker.minimum_throughput, 100);
+    assert_duration_equal(o.breaker.sampling_duration, RESIL_S(30));
+    assert_duration_equal(o.breaker.break_duration, RESIL_S(5));
+    assert_duration_equal(o.attempt_timeout, RESIL_S(10));
+    assert_ptr_equal(o.classify, resil_http_classify_microsoft);
+    assert_true(o.retry_unsafe);
     assert_int_equal(o.disable_for, 0);
     assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
+    assert_string_equal(resil_http_profile_name(RESIL_HTTP_MICROSOFT), "microsoft-standard");
+    resil_http_profile p;
+    assert_int_equal(resil_http_profile_parse("Microsoft-Standard", &p), 0);
+    assert_int_equal(p, RESIL_HTTP_MICROSOFT);
+    /* and back: the standard profile takes the classifier away again */
+    assert_int_equal(resil_http_opts_profile(&o, RESIL_HTTP_STANDARD), 0);
+    assert_null(o.classify);
+    assert_false(o.retry_unsafe);
+}
+
+static resil_outcome ms(long status, CURLcode code)
+{
+    resil_http_response r = {.curl_code = code, .status = status, .retry_after = RESIL_NO_HINT};
+    return resil_http_classify_microsoft(&r, NULL);
+}
+
+static void microsoft_retries_every_status_from_500(void **state)
+{
+    (void)state;
+    static const long retried[] = {500, 501, 502, 503, 504, 505, 507, 511, 599};
+    for (size_t i = 0; i < sizeof retried / sizeof retried[0]; i++) {
+        resil_outcome o = ms(retried[i], CURLE_OK);
+        assert_int_equal(o.kind, RESIL_TRANSIENT);
+        assert_int_equal(o.code, retried[i]);
+    }
+    assert_int_equal(ms(408, CURLE_OK).kind, RESIL_TRANSIENT);
+    assert_int_equal(ms(429, CURLE_OK).kind, RESIL_THROTTLED);
+}
+
+static void microsoft_leaves_other_4xx_alone(void **state)
+{
+    (void)state;
+    static const long kept[] = {400, 401, 403, 404, 409, 410, 422, 499};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        assert_int_equal(ms(kept[i], CURLE_OK).kind, RESIL_PERMANENT);
+    assert_int_equal(ms(200, CURLE_OK).kind, RESIL_SUCCESS);
+    assert_int_equal(ms(304, CURLE_OK).kind, RESIL_SUCCESS);
+}
+
+static void microsoft_retries_every_transport_failure(void **state)
+{
+    (void)state;
+    assert_int_equal(ms(0, CURLE_COULDNT_CONNECT).kind, RESIL_TRANSIENT);
+    assert_int_equal(ms(0, CURLE_PEER_FAILED_VERIFICATION).kind, RESIL_TRANSIENT);
+    assert_int_equal(ms(0, CURLE_SSL_CERTPROBLEM).kind, RESIL_TRANSIENT);
+    assert_int_equal(ms(0, CURLE_TOO_MANY_REDIRECTS).kind, RESIL_TRANSIENT);
+    assert_int_equal(ms(0, CURLE_OPERATION_TIMEDOUT).kind, RESIL_TIMEOUT);
+    assert_int_equal(ms(0, CURLE_URL_MALFORMAT).kind, RESIL_PERMANENT);
+    assert_int_equal(ms(0, CURLE_UNSUPPORTED_PROTOCOL).kind, RESIL_PERMANENT);
+    /* resil's own table is stricter on the same rows */
+    resil_http_response r = {.curl_code = CURLE_PEER_FAILED_VERIFICATION,
+                             .retry_after = RESIL_NO_HINT};
+    assert_int_equal(resil_http_classify(&r, true).kind, RESIL_PERMANENT);
+    r.curl_code = CURLE_OK;
+    r.status = 501;
+    assert_int_equal(resil_http_classify(&r, true).kind, RESIL_PERMANENT);
+}
+
+static void microsoft_keeps_the_servers_hint(void **state)
+{
+    (void)state;
+    resil_http_response r = {.curl_code = CURLE_OK, .status = 503, .retry_after = RESIL_S(7)};
+    resil_outcome o = resil_http_classify_microsoft(&r, NULL);
+    assert_duration_equal(o.retry_after, RESIL_S(7));
+    assert_string_equal(o.detail, "HTTP 503");
+}
+
+static void a_header_ending_in_ms_holds_milliseconds(void **state)
+{
+    (void)state;
+    resil_duration d = -42;
+    assert_int_equal(resil_http_retry_after_value("retry-after-ms", "1500", 0, &d), 0);
+    assert_duration_equal(d, RESIL_MS(1500));
+    assert_int_equal(resil_http_retry_after_value("x-ms-retry-after-ms", " 250 ", 0, &d), 0);
+    assert_duration_equal(d, RESIL_MS(250));
+    assert_int_equal(resil_http_retry_after_value("X-Throttle-Wait-MS", "-3", 0, &d), 0);
+    assert_duration_equal(d, 0);
+    d = -42;
+    assert_int_equal(resil_http_retry_after_value("retry-after-ms", "1.5", 0, &d),
+                     RESIL_ESYNTAX);
+    assert_duration_equal(d, -42);
+}
+
+static void any_other_header_holds_a_retry_after_value(void **state)
+{
+    (void)state;
+    resil_duration d;
+    assert_int_equal(resil_http_retry_after_value("Retry-After", "3", 0, &d), 0);
+    assert_duration_equal(d, RESIL_S(3));
+    /* 1994-11-06 08:49:37 UTC is 784111777; now is 10 s before it */
+    assert_int_equal(resil_http_retry_after_value("x-rate-wait", "Sun, 06 Nov 1994 08:49:37 GMT",
+                                                  INT64_C(784111767) * RESIL_S(1), &d),
+                     0);
+    assert_duration_equal(d, RESIL_S(10));
 }
 
 static void write_profile_never_retries_unsafe_methods(void **state)
@@ -615,7 +740,14 @@ int main(void)
         cmocka_unit_test(uuid4_has_version_and_variant),
         cmocka_unit_test(uuid4s_differ),
         cmocka_unit_test(standard_profile_is_microsofts_handler),
-        cmocka_unit_test(read_profile_is_fast),
+        cmocka_unit_test(read_profile_is_the_diagrams_read_client),
+        cmocka_unit_test(microsoft_profile_is_the_standard_handler_exactly),
+        cmocka_unit_test(microsoft_retries_every_status_from_500),
+        cmocka_unit_test(microsoft_leaves_other_4xx_alone),
+        cmocka_unit_test(microsoft_retries_every_transport_failure),
+        cmocka_unit_test(microsoft_keeps_the_servers_hint),
+        cmocka_unit_test(a_header_ending_in_ms_holds_milliseconds),
+        cmocka_unit_test(any_other_header_holds_a_retry_after_value),
         cmocka_unit_test(write_profile_never_retries_unsafe_methods),
         cmocka_unit_test(profile_leaves_wiring_alone),
         cmocka_unit_test(profile_names_round_trip),

@@ -156,6 +156,89 @@ static void retry_after_ignored_uses_backoff(void **state)
     cli_result_free(&r);
 }
 
+static void a_named_millisecond_header_gives_the_wait(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a",
+                       STEPS({.status = 503, .headers = "X-Wait-MS: 30\r\n"}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--retry-after-header", "X-Wait-MS",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.err, "#1 HTTP 503, wait 30 ms (Retry-After)");
+    cli_result_free(&r);
+}
+
+static void retry_after_ms_is_read_without_being_named(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a",
+                       STEPS({.status = 429, .headers = "retry-after-ms: 20\r\n"}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.err, "#1 HTTP 429, wait 20 ms (Retry-After)");
+    cli_result_free(&r);
+}
+
+static void a_header_name_with_a_colon_is_refused(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry-after-header", "X-Wait: 3", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "--retry-after-header");
+    cli_result_free(&r);
+}
+
+static void microsoft_standard_retries_a_keyless_post_on_501(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 501}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--profile", "microsoft-standard", "--delay", "10ms",
+            "-d", "order=1", url(f, "/p"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/p"), 2);
+    cli_result_free(&r);
+}
+
+static void hedge_to_sends_the_hedge_to_another_endpoint(void **state)
+{
+    cli_fx *f = *state;
+    http_server *other = http_server_start();
+    assert_non_null(other);
+    char base[128];
+    http_server_url(other, "", base, sizeof base);
+    http_server_script(f->server, "/a", STEPS({.status = 503}));
+    http_server_script(other, "/a", STEPS({.status = 200, .body = "from the other\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--attempts", "1", "--hedge", "10s", "--hedge-to", base,
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "from the other\n");
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    assert_int_equal(http_server_count(other, "/a"), 1);
+    cli_result_free(&r);
+    cli_run(&r, f->dir, NULL, "http", "--hedge-to", "http://", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "--hedge-to must be a URL such as https://eu.example.com");
+    cli_result_free(&r);
+    http_server_stop(other);
+}
+
+static void disable_for_keeps_a_method_from_being_retried(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--disable-for", "GET,HEAD",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    cli_result_free(&r);
+}
+
 /* ---- methods and keys ------------------------------------------------------------ */
 
 static void post_without_key_is_sent_once(void **state)
@@ -523,7 +606,8 @@ static void bad_options_exit_125_naming_the_option(void **state)
 {
     cli_fx *f = *state;
     const char *u = "http://127.0.0.1:1/";
-    assert_usage_error(f, "--profile must be one of standard, read, write, got 'fast'",
+    assert_usage_error(f, "--profile must be one of standard, microsoft-standard, microsoft-hedging, "
+                      "read, write, got 'fast'",
                        "--profile", "fast", u, NULL);
     assert_usage_error(f, "--retry-after must be honor or ignore", "--retry-after", "maybe",
                        u, NULL);
@@ -558,6 +642,12 @@ int main(void)
         T(status_400_exits_22_after_one_request),
         T(an_unknown_outcome_exits_22_after_one_request),
         T(persistent_503_exits_22_after_four_requests),
+        T(a_named_millisecond_header_gives_the_wait),
+        T(retry_after_ms_is_read_without_being_named),
+        T(a_header_name_with_a_colon_is_refused),
+        T(microsoft_standard_retries_a_keyless_post_on_501),
+        T(disable_for_keeps_a_method_from_being_retried),
+        T(hedge_to_sends_the_hedge_to_another_endpoint),
         T(retry_after_one_second_is_waited),
         T(retry_after_past_the_total_stops_at_once),
         T(retry_after_ignored_uses_backoff),

@@ -55,6 +55,146 @@ static void a_failed_primary_is_hedged_at_once(void **state)
     assert_int_equal(fx_count(f, "/h"), 2);
 }
 
+/* A second server stands for another region: the route's groups are the
+ * fixture's server, then the other one; each attempt, the primary's too,
+ * goes to its group's endpoint. */
+typedef struct two_regions {
+    http_server *other;
+    char here[128], there[128];
+    resil_route_endpoint ep[2];
+    resil_route_group g[2];
+    resil_route_opts route;
+} two_regions;
+
+static void route_to_regions(fx *f, two_regions *t, bool here_first)
+{
+    memset(t, 0, sizeof *t);
+    t->other = http_server_start();
+    assert_non_null(t->other);
+    http_server_url(f->server, "", t->here, sizeof t->here);
+    http_server_url(t->other, "", t->there, sizeof t->there);
+    t->ep[0].url = t->here;
+    t->ep[1].url = t->there;
+    size_t first = here_first ? 0 : 1;
+    t->g[0].endpoints = &t->ep[first];
+    t->g[0].len = 1;
+    t->g[1].endpoints = &t->ep[1 - first];
+    t->g[1].len = 1;
+    resil_route_opts_default(&t->route);
+    t->route.groups = t->g;
+    t->route.ngroups = 2;
+    f->opts.hedge_route = &t->route;
+}
+
+static void leave_regions(fx *f, two_regions *t)
+{
+    resil_http_client_free(f->client);
+    f->client = NULL;
+    http_server_stop(t->other);
+}
+
+static void a_failed_primary_is_hedged_to_the_next_endpoint(void **state)
+{
+    fx *f = *state;
+    hedge_setup_opts(f);
+    f->opts.hedge_delay = RESIL_S(20);
+    f->opts.retry.max_attempts = 1;
+    two_regions t;
+    route_to_regions(f, &t, true);
+    http_server *other = t.other;
+    fx_script(f, "/h", FX_STEPS({.status = 503, .body = "down\n"}));
+    http_server_script(other, "/h", FX_STEPS({.status = 200, .body = "other\n"}));
+    assert_int_equal(fx_perform(f, "/h?q=1"), 0);
+    assert_string_equal(f->body.p, "other\n");
+    assert_int_equal(f->res.hedge_winner, 1);
+    assert_int_equal(fx_count(f, "/h"), 1);
+    assert_int_equal(http_server_count(other, "/h"), 1);
+    assert_string_equal(http_server_request(other, "/h", 0)->target, "/h?q=1");
+    leave_regions(f, &t);
+}
+
+/* Microsoft routes every attempt: with the other region first, the
+ * primary goes there and the handle's own server is the hedge's. */
+static void the_primary_goes_to_the_first_endpoint_of_the_plan(void **state)
+{
+    fx *f = *state;
+    hedge_setup_opts(f);
+    f->opts.hedge_delay = RESIL_S(20);
+    f->opts.retry.max_attempts = 1;
+    two_regions t;
+    route_to_regions(f, &t, false);
+    http_server_script(t.other, "/p", FX_STEPS({.status = 200, .body = "there\n"}));
+    assert_int_equal(fx_perform(f, "/p"), 0);
+    assert_string_equal(f->body.p, "there\n");
+    assert_int_equal(f->res.hedges, 0);
+    assert_int_equal(fx_count(f, "/p"), 0);
+    assert_int_equal(http_server_count(t.other, "/p"), 1);
+    char *url = NULL; /* the caller's handle has its own URL back */
+    curl_easy_getinfo(f->easy, CURLINFO_EFFECTIVE_URL, &url);
+    assert_non_null(url);
+    assert_non_null(strstr(url, t.here));
+    leave_regions(f, &t);
+}
+
+/* One failure opens a breaker; the hedge to the other endpoint meets that
+ * endpoint's breaker, still closed, and is answered. */
+static void each_endpoint_of_a_routed_call_has_its_own_breaker(void **state)
+{
+    fx *f = *state;
+    hedge_setup_opts(f);
+    f->opts.hedge_delay = RESIL_S(20);
+    f->opts.retry.max_attempts = 1;
+    f->opts.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    f->opts.breaker.failure_threshold = 1;
+    two_regions t;
+    route_to_regions(f, &t, true);
+    fx_script(f, "/b", FX_STEPS({.status = 503, .body = "down\n"}));
+    http_server_script(t.other, "/b", FX_STEPS({.status = 200, .body = "other\n"}));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    assert_string_equal(f->body.p, "other\n");
+    assert_int_equal(f->res.hedge_winner, 1);
+    char here[RESIL_BREAKER_NAME_MAX], there[RESIL_BREAKER_NAME_MAX];
+    assert_int_equal(resil_http_authority(t.here, here, sizeof here), 0);
+    assert_int_equal(resil_http_authority(t.there, there, sizeof there), 0);
+    assert_int_equal(resil_http_client_breaker_state(f->client, here), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_http_client_breaker_state(f->client, there), RESIL_BREAKER_CLOSED);
+    leave_regions(f, &t);
+}
+
+static void microsoft_hedging_profile_is_the_standard_hedging_handler(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    assert_int_equal(resil_http_opts_profile(&o, RESIL_HTTP_MICROSOFT_HEDGING), 0);
+    assert_duration_equal(o.total_timeout, RESIL_S(30));
+    assert_int_equal(o.retry.max_attempts, 1);
+    assert_duration_equal(o.hedge_delay, RESIL_S(2));
+    assert_int_equal(o.max_hedged, 1);
+    assert_int_equal(o.max_concurrency, 1000);
+    assert_near(o.breaker.failure_ratio, 0.1, 1e-12);
+    assert_int_equal(o.breaker.minimum_throughput, 100);
+    assert_duration_equal(o.breaker.break_duration, RESIL_S(5));
+    assert_duration_equal(o.attempt_timeout, RESIL_S(10));
+    assert_ptr_equal(o.classify, resil_http_classify_microsoft);
+    assert_string_equal(resil_http_profile_name(RESIL_HTTP_MICROSOFT_HEDGING),
+                        "microsoft-hedging");
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
+}
+
+static void a_bad_hedge_route_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    resil_route_opts route;
+    resil_route_opts_default(&route);
+    o.hedge_route = &route;
+    resil_err err;
+    assert_int_equal(resil_http_opts_validate(&o, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "http.hedge_route.ngroups must be in [1, 11], got 0");
+}
+
 static void post_is_never_hedged(void **state)
 {
     fx *f = *state;
@@ -152,6 +292,11 @@ int main(void)
         T(a_slow_get_is_answered_by_its_hedge),
         T(a_fast_get_starts_no_hedge),
         T(a_failed_primary_is_hedged_at_once),
+        T(a_failed_primary_is_hedged_to_the_next_endpoint),
+        T(the_primary_goes_to_the_first_endpoint_of_the_plan),
+        T(each_endpoint_of_a_routed_call_has_its_own_breaker),
+        cmocka_unit_test(microsoft_hedging_profile_is_the_standard_hedging_handler),
+        cmocka_unit_test(a_bad_hedge_route_is_refused_by_name),
         T(post_is_never_hedged),
         T(the_losing_handle_leaves_the_callers_handle_usable),
         T(each_attempt_reaches_the_classifiers_with_its_hedge_index),

@@ -119,6 +119,78 @@ static void retry_after_is_capped(void **state)
     assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(3));
 }
 
+static void retry_after_ms_is_waited_exactly(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503, .headers = "retry-after-ms: 1250\r\n"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_MS(1250));
+    assert_int_equal(f->records[0].source, RESIL_WAIT_RETRY_AFTER);
+}
+
+static void x_ms_retry_after_ms_wins_over_retry_after(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a",
+              FX_STEPS({.status = 429, .retry_after = "9",
+                        .headers = "x-ms-retry-after-ms: 40\r\n"},
+                       OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_MS(40));
+}
+
+static void a_named_hint_header_is_read_first(void **state)
+{
+    fx *f = *state;
+    static const char *const mine[] = {"X-Wait-Seconds", NULL};
+    f->opts.retry_after_headers = mine;
+    fx_script(f, "/a",
+              FX_STEPS({.status = 503, .retry_after = "9", .headers = "X-Wait-Seconds: 2\r\n"},
+                       OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(2));
+}
+
+/* ---- the microsoft-standard profile ------------------------------------------ */
+
+static void post_501(fx *f)
+{
+    f->req.method = "POST";
+    curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, "order=1");
+    fx_script(f, "/a", FX_STEPS({.status = 501}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+}
+
+static void microsoft_profile_retries_a_keyless_post_on_501(void **state)
+{
+    fx *f = *state;
+    resil_http_opts_profile(&f->opts, RESIL_HTTP_MICROSOFT);
+    f->opts.retry.backoff.jitter = RESIL_JITTER_NONE;
+    post_501(f);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(2));
+}
+
+static void standard_profile_neither_retries_a_keyless_post_nor_a_501(void **state)
+{
+    fx *f = *state;
+    post_501(f);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(f->res.status, 501);
+}
+
+static void microsoft_profile_with_unsafe_methods_disabled_runs_a_post_once(void **state)
+{
+    fx *f = *state;
+    resil_http_opts_profile(&f->opts, RESIL_HTTP_MICROSOFT);
+    f->opts.disable_for = RESIL_HTTP_UNSAFE_METHODS;
+    post_501(f);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+}
+
 static void malformed_retry_after_falls_back_to_backoff(void **state)
 {
     fx *f = *state;
@@ -839,6 +911,12 @@ int main(void)
         T(retry_after_http_date_is_waited_exactly),
         T(retry_after_past_the_total_stops_at_once),
         T(retry_after_is_capped),
+        T(retry_after_ms_is_waited_exactly),
+        T(x_ms_retry_after_ms_wins_over_retry_after),
+        T(a_named_hint_header_is_read_first),
+        T(microsoft_profile_retries_a_keyless_post_on_501),
+        T(standard_profile_neither_retries_a_keyless_post_nor_a_501),
+        T(microsoft_profile_with_unsafe_methods_disabled_runs_a_post_once),
         T(malformed_retry_after_falls_back_to_backoff),
         T(ignored_retry_after_uses_backoff),
         T(post_without_key_takes_one_request),

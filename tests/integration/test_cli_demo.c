@@ -35,6 +35,30 @@ static void assert_prints_golden(void **state, const char *golden_name,
     cli_result_free(&r);
 }
 
+static void basic_matches_the_articles_basic_example(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "demo", "retry-pattern", "--basic", NULL);
+    char *expected = golden("retry-pattern-basic.txt");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, expected);
+    assert_string_equal(r.err, "");
+    free(expected);
+    cli_result_free(&r);
+}
+
+static void basic_refuses_a_seed(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "demo", "retry-pattern", "--basic", "--seed", "7", NULL);
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err,
+                        "resil demo: --basic draws no random number: it takes no --rng or "
+                        "--seed\n");
+    cli_result_free(&r);
+}
+
 static void default_is_the_csharp_example_with_seed_42(void **state)
 {
     assert_prints_golden(state, "retry-pattern-dotnet-seed42.txt", NULL, NULL);
@@ -197,6 +221,8 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
     const struct CMUnitTest tests[] = {
         T(default_is_the_csharp_example_with_seed_42),
+        T(basic_matches_the_articles_basic_example),
+        T(basic_refuses_a_seed),
         T(dotnet_seed_42_matches_the_article),
         T(mulberry32_seed_42_matches_the_article),
         T(dotnet_seed_7_differs_only_in_the_waits),

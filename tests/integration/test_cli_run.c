@@ -415,6 +415,66 @@ static void dry_run(void **state, const char *backoff, const char *expected)
     cli_result_free(&r);
 }
 
+static void delays_list_the_waits_and_set_the_attempts(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--delays", "1s,2s,5s", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "attempts 4, backoff list, delays 1s,2s,5s, max-delay none, "
+                               "jitter none\n"
+                               "#1 fails, wait 1000 ms\n"
+                               "#2 fails, wait 2000 ms\n"
+                               "#3 fails, wait 5000 ms\n"
+                               "#4 fails, stop: attempts exhausted\n");
+    cli_result_free(&r);
+}
+
+static void delays_repeat_the_last_wait_for_more_attempts(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--attempts", "5", "--delays", "250ms,1s", "--",
+            "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "attempts 5, backoff list, delays 250ms,1s, max-delay none, "
+                               "jitter none\n"
+                               "#1 fails, wait 250 ms\n"
+                               "#2 fails, wait 1000 ms\n"
+                               "#3 fails, wait 1000 ms\n"
+                               "#4 fails, wait 1000 ms\n"
+                               "#5 fails, stop: attempts exhausted\n");
+    cli_result_free(&r);
+}
+
+static void delays_run_and_wait_as_listed(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delays", "10ms,20ms", "--", "sh", "-c",
+            "echo run >> runs; exit 3", NULL);
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(r.err, "#1 exit 3, wait 10 ms (backoff)"));
+    assert_non_null(strstr(r.err, "#2 exit 3, wait 20 ms (backoff)"));
+    assert_non_null(strstr(r.err, "#3 exit 3, attempts exhausted"));
+    cli_result_free(&r);
+}
+
+static void delays_refuse_a_bad_wait_and_a_backoff(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delays", "1s,,5s", "--", "true", NULL);
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.err, "resil run: --delays must be a comma-separated list of "
+                               "durations, such as 1s,2s,5s, got '1s,,5s'\n");
+    cli_result_free(&r);
+    cli_run(&r, dir, NULL, "run", "--delays", "1s", "--backoff", "linear", "--", "true", NULL);
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.err, "resil run: --delays lists the waits: it takes no --backoff\n");
+    cli_result_free(&r);
+}
+
 static void dry_run_prints_constant_schedule(void **state)
 {
     dry_run(state, "constant",
@@ -564,7 +624,7 @@ static void bad_backoff_is_rejected_by_name(void **state)
 {
     assert_rejected(state, "--backoff", "quadratic",
                     "resil run: --backoff must be one of constant, linear, exponential, "
-                    "fibonacci, got 'quadratic'");
+                    "fibonacci (a list of waits is --delays), got 'quadratic'");
 }
 
 static void bad_delay_is_rejected_by_name(void **state)
@@ -849,6 +909,10 @@ int main(void)
         T(command_output_passes_through),
         T(command_gets_no_descriptor_of_resil),
         T(dry_run_prints_constant_schedule),
+        T(delays_list_the_waits_and_set_the_attempts),
+        T(delays_repeat_the_last_wait_for_more_attempts),
+        T(delays_run_and_wait_as_listed),
+        T(delays_refuse_a_bad_wait_and_a_backoff),
         T(dry_run_prints_linear_schedule),
         T(dry_run_prints_exponential_schedule_capped),
         T(dry_run_with_jitter_and_no_seed_prints_the_bounds),

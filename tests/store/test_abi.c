@@ -36,8 +36,8 @@ static void embedded_defaults_zero_their_slots(void **state)
     resil_store_opts o;
     memset(&o, 0xA5, sizeof o);
     resil_store_opts_default(&o);
-    abi_assert_zeroed(o.retry.reserved_, 4);
-    abi_assert_zeroed(o.retry.backoff.reserved_, 4);
+    ABI_ASSERT_ROOM_ZEROED(o.retry.reserved_);
+    ABI_ASSERT_ROOM_ZEROED(o.retry.backoff.reserved_);
 }
 
 int main(void)

@@ -4,7 +4,7 @@
  *
  * Two kinds, both compile-time: HAS_ROOM says a caller-allocated struct
  * still ends in its reserved slots, so a member added later takes one and
- * nothing moves; PINNED and PINNED_AT record the struct's size and an
+ * nothing moves (GREW_INTO_ROOM, once members have taken some); PINNED and PINNED_AT record the struct's size and an
  * embedded member's offset on LP64, so a layout change cannot land without
  * the test (and the SONAME) changing with it. The run-time half checks that
  * *_default() leaves the slots zeroed, since zero means "as before".
@@ -20,6 +20,13 @@
                    #T " keeps " #n " reserved slots");                                \
     _Static_assert(offsetof(T, reserved_) + sizeof(((T *)0)->reserved_) == sizeof(T), \
                    #T ": reserved_ is the last member")
+
+/* Members added under this SONAME took `taken` of the `n` slots the
+ * struct had, starting at `first`: the size and every older offset stay. */
+#define GREW_INTO_ROOM(T, first, taken, n)                                            \
+    HAS_ROOM(T, (n) - (taken));                                                      \
+    _Static_assert(offsetof(T, first) + (n) * sizeof(resil_reserved) == sizeof(T),    \
+                   #T ": the new members sit where its reserved slots were")
 
 /* The recorded layout on LP64 (x86-64, AArch64); other data models are not
  * pinned. A failure here means the ABI changed: bump the library's ABI
@@ -41,6 +48,11 @@ static inline void abi_assert_zeroed(const resil_reserved *r, size_t n)
     assert_true(n * sizeof *r <= sizeof zero);
     assert_memory_equal(r, zero, n * sizeof *r);
 }
+
+/* Every slot an array of reserved slots still has, however many members
+ * have taken others since. */
+#define ABI_ASSERT_ROOM_ZEROED(slots) \
+    abi_assert_zeroed((slots), sizeof(slots) / sizeof((slots)[0]))
 
 /* Fill with garbage first, as a stack variable would be, then default. */
 #define DEFAULTED_ZEROES_ROOM(T, call)                                                  \

@@ -14,7 +14,7 @@
 _Static_assert(sizeof(resil_reserved) == 8, "a reserved slot is 8 bytes");
 
 /* options, filled by *_default() */
-HAS_ROOM(resil_backoff, 4);
+GREW_INTO_ROOM(resil_backoff, delays, 2, 4);
 HAS_ROOM(resil_breaker_opts, 4);
 HAS_ROOM(resil_budget_opts, 4);
 HAS_ROOM(resil_bulkhead_opts, 4);
@@ -23,10 +23,10 @@ HAS_ROOM(resil_fallback_opts, 4);
 HAS_ROOM(resil_hedge_opts, 4);
 HAS_ROOM(resil_ratelimit_opts, 4);
 HAS_ROOM(resil_registry_opts, 4);
-HAS_ROOM(resil_retry_policy, 4);
+GREW_INTO_ROOM(resil_retry_policy, delay, 3, 4);
 HAS_ROOM(resil_exec_opts, 4);
 HAS_ROOM(resil_standard_opts, 4);
-HAS_ROOM(resil_call, 4);
+GREW_INTO_ROOM(resil_call, hedge_keys, 2, 4);
 HAS_ROOM(resil_timeout_opts, 4);
 HAS_ROOM(resil_metrics_opts, 4);
 HAS_ROOM(resil_log_opts, 4);
@@ -35,6 +35,7 @@ HAS_ROOM(resil_throttle_opts, 4);
 HAS_ROOM(resil_chaos_opts, 4);
 HAS_ROOM(resil_listener, 4);
 HAS_ROOM(resil_loop, 2);
+HAS_ROOM(resil_route_opts, 4);
 /* results and stats, filled by the library */
 HAS_ROOM(resil_pipeline_result, 4);
 HAS_ROOM(resil_retry_result, 4);
@@ -61,6 +62,8 @@ HAS_ROOM(resil_cpu_times, 2);
 HAS_ROOM(resil_degrade_level_opts, 1);
 HAS_ROOM(resil_health_sample, 1);
 HAS_ROOM(resil_attempt_record, 1);
+HAS_ROOM(resil_route_endpoint, 1);
+HAS_ROOM(resil_route_group, 1);
 
 /* The layout on LP64, recorded. */
 PINNED(resil_backoff, 80);
@@ -166,6 +169,7 @@ static void defaults_zero_the_reserved_slots(void **state)
     DEFAULTED_ZEROES_ROOM(resil_degrade_opts, resil_degrade_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_fallback_opts, resil_fallback_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_hedge_opts, resil_hedge_opts_default);
+    DEFAULTED_ZEROES_ROOM(resil_route_opts, resil_route_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_ratelimit_opts, ratelimit_opts_default_token);
     DEFAULTED_ZEROES_ROOM(resil_registry_opts, resil_registry_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_retry_policy, resil_retry_policy_default);
@@ -187,7 +191,7 @@ static void embedded_defaults_zero_their_slots(void **state)
     resil_retry_policy p;
     memset(&p, 0xA5, sizeof p);
     resil_retry_policy_default(&p);
-    abi_assert_zeroed(p.backoff.reserved_, 4);
+    ABI_ASSERT_ROOM_ZEROED(p.backoff.reserved_);
 
     resil_registry_opts r;
     memset(&r, 0xA5, sizeof r);

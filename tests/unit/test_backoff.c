@@ -103,7 +103,7 @@ static void validate_rejects_unknown_kind(void **state)
     resil_backoff b;
     resil_backoff_default(&b);
     b.kind = (resil_backoff_kind)7;
-    assert_rejected(&b, "backoff.kind must be constant, linear, exponential or fibonacci, got 7");
+    assert_rejected(&b, "backoff.kind must be constant, linear, exponential, fibonacci or list, got 7");
 }
 
 static void validate_rejects_negative_base(void **state)

@@ -150,13 +150,23 @@ static int pipeline_no_hedges(resil_err *err)
     return build(b, err);
 }
 
-static int pipeline_two_retries(resil_err *err)
+static int pipeline_two_breakers(resil_err *err)
+{
+    resil_pipeline_builder *b = builder();
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    resil_pipeline_add_breaker(b, &o);
+    resil_pipeline_add_breaker(b, &o);
+    return build(b, err);
+}
+
+static int pipeline_five_retries(resil_err *err)
 {
     resil_pipeline_builder *b = builder();
     resil_retry_policy p;
     resil_retry_policy_default(&p);
-    resil_pipeline_add_retry(b, &p);
-    resil_pipeline_add_retry(b, &p);
+    for (int i = 0; i < 5; i++)
+        resil_pipeline_add_retry(b, &p);
     return build(b, err);
 }
 
@@ -345,7 +355,8 @@ static const entry table[] = {
      "(30), got 30",
      degrade_thresholds_not_increasing},
     {"hedging.max_hedged must be in [1, 10], got 0", pipeline_no_hedges},
-    {"pipeline: at most one retry strategy per pipeline", pipeline_two_retries},
+    {"pipeline: at most one breaker strategy per pipeline", pipeline_two_breakers},
+    {"pipeline: at most 4 retry strategies per pipeline", pipeline_five_retries},
     {"pipeline: attempt_timeout.timeout (40s) must not exceed total_timeout.timeout (30s)",
      pipeline_attempt_longer_than_total},
     {"ratelimit.window must be >= 1ms, got 0s", ratelimit_window_zero},
@@ -736,7 +747,7 @@ static void the_rule_takes_messages_and_leaves_other_text(void **state)
     (void)state;
     assert_true(is_message("retry.backoff.factor must be a finite number >= 1, got 0.5"));
     assert_true(is_message("degrade.levels[2].priority_threshold must be greater than x"));
-    assert_true(is_message("pipeline: at most one retry strategy per pipeline"));
+    assert_true(is_message("pipeline: at most one breaker strategy per pipeline"));
     assert_true(is_message("http.retry.max_attempts must be >= 1 ..."));
     assert_false(is_message("breaker.failure_ratio"));
     assert_false(is_message("retry.retry_after = RESIL_RETRY_AFTER_IGNORE"));

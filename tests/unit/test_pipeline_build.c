@@ -219,15 +219,65 @@ static void bad_degradation_options_are_named(void **state)
 
 /* ---- composition ---------------------------------------------------------------- */
 
-static void each_kind_appears_once(void **state)
+static void retry_appears_at_most_four_times(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_retry_policy p = retry_policy();
+    for (int i = 0; i < RESIL_PIPELINE_MAX_RETRIES; i++)
+        assert_int_equal(resil_pipeline_add_retry(b, &p), 0);
+    assert_int_equal(resil_pipeline_add_retry(b, &p), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most 4 retry strategies per pipeline");
+}
+
+static void two_retries_build_in_order(void **state)
 {
     (void)state;
     resil_pipeline_builder *b = builder();
     resil_retry_policy p = retry_policy();
     assert_int_equal(resil_pipeline_add_retry(b, &p), 0);
-    assert_int_equal(resil_pipeline_add_retry(b, &p), RESIL_EEXIST);
-    refused(b, RESIL_EEXIST, "pipeline: at most one retry strategy per pipeline");
-    b = builder();
+    assert_int_equal(resil_pipeline_add_retry(b, &p), 0);
+    resil_pipeline *pl;
+    assert_int_equal(resil_pipeline_build(b, &pl, NULL), 0);
+    resil_pipeline_builder_free(b);
+    assert_int_equal(resil_pipeline_strategy_count(pl), 2);
+    assert_int_equal(resil_pipeline_strategy_at(pl, 0), RESIL_STRATEGY_RETRY);
+    assert_int_equal(resil_pipeline_strategy_at(pl, 1), RESIL_STRATEGY_RETRY);
+    resil_pipeline_free(pl);
+}
+
+/* A retry, a timeout added by `add_timeout`, then a second retry. */
+static resil_pipeline_builder *timeout_between_retries(
+    int (*add_timeout)(resil_pipeline_builder *, const resil_timeout_opts *))
+{
+    resil_pipeline_builder *b = builder();
+    resil_retry_policy p = retry_policy();
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    resil_pipeline_add_retry(b, &p);
+    add_timeout(b, &t);
+    resil_pipeline_add_retry(b, &p);
+    return b;
+}
+
+static void a_total_timeout_must_come_before_every_retry(void **state)
+{
+    (void)state;
+    refused(timeout_between_retries(resil_pipeline_add_total_timeout), RESIL_EINVAL,
+            "pipeline: total-timeout must come before retry");
+}
+
+static void an_attempt_timeout_must_come_after_every_retry(void **state)
+{
+    (void)state;
+    refused(timeout_between_retries(resil_pipeline_add_attempt_timeout), RESIL_EINVAL,
+            "pipeline: retry must come before attempt-timeout");
+}
+
+static void each_kind_but_retry_appears_once(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
     resil_breaker_opts bo;
     resil_breaker_opts_default(&bo);
     resil_pipeline_add_breaker(b, &bo);
@@ -402,6 +452,45 @@ static void standard_describes_its_order_options_and_worst_case(void **state)
     assert_non_null(strstr(resil_pipeline_warning(p, 0), "exceeds the total timeout 30s"));
     assert_null(resil_pipeline_warning(p, 1));
     assert_string_equal(resil_pipeline_name(p), "standard");
+    resil_pipeline_free(p);
+}
+
+static void standard_hedging_options_are_microsofts_defaults(void **state)
+{
+    (void)state;
+    resil_standard_hedging_opts o;
+    resil_standard_hedging_opts_default(&o);
+    assert_string_equal(o.name, "standard-hedging");
+    assert_duration_equal(o.total.timeout, RESIL_S(30));
+    assert_duration_equal(o.hedging.delay, RESIL_S(2));
+    assert_int_equal(o.hedging.max_hedged, 1);
+    assert_null(o.hedging.hedge_on);
+    assert_int_equal(o.concurrency.max_concurrency, 1000);
+    assert_int_equal(o.concurrency.max_queue, 0);
+    assert_int_equal(o.breaker.kind, RESIL_BREAKER_RATIO);
+    assert_true(o.breaker.failure_ratio == 0.1);
+    assert_int_equal(o.breaker.minimum_throughput, 100);
+    assert_duration_equal(o.breaker.sampling_duration, RESIL_S(30));
+    assert_duration_equal(o.breaker.break_duration, RESIL_S(5));
+    assert_duration_equal(o.attempt.timeout, RESIL_S(10));
+}
+
+/* Microsoft's hedging order: the single attempt goes where the retry
+ * would, and every hedged attempt meets the limiter, the breaker and the
+ * attempt timeout on its own. */
+static void standard_hedging_builds_in_microsofts_order(void **state)
+{
+    (void)state;
+    resil_pipeline *p;
+    assert_int_equal(resil_pipeline_standard_hedging(NULL, &p, NULL), 0);
+    static const resil_strategy_kind order[] = {
+        RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_HEDGING, RESIL_STRATEGY_BULKHEAD,
+        RESIL_STRATEGY_BREAKER, RESIL_STRATEGY_ATTEMPT_TIMEOUT};
+    assert_int_equal(resil_pipeline_strategy_count(p), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(resil_pipeline_strategy_at(p, i), order[i]);
+    assert_string_equal(resil_pipeline_name(p), "standard-hedging");
+    assert_int_equal(resil_pipeline_warning_count(p), 0);
     resil_pipeline_free(p);
 }
 
@@ -669,7 +758,11 @@ int main(void)
         cmocka_unit_test(bad_hedging_is_named),
         cmocka_unit_test(fallback_needs_an_action),
         cmocka_unit_test(bad_degradation_options_are_named),
-        cmocka_unit_test(each_kind_appears_once),
+        cmocka_unit_test(each_kind_but_retry_appears_once),
+        cmocka_unit_test(retry_appears_at_most_four_times),
+        cmocka_unit_test(two_retries_build_in_order),
+        cmocka_unit_test(a_total_timeout_must_come_before_every_retry),
+        cmocka_unit_test(an_attempt_timeout_must_come_after_every_retry),
         cmocka_unit_test(first_error_sticks),
         cmocka_unit_test(timeouts_sit_on_their_side_of_the_retry),
         cmocka_unit_test(hedging_comes_after_retry_and_fallback),
@@ -678,6 +771,8 @@ int main(void)
         cmocka_unit_test(a_builder_builds_once),
         cmocka_unit_test(standard_options_are_microsofts_defaults),
         cmocka_unit_test(standard_describes_its_order_options_and_worst_case),
+        cmocka_unit_test(standard_hedging_options_are_microsofts_defaults),
+        cmocka_unit_test(standard_hedging_builds_in_microsofts_order),
         cmocka_unit_test(json_description_parses_and_names_every_strategy),
         cmocka_unit_test(describe_measures_like_snprintf),
         cmocka_unit_test(worst_case_that_fits_the_total_gives_no_warning),

@@ -32,6 +32,7 @@ typedef struct ran {
     resil_pipeline_result res;
     resil_attempt_record records[8];
     int calls;
+    int refreshes; /* the auth-refresh retry's hook ran */
     resil_instant end;
 } ran;
 
@@ -40,6 +41,7 @@ typedef struct ran {
 typedef struct player {
     const scenario *sc;
     int calls;
+    int refreshes;
     resil_fake_clock *fc;
     resil_cancel *cancel; /* blocking: the call's token */
     resil_exec *x;        /* async: the execution */
@@ -130,6 +132,7 @@ static void run_blocking(const scenario *sc, ran *out)
         resil_fake_clock_set_hook(pl.fc, cancel_on_wait, &pl);
     assert_int_equal(resil_pipeline_execute(p, blocking_op, &call, &out->res), 0);
     out->calls = pl.calls;
+    out->refreshes = pl.refreshes;
     out->end = resil_fake_clock_now(pl.fc);
     resil_cancel_destroy(&token);
     resil_pipeline_free(p);
@@ -205,6 +208,7 @@ static void run_async(const scenario *sc, ran *out)
     virtual_loop_run(&vl, NULL);
     assert_true(pl.done);
     out->calls = pl.calls;
+    out->refreshes = pl.refreshes;
     out->end = resil_fake_clock_now(pl.fc);
     resil_pipeline_free(p);
     virtual_loop_destroy(&vl);
@@ -229,8 +233,10 @@ static void both(const scenario *sc, void (*check)(const ran *r))
     assert_int_equal(a.res.records_len, b.res.records_len);
     for (size_t i = 0; i < b.res.records_len; i++) {
         assert_int_equal(a.records[i].outcome.kind, b.records[i].outcome.kind);
+        assert_int_equal(a.records[i].outcome.code, b.records[i].outcome.code);
         assert_int_equal(a.records[i].stop, b.records[i].stop);
         assert_duration_equal(a.records[i].wait, b.records[i].wait);
+        assert_int_equal(a.records[i].source, b.records[i].source);
         assert_int_equal(a.records[i].start, b.records[i].start);
         assert_duration_equal(a.records[i].duration, b.records[i].duration);
     }
@@ -239,6 +245,7 @@ static void both(const scenario *sc, void (*check)(const ran *r))
         assert_int_equal(a.end, b.end);
     }
     assert_int_equal(a.calls, b.calls);
+    assert_int_equal(a.refreshes, b.refreshes);
 }
 
 /* ---- pipelines --------------------------------------------------------------- */
@@ -392,6 +399,75 @@ static void retry_over_a_limit_of_one(resil_pipeline_builder *b)
     resil_limiter_opts_default(&l, RESIL_LIMIT_AIMD);
     l.initial_limit = l.min_limit = l.max_limit = 1;
     assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &l), 0);
+}
+
+static void retry_with_a_list_of_waits(resil_pipeline_builder *b)
+{
+    static const resil_duration waits[] = {RESIL_S(1), RESIL_S(2), RESIL_S(5)};
+    resil_retry_policy r = constant_retry(5, 0);
+    r.backoff.kind = RESIL_BACKOFF_LIST;
+    r.backoff.delays = waits;
+    r.backoff.delays_len = 3;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+/* 300 ms after the first attempt, the backoff's 1 s after the second;
+ * it sees the call's own context, at the attempt the script has reached. */
+static resil_duration generated_wait(const resil_delay_info *info, void *ud)
+{
+    (void)ud;
+    const player *pl = info->ctx->user;
+    assert_int_equal((uint32_t)pl->calls, info->attempt);
+    return info->attempt == 1 ? RESIL_MS(300) : RESIL_DELAY_BACKOFF;
+}
+
+static void retry_with_a_delay_generator(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    r.delay = generated_wait;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static bool pending(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    (void)ctx;
+    (void)ud;
+    return o->kind == RESIL_SUCCESS ? strcmp(o->detail, "pending") == 0
+                                    : resil_retry_on_default(o, NULL);
+}
+
+static void retry_on_a_pending_result(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(4, RESIL_S(1));
+    r.retry_on = pending;
+    r.retry_on_results = true;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static bool on_401(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    (void)ctx;
+    (void)ud;
+    return o->code == 401;
+}
+
+static void refresh_token(const resil_retry_info *info, void *user, void *ud)
+{
+    (void)info;
+    (void)ud;
+    ((player *)user)->refreshes++;
+}
+
+/* The seed's auth refresh: one retry on 401, whose hook refreshes the
+ * token, outside the retry for transient failures. */
+static void auth_refresh_around_transient_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy auth = constant_retry(2, RESIL_MS(100));
+    auth.retry_on = on_401;
+    auth.on_retry = refresh_token;
+    assert_int_equal(resil_pipeline_add_retry(b, &auth), 0);
+    resil_retry_policy transient = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &transient), 0);
 }
 
 /* ---- scenarios ---------------------------------------------------------------- */
@@ -654,6 +730,118 @@ static void a_limit_of_one_admits_each_attempt_after_the_last_ended(void **state
     both(&sc, check_limiter);
 }
 
+static void check_listed_waits(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 5);
+    assert_int_equal(r->res.records_len, 5);
+    assert_duration_equal(r->records[0].wait, RESIL_S(1));
+    assert_duration_equal(r->records[1].wait, RESIL_S(2));
+    assert_duration_equal(r->records[2].wait, RESIL_S(5));
+    assert_duration_equal(r->records[3].wait, RESIL_S(5)); /* the last repeats */
+    assert_int_equal(r->records[3].source, RESIL_WAIT_BACKOFF);
+    assert_int_equal(r->records[4].start, T0 + RESIL_S(13));
+    assert_duration_equal(r->res.elapsed, RESIL_S(13));
+    assert_int_equal(r->calls, 5);
+}
+
+static void a_list_of_waits_is_followed_in_order_then_its_last_repeats(void **state)
+{
+    (void)state;
+    scenario sc = {retry_with_a_list_of_waits, t503, 1, 0, false, false};
+    both(&sc, check_listed_waits);
+}
+
+static void check_generated_waits(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_duration_equal(r->records[0].wait, RESIL_MS(300));
+    assert_int_equal(r->records[0].source, RESIL_WAIT_GENERATOR);
+    assert_duration_equal(r->records[1].wait, RESIL_S(1));
+    assert_int_equal(r->records[1].source, RESIL_WAIT_BACKOFF);
+    assert_int_equal(r->records[2].start, T0 + RESIL_MS(1300) + 2 * RESIL_MS(10));
+    assert_duration_equal(r->res.elapsed, RESIL_MS(1330));
+}
+
+static void a_delay_generator_chooses_the_wait_or_leaves_it_to_the_backoff(void **state)
+{
+    (void)state;
+    scenario sc = {retry_with_a_delay_generator, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    both(&sc, check_generated_waits);
+}
+
+static const resil_outcome pending_pending_done[] = {{RESIL_SUCCESS, 200, RESIL_NO_HINT, "pending"},
+                                                     {RESIL_SUCCESS, 200, RESIL_NO_HINT, "pending"},
+                                                     {RESIL_SUCCESS, 200, RESIL_NO_HINT, "done"}};
+static const resil_outcome always_pending[] = {{RESIL_SUCCESS, 200, RESIL_NO_HINT, "pending"}};
+
+static void check_pending_then_done(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_SUCCESS);
+    assert_string_equal(r->res.outcome.detail, "done");
+    assert_int_equal(r->records[0].stop, RESIL_STOP_NONE);
+    assert_duration_equal(r->records[0].wait, RESIL_S(1));
+    assert_duration_equal(r->res.elapsed, RESIL_S(2));
+}
+
+static void a_success_the_predicate_wants_again_is_retried(void **state)
+{
+    (void)state;
+    scenario sc = {retry_on_a_pending_result, pending_pending_done, 3, 0, false, false};
+    both(&sc, check_pending_then_done);
+}
+
+static void check_pending_to_the_end(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 4);
+    assert_int_equal(r->res.outcome.kind, RESIL_SUCCESS);
+    assert_string_equal(r->res.outcome.detail, "pending");
+    assert_int_equal(r->records[3].stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_duration_equal(r->res.elapsed, RESIL_S(3));
+}
+
+static void a_result_retried_to_the_last_attempt_is_the_final_outcome(void **state)
+{
+    (void)state;
+    scenario sc = {retry_on_a_pending_result, always_pending, 1, 0, false, false};
+    both(&sc, check_pending_to_the_end);
+}
+
+static const resil_outcome t503_401_ok[] = {{RESIL_TRANSIENT, 503, RESIL_NO_HINT, "http"},
+                                            {RESIL_PERMANENT, 401, RESIL_NO_HINT, "unauthorized"},
+                                            {RESIL_SUCCESS, 200, RESIL_NO_HINT, ""}};
+
+static void check_auth_refresh(const ran *r)
+{
+    /* Inner: 503, 1 s, 401 (not its to retry). Outer: refresh, 100 ms,
+     * then the inner retry's fresh run: 200. */
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 2);
+    assert_int_equal(r->res.records_len, 2);
+    assert_int_equal(r->records[0].outcome.code, 401);
+    assert_int_equal(r->records[0].stop, RESIL_STOP_NONE);
+    assert_duration_equal(r->records[0].wait, RESIL_MS(100));
+    assert_int_equal(r->records[0].start, T0);
+    assert_duration_equal(r->records[0].duration, RESIL_S(1) + 2 * RESIL_MS(10));
+    assert_int_equal(r->records[1].start, T0 + RESIL_MS(1120));
+    assert_int_equal(r->records[1].outcome.kind, RESIL_SUCCESS);
+    assert_duration_equal(r->res.elapsed, RESIL_MS(1130));
+    assert_int_equal(r->calls, 3);
+    assert_int_equal(r->refreshes, 1);
+}
+
+static void an_auth_refresh_retry_around_a_transient_retry_refreshes_once(void **state)
+{
+    (void)state;
+    scenario sc = {auth_refresh_around_transient_retry, t503_401_ok, 3, RESIL_MS(10), false,
+                   false};
+    both(&sc, check_auth_refresh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +861,11 @@ int main(void)
         cmocka_unit_test(throttle_counts_each_attempt_as_the_blocking_executor_does),
         cmocka_unit_test(adaptive_limiter_admits_each_attempt_and_learns_from_it),
         cmocka_unit_test(a_limit_of_one_admits_each_attempt_after_the_last_ended),
+        cmocka_unit_test(a_list_of_waits_is_followed_in_order_then_its_last_repeats),
+        cmocka_unit_test(a_delay_generator_chooses_the_wait_or_leaves_it_to_the_backoff),
+        cmocka_unit_test(a_success_the_predicate_wants_again_is_retried),
+        cmocka_unit_test(a_result_retried_to_the_last_attempt_is_the_final_outcome),
+        cmocka_unit_test(an_auth_refresh_retry_around_a_transient_retry_refreshes_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
