@@ -11,6 +11,11 @@
  * interrupted does). Besides the result, each attempt's trace must agree:
  * that it ran, with which reason it was told to stop, and the instant it
  * ended — so the losers' cancellations are checked on both paths.
+ *
+ * A scenario may also name a breaker key per hedged attempt
+ * (resil_call.hedge_keys) and one key whose breaker is isolated before the
+ * call: the pipeline then takes its breakers from a registry on the
+ * scenario's clock, and the attempt records must agree too.
  */
 #include <stdatomic.h>
 
@@ -33,6 +38,9 @@ typedef struct step {
 typedef struct scenario {
     build_fn build;
     step script[ATTEMPTS][HEDGES]; /* [retry attempt - 1][hedge index] */
+    const char *const *keys;       /* resil_call.hedge_keys; NULL = none */
+    size_t nkeys;
+    const char *isolated;          /* a key whose breaker refuses every call */
 } scenario;
 
 /* What one attempt did. */
@@ -44,6 +52,7 @@ typedef struct trace {
 
 typedef struct ran {
     resil_pipeline_result res;
+    resil_attempt_record records[ATTEMPTS];
     trace t[ATTEMPTS][HEDGES];
     atomic_int hedge_events;
     resil_instant end; /* once every attempt, losers included, ended */
@@ -65,6 +74,7 @@ struct player {
     const scenario *sc;
     resil_fake_clock *fc;
     resil_pipeline *p;
+    resil_registry *registry; /* with scenario keys only */
     virtual_loop *vl;
     ran *out;
     slot slots[ATTEMPTS][HEDGES];
@@ -91,20 +101,56 @@ static void count_hedges(const resil_event *ev, void *ud)
         atomic_fetch_add(&out->hedge_events, 1);
 }
 
-static resil_pipeline *build(const scenario *sc, resil_clock *clock, ran *out)
+/* The registry of a scenario with keys, its isolated breaker already so. */
+static resil_registry *registry_for(const scenario *sc, resil_clock *clock)
+{
+    if (sc->keys == NULL)
+        return NULL;
+    resil_registry_opts o;
+    resil_registry_opts_default(&o);
+    o.breaker.clock = clock;
+    resil_registry *r;
+    assert_int_equal(resil_registry_new(&o, &r, NULL), 0);
+    resil_breaker *br;
+    assert_int_equal(resil_registry_get(r, sc->isolated, NULL, &br, NULL), 0);
+    assert_int_equal(resil_breaker_isolate(br), 0);
+    resil_breaker_free(br);
+    return r;
+}
+
+static void build(player *pl, resil_clock *clock)
 {
     resil_pipeline_builder *b;
     assert_int_equal(resil_pipeline_builder_new("hedged paths", &b, NULL), 0);
     resil_pipeline_builder_clock(b, clock);
-    resil_pipeline_builder_listen(b, count_hedges, out);
-    sc->build(b);
+    resil_pipeline_builder_listen(b, count_hedges, pl->out);
+    pl->sc->build(b);
+    pl->registry = registry_for(pl->sc, clock);
+    if (pl->registry != NULL)
+        assert_int_equal(resil_pipeline_use_registry(b, pl->registry), 0);
     resil_pipeline *p = NULL;
     resil_err err = {0, ""};
     int rc = resil_pipeline_build(b, &p, &err);
     resil_pipeline_builder_free(b);
     if (rc != 0)
         fail_msg("build: %s", err.message);
-    return p;
+    pl->p = p;
+}
+
+static void call_of(player *pl, resil_call *call)
+{
+    resil_call_default(call);
+    call->user = pl;
+    call->records = pl->out->records;
+    call->records_cap = ATTEMPTS;
+    call->hedge_keys = pl->sc->keys;
+    call->hedge_keys_len = pl->sc->nkeys;
+}
+
+static void unbuild(player *pl)
+{
+    resil_pipeline_free(pl->p); /* joins the pool: its traces are ours to read */
+    resil_registry_free(pl->registry);
 }
 
 /* ---- the blocking path: the pool's threads, the driven clock ------------------ */
@@ -131,8 +177,7 @@ static void *execute(void *arg)
 {
     player *pl = arg;
     resil_call call;
-    resil_call_default(&call);
-    call.user = pl;
+    call_of(pl, &call);
     assert_int_equal(resil_pipeline_execute(pl->p, blocking_op, &call, &pl->out->res), 0);
     return NULL;
 }
@@ -142,9 +187,9 @@ static void run_blocking(const scenario *sc, ran *out)
     memset(out, 0, sizeof *out);
     player pl = {.sc = sc, .out = out};
     assert_int_equal(resil_fake_clock_new(T0, 0, &pl.fc), 0);
-    pl.p = build(sc, resil_fake_clock_clock(pl.fc), out);
+    build(&pl, resil_fake_clock_clock(pl.fc));
     clock_driver_run(pl.fc, execute, &pl);
-    resil_pipeline_free(pl.p); /* joins the pool: its traces are ours to read */
+    unbuild(&pl);
     out->end = resil_fake_clock_now(pl.fc);
     resil_fake_clock_free(pl.fc);
 }
@@ -209,16 +254,15 @@ static void run_async(const scenario *sc, ran *out)
     virtual_loop vl;
     virtual_loop_init(&vl, pl.fc);
     pl.vl = &vl;
-    pl.p = build(sc, resil_loop_clock(&vl.loop), out);
+    build(&pl, resil_loop_clock(&vl.loop));
     resil_call call;
-    resil_call_default(&call);
-    call.user = &pl;
+    call_of(&pl, &call);
     assert_int_equal(resil_pipeline_start(pl.p, &vl.loop, async_op, &call, async_done, &pl, NULL),
                      0);
     virtual_loop_run(&vl, NULL);
     assert_true(pl.done);
     out->end = resil_fake_clock_now(pl.fc);
-    resil_pipeline_free(pl.p);
+    unbuild(&pl);
     virtual_loop_destroy(&vl);
     resil_fake_clock_free(pl.fc);
 }
@@ -240,6 +284,17 @@ static void both(const scenario *sc, void (*check)(const ran *r))
     assert_duration_equal(a.res.elapsed, b.res.elapsed);
     assert_int_equal(a.end, b.end);
     assert_int_equal(atomic_load(&a.hedge_events), atomic_load(&b.hedge_events));
+    assert_int_equal(a.res.records_len, b.res.records_len);
+    for (size_t i = 0; i < b.res.records_len; i++) {
+        assert_int_equal(a.records[i].number, b.records[i].number);
+        assert_int_equal(a.records[i].outcome.kind, b.records[i].outcome.kind);
+        assert_int_equal(a.records[i].outcome.code, b.records[i].outcome.code);
+        assert_string_equal(a.records[i].outcome.detail, b.records[i].outcome.detail);
+        assert_int_equal(a.records[i].stop, b.records[i].stop);
+        assert_duration_equal(a.records[i].wait, b.records[i].wait);
+        assert_int_equal(a.records[i].start, b.records[i].start);
+        assert_duration_equal(a.records[i].duration, b.records[i].duration);
+    }
     for (int i = 0; i < ATTEMPTS; i++) {
         for (int h = 0; h < HEDGES; h++) {
             assert_int_equal(a.t[i][h].ran, b.t[i][h].ran);
@@ -299,6 +354,26 @@ static void retry_over_timed_hedging(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
 }
 
+/* Polly's and Microsoft's hedging handle a broken circuit: an attempt
+ * refused by its endpoint's breaker calls for the next endpoint. */
+static bool failed_or_refused(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    (void)ctx;
+    return resil_retry_on_default(o, ud) || o->kind == RESIL_REJECTED;
+}
+
+/* Each attempt hedged once after 2 s, away from a refusing endpoint too;
+ * the breaker innermost, one per endpoint when the call names keys. */
+static void hedge_over_breakers(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    h.hedge_on = failed_or_refused;
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+static const char *const endpoint_keys[] = {"https://home.example.com",
+                                            "https://eu.example.com"};
+
 /* ---- scenarios -------------------------------------------------------------------- */
 
 #define OK(code) {RESIL_SUCCESS, (code), RESIL_NO_HINT, ""}
@@ -318,7 +393,7 @@ static void check_fast_primary(const ran *r)
 static void primary_answering_before_the_delay_is_never_hedged(void **state)
 {
     (void)state;
-    scenario sc = {hedge_once_after_2s, {{{OK(10), RESIL_S(1), false}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s, .script = {{{OK(10), RESIL_S(1), false}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_fast_primary);
 }
 
@@ -341,8 +416,8 @@ static void check_hedge_after_delay(const ran *r)
 static void hedge_launched_after_the_delay_wins_and_the_primary_is_cancelled(void **state)
 {
     (void)state;
-    scenario sc = {hedge_once_after_2s,
-                   {{{OK(10), RESIL_S(10), false}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s,
+                   .script = {{{OK(10), RESIL_S(10), false}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_hedge_after_delay);
 }
 
@@ -363,8 +438,8 @@ static void check_first_success(const ran *r)
 static void first_success_wins_and_every_loser_is_cancelled(void **state)
 {
     (void)state;
-    scenario sc = {hedge_twice_every_1s,
-                   {{{OK(10), RESIL_S(10), false},
+    scenario sc = {.build = hedge_twice_every_1s,
+                   .script = {{{OK(10), RESIL_S(10), false},
                      {OK(11), RESIL_S(10), false},
                      {OK(12), RESIL_MS(500), false}}}};
     both(&sc, check_first_success);
@@ -382,7 +457,7 @@ static void check_failure_hedges_at_once(const ran *r)
 static void failed_primary_is_hedged_without_waiting_for_the_delay(void **state)
 {
     (void)state;
-    scenario sc = {hedge_once_after_2s, {{{FAIL503, RESIL_MS(500), false}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s, .script = {{{FAIL503, RESIL_MS(500), false}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_failure_hedges_at_once);
 }
 
@@ -400,7 +475,7 @@ static void check_late_loser(const ran *r)
 static void result_does_not_wait_for_a_loser_that_ignores_its_token(void **state)
 {
     (void)state;
-    scenario sc = {hedge_once_after_2s, {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s, .script = {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_late_loser);
 }
 
@@ -416,8 +491,8 @@ static void check_wait_losers(const ran *r)
 static void wait_losers_ends_the_execution_when_the_last_loser_ends(void **state)
 {
     (void)state;
-    scenario sc = {hedge_once_after_2s_waiting_for_losers,
-                   {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s_waiting_for_losers,
+                   .script = {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_wait_losers);
 }
 
@@ -442,11 +517,64 @@ static void check_no_lane(const ran *r)
 static void hedge_is_refused_when_no_place_to_run_it_is_free(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_timed_hedging,
-                   {{{OK(10), RESIL_S(100), true}, {OK(11), RESIL_S(100), true}},
+    scenario sc = {.build = retry_over_timed_hedging,
+                   .script = {{{OK(10), RESIL_S(100), true}, {OK(11), RESIL_S(100), true}},
                     {{OK(20), RESIL_S(100), true}, {OK(21), RESIL_S(100), true}},
                     {{OK(30), RESIL_MS(10), false}, {OK(31), RESIL_MS(10), false}}}};
     both(&sc, check_no_lane);
+}
+
+static void check_hedge_refused(const ran *r)
+{
+    /* The hedge at 2 s meets the isolated breaker and never runs; the
+     * primary answers at 3 s. */
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.outcome.code, 10);
+    assert_int_equal(r->res.hedges, 1);
+    assert_int_equal(r->res.hedge_winner, 0);
+    assert_duration_equal(r->res.elapsed, RESIL_S(3));
+    assert_true(r->t[0][0].ran);
+    assert_int_equal(r->t[0][0].told, 0);
+    assert_false(r->t[0][1].ran);
+    assert_int_equal(r->res.records_len, 1);
+    assert_int_equal(r->records[0].outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(r->records[0].start, T0);
+    assert_duration_equal(r->records[0].duration, RESIL_S(3));
+}
+
+static void hedge_to_an_endpoint_whose_breaker_is_open_is_refused(void **state)
+{
+    (void)state;
+    scenario sc = {.build = hedge_over_breakers,
+                   .script = {{{OK(10), RESIL_S(3), false}, {OK(11), RESIL_S(1), false}}},
+                   .keys = endpoint_keys, .nkeys = 2, .isolated = "https://eu.example.com"};
+    both(&sc, check_hedge_refused);
+}
+
+static void check_primary_refused(const ran *r)
+{
+    /* The primary is refused at once, which starts the hedge at once: the
+     * other endpoint answers at 1 s. */
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.outcome.code, 11);
+    assert_int_equal(r->res.hedges, 1);
+    assert_int_equal(r->res.hedge_winner, 1);
+    assert_duration_equal(r->res.elapsed, RESIL_S(1));
+    assert_false(r->t[0][0].ran);
+    assert_true(r->t[0][1].ran);
+    assert_int_equal(r->t[0][1].ended, T0 + RESIL_S(1));
+    assert_int_equal(r->res.records_len, 1);
+    assert_int_equal(r->records[0].outcome.code, 11);
+    assert_duration_equal(r->records[0].duration, RESIL_S(1));
+}
+
+static void primary_to_an_endpoint_whose_breaker_is_open_is_refused(void **state)
+{
+    (void)state;
+    scenario sc = {.build = hedge_over_breakers,
+                   .script = {{{OK(10), RESIL_S(3), false}, {OK(11), RESIL_S(1), false}}},
+                   .keys = endpoint_keys, .nkeys = 2, .isolated = "https://home.example.com"};
+    both(&sc, check_primary_refused);
 }
 
 int main(void)
@@ -459,6 +587,8 @@ int main(void)
         cmocka_unit_test(result_does_not_wait_for_a_loser_that_ignores_its_token),
         cmocka_unit_test(wait_losers_ends_the_execution_when_the_last_loser_ends),
         cmocka_unit_test(hedge_is_refused_when_no_place_to_run_it_is_free),
+        cmocka_unit_test(hedge_to_an_endpoint_whose_breaker_is_open_is_refused),
+        cmocka_unit_test(primary_to_an_endpoint_whose_breaker_is_open_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
