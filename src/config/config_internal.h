@@ -155,12 +155,14 @@ typedef struct cfg_retry_more {
 } cfg_retry_more;
 
 #define CFG_URL_MAX 256
+#define CFG_ROUTE_ENDPOINTS_MAX 32 /* endpoints of all of a route's groups */
 
 /* A Hedging entry's endpoints and the route over them, which its option
- * struct points at: on the heap, as cfg_retry_more. */
+ * struct points at: on the heap, as cfg_retry_more. The groups' endpoints
+ * lie one group after another in `endpoints`. */
 typedef struct cfg_hedge_more {
-    char urls[RESIL_ROUTE_MAX_GROUPS][CFG_URL_MAX];
-    resil_route_endpoint endpoints[RESIL_ROUTE_MAX_GROUPS];
+    char urls[CFG_ROUTE_ENDPOINTS_MAX][CFG_URL_MAX];
+    resil_route_endpoint endpoints[CFG_ROUTE_ENDPOINTS_MAX];
     resil_route_group groups[RESIL_ROUTE_MAX_GROUPS];
     resil_route_opts route;
 } cfg_hedge_more;

@@ -1447,9 +1447,17 @@ static void parse_degrade(vctx *v, const cfg_node *obj)
 typedef struct hedge_scratch {
     resil_config_hedge h;
     cfg_hedge_more more;
-    size_t nurls, nweights;
+    size_t nurls, nweights; /* groups, and weights of groups */
+    size_t nendpoints;      /* endpoints of every group so far */
+    size_t first[RESIL_ROUTE_MAX_GROUPS], len[RESIL_ROUTE_MAX_GROUPS];
     int routing, selection;
 } hedge_scratch;
+
+/* One group written as an object: its endpoints and their weights. */
+typedef struct group_scratch {
+    hedge_scratch *h;
+    size_t n, nweights;
+} group_scratch;
 
 static const enum_name routings[] = {
     {"Ordered", RESIL_ROUTE_ORDERED},
@@ -1463,30 +1471,23 @@ static const enum_name selections[] = {
     {NULL, 0},
 };
 
-static void one_url(vctx *v, const cfg_node *e, size_t i, void *target)
+/* The endpoint URL `e` into slot k of the route's endpoints. */
+static void endpoint_url(vctx *v, const cfg_node *e, hedge_scratch *s, size_t k)
 {
     char got_buf[TEXT_MAX + 8];
-    hedge_scratch *s = target;
     if (e->type != CFG_STRING || e->str_len == 0 || e->str_len >= CFG_URL_MAX ||
         strstr(e->str, "://") == NULL) {
         fail_value(v, e, "must be an endpoint URL such as \"https://eu.example.com\", got %s",
                    GOT(e));
         return;
     }
-    snprintf(s->more.urls[i], sizeof s->more.urls[i], "%s", e->str);
+    snprintf(s->more.urls[k], sizeof s->more.urls[k], "%s", e->str);
 }
 
-static void set_endpoints(vctx *v, const cfg_node *n, void *target)
-{
-    hedge_scratch *s = target;
-    if (each_element(v, n, RESIL_ROUTE_MAX_GROUPS, "endpoint URLs", one_url, s))
-        s->nurls = n->count;
-}
-
-static void one_weight(vctx *v, const cfg_node *e, size_t i, void *target)
+/* A weight in [1, RESIL_ROUTE_WEIGHT_MAX]; 0 when `e` is none. */
+static uint32_t route_weight(vctx *v, const cfg_node *e)
 {
     char got_buf[TEXT_MAX + 8];
-    hedge_scratch *s = target;
     double d;
     long long w;
     bool whole;
@@ -1494,9 +1495,90 @@ static void one_weight(vctx *v, const cfg_node *e, size_t i, void *target)
         w > RESIL_ROUTE_WEIGHT_MAX) {
         fail_value(v, e, "must be a whole number in [1,%u], got %s", RESIL_ROUTE_WEIGHT_MAX,
                    GOT(e));
-        return;
+        return 0;
     }
-    s->more.groups[i].weight = (uint32_t)w;
+    return (uint32_t)w;
+}
+
+static void one_member(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    group_scratch *g = target;
+    endpoint_url(v, e, g->h, g->h->nendpoints + i);
+}
+
+static void set_members(vctx *v, const cfg_node *n, void *target)
+{
+    group_scratch *g = target;
+    size_t room = CFG_ROUTE_ENDPOINTS_MAX - g->h->nendpoints;
+    if (each_element(v, n, room, "endpoint URLs (a route holds at most 32)", one_member, g))
+        g->n = n->count;
+}
+
+static void one_member_weight(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    group_scratch *g = target;
+    size_t k = g->h->nendpoints + i;
+    if (k < CFG_ROUTE_ENDPOINTS_MAX)
+        g->h->more.endpoints[k].weight = route_weight(v, e);
+}
+
+static void set_member_weights(vctx *v, const cfg_node *n, void *target)
+{
+    group_scratch *g = target;
+    if (each_element(v, n, CFG_ROUTE_ENDPOINTS_MAX, "weights", one_member_weight, g))
+        g->nweights = n->count;
+}
+
+enum { G_ENDPOINTS, G_WEIGHTS };
+
+static const field group_fields[] = {
+    [G_ENDPOINTS] = CUSTOM("Endpoints", set_members),
+    [G_WEIGHTS] = CUSTOM("Weights", set_member_weights),
+};
+
+/* A group of several endpoints, drawn by their Weights (1 each unless given). */
+static size_t endpoint_group(vctx *v, const cfg_node *e, hedge_scratch *s)
+{
+    const field *f = group_fields;
+    group_scratch gs = {s, 0, 0};
+    given g;
+    apply(v, e, f, FIELD_COUNT(group_fields), &gs, &g);
+    if (!g.node[G_ENDPOINTS])
+        fail_field(v, e, f, &g, G_ENDPOINTS, "a group needs Endpoints");
+    else if (g.node[G_WEIGHTS] && !g.bad[G_WEIGHTS] && !g.bad[G_ENDPOINTS] && gs.nweights != gs.n)
+        fail_field(v, e, f, &g, G_WEIGHTS, "must give one weight per endpoint: %zu for %zu",
+                   gs.nweights, gs.n);
+    return gs.n;
+}
+
+/* An element of Endpoints: a URL (a group of one) or a group object. */
+static void one_url(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    hedge_scratch *s = target;
+    s->first[i] = s->nendpoints;
+    if (s->nendpoints == CFG_ROUTE_ENDPOINTS_MAX) {
+        fail_value(v, e, "one endpoint too many: a route holds at most %d",
+                   CFG_ROUTE_ENDPOINTS_MAX);
+    } else if (e->type == CFG_OBJECT) {
+        s->len[i] = endpoint_group(v, e, s);
+    } else {
+        endpoint_url(v, e, s, s->nendpoints);
+        s->len[i] = 1;
+    }
+    s->nendpoints += s->len[i];
+}
+
+static void set_endpoints(vctx *v, const cfg_node *n, void *target)
+{
+    hedge_scratch *s = target;
+    if (each_element(v, n, RESIL_ROUTE_MAX_GROUPS, "endpoint URLs or groups", one_url, s))
+        s->nurls = n->count;
+}
+
+static void one_weight(vctx *v, const cfg_node *e, size_t i, void *target)
+{
+    hedge_scratch *s = target;
+    s->more.groups[i].weight = route_weight(v, e);
 }
 
 static void set_weights(vctx *v, const cfg_node *n, void *target)
@@ -1518,8 +1600,8 @@ static const field hedge_fields[] = {
     [H_SELECTION] = ENUMF("SelectionMode", hedge_scratch, selection, selections),
 };
 
-/* Endpoints make a route of one endpoint per group: in order, or drawn by
- * Weights (one per endpoint). */
+/* Endpoints make a route of one group per element: in order, or drawn by
+ * Weights (one per group). */
 static void finish_hedge(vctx *v, const cfg_node *obj, const given *g, hedge_scratch *s)
 {
     const field *f = hedge_fields;
@@ -1536,7 +1618,7 @@ static void finish_hedge(vctx *v, const cfg_node *obj, const given *g, hedge_scr
         fail_field(v, obj, f, g, H_SELECTION, "SelectionMode needs Routing Weighted");
     if (g->node[H_WEIGHTS] && !g->bad[H_WEIGHTS] && !g->bad[H_ENDPOINTS] &&
         s->nweights != s->nurls)
-        fail_field(v, obj, f, g, H_WEIGHTS, "must give one weight per endpoint: %zu for %zu",
+        fail_field(v, obj, f, g, H_WEIGHTS, "must give one weight per group: %zu for %zu",
                    s->nweights, s->nurls);
     resil_route_opts *r = &s->more.route;
     resil_route_opts_default(r);
@@ -1556,10 +1638,11 @@ static void keep_route(vctx *v, hedge_scratch *s, cfg_item *item)
     }
     cfg_hedge_more *m = item->hedge_more;
     *m = s->more;
+    for (size_t k = 0; k < s->nendpoints && k < CFG_ROUTE_ENDPOINTS_MAX; k++)
+        m->endpoints[k].url = m->urls[k];
     for (size_t i = 0; i < s->nurls; i++) {
-        m->endpoints[i] = (resil_route_endpoint){.url = m->urls[i], .weight = 0};
-        m->groups[i].endpoints = &m->endpoints[i];
-        m->groups[i].len = 1;
+        m->groups[i].endpoints = &m->endpoints[s->first[i]];
+        m->groups[i].len = s->len[i];
     }
     m->route.groups = m->groups;
     item->u.hedge.route = &m->route;

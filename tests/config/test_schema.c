@@ -853,10 +853,71 @@ static void hedging_takes_microsofts_defaults_and_routes_endpoints(void **state)
          "must be an endpoint URL such as \"https://eu.example.com\", got \"eu.example.com\""},
         {"'Endpoints': ['https://a'], 'Weights': [1]", "Weights", "Weights need Routing Weighted"},
         {"'Endpoints': ['https://a', 'https://b'], 'Routing': 'Weighted', 'Weights': [1]",
-         "Weights", "must give one weight per endpoint: 1 for 2"},
+         "Weights", "must give one weight per group: 1 for 2"},
         {"'Routing': 'Ordered'", "Routing", "Routing routes Endpoints: it needs them"},
+        {"'Endpoints': [{'Weights': [1]}]", "Endpoints[0]", "a group needs Endpoints"},
+        {"'Endpoints': [{'Endpoints': ['https://a', 'https://b'], 'Weights': [1]}]",
+         "Endpoints[0].Weights", "must give one weight per endpoint: 1 for 2"},
+        {"'Endpoints': [{'Endpoints': ['https://a', 'b']}]", "Endpoints[0].Endpoints[1]",
+         "must be an endpoint URL such as \"https://eu.example.com\", got \"b\""},
+        {"'Endpoints': [{'Endpoints': ['https://a'], 'Weights': [0]}]",
+         "Endpoints[0].Weights[0]", "must be a whole number in [1,64000], got 0"},
     };
     check_bad_values("{'Resilience': {'Hedging': {'h': {%s}}}}", "Hedging.h", ROWS(rows));
+}
+
+/* Microsoft's weighted groups: each group is drawn by its weight, and the
+ * endpoint within it by the endpoints' weights. */
+static void hedging_groups_hold_several_weighted_endpoints(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Hedging': {'regions': {"
+                               " 'Endpoints': [{'Endpoints': ['https://eu-1.example.com',"
+                               " 'https://eu-2.example.com'], 'Weights': [9, 1]},"
+                               " 'https://us.example.com',"
+                               " {'Endpoints': ['https://ap-1.example.com', 'https://ap-2.example.com']}],"
+                               " 'Routing': 'Weighted', 'Weights': [70, 20, 10]}}}}");
+    resil_config_hedge h;
+    assert_int_equal(resil_config_hedge_get(c, "regions", &h), 0);
+    const resil_route_opts *r = h.route;
+    assert_non_null(r);
+    assert_int_equal(r->kind, RESIL_ROUTE_WEIGHTED);
+    assert_int_equal(r->selection, RESIL_ROUTE_INITIAL_ATTEMPT);
+    assert_int_equal(r->ngroups, 3);
+    assert_int_equal(r->groups[0].weight, 70);
+    assert_int_equal(r->groups[0].len, 2);
+    assert_string_equal(r->groups[0].endpoints[0].url, "https://eu-1.example.com");
+    assert_int_equal(r->groups[0].endpoints[0].weight, 9);
+    assert_string_equal(r->groups[0].endpoints[1].url, "https://eu-2.example.com");
+    assert_int_equal(r->groups[0].endpoints[1].weight, 1);
+    assert_int_equal(r->groups[1].weight, 20);
+    assert_int_equal(r->groups[1].len, 1);
+    assert_string_equal(r->groups[1].endpoints[0].url, "https://us.example.com");
+    assert_int_equal(r->groups[1].endpoints[0].weight, 0);
+    assert_int_equal(r->groups[2].weight, 10);
+    assert_int_equal(r->groups[2].len, 2);
+    assert_string_equal(r->groups[2].endpoints[1].url, "https://ap-2.example.com");
+    assert_int_equal(r->groups[2].endpoints[1].weight, 0);
+    assert_int_equal(resil_route_opts_validate(r, NULL), 0);
+    resil_config_free(c);
+}
+
+/* 32 endpoints at most over all of a route's groups: the 33rd is named. */
+static void hedging_route_holds_at_most_32_endpoints(void **state)
+{
+    (void)state;
+    char doc[4096];
+    int n = snprintf(doc, sizeof doc, "{'Resilience': {'Hedging': {'h': {'Endpoints': [");
+    for (int g = 0; g < 3; g++) {
+        n += snprintf(doc + n, sizeof doc - (size_t)n, "%s{'Endpoints': [", g ? ", " : "");
+        for (int e = 0; e < (g < 2 ? 16 : 1); e++)
+            n += snprintf(doc + n, sizeof doc - (size_t)n, "%s'https://h%d-%d'", e ? ", " : "",
+                          g, e);
+        n += snprintf(doc + n, sizeof doc - (size_t)n, "]}");
+    }
+    snprintf(doc + n, sizeof doc - (size_t)n, "]}}}}");
+    assert_string_equal(cfg_first_message(doc), "one endpoint too many: a route holds at most 32");
+    assert_string_equal(cfg_first_path(doc), "Resilience.Hedging.h.Endpoints[2]");
 }
 
 static void a_fallback_is_a_static_answer(void **state)
@@ -945,6 +1006,8 @@ int main(void)
         cmocka_unit_test(disable_for_and_hint_headers_take_names),
         cmocka_unit_test(failure_threshold_is_excaliburs_minimum_throughput),
         cmocka_unit_test(hedging_takes_microsofts_defaults_and_routes_endpoints),
+        cmocka_unit_test(hedging_groups_hold_several_weighted_endpoints),
+        cmocka_unit_test(hedging_route_holds_at_most_32_endpoints),
         cmocka_unit_test(a_fallback_is_a_static_answer),
         cmocka_unit_test(retry_budgets_take_each_models_keys),
         cmocka_unit_test(operation_timeout_bounds_each_call_through_the_breaker),
