@@ -875,7 +875,8 @@ static void hedging_groups_hold_several_weighted_endpoints(void **state)
                                " 'Endpoints': [{'Endpoints': ['https://eu-1.example.com',"
                                " 'https://eu-2.example.com'], 'Weights': [9, 1]},"
                                " 'https://us.example.com',"
-                               " {'Endpoints': ['https://ap-1.example.com', 'https://ap-2.example.com']}],"
+                               " {'Endpoints': ['https://ap-1.example.com',"
+                               " 'https://ap-2.example.com']}],"
                                " 'Routing': 'Weighted', 'Weights': [70, 20, 10]}}}}");
     resil_config_hedge h;
     assert_int_equal(resil_config_hedge_get(c, "regions", &h), 0);

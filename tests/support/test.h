@@ -34,4 +34,9 @@ const char *test_build_path(const char *relative);
 char *test_tmpdir(void);
 void test_rmtree(const char *path);
 
+/* Assert that the first n attempt records of two runs agree field by field
+ * (the dual-path tests: the blocking and asynchronous walks). */
+void assert_records_equal(const resil_attempt_record *a, const resil_attempt_record *b,
+                          size_t n);
+
 #endif

@@ -45,3 +45,19 @@ void test_rmtree(const char *path)
     if (path != NULL)
         nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+void assert_records_equal(const resil_attempt_record *a, const resil_attempt_record *b,
+                          size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(a[i].number, b[i].number);
+        assert_int_equal(a[i].outcome.kind, b[i].outcome.kind);
+        assert_int_equal(a[i].outcome.code, b[i].outcome.code);
+        assert_string_equal(a[i].outcome.detail, b[i].outcome.detail);
+        assert_int_equal(a[i].stop, b[i].stop);
+        assert_duration_equal(a[i].wait, b[i].wait);
+        assert_int_equal(a[i].source, b[i].source);
+        assert_int_equal(a[i].start, b[i].start);
+        assert_duration_equal(a[i].duration, b[i].duration);
+    }
+}

@@ -231,15 +231,7 @@ static void both(const scenario *sc, void (*check)(const ran *r))
     assert_string_equal(a.res.outcome.detail, b.res.outcome.detail);
     assert_int_equal(a.res.rejected_by, b.res.rejected_by);
     assert_int_equal(a.res.records_len, b.res.records_len);
-    for (size_t i = 0; i < b.res.records_len; i++) {
-        assert_int_equal(a.records[i].outcome.kind, b.records[i].outcome.kind);
-        assert_int_equal(a.records[i].outcome.code, b.records[i].outcome.code);
-        assert_int_equal(a.records[i].stop, b.records[i].stop);
-        assert_duration_equal(a.records[i].wait, b.records[i].wait);
-        assert_int_equal(a.records[i].source, b.records[i].source);
-        assert_int_equal(a.records[i].start, b.records[i].start);
-        assert_duration_equal(a.records[i].duration, b.records[i].duration);
-    }
+    assert_records_equal(a.records, b.records, b.res.records_len);
     if (!sc->cancel_in_first_wait) {
         assert_duration_equal(a.res.elapsed, b.res.elapsed);
         assert_int_equal(a.end, b.end);

@@ -285,16 +285,7 @@ static void both(const scenario *sc, void (*check)(const ran *r))
     assert_int_equal(a.end, b.end);
     assert_int_equal(atomic_load(&a.hedge_events), atomic_load(&b.hedge_events));
     assert_int_equal(a.res.records_len, b.res.records_len);
-    for (size_t i = 0; i < b.res.records_len; i++) {
-        assert_int_equal(a.records[i].number, b.records[i].number);
-        assert_int_equal(a.records[i].outcome.kind, b.records[i].outcome.kind);
-        assert_int_equal(a.records[i].outcome.code, b.records[i].outcome.code);
-        assert_string_equal(a.records[i].outcome.detail, b.records[i].outcome.detail);
-        assert_int_equal(a.records[i].stop, b.records[i].stop);
-        assert_duration_equal(a.records[i].wait, b.records[i].wait);
-        assert_int_equal(a.records[i].start, b.records[i].start);
-        assert_duration_equal(a.records[i].duration, b.records[i].duration);
-    }
+    assert_records_equal(a.records, b.records, b.res.records_len);
     for (int i = 0; i < ATTEMPTS; i++) {
         for (int h = 0; h < HEDGES; h++) {
             assert_int_equal(a.t[i][h].ran, b.t[i][h].ran);
@@ -393,7 +384,8 @@ static void check_fast_primary(const ran *r)
 static void primary_answering_before_the_delay_is_never_hedged(void **state)
 {
     (void)state;
-    scenario sc = {.build = hedge_once_after_2s, .script = {{{OK(10), RESIL_S(1), false}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s,
+                   .script = {{{OK(10), RESIL_S(1), false}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_fast_primary);
 }
 
@@ -457,7 +449,8 @@ static void check_failure_hedges_at_once(const ran *r)
 static void failed_primary_is_hedged_without_waiting_for_the_delay(void **state)
 {
     (void)state;
-    scenario sc = {.build = hedge_once_after_2s, .script = {{{FAIL503, RESIL_MS(500), false}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s,
+                   .script = {{{FAIL503, RESIL_MS(500), false}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_failure_hedges_at_once);
 }
 
@@ -475,7 +468,8 @@ static void check_late_loser(const ran *r)
 static void result_does_not_wait_for_a_loser_that_ignores_its_token(void **state)
 {
     (void)state;
-    scenario sc = {.build = hedge_once_after_2s, .script = {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
+    scenario sc = {.build = hedge_once_after_2s,
+                   .script = {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_late_loser);
 }
 
