@@ -476,7 +476,10 @@ static void gateway_replays_from_postgres_across_restarts(void **state)
                           NULL};
     gateway_proc gw;
     http_reply r[2];
-    const char *headers[] = {"Idempotency-Key: pg-1", NULL};
+    static int runs; /* the cases run twice against one table: a key per run */
+    char key[64];
+    snprintf(key, sizeof key, "Idempotency-Key: pg-%d", ++runs);
+    const char *headers[] = {key, NULL};
     for (int run = 0; run < 2; run++) {
         snprintf(log, sizeof log, "%s/gateway-%d.log", dir, run);
         assert_int_equal(gateway_start(&gw, test_build_path("resil"), log, args), 0);
