@@ -205,6 +205,7 @@ start_gateway() {
 
 stop_gateway() {
   kill "$gw_pid" && wait "$gw_pid" || true
+  sed -n 's/^resil gateway: the store committed /  (the store committed /p' "$gw_log" >>"$work/batches"
 }
 
 # The p99 of keyed requests while the start-up purge deletes PURGE_KEYS
@@ -262,4 +263,5 @@ for backend in $BACKENDS; do
   fi
 done
 echo
+cat "$work/batches" 2>/dev/null || true
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

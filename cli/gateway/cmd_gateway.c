@@ -766,6 +766,13 @@ static int serve(gateway *gw, const sigset_t *signals)
     if (!gw->cfg.quiet)
         fprintf(stderr, "resil gateway: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     gw_http_stop(gw, gw->cfg.timeout);
+    resil_store_batch_stats bs;
+    resil_store_batch_stats_get(gw->store, &bs);
+    if (bs.batches > 0)
+        fprintf(stderr, "resil gateway: the store committed %llu key writes in %llu batches "
+                        "(%.1f on average, at most %u)\n",
+                (unsigned long long)bs.calls, (unsigned long long)bs.batches,
+                (double)bs.calls / (double)bs.batches, bs.largest);
     fprintf(stderr, "resil gateway: stopped\n");
     return 0;
 }

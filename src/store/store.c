@@ -528,8 +528,10 @@ static int start_batching(resil_store *s, const resil_store_opts *o)
     batcher_opts bo = {
         .max = o->batch_max,
         .window = o->batch_window,
-        /* SQLite has one writer; PostgreSQL commits on every connection. */
-        .max_running = s->be == &resil__store_sqlite ? 1 : s->max_conns,
+        /* SQLite has one writer. PostgreSQL commits on every connection;
+         * half the pool runs batches, the rest stays for the reads that
+         * answer replays without waiting for one. */
+        .max_running = s->be == &resil__store_sqlite ? 1 : (s->max_conns + 1) / 2,
         .clock = s->clock,
         .run = run_batch,
         .ud = s,
