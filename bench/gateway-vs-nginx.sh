@@ -19,7 +19,7 @@
 # machine moves every figure.
 #
 # Needs nginx-light, wrk and sqlite3 (scripts/deps.sh --bench installs
-# them) and a Release build of resil (make bench builds build-bench/).
+# them) and a Release build of resil: `make bench-gateway` does all three.
 #
 # Environment: BUILD (build-bench), DURATION (8s), CONNECTIONS (32),
 # THREADS (2), BACKENDS ("sqlite postgres"), PURGE_KEYS (1000000),
@@ -39,7 +39,7 @@ GATEWAY_ARGS=${GATEWAY_ARGS:-}
 resil=$BUILD/resil
 
 for tool in nginx wrk sqlite3 "$resil"; do
-  command -v "$tool" >/dev/null || { echo "gateway-vs-nginx: $tool is missing (scripts/deps.sh --bench; make bench)" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { echo "gateway-vs-nginx: $tool is missing (make bench-gateway installs and builds what it needs)" >&2; exit 1; }
 done
 
 work=$(mktemp -d /tmp/resil-bench.XXXXXX)

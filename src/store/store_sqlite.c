@@ -75,8 +75,8 @@ static const char *const statement_sql[ST_COUNT] = {
                    " AND status IS NULL AND lease = ?4",
     [ST_RENEW] = "UPDATE {T} SET lease_expires_at = ?5"
                  " WHERE " WHERE_KEY " AND status IS NULL AND lease = ?4",
-    [ST_PURGE] = "DELETE FROM {T} WHERE rowid IN"
-                 " (SELECT rowid FROM {T} WHERE created_at < ?1 LIMIT ?2)",
+    [ST_PURGE] = "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T}"
+                 " WHERE created_at < ?1 LIMIT ?2)",
 };
 
 struct store_conn {
