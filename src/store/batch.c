@@ -25,13 +25,15 @@
  * collecting (or handed the lead) or max_running batches run. It is what
  * lets an arrival that finds neither lead at once: the queue was empty,
  * so it is the head.
+ *
+ * The SQLite writers' lock lives here too, for the same reason the queue
+ * is first come first served: a batch must not wait behind a purge that
+ * keeps taking the lock back.
  */
 #include <stdlib.h>
 
 #include "resil/cancel.h"
 #include "store_internal.h"
-
-#define BATCH_MAX_CALLS 1024 /* the option's upper bound */
 
 struct store_batcher {
     batcher_opts o;
@@ -51,8 +53,8 @@ int resil__batcher_new(const batcher_opts *o, store_batcher **out)
     if (b == NULL)
         return RESIL_ENOMEM;
     b->o = *o;
-    if (b->o.max > BATCH_MAX_CALLS)
-        b->o.max = BATCH_MAX_CALLS;
+    if (b->o.max > STORE_MAX_BATCH)
+        b->o.max = STORE_MAX_BATCH;
     pthread_mutex_init(&b->mu, NULL);
     *out = b;
     return 0;
@@ -115,7 +117,7 @@ static size_t take(store_batcher *b, batch_member **batch)
  * Called and returns with mu held. */
 static void lead(store_batcher *b)
 {
-    batch_member *batch[BATCH_MAX_CALLS];
+    batch_member *batch[STORE_MAX_BATCH];
     wait_for_company(b);
     size_t n = take(b, batch);
     b->collecting = false;
@@ -170,4 +172,36 @@ void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out)
     out->largest = b->largest;
     out->queued = b->queued;
     pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- the write lock, first come first served --------------------------------- */
+
+void resil__write_lock_init(store_write_lock *l)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->turn, NULL);
+    l->next = l->serving = 0;
+}
+
+void resil__write_lock_destroy(store_write_lock *l)
+{
+    pthread_cond_destroy(&l->turn);
+    pthread_mutex_destroy(&l->mu);
+}
+
+void resil__write_lock(store_write_lock *l)
+{
+    pthread_mutex_lock(&l->mu);
+    uint64_t ticket = l->next++;
+    while (ticket != l->serving)
+        pthread_cond_wait(&l->turn, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void resil__write_unlock(store_write_lock *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->serving++;
+    pthread_cond_broadcast(&l->turn);
+    pthread_mutex_unlock(&l->mu);
 }

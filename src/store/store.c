@@ -12,7 +12,8 @@
  * the two dialects cannot disagree about what a record means.
  *
  * Writes may be batched (batch.c): with opts.batch_max >= 2, begin's
- * claim, complete, release and renew queue for group commit, and a batch
+ * claim, complete, release, renew and the purge's chunks queue for group
+ * commit, and a batch
  * runs under the same retry policy as one call, as one transaction. A
  * batch that fails for good (a data error) is not allowed to fail its
  * members for one another's sake: each runs again on its own.
@@ -33,12 +34,12 @@
 #define MAX_CONNECTIONS 64
 #define MAX_TABLE_NAME 48 /* leaves room for "_created_at" in 63 bytes */
 #define MAX_BLOB ((size_t)1 << 30)
-#define MAX_BATCH 1024
 #define MAX_BATCH_WINDOW RESIL_S(1)
-/* A purge deletes this many records per transaction, so that it never
- * holds SQLite's write lock (or a long PostgreSQL transaction) for more
- * than a moment: key writes run between its chunks. */
-#define PURGE_CHUNK 1000
+/* A purge deletes this many records at a time, so that it never holds
+ * SQLite's write lock (or a long PostgreSQL transaction) for more than a
+ * moment. Batched, each chunk rides in a batch with the key writes, so a
+ * purge adds no sync of its own while requests are coming. */
+#define PURGE_CHUNK 256
 
 struct resil_store {
     const store_backend *be;
@@ -49,7 +50,7 @@ struct resil_store {
     resil_clock *clock;
     uint32_t max_conns;
 
-    pthread_mutex_t write_lock; /* see store_config */
+    store_write_lock write_lock; /* see store_config */
     pthread_mutex_t mu;         /* guards the pool */
     pthread_cond_t cv;
     uint32_t n_conns;   /* slots allocated */
@@ -308,9 +309,9 @@ static int check_opts(const resil_store_opts *o, resil_err *err)
         return bad_duration(err, "busy_timeout", "in [0, 60s]", o->busy_timeout);
     if (o->journal != NULL && *o->journal == '\0')
         return resil_err_set(err, RESIL_EINVAL, "store.journal must be a file path or NULL");
-    if (o->batch_max > MAX_BATCH)
+    if (o->batch_max > STORE_MAX_BATCH)
         return resil_err_set(err, RESIL_EINVAL, "store.batch_max must be in [0,%d], got %u",
-                             MAX_BATCH, o->batch_max);
+                             STORE_MAX_BATCH, o->batch_max);
     if (o->batch_window < 0 || o->batch_window > MAX_BATCH_WINDOW)
         return bad_duration(err, "batch_window", "in [0, 1s]", o->batch_window);
     if (o->batch_window > 0 && o->batch_max < 2)
@@ -441,7 +442,7 @@ static int run_call(resil_store *s, store_call *call, resil_err *err)
 typedef struct batch_attempt {
     resil_store *s;
     store_conn *conn;
-    store_call *calls[MAX_BATCH];
+    store_call *calls[STORE_MAX_BATCH];
     size_t n;
     char msg[200];
 } batch_attempt;
@@ -742,7 +743,7 @@ int resil_store_new(const resil_store_opts *o, resil_store **out, resil_err *err
     s->clock = o->clock ? o->clock : resil_clock_system();
     s->max_conns = strcmp(target, ":memory:") == 0 ? 1 : o->connections;
     s->cfg.write_lock = &s->write_lock;
-    pthread_mutex_init(&s->write_lock, NULL);
+    resil__write_lock_init(&s->write_lock);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->jmu, NULL);
@@ -775,7 +776,7 @@ void resil_store_free(resil_store *s)
         s->be->conn_free(s->idle[i]);
     resil__journal_close(s->journal);
     resil__batcher_free(s->batcher);
-    pthread_mutex_destroy(&s->write_lock);
+    resil__write_lock_destroy(&s->write_lock);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->jmu);
@@ -1026,7 +1027,7 @@ int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
     uint64_t total = 0;
     int rc;
     do {
-        rc = run_call(s, &call, err);
+        rc = run_write(s, &call, err);
         total += rc == 0 ? call.deleted : 0;
     } while (rc == 0 && call.deleted == PURGE_CHUNK);
     if (deleted != NULL)

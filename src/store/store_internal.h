@@ -17,6 +17,21 @@
 
 typedef struct store_conn store_conn; /* a backend's connection slot */
 
+/* SQLite's writers in this process, in the order they came (batch.c). A
+ * plain mutex would let a purge, which takes the lock again the moment it
+ * lets go of it, starve every batch queued behind it: a ticket each keeps
+ * them taking turns. */
+typedef struct store_write_lock {
+    pthread_mutex_t mu;
+    pthread_cond_t turn;
+    uint64_t next, serving;
+} store_write_lock;
+
+void resil__write_lock_init(store_write_lock *l);
+void resil__write_lock_destroy(store_write_lock *l);
+void resil__write_lock(store_write_lock *l);
+void resil__write_unlock(store_write_lock *l);
+
 /* What the backends read from the options. Lives as long as the store. */
 typedef struct store_config {
     const char *target;  /* SQLite: the file path; PostgreSQL: the whole URL */
@@ -24,9 +39,9 @@ typedef struct store_config {
     int busy_timeout_ms; /* SQLite only */
     int sqlite_sync;     /* SQLite only: a resil_store_sync */
     /* SQLite only: the store's writers queue here. The file has one writer
-     * at a time anyway; a mutex hands it over at once, where SQLite's busy
+     * at a time anyway; a lock hands it over at once, where SQLite's busy
      * handler would poll with sleeps of up to 100 ms. */
-    pthread_mutex_t *write_lock;
+    store_write_lock *write_lock;
 } store_config;
 
 typedef enum store_op {
@@ -67,7 +82,7 @@ typedef struct store_backend {
      * failure's kind says its class (see STORE_UNAVAILABLE); the database's
      * full message goes to msg. */
     resil_outcome (*run)(store_conn *c, store_call *call, char *msg, size_t cap);
-    /* Group commit: run calls[0..n) (BEGIN, COMPLETE, RELEASE, RENEW) as
+    /* Group commit: run calls[0..n) (BEGIN, COMPLETE, RELEASE, RENEW, PURGE) as
      * one transaction with one commit, connecting first if needed. Any
      * failure rolls the whole batch back and is classified as for run().
      * A BEGIN the backend cannot decide inside the batch (PostgreSQL: its
@@ -149,6 +164,8 @@ typedef struct batch_member {
 typedef void (*batch_run_fn)(void *ud, batch_member *const *members, size_t n);
 
 typedef struct store_batcher store_batcher;
+
+#define STORE_MAX_BATCH 1024 /* store.batch_max's upper bound */
 
 typedef struct batcher_opts {
     uint32_t max;           /* calls per batch, >= 2 */

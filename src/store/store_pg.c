@@ -439,11 +439,17 @@ static resil_outcome fenced(store_conn *c, store_call *call, int which, char *ms
     return resil_ok();
 }
 
+static void purge_params(const store_call *call, params *p)
+{
+    p->n = 0;
+    p_int(p, (uint64_t)call->cutoff_ms, 8);
+    p_int(p, call->purge_limit, 8);
+}
+
 static resil_outcome do_purge(store_conn *c, store_call *call, char *msg, size_t cap)
 {
-    params p = {.n = 0};
-    p_int(&p, (uint64_t)call->cutoff_ms, 8);
-    p_int(&p, call->purge_limit, 8);
+    params p;
+    purge_params(call, &p);
     PGresult *r = exec_prepared(c, PS_PURGE, &p);
     if (!ok(r))
         return fail(c, r, msg, cap);
@@ -464,6 +470,8 @@ static int batch_statement(const store_call *call)
         return PS_RELEASE;
     case STORE_RENEW:
         return PS_RENEW;
+    case STORE_PURGE:
+        return PS_PURGE;
     default:
         return PS_COMPLETE;
     }
@@ -483,6 +491,8 @@ static bool send_batch(store_conn *c, store_call *const *calls, size_t n)
         params p;
         if (which == PS_INSERT)
             insert_params(calls[i], &p);
+        else if (which == PS_PURGE)
+            purge_params(calls[i], &p);
         else
             fenced_params(calls[i], which, &p);
         sent = PQsendQueryPrepared(c->pg, statements[which].name, p.n, p.value, p.length,
@@ -494,6 +504,10 @@ static bool send_batch(store_conn *c, store_call *const *calls, size_t n)
 /* One statement's result, as a call learns it. 0, or -1 out of memory. */
 static int take_result(store_call *call, const PGresult *r)
 {
+    if (call->op == STORE_PURGE) {
+        call->deleted = strtoull(PQcmdTuples((PGresult *)r), NULL, 10);
+        return 0;
+    }
     if (call->op != STORE_BEGIN) {
         call->owned = strcmp(PQcmdTuples((PGresult *)r), "1") == 0;
         return 0;

@@ -75,8 +75,8 @@ static const char *const statement_sql[ST_COUNT] = {
                    " AND status IS NULL AND lease = ?4",
     [ST_RENEW] = "UPDATE {T} SET lease_expires_at = ?5"
                  " WHERE " WHERE_KEY " AND status IS NULL AND lease = ?4",
-    [ST_PURGE] = "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T}"
-                 " WHERE created_at < ?1 LIMIT ?2)",
+    [ST_PURGE] = ("DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T}"
+                  " WHERE created_at < ?1 LIMIT ?2)"),
 };
 
 struct store_conn {
@@ -338,6 +338,8 @@ static int write_one(store_conn *c, store_call *call)
         return do_fenced(c, call, ST_RELEASE);
     case STORE_RENEW:
         return do_fenced(c, call, ST_RENEW);
+    case STORE_PURGE:
+        return do_purge(c, call);
     default:
         return SQLITE_MISUSE; /* the front batches nothing else */
     }
@@ -368,12 +370,12 @@ static resil_outcome connect_failed(store_conn *c, int rc, char *msg, size_t cap
 
 /* Under the in-process write lock (see store_config), with the file's. */
 static resil_outcome write_locked(store_conn *c, store_call *const *calls, size_t n,
-                                  bool purge, char *msg, size_t cap)
+                                  char *msg, size_t cap)
 {
-    pthread_mutex_lock(c->cfg->write_lock);
-    int rc = purge ? do_purge(c, calls[0]) : write_all(c, calls, n);
+    resil__write_lock(c->cfg->write_lock);
+    int rc = write_all(c, calls, n);
     resil_outcome o = rc == SQLITE_OK ? resil_ok() : fail(c, rc, msg, cap);
-    pthread_mutex_unlock(c->cfg->write_lock);
+    resil__write_unlock(c->cfg->write_lock);
     return o;
 }
 
@@ -383,7 +385,7 @@ static resil_outcome run_batch(store_conn *c, store_call *const *calls, size_t n
     int rc = ensure_connected(c);
     if (rc != SQLITE_OK)
         return connect_failed(c, rc, msg, cap);
-    return write_locked(c, calls, n, false, msg, cap);
+    return write_locked(c, calls, n, msg, cap);
 }
 
 static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
@@ -402,7 +404,7 @@ static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
     if (call->answered || call->op == STORE_PEEK)
         return resil_ok();
     store_call *one[1] = {call};
-    return write_locked(c, one, 1, call->op == STORE_PURGE, msg, cap);
+    return write_locked(c, one, 1, msg, cap);
 }
 
 /* The transactional form: the application's connection, inside its open

@@ -456,6 +456,45 @@ static void renew_release_and_complete_share_one_batch(void **state)
     resil_store_free(s);
 }
 
+/* ---- the purge ------------------------------------------------------------------ */
+
+/* n completed records created at Unix time 1 s, long expired. */
+static void seed_expired(const fixture *f, int n)
+{
+    char sql[800];
+    if (on_sqlite(f)) {
+        snprintf(sql, sizeof sql,
+                 "WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < %d)"
+                 " INSERT INTO %s SELECT 'acme', 'old', 'k-' || x, zeroblob(32), 201, '', '',"
+                 " 1000, 1000, 1 FROM i",
+                 n, f->table);
+        sqlite3 *db = sqlite_admin(f);
+        sqlite_exec(db, sql);
+        sqlite3_close(db);
+        return;
+    }
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s SELECT 'acme', 'old', 'k-' || x, '\\x00'::bytea, 201, '', '',"
+             " 1000, 1000, 1 FROM generate_series(1, %d) x",
+             f->table, n);
+    pg_exec(f, sql);
+}
+
+static void a_purge_deletes_in_chunks_that_ride_in_batches(void **state)
+{
+    fixture *f = *state;
+    seed_expired(f, 600);
+    claim(f, "k-young"); /* one batch of its own, and kept */
+    uint64_t deleted = 0;
+    resil_err err = {0};
+    if (resil_store_purge(f->s, &deleted, &err) != 0)
+        fail_msg("purge: %s", err.message);
+    assert_int_equal(deleted, 600);
+    resil_store_batch_stats st = stats_of(f->s);
+    assert_int_equal(st.calls, 1 + 3); /* the claim, then chunks of 256, 256 and 88 */
+    assert_int_equal(begin_key(f, f->s, "k-young", "a"), RESIL_STORE_IN_PROGRESS);
+}
+
 #define BATCH_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
 static const struct CMUnitTest cases[] = {
@@ -467,6 +506,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_failing_batch_fails_every_member_and_saves_none),
     BATCH_CASE(a_member_the_database_refuses_for_good_fails_alone),
     BATCH_CASE(renew_release_and_complete_share_one_batch),
+    BATCH_CASE(a_purge_deletes_in_chunks_that_ride_in_batches),
 };
 
 int main(void)
