@@ -207,7 +207,7 @@ start_gateway() {
 
 stop_gateway() {
   kill "$gw_pid" && wait "$gw_pid" || true
-  sed -n 's/^resil gateway: the store committed /  (the store committed /p' "$gw_log" >>"$work/batches"
+  sed -n "s/^resil gateway: the store committed /$1: the store committed /p" "$gw_log" >>"$work/batches"
 }
 
 # How many of the seeded records are left (they were all created at 1000).
@@ -236,7 +236,7 @@ purge_run() {
   wait "$watcher" 2>/dev/null || true
   printf '| %s: the purge of %s expired records took %.1f s | | | | | |\n' "$backend" \
     "$PURGE_KEYS" "$(cat "$work/purge.s")"
-  stop_gateway
+  stop_gateway "$backend, during the purge"
 }
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; wrk -t$THREADS -c$CONNECTIONS -d$DURATION"
@@ -258,7 +258,10 @@ for backend in $BACKENDS; do
   run_wrk "$backend: gateway pass-through" "$url" "$work/plain.lua" "$DURATION"
   run_wrk "$backend: gateway keyed, new keys" "$url" "$work/new.lua" "$DURATION" "new-$RANDOM"
   keyed_rps=$(awk '/^Requests\/sec/ {printf "%d", $2}' "$work/wrk.out")
+  # Warm-up: every key's first request; then a second for the last ones
+  # in flight to be saved, so that the measured run sees only replays.
   wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s "$work/replay.lua" "$url" >/dev/null 2>&1
+  sleep 1
   run_wrk "$backend: gateway replays" "$url" "$work/replay.lua" "$DURATION"
   if [[ $SOAK_REQUESTS -gt 0 && " $SOAK_BACKENDS " == *" $backend "* ]]; then
     before=$(rss_kb "$gw_pid")
@@ -268,7 +271,7 @@ for backend in $BACKENDS; do
     printf '| %s: gateway memory before / after the soak | %s MB | %s MB | | | |\n' "$backend" \
       "$((before / 1024))" "$(( $(rss_kb "$gw_pid") / 1024 ))"
   fi
-  stop_gateway
+  stop_gateway "$backend"
   if [[ $PURGE_KEYS -gt 0 ]]; then
     [[ $backend == sqlite ]] && rm -f "$db" "$db"-*
     [[ $backend == postgres ]] && psql -q "$pg_url" -c "DROP TABLE resil_idempotency" >/dev/null
