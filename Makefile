@@ -7,6 +7,9 @@
 #                  off, build-core/) and its tests: what builds with only a
 #                  C compiler, CMake and cmocka
 #   make bench     build in Release and run the benchmarks
+#   make bench-gateway  resil gateway beside nginx under wrk, on SQLite and
+#                  PostgreSQL (bench/gateway-vs-nginx.sh; installs nginx-light
+#                  and wrk, which nothing else needs)
 #   make sanitize  the whole suite under ASan+UBSan, then under TSan
 #   make fuzz      libFuzzer builds of the fuzz targets (clang)
 #   make fuzz-campaign  every target for 10,000,000 executions, one after
@@ -20,7 +23,7 @@ CMAKE   ?= cmake
 SAN_CC  ?= clang
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build check check-core demo bench sanitize asan tsan fuzz fuzz-campaign install clean
+.PHONY: all deps build check check-core demo bench bench-gateway sanitize asan tsan fuzz fuzz-campaign install clean
 
 all: build
 
@@ -51,6 +54,12 @@ bench: deps
 	$(CMAKE) -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DRESIL_BUILD_TESTS=OFF $(CMAKE_ARGS)
 	$(CMAKE) --build build-bench -j$(JOBS)
 	$(CMAKE) --build build-bench --target bench
+
+bench-gateway:
+	@scripts/deps.sh --bench
+	$(CMAKE) -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DRESIL_BUILD_TESTS=OFF $(CMAKE_ARGS)
+	$(CMAKE) --build build-bench -j$(JOBS) --target resil_cli
+	BUILD=$(CURDIR)/build-bench bench/gateway-vs-nginx.sh
 
 sanitize: asan tsan
 

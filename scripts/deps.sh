@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deps.sh — install the Debian packages resil needs to build and test, when
-# they are missing. As root it runs apt-get; otherwise it prints the exact
+# they are missing (--bench: also those the gateway benchmark needs). As root it runs apt-get; otherwise it prints the exact
 # apt-get line to run and exits 1, changing nothing. Every Makefile target
 # calls it first, so `make demo` and `make check` work on a fresh machine.
 set -euo pipefail
@@ -17,6 +17,13 @@ packages=(
   libmicrohttpd-dev
   libuv1-dev
 )
+
+# Only for bench/gateway-vs-nginx.sh (make bench-gateway), never for make
+# check: nginx as the upstream and the proxy to compare with, wrk to drive
+# them, sqlite3 to fill a store with expired records for the purge run.
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(nginx-light wrk sqlite3)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -68,6 +68,13 @@ static const char usage_text[] =
     "  --idle-timeout DUR     close a connection where nothing moves this long (default 60s)\n"
     "  --journal PATH|off     where answers the store cannot take wait, fsync'ed (default:\n"
     "                         the SQLite file's path + .resil-journal; none for PostgreSQL)\n"
+    "  --batch-max N          key writes of concurrent requests share one transaction and\n"
+    "                         one sync, up to N of them (default 64; 1: each its own)\n"
+    "  --batch-window DUR     a batch waits this long for company (default 0s: none;\n"
+    "                         at most 1s)\n"
+    "  --sqlite-sync full|normal\n"
+    "                         normal: a power cut may forget the last moments' keys and\n"
+    "                         answers, never a crash of the gateway (default full)\n"
     "  --upstream-dedupes     the upstream recognises a repeated Idempotency-Key itself:\n"
     "                         give the key back when the outcome is unknown (a timeout)\n"
     "  --quiet                no access log\n"
@@ -296,6 +303,31 @@ static int parse_operation(const args *a, const char *v, gw_config *cfg)
     return 0;
 }
 
+/* Group commit and the SQLite sync level (the store checks the rest). */
+static int parse_batch_max(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_count(a, "--batch-max", v, 1024, &cfg->batch_max);
+}
+
+static int parse_batch_window(const args *a, const char *v, gw_config *cfg)
+{
+    resil_duration d;
+    if (args_duration(a, "--batch-window", v, false, &d) != 0)
+        return RESIL_EINVAL;
+    if (d > RESIL_S(1))
+        return args_reject(a, "--batch-window", "a duration from 0s to 1s", v);
+    cfg->batch_window = d;
+    return 0;
+}
+
+static int parse_sqlite_sync(const args *a, const char *v, gw_config *cfg)
+{
+    if (strcmp(v, "full") != 0 && strcmp(v, "normal") != 0)
+        return args_reject(a, "--sqlite-sync", "full or normal", v);
+    cfg->sqlite_sync = strcmp(v, "normal") == 0 ? RESIL_STORE_SYNC_NORMAL : RESIL_STORE_SYNC_FULL;
+    return 0;
+}
+
 static int parse_journal(const args *a, const char *v, gw_config *cfg)
 {
     if (*v == '\0')
@@ -351,6 +383,8 @@ static const struct {
     {"--body-timeout", parse_body_timeout}, {"--idle-timeout", parse_idle_timeout},
     {"--journal", parse_journal},
     {"--breaker-failures", parse_breaker_failures}, {"--breaker-break", parse_breaker_break},
+    {"--batch-max", parse_batch_max}, {"--batch-window", parse_batch_window},
+    {"--sqlite-sync", parse_sqlite_sync},
 #ifdef RESIL_CLI_REDIS
     {"--fleet", parse_fleet},         {"--fleet-rate", parse_fleet_rate},
     {"--fleet-concurrency", parse_fleet_concurrency},
@@ -376,6 +410,7 @@ static void config_default(gw_config *cfg)
     cfg->header_timeout = RESIL_S(10);
     cfg->body_timeout = RESIL_S(60);
     cfg->idle_timeout = RESIL_S(60);
+    cfg->batch_max = 64;
 }
 
 /* Relations between options, once each is valid on its own. */
@@ -388,6 +423,11 @@ static int check_config(const args *a, const gw_config *cfg)
         return args_fail(a, "--upstream URL is required");
     if (fleet_limits_need_fleet(a, cfg->fleet, &cfg->limits) != 0)
         return RESIL_EINVAL;
+    if (cfg->batch_window > 0 && cfg->batch_max < 2)
+        return args_fail(a, "--batch-window needs --batch-max 2 or more: without batching "
+                            "it only adds latency");
+    if (cfg->sqlite_sync != RESIL_STORE_SYNC_FULL && strncmp(cfg->store_url, "sqlite:", 7) != 0)
+        return args_fail(a, "--sqlite-sync applies to a sqlite: store only");
     if (cfg->max_per_client > cfg->max_connections)
         return args_fail(a, "--max-connections-per-client (%u) must not exceed "
                             "--max-connections (%u)",
@@ -521,6 +561,9 @@ static int open_store(gateway *gw)
     o.lease = gw->cfg.lease;
     o.retention = gw->cfg.retention;
     o.connections = 8;
+    o.batch_max = gw->cfg.batch_max;
+    o.batch_window = gw->cfg.batch_window;
+    o.sqlite_sync = gw->cfg.sqlite_sync;
     char journal[4096];
     o.journal = gw_journal_path(&gw->cfg, journal, sizeof journal);
     resil_err err = {0};
@@ -723,6 +766,13 @@ static int serve(gateway *gw, const sigset_t *signals)
     if (!gw->cfg.quiet)
         fprintf(stderr, "resil gateway: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     gw_http_stop(gw, gw->cfg.timeout);
+    resil_store_batch_stats bs;
+    resil_store_batch_stats_get(gw->store, &bs);
+    if (bs.batches > 0)
+        fprintf(stderr, "resil gateway: the store committed %llu key writes in %llu batches "
+                        "(%.1f on average, at most %u)\n",
+                (unsigned long long)bs.calls, (unsigned long long)bs.batches,
+                (double)bs.calls / (double)bs.batches, bs.largest);
     fprintf(stderr, "resil gateway: stopped\n");
     return 0;
 }

@@ -38,6 +38,9 @@ typedef struct gw_config {
     resil_duration header_timeout, body_timeout, idle_timeout;
     bool upstream_dedupes; /* the upstream recognises a repeated key: release when unsure */
     const char *journal;   /* --journal: NULL = next to an SQLite store, "off" = none */
+    unsigned batch_max;          /* --batch-max: key writes per transaction */
+    resil_duration batch_window; /* --batch-window */
+    int sqlite_sync;             /* --sqlite-sync: a resil_store_sync */
     /* the upstream's circuit breaker: shared through Redis with --fleet,
      * else this gateway's own when a --breaker-* flag asks for one */
     const char *fleet;          /* redis://... or NULL */

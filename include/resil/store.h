@@ -111,8 +111,36 @@ typedef struct resil_store_opts {
                                  it returns (see resil_store_complete()). One
                                  process at a time: a second store opening the
                                  same journal gets RESIL_EBUSY. */
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* Group commit (see "Batching" in docs/idempotency.md): the key writes
+     * of concurrent calls (begin's claim, complete, release, renew) share
+     * one transaction and one sync. A batch holds at most batch_max calls
+     * (default 64; 0 or 1: every call its own transaction, as before;
+     * at most 1024) and its first call waits at most batch_window for
+     * others (default 0: no waiting, a batch is whatever queued while the
+     * previous one ran; at most 1 s; > 0 needs batch_max >= 2). Each call
+     * still returns its own result, only once its batch is durable. */
+    union { resil_duration batch_window; resil_reserved r_batch_window_; };
+    union { uint32_t batch_max; resil_reserved r_batch_max_; };
+    /* SQLite only: how hard a commit syncs (RESIL_STORE_SYNC_FULL, the
+     * default, or RESIL_STORE_SYNC_NORMAL; see resil_store_sync). */
+    union { int sqlite_sync; resil_reserved r_sqlite_sync_; };
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_store_opts;
+
+/* What a committed SQLite transaction survives.
+ *   FULL    (default) every commit is synced to disk before it returns:
+ *           durable across a process crash and a power loss or OS crash.
+ *   NORMAL  commits are written to the WAL file but synced only at a
+ *           checkpoint: durable across a process crash (the OS has the
+ *           bytes), but a power loss or OS crash may lose the transactions
+ *           committed since the last checkpoint. The file is never
+ *           corrupted. For the store that means: keys claimed and answers
+ *           saved in the last moments before a power cut may be forgotten,
+ *           so a retry may run a request again. */
+typedef enum resil_store_sync {
+    RESIL_STORE_SYNC_FULL = 0,
+    RESIL_STORE_SYNC_NORMAL = 1
+} resil_store_sync;
 
 RESIL_API void resil_store_opts_default(resil_store_opts *o);
 
@@ -256,6 +284,18 @@ typedef struct resil_store_journal_stats {
 
 /* All zero when no journal is configured. */
 RESIL_API void resil_store_journal_stats_get(resil_store *s, resil_store_journal_stats *out);
+
+/* Group commit, counted since the store opened. */
+typedef struct resil_store_batch_stats {
+    uint64_t batches; /* transactions that ran batched calls (each attempt once) */
+    uint64_t calls;   /* calls those transactions carried */
+    uint32_t largest; /* the most calls one batch carried */
+    uint32_t queued;  /* calls waiting for a batch right now */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+} resil_store_batch_stats;
+
+/* All zero when batching is off (batch_max <= 1). */
+RESIL_API void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out);
 
 /* ---- the transactional form ----------------------------------------------- */
 

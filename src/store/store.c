@@ -11,6 +11,13 @@
  * progress, mismatch) is also decided here from the row a backend read, so
  * the two dialects cannot disagree about what a record means.
  *
+ * Writes may be batched (batch.c): with opts.batch_max >= 2, begin's
+ * claim, complete, release, renew and the purge's chunks queue for group
+ * commit, and a batch
+ * runs under the same retry policy as one call, as one transaction. A
+ * batch that fails for good (a data error) is not allowed to fail its
+ * members for one another's sake: each runs again on its own.
+ *
  * The journal (journal.c) is the front's too: a completion the database
  * cannot take within the retry policy is appended there instead, and the
  * front replays it — at open, before calls while entries wait, or when the
@@ -27,6 +34,12 @@
 #define MAX_CONNECTIONS 64
 #define MAX_TABLE_NAME 48 /* leaves room for "_created_at" in 63 bytes */
 #define MAX_BLOB ((size_t)1 << 30)
+#define MAX_BATCH_WINDOW RESIL_S(1)
+/* A purge deletes this many records at a time, so that it never holds
+ * SQLite's write lock (or a long PostgreSQL transaction) for more than a
+ * moment. Batched, each chunk rides in a batch with the key writes, so a
+ * purge adds no sync of its own while requests are coming. */
+#define PURGE_CHUNK 256
 
 struct resil_store {
     const store_backend *be;
@@ -37,7 +50,7 @@ struct resil_store {
     resil_clock *clock;
     uint32_t max_conns;
 
-    pthread_mutex_t write_lock; /* see store_config */
+    store_write_lock write_lock; /* see store_config */
     pthread_mutex_t mu;         /* guards the pool */
     pthread_cond_t cv;
     uint32_t n_conns;   /* slots allocated */
@@ -49,6 +62,8 @@ struct resil_store {
     pthread_mutex_t replay_mu; /* one replay at a time */
     resil_instant next_replay; /* no opportunistic replay before this */
     uint64_t written, replayed, conflicts;
+
+    store_batcher *batcher; /* NULL when batching is off */
 };
 
 /* While completions wait in the journal, a call tries to replay them at
@@ -208,6 +223,7 @@ void resil_store_opts_default(resil_store_opts *o)
     o->retention = RESIL_S(24 * 3600);
     o->connections = 4;
     o->busy_timeout = RESIL_MS(100);
+    o->batch_max = 64;
     resil_retry_policy_default(&o->retry);
     o->retry.max_attempts = 8;
     o->retry.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
@@ -293,6 +309,24 @@ static int check_opts(const resil_store_opts *o, resil_err *err)
         return bad_duration(err, "busy_timeout", "in [0, 60s]", o->busy_timeout);
     if (o->journal != NULL && *o->journal == '\0')
         return resil_err_set(err, RESIL_EINVAL, "store.journal must be a file path or NULL");
+    if (o->batch_max > STORE_MAX_BATCH)
+        return resil_err_set(err, RESIL_EINVAL, "store.batch_max must be in [0,%d], got %u",
+                             STORE_MAX_BATCH, o->batch_max);
+    if (o->batch_window < 0 || o->batch_window > MAX_BATCH_WINDOW)
+        return bad_duration(err, "batch_window", "in [0, 1s]", o->batch_window);
+    if (o->batch_window > 0 && o->batch_max < 2)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store.batch_window needs store.batch_max >= 2 (got %u): "
+                             "without batching a window only adds latency",
+                             o->batch_max);
+    if (o->sqlite_sync != RESIL_STORE_SYNC_FULL && o->sqlite_sync != RESIL_STORE_SYNC_NORMAL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store.sqlite_sync must be RESIL_STORE_SYNC_FULL or "
+                             "RESIL_STORE_SYNC_NORMAL, got %d",
+                             o->sqlite_sync);
+    if (o->sqlite_sync != RESIL_STORE_SYNC_FULL && strncmp(o->url, "sqlite:", 7) != 0)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store.sqlite_sync applies to sqlite: stores only");
     resil_err inner = {0};
     if (resil_retry_policy_validate(&o->retry, &inner) != 0)
         return resil_err_set(err, RESIL_EINVAL, "store.%s", inner.message);
@@ -340,16 +374,23 @@ typedef struct attempt {
     char msg[200];
 } attempt;
 
+/* Before each attempt: the time now, and no result from a previous one. */
+static void stamp(resil_store *s, store_call *call)
+{
+    call->now_ms = ms_from_ns(resil_clock_wall_now(s->clock));
+    call->lease_until_ms = call->now_ms + ms_ceil(s->lease);
+    call->cutoff_ms = call->now_ms - ms_ceil(s->retention);
+    call->answered = false;
+    call->alone = false;
+    call->owned = false;
+    call->deleted = 0;
+}
+
 static resil_outcome run_attempt(resil_attempt_ctx *ctx)
 {
     attempt *a = ctx->user;
-    store_call *call = a->call;
-    call->now_ms = ms_from_ns(resil_clock_wall_now(a->s->clock));
-    call->lease_until_ms = call->now_ms + ms_ceil(a->s->lease);
-    call->cutoff_ms = call->now_ms - ms_ceil(a->s->retention);
-    call->owned = false;
-    call->deleted = 0;
-    return a->s->be->run(a->conn, call, a->msg, sizeof a->msg);
+    stamp(a->s, a->call);
+    return a->s->be->run(a->conn, a->call, a->msg, sizeof a->msg);
 }
 
 /* A failed call's code from its last outcome's class (store_internal.h):
@@ -357,6 +398,19 @@ static resil_outcome run_attempt(resil_attempt_ctx *ctx)
 static bool busy_kind(resil_kind kind)
 {
     return kind == RESIL_TRANSIENT || kind == STORE_UNAVAILABLE;
+}
+
+/* The error of a transaction the retry policy gave up on (n calls in it). */
+static int gave_up(resil_store *s, const char *msg, const resil_retry_result *res, size_t n,
+                   resil_err *err)
+{
+    int code = busy_kind(res->final.kind) ? RESIL_EBUSY : RESIL_EBACKEND;
+    char batch[40] = "";
+    if (n > 1)
+        snprintf(batch, sizeof batch, ", in a batch of %zu", n);
+    return resil_err_set(err, code, "store: %s: %s (%s, %s after %u attempt%s%s)", s->be->name,
+                         msg, res->final.detail, resil_stop_name(res->stop), res->attempts,
+                         res->attempts == 1 ? "" : "s", batch);
 }
 
 /* Run one call as one transaction under a retry policy. */
@@ -375,15 +429,115 @@ static int run_call_with(resil_store *s, const resil_retry_policy *policy, store
         return rc;
     if (res.stop == RESIL_STOP_SUCCEEDED)
         return 0;
-    int code = busy_kind(res.final.kind) ? RESIL_EBUSY : RESIL_EBACKEND;
-    return resil_err_set(err, code, "store: %s: %s (%s, %s after %u attempt%s)",
-                         s->be->name, a.msg, res.final.detail, resil_stop_name(res.stop),
-                         res.attempts, res.attempts == 1 ? "" : "s");
+    return gave_up(s, a.msg, &res, 1, err);
 }
 
 static int run_call(resil_store *s, store_call *call, resil_err *err)
 {
     return run_call_with(s, &s->retry, call, err);
+}
+
+/* ---- group commit ------------------------------------------------------------ */
+
+typedef struct batch_attempt {
+    resil_store *s;
+    store_conn *conn;
+    store_call *calls[STORE_MAX_BATCH];
+    size_t n;
+    char msg[200];
+} batch_attempt;
+
+static resil_outcome run_batch_attempt(resil_attempt_ctx *ctx)
+{
+    batch_attempt *a = ctx->user;
+    for (size_t i = 0; i < a->n; i++)
+        stamp(a->s, a->calls[i]);
+    return a->s->be->run_batch(a->conn, a->calls, a->n, a->msg, sizeof a->msg);
+}
+
+static void fail_members(batch_member *const *m, size_t n, int code, const char *text)
+{
+    for (size_t i = 0; i < n; i++)
+        m[i]->rc = resil_err_set(m[i]->err, code, "%s", text);
+}
+
+/* The batcher's runner: the batch as one transaction under the retry
+ * policy. Success answers every member; a permanent failure sends each
+ * member back to run alone, so that one request the database refuses
+ * does not fail the others; anything else fails them all, none of them
+ * acknowledged (the transaction rolled back). */
+static void run_batch(void *ud, batch_member *const *m, size_t n)
+{
+    resil_store *s = ud;
+    batch_attempt *a = malloc(sizeof *a);
+    if (a == NULL) {
+        fail_members(m, n, RESIL_ENOMEM, "store: out of memory");
+        return;
+    }
+    a->s = s;
+    a->n = n;
+    for (size_t i = 0; i < n; i++) {
+        a->calls[i] = m[i]->call;
+        m[i]->rc = 0;
+    }
+    resil_err err = {0};
+    resil_retry_result res;
+    resil_exec_opts eo = {.clock = s->clock};
+    int rc = checkout(s, &a->conn);
+    if (rc == 0) {
+        rc = resil_retry_execute(&s->retry, &eo, run_batch_attempt, a, &res, &err);
+        checkin(s, a->conn);
+    } else {
+        resil_err_set(&err, rc, "store: out of memory");
+    }
+    if (rc == 0 && res.stop != RESIL_STOP_SUCCEEDED) {
+        if (!busy_kind(res.final.kind) && n > 1) {
+            for (size_t i = 0; i < n; i++)
+                m[i]->call->alone = true;
+        } else {
+            rc = gave_up(s, a->msg, &res, n, &err);
+        }
+    }
+    if (rc != 0)
+        fail_members(m, n, rc, err.message);
+    free(a);
+}
+
+/* A key write: batched when batching is on, else a transaction of its own. */
+static int run_write(resil_store *s, store_call *call, resil_err *err)
+{
+    if (s->batcher == NULL)
+        return run_call(s, call, err);
+    call->alone = false;
+    int rc = resil__batcher_submit(s->batcher, call, err);
+    if (rc == 0 && call->alone)
+        rc = run_call(s, call, err);
+    return rc;
+}
+
+void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s != NULL && s->batcher != NULL)
+        resil__batcher_stats(s->batcher, out);
+}
+
+static int start_batching(resil_store *s, const resil_store_opts *o)
+{
+    if (o->batch_max < 2)
+        return 0;
+    batcher_opts bo = {
+        .max = o->batch_max,
+        .window = o->batch_window,
+        /* SQLite has one writer. PostgreSQL commits on every connection;
+         * half the pool runs batches, the rest stays for the reads that
+         * answer replays without waiting for one. */
+        .max_running = s->be == &resil__store_sqlite ? 1 : (s->max_conns + 1) / 2,
+        .clock = s->clock,
+        .run = run_batch,
+        .ud = s,
+    };
+    return resil__batcher_new(&bo, &s->batcher);
 }
 
 static int not_owned(store_call *call, resil_err *err)
@@ -582,18 +736,21 @@ int resil_store_new(const resil_store_opts *o, resil_store **out, resil_err *err
     s->cfg.target = target;
     snprintf(s->cfg.table, sizeof s->cfg.table, "%s", o->table);
     s->cfg.busy_timeout_ms = (int)(o->busy_timeout / 1000000);
+    s->cfg.sqlite_sync = o->sqlite_sync;
     s->lease = o->lease;
     s->retention = o->retention;
     s->retry = o->retry;
     s->clock = o->clock ? o->clock : resil_clock_system();
     s->max_conns = strcmp(target, ":memory:") == 0 ? 1 : o->connections;
     s->cfg.write_lock = &s->write_lock;
-    pthread_mutex_init(&s->write_lock, NULL);
+    resil__write_lock_init(&s->write_lock);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->jmu, NULL);
     pthread_mutex_init(&s->replay_mu, NULL);
-    if (o->journal != NULL)
+    if (start_batching(s, o) != 0)
+        rc = resil_err_set(err, RESIL_ENOMEM, "store: out of memory");
+    if (rc == 0 && o->journal != NULL)
         rc = resil__journal_open(o->journal, &s->journal, err);
     store_call call = {.op = STORE_CONNECT, .tenant = "", .operation = "", .key = ""};
     if (rc == 0)
@@ -618,7 +775,8 @@ void resil_store_free(resil_store *s)
     for (uint32_t i = 0; i < s->n_idle; i++)
         s->be->conn_free(s->idle[i]);
     resil__journal_close(s->journal);
-    pthread_mutex_destroy(&s->write_lock);
+    resil__batcher_free(s->batcher);
+    resil__write_lock_destroy(&s->write_lock);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->jmu);
@@ -695,6 +853,20 @@ static int prepare_begin(resil_store *s, const resil_store_key *k, store_call *c
     return 0;
 }
 
+/* Batched, a begin first reads: a replay or a mismatch needs no write,
+ * so it never waits for a batch. */
+static int begin_call(resil_store *s, store_call *call, resil_err *err)
+{
+    if (s->batcher == NULL)
+        return run_call(s, call, err);
+    call->op = STORE_PEEK;
+    int rc = run_call(s, call, err);
+    call->op = STORE_BEGIN;
+    if (rc != 0 || call->answered)
+        return rc;
+    return run_write(s, call, err);
+}
+
 int resil_store_begin(resil_store *s, const resil_store_key *k,
                       const uint8_t hash[RESIL_SHA256_LEN], resil_store_result *out,
                       resil_err *err)
@@ -707,7 +879,7 @@ int resil_store_begin(resil_store *s, const resil_store_key *k,
     maybe_replay(s);
     if (journal_holds(s, &call))
         return journaled_in_progress(s, out, err);
-    rc = run_call(s, &call, err);
+    rc = begin_call(s, &call, err);
     if (rc != 0)
         out->verdict = RESIL_STORE_NONE;
     return rc;
@@ -723,7 +895,7 @@ static int fenced(resil_store *s, store_call *call, resil_err *err)
                              "store: key '%s' is completed already (its completion waits "
                              "in the journal)",
                              call->key);
-    int rc = run_call(s, call, err);
+    int rc = run_write(s, call, err);
     if (rc == RESIL_EBUSY && call->op == STORE_COMPLETE && s->journal != NULL)
         return journal_completion(s, call, err);
     if (rc != 0 || call->owned)
@@ -849,10 +1021,16 @@ int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
 {
     if (s == NULL)
         return resil_err_set(err, RESIL_EINVAL, "store: store is required");
-    store_call call = {.op = STORE_PURGE, .tenant = "", .operation = "", .key = ""};
+    store_call call = {.op = STORE_PURGE, .tenant = "", .operation = "", .key = "",
+                       .purge_limit = PURGE_CHUNK};
     maybe_replay(s);
-    int rc = run_call(s, &call, err);
+    uint64_t total = 0;
+    int rc;
+    do {
+        rc = run_write(s, &call, err);
+        total += rc == 0 ? call.deleted : 0;
+    } while (rc == 0 && call.deleted == PURGE_CHUNK);
     if (deleted != NULL)
-        *deleted = rc == 0 ? call.deleted : 0;
+        *deleted = total;
     return rc;
 }

@@ -17,19 +17,36 @@
 
 typedef struct store_conn store_conn; /* a backend's connection slot */
 
+/* SQLite's writers in this process, in the order they came (batch.c). A
+ * plain mutex would let a purge, which takes the lock again the moment it
+ * lets go of it, starve every batch queued behind it: a ticket each keeps
+ * them taking turns. */
+typedef struct store_write_lock {
+    pthread_mutex_t mu;
+    pthread_cond_t turn;
+    uint64_t next, serving;
+} store_write_lock;
+
+void resil__write_lock_init(store_write_lock *l);
+void resil__write_lock_destroy(store_write_lock *l);
+void resil__write_lock(store_write_lock *l);
+void resil__write_unlock(store_write_lock *l);
+
 /* What the backends read from the options. Lives as long as the store. */
 typedef struct store_config {
     const char *target;  /* SQLite: the file path; PostgreSQL: the whole URL */
     char table[64];      /* a validated identifier */
     int busy_timeout_ms; /* SQLite only */
+    int sqlite_sync;     /* SQLite only: a resil_store_sync */
     /* SQLite only: the store's writers queue here. The file has one writer
-     * at a time anyway; a mutex hands it over at once, where SQLite's busy
+     * at a time anyway; a lock hands it over at once, where SQLite's busy
      * handler would poll with sleeps of up to 100 ms. */
-    pthread_mutex_t *write_lock;
+    store_write_lock *write_lock;
 } store_config;
 
 typedef enum store_op {
     STORE_CONNECT, /* only make sure the connection and the schema exist */
+    STORE_PEEK,    /* BEGIN's plain read: answer a settled record, if any */
     STORE_BEGIN,
     STORE_COMPLETE,
     STORE_RELEASE,
@@ -45,10 +62,13 @@ typedef struct store_call {
     int64_t now_ms;
     int64_t lease_until_ms;               /* BEGIN, RENEW: now + lease */
     int64_t cutoff_ms;                    /* PURGE: now - retention */
+    uint32_t purge_limit;                 /* PURGE: delete at most this many */
     uint64_t lease;                       /* COMPLETE, RELEASE, RENEW */
     const resil_store_response *resp;     /* COMPLETE */
     resil_store_result *out;              /* BEGIN */
     /* results */
+    bool answered;    /* PEEK: the record was settled and out is filled */
+    bool alone;       /* in a batch: not decided there, run the call on its own */
     bool owned;       /* COMPLETE, RELEASE, RENEW: the row was ours and changed */
     uint64_t deleted; /* PURGE */
 } store_call;
@@ -62,6 +82,14 @@ typedef struct store_backend {
      * failure's kind says its class (see STORE_UNAVAILABLE); the database's
      * full message goes to msg. */
     resil_outcome (*run)(store_conn *c, store_call *call, char *msg, size_t cap);
+    /* Group commit: run calls[0..n) (BEGIN, COMPLETE, RELEASE, RENEW, PURGE) as
+     * one transaction with one commit, connecting first if needed. Any
+     * failure rolls the whole batch back and is classified as for run().
+     * A BEGIN the backend cannot decide inside the batch (PostgreSQL: its
+     * insert met an existing record) gets `alone`, and the front runs it
+     * again on its own once the batch committed. */
+    resil_outcome (*run_batch)(store_conn *c, store_call *const *calls, size_t n, char *msg,
+                               size_t cap);
     /* The transactional form (BEGIN or COMPLETE only): is the
      * application's connection inside an open transaction, and run the
      * call once in it, without transaction control or retries. */
@@ -117,6 +145,43 @@ bool resil__store_settled(const store_call *call, const store_row *row);
  * message copied into msg. */
 resil_outcome resil__store_fail(resil_kind kind, int64_t code, const char *detail,
                                 const char *long_msg, char *msg, size_t cap);
+
+/* ---- group commit (batch.c) ------------------------------------------------ */
+
+/* One call waiting for, or carried by, a batch; lives on its caller's
+ * stack. The runner sets rc and, when rc != 0, err. */
+typedef struct batch_member {
+    store_call *call;
+    int rc;
+    resil_err *err; /* the caller's; may be NULL */
+    /* private to batch.c */
+    struct batch_member *next;
+    pthread_cond_t cv;
+    bool done, lead;
+} batch_member;
+
+/* Run members[0..n) as one batch and set every member's rc (and err). */
+typedef void (*batch_run_fn)(void *ud, batch_member *const *members, size_t n);
+
+typedef struct store_batcher store_batcher;
+
+#define STORE_MAX_BATCH 1024 /* store.batch_max's upper bound */
+
+typedef struct batcher_opts {
+    uint32_t max;           /* calls per batch, >= 2 */
+    resil_duration window;  /* how long a batch's first call waits for more */
+    unsigned max_running;   /* batches run at once (SQLite: 1) */
+    resil_clock *clock;     /* the window is slept on it */
+    batch_run_fn run;
+    void *ud;
+} batcher_opts;
+
+int resil__batcher_new(const batcher_opts *o, store_batcher **out);
+void resil__batcher_free(store_batcher *b);
+/* Queue the call and return once a batch carrying it ran: its rc. The
+ * calling thread may run batches (its own included) meanwhile. */
+int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err);
+void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out);
 
 /* ---- the journal (journal.c) ---------------------------------------------- */
 

@@ -14,6 +14,16 @@
  * travel in binary where that avoids escaping (bytea, integers), so a call
  * copies bytes and never parses them. A connection that breaks is dropped
  * and reconnected by the next attempt.
+ *
+ * Group commit uses libpq's pipeline mode: a batch is sent as BEGIN, one
+ * prepared statement per call, COMMIT and a sync, and its results are
+ * read in one round trip — one commit, one WAL flush for every call in
+ * it. Inside a batch a begin only inserts (READ COMMITTED: the insert
+ * waits for a concurrent one on the same key and then does nothing); a
+ * begin whose insert met an existing record goes back to the front, which
+ * runs it on its own as the REPEATABLE READ transaction above once the
+ * batch has committed. The pipeline sends small results back, so writing
+ * it whole before reading cannot fill both directions' buffers.
  */
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -89,7 +99,10 @@ static const struct {
                   "UPDATE {T} SET lease_expires_at = $5"
                   " WHERE " WHERE_KEY " AND status IS NULL AND lease = $4",
                   5, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
-    [PS_PURGE] = {"resil_store_purge", "DELETE FROM {T} WHERE created_at < $1", 1, {OID_INT8}},
+    [PS_PURGE] = {"resil_store_purge",
+                  "DELETE FROM {T} WHERE ctid = ANY (ARRAY("
+                  "SELECT ctid FROM {T} WHERE created_at < $1 LIMIT $2))",
+                  2, {OID_INT8, OID_INT8}},
 };
 
 struct store_conn {
@@ -135,6 +148,14 @@ static void p_key(params *p, const store_call *call)
     p_text(p, call->tenant);
     p_text(p, call->operation);
     p_text(p, call->key);
+}
+
+static void insert_params(const store_call *call, params *p)
+{
+    p_key(p, call);
+    p_bytes(p, call->hash, RESIL_SHA256_LEN);
+    p_int(p, (uint64_t)call->now_ms, 8);
+    p_int(p, (uint64_t)call->lease_until_ms, 8);
 }
 
 static uint64_t get_uint(const PGresult *r, int row, int col)
@@ -350,10 +371,7 @@ static resil_outcome answer_from_row(store_conn *c, store_call *call, bool settl
 static resil_outcome claim(store_conn *c, store_call *call, char *msg, size_t cap)
 {
     params p;
-    p_key(&p, call);
-    p_bytes(&p, call->hash, RESIL_SHA256_LEN);
-    p_int(&p, (uint64_t)call->now_ms, 8);
-    p_int(&p, (uint64_t)call->lease_until_ms, 8);
+    insert_params(call, &p);
     PGresult *r = exec_prepared(c, PS_INSERT, &p);
     if (ok(r) && PQntuples(r) == 0) {
         PQclear(r);
@@ -393,21 +411,26 @@ static resil_outcome begin(store_conn *c, store_call *call, char *msg, size_t ca
     return do_begin(c, call, msg, cap);
 }
 
+static void fenced_params(const store_call *call, int which, params *p)
+{
+    p_key(p, call);
+    p_int(p, call->lease, 8);
+    if (which == PS_COMPLETE) {
+        const resil_store_response *resp = call->resp;
+        p_int(p, (uint64_t)(uint32_t)resp->status, 4);
+        p_bytes(p, resp->headers, resp->headers_len);
+        p_bytes(p, resp->body, resp->body_len);
+    }
+    if (which == PS_RENEW)
+        p_int(p, (uint64_t)call->lease_until_ms, 8);
+}
+
 /* complete, release, renew: one conditional statement fenced by the lease. */
 static resil_outcome fenced(store_conn *c, store_call *call, int which, char *msg,
                             size_t cap)
 {
     params p;
-    p_key(&p, call);
-    p_int(&p, call->lease, 8);
-    if (which == PS_COMPLETE) {
-        const resil_store_response *resp = call->resp;
-        p_int(&p, (uint64_t)(uint32_t)resp->status, 4);
-        p_bytes(&p, resp->headers, resp->headers_len);
-        p_bytes(&p, resp->body, resp->body_len);
-    }
-    if (which == PS_RENEW)
-        p_int(&p, (uint64_t)call->lease_until_ms, 8);
+    fenced_params(call, which, &p);
     PGresult *r = exec_prepared(c, which, &p);
     if (!ok(r))
         return fail(c, r, msg, cap);
@@ -416,15 +439,132 @@ static resil_outcome fenced(store_conn *c, store_call *call, int which, char *ms
     return resil_ok();
 }
 
+static void purge_params(const store_call *call, params *p)
+{
+    p->n = 0;
+    p_int(p, (uint64_t)call->cutoff_ms, 8);
+    p_int(p, call->purge_limit, 8);
+}
+
 static resil_outcome do_purge(store_conn *c, store_call *call, char *msg, size_t cap)
 {
-    params p = {.n = 0};
-    p_int(&p, (uint64_t)call->cutoff_ms, 8);
+    params p;
+    purge_params(call, &p);
     PGresult *r = exec_prepared(c, PS_PURGE, &p);
     if (!ok(r))
         return fail(c, r, msg, cap);
     call->deleted = strtoull(PQcmdTuples(r), NULL, 10);
     PQclear(r);
+    return resil_ok();
+}
+
+/* ---- group commit: a pipelined batch ------------------------------------------ */
+
+/* Which statement carries a batched call. */
+static int batch_statement(const store_call *call)
+{
+    switch (call->op) {
+    case STORE_BEGIN:
+        return PS_INSERT;
+    case STORE_RELEASE:
+        return PS_RELEASE;
+    case STORE_RENEW:
+        return PS_RENEW;
+    case STORE_PURGE:
+        return PS_PURGE;
+    default:
+        return PS_COMPLETE;
+    }
+}
+
+static bool send_plain(PGconn *pg, const char *sql)
+{
+    return PQsendQueryParams(pg, sql, 0, NULL, NULL, NULL, NULL, 0) == 1;
+}
+
+static bool send_batch(store_conn *c, store_call *const *calls, size_t n)
+{
+    bool sent = PQenterPipelineMode(c->pg) == 1 &&
+                send_plain(c->pg, "BEGIN ISOLATION LEVEL READ COMMITTED");
+    for (size_t i = 0; i < n && sent; i++) {
+        int which = batch_statement(calls[i]);
+        params p;
+        if (which == PS_INSERT)
+            insert_params(calls[i], &p);
+        else if (which == PS_PURGE)
+            purge_params(calls[i], &p);
+        else
+            fenced_params(calls[i], which, &p);
+        sent = PQsendQueryPrepared(c->pg, statements[which].name, p.n, p.value, p.length,
+                                   p.format, 1) == 1;
+    }
+    return sent && send_plain(c->pg, "COMMIT") && PQpipelineSync(c->pg) == 1;
+}
+
+/* One statement's result, as a call learns it. 0, or -1 out of memory. */
+static int take_result(store_call *call, const PGresult *r)
+{
+    if (call->op == STORE_PURGE) {
+        call->deleted = strtoull(PQcmdTuples((PGresult *)r), NULL, 10);
+        return 0;
+    }
+    if (call->op != STORE_BEGIN) {
+        call->owned = strcmp(PQcmdTuples((PGresult *)r), "1") == 0;
+        return 0;
+    }
+    if (PQntuples(r) != 1) {
+        call->alone = true; /* the key exists: decided on its own, later */
+        return 0;
+    }
+    return resil__store_first(call, get_uint(r, 0, 0));
+}
+
+/* Read the n + 2 statements' results and the sync. The first failure is
+ * kept in *bad (the rest of the pipeline is then aborted by the server);
+ * false when the connection broke and the results stopped. */
+static bool read_batch(store_conn *c, store_call *const *calls, size_t n, PGresult **bad,
+                       bool *oom)
+{
+    for (size_t i = 0; i < n + 2; i++) {
+        PGresult *r = PQgetResult(c->pg);
+        if (r == NULL)
+            return false;
+        if (*bad == NULL && PQresultStatus(r) != PGRES_PIPELINE_ABORTED && !ok(r)) {
+            *bad = r;
+        } else {
+            if (*bad == NULL && i >= 1 && i <= n && take_result(calls[i - 1], r) != 0)
+                *oom = true;
+            PQclear(r);
+        }
+        while ((r = PQgetResult(c->pg)) != NULL) /* the end of this statement's */
+            PQclear(r);
+    }
+    PGresult *sync = PQgetResult(c->pg);
+    bool synced = sync != NULL && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    return synced && PQexitPipelineMode(c->pg) == 1;
+}
+
+static resil_outcome run_batch(store_conn *c, store_call *const *calls, size_t n, char *msg,
+                               size_t cap)
+{
+    if (c->pg == NULL) {
+        resil_outcome o = connect_db(c, msg, cap);
+        if (!resil_outcome_ok(&o))
+            return o;
+    }
+    PGresult *bad = NULL;
+    bool oom = false;
+    if (!send_batch(c, calls, n) || !read_batch(c, calls, n, &bad, &oom)) {
+        PQclear(bad);
+        resil_outcome o = fail(c, NULL, msg, cap);
+        disconnect(c); /* a pipeline cut short leaves libpq's state unknown */
+        return o;
+    }
+    if (bad != NULL)
+        return fail(c, bad, msg, cap);
+    if (oom)
+        return fail_local(c, "out of memory", msg, cap);
     return resil_ok();
 }
 
@@ -438,6 +578,8 @@ static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
     switch (call->op) {
     case STORE_CONNECT:
         return resil_ok();
+    case STORE_PEEK:
+        return answer_from_row(c, call, true, &call->answered, msg, cap);
     case STORE_BEGIN:
         return begin(c, call, msg, cap);
     case STORE_COMPLETE:
@@ -493,6 +635,7 @@ const store_backend resil__store_pg = {
     .conn_new = conn_new,
     .conn_free = conn_free,
     .run = run,
+    .run_batch = run_batch,
     .in_transaction = in_transaction,
     .run_in = run_in,
 };

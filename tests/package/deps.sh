@@ -51,13 +51,13 @@ if [[ $(id -u) -eq 0 ]]; then
     fi
 fi
 
-# deps PATH_PREFIX MISSING: run the copy of deps.sh; status in $status,
-# output in $tmp/out and $tmp/err.
+# deps PATH_PREFIX MISSING [ARGS]: run the copy of deps.sh; status in
+# $status, output in $tmp/out and $tmp/err.
 deps() {
     : >"$tmp/apt.log"
     status=0
     "${unprivileged[@]}" env -i PATH="$1:/usr/bin:/bin" FAKE_MISSING="$2" APT_LOG="$tmp/apt.log" \
-        bash "$tmp/deps.sh" >"$tmp/out" 2>"$tmp/err" || status=$?
+        bash "$tmp/deps.sh" "${@:3}" >"$tmp/out" 2>"$tmp/err" || status=$?
 }
 
 deps "$tmp/bin" "cmake libcmocka-dev"
@@ -79,3 +79,12 @@ expect=$'apt-get update -qq\napt-get install -y -qq --no-install-recommends cmak
 [[ "$(cat "$tmp/apt.log")" == "$expect" ]] ||
     fail "as root, apt-get ran as: $(cat "$tmp/apt.log"); expected: $expect"
 note "root, two missing: apt-get update, then install of exactly those two"
+
+# The gateway benchmark's packages are asked for only with --bench.
+deps "$tmp/bin" "nginx-light wrk"
+[[ $status -eq 0 ]] || fail "without --bench, missing nginx-light and wrk failed: $(cat "$tmp/err")"
+deps "$tmp/bin" "nginx-light wrk" --bench
+[[ $status -ne 0 ]] || fail "--bench with nginx-light and wrk missing: exit 0, expected a failure"
+grep -qx '.*apt-get install -y nginx-light wrk' "$tmp/err" ||
+    fail "--bench: no exact 'apt-get install -y nginx-light wrk' line on stderr: $(cat "$tmp/err")"
+note "the benchmark's nginx-light and wrk: needed with --bench only"

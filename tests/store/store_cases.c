@@ -14,6 +14,9 @@
 store_url_fn store_cases_url;
 
 static int next_table;
+/* store_cases_run() runs every case twice: with the default group commit,
+ * then with one transaction per call (batch_max 1). */
+static uint32_t batch_max_override;
 
 static void case_opts(fixture *f, resil_store_opts *o)
 {
@@ -23,6 +26,8 @@ static void case_opts(fixture *f, resil_store_opts *o)
     o->clock = f->clock;
     o->lease = RESIL_S(10);
     o->retention = RESIL_S(3600);
+    if (batch_max_override != 0)
+        o->batch_max = batch_max_override;
 }
 
 resil_store *fixture_open(fixture *f, opts_tweak tweak, void *ud)
@@ -608,6 +613,11 @@ int store_cases_run(const char *group, const struct CMUnitTest *own, size_t n_ow
     memcpy(all, store_cases, sizeof store_cases);
     memcpy(all + shared, own, n_own * sizeof *own);
     int failed = _cmocka_run_group_tests(group, all, shared + n_own, NULL, NULL);
+    char unbatched[128];
+    snprintf(unbatched, sizeof unbatched, "%s, one transaction per call", group);
+    batch_max_override = 1;
+    failed += _cmocka_run_group_tests(unbatched, all, shared + n_own, NULL, NULL);
+    batch_max_override = 0;
     free(all);
     return failed;
 }

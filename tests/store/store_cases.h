@@ -41,8 +41,9 @@ resil_store *fixture_open(fixture *f, opts_tweak tweak, void *ud);
 void hash_of(const char *body, uint8_t out[RESIL_SHA256_LEN]);
 resil_store_verdict begin_key(fixture *f, resil_store *s, const char *key, const char *body);
 
-/* Run the shared cases, then a backend's own, as one cmocka group; returns
- * the number of failures (or 1 when out of memory). */
+/* Run the shared cases, then a backend's own, as one cmocka group, twice:
+ * with the stores' default group commit, then with one transaction per
+ * call. Returns the number of failures (or 1 when out of memory). */
 int store_cases_run(const char *group, const struct CMUnitTest *own, size_t n_own);
 
 #endif

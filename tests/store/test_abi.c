@@ -7,11 +7,12 @@
 #include "resil/store.h"
 
 HAS_ROOM(resil_sha256_ctx, 2);
-HAS_ROOM(resil_store_opts, 4);
+HAS_ROOM(resil_store_opts, 1); /* batch_window, batch_max, sqlite_sync took three */
 HAS_ROOM(resil_store_key, 4);
 HAS_ROOM(resil_store_response, 4);
 HAS_ROOM(resil_store_result, 4);
 HAS_ROOM(resil_store_journal_stats, 4);
+HAS_ROOM(resil_store_batch_stats, 4);
 HAS_ROOM(resil_store_tx, 2);
 
 PINNED(resil_sha256_ctx, 128);
@@ -20,9 +21,14 @@ PINNED(resil_store_key, 56);
 PINNED(resil_store_response, 72);
 PINNED(resil_store_result, 120);
 PINNED(resil_store_journal_stats, 64);
+PINNED(resil_store_batch_stats, 56);
 PINNED(resil_store_tx, 32);
 /* the core's retry policy embedded */
 PINNED_AT(resil_store_opts, retry, 48);
+/* the members that took reserved slots, where the slots were */
+PINNED_AT(resil_store_opts, batch_window, 256);
+PINNED_AT(resil_store_opts, batch_max, 264);
+PINNED_AT(resil_store_opts, sqlite_sync, 272);
 
 static void defaults_zero_the_reserved_slots(void **state)
 {

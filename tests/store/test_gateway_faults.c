@@ -14,6 +14,11 @@
  * time. The faults are a fixed script, not timing: nothing asserts how
  * fast anything is, and the bounds are generous enough for a loaded 2-core
  * machine under a sanitizer. Loopback only.
+ *
+ * The script runs three times, once for each way the gateway's store may
+ * write keys: in batches as they come (the default), in batches that wait
+ * a window for company (bigger ones, so a fault strikes many requests at
+ * once), and one transaction per write.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -47,6 +52,7 @@ typedef struct world {
     char journal[600];
     pg_server *pg;
     upstream *up;
+    const char *batching[3]; /* the gateway's batching flags, NULL-ended */
     gateway_proc gw;
     int starts;
 
@@ -77,7 +83,7 @@ static void start_gateway(world *w)
     snprintf(log, sizeof log, "%s/gateway-%d.log", w->dir, w->starts++);
     const char *args[] = {"--upstream", upstream_url(w->up), "--store", pg_server_url(w->pg),
                           "--journal", w->journal, "--lease", LEASE, "--timeout", "30s",
-                          NULL};
+                          w->batching[0], w->batching[1], NULL};
     if (gateway_start(&w->gw, test_build_path("resil"), log, args) != 0)
         fail_msg("the gateway did not start (see %s)", log);
     pthread_mutex_lock(&w->mu);
@@ -268,9 +274,11 @@ static void clients_under_restarts_and_crashes_run_each_key_at_most_once(void **
 
 /* ---- setup ----------------------------------------------------------------- */
 
-static int world_setup(void **state)
+static int world_setup_with(void **state, const char *flag, const char *value)
 {
     world *w = calloc(1, sizeof *w);
+    w->batching[0] = flag;
+    w->batching[1] = value;
     pthread_mutex_init(&w->mu, NULL);
     w->dir = test_tmpdir();
     w->pg = pg_server_start();
@@ -282,6 +290,13 @@ static int world_setup(void **state)
     *state = w;
     return 0;
 }
+
+static int batched(void **state) { return world_setup_with(state, NULL, NULL); }
+static int batched_with_a_window(void **state)
+{
+    return world_setup_with(state, "--batch-window", "2ms");
+}
+static int unbatched(void **state) { return world_setup_with(state, "--batch-max", "1"); }
 
 static int world_teardown(void **state)
 {
@@ -308,8 +323,15 @@ int main(void)
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(clients_under_restarts_and_crashes_run_each_key_at_most_once,
-                                        world_setup, world_teardown),
+        {"clients_under_restarts_and_crashes_run_each_key_at_most_once",
+         clients_under_restarts_and_crashes_run_each_key_at_most_once, batched, world_teardown,
+         NULL},
+        {"the_same_with_batches_that_wait_a_window",
+         clients_under_restarts_and_crashes_run_each_key_at_most_once, batched_with_a_window,
+         world_teardown, NULL},
+        {"the_same_with_one_transaction_per_write",
+         clients_under_restarts_and_crashes_run_each_key_at_most_once, unbatched,
+         world_teardown, NULL},
     };
     int failed = cmocka_run_group_tests_name("store.gateway_faults", tests, NULL, NULL);
     curl_global_cleanup();

@@ -12,6 +12,7 @@
 #include "test.h"
 
 #define UP "--upstream", "http://127.0.0.1:9"
+#define LISTEN "--listen", "127.0.0.1:0"
 
 static char *dir;
 static char store_url[600];
@@ -185,6 +186,23 @@ static void client_timeouts_must_be_durations_in_range(void **state)
                  "--idle-timeout");
 }
 
+static void batching_and_the_sqlite_sync_level_are_checked_by_name(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--batch-max must be a whole number in [1, 1024], got '0'", LISTEN, UP,
+                 "--batch-max", "0");
+    EXPECT_USAGE("--batch-max must be a whole number in [1, 1024], got '1025'", LISTEN, UP,
+                 "--batch-max", "1025");
+    EXPECT_USAGE("--batch-window must be a duration from 0s to 1s, got '2s'", LISTEN, UP,
+                 "--batch-window", "2s");
+    EXPECT_USAGE("--batch-window needs --batch-max 2 or more", LISTEN, UP, "--batch-max", "1",
+                 "--batch-window", "1ms");
+    EXPECT_USAGE("--sqlite-sync must be full or normal, got 'off'", LISTEN, UP,
+                 "--sqlite-sync", "off");
+    EXPECT_USAGE("--sqlite-sync applies to a sqlite: store only", LISTEN, UP, "--store",
+                 "postgres://127.0.0.1:1/x", "--sqlite-sync", "normal");
+}
+
 static void unknown_options_are_refused(void **state)
 {
     (void)state;
@@ -241,6 +259,7 @@ int main(void)
         cmocka_unit_test(front_door_limits_must_be_whole_numbers_in_range),
         cmocka_unit_test(the_per_client_limit_must_not_exceed_the_total),
         cmocka_unit_test(client_timeouts_must_be_durations_in_range),
+        cmocka_unit_test(batching_and_the_sqlite_sync_level_are_checked_by_name),
         cmocka_unit_test(unknown_options_are_refused),
         cmocka_unit_test(help_exits_zero),
         cmocka_unit_test(a_port_in_use_exits_1),

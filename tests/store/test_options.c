@@ -43,6 +43,9 @@ static void defaults_are_the_documented_ones(void **state)
     assert_int_equal(o.retry.backoff.jitter, RESIL_JITTER_FULL);
     assert_duration_equal(o.retry.backoff.max_delay, RESIL_MS(250));
     assert_null(o.clock);
+    assert_int_equal(o.batch_max, 64);
+    assert_duration_equal(o.batch_window, 0);
+    assert_int_equal(o.sqlite_sync, RESIL_STORE_SYNC_FULL);
 }
 
 static void url_is_required(void **state)
@@ -176,6 +179,71 @@ static void busy_timeout_must_be_0_to_60s(void **state)
     resil_store_free(s);
 }
 
+static void batch_max_must_be_at_most_1024(void **state)
+{
+    (void)state;
+    char url[600];
+    resil_store_opts o;
+    sqlite_opts(&o, url, sizeof url);
+    o.batch_max = 1025;
+    expect_refused(&o, "store.batch_max must be in [0,1024], got 1025");
+    resil_store *s;
+    o.batch_max = 1024;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    resil_store_free(s);
+    o.batch_max = 0; /* zero, from a caller that never heard of it: no batching */
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    resil_store_batch_stats st;
+    resil_store_batch_stats_get(s, &st);
+    assert_int_equal(st.batches, 0);
+    resil_store_free(s);
+}
+
+static void batch_window_must_be_0_to_1s(void **state)
+{
+    (void)state;
+    char url[600];
+    resil_store_opts o;
+    sqlite_opts(&o, url, sizeof url);
+    o.batch_window = -1;
+    expect_refused(&o, "store.batch_window must be in [0, 1s], got -1ns");
+    o.batch_window = RESIL_S(1) + 1;
+    expect_refused(&o, "store.batch_window must be in [0, 1s], got 1.000000001s");
+    resil_store *s;
+    o.batch_window = RESIL_S(1);
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    resil_store_free(s);
+}
+
+static void batch_window_needs_batching(void **state)
+{
+    (void)state;
+    char url[600];
+    resil_store_opts o;
+    sqlite_opts(&o, url, sizeof url);
+    o.batch_window = RESIL_MS(1);
+    o.batch_max = 1;
+    expect_refused(&o, "store.batch_window needs store.batch_max >= 2 (got 1): without "
+                       "batching a window only adds latency");
+}
+
+static void sqlite_sync_is_full_or_normal_and_for_sqlite_only(void **state)
+{
+    (void)state;
+    char url[600];
+    resil_store_opts o;
+    sqlite_opts(&o, url, sizeof url);
+    o.sqlite_sync = 2;
+    expect_refused(&o, "store.sqlite_sync must be RESIL_STORE_SYNC_FULL or "
+                       "RESIL_STORE_SYNC_NORMAL, got 2");
+    resil_store *s;
+    o.sqlite_sync = RESIL_STORE_SYNC_NORMAL;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    resil_store_free(s);
+    o.url = "postgres://127.0.0.1:1/none";
+    expect_refused(&o, "store.sqlite_sync applies to sqlite: stores only");
+}
+
 static void retry_policy_errors_are_named_under_store(void **state)
 {
     (void)state;
@@ -265,6 +333,10 @@ int main(void)
         cmocka_unit_test(retention_must_cover_the_lease),
         cmocka_unit_test(connections_must_be_1_to_64),
         cmocka_unit_test(busy_timeout_must_be_0_to_60s),
+        cmocka_unit_test(batch_max_must_be_at_most_1024),
+        cmocka_unit_test(batch_window_must_be_0_to_1s),
+        cmocka_unit_test(batch_window_needs_batching),
+        cmocka_unit_test(sqlite_sync_is_full_or_normal_and_for_sqlite_only),
         cmocka_unit_test(retry_policy_errors_are_named_under_store),
         cmocka_unit_test(null_arguments_are_refused),
         cmocka_unit_test(sqlite_busy_and_locked_are_transient_with_extended_codes),

@@ -75,6 +75,14 @@ static void counted(resil_store_opts *o, void *ud)
     o->connections = 1;
 }
 
+/* The same, with every call a transaction of its own: what a begin does
+ * when it runs alone (unbatched, or sent back by its batch). */
+static void counted_alone(resil_store_opts *o, void *ud)
+{
+    counted(o, ud);
+    o->batch_max = 1;
+}
+
 /* ---- the table ------------------------------------------------------------- */
 
 static void in_progress_record_has_a_null_status_in_the_table(void **state)
@@ -130,7 +138,7 @@ static void serialization_failure_reruns_the_whole_transaction(void **state)
 {
     fixture *f = *state;
     retries r = {0};
-    resil_store *s = fixture_open(f, counted, &r);
+    resil_store *s = fixture_open(f, counted_alone, &r);
     /* Another writer inserts the completed record and holds it uncommitted. */
     PGconn *other = admin();
     char sql[600];
@@ -468,7 +476,10 @@ static void gateway_replays_from_postgres_across_restarts(void **state)
                           NULL};
     gateway_proc gw;
     http_reply r[2];
-    const char *headers[] = {"Idempotency-Key: pg-1", NULL};
+    static int runs; /* the cases run twice against one table: a key per run */
+    char key[64];
+    snprintf(key, sizeof key, "Idempotency-Key: pg-%d", ++runs);
+    const char *headers[] = {key, NULL};
     for (int run = 0; run < 2; run++) {
         snprintf(log, sizeof log, "%s/gateway-%d.log", dir, run);
         assert_int_equal(gateway_start(&gw, test_build_path("resil"), log, args), 0);

@@ -1,0 +1,529 @@
+/*
+ * test_batch.c — group commit, against real SQLite and a real PostgreSQL:
+ * what a batch carries, when it runs, and that each member learns its own
+ * result, and only what the database made durable.
+ *
+ * The window is slept on the store's clock, the fake one here in manual
+ * mode: a batch's leader blocks until the test moves virtual time or the
+ * batch fills, so every case builds the exact batch it means, member by
+ * member (each queued before the next starts, which the store's batch
+ * counts tell), and nothing depends on how fast threads run.
+ */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sqlite3.h>
+
+#include "pg_server.h"
+#include "store_cases.h"
+
+static pg_server *server;
+static char *dir;
+static int next_file;
+
+static void sqlite_url(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "sqlite:%s/batch-%d.db", dir, next_file++);
+}
+
+static void pg_url(char *buf, size_t cap) { snprintf(buf, cap, "%s", pg_server_url(server)); }
+
+static bool on_sqlite(const fixture *f) { return strncmp(f->url, "sqlite:", 7) == 0; }
+
+/* ---- batched handles and their members ------------------------------------- */
+
+/* The longest window there is (virtual: nobody waits it out for real). */
+#define LONG_WINDOW RESIL_S(1)
+
+typedef struct batching {
+    uint32_t max;
+    resil_duration window;
+    uint32_t attempts; /* 0: the default policy */
+} batching;
+
+static void batched(resil_store_opts *o, void *ud)
+{
+    const batching *b = ud;
+    o->batch_max = b->max;
+    o->batch_window = b->window;
+    o->busy_timeout = 0;
+    if (b->attempts > 0)
+        o->retry.max_attempts = b->attempts;
+}
+
+/* A store handle whose batches wait `window` of the fixture's manual clock. */
+static resil_store *open_batched(fixture *f, uint32_t max, resil_duration window,
+                                 uint32_t attempts)
+{
+    batching b = {.max = max, .window = window, .attempts = attempts};
+    resil_fake_clock_set_manual(f->fc, true);
+    return fixture_open(f, batched, &b);
+}
+
+typedef enum member_op { BEGIN, COMPLETE, RELEASE, RENEW } member_op;
+
+typedef struct member {
+    resil_store *s;
+    member_op op;
+    const char *key, *body; /* begin(key, body), or another call with lease */
+    uint64_t lease;
+    resil_store_result res;
+    int rc;
+    char error[256];
+    pthread_t t;
+} member;
+
+static const char *const completed_body = "{\"order\":1}";
+
+static void *run_member(void *arg)
+{
+    member *m = arg;
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = m->key};
+    resil_err err = {0};
+    resil_store_response r = {.status = 201, .body = completed_body,
+                              .body_len = strlen(completed_body)};
+    uint8_t h[RESIL_SHA256_LEN];
+    switch (m->op) {
+    case BEGIN:
+        hash_of(m->body, h);
+        m->rc = resil_store_begin(m->s, &k, h, &m->res, &err);
+        break;
+    case COMPLETE:
+        m->rc = resil_store_complete(m->s, &k, m->lease, &r, &err);
+        break;
+    case RELEASE:
+        m->rc = resil_store_release(m->s, &k, m->lease, &err);
+        break;
+    case RENEW:
+        m->rc = resil_store_renew(m->s, &k, m->lease, &err);
+        break;
+    }
+    snprintf(m->error, sizeof m->error, "%s", err.message);
+    return NULL;
+}
+
+static resil_store_batch_stats stats_of(resil_store *s)
+{
+    resil_store_batch_stats st;
+    resil_store_batch_stats_get(s, &st);
+    return st;
+}
+
+/* Wait (yielding, not sleeping) until n calls wait for a batch. */
+static void await_queued(resil_store *s, uint32_t n)
+{
+    for (long i = 0; i < 100000000L; i++) {
+        if (stats_of(s).queued >= n)
+            return;
+        sched_yield();
+    }
+    fail_msg("%u calls never queued", n);
+}
+
+static void start(member *m, resil_store *s)
+{
+    m->s = s;
+    resil_store_result_init(&m->res);
+    pthread_create(&m->t, NULL, run_member, m);
+}
+
+/* Start a member and wait until it is queued as the n-th. */
+static void start_queued(member *m, resil_store *s, uint32_t n)
+{
+    start(m, s);
+    await_queued(s, n);
+}
+
+static void join(member *m)
+{
+    pthread_join(m->t, NULL);
+}
+
+static void join_ok(member *m)
+{
+    join(m);
+    if (m->rc != 0)
+        fail_msg("call %d on '%s': %s", (int)m->op, m->key, m->error);
+}
+
+static void done(member *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        resil_store_result_free(&m[i].res);
+}
+
+/* begin on the fixture's own (unbatched-in-effect) handle. */
+static uint64_t claim(fixture *f, const char *key)
+{
+    assert_int_equal(begin_key(f, f->s, key, "a"), RESIL_STORE_FIRST);
+    return f->res.lease;
+}
+
+/* ---- what a batch carries ----------------------------------------------------- */
+
+static void each_member_of_a_batch_learns_its_own_verdict(void **state)
+{
+    fixture *f = *state;
+    uint64_t lease1 = claim(f, "k-1");
+    claim(f, "k-3");
+    resil_store *s = open_batched(f, 5, LONG_WINDOW, 0);
+    member m[5] = {
+        {.key = "k-1", .op = COMPLETE, .lease = lease1},
+        {.key = "k-1", .body = "a"}, /* after its completion, in the same batch */
+        {.key = "k-2", .body = "x"},
+        {.key = "k-2", .body = "y"}, /* the same new key, another request */
+        {.key = "k-3", .body = "a"}, /* claimed and running */
+    };
+    for (uint32_t i = 0; i < 4; i++)
+        start_queued(&m[i], s, i + 1);
+    start(&m[4], s); /* the fifth fills the batch: it runs without the window */
+    for (int i = 0; i < 5; i++)
+        join_ok(&m[i]);
+    assert_int_equal(m[1].res.verdict, RESIL_STORE_REPLAY);
+    assert_int_equal(m[1].res.status, 201);
+    assert_string_equal((const char *)m[1].res.body, completed_body);
+    assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[2].res.lease, 1);
+    assert_int_equal(m[3].res.verdict, RESIL_STORE_MISMATCH);
+    assert_int_equal(m[4].res.verdict, RESIL_STORE_IN_PROGRESS);
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.calls, 5);
+    assert_int_equal(st.largest, 5);
+    assert_int_equal(st.queued, 0);
+    assert_int_equal(resil_fake_clock_now(f->fc), 0); /* no window was waited out */
+    done(m, 5);
+    resil_store_free(s);
+}
+
+static void a_batch_carries_at_most_batch_max_calls(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 2, LONG_WINDOW, 0);
+    member m[3] = {{.key = "k-1", .body = "a"}, {.key = "k-2", .body = "a"},
+                   {.key = "k-3", .body = "a"}};
+    start_queued(&m[0], s, 1);
+    start(&m[1], s); /* which of these two queues first is the threads' business: */
+    start(&m[2], s); /* one fills the first batch, the other leads the next */
+    join_ok(&m[0]);
+    resil_fake_clock_await_sleepers(f->fc, 1);
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.largest, 2);
+    assert_int_equal(st.queued, 1);
+    resil_fake_clock_advance(f->fc, LONG_WINDOW);
+    join_ok(&m[1]);
+    join_ok(&m[2]);
+    st = stats_of(s);
+    assert_int_equal(st.batches, 2);
+    assert_int_equal(st.calls, 3);
+    assert_int_equal(st.largest, 2);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(m[i].res.verdict, RESIL_STORE_FIRST);
+    done(m, 3);
+    resil_store_free(s);
+}
+
+/* ---- when a batch runs --------------------------------------------------------- */
+
+static void a_lone_call_runs_when_the_window_ends(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 64, RESIL_MS(5), 0);
+    member m = {.key = "k-1", .body = "a"};
+    start(&m, s);
+    resil_fake_clock_await_sleepers(f->fc, 1);
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.batches, 0);
+    assert_int_equal(st.queued, 1);
+    resil_fake_clock_advance(f->fc, RESIL_MS(5) - 1);
+    assert_int_equal(stats_of(s).batches, 0); /* a nanosecond early: still waiting */
+    resil_fake_clock_advance(f->fc, 1);
+    join_ok(&m);
+    assert_int_equal(m.res.verdict, RESIL_STORE_FIRST);
+    /* Stamped when the batch ran, not when the call queued. */
+    assert_int_equal(m.res.created_at, CASE_WALL0 + RESIL_MS(5));
+    st = stats_of(s);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.largest, 1);
+    done(&m, 1);
+    resil_store_free(s);
+}
+
+static void a_full_batch_runs_before_its_window_ends(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 2, LONG_WINDOW, 0);
+    member m[2] = {{.key = "k-1", .body = "a"}, {.key = "k-2", .body = "a"}};
+    start_queued(&m[0], s, 1);
+    start(&m[1], s);
+    join_ok(&m[0]);
+    join_ok(&m[1]);
+    assert_int_equal(m[0].res.created_at, CASE_WALL0);
+    assert_int_equal(m[1].res.created_at, CASE_WALL0);
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.largest, 2);
+    done(m, 2);
+    resil_store_free(s);
+}
+
+static void replays_and_mismatches_never_wait_for_a_batch(void **state)
+{
+    fixture *f = *state;
+    uint64_t lease = claim(f, "k-1");
+    resil_store_response r = {.status = 201};
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    assert_int_equal(resil_store_complete(f->s, &k, lease, &r, NULL), 0);
+    resil_store *s = open_batched(f, 64, LONG_WINDOW, 0);
+    /* A window that nobody ends: only a plain read can answer. */
+    member m[2] = {{.key = "k-1", .body = "a"}, {.key = "k-1", .body = "b"}};
+    start(&m[0], s);
+    join_ok(&m[0]);
+    start(&m[1], s);
+    join_ok(&m[1]);
+    assert_int_equal(m[0].res.verdict, RESIL_STORE_REPLAY);
+    assert_int_equal(m[1].res.verdict, RESIL_STORE_MISMATCH);
+    assert_int_equal(stats_of(s).batches, 0);
+    done(m, 2);
+    resil_store_free(s);
+}
+
+/* ---- failures ------------------------------------------------------------------- */
+
+static sqlite3 *sqlite_admin(const fixture *f)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open(f->url + strlen("sqlite:"), &db) != SQLITE_OK)
+        fail_msg("sqlite3_open: %s", sqlite3_errmsg(db));
+    return db;
+}
+
+static void sqlite_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+}
+
+static void pg_exec(const fixture *f, const char *sql)
+{
+    PGconn *c = PQconnectdb(f->url);
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* Make the database refuse an insert of the key "poison" with `sqlstate`
+ * (PostgreSQL) or a RAISE (SQLite, always a constraint error). */
+static void poison(const fixture *f, const char *sqlstate)
+{
+    char sql[1200];
+    if (on_sqlite(f)) {
+        sqlite3 *db = sqlite_admin(f);
+        snprintf(sql, sizeof sql,
+                 "CREATE TRIGGER %s_poison BEFORE INSERT ON %s"
+                 " WHEN NEW.idempotency_key = 'poison'"
+                 " BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
+                 f->table, f->table);
+        sqlite_exec(db, sql);
+        sqlite3_close(db);
+        return;
+    }
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+             " IF NEW.idempotency_key = 'poison' THEN"
+             " RAISE EXCEPTION 'poisoned' USING ERRCODE = '%s'; END IF;"
+             " RETURN NEW; END $$;"
+             "CREATE TRIGGER %s_poison BEFORE INSERT ON %s"
+             " FOR EACH ROW EXECUTE FUNCTION %s_poison()",
+             f->table, sqlstate, f->table, f->table, f->table);
+    pg_exec(f, sql);
+}
+
+/* The database cannot take the batch for now: SQLite's write lock held by
+ * another connection; PostgreSQL's serialization failure on "poison". */
+static sqlite3 *refuse_for_now(const fixture *f)
+{
+    if (!on_sqlite(f)) {
+        poison(f, "40001");
+        return NULL;
+    }
+    sqlite3 *db = sqlite_admin(f);
+    sqlite_exec(db, "BEGIN IMMEDIATE");
+    return db;
+}
+
+static void take_again(const fixture *f, sqlite3 *db)
+{
+    char sql[200];
+    if (db != NULL) {
+        sqlite_exec(db, "ROLLBACK");
+        sqlite3_close(db);
+        return;
+    }
+    snprintf(sql, sizeof sql, "DROP TRIGGER %s_poison ON %s", f->table, f->table);
+    pg_exec(f, sql);
+}
+
+static void a_failing_batch_fails_every_member_and_saves_none(void **state)
+{
+    fixture *f = *state;
+    uint64_t lease = claim(f, "k-c");
+    resil_store *s = open_batched(f, 3, LONG_WINDOW, 1);
+    sqlite3 *held = refuse_for_now(f);
+    member m[3] = {{.key = "k-a", .body = "a"}, {.key = "poison", .body = "a"},
+                   {.key = "k-c", .op = COMPLETE, .lease = lease}};
+    start_queued(&m[0], s, 1);
+    start_queued(&m[1], s, 2);
+    start(&m[2], s);
+    char expected[200];
+    snprintf(expected, sizeof expected, "store: %s (%s, attempts exhausted after 1 attempt, "
+                                        "in a batch of 3)",
+             on_sqlite(f) ? "sqlite: database is locked" : "postgres: ERROR:  poisoned",
+             on_sqlite(f) ? "database is locked" : "SQLSTATE 40001");
+    for (int i = 0; i < 3; i++) {
+        join(&m[i]);
+        assert_int_equal(m[i].rc, RESIL_EBUSY);
+        assert_string_equal(m[i].error, expected);
+        assert_int_equal(m[i].res.verdict, RESIL_STORE_NONE);
+    }
+    take_again(f, held);
+    /* None of the three reached the database. */
+    assert_int_equal(begin_key(f, f->s, "k-a", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_IN_PROGRESS);
+    done(m, 3);
+    resil_store_free(s);
+}
+
+static void a_member_the_database_refuses_for_good_fails_alone(void **state)
+{
+    fixture *f = *state;
+    poison(f, "23514"); /* check_violation */
+    resil_store *s = open_batched(f, 3, LONG_WINDOW, 0);
+    member m[3] = {{.key = "k-a", .body = "a"}, {.key = "poison", .body = "a"},
+                   {.key = "k-b", .body = "a"}};
+    start_queued(&m[0], s, 1);
+    start_queued(&m[1], s, 2);
+    start(&m[2], s);
+    join_ok(&m[0]);
+    join(&m[1]);
+    join_ok(&m[2]);
+    assert_int_equal(m[0].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[1].rc, RESIL_EBACKEND);
+    assert_int_equal(m[1].res.verdict, RESIL_STORE_NONE);
+    assert_int_equal(stats_of(s).batches, 1);
+    /* Its batchmates' keys were saved when they ran again on their own. */
+    assert_int_equal(begin_key(f, f->s, "k-a", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(begin_key(f, f->s, "k-b", "a"), RESIL_STORE_IN_PROGRESS);
+    done(m, 3);
+    resil_store_free(s);
+}
+
+/* ---- every write is batched alike ---------------------------------------------- */
+
+static void renew_release_and_complete_share_one_batch(void **state)
+{
+    fixture *f = *state;
+    uint64_t l1 = claim(f, "k-1"), l2 = claim(f, "k-2"), l3 = claim(f, "k-3");
+    resil_store *s = open_batched(f, 4, LONG_WINDOW, 0);
+    member m[4] = {{.key = "k-1", .op = COMPLETE, .lease = l1},
+                   {.key = "k-2", .op = RELEASE, .lease = l2},
+                   {.key = "k-3", .op = RENEW, .lease = l3},
+                   {.key = "k-3", .op = RELEASE, .lease = l3 + 1}}; /* not its lease */
+    for (uint32_t i = 0; i < 3; i++)
+        start_queued(&m[i], s, i + 1);
+    start(&m[3], s);
+    for (int i = 0; i < 3; i++)
+        join_ok(&m[i]);
+    join(&m[3]);
+    assert_int_equal(m[3].rc, RESIL_ESTATE); /* fenced, in the batch as alone */
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.largest, 4);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(begin_key(f, f->s, "k-2", "a"), RESIL_STORE_FIRST); /* released */
+    /* The renewal counts from when its batch ran: now + the 10 s lease. */
+    resil_fake_clock_advance(f->fc, RESIL_S(10) - RESIL_MS(1));
+    assert_int_equal(begin_key(f, f->s, "k-3", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(f->res.lease_left, RESIL_MS(1));
+    done(m, 4);
+    resil_store_free(s);
+}
+
+/* ---- the purge ------------------------------------------------------------------ */
+
+/* n completed records created at Unix time 1 s, long expired. */
+static void seed_expired(const fixture *f, int n)
+{
+    char sql[800];
+    if (on_sqlite(f)) {
+        snprintf(sql, sizeof sql,
+                 "WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < %d)"
+                 " INSERT INTO %s SELECT 'acme', 'old', 'k-' || x, zeroblob(32), 201, '', '',"
+                 " 1000, 1000, 1 FROM i",
+                 n, f->table);
+        sqlite3 *db = sqlite_admin(f);
+        sqlite_exec(db, sql);
+        sqlite3_close(db);
+        return;
+    }
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s SELECT 'acme', 'old', 'k-' || x, '\\x00'::bytea, 201, '', '',"
+             " 1000, 1000, 1 FROM generate_series(1, %d) x",
+             f->table, n);
+    pg_exec(f, sql);
+}
+
+static void a_purge_deletes_in_chunks_that_ride_in_batches(void **state)
+{
+    fixture *f = *state;
+    seed_expired(f, 600);
+    claim(f, "k-young"); /* one batch of its own, and kept */
+    uint64_t deleted = 0;
+    resil_err err = {0};
+    if (resil_store_purge(f->s, &deleted, &err) != 0)
+        fail_msg("purge: %s", err.message);
+    assert_int_equal(deleted, 600);
+    resil_store_batch_stats st = stats_of(f->s);
+    assert_int_equal(st.calls, 1 + 3); /* the claim, then chunks of 256, 256 and 88 */
+    assert_int_equal(begin_key(f, f->s, "k-young", "a"), RESIL_STORE_IN_PROGRESS);
+}
+
+#define BATCH_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
+
+static const struct CMUnitTest cases[] = {
+    BATCH_CASE(each_member_of_a_batch_learns_its_own_verdict),
+    BATCH_CASE(a_batch_carries_at_most_batch_max_calls),
+    BATCH_CASE(a_lone_call_runs_when_the_window_ends),
+    BATCH_CASE(a_full_batch_runs_before_its_window_ends),
+    BATCH_CASE(replays_and_mismatches_never_wait_for_a_batch),
+    BATCH_CASE(a_failing_batch_fails_every_member_and_saves_none),
+    BATCH_CASE(a_member_the_database_refuses_for_good_fails_alone),
+    BATCH_CASE(renew_release_and_complete_share_one_batch),
+    BATCH_CASE(a_purge_deletes_in_chunks_that_ride_in_batches),
+};
+
+int main(void)
+{
+    dir = test_tmpdir();
+    server = pg_server_start();
+    if (dir == NULL || server == NULL) {
+        fprintf(stderr, "test_batch: no temporary directory or no PostgreSQL\n");
+        return 1;
+    }
+    size_t n = sizeof cases / sizeof cases[0];
+    store_cases_url = sqlite_url;
+    int failed = _cmocka_run_group_tests("store.batch, SQLite", cases, n, NULL, NULL);
+    store_cases_url = pg_url;
+    failed += _cmocka_run_group_tests("store.batch, PostgreSQL", cases, n, NULL, NULL);
+    pg_server_stop(server);
+    test_rmtree(dir);
+    free(dir);
+    return failed;
+}
