@@ -361,6 +361,70 @@ typedef struct resil_http_result {
 RESIL_API int resil_http_perform(resil_http_client *c, CURL *easy,
                                  const resil_http_request *req, resil_http_result *out);
 
+/* ---- many calls at once on a loop: curl multi -------------------------------- */
+
+/*
+ * A resil_http_multi runs calls through a client on an event loop (loop.h)
+ * with curl's multi interface: every call's transfers share one CURLM, whose
+ * sockets the loop watches and whose timeout is a loop timer, so one thread
+ * drives thousands of calls. Each call is its own execution of the client's
+ * pipeline (resil_pipeline_start): retries wait on loop timers, Retry-After
+ * is honoured, the Idempotency-Key is sent identically on every attempt,
+ * the per-authority breakers are the client's (shared with its blocking
+ * calls), and a hedged call's attempts are concurrent transfers, the
+ * losers taken off the multi handle as soon as one wins. A call behaves as
+ * resil_http_perform() of the same handle and request would, and its
+ * result is the same; only the waiting moved onto the loop. An attempt's
+ * timeout or a cancel takes its transfer off the multi handle at once.
+ *
+ * The loop must watch descriptors (resil_loop_has_io(): libresil-uv's
+ * does); the client's clock should be the loop's
+ * (resil_loop_clock()), so that its decisions and the loop's timers read one
+ * time. Everything happens on the loop's thread.
+ *
+ *   resil_http_multi *m;
+ *   resil_http_multi_new(client, resil_uv_loop(u), &m);
+ *   resil_http_start(m, easy, &req, on_done, ud, NULL);   // as many as wanted
+ *   uv_run(uv, UV_RUN_DEFAULT);                            // on_done per call
+ */
+typedef struct resil_http_multi resil_http_multi;
+typedef struct resil_http_xfer resil_http_xfer;
+
+/* A call ended: `res` (valid during the call) is what resil_http_perform()
+ * would have filled; the caller's options are back on `easy`, which is the
+ * caller's again (reuse it, or clean it up). */
+typedef void (*resil_http_done_fn)(CURL *easy, const resil_http_result *res, void *ud);
+
+/* RESIL_EINVAL for NULL arguments, RESIL_EUNSUPPORTED for a loop that
+ * cannot watch descriptors, RESIL_ENOMEM. `c` and `loop` must outlive it. */
+RESIL_API int resil_http_multi_new(resil_http_client *c, resil_loop *loop,
+                                   resil_http_multi **out);
+/* No call may be in flight. Closes the connections it kept. */
+RESIL_API void resil_http_multi_free(resil_http_multi *m);
+/* The CURLM, for curl_multi_setopt() (CURLMOPT_MAX_HOST_CONNECTIONS,
+ * CURLMOPT_MAX_TOTAL_CONNECTIONS, ...). Its socket and timer functions
+ * are resil's: leave them alone. */
+RESIL_API CURLM *resil_http_multi_handle(resil_http_multi *m);
+/* Calls started and not yet done. */
+RESIL_API size_t resil_http_multi_calls(const resil_http_multi *m);
+
+/*
+ * Start a call of `easy` (configured as for resil_http_perform()) with
+ * request `req` (copied; NULL = defaults; the strings, header list and
+ * records it points at must live until `done`). Returns 0 and, when `out`
+ * is not NULL, the call's handle in *out (valid until `done` ran); or
+ * RESIL_EINVAL (as resil_http_perform()), RESIL_ESYS, RESIL_ENOMEM, or the
+ * pipeline's error (nothing started, `done` not called). `done` may run
+ * before this returns (a call the breaker or the concurrency limit
+ * refused). An easy handle runs one call at a time. CURLOPT_PRIVATE is
+ * resil's during the call and the caller's again at `done`.
+ */
+RESIL_API int resil_http_start(resil_http_multi *m, CURL *easy, const resil_http_request *req,
+                               resil_http_done_fn done, void *ud, resil_http_xfer **out);
+/* Cancel a call in flight: its transfers are taken off the multi handle,
+ * every wait ends, and `done` follows with a cancelled result. */
+RESIL_API void resil_http_cancel(resil_http_xfer *x);
+
 RESIL_END_DECLS
 
 #endif

@@ -22,8 +22,15 @@
  *     says whether the queue was empty, i.e. whether the loop must be woken,
  *     and the loop calls resil_posts_run() on its own thread.
  *
+ * A loop that can also watch file descriptors offers `io_start` and
+ * `io_stop` (optional: they came after the first table): that is what lets
+ * curl's multi interface run its transfers on the loop (http.h's
+ * resil_http_multi). resil_loop_io_start() answers RESIL_EUNSUPPORTED for
+ * a loop without them.
+ *
  * Threads: every operation but `post` (and `in_loop`) is called on the
- * loop's thread. A loop runs timer callbacks and posted work on that thread.
+ * loop's thread. A loop runs timer callbacks, posted work and readiness
+ * callbacks on that thread.
  */
 #ifndef RESIL_LOOP_H
 #define RESIL_LOOP_H
@@ -60,6 +67,26 @@ struct resil_work {
     resil_work *next; /* private to the loop */
 };
 
+/* Readiness a watch asks for and reports. */
+#define RESIL_IO_READ 1u
+#define RESIL_IO_WRITE 2u
+#define RESIL_IO_ERROR 4u /* reported only: the descriptor failed */
+
+typedef struct resil_io resil_io;
+typedef void (*resil_io_fn)(resil_io *w, int fd, unsigned events);
+
+/* A watch on one file descriptor. Set `fn` before starting it; the rest is
+ * the loop's. Caller-allocated like a timer; once io_stop has returned it
+ * may be freed and its descriptor closed. */
+struct resil_io {
+    resil_io_fn fn;
+    /* private to the loop */
+    int fd;
+    unsigned events;
+    void *loop_data;
+    resil_reserved reserved_[2];
+};
+
 /*
  * A loop implementation: a table of operations on the loop's own state
  * `self`. `size` comes first and versions the table: set it to
@@ -74,6 +101,14 @@ struct resil_work {
  *   in_loop      optional: is the calling thread the loop's? When present,
  *                a report made on the loop thread is handled at once
  *                instead of through post.
+ *   io_start     optional: call w->fn on the loop thread whenever `fd` is
+ *                ready for `events` (RESIL_IO_READ and/or WRITE, not 0),
+ *                until io_stop; starting a watched `w` changes its events.
+ *                0 or a negative resil error.
+ *   io_stop      optional (with io_start): stop watching; harmless when
+ *                idle. w->fn is not called afterwards.
+ * Tables grow at their end; an operation the table's `size` does not
+ * reach is absent (docs/abi.md).
  */
 typedef struct resil_loop_ops {
     size_t size;
@@ -82,6 +117,8 @@ typedef struct resil_loop_ops {
     void (*timer_stop)(void *self, resil_timer *t);
     void (*post)(void *self, resil_work *w);
     bool (*in_loop)(void *self);
+    int (*io_start)(void *self, resil_io *w, int fd, unsigned events);
+    void (*io_stop)(void *self, resil_io *w);
 } resil_loop_ops;
 
 /* A loop as resil sees it: the table, the loop's state, and a resil_clock
@@ -108,6 +145,14 @@ RESIL_API void resil_loop_drain(resil_loop *l);
  * timers then read the same time. Its sleep is the system clock's (a
  * pipeline hosted on a loop never sleeps). */
 RESIL_API resil_clock *resil_loop_clock(resil_loop *l);
+/* Can the loop watch descriptors (does its table reach io_start and
+ * io_stop)? */
+RESIL_API bool resil_loop_has_io(const resil_loop *l);
+/* Watch `fd` through the loop (see io_start). RESIL_EINVAL for NULL
+ * arguments, no events or a NULL w->fn; RESIL_EUNSUPPORTED when the loop
+ * cannot watch descriptors; else the loop's answer. */
+RESIL_API int resil_loop_io_start(resil_loop *l, resil_io *w, int fd, unsigned events);
+RESIL_API void resil_loop_io_stop(resil_loop *l, resil_io *w);
 
 /* ---- helpers for loop implementations ------------------------------------ */
 

@@ -20,6 +20,8 @@
 #include "internal.h"
 #include "resil/loop.h"
 
+#define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_loop_ops, ops, field)
+
 /* ---- the loop's clock ---------------------------------------------------- */
 
 static resil_instant loop_now(resil_clock *c)
@@ -42,10 +44,10 @@ static int loop_sleep(resil_clock *c, resil_duration d, resil_cancel *cancel)
 
 int resil_loop_init(resil_loop *l, const resil_loop_ops *ops, void *self)
 {
-    if (l == NULL || ops == NULL || ops->size < sizeof *ops)
+    if (l == NULL || ops == NULL)
         return RESIL_EINVAL;
-    if (ops->now == NULL || ops->timer_start == NULL || ops->timer_stop == NULL ||
-        ops->post == NULL)
+    if (!OPS_HAS(ops, now) || !OPS_HAS(ops, timer_start) || !OPS_HAS(ops, timer_stop) ||
+        !OPS_HAS(ops, post))
         return RESIL_EINVAL;
     memset(l, 0, sizeof *l);
     l->clock.now = loop_now;
@@ -106,6 +108,29 @@ void resil_loop_drain(resil_loop *l)
         free(s);
         s = next;
     }
+}
+
+/* ---- watching descriptors ------------------------------------------------- */
+
+bool resil_loop_has_io(const resil_loop *l)
+{
+    return l != NULL && l->ops != NULL && OPS_HAS(l->ops, io_start) && OPS_HAS(l->ops, io_stop);
+}
+
+int resil_loop_io_start(resil_loop *l, resil_io *w, int fd, unsigned events)
+{
+    if (l == NULL || w == NULL || w->fn == NULL || fd < 0 ||
+        (events & (RESIL_IO_READ | RESIL_IO_WRITE)) == 0)
+        return RESIL_EINVAL;
+    if (!resil_loop_has_io(l))
+        return RESIL_EUNSUPPORTED;
+    return l->ops->io_start(l->self, w, fd, events & (RESIL_IO_READ | RESIL_IO_WRITE));
+}
+
+void resil_loop_io_stop(resil_loop *l, resil_io *w)
+{
+    if (w != NULL && resil_loop_has_io(l))
+        l->ops->io_stop(l->self, w);
 }
 
 /* ---- the timer queue ------------------------------------------------------ */

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "call.h"
 #include "head.h"
 #include "resil/http.h"
 #include "route_internal.h"
@@ -48,7 +49,6 @@ typedef struct http_buf {
     size_t len, cap;
 } http_buf;
 
-typedef struct http_call http_call;
 
 /* One attempt's view of one handle: the caller's for the primary, a
  * duplicate for each hedge. Reset before every attempt it runs. */
@@ -410,14 +410,26 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
     return resil_http_classify(&r, o->retry_500);
 }
 
-static resil_outcome http_op(resil_attempt_ctx *ctx)
+/* The handle an attempt runs on (the caller's, or its hedge's duplicate),
+ * reset for it, with libcurl's timeout set to what the attempt has left. */
+CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
 {
     http_call *call = ctx->user;
     uint32_t i = ctx->hedge;
     http_attempt *a = call->att[i < call->natt ? i : 0];
     reset_attempt(a, ctx);
     curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, resil_ctx_remaining_ms(ctx));
-    a->code = curl_easy_perform(a->easy);
+    return a->easy;
+}
+
+/* The attempt's outcome once its transfer ended with `code` (performed,
+ * or finished by curl multi, or taken off it when cancelled). */
+resil_outcome resil__http_attempt_end(const resil_attempt_ctx *ctx, CURLcode code)
+{
+    http_call *call = ctx->user;
+    uint32_t i = ctx->hedge;
+    http_attempt *a = call->att[i < call->natt ? i : 0];
+    a->code = code;
     curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
     if (call->method == NULL && i == 0)
         learn_method(call, a->easy);
@@ -429,6 +441,12 @@ static resil_outcome http_op(resil_attempt_ctx *ctx)
                 ? resil_fail(RESIL_TIMEOUT, RESIL_ETIMEDOUT, "timed out")
                 : resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "cancelled");
     return o;
+}
+
+static resil_outcome http_op(resil_attempt_ctx *ctx)
+{
+    CURL *e = resil__http_attempt_begin(ctx);
+    return resil__http_attempt_end(ctx, curl_easy_perform(e));
 }
 
 /* ---- the retry decision ------------------------------------------------------ */
@@ -751,7 +769,7 @@ static void unroute(CURL *easy, http_call *call)
 }
 
 static int prepare(http_call *call, resil_http_client *c, CURL *easy,
-                   const resil_http_request *r)
+                   const resil_http_request *r, bool on_loop)
 {
     memset(call, 0, offsetof(http_call, key_node));
     call->client = c;
@@ -772,8 +790,9 @@ static int prepare(http_call *call, resil_http_client *c, CURL *easy,
         return rc == RESIL_ENOMEM ? rc : RESIL_EINVAL;
     }
     /* Deadlines are libcurl's own timeout; only a token someone else may
-     * fire (the caller's, a lost hedge's) needs a transfer to look. */
-    call->watch = r->cancel != NULL || r->xferinfo_fn != NULL || call->hedged;
+     * fire (the caller's, a lost hedge's) needs a transfer to look. On a
+     * loop a lost hedge is taken off curl multi by its cancel callback. */
+    call->watch = r->cancel != NULL || r->xferinfo_fn != NULL || (call->hedged && !on_loop);
     return 0;
 }
 
@@ -814,27 +833,54 @@ static void fill_result(http_call *call, const resil_pipeline_result *pr,
     }
 }
 
-static int run(http_call *call, resil_http_result *out)
+/* The execution's call and pipeline for this request. */
+static const resil_pipeline *call_setup(http_call *call, resil_call *pc)
 {
     const resil_http_request *r = call->req;
-    resil_call pc;
-    resil_call_default(&pc);
-    pc.user = call;
-    pc.cancel = r->cancel;
-    pc.key = call->client->registry != NULL ? call->authority : NULL;
-    if (pc.key != NULL && call->nplan > 0) {
-        pc.hedge_keys = call->plan_keys;
-        pc.hedge_keys_len = call->nplan;
+    resil_call_default(pc);
+    pc->user = call;
+    pc->cancel = r->cancel;
+    pc->key = call->client->registry != NULL ? call->authority : NULL;
+    if (pc->key != NULL && call->nplan > 0) {
+        pc->hedge_keys = call->plan_keys;
+        pc->hedge_keys_len = call->nplan;
     }
-    pc.rng = r->rng;
-    pc.records = r->records;
-    pc.records_cap = r->records_cap;
-    resil_pipeline_result pr;
-    int rc = resil_pipeline_execute(call->hedged ? call->client->hedged : call->client->plain,
-                                    http_op, &pc, &pr);
-    if (rc == 0)
-        fill_result(call, &pr, out);
-    return rc;
+    pc->rng = r->rng;
+    pc->records = r->records;
+    pc->records_cap = r->records_cap;
+    return call->hedged ? call->client->hedged : call->client->plain;
+}
+
+size_t resil__http_call_size(void) { return sizeof(http_call); }
+
+int resil__http_call_open(http_call *call, resil_http_client *c, CURL *easy,
+                          const resil_http_request *r, bool on_loop, resil_call *pc,
+                          const resil_pipeline **p)
+{
+    int rc = prepare(call, c, easy, r, on_loop);
+    if (rc != 0)
+        return rc;
+    rc = take_attempts(call, easy);
+    if (rc != 0) {
+        resil__http_call_close(call, NULL, NULL);
+        return rc;
+    }
+    *p = call_setup(call, pc);
+    return 0;
+}
+
+void resil__http_call_close(http_call *call, const resil_pipeline_result *pr,
+                            resil_http_result *out)
+{
+    if (pr != NULL)
+        fill_result(call, pr, out);
+    if (call->natt > 0) { /* att[0] holds the caller's handle */
+        restore(call->att[0]->easy, call);
+        unroute(call->att[0]->easy, call);
+    }
+    free(call->url); /* NULL once unrouted */
+    call->url = NULL;
+    release_attempts(call);
 }
 
 int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_request *req,
@@ -849,14 +895,13 @@ int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_reques
     }
     memset(out, 0, sizeof *out);
     http_call call;
-    int rc = prepare(&call, c, easy, req);
+    resil_call pc;
+    const resil_pipeline *p;
+    int rc = resil__http_call_open(&call, c, easy, req, false, &pc, &p);
     if (rc != 0)
         return rc;
-    rc = take_attempts(&call, easy);
-    if (rc == 0)
-        rc = run(&call, out);
-    restore(easy, &call);
-    unroute(easy, &call);
-    release_attempts(&call);
+    resil_pipeline_result pr;
+    rc = resil_pipeline_execute(p, http_op, &pc, &pr);
+    resil__http_call_close(&call, rc == 0 ? &pr : NULL, out);
     return rc;
 }

@@ -10,6 +10,11 @@
  * or posting therefore never allocates, and an execution frees its memory
  * the moment it ends.
  *
+ * Descriptors are watched with one uv_poll_t each, allocated when a watch
+ * starts and handed to uv_close() when it stops: the resil_io may go (and
+ * its descriptor be closed, as curl does right after CURL_POLL_REMOVE) at
+ * once, while libuv finishes closing the poll handle on its own time.
+ *
  * Neither handle keeps the loop alive for nothing: the async handle is
  * unreferenced, and so is the uv timer whenever no resil timer is left
  * (it is left armed rather than stopped, so that the timeouts every
@@ -109,8 +114,62 @@ static bool uv_in_loop_op(void *self)
     return pthread_equal(u->thread, pthread_self());
 }
 
-static const resil_loop_ops uv_ops = {sizeof(resil_loop_ops), uv_now_ns, uv_timer_start_op,
-                                      uv_timer_stop_op, uv_post_op, uv_in_loop_op};
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    resil_io *w = p->data;
+    unsigned ev = 0;
+    if (status < 0)
+        ev = RESIL_IO_ERROR;
+    else
+        ev = ((events & UV_READABLE) ? RESIL_IO_READ : 0) |
+             ((events & UV_WRITABLE) ? RESIL_IO_WRITE : 0);
+    w->fn(w, w->fd, ev);
+}
+
+static int uv_io_start_op(void *self, resil_io *w, int fd, unsigned events)
+{
+    resil_uv *u = self;
+    uv_poll_t *p = w->loop_data;
+    if (p == NULL) {
+        p = malloc(sizeof *p);
+        if (p == NULL)
+            return RESIL_ENOMEM;
+        if (uv_poll_init_socket(u->uv, p, fd) != 0) {
+            free(p);
+            return RESIL_ESYS;
+        }
+        p->data = w;
+        w->loop_data = p;
+        w->fd = fd;
+    }
+    w->events = events;
+    int uv_events = ((events & RESIL_IO_READ) ? UV_READABLE : 0) |
+                    ((events & RESIL_IO_WRITE) ? UV_WRITABLE : 0);
+    return uv_poll_start(p, uv_events, on_poll) == 0 ? 0 : RESIL_ESYS;
+}
+
+static void poll_closed(uv_handle_t *h) { free(h); }
+
+static void uv_io_stop_op(void *self, resil_io *w)
+{
+    (void)self;
+    uv_poll_t *p = w->loop_data;
+    if (p == NULL)
+        return;
+    uv_poll_stop(p);
+    p->data = NULL;
+    uv_close((uv_handle_t *)p, poll_closed);
+    w->loop_data = NULL;
+}
+
+static const resil_loop_ops uv_ops = {.size = sizeof(resil_loop_ops),
+                                      .now = uv_now_ns,
+                                      .timer_start = uv_timer_start_op,
+                                      .timer_stop = uv_timer_stop_op,
+                                      .post = uv_post_op,
+                                      .in_loop = uv_in_loop_op,
+                                      .io_start = uv_io_start_op,
+                                      .io_stop = uv_io_stop_op};
 
 int resil_uv_new(uv_loop_t *loop, resil_uv **out)
 {

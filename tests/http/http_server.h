@@ -11,7 +11,9 @@
  * (method, target, header block, body) so a test can assert on exactly what
  * was sent. One thread per connection, so a slow answer on one connection
  * never holds up another (hedging needs that), and keep-alive, so the
- * benchmark measures libcurl reusing its connection.
+ * benchmark measures libcurl reusing its connection. Its backlog takes a
+ * thousand connections at once (curl multi's tests and benchmark open
+ * that many together).
  */
 #ifndef RESIL_TEST_HTTP_SERVER_H
 #define RESIL_TEST_HTTP_SERVER_H

@@ -4,6 +4,8 @@
  * the earliest timer, as a real loop would find it after sleeping.
  */
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
 
 #include "virtual_loop.h"
 
@@ -41,8 +43,63 @@ static bool v_in_loop(void *self)
     return pthread_equal(v->thread, pthread_self());
 }
 
-static const resil_loop_ops virtual_ops = {sizeof(resil_loop_ops), v_now, v_timer_start,
-                                           v_timer_stop, v_post, v_in_loop};
+static int grow_ios(virtual_loop *v)
+{
+    size_t cap = v->ios_cap > 0 ? v->ios_cap * 2 : 64;
+    resil_io **ios = realloc(v->ios, cap * sizeof *ios);
+    if (ios == NULL)
+        return RESIL_ENOMEM;
+    v->ios = ios;
+    struct pollfd *pfd = realloc(v->pfd, cap * sizeof *pfd);
+    if (pfd == NULL)
+        return RESIL_ENOMEM;
+    v->pfd = pfd;
+    size_t *pslot = realloc(v->pslot, cap * sizeof *pslot);
+    if (pslot == NULL)
+        return RESIL_ENOMEM;
+    v->pslot = pslot;
+    for (size_t i = v->ios_cap; i < cap; i++)
+        v->ios[i] = NULL;
+    v->ios_cap = cap;
+    return 0;
+}
+
+static int v_io_start(void *self, resil_io *w, int fd, unsigned events)
+{
+    virtual_loop *v = self;
+    if (w->loop_data == NULL) {
+        size_t slot = 0;
+        while (slot < v->ios_cap && v->ios[slot] != NULL)
+            slot++;
+        if (slot == v->ios_cap && grow_ios(v) != 0)
+            return RESIL_ENOMEM;
+        v->ios[slot] = w;
+        v->nios++;
+        w->loop_data = (void *)(uintptr_t)(slot + 1);
+    }
+    w->fd = fd;
+    w->events = events;
+    return 0;
+}
+
+static void v_io_stop(void *self, resil_io *w)
+{
+    virtual_loop *v = self;
+    if (w->loop_data == NULL)
+        return;
+    v->ios[(uintptr_t)w->loop_data - 1] = NULL;
+    v->nios--;
+    w->loop_data = NULL;
+}
+
+static const resil_loop_ops virtual_ops = {.size = sizeof(resil_loop_ops),
+                                           .now = v_now,
+                                           .timer_start = v_timer_start,
+                                           .timer_stop = v_timer_stop,
+                                           .post = v_post,
+                                           .in_loop = v_in_loop,
+                                           .io_start = v_io_start,
+                                           .io_stop = v_io_stop};
 
 void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc)
 {
@@ -53,12 +110,19 @@ void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc)
     pthread_mutex_init(&v->mu, NULL);
     pthread_cond_init(&v->posted, NULL);
     v->pending = 0;
+    v->ios = NULL;
+    v->pfd = NULL;
+    v->pslot = NULL;
+    v->nios = v->ios_cap = 0;
     resil_loop_init(&v->loop, &virtual_ops, v);
 }
 
 void virtual_loop_destroy(virtual_loop *v)
 {
     resil_loop_drain(&v->loop);
+    free(v->ios);
+    free(v->pfd);
+    free(v->pslot);
     resil_posts_destroy(&v->posts);
     pthread_cond_destroy(&v->posted);
     pthread_mutex_destroy(&v->mu);
@@ -83,6 +147,45 @@ static bool done(const bool *until)
     return atomic_load_explicit((_Atomic bool *)until, memory_order_acquire);
 }
 
+static unsigned io_events(short revents)
+{
+    unsigned ev = 0;
+    if (revents & (POLLIN | POLLHUP))
+        ev |= RESIL_IO_READ;
+    if (revents & POLLOUT)
+        ev |= RESIL_IO_WRITE;
+    if (revents & (POLLERR | POLLNVAL))
+        ev |= RESIL_IO_ERROR;
+    return ev;
+}
+
+/* Poll every watched descriptor for up to `ms` of real time and call the
+ * ready ones' callbacks; how many were ready. A callback may stop (and
+ * free) other watches: each is looked up in its slot again before its
+ * call, and a slot taken over by a new watch of the same descriptor gets
+ * a readiness it can only find spurious. */
+static int run_io(virtual_loop *v, int ms)
+{
+    nfds_t n = 0;
+    for (size_t i = 0; i < v->ios_cap; i++) {
+        if (v->ios[i] == NULL)
+            continue;
+        short ev = (short)(((v->ios[i]->events & RESIL_IO_READ) ? POLLIN : 0) |
+                           ((v->ios[i]->events & RESIL_IO_WRITE) ? POLLOUT : 0));
+        v->pfd[n] = (struct pollfd){.fd = v->ios[i]->fd, .events = ev, .revents = 0};
+        v->pslot[n++] = i;
+    }
+    int ready = poll(v->pfd, n, ms);
+    if (ready <= 0)
+        return 0;
+    for (nfds_t k = 0; k < n; k++) {
+        resil_io *w = v->ios[v->pslot[k]];
+        if (v->pfd[k].revents != 0 && w != NULL && w->fd == v->pfd[k].fd)
+            w->fn(w, w->fd, io_events(v->pfd[k].revents));
+    }
+    return ready;
+}
+
 void virtual_loop_run(virtual_loop *v, const bool *until)
 {
     for (;;) {
@@ -91,8 +194,12 @@ void virtual_loop_run(virtual_loop *v, const bool *until)
         resil_instant now = resil_fake_clock_now(v->fc);
         if (resil_timers_run(&v->timers, now) > 0)
             continue;
+        if (v->nios > 0 && run_io(v, 0) > 0)
+            continue;
         if (until != NULL && done(until))
             return;
+        if (v->nios > 0 && run_io(v, VIRTUAL_LOOP_IO_WAIT_MS) > 0)
+            continue;
         resil_instant next = resil_timers_next(&v->timers);
         if (next != RESIL_INSTANT_MAX) {
             resil_fake_clock_advance(v->fc, next - now);
@@ -100,6 +207,8 @@ void virtual_loop_run(virtual_loop *v, const bool *until)
         }
         if (until == NULL)
             return;
+        if (v->nios > 0)
+            continue;
         pthread_mutex_lock(&v->mu);
         while (v->pending == 0)
             pthread_cond_wait(&v->posted, &v->mu);

@@ -8,10 +8,18 @@
  * reads the same instants the blocking executor reads on the fake clock.
  * Work posted from other threads wakes a loop that has nothing else to do,
  * which is how the thread tests wait for their reports without sleeping.
+ *
+ * It watches descriptors too (poll(2)), for the HTTP tests' transfers on a
+ * real loopback server: I/O is real, time is not. Time moves only when no
+ * watched descriptor became ready within VIRTUAL_LOOP_IO_WAIT_MS of real
+ * time, so a transfer in progress never sees a virtual second pass while
+ * its answer is on the way, and a Retry-After wait with nothing on the
+ * wire is jumped over at once.
  */
 #ifndef RESIL_VIRTUAL_LOOP_H
 #define RESIL_VIRTUAL_LOOP_H
 
+#include <poll.h>
 #include <pthread.h>
 
 #include "resil.h"
@@ -25,7 +33,14 @@ typedef struct virtual_loop {
     pthread_mutex_t mu;
     pthread_cond_t posted;
     size_t pending; /* posts not yet run; guarded by mu */
+    /* watched descriptors: a slot per watch (loop_data is slot + 1) */
+    resil_io **ios;
+    size_t nios, ios_cap;
+    struct pollfd *pfd;
+    size_t *pslot;
 } virtual_loop;
+
+#define VIRTUAL_LOOP_IO_WAIT_MS 50
 
 /* The loop reads and moves `fc`; create it on the thread that runs it. */
 void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc);

@@ -36,6 +36,7 @@ HAS_ROOM(resil_chaos_opts, 4);
 HAS_ROOM(resil_listener, 4);
 HAS_ROOM(resil_loop, 2);
 HAS_ROOM(resil_route_opts, 4);
+HAS_ROOM(resil_io, 2);
 /* results and stats, filled by the library */
 HAS_ROOM(resil_pipeline_result, 4);
 HAS_ROOM(resil_retry_result, 4);
@@ -132,7 +133,10 @@ PINNED(resil_chaos_opts, 184);
 PINNED(resil_loop, 64);
 PINNED_AT(resil_loop, clock, 0);
 PINNED_AT(resil_loop_ops, size, 0);
-PINNED(resil_loop_ops, 48);
+PINNED(resil_loop_ops, 64); /* 48 before io_start/io_stop: tables grow at their end */
+PINNED_AT(resil_loop_ops, io_start, 48);
+PINNED(resil_io, 40);
+PINNED_AT(resil_io, fn, 0);
 PINNED(resil_timer, 64);
 PINNED_AT(resil_timer, fn, 0);
 PINNED(resil_work, 16);
