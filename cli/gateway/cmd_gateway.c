@@ -94,6 +94,8 @@ static const char usage_text[] =
     "                         with --fleet: at most N upstream calls at once across every\n"
     "                         gateway (beyond it, 503 fleet_concurrency_full); a dead\n"
     "                         gateway's permits return after LEASE (default 5s)\n"
+    "  --fleet-timeout DUR    with --fleet: how long one Redis call may take before this\n"
+    "                         gateway decides alone (1ms to 10s, default 50ms)\n"
 #endif
     "  --breaker-failures N   a circuit breaker for the upstream, this gateway's own (or\n"
     "                         with --fleet the shared one): it opens after N failures in\n"
@@ -351,6 +353,17 @@ static int parse_fleet_concurrency(const args *a, const char *v, gw_config *cfg)
 {
     return fleet_concurrency_parse(a, v, &cfg->limits);
 }
+
+static int parse_fleet_timeout(const args *a, const char *v, gw_config *cfg)
+{
+    resil_duration d;
+    if (args_duration(a, "--fleet-timeout", v, true, &d) != 0)
+        return RESIL_EINVAL;
+    if (d < RESIL_MS(1) || d > RESIL_S(10))
+        return args_reject(a, "--fleet-timeout", "a duration from 1ms to 10s", v);
+    cfg->fleet_timeout = d;
+    return 0;
+}
 #endif
 
 static int parse_breaker_failures(const args *a, const char *v, gw_config *cfg)
@@ -388,6 +401,7 @@ static const struct {
 #ifdef RESIL_CLI_REDIS
     {"--fleet", parse_fleet},         {"--fleet-rate", parse_fleet_rate},
     {"--fleet-concurrency", parse_fleet_concurrency},
+    {"--fleet-timeout", parse_fleet_timeout},
 #endif
 };
 
@@ -423,6 +437,8 @@ static int check_config(const args *a, const gw_config *cfg)
         return args_fail(a, "--upstream URL is required");
     if (fleet_limits_need_fleet(a, cfg->fleet, &cfg->limits) != 0)
         return RESIL_EINVAL;
+    if (cfg->fleet_timeout > 0 && cfg->fleet == NULL)
+        return args_fail(a, "--fleet-timeout needs --fleet");
     if (cfg->batch_window > 0 && cfg->batch_max < 2)
         return args_fail(a, "--batch-window needs --batch-max 2 or more: without batching "
                             "it only adds latency");
@@ -679,7 +695,7 @@ static int open_local_breaker(gateway *gw)
 static int open_fleet_breaker(gateway *gw)
 {
     const gw_config *cfg = &gw->cfg;
-    if (fleet_connect("gateway", cfg->fleet, 0,
+    if (fleet_connect("gateway", cfg->fleet, cfg->fleet_timeout,
                       "the upstream's breaker counts in this gateway alone", &gw->redis) != 0)
         return 1;
     resil_err err;

@@ -47,6 +47,7 @@ typedef struct gw_config {
     uint32_t breaker_failures;  /* 0: the default rules; else a run of this many opens it */
     resil_duration breaker_break; /* 0: the default */
     fleet_limit_opts limits;    /* --fleet-rate, --fleet-concurrency (with --fleet) */
+    resil_duration fleet_timeout; /* --fleet-timeout: one Redis call's bound, 0: the default */
 } gw_config;
 
 /* A growable byte buffer, capped. */

@@ -48,14 +48,16 @@ static int env_teardown(void **state)
 }
 
 /* A gateway with its own store, sharing the upstream's breaker: two
- * failures in a row open it, for ten minutes. */
+ * failures in a row open it, for ten minutes. Each gateway waits up to 5 s
+ * for Redis (--fleet-timeout): past the 50 ms default a loaded machine would
+ * let it decide alone, which is the offline rule, not what these tests pin. */
 static void start_gateway(env *e, gateway_proc *g, const char *tag)
 {
     char store[600], log[600];
     snprintf(store, sizeof store, "sqlite:%s/%s.db", e->dir, tag);
     snprintf(log, sizeof log, "%s/%s.log", e->dir, tag);
     const char *args[] = {"--upstream", upstream_url(e->up), "--store", store,
-                          "--fleet", redis_server_url(fleet_server),
+                          "--fleet", redis_server_url(fleet_server), "--fleet-timeout", "5s",
                           "--breaker-failures", "2", "--breaker-break", "10m", NULL};
     if (gateway_start(g, test_build_path("resil"), log, args) != 0)
         fail_msg("gateway %s did not start", tag);
@@ -159,7 +161,8 @@ static void start_limited(env *e, gateway_proc *g, const char *tag, const char *
     snprintf(store, sizeof store, "sqlite:%s/%s.db", e->dir, tag);
     snprintf(log, sizeof log, "%s/%s.log", e->dir, tag);
     const char *args[] = {"--upstream", upstream_url(e->up), "--store", store,
-                          "--fleet", redis_server_url(fleet_server), flag, value, NULL};
+                          "--fleet", redis_server_url(fleet_server), "--fleet-timeout", "5s",
+                          flag, value, NULL};
     if (gateway_start(g, test_build_path("resil"), log, args) != 0)
         fail_msg("gateway %s did not start", tag);
 }
@@ -264,6 +267,11 @@ static void fleet_options_are_checked_by_name(void **state)
     const char *const conc[] = {"--fleet", "redis://127.0.0.1:1", "--fleet-concurrency", "0",
                                 NULL};
     expect_usage("resil gateway: --fleet-concurrency must be N[:LEASE]", conc);
+    const char *const timeout_alone[] = {"--fleet-timeout", "1s", NULL};
+    expect_usage("resil gateway: --fleet-timeout needs --fleet", timeout_alone);
+    const char *const too_long[] = {"--fleet", "redis://127.0.0.1:1", "--fleet-timeout", "11s",
+                                    NULL};
+    expect_usage("resil gateway: --fleet-timeout must be a duration from 1ms to 10s", too_long);
 }
 
 int main(void)
