@@ -245,7 +245,9 @@ RESIL_API bool resil_config_distributed_get(const resil_config *c,
  *   picks per operation), "TotalTimeout:10s" or "TotalTimeout:OPERATION",
  *   "Retry:orders", "CircuitBreaker:orders", "AttemptTimeout:2s" (or
  *   ":OPERATION"), "GracefulDegradation", "Hedging:NAME", "Fallback:NAME",
- *   and last, "Pipeline:inner" — a whole other pipeline as the operation,
+ *   "StandardHedging" (resil_pipeline_standard_hedging, its hedging from
+ *   a Hedging entry with "StandardHedging:NAME"; the pipeline's only
+ *   step), and last, "Pipeline:inner" — a whole other pipeline as the operation,
  *   i.e. a second layer. "Retry" may appear more than once (an outer retry
  *   around an inner one, each with its own policy).
  */
@@ -262,7 +264,11 @@ typedef enum resil_config_step_kind {
     RESIL_CONFIG_STEP_ADAPTIVE_LIMITER, /* "AdaptiveLimiter:NAME" */
     RESIL_CONFIG_STEP_THROTTLE,         /* "Throttle:NAME" */
     RESIL_CONFIG_STEP_HEDGING,          /* "Hedging:NAME" */
-    RESIL_CONFIG_STEP_FALLBACK          /* "Fallback:NAME" */
+    RESIL_CONFIG_STEP_FALLBACK,         /* "Fallback:NAME" */
+    RESIL_CONFIG_STEP_STANDARD_HEDGING  /* "StandardHedging" or ":NAME" (a
+                                           Hedging entry): Microsoft's whole
+                                           hedging handler, alone in its
+                                           pipeline */
 } resil_config_step_kind;
 
 typedef struct resil_config_step {
@@ -284,7 +290,8 @@ typedef struct resil_config_pipeline {
 
 /* "RateLimiter", "Bulkhead", "TotalTimeout", "Retry", "CircuitBreaker",
  * "AttemptTimeout", "GracefulDegradation", "Pipeline", "Chaos",
- * "AdaptiveLimiter", "Throttle", "Hedging", "Fallback"; "" if unknown. */
+ * "AdaptiveLimiter", "Throttle", "Hedging", "Fallback", "StandardHedging";
+ * "" if unknown. */
 RESIL_API const char *resil_config_step_name(resil_config_step_kind k);
 /* A pipeline by name (case-insensitive): 0, RESIL_ENOTFOUND, RESIL_EINVAL
  * (NULL arguments or empty name: pipelines have no unnamed default here;

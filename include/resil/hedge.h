@@ -45,7 +45,8 @@ typedef struct resil_hedge_opts {
     resil_retry_on_fn hedge_on; /* which outcomes call for another attempt
                                    (ctx: the attempt that ended, its
                                    ctx->hedge included); NULL =
-                                   resil_retry_on_default */
+                                   resil_retry_on_default or a breaker's
+                                   refusal (docs/pipeline.md#hedging) */
     void *hedge_on_ud;
     resil_budget *budget;       /* hedges draw from it; NULL = the pipeline's
                                    retry budget, if any. Not owned. */

@@ -187,7 +187,7 @@ RESIL_API int resil_pipeline_standard(const resil_standard_opts *o, resil_pipeli
 typedef struct resil_standard_hedging_opts {
     const char *name;                /* default "standard-hedging" */
     resil_timeout_opts total;        /* 30 s */
-    resil_hedge_opts hedging;        /* 1 hedge after 2 s, resil_retry_on_default */
+    resil_hedge_opts hedging;        /* 1 hedge after 2 s, the default hedge_on */
     resil_bulkhead_opts concurrency; /* 1000 permits, queue 0 */
     resil_breaker_opts breaker;      /* ratio 0.1 over 30 s, throughput 100, break 5 s */
     resil_timeout_opts attempt;      /* 10 s */

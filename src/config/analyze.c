@@ -151,6 +151,11 @@ static void describe_steps(const resil_config *c, const cfg_pipeline_def *p, cha
             break;
         case RESIL_CONFIG_STEP_DEGRADE:
             break;
+        case RESIL_CONFIG_STEP_STANDARD_HEDGING:
+            resil__sb_printf(&sb, " %s", st->ref == SIZE_MAX
+                                             ? "(Microsoft's hedging)"
+                                             : resil_config_name_at(c, RESIL_CONFIG_HEDGING, st->ref));
+            break;
         default: {
             resil_config_section s = (resil_config_section)resil__cfg_step_section(st->kind);
             const char *name = resil_config_name_at(c, s, st->ref);

@@ -414,6 +414,13 @@ static int add_step(resil_pipeline_builder *b, const resil_config *c, const snap
     }
     case RESIL_CONFIG_STEP_HEDGING:
         return resil_pipeline_add_hedging(b, &c->sec[RESIL_CONFIG_HEDGING].v[st->ref].u.hedge.opts);
+    case RESIL_CONFIG_STEP_STANDARD_HEDGING: {
+        resil_standard_hedging_opts so;
+        resil_standard_hedging_opts_default(&so);
+        if (st->ref != SIZE_MAX)
+            so.hedging = c->sec[RESIL_CONFIG_HEDGING].v[st->ref].u.hedge.opts;
+        return resil_pipeline_add_standard_hedging(b, &so);
+    }
     case RESIL_CONFIG_STEP_FALLBACK: {
         resil_fallback_opts fo;
         resil_fallback_opts_default(&fo);

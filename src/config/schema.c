@@ -1797,6 +1797,7 @@ static const step_kind step_kinds[] = {
     {"Throttle", "Throttles", RESIL_CONFIG_STEP_THROTTLE, RESIL_CONFIG_THROTTLES},
     {"Hedging", NULL, RESIL_CONFIG_STEP_HEDGING, RESIL_CONFIG_HEDGING},
     {"Fallback", "Fallbacks", RESIL_CONFIG_STEP_FALLBACK, RESIL_CONFIG_FALLBACKS},
+    {"StandardHedging", NULL, RESIL_CONFIG_STEP_STANDARD_HEDGING, RESIL_CONFIG_HEDGING},
     {"Pipeline", "Pipelines", RESIL_CONFIG_STEP_PIPELINE, RESIL_CONFIG_PIPELINES},
 };
 
@@ -1857,7 +1858,7 @@ static const step_kind *find_step_kind(vctx *v, const cfg_node *n, const char *k
     const char *s = resil__closest(kind, cands, nc);
     fail_value(v, n, "unknown strategy \"%s\"%s%s%s; use RateLimiter, Bulkhead, TotalTimeout, "
                "Retry, CircuitBreaker, AttemptTimeout, GracefulDegradation, Chaos, "
-               "AdaptiveLimiter, Throttle, Hedging, Fallback or Pipeline",
+               "AdaptiveLimiter, Throttle, Hedging, Fallback, StandardHedging or Pipeline",
                kind, s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
     return NULL;
 }
@@ -1939,6 +1940,8 @@ static void parse_step(vctx *v, const cfg_node *n, cfg_step *st)
         fail_value(v, n, "Pipeline needs a name: \"Pipeline:NAME\"");
     else if (k->kind == RESIL_CONFIG_STEP_PIPELINE)
         st->pending = n->str; /* resolved once every pipeline is known */
+    else if (k->kind == RESIL_CONFIG_STEP_STANDARD_HEDGING && arg[0] == '\0')
+        return; /* Microsoft's hedging defaults */
     else if (k->section >= 0)
         st->ref = resolve_name(v, n->line, n->col, k, arg);
 }
@@ -2030,6 +2033,14 @@ static size_t retries_in(const cfg_pipeline_def *p)
     return n;
 }
 
+/* Microsoft's hedging handler brings its own five strategies, in its order:
+ * another strategy beside it would have no place that order defines. */
+static bool standard_hedging_with_others(const cfg_pipeline_def *p, const cfg_step *st)
+{
+    return st->kind == RESIL_CONFIG_STEP_STANDARD_HEDGING ||
+           cfg_step_of(p, RESIL_CONFIG_STEP_STANDARD_HEDGING) != NULL;
+}
+
 static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
 {
     char got_buf[TEXT_MAX + 8];
@@ -2052,6 +2063,9 @@ static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
                        resil_config_step_name(st.kind), seen->line, seen->col);
         else if (p->nsteps > 0 && p->steps[p->nsteps - 1].kind == RESIL_CONFIG_STEP_PIPELINE)
             fail_value(v, e, "nothing may follow Pipeline: the inner pipeline is the operation");
+        else if (st.kind && p->nsteps > 0 && standard_hedging_with_others(p, &st))
+            fail_value(v, e, "StandardHedging is a whole pipeline (total timeout, hedging, "
+                             "concurrency limit, breaker, attempt timeout): it stands alone");
         else if (st.kind && p->nsteps < RESIL_CONFIG_MAX_STEPS)
             p->steps[p->nsteps++] = st;
         pop(v, old);

@@ -291,6 +291,18 @@ static void unref_unlock(race *rc)
 
 /* ---- the race ---------------------------------------------------------------------- */
 
+/* The default rule: a failure worth retrying, or a breaker's refusal.
+ * Hedges exist to reach another endpoint, and a breaker is the one
+ * strategy below hedging that speaks for the attempt's endpoint alone
+ * (resil_call.hedge_keys), so its refusal, like Microsoft's broken
+ * circuit, moves on to the next hedge. A limiter's refusal is everyone's:
+ * another attempt would meet the same full limiter, so it is the answer. */
+static bool hedge_on_default(const resil_outcome *o)
+{
+    return resil_retry_on_default(o, NULL) ||
+           resil__rejected_by(o) == RESIL_STRATEGY_BREAKER;
+}
+
 /* hedge_on judges attempt `index` with that attempt's context, as its
  * operation saw it. */
 static bool wants_another(const resil__hedger *h, resil_cancel *token, uint32_t index,
@@ -300,7 +312,7 @@ static bool wants_another(const resil__hedger *h, resil_cancel *token, uint32_t 
     if (o->kind == RESIL_SUCCESS)
         return false;
     if (opts->hedge_on == NULL)
-        return resil_retry_on_default(o, NULL);
+        return hedge_on_default(o);
     resil_attempt_ctx ctx = {h->f->attempt, h->f->deadline, token, h->r->p->clock, h->r->user,
                              index};
     return opts->hedge_on(o, &ctx, opts->hedge_on_ud);

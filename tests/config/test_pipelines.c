@@ -90,7 +90,7 @@ static void a_reference_must_name_something_that_exists(void **state)
         {"'Retyr:orders'", "unknown strategy \"Retyr\" (did you mean Retry?); use RateLimiter, "
                            "Bulkhead, TotalTimeout, Retry, CircuitBreaker, AttemptTimeout, "
                            "GracefulDegradation, Chaos, AdaptiveLimiter, Throttle, Hedging, "
-                           "Fallback or Pipeline"},
+                           "Fallback, StandardHedging or Pipeline"},
         {"'Retry'", "Retry needs a name: \"Retry:NAME\""},
         {"'Retry:order'", "no Retry named \"order\" in Resilience.Retry (did you mean orders?)"},
         {"'CircuitBreaker:payments'",
@@ -113,6 +113,48 @@ static void a_reference_must_name_something_that_exists(void **state)
         assert_string_equal(cfg_first_path(doc), "Resilience.Pipelines.p[0]");
         assert_string_equal(cfg_first_message(doc), rows[i].message);
     }
+}
+
+/* Microsoft's standard hedging handler by name: bare, its hedging is
+ * Microsoft's; with a name, that Hedging entry's. */
+static void standard_hedging_names_a_hedging_entry_or_none(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {'Hedging': {'regions': {}},"
+                               " 'Pipelines': {'a': ['StandardHedging'],"
+                               " 'b': [' standardhedging : Regions ']}}}");
+    resil_config_pipeline p;
+    assert_int_equal(resil_config_pipeline_get(c, "a", &p), 0);
+    assert_int_equal(p.nsteps, 1);
+    assert_int_equal(p.steps[0].kind, RESIL_CONFIG_STEP_STANDARD_HEDGING);
+    assert_null(p.steps[0].ref);
+    assert_int_equal(resil_config_pipeline_get(c, "b", &p), 0);
+    assert_int_equal(p.nsteps, 1);
+    assert_int_equal(p.steps[0].kind, RESIL_CONFIG_STEP_STANDARD_HEDGING);
+    assert_string_equal(p.steps[0].ref, "regions");
+    assert_string_equal(resil_config_step_name(RESIL_CONFIG_STEP_STANDARD_HEDGING),
+                        "StandardHedging");
+    resil_config_free(c);
+    assert_string_equal(cfg_first_message("{'Resilience': {'Hedging': {'regions': {}},"
+                                          " 'Pipelines': {'p': ['StandardHedging:regoins']}}}"),
+                        "no StandardHedging named \"regoins\" in Resilience.Hedging "
+                        "(did you mean regions?)");
+}
+
+/* The handler brings its five strategies in Microsoft's order: nothing
+ * goes before or after it. */
+static void standard_hedging_stands_alone_in_its_pipeline(void **state)
+{
+    (void)state;
+    static const char *const message =
+        "StandardHedging is a whole pipeline (total timeout, hedging, concurrency limit, "
+        "breaker, attempt timeout): it stands alone";
+    const char *after = with_pipeline("'StandardHedging', 'Retry:orders'");
+    assert_string_equal(cfg_first_path(after), "Resilience.Pipelines.p[1]");
+    assert_string_equal(cfg_first_message(after), message);
+    const char *before = with_pipeline("'TotalTimeout:5s', 'StandardHedging'");
+    assert_string_equal(cfg_first_path(before), "Resilience.Pipelines.p[1]");
+    assert_string_equal(cfg_first_message(before), message);
 }
 
 static void a_pipeline_must_be_a_list(void **state)
@@ -248,6 +290,8 @@ int main(void)
         cmocka_unit_test(kinds_take_plural_and_any_case_and_spaces),
         cmocka_unit_test(an_empty_pipeline_runs_the_operation_once),
         cmocka_unit_test(a_reference_must_name_something_that_exists),
+        cmocka_unit_test(standard_hedging_names_a_hedging_entry_or_none),
+        cmocka_unit_test(standard_hedging_stands_alone_in_its_pipeline),
         cmocka_unit_test(a_pipeline_must_be_a_list),
         cmocka_unit_test(each_strategy_but_retry_appears_once),
         cmocka_unit_test(a_retry_may_sit_outside_another),

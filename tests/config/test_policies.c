@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "cfgtest.h"
+#include "clock_driver.h"
 
 typedef struct fixture {
     resil_fake_clock *fc;
@@ -594,6 +595,75 @@ static void a_hedging_step_hedges_once_by_default(void **state)
     assert_int_equal(res.outcome.code, 503);
 }
 
+/* A failing call through a hedged pipeline: its attempts sleep on the
+ * pool's threads, so the clock moves only once every thread waits. */
+typedef struct hedged_run {
+    fixture *f;
+    const char *name;
+    resil_pipeline_result *res;
+    int calls;
+} hedged_run;
+
+static void *hedged_call(void *arg)
+{
+    hedged_run *h = arg;
+    h->calls = run(h->f, h->name, fail_op, h->res);
+    return NULL;
+}
+
+static int run_hedged(fixture *f, const char *name, resil_pipeline_result *res)
+{
+    hedged_run h = {f, name, res, 0};
+    clock_driver_run(f->fc, hedged_call, &h);
+    return h.calls;
+}
+
+static void expect_standard_hedging_order(const resil_pipeline *p)
+{
+    static const resil_strategy_kind order[] = {
+        RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_HEDGING, RESIL_STRATEGY_BULKHEAD,
+        RESIL_STRATEGY_BREAKER, RESIL_STRATEGY_ATTEMPT_TIMEOUT};
+    assert_int_equal(resil_pipeline_strategy_count(p), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(resil_pipeline_strategy_at(p, i), order[i]);
+}
+
+/* "StandardHedging" alone is resil_pipeline_standard_hedging(): Microsoft's
+ * order, and its one hedge, started at once when the primary fails. */
+static void a_bare_standard_hedging_step_is_microsofts_handler(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'Pipelines': {'p': ['StandardHedging']}}}");
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, "p", &p), 0);
+    expect_standard_hedging_order(p.pipeline);
+    assert_string_equal(resil_pipeline_name(p.pipeline), "p");
+    resil_policy_release(&p);
+    resil_pipeline_result res;
+    assert_int_equal(run_hedged(f, "p", &res), 2);
+    assert_int_equal(res.hedges, 1);
+    assert_int_equal(res.attempts, 1);
+    assert_int_equal(res.outcome.code, 503);
+    assert_duration_equal(res.elapsed, 0);
+}
+
+/* "StandardHedging:NAME" takes its hedging from the Hedging entry and the
+ * rest from Microsoft's handler. */
+static void a_named_standard_hedging_step_hedges_as_its_entry_says(void **state)
+{
+    fixture *f = *state;
+    apply(f, "{'Resilience': {'Hedging': {'wide': {'MaxHedgedAttempts': 3, 'Delay': '0s'}},"
+             " 'Pipelines': {'p': ['StandardHedging:wide']}}}");
+    resil_policy p;
+    assert_int_equal(resil_policies_get(f->reg, "p", &p), 0);
+    expect_standard_hedging_order(p.pipeline);
+    resil_policy_release(&p);
+    resil_pipeline_result res;
+    assert_int_equal(run_hedged(f, "p", &res), 4);
+    assert_int_equal(res.hedges, 3);
+    assert_int_equal(res.outcome.code, 503);
+}
+
 static void null_arguments_are_refused(void **state)
 {
     fixture *f = *state;
@@ -638,6 +708,10 @@ int main(void)
         cmocka_unit_test(reloads_race_executions_safely),
         cmocka_unit_test_setup_teardown(a_fallback_step_answers_for_a_failed_call, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_bare_standard_hedging_step_is_microsofts_handler,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_named_standard_hedging_step_hedges_as_its_entry_says,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(pipelines_naming_one_budget_share_it, setup, teardown),
         cmocka_unit_test_setup_teardown(a_hedging_step_hedges_once_by_default, setup,
                                         teardown),

@@ -345,8 +345,8 @@ static void retry_over_timed_hedging(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
 }
 
-/* Polly's and Microsoft's hedging handle a broken circuit: an attempt
- * refused by its endpoint's breaker calls for the next endpoint. */
+/* A caller's own rule that hedges on every refusal, as Polly's does on
+ * any exception. */
 static bool failed_or_refused(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
 {
     (void)ctx;
@@ -360,6 +360,28 @@ static void hedge_over_breakers(resil_pipeline_builder *b)
     resil_hedge_opts h = hedging(RESIL_S(2), 1);
     h.hedge_on = failed_or_refused;
     assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+/* The same with the default hedge_on: a breaker's refusal calls for the
+ * next endpoint as Microsoft's and Polly's hedging do. */
+static void hedge_over_breakers_by_default(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+/* Hedging over a concurrency limiter of one permit shared by every
+ * endpoint, with the default hedge_on. */
+static void hedge_over_one_permit_by_default(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+    resil_bulkhead_opts c;
+    resil_bulkhead_opts_default(&c);
+    c.max_concurrency = 1;
+    c.max_queue = 0;
+    c.queue = false;
+    assert_int_equal(resil_pipeline_add_bulkhead(b, &c), 0);
 }
 
 static const char *const endpoint_keys[] = {"https://home.example.com",
@@ -571,6 +593,82 @@ static void primary_to_an_endpoint_whose_breaker_is_open_is_refused(void **state
     both(&sc, check_primary_refused);
 }
 
+/* The default hedge_on: the hedge at 2 s is refused by its endpoint's
+ * breaker, which does not end the race — there is no further hedge to
+ * launch, so the primary, left running, answers at 3 s. */
+static void default_hedge_on_lets_the_primary_outlive_a_refused_hedge(void **state)
+{
+    (void)state;
+    scenario sc = {.build = hedge_over_breakers_by_default,
+                   .script = {{{OK(10), RESIL_S(3), false}, {OK(11), RESIL_S(1), false}}},
+                   .keys = endpoint_keys, .nkeys = 2, .isolated = "https://eu.example.com"};
+    both(&sc, check_hedge_refused);
+}
+
+/* The default hedge_on: the primary, refused by its endpoint's breaker,
+ * is a failure to hedge at once; the other endpoint answers at 1 s. */
+static void default_hedge_on_hedges_a_refused_primary_at_once(void **state)
+{
+    (void)state;
+    scenario sc = {.build = hedge_over_breakers_by_default,
+                   .script = {{{OK(10), RESIL_S(3), false}, {OK(11), RESIL_S(1), false}}},
+                   .keys = endpoint_keys, .nkeys = 2, .isolated = "https://home.example.com"};
+    both(&sc, check_primary_refused);
+}
+
+static void check_every_endpoint_refused(const ran *r)
+{
+    /* Both attempts are refused at once; with every attempt failed the
+     * primary's refusal is the answer, still the breaker's. */
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_BREAKER);
+    assert_int_equal(r->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(r->res.hedges, 1);
+    assert_int_equal(r->res.hedge_winner, 0);
+    assert_duration_equal(r->res.elapsed, 0);
+    assert_false(r->t[0][0].ran);
+    assert_false(r->t[0][1].ran);
+    assert_int_equal(atomic_load(&r->hedge_events), 1);
+}
+
+/* When every attempt meets the one breaker: the refused
+ * primary is hedged, the hedge is refused too, and nothing ran. */
+static void default_hedge_on_over_one_open_breaker_ends_with_its_refusal(void **state)
+{
+    (void)state;
+    static const char *const one_key[] = {"https://home.example.com",
+                                          "https://home.example.com"};
+    scenario sc = {.build = hedge_over_breakers_by_default,
+                   .script = {{{OK(10), RESIL_S(3), false}, {OK(11), RESIL_S(1), false}}},
+                   .keys = one_key, .nkeys = 2, .isolated = "https://home.example.com"};
+    both(&sc, check_every_endpoint_refused);
+}
+
+static void check_limiter_refusal_ends_the_race(const ran *r)
+{
+    /* The hedge at 2 s finds the one permit taken by the primary: a
+     * refusal shared by every endpoint is the answer, and the primary is
+     * told to stop. */
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_BULKHEAD);
+    assert_int_equal(r->res.hedges, 1);
+    assert_int_equal(r->res.hedge_winner, 1);
+    assert_duration_equal(r->res.elapsed, RESIL_S(2));
+    assert_int_equal(r->t[0][0].told, RESIL_ECANCELED);
+    assert_int_equal(r->t[0][0].ended, T0 + RESIL_S(2));
+    assert_false(r->t[0][1].ran);
+}
+
+/* The default hedge_on hedges only refusals that concern the attempt's
+ * own endpoint: a full concurrency limiter is everyone's. */
+static void default_hedge_on_takes_a_shared_limiters_refusal_as_the_answer(void **state)
+{
+    (void)state;
+    scenario sc = {.build = hedge_over_one_permit_by_default,
+                   .script = {{{OK(10), RESIL_S(3), false}, {OK(11), RESIL_S(1), false}}}};
+    both(&sc, check_limiter_refusal_ends_the_race);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +681,10 @@ int main(void)
         cmocka_unit_test(hedge_is_refused_when_no_place_to_run_it_is_free),
         cmocka_unit_test(hedge_to_an_endpoint_whose_breaker_is_open_is_refused),
         cmocka_unit_test(primary_to_an_endpoint_whose_breaker_is_open_is_refused),
+        cmocka_unit_test(default_hedge_on_lets_the_primary_outlive_a_refused_hedge),
+        cmocka_unit_test(default_hedge_on_hedges_a_refused_primary_at_once),
+        cmocka_unit_test(default_hedge_on_over_one_open_breaker_ends_with_its_refusal),
+        cmocka_unit_test(default_hedge_on_takes_a_shared_limiters_refusal_as_the_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
