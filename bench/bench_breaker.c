@@ -12,7 +12,6 @@
  * baseline is one uncontended atomic increment measured in the same run,
  * so the figures travel.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -90,30 +89,6 @@ static bool never_trip(const resil_breaker_counts *c, void *ud)
 typedef struct pair {
     resil_breaker *b[2]; /* the same breaker twice for the shared case */
 } pair;
-
-typedef struct half {
-    resil_breaker *b;
-    uint64_t iters;
-} half;
-
-static void *run_half(void *arg)
-{
-    half *h = arg;
-    closed_success(h->b, h->iters);
-    return NULL;
-}
-
-/* `iters` calls in all, half on each thread: ns_per_op is wall time per
- * call of the pair, directly comparable with the single-thread figure. */
-static void two_threads(void *ud, uint64_t iters)
-{
-    pair *p = ud;
-    half h[2] = {{p->b[0], iters / 2}, {p->b[1], iters - iters / 2}};
-    pthread_t t;
-    pthread_create(&t, NULL, run_half, &h[1]);
-    run_half(&h[0]);
-    pthread_join(t, NULL);
-}
 
 /* ---- registry ----------------------------------------------------------- */
 
@@ -237,11 +212,7 @@ static lookups *registry_of_1024(void)
 
 static void report_pair(const char *name, pair *p, bench_result single, bench_result base)
 {
-    bench_result r = bench_run(name, two_threads, p);
-    char extra[96];
-    snprintf(extra, sizeof extra, "threads=2 throughput_vs_single=%.2f",
-             single.ns_per_op / r.ns_per_op);
-    bench_report(r, base, extra);
+    bench_report_2t(bench_run_2t(name, closed_success, p->b[0], p->b[1]), single, base);
 }
 
 int main(void)

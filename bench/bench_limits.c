@@ -134,8 +134,11 @@ static void bench_bulkhead(bench_result mutex)
     resil_bulkhead *b = NULL;
     if (resil_bulkhead_new(&o, &b, NULL) != 0)
         return;
-    bench_report(bench_run("bulkhead_acquire_release", bulkhead_acquire_release, b), mutex,
-                 NULL);
+    bench_result one = bench_run("bulkhead_acquire_release", bulkhead_acquire_release, b);
+    bench_report(one, mutex, NULL);
+    bench_report_2t(bench_run_2t("bulkhead_acquire_release_2t_shared", bulkhead_acquire_release,
+                                 b, b),
+                    one, mutex);
     bench_report(bench_run("bulkhead_try_acquire_release", bulkhead_try_acquire_release, b),
                  mutex, NULL);
     resil_bulkhead_free(b);

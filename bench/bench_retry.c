@@ -118,8 +118,10 @@ static void execute_fail3(void *ud, uint64_t iters)
     bench_consume(n);
 }
 
-/* The decision alone, as an event loop would drive it: one failed attempt
- * decided per iteration (begin amortised over three decisions). */
+/* The decision alone, as an event loop would drive it: every iteration
+ * begins an execution, starts attempt 1 and decides on its failure, which
+ * under the default policy is always a real retry (a backoff wait with a
+ * jitter draw), never the cheaper "attempts exhausted" stop. */
 static void step_failure_decisions(void *ud, uint64_t iters)
 {
     exec_case *c = ud;
@@ -127,11 +129,10 @@ static void step_failure_decisions(void *ud, uint64_t iters)
     resil_retry r;
     uint64_t n = 0;
     for (uint64_t i = 0; i < iters; i++) {
-        if (i % 3 == 0)
-            resil_retry_begin(&r, &c->policy, 0, RESIL_INSTANT_MAX, true);
+        resil_retry_begin(&r, &c->policy, 0, RESIL_INSTANT_MAX, true);
         resil_retry_before_attempt(&r, false);
         resil_retry_decision d = resil_retry_after_attempt(&r, NULL, &fail, 0, c->opts.rng);
-        n += (uint64_t)d.wait;
+        n += (uint64_t)d.wait + (uint64_t)d.stop;
     }
     bench_consume(n);
 }
@@ -177,7 +178,11 @@ static int bench_budget(resil_budget_model m, const char *name, bench_result bas
         return 1;
     for (int i = 0; i < 1000; i++)
         resil_budget_on_request(b);
-    bench_report(bench_run(name, budget_retry_cycle, b), baseline, NULL);
+    bench_result one = bench_run(name, budget_retry_cycle, b);
+    bench_report(one, baseline, NULL);
+    char name2[96];
+    snprintf(name2, sizeof name2, "%s_2t_shared", name);
+    bench_report_2t(bench_run_2t(name2, budget_retry_cycle, b, b), one, baseline);
     resil_budget_free(b);
     return 0;
 }
@@ -222,7 +227,7 @@ int main(void)
 
     bench_result backoff = bench_run("backoff_delay_full_jitter", backoff_only, &c);
     bench_report(bench_run("retry_step_failure_decision", step_failure_decisions, &c),
-                 backoff, NULL);
+                 backoff, "decision=retry (begin, before, after with a backoff draw)");
 
     bench_result inc = bench_run("atomic_increment", bench_atomic_increment, NULL);
     int rc = bench_budget(RESIL_BUDGET_TOKENS, "budget_tokens_retry_cycle", inc, NULL);

@@ -5,18 +5,19 @@
  * easy handle and so over the same kept-alive connection: both loops meet
  * the same server thread, wherever the scheduler has put it.
  *
- * The allocation counter sees the code linked into this program — resil's
- * and the in-process server's (which, with recording off, allocates
- * nothing per request) — but not libcurl, a shared library: so
- * allocs_per_op is what resil itself allocates per call. Besides the standard
- * line it prints requests/s for both and the overhead in percent. On a
- * shared machine a 200 ms run's wall time moves by more than the overhead
- * itself, so the two loops are also timed in small alternating blocks and
- * each side keeps its fastest block (block_ns_per_op, block_overhead_pct):
- * noise only ever adds time, and alternation gives both sides the same
- * chances of a quiet moment.
+ * The allocation counter is exported, so it sees libcurl's allocations as
+ * well as resil's and the in-process server's (which, with recording off,
+ * allocates nothing per request): allocs_per_op is the whole request, and
+ * added_allocs_per_op what the drop-in adds to bare libcurl. Besides the
+ * standard line it prints requests/s for both and the overhead in percent.
+ * On a shared machine a 50 ms run's wall time moves by more than the
+ * overhead itself, so the two loops are also timed in small alternating
+ * blocks, and the overhead is the median of the per-pair ratios with its
+ * quartiles (block_overhead_pct, block_overhead_q1_pct, _q3_pct):
+ * alternation gives both sides the same weather, pair by pair.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -70,36 +71,51 @@ static CURL *handle(const char *url, bench_ctx *b)
 #define BLOCK 200
 #define BLOCKS 60
 
-/* The fastest block of each loop, alternating blocks. */
-static void best_blocks(bench_ctx *b, double *bare, double *drop)
+static int by_value(const void *a, const void *b)
 {
-    uint64_t best_bare = UINT64_MAX, best_drop = UINT64_MAX;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct blocks {
+    double bare, drop;   /* median ns per request of each side's blocks */
+    double ratio[3];     /* drop / bare per pair: first quartile, median, third */
+} blocks;
+
+/* Alternating blocks; each pair's ratio is taken within the pair. */
+static blocks paired_blocks(bench_ctx *b)
+{
+    double bare[BLOCKS], drop[BLOCKS], ratio[BLOCKS];
     for (int i = 0; i < BLOCKS; i++) {
         uint64_t t0 = bench_now_ns();
         bare_loop(b, BLOCK);
         uint64_t t1 = bench_now_ns();
         resil_calls(b, BLOCK);
         uint64_t t2 = bench_now_ns();
-        if (t1 - t0 < best_bare)
-            best_bare = t1 - t0;
-        if (t2 - t1 < best_drop)
-            best_drop = t2 - t1;
+        bare[i] = (double)(t1 - t0) / BLOCK;
+        drop[i] = (double)(t2 - t1) / BLOCK;
+        ratio[i] = drop[i] / bare[i];
     }
-    *bare = (double)best_bare / BLOCK;
-    *drop = (double)best_drop / BLOCK;
+    qsort(bare, BLOCKS, sizeof *bare, by_value);
+    qsort(drop, BLOCKS, sizeof *drop, by_value);
+    qsort(ratio, BLOCKS, sizeof *ratio, by_value);
+    blocks r = {bare[BLOCKS / 2], drop[BLOCKS / 2],
+                {ratio[BLOCKS / 4], ratio[BLOCKS / 2], ratio[3 * BLOCKS / 4]}};
+    return r;
 }
 
-static void report(bench_result r, bench_result base, double block_bare, double block_drop)
+static void report(bench_result r, bench_result base, blocks bl)
 {
-    char extra[320];
+    char extra[400];
     snprintf(extra, sizeof extra,
              "requests_per_s=%.0f baseline_requests_per_s=%.0f overhead_pct=%.2f "
-             "added_allocs_per_op=%.2f block_ns_per_op=%.0f baseline_block_ns_per_op=%.0f "
-             "block_overhead_pct=%.2f",
+             "baseline_allocs_per_op=%.2f added_allocs_per_op=%.2f block_ns_per_op=%.0f "
+             "baseline_block_ns_per_op=%.0f block_overhead_pct=%.2f "
+             "block_overhead_q1_pct=%.2f block_overhead_q3_pct=%.2f",
              1e9 / r.ns_per_op, 1e9 / base.ns_per_op,
-             100.0 * (r.ns_per_op - base.ns_per_op) / base.ns_per_op,
-             r.allocs_per_op - base.allocs_per_op, block_drop, block_bare,
-             100.0 * (block_drop - block_bare) / block_bare);
+             100.0 * (r.ns_per_op - base.ns_per_op) / base.ns_per_op, base.allocs_per_op,
+             r.allocs_per_op - base.allocs_per_op, bl.drop, bl.bare,
+             100.0 * (bl.ratio[1] - 1), 100.0 * (bl.ratio[0] - 1), 100.0 * (bl.ratio[2] - 1));
     bench_report(r, base, extra);
 }
 
@@ -131,21 +147,9 @@ int main(void)
     b.req.write_fn = discard;
     b.req.write_data = &b;
 
-    /* Interleaved, three times, best of each: the machine's noise hits
-     * both sides alike. */
     bench_result base = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
     bench_result drop = bench_run("http_resil_perform_get", resil_calls, &b);
-    for (int i = 0; i < 2; i++) {
-        bench_result b2 = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
-        bench_result d2 = bench_run("http_resil_perform_get", resil_calls, &b);
-        if (b2.ns_per_op < base.ns_per_op)
-            base = b2;
-        if (d2.ns_per_op < drop.ns_per_op)
-            drop = d2;
-    }
-    double block_bare, block_drop;
-    best_blocks(&b, &block_bare, &block_drop);
-    report(drop, base, block_bare, block_drop);
+    report(drop, base, paired_blocks(&b));
     bench_consume(b.bytes);
 
     resil_http_client_free(b.client);

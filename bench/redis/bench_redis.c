@@ -162,8 +162,10 @@ static void commands_per_calls(resil_breaker *shared, bench_result base, const c
     command_counts after = commands_so_far();
     long long scripts = after.scripts - before.scripts;
     long long all = after.all - before.all - 1; /* our first INFO */
-    bench_result res = {name, (double)took / (double)n,
-                        (double)(bench_alloc_count() - a0) / (double)n, n};
+    bench_result res = {.name = name, .ns_per_op = (double)took / (double)n,
+                        .min_ns = (double)took / (double)n, .max_ns = (double)took / (double)n,
+                        .allocs_per_op = (double)(bench_alloc_count() - a0) / (double)n,
+                        .iters = n};
     char extra[256];
     snprintf(extra, sizeof extra,
              "calls=%llu round_trips=%lld round_trips_per_1000_calls=%.4f "
@@ -206,7 +208,8 @@ static void report_latencies(const char *name, uint64_t *ns, int n, bench_result
 {
     qsort(ns, (size_t)n, sizeof *ns, cmp_u64);
     uint64_t p50 = ns[n / 2], p99 = ns[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
-    bench_result res = {name, (double)p50, 0, (uint64_t)n};
+    bench_result res = {.name = name, .ns_per_op = (double)p50, .min_ns = (double)ns[0],
+                        .max_ns = (double)ns[n - 1], .iters = (uint64_t)n};
     char extra[128];
     snprintf(extra, sizeof extra, "trials=%d p50_us=%.1f p99_us=%.1f max_us=%.1f", n,
              (double)p50 / 1e3, (double)p99 / 1e3, (double)ns[n - 1] / 1e3);

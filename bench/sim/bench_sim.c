@@ -150,20 +150,28 @@ static scenario_figures run_scenario(resil_sim_scenario s)
 
 static void report_scenario(const char *name, resil_sim_scenario s, bench_result baseline)
 {
-    scenario_figures f = run_scenario(s);
-    /* Best of three whole runs, as bench_run does for small operations. */
-    for (int i = 0; i < 2; i++) {
-        scenario_figures g = run_scenario(s);
-        if (g.ns < f.ns)
-            f = g;
-    }
-    bench_result r = {name, f.ns / (double)f.events, (double)f.allocs / (double)f.events,
-                      f.events};
+    /* The median of three whole runs, with their spread. */
+    scenario_figures f[3];
+    for (int i = 0; i < 3; i++)
+        f[i] = run_scenario(s);
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (f[j].ns < f[i].ns) {
+                scenario_figures t = f[i];
+                f[i] = f[j];
+                f[j] = t;
+            }
+    double per = f[1].ns / (double)f[1].events;
+    bench_result r = {.name = name, .ns_per_op = per,
+                      .min_ns = f[0].ns / (double)f[0].events,
+                      .max_ns = f[2].ns / (double)f[2].events,
+                      .allocs_per_op = (double)f[1].allocs / (double)f[1].events,
+                      .iters = f[1].events};
     char extra[256];
     snprintf(extra, sizeof extra,
              "events=%llu events_per_s=%.0f total_ms=%.0f slowest_policy_ms=%.0f",
-             (unsigned long long)f.events, (double)f.events * 1e9 / f.ns, f.ns / 1e6,
-             f.worst_policy_ns / 1e6);
+             (unsigned long long)f[1].events, (double)f[1].events * 1e9 / f[1].ns,
+             f[1].ns / 1e6, f[1].worst_policy_ns / 1e6);
     bench_report(r, baseline, extra);
 }
 

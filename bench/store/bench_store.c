@@ -41,31 +41,10 @@ static void die(const char *what, const char *detail)
     exit(1);
 }
 
-/* bench_run's method (calibrate to ~TARGET/4, best of RUNS) from 4 iterations. */
+/* Three runs of about 75 ms: each operation is a database round trip. */
 static bench_result run_slow(const char *name, bench_fn fn, void *ud)
 {
-    enum { RUNS = 3 };
-    const uint64_t target = 300000000u;
-    uint64_t iters = 4;
-    for (;;) {
-        uint64_t t0 = bench_now_ns();
-        fn(ud, iters);
-        uint64_t took = bench_now_ns() - t0;
-        if (took >= target / 4)
-            break;
-        iters *= took ? target / 4 / took + 2 : 100;
-    }
-    double best = 0;
-    uint64_t allocs = 0;
-    for (int r = 0; r < RUNS; r++) {
-        uint64_t a0 = bench_alloc_count(), t0 = bench_now_ns();
-        fn(ud, iters);
-        double ns = (double)(bench_now_ns() - t0) / (double)iters;
-        allocs += bench_alloc_count() - a0;
-        if (r == 0 || ns < best)
-            best = ns;
-    }
-    return (bench_result){name, best, (double)allocs / ((double)iters * RUNS), iters};
+    return bench_run_for(name, fn, ud, 75000000u, 3);
 }
 
 /* ---- the store ------------------------------------------------------------- */

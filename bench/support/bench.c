@@ -1,36 +1,73 @@
 /*
- * bench.c — calibration, best-of-N timing and allocation counting for the
- * benchmarks (see bench.h for why it is shaped this way).
+ * bench.c — calibration, median timing, concurrent two-thread sampling and
+ * allocation counting for the benchmarks (see bench.h for why it is shaped
+ * this way).
  */
 #include "bench.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+/* ---- allocation counting ------------------------------------------------ */
+
+/* Exported (the project builds with hidden visibility), so that the dynamic
+ * linker binds libcurl's and every other shared library's calls here too. */
+#define EXPORTED __attribute__((visibility("default")))
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
 
 static atomic_uint_fast64_t allocs;
 
-void *malloc(size_t n)
+static void counted(void) { atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed); }
+
+EXPORTED void *malloc(size_t n)
 {
-    atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
+    counted();
     return __libc_malloc(n);
 }
 
-void *calloc(size_t a, size_t b)
+EXPORTED void *calloc(size_t a, size_t b)
 {
-    atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
+    counted();
     return __libc_calloc(a, b);
 }
 
-void *realloc(void *p, size_t n)
+EXPORTED void *realloc(void *p, size_t n)
 {
-    atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
+    counted();
     return __libc_realloc(p, n);
+}
+
+EXPORTED void *memalign(size_t align, size_t n)
+{
+    counted();
+    return __libc_memalign(align, n);
+}
+
+EXPORTED void *aligned_alloc(size_t align, size_t n)
+{
+    counted();
+    return __libc_memalign(align, n);
+}
+
+EXPORTED int posix_memalign(void **out, size_t align, size_t n)
+{
+    counted();
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return 22; /* EINVAL */
+    void *p = __libc_memalign(align, n);
+    if (p == NULL)
+        return 12; /* ENOMEM */
+    *out = p;
+    return 0;
 }
 
 uint64_t bench_alloc_count(void)
@@ -38,54 +75,195 @@ uint64_t bench_alloc_count(void)
     return atomic_load_explicit(&allocs, memory_order_relaxed);
 }
 
-uint64_t bench_now_ns(void)
+/* ---- time --------------------------------------------------------------- */
+
+static uint64_t read_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+uint64_t bench_now_ns(void) { return read_ns(CLOCK_MONOTONIC); }
 
 static volatile uint64_t sink;
 
 void bench_consume(uint64_t v) { sink += v; }
 
-#define TARGET_NS 200000000u
-#define RUNS 5
-
-bench_result bench_run(const char *name, bench_fn fn, void *ud)
+static int by_value(const void *a, const void *b)
 {
-    uint64_t iters = 1000;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts v. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define RUN_NS 50000000u
+#define MAX_RUNS 32
+
+/* The iteration count for one run of about `ns`. */
+static uint64_t calibrate(bench_fn fn, void *ud, uint64_t ns)
+{
+    uint64_t iters = 1;
     for (;;) {
         uint64_t t0 = bench_now_ns();
         fn(ud, iters);
         uint64_t took = bench_now_ns() - t0;
-        if (took >= TARGET_NS / 4 || iters >= (UINT64_C(1) << 40))
-            break;
-        iters *= took ? (TARGET_NS / 4 / took) + 2 : 100;
+        if (took >= ns / 2 || iters >= (UINT64_C(1) << 40))
+            return took >= ns / 2 && took > 0 ? iters * ns / took : iters;
+        iters *= took ? (ns / 2 / took) + 2 : 100;
     }
-    double best = 0;
+}
+
+bench_result bench_run_for(const char *name, bench_fn fn, void *ud, uint64_t run_ns, int runs)
+{
+    uint64_t iters = calibrate(fn, ud, run_ns);
+    if (iters < 1)
+        iters = 1;
+    if (runs > MAX_RUNS)
+        runs = MAX_RUNS;
+    double ns[MAX_RUNS];
     uint64_t alloc_calls = 0;
-    for (int r = 0; r < RUNS; r++) {
+    for (int r = 0; r < runs; r++) {
         uint64_t a0 = bench_alloc_count();
         uint64_t t0 = bench_now_ns();
         fn(ud, iters);
         uint64_t took = bench_now_ns() - t0;
-        uint64_t a1 = bench_alloc_count();
-        double ns = (double)took / (double)iters;
-        if (r == 0 || ns < best)
-            best = ns;
-        alloc_calls += a1 - a0;
+        alloc_calls += bench_alloc_count() - a0;
+        ns[r] = (double)took / (double)iters;
     }
-    bench_result res = {name, best, (double)alloc_calls / ((double)iters * RUNS), iters};
+    bench_result res = {.name = name, .iters = iters,
+                        .allocs_per_op = (double)alloc_calls / ((double)iters * runs)};
+    res.ns_per_op = median(ns, runs);
+    res.min_ns = ns[0];
+    res.max_ns = ns[runs - 1];
     return res;
 }
 
+bench_result bench_run(const char *name, bench_fn fn, void *ud)
+{
+    return bench_run_for(name, fn, ud, RUN_NS, BENCH_RUNS);
+}
+
+/* ---- two threads -------------------------------------------------------- */
+
+typedef struct lane {
+    bench_fn fn;
+    void *ud;
+    uint64_t iters;
+    pthread_barrier_t *go;
+    uint64_t start, end, cpu; /* wall instants and this thread's CPU time */
+    pthread_t thread;
+} lane;
+
+static void *run_lane(void *arg)
+{
+    lane *l = arg;
+    pthread_barrier_wait(l->go);
+    uint64_t c0 = read_ns(CLOCK_THREAD_CPUTIME_ID);
+    l->start = bench_now_ns();
+    l->fn(l->ud, l->iters);
+    l->end = bench_now_ns();
+    l->cpu = read_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    return NULL;
+}
+
+/* One sample: wall from the first start to the last end, and the share of
+ * it both threads spent on a CPU (2.0 = truly side by side). */
+static double sample(bench_fn fn, void *ud0, void *ud1, uint64_t iters, double *concurrency)
+{
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    lane l[2] = {{fn, ud0, iters / 2, &go, 0, 0, 0, 0},
+                 {fn, ud1, iters - iters / 2, &go, 0, 0, 0, 0}};
+    pthread_create(&l[1].thread, NULL, run_lane, &l[1]);
+    run_lane(&l[0]);
+    pthread_join(l[1].thread, NULL);
+    pthread_barrier_destroy(&go);
+    uint64_t start = l[0].start < l[1].start ? l[0].start : l[1].start;
+    uint64_t end = l[0].end > l[1].end ? l[0].end : l[1].end;
+    double wall = (double)(end - start);
+    *concurrency = wall > 0 ? (double)(l[0].cpu + l[1].cpu) / wall : 0;
+    return wall / (double)iters;
+}
+
+#define SAMPLE_NS 20000000u
+#define MAX_SAMPLES 60
+#define CONCURRENT 1.75
+
+typedef struct both {
+    bench_fn fn;
+    void *ud[2];
+} both;
+
+static void both_lanes(void *arg, uint64_t iters)
+{
+    both *b = arg;
+    double c;
+    sample(b->fn, b->ud[0], b->ud[1], iters, &c);
+}
+
+bench_result bench_run_2t(const char *name, bench_fn fn, void *ud0, void *ud1)
+{
+    both b = {fn, {ud0, ud1}};
+    uint64_t iters = calibrate(both_lanes, &b, SAMPLE_NS);
+    if (iters < 2)
+        iters = 2;
+    double kept[MAX_SAMPLES], all[MAX_SAMPLES], conc[MAX_SAMPLES];
+    int k = 0, n = 0;
+    uint64_t a0 = bench_alloc_count();
+    while (n < MAX_SAMPLES && k < BENCH_RUNS) {
+        double c;
+        double ns = sample(fn, ud0, ud1, iters, &c);
+        all[n++] = ns;
+        if (c >= CONCURRENT) {
+            conc[k] = c;
+            kept[k++] = ns;
+        }
+    }
+    bench_result res = {.name = name, .iters = iters, .kept = k, .taken = n,
+                        .allocs_per_op = (double)(bench_alloc_count() - a0) /
+                                         ((double)iters * n)};
+    double *v = k > 0 ? kept : all;
+    int m = k > 0 ? k : n;
+    res.ns_per_op = median(v, m);
+    res.min_ns = v[0];
+    res.max_ns = v[m - 1];
+    res.concurrency = k > 0 ? median(conc, k) : 0;
+    return res;
+}
+
+/* ---- reporting ---------------------------------------------------------- */
+
 void bench_report(bench_result r, bench_result baseline, const char *extra)
 {
-    printf("bench %s ns_per_op=%.2f allocs_per_op=%.4f baseline=%s baseline_ns_per_op=%.2f%s%s\n",
-           r.name, r.ns_per_op, r.allocs_per_op, baseline.name, baseline.ns_per_op,
+    char spread[64] = "";
+    if (r.min_ns != 0 || r.max_ns != 0) /* a figure with no runs to spread has none */
+        snprintf(spread, sizeof spread, " min_ns=%.2f max_ns=%.2f", r.min_ns, r.max_ns);
+    printf("bench %s ns_per_op=%.2f allocs_per_op=%.4f baseline=%s baseline_ns_per_op=%.2f%s%s%s\n",
+           r.name, r.ns_per_op, r.allocs_per_op, baseline.name, baseline.ns_per_op, spread,
            extra ? " " : "", extra ? extra : "");
     fflush(stdout);
+}
+
+void bench_report_2t(bench_result r, bench_result single, bench_result baseline)
+{
+    char extra[160];
+    if (r.kept == 0)
+        snprintf(extra, sizeof extra,
+                 "threads=2 concurrent_samples=0/%d throughput_vs_single=unknown "
+                 "(the two threads never ran at once)",
+                 r.taken);
+    else
+        snprintf(extra, sizeof extra,
+                 "threads=2 concurrent_samples=%d/%d concurrency=%.2f throughput_vs_single=%.2f",
+                 r.kept, r.taken, r.concurrency, single.ns_per_op / r.ns_per_op);
+    bench_report(r, baseline, extra);
 }
 
 void bench_atomic_increment(void *ud, uint64_t iters)
