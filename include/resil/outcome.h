@@ -33,7 +33,8 @@ typedef struct resil_outcome {
     resil_kind kind;
     int64_t code;               /* domain code: HTTP status, errno, exit code */
     resil_duration retry_after; /* the server's wait hint, RESIL_NO_HINT if none */
-    char detail[RESIL_DETAIL_MAX]; /* short text, e.g. "connection reset" */
+    char detail[RESIL_DETAIL_MAX]; /* short text, e.g. "connection reset"; NUL-
+                                      terminated, bytes after the NUL unspecified */
 } resil_outcome;
 
 /* "Success", "Transient", "Throttled", "Timeout", "Permanent", "Cancelled",

@@ -259,7 +259,12 @@ typedef struct resil_exec_opts {
     size_t records_cap;
     resil_on_attempt_fn on_attempt; /* optional: every attempt, as decided */
     void *on_attempt_ud;
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    union {
+        bool measure_elapsed; /* measure resil_retry_result.elapsed even when
+                                 nothing else needs the clock (see below) */
+        resil_reserved measure_elapsed_slot_;
+    };
+    resil_reserved reserved_[3]; /* room to grow (docs/abi.md) */
 } resil_exec_opts;
 
 typedef struct resil_retry_result {
@@ -271,11 +276,21 @@ typedef struct resil_retry_result {
                               before any attempt ran */
     uint32_t attempts;     /* attempts made */
     size_t records_len;    /* records written: min(attempts, records_cap) */
-    resil_duration elapsed;
+    resil_duration elapsed; /* from the start to the last attempt's end (or the
+                               last wait's), on the execution's clock; 0 unless
+                               the execution read the clock: see below */
     resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_retry_result;
 
 /*
+ * The executor reads the clock only when something needs the time: a
+ * deadline (opts->deadline or the policy's max_total), attempt records,
+ * on_attempt, or measure_elapsed. Then it reads it at the start, after each
+ * attempt and after each wait, exactly as the records' start and duration
+ * and the result's elapsed say; otherwise it reads it never, and elapsed is
+ * 0. A retry without any of these makes the same decisions either way: with
+ * no deadline no decision depends on the time.
+ *
  * Run `op` under `p`. Returns 0 when the execution ran to a stop (read
  * out->stop), or RESIL_EINVAL for a NULL argument or invalid policy (err
  * says which field). `opts` may be NULL for the defaults. A cancel token

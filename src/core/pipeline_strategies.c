@@ -303,7 +303,10 @@ resil_exec_opts resil__retry_opts(const resil__run *r, const resil__frame *f,
                          .deadline = f->deadline,
                          .non_idempotent = r->non_idempotent,
                          .records = r->ex != NULL && !k->node->inner ? r->records : NULL,
-                         .records_cap = r->records_cap};
+                         .records_cap = r->records_cap,
+                         /* the strategies inside take each attempt's start
+                          * from the cursor, so it must be read every time */
+                         .measure_elapsed = true};
     if (resil__listening(r->p)) {
         o.on_attempt = resil__retry_report_attempt;
         o.on_attempt_ud = k;

@@ -10,7 +10,10 @@
  * nothing, which is what lets seeded demos reproduce published output. The
  * executor is a thin loop over that step which adds only what needs I/O —
  * calling the operation, reading the clock, sleeping cancellably — and
- * writes into caller memory, so that no path allocates.
+ * writes into caller memory, so that no path allocates. It reads the clock
+ * only when something needs the time (a deadline, a record, a hook, or
+ * elapsed asked for): a clock read costs more than the rest of a successful
+ * execution, and without a deadline no decision depends on it.
  */
 #include <string.h>
 
@@ -71,6 +74,23 @@ void resil_retry_policy_default(resil_retry_policy *p)
     p->retry_after_max = RESIL_S(60);
     p->budget = NULL;
     p->unsafe_mode = RESIL_UNSAFE_REFUSE;
+}
+
+/* Every rule resil_retry_policy_validate() words, as one predicate with
+ * no messages: the executor asks it on every call, so that a policy that
+ * changed since the last call is still checked, and pays the worded walk
+ * only for a policy that fails it. */
+static bool policy_valid(const resil_retry_policy *p)
+{
+    const resil_backoff *b = &p->backoff;
+    bool polly_rule = b->jitter != RESIL_JITTER_POLLY || b->kind != RESIL_BACKOFF_EXPONENTIAL ||
+                      b->factor == 2.0;
+    return (p->max_attempts >= 1) & ((unsigned)b->kind <= RESIL_BACKOFF_FIBONACCI) &
+           (b->base >= 0) & (b->factor >= 1.0) & (b->factor <= __DBL_MAX__) &
+           ((unsigned)b->jitter <= RESIL_JITTER_POLLY) & (b->jitter_fraction >= 0.0) &
+           (b->jitter_fraction <= 1.0) & (b->max_delay >= 0) & polly_rule &
+           (p->max_total >= 0) & ((unsigned)p->retry_after <= RESIL_RETRY_AFTER_BOUNDED) &
+           (p->retry_after_max >= 0) & ((unsigned)p->unsafe_mode <= RESIL_UNSAFE_RUN_ONCE);
 }
 
 int resil_retry_policy_validate(const resil_retry_policy *p, resil_err *err)
@@ -297,9 +317,11 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
     if (p == NULL || op == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL,
                              "retry: policy, operation and result must not be NULL");
-    int rc = resil_retry_policy_validate(p, err);
-    if (rc != 0)
-        return rc;
+    if (!policy_valid(p)) {
+        int rc = resil_retry_policy_validate(p, err);
+        if (rc != 0)
+            return rc;
+    }
     resil__retry_run(p, opts, op, user, out);
     return 0;
 }

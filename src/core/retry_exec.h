@@ -21,7 +21,8 @@ typedef struct resil__retry_exec {
     const resil_retry_policy *policy;
     const resil_exec_opts *opts;
     resil_clock *clock;
-    resil_instant now; /* the latest clock reading: two per attempt, no more */
+    resil_instant now; /* the latest clock reading, when timed */
+    bool timed;        /* something needs the time: read the clock as it goes */
     resil_retry step;
     resil_attempt_ctx ctx; /* the current attempt's, for the op and the hooks */
     resil_retry_result *out;
@@ -54,7 +55,18 @@ static inline resil_stop resil__rx_stopped_between(resil__retry_exec *x, const r
     return s;
 }
 
-/* Start: the step begins at the first reading. RESIL_STOP_NONE to go on. */
+/* Without a deadline no decision depends on the time, so the clock is read
+ * only for what reports it: records, on_attempt, and elapsed when asked. */
+static inline bool resil__rx_needs_time(const resil_retry_policy *p, const resil_exec_opts *o,
+                                        resil_instant deadline)
+{
+    return (p->max_total > 0) | (deadline != RESIL_INSTANT_MAX) |
+           (o->records != NULL && o->records_cap > 0) | (o->on_attempt != NULL) |
+           o->measure_elapsed;
+}
+
+/* Start: the step begins at the first reading (none when nothing needs
+ * the time). RESIL_STOP_NONE to go on. */
 static inline resil_stop resil__rx_begin(resil__retry_exec *x, const resil_retry_policy *p,
                                          const resil_exec_opts *opts,
                                          resil_retry_result *out, resil_instant *start)
@@ -67,7 +79,8 @@ static inline resil_stop resil__rx_begin(resil__retry_exec *x, const resil_retry
     resil_instant deadline = x->opts->deadline != 0 ? x->opts->deadline : RESIL_INSTANT_MAX;
     out->attempts = 0;
     out->records_len = 0;
-    *start = x->now = resil_clock_now(x->clock);
+    x->timed = resil__rx_needs_time(p, x->opts, deadline);
+    *start = x->now = x->timed ? resil_clock_now(x->clock) : 0;
     out->stop = resil_retry_begin(&x->step, p, *start, deadline, !x->opts->non_idempotent);
     return out->stop;
 }
@@ -110,7 +123,8 @@ static inline void resil__rx_keep_record(resil__retry_exec *x, resil_instant sta
 static inline resil_retry_decision resil__rx_decide(resil__retry_exec *x, resil_instant start)
 {
     x->out->attempts = x->step.attempt;
-    x->now = resil_clock_now(x->clock);
+    if (x->timed)
+        x->now = resil_clock_now(x->clock);
     resil_retry_decision d =
         resil_retry_after_attempt(&x->step, &x->ctx, &x->out->final, x->now, x->opts->rng);
     resil__rx_keep_record(x, start, &d);
@@ -132,7 +146,8 @@ static inline void resil__rx_announce(resil__retry_exec *x, const resil_retry_de
  * on with the next attempt. */
 static inline resil_stop resil__rx_woke(resil__retry_exec *x, int slept)
 {
-    x->now = resil_clock_now(x->clock);
+    if (x->timed)
+        x->now = resil_clock_now(x->clock);
     if (slept == RESIL_ECANCELED)
         return resil__rx_stopped_between(x, x->opts->cancel);
     return RESIL_STOP_NONE;

@@ -24,7 +24,7 @@ HAS_ROOM(resil_hedge_opts, 4);
 HAS_ROOM(resil_ratelimit_opts, 4);
 HAS_ROOM(resil_registry_opts, 4);
 GREW_INTO_ROOM(resil_retry_policy, delay, 3, 4);
-HAS_ROOM(resil_exec_opts, 4);
+GREW_INTO_ROOM(resil_exec_opts, measure_elapsed, 1, 4);
 HAS_ROOM(resil_standard_opts, 4);
 GREW_INTO_ROOM(resil_call, hedge_keys, 2, 4);
 HAS_ROOM(resil_timeout_opts, 4);

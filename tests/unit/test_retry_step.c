@@ -169,6 +169,18 @@ static void policy_defaults(void **state)
     assert_int_equal(resil_retry_policy_validate(&p, NULL), 0);
 }
 
+static int never_calls;
+
+static resil_outcome counted_op(resil_attempt_ctx *ctx)
+{
+    (void)ctx;
+    never_calls++;
+    return resil_ok();
+}
+
+/* The executor's own check on every call (a quick predicate, worded only
+ * on failure) refuses every policy validate refuses, with the same words,
+ * before anything runs. */
 static void expect_invalid(const resil_retry_policy *p, const char *fragment)
 {
     resil_err err = {0, ""};
@@ -176,6 +188,13 @@ static void expect_invalid(const resil_retry_policy *p, const char *fragment)
     assert_int_equal(err.code, RESIL_EINVAL);
     if (strstr(err.message, fragment) == NULL)
         fail_msg("message '%s' lacks '%s'", err.message, fragment);
+    resil_err exec_err = {0, ""};
+    resil_retry_result r;
+    never_calls = 0;
+    assert_int_equal(resil_retry_execute(p, NULL, counted_op, NULL, &r, &exec_err),
+                     RESIL_EINVAL);
+    assert_string_equal(exec_err.message, err.message);
+    assert_int_equal(never_calls, 0);
 }
 
 static void zero_attempts_is_invalid_and_points_at_forever(void **state)
@@ -204,6 +223,36 @@ static void bad_backoff_is_named_under_retry(void **state)
     p = plain_policy(3);
     p.backoff.base = -1;
     expect_invalid(&p, "retry.backoff.base");
+}
+
+static void every_bad_backoff_field_is_refused_by_the_executor(void **state)
+{
+    (void)state;
+    resil_retry_policy p = plain_policy(3);
+    p.backoff.kind = (resil_backoff_kind)(RESIL_BACKOFF_LIST + 1);
+    expect_invalid(&p, "retry.backoff.kind");
+    p = plain_policy(3);
+    p.backoff.factor = __builtin_nan("");
+    expect_invalid(&p, "retry.backoff.factor");
+    p = plain_policy(3);
+    p.backoff.factor = __builtin_inf();
+    expect_invalid(&p, "retry.backoff.factor");
+    p = plain_policy(3);
+    p.backoff.jitter = (resil_jitter)6;
+    expect_invalid(&p, "retry.backoff.jitter");
+    p = plain_policy(3);
+    p.backoff.jitter_fraction = 1.5;
+    expect_invalid(&p, "retry.backoff.jitter_fraction");
+    p = plain_policy(3);
+    p.backoff.jitter_fraction = __builtin_nan("");
+    expect_invalid(&p, "retry.backoff.jitter_fraction");
+    p = plain_policy(3);
+    p.backoff.max_delay = -1;
+    expect_invalid(&p, "retry.backoff.max_delay");
+    p = plain_policy(3);
+    p.backoff.jitter = RESIL_JITTER_POLLY;
+    p.backoff.factor = 3.0;
+    expect_invalid(&p, "retry.backoff.factor must be 2 with polly jitter");
 }
 
 static void negative_max_total_is_invalid(void **state)
@@ -1017,6 +1066,7 @@ int main(void)
         cmocka_unit_test(zero_attempts_is_invalid_and_points_at_forever),
         cmocka_unit_test(attempt_boundaries_are_valid),
         cmocka_unit_test(bad_backoff_is_named_under_retry),
+        cmocka_unit_test(every_bad_backoff_field_is_refused_by_the_executor),
         cmocka_unit_test(negative_max_total_is_invalid),
         cmocka_unit_test(unknown_retry_after_mode_is_invalid),
         cmocka_unit_test(negative_retry_after_max_is_invalid),
