@@ -36,6 +36,8 @@
 #include <string.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include "breaker_internal.h"
 #include "internal.h"
@@ -45,6 +47,39 @@
 #define COUNT_MAX ((UINT32_C(1) << COUNT_BITS) - 1)
 #define STATE_MASK UINT64_C(7)
 #define CACHE_LINE 64
+
+/* ---- successes without the mutex ---------------------------------------
+ *
+ * A time-window breaker counts a success in the stripe of the CPU it runs
+ * on, with one compare-and-swap on a line no other CPU writes, and takes
+ * the mutex only for failures, slow calls and when the window's newest
+ * bucket moves on. Each stripe word is
+ *
+ *     epoch sequence (24 bits) | successes (40 bits)
+ *
+ * and the breaker's epoch word, read-mostly, says where those successes
+ * belong:
+ *
+ *     epoch sequence (24 bits) | bucket number (40 bits)
+ *
+ * A success whose instant lies in that bucket adds one to its stripe if
+ * the stripe still carries that sequence; anything else (another bucket, a
+ * full stripe, a sequence moved on) takes the locked path. Under the mutex
+ * every change of the epoch — a new newest bucket, any transition, a reset
+ * — first takes every stripe's count with an exchange that also stamps the
+ * new sequence, so a success is either in the bucket its instant named or,
+ * when the generation changed under it, discarded with that generation
+ * (the CAS that could have added it fails on the new stamp). The fold
+ * happens before the window moves, so every success lands in its own
+ * bucket; totals are read only under the mutex, after a fold.
+ */
+#define SEQ_SHIFT 40
+#define LOW40 ((UINT64_C(1) << SEQ_SHIFT) - 1)
+#define NO_BUCKET LOW40 /* the epoch names no bucket: the next success locks */
+
+typedef struct stripe {
+    _Alignas(CACHE_LINE) _Atomic uint64_t word;
+} stripe;
 
 typedef struct probe_slot {
     uint32_t ticket; /* 0 = free */
@@ -76,6 +111,10 @@ typedef struct builtin {
      * transitions and failure runs. */
     _Alignas(CACHE_LINE) resil_breaker handle;
     _Atomic int64_t open_until;
+    _Atomic uint64_t epoch; /* lock-free successes: where they count (below) */
+    stripe *stripes;        /* NULL: every result takes the mutex */
+    uint32_t stripe_mask;
+    resil_duration bucket_width; /* the time window's, immutable */
     resil_clock *clock;
     uint32_t failure_threshold;
     bool trips_on_consecutive;
@@ -139,6 +178,132 @@ static uint64_t load_word(const builtin *b)
 
 static resil_instant now_of(builtin *b) { return resil_clock_now(b->clock); }
 
+/* ---- the stripes -------------------------------------------------------- */
+
+static uint64_t epoch_seq(uint64_t e) { return e >> SEQ_SHIFT; }
+static uint64_t epoch_bucket(uint64_t e) { return e & LOW40; }
+
+static stripe *my_stripe(builtin *b)
+{
+#ifdef __GLIBC__
+    int cpu = sched_getcpu(); /* rseq: a load, no system call */
+    if (cpu >= 0)
+        return &b->stripes[(uint32_t)cpu & b->stripe_mask];
+#endif
+    static _Atomic uint32_t next;
+    static _Thread_local uint32_t mine = UINT32_MAX;
+    if (mine == UINT32_MAX)
+        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+    return &b->stripes[mine & b->stripe_mask];
+}
+
+/* One success at `now`, if the epoch's bucket holds it: no lock, no line
+ * another CPU writes. False: take the locked path. The epoch is read
+ * before the generation, so a success the CAS adds is either counted in
+ * `gen` or swept away with it (see the stripes' comment). */
+static bool count_success(builtin *b, uint32_t gen, resil_instant now)
+{
+    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_acquire);
+    uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
+    if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED ||
+        epoch_bucket(e) == NO_BUCKET)
+        return false;
+    resil_instant start = (resil_instant)epoch_bucket(e) * b->bucket_width;
+    if (now < start || now - start >= b->bucket_width)
+        return false;
+    stripe *st = my_stripe(b);
+    uint64_t v = atomic_load_explicit(&st->word, memory_order_relaxed);
+    for (;;) {
+        if (epoch_seq(v) != epoch_seq(e) || (v & LOW40) == LOW40)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&st->word, &v, v + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+}
+
+/* Under mu: take every stripe's successes, stamp the next sequence, and
+ * publish `bucket` as the one the next lock-free successes count in. The
+ * successes taken belong to the old epoch's bucket; with `keep` they go
+ * into the window there, else (a transition, a reset) they are dropped
+ * with their generation. */
+static void next_epoch(builtin *b, uint64_t bucket, bool keep)
+{
+    if (b->stripes == NULL)
+        return;
+    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
+    uint64_t seq = (epoch_seq(e) + 1) << SEQ_SHIFT;
+    uint64_t taken = 0;
+    for (uint32_t i = 0; i <= b->stripe_mask; i++)
+        taken += atomic_exchange_explicit(&b->stripes[i].word, seq, memory_order_acq_rel) & LOW40;
+    if (keep && taken > 0 && epoch_bucket(e) != NO_BUCKET)
+        resil__window_add_many(&b->window,
+                               (resil_instant)epoch_bucket(e) * b->bucket_width, taken);
+    atomic_store_explicit(&b->epoch, seq | bucket, memory_order_release);
+}
+
+/* Under mu: fold the stripes into the window without moving the epoch,
+ * before the window is read or moved. */
+static void fold_stripes(builtin *b)
+{
+    if (b->stripes == NULL)
+        return;
+    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
+    next_epoch(b, epoch_bucket(e), true);
+}
+
+/* Under mu, after the window took a call: let lock-free successes count in
+ * its newest bucket, when that bucket's number fits the epoch word. */
+static void follow_window(builtin *b)
+{
+    if (b->stripes == NULL || b->window.empty)
+        return;
+    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
+    int64_t head = b->window.head;
+    uint64_t bucket = head >= 0 && (uint64_t)head < NO_BUCKET ? (uint64_t)head : NO_BUCKET;
+    if (bucket != epoch_bucket(e))
+        next_epoch(b, bucket, true);
+}
+
+/* The ratio, slow-call or predicate rule needs the window. */
+static bool window_needed(const resil_breaker_opts *o)
+{
+    return (o->kind & (RESIL_BREAKER_RATIO | RESIL_BREAKER_PREDICATE)) != 0 ||
+           o->slow_call_duration > 0;
+}
+
+/* A power of two, one per CPU the system may run (at most 64). */
+static uint32_t stripe_count(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    uint32_t n = 1;
+    while ((long)n < cpus && n < 64)
+        n <<= 1;
+    return n;
+}
+
+/* The shortest span the breaker measures: what its clock must resolve. */
+static resil_duration finest_span(const resil_breaker_opts *o)
+{
+    resil_duration f = o->break_duration;
+    if (o->window == RESIL_BREAKER_WINDOW_TIME && o->sampling_duration / RESIL__WINDOW_BUCKETS < f)
+        f = o->sampling_duration / RESIL__WINDOW_BUCKETS;
+    if (o->probe_timeout > 0 && o->probe_timeout < f)
+        f = o->probe_timeout;
+    return f;
+}
+
+/* The caller's clock; else the coarse clock where its resolution suffices
+ * (see internal.h), except under the slow-call rule, which times calls. */
+static resil_clock *clock_of(const resil_breaker_opts *o)
+{
+    if (o->clock != NULL)
+        return o->clock;
+    if (o->slow_call_duration > 0)
+        return resil_clock_system();
+    return resil__clock_for(finest_span(o));
+}
+
 /* ---- life -------------------------------------------------------------- */
 
 static void init_from_opts(builtin *b, const resil_breaker_opts *o)
@@ -147,14 +312,14 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
     b->opts.name = NULL;
     if (o->name != NULL)
         memcpy(b->name, o->name, strlen(o->name) + 1);
-    b->clock = o->clock != NULL ? o->clock : resil_clock_system();
+    b->clock = clock_of(o);
     b->failure_threshold = o->failure_threshold;
     b->trips_on_consecutive = (o->kind & RESIL_BREAKER_CONSECUTIVE) != 0;
     b->trips_on_ratio = (o->kind & RESIL_BREAKER_RATIO) != 0;
     b->slow_on = o->slow_call_duration > 0;
     b->slow_call_duration = o->slow_call_duration;
     b->trips_on_predicate = (o->kind & RESIL_BREAKER_PREDICATE) != 0;
-    b->window_on = b->trips_on_ratio || b->slow_on || b->trips_on_predicate;
+    b->window_on = window_needed(o);
     b->count_window = o->window == RESIL_BREAKER_WINDOW_COUNT;
     b->clock_on = b->slow_on || (b->window_on && !b->count_window);
     b->minimum_throughput = o->minimum_throughput;
@@ -162,10 +327,14 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
         b->minimum_throughput = o->window_size; /* resilience4j's rule */
     b->current_break = o->break_duration;
     resil__window_init(&b->window, o->sampling_duration);
+    b->bucket_width = b->window.width;
     resil__ring_init(&b->ring, (uint8_t *)(b->probes + o->half_open_probes),
                      b->count_window ? o->window_size : 0);
     atomic_init(&b->handle.word, make_word(0, RESIL_BREAKER_CLOSED, 0));
     atomic_init(&b->open_until, 0);
+    atomic_init(&b->epoch, NO_BUCKET);
+    for (uint32_t i = 0; b->stripes != NULL && i <= b->stripe_mask; i++)
+        atomic_init(&b->stripes[i].word, 0);
     atomic_init(&b->refs, 1);
     b->handle.ops = &builtin_ops;
     b->handle.self = b;
@@ -192,13 +361,25 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
         free(b);
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     }
+    if (o->window == RESIL_BREAKER_WINDOW_TIME && window_needed(o)) {
+        uint32_t n = stripe_count();
+        b->stripes = aligned_alloc(CACHE_LINE, n * sizeof *b->stripes);
+        b->stripe_mask = n - 1;
+        if (b->stripes == NULL) {
+            free(b->probes);
+            free(b);
+            return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
+        }
+    }
     if (pthread_mutex_init(&b->mu, NULL) != 0) {
+        free(b->stripes);
         free(b->probes);
         free(b);
         return resil_err_set(err, RESIL_ESYS, "breaker: pthread_mutex_init failed");
     }
     if (pthread_cond_init(&b->room, NULL) != 0) {
         pthread_mutex_destroy(&b->mu);
+        free(b->stripes);
         free(b->probes);
         free(b);
         return resil_err_set(err, RESIL_ESYS, "breaker: pthread_cond_init failed");
@@ -213,6 +394,7 @@ static void builtin_destroy(void *self)
     builtin *b = self;
     pthread_cond_destroy(&b->room);
     pthread_mutex_destroy(&b->mu);
+    free(b->stripes);
     free(b->probes);
     free(b);
 }
@@ -377,6 +559,7 @@ static void enter_open(builtin *b, resil_breaker_state from, resil_instant now)
 
 static void enter_closed(builtin *b)
 {
+    next_epoch(b, NO_BUCKET, false);
     resil__window_clear(&b->window);
     resil__ring_clear(&b->ring);
     b->current_break = b->opts.break_duration;
@@ -394,6 +577,10 @@ static void transition(builtin *b, resil_breaker_state to,
     else if (to == RESIL_BREAKER_CLOSED)
         enter_closed(b);
     atomic_store_explicit(&b->handle.word, make_word(gen, to, 0), memory_order_release);
+    /* After the word: a success that read the old epoch either landed
+     * before this sweep (and goes with its generation) or fails its CAS. */
+    if (to != RESIL_BREAKER_CLOSED)
+        next_epoch(b, NO_BUCKET, true);
     b->transitions++;
     resil_breaker_event ev = {from, to, reason, now, gen,
                               to == RESIL_BREAKER_OPEN ? b->current_break : 0};
@@ -617,10 +804,13 @@ static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
         unlock_and_deliver(b);
         return RESIL_ESTATE;
     }
+    fold_stripes(b);
     window_add(b, now, failure, slow);
     resil_breaker_reason why = window_verdict(b, failure, slow, tripped);
     if (why != 0)
         transition(b, RESIL_BREAKER_OPEN, why, b->clock_on ? now : now_of(b));
+    else
+        follow_window(b);
     unlock_and_deliver(b);
     return 0;
 }
@@ -651,6 +841,8 @@ static int record_closed(builtin *b, const resil_breaker_permit *p,
     }
     resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
+    if (!failure && !slow && b->stripes != NULL && count_success(b, gen, now))
+        return 0;
     return record_in_window(b, gen, failure, slow, tripped, now);
 }
 
@@ -926,6 +1118,7 @@ static int builtin_stats(void *self, resil_breaker_stats *out)
     resil_instant now = now_of(b);
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&b->mu);
+    fold_stripes(b);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
     resil__window_counts c = b->count_window ? b->ring.sum
                                              : resil__window_totals(&b->window, now);

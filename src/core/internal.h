@@ -117,6 +117,14 @@ static inline void resil__cells_count(const resil__cells *c)
 /* Every cell's value added up (relaxed: a snapshot of moving counters). */
 uint64_t resil__cells_sum(const resil__cells *c);
 
+/* The clock a component with no clock of its own reads: the coarse clock
+ * (CLOCK_MONOTONIC_COARSE) when its resolution is at most 1/RESIL__COARSE_SHARE
+ * of `finest`, the shortest span the component measures, else the system
+ * clock. Both read the same monotonic time; the coarse one lags it by less
+ * than its resolution. */
+#define RESIL__COARSE_SHARE 100
+resil_clock *resil__clock_for(resil_duration finest);
+
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Does the operations table `ops` (a T led by `size_t size`) reach its

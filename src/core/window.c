@@ -84,6 +84,13 @@ void resil__window_add(resil__window *w, resil_instant now, bool failure,
     }
 }
 
+void resil__window_add_many(resil__window *w, resil_instant now, uint64_t n)
+{
+    advance(w, resil__floor_div(now, w->width));
+    w->bucket[slot_of(w->head)].total += n;
+    w->sum.total += n;
+}
+
 resil__window_counts resil__window_totals(const resil__window *w,
                                           resil_instant now)
 {

@@ -45,6 +45,9 @@ void resil__window_clear(resil__window *w);
  * newest bucket. */
 void resil__window_add(resil__window *w, resil_instant now, bool failure,
                        bool slow);
+/* Record `n` successful calls that ended at `now`, as n calls of
+ * resil__window_add would. */
+void resil__window_add_many(resil__window *w, resil_instant now, uint64_t n);
 /* The counts the window holds as of `now`, without changing it. */
 resil__window_counts resil__window_totals(const resil__window *w,
                                           resil_instant now);

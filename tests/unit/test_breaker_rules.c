@@ -3,7 +3,8 @@
  * the fake clock: the count window over the last N calls (resilience4j's
  * COUNT_BASED), the application's trip predicate over the window's counts
  * (gobreaker's ReadyToTrip), and results reported without a permit
- * (resilience4j's onSuccess/onError with a duration). Their option checks
+ * (resilience4j's onSuccess/onError with a duration), and the time
+ * window's successes counted without the lock. Their option checks
  * live in test_breaker_opts.c.
  */
 #include "test.h"
@@ -567,6 +568,103 @@ static void a_plug_in_with_the_operation_is_handed_the_result(void **state)
     assert_int_equal(f->seen.requests, RESIL_MS(7));
 }
 
+/* ---- successes counted without the lock (time window) -------------------- */
+
+/* A ratio breaker over the default 30 s time window (3 s buckets). */
+static resil_breaker_opts time_window(fx *f, double r, uint32_t min)
+{
+    resil_breaker_opts o = opts(f, RESIL_BREAKER_RATIO);
+    o.failure_ratio = r;
+    o.minimum_throughput = min;
+    return o;
+}
+
+static void successes_in_one_bucket_all_reach_the_window(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 10);
+    make(f, &o);
+    repeat(f, 1000, "S");
+    assert_window(f, 1000, 0);
+}
+
+static void successes_count_toward_the_ratio_a_failure_judges(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.1, 10);
+    make(f, &o);
+    repeat(f, 18, "S");
+    calls(f, "F"); /* 1 of 19: below a tenth */
+    assert_state(f, RESIL_BREAKER_CLOSED);
+    calls(f, "F"); /* 2 of 20: a tenth */
+    assert_opened_by(f, RESIL_BREAKER_BY_RATIO);
+    assert_window(f, 20, 2);
+}
+
+static void successes_age_out_with_their_own_bucket(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 2);
+    make(f, &o);
+    repeat(f, 5, "S"); /* bucket 0 */
+    advance(f, RESIL_S(3));
+    repeat(f, 3, "S"); /* bucket 1 */
+    assert_window(f, 8, 0);
+    advance(f, RESIL_S(27)); /* bucket 0 has left the window */
+    assert_window(f, 3, 0);
+    calls(f, "FF"); /* 2 of 5: under half, although 5 old successes are gone */
+    assert_state(f, RESIL_BREAKER_CLOSED);
+    calls(f, "F"); /* 3 of 6 */
+    assert_opened_by(f, RESIL_BREAKER_BY_RATIO);
+}
+
+static void a_success_after_a_gap_counts_in_its_own_bucket(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 2);
+    make(f, &o);
+    repeat(f, 4, "S");
+    advance(f, RESIL_S(60)); /* the window emptied */
+    repeat(f, 2, "S");
+    assert_window(f, 2, 0);
+}
+
+static void a_reset_forgets_the_successes_not_yet_folded(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 2);
+    make(f, &o);
+    repeat(f, 7, "S");
+    assert_int_equal(resil_breaker_reset(f->b), 0);
+    assert_window(f, 0, 0);
+    repeat(f, 2, "S");
+    assert_window(f, 2, 0);
+}
+
+static void a_success_of_an_earlier_generation_is_refused(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 2);
+    make(f, &o);
+    calls(f, "S");
+    resil_breaker_permit old;
+    assert_int_equal(resil_breaker_acquire(f->b, &old), 0);
+    assert_int_equal(resil_breaker_reset(f->b), 0);
+    assert_int_equal(resil_breaker_record(f->b, &old, RESIL_BREAKER_SUCCESS), RESIL_ESTATE);
+    assert_window(f, 0, 0);
+}
+
+static void successes_before_a_trip_stay_in_the_window(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 4);
+    make(f, &o);
+    repeat(f, 3, "S");
+    calls(f, "FFF");
+    assert_opened_by(f, RESIL_BREAKER_BY_RATIO);
+    assert_window(f, 6, 3);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -598,6 +696,13 @@ int main(void)
         T(a_negative_duration_is_refused),
         T(a_plug_in_without_the_operation_refuses_results_without_a_permit),
         T(a_plug_in_with_the_operation_is_handed_the_result),
+        T(successes_in_one_bucket_all_reach_the_window),
+        T(successes_count_toward_the_ratio_a_failure_judges),
+        T(successes_age_out_with_their_own_bucket),
+        T(a_success_after_a_gap_counts_in_its_own_bucket),
+        T(a_reset_forgets_the_successes_not_yet_folded),
+        T(a_success_of_an_earlier_generation_is_refused),
+        T(successes_before_a_trip_stay_in_the_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

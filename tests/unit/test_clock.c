@@ -8,11 +8,38 @@
 
 #include "test.h"
 
+#include "../../src/core/internal.h"
+
 static void system_clock_is_a_singleton(void **state)
 {
     (void)state;
     assert_non_null(resil_clock_system());
     assert_ptr_equal(resil_clock_system(), resil_clock_system());
+}
+
+/* A span the coarse clock resolves 100 times over gets it; one it cannot
+ * gets the precise system clock. */
+static void a_coarse_clock_only_where_its_resolution_suffices(void **state)
+{
+    (void)state;
+    assert_ptr_equal(resil__clock_for(RESIL_US(1)), resil_clock_system());
+    resil_clock *c = resil__clock_for(RESIL_S(10));
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec res;
+    assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+    resil_duration r = (resil_duration)res.tv_sec * 1000000000 + res.tv_nsec;
+    assert_true(r <= RESIL_MS(100)); /* a tick of at most 100 ms: 1 % of 10 s */
+    assert_ptr_not_equal(c, resil_clock_system());
+    /* the same monotonic time: never ahead, about a tick behind (two
+     * allowed, for a tick the kernel delivered late) */
+    resil_instant before = resil_clock_now(resil_clock_system());
+    resil_instant coarse = resil_clock_now(c);
+    resil_instant after = resil_clock_now(resil_clock_system());
+    assert_true(coarse <= after);
+    assert_true(coarse >= before - 2 * r);
+#else
+    assert_ptr_equal(c, resil_clock_system());
+#endif
 }
 
 static void now_never_goes_backwards(void **state)
@@ -155,6 +182,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(system_clock_is_a_singleton),
+        cmocka_unit_test(a_coarse_clock_only_where_its_resolution_suffices),
         cmocka_unit_test(now_never_goes_backwards),
         cmocka_unit_test(wall_now_is_unix_time_in_ns),
         cmocka_unit_test(zero_sleep_returns_at_once),
