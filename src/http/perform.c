@@ -687,6 +687,35 @@ static int prepare_key(http_call *call, const resil_http_request *r)
     return 0;
 }
 
+/* The breaker key of the URL this thread asked about last, remembered:
+ * a handle is performed again and again on one URL, and comparing it with
+ * the last one costs a tenth of reading its authority out again. */
+#define URL_MEMO_MAX 256
+
+typedef struct url_memo {
+    size_t len; /* 0: empty */
+    char url[URL_MEMO_MAX];
+    char authority[RESIL_BREAKER_NAME_MAX];
+} url_memo;
+
+static _Thread_local url_memo memo;
+
+static int authority_of(const char *url, char *out)
+{
+    size_t len = strlen(url);
+    if (len == memo.len && memcmp(url, memo.url, len) == 0) {
+        memcpy(out, memo.authority, strlen(memo.authority) + 1);
+        return 0;
+    }
+    int rc = resil_http_authority(url, out, RESIL_BREAKER_NAME_MAX);
+    if (rc != 0 || len >= URL_MEMO_MAX)
+        return rc;
+    memcpy(memo.url, url, len);
+    memcpy(memo.authority, out, strlen(out) + 1);
+    memo.len = len;
+    return 0;
+}
+
 static bool hedgeable(const http_call *call)
 {
     unsigned safe = RESIL_HTTP_GET | RESIL_HTTP_HEAD | RESIL_HTTP_OPTIONS | RESIL_HTTP_TRACE;
@@ -782,7 +811,7 @@ static int prepare(http_call *call, resil_http_client *c, CURL *easy,
     char *url = NULL;
     if (c->registry != NULL &&
         (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL ||
-         resil_http_authority(url, call->authority, sizeof call->authority) != 0))
+         authority_of(url, call->authority) != 0))
         return RESIL_EINVAL;
     call->hedged = hedgeable(call);
     if (call->hedged && c->opts.hedge_route != NULL && (rc = plan_route(call, easy, r)) != 0) {
