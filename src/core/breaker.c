@@ -36,9 +36,6 @@
 #include <string.h>
 
 #include <pthread.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include "breaker_internal.h"
 #include "internal.h"
 #include "window.h"
@@ -77,10 +74,6 @@
 #define LOW40 ((UINT64_C(1) << SEQ_SHIFT) - 1)
 #define NO_BUCKET LOW40 /* the epoch names no bucket: the next success locks */
 
-typedef struct stripe {
-    _Alignas(CACHE_LINE) _Atomic uint64_t word;
-} stripe;
-
 typedef struct probe_slot {
     uint32_t ticket; /* 0 = free */
     resil_instant start;
@@ -112,8 +105,7 @@ typedef struct builtin {
     _Alignas(CACHE_LINE) resil_breaker handle;
     _Atomic int64_t open_until;
     _Atomic uint64_t epoch; /* lock-free successes: where they count (below) */
-    stripe *stripes;        /* NULL: every result takes the mutex */
-    uint32_t stripe_mask;
+    resil__cells stripes;   /* no cells: every result takes the mutex */
     resil_duration bucket_width; /* the time window's, immutable */
     resil_clock *clock;
     uint32_t failure_threshold;
@@ -183,20 +175,6 @@ static resil_instant now_of(builtin *b) { return resil_clock_now(b->clock); }
 static uint64_t epoch_seq(uint64_t e) { return e >> SEQ_SHIFT; }
 static uint64_t epoch_bucket(uint64_t e) { return e & LOW40; }
 
-static stripe *my_stripe(builtin *b)
-{
-#ifdef __GLIBC__
-    int cpu = sched_getcpu(); /* rseq: a load, no system call */
-    if (cpu >= 0)
-        return &b->stripes[(uint32_t)cpu & b->stripe_mask];
-#endif
-    static _Atomic uint32_t next;
-    static _Thread_local uint32_t mine = UINT32_MAX;
-    if (mine == UINT32_MAX)
-        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-    return &b->stripes[mine & b->stripe_mask];
-}
-
 /* One success at `now`, if the epoch's bucket holds it: no lock, no line
  * another CPU writes. False: take the locked path. The epoch is read
  * before the generation, so a success the CAS adds is either counted in
@@ -211,12 +189,12 @@ static bool count_success(builtin *b, uint32_t gen, resil_instant now)
     resil_instant start = (resil_instant)epoch_bucket(e) * b->bucket_width;
     if (now < start || now - start >= b->bucket_width)
         return false;
-    stripe *st = my_stripe(b);
-    uint64_t v = atomic_load_explicit(&st->word, memory_order_relaxed);
+    _Atomic uint64_t *st = resil__my_cell(&b->stripes);
+    uint64_t v = atomic_load_explicit(st, memory_order_relaxed);
     for (;;) {
         if (epoch_seq(v) != epoch_seq(e) || (v & LOW40) == LOW40)
             return false;
-        if (atomic_compare_exchange_weak_explicit(&st->word, &v, v + 1, memory_order_relaxed,
+        if (atomic_compare_exchange_weak_explicit(st, &v, v + 1, memory_order_relaxed,
                                                   memory_order_relaxed))
             return true;
     }
@@ -229,13 +207,14 @@ static bool count_success(builtin *b, uint32_t gen, resil_instant now)
  * with their generation. */
 static void next_epoch(builtin *b, uint64_t bucket, bool keep)
 {
-    if (b->stripes == NULL)
+    if (b->stripes.cell == NULL)
         return;
     uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
     uint64_t seq = (epoch_seq(e) + 1) << SEQ_SHIFT;
     uint64_t taken = 0;
-    for (uint32_t i = 0; i <= b->stripe_mask; i++)
-        taken += atomic_exchange_explicit(&b->stripes[i].word, seq, memory_order_acq_rel) & LOW40;
+    for (uint32_t i = 0; i <= b->stripes.mask; i++)
+        taken += atomic_exchange_explicit(&b->stripes.cell[i].v, seq, memory_order_acq_rel) &
+                 LOW40;
     if (keep && taken > 0 && epoch_bucket(e) != NO_BUCKET)
         resil__window_add_many(&b->window,
                                (resil_instant)epoch_bucket(e) * b->bucket_width, taken);
@@ -246,7 +225,7 @@ static void next_epoch(builtin *b, uint64_t bucket, bool keep)
  * before the window is read or moved. */
 static void fold_stripes(builtin *b)
 {
-    if (b->stripes == NULL)
+    if (b->stripes.cell == NULL)
         return;
     uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
     next_epoch(b, epoch_bucket(e), true);
@@ -256,7 +235,7 @@ static void fold_stripes(builtin *b)
  * its newest bucket, when that bucket's number fits the epoch word. */
 static void follow_window(builtin *b)
 {
-    if (b->stripes == NULL || b->window.empty)
+    if (b->stripes.cell == NULL || b->window.empty)
         return;
     uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
     int64_t head = b->window.head;
@@ -270,16 +249,6 @@ static bool window_needed(const resil_breaker_opts *o)
 {
     return (o->kind & (RESIL_BREAKER_RATIO | RESIL_BREAKER_PREDICATE)) != 0 ||
            o->slow_call_duration > 0;
-}
-
-/* A power of two, one per CPU the system may run (at most 64). */
-static uint32_t stripe_count(void)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_CONF);
-    uint32_t n = 1;
-    while ((long)n < cpus && n < 64)
-        n <<= 1;
-    return n;
 }
 
 /* The shortest span the breaker measures: what its clock must resolve. */
@@ -333,8 +302,6 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
     atomic_init(&b->handle.word, make_word(0, RESIL_BREAKER_CLOSED, 0));
     atomic_init(&b->open_until, 0);
     atomic_init(&b->epoch, NO_BUCKET);
-    for (uint32_t i = 0; b->stripes != NULL && i <= b->stripe_mask; i++)
-        atomic_init(&b->stripes[i].word, 0);
     atomic_init(&b->refs, 1);
     b->handle.ops = &builtin_ops;
     b->handle.self = b;
@@ -361,25 +328,21 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
         free(b);
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     }
-    if (o->window == RESIL_BREAKER_WINDOW_TIME && window_needed(o)) {
-        uint32_t n = stripe_count();
-        b->stripes = aligned_alloc(CACHE_LINE, n * sizeof *b->stripes);
-        b->stripe_mask = n - 1;
-        if (b->stripes == NULL) {
-            free(b->probes);
-            free(b);
-            return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
-        }
+    if (o->window == RESIL_BREAKER_WINDOW_TIME && window_needed(o) &&
+        resil__cells_init(&b->stripes) != 0) {
+        free(b->probes);
+        free(b);
+        return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     }
     if (pthread_mutex_init(&b->mu, NULL) != 0) {
-        free(b->stripes);
+        resil__cells_free(&b->stripes);
         free(b->probes);
         free(b);
         return resil_err_set(err, RESIL_ESYS, "breaker: pthread_mutex_init failed");
     }
     if (pthread_cond_init(&b->room, NULL) != 0) {
         pthread_mutex_destroy(&b->mu);
-        free(b->stripes);
+        resil__cells_free(&b->stripes);
         free(b->probes);
         free(b);
         return resil_err_set(err, RESIL_ESYS, "breaker: pthread_cond_init failed");
@@ -394,7 +357,7 @@ static void builtin_destroy(void *self)
     builtin *b = self;
     pthread_cond_destroy(&b->room);
     pthread_mutex_destroy(&b->mu);
-    free(b->stripes);
+    resil__cells_free(&b->stripes);
     free(b->probes);
     free(b);
 }
@@ -841,7 +804,7 @@ static int record_closed(builtin *b, const resil_breaker_permit *p,
     }
     resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
-    if (!failure && !slow && b->stripes != NULL && count_success(b, gen, now))
+    if (!failure && !slow && b->stripes.cell != NULL && count_success(b, gen, now))
         return 0;
     return record_in_window(b, gen, failure, slow, tripped, now);
 }

@@ -125,6 +125,7 @@ uint64_t resil__cells_sum(const resil__cells *c);
 #define RESIL__COARSE_SHARE 100
 resil_clock *resil__clock_for(resil_duration finest);
 
+
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Does the operations table `ops` (a T led by `size_t size`) reach its

@@ -47,13 +47,21 @@ static void copy_detail(char *dst, const char *src)
     dst[n] = '\0';
 }
 
+/* Copied whole, as bytes, from a constant: the copy is then made of wide
+ * stores at the offsets where the caller's own copy of the result loads,
+ * so those loads forward from the store buffer. Built field by field (a
+ * narrow store for the kind, the padding skipped), every wide load of a
+ * copy made right after would stall until the stores drained. */
+static const union {
+    resil_outcome o;
+    unsigned char bytes[sizeof(resil_outcome)];
+} ok_outcome = {.o = {.kind = RESIL_SUCCESS, .code = 0, .retry_after = RESIL_NO_HINT,
+                      .detail = ""}};
+
 resil_outcome resil_ok(void)
 {
     resil_outcome o;
-    o.kind = RESIL_SUCCESS;
-    o.code = 0;
-    o.retry_after = RESIL_NO_HINT;
-    o.detail[0] = '\0';
+    memcpy(&o, ok_outcome.bytes, sizeof o);
     return o;
 }
 
