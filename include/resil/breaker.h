@@ -195,7 +195,10 @@ typedef struct resil_breaker_opts {
     uint32_t success_threshold;    /* default 1; >= 1 */
     resil_duration probe_timeout;  /* default 0 = the break in force (Polly v8); >= 0 */
     /* wiring */
-    resil_clock *clock;            /* NULL = resil_clock_system() */
+    resil_clock *clock;            /* NULL = CLOCK_MONOTONIC_COARSE where its tick is
+                                      at most 1 % of the shortest span the breaker
+                                      measures and no slow-call rule is set, else
+                                      resil_clock_system() (docs/breakers.md) */
     resil_breaker_listener_fn listener; /* optional */
     void *listener_ud;
     const char *name;              /* optional; copied; < RESIL_BREAKER_NAME_MAX bytes */
