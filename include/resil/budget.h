@@ -60,7 +60,9 @@ typedef struct resil_budget_opts {
     resil_duration ttl;     /* default 10 s; >= 1 s and <= 60 s */
     double percent;         /* default 0.2; in [0, 1000] */
     int32_t min_per_second; /* default 10; >= 0 */
-    resil_clock *clock;     /* ratio model's time source; NULL = system */
+    resil_clock *clock;     /* ratio model's time source; NULL = CLOCK_MONOTONIC_COARSE
+                               when its tick is at most 1 % of ttl/10, else the
+                               system clock (docs/retry.md) */
     resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
 } resil_budget_opts;
 

@@ -45,35 +45,6 @@
 #define STATE_MASK UINT64_C(7)
 #define CACHE_LINE 64
 
-/* ---- successes without the mutex ---------------------------------------
- *
- * A time-window breaker counts a success in the stripe of the CPU it runs
- * on, with one compare-and-swap on a line no other CPU writes, and takes
- * the mutex only for failures, slow calls and when the window's newest
- * bucket moves on. Each stripe word is
- *
- *     epoch sequence (24 bits) | successes (40 bits)
- *
- * and the breaker's epoch word, read-mostly, says where those successes
- * belong:
- *
- *     epoch sequence (24 bits) | bucket number (40 bits)
- *
- * A success whose instant lies in that bucket adds one to its stripe if
- * the stripe still carries that sequence; anything else (another bucket, a
- * full stripe, a sequence moved on) takes the locked path. Under the mutex
- * every change of the epoch — a new newest bucket, any transition, a reset
- * — first takes every stripe's count with an exchange that also stamps the
- * new sequence, so a success is either in the bucket its instant named or,
- * when the generation changed under it, discarded with that generation
- * (the CAS that could have added it fails on the new stamp). The fold
- * happens before the window moves, so every success lands in its own
- * bucket; totals are read only under the mutex, after a fold.
- */
-#define SEQ_SHIFT 40
-#define LOW40 ((UINT64_C(1) << SEQ_SHIFT) - 1)
-#define NO_BUCKET LOW40 /* the epoch names no bucket: the next success locks */
-
 typedef struct probe_slot {
     uint32_t ticket; /* 0 = free */
     resil_instant start;
@@ -104,9 +75,7 @@ typedef struct builtin {
      * transitions and failure runs. */
     _Alignas(CACHE_LINE) resil_breaker handle;
     _Atomic int64_t open_until;
-    _Atomic uint64_t epoch; /* lock-free successes: where they count (below) */
-    resil__cells stripes;   /* no cells: every result takes the mutex */
-    resil_duration bucket_width; /* the time window's, immutable */
+    resil__window_cells cells; /* the time window's successes, counted by CPU */
     resil_clock *clock;
     uint32_t failure_threshold;
     bool trips_on_consecutive;
@@ -170,78 +139,18 @@ static uint64_t load_word(const builtin *b)
 
 static resil_instant now_of(builtin *b) { return resil_clock_now(b->clock); }
 
-/* ---- the stripes -------------------------------------------------------- */
+/* ---- successes counted by CPU (window.h) -------------------------------- */
 
-static uint64_t epoch_seq(uint64_t e) { return e >> SEQ_SHIFT; }
-static uint64_t epoch_bucket(uint64_t e) { return e & LOW40; }
-
-/* One success at `now`, if the epoch's bucket holds it: no lock, no line
- * another CPU writes. False: take the locked path. The epoch is read
- * before the generation, so a success the CAS adds is either counted in
- * `gen` or swept away with it (see the stripes' comment). */
+/* One success at `now` without the mutex, if the window's newest bucket
+ * holds it. The epoch is read before the generation, so a success counted
+ * is either counted in `gen` or dropped with it (window.h). */
 static bool count_success(builtin *b, uint32_t gen, resil_instant now)
 {
-    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_acquire);
+    uint64_t e = resil__window_cells_epoch(&b->cells);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
-    if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED ||
-        epoch_bucket(e) == NO_BUCKET)
+    if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
         return false;
-    resil_instant start = (resil_instant)epoch_bucket(e) * b->bucket_width;
-    if (now < start || now - start >= b->bucket_width)
-        return false;
-    _Atomic uint64_t *st = resil__my_cell(&b->stripes);
-    uint64_t v = atomic_load_explicit(st, memory_order_relaxed);
-    for (;;) {
-        if (epoch_seq(v) != epoch_seq(e) || (v & LOW40) == LOW40)
-            return false;
-        if (atomic_compare_exchange_weak_explicit(st, &v, v + 1, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return true;
-    }
-}
-
-/* Under mu: take every stripe's successes, stamp the next sequence, and
- * publish `bucket` as the one the next lock-free successes count in. The
- * successes taken belong to the old epoch's bucket; with `keep` they go
- * into the window there, else (a transition, a reset) they are dropped
- * with their generation. */
-static void next_epoch(builtin *b, uint64_t bucket, bool keep)
-{
-    if (b->stripes.cell == NULL)
-        return;
-    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
-    uint64_t seq = (epoch_seq(e) + 1) << SEQ_SHIFT;
-    uint64_t taken = 0;
-    for (uint32_t i = 0; i <= b->stripes.mask; i++)
-        taken += atomic_exchange_explicit(&b->stripes.cell[i].v, seq, memory_order_acq_rel) &
-                 LOW40;
-    if (keep && taken > 0 && epoch_bucket(e) != NO_BUCKET)
-        resil__window_add_many(&b->window,
-                               (resil_instant)epoch_bucket(e) * b->bucket_width, taken);
-    atomic_store_explicit(&b->epoch, seq | bucket, memory_order_release);
-}
-
-/* Under mu: fold the stripes into the window without moving the epoch,
- * before the window is read or moved. */
-static void fold_stripes(builtin *b)
-{
-    if (b->stripes.cell == NULL)
-        return;
-    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
-    next_epoch(b, epoch_bucket(e), true);
-}
-
-/* Under mu, after the window took a call: let lock-free successes count in
- * its newest bucket, when that bucket's number fits the epoch word. */
-static void follow_window(builtin *b)
-{
-    if (b->stripes.cell == NULL || b->window.empty)
-        return;
-    uint64_t e = atomic_load_explicit(&b->epoch, memory_order_relaxed);
-    int64_t head = b->window.head;
-    uint64_t bucket = head >= 0 && (uint64_t)head < NO_BUCKET ? (uint64_t)head : NO_BUCKET;
-    if (bucket != epoch_bucket(e))
-        next_epoch(b, bucket, true);
+    return resil__window_cells_add(&b->cells, e, now);
 }
 
 /* The ratio, slow-call or predicate rule needs the window. */
@@ -296,12 +205,10 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
         b->minimum_throughput = o->window_size; /* resilience4j's rule */
     b->current_break = o->break_duration;
     resil__window_init(&b->window, o->sampling_duration);
-    b->bucket_width = b->window.width;
     resil__ring_init(&b->ring, (uint8_t *)(b->probes + o->half_open_probes),
                      b->count_window ? o->window_size : 0);
     atomic_init(&b->handle.word, make_word(0, RESIL_BREAKER_CLOSED, 0));
     atomic_init(&b->open_until, 0);
-    atomic_init(&b->epoch, NO_BUCKET);
     atomic_init(&b->refs, 1);
     b->handle.ops = &builtin_ops;
     b->handle.self = b;
@@ -329,20 +236,20 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     }
     if (o->window == RESIL_BREAKER_WINDOW_TIME && window_needed(o) &&
-        resil__cells_init(&b->stripes) != 0) {
+        resil__window_cells_init(&b->cells, o->sampling_duration) != 0) {
         free(b->probes);
         free(b);
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     }
     if (pthread_mutex_init(&b->mu, NULL) != 0) {
-        resil__cells_free(&b->stripes);
+        resil__window_cells_free(&b->cells);
         free(b->probes);
         free(b);
         return resil_err_set(err, RESIL_ESYS, "breaker: pthread_mutex_init failed");
     }
     if (pthread_cond_init(&b->room, NULL) != 0) {
         pthread_mutex_destroy(&b->mu);
-        resil__cells_free(&b->stripes);
+        resil__window_cells_free(&b->cells);
         free(b->probes);
         free(b);
         return resil_err_set(err, RESIL_ESYS, "breaker: pthread_cond_init failed");
@@ -357,7 +264,7 @@ static void builtin_destroy(void *self)
     builtin *b = self;
     pthread_cond_destroy(&b->room);
     pthread_mutex_destroy(&b->mu);
-    resil__cells_free(&b->stripes);
+    resil__window_cells_free(&b->cells);
     free(b->probes);
     free(b);
 }
@@ -522,7 +429,7 @@ static void enter_open(builtin *b, resil_breaker_state from, resil_instant now)
 
 static void enter_closed(builtin *b)
 {
-    next_epoch(b, NO_BUCKET, false);
+    resil__window_cells_stop(&b->cells, &b->window, false);
     resil__window_clear(&b->window);
     resil__ring_clear(&b->ring);
     b->current_break = b->opts.break_duration;
@@ -543,7 +450,7 @@ static void transition(builtin *b, resil_breaker_state to,
     /* After the word: a success that read the old epoch either landed
      * before this sweep (and goes with its generation) or fails its CAS. */
     if (to != RESIL_BREAKER_CLOSED)
-        next_epoch(b, NO_BUCKET, true);
+        resil__window_cells_stop(&b->cells, &b->window, true);
     b->transitions++;
     resil_breaker_event ev = {from, to, reason, now, gen,
                               to == RESIL_BREAKER_OPEN ? b->current_break : 0};
@@ -767,13 +674,13 @@ static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
         unlock_and_deliver(b);
         return RESIL_ESTATE;
     }
-    fold_stripes(b);
+    resil__window_cells_fold(&b->cells, &b->window);
     window_add(b, now, failure, slow);
     resil_breaker_reason why = window_verdict(b, failure, slow, tripped);
     if (why != 0)
         transition(b, RESIL_BREAKER_OPEN, why, b->clock_on ? now : now_of(b));
-    else
-        follow_window(b);
+    else if (!b->count_window)
+        resil__window_cells_follow(&b->cells, &b->window);
     unlock_and_deliver(b);
     return 0;
 }
@@ -804,7 +711,7 @@ static int record_closed(builtin *b, const resil_breaker_permit *p,
     }
     resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
-    if (!failure && !slow && b->stripes.cell != NULL && count_success(b, gen, now))
+    if (!failure && !slow && count_success(b, gen, now))
         return 0;
     return record_in_window(b, gen, failure, slow, tripped, now);
 }
@@ -1081,7 +988,7 @@ static int builtin_stats(void *self, resil_breaker_stats *out)
     resil_instant now = now_of(b);
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&b->mu);
-    fold_stripes(b);
+    resil__window_cells_fold(&b->cells, &b->window);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
     resil__window_counts c = b->count_window ? b->ring.sum
                                              : resil__window_totals(&b->window, now);

@@ -185,7 +185,8 @@ static const resil_budget_ops quota_ops = {
 /* ---- ratio: Finagle's RetryBudget --------------------------------------- */
 
 /* The breaker's rolling window (window.h), ten buckets of ttl/10 as in
- * Finagle's windowed counter: a request or retry leaves it between 0.9·ttl
+ * Finagle's windowed counter, with requests counted by CPU as the breaker
+ * counts successes: a request or retry leaves it between 0.9·ttl
  * and ttl after it happened. Every request and every retry is a call of the
  * window, and a retry is its "failure", so requests = total − failures.
  * Amounts are in millionths of a retry so that percent × requests stays
@@ -193,6 +194,7 @@ static const resil_budget_ops quota_ops = {
 #define UNIT INT64_C(1000000)
 
 typedef struct ratio_budget {
+    resil__window_cells requests; /* requests counted by CPU, without mu */
     pthread_mutex_t mu;
     resil_clock *clock;
     resil__window window;
@@ -212,11 +214,18 @@ static int64_t ratio_balance(const ratio_budget *b, resil_instant now)
     return resil__add_sat(earned, -resil__mul_sat(UNIT, retries));
 }
 
+/* A request is the window's "success": counted by CPU without the mutex,
+ * which only a retry, a level and the first request of a bucket take. */
 static void ratio_on_request(void *self)
 {
     ratio_budget *b = self;
+    resil_instant now = resil_clock_now(b->clock);
+    if (resil__window_cells_add(&b->requests, resil__window_cells_epoch(&b->requests), now))
+        return;
     pthread_mutex_lock(&b->mu);
-    resil__window_add(&b->window, resil_clock_now(b->clock), false, false);
+    resil__window_cells_fold(&b->requests, &b->window);
+    resil__window_add(&b->window, now, false, false);
+    resil__window_cells_follow(&b->requests, &b->window);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -227,9 +236,12 @@ static bool ratio_try_retry(void *self, const resil_outcome *cause,
     ratio_budget *b = self;
     pthread_mutex_lock(&b->mu);
     resil_instant now = resil_clock_now(b->clock);
+    resil__window_cells_fold(&b->requests, &b->window);
     bool granted = ratio_balance(b, now) >= UNIT;
-    if (granted)
+    if (granted) {
         resil__window_add(&b->window, now, true, false);
+        resil__window_cells_follow(&b->requests, &b->window);
+    }
     pthread_mutex_unlock(&b->mu);
     if (granted && t != NULL)
         t->last_cost = 1;
@@ -249,6 +261,7 @@ static double ratio_level(void *self)
 {
     ratio_budget *b = self;
     pthread_mutex_lock(&b->mu);
+    resil__window_cells_fold(&b->requests, &b->window);
     int64_t balance = ratio_balance(b, resil_clock_now(b->clock));
     pthread_mutex_unlock(&b->mu);
     return balance <= 0 ? 0.0 : (double)(balance / UNIT);
@@ -258,6 +271,7 @@ static void ratio_destroy(void *self)
 {
     ratio_budget *b = self;
     pthread_mutex_destroy(&b->mu);
+    resil__window_cells_free(&b->requests);
     free(b);
 }
 
@@ -383,11 +397,19 @@ static void *new_ratio(const resil_budget_opts *o)
     ratio_budget *b = calloc(1, sizeof *b);
     if (b == NULL)
         return NULL;
-    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+    if (resil__window_cells_init(&b->requests, o->ttl) != 0) {
         free(b);
         return NULL;
     }
-    b->clock = o->clock != NULL ? o->clock : resil_clock_system();
+    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+        resil__window_cells_free(&b->requests);
+        free(b);
+        return NULL;
+    }
+    /* Its own clock, else the coarse one when a tick is at most 1 % of a
+     * bucket (ttl/10, at least 100 ms): a request is placed in a bucket, no
+     * more (docs/retry.md, budgets). */
+    b->clock = o->clock != NULL ? o->clock : resil__clock_for(o->ttl / RESIL__WINDOW_BUCKETS);
     resil__window_init(&b->window, o->ttl);
     b->deposit = llround(o->percent * (double)UNIT);
     /* min_per_second × ttl in seconds, in UNITs: ttl in µs times the rate. */

@@ -18,6 +18,7 @@
 #ifndef RESIL_WINDOW_H
 #define RESIL_WINDOW_H
 
+#include "internal.h"
 #include "resil/time.h"
 
 #define RESIL__WINDOW_BUCKETS 10
@@ -51,6 +52,59 @@ void resil__window_add_many(resil__window *w, resil_instant now, uint64_t n);
 /* The counts the window holds as of `now`, without changing it. */
 resil__window_counts resil__window_totals(const resil__window *w,
                                           resil_instant now);
+/*
+ * Successes counted by CPU, for a window whose owner locks only for the
+ * rest (a breaker's failures, a budget's retries) and for a new bucket.
+ *
+ * A success is counted in the cell of the CPU it runs on, with one
+ * compare-and-swap on a line no other CPU writes. Each cell word is
+ *
+ *     epoch sequence (24 bits) | successes (40 bits)
+ *
+ * and the epoch word, read-mostly, says where those successes belong:
+ *
+ *     epoch sequence (24 bits) | bucket number (40 bits)
+ *
+ * A success whose instant lies in that bucket adds one to its cell if the
+ * cell still carries that sequence; anything else (another bucket, a full
+ * cell, a sequence moved on, no bucket named) declines, and the owner takes
+ * its lock and adds the call to the window itself. Under the owner's lock
+ * every change of the epoch first takes every cell's count with an
+ * exchange that also stamps the new sequence: a success is either in the
+ * bucket its instant named or, when the owner restarted under it (a
+ * breaker's new generation), dropped with what it belonged to — the CAS
+ * that could have added it later fails on the new stamp. Cells are folded
+ * into the window before the window is read or moved, so every success
+ * lands in its own bucket and totals read under the lock are exact.
+ */
+typedef struct resil__window_cells {
+    _Atomic uint64_t epoch;
+    resil_duration width; /* the window's bucket width, immutable */
+    resil__cells cells;   /* none: every add declines */
+} resil__window_cells;
+
+/* Cells for a window of `sampling` (as resil__window_init); RESIL_ENOMEM. */
+int resil__window_cells_init(resil__window_cells *s, resil_duration sampling);
+void resil__window_cells_free(resil__window_cells *s);
+/* The epoch an add counts in. Read it before checking whatever of the
+ * owner's state must not have changed (a breaker's generation). */
+static inline uint64_t resil__window_cells_epoch(const resil__window_cells *s)
+{
+    return atomic_load_explicit(&((resil__window_cells *)s)->epoch, memory_order_acquire);
+}
+/* One success at `now` in `epoch`'s bucket, without a lock; false: the
+ * owner must add it under its lock. */
+bool resil__window_cells_add(resil__window_cells *s, uint64_t epoch, resil_instant now);
+/* Under the owner's lock: the cells' successes into `w`, before `w` is read
+ * or moved. */
+void resil__window_cells_fold(resil__window_cells *s, resil__window *w);
+/* Under the owner's lock, after `w` took a call: successes may now count
+ * without the lock in `w`'s newest bucket. */
+void resil__window_cells_follow(resil__window_cells *s, resil__window *w);
+/* Under the owner's lock: no success counts without the lock until the
+ * next follow; those counted so far go into `w` (`keep`) or are dropped. */
+void resil__window_cells_stop(resil__window_cells *s, resil__window *w, bool keep);
+
 /*
  * The count window: the outcomes of the last `size` calls in a ring, one
  * byte each, with running sums. Adding a call overwrites the oldest once
