@@ -227,6 +227,26 @@ static void window_totals_equal_the_results_counted(void **state)
     world_free(w);
 }
 
+/* Successes alone take no lock but a new bucket's: counted by CPU, every
+ * one still reaches the window. */
+static void successes_from_every_thread_all_reach_the_window(void **state)
+{
+    (void)state;
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.kind = RESIL_BREAKER_RATIO;
+    world *w = world_new(&o);
+    w->failure_percent = 0;
+    run(w);
+    resil_breaker_stats s;
+    resil_breaker_stats_get(w->b, &s);
+    assert_int_equal(s.state, RESIL_BREAKER_CLOSED);
+    assert_int_equal(s.window_failures, 0);
+    assert_int_equal(s.window_total, atomic_load(&w->counted[0]));
+    assert_true(s.window_total > (uint64_t)THREADS * CALLS * 9 / 10);
+    world_free(w);
+}
+
 static void cycle(resil_breaker_kind kind)
 {
     resil_breaker_opts o;
@@ -313,6 +333,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(window_totals_equal_the_results_counted),
+        cmocka_unit_test(successes_from_every_thread_all_reach_the_window),
         cmocka_unit_test(consecutive_breaker_cycles_keep_their_invariants),
         cmocka_unit_test(combined_breaker_cycles_keep_their_invariants),
         cmocka_unit_test(manual_transitions_racing_a_slow_listener_lose_no_event),
