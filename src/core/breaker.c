@@ -693,6 +693,23 @@ static resil_instant now_or_read(builtin *b, resil_instant known)
     return known != READ_CLOCK ? known : now_of(b);
 }
 
+/* The window's part of a closed result, out of line so that the
+ * consecutive rule's path stays as short as it was before the window
+ * learnt to count without the mutex. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int record_windowed(builtin *b, const resil_breaker_permit *p, bool failure,
+                           bool tripped, resil_instant known)
+{
+    uint32_t gen = p->generation;
+    resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
+    bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
+    if (!failure && !slow && count_success(b, gen, now))
+        return 0;
+    return record_in_window(b, gen, failure, slow, tripped, now);
+}
+
 static int record_closed(builtin *b, const resil_breaker_permit *p,
                          resil_breaker_result r, uint64_t w, resil_instant known)
 {
@@ -709,11 +726,7 @@ static int record_closed(builtin *b, const resil_breaker_permit *p,
             trip_consecutive(b, gen);
         return 0;
     }
-    resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
-    bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
-    if (!failure && !slow && count_success(b, gen, now))
-        return 0;
-    return record_in_window(b, gen, failure, slow, tripped, now);
+    return record_windowed(b, p, failure, tripped, known);
 }
 
 static int record_probe(builtin *b, const resil_breaker_permit *p,

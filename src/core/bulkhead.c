@@ -54,8 +54,7 @@ struct resil_bulkhead {
     resil_clock *clock;
     pthread_mutex_t mu;
     waiter *head, *tail; /* FIFO of waiters, oldest first; guarded by mu */
-    resil__cells admitted; /* every admitted call counts: by CPU, not on a shared line */
-    _Atomic uint64_t queued_total, rejected, timed_out, cancelled;
+    _Atomic uint64_t admitted, queued_total, rejected, timed_out, cancelled;
     /* another implementation: word is FOREIGN_WORD for good */
     const resil_bulkhead_ops *ops;
     void *self;
@@ -88,26 +87,15 @@ static int validate(const resil_bulkhead_opts *o, resil_err *err)
     return 0;
 }
 
-/* Zeroed, line-aligned, with its admitted cells. */
+/* Zeroed and line-aligned, so that the word has its line to itself. */
 static resil_bulkhead *new_handle(void)
 {
     size_t size = (sizeof(resil_bulkhead) + RESIL__CACHE_LINE - 1) / RESIL__CACHE_LINE *
                   RESIL__CACHE_LINE;
     resil_bulkhead *b = aligned_alloc(RESIL__CACHE_LINE, size);
-    if (b == NULL)
-        return NULL;
-    memset(b, 0, sizeof *b);
-    if (resil__cells_init(&b->admitted) != 0) {
-        free(b);
-        return NULL;
-    }
+    if (b != NULL)
+        memset(b, 0, sizeof *b);
     return b;
-}
-
-static void free_handle(resil_bulkhead *b)
-{
-    resil__cells_free(&b->admitted);
-    free(b);
 }
 
 int resil_bulkhead_new(const resil_bulkhead_opts *o, resil_bulkhead **out, resil_err *err)
@@ -121,7 +109,7 @@ int resil_bulkhead_new(const resil_bulkhead_opts *o, resil_bulkhead **out, resil
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "bulkhead: out of memory");
     if (pthread_mutex_init(&b->mu, NULL) != 0) {
-        free_handle(b);
+        free(b);
         return resil_err_set(err, RESIL_ESYS, "bulkhead: pthread_mutex_init failed");
     }
     b->opts = *o;
@@ -174,11 +162,11 @@ void resil_bulkhead_free(resil_bulkhead *b)
     if (b->ops != NULL) {
         if (OPS_HAS(b->ops, destroy))
             b->ops->destroy(b->self);
-        free_handle(b);
+        free(b);
         return;
     }
     pthread_mutex_destroy(&b->mu);
-    free_handle(b);
+    free(b);
 }
 
 /* ---- the lock-free paths ------------------------------------------------ */
@@ -224,7 +212,7 @@ static int other_acquire(resil_bulkhead *b, resil_cancel *cancel, bool wait,
 {
     int rc = b->ops->acquire(b->self, cancel, wait, t);
     if (rc == 0) {
-        resil__cells_count(&b->admitted);
+        resil__count(&b->admitted);
         if (t->queued > 0)
             resil__count(&b->queued_total);
         t->owner = b;
@@ -249,7 +237,7 @@ int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
         resil__count(&b->rejected);
         return RESIL_EREJECTED;
     }
-    resil__cells_count(&b->admitted);
+    resil__count(&b->admitted);
     fill_ticket(t, b, 0);
     return 0;
 }
@@ -352,7 +340,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
             resil__count(&b->rejected);
             return RESIL_EREJECTED;
         }
-        resil__cells_count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, 0);
         return 0;
     }
@@ -382,7 +370,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     resil_cancel_destroy(&node.wake);
 
     if (rc == 0) {
-        resil__cells_count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, resil_dur_sub(resil_clock_now(b->clock), start));
     } else {
         resil__count(rc == RESIL_ECANCELED ? &b->cancelled : &b->timed_out);
@@ -398,7 +386,7 @@ int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhe
         return RESIL_ECANCELED;
     }
     if (take_free_permit(b)) {
-        resil__cells_count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, 0);
         return 0;
     }
@@ -422,7 +410,7 @@ int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_wa
         return RESIL_ECANCELED;
     }
     if (take_free_permit(b)) {
-        resil__cells_count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, 0);
         return 0;
     }
@@ -445,7 +433,7 @@ int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_wa
         return RESIL_EREJECTED;
     }
     if (entered == ENTER_ADMITTED) {
-        resil__cells_count(&b->admitted);
+        resil__count(&b->admitted);
         fill_ticket(t, b, 0);
         return 0;
     }
@@ -455,7 +443,7 @@ int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_wa
 
 void resil__bulkhead_granted(resil_bulkhead *b, resil__bulk_waiter *w, resil_bulkhead_ticket *t)
 {
-    resil__cells_count(&b->admitted);
+    resil__count(&b->admitted);
     fill_ticket(t, b, resil_dur_sub(resil_clock_now(b->clock), w->start));
 }
 
@@ -549,7 +537,7 @@ int32_t resil_bulkhead_queued(const resil_bulkhead *b)
 
 void resil_bulkhead_stats_get(const resil_bulkhead *b, resil_bulkhead_stats *out)
 {
-    out->admitted = resil__cells_sum(&b->admitted);
+    out->admitted = resil__counted(&b->admitted);
     out->queued = resil__counted(&b->queued_total);
     out->rejected = resil__counted(&b->rejected);
     out->timed_out = resil__counted(&b->timed_out);

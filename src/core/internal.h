@@ -87,8 +87,8 @@ bool resil__bulkhead_withdraw(resil_bulkhead *b, resil__bulk_waiter *w, int why)
 /* The queue timeout of a built-in bulkhead, 0 for none or another kind. */
 resil_duration resil__bulkhead_queue_timeout(const resil_bulkhead *b);
 
-/* Counters split by CPU (percpu.c): one cache line per cell, a cell per
- * CPU the system may run (a power of two, at most RESIL__CELLS_MAX). */
+/* Cells split by CPU (percpu.c): one cache line per cell, a cell per CPU
+ * the system may run (a power of two, at most RESIL__CELLS_MAX). */
 #define RESIL__CACHE_LINE 64
 #define RESIL__CELLS_MAX 64
 
@@ -110,12 +110,6 @@ static inline _Atomic uint64_t *resil__my_cell(const resil__cells *c)
 {
     return &c->cell[resil__cpu_slot() & c->mask].v;
 }
-static inline void resil__cells_count(const resil__cells *c)
-{
-    atomic_fetch_add_explicit(resil__my_cell(c), 1, memory_order_relaxed);
-}
-/* Every cell's value added up (relaxed: a snapshot of moving counters). */
-uint64_t resil__cells_sum(const resil__cells *c);
 
 /* The clock a component with no clock of its own reads: the coarse clock
  * (CLOCK_MONOTONIC_COARSE) when its resolution is at most 1/RESIL__COARSE_SHARE

@@ -1,13 +1,13 @@
 /*
- * percpu.c — counters split by CPU, for success paths that must not write
- * a cache line every thread shares.
+ * percpu.c — cells split by CPU, for success paths that must not write a
+ * cache line every thread shares (window.h counts successes in them).
  *
  * A counter every call bumps is, on a shared object, a line that bounces
  * between the cores running those calls: on two cores it costs a few
  * nanoseconds, on sixty-four it serialises them. So such a counter is a
  * set of cells, one cache line each, as many as the system has CPUs
  * (rounded up to a power of two, at most 64), and a call bumps the cell of
- * the CPU it runs on. Readers sum the cells. The CPU comes from
+ * the CPU it runs on; whoever reads them takes every cell. The CPU comes from
  * sched_getcpu(), which glibc answers from the rseq area without a system
  * call; where it is missing, each thread takes a cell round-robin once.
  * Two threads on one cell are still correct (the cells are atomic), only
@@ -63,12 +63,4 @@ uint32_t resil__cpu_slot(void)
     if (mine == UINT32_MAX)
         mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
     return mine;
-}
-
-uint64_t resil__cells_sum(const resil__cells *c)
-{
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i <= c->mask; i++)
-        sum += atomic_load_explicit(&c->cell[i].v, memory_order_relaxed);
-    return sum;
 }

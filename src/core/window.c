@@ -70,10 +70,8 @@ static void advance(resil__window *w, int64_t bucket)
 void resil__window_add(resil__window *w, resil_instant now, bool failure,
                        bool slow)
 {
-    advance(w, resil__floor_div(now, w->width));
+    resil__window_add_many(w, now, 1);
     resil__window_counts *b = &w->bucket[slot_of(w->head)];
-    b->total++;
-    w->sum.total++;
     if (failure) {
         b->failures++;
         w->sum.failures++;
