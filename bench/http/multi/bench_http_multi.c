@@ -247,9 +247,17 @@ int main(void)
     qsort(t_bare, BLOCKS, sizeof t_bare[0], cmp_u64);
     qsort(t_resil, BLOCKS, sizeof t_resil[0], cmp_u64);
     double med_bare = (double)t_bare[BLOCKS / 2], med_resil = (double)t_resil[BLOCKS / 2];
-    bench_result base = {"http_multi_bare_1000_concurrent", med_bare / CALLS, 0, BLOCKS};
-    bench_result r = {"http_multi_resil_1000_concurrent", med_resil / CALLS,
-                      (double)allocs / (2.0 * BLOCKS * CALLS), BLOCKS};
+    bench_result base = {.name = "http_multi_bare_1000_concurrent",
+                         .ns_per_op = med_bare / CALLS,
+                         .min_ns = (double)t_bare[0] / CALLS,
+                         .max_ns = (double)t_bare[BLOCKS - 1] / CALLS,
+                         .iters = BLOCKS};
+    bench_result r = {.name = "http_multi_resil_1000_concurrent",
+                      .ns_per_op = med_resil / CALLS,
+                      .min_ns = (double)t_resil[0] / CALLS,
+                      .max_ns = (double)t_resil[BLOCKS - 1] / CALLS,
+                      .allocs_per_op = (double)allocs / (2.0 * BLOCKS * CALLS),
+                      .iters = BLOCKS};
     char extra[320];
     snprintf(extra, sizeof extra,
              "requests_per_s=%.0f baseline_requests_per_s=%.0f median_overhead_pct=%.2f "
