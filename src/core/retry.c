@@ -15,6 +15,7 @@
  * elapsed asked for): a clock read costs more than the rest of a successful
  * execution, and without a deadline no decision depends on it.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -128,42 +129,16 @@ static bool forever(const resil_retry *r)
     return r->max_attempts == RESIL_ATTEMPTS_FOREVER;
 }
 
-static resil_instant earlier(resil_instant a, resil_instant b) { return a < b ? a : b; }
-
 resil_stop resil_retry_begin(resil_retry *r, const resil_retry_policy *p,
                              resil_instant now, resil_instant deadline,
                              bool idempotent)
 {
-    /* Field by field rather than memset: this runs once per execution on
-     * the success path, where a block clear is measurable. */
-    r->policy = p;
-    r->attempt = 0;
-    r->max_attempts = p->max_attempts;
-    r->deadline = deadline;
-    r->backoff.previous = 0;
-    r->backoff.polly_previous = 0;
-    r->ticket.last_cost = 0;
-    if (p->max_total > 0)
-        r->deadline = earlier(deadline, resil_dur_add(now, p->max_total));
-    if (!idempotent && r->max_attempts > 1) {
-        if (p->unsafe_mode == RESIL_UNSAFE_REFUSE)
-            return RESIL_STOP_REFUSED;
-        r->max_attempts = 1;
-    }
-    if (now >= r->deadline)
-        return RESIL_STOP_DEADLINE;
-    if (p->budget != NULL)
-        resil_budget_on_request(p->budget);
-    return RESIL_STOP_NONE;
+    return resil__retry_step_begin(r, p, now, deadline, idempotent);
 }
 
 resil_stop resil_retry_before_attempt(resil_retry *r, bool cancelled)
 {
-    if (cancelled)
-        return RESIL_STOP_CANCELLED;
-    if (r->attempt < UINT32_MAX)
-        r->attempt++;
-    return RESIL_STOP_NONE;
+    return resil__retry_step_before(r, cancelled);
 }
 
 /* The classifier and the delay generator get the attempt's own context:
@@ -213,18 +188,6 @@ static bool attempts_used_up(const resil_retry *r)
     return !forever(r) && r->attempt >= r->max_attempts;
 }
 
-static resil_retry_decision stop(resil_stop s)
-{
-    resil_retry_decision d = {.stop = s, .wait = 0, .source = RESIL_WAIT_NONE};
-    return d;
-}
-
-static resil_retry_decision wait_for(resil_duration w, resil_wait_source src)
-{
-    resil_retry_decision d = {.stop = RESIL_STOP_NONE, .wait = w, .source = src};
-    return d;
-}
-
 static resil_duration backoff_wait(resil_retry *r, resil_rng *rng)
 {
     return resil_backoff_delay(&r->policy->backoff, r->attempt, &r->backoff,
@@ -239,49 +202,103 @@ static resil_duration clamp(resil_duration v, resil_duration lo, resil_duration 
 /* The wait before the next attempt: the delay generator's when it has
  * one, else the server's hint when the policy heeds it, else backoff. Only
  * a wait that needs the backoff draws. */
-static resil_retry_decision choose_wait(resil_retry *r, const resil_attempt_ctx *ctx,
-                                        const resil_outcome *o, resil_rng *rng)
+static resil_duration choose_wait(resil_retry *r, const resil_attempt_ctx *ctx,
+                                  const resil_outcome *o, resil_rng *rng,
+                                  resil_wait_source *source)
 {
     const resil_retry_policy *p = r->policy;
     resil_duration custom = generated(r, ctx, o);
-    if (custom >= 0)
-        return wait_for(custom, RESIL_WAIT_GENERATOR);
+    if (custom >= 0) {
+        *source = RESIL_WAIT_GENERATOR;
+        return custom;
+    }
     bool hinted = o->retry_after >= 0 && p->retry_after != RESIL_RETRY_AFTER_IGNORE;
+    *source = hinted ? RESIL_WAIT_RETRY_AFTER : RESIL_WAIT_BACKOFF;
     if (!hinted)
-        return wait_for(backoff_wait(r, rng), RESIL_WAIT_BACKOFF);
+        return backoff_wait(r, rng);
     resil_duration hint = o->retry_after < p->retry_after_max ? o->retry_after
                                                               : p->retry_after_max;
     if (p->retry_after == RESIL_RETRY_AFTER_HONOR)
-        return wait_for(hint, RESIL_WAIT_RETRY_AFTER);
+        return hint;
     resil_duration b = backoff_wait(r, rng);
-    return wait_for(clamp(hint, b, resil_dur_add(b, RESIL_S(5))), RESIL_WAIT_RETRY_AFTER);
+    return clamp(hint, b, resil_dur_add(b, RESIL_S(5)));
 }
 
-resil_retry_decision resil_retry_after_attempt(resil_retry *r, const resil_attempt_ctx *ctx,
-                                               const resil_outcome *o, resil_instant now,
-                                               resil_rng *rng)
+/* The fixed order, one early return per stop; the wait and its source are
+ * written only when the answer is to wait. Plain values, not the public
+ * struct: the executors read them at once (retry_exec.h). */
+resil_stop resil__retry_decide(resil_retry *r, const resil_attempt_ctx *ctx,
+                               const resil_outcome *o, resil_instant now, resil_rng *rng,
+                               resil_duration *wait_out, resil_wait_source *source_out)
 {
     const resil_retry_policy *p = r->policy;
     if (p->budget != NULL)
         resil_budget_on_result(p->budget, o, r->attempt, &r->ticket);
     if (o->kind == RESIL_SUCCESS) {
         if (success_stops(r, ctx, o))
-            return stop(RESIL_STOP_SUCCEEDED);
+            return RESIL_STOP_SUCCEEDED;
     } else if (o->kind == RESIL_CANCELLED) {
-        return stop(RESIL_STOP_CANCELLED);
+        return RESIL_STOP_CANCELLED;
     } else if (!retryable(r, ctx, o)) {
-        return stop(RESIL_STOP_NOT_RETRYABLE);
+        return RESIL_STOP_NOT_RETRYABLE;
     }
     if (attempts_used_up(r))
-        return stop(RESIL_STOP_ATTEMPTS_EXHAUSTED);
+        return RESIL_STOP_ATTEMPTS_EXHAUSTED;
     if (p->budget != NULL && !resil_budget_try_retry(p->budget, o, &r->ticket))
-        return stop(RESIL_STOP_BUDGET_EXHAUSTED);
-    resil_retry_decision d = choose_wait(r, ctx, o, rng);
+        return RESIL_STOP_BUDGET_EXHAUSTED;
+    resil_wait_source source;
+    resil_duration wait = choose_wait(r, ctx, o, rng, &source);
     /* An attempt that would start at or after the deadline has no time to
      * run: stopping now beats sleeping for nothing. */
-    if (resil_dur_add(now, d.wait) >= r->deadline)
-        return stop(RESIL_STOP_DEADLINE);
+    if (resil_dur_add(now, wait) >= r->deadline)
+        return RESIL_STOP_DEADLINE;
+    *wait_out = wait;
+    *source_out = source;
+    return RESIL_STOP_NONE;
+}
+
+/* The decision returned by value is built in a temporary and copied to
+ * the caller in 16-byte pieces. Built field by field (4-byte stores), each
+ * piece's load would stall on store forwarding, which cost more than the
+ * decision itself; built in the same 16-byte pieces, they forward. */
+#if defined(__GNUC__) && defined(__x86_64__)
+typedef uint64_t pair64 __attribute__((vector_size(16)));
+
+static resil_retry_decision decision(resil_stop stop, resil_duration wait,
+                                     resil_wait_source source)
+{
+    _Static_assert(offsetof(resil_retry_decision, wait) == 8 &&
+                       offsetof(resil_retry_decision, source) == 16 &&
+                       sizeof(resil_retry_decision) == 56,
+                   "the decision's layout the pieces below assume");
+    union {
+        resil_retry_decision d;
+        pair64 piece[3];
+        uint64_t word[7];
+    } u;
+    u.piece[0] = (pair64){(uint32_t)stop, (uint64_t)wait};
+    u.piece[1] = (pair64){(uint32_t)source, 0};
+    u.piece[2] = (pair64){0, 0};
+    u.word[6] = 0;
+    return u.d;
+}
+#else
+static resil_retry_decision decision(resil_stop stop, resil_duration wait,
+                                     resil_wait_source source)
+{
+    resil_retry_decision d = {.stop = stop, .wait = wait, .source = source};
     return d;
+}
+#endif
+
+resil_retry_decision resil_retry_after_attempt(resil_retry *r, const resil_attempt_ctx *ctx,
+                                               const resil_outcome *o, resil_instant now,
+                                               resil_rng *rng)
+{
+    resil_duration wait = 0;
+    resil_wait_source source = RESIL_WAIT_NONE;
+    resil_stop stop = resil__retry_decide(r, ctx, o, now, rng, &wait, &source);
+    return decision(stop, wait, source);
 }
 
 uint32_t resil_retry_attempt(const resil_retry *r) { return r->attempt; }
