@@ -119,6 +119,12 @@ static inline _Atomic uint64_t *resil__my_cell(const resil__cells *c)
 #define RESIL__COARSE_SHARE 100
 resil_clock *resil__clock_for(resil_duration finest);
 
+/* The default rule of resil_retry_on_default(), inline for the retry
+ * step, which asks it on every failure. */
+static inline bool resil__retryable_kind(resil_kind k)
+{
+    return k == RESIL_TRANSIENT || k == RESIL_THROTTLED || k == RESIL_TIMEOUT;
+}
 
 #define RESIL__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "internal.h"
 #include "resil/outcome.h"
 
 const char *resil_kind_name(resil_kind k)
@@ -84,8 +85,5 @@ resil_outcome resil_fail_after(resil_kind k, int64_t code, const char *detail,
 bool resil_retry_on_default(const resil_outcome *o, void *ud)
 {
     (void)ud;
-    if (o == NULL)
-        return false;
-    return o->kind == RESIL_TRANSIENT || o->kind == RESIL_THROTTLED ||
-           o->kind == RESIL_TIMEOUT;
+    return o != NULL && resil__retryable_kind(o->kind);
 }

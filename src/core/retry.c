@@ -156,7 +156,7 @@ static bool retryable(const resil_retry *r, const resil_attempt_ctx *ctx,
 {
     const resil_retry_policy *p = r->policy;
     if (p->retry_on == NULL)
-        return resil_retry_on_default(o, NULL);
+        return resil__retryable_kind(o->kind);
     if (ctx != NULL)
         return p->retry_on(o, ctx, p->retry_on_ud);
     resil_attempt_ctx own = own_ctx(r);

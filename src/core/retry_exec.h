@@ -176,8 +176,15 @@ static inline resil_retry_decision resil__rx_decide(resil__retry_exec *x, resil_
         x->now = resil_clock_now(x->clock);
     resil_duration wait = 0;
     resil_wait_source source = RESIL_WAIT_NONE;
-    resil_stop stop = resil__retry_decide(&x->step, &x->ctx, &x->out->final, x->now,
-                                          x->opts->rng, &wait, &source);
+    /* The decision's first two rules, for the common case without a call:
+     * a budget hears every result first; then a success stops the run,
+     * unless the policy retries on results. */
+    const resil_retry_policy *p = x->policy;
+    resil_stop stop = x->out->final.kind == RESIL_SUCCESS && p->budget == NULL &&
+                              !p->retry_on_results
+                          ? RESIL_STOP_SUCCEEDED
+                          : resil__retry_decide(&x->step, &x->ctx, &x->out->final, x->now,
+                                                x->opts->rng, &wait, &source);
     resil_retry_decision d = {.stop = stop, .wait = wait, .source = source};
     resil__rx_keep_record(x, start, &d);
     return d;
