@@ -245,6 +245,22 @@ static void authority_breakers_report_the_http_circuit_breaker_state(void **stat
     resil_breaker_free(b);
 }
 
+static void an_adaptive_limiters_limit_is_a_gauge_under_the_otel_name(void **state)
+{
+    world *w = *state;
+    resil_limiter_opts lo;
+    resil_limiter_opts_default(&lo, RESIL_LIMIT_AIMD);
+    lo.initial_limit = 7;
+    resil_limiter *l;
+    assert_int_equal(resil_limiter_new(&lo, &l, NULL), 0);
+    assert_int_equal(resil_metrics_watch_limiter(w->m, "db", l, w), 0);
+    scrape(w);
+    assert_string_equal(family_named(w, "resilience_adaptive_limiter_limit")->type, "gauge");
+    assert_true(value(w, "resilience_adaptive_limiter_limit", "pipeline_name=db;") == 7);
+    resil_metrics_unwatch(w->m, w);
+    resil_limiter_free(l);
+}
+
 static void event_count_reads_back_across_the_extra_labels(void **state)
 {
     world *w = *state;
@@ -328,6 +344,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(event_count_reads_back_across_the_extra_labels, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(an_adaptive_limiters_limit_is_a_gauge_under_the_otel_name,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(
             the_visitor_hands_over_otel_points_with_units_and_typed_attributes, setup, teardown),
     };
