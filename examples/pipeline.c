@@ -47,8 +47,8 @@ static void print_counters(resil_metrics *m)
     if (resil_metrics_prometheus_string(m, &text, NULL) != 0)
         return;
     for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
-        if (strncmp(line, "resil_strategy_events_total{", 28) == 0 ||
-            strncmp(line, "resil_breaker_state{", 20) == 0)
+        if (strncmp(line, "resilience_polly_strategy_events_total{", 39) == 0 ||
+            strncmp(line, "resilience_circuit_breaker_state{", 33) == 0)
             printf("%s\n", line);
     free(text);
 }

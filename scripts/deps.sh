@@ -16,6 +16,7 @@ packages=(
   libjansson-dev
   libmicrohttpd-dev
   libuv1-dev
+  prometheus
 )
 
 # Only for bench/gateway-vs-nginx.sh (make bench-gateway), never for make

@@ -325,7 +325,15 @@ typedef struct resil_http_request {
                           classifiers as ctx->user; NULL = none */
         resil_reserved user_slot_;
     };
-    resil_reserved reserved_[3]; /* room to grow (docs/abi.md) */
+    union {            /* (a member that took a reserved slot: docs/abi.md) */
+        const resil_span_context *trace; /* the parent span; NULL = a valid
+                                            traceparent (and tracestate) among
+                                            `headers`, else untraced. A traced
+                                            call sends each attempt's own
+                                            traceparent (docs/telemetry.md) */
+        resil_reserved trace_slot_;
+    };
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
 } resil_http_request;
 
 RESIL_API void resil_http_request_default(resil_http_request *r);

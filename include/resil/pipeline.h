@@ -236,7 +236,12 @@ typedef struct resil_call {
         size_t hedge_keys_len;         /* at most RESIL_HEDGE_MAX + 1 */
         resil_reserved hedge_keys_len_r_;
     };
-    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
+    union {
+        const resil_call_telemetry *telemetry; /* the caller's span and the call's
+                                                  HTTP attributes; NULL = none */
+        resil_reserved telemetry_slot_;
+    };
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_call;
 
 RESIL_API void resil_call_default(resil_call *c);

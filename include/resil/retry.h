@@ -232,6 +232,8 @@ struct resil_attempt_ctx {
     uint32_t hedge;         /* which attempt of a hedged execution: 0 for the
                                primary (and anything not hedged), 1 … max_hedged
                                for hedges */
+    const struct resil_exec_trace *trace; /* the execution's trace when traced and
+                                             sampled, else NULL (resil_attempt_span) */
 };
 
 typedef resil_outcome (*resil_op_fn)(resil_attempt_ctx *ctx);

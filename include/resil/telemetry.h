@@ -12,17 +12,13 @@
  * With no listener installed a pipeline pays one branch per would-be event
  * and builds nothing.
  *
- * The metric names follow the OpenTelemetry conventions Polly uses
- * (resilience.polly.strategy.events, …attempt.duration,
- * …pipeline.duration), spelled the Prometheus way:
- *
- *   resil_strategy_events_total{pipeline,strategy,event}   counter
- *   resil_attempt_duration_seconds{pipeline,strategy,handled} histogram
- *   resil_pipeline_duration_seconds{pipeline,outcome}      histogram
- *   resil_breaker_state{pipeline,breaker}                  gauge (0 closed, 1 open,
- *                                                          2 half-open, 3 isolated, 4 disabled)
- *   resil_bulkhead_in_flight{pipeline} / resil_bulkhead_queued{pipeline}  gauges
- *   resil_adaptive_limit{pipeline}                         gauge (the learned limit)
+ * The metrics carry the names, instruments and tags Polly v8 emits
+ * (resilience.polly.strategy.events, …strategy.attempt.duration,
+ * …pipeline.duration) and, for calls that carry HTTP attributes, the
+ * http.client.request.resilience.* families, spelled by OpenTelemetry's
+ * Prometheus mapping (docs/telemetry.md lists them all). resil's earlier
+ * names (resil_strategy_events_total, …) remain behind
+ * resil_metrics_opts.names for one release.
  *
  * Counters and histograms are fed by events into a table allocated when
  * the sink is made, so recording never allocates; gauges are read from the
@@ -127,9 +123,93 @@ typedef struct resil_event {
     int from, to;                /* BREAKER_*: resil_breaker_state; DEGRADE_CHANGED: levels;
                                     LIMIT_CHANGED: the adaptive limit */
     const char *from_name, *to_name; /* their names; "" when not a change */
+    const struct resil_exec_trace *trace; /* the execution's place in a trace when the
+                                             call is traced and sampled; else NULL */
+    const struct resil_http_attrs *http;  /* the call's HTTP attributes; NULL if none */
 } resil_event;
 
 typedef void (*resil_event_fn)(const resil_event *ev, void *ud);
+
+/* The HTTP semantic-convention attributes of a call (set by the HTTP
+ * adapter through resil_call.telemetry): what the http.client.request.resilience.*
+ * metrics and the spans are labelled with. The response status and
+ * error.type come from each attempt's outcome. */
+typedef struct resil_http_attrs {
+    const char *method;         /* http.request.method: "GET", … */
+    const char *server_address; /* server.address: host name or IP literal */
+    int server_port;            /* server.port */
+    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
+} resil_http_attrs;
+
+/* server.address and server.port of an authority "scheme://host:port" (as
+ * the HTTP adapter names its breakers; an IPv6 host loses its brackets).
+ * Returns 0, or RESIL_ESYNTAX for anything else, RESIL_ERANGE when the
+ * host does not fit in cap. */
+RESIL_API int resil_authority_split(const char *authority, char *host, size_t cap, int *port);
+
+/* What a call tells telemetry, through resil_call.telemetry (one pointer,
+ * so a call that says nothing pays nothing). An asynchronous execution
+ * reads `http` until it ends: keep it alive that long. */
+struct resil_span_context;
+typedef struct resil_call_telemetry {
+    const struct resil_span_context *trace; /* the caller's span: the execution becomes
+                                               its child when sampled; NULL = untraced */
+    const resil_http_attrs *http;           /* HTTP attributes; NULL = none */
+    resil_reserved reserved_[2];            /* room to grow (docs/abi.md) */
+} resil_call_telemetry;
+
+/* ---- traces ----------------------------------------------------------------- */
+
+#define RESIL_TRACE_SAMPLED 0x01      /* trace-flags bit 0 */
+#define RESIL_TRACEPARENT_LEN 55      /* "00-<32 hex>-<16 hex>-<2 hex>" */
+#define RESIL_TRACESTATE_MAX 512      /* the longest tracestate kept */
+#define RESIL_TRACESTATE_MEMBERS 32   /* list members allowed */
+
+/* A W3C Trace Context: the trace, one span in it, and its flags. */
+typedef struct resil_span_context {
+    uint8_t trace_id[16];         /* never all zero */
+    uint8_t span_id[8];           /* never all zero */
+    uint8_t flags;                /* RESIL_TRACE_SAMPLED */
+    char tracestate[RESIL_TRACESTATE_MAX + 1]; /* validated; "" = none */
+} resil_span_context;
+
+/* An execution's place in its trace: its own span (the trace id, the
+ * execution span's id, the flags and the caller's tracestate) and the
+ * parent it continues (all zero for a root). */
+typedef struct resil_exec_trace {
+    resil_span_context span;
+    uint8_t parent_id[8];
+} resil_exec_trace;
+
+/* Parse a traceparent header value (version 00, or a later version read
+ * as 00 as the specification asks). Leading and trailing spaces and tabs
+ * are allowed. Returns 0, or RESIL_ESYNTAX with the reason in err:
+ * wrong length, upper-case or non-hex digits, an all-zero trace or span
+ * id, version ff. `out->tracestate` is cleared. */
+RESIL_API int resil_traceparent_parse(const char *text, size_t len, resil_span_context *out,
+                                      resil_err *err);
+/* Parse a tracestate header value into out->tracestate: list members
+ * key=value separated by commas (empty members and optional spaces
+ * allowed), keys and values as the specification's grammar, at most
+ * RESIL_TRACESTATE_MEMBERS members, no key twice, at most
+ * RESIL_TRACESTATE_MAX bytes once normalised. Returns 0 or RESIL_ESYNTAX; on
+ * error out->tracestate is "" (the specification's "discard"). */
+RESIL_API int resil_tracestate_parse(const char *text, size_t len, resil_span_context *out,
+                                     resil_err *err);
+/* "00-<trace>-<span>-<flags>" with its NUL: needs RESIL_TRACEPARENT_LEN + 1
+ * bytes; returns RESIL_TRACEPARENT_LEN (like snprintf). */
+RESIL_API size_t resil_traceparent_format(const resil_span_context *c, char *buf, size_t cap);
+/* A new root: random trace and span ids from `rng` (NULL = the thread's). */
+RESIL_API void resil_trace_new(resil_rng *rng, bool sampled, resil_span_context *out);
+/* The span context an attempt propagates downstream (its trace id, the
+ * attempt span's id, the flags, the tracestate): 0, or RESIL_ENOTFOUND when
+ * the execution is not traced. Every attempt and every hedge has its own
+ * span id, derived from the execution's, so the tracer names the same
+ * span without the two sharing state. */
+RESIL_API int resil_attempt_span(const resil_attempt_ctx *ctx, resil_span_context *out);
+/* The same from an event's execution trace, attempt number and hedge. */
+RESIL_API void resil_exec_trace_attempt(const resil_exec_trace *t, uint32_t attempt,
+                                        uint32_t hedge, resil_span_context *out);
 
 /* "execution", "attempt", "retry", "breaker_opened", "breaker_half_opened",
  * "breaker_closed", "breaker_isolated", "breaker_rejected", "timeout",
@@ -170,12 +250,24 @@ typedef struct resil_metrics resil_metrics;
 #define RESIL_METRICS_MAX_BUCKETS 32
 #define RESIL_METRICS_LABEL_MAX 64 /* bytes kept of a label value, with the NUL */
 
+/* Which names the sink writes. */
+typedef enum resil_metrics_names {
+    RESIL_METRICS_NAMES_OTEL = 0, /* Polly's and the HTTP resilience instruments, by
+                                     OpenTelemetry's Prometheus mapping (default) */
+    RESIL_METRICS_NAMES_RESIL = 1 /* resil_strategy_events_total, … as before; kept for
+                                     one release (docs/telemetry.md maps them) */
+} resil_metrics_names;
+
 typedef struct resil_metrics_opts {
     uint32_t max_series;           /* default 1024; in [1, 1048576] */
     const resil_duration *buckets; /* histogram upper bounds; NULL = the defaults
                                       (1 ms … 60 s); strictly increasing, > 0 */
     size_t nbuckets;               /* in [1, RESIL_METRICS_MAX_BUCKETS] when given */
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    union {                        /* (a member that took a reserved slot: docs/abi.md) */
+        resil_metrics_names names; /* default RESIL_METRICS_NAMES_OTEL */
+        resil_reserved names_slot_;
+    };
+    resil_reserved reserved_[3]; /* room to grow (docs/abi.md) */
 } resil_metrics_opts;
 
 RESIL_API void resil_metrics_opts_default(resil_metrics_opts *o);
@@ -203,7 +295,8 @@ RESIL_API int resil_metrics_watch_limiter(resil_metrics *m, const char *pipeline
                                           resil_limiter *l, const void *owner);
 RESIL_API void resil_metrics_unwatch(resil_metrics *m, const void *owner);
 
-/* The count of one event series (0 if never seen). */
+/* The count of one event series (0 if never seen), summed over the
+ * labels the other names add (operation, severity, exception type). */
 RESIL_API uint64_t resil_metrics_event_count(resil_metrics *m, const char *pipeline,
                                              const char *strategy, resil_event_type t);
 
@@ -215,6 +308,45 @@ RESIL_API int resil_metrics_write_prometheus(resil_metrics *m, resil_write_fn wr
                                              void *ud);
 /* The same into a new NUL-terminated string the caller frees with free(). */
 RESIL_API int resil_metrics_prometheus_string(resil_metrics *m, char **out, size_t *len);
+
+/* The sink's figures as OpenTelemetry data points, for exporters: every
+ * recorded series and every watched gauge, from one snapshot (the figures
+ * the text would show at that moment). Names and attribute keys are
+ * OpenTelemetry's (dotted) under RESIL_METRICS_NAMES_OTEL, the resil names
+ * otherwise. Counters and histograms are cumulative since the sink was
+ * made. Strings and arrays are valid during the call. */
+typedef enum resil_metric_kind {
+    RESIL_METRIC_COUNTER = 0, /* a monotonic sum: value */
+    RESIL_METRIC_HISTOGRAM,   /* count, sum, bounds, bucket_counts */
+    RESIL_METRIC_GAUGE        /* value */
+} resil_metric_kind;
+
+typedef struct resil_metric_attr {
+    const char *key;   /* "pipeline.name", "server.port", ... */
+    const char *value; /* as text */
+    bool is_int;       /* an integer attribute (server.port, attempt.number, ...) */
+    int64_t int_value;
+} resil_metric_attr;
+
+typedef struct resil_metric_point {
+    const char *name;        /* "resilience.polly.strategy.events", ... */
+    const char *unit;        /* UCUM: "ms", "s", "{event}"; "" for none */
+    const char *description;
+    resil_metric_kind kind;
+    const resil_metric_attr *attrs;
+    size_t nattrs;
+    int64_t value;           /* COUNTER: the total; GAUGE: the reading */
+    uint64_t count;          /* HISTOGRAM */
+    double sum;              /* HISTOGRAM: in `unit` */
+    const double *bounds;    /* HISTOGRAM: upper bounds in `unit`, nbounds of them */
+    const uint64_t *bucket_counts; /* HISTOGRAM: nbounds + 1 counts, not cumulative */
+    size_t nbounds;
+} resil_metric_point;
+
+typedef int (*resil_metric_fn)(const resil_metric_point *p, void *ud);
+/* Call fn for every point; a non-zero return stops and is returned.
+ * RESIL_EINVAL, RESIL_ENOMEM. */
+RESIL_API int resil_metrics_visit(resil_metrics *m, resil_metric_fn fn, void *ud);
 
 /* ---- the log sink --------------------------------------------------------- */
 
@@ -251,6 +383,59 @@ RESIL_API void resil_log_on_event(const resil_event *ev, void *ud);
  * full line needs, like snprintf. For tests and custom sinks. */
 RESIL_API size_t resil_log_format_event(const resil_log_sink *s, const resil_event *ev,
                                         char *buf, size_t cap);
+
+/* ---- the tracer ------------------------------------------------------------ */
+
+typedef enum resil_span_type {
+    RESIL_SPAN_EXECUTION = 0, /* the whole execution: parent is the caller's span */
+    RESIL_SPAN_ATTEMPT,       /* one attempt: child of the execution */
+    RESIL_SPAN_HEDGE          /* a hedged attempt's launch: child of the execution,
+                                 linked to the primary attempt it raced */
+} resil_span_type;
+
+/* One finished span, as the tracer hands it to its sink. Strings and the
+ * outcome are borrowed for the call: copy what you keep. */
+typedef struct resil_span {
+    resil_span_type type;
+    const char *name;            /* "execution", "attempt", "hedge" */
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    uint8_t parent_id[8];        /* all zero: a root */
+    uint8_t flags;
+    const char *tracestate;      /* "" if none */
+    int64_t start_unix_ns, end_unix_ns;
+    const char *pipeline;
+    const char *operation;       /* "" if none */
+    uint32_t attempt;            /* ATTEMPT, HEDGE: 1-based; EXECUTION: attempts made */
+    uint32_t hedge;              /* HEDGE: 1 = first hedge */
+    resil_duration wait_before;  /* ATTEMPT: the retry's wait before it (0 for the first) */
+    bool handled;                /* ATTEMPT: a failure the retry handles */
+    resil_stop stop;             /* the retry's stop reason (NONE when one follows) */
+    const resil_outcome *outcome;/* NULL for HEDGE */
+    bool linked;                 /* HEDGE: link_id is the primary attempt's span */
+    uint8_t link_id[8];
+    const resil_http_attrs *http;/* NULL if the call had none */
+} resil_span;
+
+typedef void (*resil_span_fn)(const resil_span *s, void *ud);
+
+typedef struct resil_tracer_opts {
+    resil_span_fn on_span;  /* required: receives every finished span */
+    void *on_span_ud;
+    resil_clock *clock;     /* the pipeline's clock (for wall times); NULL = system */
+    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+} resil_tracer_opts;
+
+/* A tracer is a plain value; it never allocates. */
+typedef struct resil_tracer {
+    resil_tracer_opts opts; /* private */
+} resil_tracer;
+
+RESIL_API void resil_tracer_opts_default(resil_tracer_opts *o);
+RESIL_API int resil_tracer_init(resil_tracer *t, const resil_tracer_opts *o, resil_err *err);
+/* The listener: ud is the resil_tracer *. Events of executions that are not
+ * traced, or traced but sampled out, return at the first test. */
+RESIL_API void resil_tracer_on_event(const resil_event *ev, void *ud);
 
 RESIL_END_DECLS
 

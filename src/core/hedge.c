@@ -38,6 +38,7 @@ struct race {
     int refs;
     /* the execution's inputs, as a worker sees them */
     resil__run run;
+    resil_exec_trace trace; /* run.trace points here when traced */
     size_t next;
     resil__frame base;
     const resil__node *node;
@@ -314,7 +315,7 @@ static bool wants_another(const resil__hedger *h, resil_cancel *token, uint32_t 
     if (opts->hedge_on == NULL)
         return hedge_on_default(o);
     resil_attempt_ctx ctx = {h->f->attempt, h->f->deadline, token, h->r->p->clock, h->r->user,
-                             index};
+                             index, h->r->trace};
     return opts->hedge_on(o, &ctx, opts->hedge_on_ud);
 }
 
@@ -346,6 +347,10 @@ static void open_race(race *rc, const resil__run *r, size_t i, const resil__fram
 {
     rc->run = *r;
     rc->run.ex = NULL;
+    if (r->trace != NULL) {
+        rc->trace = *r->trace;
+        rc->run.trace = &rc->trace;
+    }
     if (r->p->registry != NULL)
         resil_breaker_retain(r->breaker);
     rc->next = i + 1;
@@ -388,7 +393,7 @@ typedef struct hedger {
 static void report_hedge(const resil__hedger *h, uint32_t index, resil_instant now)
 {
     resil_event ev;
-    resil__event_init(&ev, h->r->p, RESIL_EVENT_HEDGE, RESIL_STRATEGY_HEDGING, now);
+    resil__event_init_run(&ev, h->r, RESIL_EVENT_HEDGE, RESIL_STRATEGY_HEDGING, now);
     ev.key = h->r->operation != NULL ? h->r->operation : "";
     ev.attempt = h->f->attempt;
     ev.hedge = index;
@@ -399,7 +404,7 @@ static void report_hedge(const resil__hedger *h, uint32_t index, resil_instant n
 static void report_denied(const resil__hedger *h, const resil_outcome *cause, resil_instant now)
 {
     resil_event ev;
-    resil__event_init(&ev, h->r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_HEDGING, now);
+    resil__event_init_run(&ev, h->r, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_HEDGING, now);
     ev.key = h->r->operation != NULL ? h->r->operation : "";
     ev.attempt = h->f->attempt;
     ev.hedge = h->next;

@@ -22,16 +22,42 @@
 #include "internal.h"
 #include "pipeline_internal.h"
 
-enum { M_EVENTS, M_ATTEMPT, M_PIPELINE, M_COUNT };
+/* Every family the sink records. The first three are the resil names'
+ * and Polly's both (the naming picks the spelling and the labels); the
+ * HTTP ones exist under the OpenTelemetry names only. */
+enum {
+    M_EVENTS,        /* resilience.polly.strategy.events */
+    M_ATTEMPT,       /* resilience.polly.strategy.attempt.duration */
+    M_PIPELINE,      /* resilience.polly.pipeline.duration */
+    M_HTTP_ATTEMPT,  /* http.client.request.resilience.attempt.duration */
+    M_HTTP_RETRIES,  /* http.client.request.resilience.retry.attempts */
+    M_HTTP_REJECTED, /* http.client.request.resilience.rate_limiter.rejections */
+    M_COUNT
+};
 
 #define L_PIPELINE RESIL_METRICS_LABEL_MAX
-#define L_SHORT 24 /* strategy, event, handled, outcome: our own short names */
+#define L_SHORT 24 /* strategy, event, outcome, method: short names */
 
-typedef struct series {
+/* A series' labels. Which are used depends on the family and the naming;
+ * the unused ones stay empty (zero), so one key type serves every family. */
+typedef struct key {
     uint8_t metric;
+    uint8_t severity;  /* resil_severity + 1; 0 = not a label */
+    uint8_t handled;   /* 0 not a label, 1 false, 2 true */
+    uint32_t attempt;  /* 1-based; 0 = not a label */
+    int32_t port;      /* server.port; 0 = none */
+    int32_t status;    /* http.response.status_code; 0 = none */
     char pipeline[L_PIPELINE];
     char strategy[L_SHORT];
-    char third[L_SHORT]; /* event name, handled, or outcome */
+    char event[L_SHORT];      /* event name; handled or outcome in resil naming */
+    char error[L_SHORT];      /* exception.type / error.type */
+    char method[L_SHORT];
+    char operation[L_PIPELINE];
+    char address[L_PIPELINE];
+} key;
+
+typedef struct series {
+    key k;
     uint64_t count;
     int64_t sum_ns;
     uint64_t *buckets; /* histograms: per-bucket counts, not cumulative */
@@ -57,6 +83,7 @@ struct resil_metrics {
     resil_duration bounds[RESIL_METRICS_MAX_BUCKETS];
     size_t nbounds;
     uint64_t dropped;
+    resil_metrics_names names;
     watch *watches;
 };
 
@@ -79,6 +106,11 @@ static int check_opts(const resil_metrics_opts *o, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL,
                              "metrics.max_series must be in [1, 1048576], got %u",
                              (unsigned)o->max_series);
+    if ((unsigned)o->names > RESIL_METRICS_NAMES_RESIL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "metrics.names must be RESIL_METRICS_NAMES_OTEL or "
+                             "RESIL_METRICS_NAMES_RESIL, got %d",
+                             (int)o->names);
     if (o->buckets == NULL)
         return 0;
     if (o->nbuckets < 1 || o->nbuckets > RESIL_METRICS_MAX_BUCKETS)
@@ -125,6 +157,7 @@ int resil_metrics_new(const resil_metrics_opts *o, resil_metrics **out, resil_er
                                     : sizeof default_bounds / sizeof default_bounds[0];
     memcpy(m->bounds, bounds, m->nbounds * sizeof *bounds);
     m->max = o->max_series;
+    m->names = o->names;
     uint32_t size = table_size(m->max);
     m->mask = size - 1;
     m->series = calloc(m->max, sizeof *m->series);
@@ -176,23 +209,6 @@ static void copy_label(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-/* A series key, truncated exactly as stored. */
-typedef struct key {
-    uint8_t metric;
-    char pipeline[L_PIPELINE];
-    char strategy[L_SHORT];
-    char third[L_SHORT];
-} key;
-
-static void make_key(key *k, int metric, const char *pipeline, const char *strategy,
-                     const char *third)
-{
-    k->metric = (uint8_t)metric;
-    copy_label(k->pipeline, sizeof k->pipeline, pipeline);
-    copy_label(k->strategy, sizeof k->strategy, strategy);
-    copy_label(k->third, sizeof k->third, third);
-}
-
 static uint32_t fnv(uint32_t h, const char *s)
 {
     for (; *s; s++)
@@ -200,16 +216,24 @@ static uint32_t fnv(uint32_t h, const char *s)
     return (h ^ 0xff) * 16777619u;
 }
 
+static uint32_t fnv_int(uint32_t h, uint32_t v) { return (h ^ v) * 16777619u; }
+
 static uint32_t hash_key(const key *k)
 {
-    uint32_t h = (2166136261u ^ k->metric) * 16777619u;
-    return fnv(fnv(fnv(h, k->pipeline), k->strategy), k->third);
+    uint32_t h = fnv_int(2166136261u, (uint32_t)k->metric << 16 | k->severity << 8 | k->handled);
+    h = fnv_int(fnv_int(fnv_int(h, k->attempt), (uint32_t)k->port), (uint32_t)k->status);
+    h = fnv(fnv(fnv(h, k->pipeline), k->strategy), k->event);
+    return fnv(fnv(fnv(fnv(h, k->error), k->method), k->operation), k->address);
 }
 
-static bool same(const series *s, const key *k)
+static bool same(const key *a, const key *b)
 {
-    return s->metric == k->metric && strcmp(s->pipeline, k->pipeline) == 0 &&
-           strcmp(s->strategy, k->strategy) == 0 && strcmp(s->third, k->third) == 0;
+    return a->metric == b->metric && a->severity == b->severity && a->handled == b->handled &&
+           a->attempt == b->attempt && a->port == b->port && a->status == b->status &&
+           strcmp(a->pipeline, b->pipeline) == 0 && strcmp(a->strategy, b->strategy) == 0 &&
+           strcmp(a->event, b->event) == 0 && strcmp(a->error, b->error) == 0 &&
+           strcmp(a->method, b->method) == 0 && strcmp(a->operation, b->operation) == 0 &&
+           strcmp(a->address, b->address) == 0;
 }
 
 /* The key's series, created if there is room; NULL when the table is full
@@ -218,17 +242,14 @@ static series *find(resil_metrics *m, const key *k, bool create)
 {
     for (uint32_t i = hash_key(k) & m->mask;; i = (i + 1) & m->mask) {
         uint32_t at = m->index[i];
-        if (at != 0 && same(&m->series[at - 1], k))
+        if (at != 0 && same(&m->series[at - 1].k, k))
             return &m->series[at - 1];
         if (at != 0)
             continue;
         if (!create || m->used == m->max)
             return NULL;
         series *s = &m->series[m->used++];
-        s->metric = k->metric;
-        memcpy(s->pipeline, k->pipeline, sizeof s->pipeline);
-        memcpy(s->strategy, k->strategy, sizeof s->strategy);
-        memcpy(s->third, k->third, sizeof s->third);
+        s->k = *k;
         m->index[i] = m->used;
         return s;
     }
@@ -248,22 +269,157 @@ static void observe(resil_metrics *m, series *s, resil_duration d)
     }
 }
 
-static void key_for(key *k, const resil_event *ev)
+/* Only the string labels need clearing: copy_label writes each one's NUL,
+ * and the short ones are cleared by their first byte. */
+static void key_clear(key *k, int metric)
 {
-    char third[L_SHORT];
+    k->metric = (uint8_t)metric;
+    k->severity = k->handled = 0;
+    k->attempt = 0;
+    k->port = k->status = 0;
+    k->pipeline[0] = k->strategy[0] = k->event[0] = k->error[0] = '\0';
+    k->method[0] = k->operation[0] = k->address[0] = '\0';
+}
+
+static void lower_kind(char *dst, const resil_outcome *o)
+{
+    resil__lower_copy(dst, L_SHORT, o != NULL ? resil_kind_name(o->kind) : "unknown");
+}
+
+/* The resil names: events by (pipeline, strategy, event), attempts by
+ * handled, executions by outcome kind. */
+static int resil_key(key *k, const resil_event *ev)
+{
     switch (ev->type) {
     case RESIL_EVENT_ATTEMPT:
-        make_key(k, M_ATTEMPT, ev->pipeline, ev->strategy, ev->handled ? "true" : "false");
-        return;
+        key_clear(k, M_ATTEMPT);
+        copy_label(k->event, sizeof k->event, ev->handled ? "true" : "false");
+        break;
     case RESIL_EVENT_EXECUTION:
-        resil__lower_copy(third, sizeof third,
-                          ev->outcome != NULL ? resil_kind_name(ev->outcome->kind) : "unknown");
-        make_key(k, M_PIPELINE, ev->pipeline, "", third);
-        return;
+        key_clear(k, M_PIPELINE);
+        lower_kind(k->event, ev->outcome);
+        copy_label(k->pipeline, sizeof k->pipeline, ev->pipeline);
+        return k->metric;
     default:
-        make_key(k, M_EVENTS, ev->pipeline, ev->strategy, resil_event_name(ev->type));
-        return;
+        key_clear(k, M_EVENTS);
+        copy_label(k->event, sizeof k->event, resil_event_name(ev->type));
+        break;
     }
+    copy_label(k->pipeline, sizeof k->pipeline, ev->pipeline);
+    copy_label(k->strategy, sizeof k->strategy, ev->strategy);
+    return k->metric;
+}
+
+/* Polly's event.name for the events Polly has; resil's own name for the
+ * rest (docs/telemetry.md lists both). */
+static const char *polly_event_name(const resil_event *ev)
+{
+    switch (ev->type) {
+    case RESIL_EVENT_RETRY:
+        return "OnRetry";
+    case RESIL_EVENT_BREAKER_OPENED:
+        return "OnCircuitOpened";
+    case RESIL_EVENT_BREAKER_HALF_OPENED:
+        return "OnCircuitHalfOpened";
+    case RESIL_EVENT_BREAKER_CLOSED:
+        return "OnCircuitClosed";
+    case RESIL_EVENT_TIMEOUT:
+        return "OnTimeout";
+    case RESIL_EVENT_HEDGE:
+        return "OnHedging";
+    case RESIL_EVENT_FALLBACK:
+        return "OnFallback";
+    case RESIL_EVENT_RATE_LIMITED:
+        return "OnRateLimiterRejected";
+    case RESIL_EVENT_ATTEMPT:
+        return "ExecutionAttempt";
+    case RESIL_EVENT_CHAOS_INJECTED:
+        return strcmp(ev->strategy, "chaos-fault") == 0     ? "Chaos.OnFault"
+               : strcmp(ev->strategy, "chaos-outcome") == 0 ? "Chaos.OnOutcome"
+               : strcmp(ev->strategy, "chaos-latency") == 0 ? "Chaos.OnLatency"
+                                                             : "Chaos.OnBehavior";
+    default:
+        return resil_event_name(ev->type);
+    }
+}
+
+static bool failed(const resil_outcome *o) { return o != NULL && o->kind != RESIL_SUCCESS; }
+
+/* Polly's labels: event name and severity, pipeline, strategy, operation
+ * and, for a failed outcome, its kind as exception.type. */
+static void otel_key(key *k, const resil_event *ev, int metric)
+{
+    key_clear(k, metric);
+    copy_label(k->pipeline, sizeof k->pipeline, ev->pipeline);
+    copy_label(k->operation, sizeof k->operation, ev->key);
+    if (failed(ev->outcome))
+        lower_kind(k->error, ev->outcome);
+    if (metric == M_PIPELINE)
+        return;
+    copy_label(k->event, sizeof k->event, polly_event_name(ev));
+    copy_label(k->strategy, sizeof k->strategy, ev->strategy);
+    k->severity = (uint8_t)(ev->severity + 1);
+    if (metric != M_ATTEMPT)
+        return;
+    k->attempt = ev->attempt;
+    k->handled = ev->handled ? 2 : 1;
+}
+
+static int otel_metric(resil_event_type t)
+{
+    return t == RESIL_EVENT_ATTEMPT     ? M_ATTEMPT
+           : t == RESIL_EVENT_EXECUTION ? M_PIPELINE
+                                        : M_EVENTS;
+}
+
+/* error.type: the status code for an HTTP error status, else the outcome's
+ * kind; empty on success. */
+static void http_key(key *k, const resil_event *ev, int metric)
+{
+    key_clear(k, metric);
+    copy_label(k->method, sizeof k->method, ev->http->method);
+    copy_label(k->address, sizeof k->address, ev->http->server_address);
+    k->port = ev->http->server_port;
+    if (metric != M_HTTP_ATTEMPT || ev->outcome == NULL)
+        return;
+    const resil_outcome *o = ev->outcome;
+    bool status = o->code >= 100 && o->code <= 599;
+    if (status)
+        k->status = (int32_t)o->code;
+    if (!failed(o))
+        return;
+    if (status && o->code >= 400)
+        snprintf(k->error, sizeof k->error, "%d", (int)o->code);
+    else
+        lower_kind(k->error, o);
+}
+
+/* The HTTP family an event feeds, or -1. */
+static int http_metric(resil_event_type t)
+{
+    switch (t) {
+    case RESIL_EVENT_ATTEMPT:
+        return M_HTTP_ATTEMPT;
+    case RESIL_EVENT_RETRY:
+        return M_HTTP_RETRIES;
+    case RESIL_EVENT_RATE_LIMITED:
+    case RESIL_EVENT_BULKHEAD_REJECTED:
+    case RESIL_EVENT_LIMIT_REJECTED:
+        return M_HTTP_REJECTED;
+    default:
+        return -1;
+    }
+}
+
+static void record(resil_metrics *m, const key *k, resil_duration d)
+{
+    series *s = find(m, k, true);
+    if (s == NULL)
+        m->dropped++;
+    else if (k->metric == M_ATTEMPT || k->metric == M_PIPELINE || k->metric == M_HTTP_ATTEMPT)
+        observe(m, s, d);
+    else
+        s->count++;
 }
 
 void resil_metrics_on_event(const resil_event *ev, void *ud)
@@ -271,16 +427,20 @@ void resil_metrics_on_event(const resil_event *ev, void *ud)
     resil_metrics *m = ud;
     if (m == NULL || ev == NULL)
         return;
-    key k;
-    key_for(&k, ev);
+    key k, h;
+    int hm = -1;
+    if (m->names == RESIL_METRICS_NAMES_RESIL) {
+        resil_key(&k, ev);
+    } else {
+        otel_key(&k, ev, otel_metric(ev->type));
+        hm = ev->http != NULL ? http_metric(ev->type) : -1;
+        if (hm >= 0)
+            http_key(&h, ev, hm);
+    }
     pthread_mutex_lock(&m->mu);
-    series *s = find(m, &k, true);
-    if (s == NULL)
-        m->dropped++;
-    else if (k.metric == M_EVENTS)
-        s->count++;
-    else
-        observe(m, s, ev->duration);
+    record(m, &k, ev->duration);
+    if (hm >= 0)
+        record(m, &h, ev->duration);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -289,11 +449,20 @@ uint64_t resil_metrics_event_count(resil_metrics *m, const char *pipeline,
 {
     if (m == NULL)
         return 0;
-    key k;
-    make_key(&k, M_EVENTS, pipeline, strategy, resil_event_name(t));
+    resil_event probe = {.type = t, .strategy = strategy != NULL ? strategy : ""};
+    const char *name =
+        m->names == RESIL_METRICS_NAMES_RESIL ? resil_event_name(t) : polly_event_name(&probe);
+    char want_pipeline[L_PIPELINE], want_strategy[L_SHORT];
+    copy_label(want_pipeline, sizeof want_pipeline, pipeline);
+    copy_label(want_strategy, sizeof want_strategy, strategy);
+    uint64_t n = 0;
     pthread_mutex_lock(&m->mu);
-    const series *s = find(m, &k, false);
-    uint64_t n = s != NULL ? s->count : 0;
+    for (uint32_t i = 0; i < m->used; i++) {
+        const key *k = &m->series[i].k;
+        if (k->metric == M_EVENTS && strcmp(k->pipeline, want_pipeline) == 0 &&
+            strcmp(k->strategy, want_strategy) == 0 && strcmp(k->event, name) == 0)
+            n += m->series[i].count;
+    }
     pthread_mutex_unlock(&m->mu);
     return n;
 }
@@ -400,24 +569,162 @@ static void emit_value(writer *w, const char *v)
     emit(w, run, (size_t)(v - run));
 }
 
-static void emit_label(writer *w, bool first, const char *name, const char *value)
+/* A series' labels as written: names and values, in order. */
+#define MAX_LABELS 10
+typedef struct labels {
+    int n;
+    const char *name[MAX_LABELS];  /* OpenTelemetry's (dotted) names */
+    const char *value[MAX_LABELS];
+    bool is_int[MAX_LABELS];
+    int64_t ints[MAX_LABELS];
+    char int_text[3][16]; /* room for numeric values */
+    int nints;
+} labels;
+
+static void label(labels *l, const char *name, const char *value)
 {
-    emits(w, first ? "{" : ",");
-    emits(w, name);
-    emits(w, "=\"");
-    emit_value(w, value);
-    emits(w, "\"");
+    l->name[l->n] = name;
+    l->is_int[l->n] = false;
+    l->value[l->n++] = value;
 }
 
-/* Exact decimal seconds: 2500000 ns is "0.0025", 60 s is "60". */
-static void seconds_text(int64_t ns, char *buf, size_t cap)
+/* OpenTelemetry's mapping leaves an empty attribute out. */
+static void label_opt(labels *l, const char *name, const char *value)
 {
-    int64_t whole = ns / 1000000000, frac = ns % 1000000000;
+    if (value[0] != '\0')
+        label(l, name, value);
+}
+
+static void label_int(labels *l, const char *name, long v)
+{
+    char *text = l->int_text[l->nints++];
+    snprintf(text, sizeof l->int_text[0], "%ld", v);
+    label(l, name, text);
+    l->is_int[l->n - 1] = true;
+    l->ints[l->n - 1] = v;
+}
+
+static void resil_labels(labels *l, const series *s)
+{
+    label(l, "pipeline", s->k.pipeline);
+    if (s->k.metric == M_PIPELINE) {
+        label(l, "outcome", s->k.event);
+        return;
+    }
+    label(l, "strategy", s->k.strategy);
+    label(l, s->k.metric == M_EVENTS ? "event" : "handled", s->k.event);
+}
+
+static const char *const polly_severities[] = {"Debug", "Information", "Warning", "Error"};
+
+static void otel_labels(labels *l, const series *s)
+{
+    const key *k = &s->k;
+    if (k->metric >= M_HTTP_ATTEMPT) {
+        label_opt(l, "http.request.method", k->method);
+        label_opt(l, "server.address", k->address);
+        if (k->port > 0)
+            label_int(l, "server.port", k->port);
+        if (k->status > 0)
+            label_int(l, "http.response.status_code", k->status);
+        label_opt(l, "error.type", k->error);
+        return;
+    }
+    label_opt(l, "event.name", k->event);
+    if (k->severity > 0)
+        label(l, "event.severity", polly_severities[(k->severity - 1) & 3]);
+    label_opt(l, "pipeline.name", k->pipeline);
+    label_opt(l, "strategy.name", k->strategy);
+    label_opt(l, "operation.key", k->operation);
+    label_opt(l, "exception.type", k->error);
+    if (k->attempt > 0)
+        label_int(l, "attempt.number", (long)k->attempt - 1); /* Polly counts from 0 */
+    if (k->handled > 0)
+        label(l, "attempt.handled", k->handled == 2 ? "true" : "false");
+}
+
+/* A family as one naming writes it. */
+typedef struct family {
+    const char *name; /* Prometheus: OpenTelemetry's mapping of otel and unit */
+    const char *otel;
+    const char *unit; /* UCUM, as OTLP carries it */
+    const char *type;
+    const char *help;
+    int64_t unit_ns;  /* histograms: ns per unit of the written values */
+} family;
+
+static const family resil_families[M_COUNT] = {
+    {"resil_strategy_events_total", "resil_strategy_events_total", "", "counter",
+     "Resilience events reported by pipeline strategies, by event name.", 0},
+    {"resil_attempt_duration_seconds", "resil_attempt_duration_seconds", "s", "histogram",
+     "Duration of each execution attempt in seconds.", 1000000000},
+    {"resil_pipeline_duration_seconds", "resil_pipeline_duration_seconds", "s", "histogram",
+     "Duration of each pipeline execution in seconds.", 1000000000},
+    {NULL, NULL, NULL, NULL, NULL, 0},
+    {NULL, NULL, NULL, NULL, NULL, 0},
+    {NULL, NULL, NULL, NULL, NULL, 0}};
+
+static const family otel_families[M_COUNT] = {
+    {"resilience_polly_strategy_events_total", "resilience.polly.strategy.events", "{event}",
+     "counter", "Emitted upon the occurrence of a resilience event.", 0},
+    {"resilience_polly_strategy_attempt_duration_milliseconds",
+     "resilience.polly.strategy.attempt.duration", "ms", "histogram",
+     "Duration of execution attempts made by the retry and hedging strategies.", 1000000},
+    {"resilience_polly_pipeline_duration_milliseconds", "resilience.polly.pipeline.duration",
+     "ms", "histogram", "Duration of resilience pipeline executions.", 1000000},
+    {"http_client_request_resilience_attempt_duration_seconds",
+     "http.client.request.resilience.attempt.duration", "s", "histogram",
+     "Duration of each physical HTTP attempt.", 1000000000},
+    {"http_client_request_resilience_retry_attempts_total",
+     "http.client.request.resilience.retry.attempts", "{retry}", "counter",
+     "Retries of HTTP requests.", 0},
+    {"http_client_request_resilience_rate_limiter_rejections_total",
+     "http.client.request.resilience.rate_limiter.rejections", "{request}", "counter",
+     "HTTP requests refused by a rate limiter, bulkhead or concurrency limit.", 0}};
+
+/* OpenTelemetry's Prometheus mapping: a dot in a name becomes '_'. */
+static void emit_name(writer *w, const char *name)
+{
+    const char *run = name;
+    for (; *name; name++) {
+        if (*name != '.')
+            continue;
+        emit(w, run, (size_t)(name - run));
+        emits(w, "_");
+        run = name + 1;
+    }
+    emit(w, run, (size_t)(name - run));
+}
+
+static void emit_labels(writer *w, const labels *l, const char *le)
+{
+    if (l->n == 0 && le == NULL)
+        return;
+    for (int i = 0; i < l->n; i++) {
+        emits(w, i == 0 ? "{" : ",");
+        emit_name(w, l->name[i]);
+        emits(w, "=\"");
+        emit_value(w, l->value[i]);
+        emits(w, "\"");
+    }
+    if (le != NULL) {
+        emits(w, l->n == 0 ? "{le=\"" : ",le=\"");
+        emits(w, le);
+        emits(w, "\"");
+    }
+    emits(w, "}");
+}
+
+/* Exact decimal units: 2500000 ns in seconds is "0.0025", in ms "2.5". */
+static void units_text(int64_t ns, int64_t unit_ns, char *buf, size_t cap)
+{
+    int64_t whole = ns / unit_ns, frac = ns % unit_ns;
     if (frac == 0) {
         snprintf(buf, cap, "%lld", (long long)whole);
         return;
     }
-    int n = snprintf(buf, cap, "%lld.%09lld", (long long)whole, (long long)frac);
+    int digits = unit_ns == 1000000000 ? 9 : 6;
+    int n = snprintf(buf, cap, "%lld.%0*lld", (long long)whole, digits, (long long)frac);
     while (n > 0 && buf[n - 1] == '0')
         buf[--n] = '\0';
 }
@@ -442,69 +749,81 @@ static void emit_family(writer *w, const char *name, const char *type, const cha
     emits(w, "\n");
 }
 
-static const char *const family_names[M_COUNT] = {
-    "resil_strategy_events_total", "resil_attempt_duration_seconds",
-    "resil_pipeline_duration_seconds"};
-
-static void emit_series_labels(writer *w, const series *s)
+static void series_labels(const resil_metrics *m, const series *s, labels *l)
 {
-    emit_label(w, true, "pipeline", s->pipeline);
-    if (s->metric == M_PIPELINE) {
-        emit_label(w, false, "outcome", s->third);
-        return;
-    }
-    emit_label(w, false, "strategy", s->strategy);
-    emit_label(w, false, s->metric == M_EVENTS ? "event" : "handled", s->third);
+    memset(l, 0, sizeof *l);
+    if (m->names == RESIL_METRICS_NAMES_RESIL)
+        resil_labels(l, s);
+    else
+        otel_labels(l, s);
 }
 
-static void emit_counter(writer *w, const series *s)
+static void emit_counter(writer *w, const family *f, const labels *l, const series *s)
 {
-    emits(w, family_names[M_EVENTS]);
-    emit_series_labels(w, s);
-    emits(w, "}");
+    emits(w, f->name);
+    emit_labels(w, l, NULL);
     emit_u64(w, s->count);
 }
 
-static void emit_histogram(writer *w, const resil_metrics *m, const series *s)
+/* A histogram family's name without its unit's "_total"-free base: the
+ * samples are <name>_bucket, _sum and _count. */
+static void emit_histogram(writer *w, const resil_metrics *m, const family *f,
+                           const labels *l, const series *s)
 {
-    const char *name = family_names[s->metric];
     uint64_t cumulative = 0;
     char le[40];
     for (size_t b = 0; b <= m->nbounds; b++) {
         cumulative += b < m->nbounds ? s->buckets[b] : 0;
         if (b < m->nbounds)
-            seconds_text(m->bounds[b], le, sizeof le);
-        emits(w, name);
+            units_text(m->bounds[b], f->unit_ns, le, sizeof le);
+        emits(w, f->name);
         emits(w, "_bucket");
-        emit_series_labels(w, s);
-        emit_label(w, false, "le", b < m->nbounds ? le : "+Inf");
-        emits(w, "}");
+        emit_labels(w, l, b < m->nbounds ? le : "+Inf");
         emit_u64(w, b < m->nbounds ? cumulative : s->count);
     }
     char sum[40];
-    seconds_text(s->sum_ns, sum, sizeof sum);
-    emits(w, name);
+    units_text(s->sum_ns, f->unit_ns, sum, sizeof sum);
+    emits(w, f->name);
     emits(w, "_sum");
-    emit_series_labels(w, s);
-    emits(w, "} ");
+    emit_labels(w, l, NULL);
+    emits(w, " ");
     emits(w, sum);
     emits(w, "\n");
-    emits(w, name);
+    emits(w, f->name);
     emits(w, "_count");
-    emit_series_labels(w, s);
-    emits(w, "}");
+    emit_labels(w, l, NULL);
     emit_u64(w, s->count);
 }
 
 static int by_labels(const void *a, const void *b)
 {
-    const series *x = a, *y = b;
+    const key *x = &((const series *)a)->k, *y = &((const series *)b)->k;
     if (x->metric != y->metric)
         return (int)x->metric - (int)y->metric;
     int c = strcmp(x->pipeline, y->pipeline);
     if (c == 0)
         c = strcmp(x->strategy, y->strategy);
-    return c != 0 ? c : strcmp(x->third, y->third);
+    if (c == 0)
+        c = strcmp(x->event, y->event);
+    if (c == 0)
+        c = strcmp(x->operation, y->operation);
+    if (c == 0)
+        c = strcmp(x->method, y->method);
+    if (c == 0)
+        c = strcmp(x->address, y->address);
+    if (c == 0)
+        c = strcmp(x->error, y->error);
+    if (c != 0)
+        return c;
+    if (x->port != y->port)
+        return x->port < y->port ? -1 : 1;
+    if (x->status != y->status)
+        return x->status < y->status ? -1 : 1;
+    if (x->attempt != y->attempt)
+        return x->attempt < y->attempt ? -1 : 1;
+    if (x->severity != y->severity)
+        return (int)x->severity - (int)y->severity;
+    return (int)x->handled - (int)y->handled;
 }
 
 /* A copy of every series (with its buckets) to write without the lock. */
@@ -541,49 +860,102 @@ static int take_snapshot(resil_metrics *m, snapshot *snap)
 
 static void emit_recorded(writer *w, const resil_metrics *m, const snapshot *snap)
 {
-    static const char *const helps[M_COUNT] = {
-        "Resilience events reported by pipeline strategies, by event name.",
-        "Duration of each execution attempt in seconds.",
-        "Duration of each pipeline execution in seconds."};
-    static const char *const types[M_COUNT] = {"counter", "histogram", "histogram"};
+    const family *families =
+        m->names == RESIL_METRICS_NAMES_RESIL ? resil_families : otel_families;
     for (int metric = 0; metric < M_COUNT; metric++) {
+        const family *f = &families[metric];
         bool announced = false;
-        for (uint32_t i = 0; i < snap->n; i++) {
+        for (uint32_t i = 0; i < snap->n && f->name != NULL; i++) {
             const series *s = &snap->series[i];
-            if (s->metric != metric)
+            if (s->k.metric != metric)
                 continue;
             if (!announced)
-                emit_family(w, family_names[metric], types[metric], helps[metric]);
+                emit_family(w, f->name, f->type, f->help);
             announced = true;
-            if (metric == M_EVENTS)
-                emit_counter(w, s);
+            labels l;
+            series_labels(m, s, &l);
+            if (f->unit_ns == 0)
+                emit_counter(w, f, &l, s);
             else
-                emit_histogram(w, m, s);
+                emit_histogram(w, m, f, &l, s);
         }
     }
 }
 
-static void emit_gauge(writer *w, const char *name, const char *pipeline,
-                       const char *label, const char *value_label, long long v)
+/* ---- gauges ---------------------------------------------------------------------------- */
+
+/* A gauge family under one naming. Gauges are read from the watched
+ * objects family by family, so each family's samples come together. */
+typedef struct gauge_family {
+    const char *name;  /* Prometheus */
+    const char *otel;  /* OpenTelemetry */
+    const char *help;
+} gauge_family;
+
+enum { G_BREAKER, G_HTTP_BREAKER, G_LIMIT, G_IN_FLIGHT, G_QUEUED, G_COUNT };
+
+static const gauge_family resil_gauge_families[G_COUNT] = {
+    {"resil_breaker_state", "resil_breaker_state",
+     "Circuit breaker state: 0 closed, 1 open, 2 half-open, 3 isolated, 4 disabled."},
+    {NULL, NULL, NULL},
+    {"resil_adaptive_limit", "resil_adaptive_limit",
+     "The concurrency limit an adaptive limiter has learned."},
+    {"resil_bulkhead_in_flight", "resil_bulkhead_in_flight", "Calls running inside the bulkhead."},
+    {"resil_bulkhead_queued", "resil_bulkhead_queued", "Calls waiting in the bulkhead's queue."}};
+
+static const gauge_family otel_gauge_families[G_COUNT] = {
+    {"resilience_circuit_breaker_state", "resilience.circuit_breaker.state",
+     "Circuit breaker state: 0 closed, 1 open, 2 half-open, 3 isolated, 4 disabled."},
+    {"http_client_request_resilience_circuit_breaker_state",
+     "http.client.request.resilience.circuit_breaker.state",
+     "Circuit breaker state of an HTTP authority: 0 closed, 1 open, 2 half-open, 3 isolated, "
+     "4 disabled."},
+    {"resilience_adaptive_limiter_limit", "resilience.adaptive_limiter.limit",
+     "The concurrency limit an adaptive limiter has learned."},
+    {"resilience_bulkhead_in_flight", "resilience.bulkhead.in_flight",
+     "Calls running inside the bulkhead."},
+    {"resilience_bulkhead_queued", "resilience.bulkhead.queued",
+     "Calls waiting in the bulkhead's queue."}};
+
+typedef void (*gauge_out)(void *ud, const gauge_family *f, const labels *l, long long v);
+
+typedef struct gauge_walk {
+    const resil_metrics *m;
+    const gauge_family *families;
+    gauge_out out;
+    void *ud;
+} gauge_walk;
+
+static void pipeline_label(const resil_metrics *m, labels *l, const char *pipeline)
 {
-    char text[32];
-    emits(w, name);
-    emit_label(w, true, "pipeline", pipeline);
-    if (label != NULL)
-        emit_label(w, false, label, value_label);
-    snprintf(text, sizeof text, "} %lld\n", v);
-    emits(w, text);
+    memset(l, 0, sizeof *l);
+    if (m->names == RESIL_METRICS_NAMES_RESIL)
+        label(l, "pipeline", pipeline);
+    else
+        label_opt(l, "pipeline.name", pipeline);
 }
 
-static bool any_watch(const resil_metrics *m, watch_kind k)
+static void breaker_gauge(const gauge_walk *g, int fam, const char *pipeline,
+                          const char *name, long long state)
 {
-    for (const watch *x = m->watches; x != NULL; x = x->next)
-        if (x->kind == k)
-            return true;
-    return false;
+    labels l;
+    if (fam == G_BREAKER) {
+        pipeline_label(g->m, &l, pipeline);
+        label(&l, g->m->names == RESIL_METRICS_NAMES_RESIL ? "breaker" : "breaker.name", name);
+        g->out(g->ud, &g->families[fam], &l, state);
+        return;
+    }
+    char host[L_PIPELINE];
+    int port;
+    if (resil_authority_split(name, host, sizeof host, &port) != 0)
+        return;
+    memset(&l, 0, sizeof l);
+    label(&l, "server.address", host);
+    label_int(&l, "server.port", port);
+    g->out(g->ud, &g->families[fam], &l, state);
 }
 
-static void emit_registry_states(writer *w, const watch *x)
+static void registry_gauges(const gauge_walk *g, int fam, const watch *x)
 {
     size_t len = 0;
     resil_registry_entry *entries = NULL;
@@ -597,52 +969,188 @@ static void emit_registry_states(writer *w, const watch *x)
             return;
     }
     for (size_t i = 0; i < len && entries != NULL; i++)
-        emit_gauge(w, "resil_breaker_state", x->pipeline, "breaker", entries[i].name,
-                   (long long)entries[i].state);
+        breaker_gauge(g, fam, x->pipeline, entries[i].name, (long long)entries[i].state);
     free(entries);
 }
 
-/* Caller holds m->mu. */
-static void emit_limiter_gauges(writer *w, const resil_metrics *m)
+/* A gauge of one object labelled by its pipeline. */
+static void object_gauge(const gauge_walk *g, int fam, const watch *x, long long v)
 {
-    if (!any_watch(m, W_LIMITER))
-        return;
-    emit_family(w, "resil_adaptive_limit", "gauge",
-                "The concurrency limit an adaptive limiter has learned.");
-    for (const watch *x = m->watches; x != NULL; x = x->next)
-        if (x->kind == W_LIMITER)
-            emit_gauge(w, "resil_adaptive_limit", x->pipeline, NULL, NULL,
-                       resil_limiter_limit(x->object));
+    labels l;
+    pipeline_label(g->m, &l, x->pipeline);
+    g->out(g->ud, &g->families[fam], &l, v);
 }
 
-/* Caller holds m->mu: watches cannot go away while they are read. The
- * writer here only appends to memory. */
+static void family_gauges(const gauge_walk *g, int fam)
+{
+    bool breakers = fam == G_BREAKER || fam == G_HTTP_BREAKER;
+    for (const watch *x = g->m->watches; x != NULL; x = x->next) {
+        if (breakers && x->kind == W_BREAKER)
+            breaker_gauge(g, fam, x->pipeline, resil_breaker_name(x->object),
+                          (long long)resil_breaker_state_of(x->object));
+        else if (breakers && x->kind == W_REGISTRY)
+            registry_gauges(g, fam, x);
+        else if (fam == G_LIMIT && x->kind == W_LIMITER)
+            object_gauge(g, fam, x, resil_limiter_limit(x->object));
+        else if (fam == G_IN_FLIGHT && x->kind == W_BULKHEAD)
+            object_gauge(g, fam, x, resil_bulkhead_in_flight(x->object));
+        else if (fam == G_QUEUED && x->kind == W_BULKHEAD)
+            object_gauge(g, fam, x, resil_bulkhead_queued(x->object));
+    }
+}
+
+/* Caller holds m->mu: watches cannot go away while they are read. */
+static void each_gauge(const resil_metrics *m, gauge_out out, void *ud)
+{
+    gauge_walk g = {m,
+                    m->names == RESIL_METRICS_NAMES_RESIL ? resil_gauge_families
+                                                          : otel_gauge_families,
+                    out, ud};
+    for (int f = 0; f < G_COUNT; f++)
+        if (g.families[f].name != NULL)
+            family_gauges(&g, f);
+}
+
+/* The text writer's gauge output: HELP and TYPE before a family's first. */
+typedef struct gauge_text {
+    writer *w;
+    const gauge_family *last;
+} gauge_text;
+
+static void gauge_line(void *ud, const gauge_family *f, const labels *l, long long v)
+{
+    gauge_text *t = ud;
+    if (t->last != f)
+        emit_family(t->w, f->name, "gauge", f->help);
+    t->last = f;
+    char text[32];
+    emits(t->w, f->name);
+    emit_labels(t->w, l, NULL);
+    snprintf(text, sizeof text, " %lld\n", v);
+    emits(t->w, text);
+}
+
+/* The writer here only appends to memory. */
 static void emit_gauges(writer *w, const resil_metrics *m)
 {
-    if (any_watch(m, W_BREAKER) || any_watch(m, W_REGISTRY))
-        emit_family(w, "resil_breaker_state", "gauge",
-                    "Circuit breaker state: 0 closed, 1 open, 2 half-open, 3 isolated, "
-                    "4 disabled.");
-    for (const watch *x = m->watches; x != NULL; x = x->next) {
-        if (x->kind == W_BREAKER)
-            emit_gauge(w, "resil_breaker_state", x->pipeline, "breaker",
-                       resil_breaker_name(x->object), (long long)resil_breaker_state_of(x->object));
-        else if (x->kind == W_REGISTRY)
-            emit_registry_states(w, x);
+    gauge_text t = {w, NULL};
+    each_gauge(m, gauge_line, &t);
+}
+
+/* ---- the visitor ------------------------------------------------------------------------ */
+
+typedef struct visit {
+    resil_metric_fn fn;
+    void *ud;
+    int rc;
+} visit;
+
+static void point_attrs(const labels *l, resil_metric_attr *out)
+{
+    for (int i = 0; i < l->n; i++)
+        out[i] = (resil_metric_attr){l->name[i], l->value[i], l->is_int[i], l->ints[i]};
+}
+
+static void visit_series(visit *v, const resil_metrics *m, const family *f, const series *s)
+{
+    labels l;
+    series_labels(m, s, &l);
+    resil_metric_attr attrs[MAX_LABELS];
+    point_attrs(&l, attrs);
+    double bounds[RESIL_METRICS_MAX_BUCKETS];
+    uint64_t counts[RESIL_METRICS_MAX_BUCKETS + 1];
+    resil_metric_point p = {.name = f->otel, .unit = f->unit, .description = f->help,
+                            .attrs = attrs, .nattrs = (size_t)l.n};
+    if (f->unit_ns == 0) {
+        p.kind = RESIL_METRIC_COUNTER;
+        p.value = (int64_t)s->count;
+    } else {
+        uint64_t below = 0;
+        for (size_t b = 0; b < m->nbounds; b++) {
+            bounds[b] = (double)m->bounds[b] / (double)f->unit_ns;
+            counts[b] = s->buckets[b];
+            below += s->buckets[b];
+        }
+        counts[m->nbounds] = s->count - below;
+        p.kind = RESIL_METRIC_HISTOGRAM;
+        p.count = s->count;
+        p.sum = (double)s->sum_ns / (double)f->unit_ns;
+        p.bounds = bounds;
+        p.bucket_counts = counts;
+        p.nbounds = m->nbounds;
     }
-    emit_limiter_gauges(w, m);
-    if (!any_watch(m, W_BULKHEAD))
-        return;
-    emit_family(w, "resil_bulkhead_in_flight", "gauge", "Calls running inside the bulkhead.");
-    for (const watch *x = m->watches; x != NULL; x = x->next)
-        if (x->kind == W_BULKHEAD)
-            emit_gauge(w, "resil_bulkhead_in_flight", x->pipeline, NULL, NULL,
-                       resil_bulkhead_in_flight(x->object));
-    emit_family(w, "resil_bulkhead_queued", "gauge", "Calls waiting in the bulkhead's queue.");
-    for (const watch *x = m->watches; x != NULL; x = x->next)
-        if (x->kind == W_BULKHEAD)
-            emit_gauge(w, "resil_bulkhead_queued", x->pipeline, NULL, NULL,
-                       resil_bulkhead_queued(x->object));
+    v->rc = v->fn(&p, v->ud);
+}
+
+/* Gauges are read under the lock into a list of points, handed over after. */
+typedef struct gauge_point {
+    const gauge_family *f;
+    labels l;
+    char values[MAX_LABELS][L_PIPELINE]; /* the labels' values, copied */
+    long long v;
+} gauge_point;
+
+typedef struct gauge_points {
+    gauge_point *p;
+    size_t n, cap;
+    bool failed;
+} gauge_points;
+
+static void gauge_keep(void *ud, const gauge_family *f, const labels *l, long long v)
+{
+    gauge_points *g = ud;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        gauge_point *p = realloc(g->p, cap * sizeof *p);
+        if (p == NULL) {
+            g->failed = true;
+            return;
+        }
+        g->p = p;
+        g->cap = cap;
+    }
+    gauge_point *p = &g->p[g->n++];
+    p->f = f;
+    p->l = *l;
+    p->v = v;
+    for (int i = 0; i < l->n; i++) {
+        copy_label(p->values[i], sizeof p->values[i], l->value[i]);
+        p->l.value[i] = p->values[i];
+    }
+}
+
+static void visit_gauge(visit *v, const gauge_point *g)
+{
+    resil_metric_attr attrs[MAX_LABELS];
+    point_attrs(&g->l, attrs);
+    resil_metric_point p = {.name = g->f->otel, .unit = "", .description = g->f->help,
+                            .kind = RESIL_METRIC_GAUGE, .attrs = attrs,
+                            .nattrs = (size_t)g->l.n, .value = g->v};
+    v->rc = v->fn(&p, v->ud);
+}
+
+int resil_metrics_visit(resil_metrics *m, resil_metric_fn fn, void *ud)
+{
+    if (m == NULL || fn == NULL)
+        return RESIL_EINVAL;
+    snapshot snap;
+    if (take_snapshot(m, &snap) != 0)
+        return RESIL_ENOMEM;
+    gauge_points g = {NULL, 0, 0, false};
+    pthread_mutex_lock(&m->mu);
+    each_gauge(m, gauge_keep, &g);
+    pthread_mutex_unlock(&m->mu);
+    visit v = {fn, ud, g.failed ? RESIL_ENOMEM : 0};
+    const family *families =
+        m->names == RESIL_METRICS_NAMES_RESIL ? resil_families : otel_families;
+    for (uint32_t i = 0; i < snap.n && v.rc == 0; i++)
+        visit_series(&v, m, &families[snap.series[i].k.metric], &snap.series[i]);
+    for (size_t i = 0; i < g.n && v.rc == 0; i++)
+        visit_gauge(&v, &g.p[i]);
+    free(g.p);
+    free(snap.series);
+    free(snap.buckets);
+    return v.rc;
 }
 
 typedef struct growing {

@@ -168,7 +168,7 @@ int resil__run_take_breakers(resil__run *r, const resil_call *call)
 static void report_execution(const resil__run *r, const resil_pipeline_result *out)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE, r->ex->last_now);
+    resil__event_init_run(&ev, r, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE, r->ex->last_now);
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = out->attempts;
     ev.duration = out->elapsed;
@@ -198,7 +198,13 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     resil__exec ex = {out, 0};
     resil__run r = {p,           op,          call->user,     p->breaker,
                     call->key,   call->operation, call->priority, call->non_idempotent,
-                    call->rng,   call->records,   call->records_cap, &ex, {NULL}};
+                    call->rng,   call->records,   call->records_cap, &ex, {NULL},
+                    NULL,        NULL};
+    resil_exec_trace trace;
+    if (call->telemetry != NULL) {
+        r.http = call->telemetry->http;
+        r.trace = resil__trace_begin(call->telemetry->trace, call->rng, &trace);
+    }
     int rc = resil__run_take_breakers(&r, call);
     if (rc != 0) {
         out->outcome = out->cause = resil_fail(RESIL_REJECTED, rc, "no breaker for the key");

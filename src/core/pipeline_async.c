@@ -122,6 +122,7 @@ struct resil_exec {
     void *done_ud;
     resil_call call;
     resil__run run;
+    resil_exec_trace trace; /* run.trace points here when traced */
     resil__exec ex;
     resil_pipeline_result result;
     resil_instant start;
@@ -900,8 +901,7 @@ static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
     a->reported = a->told = false;
     a->on_cancel = NULL;
     a->cancel_ud = NULL;
-    a->ctx = (resil_attempt_ctx){f->attempt, f->deadline, f->cancel, x->p->clock, x->run.user,
-                                 f->hedge};
+    a->ctx = resil__frame_ctx(&x->run, f);
     x->refs++;
     a->held = true;
     x->op(a, &a->ctx);
@@ -1099,7 +1099,8 @@ void resil_exec_cancel(resil_exec *x)
 static void report_execution(const resil_exec *x)
 {
     resil_event ev;
-    resil__event_init(&ev, x->p, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE, x->ex.last_now);
+    resil__event_init_run(&ev, &x->run, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE,
+                          x->ex.last_now);
     ev.key = x->run.operation != NULL ? x->run.operation : "";
     ev.attempt = x->result.attempts;
     ev.duration = x->result.elapsed;
@@ -1163,7 +1164,11 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     x->done_ud = done_ud;
     x->run = (resil__run){p, NULL, x->call.user, p->breaker, x->call.key, x->call.operation,
                           x->call.priority, x->call.non_idempotent, x->call.rng,
-                          x->call.records, x->call.records_cap, &x->ex, {NULL}};
+                          x->call.records, x->call.records_cap, &x->ex, {NULL}, NULL, NULL};
+    if (x->call.telemetry != NULL) {
+        x->run.http = x->call.telemetry->http;
+        x->run.trace = resil__trace_begin(x->call.telemetry->trace, x->call.rng, &x->trace);
+    }
     x->ex.out = &x->result;
     int rc = resil__run_take_breakers(&x->run, &x->call);
     if (rc == 0 && resil_cancel_init(&x->root, x->call.cancel) != 0) {

@@ -20,7 +20,7 @@ void resil__chaos_report(const resil__run *r, const resil__node *n, const resil_
                          const resil_outcome *o)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_CHAOS_INJECTED, n->kind, f->now);
+    resil__event_init_run(&ev, r, RESIL_EVENT_CHAOS_INJECTED, n->kind, f->now);
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = f->attempt;
     ev.hedge = f->hedge;

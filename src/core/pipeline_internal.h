@@ -96,6 +96,8 @@ typedef struct resil__run {
     /* a reference per hedged attempt given its own key (resil_call.hedge_keys);
      * NULL = `breaker` */
     resil_breaker *hedge_breakers[RESIL_HEDGE_MAX + 1];
+    const resil_exec_trace *trace; /* NULL unless traced and sampled */
+    const resil_http_attrs *http;
 } resil__run;
 
 /* The run's breakers from the pipeline's registry, if it has one: the
@@ -140,7 +142,8 @@ static inline resil_attempt_ctx resil__frame_ctx(const resil__run *r, const resi
                                .cancel = f->cancel,
                                .clock = r->p->clock,
                                .user = r->user,
-                               .hedge = f->hedge};
+                               .hedge = f->hedge,
+                               .trace = r->trace};
 }
 
 /* The outcome is written through `out`, not returned: an outcome is 88
@@ -218,6 +221,7 @@ typedef struct resil__cursor {
     size_t next;
     resil_cancel *attempt_deadline_token;
     const resil_attempt_ctx *last; /* the executor's context of the latest attempt */
+    resil_duration waited;         /* the wait before the next attempt reported */
 } resil__cursor;
 
 void resil__cursor_init(resil__cursor *k, const resil__run *r, size_t i, const resil__frame *f);
@@ -252,6 +256,14 @@ resil_strategy_kind resil__rejected_by(const resil_outcome *o);
 void resil__event_init(resil_event *ev, const struct resil_pipeline *p,
                        resil_event_type t, resil_strategy_kind k, resil_instant at);
 void resil__emit(const struct resil_pipeline *p, resil_event *ev);
+/* The same for an event of one execution: also its trace and HTTP
+ * attributes, so every sink sees them whatever path reported it. */
+void resil__event_init_run(resil_event *ev, const resil__run *r, resil_event_type t,
+                           resil_strategy_kind k, resil_instant at);
+/* The execution's span under `parent`, in *t; NULL when the call is
+ * untraced or sampled out (trace.c). */
+const resil_exec_trace *resil__trace_begin(const resil_span_context *parent, resil_rng *rng,
+                                           resil_exec_trace *t);
 static inline bool resil__listening(const struct resil_pipeline *p)
 {
     return p->nlisteners > 0;

@@ -23,7 +23,7 @@ void resil__report_rejection(const resil__run *r, resil_event_type t, resil_stra
                              const resil__frame *f, const resil_outcome *o)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, t, k, f->now);
+    resil__event_init_run(&ev, r, t, k, f->now);
     ev.key = r->key != NULL ? r->key : "";
     ev.attempt = f->attempt;
     ev.delay = o->retry_after;
@@ -103,7 +103,7 @@ static void report_timeout(const resil__run *r, const resil__node *n, const resi
                            resil_duration t, const resil_outcome *o)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_TIMEOUT, n->kind, resil_clock_now(r->p->clock));
+    resil__event_init_run(&ev, r, RESIL_EVENT_TIMEOUT, n->kind, resil_clock_now(r->p->clock));
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = f->attempt;
     ev.duration = t;
@@ -188,7 +188,7 @@ void resil__cursor_init(resil__cursor *k, const resil__run *r, size_t i, const r
 {
     *k = (resil__cursor){{cursor_now, cursor_wall_now, cursor_sleep},
                          r->p->clock, {f->now, true}, f->deadline, f->deadline_token,
-                         r, resil__node_at(r, i), i + 1, f->deadline_token, NULL};
+                         r, resil__node_at(r, i), i + 1, f->deadline_token, NULL, 0};
 }
 
 static resil_outcome attempt_op(resil_attempt_ctx *ctx)
@@ -247,21 +247,23 @@ static resil_strategy_kind attempt_reporter(const resil__node *n)
 
 void resil__retry_report_attempt(const resil_attempt_record *rec, void *ud)
 {
-    const resil__cursor *k = ud;
+    resil__cursor *k = ud;
     const resil__run *r = k->r;
     resil_event ev;
     resil_instant end = resil_dur_add(rec->start, rec->duration);
-    resil__event_init(&ev, r->p, RESIL_EVENT_ATTEMPT, attempt_reporter(k->node), end);
+    resil__event_init_run(&ev, r, RESIL_EVENT_ATTEMPT, attempt_reporter(k->node), end);
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = rec->number;
     ev.duration = rec->duration;
     ev.stop = rec->stop;
     ev.outcome = &rec->outcome;
     ev.handled = handled(k, &rec->outcome);
+    ev.delay = k->waited;
+    k->waited = rec->wait;
     resil__emit(r->p, &ev);
     if (rec->stop != RESIL_STOP_BUDGET_EXHAUSTED)
         return;
-    resil__event_init(&ev, r->p, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_RETRY, end);
+    resil__event_init_run(&ev, r, RESIL_EVENT_BUDGET_DENIED, RESIL_STRATEGY_RETRY, end);
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = rec->number;
     ev.outcome = &rec->outcome;
@@ -276,7 +278,7 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
     const resil__run *r = k->r;
     if (resil__listening(r->p)) {
         resil_event ev;
-        resil__event_init(&ev, r->p, RESIL_EVENT_RETRY, RESIL_STRATEGY_RETRY, k->latest.now);
+        resil__event_init_run(&ev, r, RESIL_EVENT_RETRY, RESIL_STRATEGY_RETRY, k->latest.now);
         ev.key = r->operation != NULL ? r->operation : "";
         ev.attempt = info->attempt;
         ev.delay = info->delay;
@@ -396,7 +398,7 @@ static void report_fallback(const resil__run *r, const resil__frame *f,
                             const resil_outcome *cause)
 {
     resil_event ev;
-    resil__event_init(&ev, r->p, RESIL_EVENT_FALLBACK, RESIL_STRATEGY_FALLBACK,
+    resil__event_init_run(&ev, r, RESIL_EVENT_FALLBACK, RESIL_STRATEGY_FALLBACK,
                       resil_clock_now(r->p->clock));
     ev.key = r->operation != NULL ? r->operation : "";
     ev.attempt = f->attempt;

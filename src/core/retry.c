@@ -147,7 +147,7 @@ resil_stop resil_retry_before_attempt(resil_retry *r, bool cancelled)
  * step's attempt number and deadline. */
 static resil_attempt_ctx own_ctx(const resil_retry *r)
 {
-    resil_attempt_ctx own = {r->attempt, r->deadline, NULL, NULL, NULL, 0};
+    resil_attempt_ctx own = {r->attempt, r->deadline, NULL, NULL, NULL, 0, NULL};
     return own;
 }
 

@@ -83,6 +83,14 @@ void resil__event_init(resil_event *ev, const resil_pipeline *p, resil_event_typ
     event_blank(ev, t, p->name, k, at);
 }
 
+void resil__event_init_run(resil_event *ev, const resil__run *r, resil_event_type t,
+                           resil_strategy_kind k, resil_instant at)
+{
+    event_blank(ev, t, r->p->name, k, at);
+    ev->trace = r->trace;
+    ev->http = r->http;
+}
+
 void resil__emit(const resil_pipeline *p, resil_event *ev)
 {
     ev->severity = resil_event_severity(ev->type, ev->outcome);

@@ -37,6 +37,7 @@
 #include "head.h"
 #include "resil/http.h"
 #include "route_internal.h"
+#include "trace.h"
 #include "resil/pipeline.h"
 
 #define POOL_KEEP 64                    /* idle attempt states kept */
@@ -63,6 +64,7 @@ typedef struct http_attempt {
     uint32_t attempt;     /* the retry attempt it last ran (0: none) */
     CURLcode code;
     long status;
+    resil__http_trace_hdr trace; /* this attempt's trace headers, when traced */
 } http_attempt;
 
 struct resil_http_client {
@@ -99,6 +101,8 @@ struct http_call {
     char key[RESIL_HTTP_KEY_MAX + 1];
     char authority[RESIL_BREAKER_NAME_MAX];
     char plan_authority[RESIL_HEDGE_MAX + 1][RESIL_BREAKER_NAME_MAX];
+    resil__http_tel tel;
+    struct curl_slist *headers; /* what attempts send after their trace headers */
 };
 
 /* ---- buffers and the pool ------------------------------------------------ */
@@ -314,7 +318,7 @@ static void restore(CURL *e, const http_call *call)
         curl_easy_setopt(e, CURLOPT_NOPROGRESS, r->xferinfo_fn != NULL ? 0L : 1L);
     }
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 0L);
-    if (call->headers_set)
+    if (call->headers_set || call->tel.traced)
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 }
 
@@ -419,6 +423,8 @@ CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
     http_attempt *a = call->att[i < call->natt ? i : 0];
     reset_attempt(a, ctx);
     curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, resil_ctx_remaining_ms(ctx));
+    if (call->tel.traced)
+        resil__http_tel_attempt(&call->tel, ctx, a->easy, &a->trace, call->headers);
     return a->easy;
 }
 
@@ -805,9 +811,18 @@ static int prepare(http_call *call, resil_http_client *c, CURL *easy,
     call->req = r;
     call->method = r->method;
     call->key[0] = call->authority[0] = '\0';
-    int rc = prepare_key(call, r);
+    call->headers = r->headers;
+    int rc = resil__http_tel_trace(&call->tel, r, &call->headers);
+    if (rc == 0)
+        rc = prepare_key(call, r);
     if (rc != 0)
         return rc;
+    if (call->headers_set) {
+        call->key_node.next = call->headers;
+        call->headers = &call->key_node;
+    }
+    if (c->opts.listener != NULL)
+        resil__http_tel_attrs(&call->tel, easy, call->method);
     char *url = NULL;
     if (c->registry != NULL &&
         (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL ||
@@ -877,6 +892,11 @@ static const resil_pipeline *call_setup(http_call *call, resil_call *pc)
     pc->rng = r->rng;
     pc->records = r->records;
     pc->records_cap = r->records_cap;
+    resil_call_telemetry *tel = &call->tel.call;
+    tel->trace = call->tel.traced ? &call->tel.parent : NULL;
+    tel->http = call->client->opts.listener != NULL ? &call->tel.attrs : NULL;
+    if (tel->trace != NULL || tel->http != NULL)
+        pc->telemetry = tel;
     return call->hedged ? call->client->hedged : call->client->plain;
 }
 
@@ -887,8 +907,10 @@ int resil__http_call_open(http_call *call, resil_http_client *c, CURL *easy,
                           const resil_pipeline **p)
 {
     int rc = prepare(call, c, easy, r, on_loop);
-    if (rc != 0)
+    if (rc != 0) {
+        resil__http_tel_done(&call->tel);
         return rc;
+    }
     rc = take_attempts(call, easy);
     if (rc != 0) {
         resil__http_call_close(call, NULL, NULL);
@@ -910,6 +932,7 @@ void resil__http_call_close(http_call *call, const resil_pipeline_result *pr,
     free(call->url); /* NULL once unrouted */
     call->url = NULL;
     release_attempts(call);
+    resil__http_tel_done(&call->tel);
 }
 
 int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_request *req,

@@ -122,7 +122,7 @@ static void telemetry_and_metrics_report_a_fleet_breaker(void **state)
         resil_metrics_event_count(m, "checkout", "breaker", RESIL_EVENT_BREAKER_OPENED), 1);
     char *text = NULL;
     assert_int_equal(resil_metrics_prometheus_string(m, &text, NULL), 0);
-    assert_non_null(strstr(text, "resil_breaker_state{pipeline=\"checkout\",breaker=\"payments\"} 1\n"));
+    assert_non_null(strstr(text, "resilience_circuit_breaker_state{pipeline_name=\"checkout\",breaker_name=\"payments\"} 1\n"));
     free(text);
 
     resil_metrics_unwatch(m, NULL);

@@ -1,0 +1,471 @@
+/*
+ * exporter.c — the exporter's queue, its thread and its requests.
+ *
+ * The queue is a ring of fixed-size span records allocated when the
+ * exporter is made, so queueing a span is a copy under a mutex and never
+ * allocates; a full ring refuses the span and counts the drop, because a
+ * call must never wait on a collector. One thread owns the network: it
+ * sleeps on a condition variable until a batch is full, the schedule
+ * delay or the metrics interval passes, a flush is asked for, or the
+ * exporter is freed; it takes the oldest spans as a batch and
+ * encodes it in place (those slots are not written again until it gives
+ * them back) and sends it outside the lock, so recording threads are held
+ * up only for their own copy. Flushes are numbered rounds, so a flusher waits for
+ * the round it asked for and not for one that began before it.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "otlp_internal.h"
+
+/* ---- options ---------------------------------------------------------------- */
+
+static int join_url(char *dst, const char *base, const char *path)
+{
+    size_t n = strlen(base);
+    while (n > 0 && base[n - 1] == '/')
+        n--;
+    return snprintf(dst, OTLP_URL_MAX, "%.*s%s", (int)n, base, path) < OTLP_URL_MAX ? 0 : -1;
+}
+
+static int pick_url(char *dst, const char *full, const char *base, const char *path,
+                    const char *field, resil_err *err)
+{
+    const char *url = full != NULL ? full : base;
+    if (url == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "otlp.endpoint (or otlp.%s) must be set", field);
+    if (!resil__otlp_url_ok(url))
+        return resil_err_set(err, RESIL_EINVAL,
+                             "otlp.%s must be an http:// or https:// URL with a host, got \"%.64s\"",
+                             full != NULL ? field : "endpoint", url);
+    if (full != NULL) {
+        snprintf(dst, OTLP_URL_MAX, "%s", full);
+        return 0;
+    }
+    if (join_url(dst, base, path) != 0)
+        return resil_err_set(err, RESIL_EINVAL, "otlp.endpoint is too long");
+    return 0;
+}
+
+static int check_numbers(const resil_otlp_opts *o, resil_err *err)
+{
+    if (o->interval <= 0)
+        return resil_err_set(err, RESIL_EINVAL, "otlp.interval must be > 0");
+    if (o->schedule_delay < 0)
+        return resil_err_set(err, RESIL_EINVAL, "otlp.schedule_delay must be >= 0");
+    if (o->timeout <= 0)
+        return resil_err_set(err, RESIL_EINVAL, "otlp.timeout must be > 0");
+    if (o->max_queue < 1 || o->max_queue > (1u << 20))
+        return resil_err_set(err, RESIL_EINVAL, "otlp.max_queue must be in [1, 1048576], got %u",
+                             (unsigned)o->max_queue);
+    if (o->max_batch < 1 || o->max_batch > o->max_queue)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "otlp.max_batch must be in [1, max_queue = %u], got %u",
+                             (unsigned)o->max_queue, (unsigned)o->max_batch);
+    return 0;
+}
+
+/* service.name first: the option (or "unknown_service"), then the rest of
+ * the resource attributes without theirs. */
+static int make_resource(resil_otlp *x, const resil_otlp_opts *o, resil_err *err)
+{
+    otlp_kvs *given = malloc(sizeof *given);
+    if (given == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "otlp: out of memory");
+    given->n = 0;
+    int rc = o->resource_attributes == NULL
+                 ? 0
+                 : resil__otlp_kv_parse(o->resource_attributes, strlen(o->resource_attributes),
+                                        given, "otlp.resource_attributes", err);
+    const char *service = o->service_name;
+    for (int i = 0; rc == 0 && i < given->n && service == NULL; i++)
+        if (strcmp(given->kv[i].key, "service.name") == 0)
+            service = given->kv[i].value;
+    if (rc == 0 && service != NULL && strlen(service) >= OTLP_TEXT_MAX)
+        rc = resil_err_set(err, RESIL_EINVAL, "otlp.service_name is longer than 255 bytes");
+    if (rc == 0) {
+        snprintf(x->resource.kv[0].key, OTLP_TEXT_MAX, "service.name");
+        snprintf(x->resource.kv[0].value, OTLP_TEXT_MAX, "%s",
+                 service != NULL ? service : "unknown_service");
+        x->resource.n = 1;
+        for (int i = 0; i < given->n && x->resource.n < OTLP_KV_MAX; i++)
+            if (strcmp(given->kv[i].key, "service.name") != 0)
+                x->resource.kv[x->resource.n++] = given->kv[i];
+    }
+    free(given);
+    return rc;
+}
+
+static int take_options(resil_otlp *x, const resil_otlp_opts *o, resil_err *err)
+{
+    int rc = pick_url(x->traces_url, o->traces_endpoint, o->endpoint, "/v1/traces",
+                      "traces_endpoint", err);
+    if (rc == 0)
+        rc = pick_url(x->metrics_url, o->metrics_endpoint, o->endpoint, "/v1/metrics",
+                      "metrics_endpoint", err);
+    if (rc == 0)
+        rc = check_numbers(o, err);
+    if (rc == 0 && o->headers != NULL)
+        rc = resil__otlp_kv_parse(o->headers, strlen(o->headers), &x->headers, "otlp.headers",
+                                  err);
+    if (rc == 0)
+        rc = make_resource(x, o, err);
+    if (rc != 0)
+        return rc;
+    x->metrics = o->metrics;
+    x->interval = o->interval;
+    x->schedule_delay = o->schedule_delay;
+    x->timeout = o->timeout;
+    x->max_queue = o->max_queue;
+    x->max_batch = o->max_batch;
+    return 0;
+}
+
+/* ---- the queue ----------------------------------------------------------------------- */
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = src != NULL ? strnlen(src, cap - 1) : 0;
+    if (n > 0)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+void resil__otlp_span_copy(otlp_span *d, const resil_span *s)
+{
+    d->s = *s;
+    copy_text(d->name, sizeof d->name, s->name);
+    copy_text(d->pipeline, sizeof d->pipeline, s->pipeline);
+    copy_text(d->operation, sizeof d->operation, s->operation);
+    copy_text(d->tracestate, sizeof d->tracestate, s->tracestate);
+    d->s.name = d->name;
+    d->s.pipeline = d->pipeline;
+    d->s.operation = d->operation;
+    d->s.tracestate = d->tracestate;
+    if (s->outcome != NULL) {
+        d->outcome = *s->outcome;
+        d->s.outcome = &d->outcome;
+    }
+    if (s->http != NULL) {
+        copy_text(d->method, sizeof d->method, s->http->method);
+        copy_text(d->address, sizeof d->address, s->http->server_address);
+        d->http = *s->http;
+        d->http.method = d->method;
+        d->http.server_address = d->address;
+        d->s.http = &d->http;
+    }
+}
+
+void resil_otlp_on_span(const resil_span *s, void *ud)
+{
+    resil_otlp *x = ud;
+    if (x == NULL || s == NULL)
+        return;
+    pthread_mutex_lock(&x->mu);
+    if (x->count == x->max_queue || x->stopping) {
+        x->stats.spans_dropped++;
+        pthread_mutex_unlock(&x->mu);
+        return;
+    }
+    resil__otlp_span_copy(&x->queue[(x->head + x->count) % x->max_queue], s);
+    x->count++;
+    x->stats.spans_queued++;
+    if (x->count == x->max_batch)
+        pthread_cond_signal(&x->wake);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* The oldest spans, up to max_batch, stay in the ring while they are
+ * encoded: producers write only past head + count, so the slots are the
+ * thread's until release_batch gives them back. Caller holds mu. */
+static uint32_t peek_batch(const resil_otlp *x)
+{
+    return x->count < x->max_batch ? x->count : x->max_batch;
+}
+
+static void release_batch(resil_otlp *x, uint32_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    x->head = (x->head + n) % x->max_queue;
+    x->count -= n;
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+static int post(resil_otlp *x, CURL *curl, const char *url, const char *body, size_t len)
+{
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    char line[2 * OTLP_TEXT_MAX + 4];
+    for (int i = 0; i < x->headers.n && h != NULL; i++) {
+        snprintf(line, sizeof line, "%s: %s", x->headers.kv[i].key, x->headers.kv[i].value);
+        struct curl_slist *more = curl_slist_append(h, line);
+        if (more == NULL) {
+            curl_slist_free_all(h);
+            h = NULL;
+        }
+        h = more;
+    }
+    if (h == NULL)
+        return RESIL_ENOMEM;
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)(x->timeout / 1000000));
+    CURLcode c = curl_easy_perform(curl);
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    return c == CURLE_OK && status >= 200 && status < 300 ? 0 : RESIL_EIO;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ud)
+{
+    (void)p;
+    (void)ud;
+    return size * n;
+}
+
+static void count_request(resil_otlp *x, int rc, uint32_t spans)
+{
+    pthread_mutex_lock(&x->mu);
+    x->stats.requests++;
+    if (rc != 0)
+        x->stats.failed_requests++;
+    else
+        x->stats.spans_exported += spans;
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* One request for the n oldest spans, encoded from the ring in place. */
+static int send_spans(resil_otlp *x, CURL *curl, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        x->batch[i] = x->queue[(x->head + i) % x->max_queue].s;
+    const resil_span *all = x->batch;
+    char *body = NULL;
+    size_t len = 0;
+    int rc = resil_otlp_encode_spans(x, all, n, &body, &len);
+    if (rc == 0)
+        rc = post(x, curl, x->traces_url, body, len);
+    free(body);
+    release_batch(x, n);
+    count_request(x, rc, n);
+    return rc;
+}
+
+static int64_t wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int send_metrics(resil_otlp *x, CURL *curl)
+{
+    if (x->metrics == NULL)
+        return 0;
+    char *body = NULL;
+    size_t len = 0;
+    int rc = resil_otlp_encode_metrics(x, x->metrics, wall_now(), &body, &len);
+    if (rc == 0)
+        rc = post(x, curl, x->metrics_url, body, len);
+    free(body);
+    count_request(x, rc, 0);
+    return rc;
+}
+
+/* ---- the thread ----------------------------------------------------------------------------- */
+
+static int64_t mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void wait_until(resil_otlp *x, int64_t when)
+{
+    struct timespec ts = {(time_t)(when / 1000000000), (long)(when % 1000000000)};
+    pthread_cond_timedwait(&x->wake, &x->mu, &ts);
+}
+
+/* Everything queued, in batches, then the metrics: a flush round or the end. */
+static int drain(resil_otlp *x, CURL *curl)
+{
+    int rc = 0;
+    for (;;) {
+        pthread_mutex_lock(&x->mu);
+        uint32_t n = peek_batch(x);
+        pthread_mutex_unlock(&x->mu);
+        if (n == 0)
+            break;
+        if (send_spans(x, curl, n) != 0)
+            rc = RESIL_EIO;
+    }
+    if (send_metrics(x, curl) != 0)
+        rc = RESIL_EIO;
+    return rc;
+}
+
+static void *run(void *arg)
+{
+    resil_otlp *x = arg;
+    CURL *curl = curl_easy_init();
+    if (curl != NULL) {
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    }
+    int64_t next_metrics = mono_now() + x->interval;
+    int64_t oldest = 0; /* when the queue last went from empty to not */
+    pthread_mutex_lock(&x->mu);
+    for (;;) {
+        int64_t now = mono_now();
+        if (x->count == 0)
+            oldest = 0;
+        else if (oldest == 0)
+            oldest = now;
+        bool flush = x->flush_asked != x->flush_done || x->stopping;
+        bool batch = x->count >= x->max_batch ||
+                     (x->count > 0 && now - oldest >= x->schedule_delay);
+        bool metrics = now >= next_metrics;
+        if (!flush && !batch && !metrics) {
+            int64_t when = next_metrics;
+            if (x->count > 0 && oldest + x->schedule_delay < when)
+                when = oldest + x->schedule_delay;
+            wait_until(x, when);
+            continue;
+        }
+        uint64_t round = x->flush_asked;
+        bool stopping = x->stopping;
+        pthread_mutex_unlock(&x->mu);
+        int rc = 0;
+        if (curl == NULL) {
+            rc = RESIL_ENOMEM;
+        } else if (flush) {
+            rc = drain(x, curl);
+            next_metrics = mono_now() + x->interval;
+        } else if (batch) {
+            pthread_mutex_lock(&x->mu);
+            uint32_t n = peek_batch(x);
+            pthread_mutex_unlock(&x->mu);
+            send_spans(x, curl, n);
+        } else {
+            send_metrics(x, curl);
+            next_metrics = mono_now() + x->interval;
+        }
+        pthread_mutex_lock(&x->mu);
+        oldest = 0;
+        if (flush) {
+            x->flush_done = round;
+            x->flush_rc = rc;
+            pthread_cond_broadcast(&x->flushed);
+        }
+        if (stopping)
+            break;
+    }
+    pthread_mutex_unlock(&x->mu);
+    curl_easy_cleanup(curl);
+    return NULL;
+}
+
+/* ---- the handle ------------------------------------------------------------------------------ */
+
+static void destroy(resil_otlp *x)
+{
+    free(x->queue);
+    free(x->batch);
+    free(x);
+}
+
+static int start(resil_otlp *x, resil_err *err)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&x->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        return resil_err_set(err, RESIL_ESYS, "otlp: cannot make a condition variable");
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->flushed, NULL);
+    if (pthread_create(&x->thread, NULL, run, x) != 0) {
+        pthread_cond_destroy(&x->wake);
+        pthread_cond_destroy(&x->flushed);
+        pthread_mutex_destroy(&x->mu);
+        return resil_err_set(err, RESIL_ESYS, "otlp: cannot start the exporter's thread");
+    }
+    return 0;
+}
+
+int resil_otlp_new(const resil_otlp_opts *o, resil_otlp **out, resil_err *err)
+{
+    if (o == NULL || out == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "otlp: options and out must not be NULL");
+    resil_otlp *x = calloc(1, sizeof *x);
+    if (x == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "otlp: out of memory");
+    int rc = take_options(x, o, err);
+    if (rc != 0) {
+        destroy(x);
+        return rc;
+    }
+    x->queue = calloc(x->max_queue, sizeof *x->queue);
+    x->batch = calloc(x->max_batch, sizeof *x->batch);
+    if (x->queue == NULL || x->batch == NULL) {
+        destroy(x);
+        return resil_err_set(err, RESIL_ENOMEM, "otlp: out of memory for a queue of %u spans",
+                             (unsigned)o->max_queue);
+    }
+    x->started_unix_ns = wall_now();
+    rc = start(x, err);
+    if (rc != 0) {
+        destroy(x);
+        return rc;
+    }
+    *out = x;
+    return 0;
+}
+
+int resil_otlp_flush(resil_otlp *x)
+{
+    if (x == NULL)
+        return RESIL_EINVAL;
+    pthread_mutex_lock(&x->mu);
+    uint64_t round = ++x->flush_asked;
+    pthread_cond_signal(&x->wake);
+    while (x->flush_done < round)
+        pthread_cond_wait(&x->flushed, &x->mu);
+    int rc = x->flush_rc;
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+void resil_otlp_get_stats(resil_otlp *x, resil_otlp_stats *out)
+{
+    if (x == NULL || out == NULL)
+        return;
+    pthread_mutex_lock(&x->mu);
+    *out = x->stats;
+    pthread_mutex_unlock(&x->mu);
+}
+
+void resil_otlp_free(resil_otlp *x)
+{
+    if (x == NULL)
+        return;
+    pthread_mutex_lock(&x->mu);
+    x->stopping = true;
+    pthread_cond_signal(&x->wake);
+    pthread_mutex_unlock(&x->mu);
+    pthread_join(x->thread, NULL);
+    pthread_cond_destroy(&x->wake);
+    pthread_cond_destroy(&x->flushed);
+    pthread_mutex_destroy(&x->mu);
+    destroy(x);
+}

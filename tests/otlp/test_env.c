@@ -1,0 +1,119 @@
+/*
+ * test_env.c — the exporter's options from the standard OTEL_* variables:
+ * each is read into its field, an unset or empty one leaves the field as
+ * it was, and a bad value is refused with the variable named.
+ */
+#include <stdlib.h>
+
+#include "test.h"
+
+#include "resil/otlp.h"
+
+static const char *const vars[] = {
+    "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES", "OTEL_METRIC_EXPORT_INTERVAL", "OTEL_BSP_SCHEDULE_DELAY",
+    "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", NULL};
+
+static int clean(void **state)
+{
+    (void)state;
+    for (int i = 0; vars[i] != NULL; i++)
+        unsetenv(vars[i]);
+    return 0;
+}
+
+static void every_variable_lands_in_its_field(void **state)
+{
+    (void)state;
+    setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318", 1);
+    setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://traces.example/v1/traces", 1);
+    setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=abc,x-team=orders", 1);
+    setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2500", 1);
+    setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", 1);
+    setenv("OTEL_SERVICE_NAME", "checkout", 1);
+    setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod", 1);
+    setenv("OTEL_METRIC_EXPORT_INTERVAL", "15000", 1);
+    setenv("OTEL_BSP_SCHEDULE_DELAY", "0", 1);
+    setenv("OTEL_BSP_MAX_QUEUE_SIZE", "100", 1);
+    setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "10", 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_string_equal(o.endpoint, "http://collector:4318");
+    assert_string_equal(o.traces_endpoint, "https://traces.example/v1/traces");
+    assert_null(o.metrics_endpoint);
+    assert_string_equal(o.headers, "api-key=abc,x-team=orders");
+    assert_int_equal(o.timeout, RESIL_MS(2500));
+    assert_string_equal(o.service_name, "checkout");
+    assert_string_equal(o.resource_attributes, "deployment.environment=prod");
+    assert_int_equal(o.interval, RESIL_S(15));
+    assert_int_equal(o.schedule_delay, 0);
+    assert_int_equal(o.max_queue, 100);
+    assert_int_equal(o.max_batch, 10);
+}
+
+static void unset_and_empty_variables_keep_the_defaults(void **state)
+{
+    (void)state;
+    setenv("OTEL_METRIC_EXPORT_INTERVAL", "", 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_null(o.endpoint);
+    assert_int_equal(o.interval, RESIL_S(60));
+    assert_int_equal(o.schedule_delay, RESIL_S(5));
+    assert_int_equal(o.timeout, RESIL_S(10));
+    assert_int_equal(o.max_queue, 2048);
+    assert_int_equal(o.max_batch, 512);
+}
+
+static void expect_refused(const char *var, const char *value, const char *message)
+{
+    clean(NULL);
+    setenv(var, value, 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    resil_err err = {0, ""};
+    assert_int_equal(resil_otlp_opts_from_env(&o, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+}
+
+static void bad_values_are_refused_naming_the_variable(void **state)
+{
+    (void)state;
+    expect_refused("OTEL_METRIC_EXPORT_INTERVAL", "15s",
+                   "OTEL_METRIC_EXPORT_INTERVAL must be a whole number in [1, 86400000], got "
+                   "\"15s\"");
+    expect_refused("OTEL_METRIC_EXPORT_INTERVAL", "0",
+                   "OTEL_METRIC_EXPORT_INTERVAL must be a whole number in [1, 86400000], got "
+                   "\"0\"");
+    expect_refused("OTEL_BSP_MAX_QUEUE_SIZE", "-1",
+                   "OTEL_BSP_MAX_QUEUE_SIZE must be a whole number in [1, 1048576], got \"-1\"");
+    expect_refused("OTEL_EXPORTER_OTLP_TIMEOUT", "99999999999999999999999",
+                   "OTEL_EXPORTER_OTLP_TIMEOUT must be a whole number in [1, 86400000], got "
+                   "\"99999999999999999999999\"");
+    expect_refused("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318",
+                   "OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL with a host, "
+                   "got \"collector:4318\"");
+    expect_refused("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc",
+                   "OTEL_EXPORTER_OTLP_PROTOCOL must be http/json (the only encoding resil "
+                   "speaks), got \"grpc\"");
+    expect_refused("OTEL_EXPORTER_OTLP_HEADERS", "api-key",
+                   "OTEL_EXPORTER_OTLP_HEADERS: entry 1 has no '='");
+    expect_refused("OTEL_RESOURCE_ATTRIBUTES", "a=1,b=%2",
+                   "OTEL_RESOURCE_ATTRIBUTES: entry 2 has a '%' not followed by two hex digits");
+    expect_refused("OTEL_RESOURCE_ATTRIBUTES", "a b=1",
+                   "OTEL_RESOURCE_ATTRIBUTES: entry 1 key has a character outside an HTTP token");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(every_variable_lands_in_its_field, clean, clean),
+        cmocka_unit_test_setup_teardown(unset_and_empty_variables_keep_the_defaults, clean, clean),
+        cmocka_unit_test_setup_teardown(bad_values_are_refused_naming_the_variable, clean, clean),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
