@@ -97,6 +97,7 @@ struct http_call {
     bool hedged;
     bool watch;           /* a progress callback watches for cancellation */
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
+    bool on_loop;         /* its attempts' timeouts are the loop's timers */
     http_attempt *att[RESIL_HEDGE_MAX + 1];
     uint32_t natt;
     char *url;                             /* the request's URL, copied, when routed */
@@ -455,14 +456,18 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
 }
 
 /* The handle an attempt runs on (the caller's, or its hedge's duplicate),
- * reset for it, with libcurl's timeout set to what the attempt has left. */
+ * reset for it, with libcurl's timeout set to what the attempt has left.
+ * On a loop the attempt's deadline is already a loop timer that takes the
+ * transfer off curl multi, so libcurl keeps no timeout of its own (which
+ * would cost it a timer of its own per transfer). */
 CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
 {
     http_call *call = ctx->user;
     uint32_t i = ctx->hedge;
     http_attempt *a = call->att[i < call->natt ? i : 0];
     reset_attempt(a, ctx);
-    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, resil_ctx_remaining_ms(ctx));
+    long ms = call->on_loop ? 0L : resil_ctx_remaining_ms(ctx);
+    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, ms);
     return a->easy;
 }
 
@@ -843,6 +848,7 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
     bool on_loop = pool != NULL;
     memset(call, 0, offsetof(http_call, key_node));
     call->client = c;
+    call->on_loop = on_loop;
     call->pool = on_loop ? pool : &c->pool;
     call->req = r;
     call->method = r->method;
