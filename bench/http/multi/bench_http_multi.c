@@ -12,8 +12,8 @@
  * two-core machine: the wall time moves by more than the overhead, so the
  * two sides are timed in alternating batches, and each side's median and
  * fastest batch are compared (ns_per_op is the median batch per request;
- * allocs_per_op counts both sides' batches, resil's and the server's, not
- * libcurl's).
+ * allocs_per_op counts everything both sides' batches allocate — resil's,
+ * libcurl's and the server's — over both sides' requests).
  */
 #include <stdio.h>
 #include <stdlib.h>
