@@ -407,7 +407,8 @@ typedef void (*resil_http_done_fn)(CURL *easy, const resil_http_result *res, voi
  * cannot watch descriptors, RESIL_ENOMEM. `c` and `loop` must outlive it. */
 RESIL_API int resil_http_multi_new(resil_http_client *c, resil_loop *loop,
                                    resil_http_multi **out);
-/* No call may be in flight. Closes the connections it kept. */
+/* No call may be in flight (nor may a call's `done` free it). Closes the
+ * connections it kept. */
 RESIL_API void resil_http_multi_free(resil_http_multi *m);
 /* The CURLM, for curl_multi_setopt() (CURLMOPT_MAX_HOST_CONNECTIONS,
  * CURLMOPT_MAX_TOTAL_CONNECTIONS, ...). Its socket and timer functions

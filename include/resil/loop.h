@@ -124,9 +124,9 @@ typedef struct resil_loop_ops {
 /* A loop as resil sees it: the table, the loop's state, and a resil_clock
  * reading the loop's time (for the pipelines it hosts). Caller-owned; fill
  * with resil_loop_init(), and call resil_loop_drain() when the loop is done.
- * The memory of an ended execution is kept here for the next one (a few
- * dozen blocks at most), so that a loop in its steady state allocates
- * nothing per execution. */
+ * The memory of an ended execution is kept here for the next one (up to
+ * 1,024 blocks), so that a loop in its steady state allocates nothing per
+ * execution. */
 typedef struct resil_loop {
     resil_clock clock; /* first: resil_loop_clock() hands out its address */
     const resil_loop_ops *ops;

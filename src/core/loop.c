@@ -63,14 +63,17 @@ resil_clock *resil_loop_clock(resil_loop *l) { return l != NULL ? &l->clock : NU
 /* ---- memory kept for the next execution ------------------------------------------ */
 
 /* A spare block: its first bytes while it waits. The list is LIFO (the
- * block last freed is the one warm in the cache) and short. */
+ * block last freed is the one warm in the cache). */
 typedef struct spare {
     struct spare *next;
     size_t cap;
     size_t kept; /* blocks in the list from here down */
 } spare;
 
-#define SPARE_MAX 64
+/* Blocks kept: enough for a loop running a thousand executions at once
+ * (a few hundred bytes to a few kilobytes each) to allocate none once
+ * warm; an execution beyond them frees its block when it ends. */
+#define SPARE_MAX 1024
 
 void *resil__loop_take(resil_loop *l, size_t need, size_t *cap)
 {

@@ -18,6 +18,13 @@
 #include "resil/http.h"
 
 typedef struct http_call http_call;
+typedef struct http_pool http_pool;
+
+/* Idle attempt states for calls on one loop, kept as many as were in use
+ * at once (the client's own pool keeps a few, for any thread), their
+ * buffers above `buf_keep` bytes freed. */
+http_pool *resil__http_pool_new(size_t buf_keep);
+void resil__http_pool_free(http_pool *p);
 
 /* Bytes of a call's state, for a caller that embeds it. */
 size_t resil__http_call_size(void);
@@ -25,10 +32,11 @@ size_t resil__http_call_size(void);
 /* Prepare a call of `r` on `easy` (its key, authority and attempt states,
  * our callbacks on the handle): 0 and the execution's call and pipeline,
  * or an error with nothing left to close. `r` must live until close. A
- * call on a loop (`on_loop`) stops a lost hedge by taking its transfer off
- * curl multi rather than through the progress callback. */
-int resil__http_call_open(http_call *call, resil_http_client *c, CURL *easy,
-                          const resil_http_request *r, bool on_loop, resil_call *pc,
+ * call on a loop has its loop's `pool` (NULL for a blocking call: the
+ * client's), and stops a lost hedge by taking its transfer off curl multi
+ * rather than through the progress callback. */
+int resil__http_call_open(http_call *call, resil_http_client *c, http_pool *pool, CURL *easy,
+                          const resil_http_request *r, resil_call *pc,
                           const resil_pipeline **p);
 /* Hand the final attempt's answer to the caller and fill `out` (when the
  * execution ran: `pr` not NULL), then put the caller's options back on the

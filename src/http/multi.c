@@ -20,10 +20,15 @@
  * call — may use the multi handle freely.
  *
  * Ownership: a call's state (this file's xfer with perform.c's call after
- * it) is one allocation, freed after its `done`; a socket's watch is freed
- * when curl removes the socket. The handle's CURLOPT_PRIVATE points at the
- * attempt's slot during a transfer (it is read back and restored, since
- * the caller may use it too).
+ * it) is one allocation, and a socket's watch another; the multi handle
+ * owns both and keeps them when a call ends or curl removes a socket
+ * (curl drops a socket's watch between transfers at times, even on a
+ * kept-alive connection), with the calls' attempt states in a pool of its
+ * own, so that after warm-up a call allocates nothing here: each list is
+ * as long as the most calls or sockets ever in use at once, and is freed
+ * with the handle. The handle's CURLOPT_PRIVATE points at the attempt's
+ * slot during a transfer (it is read back and restored, since the caller
+ * may use it too).
  */
 #include <stdalign.h>
 #include <stddef.h>
@@ -32,6 +37,8 @@
 
 #include "call.h"
 #include "resil/async.h"
+
+#define POOL_BUF_KEEP ((size_t)64 << 10) /* an idle call keeps no larger buffer */
 
 typedef struct xfer_slot {
     resil_http_xfer *x;
@@ -54,9 +61,13 @@ struct resil_http_multi {
     resil_timer timer; /* curl's timeout */
     size_t calls;
     sock_watch *watches;
+    sock_watch *idle_watches; /* kept for the next socket, through `next` */
+    resil_http_xfer *idle;    /* kept for the next call, through `next_idle` */
+    http_pool *pool;
 };
 
 struct resil_http_xfer {
+    resil_http_xfer *next_idle;
     resil_http_multi *m;
     CURL *easy;
     void *caller_private;
@@ -123,7 +134,8 @@ static void on_timer(resil_timer *t)
     read_finished(m);
 }
 
-static void watch_free(resil_http_multi *m, sock_watch *w)
+/* The watch stops and waits in the idle list. */
+static void watch_end(resil_http_multi *m, sock_watch *w)
 {
     resil_loop_io_stop(m->loop, &w->io);
     if (w->prev != NULL)
@@ -132,14 +144,18 @@ static void watch_free(resil_http_multi *m, sock_watch *w)
         m->watches = w->next;
     if (w->next != NULL)
         w->next->prev = w->prev;
-    free(w);
+    w->next = m->idle_watches;
+    m->idle_watches = w;
 }
 
 static sock_watch *watch_new(resil_http_multi *m, curl_socket_t s)
 {
-    sock_watch *w = calloc(1, sizeof *w);
-    if (w == NULL)
+    sock_watch *w = m->idle_watches;
+    if (w != NULL)
+        m->idle_watches = w->next;
+    else if ((w = malloc(sizeof *w)) == NULL)
         return NULL;
+    memset(w, 0, sizeof *w);
     w->io.fn = on_io;
     w->m = m;
     w->next = m->watches;
@@ -158,7 +174,7 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
     if (what == CURL_POLL_REMOVE) {
         if (w != NULL) {
             curl_multi_assign(m->multi, s, NULL);
-            watch_free(m, w);
+            watch_end(m, w);
         }
         return 0;
     }
@@ -191,7 +207,10 @@ int resil_http_multi_new(resil_http_client *c, resil_loop *loop, resil_http_mult
     if (m == NULL)
         return RESIL_ENOMEM;
     m->multi = curl_multi_init();
-    if (m->multi == NULL) {
+    m->pool = resil__http_pool_new(POOL_BUF_KEEP);
+    if (m->multi == NULL || m->pool == NULL) {
+        curl_multi_cleanup(m->multi);
+        resil__http_pool_free(m->pool);
         free(m);
         return RESIL_ENOMEM;
     }
@@ -212,7 +231,16 @@ void resil_http_multi_free(resil_http_multi *m)
         return;
     curl_multi_cleanup(m->multi); /* may remove sockets through on_socket */
     while (m->watches != NULL)
-        watch_free(m, m->watches);
+        watch_end(m, m->watches);
+    for (sock_watch *w = m->idle_watches, *next; w != NULL; w = next) {
+        next = w->next;
+        free(w);
+    }
+    for (resil_http_xfer *x = m->idle, *next; x != NULL; x = next) {
+        next = x->next_idle;
+        free(x);
+    }
+    resil__http_pool_free(m->pool);
     m->loop->ops->timer_stop(m->loop->self, &m->timer);
     free(m);
 }
@@ -253,14 +281,35 @@ static void start_attempt(resil_attempt *a, const resil_attempt_ctx *ctx)
     s->in_multi = true;
 }
 
+static resil_http_xfer *xfer_new(resil_http_multi *m)
+{
+    resil_http_xfer *x = m->idle;
+    if (x != NULL)
+        m->idle = x->next_idle;
+    else if ((x = malloc(sizeof *x + resil__http_call_size())) == NULL)
+        return NULL;
+    memset(x, 0, offsetof(resil_http_xfer, call)); /* the call is prepared by its open */
+    x->m = m;
+    return x;
+}
+
+static void xfer_end(resil_http_multi *m, resil_http_xfer *x)
+{
+    x->next_idle = m->idle;
+    m->idle = x;
+}
+
+/* The xfer goes idle after `done`, so that a call `done` starts on the same
+ * handle takes another and the result `done` reads stays this call's. */
 static void call_done(const resil_pipeline_result *pr, void *ud)
 {
     resil_http_xfer *x = ud;
+    resil_http_multi *m = x->m;
     resil__http_call_close((http_call *)x->call, pr, &x->result);
     curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x->caller_private);
-    x->m->calls--;
+    m->calls--;
     x->done(x->easy, &x->result, x->ud);
-    free(x);
+    xfer_end(m, x);
 }
 
 int resil_http_start(resil_http_multi *m, CURL *easy, const resil_http_request *req,
@@ -268,10 +317,9 @@ int resil_http_start(resil_http_multi *m, CURL *easy, const resil_http_request *
 {
     if (m == NULL || easy == NULL || done == NULL)
         return RESIL_EINVAL;
-    resil_http_xfer *x = calloc(1, sizeof *x + resil__http_call_size());
+    resil_http_xfer *x = xfer_new(m);
     if (x == NULL)
         return RESIL_ENOMEM;
-    x->m = m;
     x->easy = easy;
     x->done = done;
     x->ud = ud;
@@ -283,9 +331,9 @@ int resil_http_start(resil_http_multi *m, CURL *easy, const resil_http_request *
     resil_call pc;
     const resil_pipeline *p;
     http_call *call = (http_call *)x->call;
-    int rc = resil__http_call_open(call, m->client, easy, &x->req, true, &pc, &p);
+    int rc = resil__http_call_open(call, m->client, m->pool, easy, &x->req, &pc, &p);
     if (rc != 0) {
-        free(x);
+        xfer_end(m, x);
         return rc;
     }
     if (out != NULL)
@@ -295,7 +343,7 @@ int resil_http_start(resil_http_multi *m, CURL *easy, const resil_http_request *
     if (rc != 0) {
         m->calls--;
         resil__http_call_close(call, NULL, NULL);
-        free(x);
+        xfer_end(m, x);
     }
     return rc;
 }

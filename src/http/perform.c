@@ -24,7 +24,8 @@
  * from the attempt context it is handed, as the operation does (and reads
  * there which hedge's handle an attempt uses). Nothing is per thread, so
  * calls nest or alternate on one thread freely. Attempt buffers are pooled
- * in the client, so after warm-up a call allocates nothing of its own.
+ * in the client (or, for calls on a loop, in their multi handle), so after
+ * warm-up a call allocates nothing of its own.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -40,10 +41,20 @@
 #include "trace.h"
 #include "resil/pipeline.h"
 
-#define POOL_KEEP 64                    /* idle attempt states kept */
+#define POOL_KEEP 64                    /* idle attempt states a client keeps */
 #define BUF_KEEP ((size_t)4 << 20)      /* larger buffers are freed when pooled */
 #define METHOD_CAP 24
 #define KEY_HEADER "Idempotency-Key"
+
+/* Idle attempt states, with their buffers' memory. The client's pool
+ * serves its blocking calls from any thread; a multi handle has its own,
+ * used on its loop's thread and as deep as its calls have been at once. */
+struct http_pool {
+    pthread_mutex_t mu;
+    struct http_attempt *free;
+    size_t n, keep;
+    size_t buf_keep; /* larger buffers are freed when pooled */
+};
 
 typedef struct http_buf {
     char *p;
@@ -74,13 +85,12 @@ struct resil_http_client {
     resil_bulkhead *bulkhead; /* NULL without a concurrency limit */
     resil_pipeline *plain;
     resil_pipeline *hedged;   /* NULL without hedging */
-    pthread_mutex_t pool_mu;
-    http_attempt *pool;
-    size_t pooled;
+    http_pool pool;
 };
 
 struct http_call {
     resil_http_client *client;
+    http_pool *pool;      /* where its attempt states come from */
     const resil_http_request *req;
     const char *method;   /* req->method, the learned one, or NULL */
     char learned[METHOD_CAP];
@@ -89,6 +99,7 @@ struct http_call {
     bool hedged;
     bool watch;           /* a progress callback watches for cancellation */
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
+    bool on_loop;         /* its attempts' timeouts are the loop's timers */
     http_attempt *att[RESIL_HEDGE_MAX + 1];
     uint32_t natt;
     char *url;                             /* the request's URL, copied, when routed */
@@ -126,10 +137,10 @@ static int buf_append(http_buf *b, const char *p, size_t n)
     return 0;
 }
 
-static void buf_trim(http_buf *b)
+static void buf_trim(http_buf *b, size_t keep)
 {
     b->len = 0;
-    if (b->cap > BUF_KEEP) {
+    if (b->cap > keep) {
         free(b->p);
         b->p = NULL;
         b->cap = 0;
@@ -143,34 +154,68 @@ static void attempt_free(http_attempt *a)
     free(a);
 }
 
-static http_attempt *pool_take(resil_http_client *c)
+static void pool_init(http_pool *p, size_t keep, size_t buf_keep)
 {
-    pthread_mutex_lock(&c->pool_mu);
-    http_attempt *a = c->pool;
-    if (a != NULL) {
-        c->pool = a->next_free;
-        c->pooled--;
+    pthread_mutex_init(&p->mu, NULL);
+    p->free = NULL;
+    p->n = 0;
+    p->keep = keep;
+    p->buf_keep = buf_keep;
+}
+
+static void pool_drain(http_pool *p)
+{
+    for (http_attempt *a = p->free, *next; a != NULL; a = next) {
+        next = a->next_free;
+        attempt_free(a);
     }
-    pthread_mutex_unlock(&c->pool_mu);
+    pthread_mutex_destroy(&p->mu);
+}
+
+static http_attempt *pool_take(http_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    http_attempt *a = p->free;
+    if (a != NULL) {
+        p->free = a->next_free;
+        p->n--;
+    }
+    pthread_mutex_unlock(&p->mu);
     return a != NULL ? a : calloc(1, sizeof *a);
 }
 
-static void pool_give(resil_http_client *c, http_attempt *a)
+static void pool_give(http_pool *p, http_attempt *a)
 {
-    buf_trim(&a->body);
-    resil__http_head_clear(&a->head, BUF_KEEP);
+    buf_trim(&a->body, p->buf_keep);
+    resil__http_head_clear(&a->head, p->buf_keep);
     a->easy = NULL;
     a->call = NULL;
-    pthread_mutex_lock(&c->pool_mu);
-    bool keep = c->pooled < POOL_KEEP;
+    pthread_mutex_lock(&p->mu);
+    bool keep = p->n < p->keep;
     if (keep) {
-        a->next_free = c->pool;
-        c->pool = a;
-        c->pooled++;
+        a->next_free = p->free;
+        p->free = a;
+        p->n++;
     }
-    pthread_mutex_unlock(&c->pool_mu);
+    pthread_mutex_unlock(&p->mu);
     if (!keep)
         attempt_free(a);
+}
+
+http_pool *resil__http_pool_new(size_t buf_keep)
+{
+    http_pool *p = malloc(sizeof *p);
+    if (p != NULL)
+        pool_init(p, SIZE_MAX, buf_keep);
+    return p;
+}
+
+void resil__http_pool_free(http_pool *p)
+{
+    if (p == NULL)
+        return;
+    pool_drain(p);
+    free(p);
 }
 
 /* ---- handing data to the caller ------------------------------------------ */
@@ -415,14 +460,18 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
 }
 
 /* The handle an attempt runs on (the caller's, or its hedge's duplicate),
- * reset for it, with libcurl's timeout set to what the attempt has left. */
+ * reset for it, with libcurl's timeout set to what the attempt has left.
+ * On a loop the attempt's deadline is already a loop timer that takes the
+ * transfer off curl multi, so libcurl keeps no timeout of its own (which
+ * would cost it a timer of its own per transfer). */
 CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
 {
     http_call *call = ctx->user;
     uint32_t i = ctx->hedge;
     http_attempt *a = call->att[i < call->natt ? i : 0];
     reset_attempt(a, ctx);
-    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, resil_ctx_remaining_ms(ctx));
+    long ms = call->on_loop ? 0L : resil_ctx_remaining_ms(ctx);
+    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, ms);
     if (call->tel.traced)
         resil__http_tel_attempt(&call->tel, ctx, a->easy, &a->trace, call->headers);
     return a->easy;
@@ -600,7 +649,7 @@ int resil_http_client_new(const resil_http_opts *o, resil_http_client **out, res
     if (c == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "http: out of memory");
     c->opts = *o;
-    pthread_mutex_init(&c->pool_mu, NULL);
+    pool_init(&c->pool, POOL_KEEP, BUF_KEEP);
     rc = make_shared_objects(c, err);
     if (rc == 0)
         rc = build(c, false, &c->plain, err);
@@ -623,11 +672,7 @@ void resil_http_client_free(resil_http_client *c)
     if (c->own_registry)
         resil_registry_free(c->registry);
     resil_bulkhead_free(c->bulkhead);
-    for (http_attempt *a = c->pool, *next; a != NULL; a = next) {
-        next = a->next_free;
-        attempt_free(a);
-    }
-    pthread_mutex_destroy(&c->pool_mu);
+    pool_drain(&c->pool);
     free(c);
 }
 
@@ -734,7 +779,7 @@ static void release_attempts(http_call *call)
         http_attempt *a = call->att[i];
         if (i > 0 && a->easy != NULL)
             curl_easy_cleanup(a->easy);
-        pool_give(call->client, a);
+        pool_give(call->pool, a);
     }
     call->natt = 0;
 }
@@ -746,7 +791,7 @@ static int take_attempts(http_call *call, CURL *easy)
 {
     uint32_t n = call->hedged ? 1 + call->client->opts.max_hedged : 1;
     for (uint32_t i = 0; i < n; i++) {
-        http_attempt *a = pool_take(call->client);
+        http_attempt *a = pool_take(call->pool);
         if (a == NULL)
             return RESIL_ENOMEM;
         call->att[call->natt++] = a;
@@ -803,11 +848,14 @@ static void unroute(CURL *easy, http_call *call)
     call->url = NULL;
 }
 
-static int prepare(http_call *call, resil_http_client *c, CURL *easy,
-                   const resil_http_request *r, bool on_loop)
+static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL *easy,
+                   const resil_http_request *r)
 {
+    bool on_loop = pool != NULL;
     memset(call, 0, offsetof(http_call, key_node));
     call->client = c;
+    call->on_loop = on_loop;
+    call->pool = on_loop ? pool : &c->pool;
     call->req = r;
     call->method = r->method;
     call->key[0] = call->authority[0] = '\0';
@@ -902,11 +950,11 @@ static const resil_pipeline *call_setup(http_call *call, resil_call *pc)
 
 size_t resil__http_call_size(void) { return sizeof(http_call); }
 
-int resil__http_call_open(http_call *call, resil_http_client *c, CURL *easy,
-                          const resil_http_request *r, bool on_loop, resil_call *pc,
+int resil__http_call_open(http_call *call, resil_http_client *c, http_pool *pool, CURL *easy,
+                          const resil_http_request *r, resil_call *pc,
                           const resil_pipeline **p)
 {
-    int rc = prepare(call, c, easy, r, on_loop);
+    int rc = prepare(call, c, pool, easy, r);
     if (rc != 0) {
         resil__http_tel_done(&call->tel);
         return rc;
@@ -949,7 +997,7 @@ int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_reques
     http_call call;
     resil_call pc;
     const resil_pipeline *p;
-    int rc = resil__http_call_open(&call, c, easy, req, false, &pc, &p);
+    int rc = resil__http_call_open(&call, c, NULL, easy, req, &pc, &p);
     if (rc != 0)
         return rc;
     resil_pipeline_result pr;

@@ -10,10 +10,14 @@
  * or posting therefore never allocates, and an execution frees its memory
  * the moment it ends.
  *
- * Descriptors are watched with one uv_poll_t each, allocated when a watch
+ * Descriptors are watched with one uv_poll_t each, taken when a watch
  * starts and handed to uv_close() when it stops: the resil_io may go (and
  * its descriptor be closed, as curl does right after CURL_POLL_REMOVE) at
- * once, while libuv finishes closing the poll handle on its own time.
+ * once, while libuv finishes closing the poll handle on its own time. A
+ * closed poll's memory waits for the next watch (curl removes sockets and
+ * adds them back between transfers, kept-alive connections' included), so
+ * watching allocates only as many polls as were ever open at once; they
+ * go when the loop is closed, after the last of them has closed.
  *
  * Neither handle keeps the loop alive for nothing: the async handle is
  * unreferenced, and so is the uv timer whenever no resil timer is left
@@ -21,7 +25,7 @@
  * execution starts and stops do not go through libuv's own timer heap),
  * so uv_run() returns (and UV_RUN_ONCE stops blocking) when the last
  * execution is over, as it would with the program's own handles alone.
- * The executions' spare memory goes with resil_uv_close().
+ * The executions' spare memory goes once resil_uv_close()'s handles closed.
  */
 #include <stdlib.h>
 
@@ -36,8 +40,16 @@ struct resil_uv {
     resil_posts posts;
     resil_instant armed; /* the due instant the uv timer is set for */
     pthread_t thread;
-    int closing;
+    int closing;          /* the timer's and the async's close callbacks run */
+    size_t polls_closing; /* polls handed to uv_close() and not yet back */
+    union idle_poll *idle_polls;
 };
+
+/* A closed poll's memory, waiting for the next watch. */
+typedef union idle_poll {
+    uv_poll_t poll;
+    union idle_poll *next;
+} idle_poll;
 
 static resil_instant uv_now_ns(void *self)
 {
@@ -126,16 +138,32 @@ static void on_poll(uv_poll_t *p, int status, int events)
     w->fn(w, w->fd, ev);
 }
 
+static uv_poll_t *poll_take(resil_uv *u)
+{
+    idle_poll *i = u->idle_polls;
+    if (i == NULL)
+        return malloc(sizeof(idle_poll));
+    u->idle_polls = i->next;
+    return &i->poll;
+}
+
+static void poll_give(resil_uv *u, uv_poll_t *p)
+{
+    idle_poll *i = (idle_poll *)p;
+    i->next = u->idle_polls;
+    u->idle_polls = i;
+}
+
 static int uv_io_start_op(void *self, resil_io *w, int fd, unsigned events)
 {
     resil_uv *u = self;
     uv_poll_t *p = w->loop_data;
     if (p == NULL) {
-        p = malloc(sizeof *p);
+        p = poll_take(u);
         if (p == NULL)
             return RESIL_ENOMEM;
         if (uv_poll_init_socket(u->uv, p, fd) != 0) {
-            free(p);
+            poll_give(u, p);
             return RESIL_ESYS;
         }
         p->data = w;
@@ -148,16 +176,25 @@ static int uv_io_start_op(void *self, resil_io *w, int fd, unsigned events)
     return uv_poll_start(p, uv_events, on_poll) == 0 ? 0 : RESIL_ESYS;
 }
 
-static void poll_closed(uv_handle_t *h) { free(h); }
+static void finish_close(resil_uv *u);
+
+static void poll_closed(uv_handle_t *h)
+{
+    resil_uv *u = h->data;
+    u->polls_closing--;
+    poll_give(u, (uv_poll_t *)h);
+    finish_close(u); /* when the loop was closed meanwhile */
+}
 
 static void uv_io_stop_op(void *self, resil_io *w)
 {
-    (void)self;
+    resil_uv *u = self;
     uv_poll_t *p = w->loop_data;
     if (p == NULL)
         return;
     uv_poll_stop(p);
-    p->data = NULL;
+    p->data = u;
+    u->polls_closing++;
     uv_close((uv_handle_t *)p, poll_closed);
     w->loop_data = NULL;
 }
@@ -200,20 +237,34 @@ int resil_uv_new(uv_loop_t *loop, resil_uv **out)
 
 resil_loop *resil_uv_loop(resil_uv *u) { return u != NULL ? &u->loop : NULL; }
 
+/* The memory goes once the timer, the async and every poll have closed,
+ * in whichever order libuv runs their close callbacks; the executions'
+ * spares go then too, the block of one whose `done` closed the loop
+ * included. */
+static void finish_close(resil_uv *u)
+{
+    if (u->closing < 2 || u->polls_closing > 0)
+        return;
+    resil_loop_drain(&u->loop);
+    for (idle_poll *i = u->idle_polls, *next; i != NULL; i = next) {
+        next = i->next;
+        free(i);
+    }
+    resil_posts_destroy(&u->posts);
+    free(u);
+}
+
 static void closed(uv_handle_t *h)
 {
     resil_uv *u = h->data;
-    if (++u->closing < 2)
-        return;
-    resil_posts_destroy(&u->posts);
-    free(u);
+    u->closing++;
+    finish_close(u);
 }
 
 void resil_uv_close(resil_uv *u)
 {
     if (u == NULL)
         return;
-    resil_loop_drain(&u->loop);
     uv_close((uv_handle_t *)&u->timer, closed);
     uv_close((uv_handle_t *)&u->async, closed);
 }

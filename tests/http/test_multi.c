@@ -315,6 +315,43 @@ static void callers_private_pointer_is_back_after_the_call(void **state)
     mx_close(&x);
 }
 
+/* A call's done starts the next call on the same handle: the result the
+ * first `done` reads stays its own while the next call starts. */
+typedef struct chain {
+    fx *f;
+    mx *x;
+    long first_status_after_start;
+    done_box second;
+} chain;
+
+static void start_next_on_done(CURL *easy, const resil_http_result *res, void *ud)
+{
+    chain *c = ud;
+    long status = res->status;
+    fx_url(c->f, "/second");
+    assert_int_equal(resil_http_start(c->x->m, easy, &c->f->req, on_done, &c->second, NULL), 0);
+    assert_int_equal(res->status, status);
+    c->first_status_after_start = res->status;
+}
+
+static void a_calls_done_may_start_the_next_call_on_its_handle(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/first", FX_STEPS({.status = 200}));
+    fx_script(f, "/second", FX_STEPS({.status = 202}));
+    fx_url(f, "/first");
+    mx x;
+    mx_open(f, &x);
+    chain c = {.f = f, .x = &x};
+    assert_int_equal(resil_http_start(x.m, f->easy, &f->req, start_next_on_done, &c, NULL), 0);
+    virtual_loop_run(&x.vl, &c.second.done);
+    assert_int_equal(c.first_status_after_start, 200);
+    assert_int_equal(c.second.res.status, 202);
+    assert_int_equal(c.second.res.stop, RESIL_STOP_SUCCEEDED);
+    assert_ptr_equal(c.second.easy, f->easy);
+    mx_close(&x);
+}
+
 static resil_instant no_now(void *self)
 {
     (void)self;
@@ -364,6 +401,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_post_with_a_key_sends_the_same_key_on_every_attempt,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(callers_private_pointer_is_back_after_the_call,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(a_calls_done_may_start_the_next_call_on_its_handle,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(a_loop_without_descriptor_watches_is_refused, fx_setup,
                                         fx_teardown),
