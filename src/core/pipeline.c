@@ -137,10 +137,9 @@ void resil__run_drop_breakers(resil__run *r)
 {
     if (r->p->registry == NULL)
         return;
-    for (size_t k = 0; k <= RESIL_HEDGE_MAX; k++) {
+    for (uint32_t k = 0; k < r->nhedge_breakers; k++)
         resil_breaker_free(r->hedge_breakers[k]);
-        r->hedge_breakers[k] = NULL;
-    }
+    r->nhedge_breakers = 0;
     resil_breaker_free(r->breaker);
     r->breaker = NULL;
 }
@@ -157,6 +156,8 @@ int resil__run_take_breakers(resil__run *r, const resil_call *call)
     size_t n = call->hedge_keys != NULL ? call->hedge_keys_len : 0;
     for (size_t k = 0; k < n && k <= RESIL_HEDGE_MAX && rc == 0; k++) {
         const char *key = call->hedge_keys[k];
+        r->hedge_breakers[k] = NULL;
+        r->nhedge_breakers = (uint32_t)k + 1;
         if (key != NULL && key[0] != '\0')
             rc = resil_registry_get(p->registry, key, NULL, &r->hedge_breakers[k], NULL);
     }
@@ -182,11 +183,9 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
 {
     if (p == NULL || op == NULL || out == NULL)
         return RESIL_EINVAL;
-    resil_call defaults;
-    if (call == NULL) {
-        resil_call_default(&defaults);
+    static const resil_call defaults = {.priority = RESIL_PRIORITY_MAX};
+    if (call == NULL)
         call = &defaults;
-    }
     /* Every field but the two outcomes, which the walk writes: clearing
      * them too costs more than the rest of a success. */
     out->stop = RESIL_STOP_NONE;
@@ -196,10 +195,8 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     out->hedges = 0;
     out->hedge_winner = 0;
     resil__exec ex = {out, 0};
-    resil__run r = {p,           op,          call->user,     p->breaker,
-                    call->key,   call->operation, call->priority, call->non_idempotent,
-                    call->rng,   call->records,   call->records_cap, &ex, {NULL},
-                    NULL,        NULL};
+    resil__run r;
+    resil__run_init(&r, p, op, call, p->breaker, &ex);
     resil_exec_trace trace;
     if (call->telemetry != NULL) {
         r.http = call->telemetry->http;

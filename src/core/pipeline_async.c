@@ -1162,9 +1162,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     x->op = op;
     x->done = done;
     x->done_ud = done_ud;
-    x->run = (resil__run){p, NULL, x->call.user, p->breaker, x->call.key, x->call.operation,
-                          x->call.priority, x->call.non_idempotent, x->call.rng,
-                          x->call.records, x->call.records_cap, &x->ex, {NULL}, NULL, NULL};
+    resil__run_init(&x->run, p, NULL, &x->call, p->breaker, &x->ex);
     if (x->call.telemetry != NULL) {
         x->run.http = x->call.telemetry->http;
         x->run.trace = resil__trace_begin(x->call.telemetry->trace, x->call.rng, &x->trace);
