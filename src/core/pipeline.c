@@ -133,10 +133,8 @@ static const char *registry_key(const resil_pipeline *p, const resil_call *c)
     return p->name;
 }
 
-void resil__run_drop_breakers(resil__run *r)
+void resil__run_drop_registry_breakers(resil__run *r)
 {
-    if (r->p->registry == NULL)
-        return;
     for (uint32_t k = 0; k < r->nhedge_breakers; k++)
         resil_breaker_free(r->hedge_breakers[k]);
     r->nhedge_breakers = 0;
@@ -144,11 +142,9 @@ void resil__run_drop_breakers(resil__run *r)
     r->breaker = NULL;
 }
 
-int resil__run_take_breakers(resil__run *r, const resil_call *call)
+int resil__run_take_registry_breakers(resil__run *r, const resil_call *call)
 {
     const resil_pipeline *p = r->p;
-    if (p->registry == NULL)
-        return 0;
     int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r->breaker, NULL);
     if (rc != 0)
         return rc;
@@ -162,7 +158,7 @@ int resil__run_take_breakers(resil__run *r, const resil_call *call)
             rc = resil_registry_get(p->registry, key, NULL, &r->hedge_breakers[k], NULL);
     }
     if (rc != 0)
-        resil__run_drop_breakers(r);
+        resil__run_drop_registry_breakers(r);
     return rc;
 }
 

@@ -554,7 +554,7 @@ static step retry_enter(level *L)
         n->policy.max_total > 0 && resil_cancel_init(&L->u.retry.own, L->f.cancel) == 0;
     if (L->u.retry.has_own)
         cancel = k->attempt_deadline_token = &L->u.retry.own;
-    L->u.retry.o = resil__retry_opts(r, &L->f, cancel, k);
+    resil__retry_opts(&L->u.retry.o, r, &L->f, cancel, k);
     resil_stop s = resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o,
                                    &L->u.retry.res, &L->u.retry.start);
     if (s != RESIL_STOP_NONE)

@@ -129,8 +129,19 @@ static inline void resil__run_init(resil__run *r, const struct resil_pipeline *p
 /* The run's breakers from the pipeline's registry, if it has one: the
  * call's and one per entry of call->hedge_keys. 0, or the registry's error
  * with none held. */
-int resil__run_take_breakers(resil__run *r, const resil_call *call);
-void resil__run_drop_breakers(resil__run *r);
+int resil__run_take_registry_breakers(resil__run *r, const resil_call *call);
+void resil__run_drop_registry_breakers(resil__run *r);
+
+static inline int resil__run_take_breakers(resil__run *r, const resil_call *call)
+{
+    return r->p->registry != NULL ? resil__run_take_registry_breakers(r, call) : 0;
+}
+
+static inline void resil__run_drop_breakers(resil__run *r)
+{
+    if (r->p->registry != NULL)
+        resil__run_drop_registry_breakers(r);
+}
 
 /* The breaker an attempt of frame `hedge` meets. */
 static inline resil_breaker *resil__breaker_of(const resil__run *r, uint32_t hedge)
@@ -258,8 +269,8 @@ void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res
                               const resil__cursor *k);
 /* The retry executor's options for the retry at the cursor's node, the same
  * on both walks. */
-resil_exec_opts resil__retry_opts(const resil__run *r, const resil__frame *f,
-                                  resil_cancel *cancel, resil__cursor *k);
+void resil__retry_opts(resil_exec_opts *o, const resil__run *r, const resil__frame *f,
+                       resil_cancel *cancel, resil__cursor *k);
 
 /* The retry policy's on_retry as executed: reports, then calls the
  * caller's hook with the caller's context (pipeline_strategies.c). */

@@ -103,7 +103,7 @@ static inline bool resil__timeout_enter(const resil__run *r, const resil__node *
                                         resil__frame *inner, resil_outcome *out)
 {
     resil_duration t = resil__timeout_for(n, r);
-    resil_instant deadline = resil__earlier(f->deadline, resil_dur_add(f->now, t));
+    resil_instant deadline = resil__earlier(f->deadline, resil__add_sat(f->now, t));
     if (resil_cancel_init(tok, f->cancel) != 0) {
         *out = resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
         return false;

@@ -296,24 +296,23 @@ void resil__retry_announce(const resil_retry_info *info, void *user, void *hook_
 
 /* The executor's options for the retry at the cursor's node. An inner
  * retry keeps no records: the result's are the outermost retry's. */
-resil_exec_opts resil__retry_opts(const resil__run *r, const resil__frame *f,
-                                  resil_cancel *cancel, resil__cursor *k)
+void resil__retry_opts(resil_exec_opts *o, const resil__run *r, const resil__frame *f,
+                       resil_cancel *cancel, resil__cursor *k)
 {
-    resil_exec_opts o = {.clock = &k->base,
-                         .rng = r->rng,
-                         .cancel = cancel,
-                         .deadline = f->deadline,
-                         .non_idempotent = r->non_idempotent,
-                         .records = r->ex != NULL && !k->node->inner ? r->records : NULL,
-                         .records_cap = r->records_cap,
-                         /* the strategies inside take each attempt's start
-                          * from the cursor, so it must be read every time */
-                         .measure_elapsed = true};
+    *o = (resil_exec_opts){.clock = &k->base,
+                           .rng = r->rng,
+                           .cancel = cancel,
+                           .deadline = f->deadline,
+                           .non_idempotent = r->non_idempotent,
+                           .records = r->ex != NULL && !k->node->inner ? r->records : NULL,
+                           .records_cap = r->records_cap,
+                           /* the strategies inside take each attempt's start
+                            * from the cursor, so it must be read every time */
+                           .measure_elapsed = true};
     if (resil__listening(r->p)) {
-        o.on_attempt = resil__retry_report_attempt;
-        o.on_attempt_ud = k;
+        o->on_attempt = resil__retry_report_attempt;
+        o->on_attempt_ud = k;
     }
-    return o;
 }
 
 /* The outermost retry's stop, attempts and records become the result's; an
@@ -343,7 +342,8 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     bool has_own = n->policy.max_total > 0 && resil_cancel_init(&own, f->cancel) == 0;
     if (has_own)
         cancel = k.attempt_deadline_token = &own;
-    resil_exec_opts o = resil__retry_opts(r, f, cancel, &k);
+    resil_exec_opts o;
+    resil__retry_opts(&o, r, f, cancel, &k);
     resil_retry_result res;
     resil__retry_run(&n->run_policy, &o, attempt_op, &k, &res); /* validated at build */
     if (has_own)
