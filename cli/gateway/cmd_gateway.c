@@ -105,7 +105,8 @@ static const char usage_text[] =
     "  --breaker-break DUR    how long the breaker stays open (default 5s); alone, it\n"
     "                         gives the upstream a breaker of the ratio rule\n"
     "\n"
-    "GET /healthz answers 200 \"ok\". SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
+    "GET /healthz answers 200 \"ok\"; GET /metrics the gateway's metrics in Prometheus's\n"
+    "text format (docs/telemetry.md). SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
 
 /* ---- option parsers: 0, or RESIL_EINVAL (reported by name) ------------- */
 
@@ -753,6 +754,43 @@ static void close_breaker(gateway *gw)
 #endif
 }
 
+/* GET /metrics: one sink for the whole gateway; the upstream's breaker is
+ * watched under its authority (scheme://host:port, the default port
+ * spelled out), the name the HTTP circuit-breaker gauge is labelled by. */
+static int open_metrics(gateway *gw)
+{
+    resil_err err = {0};
+    if (resil_metrics_new(NULL, &gw->metrics, &err) != 0) {
+        fprintf(stderr, "resil gateway: metrics: %s\n", err.message);
+        return 1;
+    }
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    bool parsed = u != NULL && curl_url_set(u, CURLUPART_URL, gw->cfg.upstream, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+    if (parsed)
+        snprintf(gw->authority, sizeof gw->authority, "%s://%s:%s", scheme, host, port);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    if (!parsed || resil_authority_split(gw->authority, gw->http_host, sizeof gw->http_host,
+                                         &gw->upstream_attrs.server_port) != 0) {
+        fprintf(stderr, "resil gateway: metrics: cannot read the upstream's host and port\n");
+        return 1;
+    }
+    gw->upstream_attrs.server_address = gw->http_host;
+    if (gw->breaker != NULL &&
+        resil_metrics_watch_http_breaker(gw->metrics, "gateway", gw->breaker, gw->authority,
+                                         gw) != 0) {
+        fprintf(stderr, "resil gateway: metrics: cannot watch the upstream's breaker\n");
+        return 1;
+    }
+    return 0;
+}
+
 static int serve(gateway *gw, const sigset_t *signals)
 {
     fit_fd_limit(&gw->cfg);
@@ -761,7 +799,7 @@ static int serve(gateway *gw, const sigset_t *signals)
     int rc = open_store(gw);
     if (rc != 0)
         return rc;
-    if ((rc = open_breaker(gw)) != 0)
+    if ((rc = open_breaker(gw)) != 0 || (rc = open_metrics(gw)) != 0)
         return rc;
     if (gw_rules_start(gw) != 0) {
         fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
@@ -816,6 +854,7 @@ int cmd_gateway(int argc, char **argv)
     gw_upstream_init(&gw);
     rc = serve(&gw, &signals);
     gw_rules_stop(&gw);
+    resil_metrics_free(gw.metrics); /* lets its watch of the breaker go */
     close_breaker(&gw);
     resil_store_free(gw.store);
     gw_upstream_cleanup(&gw);

@@ -99,6 +99,12 @@ typedef struct gateway {
     struct resil_redis *redis; /* its client */
     struct fleet_limits *limits; /* --fleet-rate, --fleet-concurrency: the upstream's */
     struct fleet_limit *limit;   /* its limits, or NULL: none */
+
+    /* GET /metrics: requests by outcome, upstream calls, the breaker's state */
+    resil_metrics *metrics;
+    char authority[300];     /* the upstream as "scheme://host:port" */
+    resil_http_attrs upstream_attrs; /* its server.address and server.port */
+    char http_host[256];
 } gateway;
 
 /* gateway_upstream.c */
@@ -130,7 +136,8 @@ typedef struct gw_req {
     gw_buf body;
     bool started;
     resil_instant start;
-    const char *idem; /* what the idempotency rules did, for the log */
+    const char *idem; /* what the idempotency rules did, for the log and /metrics */
+    const char *error_type; /* why no upstream answer was passed on, for /metrics */
     char note[300];   /* extra log detail */
     const char *key;  /* NULL, or the Idempotency-Key unquoted (in key_buf) */
     char key_buf[RESIL_STORE_FIELD_MAX + 1];
@@ -169,6 +176,10 @@ enum MHD_Result gw_send_error(gw_req *r, struct MHD_Connection *conn, const char
  * when the upstream's breaker refused the request. */
 enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn, const char *method,
                               const gw_reply *up);
+
+/* OpenTelemetry's http.request.method: a method it does not know is
+ * "_OTHER", so no client can make a series per made-up method. */
+const char *gw_known_method(const char *method);
 
 int gw_http_start(gateway *gw, int listen_fd, bool ipv6);
 /* Stop accepting, let in-flight requests finish (up to `grace`), stop. */

@@ -348,6 +348,26 @@ static void add_saved_headers(struct MHD_Response *resp, const char *blob, size_
         add_field(resp, &f);
 }
 
+const char *gw_known_method(const char *method)
+{
+    static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
+                                        "OPTIONS", "TRACE", "PATCH"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(method, known[i]) == 0)
+            return known[i];
+    return "_OTHER";
+}
+
+/* Every answer but the gateway's own endpoints' is counted by what the
+ * idempotency rules did (the access log's idempotency= word). */
+static void count_request(const gw_req *r, const char *method, int status)
+{
+    if (strcmp(r->idem, "health") == 0 || strcmp(r->idem, "metrics") == 0)
+        return;
+    resil_metrics_count_request(r->gw->metrics, gw_known_method(method), r->idem, status,
+                                r->error_type);
+}
+
 enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn,
                                    const char *method, const gw_answer *a)
 {
@@ -370,6 +390,7 @@ enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn,
         MHD_add_response_header(resp, "Connection", "close");
     char ip[64];
     gw_client_ip(conn, ip, sizeof ip);
+    count_request(r, method, a->status);
     access_log(r, ip, method, a->status, a->body_len);
     set_phase(r->gw->http, r->link, PHASE_ANSWERING);
     if (r->on_worker) { /* queued by the MHD thread once resumed */
@@ -398,6 +419,10 @@ enum MHD_Result gw_send_error(gw_req *r, struct MHD_Connection *conn,
 enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn,
                                   const char *method, const gw_reply *up)
 {
+    r->error_type = up->refused != NULL ? up->refused
+                    : up->curl_code == 0 ? NULL
+                    : up->timed_out    ? "upstream_timeout"
+                                       : "upstream_unavailable";
     if (up->refused != NULL)
         return gw_send_error(r, conn, method, 503, up->refused, up->refused_message,
                              up->retry_after);
@@ -588,6 +613,22 @@ static enum MHD_Result resumed(gw_req *r, struct MHD_Connection *conn)
     return ret == MHD_YES ? r->worker_result : MHD_NO;
 }
 
+/* GET /metrics: the metrics sink's Prometheus text, written by the library. */
+static enum MHD_Result send_metrics(gw_req *r, struct MHD_Connection *conn, const char *method)
+{
+    r->idem = "metrics";
+    char *text = NULL;
+    size_t len = 0;
+    if (resil_metrics_prometheus_string(r->gw->metrics, &text, &len) != 0)
+        return gw_send_error(r, conn, method, 500, "metrics_unavailable",
+                             "the gateway could not write its metrics", NULL);
+    gw_answer a = {.status = 200, .body = text, .body_len = len,
+                   .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+    enum MHD_Result ret = gw_send_answer(r, conn, method, &a);
+    free(text);
+    return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version,
                               const char *upload, size_t *upload_size, void **state)
@@ -616,6 +657,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         gw_answer a = {.status = 200, .body = "ok\n", .body_len = 3, .content_type = "text/plain"};
         return gw_send_answer(r, conn, method, &a);
     }
+    if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0)
+        return send_metrics(r, conn, method);
     if (gw_guarded_method(&r->gw->cfg, method) && r->key == NULL && r->gw->cfg.require_key)
         return refuse(r, conn, method, "missing", 400, "idempotency_key_required",
                       "this request needs an Idempotency-Key header");

@@ -339,6 +339,30 @@ static bool fleet_admits(gateway *gw, gw_reply *out, resil_bulkhead_ticket *t)
 }
 #endif
 
+/* The call as an attempt of pipeline "gateway": its duration goes to
+ * http.client.request.resilience.attempt.duration. A 5xx or no answer is a
+ * failure, as the breaker counts it. */
+static void record_attempt(gateway *gw, const gw_forward *f, const gw_reply *out,
+                           resil_duration took)
+{
+    resil_outcome o = resil_ok();
+    o.code = out->status;
+    if (out->curl_code != 0) {
+        o.kind = out->timed_out ? RESIL_TIMEOUT : RESIL_TRANSIENT;
+        o.code = 0;
+    } else if (out->status >= 500) {
+        o.kind = RESIL_TRANSIENT;
+    }
+    resil_http_attrs http = gw->upstream_attrs;
+    http.method = gw_known_method(f->method);
+    resil_event ev = {.type = RESIL_EVENT_ATTEMPT, .pipeline = "gateway", .strategy = "",
+                      .key = "", .at = resil_clock_now(gw->clock), .attempt = 1,
+                      .duration = took, .outcome = &o, .reason = "", .from_name = "",
+                      .to_name = "", .http = &http};
+    ev.severity = resil_event_severity(ev.type, &o);
+    resil_metrics_on_event(&ev, gw->metrics);
+}
+
 void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
 {
     memset(out, 0, sizeof *out);
@@ -389,7 +413,9 @@ void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
     set_method(h, f);
     send_watch w = {.reply = out, .once = f->once};
     watch_sending(h, &w);
+    resil_instant start = resil_clock_now(gw->clock);
     CURLcode rc = curl_easy_perform(h);
+    resil_duration took = resil_clock_now(gw->clock) - start;
     out->curl_code = (int)rc;
     out->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     if (rc == CURLE_OK) {
@@ -403,6 +429,7 @@ void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
         snprintf(out->error, sizeof out->error, "%s",
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
     }
+    record_attempt(gw, f, out, took);
 done:
     resil_breaker_record(gw->breaker, &permit,
                          out->curl_code != 0 || out->status >= 500 ? RESIL_BREAKER_FAILURE

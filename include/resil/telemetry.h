@@ -293,7 +293,23 @@ RESIL_API int resil_metrics_watch_bulkhead(resil_metrics *m, const char *pipelin
                                            resil_bulkhead *b, const void *owner);
 RESIL_API int resil_metrics_watch_limiter(resil_metrics *m, const char *pipeline,
                                           resil_limiter *l, const void *owner);
+/* The same for a breaker guarding an HTTP authority ("scheme://host:port")
+ * whose name is not one (resil gateway's upstream breaker): its
+ * http.client.request.resilience.circuit_breaker.state is labelled by that
+ * authority. RESIL_EINVAL for anything else. */
+RESIL_API int resil_metrics_watch_http_breaker(resil_metrics *m, const char *pipeline,
+                                               resil_breaker *b, const char *authority,
+                                               const void *owner);
 RESIL_API void resil_metrics_unwatch(resil_metrics *m, const void *owner);
+
+/* One request an idempotency layer answered (resil gateway), counted in
+ * resilience.idempotency.requests by method, outcome ("first", "replay",
+ * "in-progress", "mismatch", …), response status (100..599, else none) and
+ * error.type (NULL or "" for none). OpenTelemetry names only: nothing is
+ * recorded under RESIL_METRICS_NAMES_RESIL. */
+RESIL_API void resil_metrics_count_request(resil_metrics *m, const char *method,
+                                           const char *outcome, int status,
+                                           const char *error_type);
 
 /* The count of one event series (0 if never seen), summed over the
  * labels the other names add (operation, severity, exception type). */

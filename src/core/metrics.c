@@ -32,6 +32,7 @@ enum {
     M_HTTP_ATTEMPT,  /* http.client.request.resilience.attempt.duration */
     M_HTTP_RETRIES,  /* http.client.request.resilience.retry.attempts */
     M_HTTP_REJECTED, /* http.client.request.resilience.rate_limiter.rejections */
+    M_IDEMPOTENCY,   /* resilience.idempotency.requests */
     M_COUNT
 };
 
@@ -68,6 +69,7 @@ typedef enum watch_kind { W_BREAKER, W_REGISTRY, W_BULKHEAD, W_LIMITER } watch_k
 typedef struct watch {
     watch_kind kind;
     char pipeline[L_PIPELINE];
+    char authority[L_PIPELINE + 16]; /* W_BREAKER: its HTTP gauge's; "" = its name */
     void *object;
     const void *owner;
     struct watch *next;
@@ -444,6 +446,22 @@ void resil_metrics_on_event(const resil_event *ev, void *ud)
     pthread_mutex_unlock(&m->mu);
 }
 
+void resil_metrics_count_request(resil_metrics *m, const char *method, const char *outcome,
+                                 int status, const char *error_type)
+{
+    if (m == NULL || m->names == RESIL_METRICS_NAMES_RESIL)
+        return;
+    key k;
+    key_clear(&k, M_IDEMPOTENCY);
+    copy_label(k.method, sizeof k.method, method);
+    copy_label(k.event, sizeof k.event, outcome);
+    copy_label(k.error, sizeof k.error, error_type);
+    k.status = status >= 100 && status <= 599 ? status : 0;
+    pthread_mutex_lock(&m->mu);
+    record(m, &k, 0);
+    pthread_mutex_unlock(&m->mu);
+}
+
 uint64_t resil_metrics_event_count(resil_metrics *m, const char *pipeline,
                                    const char *strategy, resil_event_type t)
 {
@@ -470,7 +488,7 @@ uint64_t resil_metrics_event_count(resil_metrics *m, const char *pipeline,
 /* ---- watches ------------------------------------------------------------------ */
 
 static int add_watch(resil_metrics *m, watch_kind kind, const char *pipeline, void *object,
-                     const void *owner)
+                     const void *owner, const char *authority)
 {
     if (m == NULL || object == NULL)
         return RESIL_EINVAL;
@@ -479,6 +497,7 @@ static int add_watch(resil_metrics *m, watch_kind kind, const char *pipeline, vo
         return RESIL_ENOMEM;
     w->kind = kind;
     copy_label(w->pipeline, sizeof w->pipeline, pipeline);
+    copy_label(w->authority, sizeof w->authority, authority);
     w->object = kind == W_BREAKER ? (void *)resil_breaker_retain(object) : object;
     w->owner = owner;
     pthread_mutex_lock(&m->mu);
@@ -493,25 +512,36 @@ static int add_watch(resil_metrics *m, watch_kind kind, const char *pipeline, vo
 int resil_metrics_watch_breaker(resil_metrics *m, const char *pipeline, resil_breaker *b,
                                 const void *owner)
 {
-    return add_watch(m, W_BREAKER, pipeline, b, owner);
+    return add_watch(m, W_BREAKER, pipeline, b, owner, NULL);
+}
+
+int resil_metrics_watch_http_breaker(resil_metrics *m, const char *pipeline, resil_breaker *b,
+                                     const char *authority, const void *owner)
+{
+    char host[L_PIPELINE];
+    int port;
+    if (resil_authority_split(authority, host, sizeof host, &port) != 0 ||
+        strlen(authority) >= L_PIPELINE + 16)
+        return RESIL_EINVAL;
+    return add_watch(m, W_BREAKER, pipeline, b, owner, authority);
 }
 
 int resil_metrics_watch_registry(resil_metrics *m, const char *pipeline, resil_registry *r,
                                  const void *owner)
 {
-    return add_watch(m, W_REGISTRY, pipeline, r, owner);
+    return add_watch(m, W_REGISTRY, pipeline, r, owner, NULL);
 }
 
 int resil_metrics_watch_bulkhead(resil_metrics *m, const char *pipeline, resil_bulkhead *b,
                                  const void *owner)
 {
-    return add_watch(m, W_BULKHEAD, pipeline, b, owner);
+    return add_watch(m, W_BULKHEAD, pipeline, b, owner, NULL);
 }
 
 int resil_metrics_watch_limiter(resil_metrics *m, const char *pipeline, resil_limiter *l,
                                 const void *owner)
 {
-    return add_watch(m, W_LIMITER, pipeline, l, owner);
+    return add_watch(m, W_LIMITER, pipeline, l, owner, NULL);
 }
 
 void resil_metrics_unwatch(resil_metrics *m, const void *owner)
@@ -622,6 +652,8 @@ static void otel_labels(labels *l, const series *s)
     const key *k = &s->k;
     if (k->metric >= M_HTTP_ATTEMPT) {
         label_opt(l, "http.request.method", k->method);
+        if (k->metric == M_IDEMPOTENCY)
+            label_opt(l, "idempotency.outcome", k->event);
         label_opt(l, "server.address", k->address);
         if (k->port > 0)
             label_int(l, "server.port", k->port);
@@ -662,6 +694,7 @@ static const family resil_families[M_COUNT] = {
      "Duration of each pipeline execution in seconds.", 1000000000},
     {NULL, NULL, NULL, NULL, NULL, 0},
     {NULL, NULL, NULL, NULL, NULL, 0},
+    {NULL, NULL, NULL, NULL, NULL, 0},
     {NULL, NULL, NULL, NULL, NULL, 0}};
 
 static const family otel_families[M_COUNT] = {
@@ -680,7 +713,9 @@ static const family otel_families[M_COUNT] = {
      "Retries of HTTP requests.", 0},
     {"http_client_request_resilience_rate_limiter_rejections_total",
      "http.client.request.resilience.rate_limiter.rejections", "{request}", "counter",
-     "HTTP requests refused by a rate limiter, bulkhead or concurrency limit.", 0}};
+     "HTTP requests refused by a rate limiter, bulkhead or concurrency limit.", 0},
+    {"resilience_idempotency_requests_total", "resilience.idempotency.requests", "{request}",
+     "counter", "Requests an idempotency layer answered, by what it did with the key.", 0}};
 
 /* OpenTelemetry's Prometheus mapping: a dot in a name becomes '_'. */
 static void emit_name(writer *w, const char *name)
@@ -986,7 +1021,10 @@ static void family_gauges(const gauge_walk *g, int fam)
     bool breakers = fam == G_BREAKER || fam == G_HTTP_BREAKER;
     for (const watch *x = g->m->watches; x != NULL; x = x->next) {
         if (breakers && x->kind == W_BREAKER)
-            breaker_gauge(g, fam, x->pipeline, resil_breaker_name(x->object),
+            breaker_gauge(g, fam, x->pipeline,
+                          fam == G_HTTP_BREAKER && x->authority[0] != '\0'
+                              ? x->authority
+                              : resil_breaker_name(x->object),
                           (long long)resil_breaker_state_of(x->object));
         else if (breakers && x->kind == W_REGISTRY)
             registry_gauges(g, fam, x);
