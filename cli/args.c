@@ -163,3 +163,19 @@ int args_duration(const args *a, const char *option, const char *text,
     *out = d;
     return 0;
 }
+
+int args_timeout(const args *a, const char *option, const char *text,
+                 resil_duration *out)
+{
+    if (strcmp(text, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    resil_err err;
+    resil_duration d;
+    if (resil_duration_parse_cstr(text, &d, &err) != 0 || d < 0)
+        return args_fail(a, "%s must be a duration like 250ms, 2s or 1m30s, or 'none' "
+                            "(0 also switches it off), got '%s'", option, text);
+    *out = d;
+    return 0;
+}

@@ -68,5 +68,9 @@ int args_rate(const args *a, const char *option, const char *text, double *out);
 /* A duration ("250ms", "2s", "1m30s"); `positive` rejects 0. */
 int args_duration(const args *a, const char *option, const char *text,
                   bool positive, resil_duration *out);
+/* A timeout: a duration, where "none" and any zero ("0", "0s") switch it
+ * off (*out = 0). */
+int args_timeout(const args *a, const char *option, const char *text,
+                 resil_duration *out);
 
 #endif

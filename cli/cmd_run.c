@@ -52,7 +52,9 @@ static void usage(FILE *out)
           "policy.\n"
           "\n",
           out);
-    policy_opts_usage(out);
+    policy_opts defaults;
+    policy_opts_default(&defaults);
+    policy_opts_usage(out, &defaults);
     fputs("\n"
           "attempts:\n"
           "      --kill-after DUR       a timed-out attempt gets SIGTERM, then "

@@ -15,19 +15,6 @@
 #define SCHEDULE_FOREVER_LINES 10 /* waits shown for "forever" */
 #define SCHEDULE_MAX_LINES 50     /* waits shown before the rest is elided */
 
-/* The options a command line may set over a --policy, as bits of `given`. */
-enum {
-    GIVEN_ATTEMPTS = 1u << 0,
-    GIVEN_BACKOFF = 1u << 1,
-    GIVEN_DELAY = 1u << 2,
-    GIVEN_MAX_DELAY = 1u << 3,
-    GIVEN_FACTOR = 1u << 4,
-    GIVEN_JITTER = 1u << 5,
-    GIVEN_ATTEMPT_TIMEOUT = 1u << 6,
-    GIVEN_TOTAL_TIMEOUT = 1u << 7,
-    GIVEN_DELAYS = 1u << 8
-};
-
 void policy_opts_default(policy_opts *po)
 {
     memset(po, 0, sizeof *po);
@@ -102,13 +89,13 @@ static int parse_delays(policy_opts *po, const args *a, const char *v)
  * per wait and the first, and the waits exactly as listed. */
 static void list_defaults(policy_opts *po)
 {
-    if (!(po->given & GIVEN_DELAYS))
+    if (!(po->given & POLICY_GIVEN_DELAYS))
         return;
-    if (!(po->given & GIVEN_ATTEMPTS))
+    if (!(po->given & POLICY_GIVEN_ATTEMPTS))
         po->policy.max_attempts = (uint32_t)po->policy.backoff.delays_len + 1;
-    if (!(po->given & GIVEN_JITTER))
+    if (!(po->given & POLICY_GIVEN_JITTER))
         po->policy.backoff.jitter = RESIL_JITTER_NONE;
-    if (!(po->given & GIVEN_MAX_DELAY))
+    if (!(po->given & POLICY_GIVEN_MAX_DELAY))
         po->policy.backoff.max_delay = RESIL_DURATION_MAX;
 }
 
@@ -141,19 +128,19 @@ int policy_opts_parse(policy_opts *po, args *a)
         po->given |= (bit);                                                \
         return rc_ < 0 ? rc_ : 1;                                          \
     }
-    TRY("--attempts", "-a", GIVEN_ATTEMPTS, parse_attempts(po, a, v))
-    TRY("--backoff", NULL, GIVEN_BACKOFF, parse_backoff(po, a, v))
-    TRY("--delay", NULL, GIVEN_DELAY, args_duration(a, "--delay", v, false, &b->base))
-    TRY("--delays", NULL, GIVEN_DELAYS, parse_delays(po, a, v))
-    TRY("--max-delay", NULL, GIVEN_MAX_DELAY,
+    TRY("--attempts", "-a", POLICY_GIVEN_ATTEMPTS, parse_attempts(po, a, v))
+    TRY("--backoff", NULL, POLICY_GIVEN_BACKOFF, parse_backoff(po, a, v))
+    TRY("--delay", NULL, POLICY_GIVEN_DELAY, args_duration(a, "--delay", v, false, &b->base))
+    TRY("--delays", NULL, POLICY_GIVEN_DELAYS, parse_delays(po, a, v))
+    TRY("--max-delay", NULL, POLICY_GIVEN_MAX_DELAY,
         args_duration(a, "--max-delay", v, false, &b->max_delay))
-    TRY("--factor", NULL, GIVEN_FACTOR, args_double(a, "--factor", v, 1.0, &b->factor))
-    TRY("--jitter", NULL, GIVEN_JITTER, parse_jitter(po, a, v))
+    TRY("--factor", NULL, POLICY_GIVEN_FACTOR, args_double(a, "--factor", v, 1.0, &b->factor))
+    TRY("--jitter", NULL, POLICY_GIVEN_JITTER, parse_jitter(po, a, v))
     TRY("--seed", NULL, 0, parse_seed(po, a, v))
-    TRY("--attempt-timeout", NULL, GIVEN_ATTEMPT_TIMEOUT,
-        args_duration(a, "--attempt-timeout", v, true, &po->attempt_timeout))
-    TRY("--total-timeout", NULL, GIVEN_TOTAL_TIMEOUT,
-        args_duration(a, "--total-timeout", v, true, &po->policy.max_total))
+    TRY("--attempt-timeout", NULL, POLICY_GIVEN_ATTEMPT_TIMEOUT,
+        args_timeout(a, "--attempt-timeout", v, &po->attempt_timeout))
+    TRY("--total-timeout", NULL, POLICY_GIVEN_TOTAL_TIMEOUT,
+        args_timeout(a, "--total-timeout", v, &po->policy.max_total))
     TRY("--config", NULL, 0, (po->config_file = v, 0))
     TRY("--policy", NULL, 0, (po->policy_name = v, 0))
 #undef TRY
@@ -216,27 +203,27 @@ static int apply_config(policy_opts *po, const args *a)
     memcpy(po->disable_for, cp.disable_for, sizeof po->disable_for);
     memcpy(po->hint_headers, cp.hint_headers, sizeof po->hint_headers);
     po->nhint_headers = cp.nhint_headers;
-    if (cli.given & GIVEN_ATTEMPTS)
+    if (cli.given & POLICY_GIVEN_ATTEMPTS)
         po->policy.max_attempts = cli.policy.max_attempts;
-    if (cli.given & GIVEN_BACKOFF)
+    if (cli.given & POLICY_GIVEN_BACKOFF)
         b->kind = cli.policy.backoff.kind;
-    if (cli.given & GIVEN_DELAYS) {
+    if (cli.given & POLICY_GIVEN_DELAYS) {
         memcpy(po->delays, cli.delays, sizeof po->delays);
         b->kind = RESIL_BACKOFF_LIST;
         b->delays = po->delays;
         b->delays_len = cli.policy.backoff.delays_len;
     }
-    if (cli.given & GIVEN_DELAY)
+    if (cli.given & POLICY_GIVEN_DELAY)
         b->base = cli.policy.backoff.base;
-    if (cli.given & GIVEN_MAX_DELAY)
+    if (cli.given & POLICY_GIVEN_MAX_DELAY)
         b->max_delay = cli.policy.backoff.max_delay;
-    if (cli.given & GIVEN_FACTOR)
+    if (cli.given & POLICY_GIVEN_FACTOR)
         b->factor = cli.policy.backoff.factor;
-    if (cli.given & GIVEN_JITTER)
+    if (cli.given & POLICY_GIVEN_JITTER)
         b->jitter = cli.policy.backoff.jitter;
-    if (cli.given & GIVEN_ATTEMPT_TIMEOUT)
+    if (cli.given & POLICY_GIVEN_ATTEMPT_TIMEOUT)
         po->attempt_timeout = cli.attempt_timeout;
-    if (cli.given & GIVEN_TOTAL_TIMEOUT)
+    if (cli.given & POLICY_GIVEN_TOTAL_TIMEOUT)
         po->policy.max_total = cli.policy.max_total;
     return 0;
 }
@@ -256,16 +243,34 @@ static int load_named_policy(policy_opts *po, const args *a)
 #endif
 }
 
+/* A default timeout never traps an explicit one: `--total-timeout 3s`
+ * cuts a default 10 s attempt timeout to 3 s, and `--attempt-timeout 1m`
+ * lifts a default 30 s total. Both given and clashing: RESIL_EINVAL. */
+static int fit_timeouts(policy_opts *po)
+{
+    resil_duration *attempt = &po->attempt_timeout, *total = &po->policy.max_total;
+    if (*attempt == 0 || *total == 0 || *attempt <= *total)
+        return 0;
+    bool attempt_given = po->given & POLICY_GIVEN_ATTEMPT_TIMEOUT;
+    bool total_given = po->given & POLICY_GIVEN_TOTAL_TIMEOUT;
+    if (attempt_given && total_given)
+        return RESIL_EINVAL;
+    if (total_given)
+        *attempt = *total;
+    else
+        *total = 0;
+    return 0;
+}
+
 int policy_opts_finish(policy_opts *po, const args *a)
 {
-    if (po->given & GIVEN_BACKOFF && po->given & GIVEN_DELAYS)
+    if (po->given & POLICY_GIVEN_BACKOFF && po->given & POLICY_GIVEN_DELAYS)
         return args_fail(a, "--delays lists the waits: it takes no --backoff");
     if (load_named_policy(po, a) != 0)
         return RESIL_EINVAL;
     list_defaults(po);
     const resil_retry_policy *p = &po->policy;
-    if (po->attempt_timeout > 0 && p->max_total > 0 &&
-        po->attempt_timeout > p->max_total)
+    if (fit_timeouts(po) != 0)
         return args_fail(a, "--attempt-timeout must not exceed --total-timeout");
     resil_err err;
     if (resil_retry_policy_validate(p, &err) != 0)
@@ -279,40 +284,58 @@ resil_rng *policy_opts_rng(policy_opts *po)
     return po->seeded ? &po->seeded_rng.base : resil_rng_thread();
 }
 
-void policy_opts_usage(FILE *out)
+static void default_timeout(resil_duration d, char *buf, size_t cap)
 {
-    fputs("retry policy:\n"
-          "  -a, --attempts N|forever   attempts in all, the first included "
-          "(default 3)\n"
-          "      --backoff KIND         constant, linear, exponential or "
-          "fibonacci\n"
-          "                             (default exponential)\n"
-          "      --delay DUR            the backoff's base delay (default 1s)\n"
-          "      --delays DUR,DUR,...   wait exactly these, in order, the last again\n"
-          "                             past the end; sets --attempts to the count + 1\n"
-          "                             and --jitter none unless those are given\n"
-          "      --max-delay DUR        cap on any backoff wait (default 30s)\n"
-          "      --factor F             exponential growth, >= 1 (default 2)\n"
-          "      --jitter MODE          none, full, equal, decorrelated, "
-          "proportional\n"
-          "                             or polly (default full)\n"
-          "      --seed N               draw jitter from a generator seeded "
-          "with N\n"
-          "                             (default: seeded from the OS, so that "
-          "two\n"
-          "                             runs never synchronise)\n"
-          "      --attempt-timeout DUR  bound each attempt (default: none)\n"
-          "      --total-timeout DUR    bound the whole run, waits included; "
-          "a wait\n"
-          "                             that would pass it stops the run at "
-          "once\n"
-          "                             (default: none)\n"
-          "      --config FILE --policy NAME\n"
-          "                             start from a named pipeline (its retry and\n"
-          "                             timeouts) or retry policy of a configuration\n"
-          "                             file; the options above override it\n"
-          "DUR is a duration such as 250ms, 2s, 1m30s or 01:30:00.\n",
-          out);
+    if (d == 0)
+        snprintf(buf, cap, "none");
+    else
+        resil_duration_format(d, buf, cap);
+}
+
+void policy_opts_usage(FILE *out, const policy_opts *defaults)
+{
+    const resil_retry_policy *p = &defaults->policy;
+    const resil_backoff *b = &p->backoff;
+    char attempts[32], delay[32], max_delay[32], attempt_t[32], total_t[32];
+    if (p->max_attempts == RESIL_ATTEMPTS_FOREVER)
+        snprintf(attempts, sizeof attempts, "forever");
+    else
+        snprintf(attempts, sizeof attempts, "%u", p->max_attempts);
+    resil_duration_format(b->base, delay, sizeof delay);
+    resil_duration_format(b->max_delay, max_delay, sizeof max_delay);
+    default_timeout(defaults->attempt_timeout, attempt_t, sizeof attempt_t);
+    default_timeout(p->max_total, total_t, sizeof total_t);
+    fprintf(out,
+            "retry policy:\n"
+            "  -a, --attempts N|forever   attempts in all, the first included (default %s)\n"
+            "      --backoff KIND         constant, linear, exponential or fibonacci\n"
+            "                             (default %s)\n"
+            "      --delay DUR            the backoff's base delay (default %s)\n"
+            "      --delays DUR,DUR,...   wait exactly these, in order, the last again\n"
+            "                             past the end; sets --attempts to the count + 1\n"
+            "                             and --jitter none unless those are given\n"
+            "      --max-delay DUR        cap on any backoff wait (default %s)\n"
+            "      --factor F             exponential growth, >= 1 (default %g)\n"
+            "      --jitter MODE          none, full, equal, decorrelated, proportional\n"
+            "                             or polly (default %s)\n"
+            "      --seed N               draw jitter from a generator seeded with N\n"
+            "                             (default: seeded from the OS, so that two\n"
+            "                             runs never synchronise)\n"
+            "      --attempt-timeout DUR|none\n"
+            "                             bound each attempt (default %s)\n"
+            "      --total-timeout DUR|none\n"
+            "                             bound the whole run, waits included; a wait\n"
+            "                             that would pass it stops the run at once\n"
+            "                             (default %s); a default attempt timeout is\n"
+            "                             cut to it\n"
+            "      --config FILE --policy NAME\n"
+            "                             start from a named pipeline (its retry and\n"
+            "                             timeouts) or retry policy of a configuration\n"
+            "                             file; the options above override it\n"
+            "DUR is a duration such as 250ms, 2s, 1m30s or 01:30:00; for a timeout,\n"
+            "'none' or 0 switches it off.\n",
+            attempts, resil_backoff_kind_name(b->kind), delay, max_delay, b->factor,
+            resil_jitter_name(b->jitter), attempt_t, total_t);
 }
 
 static void print_policy(const policy_opts *po, FILE *out)

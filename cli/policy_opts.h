@@ -18,6 +18,20 @@
 
 #define POLICY_DELAYS_MAX 32 /* waits in --delays or a configuration's Delays */
 
+/* The options a command line may set over a --policy (bits of `given`),
+ * and whose absence lets a timeout yield to an explicit one. */
+enum {
+    POLICY_GIVEN_ATTEMPTS = 1u << 0,
+    POLICY_GIVEN_BACKOFF = 1u << 1,
+    POLICY_GIVEN_DELAY = 1u << 2,
+    POLICY_GIVEN_MAX_DELAY = 1u << 3,
+    POLICY_GIVEN_FACTOR = 1u << 4,
+    POLICY_GIVEN_JITTER = 1u << 5,
+    POLICY_GIVEN_ATTEMPT_TIMEOUT = 1u << 6,
+    POLICY_GIVEN_TOTAL_TIMEOUT = 1u << 7,
+    POLICY_GIVEN_DELAYS = 1u << 8
+};
+
 typedef struct policy_opts {
     resil_retry_policy policy;      /* max_total is --total-timeout; a --delays
                                        list is kept in `delays` below */
@@ -46,11 +60,14 @@ void policy_opts_default(policy_opts *po);
  */
 int policy_opts_parse(policy_opts *po, args *a);
 
-/* Cross-option checks once every option is read (the attempt timeout must
- * fit in the total timeout; the library's own validation), and the random
+/* Cross-option checks once every option is read, and the random
  * source set up. With --config FILE --policy NAME, the named policy is read
  * first and the options given on the command line override it, wherever
- * they stand. Returns 0 or RESIL_EINVAL after reporting. */
+ * they stand. An attempt timeout longer than the total timeout is an error
+ * only when both were given; a default one yields to the one given (the
+ * attempt timeout is cut to the total; a default total is lifted). The
+ * library's validation runs last. Returns 0 or RESIL_EINVAL after
+ * reporting. */
 int policy_opts_finish(policy_opts *po, const args *a);
 
 /*
@@ -97,8 +114,9 @@ int exit_codes_parse(const args *a, const char *option, const char *text, code_s
  * given, else the calling thread's OS-seeded one. */
 resil_rng *policy_opts_rng(policy_opts *po);
 
-/* The options' help text, one line each, for a subcommand's --help. */
-void policy_opts_usage(FILE *out);
+/* The options' help text, one line each, for a subcommand's --help, with
+ * the defaults `defaults` holds (the subcommand's, before any option). */
+void policy_opts_usage(FILE *out, const policy_opts *defaults);
 
 /*
  * Print the policy and the wait schedule it would follow if every attempt

@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang libclang-rt-dev
   libcmocka-dev
-  libcurl4-openssl-dev
+  libcurl4-openssl-dev curl
   libsqlite3-dev libpq-dev postgresql
   libhiredis-dev redis-server
   libjansson-dev

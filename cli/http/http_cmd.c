@@ -27,7 +27,9 @@
 
 #include "commands.h"
 #include "http_fleet.h"
+#include "http_handle.h"
 #include "http_opts.h"
+#include "http_output.h"
 
 enum {
     EXIT_COULDNT_RESOLVE = 6,
@@ -155,6 +157,8 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_
         h.retry.retry_after_max = o->retry_after_max;
     h.retry_unsafe = o->retry_unsafe;
     h.hedge_delay = o->hedge;
+    if (o->retry_all_errors)
+        h.classify = http_classify_all_errors;
     if (o->breaker_failures > 0) {
         h.breaker.kind = RESIL_BREAKER_BOTH;
         h.breaker.failure_threshold = o->breaker_failures;
@@ -176,25 +180,6 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_
         return RESIL_EINVAL;
     }
     return 0;
-}
-
-static void configure(CURL *e, const http_opts *o, const char *url)
-{
-    const char *m = http_opts_method(o);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
-    if (o->data != NULL) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->data_len);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, o->data);
-    } else if (strcmp(m, "POST") == 0) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
-    }
-    if (strcmp(m, "HEAD") == 0)
-        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    else if (strcmp(m, "GET") != 0 && strcmp(m, "POST") != 0)
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
-    else if (strcmp(m, "GET") == 0 && o->data != NULL)
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "GET");
 }
 
 static int exit_status(const resil_http_result *r)
@@ -220,7 +205,7 @@ static int exit_status(const resil_http_result *r)
 
 static void report_failure(const http_opts *o, const char *url, const resil_http_result *r)
 {
-    if (o->silent)
+    if (o->silent && !o->show_error)
         return;
     const char *why = r->stop != RESIL_STOP_NONE ? resil_stop_name(r->stop) : "not attempted";
     fprintf(stderr, "resil http: %s: %s (%s after %u attempt%s)\n", url, r->outcome.detail,
@@ -236,65 +221,289 @@ static void log_stop(const run_state *rs, const resil_http_result *r)
     attempt_log_stop(&rs->log, stop, r->attempts, NULL);
 }
 
-static int perform_url(resil_http_client *c, CURL *e, http_opts *o, run_state *rs,
-                       FILE *out, const char *url)
+/* ---- -w: the values of one URL's call ------------------------------------------ */
+
+typedef struct url_call {
+    const http_opts *o;
+    CURL *e;
+    const char *url;
+    const char *method;
+    const char *output; /* the file written, or NULL */
+    const resil_http_result *r;
+    const http_sink *sink;
+    int status;
+} url_call;
+
+static void seconds_text(double s, char *buf, size_t cap)
 {
-    curl_easy_reset(e);
-    configure(e, o, url);
+    snprintf(buf, cap, "%.6f", s);
+}
+
+static void info_seconds(CURL *e, CURLINFO info, char *buf, size_t cap)
+{
+    curl_off_t us = 0;
+    curl_easy_getinfo(e, info, &us);
+    seconds_text((double)us / 1e6, buf, cap);
+}
+
+static void info_string(CURL *e, CURLINFO info, char *buf, size_t cap)
+{
+    char *s = NULL;
+    curl_easy_getinfo(e, info, &s);
+    snprintf(buf, cap, "%s", s != NULL ? s : "");
+}
+
+static void info_long(CURL *e, CURLINFO info, char *buf, size_t cap)
+{
+    long v = 0;
+    curl_easy_getinfo(e, info, &v);
+    snprintf(buf, cap, "%ld", v);
+}
+
+static void info_off(CURL *e, CURLINFO info, char *buf, size_t cap)
+{
+    curl_off_t v = 0;
+    curl_easy_getinfo(e, info, &v);
+    snprintf(buf, cap, "%" CURL_FORMAT_CURL_OFF_T, v);
+}
+
+static const char *http_version_text(long v)
+{
+    switch (v) {
+    case CURL_HTTP_VERSION_1_0: return "1";
+    case CURL_HTTP_VERSION_1_1: return "1.1";
+    case CURL_HTTP_VERSION_2_0: return "2";
+    case CURL_HTTP_VERSION_3: return "3";
+    default: return "0";
+    }
+}
+
+static void scheme_text(CURL *e, char *buf, size_t cap)
+{
+    info_string(e, CURLINFO_SCHEME, buf, cap);
+    for (char *p = buf; *p != '\0'; p++) /* curl 7.88 writes it in capitals */
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+}
+
+static void header_value(CURL *e, const char *name, char *buf, size_t cap)
+{
+    struct curl_header *h = NULL;
+    if (curl_easy_header(e, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != NULL)
+        snprintf(buf, cap, "%s", h->value);
+}
+
+static bool resil_value(wo_var var, const url_call *c, char *buf, size_t cap)
+{
+    const resil_http_result *r = c->r;
+    switch (var) {
+    case WO_ATTEMPTS: snprintf(buf, cap, "%u", r->attempts); return true;
+    case WO_NUM_RETRIES: snprintf(buf, cap, "%u", r->attempts > 0 ? r->attempts - 1 : 0);
+        return true;
+    case WO_STOP_REASON: snprintf(buf, cap, "%s", resil_stop_name(r->stop)); return true;
+    case WO_TIME_ELAPSED: seconds_text((double)r->elapsed / (double)RESIL_S(1), buf, cap);
+        return true;
+    case WO_IDEMPOTENCY_KEY: snprintf(buf, cap, "%s", r->key); return true;
+    case WO_HTTP_CODE:
+    case WO_RESPONSE_CODE: snprintf(buf, cap, "%03ld", r->status); return true;
+    case WO_EXITCODE: snprintf(buf, cap, "%d", c->status); return true;
+    case WO_ERRORMSG:
+        snprintf(buf, cap, "%s", r->outcome.kind == RESIL_SUCCESS ? "" : r->outcome.detail);
+        return true;
+    case WO_SIZE_DOWNLOAD:
+        snprintf(buf, cap, "%" CURL_FORMAT_CURL_OFF_T, c->sink->body_bytes);
+        return true;
+    case WO_SIZE_HEADER:
+        snprintf(buf, cap, "%" CURL_FORMAT_CURL_OFF_T, c->sink->header_bytes);
+        return true;
+    case WO_METHOD: snprintf(buf, cap, "%s", c->method); return true;
+    case WO_URL: snprintf(buf, cap, "%s", c->url); return true;
+    case WO_FILENAME_EFFECTIVE: snprintf(buf, cap, "%s", c->output ? c->output : "");
+        return true;
+    default: return false;
+    }
+}
+
+static void curl_value(wo_var var, CURL *e, char *buf, size_t cap)
+{
+    long v = 0;
+    switch (var) {
+    case WO_CONTENT_TYPE: info_string(e, CURLINFO_CONTENT_TYPE, buf, cap); break;
+    case WO_HTTP_VERSION:
+        curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &v);
+        snprintf(buf, cap, "%s", http_version_text(v));
+        break;
+    case WO_LOCAL_IP: info_string(e, CURLINFO_LOCAL_IP, buf, cap); break;
+    case WO_LOCAL_PORT: info_long(e, CURLINFO_LOCAL_PORT, buf, cap); break;
+    case WO_NUM_CONNECTS: info_long(e, CURLINFO_NUM_CONNECTS, buf, cap); break;
+    case WO_NUM_REDIRECTS: info_long(e, CURLINFO_REDIRECT_COUNT, buf, cap); break;
+    case WO_REDIRECT_URL: info_string(e, CURLINFO_REDIRECT_URL, buf, cap); break;
+    case WO_REMOTE_IP: info_string(e, CURLINFO_PRIMARY_IP, buf, cap); break;
+    case WO_REMOTE_PORT: info_long(e, CURLINFO_PRIMARY_PORT, buf, cap); break;
+    case WO_SCHEME: scheme_text(e, buf, cap); break;
+    case WO_SIZE_REQUEST: info_long(e, CURLINFO_REQUEST_SIZE, buf, cap); break;
+    case WO_SIZE_UPLOAD: info_off(e, CURLINFO_SIZE_UPLOAD_T, buf, cap); break;
+    case WO_SPEED_DOWNLOAD: info_off(e, CURLINFO_SPEED_DOWNLOAD_T, buf, cap); break;
+    case WO_SPEED_UPLOAD: info_off(e, CURLINFO_SPEED_UPLOAD_T, buf, cap); break;
+    case WO_SSL_VERIFY_RESULT: info_long(e, CURLINFO_SSL_VERIFYRESULT, buf, cap); break;
+    case WO_TIME_APPCONNECT: info_seconds(e, CURLINFO_APPCONNECT_TIME_T, buf, cap); break;
+    case WO_TIME_CONNECT: info_seconds(e, CURLINFO_CONNECT_TIME_T, buf, cap); break;
+    case WO_TIME_NAMELOOKUP: info_seconds(e, CURLINFO_NAMELOOKUP_TIME_T, buf, cap); break;
+    case WO_TIME_PRETRANSFER: info_seconds(e, CURLINFO_PRETRANSFER_TIME_T, buf, cap); break;
+    case WO_TIME_REDIRECT: info_seconds(e, CURLINFO_REDIRECT_TIME_T, buf, cap); break;
+    case WO_TIME_STARTTRANSFER:
+        info_seconds(e, CURLINFO_STARTTRANSFER_TIME_T, buf, cap);
+        break;
+    case WO_TIME_TOTAL: info_seconds(e, CURLINFO_TOTAL_TIME_T, buf, cap); break;
+    case WO_URL_EFFECTIVE: info_string(e, CURLINFO_EFFECTIVE_URL, buf, cap); break;
+    default: break;
+    }
+}
+
+/* The final attempt's values: from the result where the client knows them,
+ * else from the handle (after a hedged call, the caller's handle). */
+static void wo_value(wo_var var, const char *header, char *buf, size_t cap, void *ud)
+{
+    const url_call *c = ud;
+    if (var == WO_HEADER)
+        header_value(c->e, header, buf, cap);
+    else if (!resil_value(var, c, buf, cap))
+        curl_value(var, c->e, buf, cap);
+}
+
+/* ---- one URL ------------------------------------------------------------------ */
+
+typedef struct http_run {
+    http_opts *o;
+    resil_http_client *client;
+    CURL *e;
+    run_state rs;
+    FILE *dump; /* -D's stream */
+} http_run;
+
+static int call_url(http_run *run, const char *url, http_sink *sink,
+                    resil_http_result *r)
+{
+    http_opts *o = run->o;
+    http_handle_parts parts;
+    int rc = http_handle_setup(run->e, o, url, &parts);
+    if (rc != 0) {
+        http_handle_parts_free(&parts);
+        return RESIL_EXIT_USAGE;
+    }
     resil_http_request req;
     resil_http_request_default(&req);
     req.method = http_opts_method(o);
-    req.headers = o->headers;
+    req.headers = parts.headers;
     req.key_mode = o->key_mode;
     req.key = o->key;
-    req.write_data = out;
-    req.header_data = o->include_headers ? out : NULL;
+    req.write_fn = http_sink_body;
+    req.write_data = sink;
+    req.header_fn = http_sink_header;
+    req.header_data = sink;
     req.cancel = &cancel_token;
     req.rng = policy_opts_rng(&o->po);
-    resil_http_result r;
-    rs->has_pending = false;
-    int rc = resil_http_perform(c, e, &req, &r);
-    fflush(out);
+    run->rs.has_pending = false;
+    rc = resil_http_perform(run->client, run->e, &req, r);
+    http_handle_parts_free(&parts);
     if (rc != 0) {
         fprintf(stderr, "resil http: %s: %s\n", url, resil_strerror(rc));
         return RESIL_EXIT_USAGE;
     }
-    log_stop(rs, &r);
+    return 0;
+}
+
+static int perform_url(http_run *run, int index)
+{
+    http_opts *o = run->o;
+    const char *url = o->urls[index];
+    char name[1024];
+    const char *path;
+    if (http_output_path(o, index, url, name, sizeof name, &path) != 0)
+        return EXIT_WRITE_ERROR;
+    http_sink sink;
+    http_sink_init(&sink, o, path, run->dump);
+    resil_http_result r;
+    int rc = call_url(run, url, &sink, &r);
+    if (rc != 0)
+        return rc;
+    log_stop(&run->rs, &r);
     int status = exit_status(&r);
-    if (status != 0)
+    int written = http_sink_finish(&sink, status == 0);
+    if (status == 0 || status == EXIT_HTTP_ERROR)
+        status = written != 0 ? written : status;
+    if (status != 0 && status != EXIT_WRITE_ERROR)
         report_failure(o, url, &r);
+    if (o->write_out != NULL) {
+        url_call c = {.o = o, .e = run->e, .url = url, .method = http_opts_method(o),
+                      .output = path, .r = &r, .sink = &sink, .status = status};
+        write_out_render(o->write_out, stdout, stderr, wo_value, &c);
+    }
     return status;
+}
+
+static FILE *open_log(const http_opts *o)
+{
+    if (o->log_file == NULL)
+        return stderr;
+    FILE *f = fopen(o->log_file, "a");
+    if (f == NULL)
+        fprintf(stderr, "resil http: --log-file: cannot open '%s': %s\n", o->log_file,
+                strerror(errno));
+    return f;
+}
+
+static FILE *open_dump(const http_opts *o, bool *failed)
+{
+    *failed = false;
+    if (o->dump_header == NULL)
+        return NULL;
+    if (strcmp(o->dump_header, "-") == 0)
+        return stdout;
+    FILE *f = fopen(o->dump_header, "wb");
+    if (f == NULL) {
+        fprintf(stderr, "resil http: --dump-header: cannot write '%s': %s\n", o->dump_header,
+                strerror(errno));
+        *failed = true;
+    }
+    return f;
 }
 
 static int execute(http_opts *o)
 {
-    FILE *out = stdout;
-    if (o->output != NULL && (out = fopen(o->output, "wb")) == NULL) {
-        fprintf(stderr, "resil http: cannot write '%s': %s\n", o->output, strerror(errno));
+    http_run run = {.o = o};
+    bool dump_failed;
+    run.dump = open_dump(o, &dump_failed);
+    if (dump_failed)
         return EXIT_WRITE_ERROR;
+    FILE *log = open_log(o);
+    if (log == NULL) {
+        if (run.dump != NULL && run.dump != stdout)
+            fclose(run.dump);
+        return RESIL_EXIT_USAGE;
     }
-    run_state rs = {.log = {stderr, o->log, ""}};
-    resil_http_client *c = NULL;
+    run.rs = (run_state){.log = {log, o->log, ""}};
     fleet f = {0};
-    CURL *e = curl_easy_init();
-    int status = e == NULL                          ? RESIL_EXIT_USAGE
-                 : build_client(o, &rs, &f, &c) != 0 ? RESIL_EXIT_USAGE
-                                                     : 0;
+    run.e = curl_easy_init();
+    int status = run.e == NULL                                  ? RESIL_EXIT_USAGE
+                 : build_client(o, &run.rs, &f, &run.client) != 0 ? RESIL_EXIT_USAGE
+                                                                   : 0;
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;
-        int s = perform_url(c, e, o, &rs, out, o->urls[i]);
+        int s = perform_url(&run, i);
         if (s != 0)
             status = s;
     }
     int sig = __atomic_load_n(&cancel_signo, __ATOMIC_ACQUIRE);
     if (sig != 0)
         status = 128 + sig;
-    resil_http_client_free(c);
+    resil_http_client_free(run.client);
     fleet_close(&f);
-    curl_easy_cleanup(e);
-    if (out != stdout && fclose(out) != 0 && status == 0)
+    curl_easy_cleanup(run.e);
+    if (run.dump != NULL && run.dump != stdout && fclose(run.dump) != 0 && status == 0)
         status = EXIT_WRITE_ERROR;
+    if (log != stderr)
+        fclose(log);
     return status;
 }
 

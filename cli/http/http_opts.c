@@ -1,12 +1,19 @@
 /*
- * http_opts.c — `resil http`'s options: the help text, one parser per
- * value, and the walk over the command line.
+ * http_opts.c — `resil http`'s options: the help text, resil's own option
+ * rows, and the walk over the command line.
  *
  * The profile is read first, wherever it stands, so that its numbers are
- * the starting point every explicit option then overrides. Values are
+ * the starting point every explicit option then overrides. Short options
+ * bundle as in curl ("-sSfL", "-XPOST", "-ofile"): the bundles are split
+ * first, from the tables, so the walk sees one option per word. Values are
  * rejected by the option's name through args.c, as in every subcommand.
+ *
+ * The tool's own defaults differ from the library's standard profile in
+ * one way: no attempt or total timeout unless asked, so a download may
+ * take as long as it keeps moving. A transfer that receives nothing for
+ * --stall-timeout, or cannot connect within --connect-timeout, still fails
+ * (and is retried). Naming a profile (--profile) brings its timeouts.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,35 +22,79 @@
 #include "fleet_opts.h"
 #endif
 
-static void usage(FILE *out)
+#define DEFAULT_CONNECT_TIMEOUT RESIL_S(10)
+#define DEFAULT_STALL_TIMEOUT RESIL_S(30)
+
+static void usage(FILE *out, const policy_opts *defaults)
 {
     fputs("usage: resil http [OPTIONS] URL...\n"
           "\n"
           "Fetch each URL with libcurl through a resilience pipeline: retries with\n"
           "backoff and Retry-After, attempt and total timeouts, a circuit breaker per\n"
-          "host, idempotency keys for unsafe methods, hedged GETs.\n"
+          "host, idempotency keys for unsafe methods, hedged GETs. curl's options\n"
+          "mean what they mean in curl (docs/cli.md: coming from curl).\n"
           "\n"
-          "request:\n"
-          "  -X, --method METHOD        the request method (default GET, or POST with\n"
-          "                             --data)\n"
-          "  -H, --header 'NAME: VALUE' add a header (repeatable)\n"
-          "  -d, --data BODY|@FILE      send BODY, or FILE's contents ('@-': standard\n"
-          "                             input)\n"
-          "  -o, --output FILE          write the bodies to FILE instead of standard\n"
-          "                             output\n"
+          "request (as curl):\n"
+          "  -X, --request METHOD       the method (default GET; POST with a body,\n"
+          "                             PUT with -T); --method is the same\n"
+          "  -H, --header 'NAME: VALUE' add a header (repeatable; 'NAME:' removes one)\n"
+          "  -d, --data DATA|@FILE      send DATA (POST); @FILE without its CR and LF\n"
+          "      --data-binary DATA|@FILE   the same, FILE as it is\n"
+          "      --data-raw DATA        the same, '@' not special\n"
+          "      --data-urlencode [NAME=]CONTENT|[NAME]@FILE  URL-encoded\n"
+          "      --json DATA|@FILE      a JSON body with its Content-Type and Accept\n"
+          "  -G, --get                  put the data in the URL's query, send GET\n"
+          "  -F, --form NAME=VALUE|NAME=@FILE|NAME=<FILE   a multipart form part\n"
+          "  -T, --upload-file FILE     PUT FILE ('-': standard input)\n"
+          "  -I, --head                 HEAD; write the response headers\n"
+          "  -u, --user USER:PASSWORD   basic authentication\n"
+          "  -A, --user-agent TEXT      (default resil/" RESIL_VERSION_STRING ")\n"
+          "  -e, --referer URL          -b, --cookie DATA|FILE   -c, --cookie-jar FILE\n"
+          "  -L, --location             follow redirects (--max-redirs N, default 50)\n"
+          "  -k, --insecure             --cacert FILE  --cert FILE  --key FILE\n"
+          "  -x, --proxy URL            --resolve HOST:PORT:ADDR  --compressed\n"
+          "      --url URL              one more URL\n"
+          "\n"
+          "output (as curl):\n"
+          "  -o, --output FILE          write the next URL's body to FILE\n"
+          "  -O, --remote-name          ... to a file named as the URL's last segment\n"
           "  -i, --include              write the response headers before the body\n"
+          "  -D, --dump-header FILE     write the response headers to FILE\n"
+          "  -w, --write-out FORMAT|@FILE   after each URL: curl's %{variables} and\n"
+          "                             resil's %{attempts}, %{stop_reason},\n"
+          "                             %{time_elapsed}, %{idempotency_key}\n"
+          "  -f, --fail                 the default: a status of 400 or above exits\n"
+          "                             22 and its body is not written\n"
+          "      --fail-with-body       ... but write the body\n"
           "  -s, --silent               no attempt record and no error message\n"
+          "  -S, --show-error           with -s: the error message all the same\n"
+          "  -v, --verbose              libcurl's account of each attempt\n"
+          "\n"
+          "timeouts:\n"
+          "      --connect-timeout SECS connect within this (default 10s)\n"
+          "  -m, --max-time SECS        bound each attempt (--attempt-timeout)\n"
+          "      --stall-timeout DUR    fail an attempt that receives nothing for DUR\n"
+          "                             (default 30s); 'none' or 0 switches it off\n"
+          "SECS is curl's seconds (5, 2.5) or a duration (250ms); 'none' or 0: off.\n"
+          "Without --profile there is no attempt or total timeout, so a download may\n"
+          "take as long as it keeps moving.\n"
           "\n",
           out);
-    policy_opts_usage(out);
-    fputs("HTTP defaults: 4 attempts, exponential from 2s with Polly's jitter, no cap,\n"
-          "attempt timeout 10s, total timeout 30s (the standard profile).\n"
+    policy_opts_usage(out, defaults);
+    fputs("curl's retry flags, onto the policy:\n"
+          "      --retry N              N retries: --attempts N+1\n"
+          "      --retry-delay SECS     a constant wait without jitter\n"
+          "      --retry-max-time SECS  --total-timeout SECS\n"
+          "      --retry-all-errors     retry any failure, 4xx included\n"
+          "      --retry-connrefused    (the default)\n"
           "\n"
           "resilience:\n"
-          "      --profile NAME         standard, read or write (default standard):\n"
-          "                             read: total 2s, attempt 600ms, 3 attempts from\n"
-          "                             100ms; write: total 6s, attempt 2s, unsafe\n"
-          "                             methods never retried, a stricter breaker\n"
+          "      --profile NAME         standard, read or write (default: standard's\n"
+          "                             retries, no attempt or total timeout):\n"
+          "                             standard: total 30s, attempt 10s; read: total\n"
+          "                             2s, attempt 600ms, 3 attempts from 100ms;\n"
+          "                             write: total 6s, attempt 2s, unsafe methods\n"
+          "                             never retried, a stricter breaker\n"
           "      --retry-after honor|ignore\n"
           "                             wait as the server's Retry-After says (default\n"
           "                             honor)\n"
@@ -65,6 +116,7 @@ static void usage(FILE *out)
 #endif
           "      --log text|json|none   the attempt record, on standard error (default\n"
           "                             text); json adds each attempt's status\n"
+          "      --log-file FILE        append the attempt record to FILE instead\n"
           "  -h, --help                 this text\n"
           "\n"
           "exit status (as curl's with --fail):\n"
@@ -72,6 +124,7 @@ static void usage(FILE *out)
           "  6    the host name could not be resolved\n"
           "  7    no connection could be made (or the host's breaker is open)\n"
           "  22   the last response was 400 or above\n"
+          "  23   an output could not be written\n"
           "  28   a timeout ended the request\n"
           "  125  resil's own error, such as a bad option value\n"
           "  129/130/143  cancelled by SIGHUP/SIGINT/SIGTERM\n"
@@ -80,79 +133,18 @@ static void usage(FILE *out)
           out);
 }
 
-/* ---- options --------------------------------------------------------------- */
-
-static int consumed(int rc) { return rc < 0 ? rc : 1; }
-
-static int read_stream(FILE *in, char **out, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL)
-        return RESIL_ENOMEM;
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n, in)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *grown = realloc(buf, cap * 2);
-            if (grown == NULL) {
-                free(buf);
-                return RESIL_ENOMEM;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    if (ferror(in)) {
-        free(buf);
-        return RESIL_EIO;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-static int parse_data(http_opts *o, const args *a, const char *v)
-{
-    free(o->data);
-    o->data = NULL;
-    if (v[0] != '@') {
-        o->data_len = strlen(v);
-        o->data = malloc(o->data_len + 1);
-        if (o->data == NULL)
-            return args_fail(a, "out of memory");
-        memcpy(o->data, v, o->data_len + 1);
-        return 0;
-    }
-    bool std_in = strcmp(v, "@-") == 0;
-    FILE *in = std_in ? stdin : fopen(v + 1, "rb");
-    if (in == NULL)
-        return args_fail(a, "--data: cannot open '%s': %s", v + 1, strerror(errno));
-    int rc = read_stream(in, &o->data, &o->data_len);
-    if (!std_in)
-        fclose(in);
-    if (rc != 0)
-        return args_fail(a, "--data: cannot read '%s'", v + 1);
-    return 0;
-}
+/* ---- resil's own options ------------------------------------------------------ */
 
 static int parse_header(http_opts *o, const args *a, const char *v)
 {
-    const char *colon = strchr(v, ':');
-    if (colon == NULL || colon == v || strpbrk(v, "\r\n") != NULL)
-        return args_reject(a, "--header", "'NAME: VALUE'", v);
+    size_t name = strcspn(v, ":;");
+    if (name == 0 || v[name] == '\0' || (v[name] == ';' && v[name + 1] != '\0') ||
+        strpbrk(v, "\r\n") != NULL)
+        return args_reject(a, "--header", "'NAME: VALUE', 'NAME:' or 'NAME;'", v);
     struct curl_slist *h = curl_slist_append(o->headers, v);
     if (h == NULL)
         return args_fail(a, "out of memory");
     o->headers = h;
-    return 0;
-}
-
-static int parse_method(http_opts *o, const args *a, const char *v)
-{
-    if (v[0] == '\0' || strpbrk(v, " \t\r\n") != NULL)
-        return args_reject(a, "--method", "a method name such as GET or POST", v);
-    o->method = v;
     return 0;
 }
 
@@ -190,11 +182,28 @@ static int parse_retry_after(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
+static int parse_retry_after_max(http_opts *o, const args *a, const char *v)
+{
+    o->retry_after_max_given = true;
+    return args_duration(a, "--retry-after-max", v, false, &o->retry_after_max);
+}
+
 static int parse_profile(http_opts *o, const args *a, const char *v)
 {
     if (resil_http_profile_parse(v, &o->profile) != 0)
         return args_reject(a, "--profile", "one of standard, read, write", v);
+    o->profile_given = true;
     return 0;
+}
+
+static int parse_hedge(http_opts *o, const args *a, const char *v)
+{
+    return args_duration(a, "--hedge", v, false, &o->hedge);
+}
+
+static int parse_stall(http_opts *o, const args *a, const char *v)
+{
+    return args_timeout(a, "--stall-timeout", v, &o->stall_timeout);
 }
 
 static int parse_breaker_failures(http_opts *o, const args *a, const char *v)
@@ -212,48 +221,240 @@ static int parse_log(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
-static bool take_flag(args *a, const char *long_name, const char *short_name, bool *flag)
+static int parse_log_file(http_opts *o, const args *a, const char *v)
 {
-    if (!args_flag(a, long_name, short_name))
-        return false;
-    *flag = true;
-    return true;
+    if (v[0] == '\0')
+        return args_reject(a, "--log-file", "a file name", v);
+    o->log_file = v;
+    return 0;
 }
+
+#ifdef RESIL_CLI_REDIS
+static int parse_fleet(http_opts *o, const args *a, const char *v)
+{
+    return fleet_url_parse(a, v, &o->fleet);
+}
+#endif
+
+static int flag_include(http_opts *o, const args *a, const char *v)
+{
+    (void)a, (void)v;
+    o->include_headers = true;
+    return 0;
+}
+
+static int flag_silent(http_opts *o, const args *a, const char *v)
+{
+    (void)a, (void)v;
+    o->silent = true;
+    return 0;
+}
+
+static int flag_retry_unsafe(http_opts *o, const args *a, const char *v)
+{
+    (void)a, (void)v;
+    o->retry_unsafe = true;
+    return 0;
+}
+
+static const http_option resil_options[] = {
+    {"--header", "-H", true, parse_header},
+    {"--profile", NULL, true, parse_profile},
+    {"--retry-after", NULL, true, parse_retry_after},
+    {"--retry-after-max", NULL, true, parse_retry_after_max},
+    {"--idempotency-key", NULL, true, parse_key},
+    {"--hedge", NULL, true, parse_hedge},
+    {"--stall-timeout", NULL, true, parse_stall},
+    {"--breaker-failures", NULL, true, parse_breaker_failures},
+    {"--log", NULL, true, parse_log},
+    {"--log-file", NULL, true, parse_log_file},
+#ifdef RESIL_CLI_REDIS
+    {"--fleet", NULL, true, parse_fleet},
+#endif
+    {"--include", "-i", false, flag_include},
+    {"--silent", "-s", false, flag_silent},
+    {"--retry-unsafe", NULL, false, flag_retry_unsafe},
+};
+
+/* ---- the tables ----------------------------------------------------------------- */
+
+typedef struct table {
+    const http_option *rows;
+    size_t len;
+} table;
+
+static table tables(int i)
+{
+    if (i == 0)
+        return (table){resil_options, sizeof resil_options / sizeof resil_options[0]};
+    return (table){http_curl_options, http_curl_options_len};
+}
+
+/* The row whose short name is "-c", or NULL. */
+static const http_option *short_row(char c)
+{
+    for (int t = 0; t < 2; t++) {
+        table tb = tables(t);
+        for (size_t i = 0; i < tb.len; i++) {
+            const char *s = tb.rows[i].short_name;
+            if (s != NULL && s[1] == c)
+                return &tb.rows[i];
+        }
+    }
+    return NULL;
+}
+
+/* Policy options' short names, which policy_opts.c reads itself. */
+static bool policy_short_takes_value(char c)
+{
+    return c == 'a';
+}
+
+static bool short_known(char c)
+{
+    return short_row(c) != NULL || policy_short_takes_value(c) || c == 'h';
+}
+
+static bool short_takes_value(char c)
+{
+    const http_option *r = short_row(c);
+    return r != NULL ? r->value : policy_short_takes_value(c);
+}
+
+static char *word(const char *p, size_t n)
+{
+    char *w = malloc(n + 1);
+    if (w != NULL) {
+        memcpy(w, p, n);
+        w[n] = '\0';
+    }
+    return w;
+}
+
+/* "-sSo" "file" → "-s" "-S" "-o" "file"; "-XPOST" → "-X" "POST". A word
+ * with an unknown letter is left whole for the walk to refuse. */
+static int split_word(const char *arg, char **out, int *n)
+{
+    bool bundle = arg[0] == '-' && arg[1] != '-' && arg[1] != '\0' && arg[2] != '\0' &&
+                  short_known(arg[1]);
+    if (!bundle)
+        return (out[(*n)++] = word(arg, strlen(arg))) != NULL ? 0 : RESIL_ENOMEM;
+    for (const char *p = arg + 1; *p != '\0' && !short_takes_value(p[-1]); p++) {
+        if (!short_known(*p)) /* "-sq": refused whole by the walk */
+            return (out[(*n)++] = word(arg, strlen(arg))) != NULL ? 0 : RESIL_ENOMEM;
+    }
+    for (const char *p = arg + 1; *p != '\0'; p++) {
+        char flag[3] = {'-', *p, '\0'};
+        if ((out[(*n)++] = word(flag, 2)) == NULL)
+            return RESIL_ENOMEM;
+        if (short_takes_value(*p) && p[1] != '\0')
+            return (out[(*n)++] = word(p + 1, strlen(p + 1))) != NULL ? 0 : RESIL_ENOMEM;
+    }
+    return 0;
+}
+
+void http_split_free(char **argv)
+{
+    if (argv == NULL)
+        return;
+    for (char **p = argv; *p != NULL; p++)
+        free(*p);
+    free(argv);
+}
+
+/* Does the word `w` (an option without "=VALUE") take the next word as
+ * its value? */
+static bool takes_next(const char *w)
+{
+    static const char *const policy_valued[] = {
+        "--attempts", "--backoff", "--delay", "--max-delay", "--factor", "--jitter",
+        "--seed", "--attempt-timeout", "--total-timeout", "--config", "--policy"};
+    if (w[0] != '-' || w[1] == '\0' || strchr(w, '=') != NULL)
+        return false;
+    if (w[1] != '-')
+        return w[2] == '\0' && short_takes_value(w[1]);
+    for (int t = 0; t < 2; t++) {
+        table tb = tables(t);
+        for (size_t i = 0; i < tb.len; i++) {
+            if (strcmp(tb.rows[i].long_name, w) == 0)
+                return tb.rows[i].value;
+        }
+    }
+    for (size_t i = 0; i < sizeof policy_valued / sizeof policy_valued[0]; i++) {
+        if (strcmp(policy_valued[i], w) == 0)
+            return true;
+    }
+    return false;
+}
+
+int http_split_short(const args *a, int argc, char **argv, char ***out, int *out_argc)
+{
+    size_t cap = 1;
+    for (int i = 0; i < argc; i++)
+        cap += strlen(argv[i]) + 1; /* a word splits into at most its length */
+    char **v = calloc(cap, sizeof *v);
+    if (v == NULL)
+        return args_fail(a, "out of memory");
+    int n = 0;
+    bool verbatim = true; /* argv[0], a value, or anything after "--" */
+    bool after_dashes = false;
+    for (int i = 0; i < argc; i++) {
+        int rc = verbatim || after_dashes
+                     ? ((v[n++] = word(argv[i], strlen(argv[i]))) != NULL ? 0 : RESIL_ENOMEM)
+                     : split_word(argv[i], v, &n);
+        if (rc != 0) {
+            http_split_free(v);
+            return args_fail(a, "out of memory");
+        }
+        after_dashes = after_dashes || (!verbatim && strcmp(argv[i], "--") == 0);
+        verbatim = !verbatim && takes_next(v[n - 1]);
+    }
+    *out = v;
+    *out_argc = n;
+    return 0;
+}
+
+/* ---- the walk --------------------------------------------------------------------- */
 
 /* One option of ours at a->i: 1 consumed, 0 unknown, <0 bad value. */
 static int parse_http_option(http_opts *o, args *a)
 {
-    const char *v;
-    int m;
-#define TRY(long_name, short_name, action)                                     \
-    if ((m = args_match(a, long_name, short_name, &v)) != 0)                   \
-        return m < 0 ? m : consumed(action);
-    TRY("--method", "-X", parse_method(o, a, v))
-    TRY("--header", "-H", parse_header(o, a, v))
-    TRY("--data", "-d", parse_data(o, a, v))
-    TRY("--output", "-o", (o->output = v, 0))
-    TRY("--profile", NULL, parse_profile(o, a, v))
-    TRY("--retry-after", NULL, parse_retry_after(o, a, v))
-    TRY("--retry-after-max", NULL,
-        (o->retry_after_max_given = true,
-         args_duration(a, "--retry-after-max", v, false, &o->retry_after_max)))
-    TRY("--idempotency-key", NULL, parse_key(o, a, v))
-    TRY("--hedge", NULL, args_duration(a, "--hedge", v, false, &o->hedge))
-    TRY("--breaker-failures", NULL, parse_breaker_failures(o, a, v))
-    TRY("--log", NULL, parse_log(o, a, v))
-#ifdef RESIL_CLI_REDIS
-    TRY("--fleet", NULL, fleet_url_parse(a, v, &o->fleet))
-#endif
-#undef TRY
-    if (take_flag(a, "--include", "-i", &o->include_headers) ||
-        take_flag(a, "--silent", "-s", &o->silent) ||
-        take_flag(a, "--retry-unsafe", NULL, &o->retry_unsafe))
-        return 1;
+    for (int t = 0; t < 2; t++) {
+        table tb = tables(t);
+        for (size_t i = 0; i < tb.len; i++) {
+            const http_option *r = &tb.rows[i];
+            const char *v = NULL;
+            if (!r->value) {
+                if (!args_flag(a, r->long_name, r->short_name))
+                    continue;
+                return r->fn(o, a, NULL) < 0 ? RESIL_EINVAL : 1;
+            }
+            int m = args_match(a, r->long_name, r->short_name, &v);
+            if (m == 0)
+                continue;
+            if (m < 0)
+                return m;
+            return r->fn(o, a, v) < 0 ? RESIL_EINVAL : 1;
+        }
+    }
     return policy_opts_parse(&o->po, a);
 }
 
-/* The profile's numbers as the policy options' starting point, so that an
- * explicit --attempts or --delay wins wherever it stands on the line. */
+/* The defaults under the profile, before any option: the profile's numbers
+ * when one is named, else the standard profile's retries without its
+ * attempt and total timeouts. */
+static void set_defaults(http_opts *o)
+{
+    resil_http_opts h;
+    resil_http_opts_default(&h);
+    resil_http_opts_profile(&h, o->profile);
+    o->po.policy = h.retry;
+    o->po.policy.max_total = o->profile_given ? h.total_timeout : 0;
+    o->po.attempt_timeout = o->profile_given ? h.attempt_timeout : 0;
+}
+
+/* The profile first, wherever it stands, so that an explicit --attempts or
+ * --delay wins wherever it stands on the line. */
 static int apply_profile_first(http_opts *o, int argc, char **argv, resil_err *err)
 {
     args a;
@@ -261,55 +462,85 @@ static int apply_profile_first(http_opts *o, int argc, char **argv, resil_err *e
     a.err = err;
     for (; a.i < argc; a.i++) {
         const char *v;
+        if (strcmp(argv[a.i], "--") == 0)
+            break;
         int m = args_match(&a, "--profile", NULL, &v);
         if (m < 0)
             return m;
         if (m > 0 && parse_profile(o, &a, v) != 0)
             return RESIL_EINVAL;
+        if (m == 0 && takes_next(argv[a.i]))
+            a.i++;
     }
-    resil_http_opts h;
-    resil_http_opts_default(&h);
-    resil_http_opts_profile(&h, o->profile);
-    o->po.policy = h.retry;
-    o->po.policy.max_total = h.total_timeout;
-    o->po.attempt_timeout = h.attempt_timeout;
+    set_defaults(o);
     return 0;
 }
 
 void http_opts_free(http_opts *o)
 {
     curl_slist_free_all(o->headers);
+    curl_slist_free_all(o->resolve);
     free(o->data);
+    free(o->upload);
+    write_out_free(o->write_out);
+    http_split_free(o->argv_owned);
     o->headers = NULL;
+    o->resolve = NULL;
     o->data = NULL;
+    o->upload = NULL;
+    o->write_out = NULL;
+    o->argv_owned = NULL;
 }
 
-/* 0 to run, 1 when --help was printed, or RESIL_EINVAL. */
-int http_opts_parse(http_opts *o, int argc, char **argv, resil_err *err)
+/* Options that cannot go together, as curl refuses them. */
+static int check_combinations(const http_opts *o, const args *a)
+{
+    int bodies = (o->data != NULL) + (o->nforms > 0) + (o->upload != NULL) + o->head;
+    if (bodies > 1 && !(o->get && o->data != NULL && bodies == 2 && o->head))
+        return args_fail(a, "choose one of -d/--data*/--json, -F, -T and -I");
+    if (o->get && (o->nforms > 0 || o->upload != NULL))
+        return args_fail(a, "-G puts -d's data in the query; it does not take -F or -T");
+    if (o->noutputs > o->nurls)
+        return args_fail(a, "more -o/-O than URLs (each names the output of one URL, "
+                            "in order)");
+    return 0;
+}
+
+static void set_blank(http_opts *o)
 {
     memset(o, 0, sizeof *o);
     policy_opts_default(&o->po);
     o->hedge = -1;
     o->log = LOG_TEXT;
-    int rc = apply_profile_first(o, argc, argv, err);
-    if (rc != 0)
-        return rc;
+    o->max_redirs = 50;
+    o->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
+    o->stall_timeout = DEFAULT_STALL_TIMEOUT;
+}
+
+/* 0 to run, 1 when --help was printed, or RESIL_EINVAL. */
+static int walk(http_opts *o, int argc, char **argv, resil_err *err)
+{
     args a;
     args_init(&a, "resil http", argc, argv);
     a.err = err;
+    bool after_dashes = false;
     for (; a.i < argc; a.i++) {
         const char *arg = argv[a.i];
-        if (args_flag(&a, "--help", "-h")) {
+        if (!after_dashes && strcmp(arg, "--") == 0) {
+            after_dashes = true;
+            continue;
+        }
+        if (!after_dashes && args_flag(&a, "--help", "-h")) {
             if (err == NULL)
-                usage(stdout);
+                usage(stdout, &o->po);
             return 1;
         }
-        rc = parse_http_option(o, &a);
+        int rc = after_dashes ? 0 : parse_http_option(o, &a);
         if (rc < 0)
             return rc;
         if (rc > 0)
             continue;
-        if (arg[0] == '-' && arg[1] != '\0')
+        if (!after_dashes && arg[0] == '-' && arg[1] != '\0')
             return args_fail(&a, "unknown option '%s' (see resil http --help)", arg);
         if (o->nurls == MAX_URLS)
             return args_fail(&a, "at most %d URLs", MAX_URLS);
@@ -317,12 +548,37 @@ int http_opts_parse(http_opts *o, int argc, char **argv, resil_err *err)
     }
     if (o->nurls == 0)
         return args_fail(&a, "no URL given: resil http [OPTIONS] URL...");
+    if (check_combinations(o, &a) != 0)
+        return RESIL_EINVAL;
     if (o->silent)
         o->log = LOG_NONE;
     return policy_opts_finish(&o->po, &a);
 }
 
+int http_opts_parse(http_opts *o, int argc, char **argv, resil_err *err)
+{
+    set_blank(o);
+    args a;
+    args_init(&a, "resil http", argc, argv);
+    a.err = err;
+    int n;
+    if (http_split_short(&a, argc, argv, &o->argv_owned, &n) != 0)
+        return RESIL_EINVAL;
+    int rc = apply_profile_first(o, n, o->argv_owned, err);
+    if (rc != 0)
+        return rc;
+    return walk(o, n, o->argv_owned, err);
+}
+
 const char *http_opts_method(const http_opts *o)
 {
-    return o->method != NULL ? o->method : o->data != NULL ? "POST" : "GET";
+    if (o->method != NULL)
+        return o->method;
+    if (o->head)
+        return "HEAD";
+    if (o->upload != NULL)
+        return "PUT";
+    if (o->get)
+        return "GET";
+    return o->data != NULL || o->nforms > 0 ? "POST" : "GET";
 }

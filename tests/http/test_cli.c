@@ -596,7 +596,8 @@ static void assert_usage_error(cli_fx *f, const char *needle, ...)
     argv[n] = NULL;
     cli_result r;
     cli_run(&r, f->dir, NULL, "http", n > 0 ? argv[0] : NULL, n > 1 ? argv[1] : NULL,
-            n > 2 ? argv[2] : NULL, n > 3 ? argv[3] : NULL, NULL);
+            n > 2 ? argv[2] : NULL, n > 3 ? argv[3] : NULL, n > 4 ? argv[4] : NULL,
+            n > 5 ? argv[5] : NULL, NULL);
     assert_int_equal(r.status, 125);
     assert_contains(r.err, needle);
     cli_result_free(&r);
@@ -613,15 +614,182 @@ static void bad_options_exit_125_naming_the_option(void **state)
                        u, NULL);
     assert_usage_error(f, "--idempotency-key must be", "--idempotency-key", "a b", u, NULL);
     assert_usage_error(f, "--header must be 'NAME: VALUE'", "-H", "nocolon", u, NULL);
+    assert_usage_error(f, "--write-out: unknown variable '%{bogus}'", "-w", "%{bogus}", u,
+                       NULL);
+    assert_usage_error(f, "--resolve must be HOST:PORT:ADDRESS", "--resolve", "h:99999:1.2.3.4",
+                       u, NULL);
+    assert_usage_error(f, "--max-time must be seconds", "-m", "soon", u, NULL);
+    assert_usage_error(f, "--connect-timeout must be seconds", "--connect-timeout", "-1", u,
+                       NULL);
+    assert_usage_error(f, "--retry must be a whole number", "--retry", "3x", u, NULL);
+    assert_usage_error(f, "--retry-delay must be seconds", "--retry-delay", "x", u, NULL);
+    assert_usage_error(f, "--retry-max-time must be seconds", "--retry-max-time", "x", u, NULL);
+    assert_usage_error(f, "--max-redirs must be a whole number", "--max-redirs", "-2", u, NULL);
+    assert_usage_error(f, "--user must be USER:PASSWORD", "-u", "ann", u, NULL);
+    assert_usage_error(f, "--form must be NAME=VALUE", "-F", "novalue", u, NULL);
+    assert_usage_error(f, "--stall-timeout must be a duration", "--stall-timeout", "x", u, NULL);
+    assert_usage_error(f, "--log-file must be a file name", "--log-file", "", u, NULL);
+    assert_usage_error(f, "--output must be a file name", "-o", "", u, NULL);
+    assert_usage_error(f, "choose one of -d/--data*/--json, -F, -T and -I", "-d", "x", "-F",
+                       "a=b", u, NULL);
+    assert_usage_error(f, "more -o/-O than URLs", "-o", "a", "-o", "b", u, NULL);
     assert_usage_error(f, "--attempts must be", "--attempts", "0", u, NULL);
     assert_usage_error(f, "--hedge", "--hedge", "soon", u, NULL);
     assert_usage_error(f, "--breaker-failures", "--breaker-failures", "0", u, NULL);
     assert_usage_error(f, "--log must be one of text, json, none", "--log", "xml", u, NULL);
     assert_usage_error(f, "--attempt-timeout must not exceed --total-timeout",
-                       "--attempt-timeout", "40s", u, NULL);
+                       "--attempt-timeout", "40s", "--total-timeout", "30s", u, NULL);
     assert_usage_error(f, "unknown option '--bogus'", "--bogus", u, NULL);
     assert_usage_error(f, "no URL given", NULL);
     assert_usage_error(f, "--data: cannot open", "-d", "@/no/such/file", u, NULL);
+}
+
+/* ---- timeouts that do not trap -------------------------------------------------------- */
+
+/* The standard profile's 10 s attempt timeout yields to an explicit 3 s total. */
+static void a_total_timeout_alone_cuts_the_profiles_attempt_timeout(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--profile", "standard", "--total-timeout", "3s",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "ok\n");
+    cli_result_free(&r);
+}
+
+/* The read profile's 600 ms attempt and 2 s total, both switched off. */
+static void none_and_zero_switch_the_profiles_timeouts_off(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 200, .delay_ms = 700, .body = "ok\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--profile", "read", "--attempt-timeout", "none",
+            "--total-timeout", "0", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    cli_result_free(&r);
+}
+
+/* Without --profile no attempt timeout cuts a slow answer; with one it does. */
+static void by_default_a_slow_answer_is_not_cut(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 200, .delay_ms = 700, .body = "ok\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    cli_result_free(&r);
+    cli_run(&r, f->dir, NULL, "http", "--profile", "read", "--attempts", "1", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 28);
+    cli_result_free(&r);
+}
+
+/* An attempt that receives nothing for --stall-timeout fails as a timeout. */
+static void a_stalled_transfer_fails_with_28(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 200, .delay_ms = 2500, .body = "ok\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--stall-timeout", "1s", "--attempts", "1", url(f, "/a"),
+            NULL);
+    assert_int_equal(r.status, 28);
+    cli_result_free(&r);
+}
+
+static void help_gives_one_default_for_attempts(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--help", NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "attempts in all, the first included (default 4)");
+    assert_null(strstr(r.out, "default 3)"));
+    cli_result_free(&r);
+}
+
+/* ---- curl's flags where resil has more to say ----------------------------------------- */
+
+static void the_default_user_agent_names_resil_and_its_version(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", url(f, "/a"), NULL);
+    char ua[64];
+    assert_true(http_request_header(http_server_request(f->server, "/a", 0), "User-Agent", ua,
+                                    sizeof ua));
+    assert_string_equal(ua, "resil/" RESIL_VERSION_STRING);
+    cli_result_free(&r);
+}
+
+static void write_out_gives_the_attempts_and_the_stop(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", "--delay", "10ms", "-o", "/dev/null", "-w",
+            "%{http_code} %{attempts} %{num_retries} %{stop_reason}\\n", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "200 2 1 succeeded\n");
+    cli_result_free(&r);
+}
+
+/* The failed attempt's error page never reaches the -o file. */
+static void only_the_final_body_reaches_the_output_file(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503, .body = "busy\n"}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "-o", "out.txt", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    char *text = cli_read(f->dir, "out.txt");
+    assert_string_equal(text, "ok\n");
+    free(text);
+    cli_result_free(&r);
+}
+
+static void retry_all_errors_retries_a_404(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 404}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry-all-errors", "--delay", "10ms", url(f, "/a"),
+            NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/a"), 2);
+    cli_result_free(&r);
+}
+
+static void retry_zero_sends_one_request(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry", "0", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    cli_result_free(&r);
+}
+
+static void a_form_part_reaches_the_server_as_multipart(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/f", STEPS(OK_STEP));
+    cli_write(f->dir, "up.txt", "file body");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-F", "name=ann", "-F", "doc=@up.txt;type=text/plain",
+            url(f, "/f"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = http_server_request(f->server, "/f", 0);
+    assert_string_equal(q->method, "POST");
+    char ct[128];
+    assert_true(http_request_header(q, "Content-Type", ct, sizeof ct));
+    assert_true(strncmp(ct, "multipart/form-data; boundary=", 30) == 0);
+    assert_contains(q->body, "name=\"name\"\r\n\r\nann\r\n");
+    assert_contains(q->body, "filename=\"up.txt\"\r\nContent-Type: text/plain\r\n\r\nfile body");
+    cli_result_free(&r);
 }
 
 static void help_exits_0(void **state)
@@ -639,6 +807,17 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(two_503s_then_200_exit_0_after_three_requests),
+        T(a_total_timeout_alone_cuts_the_profiles_attempt_timeout),
+        T(none_and_zero_switch_the_profiles_timeouts_off),
+        T(by_default_a_slow_answer_is_not_cut),
+        T(a_stalled_transfer_fails_with_28),
+        T(help_gives_one_default_for_attempts),
+        T(the_default_user_agent_names_resil_and_its_version),
+        T(write_out_gives_the_attempts_and_the_stop),
+        T(only_the_final_body_reaches_the_output_file),
+        T(retry_all_errors_retries_a_404),
+        T(retry_zero_sends_one_request),
+        T(a_form_part_reaches_the_server_as_multipart),
         T(status_400_exits_22_after_one_request),
         T(an_unknown_outcome_exits_22_after_one_request),
         T(persistent_503_exits_22_after_four_requests),

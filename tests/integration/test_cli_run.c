@@ -670,16 +670,30 @@ static void bad_seed_is_rejected_by_name(void **state)
 
 static void bad_attempt_timeout_is_rejected_by_name(void **state)
 {
-    assert_rejected(state, "--attempt-timeout", "0",
-                    "resil run: --attempt-timeout must be a duration greater than 0, got '0'");
     assert_rejected(state, "--attempt-timeout", "later",
+                    "resil run: --attempt-timeout must be a duration like 250ms, 2s or 1m30s, "
+                    "or 'none' (0 also switches it off), got 'later'");
+    assert_rejected(state, "--attempt-timeout", "-1s",
                     "resil run: --attempt-timeout must be a duration");
 }
 
 static void bad_total_timeout_is_rejected_by_name(void **state)
 {
-    assert_rejected(state, "--total-timeout", "0",
-                    "resil run: --total-timeout must be a duration greater than 0, got '0'");
+    assert_rejected(state, "--total-timeout", "soon",
+                    "resil run: --total-timeout must be a duration like 250ms, 2s or 1m30s, "
+                    "or 'none' (0 also switches it off), got 'soon'");
+}
+
+/* "none" and 0 switch a timeout off: the dry run prints no timeout. */
+static void none_and_zero_switch_the_timeouts_off(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--attempt-timeout", "none", "--total-timeout",
+            "0", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "timeout"));
+    cli_result_free(&r);
 }
 
 static void attempt_timeout_beyond_total_timeout_is_rejected(void **state)
@@ -930,6 +944,7 @@ int main(void)
         T(bad_seed_is_rejected_by_name),
         T(bad_attempt_timeout_is_rejected_by_name),
         T(bad_total_timeout_is_rejected_by_name),
+        T(none_and_zero_switch_the_timeouts_off),
         T(attempt_timeout_beyond_total_timeout_is_rejected),
         T(bad_kill_after_is_rejected_by_name),
         T(bad_retry_on_is_rejected_by_name),

@@ -1,0 +1,135 @@
+/*
+ * http_output.c — writing one URL's answer where curl would: the body to
+ * its output unless it is an error body (--fail-with-body keeps it), the
+ * headers to -D's file and, with -i or -I, before the body.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_output.h"
+
+int http_output_path(const http_opts *o, int i, const char *url, char *buf, size_t cap,
+                     const char **out)
+{
+    const char *slot = i < o->noutputs ? o->outputs[i] : NULL;
+    if (slot != HTTP_REMOTE_NAME) {
+        *out = slot;
+        return 0;
+    }
+    const char *start = strstr(url, "://");
+    start = start != NULL ? start + 3 : url;
+    size_t path_end = strcspn(start, "?#");
+    const char *slash = NULL;
+    for (const char *p = start; p < start + path_end; p++) {
+        if (*p == '/')
+            slash = p;
+    }
+    size_t n = slash != NULL ? (size_t)(start + path_end - slash - 1) : 0;
+    if (n == 0 || n >= cap) {
+        fprintf(stderr, "resil http: %s: -O: the URL has no file name to take\n", url);
+        return RESIL_EINVAL;
+    }
+    memcpy(buf, slash + 1, n);
+    buf[n] = '\0';
+    *out = buf;
+    return 0;
+}
+
+void http_sink_init(http_sink *s, const http_opts *o, const char *path, FILE *dump)
+{
+    memset(s, 0, sizeof *s);
+    s->o = o;
+    s->path = path;
+    s->dump = dump;
+}
+
+static bool opened(http_sink *s)
+{
+    if (s->file != NULL)
+        return true;
+    if (s->write_failed)
+        return false;
+    s->file = s->path == NULL ? stdout : fopen(s->path, "wb");
+    if (s->file == NULL) {
+        s->open_errno = errno;
+        s->write_failed = true;
+        return false;
+    }
+    return true;
+}
+
+static size_t put(http_sink *s, const char *p, size_t n)
+{
+    if (!opened(s) || fwrite(p, 1, n, s->file) != n) {
+        s->write_failed = true;
+        return 0;
+    }
+    return n;
+}
+
+/* An error body goes nowhere (as curl --fail), unless --fail-with-body. */
+size_t http_sink_body(char *p, size_t size, size_t n, void *data)
+{
+    http_sink *s = data;
+    size_t len = size * n;
+    if (s->status >= 400 && !s->o->fail_with_body)
+        return len;
+    if (put(s, p, len) != len)
+        return 0;
+    s->body_bytes += (curl_off_t)len;
+    return len;
+}
+
+static long status_line(const char *p, size_t n)
+{
+    if (n < 12 || strncmp(p, "HTTP/", 5) != 0)
+        return -1;
+    const char *sp = memchr(p, ' ', n);
+    if (sp == NULL || (size_t)(sp - p) + 4 > n)
+        return -1;
+    long code = 0;
+    for (int i = 1; i <= 3; i++) {
+        if (sp[i] < '0' || sp[i] > '9')
+            return -1;
+        code = code * 10 + (sp[i] - '0');
+    }
+    return code;
+}
+
+size_t http_sink_header(char *p, size_t size, size_t n, void *data)
+{
+    http_sink *s = data;
+    size_t len = size * n;
+    long code = status_line(p, len);
+    if (code >= 0) {
+        s->status = code;
+        s->header_bytes = 0;
+    }
+    s->header_bytes += (curl_off_t)len;
+    if (s->dump != NULL && fwrite(p, 1, len, s->dump) != len)
+        s->write_failed = true;
+    if ((s->o->include_headers || s->o->head) && put(s, p, len) != len)
+        return 0;
+    return len;
+}
+
+int http_sink_finish(http_sink *s, bool ok)
+{
+    if (ok && s->path != NULL)
+        (void)opened(s); /* an empty body still makes its file */
+    if (s->dump != NULL)
+        fflush(s->dump);
+    if (s->file != NULL && s->file != stdout && fclose(s->file) != 0)
+        s->write_failed = true;
+    if (s->file == stdout)
+        fflush(stdout);
+    s->file = NULL;
+    if (s->write_failed) {
+        fprintf(stderr, "resil http: cannot write '%s': %s\n",
+                s->path != NULL ? s->path : "standard output",
+                strerror(s->open_errno != 0 ? s->open_errno : EIO));
+        return 23;
+    }
+    return 0;
+}
