@@ -1,0 +1,191 @@
+/*
+ * test_http_opts.c — `resil http`'s option parser, in-process: what each
+ * curl flag sets, how bundles split, and the values it refuses by name.
+ * The run itself is tested end to end in tests/http (test_cli.c, and
+ * test_curl_compat.c against curl).
+ */
+#include "http_opts.h"
+#include "test.h"
+
+#define PARSE(o, err, ...)                                                     \
+    parse((o), (err), (char *[]){"http", __VA_ARGS__, NULL})
+
+static int parse(http_opts *o, resil_err *err, char **argv)
+{
+    int argc = 0;
+    while (argv[argc] != NULL)
+        argc++;
+    memset(err, 0, sizeof *err);
+    return http_opts_parse(o, argc, argv, err);
+}
+
+static void bundled_flags_split_as_curl_reads_them(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-sSfLXPOST", "-ofile", "u"), 0);
+    assert_true(o.silent && o.show_error && o.location);
+    assert_string_equal(o.method, "POST");
+    assert_int_equal(o.noutputs, 1);
+    assert_string_equal(o.outputs[0], "file");
+    http_opts_free(&o);
+}
+
+static void a_value_that_looks_like_a_bundle_is_left_whole(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-H", "-sS: x", "-d", "-si", "u"), 0);
+    assert_string_equal(o.headers->data, "-sS: x");
+    assert_string_equal(o.data, "-si");
+    assert_false(o.silent);
+    http_opts_free(&o);
+}
+
+static void retry_n_is_n_plus_one_attempts(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--retry", "5", "u"), 0);
+    assert_int_equal(o.po.policy.max_attempts, 6);
+    http_opts_free(&o);
+}
+
+static void retry_delay_is_a_constant_wait_without_jitter(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--retry-delay", "2.5", "u"), 0);
+    assert_int_equal(o.po.policy.backoff.kind, RESIL_BACKOFF_CONSTANT);
+    assert_int_equal(o.po.policy.backoff.jitter, RESIL_JITTER_NONE);
+    assert_duration_equal(o.po.policy.backoff.base, RESIL_MS(2500));
+    http_opts_free(&o);
+}
+
+static void max_time_is_the_attempt_timeout_and_retry_max_time_the_total(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-m", "5", "--retry-max-time", "60", "u"), 0);
+    assert_duration_equal(o.po.attempt_timeout, RESIL_S(5));
+    assert_duration_equal(o.po.policy.max_total, RESIL_S(60));
+    http_opts_free(&o);
+}
+
+static void without_a_profile_there_is_no_attempt_or_total_timeout(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "u"), 0);
+    assert_duration_equal(o.po.attempt_timeout, 0);
+    assert_duration_equal(o.po.policy.max_total, 0);
+    assert_duration_equal(o.stall_timeout, RESIL_S(30));
+    assert_duration_equal(o.connect_timeout, RESIL_S(10));
+    assert_int_equal(o.po.policy.max_attempts, 4);
+    http_opts_free(&o);
+}
+
+static void a_total_timeout_cuts_the_profiles_attempt_timeout(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--total-timeout", "3s", "--profile", "standard", "u"), 0);
+    assert_duration_equal(o.po.attempt_timeout, RESIL_S(3));
+    assert_duration_equal(o.po.policy.max_total, RESIL_S(3));
+    http_opts_free(&o);
+}
+
+static void an_attempt_timeout_lifts_the_profiles_total(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--profile", "read", "--attempt-timeout", "5s", "u"), 0);
+    assert_duration_equal(o.po.attempt_timeout, RESIL_S(5));
+    assert_duration_equal(o.po.policy.max_total, 0);
+    http_opts_free(&o);
+}
+
+static void seconds_take_curls_form_a_duration_or_none(void **state)
+{
+    (void)state;
+    static char *argv[] = {"t", NULL};
+    args a;
+    args_init(&a, "t", 1, argv);
+    resil_err err;
+    a.err = &err;
+    resil_duration d;
+    assert_int_equal(http_seconds_parse(&a, "-m", "2.5", &d), 0);
+    assert_duration_equal(d, RESIL_MS(2500));
+    assert_int_equal(http_seconds_parse(&a, "-m", ".25", &d), 0);
+    assert_duration_equal(d, RESIL_MS(250));
+    assert_int_equal(http_seconds_parse(&a, "-m", "250ms", &d), 0);
+    assert_duration_equal(d, RESIL_MS(250));
+    assert_int_equal(http_seconds_parse(&a, "-m", "none", &d), 0);
+    assert_duration_equal(d, 0);
+    assert_int_equal(http_seconds_parse(&a, "-m", "1e3", &d), RESIL_EINVAL);
+    assert_string_equal(err.message, "t: -m must be seconds (such as 5 or 2.5), a duration "
+                                     "such as 250ms, or 'none', got '1e3'");
+}
+
+static void urlencode_pieces_follow_curls_forms(void **state)
+{
+    (void)state;
+    static char *argv[] = {"t", NULL};
+    args a;
+    args_init(&a, "t", 1, argv);
+    char *p;
+    size_t n;
+    assert_int_equal(http_urlencode_piece(&a, "n=a b/ü", &p, &n), 0);
+    assert_string_equal(p, "n=a+b%2F%C3%BC");
+    free(p);
+    assert_int_equal(http_urlencode_piece(&a, "=x&y", &p, &n), 0);
+    assert_string_equal(p, "x%26y");
+    free(p);
+}
+
+static void unknown_write_out_variable_is_refused_by_name(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-w", "%{http_code} %{http_cod}", "u"), RESIL_EINVAL);
+    assert_string_equal(err.message, "resil http: --write-out: unknown variable '%{http_cod}'");
+    http_opts_free(&o);
+}
+
+static void a_bundle_with_an_unknown_letter_is_refused_whole(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-sq", "u"), RESIL_EINVAL);
+    assert_string_equal(err.message, "resil http: unknown option '-sq' (see resil http --help)");
+    http_opts_free(&o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bundled_flags_split_as_curl_reads_them),
+        cmocka_unit_test(a_value_that_looks_like_a_bundle_is_left_whole),
+        cmocka_unit_test(retry_n_is_n_plus_one_attempts),
+        cmocka_unit_test(retry_delay_is_a_constant_wait_without_jitter),
+        cmocka_unit_test(max_time_is_the_attempt_timeout_and_retry_max_time_the_total),
+        cmocka_unit_test(without_a_profile_there_is_no_attempt_or_total_timeout),
+        cmocka_unit_test(a_total_timeout_cuts_the_profiles_attempt_timeout),
+        cmocka_unit_test(an_attempt_timeout_lifts_the_profiles_total),
+        cmocka_unit_test(seconds_take_curls_form_a_duration_or_none),
+        cmocka_unit_test(urlencode_pieces_follow_curls_forms),
+        cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
+        cmocka_unit_test(a_bundle_with_an_unknown_letter_is_refused_whole),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
