@@ -9,10 +9,11 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 
 #include "attempt_log.h"
 
-#define LINE_MAX_LEN 1024
+#define LINE_MAX_LEN 2048
 
 int attempt_log_format_parse(const char *s, log_format *out)
 {
@@ -42,6 +43,54 @@ void format_ms(resil_duration d, bool whole, char *buf, size_t cap)
     for (size_t n = strlen(frac); n > 0 && frac[n - 1] == '0'; n--)
         frac[n - 1] = '\0';
     snprintf(buf, cap, "%" PRId64 ".%s", ms, frac);
+}
+
+void format_human(resil_duration d, char *buf, size_t cap)
+{
+    if (d < 0)
+        d = 0;
+    resil_duration unit = d >= RESIL_S(10) ? RESIL_S(1)
+                          : d >= RESIL_S(1) ? RESIL_MS(100)
+                                            : RESIL_MS(1);
+    resil_duration_format(d - d % unit, buf, cap);
+}
+
+void format_stamp(char *buf, size_t cap)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    char day[32];
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, cap, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+}
+
+/* The stamped form's line start: "TIME resil: " (or the indent alone). */
+static void line_start(const attempt_log *l, char *buf, size_t cap)
+{
+    if (!l->stamped) {
+        snprintf(buf, cap, "%s", l->indent);
+        return;
+    }
+    char stamp[40];
+    format_stamp(stamp, sizeof stamp);
+    snprintf(buf, cap, "%s%s resil: ", l->indent, stamp);
+}
+
+/* The stamped form's JSON start: "\"time\":...,\"url\":...," (or nothing). */
+static void json_start(const attempt_log *l, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (!l->stamped)
+        return;
+    char stamp[40], subject[512];
+    format_stamp(stamp, sizeof stamp);
+    size_t n = (size_t)snprintf(buf, cap, "\"time\":\"%s\",", stamp);
+    if (l->subject_key == NULL || n >= cap)
+        return;
+    json_quote(l->subject != NULL ? l->subject : "", subject, sizeof subject);
+    snprintf(buf + n, cap - n, "\"%s\":%s,", l->subject_key, subject);
 }
 
 void json_quote(const char *s, char *buf, size_t cap)
@@ -79,28 +128,34 @@ static void lower_kind(resil_kind k, char *buf, size_t cap)
         *p = (char)tolower((unsigned char)*p);
 }
 
-static void text_decision(const resil_attempt_record *rec, char *buf, size_t cap)
+static void text_decision(const attempt_log *l, const resil_attempt_record *rec, char *buf,
+                          size_t cap)
 {
     if (rec->stop != RESIL_STOP_NONE) {
         snprintf(buf, cap, "%s", resil_stop_name(rec->stop));
         return;
     }
-    char ms[32];
-    format_ms(rec->wait, true, ms, sizeof ms);
-    snprintf(buf, cap, "wait %s ms (%s)", ms, resil_wait_source_name(rec->source));
+    char wait[32];
+    if (l->stamped) {
+        format_human(rec->wait, wait, sizeof wait);
+    } else {
+        format_ms(rec->wait, true, wait, sizeof wait);
+        strcat(wait, " ms");
+    }
+    snprintf(buf, cap, "wait %s (%s)", wait, resil_wait_source_name(rec->source));
 }
 
 static void write_text_attempt(const attempt_log *l, const resil_attempt_record *rec,
                                const char *what)
 {
-    char line[LINE_MAX_LEN];
+    char line[LINE_MAX_LEN], start[96];
+    line_start(l, start, sizeof start);
     if (resil_outcome_ok(&rec->outcome)) {
-        snprintf(line, sizeof line, "%s#%u ok\n", l->indent, rec->number);
+        snprintf(line, sizeof line, "%s#%u ok\n", start, rec->number);
     } else {
         char decision[128];
-        text_decision(rec, decision, sizeof decision);
-        snprintf(line, sizeof line, "%s#%u %s, %s\n", l->indent, rec->number,
-                 what, decision);
+        text_decision(l, rec, decision, sizeof decision);
+        snprintf(line, sizeof line, "%s#%u %s, %s\n", start, rec->number, what, decision);
     }
     fputs(line, l->out);
 }
@@ -109,6 +164,8 @@ static void write_json_attempt(const attempt_log *l, const resil_attempt_record 
                                const char *what, const char *extra_json)
 {
     char kind[32], detail[256], wait[32], duration[32], source[32], line[LINE_MAX_LEN];
+    char start[640];
+    json_start(l, start, sizeof start);
     lower_kind(rec->outcome.kind, kind, sizeof kind);
     json_quote(resil_outcome_ok(&rec->outcome) ? "ok" : what, detail, sizeof detail);
     format_ms(rec->wait, false, wait, sizeof wait);
@@ -119,10 +176,10 @@ static void write_json_attempt(const attempt_log *l, const resil_attempt_record 
         json_quote(resil_wait_source_name(rec->source), source, sizeof source);
     bool stops = rec->stop != RESIL_STOP_NONE;
     snprintf(line, sizeof line,
-             "{\"attempt\":%u,\"outcome\":\"%s\",\"code\":%" PRId64
+             "{%s\"attempt\":%u,\"outcome\":\"%s\",\"code\":%" PRId64
              ",\"detail\":%s,\"decision\":\"%s\"%s%s%s,\"wait_ms\":%s"
              ",\"source\":%s,\"duration_ms\":%s%s%s}\n",
-             rec->number, kind, rec->outcome.code, detail,
+             start, rec->number, kind, rec->outcome.code, detail,
              stops ? "stop" : "retry", stops ? ",\"reason\":\"" : "",
              stops ? resil_stop_name(rec->stop) : "", stops ? "\"" : "", wait,
              source, duration, extra_json != NULL ? "," : "",
@@ -142,17 +199,17 @@ void attempt_log_attempt(const attempt_log *l, const resil_attempt_record *rec,
 
 static void write_text_stop(const attempt_log *l, resil_stop stop, const char *value)
 {
-    char line[LINE_MAX_LEN];
+    char line[LINE_MAX_LEN], start[96];
     const char *v = value != NULL ? value : "";
     const char *sep = value != NULL ? " " : "";
+    line_start(l, start, sizeof start);
     if (stop == RESIL_STOP_SUCCEEDED)
-        snprintf(line, sizeof line, "%s-> succeeded%s%s\n", l->indent, sep, v);
+        snprintf(line, sizeof line, "%s-> succeeded%s%s\n", start, sep, v);
     else if (stop == RESIL_STOP_REFUSED)
-        snprintf(line, sizeof line, "%s-> refused%s%s\n", l->indent,
+        snprintf(line, sizeof line, "%s-> refused%s%s\n", start,
                  value != NULL ? ": " : "", v);
     else
-        snprintf(line, sizeof line, "%s-> stopped: %s\n", l->indent,
-                 resil_stop_name(stop));
+        snprintf(line, sizeof line, "%s-> stopped: %s\n", start, resil_stop_name(stop));
     fputs(line, l->out);
 }
 
@@ -161,8 +218,11 @@ void attempt_log_stop(const attempt_log *l, resil_stop stop, uint32_t attempts,
 {
     if (l->format == LOG_TEXT)
         write_text_stop(l, stop, value);
-    else if (l->format == LOG_JSON)
-        fprintf(l->out, "{\"stop\":\"%s\",\"attempts\":%u}\n",
+    else if (l->format == LOG_JSON) {
+        char start[640];
+        json_start(l, start, sizeof start);
+        fprintf(l->out, "{%s\"stop\":\"%s\",\"attempts\":%u}\n", start,
                 resil_stop_name(stop), attempts);
+    }
     fflush(l->out);
 }

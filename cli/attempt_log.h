@@ -14,6 +14,14 @@
  * Waits in text are whole milliseconds, rounded down, as the article prints
  * them; JSON carries them to the microsecond. A subcommand says what an
  * attempt's failure was ("exit 1", "Transient 503") because only it knows.
+ *
+ * `resil run` and `resil http` write logs that CI and cron keep, so they
+ * turn on the stamped form: each text line begins with the time (RFC 3339,
+ * UTC, milliseconds) and "resil: ", waits read as people write them
+ * ("wait 16s (backoff)", "wait 180ms"), and every JSON record carries the
+ * time and what it is about ("url" or "command"):
+ *
+ *   2026-03-01T12:00:00.250Z resil: #1 exit 1, wait 2s (backoff)
  */
 #ifndef RESIL_CLI_ATTEMPT_LOG_H
 #define RESIL_CLI_ATTEMPT_LOG_H
@@ -28,7 +36,18 @@ typedef struct attempt_log {
     FILE *out;
     log_format format;
     const char *indent; /* text lines start with it ("" or "  ") */
+    bool stamped;       /* the form for logs: time, "resil: ", waits for people */
+    const char *subject_key; /* JSON: "url" or "command"; NULL: none */
+    const char *subject;     /* its value */
 } attempt_log;
+
+/* A duration as people read it in a log: "180ms", "1.5s", "16s", "2m5s"
+ * (below 1 s to the millisecond, below 10 s to the tenth, then whole
+ * seconds; always rounded down). */
+void format_human(resil_duration d, char *buf, size_t cap);
+
+/* The record's moment, in the stamped form's words: "2026-03-01T12:00:00.250Z". */
+void format_stamp(char *buf, size_t cap);
 
 /* "text", "json" or "none"; RESIL_EINVAL otherwise. */
 int attempt_log_format_parse(const char *s, log_format *out);

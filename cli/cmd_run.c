@@ -11,6 +11,7 @@
  * the executor's cancellation (see process.h). So `resil run` is also the
  * executor's most direct end-to-end test.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "attempt_log.h"
 #include "commands.h"
 #include "chaos_opts.h"
+#include "heartbeat.h"
 #include "policy_opts.h"
 #include "process.h"
 
@@ -30,6 +32,8 @@ typedef struct run_opts {
     resil_duration kill_after;
     code_set retry_on, stop_on;
     log_format log;
+    const char *log_file;     /* --log-file: the record appended there */
+    resil_duration heartbeat; /* --heartbeat; -1: the default */
     bool dry_run;
     char **command;
 } run_opts;
@@ -73,8 +77,13 @@ static void usage(FILE *out)
           "output:\n"
           "      --log text|json|none   the attempt record, on stderr (default "
           "text);\n"
+          "                             each line timed (UTC) and marked 'resil:';\n"
           "                             json: an object per attempt, then\n"
-          "                             {\"stop\":REASON,\"attempts\":N}\n"
+          "                             {\"stop\":REASON,\"attempts\":N}, each with\n"
+          "                             \"time\" and \"command\"\n"
+          "      --log-file FILE        append the attempt record to FILE instead\n"
+          "      --heartbeat DUR|none   during a longer wait, a line every DUR\n"
+          "                             (default: 10s on a terminal, else none)\n"
           "      --dry-run              print the waits the policy would use if "
           "every\n"
           "                             attempt failed, and run nothing; with "
@@ -99,7 +108,9 @@ static void usage(FILE *out)
           "first\n"
           "has consumed it. A command that reads the terminal is stopped by "
           "it\n"
-          "(SIGTTIN), as any background job is.\n"
+          "(SIGTTIN), as any background job is. Each attempt finds its number in\n"
+          "RESIL_ATTEMPT (1 for the first) and the most there will be in\n"
+          "RESIL_ATTEMPTS (or 'forever').\n"
           "\n"
           "exit status:\n"
           "  0            the command succeeded\n"
@@ -123,6 +134,14 @@ static int parse_log(const args *a, const char *text, log_format *out)
     return 0;
 }
 
+static int parse_log_file(const args *a, const char *text, const char **out)
+{
+    if (text[0] == '\0')
+        return args_reject(a, "--log-file", "a file name", text);
+    *out = text;
+    return 0;
+}
+
 /* A parser's 0 as "the option was consumed". */
 static int consumed(int rc) { return rc < 0 ? rc : 1; }
 
@@ -139,6 +158,10 @@ static int parse_run_option(run_opts *o, args *a)
         return m < 0 ? m : consumed(exit_codes_parse(a, "--stop-on", v, &o->stop_on));
     if ((m = args_match(a, "--log", NULL, &v)) != 0)
         return m < 0 ? m : consumed(parse_log(a, v, &o->log));
+    if ((m = args_match(a, "--log-file", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(parse_log_file(a, v, &o->log_file));
+    if ((m = args_match(a, "--heartbeat", NULL, &v)) != 0)
+        return m < 0 ? m : consumed(args_timeout(a, "--heartbeat", v, &o->heartbeat));
     if (args_flag(a, "--dry-run", NULL)) {
         o->dry_run = true;
         return 1;
@@ -159,6 +182,7 @@ static int parse_options(run_opts *o, int argc, char **argv)
     chaos_opts_default(&o->chaos);
     o->kill_after = RESIL_S(5);
     o->log = LOG_TEXT;
+    o->heartbeat = -1;
     for (; a.i < argc; a.i++) {
         const char *arg = argv[a.i];
         if (strcmp(arg, "--") == 0) {
@@ -208,6 +232,20 @@ static resil_outcome classify(const run_opts *o, const child_result *r)
     return k == RESIL_SUCCESS ? resil_ok() : resil_fail(k, r->status, NULL);
 }
 
+/* The command learns which attempt it is: RESIL_ATTEMPT (1 for the first)
+ * and RESIL_ATTEMPTS (the most there will be, or "forever"). */
+static void export_attempt(uint32_t attempt, uint32_t max)
+{
+    char n[16], of[16];
+    snprintf(n, sizeof n, "%u", attempt);
+    if (max == RESIL_ATTEMPTS_FOREVER)
+        snprintf(of, sizeof of, "forever");
+    else
+        snprintf(of, sizeof of, "%u", max);
+    setenv("RESIL_ATTEMPT", n, 1);
+    setenv("RESIL_ATTEMPTS", of, 1);
+}
+
 static resil_outcome run_child(resil_attempt_ctx *ctx)
 {
     run_state *rs = ctx->user;
@@ -217,6 +255,7 @@ static resil_outcome run_child(resil_attempt_ctx *ctx)
         rs->last.status = 128 + rs->clock.signo;
         return resil_fail(RESIL_CANCELLED, rs->last.status, "cancelled");
     }
+    export_attempt(ctx->attempt, o->po.policy.max_attempts);
     child_spec spec = {
         .argv = o->command,
         .null_stdin = ctx->attempt > 1,
@@ -311,6 +350,15 @@ static int exit_status(const run_state *rs, const resil_retry_result *res)
     return (int)(res->final.code & 255);
 }
 
+/* The command as one line for the JSON records, words joined by spaces. */
+static void join_command(char **argv, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; argv[i] != NULL && n + 1 < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i > 0 ? " " : "", argv[i]);
+}
+
 static int execute(run_opts *o)
 {
     resil_cancel cancel;
@@ -318,15 +366,31 @@ static int execute(run_opts *o)
         fprintf(stderr, "resil run: cannot create the cancellation token\n");
         return RESIL_EXIT_USAGE;
     }
-    run_state rs = {.opts = o, .log = {stderr, o->log, ""}};
+    FILE *log = stderr;
+    if (o->log_file != NULL && (log = fopen(o->log_file, "a")) == NULL) {
+        fprintf(stderr, "resil run: --log-file: cannot open '%s': %s\n", o->log_file,
+                strerror(errno));
+        resil_cancel_destroy(&cancel);
+        return RESIL_EXIT_USAGE;
+    }
+    char command[512];
+    join_command(o->command, command, sizeof command);
+    run_state rs = {.opts = o,
+                    .log = {log, o->log, "", .stamped = true, .subject_key = "command",
+                            .subject = command}};
     sig_clock_init(&rs.clock, &cancel);
     if (chaos_opts_finish(&o->chaos, "resil run", &rs.clock.base,
                           resil_fail(RESIL_TRANSIENT, 1, "injected failure")) != 0) {
         resil_cancel_destroy(&cancel);
+        if (log != stderr)
+            fclose(log);
         return RESIL_EXIT_USAGE;
     }
+    heartbeat_clock hb;
+    heartbeat_init(&hb, &rs.clock.base,
+                   o->heartbeat >= 0 ? o->heartbeat : heartbeat_default(&rs.log), &rs.log);
     resil_exec_opts xo = {
-        .clock = &rs.clock.base,
+        .clock = &hb.base,
         .rng = policy_opts_rng(&o->po),
         .cancel = &cancel,
         .deadline = RESIL_INSTANT_MAX,
@@ -339,10 +403,14 @@ static int execute(run_opts *o)
     chaos_opts_free(&o->chaos);
     resil_cancel_destroy(&cancel);
     if (rc != 0) {
+        if (log != stderr)
+            fclose(log);
         fprintf(stderr, "resil run: %s\n", err.message);
         return RESIL_EXIT_USAGE;
     }
     attempt_log_stop(&rs.log, res.stop, res.attempts, NULL);
+    if (log != stderr)
+        fclose(log);
     return exit_status(&rs, &res);
 }
 

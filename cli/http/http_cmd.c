@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "heartbeat.h"
 #include "http_fleet.h"
 #include "http_handle.h"
 #include "http_opts.h"
@@ -142,7 +143,8 @@ static void on_event(const resil_event *ev, void *ud)
 
 /* ---- the run ----------------------------------------------------------------- */
 
-static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_client **out)
+static int build_client(const http_opts *o, run_state *rs, fleet *f, heartbeat_clock *hb,
+                        resil_http_client **out)
 {
     resil_http_opts h;
     resil_http_opts_default(&h);
@@ -165,6 +167,9 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, resil_http_
     }
     h.listener = on_event;
     h.listener_ud = rs;
+    heartbeat_init(hb, resil_clock_system(),
+                   o->heartbeat >= 0 ? o->heartbeat : heartbeat_default(&rs->log), &rs->log);
+    h.clock = &hb->base;
 #ifdef RESIL_CLI_REDIS
     if (o->fleet != NULL) {
         if (fleet_open(f, o->fleet, &h) != 0)
@@ -422,6 +427,7 @@ static int perform_url(http_run *run, int index)
         return EXIT_WRITE_ERROR;
     http_sink sink;
     http_sink_init(&sink, o, path, run->dump);
+    run->rs.log.subject = url;
     resil_http_result r;
     int rc = call_url(run, url, &sink, &r);
     if (rc != 0)
@@ -481,12 +487,13 @@ static int execute(http_opts *o)
             fclose(run.dump);
         return RESIL_EXIT_USAGE;
     }
-    run.rs = (run_state){.log = {log, o->log, ""}};
+    run.rs = (run_state){.log = {log, o->log, "", .stamped = true, .subject_key = "url"}};
     fleet f = {0};
+    heartbeat_clock hb;
     run.e = curl_easy_init();
-    int status = run.e == NULL                                  ? RESIL_EXIT_USAGE
-                 : build_client(o, &run.rs, &f, &run.client) != 0 ? RESIL_EXIT_USAGE
-                                                                   : 0;
+    int status = run.e == NULL                                       ? RESIL_EXIT_USAGE
+                 : build_client(o, &run.rs, &f, &hb, &run.client) != 0 ? RESIL_EXIT_USAGE
+                                                                        : 0;
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;

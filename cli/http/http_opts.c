@@ -115,8 +115,12 @@ static void usage(FILE *out, const policy_opts *defaults)
           "                             does not answer, each process counts alone\n"
 #endif
           "      --log text|json|none   the attempt record, on standard error (default\n"
-          "                             text); json adds each attempt's status\n"
+          "                             text), each line timed (UTC) and marked\n"
+          "                             'resil:'; json adds each attempt's status,\n"
+          "                             \"time\" and \"url\"\n"
           "      --log-file FILE        append the attempt record to FILE instead\n"
+          "      --heartbeat DUR|none   during a longer wait, a line every DUR\n"
+          "                             (default: 10s on a terminal, else none)\n"
           "  -h, --help                 this text\n"
           "\n"
           "exit status (as curl's with --fail):\n"
@@ -221,6 +225,11 @@ static int parse_log(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
+static int parse_heartbeat(http_opts *o, const args *a, const char *v)
+{
+    return args_timeout(a, "--heartbeat", v, &o->heartbeat);
+}
+
 static int parse_log_file(http_opts *o, const args *a, const char *v)
 {
     if (v[0] == '\0')
@@ -268,6 +277,7 @@ static const http_option resil_options[] = {
     {"--breaker-failures", NULL, true, parse_breaker_failures},
     {"--log", NULL, true, parse_log},
     {"--log-file", NULL, true, parse_log_file},
+    {"--heartbeat", NULL, true, parse_heartbeat},
 #ifdef RESIL_CLI_REDIS
     {"--fleet", NULL, true, parse_fleet},
 #endif
@@ -515,6 +525,7 @@ static void set_blank(http_opts *o)
     o->max_redirs = 50;
     o->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
     o->stall_timeout = DEFAULT_STALL_TIMEOUT;
+    o->heartbeat = -1;
 }
 
 /* 0 to run, 1 when --help was printed, or RESIL_EINVAL. */

@@ -82,6 +82,7 @@ typedef struct http_opts {
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
     log_format log;
     const char *log_file;      /* --log-file FILE: the attempt record, appended */
+    resil_duration heartbeat;  /* --heartbeat; -1: the default */
     const char *urls[MAX_URLS];
     int nurls;
     char **argv_owned;         /* argv with short-option bundles split (heap) */

@@ -126,7 +126,7 @@ static void retry_after_one_second_is_waited(void **state)
     assert_int_equal(r.status, 0);
     assert_int_equal(http_server_count(f->server, "/a"), 2);
     assert_true(elapsed >= 1.0); /* the lower bound the server demanded */
-    assert_contains(r.err, "#1 HTTP 429, wait 1000 ms (Retry-After)");
+    assert_contains(r.err, "#1 HTTP 429, wait 1s (Retry-After)");
     cli_result_free(&r);
 }
 
@@ -472,15 +472,15 @@ static void json_log_carries_each_status(void **state)
     cli_result r;
     cli_run(&r, f->dir, NULL, "http", "--log", "json", "--delay", "10ms", url(f, "/a"), NULL);
     assert_int_equal(r.status, 0);
-    assert_contains(r.err, "{\"attempt\":1,\"outcome\":\"transient\",\"code\":503,"
+    assert_contains(r.err, "\"attempt\":1,\"outcome\":\"transient\",\"code\":503,"
                            "\"detail\":\"HTTP 503\",\"decision\":\"retry\"");
     assert_contains(r.err, "\"source\":\"backoff\"");
     assert_contains(r.err, "\"status\":503}");
-    assert_contains(r.err, "{\"attempt\":2,\"outcome\":\"throttled\",\"code\":429");
+    assert_contains(r.err, "\"attempt\":2,\"outcome\":\"throttled\",\"code\":429");
     assert_contains(r.err, "\"source\":\"Retry-After\"");
-    assert_contains(r.err, "{\"attempt\":3,\"outcome\":\"success\",\"code\":200");
+    assert_contains(r.err, "\"attempt\":3,\"outcome\":\"success\",\"code\":200");
     assert_contains(r.err, "\"status\":200}");
-    assert_contains(r.err, "{\"stop\":\"succeeded\",\"attempts\":3}");
+    assert_contains(r.err, "\"stop\":\"succeeded\",\"attempts\":3}");
     cli_result_free(&r);
 }
 
@@ -541,7 +541,7 @@ static void sigint_during_a_wait_exits_130_at_once(void **state)
     http_server_script(f->server, "/a", STEPS({.status = 503}));
     pid_t pid = cli_start(f->dir, NULL, "http", "--delay", "20s", "--jitter", "none",
                           url(f, "/a"), NULL);
-    cli_await(cli_err_contains, f->dir, "#1 HTTP 503, wait 20000 ms");
+    cli_await(cli_err_contains, f->dir, "#1 HTTP 503, wait 20s");
     kill(pid, SIGINT);
     cli_result r;
     cli_wait(pid, f->dir, &r);
@@ -573,7 +573,7 @@ static void sighup_cancels_too(void **state)
     http_server_script(f->server, "/a", STEPS({.status = 503}));
     pid_t pid = cli_start(f->dir, NULL, "http", "--delay", "20s", "--jitter", "none",
                           url(f, "/a"), NULL);
-    cli_await(cli_err_contains, f->dir, "#1 HTTP 503, wait 20000 ms");
+    cli_await(cli_err_contains, f->dir, "#1 HTTP 503, wait 20s");
     kill(pid, SIGHUP);
     cli_result r;
     cli_wait(pid, f->dir, &r);
@@ -792,6 +792,26 @@ static void a_form_part_reaches_the_server_as_multipart(void **state)
     cli_result_free(&r);
 }
 
+static void each_json_record_names_its_url(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 404}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--log", "json", "-s", url(f, "/a"), NULL);
+    cli_result_free(&r);
+    cli_run(&r, f->dir, NULL, "http", "--log", "json", "--log-file", "http.log", url(f, "/a"),
+            NULL);
+    assert_int_equal(r.status, 22);
+    char *log = cli_read(f->dir, "http.log"), want[300];
+    snprintf(want, sizeof want, "\"url\":\"%s\",\"attempt\":1,", url(f, "/a"));
+    assert_contains(log, want);
+    snprintf(want, sizeof want, "\"url\":\"%s\",\"stop\":\"not retryable\"", url(f, "/a"));
+    assert_contains(log, want);
+    assert_null(strstr(r.err, "\"attempt\""));
+    free(log);
+    cli_result_free(&r);
+}
+
 static void help_exits_0(void **state)
 {
     cli_fx *f = *state;
@@ -818,6 +838,7 @@ int main(void)
         T(retry_all_errors_retries_a_404),
         T(retry_zero_sends_one_request),
         T(a_form_part_reaches_the_server_as_multipart),
+        T(each_json_record_names_its_url),
         T(status_400_exits_22_after_one_request),
         T(an_unknown_outcome_exits_22_after_one_request),
         T(persistent_503_exits_22_after_four_requests),

@@ -92,6 +92,34 @@ static inline bool cli_exists(const char *dir, const char *name)
     return stat(path, &st) == 0;
 }
 
+/* Is `p` the start of a stamped log line, "2026-03-01T12:00:00.250Z resil: "? */
+static inline bool cli_stamped(const char *p)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ resil: ";
+    for (size_t i = 0; i < sizeof shape - 1; i++) {
+        bool digit = p[i] >= '0' && p[i] <= '9';
+        if (shape[i] == 'd' ? !digit : p[i] != shape[i])
+            return false;
+    }
+    return true;
+}
+
+/* The log's lines without their stamps, in place: what the record says. */
+static inline char *cli_unstamp(char *text)
+{
+    char *out = text;
+    for (const char *p = text; *p != '\0';) {
+        if (cli_stamped(p))
+            p += 32;
+        while (*p != '\0' && *p != '\n')
+            *out++ = *p++;
+        if (*p == '\n')
+            *out++ = *p++;
+    }
+    *out = '\0';
+    return text;
+}
+
 /* Lines in dir/name: the number of runs for scripts that append one line
  * per run; 0 when the file does not exist. */
 static inline int cli_lines(const char *dir, const char *name)

@@ -237,12 +237,12 @@ static void attempt_timeout_ends_each_attempt_and_exits_124(void **state)
     cli_run(&r, dir, NULL, "run", "--attempt-timeout", "100ms", "--attempts", "2",
             "--delay", "1ms", "--log", "json", "--", "sleep", "5", NULL);
     assert_int_equal(r.status, 124);
-    assert_contains(r.err, "{\"attempt\":1,\"outcome\":\"timeout\",\"code\":143,"
+    assert_contains(r.err, "\"attempt\":1,\"outcome\":\"timeout\",\"code\":143,"
                            "\"detail\":\"attempt timeout (killed by SIGTERM)\","
                            "\"decision\":\"retry\",");
-    assert_contains(r.err, "{\"attempt\":2,\"outcome\":\"timeout\",\"code\":143,");
+    assert_contains(r.err, "\"attempt\":2,\"outcome\":\"timeout\",\"code\":143,");
     assert_contains(r.err, "\"signal\":15,\"timed_out\":true");
-    assert_contains(r.err, "{\"stop\":\"attempts exhausted\",\"attempts\":2}");
+    assert_contains(r.err, "\"stop\":\"attempts exhausted\",\"attempts\":2}");
     cli_result_free(&r);
 }
 
@@ -256,7 +256,7 @@ static void attempt_ignoring_sigterm_is_killed_after_kill_after(void **state)
                      "--kill-after", "100ms", "--attempts", "1", "--log", "json", "--",
                      "sleep", "5", NULL);
     assert_int_equal(r.status, 124);
-    assert_contains(r.err, "{\"attempt\":1,\"outcome\":\"timeout\",\"code\":137,"
+    assert_contains(r.err, "\"attempt\":1,\"outcome\":\"timeout\",\"code\":137,"
                            "\"detail\":\"attempt timeout (killed by SIGKILL)\",");
     assert_contains(r.err, "\"signal\":9,\"timed_out\":true");
     cli_result_free(&r);
@@ -271,7 +271,7 @@ static void total_timeout_stops_instead_of_a_wait_that_would_pass_it(void **stat
     assert_int_equal(r.status, 124);
     assert_int_equal(cli_lines(dir, "runs"), 1);
     assert_contains(r.err, "\"decision\":\"stop\",\"reason\":\"deadline\"");
-    assert_contains(r.err, "{\"stop\":\"deadline\",\"attempts\":1}");
+    assert_contains(r.err, "\"stop\":\"deadline\",\"attempts\":1}");
     cli_result_free(&r);
 }
 
@@ -284,7 +284,7 @@ static void total_timeout_ends_the_running_attempt(void **state)
     assert_int_equal(r.status, 124);
     assert_contains(r.err, "\"outcome\":\"timeout\",\"code\":143,"
                            "\"detail\":\"total timeout (killed by SIGTERM)\"");
-    assert_contains(r.err, "{\"stop\":\"deadline\",\"attempts\":1}");
+    assert_contains(r.err, "\"stop\":\"deadline\",\"attempts\":1}");
     cli_result_free(&r);
 }
 
@@ -311,8 +311,9 @@ static void text_log_follows_the_article(void **state)
     cli_result r;
     cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--jitter", "none", "--", "sh", "-c",
             "exit 1", NULL);
-    assert_string_equal(r.err, "#1 exit 1, wait 1 ms (backoff)\n"
-                               "#2 exit 1, wait 2 ms (backoff)\n"
+    assert_true(cli_stamped(r.err));
+    assert_string_equal(cli_unstamp(r.err), "#1 exit 1, wait 1ms (backoff)\n"
+                               "#2 exit 1, wait 2ms (backoff)\n"
                                "#3 exit 1, attempts exhausted\n"
                                "-> stopped: attempts exhausted\n");
     cli_result_free(&r);
@@ -324,8 +325,8 @@ static void text_log_of_a_success(void **state)
     cli_result r;
     cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--jitter", "none", "--", "sh", "-c",
             FAIL_TWICE, NULL);
-    assert_string_equal(r.err, "#1 exit 1, wait 1 ms (backoff)\n"
-                               "#2 exit 1, wait 2 ms (backoff)\n"
+    assert_string_equal(cli_unstamp(r.err), "#1 exit 1, wait 1ms (backoff)\n"
+                               "#2 exit 1, wait 2ms (backoff)\n"
                                "#3 ok\n"
                                "-> succeeded\n");
     cli_result_free(&r);
@@ -339,19 +340,19 @@ static void json_log_has_one_object_per_attempt_then_the_stop(void **state)
     cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--jitter", "none", "--log", "json",
             "--", "sh", "-c", "exit 1", NULL);
     assert_non_null(line_at(r.err, 0, line, sizeof line));
-    assert_contains(line, "{\"attempt\":1,\"outcome\":\"transient\",\"code\":1,"
+    assert_contains(line, "\"attempt\":1,\"outcome\":\"transient\",\"code\":1,"
                           "\"detail\":\"exit 1\",\"decision\":\"retry\","
                           "\"wait_ms\":1,\"source\":\"backoff\",\"duration_ms\":");
     assert_non_null(line_at(r.err, 1, line, sizeof line));
-    assert_contains(line, "{\"attempt\":2,\"outcome\":\"transient\",\"code\":1,");
+    assert_contains(line, "\"attempt\":2,\"outcome\":\"transient\",\"code\":1,");
     assert_contains(line, "\"decision\":\"retry\",\"wait_ms\":2,\"source\":\"backoff\",");
     assert_non_null(line_at(r.err, 2, line, sizeof line));
-    assert_contains(line, "{\"attempt\":3,\"outcome\":\"transient\",\"code\":1,");
+    assert_contains(line, "\"attempt\":3,\"outcome\":\"transient\",\"code\":1,");
     assert_contains(line, "\"decision\":\"stop\",\"reason\":\"attempts exhausted\","
                           "\"wait_ms\":0,\"source\":null,\"duration_ms\":");
     assert_contains(line, "\"signal\":0,\"timed_out\":false}");
     assert_non_null(line_at(r.err, 3, line, sizeof line));
-    assert_string_equal(line, "{\"stop\":\"attempts exhausted\",\"attempts\":3}");
+    assert_contains(line, "\"stop\":\"attempts exhausted\",\"attempts\":3}");
     assert_null(line_at(r.err, 4, line, sizeof line));
     cli_result_free(&r);
 }
@@ -362,10 +363,10 @@ static void json_log_of_a_success_ends_with_succeeded(void **state)
     cli_result r;
     cli_run(&r, dir, NULL, "run", "--log", "json", "--", "true", NULL);
     assert_int_equal(r.status, 0);
-    assert_contains(r.err, "{\"attempt\":1,\"outcome\":\"success\",\"code\":0,"
+    assert_contains(r.err, "\"attempt\":1,\"outcome\":\"success\",\"code\":0,"
                            "\"detail\":\"ok\",\"decision\":\"stop\","
                            "\"reason\":\"succeeded\",");
-    assert_contains(r.err, "{\"stop\":\"succeeded\",\"attempts\":1}\n");
+    assert_contains(r.err, "\"stop\":\"succeeded\",\"attempts\":1}\n");
     cli_result_free(&r);
 }
 
@@ -799,7 +800,7 @@ static void signal_while_attempt_runs(void **state, int sig, int expected_status
     cli_wait(resil, dir, &r);
     assert_int_equal(r.status, expected_status);
     assert_contains(r.err, "\"outcome\":\"cancelled\"");
-    assert_contains(r.err, "{\"stop\":\"cancelled\",\"attempts\":1}");
+    assert_contains(r.err, "\"stop\":\"cancelled\",\"attempts\":1}");
     assert_int_equal(kill((pid_t)atoi(pid), 0), -1);
     assert_int_equal(errno, ESRCH);
     free(pid);
@@ -873,19 +874,93 @@ static void cancel_kills_what_the_attempt_leaves_behind(void **state)
     cli_result_free(&r);
 }
 
+/* ---- logs for CI and cron ------------------------------------------------- */
+
+static void each_json_record_carries_the_time_and_the_command(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    char line[512];
+    cli_run(&r, dir, NULL, "run", "--attempts", "1", "--log", "json", "--", "sh", "-c",
+            "exit 3", NULL);
+    for (int i = 0; i < 2; i++) {
+        assert_non_null(line_at(r.err, i, line, sizeof line));
+        assert_true(strncmp(line, "{\"time\":\"", 9) == 0);
+        assert_true(cli_stamped(line + 9) || strncmp(line + 33, "\",", 2) == 0);
+        assert_contains(line, "\"command\":\"sh -c exit 3\",");
+    }
+    cli_result_free(&r);
+}
+
+static void waits_read_as_people_write_them(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    pid_t resil = cli_start(dir, NULL, "run", "--delay", "90s", "--max-delay", "2m", "--jitter",
+                            "none", "--", "sh", "-c", "exit 1", NULL);
+    cli_await(cli_err_contains, dir, "wait 1m30s (backoff)");
+    kill(resil, SIGTERM);
+    cli_wait(resil, dir, &r);
+    assert_string_equal(cli_unstamp(r.err), "#1 exit 1, wait 1m30s (backoff)\n"
+                                            "-> stopped: cancelled\n");
+    cli_result_free(&r);
+}
+
+static void the_command_learns_its_attempt_number(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--attempts", "3", "--delay", "1ms", "--", "sh", "-c",
+            "echo $RESIL_ATTEMPT/$RESIL_ATTEMPTS >> seen; exit 1", NULL);
+    char *seen = cli_read(dir, "seen");
+    assert_string_equal(seen, "1/3\n2/3\n3/3\n");
+    free(seen);
+    cli_result_free(&r);
+}
+
+static void log_file_receives_the_record_appended(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_write(dir, "run.log", "earlier\n");
+    cli_run(&r, dir, NULL, "run", "--attempts", "1", "--log-file", "run.log", "--", "true",
+            NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "");
+    char *log = cli_read(dir, "run.log");
+    assert_string_equal(cli_unstamp(log), "earlier\n#1 ok\n-> succeeded\n");
+    free(log);
+    cli_result_free(&r);
+}
+
+static void a_long_wait_beats_until_the_next_attempt(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--attempts", "2", "--delay", "350ms", "--jitter", "none",
+            "--heartbeat", "100ms", "--", "sh", "-c", "exit 1", NULL);
+    assert_string_equal(cli_unstamp(r.err), "#1 exit 1, wait 350ms (backoff)\n"
+                                            "waiting, next attempt in 250ms\n"
+                                            "waiting, next attempt in 150ms\n"
+                                            "waiting, next attempt in 50ms\n"
+                                            "#2 exit 1, attempts exhausted\n"
+                                            "-> stopped: attempts exhausted\n");
+    cli_result_free(&r);
+}
+
 static void signal_during_a_wait_ends_it_at_once(void **state)
 {
     const char *dir = *state;
     pid_t resil = cli_start(dir, NULL, "run", "--delay", "1h", "--max-delay", "1h",
                             "--jitter", "none", "--", "sh", "-c",
                             "echo run >> runs; exit 1", NULL);
-    cli_await(cli_err_contains, dir, "wait 3600000 ms (backoff)");
+    cli_await(cli_err_contains, dir, "wait 1h (backoff)");
     kill(resil, SIGTERM);
     cli_result r;
     cli_wait(resil, dir, &r);
     assert_int_equal(r.status, 143);
     assert_int_equal(cli_lines(dir, "runs"), 1);
-    assert_string_equal(r.err, "#1 exit 1, wait 3600000 ms (backoff)\n"
+    assert_string_equal(cli_unstamp(r.err), "#1 exit 1, wait 1h (backoff)\n"
                                "-> stopped: cancelled\n");
     cli_result_free(&r);
 }
@@ -961,6 +1036,11 @@ int main(void)
         T(sigterm_reaches_the_whole_process_group),
         T(cancel_kills_what_the_attempt_leaves_behind),
         T(signal_during_a_wait_ends_it_at_once),
+        T(each_json_record_carries_the_time_and_the_command),
+        T(waits_read_as_people_write_them),
+        T(the_command_learns_its_attempt_number),
+        T(log_file_receives_the_record_appended),
+        T(a_long_wait_beats_until_the_next_attempt),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
