@@ -1,11 +1,12 @@
 /*
- * cmd_config.c — `resil config check FILE`: validate a configuration and
- * say what its pipelines will do in the worst case.
+ * cmd_config.c — `resil config check FILE`: validate a configuration (FILE
+ * "-": standard input) and say what its pipelines will do in the worst case.
  *
- * It is a linter, so its findings are its output (stdout) and its exit
- * status is the verdict a build script branches on: 0 for a clean file, 1
- * for a file with errors (every one of them printed, FILE:LINE:COLUMN
- * first, the way compilers write them, so editors jump to them), 2 with
+ * It is a linter, so its exit status is the verdict a build script branches
+ * on: 0 for a clean file, 1 for a file with errors (every one of them
+ * printed on standard error, FILE:LINE:COLUMN first, the way compilers
+ * write them, so editors jump to them; with --json, the errors are the
+ * output and go to standard output), 2 with
  * --strict when the file is valid but the analysis has warnings, and 125
  * for a bad command line.
  */
@@ -66,7 +67,7 @@ static int parse_options(check_opts *o, int argc, char **argv)
         } else if ((m = args_match(&a, "--rate", NULL, &v)) != 0) {
             if (m < 0 || args_double(&a, "--rate", v, 0, &o->rate) != 0)
                 return RESIL_EINVAL;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
+        } else if (arg[0] == '-' && arg[1] != '\0') { /* "-" alone: standard input */
             return args_fail(&a, "unknown option '%s' (see resil config check --help)", arg);
         } else if (o->file != NULL) {
             return args_fail(&a, "one FILE at a time, got '%s' and '%s'", o->file, arg);
@@ -111,25 +112,53 @@ static void print_errors(const check_opts *o, const resil_config_diags *d)
         print(write_diags, d, RESIL_CONFIG_JSON);
         return;
     }
+    const char *name = strcmp(o->file, "-") == 0 ? "(standard input)" : o->file;
     for (size_t i = 0; i < d->len; i++) {
         char line[RESIL_CONFIG_PATH_MAX + 300];
         resil_config_diag_format(&d->items[i], line, sizeof line);
         if (strcmp(d->items[i].path, o->file) == 0)
-            printf("%s\n", line);
+            fprintf(stderr, "%s\n", line);
         else
-            printf("%s%s%s\n", o->file, d->items[i].path[0] ? ": " : ":", line);
+            fprintf(stderr, "%s%s%s\n", name, d->items[i].path[0] ? ": " : ":", line);
     }
     size_t n = d->len + d->dropped;
     if (d->dropped)
-        printf("... and %zu more\n", d->dropped);
-    printf("%zu error%s\n", n, n == 1 ? "" : "s");
+        fprintf(stderr, "... and %zu more\n", d->dropped);
+    fprintf(stderr, "%zu error%s\n", n, n == 1 ? "" : "s");
+}
+
+/* FILE, or standard input for "-". */
+static int load(const char *file, resil_config **c, resil_config_diags *d)
+{
+    if (strcmp(file, "-") != 0)
+        return resil_config_load_file(file, c, d);
+    size_t cap = 65536, len = 0, got;
+    char *text = malloc(cap);
+    while (text != NULL && (got = fread(text + len, 1, cap - len, stdin)) > 0) {
+        len += got;
+        if (len == cap) {
+            char *grown = realloc(text, cap * 2);
+            if (grown == NULL) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = grown;
+            cap *= 2;
+        }
+    }
+    if (text == NULL)
+        return RESIL_ENOMEM;
+    int rc = resil_config_parse(text, len, c, d);
+    free(text);
+    return rc;
 }
 
 static int check(const check_opts *o)
 {
     resil_config *c;
     resil_config_diags d = {0};
-    if (resil_config_load_file(o->file, &c, &d) != 0) {
+    if (load(o->file, &c, &d) != 0) {
         print_errors(o, &d);
         resil_config_diags_free(&d);
         return EXIT_INVALID;

@@ -37,7 +37,38 @@ static void usage(FILE *out)
     fprintf(out, "usage: resil COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'resil COMMAND --help' describes a command's options.\n");
+    fprintf(out, "\n"
+                 "  -h, --help      this text\n"
+                 "  -V, --version   resil's version\n"
+                 "\n"
+                 "'resil help COMMAND' or 'resil COMMAND --help' describes a command's "
+                 "options.\n");
+}
+
+static const command *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(name, commands[i].name) == 0)
+            return &commands[i];
+    }
+    return NULL;
+}
+
+/* `resil help [COMMAND]`: the tool's text, or the command's --help. */
+static int help(int argc, char **argv)
+{
+    if (argc < 3) {
+        usage(stdout);
+        return 0;
+    }
+    const command *c = find(argv[2]);
+    if (c == NULL) {
+        fprintf(stderr, "resil: help: unknown command '%s'\n", argv[2]);
+        usage(stderr);
+        return RESIL_EXIT_USAGE;
+    }
+    char *sub[] = {argv[2], "--help", NULL};
+    return c->fn(2, sub);
 }
 
 int main(int argc, char **argv)
@@ -50,14 +81,15 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
         printf("resil %s\n", resil_version());
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
-    }
+    if (strcmp(argv[1], "help") == 0)
+        return help(argc, argv);
+    const command *c = find(argv[1]);
+    if (c != NULL)
+        return c->fn(argc - 1, argv + 1);
     fprintf(stderr, "resil: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return RESIL_EXIT_USAGE;

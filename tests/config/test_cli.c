@@ -75,7 +75,8 @@ static void errors_are_printed_with_file_and_position_and_exit_1(void **state)
     cli_result r;
     cli_run(&r, dir, NULL, "config", "check", "broken.json", NULL);
     assert_int_equal(r.status, 1);
-    assert_string_equal(r.out, "broken.json: Resilience.Retry.r.MaxRetryAttempt at 2:19: unknown "
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "broken.json: Resilience.Retry.r.MaxRetryAttempt at 2:19: unknown "
                                "key (did you mean MaxRetryAttempts?)\n"
                                "broken.json: Resilience.CircuitBreakers.b.FailureRatio at 3:45: "
                                "must be in (0,1], got 1.5\n"
@@ -90,12 +91,29 @@ static void a_syntax_error_reads_like_a_compilers(void **state)
     cli_result r;
     cli_run(&r, dir, NULL, "config", "check", "bad.json", NULL);
     assert_int_equal(r.status, 1);
-    assert_string_equal(r.out, "bad.json:1:16: invalid JSON: unexpected token near '}'\n"
+    assert_string_equal(r.err, "bad.json:1:16: invalid JSON: unexpected token near '}'\n"
                                "1 error\n");
     cli_result_free(&r);
     cli_run(&r, dir, NULL, "config", "check", "missing.json", NULL);
     assert_int_equal(r.status, 1);
-    assert_string_equal(r.out, "missing.json: cannot open: No such file or directory\n1 error\n");
+    assert_string_equal(r.err, "missing.json: cannot open: No such file or directory\n1 error\n");
+    cli_result_free(&r);
+}
+
+static void a_dash_reads_standard_input(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, "{\"Resilience\": }", "config", "check", "-", NULL);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "(standard input):1:16: invalid JSON: unexpected token near '}'\n"
+                               "1 error\n");
+    cli_result_free(&r);
+    cli_run(&r, dir, BROKEN, "config", "check", "-", NULL);
+    assert_int_equal(r.status, 1);
+    assert_true(strncmp(r.err, "(standard input): Resilience.Retry.r.MaxRetryAttempt at 2:19", 60)
+                == 0);
     cli_result_free(&r);
 }
 
@@ -298,6 +316,7 @@ int main(void)
                                         cli_teardown),
         cmocka_unit_test_setup_teardown(errors_are_printed_with_file_and_position_and_exit_1,
                                         cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(a_dash_reads_standard_input, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(a_syntax_error_reads_like_a_compilers, cli_setup,
                                         cli_teardown),
         cmocka_unit_test_setup_teardown(json_output_for_errors_and_analysis, cli_setup,
