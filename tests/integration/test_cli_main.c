@@ -1,0 +1,57 @@
+/*
+ * test_cli_main.c — the tool's own words before any subcommand: `resil
+ * help COMMAND`, -V/--version, and the help that names them.
+ */
+#include "cli_harness.h"
+
+static void help_command_prints_the_commands_help(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "help", "run", NULL);
+    assert_int_equal(r.status, 0);
+    assert_true(strncmp(r.out, "usage: resil run [OPTIONS] -- COMMAND [ARG...]\n", 47) == 0);
+    cli_result_free(&r);
+}
+
+static void help_of_an_unknown_command_exits_125(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "help", "fly", NULL);
+    assert_int_equal(r.status, 125);
+    assert_true(strncmp(r.err, "resil: help: unknown command 'fly'\n", 35) == 0);
+    cli_result_free(&r);
+}
+
+static void dash_v_and_version_print_the_version(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "-V", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "resil " RESIL_VERSION_STRING "\n");
+    cli_result_free(&r);
+    cli_run(&r, *state, NULL, "--version", NULL);
+    assert_string_equal(r.out, "resil " RESIL_VERSION_STRING "\n");
+    cli_result_free(&r);
+}
+
+static void the_tools_help_names_version_and_help_command(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "--help", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "  -V, --version   resil's version\n"));
+    assert_non_null(strstr(r.out, "'resil help COMMAND'"));
+    cli_result_free(&r);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
+    const struct CMUnitTest tests[] = {
+        T(help_command_prints_the_commands_help),
+        T(help_of_an_unknown_command_exits_125),
+        T(dash_v_and_version_print_the_version),
+        T(the_tools_help_names_version_and_help_command),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
