@@ -344,17 +344,34 @@ static bool wants_progress(const options *o, FILE *errout)
 typedef int (*writer_fn)(FILE *f, const resil_sim_config *c, const resil_sim_result *r,
                          size_t n);
 
-static int write_file(const char *path, writer_fn w, const options *o,
-                      const resil_sim_result *r, FILE *out, FILE *errout)
+/* The stream for --csv/--svg PATH ("-": standard output), opened before the
+ * simulation runs so that a path that cannot be written is said at once,
+ * not after minutes of simulating. NULL path: none. */
+static int open_output(const char *option, const char *path, FILE *out, FILE *errout,
+                       FILE **f)
 {
-    if (strcmp(path, "-") == 0)
-        return w(out, &o->cfg, r, o->cfg.npolicies) == 0 ? 0 : EXIT_FAILED;
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(errout, "resil sim: cannot write '%s': %s\n", path, strerror(errno));
+    *f = NULL;
+    if (path == NULL)
+        return 0;
+    if (strcmp(path, "-") == 0) {
+        *f = out;
+        return 0;
+    }
+    if ((*f = fopen(path, "w")) == NULL) {
+        fprintf(errout, "resil sim: %s: cannot write '%s': %s\n", option, path, strerror(errno));
         return EXIT_FAILED;
     }
+    return 0;
+}
+
+static int write_output(FILE *f, const char *path, writer_fn w, const options *o,
+                        const resil_sim_result *r, FILE *out, FILE *errout)
+{
+    if (f == NULL)
+        return 0;
     int rc = w(f, &o->cfg, r, o->cfg.npolicies);
+    if (f == out)
+        return rc == 0 && fflush(out) == 0 ? 0 : EXIT_FAILED;
     if (fclose(f) != 0 || rc != 0) {
         fprintf(errout, "resil sim: cannot write '%s'\n", path);
         return EXIT_FAILED;
@@ -383,17 +400,23 @@ static int run_policies(const options *o, resil_sim_result *r, FILE *errout)
     return 0;
 }
 
-static int emit(const options *o, const resil_sim_result *r, FILE *out, FILE *errout)
+static bool is_stdout(const char *path)
+{
+    return path != NULL && strcmp(path, "-") == 0;
+}
+
+/* The table (or JSON) on standard output, unless --csv or --svg took it:
+ * a CSV or SVG written there must be the whole of it. */
+static int emit(const options *o, const resil_sim_result *r, FILE *csv, FILE *svg, FILE *out,
+                FILE *errout)
 {
     writer_fn main_writer = o->json ? resil_sim_write_json : resil_sim_write_text;
-    if (main_writer(out, &o->cfg, r, o->cfg.npolicies) != 0)
+    bool taken = is_stdout(o->csv) || is_stdout(o->svg);
+    if (!taken && main_writer(out, &o->cfg, r, o->cfg.npolicies) != 0)
         return EXIT_FAILED;
-    int rc = 0;
-    if (o->csv != NULL)
-        rc = write_file(o->csv, resil_sim_write_csv, o, r, out, errout);
-    if (rc == 0 && o->svg != NULL)
-        rc = write_file(o->svg, resil_sim_write_svg, o, r, out, errout);
-    return rc;
+    int rc = write_output(csv, o->csv, resil_sim_write_csv, o, r, out, errout);
+    int rc2 = write_output(svg, o->svg, resil_sim_write_svg, o, r, out, errout);
+    return rc != 0 ? rc : rc2;
 }
 
 int resil_sim_command_parse(int argc, char **argv, resil_sim_config *out, FILE *errout)
@@ -416,11 +439,29 @@ int resil_sim_command(int argc, char **argv, FILE *out, FILE *errout)
         fputs(usage_text, out);
         return 0;
     }
+    if (is_stdout(o.csv) && is_stdout(o.svg)) {
+        fprintf(errout, "resil sim: --csv and --svg cannot both be '-' (standard output)\n");
+        return EXIT_USAGE;
+    }
+    FILE *csv, *svg;
+    if (open_output("--csv", o.csv, out, errout, &csv) != 0)
+        return EXIT_FAILED;
+    if (open_output("--svg", o.svg, out, errout, &svg) != 0) {
+        if (csv != NULL && csv != out)
+            fclose(csv);
+        return EXIT_FAILED;
+    }
     resil_sim_result r[RESIL_SIM_MAX_POLICIES];
     memset(r, 0, sizeof r);
     rc = run_policies(&o, r, errout);
-    if (rc == 0)
-        rc = emit(&o, r, out, errout);
+    if (rc == 0) {
+        rc = emit(&o, r, csv, svg, out, errout);
+    } else {
+        if (csv != NULL && csv != out)
+            fclose(csv);
+        if (svg != NULL && svg != out)
+            fclose(svg);
+    }
     for (size_t i = 0; i < o.cfg.npolicies; i++)
         resil_sim_result_free(&r[i]);
     return rc;

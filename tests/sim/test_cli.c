@@ -312,6 +312,43 @@ static void bar_charts_for_occ_and_layers(void **state)
     release(&c);
 }
 
+/* Standard output holds the SVG alone: no table before it. */
+static void svg_to_standard_output_is_the_whole_output(void **state)
+{
+    (void)state;
+    captured c = SIM("layers", "--requests", "1", "--svg", "-");
+    assert_int_equal(c.status, 0);
+    assert_true(strncmp(c.out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=", 50) == 0);
+    assert_true(strcmp(c.out + strlen(c.out) - 7, "</svg>\n") == 0);
+    release(&c);
+    c = SIM("metastable", "--duration", "30s", "--policy", "naive", "--csv", "-");
+    assert_int_equal(c.status, 0);
+    assert_true(strncmp(c.out, "policy,t_s,", 11) == 0);
+    assert_int_equal(count_lines(c.out), 1 + 30);
+    release(&c);
+}
+
+static void csv_and_svg_cannot_both_take_standard_output(void **state)
+{
+    (void)state;
+    captured c = SIM("layers", "--requests", "1", "--svg", "-", "--csv", "-");
+    assert_int_equal(c.status, 125);
+    assert_non_null(strstr(c.err, "--csv and --svg cannot both be '-'"));
+    release(&c);
+}
+
+/* The path is checked before the simulation runs: nothing is simulated. */
+static void an_unwritable_path_is_refused_before_simulating(void **state)
+{
+    (void)state;
+    captured c = SIM("metastable", "--duration", "1h", "--svg", "/nonexistent-dir/x.svg");
+    assert_int_equal(c.status, 1);
+    assert_string_equal(c.err, "resil sim: --svg: cannot write '/nonexistent-dir/x.svg': "
+                               "No such file or directory\n");
+    assert_string_equal(c.out, "");
+    release(&c);
+}
+
 static void an_unwritable_file_fails_with_status_1(void **state)
 {
     (void)state;
@@ -430,6 +467,9 @@ int main(void)
         cmocka_unit_test(json_is_one_object_per_policy),
         cmocka_unit_test(layers_json_states_the_worst_case),
         cmocka_unit_test(csv_and_svg_files_are_written),
+        cmocka_unit_test(svg_to_standard_output_is_the_whole_output),
+        cmocka_unit_test(csv_and_svg_cannot_both_take_standard_output),
+        cmocka_unit_test(an_unwritable_path_is_refused_before_simulating),
         cmocka_unit_test(bar_charts_for_occ_and_layers),
         cmocka_unit_test(an_unwritable_file_fails_with_status_1),
         cmocka_unit_test(the_same_seed_gives_the_same_bytes),
