@@ -15,10 +15,12 @@
 #include <string.h>
 
 #include "args.h"
+#include "attempt_log.h"
 #include "commands.h"
 #include "resil/redis.h"
 
 #define EXIT_FAILED 1
+#define MAX_TIMEOUT RESIL_S(10)
 
 typedef struct breaker_opts {
     const char *action;
@@ -26,6 +28,7 @@ typedef struct breaker_opts {
     const char *prefix;
     const char *name;
     resil_duration timeout;
+    bool json;
 } breaker_opts;
 
 static void usage(FILE *out)
@@ -45,7 +48,11 @@ static void usage(FILE *out)
           "      --redis URL      redis://[[user]:password@]host[:port][/db]\n"
           "                       (default: $RESIL_REDIS_URL)\n"
           "      --prefix P       the key prefix the instances use (default resil:)\n"
-          "      --timeout DUR    bound on each Redis command (default 1s)\n",
+          "      --timeout DUR    bound on each Redis command, at most 10s (default 1s)\n"
+          "      --json           one JSON object per breaker instead of text\n"
+          "\n"
+          "A NAME no instance has created is refused (exit 1), so a typo cannot\n"
+          "create a breaker.\n",
           out);
 }
 
@@ -56,6 +63,17 @@ static bool known_action(const char *a)
         if (strcmp(a, actions[i]) == 0)
             return true;
     return false;
+}
+
+static int parse_timeout(const args *a, const char *v, resil_duration *out)
+{
+    resil_duration d;
+    if (args_duration(a, "--timeout", v, true, &d) != 0)
+        return RESIL_EINVAL;
+    if (d > MAX_TIMEOUT)
+        return args_reject(a, "--timeout", "a duration in (0, 10s]", v);
+    *out = d;
+    return 0;
 }
 
 static int parse_option(args *a, breaker_opts *o)
@@ -71,7 +89,11 @@ static int parse_option(args *a, breaker_opts *o)
         return m < 0 ? m : 0;
     }
     if ((m = args_match(a, "--timeout", NULL, &v)) != 0)
-        return m < 0 ? m : args_duration(a, "--timeout", v, true, &o->timeout);
+        return m < 0 ? m : parse_timeout(a, v, &o->timeout);
+    if (args_flag(a, "--json", NULL)) {
+        o->json = true;
+        return 0;
+    }
     const char *arg = a->argv[a->i];
     if (arg[0] == '-' && arg[1] != '\0')
         return args_fail(a, "unknown option '%s'", arg);
@@ -159,10 +181,31 @@ static void print_status(const char *name, const resil_redis_breaker_status *s, 
     putchar('\n');
 }
 
+static void print_json(const char *name, const resil_redis_breaker_status *s, bool full)
+{
+    char quoted[600];
+    json_quote(name, quoted, sizeof quoted);
+    printf("{\"name\":%s,\"state\":\"%s\"", quoted, resil_breaker_state_name(s->state));
+    if (full)
+        printf(",\"reason\":\"%s\",\"open_until_ms\":%" PRId64 ",\"epoch\":%" PRIu64
+               ",\"last_opened_ms\":%" PRId64 ",\"break_ms\":%" PRId64
+               ",\"expires_in_ms\":%" PRId64 ",\"probes_in_flight\":%" PRIu32
+               ",\"probe_successes\":%" PRIu32,
+               reason_text(s->reason), s->open_until_ms, s->epoch, s->last_opened_ms,
+               s->current_break / RESIL_MS(1), s->ttl / RESIL_MS(1), s->probes_in_flight,
+               s->probe_successes);
+    printf(",\"opens\":%" PRIu64 ",\"consecutive_failures\":%" PRIu32
+           ",\"window_total\":%" PRIu64 ",\"window_failures\":%" PRIu64
+           ",\"window_slow\":%" PRIu64 "}\n",
+           s->opens, s->consecutive_failures, s->window_total, s->window_failures,
+           s->window_slow);
+}
+
 typedef struct list_ctx {
     resil_redis *r;
     size_t count;
     int rc;
+    bool json;
 } list_ctx;
 
 static int list_one(const char *name, void *ud)
@@ -178,6 +221,11 @@ static int list_one(const char *name, void *ud)
         l->rc = rc;
         return 1;
     }
+    if (l->json) {
+        l->count++;
+        print_json(name, &s, false);
+        return 0;
+    }
     if (l->count++ == 0)
         printf("%-32s %-10s %6s %6s %s\n", "NAME", "STATE", "OPENS", "RUN", "WINDOW");
     printf("%-32s %-10s %6" PRIu64 " %6" PRIu32 " %" PRIu64 "/%" PRIu64 "\n", name,
@@ -186,9 +234,9 @@ static int list_one(const char *name, void *ud)
     return 0;
 }
 
-static int do_list(resil_redis *r)
+static int do_list(resil_redis *r, bool json)
 {
-    list_ctx l = {r, 0, 0};
+    list_ctx l = {r, 0, 0, json};
     resil_err err;
     if (resil_redis_list(r, list_one, &l, &err) != 0) {
         fprintf(stderr, "resil breaker: %s\n", err.message);
@@ -196,12 +244,12 @@ static int do_list(resil_redis *r)
     }
     if (l.rc != 0)
         return EXIT_FAILED;
-    if (l.count == 0)
+    if (l.count == 0 && !json)
         printf("no shared breakers\n");
     return 0;
 }
 
-static int do_status(resil_redis *r, const char *name)
+static int do_status(resil_redis *r, const char *name, bool json)
 {
     resil_redis_breaker_status s;
     resil_err err;
@@ -209,24 +257,46 @@ static int do_status(resil_redis *r, const char *name)
         fprintf(stderr, "resil breaker: %s\n", err.message);
         return EXIT_FAILED;
     }
-    print_status(name, &s, resil_clock_wall_now(resil_clock_system()) / 1000000);
+    if (json)
+        print_json(name, &s, true);
+    else
+        print_status(name, &s, resil_clock_wall_now(resil_clock_system()) / 1000000);
     return 0;
 }
 
-static int do_control(resil_redis *r, const char *action, const char *name)
+/* Every action needs a breaker some instance created: steering a name
+ * nobody uses (a typo) would create one, so it is refused. */
+static int do_control(resil_redis *r, const char *action, const char *name, bool json)
 {
     resil_redis_control_op op = strcmp(action, "isolate") == 0 ? RESIL_REDIS_ISOLATE
                                 : strcmp(action, "close") == 0 ? RESIL_REDIS_CLOSE
                                                                : RESIL_REDIS_RESET;
     resil_err err;
     resil_redis_breaker_status s;
-    if (resil_redis_control(r, name, op, &err) != 0 ||
+    if (resil_redis_status_get(r, name, &s, &err) != 0 ||
+        resil_redis_control(r, name, op, &err) != 0 ||
         resil_redis_status_get(r, name, &s, &err) != 0) {
         fprintf(stderr, "resil breaker: %s\n", err.message);
         return EXIT_FAILED;
     }
-    printf("%s: %s\n", name, resil_breaker_state_name(s.state));
+    if (json)
+        print_json(name, &s, false);
+    else
+        printf("%s: %s\n", name, resil_breaker_state_name(s.state));
     return 0;
+}
+
+/* The library's hint names its own option (allow_offline_start), which
+ * this command has no use for: say what the user can change instead. */
+static void report_connect(const char *message)
+{
+    static const char hint[] = " (set allow_offline_start";
+    const char *cut = strstr(message, hint);
+    int n = cut != NULL ? (int)(cut - message) : (int)strlen(message);
+    fprintf(stderr, "resil breaker: %.*s%s\n", n, message,
+            cut != NULL ? " (is Redis running there? --redis URL or RESIL_REDIS_URL says "
+                          "where)"
+                        : "");
 }
 
 int cmd_breaker(int argc, char **argv)
@@ -246,17 +316,17 @@ int cmd_breaker(int argc, char **argv)
     resil_redis_opts_default(&ro);
     ro.url = o.url;
     ro.prefix = o.prefix;
-    ro.timeout = o.timeout < RESIL_S(10) ? o.timeout : RESIL_S(10);
+    ro.timeout = o.timeout;
     resil_redis *r;
     resil_err err;
     int rc = resil_redis_new(&ro, &r, &err);
     if (rc != 0) {
-        fprintf(stderr, "resil breaker: %s\n", err.message);
+        report_connect(err.message);
         return rc == RESIL_EINVAL ? RESIL_EXIT_USAGE : EXIT_FAILED;
     }
-    int status = strcmp(o.action, "list") == 0     ? do_list(r)
-                 : strcmp(o.action, "status") == 0 ? do_status(r, o.name)
-                                                   : do_control(r, o.action, o.name);
+    int status = strcmp(o.action, "list") == 0     ? do_list(r, o.json)
+                 : strcmp(o.action, "status") == 0 ? do_status(r, o.name, o.json)
+                                                   : do_control(r, o.action, o.name, o.json);
     resil_redis_free(r);
     return status;
 }

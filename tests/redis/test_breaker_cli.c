@@ -173,6 +173,41 @@ static void unknown_breakers_and_unreachable_redis_exit_1(void **state)
     r = resil_tool("", args);
     assert_int_equal(r.status, 1);
     assert_mentions(&r, "redis.url");
+    assert_mentions(&r, "(is Redis running there? --redis URL or RESIL_REDIS_URL says where)");
+    assert_null(strstr(r.out, "allow_offline_start"));
+}
+
+/* A typo must not create a breaker: close and reset refuse it as isolate does. */
+static void close_and_reset_of_an_unknown_name_are_refused(void **state)
+{
+    (void)state;
+    run_result r = breaker_cmd("reset --redis %s %s", "paymnets");
+    assert_int_equal(r.status, 1);
+    assert_mentions(&r, "no shared breaker named 'paymnets'");
+    r = breaker_cmd("close --redis %s %s", "paymnets");
+    assert_int_equal(r.status, 1);
+    assert_mentions(&r, "no shared breaker named 'paymnets'");
+    r = breaker_cmd("list --json --redis %s%s", "");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "paymnets"));
+}
+
+static void json_gives_one_object_per_breaker(void **state)
+{
+    (void)state;
+    instance pay = instance_of("payments");
+    trip(&pay);
+    run_result r = breaker_cmd("status --json --redis %s %s", "payments");
+    assert_int_equal(r.status, 0);
+    assert_true(strncmp(r.out, "{\"name\":\"payments\",\"state\":\"open\",\"reason\":", 43) == 0);
+    assert_mentions(&r, "\"opens\":1,");
+    r = breaker_cmd("list --json --redis %s%s", "");
+    assert_int_equal(r.status, 0);
+    assert_mentions(&r, "{\"name\":\"payments\",\"state\":\"open\",\"opens\":1,");
+    r = breaker_cmd("isolate --json --redis %s %s", "payments");
+    assert_int_equal(r.status, 0);
+    assert_mentions(&r, "{\"name\":\"payments\",\"state\":\"isolated\",");
+    instance_free(&pay);
 }
 
 static void usage_errors_exit_125_naming_the_problem(void **state)
@@ -192,6 +227,9 @@ static void usage_errors_exit_125_naming_the_problem(void **state)
     r = breaker_cmd("list --redis %s --timeout 0", "");
     assert_int_equal(r.status, 125);
     assert_mentions(&r, "--timeout");
+    r = breaker_cmd("list --redis %s --timeout 30s", "");
+    assert_int_equal(r.status, 125);
+    assert_mentions(&r, "--timeout must be a duration in (0, 10s], got '30s'");
     r = resil_tool("", "list --redis memory://here");
     assert_int_equal(r.status, 125);
     assert_mentions(&r, "cannot share state between instances");
@@ -211,6 +249,8 @@ int main(void)
         T(close_and_reset_from_the_tool_reopen_the_way),
         T(the_url_may_come_from_the_environment_and_the_prefix_chooses_the_fleet),
         T(unknown_breakers_and_unreachable_redis_exit_1),
+        T(close_and_reset_of_an_unknown_name_are_refused),
+        T(json_gives_one_object_per_breaker),
         T(usage_errors_exit_125_naming_the_problem),
 #undef T
     };
