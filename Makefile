@@ -47,7 +47,10 @@ check-core:
 	$(CMAKE) --build $(CORE_BUILD) -j$(JOBS)
 	cd $(CORE_BUILD) && ctest $(CTEST_FLAGS)
 
-demo: build
+# The tool alone (seconds), not every test and benchmark.
+demo: deps
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	$(CMAKE) --build $(BUILD) -j$(JOBS) --target resil_cli
 	$(BUILD)/resil demo retry-pattern
 
 bench: deps
