@@ -179,3 +179,32 @@ int args_timeout(const args *a, const char *option, const char *text,
     *out = d;
     return 0;
 }
+
+int args_slurp(FILE *in, char **out, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL)
+        return RESIL_ENOMEM;
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, in)) > 0) {
+        n += got;
+        if (n == cap - 1) {
+            char *grown = realloc(buf, cap * 2);
+            if (grown == NULL) {
+                free(buf);
+                return RESIL_ENOMEM;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    if (ferror(in)) {
+        free(buf);
+        return RESIL_EIO;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}

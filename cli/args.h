@@ -12,6 +12,7 @@
 #define RESIL_CLI_ARGS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "resil.h"
@@ -72,5 +73,9 @@ int args_duration(const args *a, const char *option, const char *text,
  * off (*out = 0). */
 int args_timeout(const args *a, const char *option, const char *text,
                  resil_duration *out);
+
+/* All of `in` into *out (heap, NUL-terminated, *len bytes before the NUL).
+ * 0, RESIL_ENOMEM or RESIL_EIO. */
+int args_slurp(FILE *in, char **out, size_t *len);
 
 #endif

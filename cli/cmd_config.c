@@ -132,23 +132,11 @@ static int load(const char *file, resil_config **c, resil_config_diags *d)
 {
     if (strcmp(file, "-") != 0)
         return resil_config_load_file(file, c, d);
-    size_t cap = 65536, len = 0, got;
-    char *text = malloc(cap);
-    while (text != NULL && (got = fread(text + len, 1, cap - len, stdin)) > 0) {
-        len += got;
-        if (len == cap) {
-            char *grown = realloc(text, cap * 2);
-            if (grown == NULL) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = grown;
-            cap *= 2;
-        }
-    }
-    if (text == NULL)
-        return RESIL_ENOMEM;
+    char *text;
+    size_t len;
+    int read = args_slurp(stdin, &text, &len);
+    if (read != 0)
+        return read;
     int rc = resil_config_parse(text, len, c, d);
     free(text);
     return rc;

@@ -21,35 +21,6 @@ const char HTTP_REMOTE_NAME[] = "-O";
 
 /* ---- reading files ------------------------------------------------------- */
 
-static int read_stream(FILE *in, char **out, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL)
-        return RESIL_ENOMEM;
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n - 1, in)) > 0) {
-        n += got;
-        if (n == cap - 1) {
-            char *grown = realloc(buf, cap * 2);
-            if (grown == NULL) {
-                free(buf);
-                return RESIL_ENOMEM;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    if (ferror(in)) {
-        free(buf);
-        return RESIL_EIO;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* FILE's contents ('-': standard input), NUL-terminated. */
 static int read_file(const args *a, const char *option, const char *path, char **out,
                      size_t *len)
@@ -58,7 +29,7 @@ static int read_file(const args *a, const char *option, const char *path, char *
     FILE *in = std_in ? stdin : fopen(path, "rb");
     if (in == NULL)
         return args_fail(a, "%s: cannot open '%s': %s", option, path, strerror(errno));
-    int rc = read_stream(in, out, len);
+    int rc = args_slurp(in, out, len);
     if (!std_in)
         fclose(in);
     if (rc != 0)
@@ -213,13 +184,6 @@ static int opt_data_urlencode(http_opts *o, const args *a, const char *v)
     int rc = add_piece(o, a, piece, n, true);
     free(piece);
     return rc;
-}
-
-static int opt_get(http_opts *o, const args *a, const char *v)
-{
-    (void)a, (void)v;
-    o->get = true;
-    return 0;
 }
 
 static int opt_upload(http_opts *o, const args *a, const char *v)
@@ -564,22 +528,15 @@ static int opt_retry_max_time(http_opts *o, const args *a, const char *v)
 
 /* ---- flags ----------------------------------------------------------------------- */
 
-#define FLAG_FN(name, field)                                                   \
-    static int name(http_opts *o, const args *a, const char *v)                \
-    {                                                                          \
-        (void)a, (void)v;                                                      \
-        o->field = true;                                                       \
-        return 0;                                                              \
-    }
-FLAG_FN(opt_location, location)
-FLAG_FN(opt_fail_with_body, fail_with_body)
-FLAG_FN(opt_show_error, show_error)
-FLAG_FN(opt_verbose, verbose)
-FLAG_FN(opt_head, head)
-FLAG_FN(opt_insecure, insecure)
-FLAG_FN(opt_compressed, compressed)
-FLAG_FN(opt_retry_all_errors, retry_all_errors)
-#undef FLAG_FN
+HTTP_FLAG(opt_location, location)
+HTTP_FLAG(opt_fail_with_body, fail_with_body)
+HTTP_FLAG(opt_show_error, show_error)
+HTTP_FLAG(opt_verbose, verbose)
+HTTP_FLAG(opt_head, head)
+HTTP_FLAG(opt_insecure, insecure)
+HTTP_FLAG(opt_compressed, compressed)
+HTTP_FLAG(opt_retry_all_errors, retry_all_errors)
+HTTP_FLAG(opt_get, get)
 
 /* The default already: accepted so that scripts written for curl run. */
 static int opt_accepted(http_opts *o, const args *a, const char *v)

@@ -245,26 +245,9 @@ static int parse_fleet(http_opts *o, const args *a, const char *v)
 }
 #endif
 
-static int flag_include(http_opts *o, const args *a, const char *v)
-{
-    (void)a, (void)v;
-    o->include_headers = true;
-    return 0;
-}
-
-static int flag_silent(http_opts *o, const args *a, const char *v)
-{
-    (void)a, (void)v;
-    o->silent = true;
-    return 0;
-}
-
-static int flag_retry_unsafe(http_opts *o, const args *a, const char *v)
-{
-    (void)a, (void)v;
-    o->retry_unsafe = true;
-    return 0;
-}
+HTTP_FLAG(flag_include, include_headers)
+HTTP_FLAG(flag_silent, silent)
+HTTP_FLAG(flag_retry_unsafe, retry_unsafe)
 
 static const http_option resil_options[] = {
     {"--header", "-H", true, parse_header},

@@ -97,6 +97,15 @@ typedef struct http_option {
     int (*fn)(http_opts *o, const args *a, const char *v);
 } http_option;
 
+/* A flag's row function: it sets the bool `field`. */
+#define HTTP_FLAG(fn, field)                                                   \
+    static int fn(http_opts *o, const args *a, const char *v)                  \
+    {                                                                          \
+        (void)a, (void)v;                                                      \
+        o->field = true;                                                       \
+        return 0;                                                              \
+    }
+
 extern const http_option http_curl_options[]; /* curl_flags.c */
 extern const size_t http_curl_options_len;
 
