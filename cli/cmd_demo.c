@@ -189,7 +189,7 @@ static void article_policy(resil_retry_policy *p)
 static int show(const scenario *sc, const resil_retry_policy *p, resil_rng *rng,
                 resil_fake_clock *fc, order_server *server)
 {
-    demo_run r = {.sc = sc, .server = server, .log = {stdout, LOG_TEXT, "  "}};
+    demo_run r = {.sc = sc, .server = server, .log = {.out = stdout, .format = LOG_TEXT, .indent = "  "}};
     if (resil_cancel_init(&r.cancel, NULL) != 0)
         return RESIL_ESYS;
     resil_fake_clock_set_hook(fc, sc->cancel_during_wait ? cancel_in_wait : NULL,

@@ -376,7 +376,8 @@ static int execute(run_opts *o)
     char command[512];
     join_command(o->command, command, sizeof command);
     run_state rs = {.opts = o,
-                    .log = {log, o->log, "", .stamped = true, .subject_key = "command",
+                    .log = {.out = log, .format = o->log, .indent = "", .stamped = true,
+                            .subject_key = "command",
                             .subject = command}};
     sig_clock_init(&rs.clock, &cancel);
     if (chaos_opts_finish(&o->chaos, "resil run", &rs.clock.base,

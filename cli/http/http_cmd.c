@@ -487,7 +487,8 @@ static int execute(http_opts *o)
             fclose(run.dump);
         return RESIL_EXIT_USAGE;
     }
-    run.rs = (run_state){.log = {log, o->log, "", .stamped = true, .subject_key = "url"}};
+    run.rs = (run_state){
+        .log = {.out = log, .format = o->log, .indent = "", .stamped = true, .subject_key = "url"}};
     fleet f = {0};
     heartbeat_clock hb;
     run.e = curl_easy_init();
