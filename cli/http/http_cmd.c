@@ -172,7 +172,7 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, heartbeat_c
     h.clock = &hb->base;
 #ifdef RESIL_CLI_REDIS
     if (o->fleet != NULL) {
-        if (fleet_open(f, o->fleet, &h) != 0)
+        if (fleet_open(f, o->fleet, &o->limits, &h) != 0)
             return RESIL_EINVAL;
         h.registry = f->registry;
     }
@@ -382,7 +382,8 @@ typedef struct http_run {
     resil_http_client *client;
     CURL *e;
     run_state rs;
-    FILE *dump; /* -D's stream */
+    fleet fleet; /* --fleet: shared breakers and limits */
+    FILE *dump;  /* -D's stream */
 } http_run;
 
 static int call_url(http_run *run, const char *url, http_sink *sink,
@@ -417,6 +418,21 @@ static int call_url(http_run *run, const char *url, http_sink *sink,
     return 0;
 }
 
+/* Inside the fleet limits' permits, when there are any: 0 when the call
+ * went on, or the exit status of a request the limits refused. */
+static int fenced_call(http_run *run, const char *url, http_sink *sink, resil_http_result *r)
+{
+    const http_opts *o = run->o;
+    resil_bulkhead_ticket permit;
+    int rc = fleet_enter(&run->fleet, url, o->po.policy.max_total, &cancel_token,
+                         o->silent && !o->show_error, &permit);
+    if (rc != 0)
+        return rc == RESIL_EREJECTED ? EXIT_COULDNT_CONNECT : RESIL_EXIT_USAGE;
+    rc = call_url(run, url, sink, r);
+    fleet_leave(&permit);
+    return rc;
+}
+
 static int perform_url(http_run *run, int index)
 {
     http_opts *o = run->o;
@@ -429,7 +445,7 @@ static int perform_url(http_run *run, int index)
     http_sink_init(&sink, o, path, run->dump);
     run->rs.log.subject = url;
     resil_http_result r;
-    int rc = call_url(run, url, &sink, &r);
+    int rc = fenced_call(run, url, &sink, &r);
     if (rc != 0)
         return rc;
     log_stop(&run->rs, &r);
@@ -489,12 +505,11 @@ static int execute(http_opts *o)
     }
     run.rs = (run_state){
         .log = {.out = log, .format = o->log, .indent = "", .stamped = true, .subject_key = "url"}};
-    fleet f = {0};
     heartbeat_clock hb;
     run.e = curl_easy_init();
-    int status = run.e == NULL                                       ? RESIL_EXIT_USAGE
-                 : build_client(o, &run.rs, &f, &hb, &run.client) != 0 ? RESIL_EXIT_USAGE
-                                                                        : 0;
+    int status = run.e == NULL || build_client(o, &run.rs, &run.fleet, &hb, &run.client) != 0
+                     ? RESIL_EXIT_USAGE
+                     : 0;
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;
@@ -506,7 +521,7 @@ static int execute(http_opts *o)
     if (sig != 0)
         status = 128 + sig;
     resil_http_client_free(run.client);
-    fleet_close(&f);
+    fleet_close(&run.fleet);
     curl_easy_cleanup(run.e);
     if (run.dump != NULL && run.dump != stdout && fclose(run.dump) != 0 && status == 0)
         status = EXIT_WRITE_ERROR;

@@ -113,6 +113,18 @@ static void usage(FILE *out, const policy_opts *defaults)
           "                             share each host's breaker through Redis with\n"
           "                             every process given the same URL; when Redis\n"
           "                             does not answer, each process counts alone\n"
+          "      --fleet-rate RATE/PER[:BURST]\n"
+          "                             with --fleet: at most RATE requests per PER (s,\n"
+          "                             m, h or a duration) to each host across every\n"
+          "                             process, bursts of BURST (default RATE); a\n"
+          "                             request waits for its turn within the total\n"
+          "                             timeout (30s without one), else is refused\n"
+          "                             (exit 7)\n"
+          "      --fleet-concurrency N[:LEASE]\n"
+          "                             with --fleet: at most N requests at once to each\n"
+          "                             host across every process (else refused, exit\n"
+          "                             7); a killed process's permit returns after\n"
+          "                             LEASE (default 5s)\n"
 #endif
           "      --log text|json|none   the attempt record, on standard error (default\n"
           "                             text), each line timed (UTC) and marked\n"
@@ -126,7 +138,8 @@ static void usage(FILE *out, const policy_opts *defaults)
           "exit status (as curl's with --fail):\n"
           "  0    the last response was 2xx or 3xx\n"
           "  6    the host name could not be resolved\n"
-          "  7    no connection could be made (or the host's breaker is open)\n"
+          "  7    no connection could be made (or the host's breaker is open, or a\n"
+          "       fleet limit refused the request)\n"
           "  22   the last response was 400 or above\n"
           "  23   an output could not be written\n"
           "  28   a timeout ended the request\n"
@@ -243,6 +256,16 @@ static int parse_fleet(http_opts *o, const args *a, const char *v)
 {
     return fleet_url_parse(a, v, &o->fleet);
 }
+
+static int parse_fleet_rate(http_opts *o, const args *a, const char *v)
+{
+    return fleet_rate_parse(a, v, &o->limits);
+}
+
+static int parse_fleet_concurrency(http_opts *o, const args *a, const char *v)
+{
+    return fleet_concurrency_parse(a, v, &o->limits);
+}
 #endif
 
 HTTP_FLAG(flag_include, include_headers)
@@ -263,6 +286,8 @@ static const http_option resil_options[] = {
     {"--heartbeat", NULL, true, parse_heartbeat},
 #ifdef RESIL_CLI_REDIS
     {"--fleet", NULL, true, parse_fleet},
+    {"--fleet-rate", NULL, true, parse_fleet_rate},
+    {"--fleet-concurrency", NULL, true, parse_fleet_concurrency},
 #endif
     {"--include", "-i", false, flag_include},
     {"--silent", "-s", false, flag_silent},
@@ -542,7 +567,7 @@ static int walk(http_opts *o, int argc, char **argv, resil_err *err)
     }
     if (o->nurls == 0)
         return args_fail(&a, "no URL given: resil http [OPTIONS] URL...");
-    if (check_combinations(o, &a) != 0)
+    if (check_combinations(o, &a) != 0 || fleet_limits_need_fleet(&a, o->fleet, &o->limits) != 0)
         return RESIL_EINVAL;
     if (o->silent)
         o->log = LOG_NONE;

@@ -18,6 +18,7 @@
 
 #include "args.h"
 #include "attempt_log.h"
+#include "fleet_values.h"
 #include "policy_opts.h"
 #include "resil/http.h"
 #include "write_out.h"
@@ -80,6 +81,7 @@ typedef struct http_opts {
     resil_duration hedge;      /* -1: no hedging */
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
+    fleet_limit_opts limits;   /* --fleet-rate, --fleet-concurrency */
     log_format log;
     const char *log_file;      /* --log-file FILE: the attempt record, appended */
     resil_duration heartbeat;  /* --heartbeat; -1: the default */

@@ -127,8 +127,9 @@ static void a_rate_spent_by_one_process_refuses_the_next_process(void **state)
     assert_int_equal(a.status, 0);
     assert_int_equal(http_server_count(web, "/ok"), 1);
 
-    /* The next permit is an hour away, beyond the 30 s total timeout: the
-     * second process is refused at once, without sending its request. */
+    /* The next permit is an hour away, beyond the 30 s a request waits for
+     * one when it has no total timeout: the second process is refused at
+     * once, without sending its request. */
     run_result b = limited_call("--fleet-rate 1/h");
     assert_int_equal(b.status, 7);
     char line[512], url[256];
