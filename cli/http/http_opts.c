@@ -39,6 +39,7 @@ static void usage(FILE *out, const policy_opts *defaults)
           "                             PUT with -T); --method is the same\n"
           "  -H, --header 'NAME: VALUE' add a header (repeatable; 'NAME:' removes one)\n"
           "  -d, --data DATA|@FILE      send DATA (POST); @FILE without its CR and LF\n"
+          "                             (--data-ascii is the same)\n"
           "      --data-binary DATA|@FILE   the same, FILE as it is\n"
           "      --data-raw DATA        the same, '@' not special\n"
           "      --data-urlencode [NAME=]CONTENT|[NAME]@FILE  URL-encoded\n"
@@ -51,7 +52,7 @@ static void usage(FILE *out, const policy_opts *defaults)
           "  -A, --user-agent TEXT      (default resil/" RESIL_VERSION_STRING ")\n"
           "  -e, --referer URL          -b, --cookie DATA|FILE   -c, --cookie-jar FILE\n"
           "  -L, --location             follow redirects (--max-redirs N, default 50)\n"
-          "  -k, --insecure             --cacert FILE  --cert FILE  --key FILE\n"
+          "  -k, --insecure             --cacert FILE  -E, --cert FILE  --key FILE\n"
           "  -x, --proxy URL            --resolve HOST:PORT:ADDR  --compressed\n"
           "      --url URL              one more URL\n"
           "\n"
@@ -306,6 +307,17 @@ static table tables(int i)
     if (i == 0)
         return (table){resil_options, sizeof resil_options / sizeof resil_options[0]};
     return (table){http_curl_options, http_curl_options_len};
+}
+
+const http_option *http_options_table(int t, size_t *len)
+{
+    if (t < 0 || t > 1) {
+        *len = 0;
+        return NULL;
+    }
+    table tb = tables(t);
+    *len = tb.len;
+    return tb.rows;
 }
 
 /* The row whose short name is "-c", or NULL. */
@@ -600,4 +612,12 @@ const char *http_opts_method(const http_opts *o)
     if (o->get)
         return "GET";
     return o->data != NULL || o->nforms > 0 ? "POST" : "GET";
+}
+
+void http_opts_help(FILE *out)
+{
+    http_opts o;
+    set_blank(&o);
+    set_defaults(&o);
+    usage(out, &o.po);
 }

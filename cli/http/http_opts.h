@@ -111,6 +111,13 @@ typedef struct http_option {
 extern const http_option http_curl_options[]; /* curl_flags.c */
 extern const size_t http_curl_options_len;
 
+/* The option tables, resil's own (t = 0) and curl's (t = 1), for the
+ * tests that check the help and the completions name every row; NULL
+ * beyond them. */
+const http_option *http_options_table(int t, size_t *len);
+/* The --help text. */
+void http_opts_help(FILE *out);
+
 /* Read argv into *o: 0 to run, 1 when --help was printed, or RESIL_EINVAL
  * after reporting (on stderr, or into err when non-NULL). */
 int http_opts_parse(http_opts *o, int argc, char **argv, resil_err *err);

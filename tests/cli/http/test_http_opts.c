@@ -171,6 +171,83 @@ static void a_bundle_with_an_unknown_letter_is_refused_whole(void **state)
     http_opts_free(&o);
 }
 
+/* `text` names `flag` as a word: "--retry" is not "--retry-delay". */
+static bool names_flag(const char *text, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (const char *p = strstr(text, flag); p != NULL; p = strstr(p + 1, flag)) {
+        char before = p == text ? ' ' : p[-1];
+        char after = p[n];
+        if (strchr(" ,(\n\"", before) != NULL && strchr(" ,)\n\"", after) != NULL)
+            return true;
+    }
+    return false;
+}
+
+static char *file_text(FILE *f)
+{
+    static char buf[1 << 16];
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Each row of the option tables, by both its names, in `text`. */
+static void assert_every_row_named(const char *text, const char *what)
+{
+    for (int t = 0; t < 2; t++) {
+        size_t len;
+        const http_option *rows = http_options_table(t, &len);
+        for (size_t i = 0; i < len; i++) {
+            if (!names_flag(text, rows[i].long_name))
+                fail_msg("%s does not name %s", what, rows[i].long_name);
+            if (rows[i].short_name != NULL && !names_flag(text, rows[i].short_name))
+                fail_msg("%s does not name %s", what, rows[i].short_name);
+        }
+    }
+}
+
+static void the_help_names_every_option(void **state)
+{
+    (void)state;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    http_opts_help(f);
+    assert_every_row_named(file_text(f), "resil http --help");
+    fclose(f);
+}
+
+/* The completions the build generated (scripts/gen-man.sh), read whole. */
+static void assert_completion_names_every_option(const char *file)
+{
+    const char *dir = getenv("RESIL_BUILD_DIR");
+    assert_non_null(dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/doc/completion/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("no %s: the build generates it with the tool", path);
+    char *text = file_text(f);
+    char *arm = strstr(text, "\n    http)"); /* the http case of either shell */
+    assert_non_null(arm);
+    *strchr(arm + 1, '\n') = '\0';
+    assert_every_row_named(arm, path);
+    fclose(f);
+}
+
+static void the_bash_completion_offers_every_option(void **state)
+{
+    (void)state;
+    assert_completion_names_every_option("resil.bash");
+}
+
+static void the_zsh_completion_offers_every_option(void **state)
+{
+    (void)state;
+    assert_completion_names_every_option("_resil");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +263,9 @@ int main(void)
         cmocka_unit_test(urlencode_pieces_follow_curls_forms),
         cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
         cmocka_unit_test(a_bundle_with_an_unknown_letter_is_refused_whole),
+        cmocka_unit_test(the_help_names_every_option),
+        cmocka_unit_test(the_bash_completion_offers_every_option),
+        cmocka_unit_test(the_zsh_completion_offers_every_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
