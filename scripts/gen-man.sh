@@ -9,7 +9,8 @@
 #                                           every flag of every `--help`
 # The build runs it after the tool is linked (cmake/docs.cmake); the tests
 # check that each subcommand's options are all there (tests/docs).
-set -euo pipefail
+# Not pipefail: a reader that stops early (SIGPIPE upstream) is no error here.
+set -eu
 resil=$1 src=$2 out=$3
 version=$("$resil" --version | sed 's/^resil //')
 date=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(git -C "$src" log -1 --format=%ct 2>/dev/null || echo 0)}" +%Y-%m-%d)
@@ -124,7 +125,7 @@ for h in "$src"/include/resil/*.h; do
 done
 
 # ---- completions ---------------------------------------------------------------
-top=$("$resil" --help | flags_of | tr '\n' ' ')
+top=$("$resil" --help | grep -E '^ +-' | flags_of | tr '\n' ' ')
 cat >"$out/completion/resil.bash" <<B
 # bash completion for resil $version (generated from its --help texts)
 _resil() {
