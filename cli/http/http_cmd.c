@@ -143,7 +143,25 @@ static void on_event(const resil_event *ev, void *ud)
 
 /* ---- the run ----------------------------------------------------------------- */
 
-static int build_client(const http_opts *o, run_state *rs, fleet *f, heartbeat_clock *hb,
+/* --hedge-to: one ordered group per URL, one hedge each, after the
+ * request's own URL for the primary (the route routes every attempt; the
+ * client reads it at each call, so perform_url sets the URL just before). */
+static void route_hedges(http_opts *o, resil_http_opts *h)
+{
+    if (o->nhedge_to == 0)
+        return;
+    o->hedge_to[0] = (resil_route_endpoint){.url = o->urls[0], .weight = 0};
+    o->hedge_groups[0] = (resil_route_group){.endpoints = &o->hedge_to[0], .len = 1, .weight = 0};
+    resil_route_opts_default(&o->route);
+    o->route.groups = o->hedge_groups;
+    o->route.ngroups = o->nhedge_to + 1;
+    h->hedge_route = &o->route;
+    h->max_hedged = (uint32_t)o->nhedge_to;
+    if (h->hedge_delay < 0)
+        h->hedge_delay = RESIL_S(2); /* Microsoft's hedging delay */
+}
+
+static int build_client(http_opts *o, run_state *rs, fleet *f, heartbeat_clock *hb,
                         resil_http_client **out)
 {
     resil_http_opts h;
@@ -157,8 +175,12 @@ static int build_client(const http_opts *o, run_state *rs, fleet *f, heartbeat_c
     h.retry.retry_after = o->retry_after;
     if (o->retry_after_max_given)
         h.retry.retry_after_max = o->retry_after_max;
-    h.retry_unsafe = o->retry_unsafe;
-    h.hedge_delay = o->hedge;
+    h.retry_unsafe = h.retry_unsafe || o->retry_unsafe;
+    h.disable_for |= o->disable_for;
+    h.retry_after_headers = o->nhint > 0 ? o->hint_headers : NULL;
+    if (o->hedge >= 0)
+        h.hedge_delay = o->hedge;
+    route_hedges(o, &h);
     if (o->retry_all_errors)
         h.classify = http_classify_all_errors;
     if (o->breaker_failures > 0) {
@@ -513,6 +535,7 @@ static int execute(http_opts *o)
     for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
         if (resil_cancelled(&cancel_token))
             break;
+        o->hedge_to[0].url = o->urls[i];
         int s = perform_url(&run, i);
         if (s != 0)
             status = s;

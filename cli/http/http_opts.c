@@ -90,16 +90,32 @@ static void usage(FILE *out, const policy_opts *defaults)
           "      --retry-connrefused    (the default)\n"
           "\n"
           "resilience:\n"
-          "      --profile NAME         standard, read or write (default: standard's\n"
-          "                             retries, no attempt or total timeout):\n"
-          "                             standard: total 30s, attempt 10s; read: total\n"
-          "                             2s, attempt 600ms, 3 attempts from 100ms;\n"
-          "                             write: total 6s, attempt 2s, unsafe methods\n"
-          "                             never retried, a stricter breaker\n"
+          "      --profile NAME         standard, microsoft-standard, microsoft-hedging,\n"
+          "                             read or write (default: standard's retries,\n"
+          "                             no attempt or total timeout). standard: total\n"
+          "                             30s, attempt 10s, Microsoft's handler's\n"
+          "                             strategies and numbers with resil's safer\n"
+          "                             rules (408, 429, 500, 502-504 and path\n"
+          "                             failures; POST/PATCH only with a key);\n"
+          "                             microsoft-standard: that handler exactly\n"
+          "                             (every status >= 500, 408, 429, any transport\n"
+          "                             failure, every method); microsoft-hedging:\n"
+          "                             Microsoft's standard hedging handler (one hedge\n"
+          "                             after 2s instead of retries); read: total 2s,\n"
+          "                             attempt 500ms, 4 attempts from 100ms, GETs\n"
+          "                             hedged after 250ms, unsafe methods never\n"
+          "                             retried; write: total 6s, attempt 2s, unsafe\n"
+          "                             methods never retried, a stricter breaker\n"
+          "      --disable-for METHODS  never retry these methods (POST,PATCH,...)\n"
           "      --retry-after honor|ignore\n"
           "                             wait as the server's Retry-After says (default\n"
           "                             honor)\n"
           "      --retry-after-max DUR  cap on a Retry-After wait (default 60s)\n"
+          "      --retry-after-header NAME\n"
+          "                             read the wait from NAME too, before\n"
+          "                             retry-after-ms, x-ms-retry-after-ms and\n"
+          "                             Retry-After; a NAME ending in -ms holds\n"
+          "                             milliseconds (repeatable, up to 8)\n"
           "      --idempotency-key auto|none|KEY\n"
           "                             send an Idempotency-Key: a new UUID for each\n"
           "                             URL, or KEY; the same on every attempt (default\n"
@@ -107,6 +123,10 @@ static void usage(FILE *out, const policy_opts *defaults)
           "      --retry-unsafe         retry POST and PATCH even without a key\n"
           "      --hedge DUR            for GET and HEAD: start a second request when\n"
           "                             the first has not answered after DUR\n"
+          "      --hedge-to URL         send the next hedge to URL's scheme, host and\n"
+          "                             port instead (repeatable, up to 10: one hedge\n"
+          "                             each, in order; the path and query are kept);\n"
+          "                             hedging after 2s unless --hedge says otherwise\n"
           "      --breaker-failures N   open a host's breaker after N failures in a\n"
           "                             row (default: the profile's ratio rule only)\n"
 #ifdef RESIL_CLI_REDIS
@@ -209,7 +229,9 @@ static int parse_retry_after_max(http_opts *o, const args *a, const char *v)
 static int parse_profile(http_opts *o, const args *a, const char *v)
 {
     if (resil_http_profile_parse(v, &o->profile) != 0)
-        return args_reject(a, "--profile", "one of standard, read, write", v);
+        return args_reject(a, "--profile",
+                           "one of standard, microsoft-standard, microsoft-hedging, read, write",
+                           v);
     o->profile_given = true;
     return 0;
 }
@@ -217,6 +239,38 @@ static int parse_profile(http_opts *o, const args *a, const char *v)
 static int parse_hedge(http_opts *o, const args *a, const char *v)
 {
     return args_duration(a, "--hedge", v, false, &o->hedge);
+}
+
+static int parse_hint_header(http_opts *o, const args *a, const char *v)
+{
+    if (o->nhint == MAX_HINT_HEADERS)
+        return args_fail(a, "--retry-after-header: at most %d names", MAX_HINT_HEADERS);
+    if (v[0] == '\0' || strpbrk(v, ": \t\r\n") != NULL)
+        return args_reject(a, "--retry-after-header", "a header name", v);
+    o->hint_headers[o->nhint++] = v;
+    return 0;
+}
+
+static int parse_hedge_to(http_opts *o, const args *a, const char *v)
+{
+    char authority[RESIL_BREAKER_NAME_MAX];
+    if (o->nhedge_to == RESIL_HEDGE_MAX)
+        return args_fail(a, "--hedge-to: at most %d endpoints", RESIL_HEDGE_MAX);
+    if (resil_http_authority(v, authority, sizeof authority) != 0)
+        return args_reject(a, "--hedge-to", "a URL such as https://eu.example.com", v);
+    size_t k = ++o->nhedge_to;
+    o->hedge_to[k] = (resil_route_endpoint){.url = v, .weight = 0};
+    o->hedge_groups[k] = (resil_route_group){.endpoints = &o->hedge_to[k], .len = 1, .weight = 0};
+    return 0;
+}
+
+static int parse_disable_for(http_opts *o, const args *a, const char *v)
+{
+    unsigned bits;
+    if (resil_http_methods_parse(v, &bits) != 0)
+        return args_reject(a, "--disable-for", "a comma-separated list of methods", v);
+    o->disable_for |= bits;
+    return 0;
 }
 
 static int parse_stall(http_opts *o, const args *a, const char *v)
@@ -278,6 +332,9 @@ static const http_option resil_options[] = {
     {"--profile", NULL, true, parse_profile},
     {"--retry-after", NULL, true, parse_retry_after},
     {"--retry-after-max", NULL, true, parse_retry_after_max},
+    {"--retry-after-header", NULL, true, parse_hint_header},
+    {"--disable-for", NULL, true, parse_disable_for},
+    {"--hedge-to", NULL, true, parse_hedge_to},
     {"--idempotency-key", NULL, true, parse_key},
     {"--hedge", NULL, true, parse_hedge},
     {"--stall-timeout", NULL, true, parse_stall},
@@ -397,7 +454,7 @@ void http_split_free(char **argv)
 static bool takes_next(const char *w)
 {
     static const char *const policy_valued[] = {
-        "--attempts", "--backoff", "--delay", "--max-delay", "--factor", "--jitter",
+        "--attempts", "--backoff", "--delay", "--delays", "--max-delay", "--factor", "--jitter",
         "--seed", "--attempt-timeout", "--total-timeout", "--config", "--policy"};
     if (w[0] != '-' || w[1] == '\0' || strchr(w, '=') != NULL)
         return false;
@@ -548,6 +605,17 @@ static void set_blank(http_opts *o)
     o->heartbeat = -1;
 }
 
+/* A --config policy's DisableFor and RetryAfterHeaders, added to the
+ * command line's (whose header names come first). */
+static void take_config_http(http_opts *o)
+{
+    unsigned bits;
+    if (o->po.disable_for[0] != '\0' && resil_http_methods_parse(o->po.disable_for, &bits) == 0)
+        o->disable_for |= bits;
+    for (size_t i = 0; i < o->po.nhint_headers && o->nhint < MAX_HINT_HEADERS; i++)
+        o->hint_headers[o->nhint++] = o->po.hint_headers[i];
+}
+
 /* 0 to run, 1 when --help was printed, or RESIL_EINVAL. */
 static int walk(http_opts *o, int argc, char **argv, resil_err *err)
 {
@@ -583,7 +651,10 @@ static int walk(http_opts *o, int argc, char **argv, resil_err *err)
         return RESIL_EINVAL;
     if (o->silent)
         o->log = LOG_NONE;
-    return policy_opts_finish(&o->po, &a);
+    if (policy_opts_finish(&o->po, &a) != 0)
+        return RESIL_EINVAL;
+    take_config_http(o);
+    return 0;
 }
 
 int http_opts_parse(http_opts *o, int argc, char **argv, resil_err *err)

@@ -24,6 +24,7 @@
 #include "write_out.h"
 
 #define MAX_URLS 256
+#define MAX_HINT_HEADERS 8
 
 /* -O in an output slot: the file is named after the URL's last segment. */
 extern const char HTTP_REMOTE_NAME[];
@@ -78,7 +79,15 @@ typedef struct http_opts {
     const char *key;
     bool retry_unsafe;
     bool retry_all_errors;     /* --retry-all-errors: every failure is transient */
-    resil_duration hedge;      /* -1: no hedging */
+    resil_duration hedge;      /* -1: the profile's hedging (none but read's) */
+    const char *hint_headers[MAX_HINT_HEADERS + 1]; /* --retry-after-header, NULL-ended */
+    int nhint;
+    unsigned disable_for;      /* --disable-for: added to the profile's */
+    /* [0] the request's own URL, for the primary; then --hedge-to, in order */
+    resil_route_endpoint hedge_to[RESIL_HEDGE_MAX + 1];
+    resil_route_group hedge_groups[RESIL_HEDGE_MAX + 1];
+    resil_route_opts route;
+    size_t nhedge_to;
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
     fleet_limit_opts limits;   /* --fleet-rate, --fleet-concurrency */

@@ -455,8 +455,8 @@ static void delays_run_and_wait_as_listed(void **state)
     cli_run(&r, dir, NULL, "run", "--delays", "10ms,20ms", "--", "sh", "-c",
             "echo run >> runs; exit 3", NULL);
     assert_int_equal(r.status, 3);
-    assert_non_null(strstr(r.err, "#1 exit 3, wait 10 ms (backoff)"));
-    assert_non_null(strstr(r.err, "#2 exit 3, wait 20 ms (backoff)"));
+    assert_non_null(strstr(r.err, "#1 exit 3, wait 10ms (backoff)"));
+    assert_non_null(strstr(r.err, "#2 exit 3, wait 20ms (backoff)"));
     assert_non_null(strstr(r.err, "#3 exit 3, attempts exhausted"));
     cli_result_free(&r);
 }
