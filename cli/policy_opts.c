@@ -284,9 +284,11 @@ resil_rng *policy_opts_rng(policy_opts *po)
     return po->seeded ? &po->seeded_rng.base : resil_rng_thread();
 }
 
-static void default_timeout(resil_duration d, char *buf, size_t cap)
+/* A default as the help writes it: `none` for the value meaning no bound
+ * (0 for a timeout, RESIL_DURATION_MAX for a cap), else the duration. */
+static void default_text(resil_duration d, resil_duration none, char *buf, size_t cap)
 {
-    if (d == 0)
+    if (d == none)
         snprintf(buf, cap, "none");
     else
         resil_duration_format(d, buf, cap);
@@ -302,9 +304,9 @@ void policy_opts_usage(FILE *out, const policy_opts *defaults)
     else
         snprintf(attempts, sizeof attempts, "%u", p->max_attempts);
     resil_duration_format(b->base, delay, sizeof delay);
-    resil_duration_format(b->max_delay, max_delay, sizeof max_delay);
-    default_timeout(defaults->attempt_timeout, attempt_t, sizeof attempt_t);
-    default_timeout(p->max_total, total_t, sizeof total_t);
+    default_text(b->max_delay, RESIL_DURATION_MAX, max_delay, sizeof max_delay);
+    default_text(defaults->attempt_timeout, 0, attempt_t, sizeof attempt_t);
+    default_text(p->max_total, 0, total_t, sizeof total_t);
     fprintf(out,
             "retry policy:\n"
             "  -a, --attempts N|forever   attempts in all, the first included (default %s)\n"

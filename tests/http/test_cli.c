@@ -710,6 +710,17 @@ static void help_gives_one_default_for_attempts(void **state)
     cli_result_free(&r);
 }
 
+/* The profile's waits have no cap: the help says none, not the largest duration. */
+static void help_says_the_max_delay_has_no_default_cap(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--help", NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "cap on any backoff wait (default none)");
+    cli_result_free(&r);
+}
+
 /* ---- curl's flags where resil has more to say ----------------------------------------- */
 
 static void the_default_user_agent_names_resil_and_its_version(void **state)
@@ -833,6 +844,7 @@ int main(void)
         T(by_default_a_slow_answer_is_not_cut),
         T(a_stalled_transfer_fails_with_28),
         T(help_gives_one_default_for_attempts),
+        T(help_says_the_max_delay_has_no_default_cap),
         T(the_default_user_agent_names_resil_and_its_version),
         T(write_out_gives_the_attempts_and_the_stop),
         T(only_the_final_body_reaches_the_output_file),
