@@ -16,17 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text.h"
 #include "http_opts.h"
 
 #define MAX_ARGS 32
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok)
-{
-    if (!ok)
-        abort();
-}
 
 static bool reads_outside(const char *text, size_t len)
 {
@@ -42,10 +37,7 @@ static bool reads_outside(const char *text, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
-    check(text != NULL);
-    memcpy(text, data, size);
-    text[size] = '\0';
+    char *text = fuzz_text(data, size);
     static bool quiet_stdin;
     if (!quiet_stdin)
         quiet_stdin = freopen("/dev/null", "r", stdin) != NULL;

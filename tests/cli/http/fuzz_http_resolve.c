@@ -12,15 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text.h"
 #include "http_opts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok)
-{
-    if (!ok)
-        abort();
-}
 
 static bool oracle_address(const char *p, size_t n)
 {
@@ -86,10 +81,7 @@ static bool oracle(const char *t)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
-    check(text != NULL);
-    memcpy(text, data, size);
-    text[size] = '\0';
+    char *text = fuzz_text(data, size);
     static char *argv[] = {"resil fuzz", NULL};
     args a;
     args_init(&a, "resil fuzz", 1, argv);

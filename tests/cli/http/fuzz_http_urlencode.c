@@ -12,15 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text.h"
 #include "http_opts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok)
-{
-    if (!ok)
-        abort();
-}
 
 static int hex(char c)
 {
@@ -58,10 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_decodes(buf, n, data, size);
     free(buf);
 
-    char *text = malloc(size + 1);
-    check(text != NULL);
-    memcpy(text, data, size);
-    text[size] = '\0';
+    char *text = fuzz_text(data, size);
     if (strchr(text, '@') == NULL) {
         static char *argv[] = {"resil fuzz", NULL};
         args a;

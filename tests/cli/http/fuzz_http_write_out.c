@@ -13,15 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text.h"
 #include "write_out.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok)
-{
-    if (!ok)
-        abort();
-}
 
 static void value(wo_var var, const char *header, char *buf, size_t cap, void *ud)
 {
@@ -57,10 +52,7 @@ static bool has_unknown(const char *f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
-    check(text != NULL);
-    memcpy(text, data, size);
-    text[size] = '\0';
+    char *text = fuzz_text(data, size);
     write_out *w = NULL;
     resil_err err = {0};
     int rc = write_out_parse(text, &w, &err);
