@@ -10,9 +10,12 @@
 # are checked too).
 #
 # Root is needed (chroot). It reads nothing from standard input and needs
-# no terminal, so CI runs it as it is. Leaves the .deb files in
-# build-deb/ (or $RESIL_DEB_OUT).
+# no terminal, so CI runs it as it is. It cannot hang: every step has a
+# time limit (bounded below), and apt gives up on a silent mirror after
+# 30 s and three tries. Leaves the .deb files in build-deb/ (or
+# $RESIL_DEB_OUT).
 set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
 cd "$(dirname "$0")/.."
 src=$PWD
 out=${RESIL_DEB_OUT:-$src/build-deb}
@@ -20,6 +23,10 @@ suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
 
 say() { echo "debian-check: $*"; }
 fail() { echo "debian-check: FAILED: $*" >&2; exit 1; }
+# A step that may take at most $1 (then TERM, and KILL 30 s later).
+bounded() { local limit=$1; shift; timeout --kill-after=30s "$limit" "$@"; }
+# apt: a mirror that stops answering fails the step instead of holding it.
+apt_net=(-o Acquire::http::Timeout=30 -o Acquire::https::Timeout=30 -o Acquire::Retries=3)
 
 [[ $(id -u) -eq 0 ]] || fail "run as root (it builds a chroot)"
 scripts/deps.sh
@@ -30,7 +37,7 @@ for p in debhelper lintian mmdebstrap fakeroot; do
 done
 if [[ ${#need[@]} -gt 0 ]]; then
   say "installing ${need[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
+  bounded 10m apt-get install -y -qq --no-install-recommends "${apt_net[@]}" "${need[@]}" \
     </dev/null >/dev/null
 fi
 
@@ -41,12 +48,12 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/resil"
 git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C "$work/resil"
 say "dpkg-buildpackage -us -uc -b"
-(cd "$work/resil" && dpkg-buildpackage -us -uc -b -j2 </dev/null >"$work/build.log" 2>&1) ||
+(cd "$work/resil" && bounded 30m dpkg-buildpackage -us -uc -b -j2 </dev/null >"$work/build.log" 2>&1) ||
   { tail -40 "$work/build.log" >&2; fail "dpkg-buildpackage"; }
 grep -h "dpkg-gensymbols: warning" "$work/build.log" || true
 
 say "lintian"
-lintian --fail-on error --tag-display-limit 0 "$work"/resil_*.changes </dev/null ||
+bounded 10m lintian --fail-on error --tag-display-limit 0 "$work"/resil_*.changes </dev/null ||
   fail "lintian reports errors"
 
 rm -rf "$out" && mkdir -p "$out"
@@ -93,7 +100,9 @@ TRY
 cp examples/quickstart.c "$work/quickstart.c"
 
 say "a fresh $suite root with only gcc and pkg-config, then apt-get install ./*.deb"
-mmdebstrap --quiet --variant=apt --include=gcc,libc6-dev,pkg-config \
+bounded 20m mmdebstrap --quiet --variant=apt --include=gcc,libc6-dev,pkg-config \
+  --aptopt='Acquire::http::Timeout "30"' --aptopt='Acquire::https::Timeout "30"' \
+  --aptopt='Acquire::Retries "3"' \
   --customize-hook="mkdir -p \"\$1/root/debs\"" \
   --customize-hook="copy-in $(cd "$out" && printf "$out/%s " *.deb) /root/debs" \
   --customize-hook="copy-in $work/try.sh $work/quickstart.c /root" \

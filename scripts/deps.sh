@@ -41,6 +41,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
+# A mirror that stops answering fails the step after 30 s and three tries.
+net=(-o Acquire::http::Timeout=30 -o Acquire::https::Timeout=30 -o Acquire::Retries=3)
+apt-get update -qq "${net[@]}" </dev/null
 # The postgresql package starts a cluster by default; the tests run their own.
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt-get install -y -qq --no-install-recommends "${net[@]}" "${missing[@]}" </dev/null

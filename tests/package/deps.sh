@@ -75,10 +75,11 @@ note "nothing missing: exit 0, silent"
 
 deps "$tmp/rootbin:$tmp/bin" "cmake libcmocka-dev"
 [[ $status -eq 0 ]] || fail "as root: exit $status: $(cat "$tmp/err")"
-expect=$'apt-get update -qq\napt-get install -y -qq --no-install-recommends cmake libcmocka-dev'
+net='-o Acquire::http::Timeout=30 -o Acquire::https::Timeout=30 -o Acquire::Retries=3'
+expect="apt-get update -qq $net"$'\n'"apt-get install -y -qq --no-install-recommends $net cmake libcmocka-dev"
 [[ "$(cat "$tmp/apt.log")" == "$expect" ]] ||
     fail "as root, apt-get ran as: $(cat "$tmp/apt.log"); expected: $expect"
-note "root, two missing: apt-get update, then install of exactly those two"
+note "root, two missing: apt-get update, then install of exactly those two, each with network time limits"
 
 # The gateway benchmark's packages are asked for only with --bench.
 deps "$tmp/bin" "nginx-light wrk"
