@@ -8,6 +8,10 @@ if(NOT RESIL_BUILD_CLI OR NOT RESIL_SANITIZE STREQUAL "" OR RESIL_FUZZ)
   return()
 endif()
 set(RESIL_DOC_DIR ${PROJECT_BINARY_DIR}/doc)
+# The completion tests read what this generates, so they run where it is.
+if(TARGET cli_http_test_http_opts)
+  target_compile_definitions(cli_http_test_http_opts PRIVATE RESIL_WITH_DOCS=1)
+endif()
 file(GLOB doc_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/resil/*.h)
 add_custom_command(OUTPUT ${RESIL_DOC_DIR}/stamp
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${RESIL_DOC_DIR}/man1 ${RESIL_DOC_DIR}/man3

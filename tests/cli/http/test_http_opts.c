@@ -218,9 +218,14 @@ static void the_help_names_every_option(void **state)
     fclose(f);
 }
 
-/* The completions the build generated (scripts/gen-man.sh), read whole. */
+/* The completions the build generated (scripts/gen-man.sh), read whole.
+ * A sanitizer build generates none (cmake/docs.cmake): skipped there. */
 static void assert_completion_names_every_option(const char *file)
 {
+#ifndef RESIL_WITH_DOCS
+    (void)file;
+    skip();
+#else
     const char *dir = getenv("RESIL_BUILD_DIR");
     assert_non_null(dir);
     char path[4096];
@@ -234,6 +239,7 @@ static void assert_completion_names_every_option(const char *file)
     *strchr(arm + 1, '\n') = '\0';
     assert_every_row_named(arm, path);
     fclose(f);
+#endif
 }
 
 static void the_bash_completion_offers_every_option(void **state)
