@@ -10,9 +10,10 @@
 # are checked too).
 #
 # Root is needed (chroot). It reads nothing from standard input and needs
-# no terminal, so CI runs it as it is. It cannot hang: every step has a
-# time limit (bounded below), and apt gives up on a silent mirror after
-# 30 s and three tries. Leaves the .deb files in build-deb/ (or
+# no terminal, so CI runs it as it is. It takes about 4 minutes on two
+# busy cores (the package build half of it), and it cannot hang: every
+# step has a time limit (bounded below), and apt gives up on a silent
+# mirror after 30 s and three tries. Leaves the .deb files in build-deb/ (or
 # $RESIL_DEB_OUT).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -90,10 +91,11 @@ cat >all.c <<'C'
 #include <resil/http.h>
 #include <resil/redis.h>
 #include <resil/store.h>
+#include <resil/uv.h>
 int main(void) { return resil_strerror(0) == 0; }
 C
 cc -Wall -Werror -o all all.c \
-  $(pkg-config --cflags --libs resil resil-http resil-store resil-redis resil-config)
+  $(pkg-config --cflags --libs resil resil-http resil-store resil-redis resil-config resil-uv)
 ./all || fail "a program linking every adapter"
 echo "debian-check (in the new root): ok"
 TRY
