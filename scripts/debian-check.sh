@@ -89,13 +89,14 @@ cat >all.c <<'C'
 #include <resil.h>
 #include <resil/config.h>
 #include <resil/http.h>
+#include <resil/otlp.h>
 #include <resil/redis.h>
 #include <resil/store.h>
 #include <resil/uv.h>
 int main(void) { return resil_strerror(0) == 0; }
 C
 cc -Wall -Werror -o all all.c \
-  $(pkg-config --cflags --libs resil resil-http resil-store resil-redis resil-config resil-uv)
+  $(pkg-config --cflags --libs resil resil-http resil-store resil-redis resil-config resil-uv resil-otlp)
 ./all || fail "a program linking every adapter"
 echo "debian-check (in the new root): ok"
 TRY
