@@ -102,6 +102,7 @@ typedef struct run_state {
     attempt_log log;
     resil_attempt_record pending; /* an attempt waiting for its retry's wait */
     bool has_pending;
+    resil_metrics *metrics;       /* --metrics: the calls' figures, or NULL */
 } run_state;
 
 static long status_of(const resil_outcome *o)
@@ -122,6 +123,8 @@ static void print_attempt(run_state *rs, const resil_attempt_record *rec)
 static void on_event(const resil_event *ev, void *ud)
 {
     run_state *rs = ud;
+    if (rs->metrics != NULL)
+        resil_metrics_on_event(ev, rs->metrics);
     if (ev->type == RESIL_EVENT_ATTEMPT && ev->outcome != NULL) {
         resil_attempt_record rec = {.number = ev->attempt, .outcome = *ev->outcome,
                                     .stop = ev->stop, .wait = 0,
@@ -430,6 +433,7 @@ static int call_url(http_run *run, const char *url, http_sink *sink,
     req.header_data = sink;
     req.cancel = &cancel_token;
     req.rng = policy_opts_rng(&o->po);
+    req.trace = o->trace_given ? &o->trace : NULL;
     run->rs.has_pending = false;
     rc = resil_http_perform(run->client, run->e, &req, r);
     http_handle_parts_free(&parts);
@@ -512,6 +516,51 @@ static FILE *open_dump(const http_opts *o, bool *failed)
     return f;
 }
 
+/* --metrics: the file is opened before any request, so a name that cannot
+ * be written is refused while nothing has been sent. */
+static int open_metrics(const http_opts *o, FILE **out, resil_metrics **m)
+{
+    *out = NULL;
+    *m = NULL;
+    if (o->metrics_file == NULL)
+        return 0;
+    FILE *f = strcmp(o->metrics_file, "-") == 0 ? stderr : fopen(o->metrics_file, "w");
+    if (f == NULL) {
+        fprintf(stderr, "resil http: --metrics: cannot open '%s': %s\n", o->metrics_file,
+                strerror(errno));
+        return RESIL_EXIT_USAGE;
+    }
+    resil_err err;
+    if (resil_metrics_new(NULL, m, &err) != 0) {
+        fprintf(stderr, "resil http: --metrics: %s\n", err.message);
+        if (f != stderr)
+            fclose(f);
+        return RESIL_EXIT_USAGE;
+    }
+    *out = f;
+    return 0;
+}
+
+static int write_piece(const char *text, size_t len, void *ud)
+{
+    return fwrite(text, 1, len, ud) == len ? 0 : RESIL_ESYS;
+}
+
+/* The figures of every call made, then the file closed: a write that
+ * fails makes the run's status EXIT_WRITE_ERROR unless it failed already. */
+static int close_metrics(FILE *f, resil_metrics *m, const char *name, int status)
+{
+    if (f == NULL)
+        return status;
+    int rc = resil_metrics_write_prometheus(m, write_piece, f);
+    if (f != stderr && fclose(f) != 0)
+        rc = RESIL_ESYS;
+    resil_metrics_free(m);
+    if (rc != 0)
+        fprintf(stderr, "resil http: --metrics: cannot write '%s'\n", name);
+    return rc != 0 && status == 0 ? EXIT_WRITE_ERROR : status;
+}
+
 static int execute(http_opts *o)
 {
     http_run run = {.o = o};
@@ -525,8 +574,18 @@ static int execute(http_opts *o)
             fclose(run.dump);
         return RESIL_EXIT_USAGE;
     }
+    FILE *metrics_out;
+    resil_metrics *metrics;
+    if (open_metrics(o, &metrics_out, &metrics) != 0) {
+        if (run.dump != NULL && run.dump != stdout)
+            fclose(run.dump);
+        if (log != stderr)
+            fclose(log);
+        return RESIL_EXIT_USAGE;
+    }
     run.rs = (run_state){
-        .log = {.out = log, .format = o->log, .indent = "", .stamped = true, .subject_key = "url"}};
+        .log = {.out = log, .format = o->log, .indent = "", .stamped = true, .subject_key = "url"},
+        .metrics = metrics};
     heartbeat_clock hb;
     run.e = curl_easy_init();
     int status = run.e == NULL || build_client(o, &run.rs, &run.fleet, &hb, &run.client) != 0
@@ -544,6 +603,7 @@ static int execute(http_opts *o)
     if (sig != 0)
         status = 128 + sig;
     resil_http_client_free(run.client);
+    status = close_metrics(metrics_out, metrics, o->metrics_file, status);
     fleet_close(&run.fleet);
     curl_easy_cleanup(run.e);
     if (run.dump != NULL && run.dump != stdout && fclose(run.dump) != 0 && status == 0)

@@ -154,6 +154,11 @@ static void usage(FILE *out, const policy_opts *defaults)
           "      --log-file FILE        append the attempt record to FILE instead\n"
           "      --heartbeat DUR|none   during a longer wait, a line every DUR\n"
           "                             (default: 10s on a terminal, else none)\n"
+          "      --traceparent VALUE    continue this W3C trace: each attempt sends\n"
+          "                             its own span id under the given trace id\n"
+          "      --metrics FILE         after the run, write the calls' metrics to\n"
+          "                             FILE (Prometheus text, OpenTelemetry names;\n"
+          "                             '-': standard error)\n"
           "  -h, --help                 this text\n"
           "\n"
           "exit status (as curl's with --fail):\n"
@@ -306,6 +311,23 @@ static int parse_log_file(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
+static int parse_traceparent(http_opts *o, const args *a, const char *v)
+{
+    if (resil_traceparent_parse(v, strlen(v), &o->trace, NULL) != 0)
+        return args_reject(a, "--traceparent", "a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)",
+                           v);
+    o->trace_given = true;
+    return 0;
+}
+
+static int parse_metrics(http_opts *o, const args *a, const char *v)
+{
+    if (v[0] == '\0')
+        return args_reject(a, "--metrics", "a file name", v);
+    o->metrics_file = v;
+    return 0;
+}
+
 #ifdef RESIL_CLI_REDIS
 static int parse_fleet(http_opts *o, const args *a, const char *v)
 {
@@ -342,6 +364,8 @@ static const http_option resil_options[] = {
     {"--log", NULL, true, parse_log},
     {"--log-file", NULL, true, parse_log_file},
     {"--heartbeat", NULL, true, parse_heartbeat},
+    {"--traceparent", NULL, true, parse_traceparent},
+    {"--metrics", NULL, true, parse_metrics},
 #ifdef RESIL_CLI_REDIS
     {"--fleet", NULL, true, parse_fleet},
     {"--fleet-rate", NULL, true, parse_fleet_rate},

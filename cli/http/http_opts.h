@@ -94,6 +94,9 @@ typedef struct http_opts {
     log_format log;
     const char *log_file;      /* --log-file FILE: the attempt record, appended */
     resil_duration heartbeat;  /* --heartbeat; -1: the default */
+    resil_span_context trace;  /* --traceparent: the parent of every call */
+    bool trace_given;
+    const char *metrics_file;  /* --metrics FILE ('-': standard error), or NULL */
     const char *urls[MAX_URLS];
     int nurls;
     char **argv_owned;         /* argv with short-option bundles split (heap) */

@@ -824,6 +824,99 @@ static void each_json_record_names_its_url(void **state)
     cli_result_free(&r);
 }
 
+/* ---- telemetry ---------------------------------------------------------------------- */
+
+#define GIVEN_TRACE "4bf92f3577b34da6a3ce929d0e0e4736"
+#define GIVEN_PARENT "00f067aa0ba902b7"
+
+/* The trace id and the span id of a recorded traceparent "00-T-S-01". */
+static void sent_trace(cli_fx *f, size_t i, char *trace, char *span)
+{
+    char tp[128];
+    assert_true(http_request_header(http_server_request(f->server, "/t", i), "traceparent", tp,
+                                    sizeof tp));
+    assert_int_equal(strlen(tp), 55);
+    assert_memory_equal(tp, "00-", 3);
+    assert_string_equal(tp + 52, "-01");
+    snprintf(trace, 33, "%.32s", tp + 3);
+    snprintf(span, 17, "%.16s", tp + 36);
+}
+
+static void traceparent_makes_each_attempt_a_child_of_the_given_trace(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/t", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--traceparent",
+            "00-" GIVEN_TRACE "-" GIVEN_PARENT "-01", url(f, "/t"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/t"), 2);
+    char trace1[33], span1[17], trace2[33], span2[17];
+    sent_trace(f, 0, trace1, span1);
+    sent_trace(f, 1, trace2, span2);
+    assert_string_equal(trace1, GIVEN_TRACE);
+    assert_string_equal(trace2, GIVEN_TRACE);
+    assert_string_not_equal(span1, GIVEN_PARENT);
+    assert_string_not_equal(span2, GIVEN_PARENT);
+    assert_string_not_equal(span1, span2);
+    cli_result_free(&r);
+}
+
+static void an_invalid_traceparent_is_refused_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/t", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--traceparent",
+            "00-" GIVEN_TRACE "-0000000000000000-01", url(f, "/t"), NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "--traceparent must be a W3C traceparent");
+    assert_int_equal(http_server_count(f->server, "/t"), 0);
+    cli_result_free(&r);
+}
+
+static void metrics_file_counts_every_attempt(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/m", STEPS({.status = 503}, {.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--metrics", "metrics.txt",
+            url(f, "/m"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/m"), 3);
+    char *text = cli_read(f->dir, "metrics.txt");
+    assert_non_null(text);
+    assert_contains(text, "# TYPE http_client_request_resilience_attempt_duration_seconds "
+                          "histogram\n");
+    char series[512];
+    int port = http_server_port(f->server);
+    snprintf(series, sizeof series,
+             "\nhttp_client_request_resilience_attempt_duration_seconds_count{"
+             "http_request_method=\"GET\",server_address=\"127.0.0.1\",server_port=\"%d\","
+             "http_response_status_code=\"503\",error_type=\"503\"} 2\n", port);
+    assert_contains(text, series);
+    snprintf(series, sizeof series,
+             "\nhttp_client_request_resilience_attempt_duration_seconds_count{"
+             "http_request_method=\"GET\",server_address=\"127.0.0.1\",server_port=\"%d\","
+             "http_response_status_code=\"200\"} 1\n", port);
+    assert_contains(text, series);
+    free(text);
+    cli_result_free(&r);
+}
+
+static void an_unwritable_metrics_file_is_refused_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/m", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--metrics", "no/such/dir/metrics.txt", url(f, "/m"),
+            NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "--metrics: cannot open 'no/such/dir/metrics.txt'");
+    assert_int_equal(http_server_count(f->server, "/m"), 0);
+    cli_result_free(&r);
+}
+
 static void help_exits_0(void **state)
 {
     cli_fx *f = *state;
@@ -887,6 +980,10 @@ int main(void)
         T(sigterm_during_a_transfer_exits_143),
         T(sighup_cancels_too),
         T(bad_options_exit_125_naming_the_option),
+        T(traceparent_makes_each_attempt_a_child_of_the_given_trace),
+        T(an_invalid_traceparent_is_refused_with_nothing_sent),
+        T(metrics_file_counts_every_attempt),
+        T(an_unwritable_metrics_file_is_refused_with_nothing_sent),
         T(help_exits_0),
     };
 #undef T
