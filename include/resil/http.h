@@ -262,7 +262,17 @@ typedef struct resil_http_opts {
                                                 the handle's URL */
         resil_reserved hedge_route_r_;
     };
-    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
+    union {
+        resil_chaos *const *chaos; /* chaos strategies (chaos.h) every attempt
+                                      runs through, innermost (inside the attempt
+                                      timeout, so injected latency counts against
+                                      it; a fault counts for the breaker and is
+                                      retried as its outcome says), in order,
+                                      NULL-terminated; shared, not owned;
+                                      NULL = none */
+        resil_reserved chaos_r_;
+    };
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_http_opts;
 
 /* The standard profile. */

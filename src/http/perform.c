@@ -594,6 +594,8 @@ static void add_strategies(resil_http_client *c, resil_pipeline_builder *b, bool
         t.timeout = o->attempt_timeout;
         resil_pipeline_add_attempt_timeout(b, &t);
     }
+    for (resil_chaos *const *k = o->chaos; k != NULL && *k != NULL; k++)
+        resil_pipeline_use_chaos(b, *k);
 }
 
 static int build(resil_http_client *c, bool hedge, resil_pipeline **out, resil_err *err)

@@ -6,7 +6,7 @@
 #include "abi_room.h"
 #include "resil/http.h"
 
-GREW_INTO_ROOM(resil_http_opts, retry_after_headers, 2, 4);
+GREW_INTO_ROOM(resil_http_opts, retry_after_headers, 3, 4);
 HAS_ROOM(resil_http_request, 2);
 HAS_ROOM(resil_http_result, 4);
 

@@ -898,11 +898,66 @@ static void null_request_performs_with_defaults(void **state)
     assert_int_equal(f->res.status, 204);
 }
 
+/* ---- chaos ---------------------------------------------------------------- */
+
+static resil_chaos *chaos_of(resil_chaos_kind kind, resil_duration latency)
+{
+    resil_chaos_opts o;
+    resil_chaos_opts_default(&o, kind);
+    o.rate = 1;
+    o.seed = 1;
+    o.latency = latency;
+    resil_chaos *c = NULL;
+    resil_err err = {0, ""};
+    if (resil_chaos_new(&o, &c, &err) != 0)
+        fail_msg("chaos: %s", err.message);
+    return c;
+}
+
+static void an_injected_fault_fails_every_attempt_without_a_request(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    resil_chaos *c = chaos_of(RESIL_CHAOS_FAULT, 0);
+    resil_chaos *const list[] = {c, NULL};
+    f->opts.chaos = list;
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 0);
+    assert_int_equal(f->res.attempts, 4);
+    assert_int_equal(f->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_string_equal(f->res.outcome.detail, "injected fault");
+    assert_int_equal(f->res.status, 0);
+    assert_int_equal(f->res.curl_code, CURLE_OK);
+    assert_int_equal(resil_chaos_injected(c), 4);
+    resil_http_client_free(f->client);
+    f->client = NULL;
+    resil_chaos_free(c);
+}
+
+static void injected_latency_waits_on_the_clock_before_the_request(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    resil_chaos *c = chaos_of(RESIL_CHAOS_LATENCY, RESIL_MS(1500));
+    resil_chaos *const list[] = {c, NULL};
+    f->opts.chaos = list;
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(f->res.status, 200);
+    assert_int_equal(fx_sleeps(f), 1);
+    assert_int_equal(fx_sleep_at(f, 0), RESIL_MS(1500));
+    resil_http_client_free(f->client);
+    f->client = NULL;
+    resil_chaos_free(c);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
     const struct CMUnitTest tests[] = {
         T(two_503s_then_200_takes_three_requests),
+        T(an_injected_fault_fails_every_attempt_without_a_request),
+        T(injected_latency_waits_on_the_clock_before_the_request),
         T(attempts_are_recorded_with_their_statuses),
         T(status_400_takes_one_request),
         T(persistent_503_uses_every_attempt),
