@@ -27,30 +27,44 @@ void chaos_opts_default(chaos_opts *c)
     c->latency_rate = -1;
 }
 
-static int parse_latency(chaos_opts *c, const args *a, const char *text)
+int chaos_opts_fail(chaos_opts *c, const args *a, const char *v)
 {
-    const char *colon = strchr(text, ':');
+    return args_rate(a, "--chaos-fail", v, &c->fail_rate);
+}
+
+int chaos_opts_latency(chaos_opts *c, const args *a, const char *v)
+{
+    const char *colon = strchr(v, ':');
     char rate[64];
-    if (colon == NULL || (size_t)(colon - text) >= sizeof rate)
-        return args_reject(a, "--chaos-latency", "RATE:DURATION, such as 0.1:2s", text);
-    snprintf(rate, sizeof rate, "%.*s", (int)(colon - text), text);
+    if (colon == NULL || (size_t)(colon - v) >= sizeof rate)
+        return args_reject(a, "--chaos-latency", "RATE:DURATION, such as 0.1:2s", v);
+    snprintf(rate, sizeof rate, "%.*s", (int)(colon - v), v);
     if (args_rate(a, "--chaos-latency", rate, &c->latency_rate) != 0)
         return RESIL_EINVAL;
     return args_duration(a, "--chaos-latency", colon + 1, true, &c->latency);
+}
+
+int chaos_opts_seed(chaos_opts *c, const args *a, const char *v)
+{
+    return args_uint64(a, "--chaos-seed", v, 1, UINT64_MAX, &c->seed);
 }
 
 static int consumed(int rc) { return rc < 0 ? rc : 1; }
 
 int chaos_opts_parse(chaos_opts *c, args *a)
 {
-    const char *v;
-    int m;
-    if ((m = args_match(a, "--chaos-fail", NULL, &v)) != 0)
-        return m < 0 ? m : consumed(args_rate(a, "--chaos-fail", v, &c->fail_rate));
-    if ((m = args_match(a, "--chaos-latency", NULL, &v)) != 0)
-        return m < 0 ? m : consumed(parse_latency(c, a, v));
-    if ((m = args_match(a, "--chaos-seed", NULL, &v)) != 0)
-        return m < 0 ? m : consumed(args_uint64(a, "--chaos-seed", v, 1, UINT64_MAX, &c->seed));
+    static const struct {
+        const char *name;
+        int (*fn)(chaos_opts *c, const args *a, const char *v);
+    } options[] = {{"--chaos-fail", chaos_opts_fail},
+                   {"--chaos-latency", chaos_opts_latency},
+                   {"--chaos-seed", chaos_opts_seed}};
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        const char *v;
+        int m = args_match(a, options[i].name, NULL, &v);
+        if (m != 0)
+            return m < 0 ? m : consumed(options[i].fn(c, a, v));
+    }
     return 0;
 }
 
@@ -119,6 +133,19 @@ resil_outcome chaos_opts_run(const chaos_opts *c, resil_op_fn op, resil_attempt_
     resil_pipeline_execute(c->p, bounce, &call, &r);
     *injected = !t.ran;
     return r.outcome;
+}
+
+void chaos_opts_strategies(const chaos_opts *c, resil_chaos *out[CHAOS_OPTS_MAX + 1])
+{
+    static const resil_chaos_kind order[CHAOS_OPTS_MAX] = {RESIL_CHAOS_LATENCY,
+                                                           RESIL_CHAOS_FAULT};
+    size_t n = 0;
+    for (size_t i = 0; i < CHAOS_OPTS_MAX; i++) {
+        resil_chaos *k = resil_pipeline_chaos(c->p, order[i]);
+        if (k != NULL)
+            out[n++] = k;
+    }
+    out[n] = NULL;
 }
 
 void chaos_opts_free(chaos_opts *c)

@@ -23,6 +23,11 @@ typedef struct chaos_opts {
 } chaos_opts;
 
 void chaos_opts_default(chaos_opts *c);
+/* One option's value, for a command whose own table matches the names
+ * (`resil http`): 0, or RESIL_EINVAL after reporting it by name. */
+int chaos_opts_fail(chaos_opts *c, const args *a, const char *v);
+int chaos_opts_latency(chaos_opts *c, const args *a, const char *v);
+int chaos_opts_seed(chaos_opts *c, const args *a, const char *v);
 /* 1 consumed, 0 not ours, RESIL_EINVAL after reporting the bad value. */
 int chaos_opts_parse(chaos_opts *c, args *a);
 /* Build the strategies on `clock`; a fault fails the attempt with `fault`.
@@ -32,6 +37,11 @@ int chaos_opts_finish(chaos_opts *c, const char *tool, resil_clock *clock, resil
  * *injected says whether a fault stood in for the operation. */
 resil_outcome chaos_opts_run(const chaos_opts *c, resil_op_fn op, resil_attempt_ctx *ctx,
                              bool *injected);
+/* The strategies chaos_opts_finish made, in their order, NULL-terminated,
+ * for a pipeline built elsewhere (the HTTP client's) to share; *out is
+ * NULL-only when there is no chaos. */
+#define CHAOS_OPTS_MAX 2
+void chaos_opts_strategies(const chaos_opts *c, resil_chaos *out[CHAOS_OPTS_MAX + 1]);
 void chaos_opts_free(chaos_opts *c);
 /* The help text's lines for the options. */
 extern const char chaos_opts_help[];

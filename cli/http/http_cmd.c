@@ -195,6 +195,14 @@ static int build_client(http_opts *o, run_state *rs, fleet *f, heartbeat_clock *
     heartbeat_init(hb, resil_clock_system(),
                    o->heartbeat >= 0 ? o->heartbeat : heartbeat_default(&rs->log), &rs->log);
     h.clock = &hb->base;
+    /* --chaos-*: resil run's strategies, innermost in the client's pipeline,
+     * so an injected fault is an attempt the retry and the breaker see. */
+    if (chaos_opts_finish(&o->chaos, "resil http", h.clock,
+                          resil_fail(RESIL_TRANSIENT, CURLE_COULDNT_CONNECT,
+                                     "injected failure (not sent)")) != 0)
+        return RESIL_EINVAL;
+    chaos_opts_strategies(&o->chaos, o->chaos_list);
+    h.chaos = o->chaos_list;
 #ifdef RESIL_CLI_REDIS
     if (o->fleet != NULL) {
         if (fleet_open(f, o->fleet, &o->limits, &h) != 0)
@@ -604,6 +612,7 @@ static int execute(http_opts *o)
         status = 128 + sig;
     resil_http_client_free(run.client);
     status = close_metrics(metrics_out, metrics, o->metrics_file, status);
+    chaos_opts_free(&o->chaos);
     fleet_close(&run.fleet);
     curl_easy_cleanup(run.e);
     if (run.dump != NULL && run.dump != stdout && fclose(run.dump) != 0 && status == 0)

@@ -159,6 +159,10 @@ static void usage(FILE *out, const policy_opts *defaults)
           "      --metrics FILE         after the run, write the calls' metrics to\n"
           "                             FILE (Prometheus text, OpenTelemetry names;\n"
           "                             '-': standard error)\n"
+          "\n",
+          out);
+    fputs(chaos_opts_help, out);
+    fputs("\n"
           "  -h, --help                 this text\n"
           "\n"
           "exit status (as curl's with --fail):\n"
@@ -303,6 +307,21 @@ static int parse_heartbeat(http_opts *o, const args *a, const char *v)
     return args_timeout(a, "--heartbeat", v, &o->heartbeat);
 }
 
+static int parse_chaos_fail(http_opts *o, const args *a, const char *v)
+{
+    return chaos_opts_fail(&o->chaos, a, v);
+}
+
+static int parse_chaos_latency(http_opts *o, const args *a, const char *v)
+{
+    return chaos_opts_latency(&o->chaos, a, v);
+}
+
+static int parse_chaos_seed(http_opts *o, const args *a, const char *v)
+{
+    return chaos_opts_seed(&o->chaos, a, v);
+}
+
 static int parse_log_file(http_opts *o, const args *a, const char *v)
 {
     if (v[0] == '\0')
@@ -366,6 +385,9 @@ static const http_option resil_options[] = {
     {"--heartbeat", NULL, true, parse_heartbeat},
     {"--traceparent", NULL, true, parse_traceparent},
     {"--metrics", NULL, true, parse_metrics},
+    {"--chaos-fail", NULL, true, parse_chaos_fail},
+    {"--chaos-latency", NULL, true, parse_chaos_latency},
+    {"--chaos-seed", NULL, true, parse_chaos_seed},
 #ifdef RESIL_CLI_REDIS
     {"--fleet", NULL, true, parse_fleet},
     {"--fleet-rate", NULL, true, parse_fleet_rate},
@@ -627,6 +649,7 @@ static void set_blank(http_opts *o)
     o->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
     o->stall_timeout = DEFAULT_STALL_TIMEOUT;
     o->heartbeat = -1;
+    chaos_opts_default(&o->chaos);
 }
 
 /* A --config policy's DisableFor and RetryAfterHeaders, added to the

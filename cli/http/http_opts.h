@@ -18,6 +18,7 @@
 
 #include "args.h"
 #include "attempt_log.h"
+#include "chaos_opts.h"
 #include "fleet_values.h"
 #include "policy_opts.h"
 #include "resil/http.h"
@@ -91,6 +92,8 @@ typedef struct http_opts {
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
     fleet_limit_opts limits;   /* --fleet-rate, --fleet-concurrency */
+    chaos_opts chaos;          /* --chaos-fail, --chaos-latency, --chaos-seed */
+    resil_chaos *chaos_list[CHAOS_OPTS_MAX + 1]; /* its strategies, for the client */
     log_format log;
     const char *log_file;      /* --log-file FILE: the attempt record, appended */
     resil_duration heartbeat;  /* --heartbeat; -1: the default */

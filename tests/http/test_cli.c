@@ -644,6 +644,70 @@ static void bad_options_exit_125_naming_the_option(void **state)
     assert_usage_error(f, "--data: cannot open", "-d", "@/no/such/file", u, NULL);
 }
 
+/* ---- chaos ------------------------------------------------------------------------- */
+
+static void chaos_fail_one_sends_nothing_and_exits_7(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "1ms", "--chaos-fail", "1", "--chaos-seed",
+            "1", "--attempts", "2", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 7);
+    assert_int_equal(http_server_count(f->server, "/a"), 0);
+    assert_string_equal(r.out, "");
+    assert_contains(r.err, "#1 injected failure (not sent), wait");
+    assert_contains(r.err, "#2 injected failure (not sent), attempts exhausted");
+    cli_result_free(&r);
+}
+
+/* Seed 7 gives the fault strategy seed 8, whose first six draws are 0.5
+ * or above four times, then below (as in resil run): attempts 5 and 6 are
+ * injected, on every run. */
+static void a_chaos_seed_replays_the_same_injections(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}));
+    for (int run = 1; run <= 2; run++) {
+        cli_result r;
+        cli_run(&r, f->dir, NULL, "http", "--delay", "1ms", "--attempts", "6", "--chaos-fail",
+                "0.5", "--chaos-seed", "7", url(f, "/a"), NULL);
+        assert_int_equal(r.status, 7);
+        assert_int_equal(http_server_count(f->server, "/a"), 4 * run);
+        assert_contains(r.err, "#4 HTTP 503, wait");
+        assert_contains(r.err, "#5 injected failure (not sent), wait");
+        assert_contains(r.err, "#6 injected failure (not sent), attempts exhausted");
+        cli_result_free(&r);
+    }
+}
+
+/* The injected wait is inside the attempt: the attempt timeout ends it. */
+static void chaos_latency_counts_against_the_attempt_timeout(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--chaos-latency", "1:30s", "--chaos-seed", "1",
+            "--attempt-timeout", "50ms", "--attempts", "1", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 28);
+    assert_int_equal(http_server_count(f->server, "/a"), 0);
+    assert_contains(r.err, "#1 attempt timeout (50ms) elapsed, attempts exhausted");
+    cli_result_free(&r);
+}
+
+static void a_bad_chaos_value_is_named(void **state)
+{
+    cli_fx *f = *state;
+    const char *u = "http://127.0.0.1:1/";
+    assert_usage_error(f, "--chaos-fail must be a rate in [0, 1], got '1.5'", "--chaos-fail",
+                       "1.5", u, NULL);
+    assert_usage_error(f, "--chaos-latency must be RATE:DURATION, such as 0.1:2s, got '0.1'",
+                       "--chaos-latency", "0.1", u, NULL);
+    assert_usage_error(f, "--chaos-latency must be a duration greater than 0, got '0'",
+                       "--chaos-latency", "1:0", u, NULL);
+    assert_usage_error(f, "--chaos-seed must be a whole number", "--chaos-seed", "0", u, NULL);
+}
+
 /* ---- timeouts that do not trap -------------------------------------------------------- */
 
 /* The standard profile's 10 s attempt timeout yields to an explicit 3 s total. */
@@ -985,6 +1049,10 @@ int main(void)
         T(metrics_file_counts_every_attempt),
         T(an_unwritable_metrics_file_is_refused_with_nothing_sent),
         T(help_exits_0),
+        T(chaos_fail_one_sends_nothing_and_exits_7),
+        T(a_chaos_seed_replays_the_same_injections),
+        T(chaos_latency_counts_against_the_attempt_timeout),
+        T(a_bad_chaos_value_is_named),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
