@@ -376,11 +376,14 @@ static void granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now
     t->queued = queued;
 }
 
-int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
+/* Both acquires, `wait` false without a queue. A call admitted without
+ * queueing reads no clock: it started at the caller's `now`. */
+static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
+                   resil_limiter_ticket *t)
 {
     empty(t);
     if (l->ops != NULL) {
-        int rc = l->ops->acquire(l->self, NULL, false, now, t);
+        int rc = l->ops->acquire(l->self, cancel, wait, now, t);
         t->owner = rc == 0 ? l : NULL;
         return rc;
     }
@@ -390,11 +393,18 @@ int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limi
     }
     resil_bulkhead_ticket bt;
     hold_parking(l);
-    int rc = resil_bulkhead_try_acquire(l->bh, &bt);
+    int rc = wait ? resil_bulkhead_acquire(l->bh, cancel, &bt)
+                  : resil_bulkhead_try_acquire(l->bh, &bt);
     release_parking(l);
-    if (rc == 0)
-        granted(l, t, now, 0);
-    return rc;
+    if (rc != 0)
+        return rc;
+    granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);
+    return 0;
+}
+
+int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
+{
+    return acquire(l, NULL, false, now, t);
 }
 
 int resil_limiter_acquire(resil_limiter *l, resil_cancel *cancel, resil_limiter_ticket *t)
@@ -701,22 +711,5 @@ void resil__limiter_unhold(resil_limiter *l) { release_parking(l); }
 int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_instant now,
                               resil_limiter_ticket *t)
 {
-    empty(t);
-    if (l->ops != NULL) {
-        int rc = l->ops->acquire(l->self, cancel, true, now, t);
-        t->owner = rc == 0 ? l : NULL;
-        return rc;
-    }
-    if (take_parked(my_stripe(l))) {
-        granted(l, t, now, 0);
-        return 0;
-    }
-    resil_bulkhead_ticket bt;
-    hold_parking(l);
-    int rc = resil_bulkhead_acquire(l->bh, cancel, &bt);
-    release_parking(l);
-    if (rc != 0)
-        return rc;
-    granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);
-    return 0;
+    return acquire(l, cancel, true, now, t);
 }

@@ -378,7 +378,10 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     return rc;
 }
 
-int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhead_ticket *t)
+/* What both acquires do before a queue: RESIL__BULK_QUEUED when the call
+ * is to join it, else the verdict, counted, with the ticket filled. */
+static int admit_or_queue(resil_bulkhead *b, resil_cancel *cancel, bool wait,
+                          resil_bulkhead_ticket *t)
 {
     fill_ticket(t, NULL, 0);
     if (resil_cancelled(cancel)) {
@@ -391,12 +394,18 @@ int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhe
         return 0;
     }
     if (b->ops != NULL)
-        return other_acquire(b, cancel, true, t);
+        return other_acquire(b, cancel, wait, t);
     if (!b->opts.queue || b->opts.max_queue == 0) {
         resil__count(&b->rejected);
         return RESIL_EREJECTED;
     }
-    return queue_and_wait(b, cancel, t);
+    return RESIL__BULK_QUEUED;
+}
+
+int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhead_ticket *t)
+{
+    int rc = admit_or_queue(b, cancel, true, t);
+    return rc == RESIL__BULK_QUEUED ? queue_and_wait(b, cancel, t) : rc;
 }
 
 /* ---- asynchronous waiters ------------------------------------------------ */
@@ -404,22 +413,9 @@ int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhe
 int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_waiter *w,
                          resil_bulkhead_ticket *t)
 {
-    fill_ticket(t, NULL, 0);
-    if (resil_cancelled(cancel)) {
-        resil__count(&b->cancelled);
-        return RESIL_ECANCELED;
-    }
-    if (take_free_permit(b)) {
-        resil__count(&b->admitted);
-        fill_ticket(t, b, 0);
-        return 0;
-    }
-    if (b->ops != NULL)
-        return other_acquire(b, cancel, false, t);
-    if (!b->opts.queue || b->opts.max_queue == 0) {
-        resil__count(&b->rejected);
-        return RESIL_EREJECTED;
-    }
+    int rc = admit_or_queue(b, cancel, false, t);
+    if (rc != RESIL__BULK_QUEUED)
+        return rc;
     pthread_mutex_lock(&b->mu);
     enter_result entered = enter(b);
     if (entered == ENTER_QUEUED) {
@@ -464,18 +460,25 @@ resil_duration resil__bulkhead_queue_timeout(const resil_bulkhead *b)
     return b->ops == NULL ? b->opts.queue_timeout : 0;
 }
 
+/* Under mu, `w` out of the FIFO with its permit: tell its owner, a thread
+ * asleep on `wake` or an asynchronous execution through on_grant. */
+static void grant(waiter *w)
+{
+    w->granted = true;
+    if (w->on_grant != NULL)
+        w->on_grant(w);
+    else
+        resil_cancel_fire(&w->wake);
+}
+
 /* Under mu: waiters exist, so the word only changes here. The permit moves
  * to the oldest waiter; in-flight stays the same, queued drops by one. */
 static void hand_over(resil_bulkhead *b)
 {
     waiter *w = b->head;
     fifo_remove(b, w);
-    w->granted = true;
     atomic_fetch_sub_explicit(&b->word, QUEUED_ONE, memory_order_acq_rel);
-    if (w->on_grant != NULL)
-        w->on_grant(w);
-    else
-        resil_cancel_fire(&w->wake);
+    grant(w);
 }
 
 void resil_bulkhead_release(resil_bulkhead_ticket *t)
@@ -512,9 +515,8 @@ void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
             break;
         waiter *first = b->head;
         fifo_remove(b, first);
-        first->granted = true;
         atomic_fetch_add_explicit(&b->word, 1 - QUEUED_ONE, memory_order_acq_rel);
-        resil_cancel_fire(&first->wake);
+        grant(first);
     }
     pthread_mutex_unlock(&b->mu);
 }

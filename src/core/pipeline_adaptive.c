@@ -12,8 +12,6 @@
  */
 #include "pipeline_steps.h"
 
-static const resil__node *node_at(const resil__run *r, size_t i) { return &r->p->nodes[i]; }
-
 /* ---- adaptive limiter ---------------------------------------------------- */
 
 resil_instant resil__limiter_end_of_call(const resil__run *r, const resil__frame *f)
@@ -43,7 +41,7 @@ void resil__limiter_refuse(const resil__run *r, const resil__frame *f, int rc, r
 void resil__run_adaptive_limiter(const resil__run *r, size_t i, const resil__frame *f,
                                  resil_outcome *out)
 {
-    const resil__node *n = node_at(r, i);
+    const resil__node *n = resil__node_at(r, i);
     resil_limiter_ticket t;
     int rc = n->same_clock ? resil__limiter_acquire_at(n->limiter, f->cancel, f->now, &t)
                            : resil_limiter_acquire(n->limiter, f->cancel, &t);
@@ -124,7 +122,7 @@ int resil_pipeline_use_adaptive_limiter(resil_pipeline_builder *b, resil_limiter
 void resil__run_throttle(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out)
 {
-    const resil__node *n = node_at(r, i);
+    const resil__node *n = resil__node_at(r, i);
     resil_instant start;
     if (!resil__throttle_enter(r, n, f, &start, out))
         return;
