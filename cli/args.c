@@ -42,6 +42,11 @@ int args_fail(const args *a, const char *fmt, ...)
     return RESIL_EINVAL;
 }
 
+bool args_is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
 int args_reject(const args *a, const char *option, const char *what,
                 const char *value)
 {

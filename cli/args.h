@@ -49,6 +49,9 @@ bool args_flag(args *a, const char *long_name, const char *short_name);
 
 /* Report a bad option on stderr as "CMD: OPTION must be WHAT, got 'VALUE'"
  * and return RESIL_EINVAL. */
+/* "--help" or "-h": every subcommand's way to ask for its usage. */
+bool args_is_help(const char *arg);
+
 int args_reject(const args *a, const char *option, const char *what,
                 const char *value);
 /* Report any other usage error on stderr (or into a->err) as "CMD: MESSAGE". */

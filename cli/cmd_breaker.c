@@ -302,7 +302,7 @@ static void report_connect(const char *message)
 int cmd_breaker(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        if (args_is_help(argv[i])) {
             usage(stdout);
             return 0;
         }

@@ -171,7 +171,7 @@ int cmd_config(int argc, char **argv)
         usage(stderr);
         return RESIL_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (args_is_help(argv[1])) {
         usage(stdout);
         return 0;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "resil.h"
 
@@ -77,7 +78,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return RESIL_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (args_is_help(argv[1])) {
         usage(stdout);
         return 0;
     }

@@ -288,7 +288,7 @@ static int parse_args(options *o, int argc, char **argv, FILE *errout)
         fputs(usage_text, errout);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (args_is_help(argv[1])) {
         o->help = true;
         return 0;
     }
