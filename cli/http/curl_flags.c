@@ -372,8 +372,8 @@ static int opt_cookie(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
-static int nonempty(const args *a, const char *option, const char *what, const char *v,
-                    const char **out)
+int http_nonempty(const args *a, const char *option, const char *what, const char *v,
+                  const char **out)
 {
     if (v[0] == '\0')
         return args_reject(a, option, what, v);
@@ -383,27 +383,27 @@ static int nonempty(const args *a, const char *option, const char *what, const c
 
 static int opt_cookie_jar(http_opts *o, const args *a, const char *v)
 {
-    return nonempty(a, "--cookie-jar", "a file name", v, &o->cookie_jar);
+    return http_nonempty(a, "--cookie-jar", "a file name", v, &o->cookie_jar);
 }
 
 static int opt_cacert(http_opts *o, const args *a, const char *v)
 {
-    return nonempty(a, "--cacert", "a file name", v, &o->cacert);
+    return http_nonempty(a, "--cacert", "a file name", v, &o->cacert);
 }
 
 static int opt_cert(http_opts *o, const args *a, const char *v)
 {
-    return nonempty(a, "--cert", "a file name", v, &o->cert);
+    return http_nonempty(a, "--cert", "a file name", v, &o->cert);
 }
 
 static int opt_key_file(http_opts *o, const args *a, const char *v)
 {
-    return nonempty(a, "--key", "a file name", v, &o->cert_key);
+    return http_nonempty(a, "--key", "a file name", v, &o->cert_key);
 }
 
 static int opt_proxy(http_opts *o, const args *a, const char *v)
 {
-    return nonempty(a, "--proxy", "a proxy URL such as http://proxy:3128", v, &o->proxy);
+    return http_nonempty(a, "--proxy", "a proxy URL such as http://proxy:3128", v, &o->proxy);
 }
 
 static int opt_referer(http_opts *o, const args *a, const char *v)
@@ -459,7 +459,7 @@ static int opt_remote_name(http_opts *o, const args *a, const char *v)
 
 static int opt_dump_header(http_opts *o, const args *a, const char *v)
 {
-    return nonempty(a, "--dump-header", "a file name ('-': standard output)", v,
+    return http_nonempty(a, "--dump-header", "a file name ('-': standard output)", v,
                     &o->dump_header);
 }
 

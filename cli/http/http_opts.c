@@ -324,10 +324,7 @@ static int parse_chaos_seed(http_opts *o, const args *a, const char *v)
 
 static int parse_log_file(http_opts *o, const args *a, const char *v)
 {
-    if (v[0] == '\0')
-        return args_reject(a, "--log-file", "a file name", v);
-    o->log_file = v;
-    return 0;
+    return http_nonempty(a, "--log-file", "a file name", v, &o->log_file);
 }
 
 static int parse_traceparent(http_opts *o, const args *a, const char *v)
@@ -341,10 +338,7 @@ static int parse_traceparent(http_opts *o, const args *a, const char *v)
 
 static int parse_metrics(http_opts *o, const args *a, const char *v)
 {
-    if (v[0] == '\0')
-        return args_reject(a, "--metrics", "a file name", v);
-    o->metrics_file = v;
-    return 0;
+    return http_nonempty(a, "--metrics", "a file name", v, &o->metrics_file);
 }
 
 #ifdef RESIL_CLI_REDIS
@@ -454,16 +448,6 @@ static bool short_takes_value(char c)
     return r != NULL ? r->value : policy_short_takes_value(c);
 }
 
-static char *word(const char *p, size_t n)
-{
-    char *w = malloc(n + 1);
-    if (w != NULL) {
-        memcpy(w, p, n);
-        w[n] = '\0';
-    }
-    return w;
-}
-
 /* "-sSo" "file" → "-s" "-S" "-o" "file"; "-XPOST" → "-X" "POST". A word
  * with an unknown letter is left whole for the walk to refuse. */
 static int split_word(const char *arg, char **out, int *n)
@@ -471,17 +455,17 @@ static int split_word(const char *arg, char **out, int *n)
     bool bundle = arg[0] == '-' && arg[1] != '-' && arg[1] != '\0' && arg[2] != '\0' &&
                   short_known(arg[1]);
     if (!bundle)
-        return (out[(*n)++] = word(arg, strlen(arg))) != NULL ? 0 : RESIL_ENOMEM;
+        return (out[(*n)++] = strdup(arg)) != NULL ? 0 : RESIL_ENOMEM;
     for (const char *p = arg + 1; *p != '\0' && !short_takes_value(p[-1]); p++) {
         if (!short_known(*p)) /* "-sq": refused whole by the walk */
-            return (out[(*n)++] = word(arg, strlen(arg))) != NULL ? 0 : RESIL_ENOMEM;
+            return (out[(*n)++] = strdup(arg)) != NULL ? 0 : RESIL_ENOMEM;
     }
     for (const char *p = arg + 1; *p != '\0'; p++) {
         char flag[3] = {'-', *p, '\0'};
-        if ((out[(*n)++] = word(flag, 2)) == NULL)
+        if ((out[(*n)++] = strdup(flag)) == NULL)
             return RESIL_ENOMEM;
         if (short_takes_value(*p) && p[1] != '\0')
-            return (out[(*n)++] = word(p + 1, strlen(p + 1))) != NULL ? 0 : RESIL_ENOMEM;
+            return (out[(*n)++] = strdup(p + 1)) != NULL ? 0 : RESIL_ENOMEM;
     }
     return 0;
 }
@@ -533,7 +517,7 @@ int http_split_short(const args *a, int argc, char **argv, char ***out, int *out
     bool after_dashes = false;
     for (int i = 0; i < argc; i++) {
         int rc = verbatim || after_dashes
-                     ? ((v[n++] = word(argv[i], strlen(argv[i]))) != NULL ? 0 : RESIL_ENOMEM)
+                     ? ((v[n++] = strdup(argv[i])) != NULL ? 0 : RESIL_ENOMEM)
                      : split_word(argv[i], v, &n);
         if (rc != 0) {
             http_split_free(v);

@@ -459,6 +459,12 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
     return resil_http_classify(&r, o->retry_500);
 }
 
+/* The state of the handle ctx's attempt runs on (its hedge's). */
+static http_attempt *attempt_of(const http_call *call, const resil_attempt_ctx *ctx)
+{
+    return call->att[ctx->hedge < call->natt ? ctx->hedge : 0];
+}
+
 /* The handle an attempt runs on (the caller's, or its hedge's duplicate),
  * reset for it, with libcurl's timeout set to what the attempt has left.
  * On a loop the attempt's deadline is already a loop timer that takes the
@@ -467,8 +473,7 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
 CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
 {
     http_call *call = ctx->user;
-    uint32_t i = ctx->hedge;
-    http_attempt *a = call->att[i < call->natt ? i : 0];
+    http_attempt *a = attempt_of(call, ctx);
     reset_attempt(a, ctx);
     long ms = call->on_loop ? 0L : resil_ctx_remaining_ms(ctx);
     curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, ms);
@@ -482,11 +487,10 @@ CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
 resil_outcome resil__http_attempt_end(const resil_attempt_ctx *ctx, CURLcode code)
 {
     http_call *call = ctx->user;
-    uint32_t i = ctx->hedge;
-    http_attempt *a = call->att[i < call->natt ? i : 0];
+    http_attempt *a = attempt_of(call, ctx);
     a->code = code;
     curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
-    if (call->method == NULL && i == 0)
+    if (call->method == NULL && ctx->hedge == 0)
         learn_method(call, a->easy);
     resil_outcome o = classify(call, a, ctx);
     /* Aborted because the attempt's token fired: say which deadline or
@@ -735,7 +739,6 @@ static int prepare_key(http_call *call, const resil_http_request *r)
     }
     snprintf(call->key_header, sizeof call->key_header, KEY_HEADER ": %s", call->key);
     call->key_node.data = call->key_header;
-    call->key_node.next = r->headers;
     call->has_key = call->headers_set = true;
     return 0;
 }
@@ -871,12 +874,15 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
         call->key_node.next = call->headers;
         call->headers = &call->key_node;
     }
-    if (c->opts.listener != NULL)
-        resil__http_tel_attrs(&call->tel, easy, call->method);
+    /* The authority names the breaker and the telemetry's server: read once. */
+    bool listened = c->opts.listener != NULL;
     char *url = NULL;
-    if (c->registry != NULL &&
-        (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL ||
-         authority_of(url, call->authority) != 0))
+    bool known = (c->registry != NULL || listened) &&
+                 curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK &&
+                 url != NULL && authority_of(url, call->authority) == 0;
+    if (listened)
+        resil__http_tel_attrs(&call->tel, known ? call->authority : NULL, call->method);
+    if (c->registry != NULL && !known)
         return RESIL_EINVAL;
     call->hedged = hedgeable(call);
     if (call->hedged && c->opts.hedge_route != NULL && (rc = plan_route(call, easy, r)) != 0) {

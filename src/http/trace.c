@@ -88,18 +88,14 @@ int resil__http_tel_trace(resil__http_tel *t, const resil_http_request *r,
     return rc;
 }
 
-void resil__http_tel_attrs(resil__http_tel *t, CURL *easy, const char *method)
+void resil__http_tel_attrs(resil__http_tel *t, const char *authority, const char *method)
 {
-    char authority[RESIL_BREAKER_NAME_MAX];
-    char *url = NULL;
     t->attrs.method = method != NULL ? method : "_OTHER";
     t->attrs.server_address = t->address;
     t->attrs.server_port = 0;
     t->address[0] = '\0';
-    if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL ||
-        resil_http_authority(url, authority, sizeof authority) != 0)
-        return;
-    resil_authority_split(authority, t->address, sizeof t->address, &t->attrs.server_port);
+    if (authority != NULL)
+        resil_authority_split(authority, t->address, sizeof t->address, &t->attrs.server_port);
 }
 
 void resil__http_tel_attempt(const resil__http_tel *t, const resil_attempt_ctx *ctx, CURL *easy,

@@ -36,8 +36,9 @@ typedef struct resil__http_trace_hdr {
  * request sends two). RESIL_ENOMEM only. */
 int resil__http_tel_trace(resil__http_tel *t, const resil_http_request *r,
                           struct curl_slist **headers);
-/* The attributes from the method (NULL: "_OTHER") and the URL's authority. */
-void resil__http_tel_attrs(resil__http_tel *t, CURL *easy, const char *method);
+/* The attributes from the method (NULL: "_OTHER") and the URL's authority
+ * (NULL when it has none). */
+void resil__http_tel_attrs(resil__http_tel *t, const char *authority, const char *method);
 /* Point the attempt's handle at its trace headers in front of `rest`:
  * the attempt's own span when the execution is traced, else the parent as
  * it came. */
