@@ -288,16 +288,24 @@ static void granted(resil__bulk_waiter *w)
     L->x->loop->ops->post(L->x->loop->self, &L->grant);
 }
 
+static const resil__node *node_of(const level *L) { return resil__node_at(run_of(L->x), L->i); }
+
 static bool is_limiter(const level *L)
 {
-    return L->x->p->nodes[L->i].kind == RESIL_STRATEGY_ADAPTIVE_LIMITER;
+    return node_of(L)->kind == RESIL_STRATEGY_ADAPTIVE_LIMITER;
+}
+
+/* The limiter's reading of now: the frame's when it shares the pipeline's clock. */
+static resil_instant limiter_now(const level *L, const resil__node *n)
+{
+    return n->same_clock ? L->f.now : resil_clock_now(resil__limiter_clock(n->limiter));
 }
 
 /* The queue the level waits in: a bulkhead's, or the adaptive limiter's
  * (a bulkhead whose bound moves). */
 static resil_bulkhead *queue_of(const level *L)
 {
-    const resil__node *n = &L->x->p->nodes[L->i];
+    const resil__node *n = node_of(L);
     return is_limiter(L) ? resil__limiter_bulkhead(n->limiter) : n->bulkhead;
 }
 
@@ -314,15 +322,14 @@ static bool bulk_admit(level *L, int rc)
 
 static step bulk_admitted(level *L)
 {
-    const resil__node *n = &L->x->p->nodes[L->i];
+    const resil__node *n = node_of(L);
     bool queued = L->u.bulk.t.queued > 0;
     L->inner = L->f;
     if (queued)
         L->inner.now = resil__read_now(run_of(L->x));
     if (is_limiter(L)) {
-        resil_instant now = queued || !n->same_clock
-                                ? resil_clock_now(resil__limiter_clock(n->limiter))
-                                : L->f.now;
+        resil_instant now =
+            queued ? resil_clock_now(resil__limiter_clock(n->limiter)) : limiter_now(L, n);
         resil__limiter_granted(n->limiter, &L->u.bulk.lt, now, L->u.bulk.t.queued);
     }
     return GO;
@@ -331,9 +338,8 @@ static step bulk_admitted(level *L)
 /* Another implementation's limiter: tried without queueing. */
 static step limiter_try(level *L)
 {
-    const resil__node *n = &L->x->p->nodes[L->i];
-    resil_instant now = n->same_clock ? L->f.now
-                                      : resil_clock_now(resil__limiter_clock(n->limiter));
+    const resil__node *n = node_of(L);
+    resil_instant now = limiter_now(L, n);
     int rc = resil_limiter_try_acquire_at(n->limiter, now, &L->u.bulk.lt);
     L->inner = L->f;
     return bulk_admit(L, rc) ? GO : DONE;
@@ -343,9 +349,8 @@ static step limiter_try(level *L)
  * it has one (adaptive.c): no queue then. */
 static bool limiter_parked(level *L)
 {
-    const resil__node *n = &L->x->p->nodes[L->i];
-    resil_instant now = n->same_clock ? L->f.now
-                                      : resil_clock_now(resil__limiter_clock(n->limiter));
+    const resil__node *n = node_of(L);
+    resil_instant now = limiter_now(L, n);
     if (!resil__limiter_take_parked(n->limiter, now, &L->u.bulk.lt))
         return false;
     L->inner = L->f;
@@ -358,7 +363,7 @@ static void hold(level *L, bool on)
 {
     if (!is_limiter(L))
         return;
-    resil_limiter *l = L->x->p->nodes[L->i].limiter;
+    resil_limiter *l = node_of(L)->limiter;
     if (on)
         resil__limiter_hold(l);
     else
@@ -789,7 +794,7 @@ static void level_timer(resil_timer *t)
 {
     level *L = (level *)((char *)t - offsetof(level, timer));
     resil_exec *x = L->x;
-    switch (x->p->nodes[L->i].kind) {
+    switch (node_of(L)->kind) {
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
         resil_cancel_fire_reason(&L->u.to.tok, RESIL_ETIMEDOUT);
@@ -820,7 +825,7 @@ static void level_timer(resil_timer *t)
 /* The token a waiting level's wait listens to, as its blocking sleep would. */
 static resil_cancel *wait_token(const level *L)
 {
-    if (L->x->p->nodes[L->i].kind == RESIL_STRATEGY_RETRY)
+    if (node_of(L)->kind == RESIL_STRATEGY_RETRY)
         return L->u.retry.o.cancel;
     return L->f.cancel;
 }
@@ -830,7 +835,7 @@ static resil_cancel *wait_token(const level *L)
 static void wake(level *L)
 {
     resil_exec *x = L->x;
-    switch (x->p->nodes[L->i].kind) {
+    switch (node_of(L)->kind) {
     case RESIL_STRATEGY_RATE_LIMITER:
         timer_stop(x, L);
         rate_again(L); /* a round sees the fired token first */
