@@ -38,7 +38,6 @@
 #define STRIPES 16
 #define EVENT_QUEUE 16
 #define PERMIT_FALLBACK 1u /* ext_flags: the local breaker decided */
-#define KEY_MAX (RESIL_REDIS_PREFIX_MAX + 8 + RESIL_BREAKER_NAME_MAX)
 
 typedef struct stripe {
     _Alignas(64) _Atomic uint64_t successes;
@@ -64,7 +63,7 @@ typedef struct fleet_breaker {
     bool consecutive_on, ratio_on, slow_on;
     resil_duration slow_call_duration;
     char name[RESIL_BREAKER_NAME_MAX];
-    char key[KEY_MAX];
+    char key[FLEET_KEY_MAX];
 
     /* The cached shared state: written under mu, read by every call. */
     _Alignas(64) _Atomic uint64_t cached; /* epoch << 3 | state */
@@ -415,16 +414,14 @@ static int validate(resil_redis *r, const resil_redis_breaker_opts *o, resil_err
     if (r == NULL || o == NULL)
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_breaker: a client and options are required");
-    if (!resil__fleet_name_ok(o->name))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "redis_breaker.name must be 1 to %d printable bytes, "
-                             "not starting with a space",
-                             RESIL_BREAKER_NAME_MAX - 1);
+    int rc = resil__fleet_name_check("redis_breaker", o->name, err);
+    if (rc != 0)
+        return rc;
     if (o->counting != RESIL_REDIS_COUNT_FLEET && o->counting != RESIL_REDIS_COUNT_LOCAL)
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_breaker.counting must be FLEET or LOCAL, got %d",
                              (int)o->counting);
-    int rc = resil_breaker_opts_validate(&o->rules, err);
+    rc = resil_breaker_opts_validate(&o->rules, err);
     if (rc != 0)
         return rc;
     /* The shared rules are the script's: a time window and the built-in
@@ -949,7 +946,7 @@ static int named_call(resil_redis *r, const char *name, fleet_op op, fleet_state
                              "redis: a breaker name is 1 to %d printable bytes, "
                              "not starting with a space",
                              RESIL_BREAKER_NAME_MAX - 1);
-    char key[KEY_MAX];
+    char key[FLEET_KEY_MAX];
     fleet_cmd c = named(r, name, op, key, sizeof key);
     int rc = resil__redis_call(r, &c, true, s);
     if (rc == RESIL_EIO)

@@ -31,7 +31,6 @@
 #include "fleet.h"
 
 #define MILLI 1000
-#define KEY_MAX (RESIL_REDIS_PREFIX_MAX + 8 + RESIL_BREAKER_NAME_MAX)
 
 typedef struct fleet_budget {
     fleet_member member;
@@ -39,7 +38,7 @@ typedef struct fleet_budget {
     resil_budget *local;
     int64_t max_milli, ratio_milli, lease_milli;
     char name[RESIL_BREAKER_NAME_MAX];
-    char key[KEY_MAX];
+    char key[FLEET_KEY_MAX];
 
     _Alignas(64) _Atomic int64_t lease;  /* thousandths this instance may spend */
     _Atomic int64_t credit;              /* successes' thousandths to add */
@@ -188,11 +187,9 @@ static int validate(resil_redis *r, const resil_redis_budget_opts *o, resil_err 
 {
     if (r == NULL || o == NULL)
         return resil_err_set(err, RESIL_EINVAL, "redis_budget: a client and options are required");
-    if (!resil__fleet_name_ok(o->name))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "redis_budget.name must be 1 to %d printable bytes, "
-                             "not starting with a space",
-                             RESIL_BREAKER_NAME_MAX - 1);
+    int rc = resil__fleet_name_check("redis_budget", o->name, err);
+    if (rc != 0)
+        return rc;
     if (!in_range(o->max_tokens, 0.001, 1e6))
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_budget.max_tokens must be in (0, 1e6], got %g", o->max_tokens);

@@ -137,6 +137,15 @@ bool resil__fleet_name_ok(const char *name)
     return true;
 }
 
+int resil__fleet_name_check(const char *what, const char *name, resil_err *err)
+{
+    if (resil__fleet_name_ok(name))
+        return 0;
+    return resil_err_set(err, RESIL_EINVAL,
+                         "%s.name must be 1 to %d printable bytes, not starting with a space",
+                         what, RESIL_BREAKER_NAME_MAX - 1);
+}
+
 const fleet_config *resil__redis_config(const resil_redis *r) { return &r->cfg; }
 
 bool resil__redis_up(const resil_redis *r)

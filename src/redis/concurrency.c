@@ -27,7 +27,6 @@
 
 #include "fleet.h"
 
-#define KEY_MAX (RESIL_REDIS_PREFIX_MAX + 8 + RESIL_BREAKER_NAME_MAX)
 #define INSTANCE_MAX 24
 
 typedef struct fleet_conc {
@@ -39,7 +38,7 @@ typedef struct fleet_conc {
     int64_t lease_ms;
     char instance[INSTANCE_MAX];
     char name[RESIL_BREAKER_NAME_MAX];
-    char key[KEY_MAX];
+    char key[FLEET_KEY_MAX];
 
     pthread_mutex_t mu;
     uint64_t *held; /* sequence numbers of the leases held, under mu */
@@ -247,11 +246,9 @@ static int validate(resil_redis *r, const resil_redis_concurrency_opts *o, resil
     if (r == NULL || o == NULL)
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_concurrency: a client and options are required");
-    if (!resil__fleet_name_ok(o->name))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "redis_concurrency.name must be 1 to %d printable bytes, "
-                             "not starting with a space",
-                             RESIL_BREAKER_NAME_MAX - 1);
+    int rc = resil__fleet_name_check("redis_concurrency", o->name, err);
+    if (rc != 0)
+        return rc;
     if (o->max_concurrency < 1)
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_concurrency.max_concurrency must be >= 1, got %d",

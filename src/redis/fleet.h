@@ -41,6 +41,8 @@ typedef enum fleet_op {
  * above them, so an epoch from Redis must fit what is left. */
 #define FLEET_STATE_BITS 3
 #define FLEET_EPOCH_MAX ((INT64_C(1) << (64 - FLEET_STATE_BITS)) - 1)
+/* A shared object's key: PREFIX, its kind ("breaker:", "limit:", ...), NAME. */
+#define FLEET_KEY_MAX (RESIL_REDIS_PREFIX_MAX + 8 + RESIL_BREAKER_NAME_MAX)
 /* Wall times travel as Unix ms; callers turn them into ns. */
 #define FLEET_WALL_MS_MAX (INT64_MAX / 1000000)
 
@@ -161,6 +163,8 @@ void resil__redis_event(resil_redis *r, const resil_redis_event *ev);
 int64_t resil__fleet_wall_ms(resil_clock *c);
 /* A name is non-empty, shorter than RESIL_BREAKER_NAME_MAX, printable. */
 bool resil__fleet_name_ok(const char *name);
+/* 0 when `name` is ok, else RESIL_EINVAL naming `what`.name. */
+int resil__fleet_name_check(const char *what, const char *name, resil_err *err);
 
 /* One more on a stats counter (relaxed: stats only). */
 static inline void resil__fleet_count(_Atomic uint64_t *c)

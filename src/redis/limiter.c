@@ -27,7 +27,6 @@
 
 #include "fleet.h"
 
-#define KEY_MAX (RESIL_REDIS_PREFIX_MAX + 8 + RESIL_BREAKER_NAME_MAX)
 #define MAX_COUNT INT64_C(1000000000)
 #define US_MAX_SPAN (INT64_C(1) << 50) /* burst × interval, exact in a double */
 
@@ -38,7 +37,7 @@ typedef struct fleet_limiter {
     int64_t interval_us, burst, rate;
     resil_duration period;
     char name[RESIL_BREAKER_NAME_MAX];
-    char key[KEY_MAX];
+    char key[FLEET_KEY_MAX];
     _Atomic uint64_t fleet_admitted, fleet_rejected, local_admitted, local_rejected;
 } fleet_limiter;
 
@@ -131,11 +130,9 @@ static int validate(resil_redis *r, const resil_redis_ratelimit_opts *o, resil_e
     if (r == NULL || o == NULL)
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_ratelimit: a client and options are required");
-    if (!resil__fleet_name_ok(o->name))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "redis_ratelimit.name must be 1 to %d printable bytes, "
-                             "not starting with a space",
-                             RESIL_BREAKER_NAME_MAX - 1);
+    int rc = resil__fleet_name_check("redis_ratelimit", o->name, err);
+    if (rc != 0)
+        return rc;
     if (o->rate < 1 || o->rate > MAX_COUNT)
         return bad_count("rate", o->rate, err);
     if (o->burst < 1 || o->burst > MAX_COUNT)
