@@ -49,13 +49,7 @@ void resil__run_adaptive_limiter(const resil__run *r, size_t i, const resil__fra
         resil__limiter_refuse(r, f, rc, out);
         return;
     }
-    if (t.queued > 0) {
-        resil__frame inner = *f;
-        inner.now = resil__read_now(r);
-        resil__chain(r, i + 1, &inner, out);
-    } else {
-        resil__chain(r, i + 1, f, out);
-    }
+    resil__chain_admitted(r, i, f, t.queued, out);
     resil__limiter_leave(r, n, f, &t, out);
 }
 

@@ -187,6 +187,8 @@ static inline resil_attempt_ctx resil__frame_ctx(const resil__run *r, const resi
  * bytes, and copying it up through every level cost more than the rest of
  * the walk. */
 void resil__chain(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out);
+void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
+                           resil_duration queued, resil_outcome *out);
 
 /* Strategies (pipeline_strategies.c, hedge.c). */
 void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f,

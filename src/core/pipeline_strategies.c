@@ -80,6 +80,21 @@ void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *
 
 /* ---- bulkhead ------------------------------------------------------------------ */
 
+/* The strategies below an admission (a bulkhead's, an adaptive limiter's)
+ * start where it ended: a fresh reading of the clock only when the caller
+ * waited in the queue. */
+void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
+                           resil_duration queued, resil_outcome *out)
+{
+    if (queued <= 0) {
+        resil__chain(r, i + 1, f, out);
+        return;
+    }
+    resil__frame inner = *f;
+    inner.now = resil__read_now(r);
+    resil__chain(r, i + 1, &inner, out);
+}
+
 void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out)
 {
@@ -87,13 +102,7 @@ void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
     resil_bulkhead_ticket t = {.owner = NULL, .queued = 0};
     if (!resil__bulkhead_admit(r, f, resil_bulkhead_acquire(n->bulkhead, f->cancel, &t), out))
         return;
-    if (t.queued > 0) {
-        resil__frame inner = *f;
-        inner.now = resil__read_now(r);
-        resil__chain(r, i + 1, &inner, out);
-    } else {
-        resil__chain(r, i + 1, f, out);
-    }
+    resil__chain_admitted(r, i, f, t.queued, out);
     resil_bulkhead_release(&t);
 }
 
