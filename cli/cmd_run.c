@@ -23,6 +23,7 @@
 #include "heartbeat.h"
 #include "policy_opts.h"
 #include "process.h"
+#include "telemetry_out.h"
 
 #define EXIT_TIMEOUT 124 /* as timeout(1) */
 
@@ -35,6 +36,7 @@ typedef struct run_opts {
     const char *log_file;     /* --log-file: the record appended there */
     resil_duration heartbeat; /* --heartbeat; -1: the default */
     bool dry_run;
+    telemetry_out tel;        /* --metrics, --otlp */
     char **command;
 } run_opts;
 
@@ -45,7 +47,12 @@ typedef struct run_state {
     child_result last; /* the attempt the executor is deciding about */
     bool started;      /* ... and whether its command was started at all */
     bool injected;     /* ... or a chaos fault stood in for it */
+    bool handled;      /* ... and whether its failure is one the policy retries */
     attempt_log log;
+    telemetry_out *tel;
+    const resil_exec_trace *trace; /* the execution's span, when exporting spans */
+    resil_exec_trace span;
+    resil_duration waited; /* the wait before the attempt being reported */
 } run_state;
 
 static void usage(FILE *out)
@@ -73,6 +80,8 @@ static void usage(FILE *out)
           "\n",
           out);
     fputs(chaos_opts_help, out);
+    fputs("\n", out);
+    fputs(telemetry_out_help, out);
     fputs("\n"
           "output:\n"
           "      --log text|json|none   the attempt record, on stderr (default "
@@ -167,6 +176,8 @@ static int parse_run_option(run_opts *o, args *a)
         return 1;
     }
     int rc = chaos_opts_parse(&o->chaos, a);
+    if (rc == 0)
+        rc = telemetry_out_parse(&o->tel, a);
     if (rc != 0)
         return rc;
     return policy_opts_parse(&o->po, a);
@@ -246,6 +257,20 @@ static void export_attempt(uint32_t attempt, uint32_t max)
     setenv("RESIL_ATTEMPTS", of, 1);
 }
 
+/* With spans exported, the command continues the trace: TRACEPARENT (the
+ * name OpenTelemetry's environment propagation uses) names its attempt's
+ * span as the parent. */
+static void export_traceparent(const run_state *rs, uint32_t attempt)
+{
+    if (rs->trace == NULL)
+        return;
+    resil_span_context c;
+    char text[RESIL_TRACEPARENT_LEN + 1];
+    resil_exec_trace_attempt(rs->trace, attempt, 0, &c);
+    resil_traceparent_format(&c, text, sizeof text);
+    setenv("TRACEPARENT", text, 1);
+}
+
 static resil_outcome run_child(resil_attempt_ctx *ctx)
 {
     run_state *rs = ctx->user;
@@ -256,6 +281,7 @@ static resil_outcome run_child(resil_attempt_ctx *ctx)
         return resil_fail(RESIL_CANCELLED, rs->last.status, "cancelled");
     }
     export_attempt(ctx->attempt, o->po.policy.max_attempts);
+    export_traceparent(rs, ctx->attempt);
     child_spec spec = {
         .argv = o->command,
         .null_stdin = ctx->attempt > 1,
@@ -275,6 +301,17 @@ static resil_outcome run_child(resil_attempt_ctx *ctx)
     return classify(o, &rs->last);
 }
 
+/* A failure the policy retries, as the pipeline's retry tells telemetry
+ * (attempt.handled). */
+static bool handled(const resil_retry_policy *p, const resil_outcome *o,
+                    const resil_attempt_ctx *ctx)
+{
+    if (o->kind == RESIL_SUCCESS && !p->retry_on_results)
+        return false;
+    return p->retry_on != NULL ? p->retry_on(o, ctx, p->retry_on_ud)
+                               : resil_retry_on_default(o, NULL);
+}
+
 static resil_outcome run_attempt(resil_attempt_ctx *ctx)
 {
     run_state *rs = ctx->user;
@@ -283,7 +320,81 @@ static resil_outcome run_attempt(resil_attempt_ctx *ctx)
     resil_outcome out = chaos_opts_run(&rs->opts->chaos, run_child, ctx, &rs->injected);
     if (rs->injected)
         rs->last.status = (int)out.code;
+    rs->handled = handled(&rs->opts->po.policy, &out, ctx);
     return out;
+}
+
+/* ---- telemetry ------------------------------------------------------------- */
+
+/*
+ * The executor tells the tool each attempt as decided (on_attempt); for
+ * --metrics and --otlp the tool reports the same decisions as the events a
+ * pipeline's retry reports — an ATTEMPT, a RETRY when another follows, an
+ * EXECUTION at the end — so a run's metrics and spans carry the names a
+ * program's pipeline emits. The pipeline is called "run", the operation
+ * is the command's name.
+ */
+static void run_event(const run_state *rs, resil_event *ev, resil_event_type type,
+                      resil_strategy_kind reporter, resil_instant at, const resil_outcome *o)
+{
+    *ev = (resil_event){.type = type,
+                        .severity = resil_event_severity(type, o),
+                        .pipeline = "run",
+                        .strategy = resil_strategy_name(reporter),
+                        .key = rs->opts->command[0],
+                        .at = at,
+                        .delay = RESIL_NO_HINT,
+                        .outcome = o,
+                        .reason = "",
+                        .from_name = "",
+                        .to_name = "",
+                        .trace = rs->trace};
+}
+
+static void report_attempt(run_state *rs, const resil_attempt_record *rec)
+{
+    if (rs->tel->metrics == NULL)
+        return;
+    resil_event ev;
+    resil_instant end = resil_dur_add(rec->start, rec->duration);
+    run_event(rs, &ev, RESIL_EVENT_ATTEMPT, RESIL_STRATEGY_RETRY, end, &rec->outcome);
+    ev.attempt = rec->number;
+    ev.duration = rec->duration;
+    ev.stop = rec->stop;
+    ev.handled = rs->handled;
+    ev.delay = rs->waited;
+    rs->waited = rec->wait;
+    telemetry_out_on_event(&ev, rs->tel);
+    if (rec->stop != RESIL_STOP_NONE)
+        return;
+    run_event(rs, &ev, RESIL_EVENT_RETRY, RESIL_STRATEGY_RETRY, end, &rec->outcome);
+    ev.attempt = rec->number;
+    ev.delay = rec->wait;
+    ev.source = rec->source;
+    telemetry_out_on_event(&ev, rs->tel);
+}
+
+static void report_execution(run_state *rs, resil_instant start, const resil_retry_result *res)
+{
+    if (rs->tel->metrics == NULL)
+        return;
+    resil_event ev;
+    run_event(rs, &ev, RESIL_EVENT_EXECUTION, RESIL_STRATEGY_NONE,
+              resil_dur_add(start, res->elapsed), &res->final);
+    ev.attempt = res->attempts;
+    ev.duration = res->elapsed;
+    ev.stop = res->stop;
+    telemetry_out_on_event(&ev, rs->tel);
+}
+
+/* A new trace whose root is the execution's span. */
+static void begin_trace(run_state *rs)
+{
+    if (!telemetry_out_tracing(rs->tel))
+        return;
+    resil_trace_new(NULL, true, &rs->span.span);
+    memset(rs->span.parent_id, 0, sizeof rs->span.parent_id);
+    rs->trace = &rs->span;
 }
 
 /* ---- the record ----------------------------------------------------------- */
@@ -327,6 +438,7 @@ static void on_attempt(const resil_attempt_record *rec, void *ud)
              rs->last.term_signal,
              rs->last.timed_out || rs->last.deadline ? "true" : "false");
     attempt_log_attempt(&rs->log, rec, what, extra);
+    report_attempt(rs, rec);
 }
 
 /* ---- the run -------------------------------------------------------------- */
@@ -359,60 +471,84 @@ static void join_command(char **argv, char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", i > 0 ? " " : "", argv[i]);
 }
 
-static int execute(run_opts *o)
+/* The run, once its record has somewhere to go and signals a token to
+ * fire: every other resource is taken and given back here. */
+static int run_with(run_opts *o, FILE *log, resil_cancel *cancel)
 {
-    resil_cancel cancel;
-    if (resil_cancel_init(&cancel, NULL) != 0) {
-        fprintf(stderr, "resil run: cannot create the cancellation token\n");
-        return RESIL_EXIT_USAGE;
-    }
-    FILE *log = stderr;
-    if (o->log_file != NULL && (log = fopen(o->log_file, "a")) == NULL) {
-        fprintf(stderr, "resil run: --log-file: cannot open '%s': %s\n", o->log_file,
-                strerror(errno));
-        resil_cancel_destroy(&cancel);
-        return RESIL_EXIT_USAGE;
-    }
     char command[512];
     join_command(o->command, command, sizeof command);
     run_state rs = {.opts = o,
+                    .tel = &o->tel,
                     .log = {.out = log, .format = o->log, .indent = "", .stamped = true,
                             .subject_key = "command",
                             .subject = command}};
-    sig_clock_init(&rs.clock, &cancel);
+    sig_clock_init(&rs.clock, cancel);
     if (chaos_opts_finish(&o->chaos, "resil run", &rs.clock.base,
-                          resil_fail(RESIL_TRANSIENT, 1, "injected failure")) != 0) {
-        resil_cancel_destroy(&cancel);
-        if (log != stderr)
-            fclose(log);
+                          resil_fail(RESIL_TRANSIENT, 1, "injected failure")) != 0)
         return RESIL_EXIT_USAGE;
-    }
     heartbeat_clock hb;
     heartbeat_init(&hb, &rs.clock.base,
                    o->heartbeat >= 0 ? o->heartbeat : heartbeat_default(&rs.log), &rs.log);
+    if (telemetry_out_open(&o->tel, "resil run", &hb.base) != 0) {
+        chaos_opts_free(&o->chaos);
+        return RESIL_EXIT_USAGE;
+    }
+    begin_trace(&rs);
     resil_exec_opts xo = {
         .clock = &hb.base,
         .rng = policy_opts_rng(&o->po),
-        .cancel = &cancel,
+        .cancel = cancel,
         .deadline = RESIL_INSTANT_MAX,
         .on_attempt = on_attempt,
         .on_attempt_ud = &rs,
     };
+    resil_instant start = resil_clock_now(&hb.base);
     resil_retry_result res;
     resil_err err;
     int rc = resil_retry_execute(&o->po.policy, &xo, run_attempt, &rs, &res, &err);
-    chaos_opts_free(&o->chaos);
-    resil_cancel_destroy(&cancel);
+    int status = RESIL_EXIT_USAGE;
     if (rc != 0) {
-        if (log != stderr)
-            fclose(log);
         fprintf(stderr, "resil run: %s\n", err.message);
-        return RESIL_EXIT_USAGE;
+    } else {
+        report_execution(&rs, start, &res);
+        attempt_log_stop(&rs.log, res.stop, res.attempts, NULL);
+        status = exit_status(&rs, &res);
     }
-    attempt_log_stop(&rs.log, res.stop, res.attempts, NULL);
+    /* The exit status is the command's: telemetry that could not be
+     * written or sent is said on stderr, and changes nothing else. */
+    telemetry_out_close(&o->tel, "resil run");
+    chaos_opts_free(&o->chaos);
+    return status;
+}
+
+static FILE *open_log(const run_opts *o)
+{
+    if (o->log_file == NULL)
+        return stderr;
+    FILE *log = fopen(o->log_file, "a");
+    if (log == NULL)
+        fprintf(stderr, "resil run: --log-file: cannot open '%s': %s\n", o->log_file,
+                strerror(errno));
+    return log;
+}
+
+/* The log file's one owner: opened here, closed here on every path. */
+static int execute(run_opts *o)
+{
+    FILE *log = open_log(o);
+    if (log == NULL)
+        return RESIL_EXIT_USAGE;
+    resil_cancel cancel;
+    int status = RESIL_EXIT_USAGE;
+    if (resil_cancel_init(&cancel, NULL) != 0) {
+        fprintf(stderr, "resil run: cannot create the cancellation token\n");
+    } else {
+        status = run_with(o, log, &cancel);
+        resil_cancel_destroy(&cancel);
+    }
     if (log != stderr)
         fclose(log);
-    return exit_status(&rs, &res);
+    return status;
 }
 
 int cmd_run(int argc, char **argv)

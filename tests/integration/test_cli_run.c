@@ -780,10 +780,73 @@ static void help_describes_every_option(void **state)
     const char *options[] = {"--attempts", "--backoff", "--delay", "--max-delay",
                              "--factor", "--jitter", "--seed", "--attempt-timeout",
                              "--total-timeout", "--kill-after", "--retry-on", "--stop-on",
-                             "--log", "--dry-run", "--help", "/dev/null", "124", "125"};
+                             "--log", "--dry-run", "--metrics", "--otlp", "--help", "/dev/null", "124", "125"};
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
         assert_contains(r.out, options[i]);
     cli_result_free(&r);
+}
+
+/* ---- telemetry ------------------------------------------------------------------ */
+
+/* Every series's exact figure: two OnRetry events, one timed attempt per
+ * number (0-based, as Polly counts), the first two handled failures, and
+ * one execution; the durations vary, their counts do not. */
+static void metrics_file_counts_two_retries_and_three_attempts(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--metrics", "metrics.txt", "--", "sh",
+            "-c", FAIL_TWICE, NULL);
+    assert_int_equal(r.status, 0);
+    char *text = cli_read(dir, "metrics.txt");
+    assert_non_null(text);
+    const char *labels = "pipeline_name=\"run\",strategy_name=\"retry\",operation_key=\"sh\"";
+    char series[512];
+    snprintf(series, sizeof series,
+             "\nresilience_polly_strategy_events_total{event_name=\"OnRetry\","
+             "event_severity=\"Warning\",%s,exception_type=\"transient\"} 2\n", labels);
+    assert_contains(text, series);
+    for (int i = 0; i < 2; i++) {
+        snprintf(series, sizeof series,
+                 "\nresilience_polly_strategy_attempt_duration_milliseconds_count{"
+                 "event_name=\"ExecutionAttempt\",event_severity=\"Warning\",%s,"
+                 "exception_type=\"transient\",attempt_number=\"%d\",attempt_handled=\"true\"} 1\n",
+                 labels, i);
+        assert_contains(text, series);
+    }
+    snprintf(series, sizeof series,
+             "\nresilience_polly_strategy_attempt_duration_milliseconds_count{"
+             "event_name=\"ExecutionAttempt\",event_severity=\"Information\",%s,"
+             "attempt_number=\"2\",attempt_handled=\"false\"} 1\n", labels);
+    assert_contains(text, series);
+    assert_contains(text, "\nresilience_polly_pipeline_duration_milliseconds_count{"
+                          "pipeline_name=\"run\",operation_key=\"sh\"} 1\n");
+    assert_contains(text, "\nresil_metrics_dropped_series_total 0\n");
+    free(text);
+    cli_result_free(&r);
+}
+
+static void an_unwritable_metrics_file_is_refused_with_nothing_run(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--metrics", "no/such/dir/m.txt", "--", "sh", "-c",
+            "echo run >> runs", NULL);
+    assert_int_equal(r.status, 125);
+    assert_contains(r.err, "resil run: --metrics: cannot open 'no/such/dir/m.txt'");
+    assert_false(cli_exists(dir, "runs"));
+    cli_result_free(&r);
+}
+
+static void bad_telemetry_values_are_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--metrics", "", "resil run: --metrics must be a file name, got ''");
+    assert_rejected(state, "--otlp", "localhost:4318",
+                    "resil run: --otlp must be an http:// or https:// URL with a host, "
+                    "got 'localhost:4318'");
+    assert_rejected(state, "--otlp", "http://",
+                    "resil run: --otlp must be an http:// or https:// URL with a host, "
+                    "got 'http://'");
 }
 
 /* ---- signals to resil -------------------------------------------------------- */
@@ -1029,6 +1092,9 @@ int main(void)
         T(unknown_option_is_rejected),
         T(missing_command_is_rejected),
         T(help_describes_every_option),
+        T(metrics_file_counts_two_retries_and_three_attempts),
+        T(an_unwritable_metrics_file_is_refused_with_nothing_run),
+        T(bad_telemetry_values_are_rejected_by_name),
         T(sigterm_while_attempt_runs_exits_143_and_ends_the_attempt),
         T(sigint_while_attempt_runs_exits_130_and_ends_the_attempt),
         T(sighup_while_attempt_runs_exits_129_and_ends_the_attempt),
