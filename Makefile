@@ -50,7 +50,7 @@ check-core:
 # The tool alone (seconds), not every test and benchmark.
 demo: deps
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
-	$(CMAKE) --build $(BUILD) -j$(JOBS) --target resil_cli
+	$(CMAKE) --build $(BUILD) -j$(JOBS) --target resil
 	$(BUILD)/resil demo retry-pattern
 
 bench: deps
@@ -61,7 +61,7 @@ bench: deps
 bench-gateway:
 	@scripts/deps.sh --bench
 	$(CMAKE) -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DRESIL_BUILD_TESTS=OFF $(CMAKE_ARGS)
-	$(CMAKE) --build build-bench -j$(JOBS) --target resil_cli
+	$(CMAKE) --build build-bench -j$(JOBS) --target resil
 	BUILD=$(CURDIR)/build-bench bench/gateway-vs-nginx.sh
 
 sanitize: asan tsan

@@ -15,10 +15,10 @@ endif()
 file(GLOB doc_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/resil/*.h)
 add_custom_command(OUTPUT ${RESIL_DOC_DIR}/stamp
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${RESIL_DOC_DIR}/man1 ${RESIL_DOC_DIR}/man3
-  COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/gen-man.sh $<TARGET_FILE:resil_cli>
+  COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/gen-man.sh $<TARGET_FILE:resil>
           ${PROJECT_SOURCE_DIR} ${RESIL_DOC_DIR}
   COMMAND ${CMAKE_COMMAND} -E touch ${RESIL_DOC_DIR}/stamp
-  DEPENDS resil_cli ${PROJECT_SOURCE_DIR}/scripts/gen-man.sh ${doc_headers}
+  DEPENDS resil ${PROJECT_SOURCE_DIR}/scripts/gen-man.sh ${doc_headers}
   COMMENT "Manual pages and shell completions from the tool's help and the headers")
 add_custom_target(resil_docs ALL DEPENDS ${RESIL_DOC_DIR}/stamp)
 install(DIRECTORY ${RESIL_DOC_DIR}/man1 ${RESIL_DOC_DIR}/man3 DESTINATION ${CMAKE_INSTALL_MANDIR})

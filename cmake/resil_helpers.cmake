@@ -110,21 +110,51 @@ function(resil_add_adapter target)
 
   add_library(${target} SHARED $<TARGET_OBJECTS:${target}_objects>)
   add_library(${target}_static STATIC $<TARGET_OBJECTS:${target}_objects>)
-  target_link_libraries(${target} PUBLIC resil ${A_DEPS} Threads::Threads)
+  target_link_libraries(${target} PUBLIC resil_shared ${A_DEPS} Threads::Threads)
   target_link_libraries(${target}_static PUBLIC resil_static ${A_DEPS} Threads::Threads)
   foreach(t ${target} ${target}_static)
     target_include_directories(${t} PUBLIC
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   endforeach()
+  # Exported as resil::<short> and resil::<short>_static (resil::http,
+  # resil::http_static), the names the README gives; aliases of the same
+  # names serve a project that adds this tree with add_subdirectory.
+  string(REGEX REPLACE "^resil_" "" short ${target})
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${A_PKG}
-    VERSION ${PROJECT_VERSION} SOVERSION ${A_ABI})
-  set_target_properties(${target}_static PROPERTIES OUTPUT_NAME ${A_PKG})
-  add_library(resil::${target} ALIAS ${target})
-  install(TARGETS ${target} ${target}_static
+    VERSION ${PROJECT_VERSION} SOVERSION ${A_ABI} EXPORT_NAME ${short})
+  set_target_properties(${target}_static PROPERTIES OUTPUT_NAME ${A_PKG}
+    EXPORT_NAME ${short}_static)
+  # Installed anywhere, the adapter finds libresil.so.N beside it: a
+  # program's own RUNPATH does not serve its libraries' dependencies.
+  if(RESIL_INSTALL_RPATH)
+    set_target_properties(${target} PROPERTIES INSTALL_RPATH "$ORIGIN")
+  endif()
+  add_library(resil::${short} ALIAS ${target})
+  add_library(resil::${short}_static ALIAS ${target}_static)
+  install(TARGETS ${target} ${target}_static EXPORT resil-${short}Targets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT resil-${short}Targets NAMESPACE resil::
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/resil)
+  resil_export_deps(${short} ${A_DEPS})
   resil_pkgconfig(${A_PKG} ${A_PKG} "${A_DESCRIPTION}" "${A_REQUIRES}" "")
+endfunction()
+
+# resil_export_deps(SHORT DEPS...): remember the adapter and, for each
+# PkgConfig::PREFIX it links, "PREFIX|module" (the module as
+# resil_adapter_needs looked it up), so resilConfig.cmake can find the same
+# modules for the consumer before including the adapter's targets.
+function(resil_export_deps short)
+  set(deps "")
+  foreach(dep ${ARGN})
+    if(dep MATCHES "^PkgConfig::(.+)$")
+      get_property(module GLOBAL PROPERTY RESIL_PKG_MODULE_${CMAKE_MATCH_1})
+      list(APPEND deps "${CMAKE_MATCH_1}|${module}")
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY RESIL_EXPORTED_ADAPTERS ${short})
+  set_property(GLOBAL PROPERTY RESIL_EXPORTED_DEPS_${short} "${deps}")
 endfunction()
 
 # Optional adapters. Each adapter's CMakeLists starts with
@@ -154,6 +184,7 @@ macro(resil_adapter_needs prefix module debian)
       set(RESIL_ADAPTER_WHY "pkg-config not found (Debian: pkg-config), so ${module} cannot be looked up")
     else()
       pkg_check_modules(${prefix} QUIET IMPORTED_TARGET GLOBAL ${module})
+      set_property(GLOBAL PROPERTY RESIL_PKG_MODULE_${prefix} "${module}")
       if(NOT ${prefix}_FOUND)
         set(RESIL_ADAPTER_ON OFF)
         set(RESIL_ADAPTER_WHY "${module} not found (Debian: ${debian})")
