@@ -7,6 +7,7 @@
  * and the core must not grow a JSON dependency for the tool's sake.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,16 @@ int attempt_log_format_parse(const char *s, log_format *out)
         }
     }
     return RESIL_EINVAL;
+}
+
+FILE *attempt_log_open(const char *tool, const char *path)
+{
+    if (path == NULL)
+        return stderr;
+    FILE *f = fopen(path, "a");
+    if (f == NULL)
+        fprintf(stderr, "%s: --log-file: cannot open '%s': %s\n", tool, path, strerror(errno));
+    return f;
 }
 
 void format_ms(resil_duration d, bool whole, char *buf, size_t cap)

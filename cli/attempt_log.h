@@ -51,6 +51,10 @@ void format_stamp(char *buf, size_t cap);
 
 /* "text", "json" or "none"; RESIL_EINVAL otherwise. */
 int attempt_log_format_parse(const char *s, log_format *out);
+/* Where the record goes: standard error when `path` is NULL, else `path`
+ * opened for appending (--log-file), or NULL after saying on stderr, as
+ * `tool`, why it cannot be. The caller closes what is not stderr. */
+FILE *attempt_log_open(const char *tool, const char *path);
 
 /*
  * One attempt, as decided. `what` describes the failure ("exit 1"); it is

@@ -11,7 +11,6 @@
  * the executor's cancellation (see process.h). So `resil run` is also the
  * executor's most direct end-to-end test.
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -521,21 +520,10 @@ static int run_with(run_opts *o, FILE *log, resil_cancel *cancel)
     return status;
 }
 
-static FILE *open_log(const run_opts *o)
-{
-    if (o->log_file == NULL)
-        return stderr;
-    FILE *log = fopen(o->log_file, "a");
-    if (log == NULL)
-        fprintf(stderr, "resil run: --log-file: cannot open '%s': %s\n", o->log_file,
-                strerror(errno));
-    return log;
-}
-
 /* The log file's one owner: opened here, closed here on every path. */
 static int execute(run_opts *o)
 {
-    FILE *log = open_log(o);
+    FILE *log = attempt_log_open("resil run", o->log_file);
     if (log == NULL)
         return RESIL_EXIT_USAGE;
     resil_cancel cancel;

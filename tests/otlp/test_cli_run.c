@@ -62,6 +62,14 @@ static json_t *received(fx *f, const char *path, bool traces)
     return root;
 }
 
+/* `resil run --otlp` on a command that fails twice, then succeeds. */
+static void run_failing_twice(fx *f, cli_result *r)
+{
+    cli_run(r, f->dir, NULL, "run", "--delay", "1ms", "--otlp", f->endpoint, "--", "sh", "-c",
+            FAIL_TWICE, NULL);
+    assert_int_equal(r->status, 0);
+}
+
 static const char *str_of(json_t *o, const char *key)
 {
     return json_string_value(json_object_get(o, key));
@@ -95,9 +103,7 @@ static void each_attempt_is_a_child_span_of_the_execution(void **state)
 {
     fx *f = *state;
     cli_result r;
-    cli_run(&r, f->dir, NULL, "run", "--delay", "1ms", "--otlp", f->endpoint, "--", "sh", "-c",
-            FAIL_TWICE, NULL);
-    assert_int_equal(r.status, 0);
+    run_failing_twice(f, &r);
     json_t *root = received(f, "/v1/traces", true);
     json_t *rs = json_array_get(json_object_get(root, "resourceSpans"), 0);
     assert_string_equal(attr_str(json_object_get(rs, "resource"), "service.name", "stringValue"),
@@ -152,9 +158,7 @@ static void the_runs_metrics_are_exported_at_exit(void **state)
 {
     fx *f = *state;
     cli_result r;
-    cli_run(&r, f->dir, NULL, "run", "--delay", "1ms", "--otlp", f->endpoint, "--", "sh", "-c",
-            FAIL_TWICE, NULL);
-    assert_int_equal(r.status, 0);
+    run_failing_twice(f, &r);
     json_t *root = received(f, "/v1/metrics", false);
     json_t *events = metric_named(root, "resilience.polly.strategy.events");
     json_t *point = json_array_get(json_object_get(json_object_get(events, "sum"), "dataPoints"), 0);

@@ -56,3 +56,40 @@ adapter_cflags() {
         ADAPTER_CFLAGS+=("${words[@]}")
     done
 }
+
+# Configure and build the CMake project tests/package/$1 in $2 the way a
+# user would: the build's compiler, generator and sanitizer link flags,
+# CMAKE_PREFIX_PATH at the installed tree and no package registry, so only
+# the prefix may supply the package; further arguments go to the configure.
+cmake_consumer() {
+    local project=$1 dir=$2
+    shift 2
+    local args=(-S "$SOURCE_DIR/tests/package/$project" -B "$dir"
+                -G "$CMAKE_GENERATOR" -DCMAKE_C_COMPILER="$CC"
+                -DCMAKE_PREFIX_PATH="$PREFIX"
+                -DCMAKE_EXE_LINKER_FLAGS="$LINK_FLAGS" -DCMAKE_BUILD_TYPE=Debug
+                -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+                -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF "$@")
+    [[ -z "$MAKE_PROGRAM" ]] || args+=(-DCMAKE_MAKE_PROGRAM="$MAKE_PROGRAM")
+    echo "+ $CMAKE_COMMAND ${args[*]}"
+    "$CMAKE_COMMAND" "${args[@]}" >"$dir/configure.log" 2>&1 ||
+        { cat "$dir/configure.log" >&2; fail "configuring tests/package/$project failed"; }
+    run "$CMAKE_COMMAND" --build "$dir"
+}
+
+# The pair a consumer project builds, $1_shared and $1_static in $2: both
+# print $3 with no LD_LIBRARY_PATH (the shared one finds its libraries by
+# the rpath CMake gave it, and they find theirs), the shared one needs the
+# library $4 ("libresil.so.0"), the static one no shared libresil at all.
+check_pair() {
+    local name=$1 dir=$2 expect=$3 needed=$4 kind out
+    for kind in shared static; do
+        out=$(env -u LD_LIBRARY_PATH "$dir/${name}_$kind") || fail "${name}_$kind exited $?: $out"
+        [[ "$out" == "$expect" ]] || fail "${name}_$kind printed '$out', expected '$expect'"
+    done
+    readelf -d "$dir/${name}_shared" | grep -q "NEEDED.*$needed" ||
+        fail "${name}_shared is not linked against $needed"
+    if readelf -d "$dir/${name}_static" | grep -q 'NEEDED.*libresil'; then
+        fail "${name}_static needs a shared libresil library"
+    fi
+}
