@@ -89,10 +89,13 @@ typedef enum resil_event_type {
                                       delay (latency); strategy says which */
     RESIL_EVENT_LIMIT_CHANGED,     /* the adaptive limit moved: from, to */
     RESIL_EVENT_LIMIT_REJECTED,    /* the adaptive limiter refused: reason says why */
-    RESIL_EVENT_THROTTLED          /* adaptive throttling refused a call locally */
+    RESIL_EVENT_THROTTLED,         /* adaptive throttling refused a call locally */
+    RESIL_EVENT_HEDGE_ENDED        /* a hedged attempt ended: hedge, duration since its
+                                      launch, outcome; debug, and no metric (the hedge
+                                      counts once, as HEDGE): its span's end */
 } resil_event_type;
 
-#define RESIL_EVENT_TYPE_COUNT 20
+#define RESIL_EVENT_TYPE_COUNT 21
 
 typedef enum resil_severity {
     RESIL_SEVERITY_DEBUG = 0,
@@ -110,7 +113,8 @@ typedef struct resil_event {
     resil_instant at;            /* on the pipeline's (or object's) clock */
     uint32_t attempt;            /* 1-based attempt number; 0 when not about one */
     uint32_t hedge;              /* HEDGE: index of the hedged attempt (1 = first hedge) */
-    resil_duration duration;     /* EXECUTION, ATTEMPT: how long; TIMEOUT: the timeout;
+    resil_duration duration;     /* EXECUTION, ATTEMPT, HEDGE_ENDED: how long;
+                                    TIMEOUT: the timeout;
                                     BREAKER_OPENED: the break in force */
     resil_duration delay;        /* RETRY: the wait; HEDGE: since the primary started;
                                     *_REJECTED, RATE_LIMITED: retry-after (-1 = none);
@@ -215,7 +219,7 @@ RESIL_API void resil_exec_trace_attempt(const resil_exec_trace *t, uint32_t atte
  * "breaker_closed", "breaker_isolated", "breaker_rejected", "timeout",
  * "budget_denied", "bulkhead_rejected", "rate_limited", "hedge", "fallback",
  * "degrade_changed", "degrade_rejected", "chaos_injected", "limit_changed",
- * "limit_rejected", "throttled". */
+ * "limit_rejected", "throttled", "hedge_ended". */
 RESIL_API const char *resil_event_name(resil_event_type t);
 /* "debug", "info", "warning", "error". */
 RESIL_API const char *resil_severity_name(resil_severity s);
@@ -405,8 +409,9 @@ RESIL_API size_t resil_log_format_event(const resil_log_sink *s, const resil_eve
 typedef enum resil_span_type {
     RESIL_SPAN_EXECUTION = 0, /* the whole execution: parent is the caller's span */
     RESIL_SPAN_ATTEMPT,       /* one attempt: child of the execution */
-    RESIL_SPAN_HEDGE          /* a hedged attempt's launch: child of the execution,
-                                 linked to the primary attempt it raced */
+    RESIL_SPAN_HEDGE          /* a hedged attempt, from its launch to its end: child
+                                 of the execution, linked to the primary attempt it
+                                 raced */
 } resil_span_type;
 
 /* One finished span, as the tracer hands it to its sink. Strings and the
@@ -427,7 +432,7 @@ typedef struct resil_span {
     resil_duration wait_before;  /* ATTEMPT: the retry's wait before it (0 for the first) */
     bool handled;                /* ATTEMPT: a failure the retry handles */
     resil_stop stop;             /* the retry's stop reason (NONE when one follows) */
-    const resil_outcome *outcome;/* NULL for HEDGE */
+    const resil_outcome *outcome;/* how the attempt (or hedged attempt) ended */
     bool linked;                 /* HEDGE: link_id is the primary attempt's span */
     uint8_t link_id[8];
     const resil_http_attrs *http;/* NULL if the call had none */

@@ -52,6 +52,7 @@ struct race {
     resil_cancel wake;
     resil_cancel tokens[RESIL_HEDGE_MAX + 1];
     resil_outcome outcomes[RESIL_HEDGE_MAX + 1];
+    resil_instant launched_at[RESIL_HEDGE_MAX + 1]; /* written before the dispatch */
 };
 
 typedef struct job {
@@ -124,6 +125,9 @@ static void *worker(void *arg)
         f.hedge = j.index; /* the operation reads it in its ctx */
         resil_outcome o;
         resil__chain(&rc->run, rc->next, &f, &o);
+        if (j.index > 0) /* reported before the caller can learn the race is over */
+            resil__hedge_ended(&rc->run, rc->base.attempt, j.index, rc->launched_at[j.index],
+                               &o);
         finish_attempt(rc, j.index, &o);
 
         pthread_mutex_lock(&pool->mu);
@@ -364,10 +368,11 @@ static void open_race(race *rc, const resil__run *r, size_t i, const resil__fram
     rc->news = rc->armed = false;
 }
 
-static bool launch(race *rc, uint32_t index)
+static bool launch(race *rc, uint32_t index, resil_instant now)
 {
     if (resil_cancel_init(&rc->tokens[index], NULL) != 0)
         return false;
+    rc->launched_at[index] = now;
     pthread_mutex_lock(&rc->mu);
     rc->refs++;
     rc->launched++;
@@ -411,6 +416,22 @@ static void report_denied(const resil__hedger *h, const resil_outcome *cause, re
     ev.outcome = cause;
     ev.reason = resil_budget_name(h->n->hedge.budget);
     resil__emit(h->r->p, &ev);
+}
+
+void resil__hedge_ended(const resil__run *r, uint32_t attempt, uint32_t index,
+                        resil_instant launched, const resil_outcome *o)
+{
+    if (!resil__listening(r->p))
+        return;
+    resil_instant now = resil_clock_now(r->p->clock);
+    resil_event ev;
+    resil__event_init_run(&ev, r, RESIL_EVENT_HEDGE_ENDED, RESIL_STRATEGY_HEDGING, now);
+    ev.key = r->operation != NULL ? r->operation : "";
+    ev.attempt = attempt;
+    ev.hedge = index;
+    ev.duration = resil_dur_sub(now, launched);
+    ev.outcome = o;
+    resil__emit(r->p, &ev);
 }
 
 void resil__hedger_init(resil__hedger *h, const resil__run *r, size_t i, const resil__frame *f)
@@ -484,7 +505,7 @@ static void hedge_once(hedger *hg, bool after_failure, resil_instant now)
     resil__hedger *h = &hg->h;
     if (!resil__hedger_pay(h, after_failure, now))
         return;
-    if (!launch(hg->rc, h->next)) {
+    if (!launch(hg->rc, h->next, now)) {
         h->no_more = true;
         return;
     }
@@ -603,7 +624,7 @@ void resil__run_hedging(const resil__run *r, size_t i, const resil__frame *f,
         return;
     }
     open_race(rc, r, i, f);
-    if (!launch(rc, 0)) {
+    if (!launch(rc, 0, f->now)) {
         pthread_mutex_lock(&rc->mu);
         unref_unlock(rc);
         resil__chain(r, i + 1, f, out);

@@ -427,7 +427,8 @@ static void record(resil_metrics *m, const key *k, resil_duration d)
 void resil_metrics_on_event(const resil_event *ev, void *ud)
 {
     resil_metrics *m = ud;
-    if (m == NULL || ev == NULL)
+    /* A hedge counts once, when launched (OnHedging); its end is its span's. */
+    if (m == NULL || ev == NULL || ev->type == RESIL_EVENT_HEDGE_ENDED)
         return;
     key k, h;
     int hm = -1;

@@ -111,6 +111,8 @@ typedef struct lane {
     bool back;        /* back, its outcome in `out`, the race not yet decided */
     uint32_t race;    /* the race it was launched for */
     uint32_t index;   /* its hedge index in that race */
+    uint32_t attempt;       /* the retry's attempt it hedges */
+    resil_instant launched; /* when */
     resil_cancel tok; /* its own token, a root as a worker's is */
 } lane;
 
@@ -611,7 +613,7 @@ static void poke(resil_exec *x);
 
 static level *hedge_level(resil_exec *x) { return lvl(x, 0, x->hedge_at); }
 
-static bool hedge_launch(level *L, uint32_t index)
+static bool hedge_launch(level *L, uint32_t index, resil_instant now)
 {
     resil_exec *x = L->x;
     for (uint32_t ln = 1; ln < x->nlanes; ln++) {
@@ -624,6 +626,8 @@ static bool hedge_launch(level *L, uint32_t index)
         l->back = false;
         l->race = L->u.hedge.race;
         l->index = index;
+        l->attempt = L->f.attempt;
+        l->launched = now;
         L->u.hedge.lane_of[index] = ln;
         L->u.hedge.launched++;
         x->refs++;
@@ -642,7 +646,7 @@ static void hedge_once(level *L, bool after_failure, resil_instant now)
     resil__hedger *h = &L->u.hedge.h;
     if (!resil__hedger_pay(h, after_failure, now))
         return;
-    if (!hedge_launch(L, h->next)) {
+    if (!hedge_launch(L, h->next, now)) {
         h->no_more = true;
         return;
     }
@@ -738,7 +742,7 @@ static step hedge_enter(level *L)
     L->u.hedge.news = L->u.hedge.decided = false;
     L->u.hedge.race = ++x->races;
     L->u.hedge.looking = true;
-    bool started = hedge_launch(L, 0);
+    bool started = hedge_launch(L, 0, h->primary_start);
     if (started && h->n->hedge.delay == 0)
         while (resil__hedger_may(h))
             hedge_once(L, false, h->primary_start);
@@ -766,6 +770,8 @@ static void hedge_arrived(resil_exec *x, uint32_t ln)
     lane *l = &x->lanes[ln];
     bool current = l->race == L->u.hedge.race;
     l->back = true;
+    if (l->index > 0)
+        resil__hedge_ended(run_of(x), l->attempt, l->index, l->launched, &l->out);
     if (current) {
         L->u.hedge.finished++;
         if (!L->u.hedge.decided && L->u.hedge.winner < 0 &&

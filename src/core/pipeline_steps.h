@@ -220,6 +220,11 @@ bool resil__hedger_acceptable(const resil__hedger *h, resil_cancel *token, uint3
  * attempt's token with. */
 resil_outcome resil__hedger_stopped(const resil__hedger *h, int *reason);
 void resil__hedger_note(const resil__run *r, uint32_t launched, int winner);
+/* Hedge `index` (>= 1) of attempt `attempt`, launched at `launched`, ended
+ * now with `o`: reported as HEDGE_ENDED, the end of its span. Both
+ * executors call it where the hedged attempt comes back. */
+void resil__hedge_ended(const resil__run *r, uint32_t attempt, uint32_t index,
+                        resil_instant launched, const resil_outcome *o);
 
 /* ---- adaptive limiter ------------------------------------------------------------------- */
 

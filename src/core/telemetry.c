@@ -24,7 +24,8 @@ static const char *const event_names[RESIL_EVENT_TYPE_COUNT] = {
     "breaker_half_opened", "breaker_closed", "breaker_isolated", "breaker_rejected",
     "timeout",         "budget_denied",     "bulkhead_rejected", "rate_limited",
     "hedge",           "fallback",          "degrade_changed", "degrade_rejected",
-    "chaos_injected",  "limit_changed",     "limit_rejected", "throttled"};
+    "chaos_injected",  "limit_changed",     "limit_rejected", "throttled",
+    "hedge_ended"};
 
 const char *resil_event_name(resil_event_type t)
 {
@@ -49,6 +50,8 @@ resil_severity resil_event_severity(resil_event_type t, const resil_outcome *out
     case RESIL_EVENT_BREAKER_CLOSED:
     case RESIL_EVENT_LIMIT_CHANGED:
         return RESIL_SEVERITY_INFO;
+    case RESIL_EVENT_HEDGE_ENDED:
+        return RESIL_SEVERITY_DEBUG;
     case RESIL_EVENT_BREAKER_OPENED:
     case RESIL_EVENT_BREAKER_REJECTED:
     case RESIL_EVENT_TIMEOUT:
@@ -337,7 +340,8 @@ static bool has_delay(resil_event_type t)
 static bool has_duration(resil_event_type t)
 {
     return t == RESIL_EVENT_EXECUTION || t == RESIL_EVENT_ATTEMPT ||
-           t == RESIL_EVENT_TIMEOUT || t == RESIL_EVENT_BREAKER_OPENED;
+           t == RESIL_EVENT_TIMEOUT || t == RESIL_EVENT_BREAKER_OPENED ||
+           t == RESIL_EVENT_HEDGE_ENDED;
 }
 
 static void put_outcome(line *w, resil_event_type t, const resil_outcome *o)
@@ -369,7 +373,7 @@ static void put_fields(line *w, const resil_log_sink *s, const resil_event *ev)
         field_str(w, "key", ev->key);
     if (ev->attempt > 0)
         field_int(w, "attempt", ev->attempt);
-    if (ev->type == RESIL_EVENT_HEDGE)
+    if (ev->type == RESIL_EVENT_HEDGE || ev->type == RESIL_EVENT_HEDGE_ENDED)
         field_int(w, "hedge", ev->hedge);
     if (has_delay(ev->type) && ev->delay >= 0)
         field_dur(w, "delay", ev->delay);

@@ -428,14 +428,15 @@ void resil_tracer_on_event(const resil_event *ev, void *ud)
         end = wall_at(t->opts.clock, ev->at);
         s.start_unix_ns = end - ev->duration;
         break;
-    case RESIL_EVENT_HEDGE:
+    case RESIL_EVENT_HEDGE_ENDED:
         span_blank(&s, ev, RESIL_SPAN_HEDGE, "hedge");
         s.hedge = ev->hedge;
         attempt_id(ev, ev->hedge, s.span_id);
         memcpy(s.parent_id, ev->trace->span.span_id, 8);
         attempt_id(ev, 0, s.link_id);
         s.linked = true;
-        end = s.start_unix_ns = wall_at(t->opts.clock, ev->at);
+        end = wall_at(t->opts.clock, ev->at);
+        s.start_unix_ns = end - ev->duration;
         break;
     default:
         return;

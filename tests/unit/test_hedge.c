@@ -52,7 +52,14 @@ static void gate_destroy(gate *g)
 }
 
 /* What each attempt does, by its hedge index. */
-enum behaviour { SUCCEED, FAIL, BLOCK_UNTIL_CANCELLED, BLOCK_THEN_GATE, GATE_THEN_SUCCEED };
+enum behaviour {
+    SUCCEED,
+    FAIL,
+    BLOCK_UNTIL_CANCELLED,
+    BLOCK_THEN_GATE,
+    GATE_THEN_SUCCEED,
+    TAKE_3S_THEN_FAIL /* moves the fake clock 3 s on, then fails */
+};
 
 typedef struct world {
     resil_fake_clock *fc;
@@ -76,6 +83,9 @@ typedef struct world {
     pthread_mutex_t ev_mu;
     resil_event_type events[32];
     uint32_t event_hedge[32];
+    resil_instant event_at[32];
+    resil_duration event_duration[32];
+    resil_kind event_kind[32];
     int nevents;
 } world;
 
@@ -110,6 +120,10 @@ static resil_outcome hedged_op(resil_attempt_ctx *ctx)
     case GATE_THEN_SUCCEED:
         gate_wait(&w->gate);
         break;
+    case TAKE_3S_THEN_FAIL:
+        resil_fake_clock_advance(w->fc, RESIL_S(3));
+        o = resil_fail(RESIL_TRANSIENT, 503, "hedge");
+        break;
     }
     __atomic_store_n(&w->finished[i], 1, __ATOMIC_SEQ_CST);
     return o;
@@ -122,6 +136,9 @@ static void record_event(const resil_event *ev, void *ud)
     if (w->nevents < 32) {
         w->events[w->nevents] = ev->type;
         w->event_hedge[w->nevents] = ev->hedge;
+        w->event_at[w->nevents] = ev->at;
+        w->event_duration[w->nevents] = ev->duration;
+        w->event_kind[w->nevents] = ev->outcome != NULL ? ev->outcome->kind : RESIL_SUCCESS;
         w->nevents++;
     }
     pthread_mutex_unlock(&w->ev_mu);
@@ -248,6 +265,47 @@ static void hedge_answering_first_wins_and_the_slow_primary_is_cancelled(void **
     assert_int_equal(w->saw_cancel[0], 1);
     assert_int_equal(w->cancel_reason[0], RESIL_ECANCELED);
     assert_int_equal(count_events(w, RESIL_EVENT_HEDGE), 1);
+}
+
+/* The index of the first event of type t, or -1. */
+static int event_index(world *w, resil_event_type t)
+{
+    pthread_mutex_lock(&w->ev_mu);
+    int at = -1;
+    for (int i = 0; i < w->nevents && at < 0; i++)
+        if (w->events[i] == t)
+            at = i;
+    pthread_mutex_unlock(&w->ev_mu);
+    return at;
+}
+
+/* Launched at T0+2s, the hedge runs 3 s and fails at T0+5s; the primary
+ * succeeds at T0+9s. The hedge's end (its span's) is its own, T0+5s after
+ * 3 s, not the execution's. */
+static void a_hedge_reports_its_own_end_and_how_long_it_ran(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(RESIL_S(2), 1);
+    build(w, &h, 0);
+    w->does[0] = GATE_THEN_SUCCEED;
+    w->does[1] = TAKE_3S_THEN_FAIL;
+    execution x = {0};
+    start(&x, w);
+    resil_fake_clock_await_sleepers(w->fc, 1); /* the caller waits out the delay */
+    resil_fake_clock_advance(w->fc, RESIL_S(2));
+    while (event_index(w, RESIL_EVENT_HEDGE_ENDED) < 0)
+        sched_yield();
+    resil_fake_clock_advance(w->fc, RESIL_S(4));
+    gate_open(&w->gate);
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
+    int e = event_index(w, RESIL_EVENT_HEDGE_ENDED);
+    assert_int_equal(w->event_hedge[e], 1);
+    assert_int_equal(w->event_at[e], T0 + RESIL_S(5));
+    assert_int_equal(w->event_duration[e], RESIL_S(3));
+    assert_int_equal(w->event_kind[e], RESIL_TRANSIENT);
+    assert_true(event_index(w, RESIL_EVENT_EXECUTION) > e);
+    assert_int_equal(count_events(w, RESIL_EVENT_HEDGE_ENDED), 1); /* not the primary */
 }
 
 static void fast_primary_wins_without_any_hedge(void **state)
@@ -577,6 +635,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(hedge_answering_first_wins_and_the_slow_primary_is_cancelled),
+        T(a_hedge_reports_its_own_end_and_how_long_it_ran),
         T(fast_primary_wins_without_any_hedge),
         T(failed_primary_is_hedged_at_once_and_all_failing_returns_the_primarys),
         T(zero_delay_starts_every_attempt_at_once),

@@ -88,6 +88,22 @@ static void events_count_by_pipeline_strategy_and_event(void **state)
     resil_metrics_free(m);
 }
 
+/* A hedge counts once, when launched; its end makes no series. */
+static void a_hedges_end_is_not_counted(void **state)
+{
+    (void)state;
+    resil_metrics *m = metrics(16);
+    resil_event ended = event(RESIL_EVENT_HEDGE_ENDED, "orders", "hedging");
+    resil_metrics_on_event(&ended, m);
+    assert_int_equal(resil_metrics_event_count(m, "orders", "hedging", RESIL_EVENT_HEDGE_ENDED), 0);
+    exposition *e = malloc(sizeof *e);
+    char *text = scrape(m, e);
+    assert_null(strstr(text, "hedge"));
+    free(text);
+    free(e);
+    resil_metrics_free(m);
+}
+
 static void attempt_durations_fall_in_cumulative_buckets(void **state)
 {
     (void)state;
@@ -424,6 +440,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(empty_sink_writes_only_the_drop_counter),
         cmocka_unit_test(events_count_by_pipeline_strategy_and_event),
+        cmocka_unit_test(a_hedges_end_is_not_counted),
         cmocka_unit_test(attempt_durations_fall_in_cumulative_buckets),
         cmocka_unit_test(label_values_are_escaped_and_read_back_exactly),
         cmocka_unit_test(full_table_drops_new_series_and_counts_them),

@@ -55,6 +55,9 @@ typedef struct ran {
     resil_attempt_record records[ATTEMPTS];
     trace t[ATTEMPTS][HEDGES];
     atomic_int hedge_events;
+    /* each hedged attempt's end as reported (HEDGE_ENDED), and its length */
+    atomic_llong hedge_end[ATTEMPTS][HEDGES];
+    atomic_llong hedge_took[ATTEMPTS][HEDGES];
     resil_instant end; /* once every attempt, losers included, ended */
 } ran;
 
@@ -99,6 +102,11 @@ static void count_hedges(const resil_event *ev, void *ud)
     ran *out = ud;
     if (ev->type == RESIL_EVENT_HEDGE)
         atomic_fetch_add(&out->hedge_events, 1);
+    if (ev->type == RESIL_EVENT_HEDGE_ENDED && ev->attempt >= 1 && ev->attempt <= ATTEMPTS &&
+        ev->hedge < HEDGES) {
+        atomic_store(&out->hedge_end[ev->attempt - 1][ev->hedge], ev->at);
+        atomic_store(&out->hedge_took[ev->attempt - 1][ev->hedge], ev->duration);
+    }
 }
 
 /* The registry of a scenario with keys, its isolated breaker already so. */
@@ -420,6 +428,8 @@ static void check_hedge_after_delay(const ran *r)
     assert_int_equal(r->res.attempts, 1);
     assert_duration_equal(r->res.elapsed, RESIL_S(3));
     assert_int_equal(atomic_load(&r->hedge_events), 1);
+    assert_int_equal(atomic_load(&r->hedge_end[0][1]), T0 + RESIL_S(3));
+    assert_int_equal(atomic_load(&r->hedge_took[0][1]), RESIL_S(1));
     /* The slow primary is told to stop the moment the hedge wins. */
     assert_int_equal(r->t[0][0].told, RESIL_ECANCELED);
     assert_int_equal(r->t[0][0].ended, T0 + RESIL_S(3));
@@ -493,6 +503,27 @@ static void result_does_not_wait_for_a_loser_that_ignores_its_token(void **state
     scenario sc = {.build = hedge_once_after_2s,
                    .script = {{{OK(10), RESIL_S(10), true}, {OK(11), RESIL_S(1), false}}}};
     both(&sc, check_late_loser);
+}
+
+static void check_late_hedge(const ran *r)
+{
+    /* The primary answers at 3 s; the hedge, launched at 2 s, cannot be
+     * interrupted and ends on its own at 12 s: that end is its own, not
+     * the execution's, and the primary reports none. */
+    assert_int_equal(r->res.outcome.code, 10);
+    assert_duration_equal(r->res.elapsed, RESIL_S(3));
+    assert_int_equal(r->t[0][1].ended, T0 + RESIL_S(12));
+    assert_int_equal(atomic_load(&r->hedge_end[0][1]), T0 + RESIL_S(12));
+    assert_int_equal(atomic_load(&r->hedge_took[0][1]), RESIL_S(10));
+    assert_int_equal(atomic_load(&r->hedge_end[0][0]), 0);
+}
+
+static void a_hedge_ends_when_it_ends_not_when_the_execution_does(void **state)
+{
+    (void)state;
+    scenario sc = {.build = hedge_once_after_2s,
+                   .script = {{{OK(10), RESIL_S(3), false}, {OK(11), RESIL_S(10), true}}}};
+    both(&sc, check_late_hedge);
 }
 
 static void check_wait_losers(const ran *r)
@@ -677,6 +708,7 @@ int main(void)
         cmocka_unit_test(first_success_wins_and_every_loser_is_cancelled),
         cmocka_unit_test(failed_primary_is_hedged_without_waiting_for_the_delay),
         cmocka_unit_test(result_does_not_wait_for_a_loser_that_ignores_its_token),
+        cmocka_unit_test(a_hedge_ends_when_it_ends_not_when_the_execution_does),
         cmocka_unit_test(wait_losers_ends_the_execution_when_the_last_loser_ends),
         cmocka_unit_test(hedge_is_refused_when_no_place_to_run_it_is_free),
         cmocka_unit_test(hedge_to_an_endpoint_whose_breaker_is_open_is_refused),

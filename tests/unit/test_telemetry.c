@@ -447,7 +447,8 @@ static void events_and_strategies_have_stable_names(void **state)
         "execution", "attempt", "retry", "breaker_opened", "breaker_half_opened",
         "breaker_closed", "breaker_isolated", "breaker_rejected", "timeout", "budget_denied",
         "bulkhead_rejected", "rate_limited", "hedge", "fallback", "degrade_changed",
-        "degrade_rejected", "chaos_injected", "limit_changed", "limit_rejected", "throttled"};
+        "degrade_rejected", "chaos_injected", "limit_changed", "limit_rejected", "throttled",
+        "hedge_ended"};
     for (int i = 0; i < RESIL_EVENT_TYPE_COUNT; i++)
         assert_string_equal(resil_event_name((resil_event_type)i), names[i]);
     assert_string_equal(resil_event_name((resil_event_type)99), "");
@@ -477,6 +478,7 @@ static void severities_follow_pollys_levels(void **state)
     assert_int_equal(resil_event_severity(RESIL_EVENT_BREAKER_CLOSED, NULL), RESIL_SEVERITY_INFO);
     assert_int_equal(resil_event_severity(RESIL_EVENT_TIMEOUT, NULL), RESIL_SEVERITY_ERROR);
     assert_int_equal(resil_event_severity(RESIL_EVENT_HEDGE, NULL), RESIL_SEVERITY_WARNING);
+    assert_int_equal(resil_event_severity(RESIL_EVENT_HEDGE_ENDED, &fail), RESIL_SEVERITY_DEBUG);
     assert_int_equal(resil_event_severity(RESIL_EVENT_FALLBACK, NULL), RESIL_SEVERITY_WARNING);
 }
 

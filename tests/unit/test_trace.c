@@ -305,7 +305,9 @@ static void an_asynchronous_execution_makes_the_same_spans(void **state)
 
 /* ---- hedges ------------------------------------------------------------------------------------ */
 
-static void a_hedge_is_a_span_linked_to_the_primary_attempt(void **state)
+/* The launch makes no span; the hedged attempt's end does, from its
+ * launch (end minus duration) to that end, with its outcome. */
+static void a_hedge_is_a_span_from_its_launch_to_its_end_linked_to_the_primary(void **state)
 {
     world *w = *state;
     resil_exec_trace t;
@@ -322,10 +324,24 @@ static void a_hedge_is_a_span_linked_to_the_primary_attempt(void **state)
     ev.hedge = 1;
     ev.trace = &t;
     resil_tracer_on_event(&ev, &w->tracer);
+    assert_int_equal(w->got.n, 0);
+    resil_outcome failed = resil_fail(RESIL_TRANSIENT, 503, "hedge");
+    ev.type = RESIL_EVENT_HEDGE_ENDED;
+    resil_fake_clock_advance(w->fc, RESIL_S(4));
+    ev.at = RESIL_S(4); /* a second before the clock's now */
+    ev.duration = RESIL_MS(1500);
+    ev.outcome = &failed;
+    resil_tracer_on_event(&ev, &w->tracer);
     assert_int_equal(w->got.n, 1);
     const resil_span *h = &w->got.s[0];
     assert_int_equal(h->type, RESIL_SPAN_HEDGE);
+    assert_string_equal(h->name, "hedge");
     assert_int_equal(h->hedge, 1);
+    assert_int_equal(h->attempt, 2);
+    assert_int_equal(h->end_unix_ns, INT64_C(1700000000000000000) + RESIL_S(3));
+    assert_int_equal(h->start_unix_ns, INT64_C(1700000000000000000) + RESIL_MS(1500));
+    assert_int_equal(w->got.outcome[0].kind, RESIL_TRANSIENT);
+    assert_int_equal(w->got.outcome[0].code, 503);
     assert_true(h->linked);
     resil_span_context primary, hedged;
     resil_exec_trace_attempt(&t, 2, 0, &primary);
@@ -413,8 +429,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(an_asynchronous_execution_makes_the_same_spans, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(a_hedge_is_a_span_linked_to_the_primary_attempt, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            a_hedge_is_a_span_from_its_launch_to_its_end_linked_to_the_primary, setup, teardown),
         cmocka_unit_test_setup_teardown(a_sampled_out_call_makes_no_span_and_propagates_nothing,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(an_untraced_call_makes_no_span, setup, teardown),
