@@ -33,6 +33,7 @@ int telemetry_out_metrics(telemetry_out *t, const args *a, const char *v)
     return 0;
 }
 
+#ifdef RESIL_CLI_OTLP
 static bool http_url(const char *v)
 {
     const char *rest = strncmp(v, "http://", 7) == 0    ? v + 7
@@ -43,17 +44,19 @@ static bool http_url(const char *v)
 
 int telemetry_out_otlp(telemetry_out *t, const args *a, const char *v)
 {
-#ifndef RESIL_CLI_OTLP
-    (void)t;
-    (void)v;
-    return args_fail(a, "--otlp needs libresil-otlp, which this build of resil lacks");
-#else
     if (!http_url(v))
         return args_reject(a, "--otlp", "an http:// or https:// URL with a host", v);
     t->otlp_url = v;
     return 0;
-#endif
 }
+#else
+int telemetry_out_otlp(telemetry_out *t, const args *a, const char *v)
+{
+    (void)t;
+    (void)v;
+    return args_fail(a, "--otlp needs libresil-otlp, which this build of resil lacks");
+}
+#endif
 
 static int consumed(int rc) { return rc < 0 ? rc : 1; }
 

@@ -4,7 +4,8 @@
  * execution's span, a child span per attempt with its number, outcome and
  * stop — and the run's metrics, every payload checked against the OTLP
  * JSON encoding (otlp_check) before its values; each attempt of the
- * command finds its own span as TRACEPARENT.
+ * command finds its own span as TRACEPARENT; a URL that is no http(s) URL
+ * is refused by name with nothing run.
  */
 #include <jansson.h>
 
@@ -192,6 +193,30 @@ static void a_refused_export_is_reported_and_keeps_the_commands_status(void **st
     cli_result_free(&r);
 }
 
+static void assert_otlp_rejected(fx *f, const char *value)
+{
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "run", "--otlp", value, "--", "sh", "-c", "echo run >> runs",
+            NULL);
+    assert_int_equal(r.status, 125);
+    char expected[256];
+    snprintf(expected, sizeof expected,
+             "resil run: --otlp must be an http:// or https:// URL with a host, got '%s'\n",
+             value);
+    assert_string_equal(r.err, expected);
+    assert_false(cli_exists(f->dir, "runs"));
+    cli_result_free(&r);
+}
+
+static void a_url_without_scheme_or_host_is_rejected_by_name(void **state)
+{
+    fx *f = *state;
+    assert_otlp_rejected(f, "localhost:4318");
+    assert_otlp_rejected(f, "http://");
+    assert_otlp_rejected(f, "ftp://collector:4318");
+    assert_int_equal(http_server_count(f->receiver, "/v1/traces"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +225,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_runs_metrics_are_exported_at_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(
             a_refused_export_is_reported_and_keeps_the_commands_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_url_without_scheme_or_host_is_rejected_by_name, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
