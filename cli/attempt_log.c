@@ -86,7 +86,9 @@ static void line_start(const attempt_log *l, char *buf, size_t cap)
     }
     char stamp[40];
     format_stamp(stamp, sizeof stamp);
-    snprintf(buf, cap, "%s%s resil: ", l->indent, stamp);
+    bool named = l->subject_in_text && l->subject != NULL;
+    snprintf(buf, cap, "%s%s resil: %s%s", l->indent, stamp, named ? l->subject : "",
+             named ? ": " : "");
 }
 
 /* The stamped form's JSON start: "\"time\":...,\"url\":...," (or nothing). */
@@ -159,7 +161,7 @@ static void text_decision(const attempt_log *l, const resil_attempt_record *rec,
 static void write_text_attempt(const attempt_log *l, const resil_attempt_record *rec,
                                const char *what)
 {
-    char line[LINE_MAX_LEN], start[96];
+    char line[LINE_MAX_LEN], start[640];
     line_start(l, start, sizeof start);
     if (resil_outcome_ok(&rec->outcome)) {
         snprintf(line, sizeof line, "%s#%u ok\n", start, rec->number);
@@ -210,7 +212,7 @@ void attempt_log_attempt(const attempt_log *l, const resil_attempt_record *rec,
 
 static void write_text_stop(const attempt_log *l, resil_stop stop, const char *value)
 {
-    char line[LINE_MAX_LEN], start[96];
+    char line[LINE_MAX_LEN], start[640];
     const char *v = value != NULL ? value : "";
     const char *sep = value != NULL ? " " : "";
     line_start(l, start, sizeof start);

@@ -39,6 +39,8 @@ typedef struct attempt_log {
     bool stamped;       /* the form for logs: time, "resil: ", waits for people */
     const char *subject_key; /* JSON: "url" or "command"; NULL: none */
     const char *subject;     /* its value */
+    bool subject_in_text;    /* stamped text names it too: "resil: SUBJECT: #1 ..."
+                                (for records of calls that run at once) */
 } attempt_log;
 
 /* A duration as people read it in a log: "180ms", "1.5s", "16s", "2m5s"

@@ -18,15 +18,16 @@ static int64_t hb_wall_now(resil_clock *self)
     return resil_clock_wall_now(((heartbeat_clock *)self)->inner);
 }
 
-static void beat(const heartbeat_clock *hb, resil_duration left)
+void heartbeat_beat(const attempt_log *l, resil_duration left)
 {
-    const attempt_log *l = hb->log;
     if (l->format != LOG_TEXT)
         return;
     char stamp[40], when[32];
     format_stamp(stamp, sizeof stamp);
     format_human(left, when, sizeof when);
-    fprintf(l->out, "%s%s resil: waiting, next attempt in %s\n", l->indent, stamp, when);
+    bool named = l->subject_in_text && l->subject != NULL;
+    fprintf(l->out, "%s%s resil: %s%swaiting, next attempt in %s\n", l->indent, stamp,
+            named ? l->subject : "", named ? ": " : "", when);
     fflush(l->out);
 }
 
@@ -39,7 +40,7 @@ static int hb_sleep(resil_clock *self, resil_duration d, resil_cancel *cancel)
         if (rc != 0)
             return rc;
         left -= hb->every;
-        beat(hb, left);
+        heartbeat_beat(hb->log, left);
     }
     return resil_clock_sleep(hb->inner, left, cancel);
 }

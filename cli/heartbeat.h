@@ -23,6 +23,10 @@ typedef struct heartbeat_clock {
 void heartbeat_init(heartbeat_clock *hb, resil_clock *inner, resil_duration every,
                     const attempt_log *log);
 
+/* The line itself, "TIME resil: waiting, next attempt in LEFT" (text
+ * logs only): for a wait that is a loop's timer rather than a sleep. */
+void heartbeat_beat(const attempt_log *l, resil_duration left);
+
 /* The default: every 10 s when the log is text on a terminal, else never. */
 resil_duration heartbeat_default(const attempt_log *log);
 

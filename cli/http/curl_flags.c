@@ -457,6 +457,26 @@ static int opt_remote_name(http_opts *o, const args *a, const char *v)
     return add_output(o, a, HTTP_REMOTE_NAME);
 }
 
+static int opt_output_dir(http_opts *o, const args *a, const char *v)
+{
+    return http_nonempty(a, "--output-dir", "a directory", v, &o->output_dir);
+}
+
+/* ---- the transfers ------------------------------------------------------------ */
+
+HTTP_FLAG(opt_parallel, parallel)
+
+/* curl 7.88 clamps a value out of range; a typo here would silently run
+ * 50 or 300 transfers at once, so it is refused instead. */
+static int opt_parallel_max(http_opts *o, const args *a, const char *v)
+{
+    uint64_t n;
+    if (args_uint64(a, "--parallel-max", v, 1, HTTP_PARALLEL_MAX, &n) != 0)
+        return RESIL_EINVAL;
+    o->parallel_max = (uint32_t)n;
+    return 0;
+}
+
 static int opt_dump_header(http_opts *o, const args *a, const char *v)
 {
     return http_nonempty(a, "--dump-header", "a file name ('-': standard output)", v,
@@ -577,7 +597,10 @@ const http_option http_curl_options[] = {
     {"--url", NULL, true, opt_url},
     {"--output", "-o", true, opt_output},
     {"--remote-name", "-O", false, opt_remote_name},
+    {"--output-dir", NULL, true, opt_output_dir},
     {"--dump-header", "-D", true, opt_dump_header},
+    {"--parallel", "-Z", false, opt_parallel},
+    {"--parallel-max", NULL, true, opt_parallel_max},
     {"--write-out", "-w", true, opt_write_out},
     {"--fail", "-f", false, opt_accepted},
     {"--fail-with-body", NULL, false, opt_fail_with_body},

@@ -11,12 +11,24 @@
  * host that keeps failing opens its own breaker and its remaining URLs fail
  * fast, while URLs on other hosts go on.
  *
- * Signals: the pipeline may run attempts on worker threads (hedging), so
- * the synchronous sigtimedwait scheme of `resil run` does not fit here.
- * SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one
- * thread in sigwait(), which fires the call's cancellation token: that ends
- * a wait between attempts at once and aborts a running transfer at
- * libcurl's next progress check.
+ * Transfers: every URL is a call on the client's curl multi, on the tool's
+ * own loop (http_loop.h), with or without -Z: one at a time and in order
+ * without it, up to --parallel-max at once with it, started in order as
+ * others end. So a retry's wait is a timer, a hedge is one more transfer
+ * on the same thread, and a transfer that waits to retry holds up no
+ * other. Each transfer's record goes to the one attempt log, told apart
+ * by the URL (the client's listener hears every call; the request's
+ * `user` says whose event it is). Outputs follow curl's rules for many
+ * URLs: -o/-O per URL in order, -w after each transfer as it ends, and the
+ * exit status of the last transfer to fail (for -Z: in the order they
+ * ended, as curl's parallel_transfers() keeps it).
+ *
+ * Signals: SIGINT, SIGTERM and SIGHUP are blocked in every thread and
+ * taken by one thread in sigwait(), which fires the run's cancellation
+ * token (that ends a fleet rate wait, the one wait that blocks) and posts
+ * to the loop a cancel of every call in flight, which takes their
+ * transfers off curl multi and ends their waits at once. That thread is
+ * the only one besides the loop's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +41,7 @@
 #include "heartbeat.h"
 #include "http_fleet.h"
 #include "http_handle.h"
+#include "http_loop.h"
 #include "http_opts.h"
 #include "http_output.h"
 
@@ -40,12 +53,53 @@ enum {
     EXIT_TIMEOUT = 28,
 };
 
+/* One URL's transfer: its handle, output and record, from its start to
+ * its call's `done`. */
+typedef struct transfer {
+    struct http_run *run;
+    int index;
+    const char *url;
+    CURL *e;
+    http_handle_parts parts;
+    http_sink sink;
+    char name[1024];               /* the -o/-O file's name */
+    const char *path;
+    resil_http_request req;
+    resil_http_xfer *x;            /* while its call is in flight */
+    attempt_log log;               /* the run's, naming this URL */
+    resil_attempt_record pending;  /* an attempt waiting for its retry's wait */
+    bool has_pending;
+    resil_bulkhead_ticket permit;  /* --fleet-concurrency's */
+    resil_timer beat;              /* --heartbeat during a long wait */
+    resil_instant wait_end;
+} transfer;
+
+typedef struct http_run {
+    http_opts *o;
+    http_loop loop;
+    resil_http_client *client;
+    resil_http_multi *multi;
+    attempt_log log;
+    resil_metrics *metrics;        /* --metrics: the calls' figures, or NULL */
+    resil_duration every;          /* the heartbeat's period; 0: none */
+    fleet fleet;                   /* --fleet: shared breakers and limits */
+    FILE *dump;                    /* -D's stream */
+    transfer *xfers;               /* one per URL */
+    int next;                      /* the next URL to start */
+    uint32_t active;               /* calls in flight */
+    int status;                    /* the last failure's exit status */
+    bool stopping;                 /* start no more: a signal or a usage error */
+    resil_work cancel_all;         /* posted by the signal thread */
+} http_run;
+
 /* ---- signals ---------------------------------------------------------------- */
 
 static sigset_t taken_signals;  /* the cancelling ones, plus SIGUSR1 to quit */
 static resil_cancel cancel_token;
 static int cancel_signo;        /* read and written atomically */
 static pthread_t signal_thread;
+static pthread_mutex_t signal_mu = PTHREAD_MUTEX_INITIALIZER;
+static http_run *signal_run;    /* the run to cancel, under signal_mu */
 
 static void *signal_main(void *arg)
 {
@@ -53,11 +107,23 @@ static void *signal_main(void *arg)
     int sig;
     while (sigwait(&taken_signals, &sig) == 0 && sig != SIGUSR1) {
         int none = 0; /* the first signal is the one reported */
-        __atomic_compare_exchange_n(&cancel_signo, &none, sig, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE);
+        if (!__atomic_compare_exchange_n(&cancel_signo, &none, sig, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            continue;
         resil_cancel_fire(&cancel_token);
+        pthread_mutex_lock(&signal_mu);
+        if (signal_run != NULL)
+            signal_run->loop.loop.ops->post(signal_run->loop.loop.self, &signal_run->cancel_all);
+        pthread_mutex_unlock(&signal_mu);
     }
     return NULL;
+}
+
+static void signals_reach(http_run *run)
+{
+    pthread_mutex_lock(&signal_mu);
+    signal_run = run;
+    pthread_mutex_unlock(&signal_mu);
 }
 
 static bool ignored(int signo)
@@ -96,59 +162,93 @@ static void unwatch_signals(void)
     resil_cancel_destroy(&cancel_token);
 }
 
-/* ---- the attempt record ------------------------------------------------------ */
+/* On the loop, after a signal: no new transfer, and every call in flight
+ * cancelled (each `done` runs from inside resil_http_cancel). */
+static void cancel_all(resil_work *w)
+{
+    http_run *run = (http_run *)((char *)w - offsetof(http_run, cancel_all));
+    run->stopping = true;
+    for (int i = 0; i < run->o->nurls; i++) {
+        if (run->xfers[i].x != NULL)
+            resil_http_cancel(run->xfers[i].x);
+    }
+}
 
-typedef struct run_state {
-    attempt_log log;
-    resil_attempt_record pending; /* an attempt waiting for its retry's wait */
-    bool has_pending;
-    resil_metrics *metrics;       /* --metrics: the calls' figures, or NULL */
-} run_state;
+/* ---- the attempt record ------------------------------------------------------ */
 
 static long status_of(const resil_outcome *o)
 {
     return o->kind != RESIL_REJECTED && o->code >= 100 && o->code <= 999 ? (long)o->code : 0;
 }
 
-static void print_attempt(run_state *rs, const resil_attempt_record *rec)
+static void print_attempt(const transfer *t, const resil_attempt_record *rec)
 {
     char extra[32];
     snprintf(extra, sizeof extra, "\"status\":%ld", status_of(&rec->outcome));
-    attempt_log_attempt(&rs->log, rec, rec->outcome.detail, extra);
+    attempt_log_attempt(&t->log, rec, rec->outcome.detail, extra);
+}
+
+/* A heartbeat timer fell due during the transfer's wait. */
+static void on_beat(resil_timer *tm)
+{
+    transfer *t = (transfer *)((char *)tm - offsetof(transfer, beat));
+    resil_loop *loop = &t->run->loop.loop;
+    resil_duration left = resil_dur_sub(t->wait_end, loop->ops->now(loop->self));
+    if (left <= 0)
+        return;
+    heartbeat_beat(&t->log, left);
+    if (left > t->run->every)
+        loop->ops->timer_start(loop->self, &t->beat, t->run->every);
+}
+
+/* A wait longer than the heartbeat's period beats every period. */
+static void start_beating(transfer *t, const resil_event *ev)
+{
+    http_run *run = t->run;
+    if (run->every <= 0 || ev->delay <= run->every)
+        return;
+    t->wait_end = resil_dur_add(ev->at, ev->delay);
+    run->loop.loop.ops->timer_start(run->loop.loop.self, &t->beat, run->every);
 }
 
 /* The pipeline reports an attempt, then (when it retries) the wait: the
  * record line needs both, so an attempt that will be retried waits for its
- * RETRY event. Both arrive on the calling thread. */
+ * RETRY event. Both arrive on the loop's thread, the transfer named by the
+ * call's HTTP attributes (the request's `user`). */
 static void on_event(const resil_event *ev, void *ud)
 {
-    run_state *rs = ud;
-    if (rs->metrics != NULL)
-        resil_metrics_on_event(ev, rs->metrics);
+    http_run *run = ud;
+    if (run->metrics != NULL)
+        resil_metrics_on_event(ev, run->metrics);
+    transfer *t = ev->http != NULL ? ev->http->user : NULL;
+    if (t == NULL)
+        return;
     if (ev->type == RESIL_EVENT_ATTEMPT && ev->outcome != NULL) {
         resil_attempt_record rec = {.number = ev->attempt, .outcome = *ev->outcome,
                                     .stop = ev->stop, .wait = 0,
                                     .source = RESIL_WAIT_NONE, .start = ev->at,
                                     .duration = ev->duration};
         if (ev->stop != RESIL_STOP_NONE) {
-            print_attempt(rs, &rec);
+            print_attempt(t, &rec);
             return;
         }
-        rs->pending = rec;
-        rs->has_pending = true;
-    } else if (ev->type == RESIL_EVENT_RETRY && rs->has_pending) {
-        rs->pending.wait = ev->delay;
-        rs->pending.source = ev->source;
-        print_attempt(rs, &rs->pending);
-        rs->has_pending = false;
+        t->pending = rec;
+        t->has_pending = true;
+    } else if (ev->type == RESIL_EVENT_RETRY && t->has_pending) {
+        t->pending.wait = ev->delay;
+        t->pending.source = ev->source;
+        print_attempt(t, &t->pending);
+        t->has_pending = false;
+        start_beating(t, ev);
     }
 }
 
-/* ---- the run ----------------------------------------------------------------- */
+/* ---- the client ----------------------------------------------------------------- */
 
 /* --hedge-to: one ordered group per URL, one hedge each, after the
  * request's own URL for the primary (the route routes every attempt; the
- * client reads it at each call, so perform_url sets the URL just before). */
+ * client plans a call's endpoints when it starts, so begin() sets the URL
+ * just before). */
 static void route_hedges(http_opts *o, resil_http_opts *h)
 {
     if (o->nhedge_to == 0)
@@ -164,9 +264,11 @@ static void route_hedges(http_opts *o, resil_http_opts *h)
         h->hedge_delay = RESIL_S(2); /* Microsoft's hedging delay */
 }
 
-static int build_client(http_opts *o, run_state *rs, fleet *f, heartbeat_clock *hb,
-                        resil_http_client **out)
+/* The client's decisions read the loop's time, so that its waits are the
+ * loop's timers. */
+static int build_client(http_run *run)
 {
+    http_opts *o = run->o;
     resil_http_opts h;
     resil_http_opts_default(&h);
     resil_http_opts_profile(&h, o->profile);
@@ -191,10 +293,8 @@ static int build_client(http_opts *o, run_state *rs, fleet *f, heartbeat_clock *
         h.breaker.failure_threshold = o->breaker_failures;
     }
     h.listener = on_event;
-    h.listener_ud = rs;
-    heartbeat_init(hb, resil_clock_system(),
-                   o->heartbeat >= 0 ? o->heartbeat : heartbeat_default(&rs->log), &rs->log);
-    h.clock = &hb->base;
+    h.listener_ud = run;
+    h.clock = resil_loop_clock(&run->loop.loop);
     /* --chaos-*: resil run's strategies, innermost in the client's pipeline,
      * so an injected fault is an attempt the retry and the breaker see. */
     if (chaos_opts_finish(&o->chaos, "resil http", h.clock,
@@ -205,16 +305,19 @@ static int build_client(http_opts *o, run_state *rs, fleet *f, heartbeat_clock *
     h.chaos = o->chaos_list;
 #ifdef RESIL_CLI_REDIS
     if (o->fleet != NULL) {
-        if (fleet_open(f, o->fleet, &o->limits, &h) != 0)
+        if (fleet_open(&run->fleet, o->fleet, &o->limits, &h) != 0)
             return RESIL_EINVAL;
-        h.registry = f->registry;
+        h.registry = run->fleet.registry;
     }
-#else
-    (void)f;
 #endif
     resil_err err;
-    if (resil_http_client_new(&h, out, &err) != 0) {
+    if (resil_http_client_new(&h, &run->client, &err) != 0) {
         fprintf(stderr, "resil http: %s\n", err.message);
+        return RESIL_EINVAL;
+    }
+    int rc = resil_http_multi_new(run->client, &run->loop.loop, &run->multi);
+    if (rc != 0) {
+        fprintf(stderr, "resil http: %s\n", resil_strerror(rc));
         return RESIL_EINVAL;
     }
     return 0;
@@ -250,13 +353,13 @@ static void report_failure(const http_opts *o, const char *url, const resil_http
             why, r->attempts, r->attempts == 1 ? "" : "s");
 }
 
-static void log_stop(const run_state *rs, const resil_http_result *r)
+static void log_stop(const attempt_log *log, const resil_http_result *r)
 {
     resil_stop stop = r->stop;
     if (stop == RESIL_STOP_NONE) /* refused before the retry: a rejection or cancel */
         stop = r->outcome.kind == RESIL_CANCELLED ? RESIL_STOP_CANCELLED
                                                   : RESIL_STOP_NOT_RETRYABLE;
-    attempt_log_stop(&rs->log, stop, r->attempts, NULL);
+    attempt_log_stop(log, stop, r->attempts, NULL);
 }
 
 /* ---- -w: the values of one URL's call ------------------------------------------ */
@@ -408,93 +511,153 @@ static void wo_value(wo_var var, const char *header, char *buf, size_t cap, void
         curl_value(var, c->e, buf, cap);
 }
 
-/* ---- one URL ------------------------------------------------------------------ */
+/* ---- one URL's transfer -------------------------------------------------------- */
 
-typedef struct http_run {
-    http_opts *o;
-    resil_http_client *client;
-    CURL *e;
-    run_state rs;
-    fleet fleet; /* --fleet: shared breakers and limits */
-    FILE *dump;  /* -D's stream */
-} http_run;
-
-static int call_url(http_run *run, const char *url, http_sink *sink,
-                    resil_http_result *r)
+/* The transfer's exit status joins the run's: the last failure's stands
+ * (curl's rule, in the order transfers end), a usage error above all. */
+static void note_status(http_run *run, int status)
 {
-    http_opts *o = run->o;
-    http_handle_parts parts;
-    int rc = http_handle_setup(run->e, o, url, &parts);
-    if (rc != 0) {
-        http_handle_parts_free(&parts);
-        return RESIL_EXIT_USAGE;
+    if (status == RESIL_EXIT_USAGE)
+        run->stopping = true;
+    if (status != 0 && run->status != RESIL_EXIT_USAGE)
+        run->status = status;
+}
+
+static void release(transfer *t)
+{
+    fleet_leave(&t->permit);
+    http_handle_parts_free(&t->parts);
+    curl_easy_cleanup(t->e);
+    t->e = NULL;
+}
+
+/* The call ended: its record's last line, its output closed, its failure
+ * said, its -w written. */
+static void on_done(CURL *easy, const resil_http_result *r, void *ud)
+{
+    (void)easy;
+    transfer *t = ud;
+    http_run *run = t->run;
+    const http_opts *o = run->o;
+    t->x = NULL;
+    run->active--;
+    run->loop.loop.ops->timer_stop(run->loop.loop.self, &t->beat);
+    log_stop(&t->log, r);
+    int status = exit_status(r);
+    int written = http_sink_finish(&t->sink, status == 0);
+    if (status == 0 || status == EXIT_HTTP_ERROR)
+        status = written != 0 ? written : status;
+    if (status != 0 && status != EXIT_WRITE_ERROR)
+        report_failure(o, t->url, r);
+    if (o->write_out != NULL) {
+        url_call c = {.o = o, .e = t->e, .url = t->url, .method = http_opts_method(o),
+                      .output = t->path, .r = r, .sink = &t->sink, .status = status};
+        write_out_render(o->write_out, stdout, stderr, wo_value, &c);
     }
-    resil_http_request req;
-    resil_http_request_default(&req);
-    req.method = http_opts_method(o);
-    req.headers = parts.headers;
-    req.key_mode = o->key_mode;
-    req.key = o->key;
-    req.write_fn = http_sink_body;
-    req.write_data = sink;
-    req.header_fn = http_sink_header;
-    req.header_data = sink;
-    req.cancel = &cancel_token;
-    req.rng = policy_opts_rng(&o->po);
-    req.trace = o->trace_given ? &o->trace : NULL;
-    run->rs.has_pending = false;
-    rc = resil_http_perform(run->client, run->e, &req, r);
-    http_handle_parts_free(&parts);
+    release(t);
+    note_status(run, status);
+}
+
+static void prepare_request(transfer *t)
+{
+    http_opts *o = t->run->o;
+    resil_http_request *req = &t->req;
+    resil_http_request_default(req);
+    req->method = http_opts_method(o);
+    req->headers = t->parts.headers;
+    req->key_mode = o->key_mode;
+    req->key = o->key;
+    req->write_fn = http_sink_body;
+    req->write_data = &t->sink;
+    req->header_fn = http_sink_header;
+    req->header_data = &t->sink;
+    req->cancel = &cancel_token;
+    req->rng = policy_opts_rng(&o->po);
+    req->trace = o->trace_given ? &o->trace : NULL;
+    req->user = t;
+}
+
+/* Inside the fleet limits' permits, when there are any: 0 when the call
+ * may go on, else the exit status of a request they refused. The rate
+ * limit's wait is the one wait that blocks the loop. */
+static int fenced(transfer *t)
+{
+    const http_opts *o = t->run->o;
+    int rc = fleet_enter(&t->run->fleet, t->url, o->po.policy.max_total, &cancel_token,
+                         o->silent && !o->show_error, &t->permit);
+    if (rc != 0)
+        return rc == RESIL_EREJECTED ? EXIT_COULDNT_CONNECT : RESIL_EXIT_USAGE;
+    return 0;
+}
+
+/* Start URL t->index's call: 0 once started (its `done` may even have run
+ * already), else the exit status of a transfer that could not start. */
+static int start_call(transfer *t)
+{
+    http_run *run = t->run;
+    http_opts *o = run->o;
+    if (http_output_path(o, t->index, t->url, t->name, sizeof t->name, &t->path) != 0)
+        return EXIT_WRITE_ERROR;
+    http_sink_init(&t->sink, o, t->path, run->dump);
+    int rc = fenced(t);
+    if (rc != 0)
+        return rc;
+    if ((t->e = curl_easy_init()) == NULL || http_handle_setup(t->e, o, t->url, &t->parts) != 0)
+        return RESIL_EXIT_USAGE;
+    prepare_request(t);
+    o->hedge_to[0].url = t->url;
+    t->has_pending = false;
+    run->active++;
+    rc = resil_http_start(run->multi, t->e, &t->req, on_done, t, &t->x);
     if (rc != 0) {
-        fprintf(stderr, "resil http: %s: %s\n", url, resil_strerror(rc));
+        run->active--;
+        t->x = NULL;
+        fprintf(stderr, "resil http: %s: %s\n", t->url, resil_strerror(rc));
         return RESIL_EXIT_USAGE;
     }
     return 0;
 }
 
-/* Inside the fleet limits' permits, when there are any: 0 when the call
- * went on, or the exit status of a request the limits refused. */
-static int fenced_call(http_run *run, const char *url, http_sink *sink, resil_http_result *r)
+static void begin(http_run *run, transfer *t)
 {
-    const http_opts *o = run->o;
-    resil_bulkhead_ticket permit;
-    int rc = fleet_enter(&run->fleet, url, o->po.policy.max_total, &cancel_token,
-                         o->silent && !o->show_error, &permit);
-    if (rc != 0)
-        return rc == RESIL_EREJECTED ? EXIT_COULDNT_CONNECT : RESIL_EXIT_USAGE;
-    rc = call_url(run, url, sink, r);
-    fleet_leave(&permit);
-    return rc;
+    int status = start_call(t);
+    if (status == 0)
+        return;
+    if (t->e != NULL)
+        release(t);
+    else
+        fleet_leave(&t->permit);
+    note_status(run, status);
 }
 
-static int perform_url(http_run *run, int index)
+/* Start URLs in order while there is room: one at a time without -Z. */
+static void pump(http_run *run)
 {
-    http_opts *o = run->o;
-    const char *url = o->urls[index];
-    char name[1024];
-    const char *path;
-    if (http_output_path(o, index, url, name, sizeof name, &path) != 0)
-        return EXIT_WRITE_ERROR;
-    http_sink sink;
-    http_sink_init(&sink, o, path, run->dump);
-    run->rs.log.subject = url;
-    resil_http_result r;
-    int rc = fenced_call(run, url, &sink, &r);
-    if (rc != 0)
-        return rc;
-    log_stop(&run->rs, &r);
-    int status = exit_status(&r);
-    int written = http_sink_finish(&sink, status == 0);
-    if (status == 0 || status == EXIT_HTTP_ERROR)
-        status = written != 0 ? written : status;
-    if (status != 0 && status != EXIT_WRITE_ERROR)
-        report_failure(o, url, &r);
-    if (o->write_out != NULL) {
-        url_call c = {.o = o, .e = run->e, .url = url, .method = http_opts_method(o),
-                      .output = path, .r = &r, .sink = &sink, .status = status};
-        write_out_render(o->write_out, stdout, stderr, wo_value, &c);
+    const http_opts *o = run->o;
+    uint32_t most = o->parallel ? o->parallel_max : 1;
+    while (!run->stopping && run->next < o->nurls && run->active < most) {
+        if (resil_cancelled(&cancel_token)) {
+            run->stopping = true;
+            break;
+        }
+        begin(run, &run->xfers[run->next++]);
     }
-    return status;
+}
+
+static void run_transfers(http_run *run)
+{
+    const http_opts *o = run->o;
+    for (int i = 0; i < o->nurls; i++) {
+        transfer *t = &run->xfers[i];
+        *t = (transfer){.run = run, .index = i, .url = o->urls[i], .log = run->log};
+        t->log.subject = t->url;
+        t->beat.fn = on_beat;
+    }
+    pump(run);
+    while (run->active > 0) {
+        http_loop_run_once(&run->loop);
+        pump(run);
+    }
 }
 
 static FILE *open_log(const http_opts *o)
@@ -569,6 +732,29 @@ static int close_metrics(FILE *f, resil_metrics *m, const char *name, int status
     return rc != 0 && status == 0 ? EXIT_WRITE_ERROR : status;
 }
 
+/* The run's loop, client and multi handle, and the transfers on them. */
+static int run_all(http_run *run)
+{
+    if (http_loop_init(&run->loop) != 0) {
+        fprintf(stderr, "resil http: cannot make the event loop: %s\n", strerror(errno));
+        return RESIL_EXIT_USAGE;
+    }
+    run->cancel_all.fn = cancel_all;
+    run->xfers = calloc((size_t)run->o->nurls, sizeof *run->xfers);
+    int status = run->xfers == NULL || build_client(run) != 0 ? RESIL_EXIT_USAGE : 0;
+    if (status == 0) {
+        signals_reach(run);
+        run_transfers(run);
+        signals_reach(NULL);
+        status = run->status;
+    }
+    resil_http_multi_free(run->multi);
+    resil_http_client_free(run->client);
+    http_loop_destroy(&run->loop);
+    free(run->xfers);
+    return status;
+}
+
 static int execute(http_opts *o)
 {
     http_run run = {.o = o};
@@ -583,38 +769,24 @@ static int execute(http_opts *o)
         return RESIL_EXIT_USAGE;
     }
     FILE *metrics_out;
-    resil_metrics *metrics;
-    if (open_metrics(o, &metrics_out, &metrics) != 0) {
+    if (open_metrics(o, &metrics_out, &run.metrics) != 0) {
         if (run.dump != NULL && run.dump != stdout)
             fclose(run.dump);
         if (log != stderr)
             fclose(log);
         return RESIL_EXIT_USAGE;
     }
-    run.rs = (run_state){
-        .log = {.out = log, .format = o->log, .indent = "", .stamped = true, .subject_key = "url"},
-        .metrics = metrics};
-    heartbeat_clock hb;
-    run.e = curl_easy_init();
-    int status = run.e == NULL || build_client(o, &run.rs, &run.fleet, &hb, &run.client) != 0
-                     ? RESIL_EXIT_USAGE
-                     : 0;
-    for (int i = 0; status != RESIL_EXIT_USAGE && i < o->nurls; i++) {
-        if (resil_cancelled(&cancel_token))
-            break;
-        o->hedge_to[0].url = o->urls[i];
-        int s = perform_url(&run, i);
-        if (s != 0)
-            status = s;
-    }
+    run.log = (attempt_log){.out = log, .format = o->log, .indent = "", .stamped = true,
+                            .subject_key = "url",
+                            .subject_in_text = o->parallel && o->nurls > 1};
+    run.every = o->heartbeat >= 0 ? o->heartbeat : heartbeat_default(&run.log);
+    int status = run_all(&run);
     int sig = __atomic_load_n(&cancel_signo, __ATOMIC_ACQUIRE);
     if (sig != 0)
         status = 128 + sig;
-    resil_http_client_free(run.client);
-    status = close_metrics(metrics_out, metrics, o->metrics_file, status);
+    status = close_metrics(metrics_out, run.metrics, o->metrics_file, status);
     chaos_opts_free(&o->chaos);
     fleet_close(&run.fleet);
-    curl_easy_cleanup(run.e);
     if (run.dump != NULL && run.dump != stdout && fclose(run.dump) != 0 && status == 0)
         status = EXIT_WRITE_ERROR;
     if (log != stderr)

@@ -50,10 +50,13 @@ static int build_headers(const http_opts *o, struct curl_slist **out)
 }
 
 /* -G: URL?DATA (or URL&DATA when it has a query). -T FILE on a URL ending
- * in '/': URL + FILE's name. NULL when the URL is used as it is. */
-static char *derived_url(const http_opts *o, const char *url)
+ * in '/': URL + FILE's name. *out stays NULL when the URL is used as it
+ * is; RESIL_ENOMEM when the derived one cannot be made (sending the URL
+ * as given would be a different request). */
+static int derived_url(const http_opts *o, const char *url, char **out)
 {
     const char *tail = NULL, *sep = "";
+    *out = NULL;
     if (o->get && o->data != NULL) {
         tail = o->data;
         sep = strchr(url, '?') != NULL ? "&" : "?";
@@ -61,12 +64,12 @@ static char *derived_url(const http_opts *o, const char *url)
         tail = o->upload_name;
     }
     if (tail == NULL)
-        return NULL;
+        return 0;
     size_t n = strlen(url) + strlen(sep) + strlen(tail) + 1;
-    char *u = malloc(n);
-    if (u != NULL)
-        snprintf(u, n, "%s%s%s", url, sep, tail);
-    return u;
+    if ((*out = malloc(n)) == NULL)
+        return RESIL_ENOMEM;
+    snprintf(*out, n, "%s%s%s", url, sep, tail);
+    return 0;
 }
 
 /* One -F part: NAME=VALUE, NAME=@FILE[;type=T][;filename=F], NAME=<FILE. */
@@ -195,8 +198,9 @@ int http_handle_setup(CURL *e, const http_opts *o, const char *url, http_handle_
 {
     memset(parts, 0, sizeof *parts);
     curl_easy_reset(e);
-    parts->url = derived_url(o, url);
-    int rc = build_headers(o, &parts->headers);
+    int rc = derived_url(o, url, &parts->url);
+    if (rc == 0)
+        rc = build_headers(o, &parts->headers);
     if (rc == 0)
         rc = build_form(e, o, &parts->mime);
     if (rc != 0) {

@@ -70,6 +70,13 @@ static void usage(FILE *out, const policy_opts *defaults)
           "  -s, --silent               no attempt record and no error message\n"
           "  -S, --show-error           with -s: the error message all the same\n"
           "  -v, --verbose              libcurl's account of each attempt\n"
+          "      --output-dir DIR       put the -o and -O files in DIR\n"
+          "\n"
+          "transfers (as curl):\n"
+          "  -Z, --parallel             run the URLs at once on one thread, each with\n"
+          "                             its own retries and the hosts' breakers; the\n"
+          "                             text record names each line's URL\n"
+          "      --parallel-max N       at most N at once (1 to 300, default 50)\n"
           "\n"
           "timeouts:\n"
           "      --connect-timeout SECS connect within this (default 10s)\n"
@@ -633,6 +640,7 @@ static void set_blank(http_opts *o)
     o->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
     o->stall_timeout = DEFAULT_STALL_TIMEOUT;
     o->heartbeat = -1;
+    o->parallel_max = HTTP_PARALLEL_DEFAULT;
     chaos_opts_default(&o->chaos);
 }
 

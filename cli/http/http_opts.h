@@ -25,6 +25,8 @@
 #include "write_out.h"
 
 #define MAX_URLS 256
+#define HTTP_PARALLEL_DEFAULT 50 /* curl's --parallel-max default and bound */
+#define HTTP_PARALLEL_MAX 300
 #define MAX_HINT_HEADERS 8
 
 /* -O in an output slot: the file is named after the URL's last segment. */
@@ -65,6 +67,7 @@ typedef struct http_opts {
     /* the output */
     const char *outputs[MAX_URLS]; /* -o FILE / -O per URL, in order; NULL: stdout */
     int noutputs;
+    const char *output_dir;    /* --output-dir DIR: before every -o/-O name */
     const char *dump_header;   /* -D FILE ('-': standard output) */
     bool include_headers;      /* -i */
     bool fail_with_body;       /* --fail-with-body */
@@ -72,6 +75,9 @@ typedef struct http_opts {
     bool show_error;           /* -S */
     bool verbose;              /* -v */
     write_out *write_out;      /* -w */
+    /* the transfers */
+    bool parallel;             /* -Z: the URLs at once, not one after another */
+    uint32_t parallel_max;     /* --parallel-max: at most this many at once */
     /* resilience */
     resil_retry_after_mode retry_after;
     resil_duration retry_after_max;

@@ -9,14 +9,9 @@
 
 #include "http_output.h"
 
-int http_output_path(const http_opts *o, int i, const char *url, char *buf, size_t cap,
-                     const char **out)
+/* The file name -O takes from the URL: its path's last segment. */
+static int remote_name(const char *url, char *buf, size_t cap)
 {
-    const char *slot = i < o->noutputs ? o->outputs[i] : NULL;
-    if (slot != HTTP_REMOTE_NAME) {
-        *out = slot;
-        return 0;
-    }
     const char *start = strstr(url, "://");
     start = start != NULL ? start + 3 : url;
     size_t path_end = strcspn(start, "?#");
@@ -32,6 +27,29 @@ int http_output_path(const http_opts *o, int i, const char *url, char *buf, size
     }
     memcpy(buf, slash + 1, n);
     buf[n] = '\0';
+    return 0;
+}
+
+int http_output_path(const http_opts *o, int i, const char *url, char *buf, size_t cap,
+                     const char **out)
+{
+    const char *slot = i < o->noutputs ? o->outputs[i] : NULL;
+    char remote[1024];
+    *out = NULL;
+    if (slot == NULL)
+        return 0; /* standard output: --output-dir does not apply (curl) */
+    if (slot == HTTP_REMOTE_NAME) {
+        if (remote_name(url, remote, sizeof remote) != 0)
+            return RESIL_EINVAL;
+        slot = remote;
+    }
+    /* --output-dir goes before every name, as curl puts it ("DIR/NAME") */
+    const char *dir = o->output_dir != NULL ? o->output_dir : "";
+    int n = snprintf(buf, cap, "%s%s%s", dir, dir[0] != '\0' ? "/" : "", slot);
+    if (n < 0 || (size_t)n >= cap) {
+        fprintf(stderr, "resil http: %s: the output file name is too long\n", url);
+        return RESIL_EINVAL;
+    }
     *out = buf;
     return 0;
 }

@@ -29,9 +29,10 @@ typedef struct http_sink {
     int open_errno;
 } http_sink;
 
-/* The output of URL number i: its -o/-O file name, or NULL for standard
- * output. -O without a name to take (a URL ending in '/') gives
- * RESIL_EINVAL and prints why. */
+/* The output of URL number i: its -o/-O file name (in --output-dir's
+ * directory, when given) written into buf, or NULL for standard output.
+ * -O without a name to take (a URL ending in '/') or a name longer than
+ * buf gives RESIL_EINVAL and prints why. */
 int http_output_path(const http_opts *o, int i, const char *url, char *buf, size_t cap,
                      const char **out);
 

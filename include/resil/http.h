@@ -332,7 +332,8 @@ typedef struct resil_http_request {
     size_t records_cap;
     union {            /* (a member that took a reserved slot: docs/abi.md) */
         void *user;    /* the call's own data, handed to the client's
-                          classifiers as ctx->user; NULL = none */
+                          classifiers as ctx->user and to its listener as
+                          ev->http->user; NULL = none */
         resil_reserved user_slot_;
     };
     union {            /* (a member that took a reserved slot: docs/abi.md) */

@@ -142,7 +142,12 @@ typedef struct resil_http_attrs {
     const char *method;         /* http.request.method: "GET", … */
     const char *server_address; /* server.address: host name or IP literal */
     int server_port;            /* server.port */
-    resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
+    union {            /* (a member that took a reserved slot: docs/abi.md) */
+        void *user;    /* the request's `user` (resil_http_request): tells
+                          apart the calls whose events one listener hears */
+        resil_reserved user_slot_;
+    };
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_http_attrs;
 
 /* server.address and server.port of an authority "scheme://host:port" (as

@@ -65,6 +65,8 @@ struct resil__hedge_pool {
     pthread_cond_t work;
     pthread_t *threads;
     uint32_t nthreads;
+    uint32_t started; /* workers running: none until the first blocking hedge */
+    bool start_tried;
     uint32_t idle; /* workers not yet promised a job */
     bool stopping;
     job *queue; /* ring of nthreads jobs */
@@ -100,6 +102,10 @@ int resil_hedge_opts_validate(const resil_hedge_opts *o, resil_err *err)
 }
 
 /* ---- the pool --------------------------------------------------------------- */
+
+/* The workers are started by the first blocking hedged execution, not with
+ * the pipeline: a pipeline that only ever runs on a loop (async.h, where a
+ * hedge is a concurrent operation) never makes a thread. */
 
 static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o);
 
@@ -174,7 +180,7 @@ static resil__hedge_pool *alloc_pool(uint32_t nthreads)
     resil__hedge_pool *pool = calloc(1, sizeof *pool);
     if (pool == NULL)
         return NULL;
-    pool->nthreads = pool->idle = nthreads;
+    pool->nthreads = nthreads;
     pool->nraces = 2 * nthreads;
     pool->threads = calloc(pool->nthreads, sizeof *pool->threads);
     pool->queue = calloc(pool->nthreads, sizeof *pool->queue);
@@ -224,12 +230,9 @@ int resil__hedge_pool_new(const resil_hedge_opts *o, resil__hedge_pool **out)
         free_pool(pool);
         return RESIL_ESYS;
     }
-    uint32_t ready = 0, started = 0;
+    uint32_t ready = 0;
     int rc = init_races(pool, &ready);
-    if (rc == 0)
-        rc = start_workers(pool, &started);
     if (rc != 0) {
-        stop_workers(pool, started);
         destroy_pool(pool, ready);
         return rc;
     }
@@ -241,7 +244,7 @@ void resil__hedge_pool_free(resil__hedge_pool *pool)
 {
     if (pool == NULL)
         return;
-    stop_workers(pool, pool->nthreads);
+    stop_workers(pool, pool->started);
     destroy_pool(pool, pool->nraces);
 }
 
@@ -250,6 +253,11 @@ void resil__hedge_pool_free(resil__hedge_pool *pool)
 static bool dispatch(resil__hedge_pool *pool, race *rc, uint32_t index)
 {
     pthread_mutex_lock(&pool->mu);
+    if (!pool->start_tried) { /* the workers start with the first blocking hedge */
+        pool->start_tried = true;
+        (void)start_workers(pool, &pool->started);
+        pool->idle = pool->started; /* a pool short of threads hedges less */
+    }
     bool ok = pool->idle > 0 && !pool->stopping;
     if (ok) {
         pool->idle--;

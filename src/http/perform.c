@@ -880,8 +880,10 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
     bool known = (c->registry != NULL || listened) &&
                  curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK &&
                  url != NULL && authority_of(url, call->authority) == 0;
-    if (listened)
+    if (listened) {
         resil__http_tel_attrs(&call->tel, known ? call->authority : NULL, call->method);
+        call->tel.attrs.user = r->user;
+    }
     if (c->registry != NULL && !known)
         return RESIL_EINVAL;
     call->hedged = hedgeable(call);

@@ -56,6 +56,7 @@ struct http_server {
     http_request *requests;
     size_t nrequests, cap_requests;
     conn *conns;
+    size_t serving, peak; /* requests being answered now, and at most at once */
 };
 
 /* ---- scripts ------------------------------------------------------------- */
@@ -401,6 +402,24 @@ static bool read_more(int fd, char *buf, size_t *len)
     return true;
 }
 
+/* A request's answer begins (+1) or ends (-1). */
+static void serving(http_server *s, int d)
+{
+    pthread_mutex_lock(&s->mu);
+    s->serving = d > 0 ? s->serving + 1 : s->serving - 1;
+    if (s->serving > s->peak)
+        s->peak = s->serving;
+    pthread_mutex_unlock(&s->mu);
+}
+
+size_t http_server_peak(http_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->peak;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 /* Serve one request from the buffer; false when the connection ends. */
 static bool serve_one(http_server *s, int fd, char *buf, size_t *len)
 {
@@ -429,9 +448,12 @@ static bool serve_one(http_server *s, int fd, char *buf, size_t *len)
     r.body_len = clen;
     record_request(s, &r, headers, (size_t)(end - 2 - headers), end);
     http_step st = next_step(s, r.target, strcspn(r.target, "?"));
-    if (st.delay_ms > 0 && !delay(s, st.delay_ms))
+    serving(s, 1);
+    bool keep = (st.delay_ms <= 0 || delay(s, st.delay_ms)) &&
+                answer(fd, &st, strcmp(r.method, "HEAD") == 0, close_after);
+    serving(s, -1);
+    if (!keep)
         return false;
-    bool keep = answer(fd, &st, strcmp(r.method, "HEAD") == 0, close_after);
     size_t used = head_len + clen;
     memmove(buf, buf + used, *len - used);
     *len -= used;

@@ -63,6 +63,11 @@ void http_server_script(http_server *s, const char *path, const http_step *steps
  * so a request costs the server no allocation. */
 void http_server_record(http_server *s, bool on);
 
+/* The most requests the server was answering at once (each counted from
+ * its arrival to the end of its answer, its delay included): how much
+ * concurrency a client really used. */
+size_t http_server_peak(http_server *s);
+
 /* Requests recorded for `path` (NULL: for every path). */
 size_t http_server_count(http_server *s, const char *path);
 /* The i-th (0-based) recorded request for `path` (NULL: of all), valid

@@ -5,6 +5,8 @@
  * what the tool wrote and its exit status — never how long it took, except
  * the one lower bound a server's Retry-After demands.
  */
+#include <dirent.h>
+
 #include "../integration/cli_harness.h"
 #include "http_server.h"
 
@@ -360,7 +362,7 @@ static void attempt_timeouts_exit_28(void **state)
             "--attempt-timeout", "100ms", url(f, "/slow"), NULL);
     assert_int_equal(r.status, 28);
     assert_int_equal(http_server_count(f->server, "/slow"), 2);
-    assert_contains(r.err, "curl 28");
+    assert_contains(r.err, "#2 timed out, attempts exhausted");
     cli_result_free(&r);
 }
 
@@ -530,6 +532,212 @@ static void hedged_get_takes_the_faster_answer(void **state)
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "fast\n");
     assert_int_equal(http_server_count(f->server, "/h"), 2);
+    cli_result_free(&r);
+}
+
+/* ---- several URLs at once: -Z ------------------------------------------------------- */
+
+static void wait_for_requests(cli_fx *f, const char *path, size_t n)
+{
+    while (http_server_count(f->server, path) < n) {
+        struct timespec tick = {0, 5 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+    }
+}
+
+/* The threads of process `pid`, from /proc. */
+static int threads_of(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void parallel_max_bounds_the_requests_in_flight(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 200, .delay_ms = 150, .body = "p\n"}));
+    char u[128];
+    http_server_url(f->server, "/p", u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-Z", "--parallel-max", "2", u, u, u, u, u, u, NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "p\np\np\np\np\np\n");
+    assert_int_equal(http_server_count(f->server, "/p"), 6);
+    assert_int_equal(http_server_peak(f->server), 2);
+    cli_result_free(&r);
+}
+
+static void without_a_max_six_urls_run_at_once(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 200, .delay_ms = 300, .body = "p\n"}));
+    char u[128];
+    http_server_url(f->server, "/p", u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--parallel", u, u, u, u, u, u, NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_peak(f->server), 6);
+    cli_result_free(&r);
+}
+
+static void without_parallel_one_url_at_a_time(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 200, .delay_ms = 50, .body = "p\n"}));
+    char u[128];
+    http_server_url(f->server, "/p", u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--parallel-max", "5", u, u, u, NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/p"), 3);
+    assert_int_equal(http_server_peak(f->server), 1);
+    cli_result_free(&r);
+}
+
+/* /wait's first answer asks for a retry in a second; /a answers at once:
+ * its transfer ends (and its -w line is written) while /wait waits. */
+static void a_retrying_transfer_holds_up_no_other(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/wait", STEPS({.status = 503, .retry_after = "1"}, OK_STEP));
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    char w[128], a[128];
+    http_server_url(f->server, "/wait", w, sizeof w);
+    http_server_url(f->server, "/a", a, sizeof a);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-Z", "-o", "/dev/null", "-o", "/dev/null", "-w",
+            "%{url} %{attempts}\\n", w, a, NULL);
+    assert_int_equal(r.status, 0);
+    char want[512];
+    snprintf(want, sizeof want, "%s 1\n%s 2\n", a, w);
+    assert_string_equal(r.out, want);
+    cli_result_free(&r);
+}
+
+/* curl's rule for -Z: the exit status of the last transfer to fail. */
+static void parallel_exit_status_is_the_last_failure(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/late", STEPS({.status = 404, .delay_ms = 300}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-Zs", "--retry", "0", url(f, "/late"),
+            "http://127.0.0.1:1/", NULL);
+    assert_int_equal(r.status, 22);
+    cli_result_free(&r);
+}
+
+static void with_parallel_each_text_line_names_its_url(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, OK_STEP));
+    http_server_script(f->server, "/b", STEPS(OK_STEP));
+    char a[128], b[128], line[300];
+    http_server_url(f->server, "/a", a, sizeof a);
+    http_server_url(f->server, "/b", b, sizeof b);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-Z", "--delay", "10ms", a, b, NULL);
+    assert_int_equal(r.status, 0);
+    snprintf(line, sizeof line, "resil: %s: #1 HTTP 503, wait", a);
+    assert_contains(r.err, line);
+    snprintf(line, sizeof line, "resil: %s: #2 ok", a);
+    assert_contains(r.err, line);
+    snprintf(line, sizeof line, "resil: %s: -> succeeded", b);
+    assert_contains(r.err, line);
+    cli_result_free(&r);
+}
+
+/* Two URLs, each hedged, all four requests held by the server: the tool
+ * runs them on its loop, with no thread but the signal thread. */
+static void hedged_parallel_gets_make_no_threads(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/h1", STEPS({.status = 200, .delay_ms = 20000}));
+    http_server_script(f->server, "/h2", STEPS({.status = 200, .delay_ms = 20000}));
+    char h1[128], h2[128];
+    http_server_url(f->server, "/h1", h1, sizeof h1);
+    http_server_url(f->server, "/h2", h2, sizeof h2);
+    pid_t pid = cli_start(f->dir, NULL, "http", "-Z", "--hedge", "10ms", h1, h2, NULL);
+    wait_for_requests(f, "/h1", 2);
+    wait_for_requests(f, "/h2", 2);
+    assert_int_equal(threads_of(pid), 2); /* the loop's and the signal thread */
+    kill(pid, SIGTERM);
+    cli_result r;
+    cli_wait(pid, f->dir, &r);
+    assert_int_equal(r.status, 143);
+    cli_result_free(&r);
+}
+
+static void a_hedged_get_without_parallel_makes_no_thread(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/h", STEPS({.status = 200, .delay_ms = 20000}));
+    pid_t pid = cli_start(f->dir, NULL, "http", "--hedge", "10ms", url(f, "/h"), NULL);
+    wait_for_requests(f, "/h", 2);
+    assert_int_equal(threads_of(pid), 2);
+    kill(pid, SIGINT);
+    cli_result r;
+    cli_wait(pid, f->dir, &r);
+    assert_int_equal(r.status, 130);
+    cli_result_free(&r);
+}
+
+static void sigint_cancels_every_parallel_transfer(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/slow", STEPS({.status = 200, .delay_ms = 20000}));
+    char u[128];
+    http_server_url(f->server, "/slow", u, sizeof u);
+    pid_t pid = cli_start(f->dir, NULL, "http", "-Z", "--parallel-max", "2", u, u, u, NULL);
+    wait_for_requests(f, "/slow", 2);
+    kill(pid, SIGINT);
+    cli_result r;
+    cli_wait(pid, f->dir, &r);
+    assert_int_equal(r.status, 130);
+    assert_int_equal(http_server_count(f->server, "/slow"), 2); /* the third never began */
+    cli_result_free(&r);
+}
+
+static void parallel_max_out_of_range_is_refused(void **state)
+{
+    cli_fx *f = *state;
+    const char *bad[] = {"0", "301", "-1", "ten"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cli_result r;
+        cli_run(&r, f->dir, NULL, "http", "-Z", "--parallel-max", bad[i], url(f, "/a"), NULL);
+        assert_int_equal(r.status, 125);
+        assert_contains(r.err, "--parallel-max");
+        assert_contains(r.err, "[1, 300]");
+        assert_int_equal(http_server_count(f->server, "/a"), 0);
+        cli_result_free(&r);
+    }
+}
+
+static void output_dir_holds_the_o_and_O_files(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/dir/file.txt", STEPS({.status = 200, .body = "file\n"}));
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    char a[128], file[128], dir[512];
+    http_server_url(f->server, "/a", a, sizeof a);
+    http_server_url(f->server, "/dir/file.txt", file, sizeof file);
+    snprintf(dir, sizeof dir, "%s/d", f->dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-Z", "--output-dir", "d", "-o", "x.txt", a, "-O", file,
+            NULL);
+    assert_int_equal(r.status, 0);
+    char *x = cli_read(f->dir, "d/x.txt"), *y = cli_read(f->dir, "d/file.txt");
+    assert_string_equal(x, "ok\n");
+    assert_string_equal(y, "file\n");
+    free(x);
+    free(y);
     cli_result_free(&r);
 }
 
@@ -996,6 +1204,17 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(two_503s_then_200_exit_0_after_three_requests),
+        T(parallel_max_bounds_the_requests_in_flight),
+        T(without_a_max_six_urls_run_at_once),
+        T(without_parallel_one_url_at_a_time),
+        T(a_retrying_transfer_holds_up_no_other),
+        T(parallel_exit_status_is_the_last_failure),
+        T(with_parallel_each_text_line_names_its_url),
+        T(hedged_parallel_gets_make_no_threads),
+        T(a_hedged_get_without_parallel_makes_no_thread),
+        T(sigint_cancels_every_parallel_transfer),
+        T(parallel_max_out_of_range_is_refused),
+        T(output_dir_holds_the_o_and_O_files),
         T(a_total_timeout_alone_cuts_the_profiles_attempt_timeout),
         T(none_and_zero_switch_the_profiles_timeouts_off),
         T(by_default_a_slow_answer_is_not_cut),

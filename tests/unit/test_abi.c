@@ -28,7 +28,7 @@ GREW_INTO_ROOM(resil_exec_opts, measure_elapsed, 1, 4);
 HAS_ROOM(resil_standard_opts, 4);
 GREW_INTO_ROOM(resil_call, hedge_keys, 3, 4);
 HAS_ROOM(resil_call_telemetry, 2);
-HAS_ROOM(resil_http_attrs, 2);
+GREW_INTO_ROOM(resil_http_attrs, user, 1, 2);
 HAS_ROOM(resil_tracer_opts, 4);
 HAS_ROOM(resil_timeout_opts, 4);
 HAS_ROOM(resil_metrics_opts, 3);
