@@ -601,6 +601,7 @@ const http_option http_curl_options[] = {
     {"--dump-header", "-D", true, opt_dump_header},
     {"--parallel", "-Z", false, opt_parallel},
     {"--parallel-max", NULL, true, opt_parallel_max},
+    {"--parallel-immediate", NULL, false, opt_accepted},
     {"--write-out", "-w", true, opt_write_out},
     {"--fail", "-f", false, opt_accepted},
     {"--fail-with-body", NULL, false, opt_fail_with_body},

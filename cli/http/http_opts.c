@@ -77,6 +77,8 @@ static void usage(FILE *out, const policy_opts *defaults)
           "                             its own retries and the hosts' breakers; the\n"
           "                             text record names each line's URL\n"
           "      --parallel-max N       at most N at once (1 to 300, default 50)\n"
+          "      --parallel-immediate   (the default: connections open at once rather\n"
+          "                             than wait to share one)\n"
           "\n"
           "timeouts:\n"
           "      --connect-timeout SECS connect within this (default 10s)\n"

@@ -36,6 +36,10 @@ static void script(http_server *s)
     http_server_script(s, "/dir/file.txt", &(http_step){.status = 200, .body = "file\n"}, 1);
     http_server_script(s, "/r", &(http_step){.status = 302, .body = "moved\n",
                                              .headers = "Location: /a\r\n"}, 1);
+    http_server_script(s, "/slow", &(http_step){.status = 200, .delay_ms = 300,
+                                                .body = "slow\n"}, 1);
+    http_server_script(s, "/slownf", &(http_step){.status = 404, .delay_ms = 300,
+                                                  .body = "late\n"}, 1);
     http_server_script(s, "/json", &(http_step){.status = 200, .body = "{\"ok\":true}\n",
                                                 .headers = "X-Trace: t-1\r\n"}, 1);
 }
@@ -92,6 +96,28 @@ static const scenario scenarios[] = {
     {"--retry N sends N+1 requests to a failing URL",
      {"-sf", "--retry", "1", "--retry-delay", "1", "{}/err"}, {0}, 22},
     {"--max-redirs bounds -L", {"-sfL", "--max-redirs", "0", "{}/r"}, {0}, 47},
+    {"--output-dir without -Z", {"-sf", "--output-dir", "d", "-o", "x.txt", "{}/a"},
+     {"d/x.txt"}, 0},
+};
+
+/* -Z: the requests leave in any order, so they are compared by target; the
+ * slow paths answer 300 ms late from the second server ("{2}"), so the
+ * order transfers end in (which decides standard output, -w's lines and
+ * the exit status) is known. */
+static const scenario parallel_scenarios[] = {
+    {"-Z writes each -o file", {"-sfZ", "-o", "a.txt", "{}/a", "-o", "b.txt", "{}/b"},
+     {"a.txt", "b.txt"}, 0},
+    {"-Z bodies reach stdout as transfers end", {"-sZ", "{2}/slow", "{}/a"}, {0}, 0},
+    {"-Z writes -w after each transfer as it ends",
+     {"-sfZ", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{url_effective} %{http_code}\\n",
+      "{2}/slow", "{}/nf"}, {0}, 22},
+    {"-Z exits with the last failure to end",
+     {"-sfZ", "--retry", "0", "{2}/slownf", "http://127.0.0.1:1/"}, {0}, 22},
+    {"-Z exits with the last failure to end, a refusal",
+     {"-sfZ", "--retry", "0", "--parallel-max", "1", "{}/nf", "http://127.0.0.1:1/"}, {0}, 7},
+    {"-Z with -O and --output-dir",
+     {"-sfZ", "--output-dir", "d", "-O", "{}/dir/file.txt", "-o", "x.txt", "{}/b"},
+     {"d/file.txt", "d/x.txt"}, 0},
 };
 
 static const char *curl_path(void)
@@ -137,9 +163,18 @@ static void prepare_dir(const char *dir)
 {
     cli_write(dir, "body.txt", "line one\nline two\r\n");
     cli_write(dir, "fmt.txt", "code=%{http_code}\\n");
+    char d[1024];
+    snprintf(d, sizeof d, "%s/d", dir);
+    assert_int_equal(mkdir(d, 0755), 0);
 }
 
 /* The words with "{}" replaced, after `program` (and "http" for resil). */
+/* The second server's URL, for "{2}": a host of its own, so that a -Z
+ * transfer to it never waits to share a connection with one to the first
+ * (curl's -Z waits to multiplex on one host unless --parallel-immediate;
+ * resil http opens its connections at once, as that flag asks). */
+static char other_base[128];
+
 static void run_side(side *s, http_server *srv, const scenario *sc, const char *program,
                      bool resil)
 {
@@ -152,12 +187,16 @@ static void run_side(side *s, http_server *srv, const scenario *sc, const char *
         argv[n++] = "http";
     for (int i = 0; i < MAX_WORDS && sc->words[i] != NULL; i++) {
         const char *w = sc->words[i];
-        const char *mark = strstr(w, "{}");
-        if (mark == NULL) {
+        const char *mark = strstr(w, "{}"), *mark2 = strstr(w, "{2}");
+        if (mark == NULL && mark2 == NULL) {
             argv[n++] = (char *)w;
             continue;
         }
-        snprintf(buf[i], sizeof buf[i], "%.*s%s%s", (int)(mark - w), w, base, mark + 2);
+        if (mark2 != NULL)
+            snprintf(buf[i], sizeof buf[i], "%.*s%s%s", (int)(mark2 - w), w, other_base,
+                     mark2 + 3);
+        else
+            snprintf(buf[i], sizeof buf[i], "%.*s%s%s", (int)(mark - w), w, base, mark + 2);
         argv[n++] = buf[i];
     }
     argv[n] = NULL;
@@ -196,15 +235,33 @@ static void assert_same_text(const char *what, const char *name, const char *cur
                  resil_text);
 }
 
-static void assert_same_requests(http_server *srv, const scenario *sc, const side *c,
-                                 const side *r)
+/* The side's i-th request, or with any_order its i-th by target. */
+static const http_request *nth_request(http_server *srv, bool any_order, const side *s,
+                                       size_t i)
+{
+    if (!any_order)
+        return http_server_request(srv, NULL, s->first_request + i);
+    const http_request *order[MAX_WORDS];
+    size_t n = s->requests < MAX_WORDS ? s->requests : MAX_WORDS;
+    for (size_t k = 0; k < n; k++) {
+        const http_request *q = http_server_request(srv, NULL, s->first_request + k);
+        size_t at = k;
+        for (; at > 0 && strcmp(order[at - 1]->target, q->target) > 0; at--)
+            order[at] = order[at - 1];
+        order[at] = q;
+    }
+    return order[i];
+}
+
+static void assert_same_requests(http_server *srv, const scenario *sc, bool any_order,
+                                 const side *c, const side *r)
 {
     if (c->requests != r->requests)
         fail_msg("%s: curl sent %zu requests, resil http %zu", sc->name, c->requests,
                  r->requests);
-    for (size_t i = 0; i < c->requests; i++) {
-        const http_request *qc = http_server_request(srv, NULL, c->first_request + i);
-        const http_request *qr = http_server_request(srv, NULL, r->first_request + i);
+    for (size_t i = 0; i < c->requests && i < MAX_WORDS; i++) {
+        const http_request *qc = nth_request(srv, any_order, c, i);
+        const http_request *qr = nth_request(srv, any_order, r, i);
         char hc[4096], hr[4096];
         comparable_head(qc->head, hc, sizeof hc);
         comparable_head(qr->head, hr, sizeof hr);
@@ -215,7 +272,7 @@ static void assert_same_requests(http_server *srv, const scenario *sc, const sid
     }
 }
 
-static void compare(http_server *srv, const scenario *sc, const char *curl)
+static void compare(http_server *srv, const scenario *sc, const char *curl, bool any_order)
 {
     side c, r;
     run_side(&c, srv, sc, curl, false);
@@ -233,7 +290,7 @@ static void compare(http_server *srv, const scenario *sc, const char *curl)
         free(cf);
         free(rf);
     }
-    assert_same_requests(srv, sc, &c, &r);
+    assert_same_requests(srv, sc, any_order, &c, &r);
     test_rmtree(c.dir);
     test_rmtree(r.dir);
     free(c.dir);
@@ -249,8 +306,15 @@ static void curl_and_resil_http_agree_on_every_scenario(void **state)
     http_server *srv = http_server_start();
     assert_non_null(srv);
     script(srv);
+    http_server *other = http_server_start();
+    assert_non_null(other);
+    script(other);
+    http_server_url(other, "", other_base, sizeof other_base);
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        compare(srv, &scenarios[i], curl);
+        compare(srv, &scenarios[i], curl, false);
+    for (size_t i = 0; i < sizeof parallel_scenarios / sizeof parallel_scenarios[0]; i++)
+        compare(srv, &parallel_scenarios[i], curl, true);
+    http_server_stop(other);
     http_server_stop(srv);
 }
 

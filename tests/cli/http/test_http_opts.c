@@ -151,6 +151,59 @@ static void urlencode_pieces_follow_curls_forms(void **state)
     free(p);
 }
 
+static void parallel_is_off_and_fifty_at_most_by_default(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "u"), 0);
+    assert_false(o.parallel);
+    assert_int_equal(o.parallel_max, 50);
+    http_opts_free(&o);
+}
+
+static void z_bundles_and_parallel_max_takes_one_to_300(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-sZ", "--parallel-max", "300", "u"), 0);
+    assert_true(o.parallel && o.silent);
+    assert_int_equal(o.parallel_max, 300);
+    http_opts_free(&o);
+    assert_int_equal(PARSE(&o, &err, "--parallel", "--parallel-max", "1", "u"), 0);
+    assert_int_equal(o.parallel_max, 1);
+    http_opts_free(&o);
+}
+
+static void parallel_max_zero_and_301_are_refused_by_name(void **state)
+{
+    (void)state;
+    const char *bad[] = {"0", "301", "", "2x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        http_opts o;
+        resil_err err;
+        assert_int_equal(PARSE(&o, &err, "-Z", "--parallel-max", (char *)bad[i], "u"),
+                         RESIL_EINVAL);
+        assert_non_null(strstr(err.message, "--parallel-max"));
+        assert_non_null(strstr(err.message, "[1, 300]"));
+        http_opts_free(&o);
+    }
+}
+
+static void output_dir_is_kept_and_must_not_be_empty(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--output-dir", "out", "-O", "u/f"), 0);
+    assert_string_equal(o.output_dir, "out");
+    http_opts_free(&o);
+    assert_int_equal(PARSE(&o, &err, "--output-dir", "", "u"), RESIL_EINVAL);
+    assert_non_null(strstr(err.message, "--output-dir"));
+    http_opts_free(&o);
+}
+
 static void unknown_write_out_variable_is_refused_by_name(void **state)
 {
     (void)state;
@@ -267,6 +320,10 @@ int main(void)
         cmocka_unit_test(an_attempt_timeout_lifts_the_profiles_total),
         cmocka_unit_test(seconds_take_curls_form_a_duration_or_none),
         cmocka_unit_test(urlencode_pieces_follow_curls_forms),
+        cmocka_unit_test(parallel_is_off_and_fifty_at_most_by_default),
+        cmocka_unit_test(z_bundles_and_parallel_max_takes_one_to_300),
+        cmocka_unit_test(parallel_max_zero_and_301_are_refused_by_name),
+        cmocka_unit_test(output_dir_is_kept_and_must_not_be_empty),
         cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
         cmocka_unit_test(a_bundle_with_an_unknown_letter_is_refused_whole),
         cmocka_unit_test(the_help_names_every_option),
