@@ -50,7 +50,8 @@ typedef struct resil_hedge_opts {
     void *hedge_on_ud;
     resil_budget *budget;       /* hedges draw from it; NULL = the pipeline's
                                    retry budget, if any. Not owned. */
-    uint32_t workers;           /* pool threads; 0 = 4 × (max_hedged + 1);
+    uint32_t workers;           /* pool threads, started by the first blocking
+                                   hedged execution; 0 = 4 × (max_hedged + 1);
                                    at most RESIL_HEDGE_MAX_WORKERS */
     bool wait_losers;           /* default false; see above */
     resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
