@@ -44,6 +44,7 @@
 #include "http_loop.h"
 #include "http_opts.h"
 #include "http_output.h"
+#include "telemetry_out.h"
 
 enum {
     EXIT_COULDNT_RESOLVE = 6,
@@ -80,7 +81,8 @@ typedef struct http_run {
     resil_http_client *client;
     resil_http_multi *multi;
     attempt_log log;
-    resil_metrics *metrics;        /* --metrics: the calls' figures, or NULL */
+    telemetry_out *tel;            /* --metrics, --otlp: the options' */
+    resil_span_context trace;      /* with --otlp and no --traceparent: the run's */
     resil_duration every;          /* the heartbeat's period; 0: none */
     fleet fleet;                   /* --fleet: shared breakers and limits */
     FILE *dump;                    /* -D's stream */
@@ -218,8 +220,7 @@ static void start_beating(transfer *t, const resil_event *ev)
 static void on_event(const resil_event *ev, void *ud)
 {
     http_run *run = ud;
-    if (run->metrics != NULL)
-        resil_metrics_on_event(ev, run->metrics);
+    telemetry_out_on_event(ev, run->tel);
     transfer *t = ev->http != NULL ? ev->http->user : NULL;
     if (t == NULL)
         return;
@@ -573,7 +574,9 @@ static void prepare_request(transfer *t)
     req->header_data = &t->sink;
     req->cancel = &cancel_token;
     req->rng = policy_opts_rng(&o->po);
-    req->trace = o->trace_given ? &o->trace : NULL;
+    req->trace = o->trace_given                          ? &o->trace
+                 : telemetry_out_tracing(t->run->tel) ? &t->run->trace
+                                                       : NULL;
     req->user = t;
 }
 
@@ -687,51 +690,6 @@ static FILE *open_dump(const http_opts *o, bool *failed)
     return f;
 }
 
-/* --metrics: the file is opened before any request, so a name that cannot
- * be written is refused while nothing has been sent. */
-static int open_metrics(const http_opts *o, FILE **out, resil_metrics **m)
-{
-    *out = NULL;
-    *m = NULL;
-    if (o->metrics_file == NULL)
-        return 0;
-    FILE *f = strcmp(o->metrics_file, "-") == 0 ? stderr : fopen(o->metrics_file, "w");
-    if (f == NULL) {
-        fprintf(stderr, "resil http: --metrics: cannot open '%s': %s\n", o->metrics_file,
-                strerror(errno));
-        return RESIL_EXIT_USAGE;
-    }
-    resil_err err;
-    if (resil_metrics_new(NULL, m, &err) != 0) {
-        fprintf(stderr, "resil http: --metrics: %s\n", err.message);
-        if (f != stderr)
-            fclose(f);
-        return RESIL_EXIT_USAGE;
-    }
-    *out = f;
-    return 0;
-}
-
-static int write_piece(const char *text, size_t len, void *ud)
-{
-    return fwrite(text, 1, len, ud) == len ? 0 : RESIL_ESYS;
-}
-
-/* The figures of every call made, then the file closed: a write that
- * fails makes the run's status EXIT_WRITE_ERROR unless it failed already. */
-static int close_metrics(FILE *f, resil_metrics *m, const char *name, int status)
-{
-    if (f == NULL)
-        return status;
-    int rc = resil_metrics_write_prometheus(m, write_piece, f);
-    if (f != stderr && fclose(f) != 0)
-        rc = RESIL_ESYS;
-    resil_metrics_free(m);
-    if (rc != 0)
-        fprintf(stderr, "resil http: --metrics: cannot write '%s'\n", name);
-    return rc != 0 && status == 0 ? EXIT_WRITE_ERROR : status;
-}
-
 /* The run's loop, client and multi handle, and the transfers on them. */
 static int run_all(http_run *run)
 {
@@ -768,8 +726,8 @@ static int execute(http_opts *o)
             fclose(run.dump);
         return RESIL_EXIT_USAGE;
     }
-    FILE *metrics_out;
-    if (open_metrics(o, &metrics_out, &run.metrics) != 0) {
+    run.tel = &o->tel; /* its spans' wall times: the loop's clock is the system's */
+    if (telemetry_out_open(run.tel, "resil http", resil_clock_system()) != 0) {
         if (run.dump != NULL && run.dump != stdout)
             fclose(run.dump);
         if (log != stderr)
@@ -780,11 +738,15 @@ static int execute(http_opts *o)
                             .subject_key = "url",
                             .subject_in_text = o->parallel && o->nurls > 1};
     run.every = o->heartbeat >= 0 ? o->heartbeat : heartbeat_default(&run.log);
+    if (telemetry_out_tracing(run.tel) && !o->trace_given)
+        resil_trace_new(policy_opts_rng(&o->po), true, &run.trace);
     int status = run_all(&run);
     int sig = __atomic_load_n(&cancel_signo, __ATOMIC_ACQUIRE);
     if (sig != 0)
         status = 128 + sig;
-    status = close_metrics(metrics_out, run.metrics, o->metrics_file, status);
+    /* a metrics file or an export that failed is an output not written */
+    if (telemetry_out_close(run.tel, "resil http") != 0 && status == 0)
+        status = EXIT_WRITE_ERROR;
     chaos_opts_free(&o->chaos);
     fleet_close(&run.fleet);
     if (run.dump != NULL && run.dump != stdout && fclose(run.dump) != 0 && status == 0)

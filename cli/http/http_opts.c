@@ -165,11 +165,10 @@ static void usage(FILE *out, const policy_opts *defaults)
           "                             (default: 10s on a terminal, else none)\n"
           "      --traceparent VALUE    continue this W3C trace: each attempt sends\n"
           "                             its own span id under the given trace id\n"
-          "      --metrics FILE         after the run, write the calls' metrics to\n"
-          "                             FILE (Prometheus text, OpenTelemetry names;\n"
-          "                             '-': standard error)\n"
           "\n",
           out);
+    fputs(telemetry_out_help, out);
+    fputs("\n", out);
     fputs(chaos_opts_help, out);
     fputs("\n"
           "  -h, --help                 this text\n"
@@ -347,7 +346,12 @@ static int parse_traceparent(http_opts *o, const args *a, const char *v)
 
 static int parse_metrics(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--metrics", "a file name", v, &o->metrics_file);
+    return telemetry_out_metrics(&o->tel, a, v);
+}
+
+static int parse_otlp(http_opts *o, const args *a, const char *v)
+{
+    return telemetry_out_otlp(&o->tel, a, v);
 }
 
 #ifdef RESIL_CLI_REDIS
@@ -388,6 +392,7 @@ static const http_option resil_options[] = {
     {"--heartbeat", NULL, true, parse_heartbeat},
     {"--traceparent", NULL, true, parse_traceparent},
     {"--metrics", NULL, true, parse_metrics},
+    {"--otlp", NULL, true, parse_otlp},
     {"--chaos-fail", NULL, true, parse_chaos_fail},
     {"--chaos-latency", NULL, true, parse_chaos_latency},
     {"--chaos-seed", NULL, true, parse_chaos_seed},

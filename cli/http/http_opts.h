@@ -21,6 +21,7 @@
 #include "chaos_opts.h"
 #include "fleet_values.h"
 #include "policy_opts.h"
+#include "telemetry_out.h"
 #include "resil/http.h"
 #include "write_out.h"
 
@@ -105,7 +106,7 @@ typedef struct http_opts {
     resil_duration heartbeat;  /* --heartbeat; -1: the default */
     resil_span_context trace;  /* --traceparent: the parent of every call */
     bool trace_given;
-    const char *metrics_file;  /* --metrics FILE ('-': standard error), or NULL */
+    telemetry_out tel;         /* --metrics FILE, --otlp URL */
     const char *urls[MAX_URLS];
     int nurls;
     char **argv_owned;         /* argv with short-option bundles split (heap) */
