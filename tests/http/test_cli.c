@@ -535,6 +535,22 @@ static void hedged_get_takes_the_faster_answer(void **state)
     cli_result_free(&r);
 }
 
+/* A wait longer than --heartbeat is a loop timer that beats every period. */
+static void a_long_wait_beats_every_heartbeat(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--delay", "350ms", "--jitter", "none", "--heartbeat",
+            "100ms", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    int beats = 0;
+    for (const char *p = r.err; (p = strstr(p, "resil: waiting, next attempt in ")) != NULL; p++)
+        beats++;
+    assert_int_equal(beats, 3);
+    cli_result_free(&r);
+}
+
 /* ---- several URLs at once: -Z ------------------------------------------------------- */
 
 static void wait_for_requests(cli_fx *f, const char *path, size_t n)
@@ -1204,6 +1220,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(two_503s_then_200_exit_0_after_three_requests),
+        T(a_long_wait_beats_every_heartbeat),
         T(parallel_max_bounds_the_requests_in_flight),
         T(without_a_max_six_urls_run_at_once),
         T(without_parallel_one_url_at_a_time),
