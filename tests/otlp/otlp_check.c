@@ -496,3 +496,25 @@ json_t *otlp_attr(json_t *list, const char *key)
     }
     return NULL;
 }
+
+const char *otlp_str_attr(json_t *attributes, const char *key)
+{
+    json_t *v = otlp_attr(attributes, key);
+    return v != NULL ? json_string_value(json_object_get(v, "stringValue")) : NULL;
+}
+
+json_t *otlp_metric(json_t *root, const char *name)
+{
+    json_t *sm = json_array_get(
+        json_object_get(json_array_get(json_object_get(root, "resourceMetrics"), 0),
+                        "scopeMetrics"),
+        0);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(sm, "metrics"), i, m)
+    {
+        if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0)
+            return m;
+    }
+    return NULL;
+}

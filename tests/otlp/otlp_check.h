@@ -28,5 +28,9 @@ json_t *otlp_check_metrics(const char *body, size_t len, char *why, size_t cap);
 
 /* The AnyValue of attribute `key` in an attribute list, or NULL. */
 json_t *otlp_attr(json_t *attributes, const char *key);
+/* Its stringValue, or NULL. */
+const char *otlp_str_attr(json_t *attributes, const char *key);
+/* The metric `name` of a checked metrics body's first scope, or NULL. */
+json_t *otlp_metric(json_t *root, const char *name);
 
 #endif

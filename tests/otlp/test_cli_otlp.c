@@ -60,12 +60,6 @@ static json_t *received(fx *f, const char *path, bool traces)
     return root;
 }
 
-static const char *str_attr(json_t *attrs, const char *key)
-{
-    json_t *v = otlp_attr(attrs, key);
-    return v != NULL ? json_string_value(json_object_get(v, "stringValue")) : NULL;
-}
-
 static json_t *resource_attrs(json_t *root, const char *list)
 {
     json_t *r = json_array_get(json_object_get(root, list), 0);
@@ -93,19 +87,10 @@ static json_t *span_named(json_t *spans, const char *name, size_t nth)
 
 static json_t *metric_named(json_t *root, const char *name)
 {
-    json_t *sm = json_array_get(
-        json_object_get(json_array_get(json_object_get(root, "resourceMetrics"), 0),
-                        "scopeMetrics"),
-        0);
-    size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(sm, "metrics"), i, m)
-    {
-        if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0)
-            return m;
-    }
-    fail_msg("no metric %s", name);
-    return NULL;
+    json_t *m = otlp_metric(root, name);
+    if (m == NULL)
+        fail_msg("no metric %s", name);
+    return m;
 }
 
 static void a_retried_call_exports_its_spans_under_one_new_trace(void **state)
@@ -118,7 +103,7 @@ static void a_retried_call_exports_its_spans_under_one_new_trace(void **state)
     assert_string_equal(r.out, "ok\n");
     assert_int_equal(http_server_count(f->receiver, "/v1/traces"), 1);
     json_t *root = received(f, "/v1/traces", true);
-    assert_string_equal(str_attr(resource_attrs(root, "resourceSpans"), "service.name"),
+    assert_string_equal(otlp_str_attr(resource_attrs(root, "resourceSpans"), "service.name"),
                         "resil");
     json_t *spans = spans_of(root);
     assert_int_equal(json_array_size(spans), 3);
@@ -131,8 +116,8 @@ static void a_retried_call_exports_its_spans_under_one_new_trace(void **state)
         assert_string_equal(json_string_value(json_object_get(a, "parentSpanId")), exec_id);
     }
     json_t *first = json_object_get(span_named(spans, "attempt", 0), "attributes");
-    assert_string_equal(str_attr(first, "http.request.method"), "GET");
-    assert_string_equal(str_attr(first, "server.address"), "127.0.0.1");
+    assert_string_equal(otlp_str_attr(first, "http.request.method"), "GET");
+    assert_string_equal(otlp_str_attr(first, "server.address"), "127.0.0.1");
     /* each attempt sent its own span as the traceparent's parent id */
     char sent[128];
     const http_request *q = http_server_request(f->server, "/a", 0);
@@ -170,13 +155,13 @@ static void the_metrics_are_flushed_at_exit_with_their_counts(void **state)
     unsetenv("OTEL_SERVICE_NAME");
     assert_int_equal(r.status, 0);
     json_t *root = received(f, "/v1/metrics", false);
-    assert_string_equal(str_attr(resource_attrs(root, "resourceMetrics"), "service.name"),
+    assert_string_equal(otlp_str_attr(resource_attrs(root, "resourceMetrics"), "service.name"),
                         "nightly-fetch");
     json_t *events = metric_named(root, "resilience.polly.strategy.events");
     json_t *point = json_array_get(json_object_get(json_object_get(events, "sum"), "dataPoints"),
                                    0);
     assert_string_equal(json_string_value(json_object_get(point, "asInt")), "1");
-    assert_string_equal(str_attr(json_object_get(point, "attributes"), "event.name"), "OnRetry");
+    assert_string_equal(otlp_str_attr(json_object_get(point, "attributes"), "event.name"), "OnRetry");
     json_t *attempts = metric_named(root, "resilience.polly.strategy.attempt.duration");
     json_t *hp = json_array_get(
         json_object_get(json_object_get(attempts, "histogram"), "dataPoints"), 0);

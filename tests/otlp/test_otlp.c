@@ -134,12 +134,6 @@ static json_t *received(world *w, const char *path, size_t i, bool traces)
     return root;
 }
 
-static const char *str_attr(json_t *attrs, const char *key)
-{
-    json_t *v = otlp_attr(attrs, key);
-    return v != NULL ? json_string_value(json_object_get(v, "stringValue")) : NULL;
-}
-
 static const char *int_attr(json_t *attrs, const char *key)
 {
     json_t *v = otlp_attr(attrs, key);
@@ -156,8 +150,8 @@ static void spans_of_a_retried_call_arrive_as_valid_otlp_with_their_values(void 
     json_t *root = received(w, "/v1/traces", 0, true);
     json_t *rs = json_array_get(json_object_get(root, "resourceSpans"), 0);
     json_t *res = json_object_get(json_object_get(rs, "resource"), "attributes");
-    assert_string_equal(str_attr(res, "service.name"), "checkout");
-    assert_string_equal(str_attr(res, "deployment.environment"), "prod eu");
+    assert_string_equal(otlp_str_attr(res, "service.name"), "checkout");
+    assert_string_equal(otlp_str_attr(res, "deployment.environment"), "prod eu");
     json_t *ss = json_array_get(json_object_get(rs, "scopeSpans"), 0);
     assert_string_equal(json_string_value(json_object_get(json_object_get(ss, "scope"), "name")),
                         "resil");
@@ -183,7 +177,7 @@ static void spans_of_a_retried_call_arrive_as_valid_otlp_with_their_values(void 
         char number[4];
         snprintf(number, sizeof number, "%zu", i);
         assert_string_equal(int_attr(attrs, "attempt.number"), number);
-        assert_string_equal(str_attr(attrs, "operation.key"), "GetOrder");
+        assert_string_equal(otlp_str_attr(attrs, "operation.key"), "GetOrder");
         json_t *status = json_object_get(a, "status");
         if (i < 2) {
             assert_int_equal(json_integer_value(json_object_get(status, "code")), 2);
@@ -193,7 +187,7 @@ static void spans_of_a_retried_call_arrive_as_valid_otlp_with_their_values(void 
                 json_object_get(otlp_attr(attrs, "attempt.handled"), "boolValue")));
         } else {
             assert_null(status);
-            assert_string_equal(str_attr(attrs, "resil.stop"), "succeeded");
+            assert_string_equal(otlp_str_attr(attrs, "resil.stop"), "succeeded");
         }
         double wait = json_number_value(
             json_object_get(otlp_attr(attrs, "resil.attempt.wait_before_ms"), "doubleValue"));
@@ -213,19 +207,10 @@ static void spans_of_a_retried_call_arrive_as_valid_otlp_with_their_values(void 
 
 static json_t *metric_named(json_t *root, const char *name)
 {
-    json_t *sm = json_array_get(
-        json_object_get(json_array_get(json_object_get(root, "resourceMetrics"), 0),
-                        "scopeMetrics"),
-        0);
-    size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(sm, "metrics"), i, m)
-    {
-        if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0)
-            return m;
-    }
-    fail_msg("no metric %s", name);
-    return NULL;
+    json_t *m = otlp_metric(root, name);
+    if (m == NULL)
+        fail_msg("no metric %s", name);
+    return m;
 }
 
 static void metrics_arrive_as_valid_otlp_with_names_units_and_points(void **state)
@@ -245,9 +230,9 @@ static void metrics_arrive_as_valid_otlp_with_names_units_and_points(void **stat
     json_t *point = json_array_get(json_object_get(sum, "dataPoints"), 0);
     assert_string_equal(json_string_value(json_object_get(point, "asInt")), "2");
     json_t *attrs = json_object_get(point, "attributes");
-    assert_string_equal(str_attr(attrs, "event.name"), "OnRetry");
-    assert_string_equal(str_attr(attrs, "event.severity"), "Warning");
-    assert_string_equal(str_attr(attrs, "pipeline.name"), "orders");
+    assert_string_equal(otlp_str_attr(attrs, "event.name"), "OnRetry");
+    assert_string_equal(otlp_str_attr(attrs, "event.severity"), "Warning");
+    assert_string_equal(otlp_str_attr(attrs, "pipeline.name"), "orders");
 
     json_t *pipeline = metric_named(root, "resilience.polly.pipeline.duration");
     assert_string_equal(json_string_value(json_object_get(pipeline, "unit")), "ms");
