@@ -161,7 +161,8 @@ static void the_metrics_are_flushed_at_exit_with_their_counts(void **state)
     json_t *point = json_array_get(json_object_get(json_object_get(events, "sum"), "dataPoints"),
                                    0);
     assert_string_equal(json_string_value(json_object_get(point, "asInt")), "1");
-    assert_string_equal(otlp_str_attr(json_object_get(point, "attributes"), "event.name"), "OnRetry");
+    assert_string_equal(otlp_str_attr(json_object_get(point, "attributes"), "event.name"),
+                        "OnRetry");
     json_t *attempts = metric_named(root, "resilience.polly.strategy.attempt.duration");
     json_t *hp = json_array_get(
         json_object_get(json_object_get(attempts, "histogram"), "dataPoints"), 0);
