@@ -80,6 +80,7 @@ struct resil_limiter {
     const resil_limiter_ops *ops; /* NULL = built in */
     void *self;
     resil_bulkhead *bh;
+    const _Atomic uint64_t *bh_word; /* its state word: in flight, read inline */
     resil_limiter_opts opts;
     resil_clock *clock;
     pthread_mutex_t mu; /* the estimator's state and the stripes' last counts */
@@ -208,6 +209,7 @@ int resil_limiter_new(const resil_limiter_opts *o, resil_limiter **out, resil_er
         free(l);
         return rc;
     }
+    l->bh_word = resil__bulkhead_word(l->bh);
     if (pthread_mutex_init(&l->mu, NULL) != 0) {
         resil_bulkhead_free(l->bh);
         free(l);
@@ -322,7 +324,8 @@ static void sweep(resil_limiter *l)
 static bool may_park(resil_limiter *l)
 {
     return atomic_load_explicit(&l->no_parking, memory_order_seq_cst) == 0 &&
-           resil_bulkhead_in_flight(l->bh) <= atomic_load_explicit(&l->limit, memory_order_relaxed);
+           resil__bulkhead_word_in_flight(l->bh_word) <=
+               atomic_load_explicit(&l->limit, memory_order_relaxed);
 }
 
 /* A permit that ends, with its sample's count (0 or SAMPLE_ONE): parked in
@@ -372,24 +375,21 @@ static void granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now
 {
     t->owner = l;
     t->start = now;
-    t->in_flight = resil_bulkhead_in_flight(l->bh);
+    t->in_flight = resil__bulkhead_word_in_flight(l->bh_word);
     t->queued = queued;
 }
 
-/* Both acquires, `wait` false without a queue. A call admitted without
- * queueing reads no clock: it started at the caller's `now`. */
-static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
-                   resil_limiter_ticket *t)
+/* Everything but the thread's parked permit: another implementation, or
+ * the bulkhead. Out of line, so that the parked permit pays no frame. */
+__attribute__((noinline)) static int acquire_slow(resil_limiter *l, resil_cancel *cancel,
+                                                  bool wait, resil_instant now,
+                                                  resil_limiter_ticket *t)
 {
     empty(t);
     if (l->ops != NULL) {
         int rc = l->ops->acquire(l->self, cancel, wait, now, t);
         t->owner = rc == 0 ? l : NULL;
         return rc;
-    }
-    if (take_parked(my_stripe(l))) {
-        granted(l, t, now, 0);
-        return 0;
     }
     resil_bulkhead_ticket bt;
     hold_parking(l);
@@ -400,6 +400,18 @@ static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_inst
         return rc;
     granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);
     return 0;
+}
+
+/* Both acquires, `wait` false without a queue. A call admitted without
+ * queueing reads no clock: it started at the caller's `now`. */
+static inline int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
+                          resil_limiter_ticket *t)
+{
+    if (l->ops == NULL && take_parked(my_stripe(l))) {
+        granted(l, t, now, 0);
+        return 0;
+    }
+    return acquire_slow(l, cancel, wait, now, t);
 }
 
 int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
@@ -556,7 +568,7 @@ static summary drain(resil_limiter *l)
 static bool window_over(resil_limiter *l, resil_instant now)
 {
     resil_instant start = atomic_load_explicit(&l->window_start, memory_order_relaxed);
-    if (resil_dur_sub(now, start) < l->opts.window)
+    if (resil__sub_sat(now, start) < l->opts.window)
         return false;
     return pending(l) >= (uint64_t)l->opts.window_samples;
 }
@@ -575,8 +587,9 @@ static void move_limit(resil_limiter *l, int32_t from, int32_t to)
     }
 }
 
-/* Close the window if nobody else is: summarise, estimate, move the bound. */
-static void close_window(resil_limiter *l, resil_instant now)
+/* Close the window if nobody else is: summarise, estimate, move the bound.
+ * Out of line: the releases that do not close one pay no frame for it. */
+__attribute__((noinline)) static void close_window(resil_limiter *l, resil_instant now)
 {
     if (pthread_mutex_trylock(&l->mu) != 0)
         return;
@@ -611,7 +624,7 @@ void resil_limiter_release_at(resil_limiter_ticket *t, resil_verdict v, resil_in
         put_back(l, s, 0);
         return;
     }
-    add_sample(s, resil_dur_sub(now, t->start), t->in_flight, v == RESIL_BREAKER_FAILURE);
+    add_sample(s, resil__sub_sat(now, t->start), t->in_flight, v == RESIL_BREAKER_FAILURE);
     put_back(l, s, SAMPLE_ONE);
     if (window_over(l, now))
         close_window(l, now);
