@@ -45,9 +45,10 @@ void resil__lower_copy(char *dst, size_t cap, const char *src);
 
 /* resil_retry_execute without its argument and policy checks, for callers
  * that validated the policy once up front (a pipeline, at build): the
- * execution path then pays for no validation. */
-void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
-                      resil_op_fn op, void *user, resil_retry_result *out);
+ * execution path then pays for no validation. Returns 0, so that
+ * resil_retry_execute can end in it (a jump, not a frame of its own). */
+int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
+                     resil_op_fn op, void *user, resil_retry_result *out);
 
 /* The rate limiter's acquire, one round at a time (ratelimit.c): 0 with
  * the permits, RESIL__RATE_WAIT with *wait to sleep before the next round,
