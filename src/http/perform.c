@@ -113,19 +113,20 @@ struct http_call {
     bool watch;           /* a progress callback watches for cancellation */
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     bool on_loop;         /* its attempts' timeouts are the loop's timers */
-    http_attempt *att[RESIL_HEDGE_MAX + 1];
     uint32_t natt;
     char *url;                             /* the request's URL, copied, when routed:
                                               url_copy, or allocated when longer */
-    char url_copy[URL_COPY_MAX];
-    const char *plan[RESIL_HEDGE_MAX + 1]; /* attempt k's endpoint (ctx->hedge = k) */
     size_t nplan;
+    /* set as needed, not cleared per call: the arrays are read below natt
+     * and nplan only, the text once written */
+    http_attempt *att[RESIL_HEDGE_MAX + 1];
+    const char *plan[RESIL_HEDGE_MAX + 1]; /* attempt k's endpoint (ctx->hedge = k) */
     const char *plan_keys[RESIL_HEDGE_MAX + 1]; /* their breakers' keys */
-    /* text, set as needed (not cleared per call) */
     struct curl_slist key_node;
     char key_header[sizeof KEY_HEADER + 2 + RESIL_HTTP_KEY_MAX];
     char key[RESIL_HTTP_KEY_MAX + 1];
     char authority[RESIL_BREAKER_NAME_MAX];
+    char url_copy[URL_COPY_MAX];
     resil__http_tel tel;
     struct curl_slist *headers; /* what attempts send after their trace headers */
 };
@@ -919,7 +920,7 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
                    const resil_http_request *r)
 {
     bool on_loop = pool != NULL;
-    memset(call, 0, offsetof(http_call, key_node));
+    memset(call, 0, offsetof(http_call, att));
     call->client = c;
     call->on_loop = on_loop;
     call->pool = on_loop ? pool : &c->pool;
