@@ -214,7 +214,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     out->rejected_by = resil__rejected_by(&out->cause);
     if (out->rejected_by == RESIL_STRATEGY_NONE && out->stop == RESIL_STOP_REFUSED)
         out->rejected_by = RESIL_STRATEGY_RETRY;
-    out->elapsed = resil_dur_sub(ex.last_now, start);
+    out->elapsed = resil__sub_sat(ex.last_now, start);
     if (resil__listening(p))
         report_execution(&r, out);
     resil__run_drop_breakers(&r);

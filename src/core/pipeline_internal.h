@@ -202,8 +202,19 @@ static inline void resil__chain(const resil__run *r, size_t i, const resil__fram
 {
     r->p->nodes[i].step(r, i, f, out);
 }
-void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_duration queued, resil_outcome *out);
+/* The strategies below an admission (a bulkhead's, an adaptive limiter's)
+ * start where it ended: a fresh reading of the clock only when the caller
+ * waited in the queue (resil__chain_after_queue). */
+void resil__chain_after_queue(const resil__run *r, size_t i, const resil__frame *f,
+                              resil_outcome *out);
+static inline void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
+                                         resil_duration queued, resil_outcome *out)
+{
+    if (queued <= 0)
+        resil__chain(r, i + 1, f, out);
+    else
+        resil__chain_after_queue(r, i, f, out);
+}
 
 /* Strategies (pipeline_strategies.c, hedge.c). */
 void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f,
