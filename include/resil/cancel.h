@@ -11,7 +11,9 @@
  * must not allocate. Its fields are private. A token may be linked to a
  * parent: firing the parent fires every linked child (an attempt token under
  * the execution's token). Firing is idempotent and thread-safe; the fired
- * check is a single atomic load.
+ * check is an atomic load per token from it up to the nearest ancestor that
+ * anything waits on (a child joins its parent's list only when it is first
+ * waited on or given a waited-on child).
  */
 #ifndef RESIL_CANCEL_H
 #define RESIL_CANCEL_H
@@ -28,6 +30,8 @@ struct resil_cancel {
                                     atomic; on Linux the futex word */
     int reason;                  /* RESIL_ECANCELED or RESIL_ETIMEDOUT */
     int lock;                    /* spinlock over the child list */
+    int unlinked;                /* atomic: 1 while a child is not yet in
+                                    its parent's list (fills padding) */
     struct resil_cancel *parent; /* guarded by parent->lock */
     struct resil_cancel *first_child, *next_sibling, *prev_sibling;
 #ifndef __linux__

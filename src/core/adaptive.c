@@ -55,14 +55,22 @@
 #define TAKEN_MASK (UINT64_C(0x7fffffff) << 1)
 #define SAMPLE_ONE (UINT64_C(1) << 32)       /* bits 32..63: samples left */
 
+/* The latencies have two sums: one only the stripe's first thread (its
+ * owner) adds to, with a load and a store, read as a difference from the
+ * last drain; and one every other thread that lands on the stripe adds to
+ * with an atomic add, emptied by the drain. So the thread a stripe is
+ * usually alone with pays no locked instruction for its sample. */
 typedef struct stripe {
     _Alignas(64) _Atomic uint64_t word;
-    _Atomic int64_t rtt_sum;
+    _Atomic uint64_t rtt_own;    /* modulo 2^64 */
+    _Atomic int64_t rtt_shared;
+    _Atomic uint32_t owner;      /* the owner's thread number + 1; 0 = none yet */
     _Atomic int32_t max_in_flight;
     _Atomic bool dropped;
-    /* the word's counts at the last drain (written under mu) */
+    /* the counts at the last drain (written under mu) */
     _Atomic uint32_t samples_seen;
     uint32_t taken_seen;
+    uint64_t rtt_own_seen;
 } stripe;
 
 typedef struct summary {
@@ -80,6 +88,7 @@ struct resil_limiter {
     const resil_limiter_ops *ops; /* NULL = built in */
     void *self;
     resil_bulkhead *bh;
+    const _Atomic uint64_t *bh_word; /* its state word: in flight, read inline */
     resil_limiter_opts opts;
     resil_clock *clock;
     pthread_mutex_t mu; /* the estimator's state and the stripes' last counts */
@@ -208,6 +217,7 @@ int resil_limiter_new(const resil_limiter_opts *o, resil_limiter **out, resil_er
         free(l);
         return rc;
     }
+    l->bh_word = resil__bulkhead_word(l->bh);
     if (pthread_mutex_init(&l->mu, NULL) != 0) {
         resil_bulkhead_free(l->bh);
         free(l);
@@ -268,15 +278,22 @@ const char *resil_limiter_impl_name(const resil_limiter *l)
 #define INITIAL_EXEC
 #endif
 
-/* The calling thread's stripe: threads are numbered once, in order. */
-static stripe *my_stripe(resil_limiter *l)
+/* The calling thread's number + 1: threads are numbered once, in order. */
+static uint32_t my_number(void)
 {
     static _Atomic uint32_t next;
-    static _Thread_local uint32_t mine INITIAL_EXEC = UINT32_MAX;
-    if (mine == UINT32_MAX)
-        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-    return &l->stripes[mine % STRIPES];
+    static _Thread_local uint32_t mine INITIAL_EXEC = 0;
+    if (mine == 0)
+        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % (UINT32_MAX - 1) + 1;
+    return mine;
 }
+
+static stripe *stripe_of(resil_limiter *l, uint32_t number)
+{
+    return &l->stripes[(number - 1) % STRIPES];
+}
+
+static stripe *my_stripe(resil_limiter *l) { return stripe_of(l, my_number()); }
 
 static void return_permit(resil_limiter *l)
 {
@@ -322,7 +339,8 @@ static void sweep(resil_limiter *l)
 static bool may_park(resil_limiter *l)
 {
     return atomic_load_explicit(&l->no_parking, memory_order_seq_cst) == 0 &&
-           resil_bulkhead_in_flight(l->bh) <= atomic_load_explicit(&l->limit, memory_order_relaxed);
+           resil__bulkhead_word_in_flight(l->bh_word) <=
+               atomic_load_explicit(&l->limit, memory_order_relaxed);
 }
 
 /* A permit that ends, with its sample's count (0 or SAMPLE_ONE): parked in
@@ -372,24 +390,21 @@ static void granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now
 {
     t->owner = l;
     t->start = now;
-    t->in_flight = resil_bulkhead_in_flight(l->bh);
+    t->in_flight = resil__bulkhead_word_in_flight(l->bh_word);
     t->queued = queued;
 }
 
-/* Both acquires, `wait` false without a queue. A call admitted without
- * queueing reads no clock: it started at the caller's `now`. */
-static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
-                   resil_limiter_ticket *t)
+/* Everything but the thread's parked permit: another implementation, or
+ * the bulkhead. Out of line, so that the parked permit pays no frame. */
+__attribute__((noinline)) static int acquire_slow(resil_limiter *l, resil_cancel *cancel,
+                                                  bool wait, resil_instant now,
+                                                  resil_limiter_ticket *t)
 {
     empty(t);
     if (l->ops != NULL) {
         int rc = l->ops->acquire(l->self, cancel, wait, now, t);
         t->owner = rc == 0 ? l : NULL;
         return rc;
-    }
-    if (take_parked(my_stripe(l))) {
-        granted(l, t, now, 0);
-        return 0;
     }
     resil_bulkhead_ticket bt;
     hold_parking(l);
@@ -400,6 +415,18 @@ static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_inst
         return rc;
     granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);
     return 0;
+}
+
+/* Both acquires, `wait` false without a queue. A call admitted without
+ * queueing reads no clock: it started at the caller's `now`. */
+static inline int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
+                          resil_limiter_ticket *t)
+{
+    if (l->ops == NULL && take_parked(my_stripe(l))) {
+        granted(l, t, now, 0);
+        return 0;
+    }
+    return acquire_slow(l, cancel, wait, now, t);
 }
 
 int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
@@ -497,9 +524,27 @@ static int32_t apply(resil_limiter *l, double target)
 
 /* ---- sampling ------------------------------------------------------------------- */
 
-static void add_sample(stripe *s, resil_duration rtt, int32_t in_flight, bool dropped)
+/* Is thread `me` the stripe's owner? The first to ask becomes it. */
+static bool owns(stripe *s, uint32_t me)
 {
-    atomic_fetch_add_explicit(&s->rtt_sum, rtt, memory_order_relaxed);
+    uint32_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+    if (owner == 0 && atomic_compare_exchange_strong_explicit(&s->owner, &owner, me,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed))
+        return true;
+    return owner == me;
+}
+
+static void add_sample(stripe *s, uint32_t me, resil_duration rtt, int32_t in_flight,
+                       bool dropped)
+{
+    if (owns(s, me))
+        atomic_store_explicit(&s->rtt_own,
+                              atomic_load_explicit(&s->rtt_own, memory_order_relaxed) +
+                                  (uint64_t)rtt,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&s->rtt_shared, rtt, memory_order_relaxed);
     int32_t m = atomic_load_explicit(&s->max_in_flight, memory_order_relaxed);
     while (in_flight > m && !atomic_compare_exchange_weak_explicit(
                                 &s->max_in_flight, &m, in_flight, memory_order_relaxed,
@@ -543,7 +588,10 @@ static summary drain(resil_limiter *l)
         uint32_t now = samples_in(atomic_load_explicit(&st->word, memory_order_acquire));
         s.count += (uint32_t)(now - atomic_load_explicit(&st->samples_seen, memory_order_relaxed));
         atomic_store_explicit(&st->samples_seen, now, memory_order_relaxed);
-        sum += atomic_exchange_explicit(&st->rtt_sum, 0, memory_order_relaxed);
+        uint64_t own = atomic_load_explicit(&st->rtt_own, memory_order_relaxed);
+        sum += (int64_t)(own - st->rtt_own_seen);
+        st->rtt_own_seen = own;
+        sum += atomic_exchange_explicit(&st->rtt_shared, 0, memory_order_relaxed);
         int32_t m = atomic_exchange_explicit(&st->max_in_flight, 0, memory_order_relaxed);
         s.max_in_flight = m > s.max_in_flight ? m : s.max_in_flight;
         s.dropped |= atomic_exchange_explicit(&st->dropped, false, memory_order_relaxed);
@@ -556,7 +604,7 @@ static summary drain(resil_limiter *l)
 static bool window_over(resil_limiter *l, resil_instant now)
 {
     resil_instant start = atomic_load_explicit(&l->window_start, memory_order_relaxed);
-    if (resil_dur_sub(now, start) < l->opts.window)
+    if (resil__sub_sat(now, start) < l->opts.window)
         return false;
     return pending(l) >= (uint64_t)l->opts.window_samples;
 }
@@ -575,8 +623,9 @@ static void move_limit(resil_limiter *l, int32_t from, int32_t to)
     }
 }
 
-/* Close the window if nobody else is: summarise, estimate, move the bound. */
-static void close_window(resil_limiter *l, resil_instant now)
+/* Close the window if nobody else is: summarise, estimate, move the bound.
+ * Out of line: the releases that do not close one pay no frame for it. */
+__attribute__((noinline)) static void close_window(resil_limiter *l, resil_instant now)
 {
     if (pthread_mutex_trylock(&l->mu) != 0)
         return;
@@ -606,12 +655,13 @@ void resil_limiter_release_at(resil_limiter_ticket *t, resil_verdict v, resil_in
         l->ops->release(l->self, t, v, now);
         return;
     }
-    stripe *s = my_stripe(l);
+    uint32_t me = my_number();
+    stripe *s = stripe_of(l, me);
     if (v == RESIL_BREAKER_IGNORED) {
         put_back(l, s, 0);
         return;
     }
-    add_sample(s, resil_dur_sub(now, t->start), t->in_flight, v == RESIL_BREAKER_FAILURE);
+    add_sample(s, me, resil__sub_sat(now, t->start), t->in_flight, v == RESIL_BREAKER_FAILURE);
     put_back(l, s, SAMPLE_ONE);
     if (window_over(l, now))
         close_window(l, now);

@@ -521,6 +521,8 @@ void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
     pthread_mutex_unlock(&b->mu);
 }
 
+const _Atomic uint64_t *resil__bulkhead_word(const resil_bulkhead *b) { return &b->word; }
+
 int32_t resil_bulkhead_in_flight(const resil_bulkhead *b)
 {
     if (b->ops != NULL)

@@ -3,9 +3,20 @@
  *
  * The token is checked on every hot path, created twice per pipeline
  * execution (the total timeout's and the attempt's) and fired rarely, so it
- * is built to cost nothing until it fires: making one is a handful of stores,
- * linking it to a parent is one uncontended test-and-set, and the fired
- * check is a single atomic load.
+ * is built to cost nothing until it fires: making one is a handful of stores
+ * and the fired check is an atomic load.
+ *
+ * A child is not put in its parent's list when it is made. Until something
+ * waits on it (or on a child of its own, which needs it in the list so that
+ * a fire from above reaches that waiter), it answers "fired?" by looking at
+ * itself and then up its chain of parents, and a fire from above needs no
+ * walk to reach it. Almost every child lives and dies without a waiter (an
+ * attempt that succeeds), so the two lock round trips of linking and
+ * unlinking — four atomic exchanges per pipeline execution — are spent only
+ * when a wait can use them. The flag that says so is read before the state,
+ * so a reader that finds a child linked also sees the fire the link copied
+ * down from the parent; a fire aimed at an unlinked child whose parent has
+ * already fired keeps the parent's reason, as a linked child would have.
  *
  * That rules out a mutex and a condition variable per token (their
  * initialisation alone cost more than the rest of the token). On Linux a
@@ -20,9 +31,10 @@
  * mutex: POSIX grants the static initialiser only to static mutexes, and a
  * spinlock's release is a plain store. Its critical sections are a few
  * pointer writes, except a fire, which walks its subtree.
- * Locks are only ever taken ancestor first, descendant second (firing walks
- * down, linking and unlinking lock just the parent), so the tree cannot
- * deadlock. Everything a fire does to a token — its state, its wake-up, its
+ * Firing walks down, taking an ancestor's lock before a descendant's;
+ * unlinking locks just the parent; linking a child late holds the child's
+ * lock while it takes the parent's, but nothing walks down into a child
+ * that is not yet in the list, so no two threads can wait on each other. Everything a fire does to a token — its state, its wake-up, its
  * children — happens inside that token's lock, so destroy, after waiting for
  * the lock to be free, knows no firer can still be touching the memory its
  * owner is about to reuse.
@@ -45,6 +57,25 @@ enum { ARMED = 0, FIRED = 1, SLEEPING = 2 };
 static bool load_fired(const resil_cancel *c)
 {
     return __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == FIRED;
+}
+
+static bool is_unlinked(const resil_cancel *c)
+{
+    return __atomic_load_n(&c->unlinked, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* The nearest token from `c` up that has fired, looking past `c` only
+ * while the token looked at is not in its parent's list; NULL if none. */
+static const resil_cancel *fired_from(const resil_cancel *c)
+{
+    for (; c != NULL; c = c->parent) {
+        bool unlinked = is_unlinked(c); /* before the state: see the top */
+        if (load_fired(c))
+            return c;
+        if (!unlinked)
+            return NULL;
+    }
+    return NULL;
 }
 
 /* ---- the spinlock over a token's child list ------------------------------ */
@@ -72,8 +103,9 @@ static void spin_lock(int *lock)
 
 static void spin_unlock(int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
 
-/* Returns once whoever held the lock has released it. */
-static void spin_wait_free(int *lock)
+/* Returns once whoever held the lock has released it. Out of line: a
+ * destroy finds the lock free, and should not pay this loop's frame. */
+__attribute__((noinline)) static void spin_wait_free(int *lock)
 {
     unsigned spins = 0;
     while (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != 0)
@@ -181,6 +213,7 @@ static int mark_fired(resil_cancel *c, int reason)
     return __atomic_exchange_n(&c->state, FIRED, __ATOMIC_ACQ_REL);
 }
 
+/* A child fired on its own before it was linked keeps its reason. */
 static void link_child(resil_cancel *parent, resil_cancel *c)
 {
     spin_lock(&parent->lock);
@@ -188,9 +221,24 @@ static void link_child(resil_cancel *parent, resil_cancel *c)
     if (parent->first_child != NULL)
         parent->first_child->prev_sibling = c;
     parent->first_child = c;
-    if (load_fired(parent))
+    if (load_fired(parent) && !load_fired(c))
         mark_fired(c, __atomic_load_n(&parent->reason, __ATOMIC_RELAXED));
     spin_unlock(&parent->lock);
+}
+
+/* Put `c`, and every unlinked token above it, in its parent's list: from
+ * now on a fire from above walks down to it. */
+static void link_up(resil_cancel *c)
+{
+    if (c == NULL || !is_unlinked(c))
+        return;
+    link_up(c->parent);
+    spin_lock(&c->lock);
+    if (__atomic_load_n(&c->unlinked, __ATOMIC_RELAXED)) {
+        link_child(c->parent, c);
+        __atomic_store_n(&c->unlinked, 0, __ATOMIC_RELEASE);
+    }
+    spin_unlock(&c->lock);
 }
 
 int resil_cancel_init(resil_cancel *c, resil_cancel *parent)
@@ -198,16 +246,13 @@ int resil_cancel_init(resil_cancel *c, resil_cancel *parent)
     c->state = ARMED;
     c->reason = 0;
     c->lock = 0;
+    c->unlinked = parent != NULL;
     c->parent = parent;
     c->first_child = c->next_sibling = c->prev_sibling = NULL;
-    if (sleeper_init(c) != 0)
-        return RESIL_ESYS;
-    if (parent != NULL)
-        link_child(parent, c);
-    return 0;
+    return sleeper_init(c) != 0 ? RESIL_ESYS : 0;
 }
 
-static void unlink_child(resil_cancel *c)
+__attribute__((noinline)) static void unlink_child(resil_cancel *c)
 {
     resil_cancel *parent = c->parent;
     spin_lock(&parent->lock);
@@ -225,9 +270,10 @@ void resil_cancel_destroy(resil_cancel *c)
 {
     if (c == NULL)
         return;
-    if (c->parent != NULL)
+    if (c->parent != NULL && !is_unlinked(c))
         unlink_child(c); /* after this no fire can come down from above */
-    spin_wait_free(&c->lock); /* nor is one aimed at c still inside it */
+    if (__atomic_load_n(&c->lock, __ATOMIC_ACQUIRE) != 0)
+        spin_wait_free(&c->lock); /* nor is one aimed at c still inside it */
     sleeper_destroy(c);
 }
 
@@ -250,18 +296,20 @@ static void fire_tree(resil_cancel *c, int reason)
  * fired, whoever did it. */
 void resil_cancel_fire_reason(resil_cancel *c, int reason)
 {
+    const resil_cancel *above = fired_from(c);
+    if (above != NULL && above != c)
+        reason = __atomic_load_n(&above->reason, __ATOMIC_RELAXED);
     fire_tree(c, reason < 0 ? reason : RESIL_ECANCELED);
 }
 
 void resil_cancel_fire(resil_cancel *c) { resil_cancel_fire_reason(c, RESIL_ECANCELED); }
 
-bool resil_cancel_fired(const resil_cancel *c) { return load_fired(c); }
+bool resil_cancel_fired(const resil_cancel *c) { return fired_from(c) != NULL; }
 
 int resil_cancel_reason(const resil_cancel *c)
 {
-    if (!load_fired(c))
-        return 0;
-    return __atomic_load_n(&c->reason, __ATOMIC_RELAXED);
+    const resil_cancel *f = fired_from(c);
+    return f != NULL ? __atomic_load_n(&f->reason, __ATOMIC_RELAXED) : 0;
 }
 
 /*
@@ -274,6 +322,7 @@ int resil_cancel_wait_until(resil_cancel *c, int64_t deadline_ns)
 {
     if (deadline_ns < 0)
         deadline_ns = 0;
+    link_up(c);
     for (;;) {
         int s = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
         if (s == FIRED)

@@ -16,13 +16,7 @@
 
 resil_duration resil_dur_add(resil_duration a, resil_duration b) { return resil__add_sat(a, b); }
 
-resil_duration resil_dur_sub(resil_duration a, resil_duration b)
-{
-    resil_duration r;
-    if (!__builtin_sub_overflow(a, b, &r))
-        return r;
-    return b < 0 ? INT64_MAX : INT64_MIN;
-}
+resil_duration resil_dur_sub(resil_duration a, resil_duration b) { return resil__sub_sat(a, b); }
 
 /* The double nearest INT64_MAX is 2^63, which does not fit: compare against
  * it with >= and clamp before converting. */

@@ -45,9 +45,10 @@ void resil__lower_copy(char *dst, size_t cap, const char *src);
 
 /* resil_retry_execute without its argument and policy checks, for callers
  * that validated the policy once up front (a pipeline, at build): the
- * execution path then pays for no validation. */
-void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
-                      resil_op_fn op, void *user, resil_retry_result *out);
+ * execution path then pays for no validation. Returns 0, so that
+ * resil_retry_execute can end in it (a jump, not a frame of its own). */
+int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
+                     resil_op_fn op, void *user, resil_retry_result *out);
 
 /* The rate limiter's acquire, one round at a time (ratelimit.c): 0 with
  * the permits, RESIL__RATE_WAIT with *wait to sleep before the next round,
@@ -157,6 +158,15 @@ static inline int64_t resil__add_sat(int64_t a, int64_t b)
     return b > 0 ? INT64_MAX : INT64_MIN;
 }
 
+/* a − b, saturating: resil_dur_sub() for the hot paths, without a call. */
+static inline int64_t resil__sub_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (!__builtin_sub_overflow(a, b, &r))
+        return r;
+    return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
 /* a·b for a, b >= 0, saturating at INT64_MAX; 0 when either is <= 0. */
 static inline int64_t resil__mul_sat(int64_t a, int64_t b)
 {
@@ -199,6 +209,13 @@ static inline double resil__draw(uint64_t seed, uint64_t n)
  * at once, in order (bulkhead.c). */
 struct resil_bulkhead;
 void resil__bulkhead_set_limit(struct resil_bulkhead *b, uint32_t limit);
+/* A built-in bulkhead's state word, whose low half counts the permits
+ * taken: the adaptive limiter reads it on every call, without a call. */
+const _Atomic uint64_t *resil__bulkhead_word(const struct resil_bulkhead *b);
+static inline int32_t resil__bulkhead_word_in_flight(const _Atomic uint64_t *w)
+{
+    return (int32_t)(uint32_t)atomic_load_explicit(w, memory_order_relaxed);
+}
 
 /* A seed from the OS (through the calling thread's generator), never 0. */
 uint64_t resil__os_seed(void);

@@ -9,9 +9,10 @@
  * pipeline because each kind appears at most once (the retry at most
  * RESIL_PIPELINE_MAX_RETRIES times).
  *
- * Executing is a switch-dispatched walk down that array (resil__chain):
- * no function pointers per node to chase, no allocation, and a pipeline
- * without listeners pays one well-predicted branch per possible event.
+ * Executing is a walk down that array (resil__chain): each level calls the
+ * next level's step, fixed by kind when the pipeline is built, and the
+ * last calls the operation; no allocation, and a pipeline without
+ * listeners pays one well-predicted branch per possible event.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,60 +61,59 @@ resil_strategy_kind resil__rejected_by(const resil_outcome *o)
 
 /* ---- the walk --------------------------------------------------------------- */
 
-static void call_op(const resil__run *r, const resil__frame *f, resil_outcome *out)
+static void call_op(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out)
 {
+    (void)i;
     resil_attempt_ctx ctx = resil__frame_ctx(r, f);
     *out = r->op(&ctx);
 }
 
-void resil__chain(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out)
+static void pass_through(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out)
 {
-    if (i >= r->p->nnodes) {
-        call_op(r, f, out);
-        return;
-    }
-    switch (r->p->nodes[i].kind) {
+    resil__chain(r, i + 1, f, out);
+}
+
+static resil__step_fn *step_of(resil_strategy_kind k)
+{
+    switch (k) {
     case RESIL_STRATEGY_RATE_LIMITER:
-        resil__run_rate_limiter(r, i, f, out);
-        return;
+        return resil__run_rate_limiter;
     case RESIL_STRATEGY_BULKHEAD:
-        resil__run_bulkhead(r, i, f, out);
-        return;
+        return resil__run_bulkhead;
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
-        resil__run_timeout(r, i, f, out);
-        return;
+        return resil__run_timeout;
     case RESIL_STRATEGY_RETRY:
-        resil__run_retry(r, i, f, out);
-        return;
+        return resil__run_retry;
     case RESIL_STRATEGY_BREAKER:
-        resil__run_breaker(r, i, f, out);
-        return;
+        return resil__run_breaker;
     case RESIL_STRATEGY_HEDGING:
-        resil__run_hedging(r, i, f, out);
-        return;
+        return resil__run_hedging;
     case RESIL_STRATEGY_FALLBACK:
-        resil__run_fallback(r, i, f, out);
-        return;
+        return resil__run_fallback;
     case RESIL_STRATEGY_DEGRADE:
-        resil__run_degrade(r, i, f, out);
-        return;
+        return resil__run_degrade;
     case RESIL_STRATEGY_CHAOS_FAULT:
     case RESIL_STRATEGY_CHAOS_OUTCOME:
     case RESIL_STRATEGY_CHAOS_LATENCY:
     case RESIL_STRATEGY_CHAOS_BEHAVIOR:
-        resil__run_chaos(r, i, f, out);
-        return;
+        return resil__run_chaos;
     case RESIL_STRATEGY_ADAPTIVE_LIMITER:
-        resil__run_adaptive_limiter(r, i, f, out);
-        return;
+        return resil__run_adaptive_limiter;
     case RESIL_STRATEGY_THROTTLE:
-        resil__run_throttle(r, i, f, out);
-        return;
+        return resil__run_throttle;
     default:
-        resil__chain(r, i + 1, f, out);
-        return;
+        return pass_through;
     }
+}
+
+/* Each level's step, and the operation's after the last. */
+static void fix_steps(resil_pipeline *p)
+{
+    for (size_t i = 0; i < p->nnodes; i++)
+        p->nodes[i].step = step_of(p->nodes[i].kind);
+    p->nodes[p->nnodes].step = call_op;
 }
 
 /* ---- executing ----------------------------------------------------------------- */
@@ -214,7 +214,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     out->rejected_by = resil__rejected_by(&out->cause);
     if (out->rejected_by == RESIL_STRATEGY_NONE && out->stop == RESIL_STOP_REFUSED)
         out->rejected_by = RESIL_STRATEGY_RETRY;
-    out->elapsed = resil_dur_sub(ex.last_now, start);
+    out->elapsed = resil__sub_sat(ex.last_now, start);
     if (resil__listening(p))
         report_execution(&r, out);
     resil__run_drop_breakers(&r);
@@ -806,6 +806,7 @@ static int freeze(resil_pipeline *p, resil_err *err)
         return rc;
     insert_single_attempt(p);
     freeze_retries(p);
+    fix_steps(p);
     if ((rc = start_hedging(p, err)) != 0)
         return rc;
     if (resil__pipeline_warnings(p) != 0)

@@ -1131,7 +1131,7 @@ static void finish(resil_exec *x)
     out->rejected_by = resil__rejected_by(&out->cause);
     if (out->rejected_by == RESIL_STRATEGY_NONE && out->stop == RESIL_STOP_REFUSED)
         out->rejected_by = RESIL_STRATEGY_RETRY;
-    out->elapsed = resil_dur_sub(x->ex.last_now, x->start);
+    out->elapsed = resil__sub_sat(x->ex.last_now, x->start);
     if (resil__listening(x->p))
         report_execution(x);
     x->finished = true;

@@ -22,8 +22,16 @@
 #define RESIL__MAX_NODES (RESIL_STRATEGY_KIND_COUNT + RESIL_PIPELINE_MAX_RETRIES)
 
 typedef struct resil__hedge_pool resil__hedge_pool;
+struct resil__run;
+struct resil__frame;
+
+/* One level of the blocking walk: strategy i's part (pipeline_strategies.c
+ * and its siblings), or the operation itself past the last strategy. */
+typedef void resil__step_fn(const struct resil__run *r, size_t i, const struct resil__frame *f,
+                            resil_outcome *out);
 
 typedef struct resil__node {
+    resil__step_fn *step; /* fixed at build, by kind */
     resil_strategy_kind kind;
     bool implicit; /* the single attempt of a pipeline without retry */
     bool inner;    /* a retry inside another: it leaves the result alone */
@@ -53,7 +61,7 @@ typedef struct resil__node {
 struct resil_pipeline {
     char name[RESIL_PIPELINE_NAME_MAX];
     resil_clock *clock;
-    resil__node nodes[RESIL__MAX_NODES];
+    resil__node nodes[RESIL__MAX_NODES + 1]; /* + the operation's step, after the last */
     size_t nnodes;
     resil_breaker_classify_fn classify;
     void *classify_ud;
@@ -183,12 +191,30 @@ static inline resil_attempt_ctx resil__frame_ctx(const resil__run *r, const resi
                                .trace = r->trace};
 }
 
-/* The outcome is written through `out`, not returned: an outcome is 88
+/* The rest of the walk from level i: one indirect call to the step the
+ * build fixed for that level (the operation's after the last strategy),
+ * rather than a bounds check and a switch on the kind at every level.
+ * The outcome is written through `out`, not returned: an outcome is 88
  * bytes, and copying it up through every level cost more than the rest of
  * the walk. */
-void resil__chain(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out);
-void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_duration queued, resil_outcome *out);
+static inline void resil__chain(const resil__run *r, size_t i, const resil__frame *f,
+                                resil_outcome *out)
+{
+    r->p->nodes[i].step(r, i, f, out);
+}
+/* The strategies below an admission (a bulkhead's, an adaptive limiter's)
+ * start where it ended: a fresh reading of the clock only when the caller
+ * waited in the queue (resil__chain_after_queue). */
+void resil__chain_after_queue(const resil__run *r, size_t i, const resil__frame *f,
+                              resil_outcome *out);
+static inline void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
+                                         resil_duration queued, resil_outcome *out)
+{
+    if (queued <= 0)
+        resil__chain(r, i + 1, f, out);
+    else
+        resil__chain_after_queue(r, i, f, out);
+}
 
 /* Strategies (pipeline_strategies.c, hedge.c). */
 void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f,

@@ -80,16 +80,9 @@ void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *
 
 /* ---- bulkhead ------------------------------------------------------------------ */
 
-/* The strategies below an admission (a bulkhead's, an adaptive limiter's)
- * start where it ended: a fresh reading of the clock only when the caller
- * waited in the queue. */
-void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_duration queued, resil_outcome *out)
+void resil__chain_after_queue(const resil__run *r, size_t i, const resil__frame *f,
+                              resil_outcome *out)
 {
-    if (queued <= 0) {
-        resil__chain(r, i + 1, f, out);
-        return;
-    }
     resil__frame inner = *f;
     inner.now = resil__read_now(r);
     resil__chain(r, i + 1, &inner, out);

@@ -327,6 +327,17 @@ static resil_stop run(resil__retry_exec *x, resil_op_fn op, void *user)
     }
 }
 
+/* A policy the quick predicate refused: worded, and run if the worded
+ * checks pass after all. Out of line, so the common path keeps no frame. */
+__attribute__((noinline)) static int execute_checked(const resil_retry_policy *p,
+                                                     const resil_exec_opts *opts,
+                                                     resil_op_fn op, void *user,
+                                                     resil_retry_result *out, resil_err *err)
+{
+    int rc = resil_retry_policy_validate(p, err);
+    return rc != 0 ? rc : resil__retry_run(p, opts, op, user, out);
+}
+
 int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts,
                         resil_op_fn op, void *user, resil_retry_result *out,
                         resil_err *err)
@@ -334,17 +345,13 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
     if (p == NULL || op == NULL || out == NULL)
         return resil_err_set(err, RESIL_EINVAL,
                              "retry: policy, operation and result must not be NULL");
-    if (!policy_valid(p)) {
-        int rc = resil_retry_policy_validate(p, err);
-        if (rc != 0)
-            return rc;
-    }
-    resil__retry_run(p, opts, op, user, out);
-    return 0;
+    if (!policy_valid(p))
+        return execute_checked(p, opts, op, user, out, err);
+    return resil__retry_run(p, opts, op, user, out);
 }
 
-void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
-                      resil_op_fn op, void *user, resil_retry_result *out)
+int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
+                     resil_op_fn op, void *user, resil_retry_result *out)
 {
     resil__retry_exec x;
     resil_instant start;
@@ -352,4 +359,5 @@ void resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
     if (s == RESIL_STOP_NONE)
         s = run(&x, op, user);
     resil__rx_end(&x, s, start);
+    return 0;
 }

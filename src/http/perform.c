@@ -44,13 +44,16 @@
 #define POOL_KEEP 64                    /* idle attempt states a client keeps */
 #define BUF_KEEP ((size_t)4 << 20)      /* larger buffers are freed when pooled */
 #define METHOD_CAP 24
+#define URL_COPY_MAX 256                /* a routed call's URL kept without malloc */
 #define KEY_HEADER "Idempotency-Key"
 
 /* Idle attempt states, with their buffers' memory. The client's pool
  * serves its blocking calls from any thread; a multi handle has its own,
- * used on its loop's thread and as deep as its calls have been at once. */
+ * used on its loop's thread and as deep as its calls have been at once.
+ * The lock guards a push or a pop of one list node: a spinlock, whose
+ * lock and unlock cost a tenth of a mutex's on every request. */
 struct http_pool {
-    pthread_mutex_t mu;
+    pthread_spinlock_t mu;
     struct http_attempt *free;
     size_t n, keep;
     size_t buf_keep; /* larger buffers are freed when pooled */
@@ -78,8 +81,18 @@ typedef struct http_attempt {
     resil__http_trace_hdr trace; /* this attempt's trace headers, when traced */
 } http_attempt;
 
+/* A hedge-route endpoint and the breaker key its authority gives, read
+ * once when the client is made rather than on every hedged call; an empty
+ * key marks an endpoint without an authority. */
+typedef struct route_key {
+    const char *url; /* the route's own string: plans hand out this pointer */
+    char key[RESIL_BREAKER_NAME_MAX];
+} route_key;
+
 struct resil_http_client {
     resil_http_opts opts;
+    route_key *route_keys; /* with breakers and a hedge route */
+    size_t nroute_keys;
     resil_registry *registry; /* NULL without breakers */
     bool own_registry;
     resil_bulkhead *bulkhead; /* NULL without a concurrency limit */
@@ -100,18 +113,20 @@ struct http_call {
     bool watch;           /* a progress callback watches for cancellation */
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     bool on_loop;         /* its attempts' timeouts are the loop's timers */
-    http_attempt *att[RESIL_HEDGE_MAX + 1];
     uint32_t natt;
-    char *url;                             /* the request's URL, copied, when routed */
-    const char *plan[RESIL_HEDGE_MAX + 1]; /* attempt k's endpoint (ctx->hedge = k) */
+    char *url;                             /* the request's URL, copied, when routed:
+                                              url_copy, or allocated when longer */
     size_t nplan;
+    /* set as needed, not cleared per call: the arrays are read below natt
+     * and nplan only, the text once written */
+    http_attempt *att[RESIL_HEDGE_MAX + 1];
+    const char *plan[RESIL_HEDGE_MAX + 1]; /* attempt k's endpoint (ctx->hedge = k) */
     const char *plan_keys[RESIL_HEDGE_MAX + 1]; /* their breakers' keys */
-    /* text, set as needed (not cleared per call) */
     struct curl_slist key_node;
     char key_header[sizeof KEY_HEADER + 2 + RESIL_HTTP_KEY_MAX];
     char key[RESIL_HTTP_KEY_MAX + 1];
     char authority[RESIL_BREAKER_NAME_MAX];
-    char plan_authority[RESIL_HEDGE_MAX + 1][RESIL_BREAKER_NAME_MAX];
+    char url_copy[URL_COPY_MAX];
     resil__http_tel tel;
     struct curl_slist *headers; /* what attempts send after their trace headers */
 };
@@ -156,7 +171,7 @@ static void attempt_free(http_attempt *a)
 
 static void pool_init(http_pool *p, size_t keep, size_t buf_keep)
 {
-    pthread_mutex_init(&p->mu, NULL);
+    pthread_spin_init(&p->mu, PTHREAD_PROCESS_PRIVATE);
     p->free = NULL;
     p->n = 0;
     p->keep = keep;
@@ -169,18 +184,18 @@ static void pool_drain(http_pool *p)
         next = a->next_free;
         attempt_free(a);
     }
-    pthread_mutex_destroy(&p->mu);
+    pthread_spin_destroy(&p->mu);
 }
 
 static http_attempt *pool_take(http_pool *p)
 {
-    pthread_mutex_lock(&p->mu);
+    pthread_spin_lock(&p->mu);
     http_attempt *a = p->free;
     if (a != NULL) {
         p->free = a->next_free;
         p->n--;
     }
-    pthread_mutex_unlock(&p->mu);
+    pthread_spin_unlock(&p->mu);
     return a != NULL ? a : calloc(1, sizeof *a);
 }
 
@@ -190,14 +205,14 @@ static void pool_give(http_pool *p, http_attempt *a)
     resil__http_head_clear(&a->head, p->buf_keep);
     a->easy = NULL;
     a->call = NULL;
-    pthread_mutex_lock(&p->mu);
+    pthread_spin_lock(&p->mu);
     bool keep = p->n < p->keep;
     if (keep) {
         a->next_free = p->free;
         p->free = a;
         p->n++;
     }
-    pthread_mutex_unlock(&p->mu);
+    pthread_spin_unlock(&p->mu);
     if (!keep)
         attempt_free(a);
 }
@@ -643,6 +658,29 @@ static int make_shared_objects(resil_http_client *c, resil_err *err)
     return resil_registry_new(&ro, &c->registry, err);
 }
 
+/* Every hedge-route endpoint's breaker key, when breakers need them. */
+static int read_route_keys(resil_http_client *c)
+{
+    const resil_route_opts *ro = c->opts.hedge_route;
+    if (ro == NULL || c->registry == NULL)
+        return 0;
+    size_t n = 0;
+    for (size_t g = 0; g < ro->ngroups; g++)
+        n += ro->groups[g].len;
+    c->route_keys = calloc(n, sizeof *c->route_keys);
+    if (c->route_keys == NULL)
+        return RESIL_ENOMEM;
+    for (size_t g = 0; g < ro->ngroups; g++) {
+        for (size_t e = 0; e < ro->groups[g].len; e++) {
+            route_key *k = &c->route_keys[c->nroute_keys++];
+            k->url = ro->groups[g].endpoints[e].url;
+            if (resil_http_authority(k->url, k->key, sizeof k->key) != 0)
+                k->key[0] = '\0';
+        }
+    }
+    return 0;
+}
+
 int resil_http_client_new(const resil_http_opts *o, resil_http_client **out, resil_err *err)
 {
     if (out == NULL)
@@ -657,6 +695,8 @@ int resil_http_client_new(const resil_http_opts *o, resil_http_client **out, res
     c->opts = *o;
     pool_init(&c->pool, POOL_KEEP, BUF_KEEP);
     rc = make_shared_objects(c, err);
+    if (rc == 0 && read_route_keys(c) != 0)
+        rc = resil_err_set(err, RESIL_ENOMEM, "http: out of memory");
     if (rc == 0)
         rc = build(c, false, &c->plain, err);
     if (rc == 0 && o->hedge_delay >= 0)
@@ -679,6 +719,7 @@ void resil_http_client_free(resil_http_client *c)
         resil_registry_free(c->registry);
     resil_bulkhead_free(c->bulkhead);
     pool_drain(&c->pool);
+    free(c->route_keys);
     free(c);
 }
 
@@ -813,16 +854,40 @@ static int take_attempts(http_call *call, CURL *easy)
 }
 
 /* Each endpoint's authority names its breaker, as Microsoft keeps one
- * per endpoint: a broken region does not trip the breaker of the rest. */
+ * per endpoint: a broken region does not trip the breaker of the rest.
+ * The client read them when it was made. */
+static const char *route_key_of(const resil_http_client *c, const char *endpoint)
+{
+    for (size_t i = 0; i < c->nroute_keys; i++)
+        if (c->route_keys[i].url == endpoint)
+            return c->route_keys[i].key[0] != '\0' ? c->route_keys[i].key : NULL;
+    return NULL;
+}
+
 static int plan_keys(http_call *call)
 {
-    for (size_t k = 0; k < call->nplan; k++) {
-        if (resil_http_authority(call->plan[k], call->plan_authority[k],
-                                 sizeof call->plan_authority[k]) != 0)
+    for (size_t k = 0; k < call->nplan; k++)
+        if ((call->plan_keys[k] = route_key_of(call->client, call->plan[k])) == NULL)
             return RESIL_EINVAL;
-        call->plan_keys[k] = call->plan_authority[k];
-    }
     return 0;
+}
+
+/* The request's URL, kept for unroute(): in the call when it fits. */
+static int keep_url(http_call *call, const char *url)
+{
+    size_t n = strlen(url) + 1;
+    call->url = n <= sizeof call->url_copy ? call->url_copy : malloc(n);
+    if (call->url == NULL)
+        return RESIL_ENOMEM;
+    memcpy(call->url, url, n);
+    return 0;
+}
+
+static void drop_url(http_call *call)
+{
+    if (call->url != call->url_copy)
+        free(call->url);
+    call->url = NULL;
 }
 
 /* Where this call's attempts go, the primary's included, drawn once
@@ -833,8 +898,7 @@ static int plan_route(http_call *call, CURL *easy, const resil_http_request *r)
     char *url = NULL;
     if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || url == NULL)
         return RESIL_EINVAL;
-    call->url = strdup(url);
-    if (call->url == NULL)
+    if (keep_url(call, url) != 0)
         return RESIL_ENOMEM;
     int rc = resil_route_plan(call->client->opts.hedge_route, r->rng, call->plan,
                               1 + call->client->opts.max_hedged, &call->nplan);
@@ -849,15 +913,14 @@ static void unroute(CURL *easy, http_call *call)
     if (call->url == NULL)
         return;
     curl_easy_setopt(easy, CURLOPT_URL, call->url);
-    free(call->url);
-    call->url = NULL;
+    drop_url(call);
 }
 
 static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL *easy,
                    const resil_http_request *r)
 {
     bool on_loop = pool != NULL;
-    memset(call, 0, offsetof(http_call, key_node));
+    memset(call, 0, offsetof(http_call, att));
     call->client = c;
     call->on_loop = on_loop;
     call->pool = on_loop ? pool : &c->pool;
@@ -888,7 +951,7 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
         return RESIL_EINVAL;
     call->hedged = hedgeable(call);
     if (call->hedged && c->opts.hedge_route != NULL && (rc = plan_route(call, easy, r)) != 0) {
-        free(call->url);
+        drop_url(call);
         return rc == RESIL_ENOMEM ? rc : RESIL_EINVAL;
     }
     /* Deadlines are libcurl's own timeout; only a token someone else may
@@ -987,8 +1050,7 @@ void resil__http_call_close(http_call *call, const resil_pipeline_result *pr,
         restore(call->att[0]->easy, call);
         unroute(call->att[0]->easy, call);
     }
-    free(call->url); /* NULL once unrouted */
-    call->url = NULL;
+    drop_url(call); /* NULL once unrouted */
     release_attempts(call);
     resil__http_tel_done(&call->tel);
 }

@@ -115,15 +115,20 @@ static void a_failed_primary_is_hedged_to_the_next_endpoint(void **state)
 
 /* Microsoft routes every attempt: with the other region first, the
  * primary goes there and the handle's own server is the hedge's. */
-static void the_primary_goes_to_the_first_endpoint_of_the_plan(void **state)
+static void primary_to_the_other_region(fx *f, two_regions *t)
 {
-    fx *f = *state;
     hedge_setup_opts(f);
     f->opts.hedge_delay = RESIL_S(20);
     f->opts.retry.max_attempts = 1;
+    route_to_regions(f, t, false);
+    http_server_script(t->other, "/p", FX_STEPS({.status = 200, .body = "there\n"}));
+}
+
+static void the_primary_goes_to_the_first_endpoint_of_the_plan(void **state)
+{
+    fx *f = *state;
     two_regions t;
-    route_to_regions(f, &t, false);
-    http_server_script(t.other, "/p", FX_STEPS({.status = 200, .body = "there\n"}));
+    primary_to_the_other_region(f, &t);
     assert_int_equal(fx_perform(f, "/p"), 0);
     assert_string_equal(f->body.p, "there\n");
     assert_int_equal(f->res.hedges, 0);
@@ -133,6 +138,26 @@ static void the_primary_goes_to_the_first_endpoint_of_the_plan(void **state)
     curl_easy_getinfo(f->easy, CURLINFO_EFFECTIVE_URL, &url);
     assert_non_null(url);
     assert_non_null(strstr(url, t.here));
+    leave_regions(f, &t);
+}
+
+/* The caller's URL is kept aside while the primary is routed elsewhere:
+ * one longer than the call keeps inline comes back whole too. */
+static void a_routed_call_gives_a_long_url_back_to_the_callers_handle(void **state)
+{
+    fx *f = *state;
+    two_regions t;
+    primary_to_the_other_region(f, &t);
+    char url[600];
+    int n = snprintf(url, sizeof url, "%s/p?q=", t.here);
+    memset(url + n, 'a', 400);
+    url[n + 400] = '\0';
+    curl_easy_setopt(f->easy, CURLOPT_URL, url);
+    assert_int_equal(resil_http_perform(fx_client(f), f->easy, &f->req, &f->res), 0);
+    assert_int_equal(http_server_count(t.other, "/p"), 1);
+    char *back = NULL;
+    curl_easy_getinfo(f->easy, CURLINFO_EFFECTIVE_URL, &back);
+    assert_string_equal(back, url);
     leave_regions(f, &t);
 }
 
@@ -294,6 +319,7 @@ int main(void)
         T(a_failed_primary_is_hedged_at_once),
         T(a_failed_primary_is_hedged_to_the_next_endpoint),
         T(the_primary_goes_to_the_first_endpoint_of_the_plan),
+        T(a_routed_call_gives_a_long_url_back_to_the_callers_handle),
         T(each_endpoint_of_a_routed_call_has_its_own_breaker),
         cmocka_unit_test(microsoft_hedging_profile_is_the_standard_hedging_handler),
         cmocka_unit_test(a_bad_hedge_route_is_refused_by_name),

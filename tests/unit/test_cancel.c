@@ -528,10 +528,74 @@ static void a_sibling_fire_does_not_end_a_wait_that_times_out(void **state)
     resil_cancel_destroy(&root);
 }
 
+/* A child joins its parent's list only when something waits on it: the
+ * two lock round trips of linking are spent only when a wait needs them. */
+static void a_child_joins_its_parents_list_only_when_waited_on(void **state)
+{
+    (void)state;
+    resil_cancel root, child;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&child, &root);
+    assert_null(root.first_child);
+    assert_int_equal(resil_cancel_wait_until(&child, 0), 0);
+    assert_ptr_equal(root.first_child, &child);
+    resil_cancel_destroy(&child);
+    assert_null(root.first_child);
+    resil_cancel_destroy(&root);
+}
+
+static void a_grandchild_nobody_waits_on_sees_the_roots_fire(void **state)
+{
+    (void)state;
+    resil_cancel root, child, grand;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&child, &root);
+    resil_cancel_init(&grand, &child);
+    resil_cancel_fire_reason(&root, RESIL_ETIMEDOUT);
+    assert_true(resil_cancel_fired(&grand));
+    assert_int_equal(resil_cancel_reason(&grand), RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_wait_until(&grand, INT64_MAX), RESIL_ECANCELED);
+    resil_cancel_destroy(&grand);
+    resil_cancel_destroy(&child);
+    resil_cancel_destroy(&root);
+}
+
+static void firing_a_child_after_its_parent_keeps_the_parents_reason(void **state)
+{
+    (void)state;
+    resil_cancel root, child;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&child, &root);
+    resil_cancel_fire_reason(&root, RESIL_ETIMEDOUT);
+    resil_cancel_fire(&child);
+    assert_int_equal(resil_cancel_reason(&child), RESIL_ETIMEDOUT);
+    resil_cancel_destroy(&child);
+    resil_cancel_destroy(&root);
+}
+
+static void a_child_fired_first_keeps_its_reason_when_linked_after_its_parent_fires(void **state)
+{
+    (void)state;
+    resil_cancel root, child;
+    resil_cancel_init(&root, NULL);
+    resil_cancel_init(&child, &root);
+    resil_cancel_fire_reason(&child, RESIL_ETIMEDOUT);
+    resil_cancel_fire(&root);
+    assert_int_equal(resil_cancel_wait_until(&child, INT64_MAX), RESIL_ECANCELED);
+    assert_int_equal(resil_cancel_reason(&child), RESIL_ETIMEDOUT);
+    assert_int_equal(resil_cancel_reason(&root), RESIL_ECANCELED);
+    resil_cancel_destroy(&child);
+    resil_cancel_destroy(&root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_token_is_not_fired),
+        cmocka_unit_test(a_child_joins_its_parents_list_only_when_waited_on),
+        cmocka_unit_test(a_grandchild_nobody_waits_on_sees_the_roots_fire),
+        cmocka_unit_test(firing_a_child_after_its_parent_keeps_the_parents_reason),
+        cmocka_unit_test(a_child_fired_first_keeps_its_reason_when_linked_after_its_parent_fires),
         cmocka_unit_test(fire_sets_flag_and_reason_canceled),
         cmocka_unit_test(first_fire_reason_sticks),
         cmocka_unit_test(fire_is_idempotent),

@@ -293,6 +293,34 @@ static void calls_from_two_threads_are_all_admitted_and_counted(void **state)
 
 /* ---- estimators ------------------------------------------------------------------- */
 
+static void *one_slow_call(void *p)
+{
+    resil_limiter *l = p;
+    resil_limiter_ticket t;
+    if (resil_limiter_try_acquire_at(l, T0, &t) == 0)
+        resil_limiter_release_at(&t, RESIL_BREAKER_SUCCESS, T0 + RESIL_MS(501));
+    return NULL;
+}
+
+/* More threads than stripes, one after another: some land on a stripe
+ * another thread sampled first (its owner), and their latencies count as
+ * fully as the owners' — one lost would bring the average under 500 ms. */
+static void a_window_averages_the_latencies_of_threads_sharing_a_stripe(void **state)
+{
+    fixture *f = *state;
+    resil_limiter_opts *o = opts_for(f, RESIL_LIMIT_AIMD, 10);
+    o->aimd_latency = RESIL_MS(500);
+    o->window_samples = 17;
+    make(f);
+    for (int i = 0; i < 17; i++) {
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, one_slow_call, f->l), 0);
+        assert_int_equal(pthread_join(th, NULL), 0);
+    }
+    assert_int_equal(f->changes, 1);
+    assert_int_equal(resil_limiter_limit(f->l), 9); /* 10 × 0.9 */
+}
+
 static void aimd_adds_one_per_busy_window_and_multiplies_on_a_drop(void **state)
 {
     fixture *f = *state;
@@ -473,6 +501,7 @@ int main(void)
         TEST(a_parked_permit_serves_another_thread_at_the_limit),
         TEST(a_release_hands_its_permit_to_the_waiter),
         TEST(calls_from_two_threads_are_all_admitted_and_counted),
+        TEST(a_window_averages_the_latencies_of_threads_sharing_a_stripe),
         TEST(aimd_adds_one_per_busy_window_and_multiplies_on_a_drop),
         TEST(aimd_treats_a_window_slower_than_its_threshold_as_a_drop),
         TEST(aimd_stays_between_its_floor_and_ceiling),
