@@ -19,9 +19,9 @@
  * other. Each transfer's record goes to the one attempt log, told apart
  * by the URL (the client's listener hears every call; the request's
  * `user` says whose event it is). Outputs follow curl's rules for many
- * URLs: -o/-O per URL in order, -w after each transfer as it ends, and the
- * exit status of the last transfer to fail (for -Z: in the order they
- * ended, as curl's parallel_transfers() keeps it).
+ * URLs: -o/-O per URL in order, -w after each transfer as it ends, and
+ * curl's exit status: the last URL's one at a time, the last transfer to
+ * fail with -Z (in the order they ended, as parallel_transfers() keeps it).
  *
  * Signals: SIGINT, SIGTERM and SIGHUP are blocked in every thread and
  * taken by one thread in sigwait(), which fires the run's cancellation
@@ -89,7 +89,7 @@ typedef struct http_run {
     transfer *xfers;               /* one per URL */
     int next;                      /* the next URL to start */
     uint32_t active;               /* calls in flight */
-    int status;                    /* the last failure's exit status */
+    int status;                    /* the run's exit status (note_status) */
     bool stopping;                 /* start no more: a signal or a usage error */
     resil_work cancel_all;         /* posted by the signal thread */
 } http_run;
@@ -514,13 +514,17 @@ static void wo_value(wo_var var, const char *header, char *buf, size_t cap, void
 
 /* ---- one URL's transfer -------------------------------------------------------- */
 
-/* The transfer's exit status joins the run's: the last failure's stands
- * (curl's rule, in the order transfers end), a usage error above all. */
+/* The transfer's exit status joins the run's as curl's does: with -Z the
+ * last failure's stands, in the order transfers end (parallel_transfers());
+ * one at a time, the last transfer's, a success included
+ * (serial_transfers()); a usage error above all. */
 static void note_status(http_run *run, int status)
 {
     if (status == RESIL_EXIT_USAGE)
         run->stopping = true;
-    if (status != 0 && run->status != RESIL_EXIT_USAGE)
+    if (run->status == RESIL_EXIT_USAGE)
+        return;
+    if (status != 0 || !run->o->parallel)
         run->status = status;
 }
 

@@ -184,8 +184,8 @@ static void usage(FILE *out, const policy_opts *defaults)
           "  125  resil's own error, such as a bad option value\n"
           "  129/130/143  cancelled by SIGHUP/SIGINT/SIGTERM\n"
           "  N    libcurl's error code N for any other transfer failure\n"
-          "With several URLs, the status is that of the last URL that failed (with -Z,\n"
-          "the last to fail in the order the transfers ended).\n",
+          "With several URLs, as curl's: the last URL's status (with -Z, that of the\n"
+          "last transfer to fail, in the order the transfers ended).\n",
           out);
 }
 

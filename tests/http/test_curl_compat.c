@@ -96,6 +96,10 @@ static const scenario scenarios[] = {
     {"--retry N sends N+1 requests to a failing URL",
      {"-sf", "--retry", "1", "--retry-delay", "1", "{}/err"}, {0}, 22},
     {"--max-redirs bounds -L", {"-sfL", "--max-redirs", "0", "{}/r"}, {0}, 47},
+    {"without -Z the last URL's status stands, a success after a failure",
+     {"-s", "--retry", "0", "http://127.0.0.1:1/", "{}/a"}, {0}, 0},
+    {"without -Z the last URL's status stands, a failure after a success",
+     {"-s", "--retry", "0", "{}/a", "http://127.0.0.1:1/"}, {0}, 7},
     {"--output-dir without -Z", {"-sf", "--output-dir", "d", "-o", "x.txt", "{}/a"},
      {"d/x.txt"}, 0},
 };
