@@ -355,6 +355,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
     set_phase(gw->http, conn_link(conn), PHASE_HEADERS);
     if (r->answer != NULL)
         MHD_destroy_response(r->answer);
+    gw_reply_free(&r->up); /* kept only by a request closed before its answer */
     gw_buf_free(&r->body);
     free(r->target);
     free(r);
@@ -916,6 +917,7 @@ static int loop_open(gw_http *h)
     mhd_run(h);
     return 0;
 fail_daemon:
+    MHD_quiesce_daemon(gw->daemon); /* the listening socket stays the caller's */
     MHD_stop_daemon(gw->daemon);
     gw->daemon = NULL;
 fail_upstream:
@@ -955,23 +957,20 @@ int gw_http_start(gateway *gw, int listen_fd, bool ipv6)
     gw_http *h = gw->http = http_new(gw, listen_fd, ipv6);
     if (h == NULL)
         return -1;
-    if (pthread_create(&h->thread, NULL, loop_thread, h) != 0) {
-        http_free(h);
-        gw->http = NULL;
-        return -1;
+    /* The workers first: they touch the loop only for a job, and jobs
+     * come from the loop. */
+    bool running = start_workers(h) == 0 &&
+                   pthread_create(&h->thread, NULL, loop_thread, h) == 0;
+    if (running) {
+        pthread_mutex_lock(&h->start_mu);
+        while (!h->start_done)
+            pthread_cond_wait(&h->started, &h->start_mu);
+        pthread_mutex_unlock(&h->start_mu);
+        if (h->start_rc == 0)
+            return 0;
+        pthread_join(h->thread, NULL);
     }
-    pthread_mutex_lock(&h->start_mu);
-    while (!h->start_done)
-        pthread_cond_wait(&h->started, &h->start_mu);
-    pthread_mutex_unlock(&h->start_mu);
-    if (h->start_rc == 0 && start_workers(h) == 0)
-        return 0;
-    if (h->start_rc == 0) {
-        http_stop_workers(h);
-        gw_http_stop(gw, 0);
-        return -1;
-    }
-    pthread_join(h->thread, NULL);
+    http_stop_workers(h); /* no job was queued: nothing is posted */
     http_free(h);
     gw->http = NULL;
     return -1;
