@@ -47,7 +47,7 @@ for tool in nginx wrk sqlite3 "$resil"; do
   command -v "$tool" >/dev/null || { echo "gateway-vs-nginx: $tool is missing (make bench-gateway installs and builds what it needs)" >&2; exit 1; }
 done
 
-work=$(mktemp -d /tmp/resil-bench.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/resil-bench.XXXXXX")
 chmod 755 "$work"
 pids=()
 cleanup() {
