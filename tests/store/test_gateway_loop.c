@@ -8,6 +8,10 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "gateway_proc.h"
@@ -152,6 +156,46 @@ static void pass_through_requests_are_served_while_guarded_ones_wait_upstream(vo
     assert_int_equal(finish_call(&slow, t), 201);
 }
 
+/* The gateway's threads, from /proc; -1 when unknown. */
+static int threads_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    int n = -1;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "Threads:", 8) == 0)
+            n = atoi(line + 8);
+    }
+    fclose(f);
+    return n;
+}
+
+#define HELD 32
+
+static void many_calls_wait_upstream_at_once_on_a_fixed_set_of_threads(void **state)
+{
+    env *e = *state;
+    start_gateway(e);
+    /* main (signals, purges), the lease renewer, the loop, one worker (and
+     * a sanitizer's own thread, when there is one) */
+    int idle = threads_of(e->gw.pid);
+    assert_true(idle >= 4);
+    call held[HELD];
+    pthread_t t[HELD];
+    for (int i = 0; i < HELD; i++) {
+        held[i] = (call){.e = e, .method = "GET", .target = "/hold"};
+        start_call(&held[i], &t[i]);
+    }
+    assert_true(upstream_wait_held(e->up, HELD));
+    assert_int_equal(threads_of(e->gw.pid), idle);
+    upstream_release(e->up);
+    for (int i = 0; i < HELD; i++)
+        assert_int_equal(finish_call(&held[i], t[i]), 200);
+}
+
 /* The log line a SIGTERM leaves, waited for (a condition, not a time). */
 static bool log_shows(const gateway_proc *g, const char *text)
 {
@@ -193,6 +237,7 @@ int main(void)
         LOOP_CASE(a_guarded_request_waiting_upstream_holds_no_store_worker),
         LOOP_CASE(two_guarded_requests_wait_upstream_at_once_with_one_worker),
         LOOP_CASE(pass_through_requests_are_served_while_guarded_ones_wait_upstream),
+        LOOP_CASE(many_calls_wait_upstream_at_once_on_a_fixed_set_of_threads),
         LOOP_CASE(sigterm_drains_the_requests_parked_on_the_loop),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
