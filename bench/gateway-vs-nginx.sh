@@ -25,7 +25,9 @@
 # THREADS (2), BACKENDS ("sqlite postgres"), PURGE_KEYS (1000000),
 # SOAK_REQUESTS (1000000; 0 skips the soak), SOAK_BACKENDS (sqlite: the
 # soak takes minutes at PostgreSQL's rate), GATEWAY_ARGS (extra flags,
-# e.g. "--batch-window 1ms").
+# e.g. "--batch-window 1ms"), BASELINE (another resil binary, e.g. one
+# built from an earlier commit: its pass-through and keyed runs are made
+# too, in the same run, as "baseline" rows beside the gateway's).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,13 +40,14 @@ PURGE_KEYS=${PURGE_KEYS:-1000000}
 SOAK_REQUESTS=${SOAK_REQUESTS:-1000000}
 SOAK_BACKENDS=${SOAK_BACKENDS:-sqlite}
 GATEWAY_ARGS=${GATEWAY_ARGS:-}
+BASELINE=${BASELINE:-}
 resil=$BUILD/resil
 
 for tool in nginx wrk sqlite3 "$resil"; do
   command -v "$tool" >/dev/null || { echo "gateway-vs-nginx: $tool is missing (make bench-gateway installs and builds what it needs)" >&2; exit 1; }
 done
 
-work=$(mktemp -d /tmp/resil-bench.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/resil-bench.XXXXXX")
 chmod 755 "$work"
 pids=()
 cleanup() {
@@ -188,10 +191,10 @@ seed_expired() {
 }
 
 start_gateway() {
-  local store=$1
+  local store=$1 binary=${2:-$resil}
   gw_log="$work/gateway.log"
   # shellcheck disable=SC2086
-  "$resil" gateway --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$up_port" \
+  "$binary" gateway --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$up_port" \
     --store "$store" --quiet $GATEWAY_ARGS 2>"$gw_log" &
   gw_pid=$!
   pids+=("$gw_pid")
@@ -252,6 +255,13 @@ for backend in $BACKENDS; do
   else
     [[ -n "${pg_url:-}" ]] || start_postgres
     store=$pg_url
+  fi
+  if [[ -n "$BASELINE" ]]; then
+    start_gateway "$store" "$BASELINE"
+    url="http://127.0.0.1:$gw_port/orders"
+    run_wrk "$backend: baseline pass-through" "$url" "$work/plain.lua" "$DURATION"
+    run_wrk "$backend: baseline keyed, new keys" "$url" "$work/new.lua" "$DURATION" "base-$RANDOM"
+    stop_gateway "$backend, baseline"
   fi
   start_gateway "$store"
   url="http://127.0.0.1:$gw_port/orders"

@@ -9,6 +9,11 @@
  * ephemeral ports); the timed client comes from 127.0.0.1. The gateway's
  * header timeout is set to an hour so the idle sockets stay for the whole
  * run. Loopback only; the figures are relative to the 0-idle line.
+ *
+ * Beside each line, the gateway's resident memory (VmRSS) and what it grew
+ * by per idle socket since the 0-idle line: what one idle connection
+ * costs. RESIL_GATEWAY_BASELINE=path measures another resil binary (one
+ * built from an earlier commit) the same way.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -41,6 +46,25 @@ static void raise_fd_limit(void)
     setrlimit(RLIMIT_NOFILE, &rl);
     if (rl.rlim_cur < MAX_IDLE + 256)
         die("the file descriptor limit is too low for 10,000 sockets");
+}
+
+/* The process's resident memory in KiB, 0 when unknown. */
+static long rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kib = 0;
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtol(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
 }
 
 static size_t discard(char *d, size_t s, size_t n, void *u)
@@ -110,18 +134,25 @@ int main(void)
     const char *args[] = {"--upstream", up ? upstream_url(up) : "", "--store", store,
                           "--max-connections", "12000", "--header-timeout", "1h",
                           "--quiet", NULL};
-    if (up == NULL || gateway_start(&gw, RESIL_GATEWAY_BINARY, log, args) != 0)
+    const char *binary = getenv("RESIL_GATEWAY_BASELINE");
+    if (binary == NULL || *binary == '\0')
+        binary = RESIL_GATEWAY_BINARY;
+    if (up == NULL || gateway_start(&gw, binary, log, args) != 0)
         die("the gateway did not start");
     snprintf(url, sizeof url, "%s/orders", gw.url);
     static int fds[MAX_IDLE];
     int open = 0;
     const int levels[] = {0, 5000, 10000};
     bench_result base = {0};
+    long rss0 = 0;
     for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
         open_idle(gw.port, fds, &open, levels[i]);
         double p50, p99;
         timed_gets(url, &p50, &p99);
-        char name[64], extra[160];
+        long rss = rss_kib(gw.pid);
+        if (i == 0)
+            rss0 = rss;
+        char name[64], extra[200];
         snprintf(name, sizeof name, "gateway_get_%d_idle", levels[i]);
         bench_result r = {.name = name, .ns_per_op = p50, .iters = REQUESTS};
         if (i == 0) {
@@ -130,8 +161,10 @@ int main(void)
             base = r;
             base.name = base_name;
         }
-        snprintf(extra, sizeof extra, "idle_sockets=%d p50_us=%.1f p99_us=%.1f", levels[i],
-                 p50 / 1e3, p99 / 1e3);
+        double per_conn = levels[i] > 0 ? (double)(rss - rss0) * 1024.0 / levels[i] : 0;
+        snprintf(extra, sizeof extra,
+                 "idle_sockets=%d p50_us=%.1f p99_us=%.1f rss_kib=%ld bytes_per_idle=%.0f",
+                 levels[i], p50 / 1e3, p99 / 1e3, rss, per_conn);
         bench_report(r, base, extra);
     }
     for (int i = 0; i < open; i++)

@@ -61,7 +61,10 @@ static const char usage_text[] =
     "  --max-connections N    open client connections at most (default 10000)\n"
     "  --max-connections-per-client N\n"
     "                         open connections from one client address (default 256)\n"
-    "  --workers N            requests served at once; more wait their turn (default 64)\n"
+    "  --workers N            threads for what blocks (the idempotency store's calls and\n"
+    "                         the fleet's Redis permits) while one event loop serves\n"
+    "                         the connections and the upstream (default 64); keyed\n"
+    "                         requests beyond N wait their turn for the store\n"
     "  --header-timeout DUR   a request's line and headers must arrive within this, from\n"
     "                         the connection's start or its previous answer (default 10s)\n"
     "  --body-timeout DUR     a request's body must arrive within this (default 60s)\n"
@@ -851,13 +854,11 @@ int cmd_gateway(int argc, char **argv)
     gw.clock = resil_clock_system();
     pthread_mutex_init(&gw.mu, NULL);
     pthread_cond_init(&gw.idle, NULL);
-    gw_upstream_init(&gw);
     rc = serve(&gw, &signals);
     gw_rules_stop(&gw);
     resil_metrics_free(gw.metrics); /* lets its watch of the breaker go */
     close_breaker(&gw);
     resil_store_free(gw.store);
-    gw_upstream_cleanup(&gw);
     pthread_cond_destroy(&gw.idle);
     pthread_mutex_destroy(&gw.mu);
     curl_global_cleanup();

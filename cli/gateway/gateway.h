@@ -2,7 +2,13 @@
  * gateway.h — `resil gateway`, shared between its files: cmd_gateway.c
  * (options and lifecycle), gateway_http.c (the listening side: framing and
  * answers), gateway_rules.c (the idempotency rules) and gateway_upstream.c
- * (forwarding with libcurl). Internal to the tool.
+ * (forwarding with libcurl's multi interface). Internal to the tool.
+ *
+ * Threads: one event loop (libuv, through resil's loop interface) runs the
+ * listening side and every upstream transfer; a small pool of store
+ * workers (--workers) runs what blocks — the idempotency store and the
+ * fleet's Redis limits — and hands each result back to the loop. Every
+ * function says where it runs: "loop", "worker", or "any".
  */
 #ifndef RESIL_CLI_GATEWAY_H
 #define RESIL_CLI_GATEWAY_H
@@ -16,6 +22,7 @@
 
 #include "fleet_values.h"
 #include "resil.h"
+#include "resil/loop.h"
 #include "resil/store.h"
 
 #define GW_MAX_METHODS 16
@@ -87,11 +94,8 @@ typedef struct gateway {
     unsigned in_flight;
     bool draining;        /* after SIGTERM: answers carry Connection: close */
 
-    pthread_mutex_t pool_mu; /* reusable curl handles (keep upstream connections warm) */
-    void *pool[64];
-    size_t pool_len;
-
-    struct gw_http *http; /* gateway_http.c: the worker pool and the deadlines */
+    struct gw_upstream *upstream; /* gateway_upstream.c: curl multi on the loop */
+    struct gw_http *http; /* gateway_http.c: the loop, the store workers, the deadlines */
 
     struct gw_leases *leases; /* gateway_rules.c: keys whose outcome is not yet saved */
 
@@ -118,19 +122,48 @@ typedef struct gw_forward {
     bool once; /* never let libcurl send it a second time (a guarded request) */
 } gw_forward;
 
-void gw_upstream_init(gateway *gw);
-void gw_upstream_cleanup(gateway *gw);
-/* Send the request upstream; the reply (or failure) lands in *out, which
- * the caller frees with gw_reply_free(). */
-void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out);
+/* One upstream call in flight on the loop; embedded in its request. */
+typedef struct gw_call {
+    struct gw_call *prev, *next; /* the calls in flight */
+    void *easy;                  /* CURL * */
+    struct curl_slist *headers;
+    char *url;
+    const char *method;
+    bool once;
+    gw_reply *out;
+    resil_breaker_permit permit;
+    resil_bulkhead_ticket fleet_permit; /* --fleet-rate/--fleet-concurrency's */
+    resil_instant start;
+    char errbuf[256];                   /* CURL_ERROR_SIZE */
+    void (*done)(struct gw_call *c);
+} gw_call;
+
+/* loop: curl multi on the gateway's loop; close takes every call still in
+ * flight off (each is handed to `aborted`, its reply unfilled). */
+int gw_upstream_open(gateway *gw, resil_loop *loop);
+void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c));
+/* worker: the fleet's permits for one call (Redis): true when admitted,
+ * else *out says it was refused. leave gives them back. No-ops without
+ * --fleet-rate or --fleet-concurrency. */
+bool gw_upstream_admit(gateway *gw, gw_call *c, gw_reply *out);
+void gw_upstream_leave(gw_call *c);
+/* loop: send the request upstream; c->done runs on the loop once the
+ * reply (or failure) is in *out (at once when it cannot start), which the
+ * caller frees with gw_reply_free(). */
+void gw_upstream_start(gateway *gw, gw_call *c, const gw_forward *f, gw_reply *out,
+                       void (*done)(gw_call *c));
 void gw_reply_free(gw_reply *r);
 /* Headers a proxy must not pass on (hop-by-hop, and those it recomputes). */
 bool gw_hop_by_hop(const char *name, size_t len);
 
 /* gateway_http.c */
 
+typedef struct gw_req gw_req;
+typedef void (*gw_step)(gw_req *r);
+struct gw_hold;
+
 /* One request, from its first line to its last byte. */
-typedef struct gw_req {
+struct gw_req {
     gateway *gw;
     char *target;   /* raw path and query */
     gw_buf body;
@@ -141,17 +174,29 @@ typedef struct gw_req {
     char note[300];   /* extra log detail */
     const char *key;  /* NULL, or the Idempotency-Key unquoted (in key_buf) */
     char key_buf[RESIL_STORE_FIELD_MAX + 1];
-    /* gateway_http.c: the rules run on a worker while the connection is
-     * suspended; the answer they send waits here until it is resumed. */
+    /* gateway_http.c: while its work runs (upstream on the loop, store on
+     * a worker) the connection is suspended; the answer waits here until
+     * it is resumed. */
     struct gw_conn *link;
     struct MHD_Connection *conn;
     const char *method;
-    bool on_worker;
+    bool parked;
     struct MHD_Response *answer;
     unsigned answer_status;
-    enum MHD_Result worker_result;
-    struct gw_req *next_job;
-} gw_req;
+    enum MHD_Result result;
+    gw_step work, then;  /* gw_to_pool(): on a worker, then on the loop */
+    resil_work back;     /* how `then` reaches the loop */
+    struct gw_req *next_job, *next_resume;
+    /* gateway_upstream.c, gateway_rules.c: the upstream call and the key */
+    gw_call call;
+    gw_reply up;
+    gw_step forwarded;   /* loop: after the upstream call */
+    resil_store_key k;
+    uint64_t lease;
+    struct gw_hold *hold;
+    bool go_forward; /* the key is ours: forward it */
+    bool refused_for_good; /* the store refused the answer: an unknown outcome instead */
+};
 
 /* An answer to the client. */
 typedef struct gw_answer {
@@ -180,6 +225,14 @@ enum MHD_Result gw_send_reply(gw_req *r, struct MHD_Connection *conn, const char
 /* OpenTelemetry's http.request.method: a method it does not know is
  * "_OTHER", so no client can make a series per made-up method. */
 const char *gw_known_method(const char *method);
+
+/* loop: suspend the connection while r's work runs (its answer is sent
+ * through gw_send_*, kept until it resumes). */
+void gw_park(gw_req *r);
+/* loop: run `work` on a store worker, then `then` back on the loop. */
+void gw_to_pool(gw_req *r, gw_step work, gw_step then);
+/* loop: r's answer is ready (or r->answer is NULL: close): resume it. */
+void gw_answered(gw_req *r);
 
 int gw_http_start(gateway *gw, int listen_fd, bool ipv6);
 /* Stop accepting, let in-flight requests finish (up to `grace`), stop. */
@@ -261,11 +314,13 @@ bool gw_parse_methods(const char *v, char (*methods)[GW_METHOD_MAX], size_t max,
 
 /* gateway_rules.c */
 bool gw_guarded_method(const gw_config *cfg, const char *method);
-/* An unguarded request: forward it and answer what the upstream said. */
-enum MHD_Result gw_pass_through(gw_req *r, struct MHD_Connection *conn, const char *method);
-/* A guarded request with an Idempotency-Key: the idempotency rules. */
-enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn, const char *method,
-                           const char *key);
+/* loop, on a parked request: an unguarded request: forward it and answer
+ * what the upstream said. It touches no other thread (unless --fleet-rate
+ * or --fleet-concurrency ask Redis for permits). */
+void gw_pass_through(gw_req *r);
+/* loop, on a parked request with r->key: the idempotency rules, their
+ * store calls on a worker, the upstream call on the loop. */
+void gw_guarded(gw_req *r);
 /* The lease renewer: start it once the store is open, stop it once no
  * request runs (it makes a last attempt to save answers still unsaved). */
 int gw_rules_start(gateway *gw);

@@ -1,26 +1,35 @@
 /*
  * gateway_http.c — the listening side of `resil gateway`: the front door
  * (what a request must be before anything acts on it), the connections'
- * deadlines, the workers, and each answer. The idempotency rules applied
- * to a guarded request are in gateway_rules.c.
+ * deadlines, the loop and the store workers, and each answer. The
+ * idempotency rules applied to a guarded request are in gateway_rules.c.
  *
- * Connections are cheap and work is bounded. libmicrohttpd runs one epoll
- * thread for every socket, so thousands of idle or slow clients cost file
- * descriptors, not threads, and a per-client cap keeps one address from
- * taking them all. A request that needs the store or the upstream (both
- * block) is handed to a fixed pool of workers while its connection is
- * suspended; the rules run there as the straight line they are (collect,
- * ask the store, forward, record) and the answer they send is queued when
- * the connection resumes.
+ * One event loop does everything that does not block. It is a libuv loop
+ * hosting resil's loop interface (resil/uv.h) on a thread of its own:
+ * libmicrohttpd runs in its external epoll mode, its epoll descriptor
+ * watched by the loop (MHD_run() when it is ready, and a loop timer for the
+ * timeout MHD asks for), and the upstream calls run on the same loop
+ * through curl's multi interface (gateway_upstream.c). Thousands of idle or
+ * slow clients therefore cost file descriptors, not threads, and a
+ * pass-through request — read, forwarded, answered — never leaves the
+ * loop's thread: no handoff, no wake-up of another thread.
+ *
+ * What blocks runs on a small pool of store workers (--workers): the
+ * idempotency store's calls (whose group commit makes concurrent callers
+ * share one transaction, so several workers batch) and the fleet's Redis
+ * permits. A request that needs them is parked (its connection
+ * suspended), handed to a worker with the step to run there and the step
+ * to run next on the loop, and comes back through the loop's post queue:
+ * one wake of the loop for however many results are waiting.
  *
  * libmicrohttpd's own timeout restarts with every byte, so a client that
  * dribbles a byte every few seconds would be kept forever. Each connection
  * therefore carries a deadline of its own: its request's line and headers
  * within --header-timeout of the connection opening (or of its previous
- * answer), its body within --body-timeout of its headers. A sweeper thread
+ * answer), its body within --body-timeout of its headers. A loop timer
  * answers 408 to a connection past its deadline and shuts its socket down;
- * the epoll thread then closes it as any other. A connection whose request
- * is with a worker, or whose answer is being sent, has no such deadline.
+ * libmicrohttpd then sees it end and closes it as any other. A parked
+ * connection, or one whose answer is being sent, has no such deadline.
  *
  * Every request is counted in flight from its first line to its last byte,
  * which is what lets SIGTERM wait for exactly the work that is under way.
@@ -40,13 +49,14 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "resil/uv.h"
 
 /* ---- connections and their deadlines ----------------------------------------- */
 
 typedef enum gw_phase {
     PHASE_HEADERS,   /* waiting for a request line and headers */
     PHASE_BODY,      /* headers in, reading the body */
-    PHASE_BUSY,      /* with a worker */
+    PHASE_BUSY,      /* parked: its work runs */
     PHASE_ANSWERING, /* an answer is queued or being sent */
     PHASE_CUT        /* past its deadline: being shut down */
 } gw_phase;
@@ -60,13 +70,31 @@ typedef struct gw_conn {
 
 typedef struct gw_http {
     gateway *gw;
+    /* the loop's thread alone */
+    uv_loop_t uv;
+    resil_uv *ru;
+    resil_loop *loop;
+    resil_io mhd_io;        /* libmicrohttpd's epoll descriptor */
+    resil_timer mhd_timer;  /* the timeout libmicrohttpd asks for */
+    resil_timer sweep;      /* the connections' deadlines */
+    gw_conn conns;          /* list sentinel: every open connection */
+    unsigned parked;        /* connections suspended */
+    gw_req *resume;         /* answered, to be resumed (through next_resume) */
+    int listen_fd;
+    bool ipv6;
+    int quiesced_fd;        /* the listening socket once handed back */
+    resil_work quiesce, stop;
+    pthread_t thread;
+    /* start-up: the loop thread says whether it runs */
+    pthread_mutex_t start_mu;
+    pthread_cond_t started;
+    int start_rc;
+    bool start_done;
+    /* the store workers */
     pthread_mutex_t mu;
-    gw_conn conns;           /* list sentinel: every open connection */
     gw_req *jobs_head, *jobs_tail;
     pthread_cond_t work;     /* a job was queued, or the workers must stop */
-    pthread_cond_t tick;     /* the sweeper must stop */
     bool stopping;
-    pthread_t sweeper;
     pthread_t *workers;
     unsigned n_workers;
     pthread_mutex_t log_mu;  /* libmicrohttpd's messages, at most one a second */
@@ -74,21 +102,18 @@ typedef struct gw_http {
     unsigned log_dropped;
 } gw_http;
 
-/* Move a connection to another phase, with the deadline that phase has. */
+/* Move a connection to another phase, with the deadline that phase has.
+ * On the loop. */
 static void set_phase(gw_http *h, gw_conn *c, gw_phase phase)
 {
-    if (c == NULL)
+    if (c == NULL || c->phase == PHASE_CUT)
         return;
     const gw_config *cfg = &h->gw->cfg;
     resil_instant now = resil_clock_now(h->gw->clock);
-    pthread_mutex_lock(&h->mu);
-    if (c->phase != PHASE_CUT) {
-        c->phase = phase;
-        c->deadline = phase == PHASE_HEADERS ? now + cfg->header_timeout
-                      : phase == PHASE_BODY  ? now + cfg->body_timeout
-                                             : 0;
-    }
-    pthread_mutex_unlock(&h->mu);
+    c->phase = phase;
+    c->deadline = phase == PHASE_HEADERS ? now + cfg->header_timeout
+                  : phase == PHASE_BODY  ? now + cfg->body_timeout
+                                         : 0;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_state,
@@ -99,10 +124,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         if (c == NULL)
             return;
-        pthread_mutex_lock(&h->mu);
         c->prev->next = c->next;
         c->next->prev = c->prev;
-        pthread_mutex_unlock(&h->mu);
         free(c);
         *socket_state = NULL;
         return;
@@ -115,20 +138,18 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         return;
     }
     c->fd = ci->connect_fd;
-    pthread_mutex_lock(&h->mu);
     c->phase = PHASE_HEADERS;
     c->deadline = resil_clock_now(h->gw->clock) + h->gw->cfg.header_timeout;
     c->next = h->conns.next;
     c->prev = &h->conns;
     h->conns.next->prev = c;
     h->conns.next = c;
-    pthread_mutex_unlock(&h->mu);
     *socket_state = c;
 }
 
-/* Answer 408 to a connection past its deadline and shut it down; the epoll
- * thread sees the socket end and closes it. Under h->mu: the connection
- * cannot be closed (and its fd reused) while this runs. */
+/* Answer 408 to a connection past its deadline and shut it down;
+ * libmicrohttpd sees the socket end and closes it. On the loop, which
+ * alone closes connections: the fd cannot be reused while this runs. */
 static void cut(gw_conn *c)
 {
     static const char timeout[] = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
@@ -140,15 +161,6 @@ static void cut(gw_conn *c)
     shutdown(c->fd, SHUT_RDWR);
 }
 
-static void sweep(gw_http *h)
-{
-    resil_instant now = resil_clock_now(h->gw->clock);
-    for (gw_conn *c = h->conns.next; c != &h->conns; c = c->next) {
-        if ((c->phase == PHASE_HEADERS || c->phase == PHASE_BODY) && now >= c->deadline)
-            cut(c);
-    }
-}
-
 /* How often deadlines are checked: a tenth of the shortest, 10 ms..1 s. */
 static resil_duration sweep_every(const gw_config *cfg)
 {
@@ -158,33 +170,122 @@ static resil_duration sweep_every(const gw_config *cfg)
     return t < RESIL_MS(10) ? RESIL_MS(10) : t > RESIL_S(1) ? RESIL_S(1) : t;
 }
 
-static void *sweeper(void *arg)
+static gw_http *http_of(resil_timer *t, size_t offset)
 {
-    gw_http *h = arg;
-    resil_duration every = sweep_every(&h->gw->cfg);
-    pthread_mutex_lock(&h->mu);
-    while (!h->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        long long ns = until.tv_nsec + (long long)every;
-        until.tv_sec += (time_t)(ns / 1000000000);
-        until.tv_nsec = (long)(ns % 1000000000);
-        pthread_cond_timedwait(&h->tick, &h->mu, &until);
-        sweep(h);
-    }
-    pthread_mutex_unlock(&h->mu);
-    return NULL;
+    return (gw_http *)(void *)((char *)t - offset);
 }
 
-/* ---- workers --------------------------------------------------------------------- */
-
-static void run_job(gw_req *r)
+static void on_sweep(resil_timer *t)
 {
-    const gw_config *cfg = &r->gw->cfg;
-    if (gw_guarded_method(cfg, r->method) && r->key != NULL)
-        r->worker_result = gw_guarded(r, r->conn, r->method, r->key);
+    gw_http *h = http_of(t, offsetof(gw_http, sweep));
+    resil_instant now = resil_clock_now(h->gw->clock);
+    for (gw_conn *c = h->conns.next; c != &h->conns; c = c->next) {
+        if ((c->phase == PHASE_HEADERS || c->phase == PHASE_BODY) && now >= c->deadline)
+            cut(c);
+    }
+    h->loop->ops->timer_start(h->loop->self, &h->sweep, sweep_every(&h->gw->cfg));
+}
+
+/* ---- libmicrohttpd on the loop ------------------------------------------------ */
+
+/* Let libmicrohttpd do what is ready, then arm the loop timer for the
+ * timeout it asks for (0 while it has work left over, none when idle), or
+ * at once for connections answered during the run. */
+static void mhd_run(gw_http *h)
+{
+    struct MHD_Daemon *d = h->gw->daemon;
+    if (d == NULL)
+        return;
+    MHD_run(d);
+    MHD_UNSIGNED_LONG_LONG ms;
+    const resil_loop_ops *ops = h->loop->ops;
+    if (h->resume != NULL) /* answered during the run */
+        ops->timer_start(h->loop->self, &h->mhd_timer, 0);
+    else if (MHD_get_timeout(d, &ms) == MHD_YES)
+        ops->timer_start(h->loop->self, &h->mhd_timer,
+                         ms > 3600000 ? RESIL_S(3600) : RESIL_MS((int64_t)ms));
     else
-        r->worker_result = gw_pass_through(r, r->conn, r->method);
+        ops->timer_stop(h->loop->self, &h->mhd_timer);
+}
+
+static void on_mhd_ready(resil_io *io, int fd, unsigned events)
+{
+    (void)fd;
+    (void)events;
+    mhd_run((gw_http *)(void *)((char *)io - offsetof(gw_http, mhd_io)));
+}
+
+static void resume_answered(gw_http *h);
+
+static void on_mhd_timer(resil_timer *t)
+{
+    gw_http *h = http_of(t, offsetof(gw_http, mhd_timer));
+    resume_answered(h);
+    mhd_run(h);
+}
+
+/* ---- parking, and the store workers -------------------------------------------- */
+
+void gw_park(gw_req *r)
+{
+    gw_http *h = r->gw->http;
+    r->parked = true;
+    h->parked++;
+    set_phase(h, r->link, PHASE_BUSY);
+    MHD_suspend_connection(r->conn);
+}
+
+/* The connection is resumed from the loop's timer, never from inside one
+ * of libmicrohttpd's callbacks (where this may be called: a request the
+ * breaker refuses is answered at once), and libmicrohttpd takes it up in
+ * the MHD_run() that follows: one run for every connection answered
+ * meanwhile. */
+void gw_answered(gw_req *r)
+{
+    gw_http *h = r->gw->http;
+    r->next_resume = h->resume;
+    h->resume = r;
+    h->loop->ops->timer_start(h->loop->self, &h->mhd_timer, 0);
+}
+
+static void resume_answered(gw_http *h)
+{
+    while (h->resume != NULL) {
+        gw_req *r = h->resume;
+        h->resume = r->next_resume;
+        h->parked--;
+        MHD_resume_connection(r->conn);
+    }
+}
+
+/* On the loop: the worker's part is done; the next step. */
+static void on_back(resil_work *w)
+{
+    gw_req *r = (gw_req *)(void *)((char *)w - offsetof(gw_req, back));
+    r->then(r);
+}
+
+void gw_to_pool(gw_req *r, gw_step work, gw_step then)
+{
+    gw_http *h = r->gw->http;
+    r->work = work;
+    r->then = then;
+    r->next_job = NULL;
+    pthread_mutex_lock(&h->mu);
+    bool open = !h->stopping;
+    if (open) {
+        if (h->jobs_tail != NULL)
+            h->jobs_tail->next_job = r;
+        else
+            h->jobs_head = r;
+        h->jobs_tail = r;
+        pthread_cond_signal(&h->work);
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (!open) { /* stopping: the connection closes without an answer */
+        r->result = MHD_NO;
+        gw_answered(r);
+    }
 }
 
 /* Take the next job; NULL once stopping with nothing left to take. */
@@ -208,8 +309,9 @@ static void *worker(void *arg)
     gw_http *h = arg;
     gw_req *r;
     while ((r = next_job(h)) != NULL) {
-        run_job(r);
-        MHD_resume_connection(r->conn);
+        r->work(r);
+        r->back.fn = on_back;
+        h->loop->ops->post(h->loop->self, &r->back);
     }
     return NULL;
 }
@@ -253,11 +355,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
     set_phase(gw->http, conn_link(conn), PHASE_HEADERS);
     if (r->answer != NULL)
         MHD_destroy_response(r->answer);
+    gw_reply_free(&r->up); /* kept only by a request closed before its answer */
     gw_buf_free(&r->body);
     free(r->target);
     free(r);
     pthread_mutex_lock(&gw->mu);
-    if (--gw->in_flight == 0)
+    if (--gw->in_flight == 0 && gw->draining)
         pthread_cond_broadcast(&gw->idle);
     pthread_mutex_unlock(&gw->mu);
 }
@@ -392,12 +495,12 @@ enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn,
     gw_client_ip(conn, ip, sizeof ip);
     count_request(r, method, a->status);
     access_log(r, ip, method, a->status, a->body_len);
-    set_phase(r->gw->http, r->link, PHASE_ANSWERING);
-    if (r->on_worker) { /* queued by the MHD thread once resumed */
+    if (r->parked) { /* queued on the loop once resumed */
         r->answer = resp;
         r->answer_status = (unsigned)a->status;
         return MHD_YES;
     }
+    set_phase(r->gw->http, r->link, PHASE_ANSWERING);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)a->status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -580,37 +683,33 @@ static enum MHD_Result check_request(gw_req *r, struct MHD_Connection *conn,
     return check_key_and_tenant(r, conn, method);
 }
 
-/* The work that may block (the store, the upstream) goes to a worker;
- * the connection sleeps meanwhile and costs no thread. */
+/* The connection sleeps while the upstream (on the loop) or the store (on
+ * a worker) does the request's work; it costs no thread meanwhile. */
 static enum MHD_Result dispatch(gw_req *r, struct MHD_Connection *conn, const char *method)
 {
-    gw_http *h = r->gw->http;
     r->conn = conn;
     r->method = method;
-    r->on_worker = true;
-    set_phase(h, r->link, PHASE_BUSY);
-    MHD_suspend_connection(conn);
-    pthread_mutex_lock(&h->mu);
-    if (h->jobs_tail != NULL)
-        h->jobs_tail->next_job = r;
+    r->result = MHD_YES;
+    gw_park(r);
+    if (gw_guarded_method(&r->gw->cfg, method) && r->key != NULL)
+        gw_guarded(r);
     else
-        h->jobs_head = r;
-    h->jobs_tail = r;
-    pthread_cond_signal(&h->work);
-    pthread_mutex_unlock(&h->mu);
+        gw_pass_through(r);
     return MHD_YES;
 }
 
-/* Back from a worker: queue the answer it prepared. */
+/* Resumed: queue the answer its work prepared (none: close). */
 static enum MHD_Result resumed(gw_req *r, struct MHD_Connection *conn)
 {
     struct MHD_Response *resp = r->answer;
     r->answer = NULL;
+    r->parked = false;
     if (resp == NULL)
         return MHD_NO;
+    set_phase(r->gw->http, r->link, PHASE_ANSWERING);
     enum MHD_Result ret = MHD_queue_response(conn, r->answer_status, resp);
     MHD_destroy_response(resp);
-    return ret == MHD_YES ? r->worker_result : MHD_NO;
+    return ret == MHD_YES ? r->result : MHD_NO;
 }
 
 /* GET /metrics: the metrics sink's Prometheus text, written by the library. */
@@ -637,7 +736,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     gw_req *r = *state;
     if (r == NULL || r->target == NULL)
         return MHD_NO;
-    if (r->on_worker)
+    if (r->parked)
         return resumed(r, conn);
     if (!r->started) {
         r->started = true;
@@ -698,12 +797,15 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- start and stop ------------------------------------------------------ */
 
-static gw_http *http_new(gateway *gw)
+static gw_http *http_new(gateway *gw, int listen_fd, bool ipv6)
 {
     gw_http *h = calloc(1, sizeof *h);
     if (h == NULL)
         return NULL;
     h->gw = gw;
+    h->listen_fd = listen_fd;
+    h->ipv6 = ipv6;
+    h->quiesced_fd = -1;
     h->conns.next = h->conns.prev = &h->conns;
     h->workers = calloc(gw->cfg.workers, sizeof *h->workers);
     if (h->workers == NULL) {
@@ -712,48 +814,49 @@ static gw_http *http_new(gateway *gw)
     }
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->log_mu, NULL);
+    pthread_mutex_init(&h->start_mu, NULL);
     pthread_cond_init(&h->work, NULL);
-    pthread_cond_init(&h->tick, NULL);
+    pthread_cond_init(&h->started, NULL);
     return h;
 }
 
-/* Stop the sweeper and the workers (each finishes the job it holds); jobs
- * no worker took are resumed without an answer, which closes them. */
-static void http_stop_threads(gw_http *h)
+/* Stop the workers (each finishes the job it holds and hands it back);
+ * jobs no worker took go back to the loop without an answer, which closes
+ * them. */
+static void http_stop_workers(gw_http *h)
 {
     pthread_mutex_lock(&h->mu);
     h->stopping = true;
     gw_req *left = h->jobs_head;
     h->jobs_head = h->jobs_tail = NULL;
     pthread_cond_broadcast(&h->work);
-    pthread_cond_broadcast(&h->tick);
     pthread_mutex_unlock(&h->mu);
     for (unsigned i = 0; i < h->n_workers; i++)
         pthread_join(h->workers[i], NULL);
-    if (h->sweeper)
-        pthread_join(h->sweeper, NULL);
+    h->n_workers = 0;
     while (left != NULL) {
         gw_req *next = left->next_job;
-        left->worker_result = MHD_NO;
-        MHD_resume_connection(left->conn);
+        left->result = MHD_NO;
+        left->then = gw_answered;
+        left->back.fn = on_back;
+        h->loop->ops->post(h->loop->self, &left->back);
         left = next;
     }
 }
 
 static void http_free(gw_http *h)
 {
-    pthread_cond_destroy(&h->tick);
+    pthread_cond_destroy(&h->started);
     pthread_cond_destroy(&h->work);
+    pthread_mutex_destroy(&h->start_mu);
     pthread_mutex_destroy(&h->log_mu);
     pthread_mutex_destroy(&h->mu);
     free(h->workers);
     free(h);
 }
 
-static int start_threads(gw_http *h)
+static int start_workers(gw_http *h)
 {
-    if (pthread_create(&h->sweeper, NULL, sweeper, h) != 0)
-        return -1;
     for (; h->n_workers < h->gw->cfg.workers; h->n_workers++) {
         if (pthread_create(&h->workers[h->n_workers], NULL, worker, h) != 0)
             return -1;
@@ -768,31 +871,106 @@ static unsigned whole_seconds(resil_duration d)
     return s < 1 ? 1 : (unsigned)s;
 }
 
+/* External epoll mode: no thread of libmicrohttpd's own; the loop watches
+ * its epoll descriptor and calls MHD_run(). */
+static struct MHD_Daemon *start_daemon(gw_http *h)
+{
+    gateway *gw = h->gw;
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (h->ipv6)
+        flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, gw,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, so that it hears everything */
+        MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+        MHD_OPTION_URI_LOG_CALLBACK, on_request_line, gw,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, gw,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, whole_seconds(gw->cfg.idle_timeout),
+        MHD_OPTION_CONNECTION_LIMIT, gw->cfg.max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, gw->cfg.max_per_client,
+        MHD_OPTION_STRICT_FOR_CLIENT, 1,
+        MHD_OPTION_END);
+}
+
+/* On the loop thread: the loop, the upstream's multi handle, the daemon
+ * and its watch. 0, or -1 with nothing left open. */
+static int loop_open(gw_http *h)
+{
+    gateway *gw = h->gw;
+    if (uv_loop_init(&h->uv) != 0)
+        return -1;
+    if (resil_uv_new(&h->uv, &h->ru) != 0)
+        goto fail_uv;
+    h->loop = resil_uv_loop(h->ru);
+    if (gw_upstream_open(gw, h->loop) != 0)
+        goto fail_ru;
+    if ((gw->daemon = start_daemon(h)) == NULL)
+        goto fail_upstream;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(gw->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    h->mhd_io.fn = on_mhd_ready;
+    h->mhd_timer.fn = on_mhd_timer;
+    h->sweep.fn = on_sweep;
+    if (di == NULL || resil_loop_io_start(h->loop, &h->mhd_io, di->epoll_fd, RESIL_IO_READ) != 0)
+        goto fail_daemon;
+    h->loop->ops->timer_start(h->loop->self, &h->sweep, sweep_every(&gw->cfg));
+    mhd_run(h);
+    return 0;
+fail_daemon:
+    MHD_quiesce_daemon(gw->daemon); /* the listening socket stays the caller's */
+    MHD_stop_daemon(gw->daemon);
+    gw->daemon = NULL;
+fail_upstream:
+    gw_upstream_close(gw, NULL);
+fail_ru:
+    resil_uv_close(h->ru);
+fail_uv:
+    uv_run(&h->uv, UV_RUN_DEFAULT); /* the handles' close callbacks */
+    uv_loop_close(&h->uv);
+    return -1;
+}
+
+static void say_started(gw_http *h, int rc)
+{
+    pthread_mutex_lock(&h->start_mu);
+    h->start_rc = rc;
+    h->start_done = true;
+    pthread_cond_signal(&h->started);
+    pthread_mutex_unlock(&h->start_mu);
+}
+
+static void *loop_thread(void *arg)
+{
+    gw_http *h = arg;
+    int rc = loop_open(h);
+    say_started(h, rc);
+    if (rc != 0)
+        return NULL;
+    uv_run(&h->uv, UV_RUN_DEFAULT); /* until on_stop */
+    uv_run(&h->uv, UV_RUN_DEFAULT); /* the handles' close callbacks */
+    uv_loop_close(&h->uv);
+    return NULL;
+}
+
 int gw_http_start(gateway *gw, int listen_fd, bool ipv6)
 {
-    gw_http *h = gw->http = http_new(gw);
+    gw_http *h = gw->http = http_new(gw, listen_fd, ipv6);
     if (h == NULL)
         return -1;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
-    if (ipv6)
-        flags |= MHD_USE_IPv6;
-    if (start_threads(h) == 0)
-        gw->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, handle, gw,
-            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, so that it hears everything */
-            MHD_OPTION_LISTEN_SOCKET, listen_fd,
-            MHD_OPTION_URI_LOG_CALLBACK, on_request_line, gw,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, gw,
-            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-            MHD_OPTION_CONNECTION_TIMEOUT, whole_seconds(gw->cfg.idle_timeout),
-            MHD_OPTION_CONNECTION_LIMIT, gw->cfg.max_connections,
-            MHD_OPTION_PER_IP_CONNECTION_LIMIT, gw->cfg.max_per_client,
-            MHD_OPTION_STRICT_FOR_CLIENT, 1,
-            MHD_OPTION_END);
-    if (gw->daemon != NULL)
-        return 0;
-    http_stop_threads(h);
+    /* The workers first: they touch the loop only for a job, and jobs
+     * come from the loop. */
+    bool running = start_workers(h) == 0 &&
+                   pthread_create(&h->thread, NULL, loop_thread, h) == 0;
+    if (running) {
+        pthread_mutex_lock(&h->start_mu);
+        while (!h->start_done)
+            pthread_cond_wait(&h->started, &h->start_mu);
+        pthread_mutex_unlock(&h->start_mu);
+        if (h->start_rc == 0)
+            return 0;
+        pthread_join(h->thread, NULL);
+    }
+    http_stop_workers(h); /* no job was queued: nothing is posted */
     http_free(h);
     gw->http = NULL;
     return -1;
@@ -800,19 +978,69 @@ int gw_http_start(gateway *gw, int listen_fd, bool ipv6)
 
 /* Quiescing hands the listening socket back. It is shut down at once, so
  * new connections are refused while the requests in flight finish, but
- * closed only once the daemon has stopped: its epoll thread may still be
- * taking the descriptor out of its set, and a number closed under it could
- * be reused by then. */
+ * closed only once the daemon has stopped. */
+static void on_quiesce(resil_work *w)
+{
+    gw_http *h = (gw_http *)(void *)((char *)w - offsetof(gw_http, quiesce));
+    h->quiesced_fd = MHD_quiesce_daemon(h->gw->daemon);
+    if (h->quiesced_fd >= 0)
+        shutdown(h->quiesced_fd, SHUT_RDWR);
+    mhd_run(h);
+}
+
+/* A call still upstream when the gateway stops: its connection closes
+ * without an answer. A guarded one keeps its key held until the lease
+ * runs out; a later request then takes it over and saves an unknown
+ * outcome, never running it again. */
+static void on_aborted(gw_call *c)
+{
+    gw_req *r = (gw_req *)(void *)((char *)c - offsetof(gw_req, call));
+    gw_reply_free(&r->up);
+    r->result = MHD_NO;
+    gw_answered(r);
+}
+
+/* The last work on the loop: every parked connection resumed and closed,
+ * then the daemon, the upstream and the loop's handles go. */
+static void on_stop(resil_work *w)
+{
+    gw_http *h = (gw_http *)(void *)((char *)w - offsetof(gw_http, stop));
+    gateway *gw = h->gw;
+    gw_upstream_close(gw, on_aborted);
+    resume_answered(h);
+    mhd_run(h); /* the resumed connections are handled, and closed */
+    resil_loop_io_stop(h->loop, &h->mhd_io);
+    h->loop->ops->timer_stop(h->loop->self, &h->mhd_timer);
+    h->loop->ops->timer_stop(h->loop->self, &h->sweep);
+    /* libmicrohttpd refuses to stop with a connection suspended (it
+     * aborts); none can be by now, but a leak beats an abort at exit. */
+    if (h->parked == 0)
+        MHD_stop_daemon(gw->daemon);
+    else
+        fprintf(stderr, "resil gateway: %u connection%s still suspended at exit\n", h->parked,
+                h->parked == 1 ? "" : "s");
+    gw->daemon = NULL;
+    resil_uv_close(h->ru);
+    uv_stop(&h->uv);
+}
+
+static void post_to_loop(gw_http *h, resil_work *w, resil_work_fn fn)
+{
+    w->fn = fn;
+    h->loop->ops->post(h->loop->self, w);
+}
+
 void gw_http_stop(gateway *gw, resil_duration grace)
 {
-    int fd = MHD_quiesce_daemon(gw->daemon);
-    if (fd >= 0)
-        shutdown(fd, SHUT_RDWR);
+    gw_http *h = gw->http;
+    pthread_mutex_lock(&gw->mu);
+    gw->draining = true;
+    pthread_mutex_unlock(&gw->mu);
+    post_to_loop(h, &h->quiesce, on_quiesce);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)(grace / RESIL_S(1)) + 1;
     pthread_mutex_lock(&gw->mu);
-    gw->draining = true;
     unsigned left = gw->in_flight;
     while (gw->in_flight > 0 &&
            pthread_cond_timedwait(&gw->idle, &gw->mu, &until) == 0)
@@ -822,11 +1050,11 @@ void gw_http_stop(gateway *gw, resil_duration grace)
     if (!gw->cfg.quiet)
         fprintf(stderr, "resil gateway: stopping: %u request%s in flight, %u unfinished\n",
                 left, left == 1 ? "" : "s", unfinished);
-    http_stop_threads(gw->http);
-    MHD_stop_daemon(gw->daemon);
-    gw->daemon = NULL;
-    if (fd >= 0)
-        close(fd);
-    http_free(gw->http);
+    http_stop_workers(h);
+    post_to_loop(h, &h->stop, on_stop);
+    pthread_join(h->thread, NULL);
+    if (h->quiesced_fd >= 0)
+        close(h->quiesced_fd);
+    http_free(h);
     gw->http = NULL;
 }

@@ -31,6 +31,12 @@
  *                unless --upstream-dedupes).
  *   replay / in progress / mismatch   the saved answer, 409, 422.
  *
+ * The rules run in steps, since the upstream call runs on the gateway's
+ * loop and the store's calls on a worker (gateway_http.c): the store's
+ * verdict (begin, on a worker), the upstream call (on the loop: no thread
+ * waits for it), then the outcome saved or the key released (on a worker
+ * again). The request carries its key, lease and hold between them.
+ *
  * A key stays ours while the upstream runs: a renewer thread holds the set
  * of leases in flight and renews each every third of the lease, so a slow
  * call never loses its key to a takeover; the lease number is the fencing
@@ -44,6 +50,7 @@
  */
 #include <curl/curl.h>
 #include <microhttpd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -459,249 +466,302 @@ void gw_rules_stop(gateway *gw)
     gw->leases = NULL;
 }
 
-/* ---- forwarding ---------------------------------------------------------- */
+/* ---- forwarding (loop) ----------------------------------------------------- */
+
+static gw_req *req_of_call(gw_call *c)
+{
+    return (gw_req *)(void *)((char *)c - offsetof(gw_req, call));
+}
+
+static void forwarded(gw_call *c)
+{
+    gw_req *r = req_of_call(c);
+    if (r->up.curl_code != 0 && r->up.refused == NULL)
+        snprintf(r->note, sizeof r->note, "upstream_error=\"%s\"", r->up.error);
+    r->forwarded(r);
+}
 
 /* once: a guarded request, which libcurl must not send a second time on
- * its own — unless the upstream recognises a repeated key. */
-static void forward(gw_req *r, struct MHD_Connection *conn, const char *method,
-                    gw_reply *up, bool once)
+ * its own — unless the upstream recognises a repeated key. `then` runs on
+ * the loop once r->up holds the reply. */
+static void forward(gw_req *r, bool once, gw_step then)
 {
     char ip[64];
-    gw_client_ip(conn, ip, sizeof ip);
-    gw_forward f = {.method = method, .target = r->target, .client_ip = ip,
-                    .body = r->body.p, .body_len = r->body.len, .conn = conn,
+    gw_client_ip(r->conn, ip, sizeof ip);
+    gw_forward f = {.method = r->method, .target = r->target, .client_ip = ip,
+                    .body = r->body.p, .body_len = r->body.len, .conn = r->conn,
                     .once = once && !r->gw->cfg.upstream_dedupes};
-    gw_upstream_send(r->gw, &f, up);
-    if (up->curl_code != 0)
-        snprintf(r->note, sizeof r->note, "upstream_error=\"%s\"", up->error);
+    r->forwarded = then;
+    gw_upstream_start(r->gw, &r->call, &f, &r->up, forwarded);
 }
 
-enum MHD_Result gw_pass_through(gw_req *r, struct MHD_Connection *conn,
-                                    const char *method)
+/* ---- a pass-through: on the loop, unless the fleet's permits are asked ---- */
+
+static void pass_answer(gw_req *r)
 {
-    gw_reply up;
-    forward(r, conn, method, &up, false);
-    enum MHD_Result ret = gw_send_reply(r, conn, method, &up);
-    gw_reply_free(&up);
-    return ret;
+    r->result = gw_send_reply(r, r->conn, r->method, &r->up);
+    gw_reply_free(&r->up);
+    gw_answered(r);
 }
 
-/* ---- saving an outcome --------------------------------------------------- */
+static void fleet_leave(gw_req *r) { gw_upstream_leave(&r->call); }
 
-typedef struct first_run {
-    gw_req *r;
-    struct MHD_Connection *conn;
-    const char *method;
-    const resil_store_key *k;
-    uint64_t lease;
-    gw_hold *hold;
-    bool refused; /* the store refused the answer for good: an unknown outcome instead */
-} first_run;
+static void pass_forwarded(gw_req *r)
+{
+    if (r->gw->limit != NULL)
+        gw_to_pool(r, fleet_leave, pass_answer);
+    else
+        pass_answer(r);
+}
+
+static void fleet_admit(gw_req *r)
+{
+    r->go_forward = gw_upstream_admit(r->gw, &r->call, &r->up);
+}
+
+static void pass_admitted(gw_req *r)
+{
+    if (!r->go_forward)
+        pass_answer(r); /* refused: nothing was sent, nothing to give back */
+    else
+        forward(r, false, pass_forwarded);
+}
+
+void gw_pass_through(gw_req *r)
+{
+    if (r->gw->limit != NULL) {
+        gw_to_pool(r, fleet_admit, pass_admitted);
+        return;
+    }
+    forward(r, false, pass_forwarded);
+}
+
+/* ---- saving an outcome (worker) ------------------------------------------ */
 
 /* The run lost its key (taken over after its lease ran out): its answer
  * is not the key's. The client's retry gets whatever the key holds. */
-static enum MHD_Result fenced(first_run *f, int status, const resil_err *err)
+static enum MHD_Result fenced(gw_req *r, int status, const resil_err *err)
 {
-    f->r->idem = "fenced";
+    r->idem = "fenced";
     fprintf(stderr, "resil gateway: key '%s': lease %llu was taken over; this run's answer "
                     "(%d) is discarded: %s\n",
-            f->k->key, (unsigned long long)f->lease, status, err->message);
-    return gw_send_error(f->r, f->conn, f->method, 409, "request_in_progress",
+            r->k.key, (unsigned long long)r->lease, status, err->message);
+    return gw_send_error(r, r->conn, r->method, 409, "request_in_progress",
                          "another run took this Idempotency-Key over; retry for its answer",
                          RETRY_AFTER);
 }
 
 /* The answer could not be saved: never answered as done. */
-static enum MHD_Result unsaved(first_run *f, const resil_store_response *resp, int rc,
+static enum MHD_Result unsaved(gw_req *r, const resil_store_response *resp, int rc,
                                const resil_err *err)
 {
-    f->r->idem = "unsaved";
-    fprintf(stderr, "resil gateway: key '%s': saving the answer (%d) failed: %s\n", f->k->key,
+    r->idem = "unsaved";
+    fprintf(stderr, "resil gateway: key '%s': saving the answer (%d) failed: %s\n", r->k.key,
             resp->status, err->message);
-    if (f->hold == NULL || !hold_keep_unsaved(f->r->gw, f->hold, resp))
+    if (r->hold == NULL || !hold_keep_unsaved(r->gw, r->hold, resp))
         fprintf(stderr, "resil gateway: key '%s': out of memory; the answer is lost\n",
-                f->k->key);
-    f->hold = NULL;
+                r->k.key);
+    r->hold = NULL;
     if (rc == RESIL_EBUSY || rc == RESIL_ENOMEM)
-        return gw_send_error(f->r, f->conn, f->method, 503, "store_unavailable",
+        return gw_send_error(r, r->conn, r->method, 503, "store_unavailable",
                              "the upstream answered but the answer could not be saved yet; "
                              "retry with the same Idempotency-Key to get it",
                              RETRY_AFTER);
-    return gw_send_error(f->r, f->conn, f->method, 500, "store_error",
+    return gw_send_error(r, r->conn, r->method, 500, "store_error",
                          "the upstream answered but the idempotency store refused to save "
                          "the answer",
                          NULL);
 }
 
-static enum MHD_Result save_unknown(first_run *f, const unknown_answer *u);
+static enum MHD_Result save_unknown(gw_req *r, const unknown_answer *u);
 
 /* The store refuses this answer for good (a data or constraint error), not
  * for now: keep what is known instead, an outcome the client cannot get. */
-static enum MHD_Result save_refused(first_run *f, const resil_store_response *resp,
+static enum MHD_Result save_refused(gw_req *r, const resil_store_response *resp,
                                     const resil_err *err)
 {
     fprintf(stderr, "resil gateway: key '%s': the store refused the answer (%d): %s; saving "
                     "an unknown outcome\n",
-            f->k->key, resp->status, err->message);
-    f->refused = true;
+            r->k.key, resp->status, err->message);
+    r->refused_for_good = true;
     unknown_answer u;
     unknown_of(&u, 502, "upstream_answer_refused",
                "the upstream answered but the idempotency store refused to keep the answer");
-    return save_unknown(f, &u);
+    return save_unknown(r, &u);
 }
 
 /* Save resp as the key's answer; send it once it is durable. */
-static enum MHD_Result save_and_send(first_run *f, const resil_store_response *resp)
+static enum MHD_Result save_and_send(gw_req *r, const resil_store_response *resp)
 {
-    gateway *gw = f->r->gw;
+    gateway *gw = r->gw;
     resil_err err = {0};
-    int rc = resil_store_complete(gw->store, f->k, f->lease, resp, &err);
+    int rc = resil_store_complete(gw->store, &r->k, r->lease, resp, &err);
     bool for_now = rc == RESIL_EBUSY || rc == RESIL_ENOMEM;
-    if (rc != 0 && rc != RESIL_ESTATE && !for_now && !f->refused)
-        return save_refused(f, resp, &err);
+    if (rc != 0 && rc != RESIL_ESTATE && !for_now && !r->refused_for_good)
+        return save_refused(r, resp, &err);
     if (rc != 0 && rc != RESIL_ESTATE)
-        return unsaved(f, resp, rc, &err);
-    if (f->hold != NULL)
-        hold_drop(gw, f->hold);
-    f->hold = NULL;
+        return unsaved(r, resp, rc, &err);
+    if (r->hold != NULL)
+        hold_drop(gw, r->hold);
+    r->hold = NULL;
     if (rc == RESIL_ESTATE)
-        return fenced(f, resp->status, &err);
+        return fenced(r, resp->status, &err);
     gw_answer a = {.status = resp->status, .headers = resp->headers,
                    .headers_len = resp->headers_len, .body = resp->body,
                    .body_len = resp->body_len};
-    return gw_send_answer(f->r, f->conn, f->method, &a);
+    return gw_send_answer(r, r->conn, r->method, &a);
 }
 
-static enum MHD_Result save_unknown(first_run *f, const unknown_answer *u)
+static enum MHD_Result save_unknown(gw_req *r, const unknown_answer *u)
 {
-    f->r->idem = "unknown";
+    r->idem = "unknown";
     resil_store_response resp = {.status = u->status, .headers = unknown_headers,
                                  .headers_len = sizeof unknown_headers - 1, .body = u->body,
                                  .body_len = u->body_len};
-    return save_and_send(f, &resp);
+    return save_and_send(r, &resp);
 }
 
-static enum MHD_Result release_and_send(first_run *f, const gw_reply *up)
+static enum MHD_Result release_and_send(gw_req *r, const gw_reply *up)
 {
-    gateway *gw = f->r->gw;
+    gateway *gw = r->gw;
     resil_err err = {0};
-    if (f->hold != NULL)
-        hold_drop(gw, f->hold);
-    f->hold = NULL;
-    f->r->idem = "released";
-    if (resil_store_release(gw->store, f->k, f->lease, &err) != 0)
-        fprintf(stderr, "resil gateway: key '%s': release failed: %s\n", f->k->key,
+    if (r->hold != NULL)
+        hold_drop(gw, r->hold);
+    r->hold = NULL;
+    r->idem = "released";
+    if (resil_store_release(gw->store, &r->k, r->lease, &err) != 0)
+        fprintf(stderr, "resil gateway: key '%s': release failed: %s\n", r->k.key,
                 err.message);
-    return gw_send_reply(f->r, f->conn, f->method, up);
+    return gw_send_reply(r, r->conn, r->method, up);
 }
 
-/* First: run it upstream while the renewer holds the key; then save what
- * it answered, save "unknown", or release the key, by fate_of(). */
-static enum MHD_Result run_first(first_run *f)
+/* worker, after the upstream call: save what it answered, save "unknown",
+ * or release the key, by fate_of(). */
+static void settle_first(gw_req *r)
 {
-    gateway *gw = f->r->gw;
-    gw_reply up;
-    forward(f->r, f->conn, f->method, &up, true);
-    enum MHD_Result ret;
-    fate fa = fate_of(&gw->cfg, &up);
+    gateway *gw = r->gw;
+    gw_reply *up = &r->up;
+    gw_upstream_leave(&r->call);
+    fate fa = fate_of(&gw->cfg, up);
     if (fa == FATE_RELEASE) {
-        ret = release_and_send(f, &up);
+        r->result = release_and_send(r, up);
     } else if (fa == FATE_UNKNOWN) {
         unknown_answer u;
-        unknown_of_reply(&u, &up);
-        ret = save_unknown(f, &u);
+        unknown_of_reply(&u, up);
+        r->result = save_unknown(r, &u);
     } else {
-        resil_store_response resp = {.status = (int)up.status, .headers = up.headers.p,
-                                     .headers_len = up.headers.len, .body = up.body.p,
-                                     .body_len = up.body.len};
-        ret = save_and_send(f, &resp);
+        resil_store_response resp = {.status = (int)up->status, .headers = up->headers.p,
+                                     .headers_len = up->headers.len, .body = up->body.p,
+                                     .body_len = up->body.len};
+        r->result = save_and_send(r, &resp);
     }
-    gw_reply_free(&up);
-    return ret;
+    gw_reply_free(up);
 }
+
+/* loop: the upstream answered (or did not): settle the key on a worker. */
+static void first_forwarded(gw_req *r) { gw_to_pool(r, settle_first, gw_answered); }
 
 /* A takeover: the key's previous holder vanished without saving an answer,
  * possibly after forwarding. Running it again could run it twice. */
-static enum MHD_Result run_takeover(first_run *f)
+static enum MHD_Result run_takeover(gw_req *r)
 {
     fprintf(stderr, "resil gateway: key '%s': taken over (lease %llu) from a run that ended "
                     "without an answer; saved as an unknown outcome\n",
-            f->k->key, (unsigned long long)f->lease);
+            r->k.key, (unsigned long long)r->lease);
     unknown_answer u;
     unknown_of(&u, 502, "upstream_outcome_unknown",
                "the gateway that forwarded this request stopped before saving the answer");
-    return save_unknown(f, &u);
+    return save_unknown(r, &u);
 }
 
-/* The key is ours: hold it (renewed until its outcome is saved), then run
- * it, or settle a takeover. */
-static enum MHD_Result own_key(first_run *f)
+/* worker: the key is ours: hold it (renewed until its outcome is saved),
+ * then have the loop forward it (once the fleet admits it), or settle a
+ * takeover. */
+static enum MHD_Result own_key(gw_req *r)
 {
-    gateway *gw = f->r->gw;
-    f->r->idem = "first";
-    f->hold = hold_add(gw, f->k, f->lease);
-    if (f->hold == NULL) {
+    gateway *gw = r->gw;
+    r->idem = "first";
+    r->hold = hold_add(gw, &r->k, r->lease);
+    if (r->hold == NULL) {
         resil_err err = {0};
-        resil_store_release(gw->store, f->k, f->lease, &err);
-        f->r->idem = "released";
-        return gw_send_error(f->r, f->conn, f->method, 503, "out_of_memory",
+        resil_store_release(gw->store, &r->k, r->lease, &err);
+        r->idem = "released";
+        return gw_send_error(r, r->conn, r->method, 503, "out_of_memory",
                              "the gateway is out of memory; retry later", RETRY_AFTER);
     }
-    bool takeover = f->lease > 1 && !gw->cfg.upstream_dedupes;
-    return takeover ? run_takeover(f) : run_first(f);
+    if (r->lease > 1 && !gw->cfg.upstream_dedupes)
+        return run_takeover(r);
+    if (!gw_upstream_admit(gw, &r->call, &r->up))
+        return release_and_send(r, &r->up); /* refused: it never left */
+    r->go_forward = true;
+    return MHD_YES;
 }
 
-enum MHD_Result gw_guarded(gw_req *r, struct MHD_Connection *conn,
-                               const char *method, const char *key)
+/* worker: the key, the tenant, the store's verdict. */
+static enum MHD_Result begin(gw_req *r)
 {
     gateway *gw = r->gw;
     const char *tenant = "";
     if (gw->cfg.tenant_header != NULL) {
-        tenant = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, gw->cfg.tenant_header);
+        tenant = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, gw->cfg.tenant_header);
         if (tenant == NULL || *tenant == '\0' || strlen(tenant) > RESIL_STORE_FIELD_MAX) {
             r->idem = "bad-tenant";
-            return gw_send_error(r, conn, method, 400, "tenant_required",
-                              "this gateway needs a tenant header of 1 to 255 bytes", NULL);
+            return gw_send_error(r, r->conn, r->method, 400, "tenant_required",
+                                 "this gateway needs a tenant header of 1 to 255 bytes", NULL);
         }
     }
-    if (*key == '\0' || strlen(key) > RESIL_STORE_FIELD_MAX) {
+    if (*r->key == '\0' || strlen(r->key) > RESIL_STORE_FIELD_MAX) {
         r->idem = "bad-key";
-        return gw_send_error(r, conn, method, 400, "invalid_idempotency_key",
-                          "Idempotency-Key must be 1 to 255 bytes", NULL);
+        return gw_send_error(r, r->conn, r->method, 400, "invalid_idempotency_key",
+                             "Idempotency-Key must be 1 to 255 bytes", NULL);
     }
     uint8_t hash[RESIL_SHA256_LEN];
-    resil_store_request_hash(method, r->target, r->body.p, r->body.len, hash);
-    resil_store_key k = {.tenant = tenant, .operation = gw->cfg.operation, .key = key};
+    resil_store_request_hash(r->method, r->target, r->body.p, r->body.len, hash);
+    r->k = (resil_store_key){.tenant = tenant, .operation = gw->cfg.operation, .key = r->key};
     resil_store_result res;
     resil_store_result_init(&res);
     resil_err err = {0};
     enum MHD_Result ret;
-    int rc = resil_store_begin(gw->store, &k, hash, &res, &err);
+    int rc = resil_store_begin(gw->store, &r->k, hash, &res, &err);
     if (rc != 0) {
-        ret = store_failed(r, conn, method, rc, &err);
+        ret = store_failed(r, r->conn, r->method, rc, &err);
     } else if (res.verdict == RESIL_STORE_FIRST) {
-        first_run f = {.r = r, .conn = conn, .method = method, .k = &k, .lease = res.lease};
-        ret = own_key(&f);
+        r->lease = res.lease;
+        ret = own_key(r);
     } else if (res.verdict == RESIL_STORE_REPLAY) {
         r->idem = "replay";
         gw_answer a = {.status = res.status, .headers = res.headers,
-                    .headers_len = res.headers_len, .body = res.body,
-                    .body_len = res.body_len, .replayed = true};
-        ret = gw_send_answer(r, conn, method, &a);
+                       .headers_len = res.headers_len, .body = res.body,
+                       .body_len = res.body_len, .replayed = true};
+        ret = gw_send_answer(r, r->conn, r->method, &a);
     } else if (res.verdict == RESIL_STORE_IN_PROGRESS) {
         r->idem = "in-progress";
-        ret = gw_send_error(r, conn, method, 409, "request_in_progress",
-                         "a request with this Idempotency-Key is still being processed; "
-                         "retry later",
-                         RETRY_AFTER);
+        ret = gw_send_error(r, r->conn, r->method, 409, "request_in_progress",
+                            "a request with this Idempotency-Key is still being processed; "
+                            "retry later",
+                            RETRY_AFTER);
     } else {
         r->idem = "mismatch";
-        ret = gw_send_error(r, conn, method, 422, "idempotency_key_reused",
-                         "this Idempotency-Key was used with a different request", NULL);
+        ret = gw_send_error(r, r->conn, r->method, 422, "idempotency_key_reused",
+                            "this Idempotency-Key was used with a different request", NULL);
     }
     resil_store_result_free(&res);
     return ret;
 }
+
+static void begin_step(gw_req *r) { r->result = begin(r); }
+
+/* loop: the store has spoken: forward a key that is ours, or send what
+ * the worker answered. */
+static void begun(gw_req *r)
+{
+    if (r->go_forward)
+        forward(r, true, first_forwarded);
+    else
+        gw_answered(r);
+}
+
+void gw_guarded(gw_req *r) { gw_to_pool(r, begin_step, begun); }
 
 /* ---- the journal and the main thread's timer --------------------------- */
 

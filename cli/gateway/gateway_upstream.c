@@ -6,10 +6,19 @@
  * come out in lower case, the spelling libcurl's URL API writes and an
  * equivalent one, RFC 3986 §6.2.2.1), headers and body, and the
  * client gets the upstream's status, headers and body back, compressed or
- * not, as it was sent. Only hop-by-hop headers stop at the proxy. Easy
- * handles are pooled and reset rather than freed, so the upstream
- * connections they cache stay open between requests: a reverse proxy that
- * reconnects for every request would measure TCP, not itself.
+ * not, as it was sent. Only hop-by-hop headers stop at the proxy.
+ *
+ * Every call runs on the gateway's loop through one curl multi handle, so
+ * no thread waits on the upstream: curl's socket callback becomes
+ * descriptor watches on the loop and its timer callback one loop timer (as
+ * src/http/multi.c drives curl multi for libresil-http), and a call's
+ * `done` runs from there once curl says the transfer ended, never from
+ * inside a libcurl callback. The multi handle keeps the upstream
+ * connections open between calls (up to KEEP_CONNECTIONS), and easy
+ * handles are pooled and reset rather than freed: a reverse proxy that
+ * reconnects or rebuilds its handles for every request would measure TCP
+ * and malloc, not itself. Only the fleet's Redis permits block, and those
+ * are taken and given back on a store worker (gw_upstream_admit/leave).
  *
  * A kept connection has one hazard. When a reused connection closes before
  * any answer byte, libcurl sends the request again on a fresh one
@@ -30,6 +39,7 @@
  * left. No answer, or a 5xx, counts as a failure.
  */
 #include <curl/curl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,42 +89,204 @@ void gw_reply_free(gw_reply *r)
     gw_buf_free(&r->body);
 }
 
-/* ---- the handle pool ------------------------------------------------------ */
+/* ---- curl multi on the loop ---------------------------------------------- */
 
-void gw_upstream_init(gateway *gw)
+/* A socket curl asked to have watched; kept for the next one when curl is
+ * done with it (curl drops and re-adds kept-alive connections' sockets). */
+typedef struct sock_watch {
+    resil_io io;
+    struct gw_upstream *u;
+    struct sock_watch *next, *prev;
+} sock_watch;
+
+struct gw_upstream {
+    gateway *gw;
+    resil_loop *loop;
+    CURLM *multi;
+    resil_timer timer; /* curl's timeout */
+    gw_call *calls;    /* in flight */
+    sock_watch *watches, *idle_watches;
+    CURL *pool[64];    /* reset handles, for the next calls */
+    size_t pool_len;
+};
+
+static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc);
+
+static void read_finished(struct gw_upstream *u)
 {
-    pthread_mutex_init(&gw->pool_mu, NULL);
-    gw->pool_len = 0;
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(u->multi, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        gw_call *c = NULL;
+        CURLcode rc = msg->data.result;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
+        if (c != NULL)
+            call_finish(u, c, rc);
+    }
 }
 
-void gw_upstream_cleanup(gateway *gw)
+static void on_io(resil_io *io, int fd, unsigned events)
 {
-    for (size_t i = 0; i < gw->pool_len; i++)
-        curl_easy_cleanup(gw->pool[i]);
-    gw->pool_len = 0;
-    pthread_mutex_destroy(&gw->pool_mu);
+    struct gw_upstream *u = ((sock_watch *)io)->u;
+    int flags = ((events & RESIL_IO_READ) ? CURL_CSELECT_IN : 0) |
+                ((events & RESIL_IO_WRITE) ? CURL_CSELECT_OUT : 0) |
+                ((events & RESIL_IO_ERROR) ? CURL_CSELECT_ERR : 0);
+    int running;
+    curl_multi_socket_action(u->multi, fd, flags, &running);
+    read_finished(u);
 }
 
-static CURL *take_handle(gateway *gw)
+static void on_timer(resil_timer *t)
 {
-    CURL *h = NULL;
-    pthread_mutex_lock(&gw->pool_mu);
-    if (gw->pool_len > 0)
-        h = gw->pool[--gw->pool_len];
-    pthread_mutex_unlock(&gw->pool_mu);
-    return h ? h : curl_easy_init();
+    struct gw_upstream *u = (struct gw_upstream *)(void *)((char *)t -
+                                                           offsetof(struct gw_upstream, timer));
+    int running;
+    curl_multi_socket_action(u->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    read_finished(u);
 }
 
-static void give_handle(gateway *gw, CURL *h)
+static void watch_end(struct gw_upstream *u, sock_watch *w)
+{
+    resil_loop_io_stop(u->loop, &w->io);
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        u->watches = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    w->next = u->idle_watches;
+    u->idle_watches = w;
+}
+
+static sock_watch *watch_new(struct gw_upstream *u, curl_socket_t s)
+{
+    sock_watch *w = u->idle_watches;
+    if (w != NULL)
+        u->idle_watches = w->next;
+    else if ((w = malloc(sizeof *w)) == NULL)
+        return NULL;
+    memset(w, 0, sizeof *w);
+    w->io.fn = on_io;
+    w->u = u;
+    w->next = u->watches;
+    if (w->next != NULL)
+        w->next->prev = w;
+    u->watches = w;
+    curl_multi_assign(u->multi, s, w);
+    return w;
+}
+
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)easy;
+    struct gw_upstream *u = userp;
+    sock_watch *w = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (w != NULL) {
+            curl_multi_assign(u->multi, s, NULL);
+            watch_end(u, w);
+        }
+        return 0;
+    }
+    if (w == NULL && (w = watch_new(u, s)) == NULL)
+        return -1;
+    unsigned events = ((what & CURL_POLL_IN) ? RESIL_IO_READ : 0) |
+                      ((what & CURL_POLL_OUT) ? RESIL_IO_WRITE : 0);
+    return resil_loop_io_start(u->loop, &w->io, s, events) == 0 ? 0 : -1;
+}
+
+static int on_curl_timer(CURLM *multi, long ms, void *userp)
+{
+    (void)multi;
+    struct gw_upstream *u = userp;
+    const resil_loop_ops *ops = u->loop->ops;
+    if (ms < 0)
+        ops->timer_stop(u->loop->self, &u->timer);
+    else
+        ops->timer_start(u->loop->self, &u->timer, RESIL_MS(ms));
+    return 0;
+}
+
+/* Upstream connections kept open between calls: as many as calls may run
+ * at once, within reason. */
+#define KEEP_CONNECTIONS 256L
+
+int gw_upstream_open(gateway *gw, resil_loop *loop)
+{
+    struct gw_upstream *u = calloc(1, sizeof *u);
+    if (u == NULL)
+        return -1;
+    if ((u->multi = curl_multi_init()) == NULL) {
+        free(u);
+        return -1;
+    }
+    u->gw = gw;
+    u->loop = loop;
+    u->timer.fn = on_timer;
+    curl_multi_setopt(u->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(u->multi, CURLMOPT_SOCKETDATA, u);
+    curl_multi_setopt(u->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(u->multi, CURLMOPT_TIMERDATA, u);
+    curl_multi_setopt(u->multi, CURLMOPT_MAXCONNECTS, KEEP_CONNECTIONS);
+    gw->upstream = u;
+    return 0;
+}
+
+static void call_unlink(struct gw_upstream *u, gw_call *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        u->calls = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void call_release(struct gw_upstream *u, gw_call *c);
+
+void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c))
+{
+    struct gw_upstream *u = gw->upstream;
+    if (u == NULL)
+        return;
+    while (u->calls != NULL) {
+        gw_call *c = u->calls;
+        curl_multi_remove_handle(u->multi, c->easy);
+        call_unlink(u, c);
+        call_release(u, c);
+        if (aborted != NULL)
+            aborted(c);
+    }
+    for (size_t i = 0; i < u->pool_len; i++)
+        curl_easy_cleanup(u->pool[i]);
+    curl_multi_cleanup(u->multi); /* may remove sockets through on_socket */
+    while (u->watches != NULL)
+        watch_end(u, u->watches);
+    for (sock_watch *w = u->idle_watches, *next; w != NULL; w = next) {
+        next = w->next;
+        free(w);
+    }
+    u->loop->ops->timer_stop(u->loop->self, &u->timer);
+    free(u);
+    gw->upstream = NULL;
+}
+
+/* ---- the handle pool (the loop's alone) ------------------------------------ */
+
+static CURL *take_handle(struct gw_upstream *u)
+{
+    return u->pool_len > 0 ? u->pool[--u->pool_len] : curl_easy_init();
+}
+
+static void give_handle(struct gw_upstream *u, CURL *h)
 {
     curl_easy_reset(h);
-    pthread_mutex_lock(&gw->pool_mu);
-    if (gw->pool_len < sizeof gw->pool / sizeof gw->pool[0]) {
-        gw->pool[gw->pool_len++] = h;
-        h = NULL;
-    }
-    pthread_mutex_unlock(&gw->pool_mu);
-    if (h != NULL)
+    if (u->pool_len < sizeof u->pool / sizeof u->pool[0])
+        u->pool[u->pool_len++] = h;
+    else
         curl_easy_cleanup(h);
 }
 
@@ -249,11 +421,6 @@ done:
 
 /* ---- sending at most once ------------------------------------------------ */
 
-typedef struct send_watch {
-    gw_reply *reply;
-    bool once;
-} send_watch;
-
 /* libcurl's pre-request callback: the request is about to be written. */
 static int before_send(void *ud, char *primary_ip, char *local_ip, int primary_port,
                        int local_port)
@@ -262,22 +429,22 @@ static int before_send(void *ud, char *primary_ip, char *local_ip, int primary_p
     (void)local_ip;
     (void)primary_port;
     (void)local_port;
-    send_watch *w = ud;
-    if (w->reply->may_have_sent && w->once) {
-        w->reply->resend_refused = true;
+    gw_call *c = ud;
+    if (c->out->may_have_sent && c->once) {
+        c->out->resend_refused = true;
         return CURL_PREREQFUNC_ABORT;
     }
-    w->reply->may_have_sent = true;
+    c->out->may_have_sent = true;
     return CURL_PREREQFUNC_OK;
 }
 
 /* Without the callback nothing tells a request that never left from one
  * that did: take it as sent, so no key is released on a guess. */
-static void watch_sending(CURL *h, send_watch *w)
+static void watch_sending(CURL *h, gw_call *c)
 {
     if (curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, before_send) != CURLE_OK ||
-        curl_easy_setopt(h, CURLOPT_PREREQDATA, w) != CURLE_OK)
-        w->reply->may_have_sent = true;
+        curl_easy_setopt(h, CURLOPT_PREREQDATA, c) != CURLE_OK)
+        c->out->may_have_sent = true;
 }
 
 /* ---- forwarding ---------------------------------------------------------- */
@@ -318,17 +485,17 @@ static void refused(gw_reply *out, const char *code, const char *detail, const c
     snprintf(out->error, sizeof out->error, "%s", detail);
 }
 
-#ifdef RESIL_CLI_REDIS
 /* --fleet-rate, --fleet-concurrency: the upstream's permits, never waited
- * for (a worker is not held for a rate permit). False when refused. */
-static bool fleet_admits(gateway *gw, gw_reply *out, resil_bulkhead_ticket *t)
+ * for (a worker is not held for a rate permit). */
+bool gw_upstream_admit(gateway *gw, gw_call *c, gw_reply *out)
 {
-    memset(t, 0, sizeof *t);
+    memset(&c->fleet_permit, 0, sizeof c->fleet_permit);
+#ifdef RESIL_CLI_REDIS
     if (gw->limit == NULL)
         return true;
     const char *why = NULL;
     resil_duration wait = 0;
-    if (fleet_limit_enter(gw->limit, 0, NULL, t, &why, &wait) == 0)
+    if (fleet_limit_enter(gw->limit, 0, NULL, &c->fleet_permit, &why, &wait) == 0)
         return true;
     bool rate = strcmp(why, "fleet rate limit") == 0;
     refused(out, rate ? "fleet_rate_limited" : "fleet_concurrency_full", why,
@@ -336,13 +503,26 @@ static bool fleet_admits(gateway *gw, gw_reply *out, resil_bulkhead_ticket *t)
                  : "the upstream's fleet concurrency limit is full; retry later",
             wait);
     return false;
-}
+#else
+    (void)gw;
+    (void)out;
+    return true;
 #endif
+}
+
+void gw_upstream_leave(gw_call *c)
+{
+#ifdef RESIL_CLI_REDIS
+    fleet_limit_leave(&c->fleet_permit);
+#else
+    (void)c;
+#endif
+}
 
 /* The call as an attempt of pipeline "gateway": its duration goes to
  * http.client.request.resilience.attempt.duration. A 5xx or no answer is a
  * failure, as the breaker counts it. */
-static void record_attempt(gateway *gw, const gw_forward *f, const gw_reply *out,
+static void record_attempt(gateway *gw, const gw_call *c, const gw_reply *out,
                            resil_duration took)
 {
     resil_outcome o = resil_ok();
@@ -354,7 +534,7 @@ static void record_attempt(gateway *gw, const gw_forward *f, const gw_reply *out
         o.kind = RESIL_TRANSIENT;
     }
     resil_http_attrs http = gw->upstream_attrs;
-    http.method = gw_known_method(f->method);
+    http.method = gw_known_method(c->method);
     resil_event ev = {.type = RESIL_EVENT_ATTEMPT, .pipeline = "gateway", .strategy = "",
                       .key = "", .at = resil_clock_now(gw->clock), .attempt = 1,
                       .duration = took, .outcome = &o, .reason = "", .from_name = "",
@@ -363,63 +543,16 @@ static void record_attempt(gateway *gw, const gw_forward *f, const gw_reply *out
     resil_metrics_on_event(&ev, gw->metrics);
 }
 
-void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
+/* The transfer's outcome into the reply, as the breaker and the metrics
+ * count it. */
+static void read_outcome(gateway *gw, gw_call *c, CURLcode rc)
 {
-    memset(out, 0, sizeof *out);
-    out->headers.limit = 64 * 1024;
-    out->body.limit = gw->cfg.max_body;
-#ifdef RESIL_CLI_REDIS
-    resil_bulkhead_ticket fleet_permit;
-    if (!fleet_admits(gw, out, &fleet_permit))
-        return;
-#endif
-    resil_breaker_permit permit; /* a NULL breaker admits every call */
-    if (resil_breaker_acquire(gw->breaker, &permit) != 0) {
-        refused(out, "circuit_open", "circuit open",
-                "the upstream's circuit breaker is open; retry later", permit.retry_after);
-#ifdef RESIL_CLI_REDIS
-        fleet_limit_leave(&fleet_permit);
-#endif
-        return;
-    }
-    char *url = upstream_url(gw->cfg.upstream, f->target);
-    struct curl_slist *headers = request_headers(f);
-    CURL *h = take_handle(gw);
-    if (url == NULL) {
-        out->curl_code = CURLE_URL_MALFORMAT;
-        snprintf(out->error, sizeof out->error, "cannot build the upstream URL");
-        goto done;
-    }
-    if (headers == NULL || h == NULL) {
-        out->curl_code = CURLE_OUT_OF_MEMORY;
-        snprintf(out->error, sizeof out->error, "out of memory");
-        goto done;
-    }
-    char errbuf[CURL_ERROR_SIZE] = "";
-    /* Rounded up: libcurl reads 0 ms as no timeout at all. */
-    resil_duration t = gw->cfg.timeout;
-    long timeout_ms = (long)(t / RESIL_MS(1) + (t % RESIL_MS(1) != 0));
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    set_method(h, f);
-    send_watch w = {.reply = out, .once = f->once};
-    watch_sending(h, &w);
-    resil_instant start = resil_clock_now(gw->clock);
-    CURLcode rc = curl_easy_perform(h);
-    resil_duration took = resil_clock_now(gw->clock) - start;
+    gw_reply *out = c->out;
+    resil_duration took = resil_clock_now(gw->clock) - c->start;
     out->curl_code = (int)rc;
     out->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     if (rc == CURLE_OK) {
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &out->status);
     } else if (out->resend_refused) {
         snprintf(out->error, sizeof out->error,
                  "the upstream closed the connection without answering; not sent again");
@@ -427,18 +560,106 @@ void gw_upstream_send(gateway *gw, const gw_forward *f, gw_reply *out)
         snprintf(out->error, sizeof out->error, "upstream response larger than --max-body");
     } else {
         snprintf(out->error, sizeof out->error, "%s",
-                 errbuf[0] ? errbuf : curl_easy_strerror(rc));
+                 c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
     }
-    record_attempt(gw, f, out, took);
-done:
-    resil_breaker_record(gw->breaker, &permit,
+    record_attempt(gw, c, out, took);
+}
+
+/* The call's breaker verdict, handle, headers and URL go. */
+static void call_release(struct gw_upstream *u, gw_call *c)
+{
+    gw_reply *out = c->out;
+    resil_breaker_record(u->gw->breaker, &c->permit,
                          out->curl_code != 0 || out->status >= 500 ? RESIL_BREAKER_FAILURE
                                                                    : RESIL_BREAKER_SUCCESS);
-    if (h != NULL)
-        give_handle(gw, h);
-    curl_slist_free_all(headers);
-    curl_free(url);
-#ifdef RESIL_CLI_REDIS
-    fleet_limit_leave(&fleet_permit);
-#endif
+    if (c->easy != NULL)
+        give_handle(u, c->easy);
+    c->easy = NULL;
+    curl_slist_free_all(c->headers);
+    c->headers = NULL;
+    curl_free(c->url);
+    c->url = NULL;
+}
+
+static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc)
+{
+    curl_multi_remove_handle(u->multi, c->easy);
+    call_unlink(u, c);
+    read_outcome(u->gw, c, rc);
+    call_release(u, c);
+    c->done(c);
+}
+
+/* Failed before any transfer began: the permit goes, then done. */
+static void call_failed(struct gw_upstream *u, gw_call *c, int code, const char *why)
+{
+    c->out->curl_code = code;
+    snprintf(c->out->error, sizeof c->out->error, "%s", why);
+    call_release(u, c);
+    c->done(c);
+}
+
+static void set_transfer(gateway *gw, CURL *h, gw_call *c)
+{
+    /* Rounded up: libcurl reads 0 ms as no timeout at all. */
+    resil_duration t = gw->cfg.timeout;
+    long timeout_ms = (long)(t / RESIL_MS(1) + (t % RESIL_MS(1) != 0));
+    curl_easy_setopt(h, CURLOPT_URL, c->url);
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, c->out);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, c->out);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, c);
+    watch_sending(h, c);
+}
+
+void gw_upstream_start(gateway *gw, gw_call *c, const gw_forward *f, gw_reply *out,
+                       void (*done)(gw_call *c))
+{
+    struct gw_upstream *u = gw->upstream;
+    resil_bulkhead_ticket fleet_permit = c->fleet_permit; /* taken by gw_upstream_admit() */
+    memset(c, 0, sizeof *c);
+    c->fleet_permit = fleet_permit;
+    memset(out, 0, sizeof *out);
+    out->headers.limit = 64 * 1024;
+    out->body.limit = gw->cfg.max_body;
+    c->out = out;
+    c->done = done;
+    c->method = f->method;
+    c->once = f->once;
+    /* a NULL breaker admits every call */
+    if (resil_breaker_acquire(gw->breaker, &c->permit) != 0) {
+        refused(out, "circuit_open", "circuit open",
+                "the upstream's circuit breaker is open; retry later", c->permit.retry_after);
+        done(c);
+        return;
+    }
+    c->url = upstream_url(gw->cfg.upstream, f->target);
+    c->headers = request_headers(f);
+    c->easy = take_handle(u);
+    if (c->url == NULL) {
+        call_failed(u, c, CURLE_URL_MALFORMAT, "cannot build the upstream URL");
+        return;
+    }
+    if (c->headers == NULL || c->easy == NULL) {
+        call_failed(u, c, CURLE_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    set_transfer(gw, c->easy, c);
+    set_method(c->easy, f);
+    c->start = resil_clock_now(gw->clock);
+    if (curl_multi_add_handle(u->multi, c->easy) != CURLM_OK) {
+        call_failed(u, c, CURLE_FAILED_INIT, "cannot start the upstream transfer");
+        return;
+    }
+    c->next = u->calls;
+    if (c->next != NULL)
+        c->next->prev = c;
+    u->calls = c;
 }

@@ -29,6 +29,9 @@ struct upstream {
     char url[64];
     pthread_mutex_t mu;
     unsigned requests;
+    pthread_cond_t held_changed; /* /hold: a request is held, or they are released */
+    unsigned held;
+    bool released;
     int delay_ms;
     unsigned fail_left;
     int fail_status;
@@ -99,6 +102,18 @@ static void sleep_ms(int ms)
         ;
 }
 
+/* Wait for upstream_release(), counted among the held meanwhile. */
+static void hold(upstream *u)
+{
+    pthread_mutex_lock(&u->mu);
+    u->held++;
+    pthread_cond_broadcast(&u->held_changed);
+    while (!u->released)
+        pthread_cond_wait(&u->held_changed, &u->mu);
+    u->held--;
+    pthread_mutex_unlock(&u->mu);
+}
+
 static void add_long_header(struct MHD_Response *resp, size_t len)
 {
     char *value = malloc(len + 1);
@@ -134,6 +149,8 @@ static enum MHD_Result answer(upstream *u, struct MHD_Connection *conn,
         status = atoi(url + 8);
     if (delay > 0)
         sleep_ms(delay);
+    if (strncmp(url, "/hold", 5) == 0)
+        hold(u);
 
     const char *query = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "q");
     size_t cap = r->len + strlen(url) + 256;
@@ -215,6 +232,7 @@ upstream *upstream_start(void)
     if (u == NULL)
         return NULL;
     pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->held_changed, NULL);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     u->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                 MHD_USE_POLL,
@@ -237,8 +255,10 @@ void upstream_stop(upstream *u)
 {
     if (u == NULL)
         return;
+    upstream_release(u); /* a held request would keep its thread, and the stop, waiting */
     if (u->d != NULL)
         MHD_stop_daemon(u->d);
+    pthread_cond_destroy(&u->held_changed);
     pthread_mutex_destroy(&u->mu);
     for (size_t i = 0; i < u->n_keys; i++)
         free(u->keys[i].key);
@@ -256,6 +276,28 @@ unsigned upstream_requests(upstream *u)
     unsigned n = u->requests;
     pthread_mutex_unlock(&u->mu);
     return n;
+}
+
+bool upstream_wait_held(upstream *u, unsigned n)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&u->mu);
+    int rc = 0;
+    while (u->held < n && rc == 0)
+        rc = pthread_cond_timedwait(&u->held_changed, &u->mu, &until);
+    bool reached = u->held >= n;
+    pthread_mutex_unlock(&u->mu);
+    return reached;
+}
+
+void upstream_release(upstream *u)
+{
+    pthread_mutex_lock(&u->mu);
+    u->released = true;
+    pthread_cond_broadcast(&u->held_changed);
+    pthread_mutex_unlock(&u->mu);
 }
 
 void upstream_set_delay_ms(upstream *u, int ms)

@@ -11,10 +11,13 @@
  *   {"n":N,"method":"POST","target":"/orders","body":"<request body>"}
  * where N counts requests from 1. GET /status/NNN answers NNN instead, and
  * a request to /long-header/LEN gets an X-Long header of LEN bytes ('h').
+ * A request to a target starting with /hold is held (counted, not yet
+ * answered) until upstream_release(): a slow upstream without a clock.
  */
 #ifndef RESIL_TEST_UPSTREAM_H
 #define RESIL_TEST_UPSTREAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct upstream upstream;
@@ -25,6 +28,10 @@ void upstream_stop(upstream *u);
 int upstream_port(const upstream *u);
 /* "http://127.0.0.1:PORT" */
 const char *upstream_url(const upstream *u);
+/* Wait until n requests are held at once (see /hold); false after 10 s. */
+bool upstream_wait_held(upstream *u, unsigned n);
+/* Answer every held request, and every /hold request from now on. */
+void upstream_release(upstream *u);
 /* Requests received so far. */
 unsigned upstream_requests(upstream *u);
 /* Hold every answer this long (ms) before sending it. */
