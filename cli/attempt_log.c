@@ -74,7 +74,8 @@ void format_stamp(char *buf, size_t cap)
     gmtime_r(&ts.tv_sec, &tm);
     char day[32];
     strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, cap, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+    unsigned ms = (unsigned)(ts.tv_nsec / 1000000) % 1000u;
+    snprintf(buf, cap, "%s.%03uZ", day, ms);
 }
 
 /* The stamped form's line start: "TIME resil: " (or the indent alone). */
