@@ -7,41 +7,7 @@
 #include <pthread.h>
 #include <sys/wait.h>
 
-#include "test.h"
-
-#include "sim_command.h"
-
-typedef struct captured {
-    int status;
-    char *out;
-    char *err;
-} captured;
-
-static captured sim(const char *const *args)
-{
-    char *argv[64];
-    int argc = 0;
-    argv[argc++] = (char *)"sim";
-    for (; args[argc - 1] != NULL; argc++)
-        argv[argc] = (char *)args[argc - 1];
-    argv[argc] = NULL;
-    captured c = {0, NULL, NULL};
-    size_t out_len = 0, err_len = 0;
-    FILE *out = open_memstream(&c.out, &out_len);
-    FILE *err = open_memstream(&c.err, &err_len);
-    c.status = resil_sim_command(argc, argv, out, err);
-    fclose(out);
-    fclose(err);
-    return c;
-}
-
-static void release(captured *c)
-{
-    free(c->out);
-    free(c->err);
-}
-
-#define SIM(...) sim((const char *const[]){__VA_ARGS__, NULL})
+#include "simtest.h"
 
 static void expect_usage_error(captured c, const char *needle)
 {
@@ -289,8 +255,8 @@ static void csv_and_svg_files_are_written(void **state)
     assert_non_null(strstr(text, "time (s)"));
     assert_non_null(strstr(text, "per second"));
     assert_non_null(strstr(text, "goodput (requests/s)"));
-    assert_non_null(strstr(text, "naive — stays down"));
-    assert_non_null(strstr(text, "tokens — after"));
+    assert_non_null(strstr(text, "naive — did not recover"));
+    assert_non_null(strstr(text, "tokens — recovered after"));
     assert_non_null(strstr(text, "</svg>\n"));
     free(text);
     release(&c);
