@@ -251,7 +251,7 @@ typedef struct series_line {
 } series_line;
 
 #define MAX_LINES 6
-#define MAX_LABELS 4
+#define MAX_LABELS (2 * RESIL_SIM_MAX_POLICIES + 2)
 
 typedef struct scene {
     const plot *p;
@@ -623,8 +623,11 @@ static void svg_series(FILE *f, const resil_sim_config *c, const resil_sim_resul
 
 typedef double (*value_fn)(const resil_sim_result *r);
 
+/* A bar's value sits above it, or above the line at `clear_of` (a y, or
+ * NAN) when it would come within 2 px of that line. With `sc`, each bar and its
+ * value are kept as boxes for a label placed afterwards to avoid. */
 static void bars(const plot *p, const resil_sim_result *r, size_t n, value_fn value,
-                 const char *color, const char *unit_fmt)
+                 const char *color, const char *unit_fmt, double clear_of, scene *sc)
 {
     double slot = p->w / (double)n;
     double bw = slot * 0.6;
@@ -636,7 +639,17 @@ static void bars(const plot *p, const resil_sim_result *r, size_t n, value_fn va
         fprintf(p->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
                 x, y, bw, p->y + p->h - y, color);
         snprintf(buf, sizeof buf, unit_fmt, v);
-        text(p->f, x + bw / 2, y - 5, "middle", 11, "", buf);
+        double vy = y - 5;
+        box vb = text_box(x + bw / 2, vy, "middle", 11, buf);
+        if (vb.y0 <= clear_of + 2 && clear_of - 2 <= vb.y1) {
+            vy = clear_of - 8;
+            vb = text_box(x + bw / 2, vy, "middle", 11, buf);
+        }
+        text(p->f, x + bw / 2, vy, "middle", 11, " class=\"value\"", buf);
+        if (sc != NULL && sc->nlabels + 2 <= MAX_LABELS) {
+            sc->labels[sc->nlabels++] = vb;
+            sc->labels[sc->nlabels++] = (box){x, y, x + bw, p->y + p->h};
+        }
         char rot[96];
         double lx = x + bw / 2, ly = p->y + p->h + 14;
         snprintf(rot, sizeof rot, " transform=\"rotate(-20 %.1f %.1f)\"", lx, ly);
@@ -663,7 +676,7 @@ static void bar_panel(FILE *f, double x, double top, const char *heading, const 
     plot p = {f, x, top + 30, 340, 260, 0, 1, 0, nice_max(max_of(r, n, value) * 1.08, 5), false};
     text(f, p.x + p.w / 2, top + 16, "middle", 13, " font-weight=\"bold\"", heading);
     y_axis(&p, ylabel);
-    bars(&p, r, n, value, color, fmt);
+    bars(&p, r, n, value, color, fmt, NAN, NULL);
     frame(&p);
 }
 
@@ -700,14 +713,20 @@ static void svg_layers(FILE *f, const resil_sim_config *c, const resil_sim_resul
     text(f, p.x + p.w / 2, 86, "middle", 13, " font-weight=\"bold\"",
          "dependency calls per user request");
     y_axis(&p, "calls");
-    bars(&p, r, n, calls_per_request, COLOR_BAR, "%.1f");
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
-               "stroke-dasharray=\"6,4\"/>\n",
-            p.x, py(&p, worst), p.x + p.w, py(&p, worst));
+    double wy = py(&p, worst);
+    scene sc = {.p = &p};
+    bars(&p, r, n, calls_per_request, COLOR_BAR, "%.1f", wy, &sc);
+    fprintf(f, "<line class=\"worst-case\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+               "stroke=\"#d62728\" stroke-dasharray=\"6,4\"/>\n",
+            p.x, wy, p.x + p.w, wy);
     char label[64];
     snprintf(label, sizeof label, "worst case %u^%u = %.0f", (unsigned)c->attempts,
              (unsigned)c->layers, worst);
-    text(f, p.x + p.w - 4, py(&p, worst) - 5, "end", 11, " fill=\"#d62728\"", label);
+    /* Above or below the line, at its right end or its left, clear of the
+     * bars and their values. */
+    const spot spots[] = {{p.x + p.w - 4, wy - 6, "end"}, {p.x + p.w - 4, wy + 14, "end"},
+                          {p.x + 4, wy - 6, "start"}, {p.x + 4, wy + 14, "start"}};
+    place_label(&sc, spots, sizeof spots / sizeof spots[0], "#d62728", label);
     frame(&p);
     fprintf(f, "</svg>\n");
 }

@@ -3,7 +3,8 @@
  * browser would place them: the SVG is deterministic for a seed, so the
  * capacity line's pixels, the band where zero is drawn, the labels'
  * positions and the panel titles are asserted exactly, and every label's
- * box is checked against every plotted segment.
+ * box is checked against every plotted segment; the layers chart's
+ * worst-case label against the bars' values.
  *
  * Geometry the assertions rest on (svg.c): the first panel's plot area is
  * x 80 to 870, y 112 to 282 (170 px high); on a log scale the bottom 24 px
@@ -303,6 +304,40 @@ static void labels_are_placed_clear_of_the_lines(void **state)
     release(&c);
 }
 
+static bool boxes_meet(const rect *a, const rect *b)
+{
+    return a->x0 <= b->x1 && b->x0 <= a->x1 && a->y0 <= b->y1 && b->y0 <= a->y1;
+}
+
+/* Layers: 0 to 80 over 260 px from y 100, so the worst case (64) is at
+ * y 152. naive's bar reaches it: its value goes above the line (144), and
+ * the line's label leaves the right end, over naive's bar, for the left. */
+static void the_worst_case_label_keeps_clear_of_the_bars(void **state)
+{
+    (void)state;
+    captured c = SIM("layers", "--requests", "1", "--policy", "noretry,naive", "--svg", "-");
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(c.out, "<line class=\"worst-case\" x1=\"110.0\" y1=\"152.0\" "
+                                  "x2=\"590.0\" y2=\"152.0\""));
+    char **values = lines_with(c.out, "class=\"value\"");
+    assert_int_equal(count(values), 2);
+    assert_string_equal(content(values[1]), "64.0");
+    assert_true(num(values[1], "x") == 470.0 && num(values[1], "y") == 144.0);
+    char **labels = lines_with(c.out, "class=\"label\"");
+    assert_int_equal(count(labels), 1);
+    assert_string_equal(content(labels[0]), "worst case 4^3 = 64");
+    assert_true(num(labels[0], "x") == 114.0 && num(labels[0], "y") == 146.0);
+    rect label = label_box(labels[0]);
+    for (size_t i = 0; values[i] != NULL; i++) {
+        rect v = label_box(values[i]);
+        assert_false(boxes_meet(&label, &v));
+        assert_true(v.y1 < 152.0 || v.y0 > 152.0); /* off the line */
+    }
+    free_lines(values);
+    free_lines(labels);
+    release(&c);
+}
+
 static void panel_titles_say_whether_and_when_it_recovered(void **state)
 {
     (void)state;
@@ -374,6 +409,7 @@ int main(void)
         cmocka_unit_test(the_brownout_capacity_steps_down_in_the_band),
         cmocka_unit_test(zero_has_a_band_of_its_own_on_the_log_scale),
         cmocka_unit_test(labels_are_placed_clear_of_the_lines),
+        cmocka_unit_test(the_worst_case_label_keeps_clear_of_the_bars),
         cmocka_unit_test(panel_titles_say_whether_and_when_it_recovered),
         cmocka_unit_test(a_partial_recovery_says_in_how_many_runs),
         cmocka_unit_test(retries_are_said_to_span_all_layers_only_when_there_are_several),
