@@ -1186,6 +1186,7 @@ static void parse_adaptive(vctx *v, const cfg_node *obj, cfg_item *item)
     s.algorithm = RESIL_LIMIT_GRADIENT;
     resil_limiter_opts_default(&s.o, RESIL_LIMIT_GRADIENT);
     given g;
+    size_t before = v->errors;
     apply(v, obj, adaptive_fields, FIELD_COUNT(adaptive_fields), &s, &g);
     /* The algorithm's own default smoothing unless one is given. */
     resil_limiter_opts d;
@@ -1193,7 +1194,7 @@ static void parse_adaptive(vctx *v, const cfg_node *obj, cfg_item *item)
     if (!g.node[A_SMOOTHING])
         s.o.smoothing = d.smoothing;
     s.o.algorithm = (resil_limit_algorithm)s.algorithm;
-    if (obj->type == CFG_OBJECT && v->errors == 0) {
+    if (obj->type == CFG_OBJECT && v->errors == before) {
         resil_limiter *l = NULL;
         resil_err e;
         library_check(v, obj, resil_limiter_new(&s.o, &l, &e), &e);

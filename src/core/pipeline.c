@@ -636,10 +636,8 @@ resil_pipeline *resil__builder_pipeline(resil_pipeline_builder *b) { return b->p
 
 static size_t position(const resil_pipeline *p, resil_strategy_kind k)
 {
-    for (size_t i = 0; i < p->nnodes; i++)
-        if (p->nodes[i].kind == k)
-            return i;
-    return SIZE_MAX;
+    const resil__node *n = resil__node_find(p, k);
+    return n != NULL ? (size_t)(n - p->nodes) : SIZE_MAX;
 }
 
 static bool present(const resil_pipeline *p, resil_strategy_kind k)

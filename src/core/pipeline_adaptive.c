@@ -168,22 +168,14 @@ int resil_pipeline_use_throttle(resil_pipeline_builder *b, resil_throttle *t)
 
 /* ---- accessors ------------------------------------------------------------------ */
 
-static const resil__node *find(const resil_pipeline *p, resil_strategy_kind k)
-{
-    for (size_t i = 0; p != NULL && i < p->nnodes; i++)
-        if (p->nodes[i].kind == k)
-            return &p->nodes[i];
-    return NULL;
-}
-
 resil_limiter *resil_pipeline_adaptive_limiter(const resil_pipeline *p)
 {
-    const resil__node *n = find(p, RESIL_STRATEGY_ADAPTIVE_LIMITER);
+    const resil__node *n = resil__node_find(p, RESIL_STRATEGY_ADAPTIVE_LIMITER);
     return n != NULL ? n->limiter : NULL;
 }
 
 resil_throttle *resil_pipeline_throttle(const resil_pipeline *p)
 {
-    const resil__node *n = find(p, RESIL_STRATEGY_THROTTLE);
+    const resil__node *n = resil__node_find(p, RESIL_STRATEGY_THROTTLE);
     return n != NULL ? n->throttle : NULL;
 }

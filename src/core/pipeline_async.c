@@ -1143,14 +1143,9 @@ static void finish(resil_exec *x)
  * attempts (a loser of the race before may still be finishing). */
 static uint32_t lanes_for(const resil_pipeline *p, size_t *hedge_at)
 {
-    *hedge_at = SIZE_MAX;
-    for (size_t i = 0; i < p->nnodes; i++) {
-        if (p->nodes[i].kind == RESIL_STRATEGY_HEDGING) {
-            *hedge_at = i;
-            return 1 + 2 * (p->nodes[i].hedge.max_hedged + 1);
-        }
-    }
-    return 1;
+    const resil__node *h = resil__node_find(p, RESIL_STRATEGY_HEDGING);
+    *hedge_at = h != NULL ? (size_t)(h - p->nodes) : SIZE_MAX;
+    return h != NULL ? 1 + 2 * (h->hedge.max_hedged + 1) : 1;
 }
 
 int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_op_fn op,

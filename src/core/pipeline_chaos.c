@@ -138,8 +138,6 @@ resil_chaos *resil_pipeline_chaos(const resil_pipeline *p, resil_chaos_kind kind
 {
     if (p == NULL || (unsigned)kind >= RESIL_CHAOS_KIND_COUNT)
         return NULL;
-    for (size_t i = 0; i < p->nnodes; i++)
-        if (p->nodes[i].kind == kind_for(kind))
-            return p->nodes[i].chaos;
-    return NULL;
+    const resil__node *n = resil__node_find(p, kind_for(kind));
+    return n != NULL ? n->chaos : NULL;
 }

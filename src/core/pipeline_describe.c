@@ -17,14 +17,6 @@
 
 /* ---- warnings ---------------------------------------------------------- */
 
-static const resil__node *find_kind(const resil_pipeline *p, resil_strategy_kind k)
-{
-    for (size_t i = 0; i < p->nnodes; i++)
-        if (p->nodes[i].kind == k)
-            return &p->nodes[i];
-    return NULL;
-}
-
 static int add_warning(resil_pipeline *p, const char *text)
 {
     char **w = realloc(p->warnings, (p->nwarnings + 1) * sizeof *w);
@@ -84,9 +76,9 @@ static int nested_worst_case_warning(resil_pipeline *p, const resil__node *total
 
 static int worst_case_warning(resil_pipeline *p)
 {
-    const resil__node *total = find_kind(p, RESIL_STRATEGY_TOTAL_TIMEOUT);
-    const resil__node *retry = find_kind(p, RESIL_STRATEGY_RETRY);
-    const resil__node *attempt = find_kind(p, RESIL_STRATEGY_ATTEMPT_TIMEOUT);
+    const resil__node *total = resil__node_find(p, RESIL_STRATEGY_TOTAL_TIMEOUT);
+    const resil__node *retry = resil__node_find(p, RESIL_STRATEGY_RETRY);
+    const resil__node *attempt = resil__node_find(p, RESIL_STRATEGY_ATTEMPT_TIMEOUT);
     if (total == NULL || retry == NULL || attempt == NULL || retry->implicit)
         return 0;
     if (retry_count(p) > 1)
@@ -118,8 +110,8 @@ static int worst_case_warning(resil_pipeline *p)
 
 static int hedge_delay_warning(resil_pipeline *p)
 {
-    const resil__node *hedge = find_kind(p, RESIL_STRATEGY_HEDGING);
-    const resil__node *attempt = find_kind(p, RESIL_STRATEGY_ATTEMPT_TIMEOUT);
+    const resil__node *hedge = resil__node_find(p, RESIL_STRATEGY_HEDGING);
+    const resil__node *attempt = resil__node_find(p, RESIL_STRATEGY_ATTEMPT_TIMEOUT);
     if (hedge == NULL || attempt == NULL || attempt > hedge ||
         hedge->hedge.delay < attempt->timeout.timeout || hedge->hedge.delay == 0)
         return 0;
@@ -137,7 +129,7 @@ static int hedge_delay_warning(resil_pipeline *p)
  * experiment on the caller's own handling), but seldom what was meant. */
 static int chaos_warnings(resil_pipeline *p)
 {
-    const resil__node *retry = find_kind(p, RESIL_STRATEGY_RETRY);
+    const resil__node *retry = resil__node_find(p, RESIL_STRATEGY_RETRY);
     if (retry == NULL || retry->implicit)
         return 0;
     int rc = 0;

@@ -80,6 +80,16 @@ struct resil_pipeline {
     void *user_degrade_ud;
 };
 
+/* The outermost node of kind `k`, or NULL (also for a NULL pipeline). */
+static inline const resil__node *resil__node_find(const struct resil_pipeline *p,
+                                                  resil_strategy_kind k)
+{
+    for (size_t i = 0; p != NULL && i < p->nnodes; i++)
+        if (p->nodes[i].kind == k)
+            return &p->nodes[i];
+    return NULL;
+}
+
 /* What only the caller's thread writes during an execution. */
 typedef struct resil__exec {
     resil_pipeline_result *out;

@@ -53,20 +53,35 @@ uint32_t resil__sim_budget_layer(const resil_sim_config *c)
     return c->budget_at == RESIL_SIM_INNERMOST ? c->layers : c->budget_at;
 }
 
-void resil__sim_recovery_text(const resil_sim_config *c, const resil_sim_result *r,
-                              char *buf, size_t cap)
+/* "after 7 s", "after 2.5 s": a tenth of a second where it shows. */
+static void seconds_text(double v, char *buf, size_t cap)
 {
+    if (v < 10 && v != floor(v + 0.05))
+        snprintf(buf, cap, "after %.1f s", v);
+    else
+        snprintf(buf, cap, "after %.0f s", v);
+}
+
+void resil__sim_recovery_text(const resil_sim_result *r, resil__sim_wording w, char *buf,
+                              size_t cap)
+{
+    bool title = w == RESIL__SIM_TITLE;
     if (r->recovered_runs == 0) {
-        snprintf(buf, cap, "stays down");
+        snprintf(buf, cap, title ? "did not recover" : "stays down");
         return;
     }
     char when[32];
     if (r->recovery_s <= 0)
         snprintf(when, sizeof when, "at once");
+    else if (title)
+        seconds_text(r->recovery_s, when, sizeof when);
     else
         snprintf(when, sizeof when, "after %.0fs", r->recovery_s);
     if (r->recovered_runs == r->runs)
-        snprintf(buf, cap, "%s", when);
+        snprintf(buf, cap, title ? "recovered %s" : "%s", when);
+    else if (title)
+        snprintf(buf, cap, "recovered in %u of %u runs, %s", (unsigned)r->recovered_runs,
+                 (unsigned)r->runs, when);
     else
         snprintf(buf, cap, "%u/%u runs, %s", (unsigned)r->recovered_runs, (unsigned)r->runs,
                  when);
@@ -136,7 +151,7 @@ static void text_stack(FILE *f, const resil_sim_config *c, const resil_sim_resul
     for (size_t i = 0; i < n; i++) {
         resil__sim_after a = resil__sim_after_outage(c, &r[i]);
         char rec[64];
-        resil__sim_recovery_text(c, &r[i], rec, sizeof rec);
+        resil__sim_recovery_text(&r[i], RESIL__SIM_COLUMN, rec, sizeof rec);
         fprintf(f, "%-24s %8.2f %9.2f %9.2f   %9.1f %10.1f %10.1f   %s\n", r[i].policy.name,
                 r[i].peak_multiplier, r[i].mean_multiplier, r[i].after_multiplier, a.offered,
                 a.goodput, a.retries, rec);
@@ -164,7 +179,7 @@ static void text_brownout(FILE *f, const resil_sim_config *c, const resil_sim_re
     for (size_t i = 0; i < n; i++) {
         resil__sim_after a = resil__sim_after_outage(c, &r[i]);
         char rec[64];
-        resil__sim_recovery_text(c, &r[i], rec, sizeof rec);
+        resil__sim_recovery_text(&r[i], RESIL__SIM_COLUMN, rec, sizeof rec);
         fprintf(f, "%-24s %9.1f %10.1f %10.1f   %9.0f   %s\n", r[i].policy.name, r[i].goodput,
                 r[i].outage_goodput, a.goodput, r[i].p99_ms, rec);
     }

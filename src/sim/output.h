@@ -18,8 +18,12 @@ resil__sim_after resil__sim_after_outage(const resil_sim_config *c, const resil_
 uint64_t resil__sim_worst_case(const resil_sim_config *c);
 /* The layer holding the budget (1-based), or 0 for every layer. */
 uint32_t resil__sim_budget_layer(const resil_sim_config *c);
-/* "after 7s", "at once", "stays down", "3/5 runs, after 4s". */
-void resil__sim_recovery_text(const resil_sim_config *c, const resil_sim_result *r,
-                              char *buf, size_t cap);
+/* Whether and when a policy recovered, in a table's column ("after 7s",
+ * "at once", "stays down", "3/5 runs, after 4s") or as a chart panel's
+ * title says it ("recovered after 7 s", "recovered at once", "did not
+ * recover", "recovered in 3 of 5 runs, after 2.5 s"). */
+typedef enum resil__sim_wording { RESIL__SIM_COLUMN, RESIL__SIM_TITLE } resil__sim_wording;
+void resil__sim_recovery_text(const resil_sim_result *r, resil__sim_wording w, char *buf,
+                              size_t cap);
 
 #endif

@@ -68,6 +68,19 @@ static void adaptive_limiter_keys_set_the_limiter(void **state)
         "limiter.initial_limit must be in [min_limit, max_limit], got 500");
 }
 
+/* The limits' consistency is checked per section, as every other section's:
+ * a mistake elsewhere in the file must not hide this one. */
+static void an_inconsistent_limiter_is_reported_beside_an_earlier_error(void **state)
+{
+    (void)state;
+    assert_string_equal(
+        cfg_errors("{'Resilience': {'Throttles': {'api': {'K': 0.5}},\n"
+                   "'AdaptiveLimiters': {'db': {'MinLimit': 20, 'MaxLimit': 10}}}}"),
+        "Resilience.Throttles.api.K at 1:44: must be in [1,1e+06], got 0.5\n"
+        "Resilience.AdaptiveLimiters.db at 2:28: limiter.max_limit must be >= min_limit, got "
+        "10\n");
+}
+
 static void throttle_keys_set_the_throttle(void **state)
 {
     (void)state;
@@ -137,6 +150,7 @@ int main(void)
         cmocka_unit_test(chaos_keys_set_the_strategy),
         cmocka_unit_test(bad_chaos_values_are_named),
         cmocka_unit_test(adaptive_limiter_keys_set_the_limiter),
+        cmocka_unit_test(an_inconsistent_limiter_is_reported_beside_an_earlier_error),
         cmocka_unit_test(throttle_keys_set_the_throttle),
         cmocka_unit_test(a_configured_pipeline_runs_its_chaos_and_learning_strategies),
     };

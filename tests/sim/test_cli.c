@@ -7,41 +7,7 @@
 #include <pthread.h>
 #include <sys/wait.h>
 
-#include "test.h"
-
-#include "sim_command.h"
-
-typedef struct captured {
-    int status;
-    char *out;
-    char *err;
-} captured;
-
-static captured sim(const char *const *args)
-{
-    char *argv[64];
-    int argc = 0;
-    argv[argc++] = (char *)"sim";
-    for (; args[argc - 1] != NULL; argc++)
-        argv[argc] = (char *)args[argc - 1];
-    argv[argc] = NULL;
-    captured c = {0, NULL, NULL};
-    size_t out_len = 0, err_len = 0;
-    FILE *out = open_memstream(&c.out, &out_len);
-    FILE *err = open_memstream(&c.err, &err_len);
-    c.status = resil_sim_command(argc, argv, out, err);
-    fclose(out);
-    fclose(err);
-    return c;
-}
-
-static void release(captured *c)
-{
-    free(c->out);
-    free(c->err);
-}
-
-#define SIM(...) sim((const char *const[]){__VA_ARGS__, NULL})
+#include "simtest.h"
 
 static void expect_usage_error(captured c, const char *needle)
 {
@@ -289,8 +255,8 @@ static void csv_and_svg_files_are_written(void **state)
     assert_non_null(strstr(text, "time (s)"));
     assert_non_null(strstr(text, "per second"));
     assert_non_null(strstr(text, "goodput (requests/s)"));
-    assert_non_null(strstr(text, "naive — stays down"));
-    assert_non_null(strstr(text, "tokens — after"));
+    assert_non_null(strstr(text, "naive — did not recover"));
+    assert_non_null(strstr(text, "tokens — recovered after"));
     assert_non_null(strstr(text, "</svg>\n"));
     free(text);
     release(&c);
@@ -328,6 +294,47 @@ static void svg_to_standard_output_is_the_whole_output(void **state)
     release(&c);
 }
 
+/* Each row of CSV `text` after the header has `fields` fields and starts
+ * with one of `names` in order, each for `per_name` rows. */
+static void assert_csv(const char *text, const char *header, size_t fields,
+                       const char *const *names, size_t nnames, size_t per_name)
+{
+    size_t hl = strlen(header);
+    assert_true(strncmp(text, header, hl) == 0 && text[hl] == '\n');
+    assert_int_equal(count_lines(text), 1 + nnames * per_name);
+    const char *row = text + hl + 1;
+    for (size_t r = 0; r < nnames * per_name; r++) {
+        const char *end = strchr(row, '\n');
+        size_t commas = 0;
+        for (const char *p = row; p < end; p++)
+            commas += *p == ',';
+        assert_int_equal(commas + 1, fields);
+        const char *name = names[r / per_name];
+        assert_true(strncmp(row, name, strlen(name)) == 0 && row[strlen(name)] == ',');
+        row = end + 1;
+    }
+}
+
+static void csv_on_standard_output_is_its_header_and_one_row_per_figure(void **state)
+{
+    (void)state;
+    captured c = SIM("metastable", "--duration", "30s", "--policy", "naive,tokens", "--csv", "-");
+    assert_int_equal(c.status, 0);
+    assert_csv(c.out, "policy,t_s,arrivals,offered,goodput,failed,retries", 7,
+               (const char *const[]){"naive", "tokens"}, 2, 30);
+    release(&c);
+    c = SIM("occ", "--clients", "10", "--runs", "2", "--policy", "none,full", "--csv", "-");
+    assert_int_equal(c.status, 0);
+    assert_csv(c.out, "policy,clients,runs,calls_per_run,calls_per_client,completion_ms", 6,
+               (const char *const[]){"none", "full"}, 2, 1);
+    release(&c);
+    c = SIM("layers", "--requests", "1", "--policy", "naive", "--csv", "-");
+    assert_int_equal(c.status, 0);
+    assert_csv(c.out, "policy,layers,attempts,worst_case,requests,calls_per_request,max_calls",
+               7, (const char *const[]){"naive"}, 1, 1);
+    release(&c);
+}
+
 static void csv_and_svg_cannot_both_take_standard_output(void **state)
 {
     (void)state;
@@ -347,6 +354,42 @@ static void an_unwritable_path_is_refused_before_simulating(void **state)
                                "No such file or directory\n");
     assert_string_equal(c.out, "");
     release(&c);
+}
+
+/* A directory is no file to write, whoever owns it. */
+static void a_directory_is_refused_as_an_output_path(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    captured c = SIM("metastable", "--duration", "1h", "--csv", dir);
+    assert_int_equal(c.status, 1);
+    char want[600];
+    snprintf(want, sizeof want, "resil sim: --csv: cannot write '%s': Is a directory\n", dir);
+    assert_string_equal(c.err, want);
+    assert_string_equal(c.out, "");
+    release(&c);
+    test_rmtree(dir);
+    free(dir);
+}
+
+static void a_path_through_a_file_is_refused(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char file[512], path[600];
+    snprintf(file, sizeof file, "%s/plain", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/x.svg", file);
+    captured c = SIM("metastable", "--duration", "1h", "--svg", path);
+    assert_int_equal(c.status, 1);
+    char want[700];
+    snprintf(want, sizeof want, "resil sim: --svg: cannot write '%s': Not a directory\n", path);
+    assert_string_equal(c.err, want);
+    release(&c);
+    test_rmtree(dir);
+    free(dir);
 }
 
 static void an_unwritable_file_fails_with_status_1(void **state)
@@ -468,9 +511,12 @@ int main(void)
         cmocka_unit_test(layers_json_states_the_worst_case),
         cmocka_unit_test(csv_and_svg_files_are_written),
         cmocka_unit_test(svg_to_standard_output_is_the_whole_output),
+        cmocka_unit_test(csv_on_standard_output_is_its_header_and_one_row_per_figure),
         cmocka_unit_test(csv_and_svg_cannot_both_take_standard_output),
         cmocka_unit_test(an_unwritable_path_is_refused_before_simulating),
         cmocka_unit_test(bar_charts_for_occ_and_layers),
+        cmocka_unit_test(a_directory_is_refused_as_an_output_path),
+        cmocka_unit_test(a_path_through_a_file_is_refused),
         cmocka_unit_test(an_unwritable_file_fails_with_status_1),
         cmocka_unit_test(the_same_seed_gives_the_same_bytes),
         cmocka_unit_test(progress_goes_to_stderr_when_asked),
