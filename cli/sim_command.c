@@ -12,10 +12,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -344,38 +346,104 @@ static bool wants_progress(const options *o, FILE *errout)
 typedef int (*writer_fn)(FILE *f, const resil_sim_config *c, const resil_sim_result *r,
                          size_t n);
 
-/* The stream for --csv/--svg PATH ("-": standard output), opened before the
- * simulation runs so that a path that cannot be written is said at once,
- * not after minutes of simulating. NULL path: none. */
-static int open_output(const char *option, const char *path, FILE *out, FILE *errout,
-                       FILE **f)
+/* An output named by --csv/--svg PATH ("-": standard output). It is
+ * opened before the simulation runs, so that a path that cannot be
+ * written is said at once, not after minutes of simulating; and it is
+ * written beside its path under a temporary name and renamed over it only
+ * once complete, so that a failed run, or the other output's path being
+ * refused, leaves the file that was there untouched. A symbolic link is
+ * followed: the file it names is the one replaced. */
+typedef struct output {
+    const char *option;
+    char path[PATH_MAX]; /* the file to replace; "" for none or "-" */
+    char tmp[PATH_MAX + 8];
+    FILE *f;
+} output;
+
+static mode_t new_file_mode(void)
 {
-    *f = NULL;
+    mode_t mask = umask(0);
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+/* Where the output goes and the mode it gets; errno set when it cannot go. */
+static bool place_output(output *o, const char *path, mode_t *mode)
+{
+    struct stat st;
+    *mode = new_file_mode();
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        if (realpath(path, o->path) == NULL)
+            return false;
+    } else if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path) {
+        errno = ENAMETOOLONG;
+        return false;
+    }
+    if (stat(o->path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            errno = EISDIR;
+            return false;
+        }
+        *mode = st.st_mode & 07777;
+    }
+    snprintf(o->tmp, sizeof o->tmp, "%s.XXXXXX", o->path);
+    return true;
+}
+
+static int open_output(output *o, const char *option, const char *path, FILE *out,
+                       FILE *errout)
+{
+    *o = (output){.option = option};
     if (path == NULL)
         return 0;
     if (strcmp(path, "-") == 0) {
-        *f = out;
+        o->f = out;
         return 0;
     }
-    if ((*f = fopen(path, "w")) == NULL) {
+    mode_t mode;
+    int fd = place_output(o, path, &mode) ? mkstemp(o->tmp) : -1;
+    if (fd >= 0 && (fchmod(fd, mode) != 0 || (o->f = fdopen(fd, "w")) == NULL)) {
+        int saved = errno;
+        close(fd);
+        unlink(o->tmp);
+        errno = saved;
+        fd = -1;
+    }
+    if (fd < 0) {
         fprintf(errout, "resil sim: %s: cannot write '%s': %s\n", option, path, strerror(errno));
+        o->tmp[0] = '\0';
         return EXIT_FAILED;
     }
     return 0;
 }
 
-static int write_output(FILE *f, const char *path, writer_fn w, const options *o,
-                        const resil_sim_result *r, FILE *out, FILE *errout)
+/* Give up an output: the file at its path stays as it was. */
+static void discard_output(output *o, FILE *out)
 {
-    if (f == NULL)
+    if (o->f != NULL && o->f != out)
+        fclose(o->f);
+    if (o->tmp[0] != '\0')
+        unlink(o->tmp);
+    o->f = NULL;
+    o->tmp[0] = '\0';
+}
+
+static int write_output(output *o, writer_fn w, const options *opts, const resil_sim_result *r,
+                        FILE *out, FILE *errout)
+{
+    if (o->f == NULL)
         return 0;
-    int rc = w(f, &o->cfg, r, o->cfg.npolicies);
-    if (f == out)
+    int rc = w(o->f, &opts->cfg, r, opts->cfg.npolicies);
+    if (o->f == out)
         return rc == 0 && fflush(out) == 0 ? 0 : EXIT_FAILED;
-    if (fclose(f) != 0 || rc != 0) {
-        fprintf(errout, "resil sim: cannot write '%s'\n", path);
+    FILE *f = o->f;
+    o->f = NULL;
+    if (fclose(f) != 0 || rc != 0 || rename(o->tmp, o->path) != 0) {
+        fprintf(errout, "resil sim: %s: cannot write '%s'\n", o->option, o->path);
+        discard_output(o, out);
         return EXIT_FAILED;
     }
+    o->tmp[0] = '\0';
     return 0;
 }
 
@@ -407,15 +475,15 @@ static bool is_stdout(const char *path)
 
 /* The table (or JSON) on standard output, unless --csv or --svg took it:
  * a CSV or SVG written there must be the whole of it. */
-static int emit(const options *o, const resil_sim_result *r, FILE *csv, FILE *svg, FILE *out,
-                FILE *errout)
+static int emit(const options *o, const resil_sim_result *r, output *csv, output *svg,
+                FILE *out, FILE *errout)
 {
     writer_fn main_writer = o->json ? resil_sim_write_json : resil_sim_write_text;
     bool taken = is_stdout(o->csv) || is_stdout(o->svg);
     if (!taken && main_writer(out, &o->cfg, r, o->cfg.npolicies) != 0)
         return EXIT_FAILED;
-    int rc = write_output(csv, o->csv, resil_sim_write_csv, o, r, out, errout);
-    int rc2 = write_output(svg, o->svg, resil_sim_write_svg, o, r, out, errout);
+    int rc = write_output(csv, resil_sim_write_csv, o, r, out, errout);
+    int rc2 = write_output(svg, resil_sim_write_svg, o, r, out, errout);
     return rc != 0 ? rc : rc2;
 }
 
@@ -443,25 +511,20 @@ int resil_sim_command(int argc, char **argv, FILE *out, FILE *errout)
         fprintf(errout, "resil sim: --csv and --svg cannot both be '-' (standard output)\n");
         return EXIT_USAGE;
     }
-    FILE *csv, *svg;
-    if (open_output("--csv", o.csv, out, errout, &csv) != 0)
+    output csv, svg;
+    if (open_output(&csv, "--csv", o.csv, out, errout) != 0)
         return EXIT_FAILED;
-    if (open_output("--svg", o.svg, out, errout, &svg) != 0) {
-        if (csv != NULL && csv != out)
-            fclose(csv);
+    if (open_output(&svg, "--svg", o.svg, out, errout) != 0) {
+        discard_output(&csv, out);
         return EXIT_FAILED;
     }
     resil_sim_result r[RESIL_SIM_MAX_POLICIES];
     memset(r, 0, sizeof r);
     rc = run_policies(&o, r, errout);
-    if (rc == 0) {
-        rc = emit(&o, r, csv, svg, out, errout);
-    } else {
-        if (csv != NULL && csv != out)
-            fclose(csv);
-        if (svg != NULL && svg != out)
-            fclose(svg);
-    }
+    if (rc == 0)
+        rc = emit(&o, r, &csv, &svg, out, errout);
+    discard_output(&csv, out);
+    discard_output(&svg, out);
     for (size_t i = 0; i < o.cfg.npolicies; i++)
         resil_sim_result_free(&r[i]);
     return rc;

@@ -4,7 +4,9 @@
  * carry the figures, the same seed gives the same bytes, and independent
  * simulations may run on several threads at once.
  */
+#include <dirent.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "simtest.h"
@@ -392,6 +394,67 @@ static void a_path_through_a_file_is_refused(void **state)
     free(dir);
 }
 
+static size_t entries_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* The --svg path is refused after --csv's was opened: the CSV file that
+ * was there is left as it was, and no temporary file stays behind. */
+static void a_refused_run_leaves_an_existing_output_untouched(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char csv[512];
+    snprintf(csv, sizeof csv, "%s/kept.csv", dir);
+    FILE *f = fopen(csv, "w");
+    assert_non_null(f);
+    fputs("yesterday's figures\n", f);
+    fclose(f);
+    captured c = SIM("layers", "--requests", "1", "--csv", csv, "--svg", "/nonexistent-dir/x.svg");
+    assert_int_equal(c.status, 1);
+    char *text = slurp(csv);
+    assert_string_equal(text, "yesterday's figures\n");
+    free(text);
+    assert_int_equal(entries_in(dir), 1);
+    release(&c);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* A written output replaces the file at its path whole, keeping its mode,
+ * and leaves nothing else in the directory. */
+static void a_written_output_replaces_the_file_and_keeps_its_mode(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char csv[512];
+    snprintf(csv, sizeof csv, "%s/figures.csv", dir);
+    FILE *f = fopen(csv, "w");
+    assert_non_null(f);
+    fputs("old\n", f);
+    fclose(f);
+    assert_int_equal(chmod(csv, 0640), 0);
+    captured c = SIM("layers", "--requests", "1", "--policy", "naive", "--csv", csv);
+    assert_int_equal(c.status, 0);
+    char *text = slurp(csv);
+    assert_true(strncmp(text, "policy,layers,", 14) == 0);
+    free(text);
+    struct stat st;
+    assert_int_equal(stat(csv, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    assert_int_equal(entries_in(dir), 1);
+    release(&c);
+    test_rmtree(dir);
+    free(dir);
+}
+
 static void an_unwritable_file_fails_with_status_1(void **state)
 {
     (void)state;
@@ -517,6 +580,8 @@ int main(void)
         cmocka_unit_test(bar_charts_for_occ_and_layers),
         cmocka_unit_test(a_directory_is_refused_as_an_output_path),
         cmocka_unit_test(a_path_through_a_file_is_refused),
+        cmocka_unit_test(a_refused_run_leaves_an_existing_output_untouched),
+        cmocka_unit_test(a_written_output_replaces_the_file_and_keeps_its_mode),
         cmocka_unit_test(an_unwritable_file_fails_with_status_1),
         cmocka_unit_test(the_same_seed_gives_the_same_bytes),
         cmocka_unit_test(progress_goes_to_stderr_when_asked),
