@@ -342,12 +342,17 @@ static resil_outcome connect_db(store_conn *c, char *msg, size_t cap)
     if (resil__store_sql(sql, sizeof sql, schema_sql, c->cfg->table) != 0)
         return fail_local(c, "schema text too long", msg, cap);
     resil_outcome o = command(c, sql, msg, cap);
-    /* Every statement here reaches its rows by the primary key. A batch's
-     * multi-row statements join their input to the table, and a plan made
-     * while the table was small (a hash join over a scan of all of it)
-     * would stay cached as it grows: rule that out for these sessions. */
+    /* Every statement here reaches its rows through an index (the
+     * primary key; the purge's, created_at), so plan each once: a batch's
+     * UPDATE joins its input to the table, and left to itself PostgreSQL
+     * replans that join on every run (0.1-0.2 ms of planning a batch) or
+     * caches the plan it made while the table was small — a hash join
+     * over a scan of all of it — as the table grows. */
     if (resil_outcome_ok(&o))
-        o = command(c, "SET enable_hashjoin = off; SET enable_mergejoin = off", msg, cap);
+        o = command(c,
+                    "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"
+                    " SET enable_hashjoin = off; SET enable_mergejoin = off",
+                    msg, cap);
     for (int i = 0; i < PS_COUNT && resil_outcome_ok(&o); i++) {
         if (resil__store_sql(sql, sizeof sql, statements[i].sql, c->cfg->table) != 0)
             return fail_local(c, "statement text too long", msg, cap);
