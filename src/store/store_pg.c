@@ -571,10 +571,13 @@ static void arr_int(pg_array *a, uint64_t v, int width)
 
 enum { MAX_ARRAYS = 8 };
 
-/* One multi-row statement's parameters: an array per column. */
+/* One multi-row statement's parameters: an array per column. A single
+ * row goes as the one-call statement instead (PS_INSERT, PS_COMPLETE):
+ * unnesting arrays costs the server more than the one row it carries. */
 typedef struct many {
-    int which; /* PS_INSERT_MANY or PS_COMPLETE_MANY */
-    size_t n;  /* rows */
+    int which;      /* PS_INSERT_MANY or PS_COMPLETE_MANY */
+    size_t n;       /* rows */
+    uint32_t first; /* the first row's call */
     pg_array col[MAX_ARRAYS];
 } many;
 
@@ -588,7 +591,8 @@ static void many_free(many *m)
 static void many_row(many *m, const store_call *call, uint32_t ord)
 {
     pg_array *c = m->col;
-    m->n++;
+    if (m->n++ == 0)
+        m->first = ord;
     if (m->which == PS_INSERT_MANY) {
         arr_text(&c[0], call->tenant);
         arr_text(&c[1], call->operation);
@@ -627,8 +631,19 @@ static bool many_build(many *m, store_call *const *calls, const uint32_t *rows, 
     return true;
 }
 
-static bool many_send(PGconn *pg, const many *m)
+static bool many_send(PGconn *pg, const many *m, store_call *const *calls)
 {
+    params p;
+    if (m->n == 1 && m->which == PS_INSERT_MANY) {
+        insert_params(calls[m->first], &p);
+        return PQsendQueryPrepared(pg, statements[PS_INSERT].name, p.n, p.value, p.length,
+                                   p.format, 1) == 1;
+    }
+    if (m->n == 1) {
+        fenced_params(calls[m->first], PS_COMPLETE, &p);
+        return PQsendQueryPrepared(pg, statements[PS_COMPLETE].name, p.n, p.value, p.length,
+                                   p.format, 1) == 1;
+    }
     const char *value[MAX_ARRAYS];
     int length[MAX_ARRAYS], format[MAX_ARRAYS];
     int np = statements[m->which].nparams;
@@ -759,9 +774,9 @@ static bool send_batch(PGconn *pg, const batch_plan *b)
     bool sent = PQenterPipelineMode(pg) == 1 &&
                 send_plain(pg, "BEGIN ISOLATION LEVEL READ COMMITTED");
     if (sent && b->ins.n > 0)
-        sent = many_send(pg, &b->ins);
+        sent = many_send(pg, &b->ins, b->calls);
     if (sent && b->done.n > 0)
-        sent = many_send(pg, &b->done);
+        sent = many_send(pg, &b->done, b->calls);
     for (size_t i = 0; i < b->n_singles && sent; i++)
         sent = send_single(pg, b->calls[b->singles[i]]);
     return sent && send_plain(pg, "COMMIT") && PQpipelineSync(pg) == 1;
@@ -794,6 +809,11 @@ static store_call *claimer(const batch_plan *b, const PGresult *r, int row)
  * its own, later. */
 static int take_claims(const batch_plan *b, const PGresult *r)
 {
+    if (b->ins.n == 1) { /* PS_INSERT: the lease, or no row */
+        store_call *call = b->calls[b->ins.first];
+        call->alone = PQntuples(r) != 1;
+        return call->alone ? 0 : resil__store_first(call, get_uint(r, 0, 0));
+    }
     store_call *got[STORE_MAX_BATCH];
     int rows = PQntuples(r);
     if (rows < 0 || (size_t)rows > b->ins.n)
@@ -814,6 +834,10 @@ static int take_claims(const batch_plan *b, const PGresult *r)
 /* The completions that changed their row: (ord). */
 static int take_completions(const batch_plan *b, const PGresult *r)
 {
+    if (b->done.n == 1) { /* PS_COMPLETE: the rows it changed */
+        b->calls[b->done.first]->owned = strcmp(PQcmdTuples((PGresult *)r), "1") == 0;
+        return 0;
+    }
     for (int row = 0; row < PQntuples(r); row++) {
         uint64_t ord = get_uint(r, row, 0);
         if (ord >= b->n || b->calls[ord]->op != STORE_COMPLETE)
