@@ -171,6 +171,22 @@ static uint64_t claim(fixture *f, const char *key)
     return f->res.lease;
 }
 
+/* Start members[0..n): each queued before the next, the last filling the
+ * batch (so it runs without its window). */
+static void start_batch(member *m, size_t n, resil_store *s)
+{
+    for (uint32_t i = 0; i + 1 < n; i++)
+        start_queued(&m[i], s, i + 1);
+    start(&m[n - 1], s);
+}
+
+static void assert_replays_completed_body(const member *m)
+{
+    assert_int_equal(m->res.verdict, RESIL_STORE_REPLAY);
+    assert_int_equal(m->res.status, 201);
+    assert_string_equal((const char *)m->res.body, completed_body);
+}
+
 /* ---- what a batch carries ----------------------------------------------------- */
 
 static void each_member_of_a_batch_learns_its_own_verdict(void **state)
@@ -186,14 +202,10 @@ static void each_member_of_a_batch_learns_its_own_verdict(void **state)
         {.key = "k-2", .body = "y"}, /* the same new key, another request */
         {.key = "k-3", .body = "a"}, /* claimed and running */
     };
-    for (uint32_t i = 0; i < 4; i++)
-        start_queued(&m[i], s, i + 1);
-    start(&m[4], s); /* the fifth fills the batch: it runs without the window */
+    start_batch(m, 5, s); /* the fifth fills the batch: it runs without the window */
     for (int i = 0; i < 5; i++)
         join_ok(&m[i]);
-    assert_int_equal(m[1].res.verdict, RESIL_STORE_REPLAY);
-    assert_int_equal(m[1].res.status, 201);
-    assert_string_equal((const char *)m[1].res.body, completed_body);
+    assert_replays_completed_body(&m[1]);
     assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
     assert_int_equal(m[2].res.lease, 1);
     assert_int_equal(m[3].res.verdict, RESIL_STORE_MISMATCH);
@@ -206,15 +218,6 @@ static void each_member_of_a_batch_learns_its_own_verdict(void **state)
     assert_int_equal(resil_fake_clock_now(f->fc), 0); /* no window was waited out */
     done(m, 5);
     resil_store_free(s);
-}
-
-/* Start members[0..n): each queued before the next, the last filling the
- * batch (so it runs without its window). */
-static void start_batch(member *m, size_t n, resil_store *s)
-{
-    for (uint32_t i = 0; i + 1 < n; i++)
-        start_queued(&m[i], s, i + 1);
-    start(&m[n - 1], s);
 }
 
 static void complete_key(fixture *f, const char *key, uint64_t lease)
@@ -254,9 +257,7 @@ static void every_verdict_in_one_batch_is_the_one_sequential_calls_give(void **s
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (m[ok[i]].rc != 0)
             fail_msg("member %d on '%s': %s", ok[i], m[ok[i]].key, m[ok[i]].error);
-    assert_int_equal(m[1].res.verdict, RESIL_STORE_REPLAY);
-    assert_int_equal(m[1].res.status, 201);
-    assert_string_equal((const char *)m[1].res.body, completed_body);
+    assert_replays_completed_body(&m[1]);
     assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
     assert_int_equal(m[2].res.lease, 1);
     assert_int_equal(m[3].res.verdict, RESIL_STORE_IN_PROGRESS);
