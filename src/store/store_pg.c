@@ -620,6 +620,11 @@ static bool many_build(many *m, store_call *const *calls, const uint32_t *rows, 
         {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, 0, 0},
         {OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_INT4, OID_BYTEA, OID_BYTEA},
     };
+    if (n < 2) { /* none, or the one-row statement: no arrays */
+        m->n = n;
+        m->first = n == 1 ? rows[0] : 0;
+        return true;
+    }
     const Oid *e = elems[m->which == PS_COMPLETE_MANY];
     for (int i = 0; i < statements[m->which].nparams; i++)
         arr_start(&m->col[i], e[i], n);
