@@ -85,8 +85,9 @@ typedef struct store_backend {
     /* Group commit: run calls[0..n) (BEGIN, COMPLETE, RELEASE, RENEW, PURGE) as
      * one transaction with one commit, connecting first if needed. Any
      * failure rolls the whole batch back and is classified as for run().
-     * A BEGIN the backend cannot decide inside the batch (PostgreSQL: its
-     * insert met an existing record) gets `alone`, and the front runs it
+     * A call the backend cannot decide inside the batch (PostgreSQL: a
+     * BEGIN whose insert met an existing record, or a second call for a
+     * key the batch already carries) gets `alone`, and the front runs it
      * again on its own once the batch committed. */
     resil_outcome (*run_batch)(store_conn *c, store_call *const *calls, size_t n, char *msg,
                                size_t cap);

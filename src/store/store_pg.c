@@ -15,15 +15,23 @@
  * copies bytes and never parses them. A connection that breaks is dropped
  * and reconnected by the next attempt.
  *
- * Group commit uses libpq's pipeline mode: a batch is sent as BEGIN, one
- * prepared statement per call, COMMIT and a sync, and its results are
- * read in one round trip — one commit, one WAL flush for every call in
- * it. Inside a batch a begin only inserts (READ COMMITTED: the insert
+ * Group commit uses libpq's pipeline mode and multi-row statements: a
+ * batch is sent as BEGIN, one INSERT carrying every begin's claim, one
+ * UPDATE carrying every completion (each a statement whose columns travel
+ * as binary arrays, unnested by the server), one statement per release,
+ * renew or purge chunk, COMMIT and a sync, and its results are read in
+ * one round trip — one commit, one WAL flush, and a fixed number of
+ * statements for the calls of a key-write batch however many it carries.
+ * Each row that took effect comes back (a claim with its key and lease, a
+ * completion with its place in the batch), so each call learns its own
+ * result. Inside a batch a begin only inserts (READ COMMITTED: the insert
  * waits for a concurrent one on the same key and then does nothing); a
- * begin whose insert met an existing record goes back to the front, which
- * runs it on its own as the REPEATABLE READ transaction above once the
- * batch has committed. The pipeline sends small results back, so writing
- * it whole before reading cannot fill both directions' buffers.
+ * begin whose insert met an existing record, and a second call for a key
+ * the batch already carries, go back to the front, which runs each on its
+ * own — a begin as the REPEATABLE READ transaction above — once the batch
+ * has committed, where it sees what the batch did as a sequential call
+ * would. The pipeline sends small results back, so writing it whole
+ * before reading cannot fill both directions' buffers.
  */
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -34,6 +42,8 @@
 
 /* Built-in type OIDs (pg_type.h is a server header). */
 enum { OID_BYTEA = 17, OID_INT8 = 20, OID_INT4 = 23, OID_TEXT = 25 };
+enum { OID_BYTEA_ARRAY = 1001, OID_INT4_ARRAY = 1007, OID_TEXT_ARRAY = 1009,
+       OID_INT8_ARRAY = 1016 };
 
 enum {
     PS_INSERT,
@@ -43,6 +53,8 @@ enum {
     PS_RELEASE,
     PS_RENEW,
     PS_PURGE,
+    PS_INSERT_MANY,
+    PS_COMPLETE_MANY,
     PS_COUNT
 };
 
@@ -70,7 +82,7 @@ static const struct {
     const char *name;
     const char *sql;
     int nparams;
-    Oid types[7];
+    Oid types[8];
 } statements[PS_COUNT] = {
     [PS_INSERT] = {"resil_store_insert",
                    "INSERT INTO {T} (tenant, operation, idempotency_key,"
@@ -103,6 +115,31 @@ static const struct {
                   "DELETE FROM {T} WHERE ctid = ANY (ARRAY("
                   "SELECT ctid FROM {T} WHERE created_at < $1 LIMIT $2))",
                   2, {OID_INT8, OID_INT8}},
+    /* A batch's claims and completions, one row per call. Each row that
+     * took effect comes back: a claim as its key and lease, a completion
+     * as its ord (its call's place in the batch). */
+    [PS_INSERT_MANY] = {"resil_store_insert_many",
+                        "INSERT INTO {T} (tenant, operation, idempotency_key, request_hash,"
+                        " status, created_at, lease_expires_at, lease)"
+                        " SELECT tenant, operation, idempotency_key, request_hash, NULL,"
+                        " created_at, lease_expires_at, 1"
+                        " FROM unnest($1, $2, $3, $4, $5, $6) AS i(tenant, operation,"
+                        " idempotency_key, request_hash, created_at, lease_expires_at)"
+                        " ON CONFLICT DO NOTHING"
+                        " RETURNING tenant, operation, idempotency_key, lease",
+                        6, {OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_BYTEA_ARRAY,
+                            OID_INT8_ARRAY, OID_INT8_ARRAY}},
+    [PS_COMPLETE_MANY] = {"resil_store_complete_many",
+                          "UPDATE {T} AS r SET status = i.status, headers = i.headers,"
+                          " body = i.body FROM unnest($1, $2, $3, $4, $5, $6, $7, $8)"
+                          " AS i(ord, tenant, operation, idempotency_key, lease, status,"
+                          " headers, body)"
+                          " WHERE r.tenant = i.tenant AND r.operation = i.operation"
+                          " AND r.idempotency_key = i.idempotency_key"
+                          " AND r.status IS NULL AND r.lease = i.lease RETURNING i.ord",
+                          8, {OID_INT4_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY,
+                              OID_INT8_ARRAY, OID_INT4_ARRAY, OID_BYTEA_ARRAY,
+                              OID_BYTEA_ARRAY}},
 };
 
 struct store_conn {
@@ -305,6 +342,17 @@ static resil_outcome connect_db(store_conn *c, char *msg, size_t cap)
     if (resil__store_sql(sql, sizeof sql, schema_sql, c->cfg->table) != 0)
         return fail_local(c, "schema text too long", msg, cap);
     resil_outcome o = command(c, sql, msg, cap);
+    /* Every statement here reaches its rows through an index (the
+     * primary key; the purge's, created_at), so plan each once: a batch's
+     * UPDATE joins its input to the table, and left to itself PostgreSQL
+     * replans that join on every run (0.1-0.2 ms of planning a batch) or
+     * caches the plan it made while the table was small — a hash join
+     * over a scan of all of it — as the table grows. */
+    if (resil_outcome_ok(&o))
+        o = command(c,
+                    "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"
+                    " SET enable_hashjoin = off; SET enable_mergejoin = off",
+                    msg, cap);
     for (int i = 0; i < PS_COUNT && resil_outcome_ok(&o); i++) {
         if (resil__store_sql(sql, sizeof sql, statements[i].sql, c->cfg->table) != 0)
             return fail_local(c, "statement text too long", msg, cap);
@@ -458,23 +506,251 @@ static resil_outcome do_purge(store_conn *c, store_call *call, char *msg, size_t
     return resil_ok();
 }
 
-/* ---- group commit: a pipelined batch ------------------------------------------ */
+/* ---- group commit: a pipelined batch of multi-row statements ---------------- */
 
-/* Which statement carries a batched call. */
-static int batch_statement(const store_call *call)
+/* PostgreSQL's binary array (array_send): one dimension, no NULLs, each
+ * element its length and its bytes. Built here so that keys, hashes and
+ * bodies travel without quoting or escaping. */
+typedef struct pg_array {
+    uint8_t *data;
+    size_t len, cap;
+    bool oom;
+} pg_array;
+
+static void arr_bytes(pg_array *a, const void *p, size_t len)
 {
-    switch (call->op) {
-    case STORE_BEGIN:
-        return PS_INSERT;
-    case STORE_RELEASE:
-        return PS_RELEASE;
-    case STORE_RENEW:
-        return PS_RENEW;
-    case STORE_PURGE:
-        return PS_PURGE;
-    default:
-        return PS_COMPLETE;
+    if (a->oom)
+        return;
+    if (a->len + len > a->cap) {
+        size_t cap = a->cap ? a->cap : 256;
+        while (cap < a->len + len)
+            cap *= 2;
+        uint8_t *d = realloc(a->data, cap);
+        if (d == NULL) {
+            a->oom = true;
+            return;
+        }
+        a->data = d;
+        a->cap = cap;
     }
+    if (len > 0)
+        memcpy(a->data + a->len, p, len);
+    a->len += len;
+}
+
+static void arr_u32(pg_array *a, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    arr_bytes(a, b, 4);
+}
+
+static void arr_start(pg_array *a, Oid elem, size_t n)
+{
+    arr_u32(a, 1); /* dimensions */
+    arr_u32(a, 0); /* no NULLs */
+    arr_u32(a, elem);
+    arr_u32(a, (uint32_t)n);
+    arr_u32(a, 1); /* lower bound */
+}
+
+static void arr_elem(pg_array *a, const void *p, size_t len)
+{
+    arr_u32(a, (uint32_t)len);
+    arr_bytes(a, p, len);
+}
+
+static void arr_text(pg_array *a, const char *s) { arr_elem(a, s, strlen(s)); }
+
+static void arr_int(pg_array *a, uint64_t v, int width)
+{
+    arr_u32(a, (uint32_t)width);
+    if (width == 8)
+        arr_u32(a, (uint32_t)(v >> 32));
+    arr_u32(a, (uint32_t)v);
+}
+
+enum { MAX_ARRAYS = 8 };
+
+/* One multi-row statement's parameters: an array per column. A single
+ * row goes as the one-call statement instead (PS_INSERT, PS_COMPLETE):
+ * unnesting arrays costs the server more than the one row it carries. */
+typedef struct many {
+    int which;      /* PS_INSERT_MANY or PS_COMPLETE_MANY */
+    size_t n;       /* rows */
+    uint32_t first; /* the first row's call */
+    pg_array col[MAX_ARRAYS];
+} many;
+
+static void many_free(many *m)
+{
+    for (int i = 0; i < MAX_ARRAYS; i++)
+        free(m->col[i].data);
+}
+
+/* Row `ord` of the statement carries calls[ord]. */
+static void many_row(many *m, const store_call *call, uint32_t ord)
+{
+    pg_array *c = m->col;
+    if (m->n++ == 0)
+        m->first = ord;
+    if (m->which == PS_INSERT_MANY) {
+        arr_text(&c[0], call->tenant);
+        arr_text(&c[1], call->operation);
+        arr_text(&c[2], call->key);
+        arr_elem(&c[3], call->hash, RESIL_SHA256_LEN);
+        arr_int(&c[4], (uint64_t)call->now_ms, 8);
+        arr_int(&c[5], (uint64_t)call->lease_until_ms, 8);
+        return;
+    }
+    const resil_store_response *resp = call->resp;
+    arr_int(&c[0], ord, 4);
+    arr_text(&c[1], call->tenant);
+    arr_text(&c[2], call->operation);
+    arr_text(&c[3], call->key);
+    arr_int(&c[4], call->lease, 8);
+    arr_int(&c[5], (uint64_t)(uint32_t)resp->status, 4);
+    arr_elem(&c[6], resp->headers, resp->headers_len);
+    arr_elem(&c[7], resp->body, resp->body_len);
+}
+
+/* The rows, in the order given: their arrays' headers, then their elements. */
+static bool many_build(many *m, store_call *const *calls, const uint32_t *rows, size_t n)
+{
+    static const Oid elems[2][MAX_ARRAYS] = {
+        {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, 0, 0},
+        {OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_INT4, OID_BYTEA, OID_BYTEA},
+    };
+    if (n < 2) { /* none, or the one-row statement: no arrays */
+        m->n = n;
+        m->first = n == 1 ? rows[0] : 0;
+        return true;
+    }
+    const Oid *e = elems[m->which == PS_COMPLETE_MANY];
+    for (int i = 0; i < statements[m->which].nparams; i++)
+        arr_start(&m->col[i], e[i], n);
+    for (size_t i = 0; i < n; i++)
+        many_row(m, calls[rows[i]], rows[i]);
+    for (int i = 0; i < statements[m->which].nparams; i++)
+        if (m->col[i].oom || m->col[i].len > INT32_MAX)
+            return false;
+    return true;
+}
+
+static bool many_send(PGconn *pg, const many *m, store_call *const *calls)
+{
+    params p;
+    if (m->n == 1 && m->which == PS_INSERT_MANY) {
+        insert_params(calls[m->first], &p);
+        return PQsendQueryPrepared(pg, statements[PS_INSERT].name, p.n, p.value, p.length,
+                                   p.format, 1) == 1;
+    }
+    if (m->n == 1) {
+        fenced_params(calls[m->first], PS_COMPLETE, &p);
+        return PQsendQueryPrepared(pg, statements[PS_COMPLETE].name, p.n, p.value, p.length,
+                                   p.format, 1) == 1;
+    }
+    const char *value[MAX_ARRAYS];
+    int length[MAX_ARRAYS], format[MAX_ARRAYS];
+    int np = statements[m->which].nparams;
+    for (int i = 0; i < np; i++) {
+        value[i] = (const char *)m->col[i].data;
+        length[i] = (int)m->col[i].len;
+        format[i] = 1;
+    }
+    return PQsendQueryPrepared(pg, statements[m->which].name, np, value, length, format, 1) ==
+           1;
+}
+
+/* A call and its place in the batch, sorted by key. */
+typedef struct ranked {
+    store_call *call;
+    uint32_t ord;
+} ranked;
+
+/* A batch as it is sent: its statements, in order, and which calls each
+ * carries. A key appears at most once in a multi-row statement (its row
+ * must name one call); a second call for it in the same batch runs alone
+ * after the commit, where it sees the first's effect as a sequential
+ * call would. Rows go in key order, so two batches that share keys take
+ * their row locks in the same order and do not deadlock over them. */
+typedef struct batch_plan {
+    store_call *const *calls;
+    size_t n;
+    many ins, done;    /* begins' claims, completions */
+    ranked *order;     /* the calls by key */
+    uint32_t *singles; /* calls sent as a statement each (release, renew, purge) */
+    size_t n_singles;
+} batch_plan;
+
+static int compare_keys(const store_call *x, const store_call *y)
+{
+    int d = strcmp(x->tenant, y->tenant);
+    if (d == 0)
+        d = strcmp(x->operation, y->operation);
+    return d != 0 ? d : strcmp(x->key, y->key);
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    int d = compare_keys(x->call, y->call);
+    if (d == 0)
+        d = (x->call->op > y->call->op) - (x->call->op < y->call->op);
+    if (d == 0) /* the earlier call first: it is the one a row carries */
+        d = (x->ord > y->ord) - (x->ord < y->ord);
+    return d;
+}
+
+static bool same_key_op(const store_call *x, const store_call *y)
+{
+    return x->op == y->op && compare_keys(x, y) == 0;
+}
+
+static void plan_free(batch_plan *b)
+{
+    many_free(&b->ins);
+    many_free(&b->done);
+    free(b->order);
+    free(b->singles);
+}
+
+/* The calls with operation `op` that a row carries, in key order. */
+static bool plan_rows(batch_plan *b, many *m, store_op op, uint32_t *rows)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->order[i].call->op == op && !b->order[i].call->alone)
+            rows[n++] = b->order[i].ord;
+    return many_build(m, b->calls, rows, n);
+}
+
+/* Sort the calls into the two multi-row statements and the singles. False
+ * when out of memory or a statement would pass 2 GiB. */
+static bool plan_batch(batch_plan *b, store_call *const *calls, size_t n)
+{
+    *b = (batch_plan){.calls = calls, .n = n, .ins.which = PS_INSERT_MANY,
+                      .done.which = PS_COMPLETE_MANY};
+    b->order = malloc(n * sizeof *b->order);
+    b->singles = malloc(n * sizeof *b->singles);
+    uint32_t *rows = malloc(n * sizeof *rows);
+    if (b->order == NULL || b->singles == NULL || rows == NULL) {
+        free(rows);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        b->order[i] = (ranked){.call = calls[i], .ord = (uint32_t)i};
+    qsort(b->order, n, sizeof *b->order, by_key);
+    for (size_t i = 0; i < n; i++) {
+        store_call *call = b->order[i].call;
+        if (call->op != STORE_BEGIN && call->op != STORE_COMPLETE)
+            b->singles[b->n_singles++] = b->order[i].ord;
+        else if (i > 0 && same_key_op(b->order[i - 1].call, call))
+            call->alone = true;
+    }
+    bool built = plan_rows(b, &b->ins, STORE_BEGIN, rows) &&
+                 plan_rows(b, &b->done, STORE_COMPLETE, rows);
+    free(rows);
+    return built;
 }
 
 static bool send_plain(PGconn *pg, const char *sql)
@@ -482,67 +758,153 @@ static bool send_plain(PGconn *pg, const char *sql)
     return PQsendQueryParams(pg, sql, 0, NULL, NULL, NULL, NULL, 0) == 1;
 }
 
-static bool send_batch(store_conn *c, store_call *const *calls, size_t n)
+static bool send_single(PGconn *pg, const store_call *call)
 {
-    bool sent = PQenterPipelineMode(c->pg) == 1 &&
-                send_plain(c->pg, "BEGIN ISOLATION LEVEL READ COMMITTED");
-    for (size_t i = 0; i < n && sent; i++) {
-        int which = batch_statement(calls[i]);
-        params p;
-        if (which == PS_INSERT)
-            insert_params(calls[i], &p);
-        else if (which == PS_PURGE)
-            purge_params(calls[i], &p);
+    int which = call->op == STORE_PURGE    ? PS_PURGE
+                : call->op == STORE_RENEW ? PS_RENEW
+                                          : PS_RELEASE;
+    params p;
+    if (which == PS_PURGE)
+        purge_params(call, &p);
+    else
+        fenced_params(call, which, &p);
+    return PQsendQueryPrepared(pg, statements[which].name, p.n, p.value, p.length, p.format,
+                               1) == 1;
+}
+
+/* BEGIN, the claims, the completions, one statement per other call,
+ * COMMIT and a sync: one round trip, however many calls. */
+static bool send_batch(PGconn *pg, const batch_plan *b)
+{
+    bool sent = PQenterPipelineMode(pg) == 1 &&
+                send_plain(pg, "BEGIN ISOLATION LEVEL READ COMMITTED");
+    if (sent && b->ins.n > 0)
+        sent = many_send(pg, &b->ins, b->calls);
+    if (sent && b->done.n > 0)
+        sent = many_send(pg, &b->done, b->calls);
+    for (size_t i = 0; i < b->n_singles && sent; i++)
+        sent = send_single(pg, b->calls[b->singles[i]]);
+    return sent && send_plain(pg, "COMMIT") && PQpipelineSync(pg) == 1;
+}
+
+/* The begin in the batch that claimed the returned row's key: the
+ * insert's rows are unique by key, so at most one. */
+static store_call *claimer(const batch_plan *b, const PGresult *r, int row)
+{
+    store_call key = {.op = STORE_BEGIN, .tenant = PQgetvalue(r, row, 0),
+                      .operation = PQgetvalue(r, row, 1), .key = PQgetvalue(r, row, 2)};
+    for (size_t lo = 0, hi = b->n; lo < hi;) {
+        size_t mid = lo + (hi - lo) / 2;
+        store_call *c = b->order[mid].call;
+        int d = compare_keys(&key, c);
+        if (d == 0 && c->op == STORE_BEGIN && !c->alone)
+            return c;
+        /* among equal keys, the begin a row carries comes before a second
+         * begin (alone) and before every other operation */
+        if (d < 0 || (d == 0 && c->op >= STORE_BEGIN))
+            hi = mid;
         else
-            fenced_params(calls[i], which, &p);
-        sent = PQsendQueryPrepared(c->pg, statements[which].name, p.n, p.value, p.length,
-                                   p.format, 1) == 1;
+            lo = mid + 1;
     }
-    return sent && send_plain(c->pg, "COMMIT") && PQpipelineSync(c->pg) == 1;
+    return NULL;
 }
 
-/* One statement's result, as a call learns it. 0, or -1 out of memory. */
-static int take_result(store_call *call, const PGresult *r)
+/* The claims the insert made: (tenant, operation, key, lease). A begin
+ * whose row did not come back met an existing record and is decided on
+ * its own, later. */
+static int take_claims(const batch_plan *b, const PGresult *r)
 {
-    if (call->op == STORE_PURGE) {
-        call->deleted = strtoull(PQcmdTuples((PGresult *)r), NULL, 10);
-        return 0;
+    if (b->ins.n == 1) { /* PS_INSERT: the lease, or no row */
+        store_call *call = b->calls[b->ins.first];
+        call->alone = PQntuples(r) != 1;
+        return call->alone ? 0 : resil__store_first(call, get_uint(r, 0, 0));
     }
-    if (call->op != STORE_BEGIN) {
-        call->owned = strcmp(PQcmdTuples((PGresult *)r), "1") == 0;
-        return 0;
+    store_call *got[STORE_MAX_BATCH];
+    int rows = PQntuples(r);
+    if (rows < 0 || (size_t)rows > b->ins.n)
+        return -1;
+    for (int row = 0; row < rows; row++) {
+        got[row] = claimer(b, r, row);
+        if (got[row] == NULL || resil__store_first(got[row], get_uint(r, row, 3)) != 0)
+            return -1;
     }
-    if (PQntuples(r) != 1) {
-        call->alone = true; /* the key exists: decided on its own, later */
-        return 0;
-    }
-    return resil__store_first(call, get_uint(r, 0, 0));
+    for (size_t i = 0; i < b->n; i++)
+        if (b->calls[i]->op == STORE_BEGIN)
+            b->calls[i]->alone = true;
+    for (int row = 0; row < rows; row++)
+        got[row]->alone = false;
+    return 0;
 }
 
-/* Read the n + 2 statements' results and the sync. The first failure is
- * kept in *bad (the rest of the pipeline is then aborted by the server);
- * false when the connection broke and the results stopped. */
-static bool read_batch(store_conn *c, store_call *const *calls, size_t n, PGresult **bad,
-                       bool *oom)
+/* The completions that changed their row: (ord). */
+static int take_completions(const batch_plan *b, const PGresult *r)
 {
-    for (size_t i = 0; i < n + 2; i++) {
-        PGresult *r = PQgetResult(c->pg);
+    if (b->done.n == 1) { /* PS_COMPLETE: the rows it changed */
+        b->calls[b->done.first]->owned = strcmp(PQcmdTuples((PGresult *)r), "1") == 0;
+        return 0;
+    }
+    for (int row = 0; row < PQntuples(r); row++) {
+        uint64_t ord = get_uint(r, row, 0);
+        if (ord >= b->n || b->calls[ord]->op != STORE_COMPLETE)
+            return -1;
+        b->calls[ord]->owned = true;
+    }
+    return 0;
+}
+
+static int take_single(store_call *call, PGresult *r)
+{
+    if (call->op == STORE_PURGE)
+        call->deleted = strtoull(PQcmdTuples(r), NULL, 10);
+    else
+        call->owned = strcmp(PQcmdTuples(r), "1") == 0;
+    return 0;
+}
+
+/* The i-th statement's result (0 is BEGIN), as the calls learn it. */
+static int take_result(const batch_plan *b, size_t i, PGresult *r)
+{
+    if (i == 0)
+        return 0;
+    if (b->ins.n > 0 && --i == 0)
+        return take_claims(b, r);
+    if (b->done.n > 0 && --i == 0)
+        return take_completions(b, r);
+    if (i - 1 < b->n_singles)
+        return take_single(b->calls[b->singles[i - 1]], r);
+    return 0; /* COMMIT */
+}
+
+static size_t batch_statements(const batch_plan *b)
+{
+    return 2 + (b->ins.n > 0) + (b->done.n > 0) + b->n_singles;
+}
+
+/* Read every statement's result and the sync. The first failure is kept
+ * in *bad (the rest of the pipeline is then aborted by the server); a
+ * result no call can take (out of memory, a row naming no call) sets
+ * *broken; false when the connection broke and the results stopped. */
+static bool read_batch(PGconn *pg, const batch_plan *b, PGresult **bad, bool *broken)
+{
+    size_t total = batch_statements(b);
+    for (size_t i = 0; i < total; i++) {
+        PGresult *r = PQgetResult(pg);
         if (r == NULL)
             return false;
         if (*bad == NULL && PQresultStatus(r) != PGRES_PIPELINE_ABORTED && !ok(r)) {
             *bad = r;
         } else {
-            if (*bad == NULL && i >= 1 && i <= n && take_result(calls[i - 1], r) != 0)
-                *oom = true;
+            if (*bad == NULL && !*broken && take_result(b, i, r) != 0)
+                *broken = true;
             PQclear(r);
         }
-        while ((r = PQgetResult(c->pg)) != NULL) /* the end of this statement's */
+        while ((r = PQgetResult(pg)) != NULL) /* the end of this statement's */
             PQclear(r);
     }
-    PGresult *sync = PQgetResult(c->pg);
+    PGresult *sync = PQgetResult(pg);
     bool synced = sync != NULL && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
     PQclear(sync);
-    return synced && PQexitPipelineMode(c->pg) == 1;
+    return synced && PQexitPipelineMode(pg) == 1;
 }
 
 static resil_outcome run_batch(store_conn *c, store_call *const *calls, size_t n, char *msg,
@@ -553,18 +915,25 @@ static resil_outcome run_batch(store_conn *c, store_call *const *calls, size_t n
         if (!resil_outcome_ok(&o))
             return o;
     }
+    batch_plan b;
+    if (!plan_batch(&b, calls, n)) {
+        plan_free(&b);
+        return fail_local(c, "out of memory (or a batch over 2 GiB)", msg, cap);
+    }
     PGresult *bad = NULL;
-    bool oom = false;
-    if (!send_batch(c, calls, n) || !read_batch(c, calls, n, &bad, &oom)) {
+    bool broken = false;
+    if (!send_batch(c->pg, &b) || !read_batch(c->pg, &b, &bad, &broken)) {
+        plan_free(&b);
         PQclear(bad);
         resil_outcome o = fail(c, NULL, msg, cap);
         disconnect(c); /* a pipeline cut short leaves libpq's state unknown */
         return o;
     }
+    plan_free(&b);
     if (bad != NULL)
         return fail(c, bad, msg, cap);
-    if (oom)
-        return fail_local(c, "out of memory", msg, cap);
+    if (broken)
+        return fail_local(c, "out of memory, or a result naming no call", msg, cap);
     return resil_ok();
 }
 

@@ -120,6 +120,18 @@ static void await_queued(resil_store *s, uint32_t n)
     fail_msg("%u calls never queued", n);
 }
 
+/* Wait until a batch took every queued call (its window's sleep is over). */
+static void await_taken(resil_store *s)
+{
+    for (long i = 0; i < 100000000L; i++) {
+        resil_store_batch_stats st = stats_of(s);
+        if (st.queued == 0 && st.batches > 0)
+            return;
+        sched_yield();
+    }
+    fail_msg("no batch took the queued calls");
+}
+
 static void start(member *m, resil_store *s)
 {
     m->s = s;
@@ -159,6 +171,22 @@ static uint64_t claim(fixture *f, const char *key)
     return f->res.lease;
 }
 
+/* Start members[0..n): each queued before the next, the last filling the
+ * batch (so it runs without its window). */
+static void start_batch(member *m, size_t n, resil_store *s)
+{
+    for (uint32_t i = 0; i + 1 < n; i++)
+        start_queued(&m[i], s, i + 1);
+    start(&m[n - 1], s);
+}
+
+static void assert_replays_completed_body(const member *m)
+{
+    assert_int_equal(m->res.verdict, RESIL_STORE_REPLAY);
+    assert_int_equal(m->res.status, 201);
+    assert_string_equal((const char *)m->res.body, completed_body);
+}
+
 /* ---- what a batch carries ----------------------------------------------------- */
 
 static void each_member_of_a_batch_learns_its_own_verdict(void **state)
@@ -174,14 +202,10 @@ static void each_member_of_a_batch_learns_its_own_verdict(void **state)
         {.key = "k-2", .body = "y"}, /* the same new key, another request */
         {.key = "k-3", .body = "a"}, /* claimed and running */
     };
-    for (uint32_t i = 0; i < 4; i++)
-        start_queued(&m[i], s, i + 1);
-    start(&m[4], s); /* the fifth fills the batch: it runs without the window */
+    start_batch(m, 5, s); /* the fifth fills the batch: it runs without the window */
     for (int i = 0; i < 5; i++)
         join_ok(&m[i]);
-    assert_int_equal(m[1].res.verdict, RESIL_STORE_REPLAY);
-    assert_int_equal(m[1].res.status, 201);
-    assert_string_equal((const char *)m[1].res.body, completed_body);
+    assert_replays_completed_body(&m[1]);
     assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
     assert_int_equal(m[2].res.lease, 1);
     assert_int_equal(m[3].res.verdict, RESIL_STORE_MISMATCH);
@@ -193,6 +217,66 @@ static void each_member_of_a_batch_learns_its_own_verdict(void **state)
     assert_int_equal(st.queued, 0);
     assert_int_equal(resil_fake_clock_now(f->fc), 0); /* no window was waited out */
     done(m, 5);
+    resil_store_free(s);
+}
+
+static void complete_key(fixture *f, const char *key, uint64_t lease)
+{
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = key};
+    resil_store_response r = {.status = 201, .body = completed_body,
+                              .body_len = strlen(completed_body)};
+    resil_err err = {0};
+    if (resil_store_complete(f->s, &k, lease, &r, &err) != 0)
+        fail_msg("complete '%s': %s", key, err.message);
+}
+
+static void every_verdict_in_one_batch_is_the_one_sequential_calls_give(void **state)
+{
+    fixture *f = *state;
+    uint64_t expired = claim(f, "k-expired");
+    resil_fake_clock_advance(f->fc, RESIL_S(10)); /* the 10 s lease runs out */
+    uint64_t running = claim(f, "k-run"), held = claim(f, "k-held"),
+             twice = claim(f, "k-twice");
+    resil_store *s = open_batched(f, 10, LONG_WINDOW, 0);
+    member m[10] = {
+        {.key = "k-run", .op = COMPLETE, .lease = running},
+        {.key = "k-run", .body = "a"},    /* after its completion: a replay */
+        {.key = "k-new", .body = "a"},    /* first */
+        {.key = "k-new", .body = "a"},    /* the same request again: in progress */
+        {.key = "k-new", .body = "b"},    /* another request, the same key: mismatch */
+        {.key = "k-held", .body = "a"},   /* claimed, its lease running: in progress */
+        {.key = "k-expired", .body = "a"}, /* its lease ran out: taken over */
+        {.key = "k-held", .op = COMPLETE, .lease = held + 1}, /* not its lease */
+        {.key = "k-twice", .op = COMPLETE, .lease = twice},
+        {.key = "k-twice", .op = COMPLETE, .lease = twice}, /* completed already */
+    };
+    start_batch(m, 10, s);
+    for (int i = 0; i < 10; i++)
+        join(&m[i]);
+    int ok[] = {0, 1, 2, 3, 4, 5, 6, 8};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (m[ok[i]].rc != 0)
+            fail_msg("member %d on '%s': %s", ok[i], m[ok[i]].key, m[ok[i]].error);
+    assert_replays_completed_body(&m[1]);
+    assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[2].res.lease, 1);
+    assert_int_equal(m[3].res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(m[3].res.lease_left, RESIL_S(10));
+    assert_int_equal(m[4].res.verdict, RESIL_STORE_MISMATCH);
+    assert_int_equal(m[5].res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(m[6].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[6].res.lease, expired + 1);
+    assert_int_equal(m[7].rc, RESIL_ESTATE);
+    assert_int_equal(m[9].rc, RESIL_ESTATE);
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.largest, 10);
+    /* What the batch saved, read back. */
+    assert_int_equal(begin_key(f, f->s, "k-twice", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(begin_key(f, f->s, "k-held", "a"), RESIL_STORE_IN_PROGRESS);
+    complete_key(f, "k-held", held);
+    complete_key(f, "k-expired", expired + 1);
+    done(m, 10);
     resil_store_free(s);
 }
 
@@ -425,6 +509,106 @@ static void a_member_the_database_refuses_for_good_fails_alone(void **state)
     resil_store_free(s);
 }
 
+/* ---- PostgreSQL: a batch's failures at its commit and in its middle ------------- */
+
+/* A deferred constraint trigger: the key "poison" is refused with 40001
+ * only when its transaction commits, after every statement succeeded. */
+static void poison_at_commit(const fixture *f)
+{
+    char sql[1200];
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+             " IF NEW.idempotency_key = 'poison' THEN"
+             " RAISE EXCEPTION 'refused at commit' USING ERRCODE = '40001'; END IF;"
+             " RETURN NULL; END $$;"
+             "CREATE CONSTRAINT TRIGGER %s_at_commit AFTER INSERT ON %s"
+             " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION %s_at_commit()",
+             f->table, f->table, f->table, f->table);
+    pg_exec(f, sql);
+}
+
+static void a_batch_whose_commit_fails_fails_every_member_and_claims_nothing(void **state)
+{
+    fixture *f = *state;
+    uint64_t lease = claim(f, "k-c");
+    poison_at_commit(f);
+    resil_store *s = open_batched(f, 4, LONG_WINDOW, 1);
+    member m[4] = {{.key = "k-a", .body = "a"}, {.key = "poison", .body = "a"},
+                   {.key = "k-a", .body = "b"}, /* would be a mismatch, had k-a been saved */
+                   {.key = "k-c", .op = COMPLETE, .lease = lease}};
+    start_batch(m, 4, s);
+    for (int i = 0; i < 4; i++) {
+        join(&m[i]);
+        assert_int_equal(m[i].rc, RESIL_EBUSY);
+        assert_string_equal(m[i].error,
+                            "store: postgres: ERROR:  refused at commit (SQLSTATE 40001, "
+                            "attempts exhausted after 1 attempt, in a batch of 4)");
+        assert_int_equal(m[i].res.verdict, RESIL_STORE_NONE);
+    }
+    /* None of the four reached the database. */
+    assert_int_equal(begin_key(f, f->s, "k-a", "b"), RESIL_STORE_FIRST);
+    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_IN_PROGRESS);
+    done(m, 4);
+    resil_store_free(s);
+}
+
+/* The first insert of the key "once" fails with `action` (PL/pgSQL); a
+ * sequence, which no rollback undoes, makes it the first only. */
+static void fail_once(const fixture *f, const char *action)
+{
+    char sql[1400];
+    snprintf(sql, sizeof sql,
+             "CREATE SEQUENCE %s_once;"
+             "CREATE FUNCTION %s_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+             " IF NEW.idempotency_key = 'once' AND nextval('%s_once') = 1 THEN %s; END IF;"
+             " RETURN NEW; END $$;"
+             "CREATE TRIGGER %s_once BEFORE INSERT ON %s"
+             " FOR EACH ROW EXECUTE FUNCTION %s_once()",
+             f->table, f->table, f->table, action, f->table, f->table, f->table);
+    pg_exec(f, sql);
+}
+
+/* A batch cut in its middle by `action`: its attempt rolls back whole,
+ * the retry runs every member again, and each learns one result. */
+static void batch_survives_a_failure_in_its_middle(fixture *f, const char *action)
+{
+    uint64_t lease = claim(f, "k-c");
+    fail_once(f, action);
+    resil_store *s = open_batched(f, 4, LONG_WINDOW, 0);
+    member m[4] = {{.key = "k-a", .body = "a"}, {.key = "once", .body = "a"},
+                   {.key = "k-a", .body = "b"},
+                   {.key = "k-c", .op = COMPLETE, .lease = lease}};
+    start_batch(m, 4, s);
+    await_taken(s);
+    resil_fake_clock_await_sleepers(f->fc, 1); /* the retry's backoff */
+    resil_fake_clock_advance(f->fc, RESIL_S(1));
+    for (int i = 0; i < 4; i++)
+        join_ok(&m[i]);
+    assert_int_equal(m[0].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[0].res.lease, 1);
+    assert_int_equal(m[1].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[1].res.lease, 1);
+    assert_int_equal(m[2].res.verdict, RESIL_STORE_MISMATCH);
+    assert_int_equal(stats_of(s).batches, 1);
+    assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(begin_key(f, f->s, "once", "a"), RESIL_STORE_IN_PROGRESS);
+    done(m, 4);
+    resil_store_free(s);
+}
+
+static void a_serialization_failure_mid_batch_runs_the_batch_again(void **state)
+{
+    batch_survives_a_failure_in_its_middle(
+        *state, "RAISE EXCEPTION 'conflict' USING ERRCODE = '40001'");
+}
+
+static void a_connection_lost_mid_batch_runs_the_batch_again(void **state)
+{
+    batch_survives_a_failure_in_its_middle(*state,
+                                           "PERFORM pg_terminate_backend(pg_backend_pid())");
+}
+
 /* ---- every write is batched alike ---------------------------------------------- */
 
 static void renew_release_and_complete_share_one_batch(void **state)
@@ -499,6 +683,7 @@ static void a_purge_deletes_in_chunks_that_ride_in_batches(void **state)
 
 static const struct CMUnitTest cases[] = {
     BATCH_CASE(each_member_of_a_batch_learns_its_own_verdict),
+    BATCH_CASE(every_verdict_in_one_batch_is_the_one_sequential_calls_give),
     BATCH_CASE(a_batch_carries_at_most_batch_max_calls),
     BATCH_CASE(a_lone_call_runs_when_the_window_ends),
     BATCH_CASE(a_full_batch_runs_before_its_window_ends),
@@ -507,6 +692,12 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_member_the_database_refuses_for_good_fails_alone),
     BATCH_CASE(renew_release_and_complete_share_one_batch),
     BATCH_CASE(a_purge_deletes_in_chunks_that_ride_in_batches),
+};
+
+static const struct CMUnitTest pg_cases[] = {
+    BATCH_CASE(a_batch_whose_commit_fails_fails_every_member_and_claims_nothing),
+    BATCH_CASE(a_serialization_failure_mid_batch_runs_the_batch_again),
+    BATCH_CASE(a_connection_lost_mid_batch_runs_the_batch_again),
 };
 
 int main(void)
@@ -522,6 +713,8 @@ int main(void)
     int failed = _cmocka_run_group_tests("store.batch, SQLite", cases, n, NULL, NULL);
     store_cases_url = pg_url;
     failed += _cmocka_run_group_tests("store.batch, PostgreSQL", cases, n, NULL, NULL);
+    failed += _cmocka_run_group_tests("store.batch, PostgreSQL's failures", pg_cases,
+                                      sizeof pg_cases / sizeof pg_cases[0], NULL, NULL);
     pg_server_stop(server);
     test_rmtree(dir);
     free(dir);
