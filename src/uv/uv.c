@@ -39,6 +39,7 @@ struct resil_uv {
     resil_timers timers;
     resil_posts posts;
     resil_instant armed; /* the due instant the uv timer is set for */
+    resil_instant read;  /* the latest reading of the clock */
     pthread_t thread;
     int closing;          /* the timer's and the async's close callbacks run */
     size_t polls_closing; /* polls handed to uv_close() and not yet back */
@@ -51,11 +52,13 @@ typedef union idle_poll {
     union idle_poll *next;
 } idle_poll;
 
-static resil_instant uv_now_ns(void *self)
+static resil_instant read_clock(resil_uv *u)
 {
-    (void)self;
-    return (resil_instant)uv_hrtime();
+    u->read = (resil_instant)uv_hrtime();
+    return u->read;
 }
+
+static resil_instant uv_now_ns(void *self) { return read_clock(self); }
 
 static void on_timer(uv_timer_t *t);
 
@@ -63,14 +66,22 @@ static void on_timer(uv_timer_t *t);
  * only earlier: a timer stopped or a later one started leaves it where it
  * is, and an early firing finds nothing due and re-arms — so the common
  * case (timeouts started and stopped around every attempt) costs libuv
- * nothing. */
-static void rearm(resil_uv *u, resil_instant now)
+ * nothing.
+ *
+ * libuv counts a timer's milliseconds from its loop's cached time, so the
+ * delay is counted here from a time no earlier than that: the latest
+ * reading of the clock (the one a decision just made, usually) or libuv's
+ * cached time, whichever is later. Arming then reads no clock, and a due
+ * instant already reached arms for the next pass (0 ms). */
+static void rearm(resil_uv *u)
 {
     resil_instant next = resil_timers_next(&u->timers);
     if (next >= u->armed)
         return;
     u->armed = next;
-    resil_duration left = resil_dur_sub(next, now);
+    resil_instant cached = (resil_instant)(uv_now(u->uv) * (uint64_t)RESIL_MS(1));
+    resil_instant from = u->read > cached ? u->read : cached;
+    resil_duration left = resil_dur_sub(next, from);
     uint64_t ms = left <= 0 ? 0 : (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1));
     uv_timer_start(&u->timer, on_timer, ms, 0);
 }
@@ -79,20 +90,25 @@ static void on_timer(uv_timer_t *t)
 {
     resil_uv *u = t->data;
     u->armed = RESIL_INSTANT_MAX;
-    resil_timers_run(&u->timers, (resil_instant)uv_hrtime());
+    resil_timers_run(&u->timers, read_clock(u));
     if (u->timers.count == 0)
         uv_unref((uv_handle_t *)&u->timer);
-    rearm(u, (resil_instant)uv_hrtime());
+    rearm(u);
+}
+
+static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
+{
+    resil_uv *u = self;
+    resil_timers_start(&u->timers, t, due);
+    if (u->timers.count == 1)
+        uv_ref((uv_handle_t *)&u->timer);
+    rearm(u);
 }
 
 static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
 {
     resil_uv *u = self;
-    resil_instant now = (resil_instant)uv_hrtime();
-    resil_timers_start(&u->timers, t, resil_dur_add(now, d));
-    if (u->timers.count == 1)
-        uv_ref((uv_handle_t *)&u->timer);
-    rearm(u, now);
+    uv_timer_start_at_op(u, t, resil_dur_add(read_clock(u), d));
 }
 
 /* The last resil timer stopped: the uv timer stays armed (an early firing
@@ -206,7 +222,8 @@ static const resil_loop_ops uv_ops = {.size = sizeof(resil_loop_ops),
                                       .post = uv_post_op,
                                       .in_loop = uv_in_loop_op,
                                       .io_start = uv_io_start_op,
-                                      .io_stop = uv_io_stop_op};
+                                      .io_stop = uv_io_stop_op,
+                                      .timer_start_at = uv_timer_start_at_op};
 
 int resil_uv_new(uv_loop_t *loop, resil_uv **out)
 {
