@@ -19,6 +19,12 @@
  * watching allocates only as many polls as were ever open at once; they
  * go when the loop is closed, after the last of them has closed.
  *
+ * A timer whose due instant has already come (a retry's zero wait, a
+ * deadline already past) does not go through libuv's timer heap either:
+ * a uv_idle_t runs it on the loop's next pass (its idle phase, which
+ * also keeps that pass from blocking), as a 0 ms uv timer would, at a
+ * fraction of the cost of inserting into and removing from libuv's heap.
+ *
  * Neither handle keeps the loop alive for nothing: the async handle is
  * unreferenced, and so is the uv timer whenever no resil timer is left
  * (it is left armed rather than stopped, so that the timeouts every
@@ -35,13 +41,14 @@ struct resil_uv {
     resil_loop loop;
     uv_loop_t *uv;
     uv_timer_t timer;
+    uv_idle_t soon; /* active while a resil timer is due already */
     uv_async_t async;
     resil_timers timers;
     resil_posts posts;
     resil_instant armed; /* the due instant the uv timer is set for */
     resil_instant read;  /* the latest reading of the clock */
     pthread_t thread;
-    int closing;          /* the timer's and the async's close callbacks run */
+    int closing;          /* the timer's, the idle's and the async's close callbacks run */
     size_t polls_closing; /* polls handed to uv_close() and not yet back */
     union idle_poll *idle_polls;
 };
@@ -61,6 +68,7 @@ static resil_instant read_clock(resil_uv *u)
 static resil_instant uv_now_ns(void *self) { return read_clock(self); }
 
 static void on_timer(uv_timer_t *t);
+static void on_soon(uv_idle_t *i);
 
 /* Keep the uv timer no later than the earliest resil timer. It is moved
  * only earlier: a timer stopped or a later one started leaves it where it
@@ -82,18 +90,30 @@ static void rearm(resil_uv *u)
     resil_instant cached = (resil_instant)(uv_now(u->uv) * (uint64_t)RESIL_MS(1));
     resil_instant from = u->read > cached ? u->read : cached;
     resil_duration left = resil_dur_sub(next, from);
-    uint64_t ms = left <= 0 ? 0 : (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1));
-    uv_timer_start(&u->timer, on_timer, ms, 0);
+    if (left <= 0) {
+        uv_idle_start(&u->soon, on_soon);
+        return;
+    }
+    uv_timer_start(&u->timer, on_timer, (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1)), 0);
 }
 
-static void on_timer(uv_timer_t *t)
+/* The uv timer or the idle fired: run what is due, and arm for the rest
+ * (an early firing finds nothing due and only re-arms). */
+static void run_due(resil_uv *u)
 {
-    resil_uv *u = t->data;
     u->armed = RESIL_INSTANT_MAX;
     resil_timers_run(&u->timers, read_clock(u));
     if (u->timers.count == 0)
         uv_unref((uv_handle_t *)&u->timer);
     rearm(u);
+}
+
+static void on_timer(uv_timer_t *t) { run_due(t->data); }
+
+static void on_soon(uv_idle_t *i)
+{
+    uv_idle_stop(i);
+    run_due(i->data);
 }
 
 static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
@@ -236,14 +256,15 @@ int resil_uv_new(uv_loop_t *loop, resil_uv **out)
         free(u);
         return RESIL_ESYS;
     }
-    if (uv_timer_init(loop, &u->timer) != 0 || uv_async_init(loop, &u->async, on_async) != 0) {
+    if (uv_timer_init(loop, &u->timer) != 0 || uv_idle_init(loop, &u->soon) != 0 ||
+        uv_async_init(loop, &u->async, on_async) != 0) {
         resil_posts_destroy(&u->posts);
         free(u);
         return RESIL_ESYS;
     }
     uv_unref((uv_handle_t *)&u->async);
     u->uv = loop;
-    u->timer.data = u->async.data = u;
+    u->timer.data = u->soon.data = u->async.data = u;
     u->armed = RESIL_INSTANT_MAX;
     u->thread = pthread_self();
     resil_timers_init(&u->timers);
@@ -260,7 +281,7 @@ resil_loop *resil_uv_loop(resil_uv *u) { return u != NULL ? &u->loop : NULL; }
  * included. */
 static void finish_close(resil_uv *u)
 {
-    if (u->closing < 2 || u->polls_closing > 0)
+    if (u->closing < 3 || u->polls_closing > 0)
         return;
     resil_loop_drain(&u->loop);
     for (idle_poll *i = u->idle_polls, *next; i != NULL; i = next) {
@@ -283,5 +304,6 @@ void resil_uv_close(resil_uv *u)
     if (u == NULL)
         return;
     uv_close((uv_handle_t *)&u->timer, closed);
+    uv_close((uv_handle_t *)&u->soon, closed);
     uv_close((uv_handle_t *)&u->async, closed);
 }

@@ -155,7 +155,7 @@ static void ring(resil_timer *t)
     a->fired++;
 }
 
-static void start_alarm_at(world *w, wakeup *a, resil_duration from_now)
+static void start_wakeup_at(world *w, wakeup *a, resil_duration from_now)
 {
     a->loop = resil_uv_loop(w->host);
     a->t = (resil_timer){.fn = ring};
@@ -171,7 +171,7 @@ static void a_timer_set_for_an_instant_does_not_run_before_it(void **state)
     world w;
     open_world(&w);
     wakeup a;
-    start_alarm_at(&w, &a, RESIL_MS(2));
+    start_wakeup_at(&w, &a, RESIL_MS(2));
     resil_instant due = a.fired_at;
     uv_run(&w.uv, UV_RUN_DEFAULT);
     assert_false(w.guard_fired);
@@ -186,10 +186,24 @@ static void a_timer_set_for_a_past_instant_runs_on_the_next_pass(void **state)
     world w;
     open_world(&w);
     wakeup a;
-    start_alarm_at(&w, &a, -RESIL_MS(5));
+    start_wakeup_at(&w, &a, -RESIL_MS(5));
     assert_int_equal(a.fired, 0);
     uv_run(&w.uv, UV_RUN_NOWAIT);
     assert_int_equal(a.fired, 1);
+    close_world(&w);
+}
+
+static void a_due_timer_stopped_before_its_pass_never_runs(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    wakeup a;
+    start_wakeup_at(&w, &a, 0);
+    a.loop->ops->timer_stop(a.loop->self, &a.t);
+    assert_int_equal(uv_run(&w.uv, UV_RUN_DEFAULT), 0);
+    assert_false(w.guard_fired);
+    assert_int_equal(a.fired, 0);
     close_world(&w);
 }
 
@@ -202,6 +216,7 @@ int main(void)
         cmocka_unit_test(a_zero_wait_retries_on_the_next_pass),
         cmocka_unit_test(a_timer_set_for_an_instant_does_not_run_before_it),
         cmocka_unit_test(a_timer_set_for_a_past_instant_runs_on_the_next_pass),
+        cmocka_unit_test(a_due_timer_stopped_before_its_pass_never_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
