@@ -16,6 +16,8 @@
  *    on its epoll loop in two ticks (docs/performance.md).
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 #include "resil/uv.h"
@@ -135,7 +137,25 @@ static void idle_callbacks(void *ud, uint64_t iters)
         uv_run(uv_default_loop(), UV_RUN_ONCE);
 }
 
-int main(void)
+/* `bench_async NAME N`: N operations of one benchmark, untimed, for
+ * callgrind (instructions per operation from two values of N). */
+static int run_counted(const char *name, uint64_t n, resil_pipeline *p, resil_pipeline *rp,
+                       uv_idle_t *idle)
+{
+    if (strcmp(name, "uv_idle_callback") == 0)
+        idle_callbacks(idle, n);
+    else if (strcmp(name, "pipeline_standard_success") == 0)
+        blocking(p, n);
+    else if (strcmp(name, "async_standard_success") == 0)
+        async_success(p, n);
+    else if (strcmp(name, "async_one_retry_uv_timer") == 0)
+        async_one_retry(rp, n);
+    else
+        return 2;
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     uv_loop_t *loop = uv_default_loop();
     if (resil_uv_new(loop, &host) != 0)
@@ -144,6 +164,18 @@ int main(void)
     resil_pipeline *p = standard(clock);
     uv_idle_t idle;
     uv_idle_init(loop, &idle);
+    if (argc == 3) {
+        resil_pipeline *rp = retry_once(clock);
+        int rc = run_counted(argv[1], strtoull(argv[2], NULL, 10), p, rp, &idle);
+        uv_run(loop, UV_RUN_NOWAIT);
+        uv_close((uv_handle_t *)&idle, NULL);
+        resil_uv_close(host);
+        uv_run(loop, UV_RUN_DEFAULT);
+        resil_pipeline_free(rp);
+        resil_pipeline_free(p);
+        uv_loop_close(loop);
+        return rc;
+    }
 
     bench_result uv_cb = bench_run("uv_idle_callback", idle_callbacks, &idle);
     bench_result block = bench_run("pipeline_standard_success", blocking, p);

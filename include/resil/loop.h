@@ -107,6 +107,13 @@ struct resil_io {
  *                0 or a negative resil error.
  *   io_stop      optional (with io_start): stop watching; harmless when
  *                idle. w->fn is not called afterwards.
+ *   timer_start_at  optional: timer_start for an instant on the loop's
+ *                clock rather than a delay (t->fn runs once `now` has
+ *                reached `due`; a due instant already past means the next
+ *                pass). resil uses it when the pipeline reads the loop's
+ *                clock, handing the instant its decision was read at plus
+ *                the wait, so that arming a timer needs no reading of its
+ *                own.
  * Tables grow at their end; an operation the table's `size` does not
  * reach is absent (docs/abi.md).
  */
@@ -119,6 +126,7 @@ typedef struct resil_loop_ops {
     bool (*in_loop)(void *self);
     int (*io_start)(void *self, resil_io *w, int fd, unsigned events);
     void (*io_stop)(void *self, resil_io *w);
+    void (*timer_start_at)(void *self, resil_timer *t, resil_instant due);
 } resil_loop_ops;
 
 /* A loop as resil sees it: the table, the loop's state, and a resil_clock

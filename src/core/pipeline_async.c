@@ -199,6 +199,22 @@ static void timer_start(resil_exec *x, level *L, resil_duration d)
     x->loop->ops->timer_start(x->loop->self, &L->timer, d > 0 ? d : 0);
 }
 
+/* A wait of `d` from `read_at`, a reading of the pipeline's clock: when
+ * that clock is the loop's and the loop takes instants, the timer is set
+ * for the instant and the loop needs no reading of its own (the wait then
+ * counts from the reading its decision was made on, not from the arming a
+ * few instructions later). */
+static void timer_from(resil_exec *x, level *L, resil_instant read_at, resil_duration d)
+{
+    const resil_loop_ops *ops = x->loop->ops;
+    if (x->p->clock != &x->loop->clock ||
+        !RESIL__OPS_HAS(resil_loop_ops, ops, timer_start_at)) {
+        timer_start(x, L, d);
+        return;
+    }
+    ops->timer_start_at(x->loop->self, &L->timer, resil_dur_add(read_at, d > 0 ? d : 0));
+}
+
 static void timer_stop(resil_exec *x, level *L)
 {
     x->loop->ops->timer_stop(x->loop->self, &L->timer);
@@ -516,7 +532,7 @@ static step timeout_enter(level *L)
         return DONE;
     /* An enclosing deadline that comes first has its own timer. */
     if (L->inner.deadline < L->f.deadline)
-        timer_start(L->x, L, resil_dur_sub(L->inner.deadline, L->f.now));
+        timer_from(L->x, L, L->f.now, resil_dur_sub(L->inner.deadline, L->f.now));
     return GO;
 }
 
@@ -594,7 +610,10 @@ static bool retry_leave(level *L)
         return false;
     }
     resil__rx_announce(rx, &d, &L->u.retry.k);
-    timer_start(L->x, L, d.wait);
+    if (rx->timed)
+        timer_from(L->x, L, rx->now, d.wait);
+    else
+        timer_start(L->x, L, d.wait);
     suspend(L, W_TIMER);
     return true;
 }

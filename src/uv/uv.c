@@ -19,6 +19,12 @@
  * watching allocates only as many polls as were ever open at once; they
  * go when the loop is closed, after the last of them has closed.
  *
+ * A timer whose due instant has already come (a retry's zero wait, a
+ * deadline already past) does not go through libuv's timer heap either:
+ * a uv_idle_t runs it on the loop's next pass (its idle phase, which
+ * also keeps that pass from blocking), as a 0 ms uv timer would, at a
+ * fraction of the cost of inserting into and removing from libuv's heap.
+ *
  * Neither handle keeps the loop alive for nothing: the async handle is
  * unreferenced, and so is the uv timer whenever no resil timer is left
  * (it is left armed rather than stopped, so that the timeouts every
@@ -35,12 +41,14 @@ struct resil_uv {
     resil_loop loop;
     uv_loop_t *uv;
     uv_timer_t timer;
+    uv_idle_t soon; /* active while a resil timer is due already */
     uv_async_t async;
     resil_timers timers;
     resil_posts posts;
     resil_instant armed; /* the due instant the uv timer is set for */
+    resil_instant read;  /* the latest reading of the clock */
     pthread_t thread;
-    int closing;          /* the timer's and the async's close callbacks run */
+    int closing;          /* the timer's, the idle's and the async's close callbacks run */
     size_t polls_closing; /* polls handed to uv_close() and not yet back */
     union idle_poll *idle_polls;
 };
@@ -51,48 +59,76 @@ typedef union idle_poll {
     union idle_poll *next;
 } idle_poll;
 
-static resil_instant uv_now_ns(void *self)
+static resil_instant read_clock(resil_uv *u)
 {
-    (void)self;
-    return (resil_instant)uv_hrtime();
+    u->read = (resil_instant)uv_hrtime();
+    return u->read;
 }
 
+static resil_instant uv_now_ns(void *self) { return read_clock(self); }
+
 static void on_timer(uv_timer_t *t);
+static void on_soon(uv_idle_t *i);
 
 /* Keep the uv timer no later than the earliest resil timer. It is moved
  * only earlier: a timer stopped or a later one started leaves it where it
  * is, and an early firing finds nothing due and re-arms — so the common
  * case (timeouts started and stopped around every attempt) costs libuv
- * nothing. */
-static void rearm(resil_uv *u, resil_instant now)
+ * nothing.
+ *
+ * libuv counts a timer's milliseconds from its loop's cached time, so the
+ * delay is counted here from a time no earlier than that: the latest
+ * reading of the clock (the one a decision just made, usually) or libuv's
+ * cached time, whichever is later. Arming then reads no clock, and a due
+ * instant already reached arms for the next pass (0 ms). */
+static void rearm(resil_uv *u)
 {
     resil_instant next = resil_timers_next(&u->timers);
     if (next >= u->armed)
         return;
     u->armed = next;
-    resil_duration left = resil_dur_sub(next, now);
-    uint64_t ms = left <= 0 ? 0 : (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1));
-    uv_timer_start(&u->timer, on_timer, ms, 0);
+    resil_instant cached = (resil_instant)(uv_now(u->uv) * (uint64_t)RESIL_MS(1));
+    resil_instant from = u->read > cached ? u->read : cached;
+    resil_duration left = resil_dur_sub(next, from);
+    if (left <= 0) {
+        uv_idle_start(&u->soon, on_soon);
+        return;
+    }
+    uv_timer_start(&u->timer, on_timer, (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1)), 0);
 }
 
-static void on_timer(uv_timer_t *t)
+/* The uv timer or the idle fired: run what is due, and arm for the rest
+ * (an early firing finds nothing due and only re-arms). */
+static void run_due(resil_uv *u)
 {
-    resil_uv *u = t->data;
     u->armed = RESIL_INSTANT_MAX;
-    resil_timers_run(&u->timers, (resil_instant)uv_hrtime());
+    resil_timers_run(&u->timers, read_clock(u));
     if (u->timers.count == 0)
         uv_unref((uv_handle_t *)&u->timer);
-    rearm(u, (resil_instant)uv_hrtime());
+    rearm(u);
+}
+
+static void on_timer(uv_timer_t *t) { run_due(t->data); }
+
+static void on_soon(uv_idle_t *i)
+{
+    uv_idle_stop(i);
+    run_due(i->data);
+}
+
+static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
+{
+    resil_uv *u = self;
+    resil_timers_start(&u->timers, t, due);
+    if (u->timers.count == 1)
+        uv_ref((uv_handle_t *)&u->timer);
+    rearm(u);
 }
 
 static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
 {
     resil_uv *u = self;
-    resil_instant now = (resil_instant)uv_hrtime();
-    resil_timers_start(&u->timers, t, resil_dur_add(now, d));
-    if (u->timers.count == 1)
-        uv_ref((uv_handle_t *)&u->timer);
-    rearm(u, now);
+    uv_timer_start_at_op(u, t, resil_dur_add(read_clock(u), d));
 }
 
 /* The last resil timer stopped: the uv timer stays armed (an early firing
@@ -206,7 +242,8 @@ static const resil_loop_ops uv_ops = {.size = sizeof(resil_loop_ops),
                                       .post = uv_post_op,
                                       .in_loop = uv_in_loop_op,
                                       .io_start = uv_io_start_op,
-                                      .io_stop = uv_io_stop_op};
+                                      .io_stop = uv_io_stop_op,
+                                      .timer_start_at = uv_timer_start_at_op};
 
 int resil_uv_new(uv_loop_t *loop, resil_uv **out)
 {
@@ -219,14 +256,15 @@ int resil_uv_new(uv_loop_t *loop, resil_uv **out)
         free(u);
         return RESIL_ESYS;
     }
-    if (uv_timer_init(loop, &u->timer) != 0 || uv_async_init(loop, &u->async, on_async) != 0) {
+    if (uv_timer_init(loop, &u->timer) != 0 || uv_idle_init(loop, &u->soon) != 0 ||
+        uv_async_init(loop, &u->async, on_async) != 0) {
         resil_posts_destroy(&u->posts);
         free(u);
         return RESIL_ESYS;
     }
     uv_unref((uv_handle_t *)&u->async);
     u->uv = loop;
-    u->timer.data = u->async.data = u;
+    u->timer.data = u->soon.data = u->async.data = u;
     u->armed = RESIL_INSTANT_MAX;
     u->thread = pthread_self();
     resil_timers_init(&u->timers);
@@ -243,7 +281,7 @@ resil_loop *resil_uv_loop(resil_uv *u) { return u != NULL ? &u->loop : NULL; }
  * included. */
 static void finish_close(resil_uv *u)
 {
-    if (u->closing < 2 || u->polls_closing > 0)
+    if (u->closing < 3 || u->polls_closing > 0)
         return;
     resil_loop_drain(&u->loop);
     for (idle_poll *i = u->idle_polls, *next; i != NULL; i = next) {
@@ -266,5 +304,6 @@ void resil_uv_close(resil_uv *u)
     if (u == NULL)
         return;
     uv_close((uv_handle_t *)&u->timer, closed);
+    uv_close((uv_handle_t *)&u->soon, closed);
     uv_close((uv_handle_t *)&u->async, closed);
 }

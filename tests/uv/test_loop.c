@@ -125,12 +125,98 @@ static void an_idle_host_keeps_no_loop_alive(void **state)
     close_world(&w);
 }
 
+/* A zero wait yields to the loop exactly once: the retry is not taken
+ * inside the start, and one pass that does not block runs it. */
+static void a_zero_wait_retries_on_the_next_pass(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    assert_int_equal(
+        resil_pipeline_start(w.p, resil_uv_loop(w.host), fail_then_ok, NULL, finished, &w, NULL),
+        0);
+    assert_int_equal(w.done, 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    check_retried_once(&w);
+    close_world(&w);
+}
+
+typedef struct wakeup {
+    resil_timer t;
+    resil_loop *loop;
+    resil_instant fired_at;
+    int fired;
+} wakeup;
+
+static void ring(resil_timer *t)
+{
+    wakeup *a = (wakeup *)t;
+    a->fired_at = resil_clock_now(resil_loop_clock(a->loop));
+    a->fired++;
+}
+
+static void start_wakeup_at(world *w, wakeup *a, resil_duration from_now)
+{
+    a->loop = resil_uv_loop(w->host);
+    a->t = (resil_timer){.fn = ring};
+    a->fired = 0;
+    resil_instant due = resil_clock_now(resil_loop_clock(a->loop)) + from_now;
+    a->loop->ops->timer_start_at(a->loop->self, &a->t, due);
+    a->fired_at = due; /* the callback overwrites it with its reading */
+}
+
+static void a_timer_set_for_an_instant_does_not_run_before_it(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    wakeup a;
+    start_wakeup_at(&w, &a, RESIL_MS(2));
+    resil_instant due = a.fired_at;
+    uv_run(&w.uv, UV_RUN_DEFAULT);
+    assert_false(w.guard_fired);
+    assert_int_equal(a.fired, 1);
+    assert_true(a.fired_at >= due);
+    close_world(&w);
+}
+
+static void a_timer_set_for_a_past_instant_runs_on_the_next_pass(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    wakeup a;
+    start_wakeup_at(&w, &a, -RESIL_MS(5));
+    assert_int_equal(a.fired, 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(a.fired, 1);
+    close_world(&w);
+}
+
+static void a_due_timer_stopped_before_its_pass_never_runs(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    wakeup a;
+    start_wakeup_at(&w, &a, 0);
+    a.loop->ops->timer_stop(a.loop->self, &a.t);
+    assert_int_equal(uv_run(&w.uv, UV_RUN_DEFAULT), 0);
+    assert_false(w.guard_fired);
+    assert_int_equal(a.fired, 0);
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(run_default_returns_once_the_retried_execution_is_over),
         cmocka_unit_test(run_once_does_not_block_after_the_timer_ended_the_execution),
         cmocka_unit_test(an_idle_host_keeps_no_loop_alive),
+        cmocka_unit_test(a_zero_wait_retries_on_the_next_pass),
+        cmocka_unit_test(a_timer_set_for_an_instant_does_not_run_before_it),
+        cmocka_unit_test(a_timer_set_for_a_past_instant_runs_on_the_next_pass),
+        cmocka_unit_test(a_due_timer_stopped_before_its_pass_never_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
