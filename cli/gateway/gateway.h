@@ -21,6 +21,7 @@
 #include <microhttpd.h>
 
 #include "fleet_values.h"
+#include "gateway_chaos.h"
 #include "resil.h"
 #include "resil/loop.h"
 #include "resil/store.h"
@@ -55,6 +56,7 @@ typedef struct gw_config {
     resil_duration breaker_break; /* 0: the default */
     fleet_limit_opts limits;    /* --fleet-rate, --fleet-concurrency (with --fleet) */
     resil_duration fleet_timeout; /* --fleet-timeout: one Redis call's bound, 0: the default */
+    gw_chaos_config chaos;        /* --chaos-* (gateway_chaos.h) */
 } gw_config;
 
 /* A growable byte buffer, capped. */
@@ -103,6 +105,7 @@ typedef struct gateway {
     struct resil_redis *redis; /* its client */
     struct fleet_limits *limits; /* --fleet-rate, --fleet-concurrency: the upstream's */
     struct fleet_limit *limit;   /* its limits, or NULL: none */
+    gw_chaos *chaos;             /* --chaos-*, or NULL: none */
 
     /* GET /metrics: requests by outcome, upstream calls, the breaker's state */
     resil_metrics *metrics;
