@@ -199,6 +199,11 @@ struct gw_req {
     struct gw_hold *hold;
     bool go_forward; /* the key is ours: forward it */
     bool refused_for_good; /* the store refused the answer: an unknown outcome instead */
+    /* gateway_http.c: what --chaos-* does to it, at the front door */
+    gw_chaos_action chaos;
+    char chaos_note[64];        /* the access log's chaos= field, or "" */
+    resil_timer chaos_wait;     /* an injected latency */
+    struct gw_req *chaos_prev, *chaos_next; /* while it runs: the loop's list */
 };
 
 /* An answer to the client. */
