@@ -16,57 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway_proc.h"
-#include "test.h"
-#include "upstream.h"
+#include "gateway_env.h"
 
-typedef struct env {
-    char *dir;
-    upstream *up;
-    gateway_proc gw;
-    unsigned starts;
-    char orders[128];
-} env;
-
-static int env_setup(void **state)
-{
-    env *e = calloc(1, sizeof *e);
-    e->dir = test_tmpdir();
-    e->up = upstream_start();
-    if (e->dir == NULL || e->up == NULL)
-        return -1;
-    *state = e;
-    return 0;
-}
-
-static int env_teardown(void **state)
-{
-    env *e = *state;
-    if (e->gw.pid > 0)
-        gateway_stop(&e->gw);
-    upstream_stop(e->up);
-    test_rmtree(e->dir);
-    free(e->dir);
-    free(e);
-    return 0;
-}
-
-static void start_gateway(env *e, const char *const extra[])
-{
-    char store[600], log[600];
-    snprintf(store, sizeof store, "sqlite:%s/gateway.db", e->dir);
-    /* A log of its own for each start: a restarted gateway's first line is
-     * never the previous one's. */
-    snprintf(log, sizeof log, "%s/gateway-%u.log", e->dir, ++e->starts);
-    const char *args[24] = {"--upstream", upstream_url(e->up), "--store", store};
-    size_t n = 4;
-    for (size_t i = 0; extra[i] != NULL; i++)
-        args[n++] = extra[i];
-    args[n] = NULL;
-    if (gateway_start(&e->gw, test_build_path("resil"), log, args) != 0)
-        fail_msg("the gateway did not start");
-    snprintf(e->orders, sizeof e->orders, "%s/orders", e->gw.url);
-}
+typedef gateway_env env;
 
 /* Wait (at most 10 s) for the gateway to say `text`: it acts on a signal
  * on its own thread. */
@@ -113,7 +65,7 @@ static void an_injected_status_reaches_the_client_with_retry_after_and_not_the_u
     void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-status", "1:503:30", NULL});
+    gateway_env_start(e, (const char *[]){"--chaos-status", "1:503:30", NULL});
     http_reply r;
     assert_int_equal(post(e, "k-status", &r), 503);
     header_is(&r, "Retry-After", "30");
@@ -129,7 +81,7 @@ static void an_injected_status_reaches_the_client_with_retry_after_and_not_the_u
 static void a_status_without_retry_after_has_none(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-status", "1:429", NULL});
+    gateway_env_start(e, (const char *[]){"--chaos-status", "1:429", NULL});
     http_reply r;
     assert_int_equal(post(e, NULL, &r), 429);
     char got[32];
@@ -141,7 +93,7 @@ static void a_status_without_retry_after_has_none(void **state)
 static void a_dropped_connection_is_closed_without_an_answer(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-drop", "1", NULL});
+    gateway_env_start(e, (const char *[]){"--chaos-drop", "1", NULL});
     static const char request[] = "POST /orders HTTP/1.1\r\nHost: gw\r\nIdempotency-Key: k-drop"
                                   "\r\nContent-Length: 2\r\n\r\n{}";
     char reply[1024];
@@ -164,7 +116,7 @@ static void a_dropped_connection_is_closed_without_an_answer(void **state)
 static void an_injected_latency_delays_a_request_that_then_goes_upstream(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-latency", "1:100ms", NULL});
+    gateway_env_start(e, (const char *[]){"--chaos-latency", "1:100ms", NULL});
     http_reply r;
     assert_int_equal(post(e, "k-slow", &r), 201);
     assert_non_null(strstr(r.body, "\"n\":1"));
@@ -178,14 +130,14 @@ static void an_injected_latency_delays_a_request_that_then_goes_upstream(void **
 static void a_latency_then_a_status_or_a_drop_never_reaches_the_upstream(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-latency", "1:50ms", "--chaos-status",
+    gateway_env_start(e, (const char *[]){"--chaos-latency", "1:50ms", "--chaos-status",
                                       "1:429:7", NULL});
     http_reply r;
     assert_int_equal(post(e, "k-slow-429", &r), 429);
     header_is(&r, "Retry-After", "7");
     http_reply_free(&r);
     assert_int_equal(gateway_stop(&e->gw), 0);
-    start_gateway(e, (const char *[]){"--chaos-latency", "1:50ms", "--chaos-drop", "1", NULL});
+    gateway_env_start(e, (const char *[]){"--chaos-latency", "1:50ms", "--chaos-drop", "1", NULL});
     assert_int_not_equal(http_request("GET", e->orders, NULL, NULL, &r), 0);
     assert_int_equal(r.curl_code, CURLE_GOT_NOTHING);
     http_reply_free(&r);
@@ -198,7 +150,7 @@ static void a_latency_then_a_status_or_a_drop_never_reaches_the_upstream(void **
 static void a_key_refused_by_chaos_is_a_first_request_on_its_retry(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-status", "1:503:1", NULL});
+    gateway_env_start(e, (const char *[]){"--chaos-status", "1:503:1", NULL});
     http_reply r;
     assert_int_equal(post(e, "k-retry", &r), 503);
     http_reply_free(&r);
@@ -218,7 +170,7 @@ static void a_key_refused_by_chaos_is_a_first_request_on_its_retry(void **state)
 static void sigusr2_switches_every_injection_off_and_on_again(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-status", "1:500", "--chaos-drop", "0",
+    gateway_env_start(e, (const char *[]){"--chaos-status", "1:500", "--chaos-drop", "0",
                                       "--chaos-latency", "1:10ms", NULL});
     assert_int_equal(get(e), 500);
     kill(e->gw.pid, SIGUSR2);
@@ -235,7 +187,7 @@ static void sigusr2_switches_every_injection_off_and_on_again(void **state)
 /* The statuses of n GETs through a gateway started with `args`. */
 static void pattern(env *e, const char *const args[], long *out, int n)
 {
-    start_gateway(e, args);
+    gateway_env_start(e, args);
     for (int i = 0; i < n; i++)
         out[i] = get(e);
     assert_int_equal(gateway_stop(&e->gw), 0);
@@ -276,7 +228,7 @@ static void a_seed_replays_the_same_pattern(void **state)
 static void every_injection_is_counted_in_metrics(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-status", "1:503:2", "--chaos-latency",
+    gateway_env_start(e, (const char *[]){"--chaos-status", "1:503:2", "--chaos-latency",
                                       "1:10ms", NULL});
     http_reply r;
     for (int i = 0; i < 3; i++) {
@@ -308,7 +260,7 @@ static void every_injection_is_counted_in_metrics(void **state)
 static void a_request_still_waiting_at_shutdown_is_closed(void **state)
 {
     env *e = *state;
-    start_gateway(e, (const char *[]){"--chaos-latency", "1:1h", "--timeout", "1s", NULL});
+    gateway_env_start(e, (const char *[]){"--chaos-latency", "1:1h", "--timeout", "1s", NULL});
     int fd = raw_connect(e->gw.port, NULL);
     assert_true(fd >= 0);
     static const char request[] = "GET /orders HTTP/1.1\r\nHost: gw\r\n\r\n";
@@ -331,32 +283,16 @@ static void a_request_still_waiting_at_shutdown_is_closed(void **state)
     assert_int_equal(upstream_requests(e->up), 0);
 }
 
-/* Run `resil gateway ARGS` to completion: 125 with `text` on stderr. */
-static void expect_usage(const char *text, const char *const args[])
-{
-    const char *argv[16] = {"gateway", "--listen", "127.0.0.1:0", "--upstream",
-                            "http://127.0.0.1:9"};
-    size_t n = 5;
-    for (size_t i = 0; args[i] != NULL; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    char err[4096];
-    int rc = run_capture(test_build_path("resil"), argv, err, sizeof err);
-    if (strstr(err, text) == NULL)
-        fail_msg("expected '%s' in:\n%s", text, err);
-    assert_int_equal(rc, 125);
-}
-
 static void chaos_flags_are_checked_by_name_at_start(void **state)
 {
     (void)state;
-    expect_usage("resil gateway: --chaos-status must be RATE:CODE[:RETRY_AFTER]",
+    gateway_expect_usage("resil gateway: --chaos-status must be RATE:CODE[:RETRY_AFTER]",
                  (const char *[]){"--chaos-status", "0.1:200", NULL});
-    expect_usage("resil gateway: --chaos-latency must be RATE:DURATION",
+    gateway_expect_usage("resil gateway: --chaos-latency must be RATE:DURATION",
                  (const char *[]){"--chaos-latency", "2s", NULL});
-    expect_usage("resil gateway: --chaos-drop must be a rate in [0, 1], got '-1'",
+    gateway_expect_usage("resil gateway: --chaos-drop must be a rate in [0, 1], got '-1'",
                  (const char *[]){"--chaos-drop", "-1", NULL});
-    expect_usage("resil gateway: --chaos-seed needs --chaos-status, --chaos-latency or "
+    gateway_expect_usage("resil gateway: --chaos-seed needs --chaos-status, --chaos-latency or "
                  "--chaos-drop",
                  (const char *[]){"--chaos-seed", "5", NULL});
 }
@@ -364,7 +300,7 @@ static void chaos_flags_are_checked_by_name_at_start(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, gateway_env_setup, gateway_env_teardown)
         T(an_injected_status_reaches_the_client_with_retry_after_and_not_the_upstream),
         T(a_status_without_retry_after_has_none),
         T(a_dropped_connection_is_closed_without_an_answer),
