@@ -32,21 +32,42 @@ int chaos_opts_fail(chaos_opts *c, const args *a, const char *v)
     return args_rate(a, "--chaos-fail", v, &c->fail_rate);
 }
 
-int chaos_opts_latency(chaos_opts *c, const args *a, const char *v)
+int chaos_value_rate_split(const args *a, const char *option, const char *form, const char *v,
+                           double *rate, const char **rest)
 {
     const char *colon = strchr(v, ':');
-    char rate[64];
-    if (colon == NULL || (size_t)(colon - v) >= sizeof rate)
-        return args_reject(a, "--chaos-latency", "RATE:DURATION, such as 0.1:2s", v);
-    snprintf(rate, sizeof rate, "%.*s", (int)(colon - v), v);
-    if (args_rate(a, "--chaos-latency", rate, &c->latency_rate) != 0)
+    char text[64];
+    if (colon == NULL || (size_t)(colon - v) >= sizeof text)
+        return args_reject(a, option, form, v);
+    snprintf(text, sizeof text, "%.*s", (int)(colon - v), v);
+    if (args_rate(a, option, text, rate) != 0)
         return RESIL_EINVAL;
-    return args_duration(a, "--chaos-latency", colon + 1, true, &c->latency);
+    *rest = colon + 1;
+    return 0;
+}
+
+int chaos_value_rate_duration(const args *a, const char *option, const char *v, double *rate,
+                              resil_duration *d)
+{
+    const char *rest;
+    if (chaos_value_rate_split(a, option, "RATE:DURATION, such as 0.1:2s", v, rate, &rest) != 0)
+        return RESIL_EINVAL;
+    return args_duration(a, option, rest, true, d);
+}
+
+int chaos_value_seed(const args *a, const char *option, const char *v, uint64_t *seed)
+{
+    return args_uint64(a, option, v, 1, UINT64_MAX, seed);
+}
+
+int chaos_opts_latency(chaos_opts *c, const args *a, const char *v)
+{
+    return chaos_value_rate_duration(a, "--chaos-latency", v, &c->latency_rate, &c->latency);
 }
 
 int chaos_opts_seed(chaos_opts *c, const args *a, const char *v)
 {
-    return args_uint64(a, "--chaos-seed", v, 1, UINT64_MAX, &c->seed);
+    return chaos_value_seed(a, "--chaos-seed", v, &c->seed);
 }
 
 static int consumed(int rc) { return rc < 0 ? rc : 1; }

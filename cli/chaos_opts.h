@@ -28,6 +28,15 @@ void chaos_opts_default(chaos_opts *c);
 int chaos_opts_fail(chaos_opts *c, const args *a, const char *v);
 int chaos_opts_latency(chaos_opts *c, const args *a, const char *v);
 int chaos_opts_seed(chaos_opts *c, const args *a, const char *v);
+/* The value parsers those are made of, for a command whose chaos flags
+ * differ (`resil gateway`), each reporting by `option`'s name: "RATE:REST"
+ * (*rest after the first colon; `form` is the whole value's form, for the
+ * report), "RATE:DURATION", and a seed of 1 or more. */
+int chaos_value_rate_split(const args *a, const char *option, const char *form, const char *v,
+                           double *rate, const char **rest);
+int chaos_value_rate_duration(const args *a, const char *option, const char *v, double *rate,
+                              resil_duration *d);
+int chaos_value_seed(const args *a, const char *option, const char *v, uint64_t *seed);
 /* 1 consumed, 0 not ours, RESIL_EINVAL after reporting the bad value. */
 int chaos_opts_parse(chaos_opts *c, args *a);
 /* Build the strategies on `clock`; a fault fails the attempt with `fault`.

@@ -108,6 +108,20 @@ static const char usage_text[] =
     "  --breaker-break DUR    how long the breaker stays open (default 5s); alone, it\n"
     "                         gives the upstream a breaker of the ratio rule\n"
     "\n"
+    "chaos (the upstream made to misbehave for the clients under test; each acts before\n"
+    "the store or the upstream is asked, so no key is claimed; SIGUSR2 switches it all\n"
+    "off and on again):\n"
+    "  --chaos-status RATE:CODE[:RETRY_AFTER]\n"
+    "                         a share RATE in [0,1] of requests get CODE (400..599) from\n"
+    "                         the gateway, with Retry-After: RETRY_AFTER (seconds) when\n"
+    "                         given; the upstream never sees them\n"
+    "  --chaos-latency RATE:DURATION\n"
+    "                         a share RATE of requests wait DURATION before going on\n"
+    "  --chaos-drop RATE      a share RATE of requests have their connection closed\n"
+    "                         without an answer\n"
+    "  --chaos-seed N         the draws' seed, to replay a run (default: from the OS,\n"
+    "                         and said at start)\n"
+    "\n"
     "GET /healthz answers 200 \"ok\"; GET /metrics the gateway's metrics in Prometheus's\n"
     "text format (docs/telemetry.md). SIGTERM or SIGINT: finish what is in flight, exit 0.\n";
 
@@ -429,6 +443,7 @@ static void config_default(gw_config *cfg)
     cfg->body_timeout = RESIL_S(60);
     cfg->idle_timeout = RESIL_S(60);
     cfg->batch_max = 64;
+    gw_chaos_config_default(&cfg->chaos);
 }
 
 /* Relations between options, once each is valid on its own. */
@@ -448,6 +463,8 @@ static int check_config(const args *a, const gw_config *cfg)
                             "it only adds latency");
     if (cfg->sqlite_sync != RESIL_STORE_SYNC_FULL && strncmp(cfg->store_url, "sqlite:", 7) != 0)
         return args_fail(a, "--sqlite-sync applies to a sqlite: store only");
+    if (gw_chaos_check(&cfg->chaos, a) != 0)
+        return RESIL_EINVAL;
     if (cfg->max_per_client > cfg->max_connections)
         return args_fail(a, "--max-connections-per-client (%u) must not exceed "
                             "--max-connections (%u)",
@@ -486,6 +503,9 @@ static int parse_one(args *a, gw_config *cfg)
         cfg->upstream_dedupes = true;
         return 1;
     }
+    int chaos = gw_chaos_parse(&cfg->chaos, a);
+    if (chaos != 0)
+        return chaos;
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
         const char *v;
         int m = args_match(a, options[i].name, NULL, &v);
@@ -614,8 +634,18 @@ static void purge(gateway *gw)
                 (unsigned long long)deleted, deleted == 1 ? "" : "s");
 }
 
+/* SIGUSR2: the kill switch of a chaos experiment, said in the log
+ * whatever --quiet says. */
+static void switch_chaos(gateway *gw)
+{
+    bool on = gw_chaos_toggle(gw->chaos);
+    fprintf(stderr, "resil gateway: SIGUSR2: chaos %s (%llu injected so far)\n",
+            on ? "on again" : "off", (unsigned long long)gw_chaos_injected(gw->chaos));
+}
+
 /* Wait for SIGTERM/SIGINT, purging expired records every minute and
- * replaying the store's journal as often as gw_rules_tick() asks. */
+ * replaying the store's journal as often as gw_rules_tick() asks; SIGUSR2
+ * (only in the set with --chaos-*) flips the chaos. */
 static int wait_for_signal(gateway *gw, const sigset_t *set)
 {
     resil_instant purge_at = resil_clock_now(gw->clock) + RESIL_S(PURGE_EVERY_S);
@@ -623,7 +653,9 @@ static int wait_for_signal(gateway *gw, const sigset_t *set)
         resil_duration wait = gw_rules_tick(gw);
         struct timespec every = {(time_t)(wait / RESIL_S(1)), (long)(wait % RESIL_S(1))};
         int sig = sigtimedwait(set, NULL, &every);
-        if (sig > 0)
+        if (sig == SIGUSR2)
+            switch_chaos(gw);
+        else if (sig > 0)
             return sig;
         if (errno == EAGAIN && resil_clock_now(gw->clock) >= purge_at) {
             purge(gw);
@@ -794,6 +826,25 @@ static int open_metrics(gateway *gw)
     return 0;
 }
 
+/* --chaos-*: the strategies, said at start with the seed that replays
+ * them (whatever --quiet says: the gateway is failing requests on
+ * purpose). */
+static int open_chaos(gateway *gw)
+{
+    if (gw_chaos_new(&gw->cfg.chaos, gw->clock, gw->metrics, &gw->chaos) != 0) {
+        fprintf(stderr, "resil gateway: chaos: out of memory\n");
+        return 1;
+    }
+    if (gw->chaos == NULL)
+        return 0;
+    char what[256];
+    gw_chaos_describe(gw->chaos, what, sizeof what);
+    fprintf(stderr, "resil gateway: chaos on: %s (--chaos-seed %llu replays it; SIGUSR2 "
+                    "switches it off and on)\n",
+            what, (unsigned long long)gw_chaos_seed(gw->chaos));
+    return 0;
+}
+
 static int serve(gateway *gw, const sigset_t *signals)
 {
     fit_fd_limit(&gw->cfg);
@@ -802,7 +853,8 @@ static int serve(gateway *gw, const sigset_t *signals)
     int rc = open_store(gw);
     if (rc != 0)
         return rc;
-    if ((rc = open_breaker(gw)) != 0 || (rc = open_metrics(gw)) != 0)
+    if ((rc = open_breaker(gw)) != 0 || (rc = open_metrics(gw)) != 0 ||
+        (rc = open_chaos(gw)) != 0)
         return rc;
     if (gw_rules_start(gw) != 0) {
         fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
@@ -845,6 +897,8 @@ int cmd_gateway(int argc, char **argv)
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGINT);
+    if (gw_chaos_configured(&gw.cfg.chaos))
+        sigaddset(&signals, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -856,6 +910,7 @@ int cmd_gateway(int argc, char **argv)
     pthread_cond_init(&gw.idle, NULL);
     rc = serve(&gw, &signals);
     gw_rules_stop(&gw);
+    gw_chaos_free(gw.chaos);
     resil_metrics_free(gw.metrics); /* lets its watch of the breaker go */
     close_breaker(&gw);
     resil_store_free(gw.store);

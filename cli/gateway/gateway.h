@@ -21,6 +21,7 @@
 #include <microhttpd.h>
 
 #include "fleet_values.h"
+#include "gateway_chaos.h"
 #include "resil.h"
 #include "resil/loop.h"
 #include "resil/store.h"
@@ -55,6 +56,7 @@ typedef struct gw_config {
     resil_duration breaker_break; /* 0: the default */
     fleet_limit_opts limits;    /* --fleet-rate, --fleet-concurrency (with --fleet) */
     resil_duration fleet_timeout; /* --fleet-timeout: one Redis call's bound, 0: the default */
+    gw_chaos_config chaos;        /* --chaos-* (gateway_chaos.h) */
 } gw_config;
 
 /* A growable byte buffer, capped. */
@@ -103,6 +105,7 @@ typedef struct gateway {
     struct resil_redis *redis; /* its client */
     struct fleet_limits *limits; /* --fleet-rate, --fleet-concurrency: the upstream's */
     struct fleet_limit *limit;   /* its limits, or NULL: none */
+    gw_chaos *chaos;             /* --chaos-*, or NULL: none */
 
     /* GET /metrics: requests by outcome, upstream calls, the breaker's state */
     resil_metrics *metrics;
@@ -196,6 +199,11 @@ struct gw_req {
     struct gw_hold *hold;
     bool go_forward; /* the key is ours: forward it */
     bool refused_for_good; /* the store refused the answer: an unknown outcome instead */
+    /* gateway_http.c: what --chaos-* does to it, at the front door */
+    gw_chaos_action chaos;
+    char chaos_note[64];        /* the access log's chaos= field, or "" */
+    resil_timer chaos_wait;     /* an injected latency */
+    struct gw_req *chaos_prev, *chaos_next; /* while it runs: the loop's list */
 };
 
 /* An answer to the client. */

@@ -80,6 +80,7 @@ typedef struct gw_http {
     gw_conn conns;          /* list sentinel: every open connection */
     unsigned parked;        /* connections suspended */
     gw_req *resume;         /* answered, to be resumed (through next_resume) */
+    gw_req *chaos_waits;    /* requests waiting out an injected latency */
     int listen_fd;
     bool ipv6;
     int quiesced_fd;        /* the listening socket once handed back */
@@ -414,9 +415,13 @@ static void access_log(gw_req *r, const char *ip, const char *method, int status
     char when[32];
     gmtime_r(&secs, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03dZ %s \"%s %s\" %d %zu %.1fms idempotency=%s%s%s\n", when,
-            (int)(wall / 1000000 % 1000), ip, method, target ? target : "-", status, bytes,
-            ms, r->idem, r->note[0] ? " " : "", r->note);
+    char code[16] = "-"; /* none: the connection was closed unanswered */
+    if (status > 0)
+        snprintf(code, sizeof code, "%d", status);
+    fprintf(stderr, "%s.%03dZ %s \"%s %s\" %s %zu %.1fms idempotency=%s%s%s%s%s\n", when,
+            (int)(wall / 1000000 % 1000), ip, method, target ? target : "-", code, bytes,
+            ms, r->idem, r->chaos_note[0] ? " " : "", r->chaos_note, r->note[0] ? " " : "",
+            r->note);
     free(target);
 }
 
@@ -683,6 +688,99 @@ static enum MHD_Result check_request(gw_req *r, struct MHD_Connection *conn,
     return check_key_and_tenant(r, conn, method);
 }
 
+/* The request's work: the idempotency rules for a guarded request with a
+ * key, else straight upstream. On the loop, on a parked request. */
+static void go_on(gw_req *r)
+{
+    if (gw_guarded_method(&r->gw->cfg, r->method) && r->key != NULL)
+        gw_guarded(r);
+    else
+        gw_pass_through(r);
+}
+
+/* ---- chaos at the front door ------------------------------------------------- */
+
+/* --chaos-* acts here, after the front door's checks and before the store
+ * or the upstream is asked anything: an injected answer or a dropped
+ * connection claims no key (a retry with the same key is a first
+ * request), and the upstream never sees the request. An injected latency
+ * is a loop timer while the connection is parked, so it holds no thread
+ * and delays no other request. */
+
+/* The injected answer, or the connection closed without one. On the loop,
+ * parked or not (a parked request is resumed to send it or to close). */
+static enum MHD_Result chaos_end(gw_req *r)
+{
+    r->idem = "chaos";
+    enum MHD_Result ret = MHD_NO;
+    if (r->chaos.end == GW_CHAOS_STATUS) {
+        r->error_type = "chaos_status";
+        ret = gw_send_error(r, r->conn, r->method, r->chaos.status, "chaos_status",
+                            "answered by resil gateway --chaos-status; the upstream was not "
+                            "called",
+                            r->chaos.retry_after);
+    } else {
+        char ip[64];
+        r->error_type = "chaos_drop";
+        gw_client_ip(r->conn, ip, sizeof ip);
+        count_request(r, r->method, 0);
+        access_log(r, ip, r->method, 0, 0);
+    }
+    if (!r->parked)
+        return ret;
+    if (r->chaos.end == GW_CHAOS_DROP)
+        r->result = MHD_NO;
+    gw_answered(r);
+    return MHD_YES;
+}
+
+static void chaos_unlink(gw_req *r)
+{
+    gw_http *h = r->gw->http;
+    if (r->chaos_prev != NULL)
+        r->chaos_prev->chaos_next = r->chaos_next;
+    else
+        h->chaos_waits = r->chaos_next;
+    if (r->chaos_next != NULL)
+        r->chaos_next->chaos_prev = r->chaos_prev;
+    r->chaos_prev = r->chaos_next = NULL;
+}
+
+static void on_chaos_waited(resil_timer *t)
+{
+    gw_req *r = (gw_req *)(void *)((char *)t - offsetof(gw_req, chaos_wait));
+    chaos_unlink(r);
+    if (r->chaos.end != GW_CHAOS_FORWARD)
+        chaos_end(r);
+    else
+        go_on(r);
+}
+
+static void chaos_wait(gw_req *r)
+{
+    gw_http *h = r->gw->http;
+    r->chaos_prev = NULL;
+    r->chaos_next = h->chaos_waits;
+    if (h->chaos_waits != NULL)
+        h->chaos_waits->chaos_prev = r;
+    h->chaos_waits = r;
+    r->chaos_wait.fn = on_chaos_waited;
+    h->loop->ops->timer_start(h->loop->self, &r->chaos_wait, r->chaos.delay);
+}
+
+/* Stopping: a request still waiting out an injected latency is closed
+ * without an answer, as one still upstream is. */
+static void chaos_abort_waits(gw_http *h)
+{
+    while (h->chaos_waits != NULL) {
+        gw_req *r = h->chaos_waits;
+        h->loop->ops->timer_stop(h->loop->self, &r->chaos_wait);
+        chaos_unlink(r);
+        r->result = MHD_NO;
+        gw_answered(r);
+    }
+}
+
 /* The connection sleeps while the upstream (on the loop) or the store (on
  * a worker) does the request's work; it costs no thread meanwhile. */
 static enum MHD_Result dispatch(gw_req *r, struct MHD_Connection *conn, const char *method)
@@ -690,11 +788,16 @@ static enum MHD_Result dispatch(gw_req *r, struct MHD_Connection *conn, const ch
     r->conn = conn;
     r->method = method;
     r->result = MHD_YES;
+    if (gw_chaos_pick(r->gw->chaos, &r->chaos)) {
+        gw_chaos_note(&r->chaos, r->chaos_note, sizeof r->chaos_note);
+        if (r->chaos.delay == 0)
+            return chaos_end(r);
+    }
     gw_park(r);
-    if (gw_guarded_method(&r->gw->cfg, method) && r->key != NULL)
-        gw_guarded(r);
+    if (r->chaos.delay > 0)
+        chaos_wait(r);
     else
-        gw_pass_through(r);
+        go_on(r);
     return MHD_YES;
 }
 
@@ -1007,6 +1110,7 @@ static void on_stop(resil_work *w)
     gw_http *h = (gw_http *)(void *)((char *)w - offsetof(gw_http, stop));
     gateway *gw = h->gw;
     gw_upstream_close(gw, on_aborted);
+    chaos_abort_waits(h);
     resume_answered(h);
     mhd_run(h); /* the resumed connections are handled, and closed */
     resil_loop_io_stop(h->loop, &h->mhd_io);

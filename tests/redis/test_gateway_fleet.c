@@ -9,6 +9,7 @@
 #include "fleet_test.h"
 
 #ifdef RESIL_TEST_GATEWAY_FLEET
+#include "gateway_env.h"
 #include "gateway_proc.h"
 #include "upstream.h"
 
@@ -236,42 +237,29 @@ static void a_concurrency_permit_held_elsewhere_refuses_the_gateway(void **state
     resil_redis_free(rc);
 }
 
-/* Run `resil gateway ARGS` to completion: 125 with `text` on stderr. */
-static void expect_usage(const char *text, const char *const args[])
-{
-    const char *argv[24] = {"gateway", "--listen", "127.0.0.1:0", "--upstream",
-                            "http://127.0.0.1:9"};
-    size_t n = 5;
-    for (size_t i = 0; args[i] != NULL; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    char err[4096];
-    int rc = run_capture(test_build_path("resil"), argv, err, sizeof err);
-    if (strstr(err, text) == NULL)
-        fail_msg("expected '%s' in:\n%s", text, err);
-    assert_int_equal(rc, 125);
-}
-
 static void fleet_options_are_checked_by_name(void **state)
 {
     (void)state;
     const char *const scheme[] = {"--fleet", "memory://here", NULL};
-    expect_usage("resil gateway: --fleet must be a redis:// URL, got 'memory://here'", scheme);
+    gateway_expect_usage("resil gateway: --fleet must be a redis:// URL, got 'memory://here'",
+                         scheme);
     const char *const zero[] = {"--fleet", "redis://127.0.0.1:1", "--breaker-failures", "0",
                                 NULL};
-    expect_usage("--breaker-failures", zero);
+    gateway_expect_usage("--breaker-failures", zero);
     const char *const rate_alone[] = {"--fleet-rate", "10/s", NULL};
-    expect_usage("resil gateway: --fleet-rate and --fleet-concurrency need --fleet", rate_alone);
+    gateway_expect_usage("resil gateway: --fleet-rate and --fleet-concurrency need --fleet",
+                         rate_alone);
     const char *const rate[] = {"--fleet", "redis://127.0.0.1:1", "--fleet-rate", "10", NULL};
-    expect_usage("resil gateway: --fleet-rate must be RATE/PER[:BURST]", rate);
+    gateway_expect_usage("resil gateway: --fleet-rate must be RATE/PER[:BURST]", rate);
     const char *const conc[] = {"--fleet", "redis://127.0.0.1:1", "--fleet-concurrency", "0",
                                 NULL};
-    expect_usage("resil gateway: --fleet-concurrency must be N[:LEASE]", conc);
+    gateway_expect_usage("resil gateway: --fleet-concurrency must be N[:LEASE]", conc);
     const char *const timeout_alone[] = {"--fleet-timeout", "1s", NULL};
-    expect_usage("resil gateway: --fleet-timeout needs --fleet", timeout_alone);
+    gateway_expect_usage("resil gateway: --fleet-timeout needs --fleet", timeout_alone);
     const char *const too_long[] = {"--fleet", "redis://127.0.0.1:1", "--fleet-timeout", "11s",
                                     NULL};
-    expect_usage("resil gateway: --fleet-timeout must be a duration from 1ms to 10s", too_long);
+    gateway_expect_usage("resil gateway: --fleet-timeout must be a duration from 1ms to 10s",
+                         too_long);
 }
 
 int main(void)

@@ -5,54 +5,9 @@
  * answers 503 with Retry-After without calling the upstream. The shared
  * breaker (--fleet) is tested with Redis in tests/redis.
  */
-#include "gateway_proc.h"
-#include "test.h"
-#include "upstream.h"
+#include "gateway_env.h"
 
-typedef struct env {
-    char *dir;
-    upstream *up;
-    gateway_proc gw;
-    char orders[128];
-} env;
-
-static int env_setup(void **state)
-{
-    env *e = calloc(1, sizeof *e);
-    e->dir = test_tmpdir();
-    e->up = upstream_start();
-    if (e->dir == NULL || e->up == NULL)
-        return -1;
-    *state = e;
-    return 0;
-}
-
-static int env_teardown(void **state)
-{
-    env *e = *state;
-    if (e->gw.pid > 0)
-        gateway_stop(&e->gw);
-    upstream_stop(e->up);
-    test_rmtree(e->dir);
-    free(e->dir);
-    free(e);
-    return 0;
-}
-
-static void start_gateway(env *e, const char *const extra[])
-{
-    char store[600], log[600];
-    snprintf(store, sizeof store, "sqlite:%s/gateway.db", e->dir);
-    snprintf(log, sizeof log, "%s/gateway.log", e->dir);
-    const char *args[16] = {"--upstream", upstream_url(e->up), "--store", store};
-    size_t n = 4;
-    for (size_t i = 0; extra[i] != NULL; i++)
-        args[n++] = extra[i];
-    args[n] = NULL;
-    if (gateway_start(&e->gw, test_build_path("resil"), log, args) != 0)
-        fail_msg("the gateway did not start");
-    snprintf(e->orders, sizeof e->orders, "%s/orders", e->gw.url);
-}
+typedef gateway_env env;
 
 static long get_status(const env *e, http_reply *r)
 {
@@ -74,7 +29,7 @@ static void the_gateways_own_breaker_opens_and_spares_the_upstream(void **state)
 {
     env *e = *state;
     const char *const extra[] = {"--breaker-failures", "2", "--breaker-break", "10m", NULL};
-    start_gateway(e, extra);
+    gateway_env_start(e, extra);
     failures_in_a_row(e, 2);
     assert_int_equal(upstream_requests(e->up), 2);
 
@@ -94,7 +49,7 @@ static void a_success_between_failures_keeps_it_closed(void **state)
 {
     env *e = *state;
     const char *const extra[] = {"--breaker-failures", "2", NULL};
-    start_gateway(e, extra);
+    gateway_env_start(e, extra);
     failures_in_a_row(e, 1);
     http_reply r;
     assert_int_equal(get_status(e, &r), 200);
@@ -109,7 +64,7 @@ static void without_a_breaker_flag_every_request_reaches_the_upstream(void **sta
 {
     env *e = *state;
     const char *const extra[] = {NULL};
-    start_gateway(e, extra);
+    gateway_env_start(e, extra);
     failures_in_a_row(e, 5);
     http_reply r;
     assert_int_equal(get_status(e, &r), 200);
@@ -117,39 +72,23 @@ static void without_a_breaker_flag_every_request_reaches_the_upstream(void **sta
     assert_int_equal(upstream_requests(e->up), 6);
 }
 
-/* Run `resil gateway ARGS` to completion: 125 with `text` on stderr. */
-static void expect_usage(const char *text, const char *const args[])
-{
-    const char *argv[16] = {"gateway", "--listen", "127.0.0.1:0", "--upstream",
-                            "http://127.0.0.1:9"};
-    size_t n = 5;
-    for (size_t i = 0; args[i] != NULL; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    char err[4096];
-    int rc = run_capture(test_build_path("resil"), argv, err, sizeof err);
-    if (strstr(err, text) == NULL)
-        fail_msg("expected '%s' in:\n%s", text, err);
-    assert_int_equal(rc, 125);
-}
-
 static void breaker_flags_are_checked_by_name_without_fleet(void **state)
 {
     (void)state;
     const char *const zero[] = {"--breaker-failures", "0", NULL};
-    expect_usage("--breaker-failures", zero);
+    gateway_expect_usage("--breaker-failures", zero);
     const char *const word[] = {"--breaker-failures", "many", NULL};
-    expect_usage("--breaker-failures", word);
+    gateway_expect_usage("--breaker-failures", word);
     const char *const brk[] = {"--breaker-break", "0", NULL};
-    expect_usage("--breaker-break", brk);
+    gateway_expect_usage("--breaker-break", brk);
     const char *const unit[] = {"--breaker-break", "5 minutes", NULL};
-    expect_usage("--breaker-break", unit);
+    gateway_expect_usage("--breaker-break", unit);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, gateway_env_setup, gateway_env_teardown)
         T(the_gateways_own_breaker_opens_and_spares_the_upstream),
         T(a_success_between_failures_keeps_it_closed),
         T(without_a_breaker_flag_every_request_reaches_the_upstream),
