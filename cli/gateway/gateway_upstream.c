@@ -11,9 +11,10 @@
  * Every call runs on the gateway's loop through one curl multi handle, so
  * no thread waits on the upstream: curl's socket callback becomes
  * descriptor watches on the loop and its timer callback one loop timer (as
- * src/http/multi.c drives curl multi for libresil-http), and a call's
- * `done` runs from there once curl says the transfer ended, never from
- * inside a libcurl callback. The multi handle keeps the upstream
+ * src/http/multi.c drives curl multi for libresil-http; a kept
+ * connection's watch stays armed between its calls, see sock_watch), and
+ * a call's `done` runs from there once curl says the transfer ended,
+ * never from inside a libcurl callback. The multi handle keeps the upstream
  * connections open between calls (up to KEEP_CONNECTIONS), and easy
  * handles are pooled and reset rather than freed: a reverse proxy that
  * reconnects or rebuilds its handles for every request would measure TCP
