@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <semaphore.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -68,6 +69,17 @@ typedef struct gw_conn {
     resil_instant deadline;
 } gw_conn;
 
+/* A store worker. An idle one waits on its own semaphore, so that handing
+ * it a job wakes exactly it: one futex wake, and no worker woken for a job
+ * another took, nor contending for the queue's lock on its way back. */
+typedef struct gw_worker {
+    struct gw_http *h;
+    pthread_t thread;
+    sem_t go;            /* posted with `job` set, or NULL: stop */
+    gw_req *job;
+    struct gw_worker *next_idle;
+} gw_worker;
+
 typedef struct gw_http {
     gateway *gw;
     /* the loop's thread alone */
@@ -93,10 +105,10 @@ typedef struct gw_http {
     bool start_done;
     /* the store workers */
     pthread_mutex_t mu;
-    gw_req *jobs_head, *jobs_tail;
-    pthread_cond_t work;     /* a job was queued, or the workers must stop */
+    gw_req *jobs_head, *jobs_tail; /* jobs no idle worker was there for */
+    gw_worker *idle;         /* workers waiting for a job */
     bool stopping;
-    pthread_t *workers;
+    gw_worker *workers;
     unsigned n_workers;
     pthread_mutex_t log_mu;  /* libmicrohttpd's messages, at most one a second */
     resil_instant log_last;
@@ -266,50 +278,68 @@ static void on_back(resil_work *w)
     r->then(r);
 }
 
+/* A job goes straight to an idle worker when there is one, else to the
+ * queue, which workers empty before they go idle. */
 void gw_to_pool(gw_req *r, gw_step work, gw_step then)
 {
     gw_http *h = r->gw->http;
     r->work = work;
     r->then = then;
     r->next_job = NULL;
+    gw_worker *w = NULL;
     pthread_mutex_lock(&h->mu);
     bool open = !h->stopping;
-    if (open) {
+    if (open && h->idle != NULL) {
+        w = h->idle;
+        h->idle = w->next_idle;
+        w->job = r;
+    } else if (open) {
         if (h->jobs_tail != NULL)
             h->jobs_tail->next_job = r;
         else
             h->jobs_head = r;
         h->jobs_tail = r;
-        pthread_cond_signal(&h->work);
     }
     pthread_mutex_unlock(&h->mu);
+    if (w != NULL)
+        sem_post(&w->go);
     if (!open) { /* stopping: the connection closes without an answer */
         r->result = MHD_NO;
         gw_answered(r);
     }
 }
 
-/* Take the next job; NULL once stopping with nothing left to take. */
-static gw_req *next_job(gw_http *h)
+/* The next job: a queued one, else whatever the loop hands this worker
+ * once it is idle; NULL once stopping. */
+static gw_req *next_job(gw_worker *w)
 {
+    gw_http *h = w->h;
     pthread_mutex_lock(&h->mu);
-    while (h->jobs_head == NULL && !h->stopping)
-        pthread_cond_wait(&h->work, &h->mu);
-    gw_req *r = h->stopping ? NULL : h->jobs_head;
+    bool stopping = h->stopping;
+    gw_req *r = stopping ? NULL : h->jobs_head;
     if (r != NULL) {
         h->jobs_head = r->next_job;
         if (h->jobs_head == NULL)
             h->jobs_tail = NULL;
+    } else if (!stopping) {
+        w->job = NULL;
+        w->next_idle = h->idle;
+        h->idle = w;
     }
     pthread_mutex_unlock(&h->mu);
-    return r;
+    if (r != NULL || stopping)
+        return r;
+    while (sem_wait(&w->go) != 0)
+        ; /* EINTR */
+    return w->job; /* set before the post */
 }
 
 static void *worker(void *arg)
 {
-    gw_http *h = arg;
+    gw_worker *w = arg;
+    gw_http *h = w->h;
     gw_req *r;
-    while ((r = next_job(h)) != NULL) {
+    while ((r = next_job(w)) != NULL) {
         r->work(r);
         r->back.fn = on_back;
         h->loop->ops->post(h->loop->self, &r->back);
@@ -918,7 +948,6 @@ static gw_http *http_new(gateway *gw, int listen_fd, bool ipv6)
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->log_mu, NULL);
     pthread_mutex_init(&h->start_mu, NULL);
-    pthread_cond_init(&h->work, NULL);
     pthread_cond_init(&h->started, NULL);
     return h;
 }
@@ -932,10 +961,17 @@ static void http_stop_workers(gw_http *h)
     h->stopping = true;
     gw_req *left = h->jobs_head;
     h->jobs_head = h->jobs_tail = NULL;
-    pthread_cond_broadcast(&h->work);
+    gw_worker *idle = h->idle;
+    h->idle = NULL;
     pthread_mutex_unlock(&h->mu);
-    for (unsigned i = 0; i < h->n_workers; i++)
-        pthread_join(h->workers[i], NULL);
+    for (gw_worker *w = idle; w != NULL; w = w->next_idle) {
+        w->job = NULL;
+        sem_post(&w->go);
+    }
+    for (unsigned i = 0; i < h->n_workers; i++) {
+        pthread_join(h->workers[i].thread, NULL);
+        sem_destroy(&h->workers[i].go);
+    }
     h->n_workers = 0;
     while (left != NULL) {
         gw_req *next = left->next_job;
@@ -950,7 +986,6 @@ static void http_stop_workers(gw_http *h)
 static void http_free(gw_http *h)
 {
     pthread_cond_destroy(&h->started);
-    pthread_cond_destroy(&h->work);
     pthread_mutex_destroy(&h->start_mu);
     pthread_mutex_destroy(&h->log_mu);
     pthread_mutex_destroy(&h->mu);
@@ -961,8 +996,14 @@ static void http_free(gw_http *h)
 static int start_workers(gw_http *h)
 {
     for (; h->n_workers < h->gw->cfg.workers; h->n_workers++) {
-        if (pthread_create(&h->workers[h->n_workers], NULL, worker, h) != 0)
+        gw_worker *w = &h->workers[h->n_workers];
+        w->h = h;
+        if (sem_init(&w->go, 0, 0) != 0)
             return -1;
+        if (pthread_create(&w->thread, NULL, worker, w) != 0) {
+            sem_destroy(&w->go);
+            return -1;
+        }
     }
     return 0;
 }

@@ -11,9 +11,10 @@
  * Every call runs on the gateway's loop through one curl multi handle, so
  * no thread waits on the upstream: curl's socket callback becomes
  * descriptor watches on the loop and its timer callback one loop timer (as
- * src/http/multi.c drives curl multi for libresil-http), and a call's
- * `done` runs from there once curl says the transfer ended, never from
- * inside a libcurl callback. The multi handle keeps the upstream
+ * src/http/multi.c drives curl multi for libresil-http; a kept
+ * connection's watch stays armed between its calls, see sock_watch), and
+ * a call's `done` runs from there once curl says the transfer ended,
+ * never from inside a libcurl callback. The multi handle keeps the upstream
  * connections open between calls (up to KEEP_CONNECTIONS), and easy
  * handles are pooled and reset rather than freed: a reverse proxy that
  * reconnects or rebuilds its handles for every request would measure TCP
@@ -44,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -92,11 +95,27 @@ void gw_reply_free(gw_reply *r)
 /* ---- curl multi on the loop ---------------------------------------------- */
 
 /* A socket curl asked to have watched; kept for the next one when curl is
- * done with it (curl drops and re-adds kept-alive connections' sockets). */
+ * done with it.
+ *
+ * curl drops a kept-alive connection's socket from its watch list when a
+ * transfer ends (CURL_POLL_REMOVE) and asks for it again when the next
+ * transfer takes the connection. Stopping and restarting the loop's watch
+ * each time would cost three epoll_ctl calls a request. So the watch of a
+ * socket curl opened (the open and close socket callbacks say which those
+ * are) stays armed while the connection idles ("kept"), found again by its
+ * descriptor when curl asks for it, and is stopped only when curl closes
+ * the socket — or when it becomes ready while idle (the upstream closed it,
+ * or sent what no request asked for), since nothing would read it then.
+ * Any other socket curl uses (a resolver's) is stopped on REMOVE as
+ * before: its closing is not announced, and a watch must never outlive its
+ * descriptor. */
 typedef struct sock_watch {
     resil_io io;
     struct gw_upstream *u;
     struct sock_watch *next, *prev;
+    curl_socket_t fd;
+    unsigned events; /* what the loop watches it for; 0: not started */
+    bool kept;       /* curl let go of it: its connection idles in curl's cache */
 } sock_watch;
 
 struct gw_upstream {
@@ -106,9 +125,17 @@ struct gw_upstream {
     resil_timer timer; /* curl's timeout */
     gw_call *calls;    /* in flight */
     sock_watch *watches, *idle_watches;
+    /* by descriptor: the sockets curl opened (UNWATCHED while no
+     * watch exists yet) and the watch of each */
+    sock_watch **by_fd;
+    size_t by_fd_len;
     CURL *pool[64];    /* reset handles, for the next calls */
     size_t pool_len;
 };
+
+/* by_fd's marker for a socket curl opened that has no watch yet */
+static sock_watch unwatched_marker;
+#define UNWATCHED (&unwatched_marker)
 
 static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc);
 
@@ -127,9 +154,16 @@ static void read_finished(struct gw_upstream *u)
     }
 }
 
+static void watch_end(struct gw_upstream *u, sock_watch *w);
+
 static void on_io(resil_io *io, int fd, unsigned events)
 {
-    struct gw_upstream *u = ((sock_watch *)io)->u;
+    sock_watch *w = (sock_watch *)io;
+    struct gw_upstream *u = w->u;
+    if (w->kept) { /* an idle connection stirred: curl reads it when it next takes it */
+        watch_end(u, w);
+        return;
+    }
     int flags = ((events & RESIL_IO_READ) ? CURL_CSELECT_IN : 0) |
                 ((events & RESIL_IO_WRITE) ? CURL_CSELECT_OUT : 0) |
                 ((events & RESIL_IO_ERROR) ? CURL_CSELECT_ERR : 0);
@@ -147,9 +181,13 @@ static void on_timer(resil_timer *t)
     read_finished(u);
 }
 
+/* Stop a watch; its memory waits in idle_watches for the next socket. */
 static void watch_end(struct gw_upstream *u, sock_watch *w)
 {
-    resil_loop_io_stop(u->loop, &w->io);
+    if (w->events != 0)
+        resil_loop_io_stop(u->loop, &w->io);
+    if (w->fd >= 0 && (size_t)w->fd < u->by_fd_len && u->by_fd[w->fd] == w)
+        u->by_fd[w->fd] = UNWATCHED; /* still curl's, unwatched */
     if (w->prev != NULL)
         w->prev->next = w->next;
     else
@@ -170,12 +208,20 @@ static sock_watch *watch_new(struct gw_upstream *u, curl_socket_t s)
     memset(w, 0, sizeof *w);
     w->io.fn = on_io;
     w->u = u;
+    w->fd = s;
     w->next = u->watches;
     if (w->next != NULL)
         w->next->prev = w;
     u->watches = w;
-    curl_multi_assign(u->multi, s, w);
     return w;
+}
+
+/* The socket's entry in by_fd, or NULL when it is not one curl opened. */
+static sock_watch **opened_socket(struct gw_upstream *u, curl_socket_t s)
+{
+    if (s < 0 || (size_t)s >= u->by_fd_len || u->by_fd[s] == NULL)
+        return NULL;
+    return &u->by_fd[s];
 }
 
 static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
@@ -183,18 +229,72 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
     (void)easy;
     struct gw_upstream *u = userp;
     sock_watch *w = socketp;
+    sock_watch **slot = opened_socket(u, s);
     if (what == CURL_POLL_REMOVE) {
-        if (w != NULL) {
-            curl_multi_assign(u->multi, s, NULL);
+        if (w == NULL)
+            return 0;
+        curl_multi_assign(u->multi, s, NULL);
+        if (slot != NULL && w->events != 0)
+            w->kept = true; /* armed until curl takes it again, or closes it */
+        else
             watch_end(u, w);
-        }
         return 0;
     }
+    if (w == NULL && slot != NULL && *slot != UNWATCHED)
+        w = *slot; /* a kept connection, taken again */
     if (w == NULL && (w = watch_new(u, s)) == NULL)
         return -1;
+    if (slot != NULL)
+        *slot = w;
+    if (w->kept || socketp == NULL)
+        curl_multi_assign(u->multi, s, w);
+    w->kept = false;
     unsigned events = ((what & CURL_POLL_IN) ? RESIL_IO_READ : 0) |
                       ((what & CURL_POLL_OUT) ? RESIL_IO_WRITE : 0);
+    if (events == w->events)
+        return 0; /* armed as it is: no call to the loop, no epoll_ctl */
+    w->events = events;
     return resil_loop_io_start(u->loop, &w->io, s, events) == 0 ? 0 : -1;
+}
+
+/* curl's sockets are opened here to be known as its connections' (see
+ * sock_watch). */
+static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose,
+                                    struct curl_sockaddr *addr)
+{
+    struct gw_upstream *u = clientp;
+    (void)purpose;
+    curl_socket_t s = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+    if (s < 0)
+        return CURL_SOCKET_BAD;
+    if ((size_t)s >= u->by_fd_len) {
+        size_t len = u->by_fd_len ? u->by_fd_len : 64;
+        while (len <= (size_t)s)
+            len *= 2;
+        sock_watch **p = realloc(u->by_fd, len * sizeof *p);
+        if (p == NULL) {
+            close(s);
+            return CURL_SOCKET_BAD;
+        }
+        memset(p + u->by_fd_len, 0, (len - u->by_fd_len) * sizeof *p);
+        u->by_fd = p;
+        u->by_fd_len = len;
+    }
+    u->by_fd[s] = UNWATCHED;
+    return s;
+}
+
+/* The watch goes before the descriptor does. */
+static int on_close_socket(void *clientp, curl_socket_t s)
+{
+    struct gw_upstream *u = clientp;
+    sock_watch **slot = opened_socket(u, s);
+    if (slot != NULL) {
+        if (*slot != UNWATCHED)
+            watch_end(u, *slot);
+        *slot = NULL;
+    }
+    return close(s);
 }
 
 static int on_curl_timer(CURLM *multi, long ms, void *userp)
@@ -265,6 +365,7 @@ void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c))
     curl_multi_cleanup(u->multi); /* may remove sockets through on_socket */
     while (u->watches != NULL)
         watch_end(u, u->watches);
+    free(u->by_fd);
     for (sock_watch *w = u->idle_watches, *next; w != NULL; w = next) {
         next = w->next;
         free(w);
@@ -616,6 +717,10 @@ static void set_transfer(gateway *gw, CURL *h, gw_call *c)
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c->out);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, c);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, gw->upstream);
+    curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+    curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, gw->upstream);
     watch_sending(h, c);
 }
 

@@ -40,6 +40,8 @@ struct dying_upstream {
     dying_after after;
     pthread_t acceptor;
     pthread_mutex_t mu;
+    pthread_cond_t closed_cv; /* a connection was closed */
+    unsigned closed;
     unsigned requests;
     conn conns[MAX_CONNS];
     size_t n_conns;
@@ -161,6 +163,8 @@ static void close_conn(conn *c)
     pthread_mutex_lock(&c->u->mu);
     close(c->fd);
     c->fd = -1;
+    c->u->closed++;
+    pthread_cond_broadcast(&c->u->closed_cv);
     pthread_mutex_unlock(&c->u->mu);
 }
 
@@ -172,6 +176,10 @@ static void *serve(void *arg)
     size_t len = 0, used;
     while (buf != NULL && (used = read_request(c->fd, buf, &len, head, sizeof head)) > 0) {
         unsigned n = count(u, head);
+        if (n == u->drop_at && u->after == DYING_AFTER_ANSWERING) {
+            answer(c->fd, head, n);
+            break; /* closed below, idle */
+        }
         if (n == u->drop_at) {
             if (u->after == DYING_STOPS_LISTENING)
                 stop_listening(u);
@@ -219,6 +227,7 @@ dying_upstream *dying_upstream_start(unsigned drop_at, dying_after after)
     if (u == NULL)
         return NULL;
     pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->closed_cv, NULL);
     u->drop_at = drop_at;
     u->after = after;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -236,6 +245,7 @@ dying_upstream *dying_upstream_start(unsigned drop_at, dying_after after)
 fail:
     if (u->listen_fd >= 0)
         close(u->listen_fd);
+    pthread_cond_destroy(&u->closed_cv);
     pthread_mutex_destroy(&u->mu);
     free(u);
     return NULL;
@@ -256,8 +266,17 @@ void dying_upstream_stop(dying_upstream *u)
     for (size_t i = 0; i < u->n_conns; i++)
         pthread_join(u->conns[i].thread, NULL);
     close(u->listen_fd);
+    pthread_cond_destroy(&u->closed_cv);
     pthread_mutex_destroy(&u->mu);
     free(u);
+}
+
+void dying_upstream_wait_closed(dying_upstream *u, unsigned n)
+{
+    pthread_mutex_lock(&u->mu);
+    while (u->closed < n)
+        pthread_cond_wait(&u->closed_cv, &u->mu);
+    pthread_mutex_unlock(&u->mu);
 }
 
 const char *dying_upstream_url(const dying_upstream *u) { return u->url; }

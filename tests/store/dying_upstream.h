@@ -10,7 +10,10 @@
  * connections), which it reads in full, counts, and closes the connection
  * on without answering. Then, by `after`, it keeps accepting connections
  * (a resend would arrive and be answered) or stops listening first (a
- * reconnect is refused, as when the upstream died).
+ * reconnect is refused, as when the upstream died). DYING_AFTER_ANSWERING
+ * answers request `drop_at` and then closes its connection: the connection
+ * dies idle, between requests, as when an upstream's keep-alive timeout
+ * ends it.
  *
  * Answers: 201 for POST, 200 otherwise, Content-Type application/json,
  * body {"n":N} with N the request's number. 127.0.0.1, ephemeral port; raw
@@ -23,7 +26,8 @@
 
 typedef enum dying_after {
     DYING_KEEPS_LISTENING, /* a reconnect is accepted and served */
-    DYING_STOPS_LISTENING  /* the listening socket is closed before the connection */
+    DYING_STOPS_LISTENING, /* the listening socket is closed before the connection */
+    DYING_AFTER_ANSWERING  /* request drop_at is answered, then its connection closed */
 } dying_after;
 
 typedef struct dying_upstream dying_upstream;
@@ -37,5 +41,7 @@ const char *dying_upstream_url(const dying_upstream *u);
 unsigned dying_upstream_requests(dying_upstream *u);
 /* Of those, the requests with `Idempotency-Key: key`. */
 unsigned dying_upstream_key_requests(dying_upstream *u, const char *key);
+/* Wait until n of its connections have been closed. */
+void dying_upstream_wait_closed(dying_upstream *u, unsigned n);
 
 #endif

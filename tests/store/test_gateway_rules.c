@@ -331,6 +331,36 @@ static void a_refused_reconnect_after_the_request_left_is_stored_as_unknown(void
     assert_int_equal(dying_upstream_requests(e->dying), 2);
 }
 
+/* The upstream closes a kept-alive connection while it idles between two
+ * requests (its keep-alive timeout): the gateway's watch of that idle
+ * socket must neither hang the next request nor cost it its key. The next
+ * guarded request goes out on a fresh connection, once, and is answered. */
+static void a_kept_connection_the_upstream_closes_while_idle_costs_the_next_request_nothing(
+    void **state)
+{
+    env *e = *state;
+    e->dying = dying_upstream_start(1, DYING_AFTER_ANSWERING);
+    assert_non_null(e->dying);
+    start_gateway_to(e, dying_upstream_url(e->dying), NULL);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, "{\"n\":1}");
+    http_reply_free(&r);
+    dying_upstream_wait_closed(e->dying, 1);
+    post(e, "/orders", "k-2", "a", &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, "{\"n\":2}");
+    header_absent(&r, "Idempotent-Outcome");
+    http_reply_free(&r);
+    post(e, "/orders", "k-3", "a", &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, "{\"n\":3}");
+    http_reply_free(&r);
+    assert_int_equal(dying_upstream_key_requests(e->dying, "k-2"), 1);
+    assert_int_equal(dying_upstream_requests(e->dying), 3);
+}
+
 /* Without a key the gateway promises nothing, and a GET sent twice is
  * harmless: libcurl's resend stays, and the client gets an answer. */
 static void an_unguarded_request_keeps_libcurls_resend(void **state)
@@ -736,6 +766,7 @@ int main(void)
         GW_CASE(a_guarded_request_on_a_connection_that_dies_unanswered_is_not_resent),
         GW_CASE(a_refused_reconnect_after_the_request_left_is_stored_as_unknown),
         GW_CASE(an_unguarded_request_keeps_libcurls_resend),
+        GW_CASE(a_kept_connection_the_upstream_closes_while_idle_costs_the_next_request_nothing),
         GW_CASE(a_connect_that_times_out_releases_the_key),
         GW_CASE(a_takeover_is_stored_as_unknown_and_not_forwarded),
         GW_CASE(with_upstream_dedupes_a_takeover_is_forwarded),
