@@ -124,13 +124,9 @@ struct resil_exec {
     resil_async_op_fn op;
     resil_async_done_fn done;
     void *done_ud;
-    resil_call call;
-    resil__run run;
-    resil_exec_trace trace; /* run.trace points here when traced */
     resil__exec ex;
     resil_pipeline_result result;
     resil_instant start;
-    resil_cancel root;
     size_t cap; /* the block's size, for the loop's spares */
     int refs;
     bool finished;
@@ -141,6 +137,13 @@ struct resil_exec {
     lane *lanes;
     level *levels;
     resil_attempt *attempts;
+    /* From here on the block is not zeroed: resil_pipeline_start writes
+     * each of these whole before anything reads it (the trace only when
+     * the execution is traced, and nothing reads it otherwise). */
+    resil_call call;
+    resil__run run;
+    resil_cancel root;
+    resil_exec_trace trace; /* run.trace points here when traced */
 };
 
 static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f);
@@ -166,8 +169,8 @@ static void unref(resil_exec *x)
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* The block comes from the loop's spares, so it is not zeroed: the head,
- * the lanes and the attempts are (a few hundred bytes), and each level
+/* The block comes from the loop's spares, so it is not zeroed: the head
+ * (up to its call), the lanes and the attempts are, and each level
  * gets its fixed fields in resil_pipeline_start; a level's strategy state
  * is written by its enter step before anything reads it, as the blocking
  * walk's stack frames are. */
@@ -181,7 +184,8 @@ static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_
     char *mem = resil__loop_take(loop, head + lanes + levels + attempts, &cap);
     if (mem == NULL)
         return NULL;
-    memset(mem, 0, head + lanes);
+    memset(mem, 0, offsetof(resil_exec, call));
+    memset(mem + head, 0, lanes);
     memset(mem + head + lanes + levels, 0, attempts);
     resil_exec *x = (resil_exec *)mem;
     x->cap = cap;
