@@ -125,7 +125,6 @@ struct resil_exec {
     resil_async_done_fn done;
     void *done_ud;
     resil__exec ex;
-    resil_pipeline_result result;
     resil_instant start;
     size_t cap; /* the block's size, for the loop's spares */
     int refs;
@@ -137,9 +136,7 @@ struct resil_exec {
     lane *lanes;
     level *levels;
     resil_attempt *attempts;
-    /* From here on the block is not zeroed: resil_pipeline_start writes
-     * each of these whole before anything reads it (the trace only when
-     * the execution is traced, and nothing reads it otherwise). */
+    resil_pipeline_result result;
     resil_call call;
     resil__run run;
     resil_cancel root;
@@ -169,11 +166,14 @@ static void unref(resil_exec *x)
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* The block comes from the loop's spares, so it is not zeroed: the head
- * (up to its call), the lanes and the attempts are, and each level
- * gets its fixed fields in resil_pipeline_start; a level's strategy state
- * is written by its enter step before anything reads it, as the blocking
- * walk's stack frames are. */
+/* The block comes from the loop's spares and is not zeroed, as the
+ * blocking walk's stack is not: the head's fields are set here and in
+ * resil_pipeline_start (the result's as the blocking executor sets them,
+ * the trace only when the execution is traced, and nothing reads it
+ * otherwise), each lane and attempt gets the fields read before its first
+ * use there too, each level its fixed fields; a level's strategy state is
+ * written by its enter step before anything reads it, a lane's outcome by
+ * the step or the report that ends its walk. */
 static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_t nlanes)
 {
     size_t head = align8(sizeof(resil_exec));
@@ -184,11 +184,10 @@ static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_
     char *mem = resil__loop_take(loop, head + lanes + levels + attempts, &cap);
     if (mem == NULL)
         return NULL;
-    memset(mem, 0, offsetof(resil_exec, call));
-    memset(mem + head, 0, lanes);
-    memset(mem + head + lanes + levels, 0, attempts);
     resil_exec *x = (resil_exec *)mem;
     x->cap = cap;
+    x->finished = false;
+    x->races = 0;
     x->loop = loop;
     x->nlanes = nlanes;
     x->nnodes = p->nnodes;
@@ -1203,10 +1202,9 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     if (x == NULL)
         return RESIL_ENOMEM;
     x->hedge_at = hedge_at;
-    if (call != NULL)
-        x->call = *call;
-    else
-        resil_call_default(&x->call);
+    x->call = call != NULL ? *call : resil__call_defaults;
+    resil__result_begin(&x->result);
+    memset(x->result.reserved_, 0, sizeof x->result.reserved_); /* none of an earlier one's */
     x->p = p;
     x->op = op;
     x->done = done;
@@ -1229,6 +1227,8 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     level *L = x->levels;
     for (uint32_t ln = 0; ln < x->nlanes; ln++) {
         x->lanes[ln].waiting = -1;
+        x->lanes[ln].busy = x->lanes[ln].back = false;
+        x->attempts[ln].running = false;
         for (size_t i = 0; i < x->nnodes; i++, L++) {
             L->x = x;
             L->lane = ln;
