@@ -102,13 +102,13 @@ struct resil_attempt {
     resil_attempt_cancel_fn on_cancel;
     void *cancel_ud;
     resil_attempt_ctx ctx;
-    resil_outcome outcome;
+    resil_outcome outcome; /* a report from another thread, until the loop takes it */
 };
 
 typedef struct lane {
     int32_t waiting; /* the level waiting in this lane, or -1 */
-    resil_outcome out;
     /* a hedged attempt's lane: */
+    resil_outcome out; /* its outcome (the caller's lane's is the result's, out_of) */
     bool busy;        /* launched, and not yet back at the hedging level */
     bool back;        /* back, its outcome in `out`, the race not yet decided */
     uint32_t race;    /* the race it was launched for */
@@ -150,6 +150,14 @@ static void poke(resil_exec *x);
 static level *lvl(resil_exec *x, uint32_t ln, size_t i) { return &x->levels[ln * x->nnodes + i]; }
 
 static const resil__run *run_of(const resil_exec *x) { return &x->run; }
+
+/* Where a lane's walk carries its outcome: the caller's lane carries it in
+ * the result, as the blocking walk does, so that it arrives there without
+ * a copy; a hedged attempt's lane in its own. */
+static resil_outcome *out_of(resil_exec *x, uint32_t ln)
+{
+    return ln == 0 ? &x->result.outcome : &x->lanes[ln].out;
+}
 
 /* ---- memory ------------------------------------------------------------------- */
 
@@ -718,7 +726,7 @@ static void hedge_decide(level *L, resil_outcome o, int except, int reason)
         if (l->back)
             free_lane(l);
     }
-    L->x->lanes[0].out = o;
+    *out_of(L->x, 0) = o;
     fire_lanes(L, except, reason);
     poke(L->x);
     hedge_end(L);
@@ -915,7 +923,6 @@ static void arrive(resil_attempt *a)
 {
     resil_exec *x = a->x;
     a->running = false;
-    x->lanes[a->lane].out = a->outcome;
     ascend(x, a->lane, x->nnodes - 1);
     unref(x);
 }
@@ -929,7 +936,13 @@ static void release_hold(resil_attempt *a)
     }
 }
 
-static void arrive_posted(resil_work *w) { arrive((resil_attempt *)w); }
+/* A report from another thread: its outcome waited in the attempt. */
+static void arrive_posted(resil_work *w)
+{
+    resil_attempt *a = (resil_attempt *)w;
+    *out_of(a->x, a->lane) = a->outcome;
+    arrive(a);
+}
 
 static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
 {
@@ -961,14 +974,17 @@ void resil_attempt_done(resil_attempt *a, const resil_outcome *o)
     if (a == NULL || o == NULL)
         return;
     resil_loop *loop = a->x->loop;
-    a->outcome = *o;
     if (loop->ops->in_loop != NULL && loop->ops->in_loop(loop->self)) {
+        /* The lane's walk waits at the attempt: nothing else writes its
+         * outcome until the attempt arrives. */
+        *out_of(a->x, a->lane) = *o;
         if (a->held)
             a->reported = true;
         else
             arrive(a);
         return;
     }
+    a->outcome = *o;
     loop->ops->post(loop->self, &a->work);
 }
 
@@ -1167,7 +1183,6 @@ static void report_execution(const resil_exec *x)
 static void finish(resil_exec *x)
 {
     resil_pipeline_result *out = &x->result;
-    out->outcome = x->lanes[0].out;
     if (!out->fallback)
         out->cause = out->outcome;
     out->rejected_by = resil__rejected_by(&out->cause);
@@ -1234,7 +1249,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
             L->lane = ln;
             L->i = (uint32_t)i;
             L->kind = p->nodes[i].kind;
-            L->out = &x->lanes[ln].out;
+            L->out = out_of(x, ln);
             L->wait = W_NONE;
             L->timer = (resil_timer){.fn = level_timer};
         }
