@@ -118,11 +118,9 @@ static void fix_steps(resil_pipeline *p)
 
 /* ---- executing ----------------------------------------------------------------- */
 
-void resil_call_default(resil_call *c)
-{
-    memset(c, 0, sizeof *c);
-    c->priority = RESIL_PRIORITY_MAX;
-}
+const resil_call resil__call_defaults = {.priority = RESIL_PRIORITY_MAX};
+
+void resil_call_default(resil_call *c) { *c = resil__call_defaults; }
 
 static const char *registry_key(const resil_pipeline *p, const resil_call *c)
 {
@@ -179,17 +177,9 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
 {
     if (p == NULL || op == NULL || out == NULL)
         return RESIL_EINVAL;
-    static const resil_call defaults = {.priority = RESIL_PRIORITY_MAX};
     if (call == NULL)
-        call = &defaults;
-    /* Every field but the two outcomes, which the walk writes: clearing
-     * them too costs more than the rest of a success. */
-    out->stop = RESIL_STOP_NONE;
-    out->fallback = false;
-    out->attempts = 0;
-    out->records_len = 0;
-    out->hedges = 0;
-    out->hedge_winner = 0;
+        call = &resil__call_defaults;
+    resil__result_begin(out);
     resil__exec ex = {out, 0};
     resil__run r;
     resil__run_init(&r, p, op, call, p->breaker, &ex);

@@ -42,6 +42,8 @@ typedef struct level {
     resil_exec *x;
     uint32_t lane;
     uint32_t i;
+    resil_strategy_kind kind; /* the node's, read on every step */
+    resil_outcome *out;       /* the lane's outcome */
     resil__frame f;     /* the frame this level was entered with */
     resil__frame inner; /* the frame it handed down */
     wait_kind wait;
@@ -100,13 +102,13 @@ struct resil_attempt {
     resil_attempt_cancel_fn on_cancel;
     void *cancel_ud;
     resil_attempt_ctx ctx;
-    resil_outcome outcome;
+    resil_outcome outcome; /* a report from another thread, until the loop takes it */
 };
 
 typedef struct lane {
     int32_t waiting; /* the level waiting in this lane, or -1 */
-    resil_outcome out;
     /* a hedged attempt's lane: */
+    resil_outcome out; /* its outcome (the caller's lane's is the result's, out_of) */
     bool busy;        /* launched, and not yet back at the hedging level */
     bool back;        /* back, its outcome in `out`, the race not yet decided */
     uint32_t race;    /* the race it was launched for */
@@ -122,13 +124,8 @@ struct resil_exec {
     resil_async_op_fn op;
     resil_async_done_fn done;
     void *done_ud;
-    resil_call call;
-    resil__run run;
-    resil_exec_trace trace; /* run.trace points here when traced */
     resil__exec ex;
-    resil_pipeline_result result;
     resil_instant start;
-    resil_cancel root;
     size_t cap; /* the block's size, for the loop's spares */
     int refs;
     bool finished;
@@ -139,6 +136,11 @@ struct resil_exec {
     lane *lanes;
     level *levels;
     resil_attempt *attempts;
+    resil_pipeline_result result;
+    resil_call call;
+    resil__run run;
+    resil_cancel root;
+    resil_exec_trace trace; /* run.trace points here when traced */
 };
 
 static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f);
@@ -148,6 +150,14 @@ static void poke(resil_exec *x);
 static level *lvl(resil_exec *x, uint32_t ln, size_t i) { return &x->levels[ln * x->nnodes + i]; }
 
 static const resil__run *run_of(const resil_exec *x) { return &x->run; }
+
+/* Where a lane's walk carries its outcome: the caller's lane carries it in
+ * the result, as the blocking walk does, so that it arrives there without
+ * a copy; a hedged attempt's lane in its own. */
+static resil_outcome *out_of(resil_exec *x, uint32_t ln)
+{
+    return ln == 0 ? &x->result.outcome : &x->lanes[ln].out;
+}
 
 /* ---- memory ------------------------------------------------------------------- */
 
@@ -164,11 +174,14 @@ static void unref(resil_exec *x)
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* The block comes from the loop's spares, so it is not zeroed: the head,
- * the lanes and the attempts are (a few hundred bytes), and each level
- * gets its fixed fields in resil_pipeline_start; a level's strategy state
- * is written by its enter step before anything reads it, as the blocking
- * walk's stack frames are. */
+/* The block comes from the loop's spares and is not zeroed, as the
+ * blocking walk's stack is not: the head's fields are set here and in
+ * resil_pipeline_start (the result's as the blocking executor sets them,
+ * the trace only when the execution is traced, and nothing reads it
+ * otherwise), each lane and attempt gets the fields read before its first
+ * use there too, each level its fixed fields; a level's strategy state is
+ * written by its enter step before anything reads it, a lane's outcome by
+ * the step or the report that ends its walk. */
 static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_t nlanes)
 {
     size_t head = align8(sizeof(resil_exec));
@@ -179,10 +192,10 @@ static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_
     char *mem = resil__loop_take(loop, head + lanes + levels + attempts, &cap);
     if (mem == NULL)
         return NULL;
-    memset(mem, 0, head + lanes);
-    memset(mem + head + lanes + levels, 0, attempts);
     resil_exec *x = (resil_exec *)mem;
     x->cap = cap;
+    x->finished = false;
+    x->races = 0;
     x->loop = loop;
     x->nlanes = nlanes;
     x->nnodes = p->nnodes;
@@ -259,7 +272,7 @@ static step rate_round(level *L)
         suspend(L, W_TIMER);
         return WAIT;
     }
-    if (!resil__rate_admit(r, &L->f, rc, RESIL_NO_HINT, &L->x->lanes[L->lane].out))
+    if (!resil__rate_admit(r, &L->f, rc, RESIL_NO_HINT, L->out))
         return DONE;
     L->inner = L->f;
     L->inner.now = resil__read_now(r);
@@ -281,7 +294,7 @@ static step rate_enter(level *L)
 {
     const resil__run *r = run_of(L->x);
     const resil__node *n = resil__node_at(r, L->i);
-    resil_outcome *out = &L->x->lanes[L->lane].out;
+    resil_outcome *out = L->out;
     L->inner = L->f;
     if (n->rate_wait == 0) {
         resil_duration hint = RESIL_NO_HINT;
@@ -310,7 +323,7 @@ static const resil__node *node_of(const level *L) { return resil__node_at(run_of
 
 static bool is_limiter(const level *L)
 {
-    return node_of(L)->kind == RESIL_STRATEGY_ADAPTIVE_LIMITER;
+    return L->kind == RESIL_STRATEGY_ADAPTIVE_LIMITER;
 }
 
 /* The limiter's reading of now: the frame's when it shares the pipeline's clock. */
@@ -329,7 +342,7 @@ static resil_bulkhead *queue_of(const level *L)
 
 static bool bulk_admit(level *L, int rc)
 {
-    resil_outcome *out = &L->x->lanes[L->lane].out;
+    resil_outcome *out = L->out;
     if (!is_limiter(L))
         return resil__bulkhead_admit(run_of(L->x), &L->f, rc, out);
     if (rc == 0)
@@ -450,7 +463,7 @@ static step chaos_wait(level *L)
         if (left <= 0) {
             if (L->f.deadline_token != NULL)
                 resil_cancel_fire_reason(L->f.deadline_token, RESIL_ETIMEDOUT);
-            resil__chaos_cut(&L->x->lanes[L->lane].out);
+            resil__chaos_cut(L->out);
             resil__read_now(r);
             return DONE;
         }
@@ -469,7 +482,7 @@ static step chaos_enter(level *L)
     L->u.chaos.injected = resil_chaos_decide(n->chaos);
     if (!L->u.chaos.injected)
         return GO;
-    resil_outcome *out = &L->x->lanes[L->lane].out;
+    resil_outcome *out = L->out;
     bool listening = resil__listening(r->p);
     switch (n->chaos_opts.kind) {
     case RESIL_CHAOS_FAULT:
@@ -505,7 +518,7 @@ static void chaos_woke(level *L, bool cancelled)
     }
     if (!cancelled && L->f.deadline_token != NULL)
         resil_cancel_fire_reason(L->f.deadline_token, RESIL_ETIMEDOUT);
-    resil__chaos_cut(&L->x->lanes[L->lane].out);
+    resil__chaos_cut(L->out);
     resil__read_now(r);
     end_here(L);
 }
@@ -516,7 +529,7 @@ static void chaos_leave(level *L)
     const resil__node *n = resil__node_at(r, L->i);
     if (!L->u.chaos.injected || n->chaos_opts.kind != RESIL_CHAOS_OUTCOME)
         return;
-    resil_outcome *out = &L->x->lanes[L->lane].out;
+    resil_outcome *out = L->out;
     *out = n->chaos_opts.outcome;
     if (resil__listening(r->p))
         resil__chaos_report(r, n, &L->f, out);
@@ -528,7 +541,7 @@ static step timeout_enter(level *L)
 {
     const resil__run *r = run_of(L->x);
     const resil__node *n = resil__node_at(r, L->i);
-    if (!resil__timeout_enter(r, n, &L->f, &L->u.to.tok, &L->inner, &L->x->lanes[L->lane].out))
+    if (!resil__timeout_enter(r, n, &L->f, &L->u.to.tok, &L->inner, L->out))
         return DONE;
     /* An enclosing deadline that comes first has its own timer. */
     if (L->inner.deadline < L->f.deadline)
@@ -538,7 +551,9 @@ static step timeout_enter(level *L)
 
 /* ---- retry ------------------------------------------------------------------------------ */
 
-static step retry_stop(level *L, resil_stop s)
+/* The run ended with `s`; `decided`: on the outcome the lane holds (an
+ * attempt's, already the run's final one, so it is not copied back). */
+static step retry_end(level *L, resil_stop s, bool decided)
 {
     const resil__run *r = run_of(L->x);
     resil__rx_end(&L->u.retry.rx, s, L->u.retry.start);
@@ -546,9 +561,12 @@ static step retry_stop(level *L, resil_stop s)
         resil_cancel_destroy(&L->u.retry.own);
     if (r->ex != NULL)
         resil__retry_keep_result(r, &L->u.retry.res, &L->u.retry.k);
-    L->x->lanes[L->lane].out = L->u.retry.res.final;
+    if (!decided)
+        *L->out = L->u.retry.res.final;
     return DONE;
 }
+
+static step retry_stop(level *L, resil_stop s) { return retry_end(L, s, false); }
 
 /* Before each attempt: the frame below, as the blocking retry's attempt
  * hands it down. */
@@ -603,10 +621,10 @@ static void retry_woke(level *L, int slept)
 static bool retry_leave(level *L)
 {
     resil__retry_exec *rx = &L->u.retry.rx;
-    rx->out->final = L->x->lanes[L->lane].out;
+    rx->out->final = *L->out;
     resil_retry_decision d = resil__rx_decide(rx, L->u.retry.attempt_start);
     if (d.stop != RESIL_STOP_NONE) {
-        retry_stop(L, d.stop);
+        retry_end(L, d.stop, true);
         return false;
     }
     resil__rx_announce(rx, &d, &L->u.retry.k);
@@ -708,7 +726,7 @@ static void hedge_decide(level *L, resil_outcome o, int except, int reason)
         if (l->back)
             free_lane(l);
     }
-    L->x->lanes[0].out = o;
+    *out_of(L->x, 0) = o;
     fire_lanes(L, except, reason);
     poke(L->x);
     hedge_end(L);
@@ -819,7 +837,7 @@ static void level_timer(resil_timer *t)
 {
     level *L = (level *)((char *)t - offsetof(level, timer));
     resil_exec *x = L->x;
-    switch (node_of(L)->kind) {
+    switch (L->kind) {
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
         resil_cancel_fire_reason(&L->u.to.tok, RESIL_ETIMEDOUT);
@@ -850,7 +868,7 @@ static void level_timer(resil_timer *t)
 /* The token a waiting level's wait listens to, as its blocking sleep would. */
 static resil_cancel *wait_token(const level *L)
 {
-    if (node_of(L)->kind == RESIL_STRATEGY_RETRY)
+    if (L->kind == RESIL_STRATEGY_RETRY)
         return L->u.retry.o.cancel;
     return L->f.cancel;
 }
@@ -860,7 +878,7 @@ static resil_cancel *wait_token(const level *L)
 static void wake(level *L)
 {
     resil_exec *x = L->x;
-    switch (node_of(L)->kind) {
+    switch (L->kind) {
     case RESIL_STRATEGY_RATE_LIMITER:
         timer_stop(x, L);
         rate_again(L); /* a round sees the fired token first */
@@ -905,7 +923,6 @@ static void arrive(resil_attempt *a)
 {
     resil_exec *x = a->x;
     a->running = false;
-    x->lanes[a->lane].out = a->outcome;
     ascend(x, a->lane, x->nnodes - 1);
     unref(x);
 }
@@ -919,7 +936,13 @@ static void release_hold(resil_attempt *a)
     }
 }
 
-static void arrive_posted(resil_work *w) { arrive((resil_attempt *)w); }
+/* A report from another thread: its outcome waited in the attempt. */
+static void arrive_posted(resil_work *w)
+{
+    resil_attempt *a = (resil_attempt *)w;
+    *out_of(a->x, a->lane) = a->outcome;
+    arrive(a);
+}
 
 static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
 {
@@ -951,14 +974,17 @@ void resil_attempt_done(resil_attempt *a, const resil_outcome *o)
     if (a == NULL || o == NULL)
         return;
     resil_loop *loop = a->x->loop;
-    a->outcome = *o;
     if (loop->ops->in_loop != NULL && loop->ops->in_loop(loop->self)) {
+        /* The lane's walk waits at the attempt: nothing else writes its
+         * outcome until the attempt arrives. */
+        *out_of(a->x, a->lane) = *o;
         if (a->held)
             a->reported = true;
         else
             arrive(a);
         return;
     }
+    a->outcome = *o;
     loop->ops->post(loop->self, &a->work);
 }
 
@@ -972,18 +998,21 @@ void resil_attempt_on_cancel(resil_attempt *a, resil_attempt_cancel_fn fn, void 
 
 /* ---- the walk ------------------------------------------------------------------------------ */
 
+/* Each step writes the frame it hands down (L->inner) itself: most
+ * change it (a timeout's deadline, a retry's attempt), so a copy of the
+ * frame made here first would be written over. */
 static step enter(level *L)
 {
     const resil__run *r = run_of(L->x);
-    resil_outcome *out = &L->x->lanes[L->lane].out;
-    L->inner = L->f;
-    switch (r->p->nodes[L->i].kind) {
+    resil_outcome *out = L->out;
+    switch (L->kind) {
     case RESIL_STRATEGY_RATE_LIMITER:
         return rate_enter(L);
     case RESIL_STRATEGY_BULKHEAD:
     case RESIL_STRATEGY_ADAPTIVE_LIMITER:
         return bulk_enter(L);
     case RESIL_STRATEGY_THROTTLE:
+        L->inner = L->f;
         return resil__throttle_enter(r, resil__node_at(r, L->i), &L->f, &L->u.thr.start, out)
                    ? GO
                    : DONE;
@@ -991,8 +1020,10 @@ static step enter(level *L)
     case RESIL_STRATEGY_CHAOS_OUTCOME:
     case RESIL_STRATEGY_CHAOS_LATENCY:
     case RESIL_STRATEGY_CHAOS_BEHAVIOR:
+        L->inner = L->f;
         return chaos_enter(L);
     case RESIL_STRATEGY_HEDGING:
+        L->inner = L->f;
         return hedge_enter(L);
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
@@ -1000,18 +1031,20 @@ static step enter(level *L)
     case RESIL_STRATEGY_RETRY:
         return retry_enter(L);
     case RESIL_STRATEGY_BREAKER:
+        L->inner = L->f;
         return resil__breaker_enter(r, &L->f, &L->u.permit, out) ? GO : DONE;
     case RESIL_STRATEGY_DEGRADE:
+        L->inner = L->f;
         return resil__degrade_enter(r, L->i, &L->f, out) ? GO : DONE;
     default:
+        L->inner = L->f;
         return GO;
     }
 }
 
 static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
 {
-    for (; i < x->nnodes; i++) {
-        level *L = lvl(x, ln, i);
+    for (level *L = lvl(x, ln, i); i < x->nnodes; i++, L++) {
         L->f = *f;
         step s = enter(L);
         if (s == WAIT)
@@ -1030,8 +1063,8 @@ static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
 static bool leave(level *L)
 {
     const resil__run *r = run_of(L->x);
-    resil_outcome *out = &L->x->lanes[L->lane].out;
-    switch (r->p->nodes[L->i].kind) {
+    resil_outcome *out = L->out;
+    switch (L->kind) {
     case RESIL_STRATEGY_BULKHEAD:
         resil_bulkhead_release(&L->u.bulk.t);
         return true;
@@ -1076,13 +1109,19 @@ static void hedge_arrived(resil_exec *x, uint32_t ln);
  * attempt's walk ends at the hedging level. */
 static void ascend(resil_exec *x, uint32_t ln, size_t i)
 {
-    for (; i != SIZE_MAX; i--) {
-        if (i == x->hedge_at) {
+    if (i == SIZE_MAX) {
+        finish(x);
+        return;
+    }
+    for (level *L = lvl(x, ln, i);; L--) {
+        if (L->i == x->hedge_at) {
             hedge_arrived(x, ln);
             return;
         }
-        if (!leave(lvl(x, ln, i)))
+        if (!leave(L))
             return;
+        if (L->i == 0)
+            break;
     }
     finish(x);
 }
@@ -1144,7 +1183,6 @@ static void report_execution(const resil_exec *x)
 static void finish(resil_exec *x)
 {
     resil_pipeline_result *out = &x->result;
-    out->outcome = x->lanes[0].out;
     if (!out->fallback)
         out->cause = out->outcome;
     out->rejected_by = resil__rejected_by(&out->cause);
@@ -1179,10 +1217,9 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     if (x == NULL)
         return RESIL_ENOMEM;
     x->hedge_at = hedge_at;
-    if (call != NULL)
-        x->call = *call;
-    else
-        resil_call_default(&x->call);
+    x->call = call != NULL ? *call : resil__call_defaults;
+    resil__result_begin(&x->result);
+    memset(x->result.reserved_, 0, sizeof x->result.reserved_); /* none of an earlier one's */
     x->p = p;
     x->op = op;
     x->done = done;
@@ -1202,13 +1239,17 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         release(x);
         return rc;
     }
+    level *L = x->levels;
     for (uint32_t ln = 0; ln < x->nlanes; ln++) {
         x->lanes[ln].waiting = -1;
-        for (size_t i = 0; i < x->nnodes; i++) {
-            level *L = lvl(x, ln, i);
+        x->lanes[ln].busy = x->lanes[ln].back = false;
+        x->attempts[ln].running = false;
+        for (size_t i = 0; i < x->nnodes; i++, L++) {
             L->x = x;
             L->lane = ln;
             L->i = (uint32_t)i;
+            L->kind = p->nodes[i].kind;
+            L->out = out_of(x, ln);
             L->wait = W_NONE;
             L->timer = (resil_timer){.fn = level_timer};
         }

@@ -120,6 +120,22 @@ typedef struct resil__run {
     const resil_http_attrs *http;
 } resil__run;
 
+/* resil_call_default()'s values, for a call given as NULL. */
+extern const resil_call resil__call_defaults;
+
+/* The result before the walk: every field but the two outcomes, which the
+ * walk writes (and the reserved room, left as the caller's): clearing
+ * them too costs more than the rest of a success. */
+static inline void resil__result_begin(resil_pipeline_result *out)
+{
+    out->stop = RESIL_STOP_NONE;
+    out->fallback = false;
+    out->attempts = 0;
+    out->records_len = 0;
+    out->hedges = 0;
+    out->hedge_winner = 0;
+}
+
 /* A run of `op` on `p` with the call's options; its breakers are taken
  * afterwards (resil__run_take_breakers). The hedge slots are left as they
  * are: nothing reads past nhedge_breakers. */
