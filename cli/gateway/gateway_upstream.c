@@ -345,7 +345,7 @@ static void call_unlink(struct gw_upstream *u, gw_call *c)
     c->prev = c->next = NULL;
 }
 
-static void call_release(struct gw_upstream *u, gw_call *c);
+static void call_release(struct gw_upstream *u, gw_call *c, resil_breaker_result verdict);
 
 void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c))
 {
@@ -356,7 +356,10 @@ void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c))
         gw_call *c = u->calls;
         curl_multi_remove_handle(u->multi, c->easy);
         call_unlink(u, c);
-        call_release(u, c);
+        /* cut short by the shutdown: it says nothing about the upstream
+         * (counted as a success, a half-open probe cut here would close
+         * the fleet's breaker for every gateway) */
+        call_release(u, c, RESIL_BREAKER_IGNORED);
         if (aborted != NULL)
             aborted(c);
     }
@@ -666,13 +669,17 @@ static void read_outcome(gateway *gw, gw_call *c, CURLcode rc)
     record_attempt(gw, c, out, took);
 }
 
-/* The call's breaker verdict, handle, headers and URL go. */
-static void call_release(struct gw_upstream *u, gw_call *c)
+/* What a finished call says about the upstream. */
+static resil_breaker_result verdict_of(const gw_reply *out)
 {
-    gw_reply *out = c->out;
-    resil_breaker_record(u->gw->breaker, &c->permit,
-                         out->curl_code != 0 || out->status >= 500 ? RESIL_BREAKER_FAILURE
-                                                                   : RESIL_BREAKER_SUCCESS);
+    return out->curl_code != 0 || out->status >= 500 ? RESIL_BREAKER_FAILURE
+                                                     : RESIL_BREAKER_SUCCESS;
+}
+
+/* The call's breaker verdict is recorded; its handle, headers and URL go. */
+static void call_release(struct gw_upstream *u, gw_call *c, resil_breaker_result verdict)
+{
+    resil_breaker_record(u->gw->breaker, &c->permit, verdict);
     if (c->easy != NULL)
         give_handle(u, c->easy);
     c->easy = NULL;
@@ -687,7 +694,7 @@ static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc)
     curl_multi_remove_handle(u->multi, c->easy);
     call_unlink(u, c);
     read_outcome(u->gw, c, rc);
-    call_release(u, c);
+    call_release(u, c, verdict_of(c->out));
     c->done(c);
 }
 
@@ -696,7 +703,7 @@ static void call_failed(struct gw_upstream *u, gw_call *c, int code, const char 
 {
     c->out->curl_code = code;
     snprintf(c->out->error, sizeof c->out->error, "%s", why);
-    call_release(u, c);
+    call_release(u, c, verdict_of(c->out));
     c->done(c);
 }
 
