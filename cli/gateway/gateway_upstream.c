@@ -9,12 +9,13 @@
  * not, as it was sent. Only hop-by-hop headers stop at the proxy.
  *
  * Every call runs on the gateway's loop through one curl multi handle, so
- * no thread waits on the upstream: curl's socket callback becomes
- * descriptor watches on the loop and its timer callback one loop timer (as
- * src/http/multi.c drives curl multi for libresil-http; a kept
- * connection's watch stays armed between its calls, see sock_watch), and
- * a call's `done` runs from there once curl says the transfer ended,
- * never from inside a libcurl callback. The multi handle keeps the upstream
+ * no thread waits on the upstream: libresil-http's driver of curl multi on
+ * a loop (src/http/curl_loop.c, under resil_http_multi too) turns curl's
+ * sockets into watches and its timeout into a timer, and a call's `done`
+ * runs from there once curl says the transfer ended, never from inside a
+ * libcurl callback. The handles are the gateway's own, so curl opens and
+ * closes their sockets through the driver: a kept connection's watch stays
+ * armed between its calls. The multi handle keeps the upstream
  * connections open between calls (up to KEEP_CONNECTIONS), and easy
  * handles are pooled and reset rather than freed: a reverse proxy that
  * reconnects or rebuilds its handles for every request would measure TCP
@@ -45,11 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "curl_loop.h"
 #include "gateway.h"
 #ifdef RESIL_CLI_REDIS
 #include "fleet_opts.h"
@@ -94,219 +94,22 @@ void gw_reply_free(gw_reply *r)
 
 /* ---- curl multi on the loop ---------------------------------------------- */
 
-/* A socket curl asked to have watched; kept for the next one when curl is
- * done with it.
- *
- * curl drops a kept-alive connection's socket from its watch list when a
- * transfer ends (CURL_POLL_REMOVE) and asks for it again when the next
- * transfer takes the connection. Stopping and restarting the loop's watch
- * each time would cost three epoll_ctl calls a request. So the watch of a
- * socket curl opened (the open and close socket callbacks say which those
- * are) stays armed while the connection idles ("kept"), found again by its
- * descriptor when curl asks for it, and is stopped only when curl closes
- * the socket — or when it becomes ready while idle (the upstream closed it,
- * or sent what no request asked for), since nothing would read it then.
- * Any other socket curl uses (a resolver's) is stopped on REMOVE as
- * before: its closing is not announced, and a watch must never outlive its
- * descriptor. */
-typedef struct sock_watch {
-    resil_io io;
-    struct gw_upstream *u;
-    struct sock_watch *next, *prev;
-    curl_socket_t fd;
-    unsigned events; /* what the loop watches it for; 0: not started */
-    bool kept;       /* curl let go of it: its connection idles in curl's cache */
-} sock_watch;
-
 struct gw_upstream {
     gateway *gw;
-    resil_loop *loop;
-    CURLM *multi;
-    resil_timer timer; /* curl's timeout */
-    gw_call *calls;    /* in flight */
-    sock_watch *watches, *idle_watches;
-    /* by descriptor: the sockets curl opened (UNWATCHED while no
-     * watch exists yet) and the watch of each */
-    sock_watch **by_fd;
-    size_t by_fd_len;
-    CURL *pool[64];    /* reset handles, for the next calls */
+    resil__curl_loop *driver;
+    CURLM *multi;   /* the driver's */
+    gw_call *calls; /* in flight */
+    CURL *pool[64]; /* reset handles, for the next calls */
     size_t pool_len;
 };
 
-/* by_fd's marker for a socket curl opened that has no watch yet */
-static sock_watch unwatched_marker;
-#define UNWATCHED (&unwatched_marker)
-
 static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc);
 
-static void read_finished(struct gw_upstream *u)
-{
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(u->multi, &left)) != NULL) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        gw_call *c = NULL;
-        CURLcode rc = msg->data.result;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
-        if (c != NULL)
-            call_finish(u, c, rc);
-    }
-}
-
-static void watch_end(struct gw_upstream *u, sock_watch *w);
-
-static void on_io(resil_io *io, int fd, unsigned events)
-{
-    sock_watch *w = (sock_watch *)io;
-    struct gw_upstream *u = w->u;
-    if (w->kept) { /* an idle connection stirred: curl reads it when it next takes it */
-        watch_end(u, w);
-        return;
-    }
-    int flags = ((events & RESIL_IO_READ) ? CURL_CSELECT_IN : 0) |
-                ((events & RESIL_IO_WRITE) ? CURL_CSELECT_OUT : 0) |
-                ((events & RESIL_IO_ERROR) ? CURL_CSELECT_ERR : 0);
-    int running;
-    curl_multi_socket_action(u->multi, fd, flags, &running);
-    read_finished(u);
-}
-
-static void on_timer(resil_timer *t)
-{
-    struct gw_upstream *u = (struct gw_upstream *)(void *)((char *)t -
-                                                           offsetof(struct gw_upstream, timer));
-    int running;
-    curl_multi_socket_action(u->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    read_finished(u);
-}
-
-/* Stop a watch; its memory waits in idle_watches for the next socket. */
-static void watch_end(struct gw_upstream *u, sock_watch *w)
-{
-    if (w->events != 0)
-        resil_loop_io_stop(u->loop, &w->io);
-    if (w->fd >= 0 && (size_t)w->fd < u->by_fd_len && u->by_fd[w->fd] == w)
-        u->by_fd[w->fd] = UNWATCHED; /* still curl's, unwatched */
-    if (w->prev != NULL)
-        w->prev->next = w->next;
-    else
-        u->watches = w->next;
-    if (w->next != NULL)
-        w->next->prev = w->prev;
-    w->next = u->idle_watches;
-    u->idle_watches = w;
-}
-
-static sock_watch *watch_new(struct gw_upstream *u, curl_socket_t s)
-{
-    sock_watch *w = u->idle_watches;
-    if (w != NULL)
-        u->idle_watches = w->next;
-    else if ((w = malloc(sizeof *w)) == NULL)
-        return NULL;
-    memset(w, 0, sizeof *w);
-    w->io.fn = on_io;
-    w->u = u;
-    w->fd = s;
-    w->next = u->watches;
-    if (w->next != NULL)
-        w->next->prev = w;
-    u->watches = w;
-    return w;
-}
-
-/* The socket's entry in by_fd, or NULL when it is not one curl opened. */
-static sock_watch **opened_socket(struct gw_upstream *u, curl_socket_t s)
-{
-    if (s < 0 || (size_t)s >= u->by_fd_len || u->by_fd[s] == NULL)
-        return NULL;
-    return &u->by_fd[s];
-}
-
-static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+/* A transfer curl multi says is done (the driver's report). */
+static void on_done(void *ud, CURL *easy, void *priv, CURLcode code)
 {
     (void)easy;
-    struct gw_upstream *u = userp;
-    sock_watch *w = socketp;
-    sock_watch **slot = opened_socket(u, s);
-    if (what == CURL_POLL_REMOVE) {
-        if (w == NULL)
-            return 0;
-        curl_multi_assign(u->multi, s, NULL);
-        if (slot != NULL && w->events != 0)
-            w->kept = true; /* armed until curl takes it again, or closes it */
-        else
-            watch_end(u, w);
-        return 0;
-    }
-    if (w == NULL && slot != NULL && *slot != UNWATCHED)
-        w = *slot; /* a kept connection, taken again */
-    if (w == NULL && (w = watch_new(u, s)) == NULL)
-        return -1;
-    if (slot != NULL)
-        *slot = w;
-    if (w->kept || socketp == NULL)
-        curl_multi_assign(u->multi, s, w);
-    w->kept = false;
-    unsigned events = ((what & CURL_POLL_IN) ? RESIL_IO_READ : 0) |
-                      ((what & CURL_POLL_OUT) ? RESIL_IO_WRITE : 0);
-    if (events == w->events)
-        return 0; /* armed as it is: no call to the loop, no epoll_ctl */
-    w->events = events;
-    return resil_loop_io_start(u->loop, &w->io, s, events) == 0 ? 0 : -1;
-}
-
-/* curl's sockets are opened here to be known as its connections' (see
- * sock_watch). */
-static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose,
-                                    struct curl_sockaddr *addr)
-{
-    struct gw_upstream *u = clientp;
-    (void)purpose;
-    curl_socket_t s = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
-    if (s < 0)
-        return CURL_SOCKET_BAD;
-    if ((size_t)s >= u->by_fd_len) {
-        size_t len = u->by_fd_len ? u->by_fd_len : 64;
-        while (len <= (size_t)s)
-            len *= 2;
-        sock_watch **p = realloc(u->by_fd, len * sizeof *p);
-        if (p == NULL) {
-            close(s);
-            return CURL_SOCKET_BAD;
-        }
-        memset(p + u->by_fd_len, 0, (len - u->by_fd_len) * sizeof *p);
-        u->by_fd = p;
-        u->by_fd_len = len;
-    }
-    u->by_fd[s] = UNWATCHED;
-    return s;
-}
-
-/* The watch goes before the descriptor does. */
-static int on_close_socket(void *clientp, curl_socket_t s)
-{
-    struct gw_upstream *u = clientp;
-    sock_watch **slot = opened_socket(u, s);
-    if (slot != NULL) {
-        if (*slot != UNWATCHED)
-            watch_end(u, *slot);
-        *slot = NULL;
-    }
-    return close(s);
-}
-
-static int on_curl_timer(CURLM *multi, long ms, void *userp)
-{
-    (void)multi;
-    struct gw_upstream *u = userp;
-    const resil_loop_ops *ops = u->loop->ops;
-    if (ms < 0)
-        ops->timer_stop(u->loop->self, &u->timer);
-    else
-        ops->timer_start(u->loop->self, &u->timer, RESIL_MS(ms));
-    return 0;
+    call_finish(ud, priv, code);
 }
 
 /* Upstream connections kept open between calls: as many as calls may run
@@ -318,17 +121,12 @@ int gw_upstream_open(gateway *gw, resil_loop *loop)
     struct gw_upstream *u = calloc(1, sizeof *u);
     if (u == NULL)
         return -1;
-    if ((u->multi = curl_multi_init()) == NULL) {
+    if (resil__curl_loop_new(loop, on_done, u, &u->driver) != 0) {
         free(u);
         return -1;
     }
     u->gw = gw;
-    u->loop = loop;
-    u->timer.fn = on_timer;
-    curl_multi_setopt(u->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(u->multi, CURLMOPT_SOCKETDATA, u);
-    curl_multi_setopt(u->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-    curl_multi_setopt(u->multi, CURLMOPT_TIMERDATA, u);
+    u->multi = resil__curl_loop_multi(u->driver);
     curl_multi_setopt(u->multi, CURLMOPT_MAXCONNECTS, KEEP_CONNECTIONS);
     gw->upstream = u;
     return 0;
@@ -365,15 +163,7 @@ void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c))
     }
     for (size_t i = 0; i < u->pool_len; i++)
         curl_easy_cleanup(u->pool[i]);
-    curl_multi_cleanup(u->multi); /* may remove sockets through on_socket */
-    while (u->watches != NULL)
-        watch_end(u, u->watches);
-    free(u->by_fd);
-    for (sock_watch *w = u->idle_watches, *next; w != NULL; w = next) {
-        next = w->next;
-        free(w);
-    }
-    u->loop->ops->timer_stop(u->loop->self, &u->timer);
+    resil__curl_loop_free(u->driver);
     free(u);
     gw->upstream = NULL;
 }
@@ -724,10 +514,7 @@ static void set_transfer(gateway *gw, CURL *h, gw_call *c)
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c->out);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, c);
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, gw->upstream);
-    curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
-    curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, gw->upstream);
+    resil__curl_loop_own_sockets(gw->upstream->driver, h);
     watch_sending(h, c);
 }
 

@@ -10,23 +10,20 @@
  * or when the attempt is cancelled (its timeout, a lost hedge, a cancelled
  * call), by taking the handle off the multi handle at once.
  *
- * curl multi is driven the way its socket interface asks: its socket
- * callback turns into descriptor watches on the loop (a small struct per
- * socket, attached with curl_multi_assign()), its timer callback into one
- * loop timer, and both call curl_multi_socket_action() and then read the
- * finished transfers. Attempts are reported only from there, never from
- * inside a libcurl callback, so whatever a report sets off — the next
- * attempt added, a hedge's losers removed, the call's `done` starting a new
- * call — may use the multi handle freely.
+ * curl multi is driven on the loop by curl_loop.c, the driver the
+ * gateway's upstream uses too: it reports a finished transfer from the
+ * loop, never from inside a libcurl callback, so whatever a report sets
+ * off — the next attempt added, a hedge's losers removed, the call's
+ * `done` starting a new call — may use the multi handle freely. The
+ * handles are the caller's, so their socket callbacks stay the caller's:
+ * a socket's watch stops when curl removes it, as the driver does for any
+ * socket it did not open.
  *
  * Ownership: a call's state (this file's xfer with perform.c's call after
- * it) is one allocation, and a socket's watch another; the multi handle
- * owns both and keeps them when a call ends or curl removes a socket
- * (curl drops a socket's watch between transfers at times, even on a
- * kept-alive connection), with the calls' attempt states in a pool of its
- * own, so that after warm-up a call allocates nothing here: each list is
- * as long as the most calls or sockets ever in use at once, and is freed
- * with the handle. The handle's CURLOPT_PRIVATE points at the attempt's
+ * it) is one allocation; the multi handle owns it and keeps it when a call
+ * ends, with the calls' attempt states in a pool of its own, so that after
+ * warm-up a call allocates nothing here: the list is as long as the most
+ * calls ever in use at once, and is freed with the handle. The handle's CURLOPT_PRIVATE points at the attempt's
  * slot during a transfer (it is read back and restored, since the caller
  * may use it too).
  */
@@ -36,6 +33,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "curl_loop.h"
 #include "resil/async.h"
 
 #define POOL_BUF_KEEP ((size_t)64 << 10) /* an idle call keeps no larger buffer */
@@ -48,20 +46,12 @@ typedef struct xfer_slot {
     bool in_multi;
 } xfer_slot;
 
-typedef struct sock_watch {
-    resil_io io;
-    resil_http_multi *m;
-    struct sock_watch *next, *prev; /* every watch, so that free finds them */
-} sock_watch;
-
 struct resil_http_multi {
     resil_http_client *client;
     resil_loop *loop;
-    CURLM *multi;
-    resil_timer timer; /* curl's timeout */
+    resil__curl_loop *driver;
+    CURLM *multi; /* the driver's */
     size_t calls;
-    sock_watch *watches;
-    sock_watch *idle_watches; /* kept for the next socket, through `next` */
     resil_http_xfer *idle;    /* kept for the next call, through `next_idle` */
     http_pool *pool;
 };
@@ -98,103 +88,14 @@ static void finish(xfer_slot *s, CURLcode code)
     resil_attempt_done(a, &o);
 }
 
-static void read_finished(resil_http_multi *m)
+/* A transfer curl multi says is done (the driver's report). */
+static void on_done(void *ud, CURL *easy, void *priv, CURLcode code)
 {
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(m->multi, &left)) != NULL) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        xfer_slot *s = NULL;
-        CURLcode code = msg->data.result;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
-        if (s != NULL && s->in_multi)
-            finish(s, code);
-    }
-}
-
-/* ---- curl multi on the loop ---------------------------------------------------- */
-
-static void on_io(resil_io *io, int fd, unsigned events)
-{
-    resil_http_multi *m = ((sock_watch *)io)->m;
-    int flags = ((events & RESIL_IO_READ) ? CURL_CSELECT_IN : 0) |
-                ((events & RESIL_IO_WRITE) ? CURL_CSELECT_OUT : 0) |
-                ((events & RESIL_IO_ERROR) ? CURL_CSELECT_ERR : 0);
-    int running;
-    curl_multi_socket_action(m->multi, fd, flags, &running);
-    read_finished(m);
-}
-
-static void on_timer(resil_timer *t)
-{
-    resil_http_multi *m = (resil_http_multi *)((char *)t - offsetof(resil_http_multi, timer));
-    int running;
-    curl_multi_socket_action(m->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    read_finished(m);
-}
-
-/* The watch stops and waits in the idle list. */
-static void watch_end(resil_http_multi *m, sock_watch *w)
-{
-    resil_loop_io_stop(m->loop, &w->io);
-    if (w->prev != NULL)
-        w->prev->next = w->next;
-    else
-        m->watches = w->next;
-    if (w->next != NULL)
-        w->next->prev = w->prev;
-    w->next = m->idle_watches;
-    m->idle_watches = w;
-}
-
-static sock_watch *watch_new(resil_http_multi *m, curl_socket_t s)
-{
-    sock_watch *w = m->idle_watches;
-    if (w != NULL)
-        m->idle_watches = w->next;
-    else if ((w = malloc(sizeof *w)) == NULL)
-        return NULL;
-    memset(w, 0, sizeof *w);
-    w->io.fn = on_io;
-    w->m = m;
-    w->next = m->watches;
-    if (w->next != NULL)
-        w->next->prev = w;
-    m->watches = w;
-    curl_multi_assign(m->multi, s, w);
-    return w;
-}
-
-static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
+    (void)ud;
     (void)easy;
-    resil_http_multi *m = userp;
-    sock_watch *w = socketp;
-    if (what == CURL_POLL_REMOVE) {
-        if (w != NULL) {
-            curl_multi_assign(m->multi, s, NULL);
-            watch_end(m, w);
-        }
-        return 0;
-    }
-    if (w == NULL && (w = watch_new(m, s)) == NULL)
-        return -1;
-    unsigned events = ((what & CURL_POLL_IN) ? RESIL_IO_READ : 0) |
-                      ((what & CURL_POLL_OUT) ? RESIL_IO_WRITE : 0);
-    return resil_loop_io_start(m->loop, &w->io, s, events) == 0 ? 0 : -1;
-}
-
-static int on_curl_timer(CURLM *multi, long ms, void *userp)
-{
-    (void)multi;
-    resil_http_multi *m = userp;
-    const resil_loop_ops *ops = m->loop->ops;
-    if (ms < 0)
-        ops->timer_stop(m->loop->self, &m->timer);
-    else
-        ops->timer_start(m->loop->self, &m->timer, RESIL_MS(ms));
-    return 0;
+    xfer_slot *s = priv;
+    if (s->in_multi)
+        finish(s, code);
 }
 
 int resil_http_multi_new(resil_http_client *c, resil_loop *loop, resil_http_multi **out)
@@ -206,21 +107,15 @@ int resil_http_multi_new(resil_http_client *c, resil_loop *loop, resil_http_mult
     resil_http_multi *m = calloc(1, sizeof *m);
     if (m == NULL)
         return RESIL_ENOMEM;
-    m->multi = curl_multi_init();
     m->pool = resil__http_pool_new(POOL_BUF_KEEP);
-    if (m->multi == NULL || m->pool == NULL) {
-        curl_multi_cleanup(m->multi);
+    if (m->pool == NULL || resil__curl_loop_new(loop, on_done, m, &m->driver) != 0) {
         resil__http_pool_free(m->pool);
         free(m);
         return RESIL_ENOMEM;
     }
+    m->multi = resil__curl_loop_multi(m->driver);
     m->client = c;
     m->loop = loop;
-    m->timer.fn = on_timer;
-    curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m);
-    curl_multi_setopt(m->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-    curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m);
     *out = m;
     return 0;
 }
@@ -229,19 +124,12 @@ void resil_http_multi_free(resil_http_multi *m)
 {
     if (m == NULL)
         return;
-    curl_multi_cleanup(m->multi); /* may remove sockets through on_socket */
-    while (m->watches != NULL)
-        watch_end(m, m->watches);
-    for (sock_watch *w = m->idle_watches, *next; w != NULL; w = next) {
-        next = w->next;
-        free(w);
-    }
+    resil__curl_loop_free(m->driver);
     for (resil_http_xfer *x = m->idle, *next; x != NULL; x = next) {
         next = x->next_idle;
         free(x);
     }
     resil__http_pool_free(m->pool);
-    m->loop->ops->timer_stop(m->loop->self, &m->timer);
     free(m);
 }
 
