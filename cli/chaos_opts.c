@@ -49,7 +49,7 @@ int chaos_value_rate_split(const args *a, const char *option, const char *form, 
 int chaos_value_rate_duration(const args *a, const char *option, const char *v, double *rate,
                               resil_duration *d)
 {
-    const char *rest;
+    const char *rest = NULL;
     if (chaos_value_rate_split(a, option, "RATE:DURATION, such as 0.1:2s", v, rate, &rest) != 0)
         return RESIL_EINVAL;
     return args_duration(a, option, rest, true, d);

@@ -75,7 +75,7 @@ static bool retry_after_value(const char *text, int64_t *out)
 
 static int parse_status(gw_chaos_config *c, const args *a, const char *v)
 {
-    const char *rest;
+    const char *rest = NULL;
     if (chaos_value_rate_split(a, "--chaos-status", status_form, v, &c->status_rate, &rest) != 0)
         return RESIL_EINVAL;
     char code[16];
