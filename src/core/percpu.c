@@ -1,7 +1,7 @@
 /*
  * percpu.c — cells split by CPU, for success paths that must not write a
- * cache line every thread shares (window.h counts successes in them, tally.c
- * a throttle's).
+ * cache line every thread shares (tally.c counts in them, for a throttle's
+ * successes and a window's).
  *
  * A counter every call bumps is, on a shared object, a line that bounces
  * between the cores running those calls: on two cores it costs a few

@@ -14,19 +14,6 @@ int resil__tally_init(resil__tally *t)
 
 void resil__tally_free(resil__tally *t) { resil__cells_free(&t->cells); }
 
-bool resil__tally_add(resil__tally *t, uint64_t epoch)
-{
-    _Atomic uint64_t *cell = resil__my_cell(&t->cells);
-    uint64_t v = atomic_load_explicit(cell, memory_order_relaxed);
-    for (;;) {
-        if (seq_of(v) != seq_of(epoch) || (v & RESIL__TALLY_LOW) == RESIL__TALLY_LOW)
-            return false;
-        if (atomic_compare_exchange_weak_explicit(cell, &v, v + 1, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return true;
-    }
-}
-
 uint64_t resil__tally_close(resil__tally *t, uint64_t tag)
 {
     uint64_t e = atomic_load_explicit(&t->epoch, memory_order_relaxed);

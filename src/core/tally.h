@@ -44,7 +44,19 @@ static inline uint64_t resil__tally_tag(uint64_t epoch) { return epoch & RESIL__
 /* Count one in `epoch` (as read by the caller, who checked its tag): true
  * when counted, false when the epoch has moved on (or the cell is full)
  * and the caller must take its locked path. */
-bool resil__tally_add(resil__tally *t, uint64_t epoch);
+static inline bool resil__tally_add(resil__tally *t, uint64_t epoch)
+{
+    _Atomic uint64_t *cell = resil__my_cell(&t->cells);
+    uint64_t v = atomic_load_explicit(cell, memory_order_relaxed);
+    for (;;) {
+        if (v >> RESIL__TALLY_SEQ_SHIFT != epoch >> RESIL__TALLY_SEQ_SHIFT ||
+            (v & RESIL__TALLY_LOW) == RESIL__TALLY_LOW)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(cell, &v, v + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+}
 
 /* Under the owner's lock: take every cell's count (they belong to the
  * tag being closed) and publish `tag` in the next sequence. */

@@ -113,78 +113,63 @@ resil__window_counts resil__window_totals(const resil__window *w,
 
 /* ---- successes counted by CPU (window.h) ------------------------------- */
 
-#define SEQ_SHIFT 40
-#define LOW40 ((UINT64_C(1) << SEQ_SHIFT) - 1)
-#define NO_BUCKET LOW40 /* the epoch names no bucket: every add declines */
-
-static uint64_t epoch_seq(uint64_t e) { return e >> SEQ_SHIFT; }
-static uint64_t epoch_bucket(uint64_t e) { return e & LOW40; }
+/* The tally's tag is the bucket number the cells count in. */
+static uint64_t cells_bucket(const resil__window_cells *s)
+{
+    return resil__tally_tag(resil__tally_epoch(&s->tally));
+}
 
 int resil__window_cells_init(resil__window_cells *s, resil_duration sampling)
 {
-    atomic_init(&s->epoch, NO_BUCKET);
     s->width = sampling / RESIL__WINDOW_BUCKETS >= 1 ? sampling / RESIL__WINDOW_BUCKETS : 1;
-    return resil__cells_init(&s->cells);
+    return resil__tally_init(&s->tally);
 }
 
-void resil__window_cells_free(resil__window_cells *s) { resil__cells_free(&s->cells); }
+void resil__window_cells_free(resil__window_cells *s) { resil__tally_free(&s->tally); }
 
 bool resil__window_cells_add(resil__window_cells *s, uint64_t epoch, resil_instant now)
 {
-    if (s->cells.cell == NULL || epoch_bucket(epoch) == NO_BUCKET)
+    uint64_t bucket = resil__tally_tag(epoch);
+    if (s->tally.cells.cell == NULL || bucket == RESIL__TALLY_NONE)
         return false;
-    resil_instant start = (resil_instant)epoch_bucket(epoch) * s->width;
+    resil_instant start = (resil_instant)bucket * s->width;
     if (now < start || now - start >= s->width)
         return false;
-    _Atomic uint64_t *c = resil__my_cell(&s->cells);
-    uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
-    for (;;) {
-        if (epoch_seq(v) != epoch_seq(epoch) || (v & LOW40) == LOW40)
-            return false;
-        if (atomic_compare_exchange_weak_explicit(c, &v, v + 1, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return true;
-    }
+    return resil__tally_add(&s->tally, epoch);
 }
 
-/* Take every cell's count, stamp the next sequence, and name `bucket` as
- * the one the next adds count in. What was taken belongs to the old
- * epoch's bucket; with `keep` it goes into the window there. */
+/* Close the tally and name `bucket` as the one the next adds count in.
+ * What was taken belongs to the old epoch's bucket; with `keep` it goes
+ * into the window there. */
 static void next_epoch(resil__window_cells *s, resil__window *w, uint64_t bucket, bool keep)
 {
-    if (s->cells.cell == NULL)
+    if (s->tally.cells.cell == NULL)
         return;
-    uint64_t e = atomic_load_explicit(&s->epoch, memory_order_relaxed);
-    uint64_t seq = (epoch_seq(e) + 1) << SEQ_SHIFT;
-    uint64_t taken = 0;
-    for (uint32_t i = 0; i <= s->cells.mask; i++)
-        taken += atomic_exchange_explicit(&s->cells.cell[i].v, seq, memory_order_acq_rel) &
-                 LOW40;
-    if (keep && taken > 0 && epoch_bucket(e) != NO_BUCKET)
-        resil__window_add_many(w, (resil_instant)epoch_bucket(e) * s->width, taken);
-    atomic_store_explicit(&s->epoch, seq | bucket, memory_order_release);
+    uint64_t old = cells_bucket(s);
+    uint64_t taken = resil__tally_close(&s->tally, bucket);
+    if (keep && taken > 0 && old != RESIL__TALLY_NONE)
+        resil__window_add_many(w, (resil_instant)old * s->width, taken);
 }
 
 void resil__window_cells_fold(resil__window_cells *s, resil__window *w)
 {
-    uint64_t e = atomic_load_explicit(&s->epoch, memory_order_relaxed);
-    next_epoch(s, w, epoch_bucket(e), true);
+    next_epoch(s, w, cells_bucket(s), true);
 }
 
 void resil__window_cells_follow(resil__window_cells *s, resil__window *w)
 {
     if (w->empty)
         return;
-    uint64_t e = atomic_load_explicit(&s->epoch, memory_order_relaxed);
-    uint64_t bucket = w->head >= 0 && (uint64_t)w->head < NO_BUCKET ? (uint64_t)w->head
-                                                                    : NO_BUCKET;
-    if (bucket != epoch_bucket(e))
+    uint64_t bucket = w->head >= 0 && (uint64_t)w->head < RESIL__TALLY_NONE
+                          ? (uint64_t)w->head
+                          : RESIL__TALLY_NONE;
+    if (bucket != cells_bucket(s))
         next_epoch(s, w, bucket, true);
 }
 
 void resil__window_cells_stop(resil__window_cells *s, resil__window *w, bool keep)
 {
-    next_epoch(s, w, NO_BUCKET, keep);
+    next_epoch(s, w, RESIL__TALLY_NONE, keep);
 }
 
 void resil__ring_init(resil__ring *r, uint8_t *slots, uint32_t size)

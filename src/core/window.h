@@ -20,6 +20,7 @@
 
 #include "internal.h"
 #include "resil/time.h"
+#include "tally.h"
 
 #define RESIL__WINDOW_BUCKETS 10
 
@@ -56,8 +57,9 @@ resil__window_counts resil__window_totals(const resil__window *w,
  * Successes counted by CPU, for a window whose owner locks only for the
  * rest (a breaker's failures, a budget's retries) and for a new bucket.
  *
- * A success is counted in the cell of the CPU it runs on, with one
- * compare-and-swap on a line no other CPU writes. Each cell word is
+ * They are a tally (tally.h) whose tag is the bucket number. A success is
+ * counted in the cell of the CPU it runs on, with one compare-and-swap on
+ * a line no other CPU writes. Each cell word is
  *
  *     epoch sequence (24 bits) | successes (40 bits)
  *
@@ -78,9 +80,8 @@ resil__window_counts resil__window_totals(const resil__window *w,
  * lands in its own bucket and totals read under the lock are exact.
  */
 typedef struct resil__window_cells {
-    _Atomic uint64_t epoch;
+    resil__tally tally;   /* tag: the bucket; no cells: every add declines */
     resil_duration width; /* the window's bucket width, immutable */
-    resil__cells cells;   /* none: every add declines */
 } resil__window_cells;
 
 /* Cells for a window of `sampling` (as resil__window_init); RESIL_ENOMEM. */
@@ -90,7 +91,7 @@ void resil__window_cells_free(resil__window_cells *s);
  * owner's state must not have changed (a breaker's generation). */
 static inline uint64_t resil__window_cells_epoch(const resil__window_cells *s)
 {
-    return atomic_load_explicit(&((resil__window_cells *)s)->epoch, memory_order_acquire);
+    return resil__tally_epoch(&s->tally);
 }
 /* One success at `now` in `epoch`'s bucket, without a lock; false: the
  * owner must add it under its lock. */
