@@ -9,6 +9,7 @@
  * answer: the queries are written to have exactly one.
  */
 #include "prom_server.h"
+#include "free_port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,21 +43,6 @@ static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 /* An HTTP/1.0 GET on loopback: the body into buf, the status returned
@@ -187,7 +173,7 @@ prom_server *prom_server_start(const char *target)
         return NULL;
     }
     for (int i = 0; i < START_TRIES; i++) {
-        s->port = free_port();
+        s->port = test_free_port();
         s->pid = s->port > 0 ? spawn(s) : -1;
         if (s->pid > 0 && wait_ready(s))
             return s;

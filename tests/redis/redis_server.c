@@ -19,6 +19,7 @@
  * joined at stop.
  */
 #include "redis_server.h"
+#include "../support/free_port.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,21 +96,6 @@ static void track(redis_server *s, bool add)
             started[i] = NULL;
     }
     pthread_mutex_unlock(&started_mu);
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 static const char *temp_dir(void)
@@ -212,7 +198,7 @@ redis_server *redis_server_start(void)
         return NULL;
     track(s, true);
     for (int i = 0; i < START_TRIES; i++) {
-        s->port = free_port();
+        s->port = test_free_port();
         snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
         if (s->port > 0 && launch(s) == 0)
             return s;

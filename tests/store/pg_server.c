@@ -10,6 +10,7 @@
  * crashes or is killed by CTest's timeout must not leave a server behind.
  */
 #include "pg_server.h"
+#include "../support/free_port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -128,20 +129,6 @@ static bool pick_user(pg_server *s)
     return true;
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb;
@@ -239,7 +226,7 @@ static bool start_on_free_port(pg_server *s, bool durable)
     snprintf(server_log, sizeof server_log, "%s/server.log", s->dir);
     s->durable = durable;
     for (int tries = 0; tries < 5; tries++) {
-        s->port = free_port();
+        s->port = test_free_port();
         if (start_on_port(s) == 0)
             return true;
     }
