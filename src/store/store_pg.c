@@ -636,18 +636,23 @@ static bool many_build(many *m, store_call *const *calls, const uint32_t *rows, 
     return true;
 }
 
+/* One call's statement, queued in the pipeline. */
+static bool send_prepared(PGconn *pg, int which, const params *p)
+{
+    return PQsendQueryPrepared(pg, statements[which].name, p->n, p->value, p->length,
+                               p->format, 1) == 1;
+}
+
 static bool many_send(PGconn *pg, const many *m, store_call *const *calls)
 {
     params p;
     if (m->n == 1 && m->which == PS_INSERT_MANY) {
         insert_params(calls[m->first], &p);
-        return PQsendQueryPrepared(pg, statements[PS_INSERT].name, p.n, p.value, p.length,
-                                   p.format, 1) == 1;
+        return send_prepared(pg, PS_INSERT, &p);
     }
     if (m->n == 1) {
         fenced_params(calls[m->first], PS_COMPLETE, &p);
-        return PQsendQueryPrepared(pg, statements[PS_COMPLETE].name, p.n, p.value, p.length,
-                                   p.format, 1) == 1;
+        return send_prepared(pg, PS_COMPLETE, &p);
     }
     const char *value[MAX_ARRAYS];
     int length[MAX_ARRAYS], format[MAX_ARRAYS];
@@ -768,8 +773,7 @@ static bool send_single(PGconn *pg, const store_call *call)
         purge_params(call, &p);
     else
         fenced_params(call, which, &p);
-    return PQsendQueryPrepared(pg, statements[which].name, p.n, p.value, p.length, p.format,
-                               1) == 1;
+    return send_prepared(pg, which, &p);
 }
 
 /* BEGIN, the claims, the completions, one statement per other call,
