@@ -51,16 +51,44 @@ static bool loop_in_loop(void *self)
     return pthread_equal(l->thread, pthread_self());
 }
 
-static int grow(resil_io ***list, size_t *cap, size_t need)
+/* A capacity of at least `need`, doubling from `cap` (16 to start). */
+static size_t grown(size_t cap, size_t need)
 {
-    if (need <= *cap)
+    size_t n = cap == 0 ? 16 : cap;
+    while (n < need)
+        n *= 2;
+    return n;
+}
+
+static int grow_watches(http_loop *l, size_t need)
+{
+    if (need <= l->cap)
         return 0;
-    size_t n = *cap == 0 ? 16 : *cap * 2;
-    resil_io **p = realloc(*list, n * sizeof *p);
+    size_t n = grown(l->cap, need);
+    resil_io **p = realloc(l->watches, n * sizeof *p);
     if (p == NULL)
         return RESIL_ENOMEM;
-    *list = p;
-    *cap = n;
+    l->watches = p;
+    l->cap = n;
+    return 0;
+}
+
+/* Room for a pass over n watches: n entries in `pass`, and n + 1 (the
+ * wake pipe first) in `fds`, kept from pass to pass. */
+static int grow_pass(http_loop *l, size_t n)
+{
+    if (n + 1 <= l->pass_cap)
+        return 0;
+    size_t cap = grown(l->pass_cap, n + 1);
+    resil_io **p = realloc(l->pass, cap * sizeof *p);
+    if (p == NULL)
+        return RESIL_ENOMEM;
+    l->pass = p;
+    struct pollfd *f = realloc(l->fds, cap * sizeof *f);
+    if (f == NULL)
+        return RESIL_ENOMEM;
+    l->fds = f;
+    l->pass_cap = cap;
     return 0;
 }
 
@@ -68,7 +96,7 @@ static int loop_io_start(void *self, resil_io *w, int fd, unsigned events)
 {
     http_loop *l = self;
     if (w->loop_data != l) {
-        if (grow(&l->watches, &l->cap, l->nwatches + 1) != 0)
+        if (grow_watches(l, l->nwatches + 1) != 0)
             return RESIL_ENOMEM;
         l->watches[l->nwatches++] = w;
         w->loop_data = l;
@@ -130,6 +158,7 @@ void http_loop_destroy(http_loop *l)
     close(l->wake[1]);
     free(l->watches);
     free(l->pass);
+    free(l->fds);
 }
 
 /* Milliseconds until the earliest timer, rounded up; -1 for none. */
@@ -179,15 +208,9 @@ static void dispatch(http_loop *l, const struct pollfd *fds, size_t n)
 void http_loop_run_once(http_loop *l)
 {
     size_t n = l->nwatches;
-    struct pollfd stack[64], *fds = stack;
-    if (n + 1 > sizeof stack / sizeof stack[0] &&
-        (fds = malloc((n + 1) * sizeof *fds)) == NULL)
+    if (grow_pass(l, n) != 0)
         return;
-    if (grow(&l->pass, &l->pass_cap, n) != 0) {
-        if (fds != stack)
-            free(fds);
-        return;
-    }
+    struct pollfd *fds = l->fds;
     fds[0] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
     for (size_t i = 0; i < n; i++) {
         l->pass[i] = l->watches[i];
@@ -200,8 +223,6 @@ void http_loop_run_once(http_loop *l)
             drain_wake(l);
         dispatch(l, fds, n);
     }
-    if (fds != stack)
-        free(fds);
     resil_posts_run(&l->posts);
     resil_timers_run(&l->timers, loop_now(l));
 }

@@ -19,6 +19,8 @@
 #ifndef RESIL_CLI_HTTP_LOOP_H
 #define RESIL_CLI_HTTP_LOOP_H
 
+#include <poll.h>
+
 #include "resil/loop.h"
 
 typedef struct http_loop {
@@ -30,7 +32,8 @@ typedef struct http_loop {
     resil_io **watches;    /* the started watches, in no order */
     size_t nwatches, cap;
     resil_io **pass;       /* the watches of the poll pass being dispatched */
-    size_t npass, pass_cap;
+    struct pollfd *fds;    /* that pass's poll set: the wake pipe, then pass's */
+    size_t npass, pass_cap; /* pass_cap: the room in both arrays */
 } http_loop;
 
 /* 0, or RESIL_ESYS / RESIL_ENOMEM. On the thread that will run it. */
