@@ -603,6 +603,26 @@ static void without_a_max_six_urls_run_at_once(void **state)
     cli_result_free(&r);
 }
 
+/* Forty transfers at once are forty sockets in one poll pass: the loop's
+ * arrays grow past their first room (16) to what the pass needs. */
+static void forty_transfers_run_at_once(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS({.status = 200, .delay_ms = 300, .body = "p\n"}));
+    char u[128];
+    http_server_url(f->server, "/p", u, sizeof u);
+#define TEN_URLS u, u, u, u, u, u, u, u, u, u
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-sZ", "--parallel-max", "40", TEN_URLS, TEN_URLS,
+            TEN_URLS, TEN_URLS, NULL);
+#undef TEN_URLS
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/p"), 40);
+    assert_int_equal(http_server_peak(f->server), 40);
+    assert_int_equal(strlen(r.out), 80);
+    cli_result_free(&r);
+}
+
 static void without_parallel_one_url_at_a_time(void **state)
 {
     cli_fx *f = *state;
@@ -1241,6 +1261,7 @@ int main(void)
         T(a_long_wait_beats_every_heartbeat),
         T(parallel_max_bounds_the_requests_in_flight),
         T(without_a_max_six_urls_run_at_once),
+        T(forty_transfers_run_at_once),
         T(without_parallel_one_url_at_a_time),
         T(a_retrying_transfer_holds_up_no_other),
         T(parallel_exit_status_is_the_last_failure),
