@@ -65,6 +65,24 @@ static void a_chaos_seed_replays_the_same_injections(void **state)
     cli_result_free(&r);
 }
 
+/* The largest seed gives the fault strategy seed 1 (0 would mean "from the
+ * OS"), whose first six draws put attempts 4 and 5 below 0.5. */
+static void the_largest_chaos_seed_replays_too(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delay", "1ms", "--attempts", "6", "--chaos-fail", "0.5",
+            "--chaos-seed", "18446744073709551615", "--", "sh", "-c", "echo run >> runs; exit 3",
+            NULL);
+    assert_int_equal(r.status, 3);
+    assert_int_equal(cli_lines(dir, "runs"), 4);
+    assert_contains(r.err, "#3 exit 3");
+    assert_contains(r.err, "#4 injected failure");
+    assert_contains(r.err, "#5 injected failure");
+    assert_contains(r.err, "#6 exit 3, attempts exhausted");
+    cli_result_free(&r);
+}
+
 static void a_bad_chaos_value_is_named(void **state)
 {
     const char *dir = *state;
@@ -1029,6 +1047,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(chaos_fail_one_fails_every_attempt_without_running_it),
         T(a_chaos_seed_replays_the_same_injections),
+        T(the_largest_chaos_seed_replays_too),
         T(a_bad_chaos_value_is_named),
         T(fail_twice_then_succeed_exits_0_after_three_runs),
         T(always_failing_exits_with_last_code_after_three_runs),
