@@ -15,7 +15,13 @@
  * blocks, and the overhead is the median of the per-pair ratios with its
  * quartiles (block_overhead_pct, block_overhead_q1_pct, _q3_pct):
  * alternation gives both sides the same weather, pair by pair.
+ *
+ * `bench_http N [bare|resil]` instead runs N requests per side (or of one
+ * side) after N of warm-up, for callgrind: each side is a function of its own kept out of line, so its
+ * inclusive cost over N is that side's instructions per request, and the
+ * drop-in's own work is its side's less the curl_easy_perform() it calls.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +44,7 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
     return size * n;
 }
 
-static void bare_loop(void *ud, uint64_t iters)
+__attribute__((noinline)) static void bare_loop(void *ud, uint64_t iters)
 {
     bench_ctx *b = ud;
     for (uint64_t i = 0; i < iters; i++) {
@@ -47,7 +53,7 @@ static void bare_loop(void *ud, uint64_t iters)
     }
 }
 
-static void resil_calls(void *ud, uint64_t iters)
+__attribute__((noinline)) static void resil_calls(void *ud, uint64_t iters)
 {
     bench_ctx *b = ud;
     for (uint64_t i = 0; i < iters; i++) {
@@ -119,7 +125,20 @@ static void report(bench_result r, bench_result base, blocks bl)
     bench_report(r, base, extra);
 }
 
-int main(void)
+/* N requests per side after N of warm-up, nothing timed (for callgrind). */
+static void counted(bench_ctx *b, uint64_t n, const char *side)
+{
+    bool bare = strcmp(side, "resil") != 0, drop = strcmp(side, "bare") != 0;
+    for (int round = 0; round < 2; round++) {
+        if (bare)
+            bare_loop(b, n);
+        if (drop)
+            resil_calls(b, n);
+    }
+    printf("bench_http: %llu requests per side\n", (unsigned long long)n);
+}
+
+int main(int argc, char **argv)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     http_server *s = http_server_start();
@@ -147,9 +166,13 @@ int main(void)
     b.req.write_fn = discard;
     b.req.write_data = &b;
 
-    bench_result base = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
-    bench_result drop = bench_run("http_resil_perform_get", resil_calls, &b);
-    report(drop, base, paired_blocks(&b));
+    if (argc > 1) {
+        counted(&b, strtoull(argv[1], NULL, 10), argc > 2 ? argv[2] : "both");
+    } else {
+        bench_result base = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
+        bench_result drop = bench_run("http_resil_perform_get", resil_calls, &b);
+        report(drop, base, paired_blocks(&b));
+    }
     bench_consume(b.bytes);
 
     resil_http_client_free(b.client);

@@ -241,7 +241,15 @@ typedef struct resil_call {
                                                   HTTP attributes; NULL = none */
         resil_reserved telemetry_slot_;
     };
-    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
+    union {
+        resil_breaker *breaker;        /* with a registry: the breaker `key` names,
+                                          already looked up by the caller, who
+                                          holds a reference for the call; the
+                                          registry is not asked. NULL = look
+                                          `key` up. The last slot: resil_call
+                                          has no room left (docs/abi.md) */
+        resil_reserved breaker_slot_;
+    };
 } resil_call;
 
 RESIL_API void resil_call_default(resil_call *c);

@@ -143,7 +143,11 @@ void resil__run_drop_registry_breakers(resil__run *r)
 int resil__run_take_registry_breakers(resil__run *r, const resil_call *call)
 {
     const resil_pipeline *p = r->p;
-    int rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r->breaker, NULL);
+    int rc = 0;
+    if (call->breaker != NULL)
+        r->breaker = resil_breaker_retain(call->breaker);
+    else
+        rc = resil_registry_get(p->registry, registry_key(p, call), NULL, &r->breaker, NULL);
     if (rc != 0)
         return rc;
     r->key = resil_breaker_name(r->breaker);

@@ -29,6 +29,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,9 @@ struct resil_http_client {
     size_t nroute_keys;
     resil_registry *registry; /* NULL without breakers */
     bool own_registry;
+    uint64_t id;              /* names the client in threads' memos */
+    _Atomic bool memo_ok;     /* memos' breakers are still the registry's */
+    _Atomic uint32_t made;    /* breakers its own registry has made */
     resil_bulkhead *bulkhead; /* NULL without a concurrency limit */
     resil_pipeline *plain;
     resil_pipeline *hedged;   /* NULL without hedging */
@@ -113,6 +117,10 @@ struct http_call {
     bool watch;           /* a progress callback watches for cancellation */
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     bool on_loop;         /* its attempts' timeouts are the loop's timers */
+    resil_breaker *breaker; /* the authority's, from the thread's memo; NULL:
+                               the pipeline looks it up (not a reference: the
+                               execution takes its own before anything could
+                               replace the memo) */
     uint32_t natt;
     char *url;                             /* the request's URL, copied, when routed:
                                               url_copy, or allocated when longer */
@@ -571,6 +579,115 @@ static bool http_hedge_on(const resil_outcome *o, const resil_attempt_ctx *ctx, 
     return caller_retry_on(ud, o, ctx);
 }
 
+/* ---- the thread's memo of the last URL ---------------------------------------- */
+
+/* The URL this thread asked about last, remembered with its breaker key
+ * and, for a client with a registry of its own, the key's breaker: a
+ * handle is performed again and again on one URL, and comparing it with
+ * the last one costs a tenth of reading its authority out again and a
+ * fifth of looking the key up in the registry.
+ *
+ * The memo holds a reference, so its breaker never dangles; the question
+ * is only whether it is still the registry's. A registry of the client's
+ * own drops a breaker only to make room for another (nobody else holds
+ * it: resil_registry_remove cannot reach it), and every breaker it makes
+ * passes through the client's creation count first (new_authority): so
+ * until that count reaches max_authorities nothing has been evicted, and
+ * from then on the client stops trusting memos (memo_ok) and looks every
+ * key up, as a shared registry, which others may change, always does. The
+ * reference is dropped when the memo is replaced, when its client is
+ * freed on the thread, or when the thread exits (memo_key's destructor). */
+#define URL_MEMO_MAX 256
+
+typedef struct url_memo {
+    size_t len; /* 0: empty */
+    uint64_t client;        /* the client whose registry gave `breaker` */
+    resil_breaker *breaker; /* a reference, or NULL */
+    char url[URL_MEMO_MAX];
+    char authority[RESIL_BREAKER_NAME_MAX];
+} url_memo;
+
+static _Thread_local url_memo memo;
+static _Thread_local bool memo_keyed; /* memo_key knows this thread's memo */
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t next_client_id = 1;
+
+static void memo_forget(url_memo *m)
+{
+    resil_breaker_free(m->breaker);
+    m->breaker = NULL;
+    m->client = 0;
+}
+
+static void memo_at_exit(void *m) { memo_forget(m); }
+
+static void memo_key_make(void) { pthread_key_create(&memo_key, memo_at_exit); }
+
+/* The URL's breaker key into `out`; *memoed says whether the memo now
+ * describes this URL. A URL of another authority takes the memo's breaker
+ * away with it. */
+static int authority_of(const char *url, char *out, bool *memoed)
+{
+    size_t len = strlen(url);
+    *memoed = len == memo.len && memcmp(url, memo.url, len) == 0;
+    if (*memoed) {
+        memcpy(out, memo.authority, strlen(memo.authority) + 1);
+        return 0;
+    }
+    int rc = resil_http_authority(url, out, RESIL_BREAKER_NAME_MAX);
+    if (rc != 0 || len >= URL_MEMO_MAX)
+        return rc;
+    if (strcmp(out, memo.authority) != 0)
+        memo_forget(&memo);
+    *memoed = true;
+    memcpy(memo.url, url, len);
+    memcpy(memo.authority, out, strlen(out) + 1);
+    memo.len = len;
+    return 0;
+}
+
+static bool memo_trusted(const resil_http_client *c)
+{
+    return atomic_load_explicit(&c->memo_ok, memory_order_acquire);
+}
+
+/* The breaker of the authority authority_of() just read, from the memo
+ * (NULL: the pipeline looks the key up). On a miss the memo takes the
+ * registry's breaker for the next call. */
+static resil_breaker *memo_breaker(const resil_http_client *c, const char *authority)
+{
+    if (!c->own_registry || !memo_trusted(c))
+        return NULL;
+    if (memo.client == c->id)
+        return memo.breaker;
+    if (!memo_keyed) {
+        pthread_once(&memo_once, memo_key_make);
+        memo_keyed = pthread_setspecific(memo_key, &memo) == 0;
+        if (!memo_keyed)
+            return NULL;
+    }
+    memo_forget(&memo);
+    if (resil_registry_get(c->registry, authority, NULL, &memo.breaker, NULL) != 0)
+        return NULL;
+    memo.client = c->id;
+    return memo.breaker;
+}
+
+/* Every breaker the client's own registry makes passes here first: once
+ * as many as it keeps have been made, the next may evict one a memo
+ * holds, so memos are no longer trusted. Counting races that lost (two
+ * threads making one key) only stops trusting them sooner. */
+static int new_authority(const char *key, resil_breaker_opts *o, void *ud)
+{
+    (void)key;
+    (void)o;
+    resil_http_client *c = ud;
+    if (atomic_fetch_add(&c->made, 1) + 1 >= c->opts.max_authorities)
+        atomic_store_explicit(&c->memo_ok, false, memory_order_release);
+    return 0;
+}
+
 /* ---- the client ------------------------------------------------------------ */
 
 /* A failed add is kept by the builder and reported by build(). */
@@ -654,7 +771,10 @@ static int make_shared_objects(resil_http_client *c, resil_err *err)
     ro.breaker = o->breaker;
     if (ro.breaker.clock == NULL)
         ro.breaker.clock = o->clock;
+    ro.opts_for = new_authority;
+    ro.opts_ud = c;
     c->own_registry = true;
+    atomic_store(&c->memo_ok, true);
     return resil_registry_new(&ro, &c->registry, err);
 }
 
@@ -693,6 +813,7 @@ int resil_http_client_new(const resil_http_opts *o, resil_http_client **out, res
     if (c == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "http: out of memory");
     c->opts = *o;
+    c->id = atomic_fetch_add(&next_client_id, 1);
     pool_init(&c->pool, POOL_KEEP, BUF_KEEP);
     rc = make_shared_objects(c, err);
     if (rc == 0 && read_route_keys(c) != 0)
@@ -713,6 +834,8 @@ void resil_http_client_free(resil_http_client *c)
 {
     if (c == NULL)
         return;
+    if (memo.client == c->id)
+        memo_forget(&memo);
     resil_pipeline_free(c->hedged);
     resil_pipeline_free(c->plain);
     if (c->own_registry)
@@ -781,35 +904,6 @@ static int prepare_key(http_call *call, const resil_http_request *r)
     snprintf(call->key_header, sizeof call->key_header, KEY_HEADER ": %s", call->key);
     call->key_node.data = call->key_header;
     call->has_key = call->headers_set = true;
-    return 0;
-}
-
-/* The breaker key of the URL this thread asked about last, remembered:
- * a handle is performed again and again on one URL, and comparing it with
- * the last one costs a tenth of reading its authority out again. */
-#define URL_MEMO_MAX 256
-
-typedef struct url_memo {
-    size_t len; /* 0: empty */
-    char url[URL_MEMO_MAX];
-    char authority[RESIL_BREAKER_NAME_MAX];
-} url_memo;
-
-static _Thread_local url_memo memo;
-
-static int authority_of(const char *url, char *out)
-{
-    size_t len = strlen(url);
-    if (len == memo.len && memcmp(url, memo.url, len) == 0) {
-        memcpy(out, memo.authority, strlen(memo.authority) + 1);
-        return 0;
-    }
-    int rc = resil_http_authority(url, out, RESIL_BREAKER_NAME_MAX);
-    if (rc != 0 || len >= URL_MEMO_MAX)
-        return rc;
-    memcpy(memo.url, url, len);
-    memcpy(memo.authority, out, strlen(out) + 1);
-    memo.len = len;
     return 0;
 }
 
@@ -940,9 +1034,12 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
     /* The authority names the breaker and the telemetry's server: read once. */
     bool listened = c->opts.listener != NULL;
     char *url = NULL;
+    bool memoed = false;
     bool known = (c->registry != NULL || listened) &&
                  curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK &&
-                 url != NULL && authority_of(url, call->authority) == 0;
+                 url != NULL && authority_of(url, call->authority, &memoed) == 0;
+    if (known && memoed && c->registry != NULL)
+        call->breaker = memo_breaker(c, call->authority);
     if (listened) {
         resil__http_tel_attrs(&call->tel, known ? call->authority : NULL, call->method);
         call->tel.attrs.user = r->user;
@@ -1006,6 +1103,7 @@ static const resil_pipeline *call_setup(http_call *call, resil_call *pc)
     pc->user = call;
     pc->cancel = r->cancel;
     pc->key = call->client->registry != NULL ? call->authority : NULL;
+    pc->breaker = call->breaker;
     if (pc->key != NULL && call->nplan > 0) {
         pc->hedge_keys = call->plan_keys;
         pc->hedge_keys_len = call->nplan;

@@ -5,6 +5,8 @@
  * clock, so they are exact and instant; only libcurl's own timeouts (the
  * attempt timeout scenarios) take real time.
  */
+#include <pthread.h>
+
 #include "http_fixture.h"
 
 #define OK_STEP {.status = 200, .body = "ok\n"}
@@ -700,6 +702,134 @@ static void without_breakers_there_is_no_breaker_state(void **state)
     assert_int_equal(resil_http_client_breaker_state(f->client, a), RESIL_BREAKER_NONE);
 }
 
+/* ---- the thread's memo of the authority's breaker ---------------------------------- */
+
+static void authority_of(http_server *s, char *out, size_t cap)
+{
+    snprintf(out, cap, "http://127.0.0.1:%d", http_server_port(s));
+}
+
+static void fail_twice_then_fast(fx *f, const char *authority)
+{
+    assert_int_equal(fx_perform(f, "/down"), 0);
+    assert_int_equal(fx_perform(f, "/down"), 0);
+    assert_int_equal(resil_http_client_breaker_state(f->client, authority), RESIL_BREAKER_OPEN);
+    assert_int_equal(fx_perform(f, "/down"), 0);
+    assert_int_equal(f->res.outcome.kind, RESIL_REJECTED);
+}
+
+static void paths_of_one_authority_share_the_registrys_breaker(void **state)
+{
+    fx *f = *state;
+    f->opts.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    f->opts.breaker.failure_threshold = 2;
+    f->opts.retry.max_attempts = 1;
+    fx_script(f, "/up", FX_STEPS(OK_STEP));
+    fx_script(f, "/down", FX_STEPS({.status = 503}));
+    char a[RESIL_BREAKER_NAME_MAX];
+    authority_of(f->server, a, sizeof a);
+    assert_int_equal(fx_perform(f, "/up"), 0);
+    fail_twice_then_fast(f, a);
+    assert_int_equal(fx_count(f, "/down"), 2);
+    /* and a path never asked before finds it open too */
+    assert_int_equal(fx_perform(f, "/up"), 0);
+    assert_int_equal(f->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(fx_count(f, "/up"), 1);
+}
+
+typedef struct other_thread {
+    resil_http_client *client;
+    http_server *servers[2];
+    long status[2];
+} other_thread;
+
+static void *perform_on_other_servers(void *ud)
+{
+    other_thread *t = ud;
+    CURL *e = curl_easy_init();
+    resil_http_request req;
+    resil_http_request_default(&req);
+    req.method = "GET";
+    req.write_fn = fx_take;
+    fx_text *sink = calloc(1, sizeof *sink);
+    req.write_data = sink;
+    for (int i = 0; i < 2; i++) {
+        char url[128];
+        http_server_url(t->servers[i], "/up", url, sizeof url);
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        resil_http_result res;
+        if (resil_http_perform(t->client, e, &req, &res) == 0)
+            t->status[i] = res.status;
+    }
+    free(sink);
+    curl_easy_cleanup(e);
+    return NULL;
+}
+
+/* The main thread remembers A's breaker; another thread's calls to B and
+ * C make the client's registry (room for two) evict it. The main
+ * thread's next calls to A must meet the registry's new breaker for A,
+ * never the evicted one it remembered. */
+static void a_breaker_evicted_while_remembered_is_not_used_again(void **state)
+{
+    fx *f = *state;
+    f->opts.max_authorities = 2;
+    f->opts.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    f->opts.breaker.failure_threshold = 2;
+    f->opts.retry.max_attempts = 1;
+    fx_script(f, "/up", FX_STEPS(OK_STEP));
+    fx_script(f, "/down", FX_STEPS({.status = 503}));
+    other_thread t = {fx_client(f), {http_server_start(), http_server_start()}, {0, 0}};
+    for (int i = 0; i < 2; i++)
+        http_server_script(t.servers[i], "/up", FX_STEPS(OK_STEP));
+    char a[RESIL_BREAKER_NAME_MAX];
+    authority_of(f->server, a, sizeof a);
+
+    assert_int_equal(fx_perform(f, "/up"), 0);
+    assert_int_equal(f->res.status, 200);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, perform_on_other_servers, &t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(t.status[0], 200);
+    assert_int_equal(t.status[1], 200);
+    assert_int_equal(resil_http_client_breaker_state(f->client, a), RESIL_BREAKER_NONE);
+
+    fail_twice_then_fast(f, a);
+    assert_int_equal(fx_count(f, "/down"), 2);
+    for (int i = 0; i < 2; i++)
+        http_server_stop(t.servers[i]);
+}
+
+/* A registry shared with the application may lose a breaker at any time
+ * (here removed, to close a host's circuit by hand): every call asks it. */
+static void a_shared_registry_is_asked_on_every_call(void **state)
+{
+    fx *f = *state;
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    ro.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    ro.breaker.failure_threshold = 2;
+    ro.breaker.clock = f->opts.clock;
+    resil_registry *reg;
+    assert_int_equal(resil_registry_new(&ro, &reg, NULL), 0);
+    f->opts.registry = reg;
+    f->opts.retry.max_attempts = 1;
+    fx_script(f, "/down", FX_STEPS({.status = 503}));
+    char a[RESIL_BREAKER_NAME_MAX];
+    authority_of(f->server, a, sizeof a);
+    fail_twice_then_fast(f, a);
+    assert_int_equal(fx_count(f, "/down"), 2);
+
+    assert_int_equal(resil_registry_remove(reg, a), 0);
+    assert_int_equal(fx_perform(f, "/down"), 0);
+    assert_int_equal(f->res.status, 503);
+    assert_int_equal(fx_count(f, "/down"), 3);
+    assert_int_equal(resil_http_client_breaker_state(f->client, a), RESIL_BREAKER_CLOSED);
+    resil_http_client_free(f->client);
+    f->client = NULL;
+    resil_registry_free(reg);
+}
+
 /* ---- cancellation and misuse ------------------------------------------------------ */
 
 static void a_cancelled_call_sends_nothing(void **state)
@@ -1005,6 +1135,9 @@ int main(void)
         T(breakers_are_per_authority),
         T(client_errors_do_not_trip_the_breaker),
         T(without_breakers_there_is_no_breaker_state),
+        T(paths_of_one_authority_share_the_registrys_breaker),
+        T(a_breaker_evicted_while_remembered_is_not_used_again),
+        T(a_shared_registry_is_asked_on_every_call),
         T(a_cancelled_call_sends_nothing),
         T(callers_progress_abort_cancels_the_call),
         T(classifiers_see_each_attempts_context),

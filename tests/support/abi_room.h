@@ -28,6 +28,14 @@
     _Static_assert(offsetof(T, first) + (n) * sizeof(resil_reserved) == sizeof(T),    \
                    #T ": the new members sit where its reserved slots were")
 
+/* Members added under this SONAME took all `n` slots the struct had,
+ * starting at `first`, and `last` sits in the last: the struct is full. */
+#define GREW_INTO_ALL_ROOM(T, first, last, n)                                         \
+    _Static_assert(offsetof(T, first) + (n) * sizeof(resil_reserved) == sizeof(T),    \
+                   #T ": the new members sit where its reserved slots were");         \
+    _Static_assert(offsetof(T, last) + sizeof(resil_reserved) == sizeof(T),           \
+                   #T ": " #last " took the last slot")
+
 /* The recorded layout on LP64 (x86-64, AArch64); other data models are not
  * pinned. A failure here means the ABI changed: bump the library's ABI
  * number (CMakeLists.txt) and record the new figure. */

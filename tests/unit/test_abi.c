@@ -26,7 +26,7 @@ HAS_ROOM(resil_registry_opts, 4);
 GREW_INTO_ROOM(resil_retry_policy, delay, 3, 4);
 GREW_INTO_ROOM(resil_exec_opts, measure_elapsed, 1, 4);
 HAS_ROOM(resil_standard_opts, 4);
-GREW_INTO_ROOM(resil_call, hedge_keys, 3, 4);
+GREW_INTO_ALL_ROOM(resil_call, hedge_keys, breaker, 4);
 HAS_ROOM(resil_call_telemetry, 2);
 GREW_INTO_ROOM(resil_http_attrs, user, 1, 2);
 HAS_ROOM(resil_tracer_opts, 4);
@@ -186,7 +186,15 @@ static void defaults_zero_the_reserved_slots(void **state)
     DEFAULTED_ZEROES_ROOM(resil_registry_opts, resil_registry_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_retry_policy, resil_retry_policy_default);
     DEFAULTED_ZEROES_ROOM(resil_standard_opts, resil_standard_opts_default);
-    DEFAULTED_ZEROES_ROOM(resil_call, resil_call_default);
+    { /* resil_call has no room left; its slot members default to zero */
+        resil_call c;
+        memset(&c, 0xA5, sizeof c);
+        resil_call_default(&c);
+        assert_null(c.hedge_keys);
+        assert_int_equal(c.hedge_keys_len, 0);
+        assert_null(c.telemetry);
+        assert_null(c.breaker);
+    }
     DEFAULTED_ZEROES_ROOM(resil_timeout_opts, resil_timeout_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_metrics_opts, resil_metrics_opts_default);
     DEFAULTED_ZEROES_ROOM(resil_log_opts, resil_log_opts_default);
