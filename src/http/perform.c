@@ -117,6 +117,7 @@ struct http_call {
     bool watch;           /* a progress callback watches for cancellation */
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     bool on_loop;         /* its attempts' timeouts are the loop's timers */
+    const char *authority;  /* the breaker key: the memo's or authority_buf */
     resil_breaker *breaker; /* the authority's, from the thread's memo; NULL:
                                the pipeline looks it up (not a reference: the
                                execution takes its own before anything could
@@ -133,7 +134,7 @@ struct http_call {
     struct curl_slist key_node;
     char key_header[sizeof KEY_HEADER + 2 + RESIL_HTTP_KEY_MAX];
     char key[RESIL_HTTP_KEY_MAX + 1];
-    char authority[RESIL_BREAKER_NAME_MAX];
+    char authority_buf[RESIL_BREAKER_NAME_MAX]; /* a key too long to memo */
     char url_copy[URL_COPY_MAX];
     resil__http_tel tel;
     struct curl_slist *headers; /* what attempts send after their trace headers */
@@ -624,27 +625,28 @@ static void memo_at_exit(void *m) { memo_forget(m); }
 
 static void memo_key_make(void) { pthread_key_create(&memo_key, memo_at_exit); }
 
-/* The URL's breaker key into `out`; *memoed says whether the memo now
- * describes this URL. A URL of another authority takes the memo's breaker
- * away with it. */
-static int authority_of(const char *url, char *out, bool *memoed)
+/* The URL's breaker key: the memo's, or read into `out` when the URL is
+ * too long to remember (NULL: the URL has none); *memoed says whether the
+ * memo now describes this URL. The memo's text stays put until the
+ * thread's next call, which is after this one has handed the key over. A
+ * URL of another authority takes the memo's breaker away with it. */
+static const char *authority_of(const char *url, char *out, bool *memoed)
 {
     size_t len = strlen(url);
     *memoed = len == memo.len && memcmp(url, memo.url, len) == 0;
-    if (*memoed) {
-        memcpy(out, memo.authority, strlen(memo.authority) + 1);
-        return 0;
-    }
-    int rc = resil_http_authority(url, out, RESIL_BREAKER_NAME_MAX);
-    if (rc != 0 || len >= URL_MEMO_MAX)
-        return rc;
+    if (*memoed)
+        return memo.authority;
+    if (resil_http_authority(url, out, RESIL_BREAKER_NAME_MAX) != 0)
+        return NULL;
+    if (len >= URL_MEMO_MAX)
+        return out;
     if (strcmp(out, memo.authority) != 0)
         memo_forget(&memo);
     *memoed = true;
     memcpy(memo.url, url, len);
     memcpy(memo.authority, out, strlen(out) + 1);
     memo.len = len;
-    return 0;
+    return memo.authority;
 }
 
 static bool memo_trusted(const resil_http_client *c)
@@ -1020,7 +1022,7 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
     call->pool = on_loop ? pool : &c->pool;
     call->req = r;
     call->method = r->method;
-    call->key[0] = call->authority[0] = '\0';
+    call->key[0] = '\0';
     call->headers = r->headers;
     int rc = resil__http_tel_trace(&call->tel, r, &call->headers);
     if (rc == 0)
@@ -1035,9 +1037,10 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
     bool listened = c->opts.listener != NULL;
     char *url = NULL;
     bool memoed = false;
-    bool known = (c->registry != NULL || listened) &&
-                 curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK &&
-                 url != NULL && authority_of(url, call->authority, &memoed) == 0;
+    if ((c->registry != NULL || listened) &&
+        curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url != NULL)
+        call->authority = authority_of(url, call->authority_buf, &memoed);
+    bool known = call->authority != NULL;
     if (known && memoed && c->registry != NULL)
         call->breaker = memo_breaker(c, call->authority);
     if (listened) {
@@ -1078,7 +1081,14 @@ static void fill_result(http_call *call, const resil_pipeline_result *pr,
     out->hedges = pr->hedges;
     out->hedge_winner = pr->hedge_winner;
     out->elapsed = pr->elapsed;
-    memcpy(out->key, call->key, strlen(call->key) + 1);
+    out->curl_code = CURLE_OK;
+    out->status = 0;
+    out->committed = false;
+    memset(out->reserved_, 0, sizeof out->reserved_);
+    if (call->key[0] == '\0')
+        out->key[0] = '\0';
+    else
+        memcpy(out->key, call->key, strlen(call->key) + 1);
     const http_attempt *a = final_attempt(call, pr);
     if (a == NULL)
         return;
@@ -1163,15 +1173,18 @@ int resil_http_perform(resil_http_client *c, CURL *easy, const resil_http_reques
         resil_http_request_default(&defaults);
         req = &defaults;
     }
-    memset(out, 0, sizeof *out);
     http_call call;
     resil_call pc;
     const resil_pipeline *p;
     int rc = resil__http_call_open(&call, c, NULL, easy, req, &pc, &p);
-    if (rc != 0)
+    if (rc != 0) {
+        memset(out, 0, sizeof *out);
         return rc;
+    }
     resil_pipeline_result pr;
     rc = resil_pipeline_execute(p, http_op, &pc, &pr);
+    if (rc != 0) /* the call did not run: nothing of it to report */
+        memset(out, 0, sizeof *out);
     resil__http_call_close(&call, rc == 0 ? &pr : NULL, out);
     return rc;
 }
