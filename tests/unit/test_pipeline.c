@@ -636,6 +636,42 @@ static void registry_gives_each_key_its_own_breaker(void **state)
     resil_registry_free(reg);
 }
 
+/* A breaker the caller already holds is the one the attempts meet: the
+ * registry is not asked (nothing is created for the key), and the caller's
+ * reference is still its own afterwards. */
+static void a_call_given_its_breaker_meets_that_breaker(void **state)
+{
+    fixture *f = *state;
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    ro.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    ro.breaker.failure_threshold = 1;
+    ro.breaker.clock = f->clock;
+    resil_registry *reg;
+    assert_int_equal(resil_registry_new(&ro, &reg, NULL), 0);
+    resil_breaker *held;
+    assert_int_equal(resil_registry_get(reg, "a.example", NULL, &held, NULL), 0);
+    resil_pipeline_builder *b = builder(f, "svc");
+    resil_pipeline_use_registry(b, reg);
+    build(f, b);
+    resil_outcome outs[] = {http(503)};
+    script_of(f, outs, 1);
+    f->call.key = "b.example";
+    f->call.breaker = held;
+    run(f);
+    assert_int_equal(f->result.outcome.code, 503);
+    assert_int_equal(resil_breaker_state_of(held), RESIL_BREAKER_OPEN);
+    assert_int_equal(resil_registry_count(reg), 1);
+    run(f);
+    assert_int_equal(f->result.outcome.code, RESIL_STRATEGY_BREAKER);
+    assert_int_equal(f->s.calls, 1);
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    resil_registry_free(reg);
+    assert_int_equal(resil_breaker_state_of(held), RESIL_BREAKER_OPEN);
+    resil_breaker_free(held);
+}
+
 /* ---- the call's context in classifiers and hooks ------------------------------ */
 
 typedef struct ctx_log {
@@ -727,6 +763,7 @@ int main(void)
         T(caller_cancel_before_start_makes_no_attempt),
         T(null_arguments_are_refused),
         T(registry_gives_each_key_its_own_breaker),
+        T(a_call_given_its_breaker_meets_that_breaker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
