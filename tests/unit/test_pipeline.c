@@ -607,9 +607,10 @@ static void null_arguments_are_refused(void **state)
 
 /* ---- per-key breakers ------------------------------------------------------------------ */
 
-static void registry_gives_each_key_its_own_breaker(void **state)
+/* A pipeline "svc" on a registry whose breakers open at the first
+ * failure, over an operation that answers 503. */
+static resil_registry *on_one_failure_registry(fixture *f)
 {
-    fixture *f = *state;
     resil_registry_opts ro;
     resil_registry_opts_default(&ro);
     ro.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
@@ -620,8 +621,16 @@ static void registry_gives_each_key_its_own_breaker(void **state)
     resil_pipeline_builder *b = builder(f, "svc");
     resil_pipeline_use_registry(b, reg);
     build(f, b);
-    resil_outcome outs[] = {http(503)};
+    static resil_outcome outs[1]; /* the script outlives this frame */
+    outs[0] = http(503);
     script_of(f, outs, 1);
+    return reg;
+}
+
+static void registry_gives_each_key_its_own_breaker(void **state)
+{
+    fixture *f = *state;
+    resil_registry *reg = on_one_failure_registry(f);
     f->call.key = "a.example";
     run(f);
     run(f);
@@ -642,20 +651,9 @@ static void registry_gives_each_key_its_own_breaker(void **state)
 static void a_call_given_its_breaker_meets_that_breaker(void **state)
 {
     fixture *f = *state;
-    resil_registry_opts ro;
-    resil_registry_opts_default(&ro);
-    ro.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
-    ro.breaker.failure_threshold = 1;
-    ro.breaker.clock = f->clock;
-    resil_registry *reg;
-    assert_int_equal(resil_registry_new(&ro, &reg, NULL), 0);
+    resil_registry *reg = on_one_failure_registry(f);
     resil_breaker *held;
     assert_int_equal(resil_registry_get(reg, "a.example", NULL, &held, NULL), 0);
-    resil_pipeline_builder *b = builder(f, "svc");
-    resil_pipeline_use_registry(b, reg);
-    build(f, b);
-    resil_outcome outs[] = {http(503)};
-    script_of(f, outs, 1);
     f->call.key = "b.example";
     f->call.breaker = held;
     run(f);
