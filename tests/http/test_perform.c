@@ -640,6 +640,51 @@ static void callers_callbacks_and_headers_are_restored(void **state)
     assert_int_equal(http_request_header_count(r, "Idempotency-Key"), 0);
 }
 
+static int count_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
+    (*(int *)ud)++;
+    return 0;
+}
+
+/* Every option the call swaps, the caller's again afterwards, whatever the
+ * call set in between: the header and progress callbacks with their data,
+ * and the header list without the added key. */
+static void every_swapped_option_is_the_callers_again(void **state)
+{
+    fx *f = *state;
+    resil_cancel cancel;
+    resil_cancel_init(&cancel, NULL);
+    int progress = 0;
+    struct curl_slist *headers = curl_slist_append(NULL, "X-Mine: 1");
+    f->req.header_fn = fx_take;
+    f->req.header_data = &f->head;
+    f->req.xferinfo_fn = count_progress;
+    f->req.xferinfo_data = &progress;
+    f->req.cancel = &cancel;
+    f->req.headers = headers;
+    f->req.key_mode = RESIL_HTTP_KEY_AUTO;
+    fx_script(f, "/r", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/r"), 0);
+    assert_int_equal(f->res.status, 200);
+
+    f->body.len = f->head.len = 0;
+    f->head.p[0] = '\0';
+    progress = 0;
+    assert_int_equal(curl_easy_perform(f->easy), CURLE_OK);
+    assert_string_equal(f->body.p, "ok\n");
+    assert_non_null(strstr(f->head.p, "HTTP/1.1 200"));
+    assert_true(progress > 0);
+    const http_request *r = http_server_request(f->server, "/r", 1);
+    assert_int_equal(http_request_header_count(r, "X-Mine"), 1);
+    assert_int_equal(http_request_header_count(r, "Idempotency-Key"), 0);
+    curl_slist_free_all(headers);
+    resil_cancel_destroy(&cancel);
+}
+
 /* ---- breakers ------------------------------------------------------------------ */
 
 static void breakers_are_per_authority(void **state)
@@ -1132,6 +1177,7 @@ int main(void)
         T(a_body_within_the_buffer_is_not_streamed),
         T(a_refusing_write_callback_is_a_write_error),
         T(callers_callbacks_and_headers_are_restored),
+        T(every_swapped_option_is_the_callers_again),
         T(breakers_are_per_authority),
         T(client_errors_do_not_trip_the_breaker),
         T(without_breakers_there_is_no_breaker_state),
