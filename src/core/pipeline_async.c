@@ -561,6 +561,10 @@ static step retry_end(level *L, resil_stop s, bool decided)
         resil_cancel_destroy(&L->u.retry.own);
     if (r->ex != NULL)
         resil__retry_keep_result(r, &L->u.retry.res, &L->u.retry.k);
+    /* An untimed run read no clock on the way: its end is read once here,
+     * where the blocking executor's last reading was taken. */
+    if (!L->u.retry.rx.timed && L->u.retry.res.attempts > 0 && r->ex != NULL)
+        resil__read_now(r);
     if (!decided)
         *L->out = L->u.retry.res.final;
     return DONE;
@@ -584,6 +588,23 @@ static step retry_attempt(level *L)
     return GO;
 }
 
+/* Whether a strategy below the retry at `i` reads the frame's time: a
+ * deadline's, a limiter's or a hedge's clock, chaos's latency. The breaker
+ * (which reads its own), the fallback, the degradation gate and the
+ * operation do not. Without one of these, and without a deadline, a
+ * record or a hook, the retry reads the clock only at its end (for the
+ * result's elapsed): a zero wait then costs no reading at all. */
+__attribute__((noinline)) static bool time_read_below(const resil__run *r, size_t i)
+{
+    for (size_t j = i + 1; j < r->p->nnodes; j++) {
+        resil_strategy_kind k = r->p->nodes[j].kind;
+        if (k != RESIL_STRATEGY_BREAKER && k != RESIL_STRATEGY_FALLBACK &&
+            k != RESIL_STRATEGY_DEGRADE)
+            return true;
+    }
+    return false;
+}
+
 static step retry_enter(level *L)
 {
     const resil__run *r = run_of(L->x);
@@ -596,6 +617,8 @@ static step retry_enter(level *L)
     if (L->u.retry.has_own)
         cancel = k->attempt_deadline_token = &L->u.retry.own;
     resil__retry_opts(&L->u.retry.o, r, &L->f, cancel, k);
+    if (L->f.deadline == RESIL_INSTANT_MAX)
+        L->u.retry.o.measure_elapsed = time_read_below(r, L->i);
     resil_stop s = resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o,
                                    &L->u.retry.res, &L->u.retry.start);
     if (s != RESIL_STOP_NONE)

@@ -81,14 +81,19 @@ static void on_soon(uv_idle_t *i);
  * reading of the clock (the one a decision just made, usually) or libuv's
  * cached time, whichever is later. Arming then reads no clock, and a due
  * instant already reached arms for the next pass (0 ms). */
+static resil_instant latest(const resil_uv *u)
+{
+    resil_instant cached = (resil_instant)(uv_now(u->uv) * (uint64_t)RESIL_MS(1));
+    return u->read > cached ? u->read : cached;
+}
+
 static void rearm(resil_uv *u)
 {
     resil_instant next = resil_timers_next(&u->timers);
     if (next >= u->armed)
         return;
     u->armed = next;
-    resil_instant cached = (resil_instant)(uv_now(u->uv) * (uint64_t)RESIL_MS(1));
-    resil_instant from = u->read > cached ? u->read : cached;
+    resil_instant from = latest(u);
     resil_duration left = resil_dur_sub(next, from);
     if (left <= 0) {
         uv_idle_start(&u->soon, on_soon);
@@ -97,23 +102,26 @@ static void rearm(resil_uv *u)
     uv_timer_start(&u->timer, on_timer, (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1)), 0);
 }
 
-/* The uv timer or the idle fired: run what is due, and arm for the rest
- * (an early firing finds nothing due and only re-arms). */
-static void run_due(resil_uv *u)
+/* The uv timer or the idle fired: run what is due at `now`, and arm for
+ * the rest (an early firing finds nothing due and only re-arms). */
+static void run_due(resil_uv *u, resil_instant now)
 {
     u->armed = RESIL_INSTANT_MAX;
-    resil_timers_run(&u->timers, read_clock(u));
+    resil_timers_run(&u->timers, now);
     if (u->timers.count == 0)
         uv_unref((uv_handle_t *)&u->timer);
     rearm(u);
 }
 
-static void on_timer(uv_timer_t *t) { run_due(t->data); }
+static void on_timer(uv_timer_t *t) { run_due(t->data, read_clock(t->data)); }
 
+/* The idle runs only timers that were due when it was started, at the
+ * time rearm() found them due: that time needs no new reading. A timer
+ * that fell due since waits for the uv timer armed for it. */
 static void on_soon(uv_idle_t *i)
 {
     uv_idle_stop(i);
-    run_due(i->data);
+    run_due(i->data, latest(i->data));
 }
 
 static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
@@ -125,10 +133,14 @@ static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
     rearm(u);
 }
 
+/* A delay counts from a fresh reading; a zero delay is due at once,
+ * which the latest time known says without one (it runs on the next pass,
+ * after the timers already due then). */
 static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
 {
     resil_uv *u = self;
-    uv_timer_start_at_op(u, t, resil_dur_add(read_clock(u), d));
+    resil_instant from = d > 0 ? read_clock(u) : latest(u);
+    uv_timer_start_at_op(u, t, resil_dur_add(from, d));
 }
 
 /* The last resil timer stopped: the uv timer stays armed (an early firing

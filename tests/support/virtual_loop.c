@@ -12,6 +12,7 @@
 static resil_instant v_now(void *self)
 {
     virtual_loop *v = self;
+    atomic_fetch_add_explicit(&v->reads, 1, memory_order_relaxed);
     return resil_fake_clock_now(v->fc);
 }
 
@@ -110,6 +111,7 @@ void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc)
     pthread_mutex_init(&v->mu, NULL);
     pthread_cond_init(&v->posted, NULL);
     v->pending = 0;
+    atomic_init(&v->reads, 0);
     v->ios = NULL;
     v->pfd = NULL;
     v->pslot = NULL;

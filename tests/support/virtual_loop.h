@@ -20,6 +20,7 @@
 #define RESIL_VIRTUAL_LOOP_H
 
 #include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 
 #include "resil.h"
@@ -33,6 +34,7 @@ typedef struct virtual_loop {
     pthread_mutex_t mu;
     pthread_cond_t posted;
     size_t pending; /* posts not yet run; guarded by mu */
+    _Atomic size_t reads; /* ops->now calls: the clock readings resil asked for */
     /* watched descriptors: a slot per watch (loop_data is slot + 1) */
     resil_io **ios;
     size_t nios, ios_cap;

@@ -26,6 +26,7 @@ typedef struct scenario {
     resil_duration takes;
     bool non_idempotent;
     bool cancel_in_first_wait; /* the caller cancels during the first retry wait */
+    bool no_records;           /* the call keeps no attempt records */
 } scenario;
 
 typedef struct ran {
@@ -34,6 +35,8 @@ typedef struct ran {
     int calls;
     int refreshes; /* the auth-refresh retry's hook ran */
     resil_instant end;
+    size_t loop_reads; /* async: the loop clock's readings */
+    resil_instant deadlines[8]; /* the deadline each attempt was handed */
 } ran;
 
 /* One path's run: the clock, the script's position and the async op's
@@ -54,9 +57,11 @@ typedef struct player {
     ran *out;
 } player;
 
-static resil_outcome next_outcome(player *pl)
+static resil_outcome next_outcome(player *pl, const resil_attempt_ctx *ctx)
 {
     size_t i = (size_t)pl->calls < pl->sc->n ? (size_t)pl->calls : pl->sc->n - 1;
+    if (pl->calls < 8)
+        pl->out->deadlines[pl->calls] = ctx->deadline;
     pl->calls++;
     return pl->sc->outcomes[i];
 }
@@ -86,8 +91,8 @@ static void prepare_call(resil_call *call, player *pl, ran *out, resil_rng_seede
 {
     resil_call_default(call);
     call->user = pl;
-    call->records = out->records;
-    call->records_cap = 8;
+    call->records = pl->sc->no_records ? NULL : out->records;
+    call->records_cap = pl->sc->no_records ? 0 : 8;
     call->non_idempotent = pl->sc->non_idempotent;
     resil_rng_seeded_init(rng, 7);
     call->rng = &rng->base;
@@ -98,7 +103,7 @@ static void prepare_call(resil_call *call, player *pl, ran *out, resil_rng_seede
 static resil_outcome blocking_op(resil_attempt_ctx *ctx)
 {
     player *pl = ctx->user;
-    resil_outcome o = next_outcome(pl);
+    resil_outcome o = next_outcome(pl, ctx);
     if (pl->sc->takes > 0 && resil_ctx_sleep(ctx, pl->sc->takes) != 0)
         return stopped(ctx->cancel);
     return o;
@@ -158,7 +163,7 @@ static void async_told(resil_attempt *a, void *ud)
 static void async_op(resil_attempt *a, const resil_attempt_ctx *ctx)
 {
     player *pl = ctx->user;
-    resil_outcome o = next_outcome(pl);
+    resil_outcome o = next_outcome(pl, ctx);
     if (pl->sc->takes == 0) {
         resil_attempt_done(a, &o);
         return;
@@ -210,6 +215,7 @@ static void run_async(const scenario *sc, ran *out)
     out->calls = pl.calls;
     out->refreshes = pl.refreshes;
     out->end = resil_fake_clock_now(pl.fc);
+    out->loop_reads = atomic_load(&vl.reads);
     resil_pipeline_free(p);
     virtual_loop_destroy(&vl);
     resil_fake_clock_free(pl.fc);
@@ -237,6 +243,8 @@ static void both(const scenario *sc, void (*check)(const ran *r))
         assert_int_equal(a.end, b.end);
     }
     assert_int_equal(a.calls, b.calls);
+    for (int i = 0; i < b.calls && i < 8; i++)
+        assert_int_equal(a.deadlines[i], b.deadlines[i]);
     assert_int_equal(a.refreshes, b.refreshes);
 }
 
@@ -484,7 +492,7 @@ static void check_success_first_time(const ran *r)
 static void standard_pipeline_succeeds_at_the_first_attempt(void **state)
 {
     (void)state;
-    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false};
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, false};
     both(&sc, check_success_first_time);
 }
 
@@ -502,7 +510,7 @@ static void check_two_503_then_200(const ran *r)
 static void standard_pipeline_retries_503_503_200_with_exponential_waits(void **state)
 {
     (void)state;
-    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false, false};
     both(&sc, check_two_503_then_200);
 }
 
@@ -516,7 +524,7 @@ static void check_jitter(const ran *r)
 static void jittered_waits_draw_the_same_numbers_on_both_paths(void **state)
 {
     (void)state;
-    scenario sc = {standard_jittered, t503, 1, 0, false, false};
+    scenario sc = {standard_jittered, t503, 1, 0, false, false, false};
     both(&sc, check_jitter);
 }
 
@@ -533,7 +541,7 @@ static void check_attempt_timeout(const ran *r)
 static void attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again(void **state)
 {
     (void)state;
-    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false};
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, false};
     both(&sc, check_attempt_timeout);
 }
 
@@ -550,7 +558,7 @@ static void check_total_timeout(const ran *r)
 static void total_timeout_ends_the_retry_loop_as_deadline(void **state)
 {
     (void)state;
-    scenario sc = {total_timeout_around_retry, t503, 1, RESIL_S(2), false, false};
+    scenario sc = {total_timeout_around_retry, t503, 1, RESIL_S(2), false, false, false};
     both(&sc, check_total_timeout);
 }
 
@@ -568,7 +576,7 @@ static void check_breaker(const ran *r)
 static void breaker_opens_inside_the_retry_loop_and_rejects_the_next_attempt(void **state)
 {
     (void)state;
-    scenario sc = {retry_then_breaker, t503, 1, 0, false, false};
+    scenario sc = {retry_then_breaker, t503, 1, 0, false, false, false};
     both(&sc, check_breaker);
 }
 
@@ -583,7 +591,7 @@ static void check_fallback(const ran *r)
 static void fallback_answers_when_the_retries_are_used_up(void **state)
 {
     (void)state;
-    scenario sc = {fallback_over_retry, t503, 1, 0, false, false};
+    scenario sc = {fallback_over_retry, t503, 1, 0, false, false, false};
     both(&sc, check_fallback);
 }
 
@@ -598,7 +606,7 @@ static void check_rate_wait(const ran *r)
 static void rate_limiter_wait_is_spent_before_the_call(void **state)
 {
     (void)state;
-    scenario sc = {waiting_rate_limiter, t503_t503_ok, 3, 0, false, false};
+    scenario sc = {waiting_rate_limiter, t503_t503_ok, 3, 0, false, false, false};
     both(&sc, check_rate_wait);
 }
 
@@ -613,7 +621,7 @@ static void check_retry_after(const ran *r)
 static void retry_after_hint_sets_the_wait(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, throttled_then_ok, 2, 0, false, false};
+    scenario sc = {plain_retry3, throttled_then_ok, 2, 0, false, false, false};
     both(&sc, check_retry_after);
 }
 
@@ -628,7 +636,7 @@ static void check_refused(const ran *r)
 static void non_idempotent_work_is_refused_before_it_runs(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, ok1, 1, 0, true, false};
+    scenario sc = {plain_retry3, ok1, 1, 0, true, false, false};
     both(&sc, check_refused);
 }
 
@@ -644,7 +652,7 @@ static void check_cancelled(const ran *r)
 static void cancel_during_a_retry_wait_stops_as_cancelled(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, t503, 1, 0, false, true};
+    scenario sc = {plain_retry3, t503, 1, 0, false, true, false};
     both(&sc, check_cancelled);
 }
 
@@ -660,7 +668,7 @@ static void check_chaos_latency(const ran *r)
 static void chaos_latency_is_a_wait_the_attempt_timeout_bounds(void **state)
 {
     (void)state;
-    scenario sc = {chaos_latency_inside_attempt_timeout, ok1, 1, RESIL_S(1), false, false};
+    scenario sc = {chaos_latency_inside_attempt_timeout, ok1, 1, RESIL_S(1), false, false, false};
     both(&sc, check_chaos_latency);
 }
 
@@ -677,7 +685,7 @@ static void check_chaos_fault(const ran *r)
 static void chaos_fault_answers_for_the_operation_on_every_attempt(void **state)
 {
     (void)state;
-    scenario sc = {chaos_fault_under_retry, ok1, 1, 0, false, false};
+    scenario sc = {chaos_fault_under_retry, ok1, 1, 0, false, false, false};
     both(&sc, check_chaos_fault);
 }
 
@@ -696,7 +704,7 @@ static void check_throttle(const ran *r)
 static void throttle_counts_each_attempt_as_the_blocking_executor_does(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_throttle, t503, 1, RESIL_MS(10), false, false};
+    scenario sc = {retry_over_throttle, t503, 1, RESIL_MS(10), false, false, false};
     both(&sc, check_throttle);
 }
 
@@ -711,14 +719,14 @@ static void check_limiter(const ran *r)
 static void adaptive_limiter_admits_each_attempt_and_learns_from_it(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_adaptive_limiter, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    scenario sc = {retry_over_adaptive_limiter, t503_t503_ok, 3, RESIL_MS(10), false, false, false};
     both(&sc, check_limiter);
 }
 
 static void a_limit_of_one_admits_each_attempt_after_the_last_ended(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_a_limit_of_one, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    scenario sc = {retry_over_a_limit_of_one, t503_t503_ok, 3, RESIL_MS(10), false, false, false};
     both(&sc, check_limiter);
 }
 
@@ -740,7 +748,7 @@ static void check_listed_waits(const ran *r)
 static void a_list_of_waits_is_followed_in_order_then_its_last_repeats(void **state)
 {
     (void)state;
-    scenario sc = {retry_with_a_list_of_waits, t503, 1, 0, false, false};
+    scenario sc = {retry_with_a_list_of_waits, t503, 1, 0, false, false, false};
     both(&sc, check_listed_waits);
 }
 
@@ -759,7 +767,8 @@ static void check_generated_waits(const ran *r)
 static void a_delay_generator_chooses_the_wait_or_leaves_it_to_the_backoff(void **state)
 {
     (void)state;
-    scenario sc = {retry_with_a_delay_generator, t503_t503_ok, 3, RESIL_MS(10), false, false};
+    scenario sc = {retry_with_a_delay_generator, t503_t503_ok, 3, RESIL_MS(10), false, false,
+                   false};
     both(&sc, check_generated_waits);
 }
 
@@ -782,7 +791,7 @@ static void check_pending_then_done(const ran *r)
 static void a_success_the_predicate_wants_again_is_retried(void **state)
 {
     (void)state;
-    scenario sc = {retry_on_a_pending_result, pending_pending_done, 3, 0, false, false};
+    scenario sc = {retry_on_a_pending_result, pending_pending_done, 3, 0, false, false, false};
     both(&sc, check_pending_then_done);
 }
 
@@ -799,7 +808,7 @@ static void check_pending_to_the_end(const ran *r)
 static void a_result_retried_to_the_last_attempt_is_the_final_outcome(void **state)
 {
     (void)state;
-    scenario sc = {retry_on_a_pending_result, always_pending, 1, 0, false, false};
+    scenario sc = {retry_on_a_pending_result, always_pending, 1, 0, false, false, false};
     both(&sc, check_pending_to_the_end);
 }
 
@@ -830,8 +839,82 @@ static void an_auth_refresh_retry_around_a_transient_retry_refreshes_once(void *
 {
     (void)state;
     scenario sc = {auth_refresh_around_transient_retry, t503_401_ok, 3, RESIL_MS(10), false,
-                   false};
+                   false, false};
     both(&sc, check_auth_refresh);
+}
+
+/* ---- a retry that needs no time on the way --------------------------------------- */
+
+static void plain_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void zero_wait_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(2, 0);
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void check_plain_retry(const ran *r)
+{
+    /* 10 ms attempts, 1 s waits: the third attempt ends at 2.03 s. */
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.records_len, 0);
+    assert_duration_equal(r->res.elapsed, RESIL_S(2) + 3 * RESIL_MS(10));
+    assert_int_equal(r->end, T0 + RESIL_S(2) + 3 * RESIL_MS(10));
+}
+
+static void a_retry_without_deadline_or_records_reports_its_elapsed_time(void **state)
+{
+    (void)state;
+    scenario sc = {plain_retry, t503_t503_ok, 3, RESIL_MS(10), false, false, true};
+    both(&sc, check_plain_retry);
+}
+
+static void check_timeout_below_a_plain_retry(const ran *r)
+{
+    /* Each attempt's 2 s counts from its own start (after the 1 s wait),
+     * not from the execution's. */
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_duration_equal(r->res.elapsed, 3 * RESIL_S(2) + 2 * RESIL_S(1));
+}
+
+static void an_attempt_timeout_below_a_retry_without_records_counts_from_each_attempt(
+    void **state)
+{
+    (void)state;
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, true};
+    both(&sc, check_timeout_below_a_plain_retry);
+}
+
+static const resil_outcome t503_ok[] = {{RESIL_TRANSIENT, 503, RESIL_NO_HINT, "busy"},
+                                        {RESIL_SUCCESS, 200, RESIL_NO_HINT, "ok"}};
+
+static void a_zero_wait_retry_reads_the_loop_clock_only_at_its_start_and_end(void **state)
+{
+    (void)state;
+    scenario sc = {zero_wait_retry, t503_ok, 2, 0, false, false, true};
+    ran a;
+    run_async(&sc, &a);
+    assert_int_equal(a.res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(a.res.attempts, 2);
+    assert_int_equal(a.loop_reads, 2);
+}
+
+static void a_retry_keeping_records_reads_the_loop_clock_at_each_step(void **state)
+{
+    (void)state;
+    /* the start, each attempt's end, the wait's end */
+    scenario sc = {zero_wait_retry, t503_ok, 2, 0, false, false, false};
+    ran a;
+    run_async(&sc, &a);
+    assert_int_equal(a.res.records_len, 2);
+    assert_int_equal(a.loop_reads, 4);
 }
 
 int main(void)
@@ -858,6 +941,10 @@ int main(void)
         cmocka_unit_test(a_success_the_predicate_wants_again_is_retried),
         cmocka_unit_test(a_result_retried_to_the_last_attempt_is_the_final_outcome),
         cmocka_unit_test(an_auth_refresh_retry_around_a_transient_retry_refreshes_once),
+        cmocka_unit_test(a_retry_without_deadline_or_records_reports_its_elapsed_time),
+        cmocka_unit_test(an_attempt_timeout_below_a_retry_without_records_counts_from_each_attempt),
+        cmocka_unit_test(a_zero_wait_retry_reads_the_loop_clock_only_at_its_start_and_end),
+        cmocka_unit_test(a_retry_keeping_records_reads_the_loop_clock_at_each_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,13 +146,17 @@ typedef struct wakeup {
     resil_loop *loop;
     resil_instant fired_at;
     int fired;
+    int order; /* among the wakeups rung so far, from 1 */
 } wakeup;
+
+static int rung;
 
 static void ring(resil_timer *t)
 {
     wakeup *a = (wakeup *)t;
     a->fired_at = resil_clock_now(resil_loop_clock(a->loop));
     a->fired++;
+    a->order = ++rung;
 }
 
 static void start_wakeup_at(world *w, wakeup *a, resil_duration from_now)
@@ -207,6 +211,49 @@ static void a_due_timer_stopped_before_its_pass_never_runs(void **state)
     close_world(&w);
 }
 
+static void start_wakeup_in(world *w, wakeup *a, resil_duration delay)
+{
+    a->loop = resil_uv_loop(w->host);
+    a->t = (resil_timer){.fn = ring};
+    a->fired = 0;
+    a->loop->ops->timer_start(a->loop->self, &a->t, delay);
+}
+
+/* A zero delay is due at once without a reading of its own: it runs on the
+ * next pass, after a timer that was already due when it was started. */
+static void a_zero_delay_runs_on_the_next_pass_after_the_timers_already_due(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    rung = 0;
+    wakeup past, zero;
+    start_wakeup_at(&w, &past, -RESIL_MS(5));
+    start_wakeup_in(&w, &zero, 0);
+    assert_int_equal(zero.fired, 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(past.order, 1);
+    assert_int_equal(zero.order, 2);
+    assert_int_equal(zero.fired, 1);
+    close_world(&w);
+}
+
+/* A delay counts from a reading taken when the timer is started. */
+static void a_delay_does_not_end_before_it_has_passed_since_the_start(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    wakeup a;
+    resil_instant before = resil_clock_now(resil_loop_clock(resil_uv_loop(w.host)));
+    start_wakeup_in(&w, &a, RESIL_MS(2));
+    uv_run(&w.uv, UV_RUN_DEFAULT);
+    assert_false(w.guard_fired);
+    assert_int_equal(a.fired, 1);
+    assert_true(a.fired_at >= before + RESIL_MS(2));
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +264,8 @@ int main(void)
         cmocka_unit_test(a_timer_set_for_an_instant_does_not_run_before_it),
         cmocka_unit_test(a_timer_set_for_a_past_instant_runs_on_the_next_pass),
         cmocka_unit_test(a_due_timer_stopped_before_its_pass_never_runs),
+        cmocka_unit_test(a_zero_delay_runs_on_the_next_pass_after_the_timers_already_due),
+        cmocka_unit_test(a_delay_does_not_end_before_it_has_passed_since_the_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
