@@ -23,12 +23,17 @@
  * curl's exit status: the last URL's one at a time, the last transfer to
  * fail with -Z (in the order they ended, as parallel_transfers() keeps it).
  *
+ * A URL whose host's --fleet-rate permit is not there yet waits for it on
+ * a loop timer too, set for when the limiter says the permit comes, and
+ * asks again then: other transfers go on meanwhile, and with -Z the
+ * waiting URL holds its slot as a transfer does.
+ *
  * Signals: SIGINT, SIGTERM and SIGHUP are blocked in every thread and
  * taken by one thread in sigwait(), which fires the run's cancellation
- * token (that ends a fleet rate wait, the one wait that blocks) and posts
- * to the loop a cancel of every call in flight, which takes their
- * transfers off curl multi and ends their waits at once. That thread is
- * the only one besides the loop's.
+ * token and posts to the loop a cancel of every call in flight, which
+ * takes their transfers off curl multi and ends their waits at once (a
+ * URL waiting for a rate permit starts its call then, which ends as
+ * cancelled). That thread is the only one besides the loop's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -71,6 +76,9 @@ typedef struct transfer {
     resil_attempt_record pending;  /* an attempt waiting for its retry's wait */
     bool has_pending;
     resil_bulkhead_ticket permit;  /* --fleet-concurrency's */
+    resil_timer permit_due;        /* --fleet-rate: when its permit comes */
+    resil_instant permit_by;       /* no rate permit after this: refused */
+    bool waiting;                  /* for permit_due */
     resil_timer beat;              /* --heartbeat during a long wait */
     resil_instant wait_end;
 } transfer;
@@ -166,11 +174,15 @@ static void unwatch_signals(void)
 
 /* On the loop, after a signal: no new transfer, and every call in flight
  * cancelled (each `done` runs from inside resil_http_cancel). */
+static void end_permit_wait(transfer *t);
+
 static void cancel_all(resil_work *w)
 {
     http_run *run = (http_run *)((char *)w - offsetof(http_run, cancel_all));
     run->stopping = true;
     for (int i = 0; i < run->o->nurls; i++) {
+        if (run->xfers[i].waiting)
+            end_permit_wait(&run->xfers[i]);
         if (run->xfers[i].x != NULL)
             resil_http_cancel(run->xfers[i].x);
     }
@@ -584,38 +596,20 @@ static void prepare_request(transfer *t)
     req->user = t;
 }
 
-/* Inside the fleet limits' permits, when there are any: 0 when the call
- * may go on, else the exit status of a request they refused. The rate
- * limit's wait is the one wait that blocks the loop. */
-static int fenced(transfer *t)
-{
-    const http_opts *o = t->run->o;
-    int rc = fleet_enter(&t->run->fleet, t->url, o->po.policy.max_total, &cancel_token,
-                         o->silent && !o->show_error, &t->permit);
-    if (rc != 0)
-        return rc == RESIL_EREJECTED ? EXIT_COULDNT_CONNECT : RESIL_EXIT_USAGE;
-    return 0;
-}
-
-/* Start URL t->index's call: 0 once started (its `done` may even have run
- * already), else the exit status of a transfer that could not start. */
-static int start_call(transfer *t)
+/* The call itself, inside the fleet's permits: 0 once started (its `done`
+ * may even have run already), else the exit status of a transfer that
+ * could not start. */
+static int launch(transfer *t)
 {
     http_run *run = t->run;
     http_opts *o = run->o;
-    if (http_output_path(o, t->index, t->url, t->name, sizeof t->name, &t->path) != 0)
-        return EXIT_WRITE_ERROR;
-    http_sink_init(&t->sink, o, t->path, run->dump);
-    int rc = fenced(t);
-    if (rc != 0)
-        return rc;
     if ((t->e = curl_easy_init()) == NULL || http_handle_setup(t->e, o, t->url, &t->parts) != 0)
         return RESIL_EXIT_USAGE;
     prepare_request(t);
     o->hedge_to[0].url = t->url;
     t->has_pending = false;
     run->active++;
-    rc = resil_http_start(run->multi, t->e, &t->req, on_done, t, &t->x);
+    int rc = resil_http_start(run->multi, t->e, &t->req, on_done, t, &t->x);
     if (rc != 0) {
         run->active--;
         t->x = NULL;
@@ -625,16 +619,91 @@ static int start_call(transfer *t)
     return 0;
 }
 
-static void begin(http_run *run, transfer *t)
+/* Take the fleet limits' permits, when there are any, and launch the call;
+ * or, when the rate permit is not there yet, wait for it on a loop timer
+ * (the transfer holds its slot meanwhile). 0 when launched or waiting, else
+ * the exit status of a request the limits refused. */
+static int admit(transfer *t)
 {
-    int status = start_call(t);
-    if (status == 0)
-        return;
+    http_run *run = t->run;
+    const http_opts *o = run->o;
+    resil_loop *loop = &run->loop.loop;
+    resil_duration budget = resil_dur_sub(t->permit_by, loop->ops->now(loop->self));
+    resil_duration wait;
+    int rc = fleet_enter(&run->fleet, t->url, budget, o->silent && !o->show_error, &t->permit,
+                         &wait);
+    if (rc == FLEET_WAIT) {
+        t->waiting = true;
+        run->active++;
+        loop->ops->timer_start(loop->self, &t->permit_due, wait);
+        return 0;
+    }
+    if (rc != 0)
+        return rc == RESIL_EREJECTED ? EXIT_COULDNT_CONNECT : RESIL_EXIT_USAGE;
+    return launch(t);
+}
+
+/* Start URL t->index's call: 0 once started or waiting for its rate
+ * permit, else the exit status of a transfer that could not start. */
+static int start_call(transfer *t)
+{
+    http_run *run = t->run;
+    http_opts *o = run->o;
+    if (http_output_path(o, t->index, t->url, t->name, sizeof t->name, &t->path) != 0)
+        return EXIT_WRITE_ERROR;
+    http_sink_init(&t->sink, o, t->path, run->dump);
+    resil_duration total = o->po.policy.max_total;
+    resil_loop *loop = &run->loop.loop;
+    t->permit_by = resil_dur_add(loop->ops->now(loop->self),
+                                 total > 0 ? total : FLEET_RATE_WAIT_MAX);
+    return admit(t);
+}
+
+/* A transfer that could not start: what it took goes back, and its status
+ * joins the run's. */
+static void not_started(http_run *run, transfer *t, int status)
+{
     if (t->e != NULL)
         release(t);
     else
         fleet_leave(&t->permit);
     note_status(run, status);
+}
+
+static void begin(http_run *run, transfer *t)
+{
+    int status = start_call(t);
+    if (status != 0)
+        not_started(run, t, status);
+}
+
+static void leave_permit_wait(transfer *t)
+{
+    t->waiting = false;
+    t->run->active--;
+}
+
+/* The rate permit should be there now: ask again. */
+static void on_permit_due(resil_timer *tm)
+{
+    transfer *t = (transfer *)((char *)tm - offsetof(transfer, permit_due));
+    leave_permit_wait(t);
+    int status = admit(t);
+    if (status != 0)
+        not_started(t->run, t, status);
+}
+
+/* Cancelled while waiting for its rate permit: the call starts without it
+ * and ends at once as cancelled, with the record and status of any other
+ * cancelled call. */
+static void end_permit_wait(transfer *t)
+{
+    http_loop *l = &t->run->loop;
+    l->loop.ops->timer_stop(l->loop.self, &t->permit_due);
+    leave_permit_wait(t);
+    int status = launch(t);
+    if (status != 0)
+        not_started(t->run, t, status);
 }
 
 /* Start URLs in order while there is room: one at a time without -Z. */
@@ -659,6 +728,7 @@ static void run_transfers(http_run *run)
         *t = (transfer){.run = run, .index = i, .url = o->urls[i], .log = run->log};
         t->log.subject = t->url;
         t->beat.fn = on_beat;
+        t->permit_due.fn = on_permit_due;
     }
     pump(run);
     while (run->active > 0) {

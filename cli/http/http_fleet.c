@@ -62,10 +62,11 @@ static void say_refused(const char *url, const char *why, resil_duration wait)
             wait > 0 ? "; next permit in " : "", hint);
 }
 
-int fleet_enter(fleet *f, const char *url, resil_duration total, resil_cancel *cancel,
-                bool quiet, resil_bulkhead_ticket *t)
+int fleet_enter(fleet *f, const char *url, resil_duration budget, bool quiet,
+                resil_bulkhead_ticket *t, resil_duration *wait)
 {
     memset(t, 0, sizeof *t);
+    *wait = 0;
     const fleet_limit_opts *o = &f->limits.opts;
     if (f->client == NULL || (o->rate == 0 && o->concurrency == 0))
         return 0;
@@ -76,13 +77,17 @@ int fleet_enter(fleet *f, const char *url, resil_duration total, resil_cancel *c
     if (one == NULL)
         return RESIL_EINVAL;
     const char *why = NULL;
-    resil_duration wait = 0;
-    int rc = fleet_limit_enter(one, total > 0 ? total : FLEET_RATE_WAIT_MAX, cancel, t, &why,
-                               &wait);
-    if (rc == 0 || rc == RESIL_ECANCELED)
+    resil_duration next = 0;
+    int rc = fleet_limit_enter(one, 0, NULL, t, &why, &next);
+    if (rc == 0)
         return 0;
+    /* Only a rate refusal says when its permit comes. */
+    if (next > 0 && next <= budget) {
+        *wait = next;
+        return FLEET_WAIT;
+    }
     if (!quiet)
-        say_refused(url, why, wait);
+        say_refused(url, why, next);
     return RESIL_EREJECTED;
 }
 
@@ -91,11 +96,12 @@ void fleet_leave(resil_bulkhead_ticket *t)
     fleet_limit_leave(t);
 }
 #else
-int fleet_enter(fleet *f, const char *url, resil_duration total, resil_cancel *cancel,
-                bool quiet, resil_bulkhead_ticket *t)
+int fleet_enter(fleet *f, const char *url, resil_duration budget, bool quiet,
+                resil_bulkhead_ticket *t, resil_duration *wait)
 {
-    (void)f, (void)url, (void)total, (void)cancel, (void)quiet;
+    (void)f, (void)url, (void)budget, (void)quiet;
     memset(t, 0, sizeof *t);
+    *wait = 0;
     return 0;
 }
 

@@ -33,17 +33,23 @@ typedef struct fleet {
 int fleet_open(fleet *f, const char *url, const fleet_limit_opts *limits,
                const resil_http_opts *h);
 #endif
+/* fleet_enter(): the rate permit comes in *wait; ask again then. */
+#define FLEET_WAIT 1
+
 /*
- * Before `url`'s call: a permit of each fleet limit of its host, a rate
- * permit waited for within `total` (0, no total timeout: within
+ * Before `url`'s call: a permit of each fleet limit of its host, without
+ * waiting (the caller's loop does the waiting): the concurrency permit is
+ * kept in *t for fleet_leave. 0 to go on; FLEET_WAIT when the rate permit
+ * is *wait away and that is within `budget` (the caller asks again once it
+ * has passed, with what is left of the budget); RESIL_EREJECTED when a
+ * limit refused the request (said on standard error unless `quiet`), also
+ * a rate permit further away than `budget`; or RESIL_EINVAL after printing
+ * why. The budget of a request is its total timeout, or without one
  * FLEET_RATE_WAIT_MAX, so that a permit hours away refuses the request
- * rather than hanging a script), the concurrency permit
- * kept in *t for fleet_leave. 0 to go on (also when cancelled: the call
- * reports it), RESIL_EREJECTED when a limit refused the request (said on
- * standard error unless `quiet`), or RESIL_EINVAL after printing why.
+ * rather than hanging a script.
  */
-int fleet_enter(fleet *f, const char *url, resil_duration total, resil_cancel *cancel,
-                bool quiet, resil_bulkhead_ticket *t);
+int fleet_enter(fleet *f, const char *url, resil_duration budget, bool quiet,
+                resil_bulkhead_ticket *t, resil_duration *wait);
 void fleet_leave(resil_bulkhead_ticket *t);
 /* After the client is freed. */
 void fleet_close(fleet *f);

@@ -5,7 +5,9 @@
  * sent; and the fleet rate limit and concurrency limit (--fleet-rate,
  * --fleet-concurrency) bound every process together.
  */
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "fleet_test.h"
 
@@ -209,6 +211,122 @@ static void fleet_limits_are_checked_by_name(void **state)
     assert_int_equal(http_server_count(web, "/ok"), 0);
 }
 
+/* ---- a rate permit waited for on the loop --------------------------------------- */
+
+/* A connection that sees every command Redis runs (MONITOR), read after
+ * the tool has exited: the rate limiters' script calls it saw, kept in
+ * `lines`. */
+typedef struct monitor {
+    redisContext *c;
+    char lines[64][512];
+    int n;
+} monitor;
+
+static void monitor_start(monitor *m)
+{
+    m->n = 0;
+    m->c = redisConnect("127.0.0.1", redis_server_port(fleet_server));
+    assert_non_null(m->c);
+    assert_int_equal(m->c->err, 0);
+    redisReply *r = redisCommand(m->c, "MONITOR");
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+/* Read what the monitor saw until it has `n` limiter calls or has been
+ * quiet for `quiet_ms`. */
+static void monitor_read(monitor *m, int n, int quiet_ms)
+{
+    struct timeval quiet = {quiet_ms / 1000, (quiet_ms % 1000) * 1000};
+    redisSetTimeout(m->c, quiet);
+    redisReply *r;
+    while (m->n < n && redisGetReply(m->c, (void **)&r) == REDIS_OK) {
+        if (r->type == REDIS_REPLY_STATUS && strstr(r->str, "\"gcra\"") != NULL)
+            snprintf(m->lines[m->n++], sizeof m->lines[0], "%s", r->str);
+        freeReplyObject(r);
+    }
+}
+
+/* Everything the monitor saw, once the tool has exited. */
+static void monitor_stop(monitor *m)
+{
+    monitor_read(m, 64, 200);
+    redisFree(m->c);
+}
+
+/* Two URLs on one host whose fleet rate is 2/s with no burst, and one on
+ * another host (localhost: the same server, another authority), at once
+ * with -Z: the
+ * second URL's permit is half a second away. It waits on the loop, so the
+ * other host's transfer goes on meanwhile; it asks the limiter again once
+ * the wait is over, and gets the permit then. */
+static void a_url_waiting_for_its_rate_permit_holds_up_no_other_transfer(void **state)
+{
+    (void)state;
+    int port = http_server_port(web);
+    char args[512], urls[512];
+    snprintf(args, sizeof args, "-Z --fleet %s --fleet-rate 2/s:1 --attempts 1 -s -o /dev/null",
+             redis_server_url(fleet_server));
+    snprintf(urls, sizeof urls,
+             "http://127.0.0.1:%d/ok?a1' 'http://127.0.0.1:%d/ok?a2' 'http://localhost:%d/ok?b",
+             port, port, port);
+    monitor m;
+    monitor_start(&m);
+    run_result r = resil_http(args, urls);
+    monitor_stop(&m);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(web, "/ok"), 3);
+    /* the other host's request came before the waiting one's */
+    assert_string_equal(http_server_request(web, NULL, 2)->target, "/ok?a2");
+    /* The limiters were asked in this order: the first URL's permit, the
+     * second's refusal with its wait, the other host's permit (asked
+     * during the wait), then the second URL's permit once the wait was
+     * over: one more call, not a busy loop. */
+    const char *hosts[] = {"127.0.0.1", "127.0.0.1", "localhost", "127.0.0.1"};
+    assert_int_equal(m.n, 4);
+    for (int i = 0; i < 4; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "\"resil:limit:http://%s:%d\"", hosts[i], port);
+        if (strstr(m.lines[i], key) == NULL)
+            fail_msg("limiter call %d is not %s's: %s", i, hosts[i], m.lines[i]);
+    }
+}
+
+/* A signal during a rate permit's wait ends the run at once: the waiting
+ * URL's call starts without its permit and ends as cancelled, and its
+ * request is never sent. */
+static void a_signal_ends_a_rate_permit_wait_at_once(void **state)
+{
+    (void)state;
+    const char *tool = test_build_path("resil");
+    assert_non_null(tool);
+    char a1[128], a2[128];
+    snprintf(a1, sizeof a1, "http://127.0.0.1:%d/ok?a1", http_server_port(web));
+    snprintf(a2, sizeof a2, "http://127.0.0.1:%d/ok?a2", http_server_port(web));
+    monitor m;
+    monitor_start(&m);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(tool, tool, "http", "-Z", "--fleet", redis_server_url(fleet_server),
+              "--fleet-rate", "1/20s:1", "--attempts", "1", a1, a2, (char *)NULL);
+        _exit(127);
+    }
+    /* the second URL was refused its permit: it waits 20 s for the next */
+    monitor_read(&m, 2, FLEET_PATIENCE_MS);
+    assert_int_equal(m.n, 2);
+    kill(pid, SIGINT);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    redisFree(m.c);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 128 + SIGINT);
+    assert_int_equal(http_server_count(web, "/ok"), 1);
+    assert_string_equal(http_server_request(web, NULL, 0)->target, "/ok?a1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +338,8 @@ int main(void)
         T(a_burst_admits_that_many_processes_before_the_rate_applies),
         T(a_concurrency_permit_held_elsewhere_refuses_the_process),
         T(fleet_limits_are_checked_by_name),
+        T(a_url_waiting_for_its_rate_permit_holds_up_no_other_transfer),
+        T(a_signal_ends_a_rate_permit_wait_at_once),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
