@@ -314,9 +314,11 @@ static void a_signal_ends_a_rate_permit_wait_at_once(void **state)
               "--fleet-rate", "1/20s:1", "--attempts", "1", a1, a2, (char *)NULL);
         _exit(127);
     }
-    /* the second URL was refused its permit: it waits 20 s for the next */
+    /* the second URL was refused its permit: it waits 20 s for the next,
+     * while the first one's request is served */
     monitor_read(&m, 2, FLEET_PATIENCE_MS);
     assert_int_equal(m.n, 2);
+    fleet_wait_until(http_server_count(web, "/ok") == 1);
     kill(pid, SIGINT);
     int st;
     assert_int_equal(waitpid(pid, &st, 0), pid);
