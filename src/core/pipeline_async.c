@@ -594,7 +594,7 @@ static step retry_attempt(level *L)
  * operation do not. Without one of these, and without a deadline, a
  * record or a hook, the retry reads the clock only at its end (for the
  * result's elapsed): a zero wait then costs no reading at all. */
-__attribute__((noinline)) static bool time_read_below(const resil__run *r, size_t i)
+static bool time_read_below(const resil__run *r, size_t i)
 {
     for (size_t j = i + 1; j < r->p->nnodes; j++) {
         resil_strategy_kind k = r->p->nodes[j].kind;
