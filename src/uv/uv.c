@@ -24,6 +24,8 @@
  * a uv_idle_t runs it on the loop's next pass (its idle phase, which
  * also keeps that pass from blocking), as a 0 ms uv timer would, at a
  * fraction of the cost of inserting into and removing from libuv's heap.
+ * Neither that pass nor a zero delay reads the clock: what is due at the
+ * latest time known (the latest reading, or libuv's cached time) is due.
  *
  * Neither handle keeps the loop alive for nothing: the async handle is
  * unreferenced, and so is the uv timer whenever no resil timer is left
@@ -70,6 +72,14 @@ static resil_instant uv_now_ns(void *self) { return read_clock(self); }
 static void on_timer(uv_timer_t *t);
 static void on_soon(uv_idle_t *i);
 
+/* The latest time known without reading the clock: the latest reading, or
+ * libuv's cached loop time, whichever is later. */
+static resil_instant latest(const resil_uv *u)
+{
+    resil_instant cached = (resil_instant)(uv_now(u->uv) * (uint64_t)RESIL_MS(1));
+    return u->read > cached ? u->read : cached;
+}
+
 /* Keep the uv timer no later than the earliest resil timer. It is moved
  * only earlier: a timer stopped or a later one started leaves it where it
  * is, and an early firing finds nothing due and re-arms — so the common
@@ -81,12 +91,6 @@ static void on_soon(uv_idle_t *i);
  * reading of the clock (the one a decision just made, usually) or libuv's
  * cached time, whichever is later. Arming then reads no clock, and a due
  * instant already reached arms for the next pass (0 ms). */
-static resil_instant latest(const resil_uv *u)
-{
-    resil_instant cached = (resil_instant)(uv_now(u->uv) * (uint64_t)RESIL_MS(1));
-    return u->read > cached ? u->read : cached;
-}
-
 static void rearm(resil_uv *u)
 {
     resil_instant next = resil_timers_next(&u->timers);
