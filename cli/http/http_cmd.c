@@ -172,10 +172,11 @@ static void unwatch_signals(void)
     resil_cancel_destroy(&cancel_token);
 }
 
-/* On the loop, after a signal: no new transfer, and every call in flight
- * cancelled (each `done` runs from inside resil_http_cancel). */
 static void end_permit_wait(transfer *t);
 
+/* On the loop, after a signal: no new transfer, every rate permit's wait
+ * ended, and every call in flight cancelled (each `done` runs from inside
+ * resil_http_cancel). */
 static void cancel_all(resil_work *w)
 {
     http_run *run = (http_run *)((char *)w - offsetof(http_run, cancel_all));
