@@ -74,8 +74,7 @@ static void promote(store_batcher *b)
     if (b->head == NULL || b->collecting || b->running >= b->o.max_running)
         return;
     b->collecting = true;
-    b->head->lead = true;
-    pthread_cond_signal(&b->head->cv);
+    sem_post(&b->head->wake);
 }
 
 /* The leader, at the head of the queue: wait out the window unless the
@@ -113,11 +112,15 @@ static size_t take(store_batcher *b, batch_member **batch)
     return n;
 }
 
-/* Lead one batch, which carries the caller's own call (it is the head).
- * Called and returns with mu held. */
-static void lead(store_batcher *b)
+/* Lead one batch, which carries the leader's own call (it is the head),
+ * then wake its other members. They are woken after mu is let go, so
+ * that a dozen threads woken at once do not queue on it; each learns
+ * that it is done from its semaphore alone, and may be gone the moment
+ * it is posted. */
+static void lead(store_batcher *b, batch_member *self)
 {
     batch_member *batch[STORE_MAX_BATCH];
+    pthread_mutex_lock(&b->mu);
     wait_for_company(b);
     size_t n = take(b, batch);
     b->collecting = false;
@@ -125,19 +128,21 @@ static void lead(store_batcher *b)
     promote(b); /* another batch may start while this one runs */
     pthread_mutex_unlock(&b->mu);
     b->o.run(b->o.ud, batch, n);
+    for (size_t i = 0; i < n; i++)
+        batch[i]->done = true;
     pthread_mutex_lock(&b->mu);
     b->running--;
-    for (size_t i = 0; i < n; i++) {
-        batch[i]->done = true;
-        pthread_cond_signal(&batch[i]->cv);
-    }
     promote(b);
+    pthread_mutex_unlock(&b->mu);
+    for (size_t i = 0; i < n; i++)
+        if (batch[i] != self)
+            sem_post(&batch[i]->wake);
 }
 
 int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
 {
     batch_member m = {.call = call, .err = err};
-    pthread_cond_init(&m.cv, NULL);
+    sem_init(&m.wake, 0, 0);
     pthread_mutex_lock(&b->mu);
     if (b->tail != NULL)
         b->tail->next = &m;
@@ -147,20 +152,23 @@ int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
     b->queued++;
     if (b->wake != NULL && b->queued >= b->o.max)
         resil_cancel_fire(b->wake);
-    if (!b->collecting && b->running < b->o.max_running) {
-        b->collecting = true; /* the queue was empty: this call is its head */
-        m.lead = true;
-    }
-    while (!m.done) {
-        if (m.lead) {
-            m.lead = false;
-            lead(b);
-            continue;
-        }
-        pthread_cond_wait(&m.cv, &b->mu);
-    }
+    /* The queue was empty and nothing holds the lead: this call is its
+     * head, and leads. */
+    bool leads = !b->collecting && b->running < b->o.max_running;
+    if (leads)
+        b->collecting = true;
     pthread_mutex_unlock(&b->mu);
-    pthread_cond_destroy(&m.cv);
+    while (!leads) {
+        while (sem_wait(&m.wake) != 0)
+            ; /* EINTR */
+        if (m.done) {
+            sem_destroy(&m.wake);
+            return m.rc;
+        }
+        leads = true; /* not done: handed the lead */
+    }
+    lead(b, &m);
+    sem_destroy(&m.wake);
     return m.rc;
 }
 

@@ -12,6 +12,7 @@
 #define RESIL_STORE_INTERNAL_H
 
 #include <pthread.h>
+#include <semaphore.h>
 
 #include "resil/store.h"
 
@@ -157,8 +158,8 @@ typedef struct batch_member {
     resil_err *err; /* the caller's; may be NULL */
     /* private to batch.c */
     struct batch_member *next;
-    pthread_cond_t cv;
-    bool done, lead;
+    sem_t wake; /* posted once: its batch ran (done), or it leads the next */
+    bool done;
 } batch_member;
 
 /* Run members[0..n) as one batch and set every member's rc (and err). */
