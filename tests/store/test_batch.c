@@ -640,6 +640,75 @@ static void renew_release_and_complete_share_one_batch(void **state)
     resil_store_free(s);
 }
 
+/* ---- many callers at once --------------------------------------------------------- */
+
+#define BUSY_THREADS 16
+#define BUSY_ROUNDS 40
+
+typedef struct busy_client {
+    resil_store *s;
+    int id;
+    int firsts, completed; /* begins answered first with lease 1; completions taken */
+    pthread_t t;
+} busy_client;
+
+static void busy_key(int id, int round, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "busy-%d-%d", id, round);
+}
+
+static void *busy_run(void *arg)
+{
+    busy_client *c = arg;
+    resil_store_result res;
+    resil_store_result_init(&res);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_response r = {.status = 201, .body = completed_body,
+                              .body_len = strlen(completed_body)};
+    for (int i = 0; i < BUSY_ROUNDS; i++) {
+        char key[32];
+        busy_key(c->id, i, key, sizeof key);
+        resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = key};
+        if (resil_store_begin(c->s, &k, h, &res, NULL) != 0 ||
+            res.verdict != RESIL_STORE_FIRST || res.lease != 1)
+            continue;
+        c->firsts++;
+        c->completed += resil_store_complete(c->s, &k, res.lease, &r, NULL) == 0;
+    }
+    resil_store_result_free(&res);
+    return NULL;
+}
+
+/* Sixteen threads claim and complete keys of their own as fast as they
+ * can, so batches form, fill and hand their lead on while members are
+ * still being woken: every call learns its own result, once. */
+static void every_caller_of_a_busy_store_learns_its_own_results(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 4, 0, 0);
+    busy_client c[BUSY_THREADS];
+    for (int i = 0; i < BUSY_THREADS; i++) {
+        c[i] = (busy_client){.s = s, .id = i};
+        pthread_create(&c[i].t, NULL, busy_run, &c[i]);
+    }
+    for (int i = 0; i < BUSY_THREADS; i++) {
+        pthread_join(c[i].t, NULL);
+        assert_int_equal(c[i].firsts, BUSY_ROUNDS);
+        assert_int_equal(c[i].completed, BUSY_ROUNDS);
+    }
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.calls, 2 * BUSY_THREADS * BUSY_ROUNDS);
+    assert_int_equal(st.queued, 0);
+    assert_in_range(st.largest, 1, 4);
+    for (int i = 0; i < BUSY_THREADS; i++) {
+        char key[32];
+        busy_key(i, BUSY_ROUNDS - 1, key, sizeof key);
+        assert_int_equal(begin_key(f, f->s, key, "a"), RESIL_STORE_REPLAY);
+    }
+    resil_store_free(s);
+}
+
 /* ---- the purge ------------------------------------------------------------------ */
 
 /* n completed records created at Unix time 1 s, long expired. */
@@ -691,6 +760,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_failing_batch_fails_every_member_and_saves_none),
     BATCH_CASE(a_member_the_database_refuses_for_good_fails_alone),
     BATCH_CASE(renew_release_and_complete_share_one_batch),
+    BATCH_CASE(every_caller_of_a_busy_store_learns_its_own_results),
     BATCH_CASE(a_purge_deletes_in_chunks_that_ride_in_batches),
 };
 
