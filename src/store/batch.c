@@ -18,8 +18,9 @@
  * exactly as before. While max_running batches run, arrivals queue, and
  * the next leader takes what queued: with a window of 0 a batch is just
  * what piled up during the previous commit, which costs a lone call no
- * latency at all. Each waiter sleeps on a condition variable of its own,
- * so a commit wakes its members, not every thread in the queue.
+ * latency at all. Each waiter sleeps on a semaphore of its own, so a
+ * commit wakes its members, not every thread in the queue, and wakes
+ * them without holding the queue's lock.
  *
  * Invariant, under mu: the queue is not empty only while a leader is
  * collecting (or handed the lead) or max_running batches run. It is what
@@ -113,10 +114,14 @@ static size_t take(store_batcher *b, batch_member **batch)
 }
 
 /* Lead one batch, which carries the leader's own call (it is the head),
- * then wake its other members. They are woken after mu is let go, so
- * that a dozen threads woken at once do not queue on it; each learns
- * that it is done from its semaphore alone, and may be gone the moment
- * it is posted. */
+ * then wake its other members, and only then hand the lead on. Members
+ * are woken without mu held, so that a dozen threads woken at once do
+ * not queue on it; each learns that it is done from its semaphore alone,
+ * and may be gone the moment it is posted. Waking them before the next
+ * leader lets the ones that come straight back (a claim's caller with
+ * its next request) join the next batch instead of waiting out a commit:
+ * measured, batches stay as full as when members were woken under the
+ * lock, where handing the lead on first halved them. */
 static void lead(store_batcher *b, batch_member *self)
 {
     batch_member *batch[STORE_MAX_BATCH];
@@ -130,13 +135,13 @@ static void lead(store_batcher *b, batch_member *self)
     b->o.run(b->o.ud, batch, n);
     for (size_t i = 0; i < n; i++)
         batch[i]->done = true;
+    for (size_t i = 0; i < n; i++)
+        if (batch[i] != self)
+            sem_post(&batch[i]->wake);
     pthread_mutex_lock(&b->mu);
     b->running--;
     promote(b);
     pthread_mutex_unlock(&b->mu);
-    for (size_t i = 0; i < n; i++)
-        if (batch[i] != self)
-            sem_post(&batch[i]->wake);
 }
 
 int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
