@@ -43,12 +43,24 @@ const char *resil__name_at(const char *const *names, size_t count, unsigned i);
  * log lines and metric labels give a name ("Transient" as "transient"). */
 void resil__lower_copy(char *dst, size_t cap, const char *src);
 
+#if defined(__GNUC__)
+#define RESIL__ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RESIL__ALWAYS_INLINE inline
+#endif
+
 /* resil_retry_execute without its argument and policy checks, for callers
  * that validated the policy once up front (a pipeline, at build): the
  * execution path then pays for no validation. Returns 0, so that
  * resil_retry_execute can end in it (a jump, not a frame of its own). */
 int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
                      resil_op_fn op, void *user, resil_retry_result *out);
+/* The same when the caller ran the first attempt itself (after checking
+ * the token and the deadline as the executor would): `op`'s attempt 1
+ * hands back that attempt's outcome, and the token is not looked at again
+ * before it. */
+int resil__retry_run_after_first(const resil_retry_policy *p, const resil_exec_opts *opts,
+                                 resil_op_fn op, void *user, resil_retry_result *out);
 
 /* The rate limiter's acquire, one round at a time (ratelimit.c): 0 with
  * the permits, RESIL__RATE_WAIT with *wait to sleep before the next round,

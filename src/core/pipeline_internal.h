@@ -36,6 +36,9 @@ typedef struct resil__node {
     bool implicit; /* the single attempt of a pipeline without retry */
     bool inner;    /* a retry inside another: it leaves the result alone */
     bool owned;    /* the object below was made from options */
+    bool first_alone; /* retry: a first attempt's success needs nothing of the
+                         executor (no budget, no time budget, no retry on
+                         results), so the walk runs it directly */
     struct resil_pipeline *pipeline;
     /* one of these, by kind */
     resil_ratelimit *ratelimit;
@@ -313,6 +316,10 @@ typedef struct resil__cursor {
     resil_cancel *attempt_deadline_token;
     const resil_attempt_ctx *last; /* the executor's context of the latest attempt */
     resil_duration waited;         /* the wait before the next attempt reported */
+    /* A first attempt run before the executor (its failure): the executor's
+     * attempt 1 takes this outcome and the reading it ended with. */
+    const resil_outcome *first;
+    resil__reading first_end;
 } resil__cursor;
 
 void resil__cursor_init(resil__cursor *k, const resil__run *r, size_t i, const resil__frame *f);

@@ -190,7 +190,8 @@ void resil__cursor_init(resil__cursor *k, const resil__run *r, size_t i, const r
 {
     *k = (resil__cursor){{cursor_now, cursor_wall_now, cursor_sleep},
                          r->p->clock, {f->now, true}, f->deadline, f->deadline_token,
-                         r, resil__node_at(r, i), i + 1, f->deadline_token, NULL, 0};
+                         r, resil__node_at(r, i), i + 1, f->deadline_token, NULL, 0,
+                         NULL, {0, false}};
 }
 
 static resil_outcome attempt_op(resil_attempt_ctx *ctx)
@@ -202,6 +203,18 @@ static resil_outcome attempt_op(resil_attempt_ctx *ctx)
     resil_outcome o;
     resil__chain(k->r, k->next, &f, &o);
     return o;
+}
+
+/* The executor after a first attempt the walk already ran (run_first):
+ * its attempt 1 is that one, ending with the reading it ended with. */
+static resil_outcome attempt_op_after_first(resil_attempt_ctx *ctx)
+{
+    resil__cursor *k = ctx->user;
+    if (ctx->attempt != 1 || k->first == NULL)
+        return attempt_op(ctx);
+    k->last = ctx;
+    k->latest = k->first_end;
+    return *k->first;
 }
 
 /* The executor's context names the cursor as its user and its clock; the
@@ -331,12 +344,63 @@ void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res
     out->records_len = res->records_len;
 }
 
+/*
+ * The first attempt without the executor, when nothing it would do for a
+ * success is asked for: no budget to hear it, no time budget, no retry on
+ * results (first_alone, fixed at build), no listener, no records, a call
+ * that may be retried, a deadline not yet passed and a token not fired.
+ * The attempt then sees exactly the frame the executor would give it, and
+ * a success leaves exactly the executor's result: stop "succeeded", one
+ * attempt, and the attempt's end read as the executor reads it (the
+ * reading a level below took on its way out, else the clock). Anything
+ * else is the executor's, which then takes this attempt as its first
+ * (attempt_op_after_first): false, with *end the reading it ended with.
+ */
+static bool run_first(const resil__run *r, size_t i, const resil__frame *f,
+                      resil__reading *end, resil_outcome *out)
+{
+    const resil__node *n = resil__node_at(r, i);
+    resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
+    *end = (resil__reading){f->now, false};
+    resil__frame inner = {1, 0, f->now, deadline, f->cancel, f->deadline_token, end};
+    resil__chain(r, i + 1, &inner, out);
+    if (out->kind != RESIL_SUCCESS)
+        return false;
+    if (!end->fresh)
+        end->now = resil_clock_now(r->p->clock);
+    if (r->ex == NULL)
+        return true;
+    r->ex->last_now = end->now;
+    if (n->inner)
+        return true;
+    r->ex->out->stop = RESIL_STOP_SUCCEEDED;
+    r->ex->out->attempts = 1;
+    r->ex->out->records_len = 0;
+    return true;
+}
+
+static bool first_alone(const resil__run *r, const resil__node *n, const resil__frame *f)
+{
+    bool records = r->ex != NULL && !n->inner && r->records != NULL && r->records_cap > 0;
+    resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
+    return n->first_alone && !resil__listening(r->p) && !records && !r->non_idempotent &&
+           f->now < deadline && !resil_cancelled(f->cancel);
+}
+
 void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
                       resil_outcome *out)
 {
     const resil__node *n = resil__node_at(r, i);
+    resil__reading first_end;
+    bool ran_first = first_alone(r, n, f);
+    if (ran_first && run_first(r, i, f, &first_end, out))
+        return;
     resil__cursor k;
     resil__cursor_init(&k, r, i, f);
+    if (ran_first) {
+        k.first = out;
+        k.first_end = first_end;
+    }
     /* The policy's own time budget is a deadline too, and a deadline comes
      * with a token: the attempts get one that fires with it. */
     resil_cancel own;
@@ -347,7 +411,10 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     resil_exec_opts o;
     resil__retry_opts(&o, r, f, cancel, &k);
     resil_retry_result res;
-    resil__retry_run(&n->run_policy, &o, attempt_op, &k, &res); /* validated at build */
+    if (ran_first) /* the policy was validated at build */
+        resil__retry_run_after_first(&n->run_policy, &o, attempt_op_after_first, &k, &res);
+    else
+        resil__retry_run(&n->run_policy, &o, attempt_op, &k, &res);
     if (has_own)
         resil_cancel_destroy(&own);
     if (r->ex != NULL)

@@ -309,10 +309,11 @@ resil_instant resil_retry_deadline(const resil_retry *r) { return r->deadline; }
 
 /* The steps are in retry_exec.h, shared with the asynchronous execution;
  * this is the loop that strings them together around a sleep. */
-static resil_stop run(resil__retry_exec *x, resil_op_fn op, void *user)
+RESIL__ALWAYS_INLINE static resil_stop run(resil__retry_exec *x, resil_op_fn op, void *user,
+                                           bool first_ran)
 {
-    for (;;) {
-        resil_stop s = resil__rx_next(x, user);
+    for (bool look = !first_ran;; look = true) {
+        resil_stop s = resil__rx_next_looking(x, user, look);
         if (s != RESIL_STOP_NONE)
             return s;
         resil_instant start = x->now;
@@ -350,14 +351,28 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
     return resil__retry_run(p, opts, op, user, out);
 }
 
-int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
-                     resil_op_fn op, void *user, resil_retry_result *out)
+/* Inline in both entries, so that each is the loop for its case. */
+RESIL__ALWAYS_INLINE static int run_from(const resil_retry_policy *p,
+                                         const resil_exec_opts *opts, resil_op_fn op,
+                                         void *user, resil_retry_result *out, bool first_ran)
 {
     resil__retry_exec x;
     resil_instant start;
     resil_stop s = resil__rx_begin(&x, p, opts, out, &start);
     if (s == RESIL_STOP_NONE)
-        s = run(&x, op, user);
+        s = run(&x, op, user, first_ran);
     resil__rx_end(&x, s, start);
     return 0;
+}
+
+int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
+                     resil_op_fn op, void *user, resil_retry_result *out)
+{
+    return run_from(p, opts, op, user, out, false);
+}
+
+int resil__retry_run_after_first(const resil_retry_policy *p, const resil_exec_opts *opts,
+                                 resil_op_fn op, void *user, resil_retry_result *out)
+{
+    return run_from(p, opts, op, user, out, true);
 }

@@ -135,11 +135,14 @@ static inline resil_stop resil__rx_begin(resil__retry_exec *x, const resil_retry
 }
 
 /* Before an attempt: RESIL_STOP_NONE and the attempt's context is ready,
- * or the stop a fired token means. */
-static inline resil_stop resil__rx_next(resil__retry_exec *x, void *user)
+ * or the stop a fired token means. `look` false: the attempt has run
+ * already (a pipeline's first, run_first in pipeline_strategies.c), and
+ * its caller looked at the token before it. */
+static inline resil_stop resil__rx_next_looking(resil__retry_exec *x, void *user, bool look)
 {
     resil_cancel *cancel = x->opts->cancel;
-    if (resil__retry_step_before(&x->step, resil_cancelled(cancel)) != RESIL_STOP_NONE)
+    bool cancelled = look && resil_cancelled(cancel);
+    if (resil__retry_step_before(&x->step, cancelled) != RESIL_STOP_NONE)
         return resil__rx_stopped_between(x, cancel);
     resil_attempt_ctx *ctx = &x->ctx;
     ctx->attempt = x->step.attempt;
@@ -149,6 +152,11 @@ static inline resil_stop resil__rx_next(resil__retry_exec *x, void *user)
     ctx->user = user;
     ctx->hedge = 0;
     return RESIL_STOP_NONE;
+}
+
+static inline resil_stop resil__rx_next(resil__retry_exec *x, void *user)
+{
+    return resil__rx_next_looking(x, user, true);
 }
 
 /* Build the attempt's record only when someone reads it. */
