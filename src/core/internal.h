@@ -116,8 +116,42 @@ typedef struct resil__cells {
 
 int resil__cells_init(resil__cells *c); /* zeroed cells; RESIL_ENOMEM */
 void resil__cells_free(resil__cells *c);
-/* The CPU the caller runs on (or its thread's round-robin number). */
-uint32_t resil__cpu_slot(void);
+/* The CPU the caller runs on (or its thread's round-robin number), asked
+ * of the C library (percpu.c). */
+uint32_t resil__cpu_slot_asked(void);
+
+/* glibc 2.35 and later register a restartable-sequences area for every
+ * thread, at __rseq_offset from the thread pointer, in which the kernel
+ * keeps the CPU the thread runs on: reading it is one load, where
+ * sched_getcpu() is a call into the C library for the same load. The area
+ * says a negative CPU when it could not be registered (an old kernel, the
+ * glibc.pthread.rseq tunable, a valgrind run): then the C library is asked. */
+#if defined(__linux__) && defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+#include <sys/rseq.h>
+
+static inline const void *resil__thread_pointer(void)
+{
+#if defined(__x86_64__)
+    const void *tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    return tp;
+#else
+    return __builtin_thread_pointer();
+#endif
+}
+
+static inline uint32_t resil__cpu_slot(void)
+{
+    const struct rseq *area =
+        (const struct rseq *)((const char *)resil__thread_pointer() + __rseq_offset);
+    int32_t cpu = (int32_t)__atomic_load_n(&area->cpu_id, __ATOMIC_RELAXED);
+    return cpu >= 0 ? (uint32_t)cpu : resil__cpu_slot_asked();
+}
+#else
+static inline uint32_t resil__cpu_slot(void) { return resil__cpu_slot_asked(); }
+#endif
 /* The calling CPU's cell. */
 static inline _Atomic uint64_t *resil__my_cell(const resil__cells *c)
 {

@@ -9,8 +9,9 @@
  * set of cells, one cache line each, as many as the system has CPUs
  * (rounded up to a power of two, at most 64), and a call bumps the cell of
  * the CPU it runs on; whoever reads them takes every cell. The CPU comes from
- * sched_getcpu(), which glibc answers from the rseq area without a system
- * call; where it is missing, each thread takes a cell round-robin once.
+ * the thread's rseq area, read in place where glibc registers one
+ * (internal.h), else from sched_getcpu(); where that is missing too, each
+ * thread takes a cell round-robin once.
  * Two threads on one cell are still correct (the cells are atomic), only
  * slower.
  */
@@ -52,7 +53,7 @@ void resil__cells_free(resil__cells *c)
     c->cell = NULL;
 }
 
-uint32_t resil__cpu_slot(void)
+uint32_t resil__cpu_slot_asked(void)
 {
 #ifdef __GLIBC__
     int cpu = sched_getcpu();
