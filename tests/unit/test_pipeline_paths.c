@@ -656,6 +656,64 @@ static void cancel_during_a_retry_wait_stops_as_cancelled(void **state)
     both(&sc, check_cancelled);
 }
 
+/* ---- without records: the retry level's first attempt without its executor -- */
+
+static void check_success_first_time_unrecorded(const ran *r)
+{
+    check_success_first_time(r);
+    assert_int_equal(r->res.records_len, 0);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_NONE);
+    assert_int_equal(r->end, T0 + RESIL_MS(20));
+}
+
+static void without_records_a_first_success_leaves_the_executors_result(void **state)
+{
+    (void)state;
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, true};
+    both(&sc, check_success_first_time_unrecorded);
+}
+
+static void check_two_503_then_200_unrecorded(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.records_len, 0);
+    assert_int_equal(r->res.outcome.kind, RESIL_SUCCESS);
+    assert_duration_equal(r->res.elapsed, RESIL_S(6) + RESIL_MS(30));
+    assert_int_equal(r->calls, 3);
+}
+
+static void without_records_a_failed_first_attempt_is_the_retrys_first(void **state)
+{
+    (void)state;
+    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false, true};
+    both(&sc, check_two_503_then_200_unrecorded);
+}
+
+static void check_attempt_timeout_unrecorded(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(r->res.outcome.detail, "attempt timeout (2s) elapsed");
+    assert_duration_equal(r->res.elapsed, 3 * RESIL_S(2) + 2 * RESIL_S(1));
+    assert_int_equal(r->calls, 3);
+}
+
+static void without_records_a_first_attempt_cut_by_its_timeout_is_retried(void **state)
+{
+    (void)state;
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, true};
+    both(&sc, check_attempt_timeout_unrecorded);
+}
+
+static void without_records_a_cancel_in_the_first_wait_stops_as_cancelled(void **state)
+{
+    (void)state;
+    scenario sc = {plain_retry3, t503, 1, 0, false, true, true};
+    both(&sc, check_cancelled);
+}
+
 static void check_chaos_latency(const ran *r)
 {
     /* 1.5 s injected, then a 1 s attempt: the 2 s attempt timeout cuts it. */
@@ -945,6 +1003,10 @@ int main(void)
         cmocka_unit_test(an_attempt_timeout_below_a_retry_without_records_counts_from_each_attempt),
         cmocka_unit_test(a_zero_wait_retry_reads_the_loop_clock_only_at_its_start_and_end),
         cmocka_unit_test(a_retry_keeping_records_reads_the_loop_clock_at_each_step),
+        cmocka_unit_test(without_records_a_first_success_leaves_the_executors_result),
+        cmocka_unit_test(without_records_a_failed_first_attempt_is_the_retrys_first),
+        cmocka_unit_test(without_records_a_first_attempt_cut_by_its_timeout_is_retried),
+        cmocka_unit_test(without_records_a_cancel_in_the_first_wait_stops_as_cancelled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
