@@ -865,19 +865,7 @@ resil_breaker_result resil_pipeline_classify_default(const resil_outcome *o,
 {
     (void)ctx;
     (void)ud;
-    switch (o->kind) {
-    case RESIL_SUCCESS:
-        return RESIL_BREAKER_SUCCESS;
-    case RESIL_TRANSIENT:
-    case RESIL_THROTTLED:
-    case RESIL_TIMEOUT:
-        return RESIL_BREAKER_FAILURE;
-    case RESIL_CANCELLED:
-    case RESIL_REJECTED:
-        return RESIL_BREAKER_IGNORED;
-    default:
-        return RESIL_BREAKER_SUCCESS;
-    }
+    return resil__classify_default(o);
 }
 
 const char *resil_pipeline_name(const resil_pipeline *p) { return p != NULL ? p->name : ""; }

@@ -93,6 +93,25 @@ static inline const resil__node *resil__node_find(const struct resil_pipeline *p
     return NULL;
 }
 
+/* resil_pipeline_classify_default(), inline for the breaker step, which
+ * skips building the context the default does not read. */
+static inline resil_breaker_result resil__classify_default(const resil_outcome *o)
+{
+    switch (o->kind) {
+    case RESIL_SUCCESS:
+        return RESIL_BREAKER_SUCCESS;
+    case RESIL_TRANSIENT:
+    case RESIL_THROTTLED:
+    case RESIL_TIMEOUT:
+        return RESIL_BREAKER_FAILURE;
+    case RESIL_CANCELLED:
+    case RESIL_REJECTED:
+        return RESIL_BREAKER_IGNORED;
+    default:
+        return RESIL_BREAKER_SUCCESS;
+    }
+}
+
 /* What only the caller's thread writes during an execution. */
 typedef struct resil__exec {
     resil_pipeline_result *out;

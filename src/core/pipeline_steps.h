@@ -141,8 +141,13 @@ static inline bool resil__breaker_enter(const resil__run *r, const resil__frame 
 static inline void resil__breaker_leave(const resil__run *r, size_t i, const resil__frame *f,
                                         resil_breaker_permit *permit, const resil_outcome *out)
 {
-    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
-    resil_breaker_result verdict = r->p->classify(out, &ctx, r->p->classify_ud);
+    resil_breaker_result verdict;
+    if (r->p->classify == resil_pipeline_classify_default) {
+        verdict = resil__classify_default(out);
+    } else {
+        resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+        verdict = r->p->classify(out, &ctx, r->p->classify_ud);
+    }
     resil_breaker *b = resil__breaker_of(r, f->hedge);
     if (!resil__node_at(r, i)->owned || f->reading == NULL) {
         resil_breaker_record(b, permit, verdict);

@@ -127,16 +127,6 @@ int resil__window_cells_init(resil__window_cells *s, resil_duration sampling)
 
 void resil__window_cells_free(resil__window_cells *s) { resil__tally_free(&s->tally); }
 
-bool resil__window_cells_add(resil__window_cells *s, uint64_t epoch, resil_instant now)
-{
-    uint64_t bucket = resil__tally_tag(epoch);
-    if (s->tally.cells.cell == NULL || bucket == RESIL__TALLY_NONE)
-        return false;
-    resil_instant start = (resil_instant)bucket * s->width;
-    if (now < start || now - start >= s->width)
-        return false;
-    return resil__tally_add(&s->tally, epoch);
-}
 
 /* Close the tally and name `bucket` as the one the next adds count in.
  * What was taken belongs to the old epoch's bucket; with `keep` it goes

@@ -94,8 +94,19 @@ static inline uint64_t resil__window_cells_epoch(const resil__window_cells *s)
     return resil__tally_epoch(&s->tally);
 }
 /* One success at `now` in `epoch`'s bucket, without a lock; false: the
- * owner must add it under its lock. */
-bool resil__window_cells_add(resil__window_cells *s, uint64_t epoch, resil_instant now);
+ * owner must add it under its lock. Inline: it is a closed breaker's
+ * success path. */
+static inline bool resil__window_cells_add(resil__window_cells *s, uint64_t epoch,
+                                           resil_instant now)
+{
+    uint64_t bucket = resil__tally_tag(epoch);
+    if (s->tally.cells.cell == NULL || bucket == RESIL__TALLY_NONE)
+        return false;
+    resil_instant start = (resil_instant)bucket * s->width;
+    if (now < start || now - start >= s->width)
+        return false;
+    return resil__tally_add(&s->tally, epoch);
+}
 /* Under the owner's lock: the cells' successes into `w`, before `w` is read
  * or moved. */
 void resil__window_cells_fold(resil__window_cells *s, resil__window *w);
