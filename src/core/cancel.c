@@ -44,7 +44,7 @@
 #include <sched.h>
 #include <time.h>
 
-#include "resil/cancel.h"
+#include "cancel_inline.h"
 
 #ifdef __linux__
 #include <linux/futex.h>
@@ -52,7 +52,7 @@
 #include <unistd.h>
 #endif
 
-enum { ARMED = 0, FIRED = 1, SLEEPING = 2 };
+enum { ARMED = 0, FIRED = 1, SLEEPING = 2 }; /* ARMED is 0: cancel_inline.h */
 
 static bool load_fired(const resil_cancel *c)
 {
@@ -243,12 +243,7 @@ static void link_up(resil_cancel *c)
 
 int resil_cancel_init(resil_cancel *c, resil_cancel *parent)
 {
-    c->state = ARMED;
-    c->reason = 0;
-    c->lock = 0;
-    c->unlinked = parent != NULL;
-    c->parent = parent;
-    c->first_child = c->next_sibling = c->prev_sibling = NULL;
+    resil__cancel_fields(c, parent);
     return sleeper_init(c) != 0 ? RESIL_ESYS : 0;
 }
 
@@ -266,14 +261,14 @@ __attribute__((noinline)) static void unlink_child(resil_cancel *c)
     spin_unlock(&parent->lock);
 }
 
+void resil__cancel_unlink(resil_cancel *c) { unlink_child(c); }
+void resil__cancel_wait_free(int *lock) { spin_wait_free(lock); }
+
 void resil_cancel_destroy(resil_cancel *c)
 {
     if (c == NULL)
         return;
-    if (c->parent != NULL && !is_unlinked(c))
-        unlink_child(c); /* after this no fire can come down from above */
-    if (__atomic_load_n(&c->lock, __ATOMIC_ACQUIRE) != 0)
-        spin_wait_free(&c->lock); /* nor is one aimed at c still inside it */
+    resil__cancel_let_go(c);
     sleeper_destroy(c);
 }
 

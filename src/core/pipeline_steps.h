@@ -15,6 +15,7 @@
 #ifndef RESIL_PIPELINE_STEPS_H
 #define RESIL_PIPELINE_STEPS_H
 
+#include "cancel_inline.h"
 #include "pipeline_internal.h"
 
 static inline const resil__node *resil__node_at(const resil__run *r, size_t i)
@@ -104,7 +105,7 @@ static inline bool resil__timeout_enter(const resil__run *r, const resil__node *
 {
     resil_duration t = resil__timeout_for(n, r);
     resil_instant deadline = resil__earlier(f->deadline, resil__add_sat(f->now, t));
-    if (resil_cancel_init(tok, f->cancel) != 0) {
+    if (resil__cancel_init(tok, f->cancel) != 0) {
         *out = resil_fail(RESIL_PERMANENT, RESIL_ESYS, "cannot make a cancel token");
         return false;
     }
@@ -121,7 +122,7 @@ static inline void resil__timeout_leave(const resil__run *r, const resil__node *
 {
     if (out->kind != RESIL_SUCCESS)
         resil__timeout_judge(r, n, f, inner, out);
-    resil_cancel_destroy(inner->cancel);
+    resil__cancel_destroy(inner->cancel);
 }
 
 /* ---- breaker ---------------------------------------------------------------------------- */
