@@ -666,6 +666,11 @@ static void window_add(builtin *b, resil_instant now, bool failure, bool slow)
         resil__window_add(&b->window, now, failure, slow);
 }
 
+/* Out of line: a closed breaker's success takes it only when its bucket
+ * has ended, so its frame stays off the common path. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
                             bool tripped, resil_instant now)
 {
@@ -693,12 +698,8 @@ static resil_instant now_or_read(builtin *b, resil_instant known)
     return known != READ_CLOCK ? known : now_of(b);
 }
 
-/* The window's part of a closed result, out of line so that the
- * consecutive rule's path stays as short as it was before the window
- * learnt to count without the mutex. */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
+/* The window's part of a closed result: a success counted on the CPU's
+ * cell, or the locked path. */
 static int record_windowed(builtin *b, const resil_breaker_permit *p, bool failure,
                            bool tripped, resil_instant known)
 {
