@@ -387,19 +387,20 @@ static bool first_alone(const resil__run *r, const resil__node *n, const resil__
            f->now < deadline && !resil_cancelled(f->cancel);
 }
 
-void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
-                      resil_outcome *out)
+/* The executor over the levels below; `first_end` non-NULL: the first
+ * attempt has run (run_first), its outcome in *out. Out of line, so that
+ * a first attempt's success pays none of its frame. */
+__attribute__((noinline)) static void run_executor(const resil__run *r, size_t i,
+                                                   const resil__frame *f,
+                                                   const resil__reading *first_end,
+                                                   resil_outcome *out)
 {
     const resil__node *n = resil__node_at(r, i);
-    resil__reading first_end;
-    bool ran_first = first_alone(r, n, f);
-    if (ran_first && run_first(r, i, f, &first_end, out))
-        return;
     resil__cursor k;
     resil__cursor_init(&k, r, i, f);
-    if (ran_first) {
+    if (first_end != NULL) {
         k.first = out;
-        k.first_end = first_end;
+        k.first_end = *first_end;
     }
     /* The policy's own time budget is a deadline too, and a deadline comes
      * with a token: the attempts get one that fires with it. */
@@ -411,7 +412,7 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     resil_exec_opts o;
     resil__retry_opts(&o, r, f, cancel, &k);
     resil_retry_result res;
-    if (ran_first) /* the policy was validated at build */
+    if (first_end != NULL) /* the policy was validated at build */
         resil__retry_run_after_first(&n->run_policy, &o, attempt_op_after_first, &k, &res);
     else
         resil__retry_run(&n->run_policy, &o, attempt_op, &k, &res);
@@ -420,6 +421,18 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
     if (r->ex != NULL)
         resil__retry_keep_result(r, &res, &k);
     *out = res.final;
+}
+
+void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
+                      resil_outcome *out)
+{
+    if (!first_alone(r, resil__node_at(r, i), f)) {
+        run_executor(r, i, f, NULL, out);
+        return;
+    }
+    resil__reading first_end;
+    if (!run_first(r, i, f, &first_end, out))
+        run_executor(r, i, f, &first_end, out);
 }
 
 /* ---- breaker ------------------------------------------------------------------------------ */
