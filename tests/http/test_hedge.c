@@ -3,7 +3,9 @@
  * and its answer is the one the caller gets. These tests run on the system
  * clock with short real delays, because the race is between two real
  * connections to the server: the primary's request must reach the server
- * first (and get the slow step) before the hedge's does.
+ * first (and get the slow step) before the hedge's does. The hedge delay
+ * leaves a fast answer 400 ms, so a loaded machine does not turn a fast
+ * call into a hedged one, and every slow step is well beyond it.
  */
 #include <pthread.h>
 
@@ -12,7 +14,7 @@
 static void hedge_setup_opts(fx *f)
 {
     f->opts.clock = NULL; /* the race is real */
-    f->opts.hedge_delay = RESIL_MS(100);
+    f->opts.hedge_delay = RESIL_MS(400);
 }
 
 static void a_slow_get_is_answered_by_its_hedge(void **state)
@@ -226,7 +228,7 @@ static void post_is_never_hedged(void **state)
     hedge_setup_opts(f);
     f->req.method = "POST";
     f->req.key_mode = RESIL_HTTP_KEY_AUTO;
-    fx_script(f, "/h", FX_STEPS({.status = 200, .delay_ms = 300, .body = "slow\n"},
+    fx_script(f, "/h", FX_STEPS({.status = 200, .delay_ms = 1500, .body = "slow\n"},
                                 {.status = 200, .body = "fast\n"}));
     assert_int_equal(fx_perform(f, "/h"), 0);
     assert_string_equal(f->body.p, "slow\n");
