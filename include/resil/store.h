@@ -297,6 +297,64 @@ typedef struct resil_store_batch_stats {
 /* All zero when batching is off (batch_max <= 1). */
 RESIL_API void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out);
 
+/* ---- the asynchronous form ------------------------------------------------ */
+
+/*
+ * begin, complete, release and renew for an event loop, which must not
+ * block on a commit: the call checks its arguments, queues the write into
+ * the store's group commit and returns at once. When the batch carrying
+ * it has committed (durable) or failed, `cb` is invoked with exactly what
+ * the blocking call would have returned: rc, and when rc != 0 the error
+ * (valid only during the callback); for begin, `out` is filled as the
+ * blocking begin fills it. Blocking and asynchronous calls share the same
+ * queue and may share a batch.
+ *
+ * Thread rules:
+ *   - the callback runs on a store thread: the one that ran the batch (a
+ *     writer thread the store starts on its first asynchronous call, one
+ *     per batch that may run at once, or a blocking caller leading a
+ *     batch), never inside the submitting call, never before the batch's
+ *     commit returned, exactly once per call that returned 0. Keep it
+ *     short (post the result to your loop: uv_async_send, a pipe): the
+ *     thread that runs it may be the one that leads the next batch;
+ *   - the callback may submit further asynchronous calls; it must not call
+ *     a blocking store call nor resil_store_free();
+ *   - the key and hash are copied; `out` (begin) and the response's
+ *     headers and body (complete) must stay valid and untouched until the
+ *     callback ran;
+ *   - resil_store_free() fails every call still queued with
+ *     RESIL_ECANCELED (invoking its callback, on the freeing thread), lets
+ *     the batches that already run finish (their callbacks run), and joins
+ *     the writer threads. Do not submit while or after freeing.
+ *
+ * The asynchronous form needs group commit (store.batch_max >= 2, the
+ * default). An asynchronous begin does not read first: a replay or a
+ * mismatch is answered from its batch, after the commit, where the
+ * blocking begin answers it from a plain read. A completion the database
+ * cannot take goes to the journal as for resil_store_complete(), on the
+ * store's thread, before the callback.
+ *
+ * Returns 0 (queued: cb will run once), or an error and cb never runs:
+ * RESIL_EINVAL (a bad key or response, no callback, batching off),
+ * RESIL_ERANGE (a response over 1 GiB), RESIL_ENOMEM (no memory, or no
+ * writer thread could start).
+ */
+typedef void (*resil_store_cb)(int rc, const resil_err *err, void *ud);
+
+RESIL_API int resil_store_begin_async(resil_store *s, const resil_store_key *k,
+                                      const uint8_t hash[RESIL_SHA256_LEN],
+                                      resil_store_result *out, resil_store_cb cb, void *ud,
+                                      resil_err *err);
+RESIL_API int resil_store_complete_async(resil_store *s, const resil_store_key *k,
+                                         uint64_t lease, const resil_store_response *r,
+                                         resil_store_cb cb, void *ud, resil_err *err);
+RESIL_API int resil_store_release_async(resil_store *s, const resil_store_key *k,
+                                        uint64_t lease, resil_store_cb cb, void *ud,
+                                        resil_err *err);
+RESIL_API int resil_store_renew_async(resil_store *s, const resil_store_key *k,
+                                      uint64_t lease, resil_store_cb cb, void *ud,
+                                      resil_err *err);
+
 /* ---- the transactional form ----------------------------------------------- */
 
 /* The databases' own connection types, declared here so that this header

@@ -22,6 +22,16 @@
  * commit wakes its members, not every thread in the queue, and wakes
  * them without holding the queue's lock.
  *
+ * A member may also be asynchronous (an event loop's call that must not
+ * block): it lives on the heap, nobody waits on its semaphore, and once
+ * its batch ran the thread that ran it calls the runner's `finish` for
+ * it. Such a member cannot lead, so when one is the head and may lead,
+ * the lead goes to one of the store's writer threads, started on the
+ * first asynchronous call, which lead exactly as a blocking caller
+ * would (the window, max, max_running). Both kinds share the one queue
+ * and may share a batch. A writer is needed for each batch that may run
+ * at once, so there are max_running of them.
+ *
  * Invariant, under mu: the queue is not empty only while a leader is
  * collecting (or handed the lead) or max_running batches run. It is what
  * lets an arrival that finds neither lead at once: the queue was empty,
@@ -46,6 +56,12 @@ struct store_batcher {
     resil_cancel *wake;  /* the waiting leader's token: fired when the batch fills */
     uint64_t batches, calls;
     uint32_t largest;
+    /* the writer threads, for asynchronous members */
+    sem_t writer_wake;   /* posted once per lead handed to a writer, and to stop */
+    unsigned writer_leads; /* leads handed to writers and not yet taken */
+    unsigned n_writers;
+    pthread_t writers[STORE_MAX_RUNNING];
+    bool closing;
 };
 
 int resil__batcher_new(const batcher_opts *o, store_batcher **out)
@@ -56,17 +72,24 @@ int resil__batcher_new(const batcher_opts *o, store_batcher **out)
     b->o = *o;
     if (b->o.max > STORE_MAX_BATCH)
         b->o.max = STORE_MAX_BATCH;
+    if (b->o.max_running > STORE_MAX_RUNNING)
+        b->o.max_running = STORE_MAX_RUNNING;
     pthread_mutex_init(&b->mu, NULL);
+    sem_init(&b->writer_wake, 0, 0);
     *out = b;
     return 0;
 }
 
-void resil__batcher_free(store_batcher *b)
+/* Hand the lead to a member: a blocking one leads on its own thread, an
+ * asynchronous one through a writer. */
+static void hand_lead(store_batcher *b, batch_member *m)
 {
-    if (b == NULL)
+    if (!m->async) {
+        sem_post(&m->wake);
         return;
-    pthread_mutex_destroy(&b->mu);
-    free(b);
+    }
+    b->writer_leads++;
+    sem_post(&b->writer_wake);
 }
 
 /* Hand the lead to the head of the queue, when one may lead now. */
@@ -75,14 +98,14 @@ static void promote(store_batcher *b)
     if (b->head == NULL || b->collecting || b->running >= b->o.max_running)
         return;
     b->collecting = true;
-    sem_post(&b->head->wake);
+    hand_lead(b, b->head);
 }
 
 /* The leader, at the head of the queue: wait out the window unless the
  * batch fills first. Called and returns with mu held. */
 static void wait_for_company(store_batcher *b)
 {
-    if (b->o.window <= 0 || b->queued >= b->o.max)
+    if (b->o.window <= 0 || b->queued >= b->o.max || b->closing)
         return;
     resil_cancel wake;
     if (resil_cancel_init(&wake, NULL) != 0)
@@ -106,6 +129,8 @@ static size_t take(store_batcher *b, batch_member **batch)
     if (b->head == NULL)
         b->tail = NULL;
     b->queued -= (uint32_t)n;
+    if (n == 0)
+        return 0; /* the store is being freed: its queue was failed */
     b->batches++;
     b->calls += n;
     if (n > b->largest)
@@ -113,18 +138,22 @@ static size_t take(store_batcher *b, batch_member **batch)
     return n;
 }
 
-/* Lead one batch, which carries the leader's own call (it is the head),
- * then wake its other members, and only then hand the lead on. Members
- * are woken without mu held, so that a dozen threads woken at once do
- * not queue on it; each learns that it is done from its semaphore alone,
- * and may be gone the moment it is posted. Waking them before the next
- * leader lets the ones that come straight back (a claim's caller with
- * its next request) join the next batch instead of waiting out a commit:
- * measured, batches stay as full as when members were woken under the
- * lock, where handing the lead on first halved them. */
+/* Lead one batch, which carries the leader's own call (it is the head;
+ * a writer leads with self NULL), then wake its blocking members, and
+ * only then hand the lead on. Members are woken without mu held, so that
+ * a dozen threads woken at once do not queue on it; each learns that it
+ * is done from its semaphore alone, and may be gone the moment it is
+ * posted. Waking them before the next leader lets the ones that come
+ * straight back (a claim's caller with its next request) join the next
+ * batch instead of waiting out a commit: measured, batches stay as full
+ * as when members were woken under the lock, where handing the lead on
+ * first halved them. The asynchronous members are finished last, after
+ * the hand-off, so that their follow-up work (a call run alone, a
+ * journaled completion, the callback) never holds up the next batch. */
 static void lead(store_batcher *b, batch_member *self)
 {
-    batch_member *batch[STORE_MAX_BATCH];
+    batch_member *batch[STORE_MAX_BATCH], *later[STORE_MAX_BATCH];
+    size_t n_later = 0;
     pthread_mutex_lock(&b->mu);
     wait_for_company(b);
     size_t n = take(b, batch);
@@ -132,16 +161,115 @@ static void lead(store_batcher *b, batch_member *self)
     b->running++;
     promote(b); /* another batch may start while this one runs */
     pthread_mutex_unlock(&b->mu);
-    b->o.run(b->o.ud, batch, n);
-    for (size_t i = 0; i < n; i++)
+    if (n > 0)
+        b->o.run(b->o.ud, batch, n);
+    for (size_t i = 0; i < n; i++) {
+        if (batch[i]->async)
+            later[n_later++] = batch[i];
         batch[i]->done = true;
+    }
     for (size_t i = 0; i < n; i++)
-        if (batch[i] != self)
+        if (batch[i] != self && !batch[i]->async)
             sem_post(&batch[i]->wake);
     pthread_mutex_lock(&b->mu);
     b->running--;
     promote(b);
     pthread_mutex_unlock(&b->mu);
+    for (size_t i = 0; i < n_later; i++)
+        b->o.finish(b->o.ud, later[i]);
+}
+
+/* A writer: lead each batch handed to it, until the batcher closes. */
+static void *writer_main(void *arg)
+{
+    store_batcher *b = arg;
+    for (;;) {
+        while (sem_wait(&b->writer_wake) != 0)
+            ; /* EINTR */
+        pthread_mutex_lock(&b->mu);
+        bool leads = b->writer_leads > 0;
+        if (leads)
+            b->writer_leads--;
+        bool stop = !leads && b->closing;
+        pthread_mutex_unlock(&b->mu);
+        if (stop)
+            return NULL;
+        if (leads)
+            lead(b, NULL);
+    }
+}
+
+/* Start the writers on the first asynchronous call. Under mu. */
+static int start_writers(store_batcher *b)
+{
+    while (b->n_writers < b->o.max_running) {
+        if (pthread_create(&b->writers[b->n_writers], NULL, writer_main, b) != 0)
+            return b->n_writers > 0 ? 0 : RESIL_ENOMEM;
+        b->n_writers++;
+    }
+    return 0;
+}
+
+/* Queue m; true when nothing holds the lead, so m's call is the head and
+ * its batch may start now. Under mu. */
+static bool enqueue(store_batcher *b, batch_member *m)
+{
+    if (b->tail != NULL)
+        b->tail->next = m;
+    else
+        b->head = m;
+    b->tail = m;
+    b->queued++;
+    if (b->wake != NULL && b->queued >= b->o.max)
+        resil_cancel_fire(b->wake);
+    bool leads = !b->collecting && b->running < b->o.max_running;
+    if (leads)
+        b->collecting = true;
+    return leads;
+}
+
+int resil__batcher_submit_async(store_batcher *b, batch_member *m)
+{
+    m->async = true;
+    m->done = false;
+    m->next = NULL;
+    pthread_mutex_lock(&b->mu);
+    int rc = b->closing ? RESIL_ESTATE : start_writers(b);
+    if (rc == 0 && enqueue(b, m))
+        hand_lead(b, m);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+/* Fail every queued member (asynchronous ones, by then: the store is
+ * being freed, so no blocking call may be in it), let the batches that
+ * run finish, and join the writers. */
+void resil__batcher_free(store_batcher *b)
+{
+    if (b == NULL)
+        return;
+    pthread_mutex_lock(&b->mu);
+    b->closing = true;
+    batch_member *m = b->head;
+    b->head = b->tail = NULL;
+    b->queued = 0;
+    if (b->wake != NULL)
+        resil_cancel_fire(b->wake);
+    for (unsigned i = 0; i < b->n_writers; i++)
+        sem_post(&b->writer_wake);
+    pthread_mutex_unlock(&b->mu);
+    while (m != NULL) {
+        batch_member *next = m->next;
+        m->rc = resil_err_set(m->err, RESIL_ECANCELED,
+                              "store: the store was freed before the call's batch ran");
+        b->o.finish(b->o.ud, m);
+        m = next;
+    }
+    for (unsigned i = 0; i < b->n_writers; i++)
+        pthread_join(b->writers[i], NULL);
+    sem_destroy(&b->writer_wake);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
 }
 
 int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
@@ -149,19 +277,9 @@ int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
     batch_member m = {.call = call, .err = err};
     sem_init(&m.wake, 0, 0);
     pthread_mutex_lock(&b->mu);
-    if (b->tail != NULL)
-        b->tail->next = &m;
-    else
-        b->head = &m;
-    b->tail = &m;
-    b->queued++;
-    if (b->wake != NULL && b->queued >= b->o.max)
-        resil_cancel_fire(b->wake);
     /* The queue was empty and nothing holds the lead: this call is its
      * head, and leads. */
-    bool leads = !b->collecting && b->running < b->o.max_running;
-    if (leads)
-        b->collecting = true;
+    bool leads = enqueue(b, &m);
     pthread_mutex_unlock(&b->mu);
     while (!leads) {
         while (sem_wait(&m.wake) != 0)

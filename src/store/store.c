@@ -455,17 +455,23 @@ static resil_outcome run_batch_attempt(resil_attempt_ctx *ctx)
     return a->s->be->run_batch(a->conn, a->calls, a->n, a->msg, sizeof a->msg);
 }
 
+/* Fail the members that were to write (a member answered before its
+ * batch keeps its answer). */
 static void fail_members(batch_member *const *m, size_t n, int code, const char *text)
 {
     for (size_t i = 0; i < n; i++)
-        m[i]->rc = resil_err_set(m[i]->err, code, "%s", text);
+        if (!m[i]->call->answered)
+            m[i]->rc = resil_err_set(m[i]->err, code, "%s", text);
 }
 
 /* The batcher's runner: the batch as one transaction under the retry
  * policy. Success answers every member; a permanent failure sends each
  * member back to run alone, so that one request the database refuses
  * does not fail the others; anything else fails them all, none of them
- * acknowledged (the transaction rolled back). */
+ * acknowledged (the transaction rolled back). A member answered before
+ * its batch (an asynchronous call for a key the journal holds) rides it
+ * without a write, so that its answer keeps the asynchronous calls' one
+ * way back. */
 static void run_batch(void *ud, batch_member *const *m, size_t n)
 {
     resil_store *s = ud;
@@ -475,10 +481,16 @@ static void run_batch(void *ud, batch_member *const *m, size_t n)
         return;
     }
     a->s = s;
-    a->n = n;
+    a->n = 0;
     for (size_t i = 0; i < n; i++) {
-        a->calls[i] = m[i]->call;
+        if (m[i]->call->answered)
+            continue;
+        a->calls[a->n++] = m[i]->call;
         m[i]->rc = 0;
+    }
+    if (a->n == 0) {
+        free(a);
+        return;
     }
     resil_err err = {0};
     resil_retry_result res;
@@ -491,16 +503,24 @@ static void run_batch(void *ud, batch_member *const *m, size_t n)
         resil_err_set(&err, rc, "store: out of memory");
     }
     if (rc == 0 && res.stop != RESIL_STOP_SUCCEEDED) {
-        if (!busy_kind(res.final.kind) && n > 1) {
-            for (size_t i = 0; i < n; i++)
-                m[i]->call->alone = true;
+        if (!busy_kind(res.final.kind) && a->n > 1) {
+            for (size_t i = 0; i < a->n; i++)
+                a->calls[i]->alone = true;
         } else {
-            rc = gave_up(s, a->msg, &res, n, &err);
+            rc = gave_up(s, a->msg, &res, a->n, &err);
         }
     }
     if (rc != 0)
         fail_members(m, n, rc, err.message);
     free(a);
+}
+
+/* After a batch: a call it could not decide runs on its own. */
+static int decide_alone(resil_store *s, store_call *call, int rc, resil_err *err)
+{
+    if (rc == 0 && call->alone)
+        rc = run_call(s, call, err);
+    return rc;
 }
 
 /* A key write: batched when batching is on, else a transaction of its own. */
@@ -510,9 +530,7 @@ static int run_write(resil_store *s, store_call *call, resil_err *err)
         return run_call(s, call, err);
     call->alone = false;
     int rc = resil__batcher_submit(s->batcher, call, err);
-    if (rc == 0 && call->alone)
-        rc = run_call(s, call, err);
-    return rc;
+    return decide_alone(s, call, rc, err);
 }
 
 void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
@@ -521,6 +539,8 @@ void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
     if (s != NULL && s->batcher != NULL)
         resil__batcher_stats(s->batcher, out);
 }
+
+static void finish_async(void *ud, batch_member *m);
 
 static int start_batching(resil_store *s, const resil_store_opts *o)
 {
@@ -535,6 +555,7 @@ static int start_batching(resil_store *s, const resil_store_opts *o)
         .max_running = s->be == &resil__store_sqlite ? 1 : (s->max_conns + 1) / 2,
         .clock = s->clock,
         .run = run_batch,
+        .finish = finish_async,
         .ud = s,
     };
     return resil__batcher_new(&bo, &s->batcher);
@@ -772,10 +793,11 @@ void resil_store_free(resil_store *s)
 {
     if (s == NULL)
         return;
+    /* First: the batches that run still need the pool and the journal. */
+    resil__batcher_free(s->batcher);
     for (uint32_t i = 0; i < s->n_idle; i++)
         s->be->conn_free(s->idle[i]);
     resil__journal_close(s->journal);
-    resil__batcher_free(s->batcher);
     resil__write_lock_destroy(&s->write_lock);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -887,20 +909,35 @@ int resil_store_begin(resil_store *s, const resil_store_key *k,
 
 /* complete, release, renew: a key whose completion waits in the journal
  * is completed already, as far as its lease is concerned. */
-static int fenced(resil_store *s, store_call *call, resil_err *err)
+/* What a complete, release or renew whose write ran answers: a
+ * completion the database could not take goes to the journal, and a row
+ * that was not ours is RESIL_ESTATE. */
+static int settle_fenced(resil_store *s, store_call *call, int rc, resil_err *err)
 {
-    maybe_replay(s);
-    if (journal_holds(s, call))
-        return resil_err_set(err, RESIL_ESTATE,
-                             "store: key '%s' is completed already (its completion waits "
-                             "in the journal)",
-                             call->key);
-    int rc = run_write(s, call, err);
     if (rc == RESIL_EBUSY && call->op == STORE_COMPLETE && s->journal != NULL)
         return journal_completion(s, call, err);
     if (rc != 0 || call->owned)
         return rc;
     return not_owned(call, err);
+}
+
+static int journal_holds_completed(resil_store *s, store_call *call, resil_err *err)
+{
+    if (!journal_holds(s, call))
+        return 0;
+    return resil_err_set(err, RESIL_ESTATE,
+                         "store: key '%s' is completed already (its completion waits "
+                         "in the journal)",
+                         call->key);
+}
+
+static int fenced(resil_store *s, store_call *call, resil_err *err)
+{
+    maybe_replay(s);
+    int rc = journal_holds_completed(s, call, err);
+    if (rc != 0)
+        return rc;
+    return settle_fenced(s, call, run_write(s, call, err), err);
 }
 
 static int check_response(const resil_store_response *r, resil_err *err)
@@ -944,6 +981,151 @@ int resil_store_renew(resil_store *s, const resil_store_key *k, uint64_t lease,
     if (rc != 0)
         return rc;
     return fenced(s, &call, err);
+}
+
+/* ---- the asynchronous form ------------------------------------------------- */
+
+/* One asynchronous call, from its submission to its callback: the batch
+ * member, the call and copies of what the caller need not keep (the key,
+ * the hash). Owned by the store from a successful submission until
+ * finish_async frees it. */
+typedef struct store_async {
+    batch_member m; /* first: the batcher hands back &m */
+    store_call call;
+    resil_err err;
+    resil_store_cb cb;
+    void *ud;
+    uint8_t hash[RESIL_SHA256_LEN];
+    char tenant[RESIL_STORE_FIELD_MAX + 1];
+    char operation[RESIL_STORE_FIELD_MAX + 1];
+    char key[RESIL_STORE_FIELD_MAX + 1];
+} store_async;
+
+/* The batcher's finish: what the blocking call does after its batch,
+ * then the callback, once. */
+static void finish_async(void *ud, batch_member *m)
+{
+    resil_store *s = ud;
+    store_async *a = (store_async *)m;
+    store_call *call = &a->call;
+    int rc = m->rc;
+    if (!call->answered && rc != RESIL_ECANCELED) {
+        rc = decide_alone(s, call, rc, &a->err);
+        if (call->op != STORE_BEGIN)
+            rc = settle_fenced(s, call, rc, &a->err);
+    }
+    if (rc != 0 && call->op == STORE_BEGIN)
+        call->out->verdict = RESIL_STORE_NONE;
+    a->cb(rc, rc != 0 ? &a->err : NULL, a->ud);
+    free(a);
+    if (rc != RESIL_ECANCELED)
+        maybe_replay(s);
+}
+
+/* A checked call, copied to the heap for its trip through a batch. */
+static int async_new(resil_store *s, const store_call *call, resil_store_cb cb, void *ud,
+                     store_async **out, resil_err *err)
+{
+    if (cb == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "store: the callback is required");
+    if (s->batcher == NULL)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store: the asynchronous calls need group commit "
+                             "(store.batch_max >= 2, got batching off)");
+    store_async *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return resil_err_set(err, RESIL_ENOMEM, "store: out of memory");
+    a->call = *call;
+    snprintf(a->tenant, sizeof a->tenant, "%s", call->tenant);
+    snprintf(a->operation, sizeof a->operation, "%s", call->operation);
+    snprintf(a->key, sizeof a->key, "%s", call->key);
+    a->call.tenant = a->tenant;
+    a->call.operation = a->operation;
+    a->call.key = a->key;
+    if (call->hash != NULL) {
+        memcpy(a->hash, call->hash, RESIL_SHA256_LEN);
+        a->call.hash = a->hash;
+    }
+    a->m.call = &a->call;
+    a->m.err = &a->err;
+    a->cb = cb;
+    a->ud = ud;
+    *out = a;
+    return 0;
+}
+
+/* Queue it; the answer comes through its callback. An answer known
+ * already (rc, with a->err set when rc != 0) still rides a batch. */
+static int async_submit(resil_store *s, store_async *a, bool answered, int rc, resil_err *err)
+{
+    a->call.answered = answered;
+    a->m.rc = rc;
+    int qrc = resil__batcher_submit_async(s->batcher, &a->m);
+    if (qrc == 0)
+        return 0;
+    free(a);
+    return resil_err_set(err, qrc, qrc == RESIL_ENOMEM
+                                       ? "store: no writer thread could start"
+                                       : "store: the store is being freed");
+}
+
+int resil_store_begin_async(resil_store *s, const resil_store_key *k,
+                            const uint8_t hash[RESIL_SHA256_LEN], resil_store_result *out,
+                            resil_store_cb cb, void *ud, resil_err *err)
+{
+    store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
+    store_async *a;
+    int rc = prepare_begin(s, k, &call, err);
+    if (rc == 0)
+        rc = async_new(s, &call, cb, ud, &a, err);
+    if (rc != 0)
+        return rc;
+    out->verdict = RESIL_STORE_NONE;
+    if (!journal_holds(s, &a->call))
+        return async_submit(s, a, false, 0, err);
+    if ((rc = journaled_in_progress(s, out, err)) != 0) {
+        free(a);
+        return rc;
+    }
+    return async_submit(s, a, true, 0, err);
+}
+
+static int fenced_async(resil_store *s, const store_call *call, resil_store_cb cb, void *ud,
+                        resil_err *err)
+{
+    store_async *a;
+    int rc = async_new(s, call, cb, ud, &a, err);
+    if (rc != 0)
+        return rc;
+    rc = journal_holds_completed(s, &a->call, &a->err);
+    return async_submit(s, a, rc != 0, rc, err);
+}
+
+int resil_store_complete_async(resil_store *s, const resil_store_key *k, uint64_t lease,
+                               const resil_store_response *r, resil_store_cb cb, void *ud,
+                               resil_err *err)
+{
+    store_call call = {.op = STORE_COMPLETE, .lease = lease, .resp = r};
+    int rc = prepare_call(s, k, &call, err);
+    if (rc == 0)
+        rc = check_response(r, err);
+    return rc != 0 ? rc : fenced_async(s, &call, cb, ud, err);
+}
+
+int resil_store_release_async(resil_store *s, const resil_store_key *k, uint64_t lease,
+                              resil_store_cb cb, void *ud, resil_err *err)
+{
+    store_call call = {.op = STORE_RELEASE, .lease = lease};
+    int rc = prepare_call(s, k, &call, err);
+    return rc != 0 ? rc : fenced_async(s, &call, cb, ud, err);
+}
+
+int resil_store_renew_async(resil_store *s, const resil_store_key *k, uint64_t lease,
+                            resil_store_cb cb, void *ud, resil_err *err)
+{
+    store_call call = {.op = STORE_RENEW, .lease = lease};
+    int rc = prepare_call(s, k, &call, err);
+    return rc != 0 ? rc : fenced_async(s, &call, cb, ud, err);
 }
 
 /* ---- the transactional form ----------------------------------------------- */

@@ -160,14 +160,20 @@ typedef struct batch_member {
     struct batch_member *next;
     sem_t wake; /* posted once: its batch ran (done), or it leads the next */
     bool done;
+    bool async; /* nobody waits on wake: the runner's finish ends it */
 } batch_member;
 
 /* Run members[0..n) as one batch and set every member's rc (and err). */
 typedef void (*batch_run_fn)(void *ud, batch_member *const *members, size_t n);
+/* An asynchronous member's batch ran (or the batcher was freed first:
+ * rc RESIL_ECANCELED): answer it. Called once, on the thread that ran the
+ * batch (or frees the batcher), after the batch's blocking members woke. */
+typedef void (*batch_finish_fn)(void *ud, batch_member *m);
 
 typedef struct store_batcher store_batcher;
 
 #define STORE_MAX_BATCH 1024 /* store.batch_max's upper bound */
+#define STORE_MAX_RUNNING 32 /* batches at once: half of store.connections' bound */
 
 typedef struct batcher_opts {
     uint32_t max;           /* calls per batch, >= 2 */
@@ -175,14 +181,21 @@ typedef struct batcher_opts {
     unsigned max_running;   /* batches run at once (SQLite: 1) */
     resil_clock *clock;     /* the window is slept on it */
     batch_run_fn run;
+    batch_finish_fn finish;
     void *ud;
 } batcher_opts;
 
 int resil__batcher_new(const batcher_opts *o, store_batcher **out);
+/* Fail every queued member with RESIL_ECANCELED (finishing each), let the
+ * batches that run end, join the writers, free. */
 void resil__batcher_free(store_batcher *b);
 /* Queue the call and return once a batch carrying it ran: its rc. The
  * calling thread may run batches (its own included) meanwhile. */
 int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err);
+/* Queue an asynchronous member (heap, owned by the runner until its
+ * finish) and return at once: 0, RESIL_ENOMEM when no writer thread could
+ * start, RESIL_ESTATE when the batcher is being freed. */
+int resil__batcher_submit_async(store_batcher *b, batch_member *m);
 void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out);
 
 /* ---- the journal (journal.c) ---------------------------------------------- */
