@@ -748,6 +748,296 @@ static void a_purge_deletes_in_chunks_that_ride_in_batches(void **state)
     assert_int_equal(begin_key(f, f->s, "k-young", "a"), RESIL_STORE_IN_PROGRESS);
 }
 
+/* ---- the asynchronous form -------------------------------------------------- */
+
+/* What one asynchronous call's callback said, and how often it ran. */
+typedef struct reply {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls, rc;
+    char error[256];
+    resil_store_result res;
+} reply;
+
+static void reply_init(reply *r)
+{
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    resil_store_result_init(&r->res);
+    r->rc = 1; /* no answer yet */
+}
+
+static void reply_free(reply *r)
+{
+    resil_store_result_free(&r->res);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+}
+
+static void on_reply(int rc, const resil_err *err, void *ud)
+{
+    reply *r = ud;
+    pthread_mutex_lock(&r->mu);
+    r->calls++;
+    r->rc = rc;
+    snprintf(r->error, sizeof r->error, "%s", err != NULL ? err->message : "");
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int calls_of(reply *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int n = r->calls;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+/* Wait for the callback; its rc. */
+static int await_reply(reply *r)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->calls == 0)
+        pthread_cond_wait(&r->cv, &r->mu);
+    int rc = r->rc;
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+static resil_store_key key_named(const char *key)
+{
+    return (resil_store_key){.tenant = "acme", .operation = "create-order", .key = key};
+}
+
+static void begin_async(resil_store *s, const char *key, const char *body, reply *r)
+{
+    resil_store_key k = key_named(key);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of(body, h);
+    resil_err err = {0};
+    if (resil_store_begin_async(s, &k, h, &r->res, on_reply, r, &err) != 0)
+        fail_msg("begin_async '%s': %s", key, err.message);
+}
+
+static const resil_store_response completed_response = {
+    .status = 201, .body = completed_body, .body_len = sizeof "{\"order\":1}" - 1};
+
+static void complete_async(resil_store *s, const char *key, uint64_t lease, reply *r)
+{
+    resil_store_key k = key_named(key);
+    resil_err err = {0};
+    if (resil_store_complete_async(s, &k, lease, &completed_response, on_reply, r, &err) != 0)
+        fail_msg("complete_async '%s': %s", key, err.message);
+}
+
+static void an_async_begin_answers_first_then_in_progress_on_the_same_key(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 64, 0, 0);
+    reply r[2];
+    reply_init(&r[0]);
+    reply_init(&r[1]);
+    begin_async(s, "k-1", "a", &r[0]);
+    assert_int_equal(await_reply(&r[0]), 0);
+    assert_int_equal(r[0].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(r[0].res.lease, 1);
+    begin_async(s, "k-1", "a", &r[1]);
+    assert_int_equal(await_reply(&r[1]), 0);
+    assert_int_equal(r[1].res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(r[1].res.lease_left, RESIL_S(10));
+    assert_int_equal(calls_of(&r[0]), 1);
+    assert_int_equal(calls_of(&r[1]), 1);
+    resil_store_free(s);
+    reply_free(&r[0]);
+    reply_free(&r[1]);
+}
+
+static void an_async_callback_never_runs_before_its_batch_committed(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 64, LONG_WINDOW, 0);
+    reply r;
+    reply_init(&r);
+    begin_async(s, "k-1", "a", &r);
+    resil_fake_clock_await_sleepers(f->fc, 1); /* a writer leads, waiting out the window */
+    assert_int_equal(stats_of(s).queued, 1);
+    assert_int_equal(calls_of(&r), 0);
+    resil_fake_clock_advance(f->fc, LONG_WINDOW);
+    assert_int_equal(await_reply(&r), 0);
+    assert_int_equal(r.res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(r.res.created_at, CASE_WALL0 + LONG_WINDOW);
+    /* Committed: another handle sees the claim. */
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(stats_of(s).batches, 1);
+    resil_store_free(s);
+    reply_free(&r);
+}
+
+static void async_and_blocking_calls_share_one_batch(void **state)
+{
+    fixture *f = *state;
+    uint64_t lease = claim(f, "k-c");
+    resil_store *s = open_batched(f, 4, LONG_WINDOW, 0);
+    reply r[2];
+    reply_init(&r[0]);
+    reply_init(&r[1]);
+    member m[2] = {{.key = "k-b", .body = "a"}, {.key = "k-c", .op = COMPLETE, .lease = lease}};
+    begin_async(s, "k-a", "a", &r[0]); /* the head: a writer leads */
+    await_queued(s, 1);
+    start_queued(&m[0], s, 2);
+    start_queued(&m[1], s, 3);
+    begin_async(s, "k-c", "a", &r[1]); /* fills the batch, after k-c's completion */
+    join_ok(&m[0]);
+    join_ok(&m[1]);
+    assert_int_equal(await_reply(&r[0]), 0);
+    assert_int_equal(await_reply(&r[1]), 0);
+    assert_int_equal(r[0].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(m[0].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(r[1].res.verdict, RESIL_STORE_REPLAY);
+    assert_int_equal(r[1].res.status, 201);
+    assert_string_equal((const char *)r[1].res.body, completed_body);
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.calls, 4);
+    assert_int_equal(resil_fake_clock_now(f->fc), 0); /* the batch filled: no window */
+    done(m, 2);
+    resil_store_free(s);
+    reply_free(&r[0]);
+    reply_free(&r[1]);
+}
+
+static void a_failing_batch_fails_every_async_call_alike_and_saves_none(void **state)
+{
+    fixture *f = *state;
+    uint64_t lease = claim(f, "k-c");
+    resil_store *s = open_batched(f, 3, LONG_WINDOW, 1);
+    sqlite3 *held = refuse_for_now(f);
+    reply r[3];
+    for (int i = 0; i < 3; i++)
+        reply_init(&r[i]);
+    begin_async(s, "k-a", "a", &r[0]);
+    await_queued(s, 1);
+    begin_async(s, "poison", "a", &r[1]);
+    await_queued(s, 2);
+    complete_async(s, "k-c", lease, &r[2]);
+    char expected[200];
+    snprintf(expected, sizeof expected, "store: %s (%s, attempts exhausted after 1 attempt, "
+                                        "in a batch of 3)",
+             on_sqlite(f) ? "sqlite: database is locked" : "postgres: ERROR:  poisoned",
+             on_sqlite(f) ? "database is locked" : "SQLSTATE 40001");
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(await_reply(&r[i]), RESIL_EBUSY);
+        assert_string_equal(r[i].error, expected);
+        assert_int_equal(r[i].res.verdict, RESIL_STORE_NONE);
+    }
+    take_again(f, held);
+    assert_int_equal(begin_key(f, f->s, "k-a", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_IN_PROGRESS);
+    resil_store_free(s);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(calls_of(&r[i]), 1);
+        reply_free(&r[i]);
+    }
+}
+
+static void freeing_the_store_cancels_queued_async_calls_once_each(void **state)
+{
+    fixture *f = *state;
+    uint64_t lease = claim(f, "k-c");
+    resil_store *s = open_batched(f, 8, LONG_WINDOW, 0);
+    reply r[3];
+    for (int i = 0; i < 3; i++)
+        reply_init(&r[i]);
+    begin_async(s, "k-a", "a", &r[0]);
+    begin_async(s, "k-b", "a", &r[1]);
+    complete_async(s, "k-c", lease, &r[2]);
+    resil_fake_clock_await_sleepers(f->fc, 1);
+    assert_int_equal(stats_of(s).queued, 3);
+    resil_store_free(s);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(calls_of(&r[i]), 1);
+        assert_int_equal(r[i].rc, RESIL_ECANCELED);
+        assert_string_equal(r[i].error, "store: the store was freed before the call's batch ran");
+        assert_int_equal(r[i].res.verdict, RESIL_STORE_NONE);
+        reply_free(&r[i]);
+    }
+    assert_int_equal(resil_fake_clock_now(f->fc), 0); /* nobody waited the window out */
+    assert_int_equal(begin_key(f, f->s, "k-a", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_IN_PROGRESS);
+}
+
+static void an_async_call_is_refused_at_once_when_batching_is_off(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 1, 0, 0);
+    reply r;
+    reply_init(&r);
+    resil_store_key k = key_named("k-1");
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin_async(s, &k, h, &r.res, on_reply, &r, &err),
+                     RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the asynchronous calls need group commit "
+                                     "(store.batch_max >= 2, got batching off)");
+    resil_store_free(s);
+    assert_int_equal(calls_of(&r), 0);
+    reply_free(&r);
+}
+
+#define ASYNC_THREADS 8
+#define ASYNC_ROUNDS 40
+
+/* One thread's claims and completions, each submitted asynchronously
+ * and awaited before the next. */
+static void *async_client(void *arg)
+{
+    busy_client *c = arg;
+    for (int i = 0; i < ASYNC_ROUNDS; i++) {
+        char key[32];
+        busy_key(c->id, i, key, sizeof key);
+        reply b, d;
+        reply_init(&b);
+        reply_init(&d);
+        begin_async(c->s, key, "a", &b);
+        if (await_reply(&b) == 0 && b.res.verdict == RESIL_STORE_FIRST && b.res.lease == 1) {
+            c->firsts++;
+            complete_async(c->s, key, b.res.lease, &d);
+            c->completed += await_reply(&d) == 0;
+        }
+        reply_free(&b);
+        reply_free(&d);
+    }
+    return NULL;
+}
+
+static void every_async_caller_of_a_busy_store_learns_its_own_results(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 4, 0, 0);
+    busy_client c[ASYNC_THREADS];
+    for (int i = 0; i < ASYNC_THREADS; i++) {
+        c[i] = (busy_client){.s = s, .id = i};
+        pthread_create(&c[i].t, NULL, async_client, &c[i]);
+    }
+    for (int i = 0; i < ASYNC_THREADS; i++) {
+        pthread_join(c[i].t, NULL);
+        assert_int_equal(c[i].firsts, ASYNC_ROUNDS);
+        assert_int_equal(c[i].completed, ASYNC_ROUNDS);
+    }
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.calls, 2 * ASYNC_THREADS * ASYNC_ROUNDS);
+    assert_int_equal(st.queued, 0);
+    for (int i = 0; i < ASYNC_THREADS; i++) {
+        char key[32];
+        busy_key(i, ASYNC_ROUNDS - 1, key, sizeof key);
+        assert_int_equal(begin_key(f, f->s, key, "a"), RESIL_STORE_REPLAY);
+    }
+    resil_store_free(s);
+}
+
 #define BATCH_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
 static const struct CMUnitTest cases[] = {
@@ -762,6 +1052,13 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(renew_release_and_complete_share_one_batch),
     BATCH_CASE(every_caller_of_a_busy_store_learns_its_own_results),
     BATCH_CASE(a_purge_deletes_in_chunks_that_ride_in_batches),
+    BATCH_CASE(an_async_begin_answers_first_then_in_progress_on_the_same_key),
+    BATCH_CASE(an_async_callback_never_runs_before_its_batch_committed),
+    BATCH_CASE(async_and_blocking_calls_share_one_batch),
+    BATCH_CASE(a_failing_batch_fails_every_async_call_alike_and_saves_none),
+    BATCH_CASE(freeing_the_store_cancels_queued_async_calls_once_each),
+    BATCH_CASE(an_async_call_is_refused_at_once_when_batching_is_off),
+    BATCH_CASE(every_async_caller_of_a_busy_store_learns_its_own_results),
 };
 
 static const struct CMUnitTest pg_cases[] = {
