@@ -18,6 +18,8 @@
  *   bench_store_loop                 SQLite in a temporary directory, 8 and
  *                                    32 blocking clients, then 32 in flight
  *                                    from one thread, 1.5 s each
+ *   bench_store_loop pg              the same three against a throwaway
+ *                                    PostgreSQL with fsync on
  *   bench_store_loop URL CLIENTS [S [async]]  one run against URL
  *                                    (sqlite:PATH or postgres://...)
  */
@@ -30,10 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pg_server.h"
 #include "resil/store.h"
 
 #define MAX_CLIENTS 256
-#define USAGE "bench_store_loop [URL CLIENTS(1..256) [SECONDS(0..600] [async]]]"
+#define USAGE "bench_store_loop [pg | URL CLIENTS(1..256) [SECONDS(0..600] [async]]]"
 #define CONNECTIONS 8 /* the gateway's pool */
 
 static resil_store *store;
@@ -239,6 +242,16 @@ int main(int argc, char **argv)
             argc > 5 || (argc == 5 && !async))
             die("usage", USAGE);
         run(argv[1], clients, seconds, async);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "pg") == 0) {
+        pg_server *pg = pg_server_start_durable(1);
+        if (pg == NULL)
+            die("postgres", "could not start a server");
+        run(pg_server_url(pg), 8, 1.5, false);
+        run(pg_server_url(pg), 32, 1.5, false);
+        run(pg_server_url(pg), 32, 1.5, true);
+        pg_server_stop(pg);
         return 0;
     }
     if (argc != 1)
