@@ -621,3 +621,51 @@ int store_cases_run(const char *group, const struct CMUnitTest *own, size_t n_ow
     free(all);
     return failed;
 }
+
+/* ---- asynchronous calls' answers --------------------------------------------- */
+
+void reply_init(reply *r)
+{
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    resil_store_result_init(&r->res);
+    r->rc = 1; /* no answer yet */
+}
+
+void reply_free(reply *r)
+{
+    resil_store_result_free(&r->res);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+}
+
+void on_reply(int rc, const resil_err *err, void *ud)
+{
+    reply *r = ud;
+    pthread_mutex_lock(&r->mu);
+    r->calls++;
+    r->rc = rc;
+    snprintf(r->error, sizeof r->error, "%s", err != NULL ? err->message : "");
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+int calls_of(reply *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int n = r->calls;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+/* Wait for the callback; its rc. */
+int await_reply(reply *r)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->calls == 0)
+        pthread_cond_wait(&r->cv, &r->mu);
+    int rc = r->rc;
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}

@@ -7,6 +7,8 @@
 #ifndef RESIL_TEST_STORE_CASES_H
 #define RESIL_TEST_STORE_CASES_H
 
+#include <pthread.h>
+
 #include "test.h"
 
 #include "resil/store.h"
@@ -40,6 +42,23 @@ resil_store *fixture_open(fixture *f, opts_tweak tweak, void *ud);
 /* Shorthands used throughout the cases. */
 void hash_of(const char *body, uint8_t out[RESIL_SHA256_LEN]);
 resil_store_verdict begin_key(fixture *f, resil_store *s, const char *key, const char *body);
+
+/* What one asynchronous call's callback said, and how often it ran: pass
+ * on_reply with the reply as ud, and &reply.res as begin's result. */
+typedef struct reply {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls, rc; /* rc is 1 until the callback ran */
+    char error[256];
+    resil_store_result res;
+} reply;
+
+void reply_init(reply *r);
+void reply_free(reply *r);
+void on_reply(int rc, const resil_err *err, void *ud);
+int calls_of(reply *r);
+/* Wait for the callback (a condition variable, no timing); its rc. */
+int await_reply(reply *r);
 
 /* Run the shared cases, then a backend's own, as one cmocka group, twice:
  * with the stores' default group commit, then with one transaction per

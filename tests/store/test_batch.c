@@ -750,61 +750,6 @@ static void a_purge_deletes_in_chunks_that_ride_in_batches(void **state)
 
 /* ---- the asynchronous form -------------------------------------------------- */
 
-/* What one asynchronous call's callback said, and how often it ran. */
-typedef struct reply {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int calls, rc;
-    char error[256];
-    resil_store_result res;
-} reply;
-
-static void reply_init(reply *r)
-{
-    memset(r, 0, sizeof *r);
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
-    resil_store_result_init(&r->res);
-    r->rc = 1; /* no answer yet */
-}
-
-static void reply_free(reply *r)
-{
-    resil_store_result_free(&r->res);
-    pthread_cond_destroy(&r->cv);
-    pthread_mutex_destroy(&r->mu);
-}
-
-static void on_reply(int rc, const resil_err *err, void *ud)
-{
-    reply *r = ud;
-    pthread_mutex_lock(&r->mu);
-    r->calls++;
-    r->rc = rc;
-    snprintf(r->error, sizeof r->error, "%s", err != NULL ? err->message : "");
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-static int calls_of(reply *r)
-{
-    pthread_mutex_lock(&r->mu);
-    int n = r->calls;
-    pthread_mutex_unlock(&r->mu);
-    return n;
-}
-
-/* Wait for the callback; its rc. */
-static int await_reply(reply *r)
-{
-    pthread_mutex_lock(&r->mu);
-    while (r->calls == 0)
-        pthread_cond_wait(&r->cv, &r->mu);
-    int rc = r->rc;
-    pthread_mutex_unlock(&r->mu);
-    return rc;
-}
-
 static resil_store_key key_named(const char *key)
 {
     return (resil_store_key){.tenant = "acme", .operation = "create-order", .key = key};

@@ -442,6 +442,65 @@ static void completions_from_many_threads_during_an_outage_are_all_journaled(voi
     resil_store_free(s);
 }
 
+/* ---- the asynchronous calls -------------------------------------------------- */
+
+static void an_async_completion_the_database_cannot_take_goes_to_the_journal(void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    resil_store *s = fixture_open(f, with_journal, &j);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    sqlite3 *lock = lock_database(f);
+    resil_store_response r = {.status = 201, .headers = saved_headers,
+                              .headers_len = strlen(saved_headers), .body = saved_body,
+                              .body_len = sizeof saved_body};
+    reply done;
+    reply_init(&done);
+    resil_err err = {0};
+    assert_int_equal(resil_store_complete_async(s, &K1, lease, &r, on_reply, &done, &err), 0);
+    assert_int_equal(await_reply(&done), 0); /* durable: in the journal, fsync'ed */
+    assert_stats(s, 1, 1, 0, 0);
+    assert_true(file_size(j.path) > 8);
+    unlock_database(lock);
+    assert_int_equal(resil_store_journal_replay(s, NULL, &err), 0);
+    assert_replays_saved(f, s, "k-1");
+    assert_int_equal(calls_of(&done), 1);
+    reply_free(&done);
+    resil_store_free(s);
+}
+
+static void async_calls_for_a_journaled_key_answer_as_the_blocking_ones(void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    resil_store *s = fixture_open(f, with_journal, &j);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    sqlite3 *lock = lock_database(f);
+    assert_int_equal(complete_saved(s, &K1, lease, NULL), 0);
+    unlock_database(lock);
+    reply b, c;
+    reply_init(&b);
+    reply_init(&c);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    assert_int_equal(resil_store_begin_async(s, &K1, h, &b.res, on_reply, &b, NULL), 0);
+    assert_int_equal(resil_store_release_async(s, &K1, lease, on_reply, &c, NULL), 0);
+    assert_int_equal(await_reply(&b), 0);
+    assert_int_equal(b.res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_duration_equal(b.res.lease_left, RESIL_S(1));
+    assert_int_equal(await_reply(&c), RESIL_ESTATE);
+    assert_string_equal(c.error, "store: key 'k-1' is completed already (its completion "
+                                 "waits in the journal)");
+    assert_stats(s, 1, 1, 0, 0);
+    reply_free(&b);
+    reply_free(&c);
+    resil_store_free(s);
+}
+
 #define JOURNAL_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
 int main(void)
@@ -464,6 +523,8 @@ int main(void)
         JOURNAL_CASE(a_second_store_on_the_same_journal_is_ebusy),
         JOURNAL_CASE(a_store_without_a_journal_reports_ebusy_and_zero_stats),
         JOURNAL_CASE(completions_from_many_threads_during_an_outage_are_all_journaled),
+        JOURNAL_CASE(an_async_completion_the_database_cannot_take_goes_to_the_journal),
+        JOURNAL_CASE(async_calls_for_a_journaled_key_answer_as_the_blocking_ones),
     };
     int failed = cmocka_run_group_tests_name("store.journal", tests, NULL, NULL);
     test_rmtree(dir);
