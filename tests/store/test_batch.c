@@ -453,6 +453,14 @@ static void take_again(const fixture *f, sqlite3 *db)
     pg_exec(f, sql);
 }
 
+/* What each member of a batch of 3 that refuse_for_now() refused learns. */
+static void refused_batch_error(const fixture *f, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "store: %s (%s, attempts exhausted after 1 attempt, in a batch of 3)",
+             on_sqlite(f) ? "sqlite: database is locked" : "postgres: ERROR:  poisoned",
+             on_sqlite(f) ? "database is locked" : "SQLSTATE 40001");
+}
+
 static void a_failing_batch_fails_every_member_and_saves_none(void **state)
 {
     fixture *f = *state;
@@ -465,10 +473,7 @@ static void a_failing_batch_fails_every_member_and_saves_none(void **state)
     start_queued(&m[1], s, 2);
     start(&m[2], s);
     char expected[200];
-    snprintf(expected, sizeof expected, "store: %s (%s, attempts exhausted after 1 attempt, "
-                                        "in a batch of 3)",
-             on_sqlite(f) ? "sqlite: database is locked" : "postgres: ERROR:  poisoned",
-             on_sqlite(f) ? "database is locked" : "SQLSTATE 40001");
+    refused_batch_error(f, expected, sizeof expected);
     for (int i = 0; i < 3; i++) {
         join(&m[i]);
         assert_int_equal(m[i].rc, RESIL_EBUSY);
@@ -647,7 +652,7 @@ static void renew_release_and_complete_share_one_batch(void **state)
 
 typedef struct busy_client {
     resil_store *s;
-    int id;
+    int id, rounds;
     int firsts, completed; /* begins answered first with lease 1; completions taken */
     pthread_t t;
 } busy_client;
@@ -666,7 +671,7 @@ static void *busy_run(void *arg)
     hash_of("a", h);
     resil_store_response r = {.status = 201, .body = completed_body,
                               .body_len = strlen(completed_body)};
-    for (int i = 0; i < BUSY_ROUNDS; i++) {
+    for (int i = 0; i < c->rounds; i++) {
         char key[32];
         busy_key(c->id, i, key, sizeof key);
         resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = key};
@@ -680,33 +685,38 @@ static void *busy_run(void *arg)
     return NULL;
 }
 
-/* Sixteen threads claim and complete keys of their own as fast as they
- * can, so batches form, fill and hand their lead on while members are
- * still being woken: every call learns its own result, once. */
-static void every_caller_of_a_busy_store_learns_its_own_results(void **state)
+/* `threads` clients, each claiming and completing `rounds` keys of its
+ * own as fast as it can, so batches form, fill and hand their lead on
+ * while members are still being woken: every call learns its own
+ * result, once. */
+static void busy_store(fixture *f, void *(*client)(void *), int threads, int rounds)
 {
-    fixture *f = *state;
     resil_store *s = open_batched(f, 4, 0, 0);
     busy_client c[BUSY_THREADS];
-    for (int i = 0; i < BUSY_THREADS; i++) {
-        c[i] = (busy_client){.s = s, .id = i};
-        pthread_create(&c[i].t, NULL, busy_run, &c[i]);
+    for (int i = 0; i < threads; i++) {
+        c[i] = (busy_client){.s = s, .id = i, .rounds = rounds};
+        pthread_create(&c[i].t, NULL, client, &c[i]);
     }
-    for (int i = 0; i < BUSY_THREADS; i++) {
+    for (int i = 0; i < threads; i++) {
         pthread_join(c[i].t, NULL);
-        assert_int_equal(c[i].firsts, BUSY_ROUNDS);
-        assert_int_equal(c[i].completed, BUSY_ROUNDS);
+        assert_int_equal(c[i].firsts, rounds);
+        assert_int_equal(c[i].completed, rounds);
     }
     resil_store_batch_stats st = stats_of(s);
-    assert_int_equal(st.calls, 2 * BUSY_THREADS * BUSY_ROUNDS);
+    assert_int_equal(st.calls, 2 * threads * rounds);
     assert_int_equal(st.queued, 0);
     assert_in_range(st.largest, 1, 4);
-    for (int i = 0; i < BUSY_THREADS; i++) {
+    for (int i = 0; i < threads; i++) {
         char key[32];
-        busy_key(i, BUSY_ROUNDS - 1, key, sizeof key);
+        busy_key(i, rounds - 1, key, sizeof key);
         assert_int_equal(begin_key(f, f->s, key, "a"), RESIL_STORE_REPLAY);
     }
     resil_store_free(s);
+}
+
+static void every_caller_of_a_busy_store_learns_its_own_results(void **state)
+{
+    busy_store(*state, busy_run, BUSY_THREADS, BUSY_ROUNDS);
 }
 
 /* ---- the purge ------------------------------------------------------------------ */
@@ -867,10 +877,7 @@ static void a_failing_batch_fails_every_async_call_alike_and_saves_none(void **s
     await_queued(s, 2);
     complete_async(s, "k-c", lease, &r[2]);
     char expected[200];
-    snprintf(expected, sizeof expected, "store: %s (%s, attempts exhausted after 1 attempt, "
-                                        "in a batch of 3)",
-             on_sqlite(f) ? "sqlite: database is locked" : "postgres: ERROR:  poisoned",
-             on_sqlite(f) ? "database is locked" : "SQLSTATE 40001");
+    refused_batch_error(f, expected, sizeof expected);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(await_reply(&r[i]), RESIL_EBUSY);
         assert_string_equal(r[i].error, expected);
@@ -933,14 +940,13 @@ static void an_async_call_is_refused_at_once_when_batching_is_off(void **state)
 }
 
 #define ASYNC_THREADS 8
-#define ASYNC_ROUNDS 40
 
 /* One thread's claims and completions, each submitted asynchronously
  * and awaited before the next. */
 static void *async_client(void *arg)
 {
     busy_client *c = arg;
-    for (int i = 0; i < ASYNC_ROUNDS; i++) {
+    for (int i = 0; i < c->rounds; i++) {
         char key[32];
         busy_key(c->id, i, key, sizeof key);
         reply b, d;
@@ -958,29 +964,11 @@ static void *async_client(void *arg)
     return NULL;
 }
 
+/* The same from threads that submit asynchronously (under TSan in
+ * `make sanitize`). */
 static void every_async_caller_of_a_busy_store_learns_its_own_results(void **state)
 {
-    fixture *f = *state;
-    resil_store *s = open_batched(f, 4, 0, 0);
-    busy_client c[ASYNC_THREADS];
-    for (int i = 0; i < ASYNC_THREADS; i++) {
-        c[i] = (busy_client){.s = s, .id = i};
-        pthread_create(&c[i].t, NULL, async_client, &c[i]);
-    }
-    for (int i = 0; i < ASYNC_THREADS; i++) {
-        pthread_join(c[i].t, NULL);
-        assert_int_equal(c[i].firsts, ASYNC_ROUNDS);
-        assert_int_equal(c[i].completed, ASYNC_ROUNDS);
-    }
-    resil_store_batch_stats st = stats_of(s);
-    assert_int_equal(st.calls, 2 * ASYNC_THREADS * ASYNC_ROUNDS);
-    assert_int_equal(st.queued, 0);
-    for (int i = 0; i < ASYNC_THREADS; i++) {
-        char key[32];
-        busy_key(i, ASYNC_ROUNDS - 1, key, sizeof key);
-        assert_int_equal(begin_key(f, f->s, key, "a"), RESIL_STORE_REPLAY);
-    }
-    resil_store_free(s);
+    busy_store(*state, async_client, ASYNC_THREADS, BUSY_ROUNDS);
 }
 
 #define BATCH_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)

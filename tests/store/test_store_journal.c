@@ -127,17 +127,26 @@ static void a_completion_the_database_cannot_take_goes_to_the_journal(void **sta
     resil_store_free(s);
 }
 
+/* A store whose key k-1 was claimed and then completed into the journal
+ * (the database locked meanwhile, free again now). */
+static resil_store *open_with_k1_journaled(fixture *f, journaled *j, uint64_t *lease)
+{
+    resil_store *s = fixture_open(f, with_journal, j);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    *lease = f->res.lease;
+    sqlite3 *lock = lock_database(f);
+    assert_int_equal(complete_saved(s, &K1, *lease, NULL), 0);
+    unlock_database(lock);
+    return s;
+}
+
 static void a_journaled_completion_cannot_be_completed_or_released_again(void **state)
 {
     fixture *f = *state;
     journaled j;
     journal_for(f, &j);
-    resil_store *s = fixture_open(f, with_journal, &j);
-    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
-    uint64_t lease = f->res.lease;
-    sqlite3 *lock = lock_database(f);
-    assert_int_equal(complete_saved(s, &K1, lease, NULL), 0);
-    unlock_database(lock);
+    uint64_t lease;
+    resil_store *s = open_with_k1_journaled(f, &j, &lease);
     resil_err err = {0};
     assert_int_equal(complete_saved(s, &K1, lease, &err), RESIL_ESTATE);
     assert_string_equal(err.message, "store: key 'k-1' is completed already (its completion "
@@ -476,12 +485,8 @@ static void async_calls_for_a_journaled_key_answer_as_the_blocking_ones(void **s
     fixture *f = *state;
     journaled j;
     journal_for(f, &j);
-    resil_store *s = fixture_open(f, with_journal, &j);
-    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
-    uint64_t lease = f->res.lease;
-    sqlite3 *lock = lock_database(f);
-    assert_int_equal(complete_saved(s, &K1, lease, NULL), 0);
-    unlock_database(lock);
+    uint64_t lease;
+    resil_store *s = open_with_k1_journaled(f, &j, &lease);
     reply b, c;
     reply_init(&b);
     reply_init(&c);
