@@ -829,6 +829,31 @@ static void an_async_callback_never_runs_before_its_batch_committed(void **state
     reply_free(&r);
 }
 
+/* The database refuses the first attempt and the retry waits out its
+ * backoff on the manual clock: the commit is held back, and so is the
+ * callback, until the retry committed. */
+static void an_async_callback_waits_for_a_commit_the_database_holds_back(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 64, 0, 2);
+    sqlite3 *held = refuse_for_now(f);
+    reply r;
+    reply_init(&r);
+    begin_async(s, "poison", "a", &r);
+    resil_fake_clock_await_sleepers(f->fc, 1); /* the first attempt failed: backing off */
+    assert_int_equal(calls_of(&r), 0);
+    assert_int_equal(stats_of(s).batches, 1);
+    take_again(f, held);
+    resil_fake_clock_advance(f->fc, RESIL_S(1)); /* past any backoff of the policy */
+    assert_int_equal(await_reply(&r), 0);
+    assert_int_equal(r.res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(r.res.lease, 1);
+    assert_int_equal(calls_of(&r), 1);
+    assert_int_equal(begin_key(f, f->s, "poison", "a"), RESIL_STORE_IN_PROGRESS);
+    resil_store_free(s);
+    reply_free(&r);
+}
+
 static void async_and_blocking_calls_share_one_batch(void **state)
 {
     fixture *f = *state;
@@ -987,6 +1012,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_purge_deletes_in_chunks_that_ride_in_batches),
     BATCH_CASE(an_async_begin_answers_first_then_in_progress_on_the_same_key),
     BATCH_CASE(an_async_callback_never_runs_before_its_batch_committed),
+    BATCH_CASE(an_async_callback_waits_for_a_commit_the_database_holds_back),
     BATCH_CASE(async_and_blocking_calls_share_one_batch),
     BATCH_CASE(a_failing_batch_fails_every_async_call_alike_and_saves_none),
     BATCH_CASE(freeing_the_store_cancels_queued_async_calls_once_each),
