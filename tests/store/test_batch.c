@@ -854,6 +854,48 @@ static void an_async_callback_waits_for_a_commit_the_database_holds_back(void **
     reply_free(&r);
 }
 
+/* A claim whose callback submits its completion, as a loop's handler
+ * that already knows the response would. */
+typedef struct chain {
+    resil_store *s;
+    reply claimed, completed;
+    int submit_rc;
+} chain;
+
+static void complete_from_callback(int rc, const resil_err *err, void *ud)
+{
+    chain *c = ud;
+    resil_store_key k = key_named("k-1");
+    c->submit_rc = rc;
+    if (rc == 0)
+        c->submit_rc = resil_store_complete_async(c->s, &k, c->claimed.res.lease,
+                                                  &completed_response, on_reply,
+                                                  &c->completed, NULL);
+    on_reply(rc, err, &c->claimed);
+}
+
+static void a_callback_may_submit_the_next_async_call(void **state)
+{
+    fixture *f = *state;
+    chain c = {.s = open_batched(f, 64, 0, 0)};
+    reply_init(&c.claimed);
+    reply_init(&c.completed);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_key k = key_named("k-1");
+    assert_int_equal(resil_store_begin_async(c.s, &k, h, &c.claimed.res,
+                                             complete_from_callback, &c, NULL),
+                     0);
+    assert_int_equal(await_reply(&c.claimed), 0);
+    assert_int_equal(c.submit_rc, 0);
+    assert_int_equal(await_reply(&c.completed), 0);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(stats_of(c.s).calls, 2);
+    resil_store_free(c.s);
+    reply_free(&c.claimed);
+    reply_free(&c.completed);
+}
+
 static void async_and_blocking_calls_share_one_batch(void **state)
 {
     fixture *f = *state;
@@ -1013,6 +1055,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(an_async_begin_answers_first_then_in_progress_on_the_same_key),
     BATCH_CASE(an_async_callback_never_runs_before_its_batch_committed),
     BATCH_CASE(an_async_callback_waits_for_a_commit_the_database_holds_back),
+    BATCH_CASE(a_callback_may_submit_the_next_async_call),
     BATCH_CASE(async_and_blocking_calls_share_one_batch),
     BATCH_CASE(a_failing_batch_fails_every_async_call_alike_and_saves_none),
     BATCH_CASE(freeing_the_store_cancels_queued_async_calls_once_each),
