@@ -34,6 +34,9 @@
  * until it can, and the transactional form (resil_store_begin_in /
  * resil_store_complete_in) lets an application claim and complete the key
  * inside its own transaction, so the key commits with the business write.
+ * For an event loop, the asynchronous form (resil_store_begin_async and
+ * the others) queues a key write into the same group commit and answers
+ * through a callback once it is durable, with no thread per request.
  *
  * Link with -lresil-store (pkg-config resil-store). This header is not part
  * of resil.h: programs that do not use it never see SQLite or libpq.
