@@ -75,6 +75,8 @@ typedef struct level {
             resil_retry_result res;
             resil_cancel own;
             bool has_own;
+            bool first; /* the first attempt runs without the executor */
+            resil__reading first_end;
             resil_instant start, attempt_start;
         } retry;
         resil_breaker_permit permit;
@@ -605,7 +607,8 @@ static bool time_read_below(const resil__run *r, size_t i)
     return false;
 }
 
-static step retry_enter(level *L)
+/* The executor's start: its cursor, token and options, and its begin. */
+static resil_stop retry_begin(level *L)
 {
     const resil__run *r = run_of(L->x);
     const resil__node *n = resil__node_at(r, L->i);
@@ -619,11 +622,40 @@ static step retry_enter(level *L)
     resil__retry_opts(&L->u.retry.o, r, &L->f, cancel, k);
     if (L->f.deadline == RESIL_INSTANT_MAX)
         L->u.retry.o.measure_elapsed = time_read_below(r, L->i);
-    resil_stop s = resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o,
-                                   &L->u.retry.res, &L->u.retry.start);
+    return resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o, &L->u.retry.res,
+                           &L->u.retry.start);
+}
+
+static step retry_enter(level *L)
+{
+    const resil__run *r = run_of(L->x);
+    L->u.retry.first = resil__retry_first_alone(r, resil__node_at(r, L->i), &L->f);
+    if (L->u.retry.first) {
+        L->inner = resil__retry_first_frame(&L->f, &L->u.retry.first_end);
+        return GO;
+    }
+    resil_stop s = retry_begin(L);
     if (s != RESIL_STOP_NONE)
         return retry_stop(L, s);
     return retry_attempt(L);
+}
+
+/* The first attempt, run without the executor, failed: the executor
+ * begins, after it as the blocking one does, and takes it as its attempt
+ * 1 (the token was looked at before it). false when the executor stopped
+ * before deciding on it. */
+static bool retry_take_first(level *L)
+{
+    resil_stop s = retry_begin(L);
+    if (s != RESIL_STOP_NONE) {
+        retry_stop(L, s);
+        return false;
+    }
+    resil__rx_next_looking(&L->u.retry.rx, &L->u.retry.k, false);
+    L->u.retry.attempt_start = L->u.retry.rx.now;
+    L->u.retry.k.last = &L->u.retry.rx.ctx;
+    L->u.retry.k.latest = L->u.retry.first_end;
+    return true;
 }
 
 /* After the wait (`slept` as a sleep would say): the next attempt, or the
@@ -643,6 +675,16 @@ static void retry_woke(level *L, int slept)
  * (a wait began), false when the retry stopped with the lane's outcome. */
 static bool retry_leave(level *L)
 {
+    if (L->u.retry.first) {
+        const resil__run *r = run_of(L->x);
+        L->u.retry.first = false;
+        if (L->out->kind == RESIL_SUCCESS) {
+            resil__retry_first_succeeded(r, resil__node_at(r, L->i), &L->u.retry.first_end);
+            return false;
+        }
+        if (!retry_take_first(L))
+            return false;
+    }
     resil__retry_exec *rx = &L->u.retry.rx;
     rx->out->final = *L->out;
     resil_retry_decision d = resil__rx_decide(rx, L->u.retry.attempt_start);

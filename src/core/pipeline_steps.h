@@ -301,4 +301,49 @@ static inline void resil__frame_later(const resil__run *r, const resil__frame *f
         f->reading->fresh = false;
 }
 
+/* ---- a retry's first attempt without the executor ----------------------------------
+ *
+ * When nothing the retry executor would do for a success is asked for — no
+ * budget to hear it, no time budget, no retry on results (first_alone,
+ * fixed at build), no listener, no records, a call that may be retried, a
+ * deadline not yet passed and a token not fired — both walks run the first
+ * attempt directly: it sees exactly the frame the executor would give it
+ * (resil__retry_first_frame), and a success leaves exactly the executor's
+ * result (resil__retry_first_succeeded). A failure is then the executor's,
+ * which takes that attempt as its first. */
+static inline bool resil__retry_first_alone(const resil__run *r, const resil__node *n,
+                                            const resil__frame *f)
+{
+    bool records = r->ex != NULL && !n->inner && r->records != NULL && r->records_cap > 0;
+    resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
+    return n->first_alone && !resil__listening(r->p) && !records && !r->non_idempotent &&
+           f->now < deadline && !resil_cancelled(f->cancel);
+}
+
+/* The first attempt's frame, its end read into *end (not yet: stale). */
+static inline resil__frame resil__retry_first_frame(const resil__frame *f, resil__reading *end)
+{
+    resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
+    *end = (resil__reading){f->now, false};
+    return (resil__frame){1, 0, f->now, deadline, f->cancel, f->deadline_token, end};
+}
+
+/* The first attempt succeeded: the attempt's end read as the executor
+ * reads it (the reading a level below took on its way out, else the
+ * clock), and the executor's result. */
+static inline void resil__retry_first_succeeded(const resil__run *r, const resil__node *n,
+                                                resil__reading *end)
+{
+    if (!end->fresh)
+        end->now = resil_clock_now(r->p->clock);
+    if (r->ex == NULL)
+        return;
+    r->ex->last_now = end->now;
+    if (n->inner)
+        return;
+    r->ex->out->stop = RESIL_STOP_SUCCEEDED;
+    r->ex->out->attempts = 1;
+    r->ex->out->records_len = 0;
+}
+
 #endif

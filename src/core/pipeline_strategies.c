@@ -344,47 +344,18 @@ void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res
     out->records_len = res->records_len;
 }
 
-/*
- * The first attempt without the executor, when nothing it would do for a
- * success is asked for: no budget to hear it, no time budget, no retry on
- * results (first_alone, fixed at build), no listener, no records, a call
- * that may be retried, a deadline not yet passed and a token not fired.
- * The attempt then sees exactly the frame the executor would give it, and
- * a success leaves exactly the executor's result: stop "succeeded", one
- * attempt, and the attempt's end read as the executor reads it (the
- * reading a level below took on its way out, else the clock). Anything
- * else is the executor's, which then takes this attempt as its first
- * (attempt_op_after_first): false, with *end the reading it ended with.
- */
+/* The first attempt without the executor (resil__retry_first_alone): true
+ * when it succeeded; false, with *end the reading it ended with, when the
+ * executor takes it as its first (attempt_op_after_first). */
 static bool run_first(const resil__run *r, size_t i, const resil__frame *f,
                       resil__reading *end, resil_outcome *out)
 {
-    const resil__node *n = resil__node_at(r, i);
-    resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
-    *end = (resil__reading){f->now, false};
-    resil__frame inner = {1, 0, f->now, deadline, f->cancel, f->deadline_token, end};
+    resil__frame inner = resil__retry_first_frame(f, end);
     resil__chain(r, i + 1, &inner, out);
     if (out->kind != RESIL_SUCCESS)
         return false;
-    if (!end->fresh)
-        end->now = resil_clock_now(r->p->clock);
-    if (r->ex == NULL)
-        return true;
-    r->ex->last_now = end->now;
-    if (n->inner)
-        return true;
-    r->ex->out->stop = RESIL_STOP_SUCCEEDED;
-    r->ex->out->attempts = 1;
-    r->ex->out->records_len = 0;
+    resil__retry_first_succeeded(r, resil__node_at(r, i), end);
     return true;
-}
-
-static bool first_alone(const resil__run *r, const resil__node *n, const resil__frame *f)
-{
-    bool records = r->ex != NULL && !n->inner && r->records != NULL && r->records_cap > 0;
-    resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
-    return n->first_alone && !resil__listening(r->p) && !records && !r->non_idempotent &&
-           f->now < deadline && !resil_cancelled(f->cancel);
 }
 
 /* The executor over the levels below; `first_end` non-NULL: the first
@@ -426,7 +397,7 @@ __attribute__((noinline)) static void run_executor(const resil__run *r, size_t i
 void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
                       resil_outcome *out)
 {
-    if (!first_alone(r, resil__node_at(r, i), f)) {
+    if (!resil__retry_first_alone(r, resil__node_at(r, i), f)) {
         run_executor(r, i, f, NULL, out);
         return;
     }

@@ -714,6 +714,24 @@ static void without_records_a_cancel_in_the_first_wait_stops_as_cancelled(void *
     both(&sc, check_cancelled);
 }
 
+static void check_first_attempt_past_the_total_timeout(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(r->res.outcome.detail, "total timeout (5s) elapsed");
+    assert_duration_equal(r->res.elapsed, RESIL_S(5));
+    assert_int_equal(r->calls, 1);
+}
+
+static void without_records_a_first_attempt_past_the_total_timeout_stops_as_deadline(
+    void **state)
+{
+    (void)state;
+    scenario sc = {total_timeout_around_retry, ok1, 1, RESIL_S(6), false, false, true};
+    both(&sc, check_first_attempt_past_the_total_timeout);
+}
+
 static void check_chaos_latency(const ran *r)
 {
     /* 1.5 s injected, then a 1 s attempt: the 2 s attempt timeout cuts it. */
@@ -964,6 +982,18 @@ static void a_zero_wait_retry_reads_the_loop_clock_only_at_its_start_and_end(voi
     assert_int_equal(a.loop_reads, 2);
 }
 
+static void a_first_success_without_records_reads_the_loop_clock_at_its_start_and_end(
+    void **state)
+{
+    (void)state;
+    scenario sc = {zero_wait_retry, ok1, 1, 0, false, false, true};
+    ran a;
+    run_async(&sc, &a);
+    assert_int_equal(a.res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(a.res.attempts, 1);
+    assert_int_equal(a.loop_reads, 2);
+}
+
 static void a_retry_keeping_records_reads_the_loop_clock_at_each_step(void **state)
 {
     (void)state;
@@ -1003,10 +1033,12 @@ int main(void)
         cmocka_unit_test(an_attempt_timeout_below_a_retry_without_records_counts_from_each_attempt),
         cmocka_unit_test(a_zero_wait_retry_reads_the_loop_clock_only_at_its_start_and_end),
         cmocka_unit_test(a_retry_keeping_records_reads_the_loop_clock_at_each_step),
+        cmocka_unit_test(a_first_success_without_records_reads_the_loop_clock_at_its_start_and_end),
         cmocka_unit_test(without_records_a_first_success_leaves_the_executors_result),
         cmocka_unit_test(without_records_a_failed_first_attempt_is_the_retrys_first),
         cmocka_unit_test(without_records_a_first_attempt_cut_by_its_timeout_is_retried),
         cmocka_unit_test(without_records_a_cancel_in_the_first_wait_stops_as_cancelled),
+        cmocka_unit_test(without_records_a_first_attempt_past_the_total_timeout_stops_as_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
