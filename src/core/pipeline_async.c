@@ -1316,7 +1316,11 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
             L->kind = p->nodes[i].kind;
             L->out = out_of(x, ln);
             L->wait = W_NONE;
-            L->timer = (resil_timer){.fn = level_timer};
+            /* An idle timer as the loop sees one; its other fields are
+             * written when it is armed. */
+            L->timer.fn = level_timer;
+            L->timer.armed = false;
+            L->timer.loop_data = NULL;
         }
     }
     x->refs = 1;
