@@ -1107,9 +1107,33 @@ static step enter(level *L)
     }
 }
 
+static void level_timer(resil_timer *t);
+
+/* A level's fixed fields, written as the walk enters it rather than for
+ * every level when the execution starts: a walk reaches every level it
+ * uses through here, and nothing reads a level it has not entered (a wait,
+ * a timer and a report all belong to entered levels). A level entered
+ * again is idle then (its wait over, its timer stopped or run), so
+ * writing them again changes nothing. */
+static void level_init(resil_exec *x, level *L, uint32_t ln, size_t i)
+{
+    L->x = x;
+    L->lane = ln;
+    L->i = (uint32_t)i;
+    L->kind = x->p->nodes[i].kind;
+    L->out = out_of(x, ln);
+    L->wait = W_NONE;
+    /* An idle timer as the loop sees one; its other fields are written
+     * when it is armed. */
+    L->timer.fn = level_timer;
+    L->timer.armed = false;
+    L->timer.loop_data = NULL;
+}
+
 static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
 {
     for (level *L = lvl(x, ln, i); i < x->nnodes; i++, L++) {
+        level_init(x, L, ln, i);
         L->f = *f;
         step s = enter(L);
         if (s == WAIT)
@@ -1178,14 +1202,18 @@ static void ascend(resil_exec *x, uint32_t ln, size_t i)
         finish(x);
         return;
     }
+    /* By place: a hedged attempt's lane never enters its own copy of the
+     * hedging level, whose fields are therefore not set. */
+    level *hedging = x->hedge_at != SIZE_MAX ? lvl(x, ln, x->hedge_at) : NULL;
+    level *top = lvl(x, ln, 0);
     for (level *L = lvl(x, ln, i);; L--) {
-        if (L->i == x->hedge_at) {
+        if (L == hedging) {
             hedge_arrived(x, ln);
             return;
         }
         if (!leave(L))
             return;
-        if (L->i == 0)
+        if (L == top)
             break;
     }
     finish(x);
@@ -1304,24 +1332,10 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         release(x);
         return rc;
     }
-    level *L = x->levels;
     for (uint32_t ln = 0; ln < x->nlanes; ln++) {
         x->lanes[ln].waiting = -1;
         x->lanes[ln].busy = x->lanes[ln].back = false;
         x->attempts[ln].running = false;
-        for (size_t i = 0; i < x->nnodes; i++, L++) {
-            L->x = x;
-            L->lane = ln;
-            L->i = (uint32_t)i;
-            L->kind = p->nodes[i].kind;
-            L->out = out_of(x, ln);
-            L->wait = W_NONE;
-            /* An idle timer as the loop sees one; its other fields are
-             * written when it is armed. */
-            L->timer.fn = level_timer;
-            L->timer.armed = false;
-            L->timer.loop_data = NULL;
-        }
     }
     x->refs = 1;
     if (out != NULL)
