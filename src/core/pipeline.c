@@ -755,6 +755,7 @@ static void freeze_retries(resil_pipeline *p)
 static int start_hedging(resil_pipeline *p, resil_err *err)
 {
     size_t i = position(p, RESIL_STRATEGY_HEDGING);
+    p->hedge_at = i;
     if (i == SIZE_MAX)
         return 0;
     resil__node *n = &p->nodes[i];

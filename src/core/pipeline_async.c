@@ -1115,13 +1115,14 @@ static void level_timer(resil_timer *t);
  * a timer and a report all belong to entered levels). A level entered
  * again is idle then (its wait over, its timer stopped or run), so
  * writing them again changes nothing. */
-static void level_init(resil_exec *x, level *L, uint32_t ln, size_t i)
+static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_strategy_kind kind,
+                       resil_outcome *out)
 {
     L->x = x;
     L->lane = ln;
     L->i = (uint32_t)i;
-    L->kind = x->p->nodes[i].kind;
-    L->out = out_of(x, ln);
+    L->kind = kind;
+    L->out = out;
     L->wait = W_NONE;
     /* An idle timer as the loop sees one; its other fields are written
      * when it is armed. */
@@ -1132,8 +1133,9 @@ static void level_init(resil_exec *x, level *L, uint32_t ln, size_t i)
 
 static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
 {
+    resil_outcome *out = out_of(x, ln);
     for (level *L = lvl(x, ln, i); i < x->nnodes; i++, L++) {
-        level_init(x, L, ln, i);
+        level_init(L, x, ln, i, x->p->nodes[i].kind, out);
         L->f = *f;
         step s = enter(L);
         if (s == WAIT)
@@ -1291,11 +1293,11 @@ static void finish(resil_exec *x)
 
 /* Lanes: the caller's, and two races' worth for a hedging level's
  * attempts (a loser of the race before may still be finishing). */
-static uint32_t lanes_for(const resil_pipeline *p, size_t *hedge_at)
+static uint32_t lanes_for(const resil_pipeline *p)
 {
-    const resil__node *h = resil__node_find(p, RESIL_STRATEGY_HEDGING);
-    *hedge_at = h != NULL ? (size_t)(h - p->nodes) : SIZE_MAX;
-    return h != NULL ? 1 + 2 * (h->hedge.max_hedged + 1) : 1;
+    if (p->hedge_at == SIZE_MAX)
+        return 1;
+    return 1 + 2 * (p->nodes[p->hedge_at].hedge.max_hedged + 1);
 }
 
 int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_op_fn op,
@@ -1304,12 +1306,11 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
 {
     if (p == NULL || loop == NULL || loop->ops == NULL || op == NULL || done == NULL)
         return RESIL_EINVAL;
-    size_t hedge_at;
-    uint32_t nlanes = lanes_for(p, &hedge_at);
+    uint32_t nlanes = lanes_for(p);
     resil_exec *x = alloc_exec(p, loop, nlanes);
     if (x == NULL)
         return RESIL_ENOMEM;
-    x->hedge_at = hedge_at;
+    x->hedge_at = p->hedge_at;
     x->call = call != NULL ? *call : resil__call_defaults;
     resil__result_begin(&x->result);
     memset(x->result.reserved_, 0, sizeof x->result.reserved_); /* none of an earlier one's */
