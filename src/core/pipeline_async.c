@@ -134,12 +134,12 @@ struct resil_exec {
     uint32_t nlanes;
     size_t nnodes;
     size_t hedge_at; /* the hedging level, SIZE_MAX for none */
+    bool at_instants; /* the pipeline's clock is the loop's, which takes instants */
     uint32_t races;
     lane *lanes;
     level *levels;
     resil_attempt *attempts;
     resil_pipeline_result result;
-    resil_call call;
     resil__run run;
     resil_cancel root;
     resil_exec_trace trace; /* run.trace points here when traced */
@@ -221,13 +221,12 @@ static void timer_start(resil_exec *x, level *L, resil_duration d)
  * few instructions later). */
 static void timer_from(resil_exec *x, level *L, resil_instant read_at, resil_duration d)
 {
-    const resil_loop_ops *ops = x->loop->ops;
-    if (x->p->clock != &x->loop->clock ||
-        !RESIL__OPS_HAS(resil_loop_ops, ops, timer_start_at)) {
+    if (!x->at_instants) {
         timer_start(x, L, d);
         return;
     }
-    ops->timer_start_at(x->loop->self, &L->timer, resil_dur_add(read_at, d > 0 ? d : 0));
+    x->loop->ops->timer_start_at(x->loop->self, &L->timer,
+                                 resil_dur_add(read_at, d > 0 ? d : 0));
 }
 
 static void timer_stop(resil_exec *x, level *L)
@@ -1311,21 +1310,25 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     if (x == NULL)
         return RESIL_ENOMEM;
     x->hedge_at = p->hedge_at;
-    x->call = call != NULL ? *call : resil__call_defaults;
+    x->at_instants = p->clock == &loop->clock &&
+                     RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
+    /* The run copies what it keeps of the call: the call is read only here. */
+    if (call == NULL)
+        call = &resil__call_defaults;
     resil__result_begin(&x->result);
     memset(x->result.reserved_, 0, sizeof x->result.reserved_); /* none of an earlier one's */
     x->p = p;
     x->op = op;
     x->done = done;
     x->done_ud = done_ud;
-    resil__run_init(&x->run, p, NULL, &x->call, p->breaker, &x->ex);
-    if (x->call.telemetry != NULL) {
-        x->run.http = x->call.telemetry->http;
-        x->run.trace = resil__trace_begin(x->call.telemetry->trace, x->call.rng, &x->trace);
+    resil__run_init(&x->run, p, NULL, call, p->breaker, &x->ex);
+    if (call->telemetry != NULL) {
+        x->run.http = call->telemetry->http;
+        x->run.trace = resil__trace_begin(call->telemetry->trace, call->rng, &x->trace);
     }
     x->ex.out = &x->result;
-    int rc = resil__run_take_breakers(&x->run, &x->call);
-    if (rc == 0 && resil_cancel_init(&x->root, x->call.cancel) != 0) {
+    int rc = resil__run_take_breakers(&x->run, call);
+    if (rc == 0 && resil_cancel_init(&x->root, call->cancel) != 0) {
         resil__run_drop_breakers(&x->run);
         rc = RESIL_ESYS;
     }
