@@ -1336,9 +1336,10 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         release(x);
         return rc;
     }
-    for (uint32_t ln = 0; ln < x->nlanes; ln++) {
-        x->lanes[ln].waiting = -1;
-        x->lanes[ln].busy = x->lanes[ln].back = false;
+    for (uint32_t ln = 0; ln < nlanes; ln++) {
+        lane *l = &x->lanes[ln];
+        l->waiting = -1;
+        l->busy = l->back = false;
         x->attempts[ln].running = false;
     }
     x->refs = 1;
