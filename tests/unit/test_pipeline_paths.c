@@ -732,6 +732,36 @@ static void without_records_a_first_attempt_past_the_total_timeout_stops_as_dead
     both(&sc, check_first_attempt_past_the_total_timeout);
 }
 
+/* Asynchronous only (the blocking path's cancel comes in the first wait):
+ * the caller cancels while the first attempt runs, which hears it and
+ * reports "stopped". Without records the retry ran that attempt without
+ * its executor; the run ends exactly as the executor's own run does. */
+static void check_cancelled_in_the_first_attempt(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->res.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(r->res.outcome.code, RESIL_ECANCELED);
+    assert_string_equal(r->res.outcome.detail, "stopped");
+    assert_int_equal(r->calls, 1);
+    assert_int_equal(r->end, T0 + 1);
+}
+
+static void without_records_a_cancel_during_the_first_attempt_stops_as_cancelled(void **state)
+{
+    (void)state;
+    scenario recorded = {plain_retry3, ok1, 1, RESIL_MS(10), false, true, false};
+    scenario unrecorded = {plain_retry3, ok1, 1, RESIL_MS(10), false, true, true};
+    ran with, without;
+    run_async(&recorded, &with);
+    check_cancelled_in_the_first_attempt(&with);
+    assert_int_equal(with.res.records_len, 1);
+    run_async(&unrecorded, &without);
+    check_cancelled_in_the_first_attempt(&without);
+    assert_int_equal(without.res.records_len, 0);
+    assert_duration_equal(without.res.elapsed, 1);
+}
+
 static void check_chaos_latency(const ran *r)
 {
     /* 1.5 s injected, then a 1 s attempt: the 2 s attempt timeout cuts it. */
@@ -1042,6 +1072,7 @@ int main(void)
         cmocka_unit_test(without_records_a_first_attempt_cut_by_its_timeout_is_retried),
         cmocka_unit_test(without_records_a_cancel_in_the_first_wait_stops_as_cancelled),
         cmocka_unit_test(without_records_a_first_attempt_past_the_total_timeout_stops_as_deadline),
+        cmocka_unit_test(without_records_a_cancel_during_the_first_attempt_stops_as_cancelled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
