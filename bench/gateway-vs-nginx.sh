@@ -27,7 +27,9 @@
 # soak takes minutes at PostgreSQL's rate), GATEWAY_ARGS (extra flags,
 # e.g. "--batch-window 1ms"), BASELINE (another resil binary, e.g. one
 # built from an earlier commit: its pass-through and keyed runs are made
-# too, in the same run, as "baseline" rows beside the gateway's).
+# too, in the same run, as "baseline" rows beside the gateway's), PATHS
+# (which gateway rows to run: "pass keyed replay" by default; e.g. PATHS=
+# "pass replay" with PURGE_KEYS=0 SOAK_REQUESTS=0 for the issue's ratios alone).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +43,7 @@ SOAK_REQUESTS=${SOAK_REQUESTS:-1000000}
 SOAK_BACKENDS=${SOAK_BACKENDS:-sqlite}
 GATEWAY_ARGS=${GATEWAY_ARGS:-}
 BASELINE=${BASELINE:-}
+PATHS=${PATHS:-pass keyed replay}
 resil=$BUILD/resil
 
 for tool in nginx wrk sqlite3 "$resil"; do
@@ -242,6 +245,17 @@ purge_run() {
   stop_gateway "$backend, during the purge"
 }
 
+want() { [[ " $PATHS " == *" $1 "* ]]; }
+
+# Replays of 1000 keys. Warm-up: every key's first request; then a second
+# for the last ones in flight to be saved, so that the measured run sees
+# only replays.
+replays() {
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s "$work/replay.lua" "$2" >/dev/null 2>&1
+  sleep 1
+  run_wrk "$1" "$2" "$work/replay.lua" "$DURATION"
+}
+
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; wrk -t$THREADS -c$CONNECTIONS -d$DURATION"
 echo
 echo "| path | requests/s | p50 | p99 | non-2xx | requests |"
@@ -259,20 +273,20 @@ for backend in $BACKENDS; do
   if [[ -n "$BASELINE" ]]; then
     start_gateway "$store" "$BASELINE"
     url="http://127.0.0.1:$gw_port/orders"
-    run_wrk "$backend: baseline pass-through" "$url" "$work/plain.lua" "$DURATION"
-    run_wrk "$backend: baseline keyed, new keys" "$url" "$work/new.lua" "$DURATION" "base-$RANDOM"
+    want pass && run_wrk "$backend: baseline pass-through" "$url" "$work/plain.lua" "$DURATION"
+    want keyed && run_wrk "$backend: baseline keyed, new keys" "$url" "$work/new.lua" "$DURATION" "base-$RANDOM"
+    want replay && replays "$backend: baseline replays" "$url"
     stop_gateway "$backend, baseline"
   fi
   start_gateway "$store"
   url="http://127.0.0.1:$gw_port/orders"
-  run_wrk "$backend: gateway pass-through" "$url" "$work/plain.lua" "$DURATION"
-  run_wrk "$backend: gateway keyed, new keys" "$url" "$work/new.lua" "$DURATION" "new-$RANDOM"
-  keyed_rps=$(awk '/^Requests\/sec/ {printf "%d", $2}' "$work/wrk.out")
-  # Warm-up: every key's first request; then a second for the last ones
-  # in flight to be saved, so that the measured run sees only replays.
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s "$work/replay.lua" "$url" >/dev/null 2>&1
-  sleep 1
-  run_wrk "$backend: gateway replays" "$url" "$work/replay.lua" "$DURATION"
+  want pass && run_wrk "$backend: gateway pass-through" "$url" "$work/plain.lua" "$DURATION"
+  keyed_rps=0
+  if want keyed; then
+    run_wrk "$backend: gateway keyed, new keys" "$url" "$work/new.lua" "$DURATION" "new-$RANDOM"
+    keyed_rps=$(awk '/^Requests\/sec/ {printf "%d", $2}' "$work/wrk.out")
+  fi
+  want replay && replays "$backend: gateway replays" "$url"
   if [[ $SOAK_REQUESTS -gt 0 && " $SOAK_BACKENDS " == *" $backend "* ]]; then
     before=$(rss_kb "$gw_pid")
     # As long as SOAK_REQUESTS take at the keyed rate measured above.
