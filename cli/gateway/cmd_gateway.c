@@ -61,8 +61,11 @@ static const char usage_text[] =
     "  --max-connections N    open client connections at most (default 10000)\n"
     "  --max-connections-per-client N\n"
     "                         open connections from one client address (default 256)\n"
+    "  --loops N              event loops, each a thread serving its share of the\n"
+    "                         connections and their upstream calls (default: one per\n"
+    "                         CPU, at most 16; 1 to 64)\n"
     "  --workers N            threads for what blocks (the idempotency store's calls and\n"
-    "                         the fleet's Redis permits) while one event loop serves\n"
+    "                         the fleet's Redis permits) while the event loops serve\n"
     "                         the connections and the upstream (default 64); keyed\n"
     "                         requests beyond N wait their turn for the store\n"
     "  --header-timeout DUR   a request's line and headers must arrive within this, from\n"
@@ -246,6 +249,8 @@ static int parse_max_body(const args *a, const char *v, gw_config *cfg)
 /* The front door's limits. */
 #define MAX_CONNECTIONS_LIMIT 1000000
 #define MAX_WORKERS 1024
+#define MAX_LOOPS 64
+#define DEFAULT_LOOPS_MAX 16
 
 static int parse_count(const args *a, const char *option, const char *v, uint64_t max,
                        unsigned *out)
@@ -271,6 +276,18 @@ static int parse_max_per_client(const args *a, const char *v, gw_config *cfg)
 static int parse_workers(const args *a, const char *v, gw_config *cfg)
 {
     return parse_count(a, "--workers", v, MAX_WORKERS, &cfg->workers);
+}
+
+static int parse_loops(const args *a, const char *v, gw_config *cfg)
+{
+    return parse_count(a, "--loops", v, MAX_LOOPS, &cfg->loops);
+}
+
+/* One loop per CPU, as a server with a worker per core runs. */
+static unsigned default_loops(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > DEFAULT_LOOPS_MAX ? DEFAULT_LOOPS_MAX : (unsigned)n;
 }
 
 /* A client timeout: from 1ms to 1h; the idle one counts whole seconds
@@ -410,7 +427,8 @@ static const struct {
     {"--config", parse_config},       {"--policy", parse_policy},
     {"--max-connections", parse_max_connections},
     {"--max-connections-per-client", parse_max_per_client},
-    {"--workers", parse_workers},     {"--header-timeout", parse_header_timeout},
+    {"--workers", parse_workers},     {"--loops", parse_loops},
+    {"--header-timeout", parse_header_timeout},
     {"--body-timeout", parse_body_timeout}, {"--idle-timeout", parse_idle_timeout},
     {"--journal", parse_journal},
     {"--breaker-failures", parse_breaker_failures}, {"--breaker-break", parse_breaker_break},
@@ -439,6 +457,7 @@ static void config_default(gw_config *cfg)
     cfg->max_connections = 10000;
     cfg->max_per_client = 256;
     cfg->workers = 64;
+    cfg->loops = default_loops();
     cfg->header_timeout = RESIL_S(10);
     cfg->body_timeout = RESIL_S(60);
     cfg->idle_timeout = RESIL_S(60);
@@ -541,6 +560,47 @@ static int parse_args(int argc, char **argv, gw_config *cfg)
 
 /* ---- start-up --------------------------------------------------------- */
 
+/* A listening socket on addr; with `shared`, others may listen on the same
+ * address (SO_REUSEPORT: the kernel spreads the connections among them).
+ * -1 with errno. */
+static int listen_on(const struct sockaddr *addr, socklen_t len, bool shared)
+{
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0)
+        return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        (shared && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
+        bind(fd, addr, len) != 0 || listen(fd, 512) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* One listening socket per loop after the first, on the address the first
+ * was bound to (its port, when --listen said 0). 0, or -1 with every
+ * socket opened here closed (fds[0] stays the caller's). */
+static int open_more_listeners(const gw_config *cfg, int *fds)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (cfg->loops > 1 && getsockname(fds[0], (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    for (unsigned i = 1; i < cfg->loops; i++) {
+        if ((fds[i] = listen_on((struct sockaddr *)&ss, len, true)) >= 0)
+            continue;
+        fprintf(stderr, "resil gateway: cannot listen on %s:%d for loop %u of --loops %u: %s\n",
+                cfg->host, cfg->port, i + 1, cfg->loops, strerror(errno));
+        while (--i > 0)
+            close(fds[i]);
+        return -1;
+    }
+    return 0;
+}
+
 /* Bind and listen; the address actually bound goes to `shown`. */
 static int open_listener(const gw_config *cfg, bool *ipv6, char *shown, size_t cap)
 {
@@ -557,15 +617,10 @@ static int open_listener(const gw_config *cfg, bool *ipv6, char *shown, size_t c
     }
     int fd = -1, saved = 0;
     for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        int one = 1;
-        if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-                        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 512) != 0)) {
+        fd = listen_on(ai->ai_addr, ai->ai_addrlen, cfg->loops > 1);
+        if (fd < 0)
             saved = errno;
-            close(fd);
-            fd = -1;
-        }
-        if (fd >= 0)
+        else
             *ipv6 = ai->ai_family == AF_INET6;
     }
     freeaddrinfo(res);
@@ -848,6 +903,8 @@ static int open_chaos(gateway *gw)
 static int serve(gateway *gw, const sigset_t *signals)
 {
     fit_fd_limit(&gw->cfg);
+    if (gw->cfg.loops > gw->cfg.max_connections) /* each loop serves one at least */
+        gw->cfg.loops = gw->cfg.max_connections;
     bool ipv6 = false;
     char shown[INET6_ADDRSTRLEN + 16];
     int rc = open_store(gw);
@@ -860,12 +917,15 @@ static int serve(gateway *gw, const sigset_t *signals)
         fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
         return 1;
     }
-    int fd = open_listener(&gw->cfg, &ipv6, shown, sizeof shown);
-    if (fd < 0)
+    int fds[MAX_LOOPS];
+    if ((fds[0] = open_listener(&gw->cfg, &ipv6, shown, sizeof shown)) < 0)
         return 1;
-    if (gw_http_start(gw, fd, ipv6) != 0) {
+    if (open_more_listeners(&gw->cfg, fds) != 0) {
+        close(fds[0]);
+        return 1;
+    }
+    if (gw_http_start(gw, fds, ipv6) != 0) { /* it closed them */
         fprintf(stderr, "resil gateway: cannot start the HTTP server\n");
-        close(fd);
         return 1;
     }
     fprintf(stderr, "resil gateway: listening on http://%s, upstream %s, store %s\n", shown,

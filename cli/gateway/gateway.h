@@ -4,11 +4,13 @@
  * answers), gateway_rules.c (the idempotency rules) and gateway_upstream.c
  * (forwarding with libcurl's multi interface). Internal to the tool.
  *
- * Threads: one event loop (libuv, through resil's loop interface) runs the
- * listening side and every upstream transfer; a small pool of store
- * workers (--workers) runs what blocks — the idempotency store and the
- * fleet's Redis limits — and hands each result back to the loop. Every
- * function says where it runs: "loop", "worker", or "any".
+ * Threads: --loops event loops (libuv, through resil's loop interface),
+ * each with a listening socket of its own on the one port (SO_REUSEPORT),
+ * run the listening side and the upstream transfers of the connections the
+ * kernel gives them; a small pool of store workers (--workers) runs what
+ * blocks — the idempotency store and the fleet's Redis limits — and hands
+ * each result back to the request's loop. Every function says where it
+ * runs: "loop" (the request's), "worker", or "any".
  */
 #ifndef RESIL_CLI_GATEWAY_H
 #define RESIL_CLI_GATEWAY_H
@@ -43,6 +45,7 @@ typedef struct gw_config {
     bool quiet; /* no access log */
     /* the front door (gateway_http.c) */
     unsigned max_connections, max_per_client, workers;
+    unsigned loops; /* --loops: event loops, each serving its share of the connections */
     resil_duration header_timeout, body_timeout, idle_timeout;
     bool upstream_dedupes; /* the upstream recognises a repeated key: release when unsure */
     const char *journal;   /* --journal: NULL = next to an SQLite store, "off" = none */
@@ -89,15 +92,13 @@ typedef struct gateway {
     gw_config cfg;
     resil_store *store;
     resil_clock *clock;
-    struct MHD_Daemon *daemon;
 
     pthread_mutex_t mu;
     pthread_cond_t idle;  /* signalled when in_flight drops to 0 */
     unsigned in_flight;
     bool draining;        /* after SIGTERM: answers carry Connection: close */
 
-    struct gw_upstream *upstream; /* gateway_upstream.c: curl multi on the loop */
-    struct gw_http *http; /* gateway_http.c: the loop, the store workers, the deadlines */
+    struct gw_http *http; /* gateway_http.c: the loops, the store workers, the deadlines */
 
     struct gw_leases *leases; /* gateway_rules.c: keys whose outcome is not yet saved */
 
@@ -115,6 +116,7 @@ typedef struct gateway {
 } gateway;
 
 /* gateway_upstream.c */
+struct gw_upstream;
 typedef struct gw_forward {
     const char *method;
     const char *target;       /* raw path and query, as received */
@@ -141,10 +143,11 @@ typedef struct gw_call {
     void (*done)(struct gw_call *c);
 } gw_call;
 
-/* loop: curl multi on the gateway's loop; close takes every call still in
- * flight off (each is handed to `aborted`, its reply unfilled). */
-int gw_upstream_open(gateway *gw, resil_loop *loop);
-void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c));
+/* loop: curl multi on one of the gateway's loops, with upstream
+ * connections of its own; close takes every call still in flight off
+ * (each is handed to `aborted`, its reply unfilled). */
+int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out);
+void gw_upstream_close(struct gw_upstream *u, void (*aborted)(gw_call *c));
 /* worker: the fleet's permits for one call (Redis): true when admitted,
  * else *out says it was refused. leave gives them back. No-ops without
  * --fleet-rate or --fleet-concurrency. */
@@ -153,7 +156,7 @@ void gw_upstream_leave(gw_call *c);
 /* loop: send the request upstream; c->done runs on the loop once the
  * reply (or failure) is in *out (at once when it cannot start), which the
  * caller frees with gw_reply_free(). */
-void gw_upstream_start(gateway *gw, gw_call *c, const gw_forward *f, gw_reply *out,
+void gw_upstream_start(struct gw_upstream *u, gw_call *c, const gw_forward *f, gw_reply *out,
                        void (*done)(gw_call *c));
 void gw_reply_free(gw_reply *r);
 /* Headers a proxy must not pass on (hop-by-hop, and those it recomputes). */
@@ -181,6 +184,8 @@ struct gw_req {
      * a worker) the connection is suspended; the answer waits here until
      * it is resumed. */
     struct gw_conn *link;
+    struct gw_loop *lp;               /* the loop its connection is served on */
+    struct gw_upstream *upstream;     /* that loop's curl multi */
     struct MHD_Connection *conn;
     const char *method;
     bool parked;
@@ -242,7 +247,9 @@ void gw_to_pool(gw_req *r, gw_step work, gw_step then);
 /* loop: r's answer is ready (or r->answer is NULL: close): resume it. */
 void gw_answered(gw_req *r);
 
-int gw_http_start(gateway *gw, int listen_fd, bool ipv6);
+/* Serve on cfg.loops listening sockets (bound to one address), one per
+ * loop; they are gw_http's from here on, closed by it whatever happens. */
+int gw_http_start(gateway *gw, const int *listen_fds, bool ipv6);
 /* Stop accepting, let in-flight requests finish (up to `grace`), stop. */
 void gw_http_stop(gateway *gw, resil_duration grace);
 

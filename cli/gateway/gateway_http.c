@@ -59,7 +59,8 @@ typedef enum gw_phase {
     PHASE_BODY,      /* headers in, reading the body */
     PHASE_BUSY,      /* parked: its work runs */
     PHASE_ANSWERING, /* an answer is queued or being sent */
-    PHASE_CUT        /* past its deadline: being shut down */
+    PHASE_CUT,       /* past its deadline: being shut down */
+    PHASE_REFUSED    /* past the per-client limit: being shut down, never counted */
 } gw_phase;
 
 typedef struct gw_conn {
@@ -67,7 +68,18 @@ typedef struct gw_conn {
     int fd;
     gw_phase phase;
     resil_instant deadline;
+    struct gw_client *client; /* its address's count of connections */
 } gw_conn;
+
+/* Connections open from one client address, across every loop. */
+typedef struct gw_client {
+    struct gw_client *next;
+    unsigned char addr[16];
+    size_t addr_len;
+    unsigned open;
+} gw_client;
+
+#define CLIENT_BUCKETS 1024
 
 /* A store worker. An idle one waits on its own semaphore, so that handing
  * it a job wakes exactly it: one futex wake, and no worker woken for a job
@@ -80,12 +92,16 @@ typedef struct gw_worker {
     struct gw_worker *next_idle;
 } gw_worker;
 
-typedef struct gw_http {
-    gateway *gw;
-    /* the loop's thread alone */
+/* One event loop on a thread of its own: a listening socket, the daemon
+ * serving the connections accepted there, and a curl multi handle for
+ * their upstream calls. Everything here is its thread's alone. */
+typedef struct gw_loop {
+    struct gw_http *h;
     uv_loop_t uv;
     resil_uv *ru;
     resil_loop *loop;
+    struct MHD_Daemon *daemon;
+    struct gw_upstream *upstream;
     resil_io mhd_io;        /* libmicrohttpd's epoll descriptor */
     resil_timer mhd_timer;  /* the timeout libmicrohttpd asks for */
     resil_timer sweep;      /* the connections' deadlines */
@@ -93,16 +109,26 @@ typedef struct gw_http {
     unsigned parked;        /* connections suspended */
     gw_req *resume;         /* answered, to be resumed (through next_resume) */
     gw_req *chaos_waits;    /* requests waiting out an injected latency */
-    int listen_fd;
-    bool ipv6;
-    int quiesced_fd;        /* the listening socket once handed back */
+    int listen_fd;          /* -1 once closed */
+    bool quiesced;          /* the daemon handed the listening socket back */
     resil_work quiesce, stop;
     pthread_t thread;
-    /* start-up: the loop thread says whether it runs */
+    bool running;           /* the thread was started (and is to be joined) */
+} gw_loop;
+
+typedef struct gw_http {
+    gateway *gw;
+    gw_loop *loops;
+    unsigned n_loops;
+    bool ipv6;
+    /* start-up: each loop thread says whether it runs */
     pthread_mutex_t start_mu;
     pthread_cond_t started;
     int start_rc;
-    bool start_done;
+    unsigned start_done;
+    /* --max-connections-per-client, across the loops */
+    pthread_mutex_t clients_mu;
+    gw_client *clients[CLIENT_BUCKETS];
     /* the store workers */
     pthread_mutex_t mu;
     gw_req *jobs_head, *jobs_tail; /* jobs no idle worker was there for */
@@ -119,7 +145,7 @@ typedef struct gw_http {
  * On the loop. */
 static void set_phase(gw_http *h, gw_conn *c, gw_phase phase)
 {
-    if (c == NULL || c->phase == PHASE_CUT)
+    if (c == NULL || c->phase == PHASE_CUT || c->phase == PHASE_REFUSED)
         return;
     const gw_config *cfg = &h->gw->cfg;
     resil_instant now = resil_clock_now(h->gw->clock);
@@ -129,16 +155,99 @@ static void set_phase(gw_http *h, gw_conn *c, gw_phase phase)
                                          : 0;
 }
 
+/* ---- the per-client limit, across the loops ----------------------------------- */
+/*
+ * Each loop's daemon counts only its own connections, and the kernel
+ * spreads one client's connections over every loop's listening socket, so
+ * --max-connections-per-client is counted here, over all of them: a
+ * connection past it is shut down at once, unanswered, as libmicrohttpd
+ * closes one past its own per-address limit. (--max-connections is shared
+ * out among the daemons instead — start_daemon() — so that a connection
+ * past it waits in the listen queue, as with one loop.)
+ */
+
+/* The address's bytes (4 or 16), or 0 when it has none to count by. */
+static size_t client_addr(struct MHD_Connection *conn, unsigned char *out)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci == NULL || ci->client_addr == NULL)
+        return 0;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) {
+        memcpy(out, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        return 4;
+    }
+    if (sa->sa_family == AF_INET6) {
+        memcpy(out, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+
+static gw_client **client_slot(gw_http *h, const unsigned char *addr, size_t len)
+{
+    uint32_t hash = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        hash = (hash ^ addr[i]) * 16777619u;
+    gw_client **p = &h->clients[hash % CLIENT_BUCKETS];
+    while (*p != NULL && ((*p)->addr_len != len || memcmp((*p)->addr, addr, len) != 0))
+        p = &(*p)->next;
+    return p;
+}
+
+/* Count a new connection in; false when its client is at the limit (or
+ * memory is short), and then it is not counted. */
+static bool admit_connection(gw_http *h, struct MHD_Connection *conn, gw_conn *c)
+{
+    unsigned char addr[16];
+    size_t len = client_addr(conn, addr);
+    if (len == 0)
+        return true; /* no address to count by (not TCP over IP) */
+    bool ok = true;
+    pthread_mutex_lock(&h->clients_mu);
+    gw_client **slot = client_slot(h, addr, len);
+    if (*slot == NULL && (*slot = calloc(1, sizeof **slot)) != NULL) {
+        memcpy((*slot)->addr, addr, len);
+        (*slot)->addr_len = len;
+    }
+    if (*slot == NULL || (*slot)->open >= h->gw->cfg.max_per_client)
+        ok = false;
+    else
+        (c->client = *slot)->open++;
+    pthread_mutex_unlock(&h->clients_mu);
+    return ok;
+}
+
+static void release_connection(gw_http *h, gw_conn *c)
+{
+    gw_client *cl = c->client;
+    if (cl == NULL)
+        return;
+    pthread_mutex_lock(&h->clients_mu);
+    if (--cl->open == 0) {
+        gw_client **p = client_slot(h, cl->addr, cl->addr_len);
+        *p = cl->next;
+        free(cl);
+    }
+    pthread_mutex_unlock(&h->clients_mu);
+}
+
+/* Every connection is counted and listed from its start to its close;
+ * one past a limit is shut down at once (libmicrohttpd then sees it end
+ * and closes it, and it is uncounted as it closes). */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_state,
                           enum MHD_ConnectionNotificationCode code)
 {
-    gw_http *h = cls;
+    gw_loop *lp = cls;
+    gw_http *h = lp->h;
     gw_conn *c = *socket_state;
     if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         if (c == NULL)
             return;
         c->prev->next = c->next;
         c->next->prev = c->prev;
+        release_connection(h, c); /* a refused one was never counted */
         free(c);
         *socket_state = NULL;
         return;
@@ -153,11 +262,15 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     c->fd = ci->connect_fd;
     c->phase = PHASE_HEADERS;
     c->deadline = resil_clock_now(h->gw->clock) + h->gw->cfg.header_timeout;
-    c->next = h->conns.next;
-    c->prev = &h->conns;
-    h->conns.next->prev = c;
-    h->conns.next = c;
+    c->next = lp->conns.next;
+    c->prev = &lp->conns;
+    lp->conns.next->prev = c;
+    lp->conns.next = c;
     *socket_state = c;
+    if (!admit_connection(h, conn, c)) {
+        c->phase = PHASE_REFUSED;
+        shutdown(c->fd, SHUT_RDWR);
+    }
 }
 
 /* Answer 408 to a connection past its deadline and shut it down;
@@ -183,20 +296,21 @@ static resil_duration sweep_every(const gw_config *cfg)
     return t < RESIL_MS(10) ? RESIL_MS(10) : t > RESIL_S(1) ? RESIL_S(1) : t;
 }
 
-static gw_http *http_of(resil_timer *t, size_t offset)
+static gw_loop *loop_of(void *member, size_t offset)
 {
-    return (gw_http *)(void *)((char *)t - offset);
+    return (gw_loop *)(void *)((char *)member - offset);
 }
 
 static void on_sweep(resil_timer *t)
 {
-    gw_http *h = http_of(t, offsetof(gw_http, sweep));
-    resil_instant now = resil_clock_now(h->gw->clock);
-    for (gw_conn *c = h->conns.next; c != &h->conns; c = c->next) {
+    gw_loop *lp = loop_of(t, offsetof(gw_loop, sweep));
+    gateway *gw = lp->h->gw;
+    resil_instant now = resil_clock_now(gw->clock);
+    for (gw_conn *c = lp->conns.next; c != &lp->conns; c = c->next) {
         if ((c->phase == PHASE_HEADERS || c->phase == PHASE_BODY) && now >= c->deadline)
             cut(c);
     }
-    h->loop->ops->timer_start(h->loop->self, &h->sweep, sweep_every(&h->gw->cfg));
+    lp->loop->ops->timer_start(lp->loop->self, &lp->sweep, sweep_every(&gw->cfg));
 }
 
 /* ---- libmicrohttpd on the loop ------------------------------------------------ */
@@ -204,47 +318,46 @@ static void on_sweep(resil_timer *t)
 /* Let libmicrohttpd do what is ready, then arm the loop timer for the
  * timeout it asks for (0 while it has work left over, none when idle), or
  * at once for connections answered during the run. */
-static void mhd_run(gw_http *h)
+static void mhd_run(gw_loop *lp)
 {
-    struct MHD_Daemon *d = h->gw->daemon;
+    struct MHD_Daemon *d = lp->daemon;
     if (d == NULL)
         return;
     MHD_run(d);
     MHD_UNSIGNED_LONG_LONG ms;
-    const resil_loop_ops *ops = h->loop->ops;
-    if (h->resume != NULL) /* answered during the run */
-        ops->timer_start(h->loop->self, &h->mhd_timer, 0);
+    const resil_loop_ops *ops = lp->loop->ops;
+    if (lp->resume != NULL) /* answered during the run */
+        ops->timer_start(lp->loop->self, &lp->mhd_timer, 0);
     else if (MHD_get_timeout(d, &ms) == MHD_YES)
-        ops->timer_start(h->loop->self, &h->mhd_timer,
+        ops->timer_start(lp->loop->self, &lp->mhd_timer,
                          ms > 3600000 ? RESIL_S(3600) : RESIL_MS((int64_t)ms));
     else
-        ops->timer_stop(h->loop->self, &h->mhd_timer);
+        ops->timer_stop(lp->loop->self, &lp->mhd_timer);
 }
 
 static void on_mhd_ready(resil_io *io, int fd, unsigned events)
 {
     (void)fd;
     (void)events;
-    mhd_run((gw_http *)(void *)((char *)io - offsetof(gw_http, mhd_io)));
+    mhd_run(loop_of(io, offsetof(gw_loop, mhd_io)));
 }
 
-static void resume_answered(gw_http *h);
+static void resume_answered(gw_loop *lp);
 
 static void on_mhd_timer(resil_timer *t)
 {
-    gw_http *h = http_of(t, offsetof(gw_http, mhd_timer));
-    resume_answered(h);
-    mhd_run(h);
+    gw_loop *lp = loop_of(t, offsetof(gw_loop, mhd_timer));
+    resume_answered(lp);
+    mhd_run(lp);
 }
 
 /* ---- parking, and the store workers -------------------------------------------- */
 
 void gw_park(gw_req *r)
 {
-    gw_http *h = r->gw->http;
     r->parked = true;
-    h->parked++;
-    set_phase(h, r->link, PHASE_BUSY);
+    r->lp->parked++;
+    set_phase(r->gw->http, r->link, PHASE_BUSY);
     MHD_suspend_connection(r->conn);
 }
 
@@ -255,18 +368,18 @@ void gw_park(gw_req *r)
  * meanwhile. */
 void gw_answered(gw_req *r)
 {
-    gw_http *h = r->gw->http;
-    r->next_resume = h->resume;
-    h->resume = r;
-    h->loop->ops->timer_start(h->loop->self, &h->mhd_timer, 0);
+    gw_loop *lp = r->lp;
+    r->next_resume = lp->resume;
+    lp->resume = r;
+    lp->loop->ops->timer_start(lp->loop->self, &lp->mhd_timer, 0);
 }
 
-static void resume_answered(gw_http *h)
+static void resume_answered(gw_loop *lp)
 {
-    while (h->resume != NULL) {
-        gw_req *r = h->resume;
-        h->resume = r->next_resume;
-        h->parked--;
+    while (lp->resume != NULL) {
+        gw_req *r = lp->resume;
+        lp->resume = r->next_resume;
+        lp->parked--;
         MHD_resume_connection(r->conn);
     }
 }
@@ -334,15 +447,21 @@ static gw_req *next_job(gw_worker *w)
     return w->job; /* set before the post */
 }
 
+/* Back to the request's loop. */
+static void post_back(gw_req *r)
+{
+    resil_loop *loop = r->lp->loop;
+    r->back.fn = on_back;
+    loop->ops->post(loop->self, &r->back);
+}
+
 static void *worker(void *arg)
 {
     gw_worker *w = arg;
-    gw_http *h = w->h;
     gw_req *r;
     while ((r = next_job(w)) != NULL) {
         r->work(r);
-        r->back.fn = on_back;
-        h->loop->ops->post(h->loop->self, &r->back);
+        post_back(r);
     }
     return NULL;
 }
@@ -358,16 +477,22 @@ static gw_conn *conn_link(struct MHD_Connection *conn)
 
 static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    gateway *gw = cls;
+    gw_loop *lp = cls;
+    gateway *gw = lp->h->gw;
+    gw_conn *link = conn_link(conn);
+    if (link != NULL && link->phase == PHASE_REFUSED)
+        return NULL; /* past a connection limit: closed unanswered */
     gw_req *r = calloc(1, sizeof *r);
     if (r == NULL)
         return NULL;
     r->gw = gw;
+    r->lp = lp;
+    r->upstream = lp->upstream;
     r->target = strdup(uri);
     r->body.limit = gw->cfg.max_body;
     r->start = resil_clock_now(gw->clock);
     r->idem = "none";
-    r->link = conn_link(conn);
+    r->link = link;
     pthread_mutex_lock(&gw->mu);
     gw->in_flight++;
     pthread_mutex_unlock(&gw->mu);
@@ -378,7 +503,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
                          enum MHD_RequestTerminationCode code)
 {
     (void)code;
-    gateway *gw = cls;
+    gateway *gw = ((gw_loop *)cls)->h->gw;
     gw_req *r = *state;
     *state = NULL;
     if (r == NULL)
@@ -431,12 +556,14 @@ static char *loggable(const char *s)
     return out;
 }
 
-static void access_log(gw_req *r, const char *ip, const char *method, int status,
+static void access_log(gw_req *r, struct MHD_Connection *conn, const char *method, int status,
                        size_t bytes)
 {
     gateway *gw = r->gw;
     if (gw->cfg.quiet)
         return;
+    char ip[64];
+    gw_client_ip(conn, ip, sizeof ip);
     char *target = loggable(r->target);
     double ms = resil_dur_to_ms(resil_clock_now(gw->clock) - r->start);
     int64_t wall = resil_clock_wall_now(gw->clock);
@@ -526,10 +653,8 @@ enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn,
     pthread_mutex_unlock(&r->gw->mu);
     if (draining)
         MHD_add_response_header(resp, "Connection", "close");
-    char ip[64];
-    gw_client_ip(conn, ip, sizeof ip);
     count_request(r, method, a->status);
-    access_log(r, ip, method, a->status, a->body_len);
+    access_log(r, conn, method, a->status, a->body_len);
     if (r->parked) { /* queued on the loop once resumed */
         r->answer = resp;
         r->answer_status = (unsigned)a->status;
@@ -649,8 +774,9 @@ static bool block_is_clean(const gw_req *r, struct MHD_Connection *conn, const c
     if (ci == NULL)
         return true; /* nothing to check against */
     MHD_get_connection_values(conn, MHD_HEADER_KIND, count_field, &fields);
+    gw_span few[64]; /* a request's usual fields fit: no allocation */
     span_list l = {.base = (uintptr_t)method, .cap = 3 + 2 * fields};
-    l.spans = malloc(l.cap * sizeof *l.spans);
+    l.spans = l.cap <= sizeof few / sizeof few[0] ? few : malloc(l.cap * sizeof *l.spans);
     if (l.spans == NULL)
         return false;
     add_span(&l, method, strlen(method));
@@ -658,7 +784,8 @@ static bool block_is_clean(const gw_req *r, struct MHD_Connection *conn, const c
     add_span(&l, version, strlen(version));
     MHD_get_connection_values_n(conn, MHD_HEADER_KIND, span_field, &l);
     bool clean = gw_header_block_clean(method, ci->header_size, l.spans, l.n);
-    free(l.spans);
+    if (l.spans != few)
+        free(l.spans);
     return clean;
 }
 
@@ -750,11 +877,9 @@ static enum MHD_Result chaos_end(gw_req *r)
                             "called",
                             r->chaos.retry_after);
     } else {
-        char ip[64];
         r->error_type = "chaos_drop";
-        gw_client_ip(r->conn, ip, sizeof ip);
         count_request(r, r->method, 0);
-        access_log(r, ip, r->method, 0, 0);
+        access_log(r, r->conn, r->method, 0, 0);
     }
     if (!r->parked)
         return ret;
@@ -766,11 +891,10 @@ static enum MHD_Result chaos_end(gw_req *r)
 
 static void chaos_unlink(gw_req *r)
 {
-    gw_http *h = r->gw->http;
     if (r->chaos_prev != NULL)
         r->chaos_prev->chaos_next = r->chaos_next;
     else
-        h->chaos_waits = r->chaos_next;
+        r->lp->chaos_waits = r->chaos_next;
     if (r->chaos_next != NULL)
         r->chaos_next->chaos_prev = r->chaos_prev;
     r->chaos_prev = r->chaos_next = NULL;
@@ -788,23 +912,23 @@ static void on_chaos_waited(resil_timer *t)
 
 static void chaos_wait(gw_req *r)
 {
-    gw_http *h = r->gw->http;
+    gw_loop *lp = r->lp;
     r->chaos_prev = NULL;
-    r->chaos_next = h->chaos_waits;
-    if (h->chaos_waits != NULL)
-        h->chaos_waits->chaos_prev = r;
-    h->chaos_waits = r;
+    r->chaos_next = lp->chaos_waits;
+    if (lp->chaos_waits != NULL)
+        lp->chaos_waits->chaos_prev = r;
+    lp->chaos_waits = r;
     r->chaos_wait.fn = on_chaos_waited;
-    h->loop->ops->timer_start(h->loop->self, &r->chaos_wait, r->chaos.delay);
+    lp->loop->ops->timer_start(lp->loop->self, &r->chaos_wait, r->chaos.delay);
 }
 
 /* Stopping: a request still waiting out an injected latency is closed
  * without an answer, as one still upstream is. */
-static void chaos_abort_waits(gw_http *h)
+static void chaos_abort_waits(gw_loop *lp)
 {
-    while (h->chaos_waits != NULL) {
-        gw_req *r = h->chaos_waits;
-        h->loop->ops->timer_stop(h->loop->self, &r->chaos_wait);
+    while (lp->chaos_waits != NULL) {
+        gw_req *r = lp->chaos_waits;
+        lp->loop->ops->timer_stop(lp->loop->self, &r->chaos_wait);
         chaos_unlink(r);
         r->result = MHD_NO;
         gw_answered(r);
@@ -930,31 +1054,39 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- start and stop ------------------------------------------------------ */
 
-static gw_http *http_new(gateway *gw, int listen_fd, bool ipv6)
+static gw_http *http_new(gateway *gw, const int *listen_fds, bool ipv6)
 {
     gw_http *h = calloc(1, sizeof *h);
     if (h == NULL)
         return NULL;
     h->gw = gw;
-    h->listen_fd = listen_fd;
     h->ipv6 = ipv6;
-    h->quiesced_fd = -1;
-    h->conns.next = h->conns.prev = &h->conns;
     h->workers = calloc(gw->cfg.workers, sizeof *h->workers);
-    if (h->workers == NULL) {
+    h->loops = calloc(gw->cfg.loops, sizeof *h->loops);
+    if (h->workers == NULL || h->loops == NULL) {
+        free(h->workers);
+        free(h->loops);
         free(h);
         return NULL;
+    }
+    h->n_loops = gw->cfg.loops;
+    for (unsigned i = 0; i < h->n_loops; i++) {
+        gw_loop *lp = &h->loops[i];
+        lp->h = h;
+        lp->listen_fd = listen_fds[i];
+        lp->conns.next = lp->conns.prev = &lp->conns;
     }
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->log_mu, NULL);
     pthread_mutex_init(&h->start_mu, NULL);
+    pthread_mutex_init(&h->clients_mu, NULL);
     pthread_cond_init(&h->started, NULL);
     return h;
 }
 
 /* Stop the workers (each finishes the job it holds and hands it back);
- * jobs no worker took go back to the loop without an answer, which closes
- * them. */
+ * jobs no worker took go back to their loops without an answer, which
+ * closes them. */
 static void http_stop_workers(gw_http *h)
 {
     pthread_mutex_lock(&h->mu);
@@ -977,19 +1109,29 @@ static void http_stop_workers(gw_http *h)
         gw_req *next = left->next_job;
         left->result = MHD_NO;
         left->then = gw_answered;
-        left->back.fn = on_back;
-        h->loop->ops->post(h->loop->self, &left->back);
+        post_back(left);
         left = next;
     }
 }
 
+/* The listening sockets are closed here, whatever became of the loops. */
 static void http_free(gw_http *h)
 {
+    for (unsigned i = 0; i < h->n_loops; i++)
+        if (h->loops[i].listen_fd >= 0)
+            close(h->loops[i].listen_fd);
+    for (unsigned b = 0; b < CLIENT_BUCKETS; b++)
+        for (gw_client *c = h->clients[b], *next; c != NULL; c = next) {
+            next = c->next;
+            free(c);
+        }
     pthread_cond_destroy(&h->started);
+    pthread_mutex_destroy(&h->clients_mu);
     pthread_mutex_destroy(&h->start_mu);
     pthread_mutex_destroy(&h->log_mu);
     pthread_mutex_destroy(&h->mu);
     free(h->workers);
+    free(h->loops);
     free(h);
 }
 
@@ -1015,121 +1157,108 @@ static unsigned whole_seconds(resil_duration d)
     return s < 1 ? 1 : (unsigned)s;
 }
 
-/* External epoll mode: no thread of libmicrohttpd's own; the loop watches
- * its epoll descriptor and calls MHD_run(). */
-static struct MHD_Daemon *start_daemon(gw_http *h)
+/* This loop's share of --max-connections: the shares add up to it, as
+ * libmicrohttpd's own thread pool shares its limit out among its threads
+ * (cmd_gateway.c runs no more loops than the limit). */
+static unsigned connection_share(const gw_http *h, const gw_loop *lp)
 {
-    gateway *gw = h->gw;
+    unsigned n = h->n_loops, i = (unsigned)(lp - h->loops), max = h->gw->cfg.max_connections;
+    return max / n + (i < max % n ? 1 : 0);
+}
+
+/* External epoll mode: no thread of libmicrohttpd's own; the loop watches
+ * its epoll descriptor and calls MHD_run(). Its per-address limit is the
+ * gateway's (with one loop it is what refuses; with several, the count
+ * across the loops is: admit_connection()). */
+static struct MHD_Daemon *start_daemon(gw_loop *lp)
+{
+    gateway *gw = lp->h->gw;
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    if (h->ipv6)
+    if (lp->h->ipv6)
         flags |= MHD_USE_IPv6;
     return MHD_start_daemon(
         flags, 0, NULL, NULL, handle, gw,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, so that it hears everything */
-        MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
-        MHD_OPTION_URI_LOG_CALLBACK, on_request_line, gw,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, gw,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, lp->h, /* first, so that it hears everything */
+        MHD_OPTION_LISTEN_SOCKET, lp->listen_fd,
+        MHD_OPTION_URI_LOG_CALLBACK, on_request_line, lp,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, lp,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, lp,
         MHD_OPTION_CONNECTION_TIMEOUT, whole_seconds(gw->cfg.idle_timeout),
-        MHD_OPTION_CONNECTION_LIMIT, gw->cfg.max_connections,
+        MHD_OPTION_CONNECTION_LIMIT, connection_share(lp->h, lp),
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, gw->cfg.max_per_client,
         MHD_OPTION_STRICT_FOR_CLIENT, 1,
         MHD_OPTION_END);
 }
 
-/* On the loop thread: the loop, the upstream's multi handle, the daemon
- * and its watch. 0, or -1 with nothing left open. */
-static int loop_open(gw_http *h)
+/* Take the listening socket back from the daemon (it stays open, and
+ * http_free() closes it), so that stopping the daemon never closes it. */
+static void quiesce(gw_loop *lp)
 {
-    gateway *gw = h->gw;
-    if (uv_loop_init(&h->uv) != 0)
+    if (lp->daemon == NULL || lp->quiesced)
+        return;
+    lp->quiesced = true;
+    (void)MHD_quiesce_daemon(lp->daemon);
+}
+
+/* On the loop's thread: the loop, the upstream's multi handle, the daemon
+ * and its watch. 0, or -1 with nothing left open. */
+static int loop_open(gw_loop *lp)
+{
+    gateway *gw = lp->h->gw;
+    if (uv_loop_init(&lp->uv) != 0)
         return -1;
-    if (resil_uv_new(&h->uv, &h->ru) != 0)
+    if (resil_uv_new(&lp->uv, &lp->ru) != 0)
         goto fail_uv;
-    h->loop = resil_uv_loop(h->ru);
-    if (gw_upstream_open(gw, h->loop) != 0)
+    lp->loop = resil_uv_loop(lp->ru);
+    if (gw_upstream_open(gw, lp->loop, &lp->upstream) != 0)
         goto fail_ru;
-    if ((gw->daemon = start_daemon(h)) == NULL)
+    if ((lp->daemon = start_daemon(lp)) == NULL)
         goto fail_upstream;
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(gw->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-    h->mhd_io.fn = on_mhd_ready;
-    h->mhd_timer.fn = on_mhd_timer;
-    h->sweep.fn = on_sweep;
-    if (di == NULL || resil_loop_io_start(h->loop, &h->mhd_io, di->epoll_fd, RESIL_IO_READ) != 0)
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(lp->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    lp->mhd_io.fn = on_mhd_ready;
+    lp->mhd_timer.fn = on_mhd_timer;
+    lp->sweep.fn = on_sweep;
+    if (di == NULL || resil_loop_io_start(lp->loop, &lp->mhd_io, di->epoll_fd, RESIL_IO_READ) != 0)
         goto fail_daemon;
-    h->loop->ops->timer_start(h->loop->self, &h->sweep, sweep_every(&gw->cfg));
-    mhd_run(h);
+    lp->loop->ops->timer_start(lp->loop->self, &lp->sweep, sweep_every(&gw->cfg));
+    mhd_run(lp);
     return 0;
 fail_daemon:
-    MHD_quiesce_daemon(gw->daemon); /* the listening socket stays the caller's */
-    MHD_stop_daemon(gw->daemon);
-    gw->daemon = NULL;
+    quiesce(lp);
+    MHD_stop_daemon(lp->daemon);
+    lp->daemon = NULL;
 fail_upstream:
-    gw_upstream_close(gw, NULL);
+    gw_upstream_close(lp->upstream, NULL);
+    lp->upstream = NULL;
 fail_ru:
-    resil_uv_close(h->ru);
+    resil_uv_close(lp->ru);
 fail_uv:
-    uv_run(&h->uv, UV_RUN_DEFAULT); /* the handles' close callbacks */
-    uv_loop_close(&h->uv);
+    uv_run(&lp->uv, UV_RUN_DEFAULT); /* the handles' close callbacks */
+    uv_loop_close(&lp->uv);
     return -1;
 }
 
 static void say_started(gw_http *h, int rc)
 {
     pthread_mutex_lock(&h->start_mu);
-    h->start_rc = rc;
-    h->start_done = true;
+    if (rc != 0)
+        h->start_rc = rc;
+    h->start_done++;
     pthread_cond_signal(&h->started);
     pthread_mutex_unlock(&h->start_mu);
 }
 
 static void *loop_thread(void *arg)
 {
-    gw_http *h = arg;
-    int rc = loop_open(h);
-    say_started(h, rc);
+    gw_loop *lp = arg;
+    int rc = loop_open(lp);
+    say_started(lp->h, rc);
     if (rc != 0)
         return NULL;
-    uv_run(&h->uv, UV_RUN_DEFAULT); /* until on_stop */
-    uv_run(&h->uv, UV_RUN_DEFAULT); /* the handles' close callbacks */
-    uv_loop_close(&h->uv);
+    uv_run(&lp->uv, UV_RUN_DEFAULT); /* until on_stop */
+    uv_run(&lp->uv, UV_RUN_DEFAULT); /* the handles' close callbacks */
+    uv_loop_close(&lp->uv);
     return NULL;
-}
-
-int gw_http_start(gateway *gw, int listen_fd, bool ipv6)
-{
-    gw_http *h = gw->http = http_new(gw, listen_fd, ipv6);
-    if (h == NULL)
-        return -1;
-    /* The workers first: they touch the loop only for a job, and jobs
-     * come from the loop. */
-    bool running = start_workers(h) == 0 &&
-                   pthread_create(&h->thread, NULL, loop_thread, h) == 0;
-    if (running) {
-        pthread_mutex_lock(&h->start_mu);
-        while (!h->start_done)
-            pthread_cond_wait(&h->started, &h->start_mu);
-        pthread_mutex_unlock(&h->start_mu);
-        if (h->start_rc == 0)
-            return 0;
-        pthread_join(h->thread, NULL);
-    }
-    http_stop_workers(h); /* no job was queued: nothing is posted */
-    http_free(h);
-    gw->http = NULL;
-    return -1;
-}
-
-/* Quiescing hands the listening socket back. It is shut down at once, so
- * new connections are refused while the requests in flight finish, but
- * closed only once the daemon has stopped. */
-static void on_quiesce(resil_work *w)
-{
-    gw_http *h = (gw_http *)(void *)((char *)w - offsetof(gw_http, quiesce));
-    h->quiesced_fd = MHD_quiesce_daemon(h->gw->daemon);
-    if (h->quiesced_fd >= 0)
-        shutdown(h->quiesced_fd, SHUT_RDWR);
-    mhd_run(h);
 }
 
 /* A call still upstream when the gateway stops: its connection closes
@@ -1144,35 +1273,104 @@ static void on_aborted(gw_call *c)
     gw_answered(r);
 }
 
-/* The last work on the loop: every parked connection resumed and closed,
+/* The last work on a loop: every parked connection resumed and closed,
  * then the daemon, the upstream and the loop's handles go. */
 static void on_stop(resil_work *w)
 {
-    gw_http *h = (gw_http *)(void *)((char *)w - offsetof(gw_http, stop));
-    gateway *gw = h->gw;
-    gw_upstream_close(gw, on_aborted);
-    chaos_abort_waits(h);
-    resume_answered(h);
-    mhd_run(h); /* the resumed connections are handled, and closed */
-    resil_loop_io_stop(h->loop, &h->mhd_io);
-    h->loop->ops->timer_stop(h->loop->self, &h->mhd_timer);
-    h->loop->ops->timer_stop(h->loop->self, &h->sweep);
+    gw_loop *lp = loop_of(w, offsetof(gw_loop, stop));
+    gw_upstream_close(lp->upstream, on_aborted);
+    lp->upstream = NULL;
+    chaos_abort_waits(lp);
+    resume_answered(lp);
+    mhd_run(lp); /* the resumed connections are handled, and closed */
+    resil_loop_io_stop(lp->loop, &lp->mhd_io);
+    lp->loop->ops->timer_stop(lp->loop->self, &lp->mhd_timer);
+    lp->loop->ops->timer_stop(lp->loop->self, &lp->sweep);
     /* libmicrohttpd refuses to stop with a connection suspended (it
      * aborts); none can be by now, but a leak beats an abort at exit. */
-    if (h->parked == 0)
-        MHD_stop_daemon(gw->daemon);
+    quiesce(lp);
+    if (lp->parked == 0)
+        MHD_stop_daemon(lp->daemon);
     else
-        fprintf(stderr, "resil gateway: %u connection%s still suspended at exit\n", h->parked,
-                h->parked == 1 ? "" : "s");
-    gw->daemon = NULL;
-    resil_uv_close(h->ru);
-    uv_stop(&h->uv);
+        fprintf(stderr, "resil gateway: %u connection%s still suspended at exit\n", lp->parked,
+                lp->parked == 1 ? "" : "s");
+    lp->daemon = NULL;
+    resil_uv_close(lp->ru);
+    uv_stop(&lp->uv);
 }
 
-static void post_to_loop(gw_http *h, resil_work *w, resil_work_fn fn)
+static void post_to_loop(gw_loop *lp, resil_work *w, resil_work_fn fn)
 {
     w->fn = fn;
-    h->loop->ops->post(h->loop->self, w);
+    lp->loop->ops->post(lp->loop->self, w);
+}
+
+/* Every running loop stopped and joined. */
+static void stop_loops(gw_http *h)
+{
+    for (unsigned i = 0; i < h->n_loops; i++) {
+        gw_loop *lp = &h->loops[i];
+        if (!lp->running)
+            continue;
+        post_to_loop(lp, &lp->stop, on_stop);
+        pthread_join(lp->thread, NULL);
+        lp->running = false;
+    }
+}
+
+/* The loops start one by one, each on its thread; a loop that fails to
+ * open has said so and ended, and the others are stopped. */
+static bool start_loops(gw_http *h)
+{
+    unsigned created = 0;
+    for (; created < h->n_loops; created++) {
+        gw_loop *lp = &h->loops[created];
+        if (pthread_create(&lp->thread, NULL, loop_thread, lp) != 0)
+            break;
+    }
+    pthread_mutex_lock(&h->start_mu);
+    while (h->start_done < created)
+        pthread_cond_wait(&h->started, &h->start_mu);
+    int rc = h->start_rc;
+    pthread_mutex_unlock(&h->start_mu);
+    for (unsigned i = 0; i < created; i++) {
+        gw_loop *lp = &h->loops[i];
+        if (lp->daemon != NULL) /* it runs (read after its start was said) */
+            lp->running = true;
+        else
+            pthread_join(lp->thread, NULL);
+    }
+    return rc == 0 && created == h->n_loops;
+}
+
+int gw_http_start(gateway *gw, const int *listen_fds, bool ipv6)
+{
+    gw_http *h = gw->http = http_new(gw, listen_fds, ipv6);
+    if (h == NULL) {
+        for (unsigned i = 0; i < gw->cfg.loops; i++)
+            close(listen_fds[i]);
+        return -1;
+    }
+    /* The workers first: they touch a loop only for a job, and jobs
+     * come from the loops. */
+    if (start_workers(h) == 0 && start_loops(h))
+        return 0;
+    stop_loops(h);
+    http_stop_workers(h); /* no job was queued: nothing is posted */
+    http_free(h);
+    gw->http = NULL;
+    return -1;
+}
+
+/* Quiescing takes the listening socket back. It is shut down at once, so
+ * new connections are refused while the requests in flight finish, but
+ * closed only once the daemon has stopped. */
+static void on_quiesce(resil_work *w)
+{
+    gw_loop *lp = loop_of(w, offsetof(gw_loop, quiesce));
+    quiesce(lp);
+    shutdown(lp->listen_fd, SHUT_RDWR);
+    mhd_run(lp);
 }
 
 void gw_http_stop(gateway *gw, resil_duration grace)
@@ -1181,7 +1379,8 @@ void gw_http_stop(gateway *gw, resil_duration grace)
     pthread_mutex_lock(&gw->mu);
     gw->draining = true;
     pthread_mutex_unlock(&gw->mu);
-    post_to_loop(h, &h->quiesce, on_quiesce);
+    for (unsigned i = 0; i < h->n_loops; i++)
+        post_to_loop(&h->loops[i], &h->loops[i].quiesce, on_quiesce);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)(grace / RESIL_S(1)) + 1;
@@ -1196,10 +1395,7 @@ void gw_http_stop(gateway *gw, resil_duration grace)
         fprintf(stderr, "resil gateway: stopping: %u request%s in flight, %u unfinished\n",
                 left, left == 1 ? "" : "s", unfinished);
     http_stop_workers(h);
-    post_to_loop(h, &h->stop, on_stop);
-    pthread_join(h->thread, NULL);
-    if (h->quiesced_fd >= 0)
-        close(h->quiesced_fd);
+    stop_loops(h);
     http_free(h);
     gw->http = NULL;
 }

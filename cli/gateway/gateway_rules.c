@@ -492,7 +492,7 @@ static void forward(gw_req *r, bool once, gw_step then)
                     .body = r->body.p, .body_len = r->body.len, .conn = r->conn,
                     .once = once && !r->gw->cfg.upstream_dedupes};
     r->forwarded = then;
-    gw_upstream_start(r->gw, &r->call, &f, &r->up, forwarded);
+    gw_upstream_start(r->upstream, &r->call, &f, &r->up, forwarded);
 }
 
 /* ---- a pass-through: on the loop, unless the fleet's permits are asked ---- */

@@ -16,10 +16,14 @@
  * libcurl callback. The handles are the gateway's own, so curl opens and
  * closes their sockets through the driver: a kept connection's watch stays
  * armed between its calls. The multi handle keeps the upstream
- * connections open between calls (up to KEEP_CONNECTIONS), and easy
- * handles are pooled and reset rather than freed: a reverse proxy that
- * reconnects or rebuilds its handles for every request would measure TCP
- * and malloc, not itself. Only the fleet's Redis permits block, and those
+ * connections open between calls (up to KEEP_CONNECTIONS), easy handles
+ * are pooled with the options every call shares set once (each call sets
+ * all the others, method options included, over what the last one left),
+ * and the upstream's base URL is parsed once, each call's path and query
+ * set on it: a reverse proxy that reconnects, rebuilds its handles or
+ * reparses its configuration for every request would measure TCP, malloc
+ * and libcurl's setup, not itself. With several loops each has its own of
+ * all of these (gw_upstream_open() per loop), so no lock is taken. Only the fleet's Redis permits block, and those
  * are taken and given back on a store worker (gw_upstream_admit/leave).
  *
  * A kept connection has one hazard. When a reused connection closes before
@@ -99,8 +103,11 @@ struct gw_upstream {
     resil__curl_loop *driver;
     CURLM *multi;   /* the driver's */
     gw_call *calls; /* in flight */
-    CURL *pool[64]; /* reset handles, for the next calls */
+    CURL *pool[64]; /* handles for the next calls, their shared options set */
     size_t pool_len;
+    CURLU *url;     /* the base URL, parsed; each call sets its path and query */
+    char *prefix;   /* its path ("" for "/") */
+    size_t prefix_len;
 };
 
 static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc);
@@ -116,19 +123,35 @@ static void on_done(void *ud, CURL *easy, void *priv, CURLcode code)
  * at once, within reason. */
 #define KEEP_CONNECTIONS 256L
 
-int gw_upstream_open(gateway *gw, resil_loop *loop)
+/* The base URL parsed once, its path prefix kept apart. */
+static bool parse_base(struct gw_upstream *u, const char *base)
+{
+    char *path = NULL;
+    if ((u->url = curl_url()) == NULL || curl_url_set(u->url, CURLUPART_URL, base, 0) != CURLUE_OK ||
+        curl_url_get(u->url, CURLUPART_PATH, &path, 0) != CURLUE_OK)
+        return false;
+    u->prefix_len = strcmp(path, "/") == 0 ? 0 : strlen(path);
+    u->prefix = strndup(path, u->prefix_len);
+    curl_free(path);
+    return u->prefix != NULL;
+}
+
+int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out)
 {
     struct gw_upstream *u = calloc(1, sizeof *u);
     if (u == NULL)
         return -1;
-    if (resil__curl_loop_new(loop, on_done, u, &u->driver) != 0) {
+    if (!parse_base(u, gw->cfg.upstream) ||
+        resil__curl_loop_new(loop, on_done, u, &u->driver) != 0) {
+        curl_url_cleanup(u->url);
+        free(u->prefix);
         free(u);
         return -1;
     }
     u->gw = gw;
     u->multi = resil__curl_loop_multi(u->driver);
     curl_multi_setopt(u->multi, CURLMOPT_MAXCONNECTS, KEEP_CONNECTIONS);
-    gw->upstream = u;
+    *out = u;
     return 0;
 }
 
@@ -145,9 +168,8 @@ static void call_unlink(struct gw_upstream *u, gw_call *c)
 
 static void call_release(struct gw_upstream *u, gw_call *c, resil_breaker_result verdict);
 
-void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c))
+void gw_upstream_close(struct gw_upstream *u, void (*aborted)(gw_call *c))
 {
-    struct gw_upstream *u = gw->upstream;
     if (u == NULL)
         return;
     while (u->calls != NULL) {
@@ -164,20 +186,45 @@ void gw_upstream_close(gateway *gw, void (*aborted)(gw_call *c))
     for (size_t i = 0; i < u->pool_len; i++)
         curl_easy_cleanup(u->pool[i]);
     resil__curl_loop_free(u->driver);
+    curl_url_cleanup(u->url);
+    free(u->prefix);
     free(u);
-    gw->upstream = NULL;
 }
 
 /* ---- the handle pool (the loop's alone) ------------------------------------ */
 
-static CURL *take_handle(struct gw_upstream *u)
+static size_t on_header(char *data, size_t size, size_t n, void *ud);
+static size_t on_body(char *data, size_t size, size_t n, void *ud);
+
+/* What every call sets alike, once per handle. */
+static void set_shared(struct gw_upstream *u, CURL *h)
 {
-    return u->pool_len > 0 ? u->pool[--u->pool_len] : curl_easy_init();
+    /* Rounded up: libcurl reads 0 ms as no timeout at all. */
+    resil_duration t = u->gw->cfg.timeout;
+    long timeout_ms = (long)(t / RESIL_MS(1) + (t % RESIL_MS(1) != 0));
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    resil__curl_loop_own_sockets(u->driver, h);
 }
 
+static CURL *take_handle(struct gw_upstream *u)
+{
+    if (u->pool_len > 0)
+        return u->pool[--u->pool_len];
+    CURL *h = curl_easy_init();
+    if (h != NULL)
+        set_shared(u, h);
+    return h;
+}
+
+/* Back to the pool as the call left it: the next call sets every option
+ * that is its own. */
 static void give_handle(struct gw_upstream *u, CURL *h)
 {
-    curl_easy_reset(h);
     if (u->pool_len < sizeof u->pool / sizeof u->pool[0])
         u->pool[u->pool_len++] = h;
     else
@@ -283,33 +330,27 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 /* ---- the upstream URL ------------------------------------------------------ */
 
 /* The configured base URL with its path prefix, then the client's path and
- * query set as parts on a parsed copy of it: never pasted together as
- * text, so no target can name another host (gw_target_is_origin_form() has
+ * query set as parts on the parsed base: never pasted together as text,
+ * so no target can name another host (gw_target_is_origin_form() has
  * already refused every form that tries). NULL on failure; curl_free(). */
-static char *upstream_url(const char *base, const char *target)
+static char *upstream_url(struct gw_upstream *u, const char *target)
 {
     size_t len = strlen(target), path_len = gw_target_path_len(target, len);
-    CURLU *u = curl_url();
-    char *prefix = NULL, *path = NULL, *url = NULL;
-    if (u == NULL || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_PATH, &prefix, 0) != CURLUE_OK)
-        goto done;
-    size_t prefix_len = strcmp(prefix, "/") == 0 ? 0 : strlen(prefix);
-    path = malloc(prefix_len + path_len + 1);
+    char small[1024];
+    size_t need = u->prefix_len + path_len + 1;
+    char *path = need <= sizeof small ? small : malloc(need), *url = NULL;
     if (path == NULL)
-        goto done;
-    memcpy(path, prefix, prefix_len);
-    memcpy(path + prefix_len, target, path_len);
-    path[prefix_len + path_len] = '\0';
+        return NULL;
+    memcpy(path, u->prefix, u->prefix_len);
+    memcpy(path + u->prefix_len, target, path_len);
+    path[u->prefix_len + path_len] = '\0';
     bool has_query = path_len < len;
-    if (curl_url_set(u, CURLUPART_PATH, path, 0) == CURLUE_OK &&
-        (!has_query ||
-         curl_url_set(u, CURLUPART_QUERY, target + path_len + 1, 0) == CURLUE_OK))
-        curl_url_get(u, CURLUPART_URL, &url, 0);
-done:
-    free(path);
-    curl_free(prefix);
-    curl_url_cleanup(u);
+    if (curl_url_set(u->url, CURLUPART_PATH, path, 0) == CURLUE_OK &&
+        curl_url_set(u->url, CURLUPART_QUERY, has_query ? target + path_len + 1 : NULL, 0) ==
+            CURLUE_OK)
+        curl_url_get(u->url, CURLUPART_URL, &url, 0);
+    if (path != small)
+        free(path);
     return url;
 }
 
@@ -343,18 +384,28 @@ static void watch_sending(CURL *h, gw_call *c)
 
 /* ---- forwarding ---------------------------------------------------------- */
 
+/* Every method option is set, whatever the handle's last call set: no
+ * custom method, no body, not HEAD, unless this call is so. (In libcurl
+ * NOBODY 0 turns a HEAD back into a GET, POSTFIELDS makes a POST and
+ * HTTPGET a GET, so the order matters.) */
 static void set_method(CURL *h, const gw_forward *f)
 {
     const char *m = f->method;
-    if (strcmp(m, "HEAD") == 0) {
+    bool head = strcmp(m, "HEAD") == 0;
+    bool sends_body = !head && (f->body_len > 0 || strcmp(m, "POST") == 0 ||
+                                strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0);
+    curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, (char *)NULL);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, sends_body && f->body_len > 0 ? f->body
+                                            : sends_body                  ? ""
+                                                                          : NULL);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                     sends_body ? (curl_off_t)f->body_len : (curl_off_t)-1);
+    if (head) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
         return;
     }
-    bool sends_body = f->body_len > 0 || strcmp(m, "POST") == 0 ||
-                      strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0;
     if (sends_body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, f->body_len > 0 ? f->body : "");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)f->body_len);
         if (strcmp(m, "POST") != 0)
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m);
         return;
@@ -497,31 +548,22 @@ static void call_failed(struct gw_upstream *u, gw_call *c, int code, const char 
     c->done(c);
 }
 
-static void set_transfer(gateway *gw, CURL *h, gw_call *c)
+/* The call's own options (set_shared() set the rest). */
+static void set_transfer(CURL *h, gw_call *c)
 {
-    /* Rounded up: libcurl reads 0 ms as no timeout at all. */
-    resil_duration t = gw->cfg.timeout;
-    long timeout_ms = (long)(t / RESIL_MS(1) + (t % RESIL_MS(1) != 0));
     curl_easy_setopt(h, CURLOPT_URL, c->url);
-    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c->out);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c->out);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, c);
-    resil__curl_loop_own_sockets(gw->upstream->driver, h);
     watch_sending(h, c);
 }
 
-void gw_upstream_start(gateway *gw, gw_call *c, const gw_forward *f, gw_reply *out,
+void gw_upstream_start(struct gw_upstream *u, gw_call *c, const gw_forward *f, gw_reply *out,
                        void (*done)(gw_call *c))
 {
-    struct gw_upstream *u = gw->upstream;
+    gateway *gw = u->gw;
     resil_bulkhead_ticket fleet_permit = c->fleet_permit; /* taken by gw_upstream_admit() */
     memset(c, 0, sizeof *c);
     c->fleet_permit = fleet_permit;
@@ -539,7 +581,7 @@ void gw_upstream_start(gateway *gw, gw_call *c, const gw_forward *f, gw_reply *o
         done(c);
         return;
     }
-    c->url = upstream_url(gw->cfg.upstream, f->target);
+    c->url = upstream_url(u, f->target);
     c->headers = request_headers(f);
     c->easy = take_handle(u);
     if (c->url == NULL) {
@@ -550,7 +592,7 @@ void gw_upstream_start(gateway *gw, gw_call *c, const gw_forward *f, gw_reply *o
         call_failed(u, c, CURLE_OUT_OF_MEMORY, "out of memory");
         return;
     }
-    set_transfer(gw, c->easy, c);
+    set_transfer(c->easy, c);
     set_method(c->easy, f);
     c->start = resil_clock_now(gw->clock);
     if (curl_multi_add_handle(u->multi, c->easy) != CURLM_OK) {

@@ -10,6 +10,7 @@
  */
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -1132,6 +1133,43 @@ static int healthz_from(const env *e, const char *from)
     return raw_status(reply);
 }
 
+/* A kept-alive connection from `from` that the gateway has taken in: it
+ * answered a request on it (so it is counted, whichever loop has it). */
+static int held_connection(const env *e, const char *from)
+{
+    static const char request[] = "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n";
+    int fd = raw_connect(e->gw.port, from);
+    if (fd < 0)
+        return -1;
+    send(fd, request, sizeof request - 1, MSG_NOSIGNAL);
+    char reply[1024];
+    size_t len = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (len < sizeof reply - 1 && poll(&p, 1, 10000) == 1) {
+        ssize_t n = recv(fd, reply + len, sizeof reply - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        reply[len] = '\0';
+        if (strstr(reply, "\r\n\r\nok\n") != NULL)
+            return fd;
+    }
+    close(fd);
+    return -1;
+}
+
+/* Connected, then closed by the gateway without a byte: refused. */
+static bool refused_from(const env *e, const char *from)
+{
+    int fd = raw_connect(e->gw.port, from);
+    if (fd < 0)
+        return false;
+    char reply[256];
+    bool closed = raw_read_until_closed(fd, reply, sizeof reply, 10000);
+    close(fd);
+    return closed && reply[0] == '\0';
+}
+
 static void the_connection_past_the_per_client_limit_is_refused_and_others_are_served(
     void **state)
 {
@@ -1140,7 +1178,7 @@ static void the_connection_past_the_per_client_limit_is_refused_and_others_are_s
     start_gateway(e, extra);
     int held[3];
     for (int i = 0; i < 3; i++) {
-        held[i] = raw_connect(e->gw.port, "127.0.0.1");
+        held[i] = held_connection(e, "127.0.0.1");
         assert_true(held[i] >= 0);
     }
     assert_int_equal(healthz_from(e, "127.0.0.2"), 200); /* the three are in */
@@ -1153,6 +1191,42 @@ static void the_connection_past_the_per_client_limit_is_refused_and_others_are_s
     assert_int_equal(healthz_from(e, "127.0.0.2"), 200);
     for (int i = 0; i < 3; i++)
         close(held[i]);
+}
+
+/* With several loops, each with its own listening socket, a client's
+ * connections land on different loops: the limit holds over all of them. */
+static void the_per_client_limit_counts_the_connections_of_every_loop(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--loops", "4", "--max-connections-per-client", "3", NULL};
+    start_gateway(e, extra);
+    int held[3];
+    for (int i = 0; i < 3; i++)
+        assert_true((held[i] = held_connection(e, "127.0.0.1")) >= 0);
+    for (int i = 0; i < 8; i++) /* wherever the kernel puts them */
+        assert_true(refused_from(e, "127.0.0.1"));
+    assert_int_equal(healthz_from(e, "127.0.0.2"), 200);
+    for (int i = 0; i < 3; i++)
+        close(held[i]);
+}
+
+/* A closed connection is counted out: its client may open another (the
+ * gateway sees the close a moment later, so the new one is tried until
+ * it is served, within a bound). */
+static void a_closed_connection_leaves_room_for_its_client(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--loops", "4", "--max-connections-per-client", "1", NULL};
+    start_gateway(e, extra);
+    int first = held_connection(e, "127.0.0.1");
+    assert_true(first >= 0);
+    assert_true(refused_from(e, "127.0.0.1"));
+    close(first);
+    int again = -1;
+    for (int i = 0; i < 1000 && again < 0; i++)
+        again = held_connection(e, "127.0.0.1");
+    assert_true(again >= 0);
+    close(again);
 }
 
 #define IDLE_SOCKETS 2000
@@ -1351,6 +1425,8 @@ int main(void)
         GW_CASE(an_empty_key_is_400),
         GW_CASE(a_tenant_with_a_control_byte_or_non_ascii_is_400),
         GW_CASE(the_connection_past_the_per_client_limit_is_refused_and_others_are_served),
+        GW_CASE(the_per_client_limit_counts_the_connections_of_every_loop),
+        GW_CASE(a_closed_connection_leaves_room_for_its_client),
         GW_CASE(thousands_of_idle_sockets_do_not_stop_a_legitimate_request),
         GW_CASE(the_fd_soft_limit_is_raised_to_the_hard_limit_at_start),
         GW_CASE(max_connections_beyond_the_fd_limit_is_lowered_with_a_note),

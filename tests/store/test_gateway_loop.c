@@ -49,17 +49,20 @@ static int env_teardown(void **state)
 }
 
 /* One store worker: whatever else is served meanwhile is not served by a
- * thread waiting on the upstream. */
-static void start_gateway(env *e)
+ * thread waiting on the upstream. `loops`: --loops, or NULL for the
+ * default. */
+static void start_gateway_loops(env *e, const char *loops)
 {
     char store[600], log[600];
     snprintf(store, sizeof store, "sqlite:%s/gateway.db", e->dir);
     snprintf(log, sizeof log, "%s/gateway.log", e->dir);
     const char *args[] = {"--upstream", upstream_url(e->up), "--store", store, "--workers", "1",
-                          NULL};
+                          loops ? "--loops" : NULL, loops, NULL};
     if (gateway_start(&e->gw, test_build_path("resil"), log, args) != 0)
         fail_msg("the gateway did not start");
 }
+
+static void start_gateway(env *e) { start_gateway_loops(e, NULL); }
 
 typedef struct call {
     const env *e;
@@ -228,6 +231,35 @@ static void sigterm_drains_the_requests_parked_on_the_loop(void **state)
     assert_true(gateway_log_contains(&e->gw, "resil gateway: stopped"));
 }
 
+/* Four loops, eight requests parked (a guarded and a plain one from each
+ * of four connections, wherever the kernel put them): SIGTERM lets every
+ * loop finish its own. */
+static void sigterm_drains_the_requests_parked_on_every_loop(void **state)
+{
+    env *e = *state;
+    start_gateway_loops(e, "4");
+    static const char *const keys[] = {"d-1", "d-2", "d-3", "d-4"};
+    call guarded[4], plain[4];
+    pthread_t tg[4], tp[4];
+    for (int i = 0; i < 4; i++) {
+        guarded[i] = (call){.e = e, .method = "POST", .target = "/hold", .key = keys[i]};
+        plain[i] = (call){.e = e, .method = "GET", .target = "/hold"};
+        start_call(&guarded[i], &tg[i]);
+        start_call(&plain[i], &tp[i]);
+    }
+    assert_true(upstream_wait_held(e->up, 8));
+    kill(e->gw.pid, SIGTERM);
+    assert_true(log_shows(&e->gw, "SIGTERM received"));
+    upstream_release(e->up);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(finish_call(&guarded[i], tg[i]), 201);
+        assert_int_equal(finish_call(&plain[i], tp[i]), 200);
+    }
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    assert_true(gateway_log_contains(&e->gw, "8 requests in flight, 0 unfinished"));
+    assert_true(gateway_log_contains(&e->gw, "resil gateway: stopped"));
+}
+
 #define LOOP_CASE(name) cmocka_unit_test_setup_teardown(name, env_setup, env_teardown)
 
 int main(void)
@@ -239,6 +271,7 @@ int main(void)
         LOOP_CASE(pass_through_requests_are_served_while_guarded_ones_wait_upstream),
         LOOP_CASE(many_calls_wait_upstream_at_once_on_a_fixed_set_of_threads),
         LOOP_CASE(sigterm_drains_the_requests_parked_on_the_loop),
+        LOOP_CASE(sigterm_drains_the_requests_parked_on_every_loop),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -157,6 +157,17 @@ static void front_door_limits_must_be_whole_numbers_in_range(void **state)
                  "127.0.0.1:0", UP, "--workers", "1025");
 }
 
+static void the_loops_must_be_a_whole_number_from_1_to_64(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--loops must be a whole number in [1, 64], got '0'", "--listen",
+                 "127.0.0.1:0", UP, "--loops", "0");
+    EXPECT_USAGE("--loops must be a whole number in [1, 64], got '65'", "--listen",
+                 "127.0.0.1:0", UP, "--loops", "65");
+    EXPECT_USAGE("--loops must be a whole number in [1, 64], got 'all'", "--listen",
+                 "127.0.0.1:0", UP, "--loops", "all");
+}
+
 static void the_per_client_limit_must_not_exceed_the_total(void **state)
 {
     (void)state;
@@ -257,6 +268,7 @@ int main(void)
         cmocka_unit_test(journal_must_be_a_path_or_off),
         cmocka_unit_test(names_and_sizes_are_checked),
         cmocka_unit_test(front_door_limits_must_be_whole_numbers_in_range),
+        cmocka_unit_test(the_loops_must_be_a_whole_number_from_1_to_64),
         cmocka_unit_test(the_per_client_limit_must_not_exceed_the_total),
         cmocka_unit_test(client_timeouts_must_be_durations_in_range),
         cmocka_unit_test(batching_and_the_sqlite_sync_level_are_checked_by_name),

@@ -295,11 +295,15 @@ static void with_upstream_dedupes_a_timeout_releases_the_key(void **state)
  * without answering. libcurl would send it again on a fresh connection;
  * the gateway stops that resend, so the upstream has it once, and the
  * client gets an unknown outcome that every retry replays. */
+/* Each loop keeps upstream connections of its own: on one loop the second
+ * request is sure to take the connection the first one left. */
+static const char *const one_loop[] = {"--loops", "1", NULL};
+
 static void first_on_a_keep_alive_connection(env *e, dying_after after)
 {
     e->dying = dying_upstream_start(2, after);
     assert_non_null(e->dying);
-    start_gateway_to(e, dying_upstream_url(e->dying), NULL);
+    start_gateway_to(e, dying_upstream_url(e->dying), one_loop);
     http_reply r;
     post(e, "/orders", "k-1", "a", &r);
     assert_int_equal(r.status, 201);
@@ -341,7 +345,7 @@ static void a_kept_connection_the_upstream_closes_while_idle_costs_the_next_requ
     env *e = *state;
     e->dying = dying_upstream_start(1, DYING_AFTER_ANSWERING);
     assert_non_null(e->dying);
-    start_gateway_to(e, dying_upstream_url(e->dying), NULL);
+    start_gateway_to(e, dying_upstream_url(e->dying), one_loop);
     http_reply r;
     post(e, "/orders", "k-1", "a", &r);
     assert_int_equal(r.status, 201);
@@ -368,7 +372,7 @@ static void an_unguarded_request_keeps_libcurls_resend(void **state)
     env *e = *state;
     e->dying = dying_upstream_start(2, DYING_KEEPS_LISTENING);
     assert_non_null(e->dying);
-    start_gateway_to(e, dying_upstream_url(e->dying), NULL);
+    start_gateway_to(e, dying_upstream_url(e->dying), one_loop);
     char url[256];
     snprintf(url, sizeof url, "%s/orders", e->gw.url);
     http_reply r;
