@@ -2,9 +2,9 @@
  * gateway_upstream.c — forward one request to the upstream with libcurl.
  *
  * The gateway must be transparent: the upstream sees the client's method,
- * target (no path normalisation; only the hex digits of a percent-escape
- * come out in lower case, the spelling libcurl's URL API writes and an
- * equivalent one, RFC 3986 §6.2.2.1), headers and body, and the
+ * target (byte for byte after the base URL's prefix: no path
+ * normalisation, percent-escapes as they were spelled), headers and body,
+ * and the
  * client gets the upstream's status, headers and body back, compressed or
  * not, as it was sent. Only hop-by-hop headers stop at the proxy.
  *
@@ -105,9 +105,8 @@ struct gw_upstream {
     gw_call *calls; /* in flight */
     CURL *pool[64]; /* handles for the next calls, their shared options set */
     size_t pool_len;
-    CURLU *url;     /* the base URL, parsed; each call sets its path and query */
-    char *prefix;   /* its path ("" for "/") */
-    size_t prefix_len;
+    char *base;     /* the base URL as libcurl writes it, without a trailing '/' */
+    size_t base_len;
 };
 
 static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc);
@@ -123,17 +122,24 @@ static void on_done(void *ud, CURL *easy, void *priv, CURLcode code)
  * at once, within reason. */
 #define KEEP_CONNECTIONS 256L
 
-/* The base URL parsed once, its path prefix kept apart. */
+/* The base URL parsed once and written back by libcurl's URL API (its
+ * scheme, host, port and path prefix; no query or fragment: --upstream
+ * refuses them), without the '/' that ends an empty path. */
 static bool parse_base(struct gw_upstream *u, const char *base)
 {
-    char *path = NULL;
-    if ((u->url = curl_url()) == NULL || curl_url_set(u->url, CURLUPART_URL, base, 0) != CURLUE_OK ||
-        curl_url_get(u->url, CURLUPART_PATH, &path, 0) != CURLUE_OK)
-        return false;
-    u->prefix_len = strcmp(path, "/") == 0 ? 0 : strlen(path);
-    u->prefix = strndup(path, u->prefix_len);
-    curl_free(path);
-    return u->prefix != NULL;
+    CURLU *url = curl_url();
+    char *text = NULL;
+    bool ok = url != NULL && curl_url_set(url, CURLUPART_URL, base, 0) == CURLUE_OK &&
+              curl_url_get(url, CURLUPART_URL, &text, 0) == CURLUE_OK;
+    if (ok) {
+        u->base_len = strlen(text);
+        while (u->base_len > 0 && text[u->base_len - 1] == '/')
+            u->base_len--;
+        ok = (u->base = strndup(text, u->base_len)) != NULL;
+    }
+    curl_free(text);
+    curl_url_cleanup(url);
+    return ok;
 }
 
 int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out)
@@ -143,8 +149,7 @@ int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out)
         return -1;
     if (!parse_base(u, gw->cfg.upstream) ||
         resil__curl_loop_new(loop, on_done, u, &u->driver) != 0) {
-        curl_url_cleanup(u->url);
-        free(u->prefix);
+        free(u->base);
         free(u);
         return -1;
     }
@@ -186,8 +191,7 @@ void gw_upstream_close(struct gw_upstream *u, void (*aborted)(gw_call *c))
     for (size_t i = 0; i < u->pool_len; i++)
         curl_easy_cleanup(u->pool[i]);
     resil__curl_loop_free(u->driver);
-    curl_url_cleanup(u->url);
-    free(u->prefix);
+    free(u->base);
     free(u);
 }
 
@@ -329,28 +333,22 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 
 /* ---- the upstream URL ------------------------------------------------------ */
 
-/* The configured base URL with its path prefix, then the client's path and
- * query set as parts on the parsed base: never pasted together as text,
- * so no target can name another host (gw_target_is_origin_form() has
- * already refused every form that tries). NULL on failure; curl_free(). */
+/* The base URL (parsed once, its prefix included) followed by the
+ * client's target. Only an origin-form target reaches here
+ * (gw_target_is_origin_form(): a '/' first, then path and query
+ * characters and %XX escapes only), so what follows the base can only be
+ * path and query: no target names another host, whatever it holds.
+ * NULL when it is not so, or out of memory; free(). */
 static char *upstream_url(struct gw_upstream *u, const char *target)
 {
-    size_t len = strlen(target), path_len = gw_target_path_len(target, len);
-    char small[1024];
-    size_t need = u->prefix_len + path_len + 1;
-    char *path = need <= sizeof small ? small : malloc(need), *url = NULL;
-    if (path == NULL)
+    size_t len = strlen(target);
+    if (!gw_target_is_origin_form(target, len))
         return NULL;
-    memcpy(path, u->prefix, u->prefix_len);
-    memcpy(path + u->prefix_len, target, path_len);
-    path[u->prefix_len + path_len] = '\0';
-    bool has_query = path_len < len;
-    if (curl_url_set(u->url, CURLUPART_PATH, path, 0) == CURLUE_OK &&
-        curl_url_set(u->url, CURLUPART_QUERY, has_query ? target + path_len + 1 : NULL, 0) ==
-            CURLUE_OK)
-        curl_url_get(u->url, CURLUPART_URL, &url, 0);
-    if (path != small)
-        free(path);
+    char *url = malloc(u->base_len + len + 1);
+    if (url == NULL)
+        return NULL;
+    memcpy(url, u->base, u->base_len);
+    memcpy(url + u->base_len, target, len + 1);
     return url;
 }
 
@@ -526,7 +524,7 @@ static void call_release(struct gw_upstream *u, gw_call *c, resil_breaker_result
     c->easy = NULL;
     curl_slist_free_all(c->headers);
     c->headers = NULL;
-    curl_free(c->url);
+    free(c->url);
     c->url = NULL;
 }
 

@@ -880,6 +880,21 @@ static void an_origin_form_target_arrives_byte_for_byte(void **state)
     }
 }
 
+/* Escapes keep their spelling: upper-case hex arrives upper-case, as an
+ * upstream that compares targets (a signature over the URL) needs. */
+static void a_percent_escape_arrives_as_spelled(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    static const char *const targets[] = {"/A%2Fb%C3%A9?q=%4A%7e", "/%7E?%2F"};
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        char seen[256];
+        assert_int_equal(raw_get(e, targets[i]), 200);
+        upstream_last_target(e->up, seen, sizeof seen);
+        assert_string_equal(seen, targets[i]);
+    }
+}
+
 static void the_upstream_path_prefix_is_kept(void **state)
 {
     env *e = *state;
@@ -1408,6 +1423,7 @@ int main(void)
         GW_CASE(a_refused_target_is_logged_with_its_control_bytes_escaped),
         GW_CASE(a_target_starting_with_two_slashes_stays_a_path_on_the_upstream),
         GW_CASE(an_origin_form_target_arrives_byte_for_byte),
+        GW_CASE(a_percent_escape_arrives_as_spelled),
         GW_CASE(the_upstream_path_prefix_is_kept),
         GW_CASE(conflicting_content_lengths_are_400),
         GW_CASE(an_http11_request_without_host_is_400),
