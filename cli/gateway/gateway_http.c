@@ -148,11 +148,13 @@ static void set_phase(gw_http *h, gw_conn *c, gw_phase phase)
     if (c == NULL || c->phase == PHASE_CUT || c->phase == PHASE_REFUSED)
         return;
     const gw_config *cfg = &h->gw->cfg;
-    resil_instant now = resil_clock_now(h->gw->clock);
     c->phase = phase;
-    c->deadline = phase == PHASE_HEADERS ? now + cfg->header_timeout
-                  : phase == PHASE_BODY  ? now + cfg->body_timeout
-                                         : 0;
+    if (phase != PHASE_HEADERS && phase != PHASE_BODY) {
+        c->deadline = 0; /* none: the clock is not read */
+        return;
+    }
+    resil_instant now = resil_clock_now(h->gw->clock);
+    c->deadline = now + (phase == PHASE_HEADERS ? cfg->header_timeout : cfg->body_timeout);
 }
 
 /* ---- the per-client limit, across the loops ----------------------------------- */
