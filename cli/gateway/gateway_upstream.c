@@ -17,10 +17,8 @@
  * closes their sockets through the driver: a kept connection's watch stays
  * armed between its calls. The multi handle keeps the upstream
  * connections open between calls (up to KEEP_CONNECTIONS), easy handles
- * are pooled with the options every call shares set once (each call sets
- * all the others, method options included, over what the last one left),
- * and the upstream's base URL is parsed once, each call's path and query
- * set on it: a reverse proxy that reconnects, rebuilds its handles or
+ * are pooled and reset rather than freed, and the upstream's base URL is
+ * written once: a reverse proxy that reconnects, rebuilds its handles or
  * reparses its configuration for every request would measure TCP, malloc
  * and libcurl's setup, not itself. With several loops each has its own of
  * all of these (gw_upstream_open() per loop), so no lock is taken. Only the fleet's Redis permits block, and those
@@ -217,18 +215,18 @@ static void set_shared(struct gw_upstream *u, CURL *h)
 
 static CURL *take_handle(struct gw_upstream *u)
 {
-    if (u->pool_len > 0)
-        return u->pool[--u->pool_len];
-    CURL *h = curl_easy_init();
+    CURL *h = u->pool_len > 0 ? u->pool[--u->pool_len] : curl_easy_init();
     if (h != NULL)
         set_shared(u, h);
     return h;
 }
 
-/* Back to the pool as the call left it: the next call sets every option
- * that is its own. */
+/* Back to the pool reset, every call set up whole: handles kept as their
+ * last call left them made the loop abort (in libuv, inside uv_run) once
+ * transfers were cut by a sub-millisecond --timeout. */
 static void give_handle(struct gw_upstream *u, CURL *h)
 {
+    curl_easy_reset(h);
     if (u->pool_len < sizeof u->pool / sizeof u->pool[0])
         u->pool[u->pool_len++] = h;
     else
