@@ -91,27 +91,14 @@ fleet_limit *fleet_limit_get(fleet_limits *l, const char *name)
     return one;
 }
 
-static int take_rate(resil_ratelimit *rl, resil_duration wait_max, resil_cancel *cancel,
-                     resil_duration *retry_after)
-{
-    int rc = resil_ratelimit_try_acquire(rl, 1, retry_after);
-    if (rc != RESIL_EREJECTED || *retry_after > wait_max)
-        return rc;
-    rc = resil_ratelimit_acquire(rl, 1, cancel, wait_max);
-    return rc == RESIL_ETIMEDOUT ? RESIL_EREJECTED : rc;
-}
-
-int fleet_limit_enter(fleet_limit *one, resil_duration wait_max, resil_cancel *cancel,
-                      resil_bulkhead_ticket *t, const char **why, resil_duration *retry_after)
+int fleet_limit_enter(fleet_limit *one, resil_bulkhead_ticket *t, const char **why,
+                      resil_duration *retry_after)
 {
     memset(t, 0, sizeof *t);
     *retry_after = 0;
-    if (one->rate != NULL) {
-        int rc = take_rate(one->rate, wait_max, cancel, retry_after);
-        if (rc != 0) {
-            *why = "fleet rate limit";
-            return rc == RESIL_ECANCELED ? rc : RESIL_EREJECTED;
-        }
+    if (one->rate != NULL && resil_ratelimit_try_acquire(one->rate, 1, retry_after) != 0) {
+        *why = "fleet rate limit";
+        return RESIL_EREJECTED;
     }
     *retry_after = 0;
     if (one->conc != NULL && resil_bulkhead_try_acquire(one->conc, t) != 0) {

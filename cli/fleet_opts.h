@@ -49,14 +49,14 @@ typedef struct fleet_limits {
  * thread-safe: a multi-threaded caller gets its limits before it serves. */
 fleet_limit *fleet_limit_get(fleet_limits *l, const char *name);
 /*
- * Take a permit of each limit `one` has: wait for a rate permit when it
- * comes within `wait_max` (0: never wait), then take a concurrency permit
- * into *t (which fleet_limit_leave gives back). 0, or RESIL_EREJECTED with
- * *why ("fleet rate limit", "fleet concurrency limit") and *retry_after
- * (when the rate permit would come; 0 when unknown), or RESIL_ECANCELED.
+ * Take a permit of each limit `one` has, never waiting: a rate permit, then
+ * a concurrency permit into *t (which fleet_limit_leave gives back). 0, or
+ * RESIL_EREJECTED with *why ("fleet rate limit", "fleet concurrency limit")
+ * and *retry_after (when the rate permit would come; 0 when unknown). A
+ * caller that waits for the rate permit does so on its own loop's timer.
  */
-int fleet_limit_enter(fleet_limit *one, resil_duration wait_max, resil_cancel *cancel,
-                      resil_bulkhead_ticket *t, const char **why, resil_duration *retry_after);
+int fleet_limit_enter(fleet_limit *one, resil_bulkhead_ticket *t, const char **why,
+                      resil_duration *retry_after);
 void fleet_limit_leave(resil_bulkhead_ticket *t);
 void fleet_limits_free(fleet_limits *l);
 

@@ -436,7 +436,7 @@ bool gw_upstream_admit(gateway *gw, gw_call *c, gw_reply *out)
         return true;
     const char *why = NULL;
     resil_duration wait = 0;
-    if (fleet_limit_enter(gw->limit, 0, NULL, &c->fleet_permit, &why, &wait) == 0)
+    if (fleet_limit_enter(gw->limit, &c->fleet_permit, &why, &wait) == 0)
         return true;
     bool rate = strcmp(why, "fleet rate limit") == 0;
     refused(out, rate ? "fleet_rate_limited" : "fleet_concurrency_full", why,

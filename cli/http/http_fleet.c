@@ -78,7 +78,7 @@ int fleet_enter(fleet *f, const char *url, resil_duration budget, bool quiet,
         return RESIL_EINVAL;
     const char *why = NULL;
     resil_duration next = 0;
-    int rc = fleet_limit_enter(one, 0, NULL, t, &why, &next);
+    int rc = fleet_limit_enter(one, t, &why, &next);
     if (rc == 0)
         return 0;
     /* Only a rate refusal says when its permit comes. */
