@@ -7,10 +7,13 @@
  * Threads: --loops event loops (libuv, through resil's loop interface),
  * each with a listening socket of its own on the one port (SO_REUSEPORT),
  * run the listening side and the upstream transfers of the connections the
- * kernel gives them; a small pool of store workers (--workers) runs what
- * blocks — the idempotency store and the fleet's Redis limits — and hands
- * each result back to the request's loop. Every function says where it
- * runs: "loop" (the request's), "worker", or "any".
+ * kernel gives them. The idempotency store's key writes are submitted from
+ * the loop in their asynchronous form (group commit on, the default): the
+ * store's own thread posts each result back to the request's loop. A small
+ * pool of workers (--workers) runs what still blocks — the fleet's Redis
+ * limits, and the store's calls when batching is off — and hands each
+ * result back the same way. Every function says where it runs: "loop"
+ * (the request's), "worker", "store thread", or "any".
  */
 #ifndef RESIL_CLI_GATEWAY_H
 #define RESIL_CLI_GATEWAY_H
@@ -202,6 +205,14 @@ struct gw_req {
     resil_store_key k;
     uint64_t lease;
     struct gw_hold *hold;
+    /* gateway_rules.c: one store call at a time, in flight from the loop */
+    int store_op;              /* what it is (gateway_rules.c's store_op) */
+    int store_rc;              /* what it returned */
+    resil_err store_err;       /* its error, when store_rc != 0 */
+    uint8_t hash[RESIL_SHA256_LEN]; /* the request's, for begin */
+    resil_store_result res;    /* begin's verdict */
+    resil_store_response resp; /* the answer complete saves (pointing into `up` or `own`) */
+    char own[512];             /* the body of an answer of the gateway's own, to save */
     bool go_forward; /* the key is ours: forward it */
     bool refused_for_good; /* the store refused the answer: an unknown outcome instead */
     /* gateway_http.c: what --chaos-* does to it, at the front door */
@@ -244,6 +255,14 @@ const char *gw_known_method(const char *method);
 void gw_park(gw_req *r);
 /* loop: run `work` on a store worker, then `then` back on the loop. */
 void gw_to_pool(gw_req *r, gw_step work, gw_step then);
+/* loop: an asynchronous store call is about to be submitted for r, with
+ * `then` to run on the loop once it called back: counted until then.
+ * False when the gateway is stopping: nothing may be submitted, and r is
+ * closed without an answer. */
+bool gw_store_enter(gw_req *r, gw_step then);
+/* store thread (the call's callback), or loop (the submission failed):
+ * hand r back to its loop for `then`, and count the call done. */
+void gw_store_back(gw_req *r);
 /* loop: r's answer is ready (or r->answer is NULL: close): resume it. */
 void gw_answered(gw_req *r);
 
@@ -334,7 +353,8 @@ bool gw_guarded_method(const gw_config *cfg, const char *method);
  * or --fleet-concurrency ask Redis for permits). */
 void gw_pass_through(gw_req *r);
 /* loop, on a parked request with r->key: the idempotency rules, their
- * store calls on a worker, the upstream call on the loop. */
+ * store calls submitted from the loop (on a worker with batching off),
+ * the upstream call on the loop. */
 void gw_guarded(gw_req *r);
 /* The lease renewer: start it once the store is open, stop it once no
  * request runs (it makes a last attempt to save answers still unsaved). */

@@ -14,13 +14,19 @@
  * pass-through request — read, forwarded, answered — never leaves the
  * loop's thread: no handoff, no wake-up of another thread.
  *
- * What blocks runs on a small pool of store workers (--workers): the
- * idempotency store's calls (whose group commit makes concurrent callers
- * share one transaction, so several workers batch) and the fleet's Redis
- * permits. A request that needs them is parked (its connection
- * suspended), handed to a worker with the step to run there and the step
- * to run next on the loop, and comes back through the loop's post queue:
- * one wake of the loop for however many results are waiting.
+ * The idempotency store's key writes do not block the loop: they are
+ * submitted in their asynchronous form, and the store's thread that ran
+ * the batch posts the result to the request's loop (gw_store_enter,
+ * gw_store_back). What blocks runs on a small pool of workers (--workers):
+ * the fleet's Redis permits, and the store's calls when batching is off. A
+ * request that waits on either is parked (its connection suspended); a
+ * worker's job carries the step to run there and the step to run next on
+ * the loop, and every result comes back through the loop's post queue:
+ * one wake of the loop for however many results are waiting. At stop,
+ * nothing more is submitted, and the asynchronous calls in flight are
+ * waited for while the loops still run, so that the store never calls
+ * back into a request its loop has closed (nor does resil_store_free(),
+ * later, find one queued).
  *
  * libmicrohttpd's own timeout restarts with every byte, so a client that
  * dribbles a byte every few seconds would be kept forever. Each connection
@@ -134,6 +140,8 @@ typedef struct gw_http {
     gw_req *jobs_head, *jobs_tail; /* jobs no idle worker was there for */
     gw_worker *idle;         /* workers waiting for a job */
     bool stopping;
+    unsigned store_calls;     /* asynchronous store calls not yet handed back */
+    pthread_cond_t store_idle; /* signalled when store_calls drops to 0 */
     gw_worker *workers;
     unsigned n_workers;
     pthread_mutex_t log_mu;  /* libmicrohttpd's messages, at most one a second */
@@ -455,6 +463,36 @@ static void post_back(gw_req *r)
     resil_loop *loop = r->lp->loop;
     r->back.fn = on_back;
     loop->ops->post(loop->self, &r->back);
+}
+
+/* The asynchronous store calls are counted under the workers' lock, so
+ * that none is submitted once stopping is set, and stopping waits for
+ * every one submitted before to call back: the store never calls back
+ * into a request whose loop has closed it. */
+bool gw_store_enter(gw_req *r, gw_step then)
+{
+    gw_http *h = r->gw->http;
+    pthread_mutex_lock(&h->mu);
+    bool open = !h->stopping;
+    if (open)
+        h->store_calls++;
+    pthread_mutex_unlock(&h->mu);
+    r->then = then;
+    if (!open) { /* stopping: the connection closes without an answer */
+        r->result = MHD_NO;
+        gw_answered(r);
+    }
+    return open;
+}
+
+void gw_store_back(gw_req *r)
+{
+    gw_http *h = r->gw->http;
+    post_back(r);
+    pthread_mutex_lock(&h->mu);
+    if (--h->store_calls == 0)
+        pthread_cond_broadcast(&h->store_idle);
+    pthread_mutex_unlock(&h->mu);
 }
 
 static void *worker(void *arg)
@@ -1083,12 +1121,16 @@ static gw_http *http_new(gateway *gw, const int *listen_fds, bool ipv6)
     pthread_mutex_init(&h->start_mu, NULL);
     pthread_mutex_init(&h->clients_mu, NULL);
     pthread_cond_init(&h->started, NULL);
+    pthread_cond_init(&h->store_idle, NULL);
     return h;
 }
 
 /* Stop the workers (each finishes the job it holds and hands it back);
  * jobs no worker took go back to their loops without an answer, which
- * closes them. */
+ * closes them. Then wait for the asynchronous store calls in flight: each
+ * is handed back to its loop, which is still running, and whatever its
+ * request would do next that needs a worker or the store closes it
+ * instead (stopping is set). */
 static void http_stop_workers(gw_http *h)
 {
     pthread_mutex_lock(&h->mu);
@@ -1114,6 +1156,10 @@ static void http_stop_workers(gw_http *h)
         post_back(left);
         left = next;
     }
+    pthread_mutex_lock(&h->mu);
+    while (h->store_calls > 0)
+        pthread_cond_wait(&h->store_idle, &h->mu);
+    pthread_mutex_unlock(&h->mu);
 }
 
 /* The listening sockets are closed here, whatever became of the loops. */
@@ -1131,6 +1177,7 @@ static void http_free(gw_http *h)
     pthread_mutex_destroy(&h->clients_mu);
     pthread_mutex_destroy(&h->start_mu);
     pthread_mutex_destroy(&h->log_mu);
+    pthread_cond_destroy(&h->store_idle);
     pthread_mutex_destroy(&h->mu);
     free(h->workers);
     free(h->loops);
@@ -1148,6 +1195,7 @@ static int start_workers(gw_http *h)
             sem_destroy(&w->go);
             return -1;
         }
+        pthread_setname_np(w->thread, "gw-store-worker"); /* for ps, and the tests */
     }
     return 0;
 }

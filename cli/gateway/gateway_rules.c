@@ -31,11 +31,13 @@
  *                unless --upstream-dedupes).
  *   replay / in progress / mismatch   the saved answer, 409, 422.
  *
- * The rules run in steps, since the upstream call runs on the gateway's
- * loop and the store's calls on a worker (gateway_http.c): the store's
- * verdict (begin, on a worker), the upstream call (on the loop: no thread
- * waits for it), then the outcome saved or the key released (on a worker
- * again). The request carries its key, lease and hold between them.
+ * The rules run in steps on the request's loop, none of which blocks: the
+ * store's verdict (begin, submitted asynchronously: the store's thread
+ * posts its result back), the upstream call (no thread waits for it),
+ * then the outcome saved or the key released (asynchronously again). Only
+ * the fleet's Redis permits, and every store call when batching is off,
+ * take a worker (gateway_http.c). The request carries its key, lease,
+ * hold and the answer being saved between the steps.
  *
  * A key stays ours while the upstream runs: a renewer thread holds the set
  * of leases in flight and renews each every third of the lease, so a slow
@@ -146,37 +148,34 @@ static enum MHD_Result store_failed(gw_req *r, struct MHD_Connection *conn,
 }
 
 /* The answer saved when the outcome is unknown: the same bytes on the
- * first answer and on every replay. */
-typedef struct unknown_answer {
-    int status;
-    char body[512];
-    size_t body_len;
-} unknown_answer;
-
+ * first answer and on every replay. It is r's answer to save (r->resp),
+ * its body in r->own, both kept until the store called back. */
 static const char unknown_headers[] = "Content-Type: application/json\r\n" OUTCOME_UNKNOWN;
 
-static void unknown_of(unknown_answer *u, int status, const char *code, const char *why)
+static void unknown_of(gw_req *r, int status, const char *code, const char *why)
 {
-    u->status = status;
-    int n = snprintf(u->body, sizeof u->body,
+    int n = snprintf(r->own, sizeof r->own,
                      "{\"error\":\"%s\",\"message\":\"%s; the request may have run upstream, "
                      "so it is not run again with this Idempotency-Key\"}\n",
                      code, why);
-    u->body_len = n < 0 ? 0 : (size_t)n < sizeof u->body ? (size_t)n : sizeof u->body - 1;
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof r->own ? (size_t)n : sizeof r->own - 1;
+    r->resp = (resil_store_response){.status = status, .headers = unknown_headers,
+                                     .headers_len = sizeof unknown_headers - 1,
+                                     .body = r->own, .body_len = len};
 }
 
-static void unknown_of_reply(unknown_answer *u, const gw_reply *up)
+static void unknown_of_reply(gw_req *r, const gw_reply *up)
 {
     if (up->timed_out)
-        unknown_of(u, 504, "upstream_timeout", "the upstream did not answer in time");
+        unknown_of(r, 504, "upstream_timeout", "the upstream did not answer in time");
     else if (up->resend_refused)
-        unknown_of(u, 502, "upstream_unavailable",
+        unknown_of(r, 502, "upstream_unavailable",
                    "the upstream closed the connection without answering");
     else if (up->body.overflow || up->headers.overflow)
-        unknown_of(u, 502, "upstream_response_too_large",
+        unknown_of(r, 502, "upstream_response_too_large",
                    "the upstream's answer was larger than the gateway keeps");
     else
-        unknown_of(u, 502, "upstream_unavailable", "the upstream connection failed");
+        unknown_of(r, 502, "upstream_unavailable", "the upstream connection failed");
 }
 
 /* ---- leases in flight: the renewer -------------------------------------- */
@@ -536,7 +535,73 @@ void gw_pass_through(gw_req *r)
     forward(r, false, pass_forwarded);
 }
 
-/* ---- saving an outcome (worker) ------------------------------------------ */
+/* ---- the store's calls, from the loop ------------------------------------- */
+
+/* A keyed request makes one store call at a time: begin, then complete
+ * (once more after a refusal) or release. With group commit on (the
+ * default) the loop submits the call's asynchronous form and the store's
+ * thread hands the result straight back to the loop, no worker between;
+ * with batching off (--batch-max 1) there is no asynchronous form, and a
+ * worker makes the blocking call. Either way the next step runs on the
+ * loop with r->store_rc, r->store_err and, for begin, r->res. */
+enum store_op { OP_BEGIN, OP_COMPLETE, OP_RELEASE };
+
+/* store thread: the call's result, back to the request's loop. */
+static void store_called(int rc, const resil_err *err, void *ud)
+{
+    gw_req *r = ud;
+    r->store_rc = rc;
+    if (rc != 0 && err != NULL)
+        r->store_err = *err;
+    gw_store_back(r);
+}
+
+static int store_submit(gw_req *r, resil_err *err)
+{
+    resil_store *s = r->gw->store;
+    if (r->store_op == OP_BEGIN)
+        return resil_store_begin_async(s, &r->k, r->hash, &r->res, store_called, r, err);
+    if (r->store_op == OP_COMPLETE)
+        return resil_store_complete_async(s, &r->k, r->lease, &r->resp, store_called, r, err);
+    return resil_store_release_async(s, &r->k, r->lease, store_called, r, err);
+}
+
+/* worker, with batching off: the blocking call. */
+static void store_blocking(gw_req *r)
+{
+    resil_store *s = r->gw->store;
+    resil_err *err = &r->store_err;
+    if (r->store_op == OP_BEGIN)
+        r->store_rc = resil_store_begin(s, &r->k, r->hash, &r->res, err);
+    else if (r->store_op == OP_COMPLETE)
+        r->store_rc = resil_store_complete(s, &r->k, r->lease, &r->resp, err);
+    else
+        r->store_rc = resil_store_release(s, &r->k, r->lease, err);
+}
+
+/* loop: make r's store call `op`, then `then` on the loop. Nothing of r is
+ * written once the call is submitted: its callback may run at once. */
+static void store_call(gw_req *r, enum store_op op, gw_step then)
+{
+    r->store_op = (int)op;
+    r->store_rc = 0;
+    r->store_err = (resil_err){0};
+    if (r->gw->cfg.batch_max < 2) {
+        gw_to_pool(r, store_blocking, then);
+        return;
+    }
+    if (!gw_store_enter(r, then))
+        return;
+    resil_err err = {0};
+    int rc = store_submit(r, &err);
+    if (rc == 0)
+        return;
+    r->store_rc = rc;
+    r->store_err = err;
+    gw_store_back(r);
+}
+
+/* ---- saving an outcome (loop) -------------------------------------------- */
 
 /* The run lost its key (taken over after its lease ran out): its answer
  * is not the key's. The client's retry gets whatever the key holds. */
@@ -573,132 +638,192 @@ static enum MHD_Result unsaved(gw_req *r, const resil_store_response *resp, int 
                          NULL);
 }
 
-static enum MHD_Result save_unknown(gw_req *r, const unknown_answer *u);
+static void saved(gw_req *r);
+
+/* Save r->resp as the key's answer; it is sent once it is durable. */
+static void save(gw_req *r) { store_call(r, OP_COMPLETE, saved); }
+
+static void save_unknown(gw_req *r)
+{
+    r->idem = "unknown";
+    save(r);
+}
 
 /* The store refuses this answer for good (a data or constraint error), not
  * for now: keep what is known instead, an outcome the client cannot get. */
-static enum MHD_Result save_refused(gw_req *r, const resil_store_response *resp,
-                                    const resil_err *err)
+static void save_refused(gw_req *r)
 {
     fprintf(stderr, "resil gateway: key '%s': the store refused the answer (%d): %s; saving "
                     "an unknown outcome\n",
-            r->k.key, resp->status, err->message);
+            r->k.key, r->resp.status, r->store_err.message);
     r->refused_for_good = true;
-    unknown_answer u;
-    unknown_of(&u, 502, "upstream_answer_refused",
+    unknown_of(r, 502, "upstream_answer_refused",
                "the upstream answered but the idempotency store refused to keep the answer");
-    return save_unknown(r, &u);
+    save_unknown(r);
 }
 
-/* Save resp as the key's answer; send it once it is durable. */
-static enum MHD_Result save_and_send(gw_req *r, const resil_store_response *resp)
+/* loop: complete has spoken. */
+static void saved(gw_req *r)
 {
     gateway *gw = r->gw;
-    resil_err err = {0};
-    int rc = resil_store_complete(gw->store, &r->k, r->lease, resp, &err);
+    int rc = r->store_rc;
+    const resil_store_response *resp = &r->resp;
     bool for_now = rc == RESIL_EBUSY || rc == RESIL_ENOMEM;
-    if (rc != 0 && rc != RESIL_ESTATE && !for_now && !r->refused_for_good)
-        return save_refused(r, resp, &err);
-    if (rc != 0 && rc != RESIL_ESTATE)
-        return unsaved(r, resp, rc, &err);
-    if (r->hold != NULL)
-        hold_drop(gw, r->hold);
-    r->hold = NULL;
-    if (rc == RESIL_ESTATE)
-        return fenced(r, resp->status, &err);
-    gw_answer a = {.status = resp->status, .headers = resp->headers,
-                   .headers_len = resp->headers_len, .body = resp->body,
-                   .body_len = resp->body_len};
-    return gw_send_answer(r, r->conn, r->method, &a);
+    if (rc != 0 && rc != RESIL_ESTATE && !for_now && !r->refused_for_good) {
+        save_refused(r);
+        return;
+    }
+    if (rc != 0 && rc != RESIL_ESTATE) {
+        r->result = unsaved(r, resp, rc, &r->store_err);
+    } else {
+        if (r->hold != NULL)
+            hold_drop(gw, r->hold);
+        r->hold = NULL;
+        if (rc == RESIL_ESTATE) {
+            r->result = fenced(r, resp->status, &r->store_err);
+        } else {
+            gw_answer a = {.status = resp->status, .headers = resp->headers,
+                           .headers_len = resp->headers_len, .body = resp->body,
+                           .body_len = resp->body_len};
+            r->result = gw_send_answer(r, r->conn, r->method, &a);
+        }
+    }
+    gw_reply_free(&r->up);
+    gw_answered(r);
 }
 
-static enum MHD_Result save_unknown(gw_req *r, const unknown_answer *u)
+/* loop: the key is given back (or could not be: it stays held until its
+ * lease ends). The answer was made before. */
+static void released(gw_req *r)
 {
-    r->idem = "unknown";
-    resil_store_response resp = {.status = u->status, .headers = unknown_headers,
-                                 .headers_len = sizeof unknown_headers - 1, .body = u->body,
-                                 .body_len = u->body_len};
-    return save_and_send(r, &resp);
+    if (r->store_rc != 0)
+        fprintf(stderr, "resil gateway: key '%s': release failed: %s\n", r->k.key,
+                r->store_err.message);
+    gw_answered(r);
 }
 
-static enum MHD_Result release_and_send(gw_req *r, const gw_reply *up)
+/* Give the key back, and pass on what the upstream said (or that a fleet
+ * limit refused it) once the key is free again. */
+static void release_and_send(gw_req *r)
 {
-    gateway *gw = r->gw;
-    resil_err err = {0};
     if (r->hold != NULL)
-        hold_drop(gw, r->hold);
+        hold_drop(r->gw, r->hold);
     r->hold = NULL;
     r->idem = "released";
-    if (resil_store_release(gw->store, &r->k, r->lease, &err) != 0)
-        fprintf(stderr, "resil gateway: key '%s': release failed: %s\n", r->k.key,
-                err.message);
-    return gw_send_reply(r, r->conn, r->method, up);
+    r->result = gw_send_reply(r, r->conn, r->method, &r->up);
+    gw_reply_free(&r->up);
+    store_call(r, OP_RELEASE, released);
 }
 
-/* worker, after the upstream call: save what it answered, save "unknown",
- * or release the key, by fate_of(). */
+/* loop, after the upstream call (and the fleet's permits given back):
+ * save what it answered, save "unknown", or release the key, by fate_of(). */
 static void settle_first(gw_req *r)
 {
-    gateway *gw = r->gw;
     gw_reply *up = &r->up;
-    gw_upstream_leave(&r->call);
-    fate fa = fate_of(&gw->cfg, up);
+    fate fa = fate_of(&r->gw->cfg, up);
     if (fa == FATE_RELEASE) {
-        r->result = release_and_send(r, up);
+        release_and_send(r);
     } else if (fa == FATE_UNKNOWN) {
-        unknown_answer u;
-        unknown_of_reply(&u, up);
-        r->result = save_unknown(r, &u);
+        unknown_of_reply(r, up);
+        save_unknown(r);
     } else {
-        resil_store_response resp = {.status = (int)up->status, .headers = up->headers.p,
-                                     .headers_len = up->headers.len, .body = up->body.p,
-                                     .body_len = up->body.len};
-        r->result = save_and_send(r, &resp);
+        r->resp = (resil_store_response){.status = (int)up->status, .headers = up->headers.p,
+                                         .headers_len = up->headers.len, .body = up->body.p,
+                                         .body_len = up->body.len};
+        save(r);
     }
-    gw_reply_free(up);
 }
 
-/* loop: the upstream answered (or did not): settle the key on a worker. */
-static void first_forwarded(gw_req *r) { gw_to_pool(r, settle_first, gw_answered); }
+/* loop: the upstream answered (or did not): give the fleet's permits back
+ * (Redis: on a worker), then settle the key. */
+static void first_forwarded(gw_req *r)
+{
+    if (r->gw->limit != NULL)
+        gw_to_pool(r, fleet_leave, settle_first);
+    else
+        settle_first(r);
+}
 
 /* A takeover: the key's previous holder vanished without saving an answer,
  * possibly after forwarding. Running it again could run it twice. */
-static enum MHD_Result run_takeover(gw_req *r)
+static void run_takeover(gw_req *r)
 {
     fprintf(stderr, "resil gateway: key '%s': taken over (lease %llu) from a run that ended "
                     "without an answer; saved as an unknown outcome\n",
             r->k.key, (unsigned long long)r->lease);
-    unknown_answer u;
-    unknown_of(&u, 502, "upstream_outcome_unknown",
+    unknown_of(r, 502, "upstream_outcome_unknown",
                "the gateway that forwarded this request stopped before saving the answer");
-    return save_unknown(r, &u);
+    save_unknown(r);
 }
 
-/* worker: the key is ours: hold it (renewed until its outcome is saved),
- * then have the loop forward it (once the fleet admits it), or settle a
- * takeover. */
-static enum MHD_Result own_key(gw_req *r)
+/* loop: the fleet has admitted the call, or refused it (nothing left). */
+static void first_admitted(gw_req *r)
+{
+    if (!r->go_forward)
+        release_and_send(r);
+    else
+        forward(r, true, first_forwarded);
+}
+
+/* loop: the key is ours: hold it (renewed until its outcome is saved),
+ * then forward it (once the fleet admits it), or settle a takeover. */
+static void own_key(gw_req *r)
 {
     gateway *gw = r->gw;
     r->idem = "first";
     r->hold = hold_add(gw, &r->k, r->lease);
     if (r->hold == NULL) {
-        resil_err err = {0};
-        resil_store_release(gw->store, &r->k, r->lease, &err);
         r->idem = "released";
-        return gw_send_error(r, r->conn, r->method, 503, "out_of_memory",
-                             "the gateway is out of memory; retry later", RETRY_AFTER);
+        r->result = gw_send_error(r, r->conn, r->method, 503, "out_of_memory",
+                                  "the gateway is out of memory; retry later", RETRY_AFTER);
+        store_call(r, OP_RELEASE, released);
+        return;
     }
-    if (r->lease > 1 && !gw->cfg.upstream_dedupes)
-        return run_takeover(r);
-    if (!gw_upstream_admit(gw, &r->call, &r->up))
-        return release_and_send(r, &r->up); /* refused: it never left */
-    r->go_forward = true;
-    return MHD_YES;
+    if (r->lease > 1 && !gw->cfg.upstream_dedupes) {
+        run_takeover(r);
+        return;
+    }
+    if (gw->limit != NULL)
+        gw_to_pool(r, fleet_admit, first_admitted);
+    else
+        forward(r, true, first_forwarded);
 }
 
-/* worker: the key, the tenant, the store's verdict. */
-static enum MHD_Result begin(gw_req *r)
+/* loop: the store's verdict on the key. */
+static void begun(gw_req *r)
+{
+    resil_store_result *res = &r->res;
+    if (r->store_rc != 0) {
+        r->result = store_failed(r, r->conn, r->method, r->store_rc, &r->store_err);
+    } else if (res->verdict == RESIL_STORE_FIRST) {
+        r->lease = res->lease;
+        resil_store_result_free(res);
+        own_key(r);
+        return;
+    } else if (res->verdict == RESIL_STORE_REPLAY) {
+        r->idem = "replay";
+        gw_answer a = {.status = res->status, .headers = res->headers,
+                       .headers_len = res->headers_len, .body = res->body,
+                       .body_len = res->body_len, .replayed = true};
+        r->result = gw_send_answer(r, r->conn, r->method, &a);
+    } else if (res->verdict == RESIL_STORE_IN_PROGRESS) {
+        r->idem = "in-progress";
+        r->result = gw_send_error(r, r->conn, r->method, 409, "request_in_progress",
+                                  "a request with this Idempotency-Key is still being "
+                                  "processed; retry later",
+                                  RETRY_AFTER);
+    } else {
+        r->idem = "mismatch";
+        r->result = gw_send_error(r, r->conn, r->method, 422, "idempotency_key_reused",
+                                  "this Idempotency-Key was used with a different request",
+                                  NULL);
+    }
+    resil_store_result_free(res);
+    gw_answered(r);
+}
+
+/* loop: the key and the tenant; false when answered (refused). */
+static bool key_of(gw_req *r)
 {
     gateway *gw = r->gw;
     const char *tenant = "";
@@ -706,62 +831,32 @@ static enum MHD_Result begin(gw_req *r)
         tenant = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, gw->cfg.tenant_header);
         if (tenant == NULL || *tenant == '\0' || strlen(tenant) > RESIL_STORE_FIELD_MAX) {
             r->idem = "bad-tenant";
-            return gw_send_error(r, r->conn, r->method, 400, "tenant_required",
-                                 "this gateway needs a tenant header of 1 to 255 bytes", NULL);
+            r->result = gw_send_error(r, r->conn, r->method, 400, "tenant_required",
+                                      "this gateway needs a tenant header of 1 to 255 bytes",
+                                      NULL);
+            return false;
         }
     }
     if (*r->key == '\0' || strlen(r->key) > RESIL_STORE_FIELD_MAX) {
         r->idem = "bad-key";
-        return gw_send_error(r, r->conn, r->method, 400, "invalid_idempotency_key",
-                             "Idempotency-Key must be 1 to 255 bytes", NULL);
+        r->result = gw_send_error(r, r->conn, r->method, 400, "invalid_idempotency_key",
+                                  "Idempotency-Key must be 1 to 255 bytes", NULL);
+        return false;
     }
-    uint8_t hash[RESIL_SHA256_LEN];
-    resil_store_request_hash(r->method, r->target, r->body.p, r->body.len, hash);
     r->k = (resil_store_key){.tenant = tenant, .operation = gw->cfg.operation, .key = r->key};
-    resil_store_result res;
-    resil_store_result_init(&res);
-    resil_err err = {0};
-    enum MHD_Result ret;
-    int rc = resil_store_begin(gw->store, &r->k, hash, &res, &err);
-    if (rc != 0) {
-        ret = store_failed(r, r->conn, r->method, rc, &err);
-    } else if (res.verdict == RESIL_STORE_FIRST) {
-        r->lease = res.lease;
-        ret = own_key(r);
-    } else if (res.verdict == RESIL_STORE_REPLAY) {
-        r->idem = "replay";
-        gw_answer a = {.status = res.status, .headers = res.headers,
-                       .headers_len = res.headers_len, .body = res.body,
-                       .body_len = res.body_len, .replayed = true};
-        ret = gw_send_answer(r, r->conn, r->method, &a);
-    } else if (res.verdict == RESIL_STORE_IN_PROGRESS) {
-        r->idem = "in-progress";
-        ret = gw_send_error(r, r->conn, r->method, 409, "request_in_progress",
-                            "a request with this Idempotency-Key is still being processed; "
-                            "retry later",
-                            RETRY_AFTER);
-    } else {
-        r->idem = "mismatch";
-        ret = gw_send_error(r, r->conn, r->method, 422, "idempotency_key_reused",
-                            "this Idempotency-Key was used with a different request", NULL);
-    }
-    resil_store_result_free(&res);
-    return ret;
+    return true;
 }
 
-static void begin_step(gw_req *r) { r->result = begin(r); }
-
-/* loop: the store has spoken: forward a key that is ours, or send what
- * the worker answered. */
-static void begun(gw_req *r)
+void gw_guarded(gw_req *r)
 {
-    if (r->go_forward)
-        forward(r, true, first_forwarded);
-    else
+    if (!key_of(r)) {
         gw_answered(r);
+        return;
+    }
+    resil_store_request_hash(r->method, r->target, r->body.p, r->body.len, r->hash);
+    resil_store_result_init(&r->res);
+    store_call(r, OP_BEGIN, begun);
 }
-
-void gw_guarded(gw_req *r) { gw_to_pool(r, begin_step, begun); }
 
 /* ---- the journal and the main thread's timer --------------------------- */
 
