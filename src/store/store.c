@@ -1074,7 +1074,7 @@ int resil_store_begin_async(resil_store *s, const resil_store_key *k,
                             resil_store_cb cb, void *ud, resil_err *err)
 {
     store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
-    store_async *a;
+    store_async *a = NULL;
     int rc = prepare_begin(s, k, &call, err);
     if (rc == 0)
         rc = async_new(s, &call, cb, ud, &a, err);
@@ -1093,7 +1093,7 @@ int resil_store_begin_async(resil_store *s, const resil_store_key *k,
 static int fenced_async(resil_store *s, const store_call *call, resil_store_cb cb, void *ud,
                         resil_err *err)
 {
-    store_async *a;
+    store_async *a = NULL;
     int rc = async_new(s, call, cb, ud, &a, err);
     if (rc != 0)
         return rc;
