@@ -29,6 +29,18 @@
  * never outlive its descriptor. A watch asked for the events it already
  * has costs no call to the loop.
  *
+ * Why REMOVE looks at the socket. libcurl (7.88 at least) closes a socket
+ * it opened through the open callback without calling the close callback
+ * when a connection attempt is abandoned — a transfer cut by its timeout
+ * while connecting — and announces CURL_POLL_REMOVE only after that close.
+ * Keeping that watch armed left the loop watching a closed descriptor
+ * (libuv aborts when it adds it to epoll) or holding its number when the
+ * next connection got it (libuv refuses the second watch, the transfer
+ * fails). So a socket is kept only if, at REMOVE, its descriptor is still
+ * the socket the watch was started for (same inode); otherwise the watch
+ * ends there and the number is no longer counted as curl's. An opened
+ * socket whose number still has a watch ends that stale watch first.
+ *
  * Ownership: the driver owns every watch and keeps the ended ones for the
  * next socket, so that after warm-up nothing is allocated here; the lists
  * are as long as the most sockets ever in use at once, freed with it.
@@ -37,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "curl_loop.h"
@@ -47,6 +60,7 @@ typedef struct sock_watch {
     resil__curl_loop *cl;
     struct sock_watch *next, *prev; /* every watch, so that free finds them */
     curl_socket_t fd;
+    ino_t ino;       /* the socket's inode, to know it again at REMOVE */
     unsigned events; /* what the loop watches it for; 0: not started */
     bool kept;       /* curl let go of it: its connection idles in curl's cache */
 } sock_watch;
@@ -118,6 +132,7 @@ static void watch_end(resil__curl_loop *cl, sock_watch *w)
         resil_loop_io_stop(cl->loop, &w->io);
     if (w->fd >= 0 && (size_t)w->fd < cl->by_fd_len && cl->by_fd[w->fd] == w)
         cl->by_fd[w->fd] = UNWATCHED; /* still curl's, unwatched */
+    w->fd = CURL_SOCKET_BAD;
     if (w->prev != NULL)
         w->prev->next = w->next;
     else
@@ -146,6 +161,18 @@ static sock_watch *watch_new(resil__curl_loop *cl, curl_socket_t s)
     return w;
 }
 
+static ino_t inode_of(curl_socket_t s)
+{
+    struct stat st;
+    return fstat(s, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Whether the watch's descriptor is still the socket it was started for. */
+static bool still_open(const sock_watch *w)
+{
+    return w->ino != 0 && inode_of(w->fd) == w->ino;
+}
+
 /* The socket's entry in by_fd, or NULL when it is not one curl opened
  * through the driver. */
 static sock_watch **opened_socket(resil__curl_loop *cl, curl_socket_t s)
@@ -160,24 +187,33 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
     (void)easy;
     resil__curl_loop *cl = userp;
     sock_watch *w = socketp;
+    if (w != NULL && w->fd != s)
+        w = NULL; /* ended when its number was reopened: curl still had it */
+    bool assigned = w != NULL;
     sock_watch **slot = opened_socket(cl, s);
     if (what == CURL_POLL_REMOVE) {
         if (w == NULL)
             return 0;
         curl_multi_assign(cl->multi, s, NULL);
-        if (slot != NULL && w->events != 0)
+        bool open = slot != NULL && still_open(w);
+        if (open && w->events != 0) {
             w->kept = true; /* armed until curl takes it again, or closes it */
-        else
-            watch_end(cl, w);
+            return 0;
+        }
+        watch_end(cl, w);
+        if (slot != NULL && !open)
+            *slot = NULL; /* closed behind the driver's back: no longer curl's */
         return 0;
     }
     if (w == NULL && slot != NULL && *slot != UNWATCHED)
         w = *slot; /* a kept connection, taken again */
     if (w == NULL && (w = watch_new(cl, s)) == NULL)
         return -1;
-    if (slot != NULL)
+    if (slot != NULL && *slot != w) {
         *slot = w;
-    if (w->kept || socketp == NULL)
+        w->ino = inode_of(s);
+    }
+    if (w->kept || !assigned)
         curl_multi_assign(cl->multi, s, w);
     w->kept = false;
     unsigned events = ((what & CURL_POLL_IN) ? RESIL_IO_READ : 0) |
@@ -210,6 +246,8 @@ static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose,
         cl->by_fd = p;
         cl->by_fd_len = len;
     }
+    if (cl->by_fd[s] != NULL && cl->by_fd[s] != UNWATCHED)
+        watch_end(cl, cl->by_fd[s]); /* its socket was closed without a word */
     cl->by_fd[s] = UNWATCHED;
     return s;
 }

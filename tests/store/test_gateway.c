@@ -496,6 +496,29 @@ static void a_sub_millisecond_timeout_still_bounds_the_upstream(void **state)
     http_reply_free(&r);
 }
 
+static int healthz_from(const env *e, const char *from);
+
+/* Transfers cut one after another by a sub-millisecond timeout leave the
+ * gateway serving: each a 504, then still answering, then a clean stop. */
+static void calls_cut_one_after_another_by_a_sub_millisecond_timeout_leave_it_serving(
+    void **state)
+{
+    env *e = *state;
+    const char *const extra[] = {"--timeout", "500us", NULL};
+    start_gateway(e, extra);
+    upstream_set_delay_ms(e->up, 400);
+    for (int i = 0; i < 20; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "cut-%d", i);
+        http_reply r;
+        post(e, "/orders", key, "a", &r);
+        assert_int_equal(r.status, 504);
+        http_reply_free(&r);
+    }
+    assert_int_equal(healthz_from(e, "127.0.0.2"), 200);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+}
+
 /* ---- persistence and shutdown ----------------------------------------------- */
 
 static void replay_survives_a_gateway_restart(void **state)
@@ -1401,6 +1424,7 @@ int main(void)
         GW_CASE(client_error_from_the_upstream_is_saved_and_replayed),
         GW_CASE(unreachable_upstream_is_502_and_releases_the_key),
         GW_CASE(a_sub_millisecond_timeout_still_bounds_the_upstream),
+        GW_CASE(calls_cut_one_after_another_by_a_sub_millisecond_timeout_leave_it_serving),
         GW_CASE(replay_survives_a_gateway_restart),
         GW_CASE(sigterm_lets_the_request_in_flight_finish),
         GW_CASE(posts_without_a_key_pass_through),
