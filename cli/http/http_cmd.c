@@ -81,6 +81,7 @@ typedef struct transfer {
     bool waiting;                  /* for permit_due */
     resil_timer beat;              /* --heartbeat during a long wait */
     resil_instant wait_end;
+    resil_instant beat_at;         /* when the heartbeat's next line is due */
 } transfer;
 
 typedef struct http_run {
@@ -203,17 +204,28 @@ static void print_attempt(const transfer *t, const resil_attempt_record *rec)
     attempt_log_attempt(&t->log, rec, rec->outcome.detail, extra);
 }
 
+/* The heartbeat's next line, due every period from the wait's start: the
+ * instants, not the timer's runs, set the count, so a loop running late
+ * neither drops a line nor moves the ones after it. */
+static void arm_beat(transfer *t)
+{
+    resil_loop *loop = &t->run->loop.loop;
+    resil_duration delay = resil_dur_sub(t->beat_at, loop->ops->now(loop->self));
+    loop->ops->timer_start(loop->self, &t->beat, delay > 0 ? delay : 0);
+}
+
 /* A heartbeat timer fell due during the transfer's wait. */
 static void on_beat(resil_timer *tm)
 {
     transfer *t = (transfer *)((char *)tm - offsetof(transfer, beat));
-    resil_loop *loop = &t->run->loop.loop;
-    resil_duration left = resil_dur_sub(t->wait_end, loop->ops->now(loop->self));
+    resil_duration left = resil_dur_sub(t->wait_end, t->beat_at);
     if (left <= 0)
         return;
     heartbeat_beat(&t->log, left);
-    if (left > t->run->every)
-        loop->ops->timer_start(loop->self, &t->beat, t->run->every);
+    if (left <= t->run->every)
+        return;
+    t->beat_at = resil_dur_add(t->beat_at, t->run->every);
+    arm_beat(t);
 }
 
 /* A wait longer than the heartbeat's period beats every period. */
@@ -223,7 +235,8 @@ static void start_beating(transfer *t, const resil_event *ev)
     if (run->every <= 0 || ev->delay <= run->every)
         return;
     t->wait_end = resil_dur_add(ev->at, ev->delay);
-    run->loop.loop.ops->timer_start(run->loop.loop.self, &t->beat, run->every);
+    t->beat_at = resil_dur_add(ev->at, run->every);
+    arm_beat(t);
 }
 
 /* The pipeline reports an attempt, then (when it retries) the wait: the
