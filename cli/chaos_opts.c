@@ -101,14 +101,12 @@ static void add(resil_pipeline_builder *b, resil_chaos_kind k, double rate, uint
     resil_pipeline_add_chaos(b, &o); /* the build reports a failure */
 }
 
-/* The fault strategy's seed: the next one after the latency strategy's, so
- * the two draw independent sequences. 0 means "from the OS", so the seed
- * after UINT64_MAX is 1, and a run with the largest seed replays too. */
-static uint64_t fault_seed(uint64_t seed)
+uint64_t chaos_seed_after(uint64_t seed, uint64_t k)
 {
     if (seed == 0)
         return 0;
-    return seed == UINT64_MAX ? 1 : seed + 1;
+    uint64_t s = seed + k;
+    return s < seed ? s + 1 : s;
 }
 
 static int failed(const char *tool, const resil_err *err)
@@ -129,7 +127,7 @@ int chaos_opts_finish(chaos_opts *c, const char *tool, resil_clock *clock, resil
     if (c->latency_rate >= 0)
         add(b, RESIL_CHAOS_LATENCY, c->latency_rate, c->seed, fault, c->latency);
     if (c->fail_rate >= 0)
-        add(b, RESIL_CHAOS_FAULT, c->fail_rate, fault_seed(c->seed), fault, 0);
+        add(b, RESIL_CHAOS_FAULT, c->fail_rate, chaos_seed_after(c->seed, 1), fault, 0);
     int rc = resil_pipeline_build(b, &c->p, &err);
     resil_pipeline_builder_free(b);
     return rc == 0 ? 0 : failed(tool, &err);

@@ -37,6 +37,10 @@ int chaos_value_rate_split(const args *a, const char *option, const char *form, 
 int chaos_value_rate_duration(const args *a, const char *option, const char *v, double *rate,
                               resil_duration *d);
 int chaos_value_seed(const args *a, const char *option, const char *v, uint64_t *seed);
+/* The seed of a command's k-th chaos strategy: seed + k, so that the
+ * strategies draw independent sequences, skipping 0 (which means "from
+ * the OS") when it wraps, so every accepted seed replays. 0 stays 0. */
+uint64_t chaos_seed_after(uint64_t seed, uint64_t k);
 /* 1 consumed, 0 not ours, RESIL_EINVAL after reporting the bad value. */
 int chaos_opts_parse(chaos_opts *c, args *a);
 /* Build the strategies on `clock`; a fault fails the attempt with `fault`.

@@ -150,13 +150,6 @@ static void dropped_by_the_gateway(const resil_attempt_ctx *ctx, void *ud)
     (void)ud;
 }
 
-/* Seed + k, skipping 0 (which would ask the OS) when it wraps. */
-static uint64_t sub_seed(uint64_t seed, uint64_t k)
-{
-    uint64_t s = seed + k;
-    return s < seed ? s + 1 : s;
-}
-
 static uint64_t os_seed(void)
 {
     uint64_t s = 0;
@@ -175,7 +168,7 @@ static int add(gw_chaos *c, int slot, resil_chaos_kind kind, double rate)
     resil_chaos_opts o;
     resil_chaos_opts_default(&o, kind);
     o.rate = rate;
-    o.seed = sub_seed(c->seed, (uint64_t)slot);
+    o.seed = chaos_seed_after(c->seed, (uint64_t)slot);
     o.latency = c->cfg.latency;
     o.outcome = c->status_outcome;
     o.behavior = dropped_by_the_gateway;
