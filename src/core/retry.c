@@ -308,16 +308,25 @@ resil_instant resil_retry_deadline(const resil_retry *r) { return r->deadline; }
 /* ---- the blocking executor ----------------------------------------------- */
 
 /* The steps are in retry_exec.h, shared with the asynchronous execution;
- * this is the loop that strings them together around a sleep. */
+ * this is the loop that strings them together around a sleep. Where the
+ * first attempt stands when it starts: */
+enum first_attempt {
+    FIRST_TO_RUN,    /* not run: look at the token, then run it */
+    FIRST_LOOKED_AT, /* the caller looked at the token before it: run it */
+    FIRST_RAN        /* run (run_first): its outcome is in out->final */
+};
+
 RESIL__ALWAYS_INLINE static resil_stop run(resil__retry_exec *x, resil_op_fn op, void *user,
-                                           bool first_ran)
+                                           enum first_attempt first)
 {
-    for (bool look = !first_ran;; look = true) {
+    for (bool later = false;; later = true) {
+        bool look = later || first == FIRST_TO_RUN;
         resil_stop s = resil__rx_next_looking(x, user, look);
         if (s != RESIL_STOP_NONE)
             return s;
         resil_instant start = x->now;
-        x->out->final = op(&x->ctx);
+        if (later || first != FIRST_RAN)
+            x->out->final = op(&x->ctx);
         resil_retry_decision d = resil__rx_decide(x, start);
         if (d.stop != RESIL_STOP_NONE)
             return d.stop;
@@ -339,6 +348,81 @@ __attribute__((noinline)) static int execute_checked(const resil_retry_policy *p
     return rc != 0 ? rc : resil__retry_run(p, opts, op, user, out);
 }
 
+/* Inline in each entry, so that each is the loop for its case. */
+RESIL__ALWAYS_INLINE static int run_from(const resil_retry_policy *p,
+                                         const resil_exec_opts *opts, resil_op_fn op,
+                                         void *user, resil_retry_result *out,
+                                         enum first_attempt first)
+{
+    resil__retry_exec x;
+    resil_instant start;
+    resil_stop s = resil__rx_begin(&x, p, opts, out, &start);
+    if (s == RESIL_STOP_NONE)
+        s = run(&x, op, user, first);
+    resil__rx_end(&x, s, start);
+    return 0;
+}
+
+int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
+                     resil_op_fn op, void *user, resil_retry_result *out)
+{
+    return run_from(p, opts, op, user, out, FIRST_TO_RUN);
+}
+
+int resil__retry_run_after_first(const resil_retry_policy *p, const resil_exec_opts *opts,
+                                 resil_op_fn op, void *user, resil_retry_result *out)
+{
+    return run_from(p, opts, op, user, out, FIRST_LOOKED_AT);
+}
+
+/* The loop after a first attempt run_first ran, its outcome in out->final:
+ * the loop's attempt 1. Out of line: a first success pays none of it. */
+__attribute__((noinline)) static int run_after_failed_first(const resil_retry_policy *p,
+                                                            const resil_exec_opts *opts,
+                                                            resil_op_fn op, void *user,
+                                                            resil_retry_result *out)
+{
+    return run_from(p, opts, op, user, out, FIRST_RAN);
+}
+
+/* Does a first attempt's success need nothing of the loop? Nothing reads
+ * the time (no deadline, records, hook or elapsed: resil__rx_needs_time),
+ * no budget hears the result, no classifier is asked about a success, the
+ * operation may run again (no refusal to decide) and the token has not
+ * fired (the loop's look before attempt 1). */
+static bool first_alone(const resil_retry_policy *p, const resil_exec_opts *o)
+{
+    if (p->budget != NULL || p->retry_on_results || p->max_total != 0)
+        return false;
+    if (o == NULL)
+        return true;
+    bool deadline = o->deadline != 0 && o->deadline != RESIL_INSTANT_MAX;
+    bool records = o->records != NULL && o->records_cap > 0;
+    return !deadline & !records & (o->on_attempt == NULL) & !o->measure_elapsed &
+           !o->non_idempotent && !resil_cancelled(o->cancel);
+}
+
+/* The first attempt directly: a success leaves exactly the loop's result
+ * (one attempt, stop "succeeded", no records, elapsed 0 as nothing read
+ * the clock); a failure goes on in the loop as its attempt 1, seen by the
+ * classifier and the hooks exactly as the loop's own first attempt. */
+static int run_first(const resil_retry_policy *p, const resil_exec_opts *o, resil_op_fn op,
+                     void *user, resil_retry_result *out)
+{
+    resil_clock *clock = o != NULL && o->clock != NULL ? o->clock : resil_clock_system();
+    resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX,
+                             .cancel = o != NULL ? o->cancel : NULL, .clock = clock,
+                             .user = user, .hedge = 0, .trace = NULL};
+    out->final = op(&ctx);
+    if (out->final.kind != RESIL_SUCCESS)
+        return run_after_failed_first(p, o, op, user, out);
+    out->stop = RESIL_STOP_SUCCEEDED;
+    out->attempts = 1;
+    out->records_len = 0;
+    out->elapsed = 0;
+    return 0;
+}
+
 int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts,
                         resil_op_fn op, void *user, resil_retry_result *out,
                         resil_err *err)
@@ -348,31 +432,7 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
                              "retry: policy, operation and result must not be NULL");
     if (!policy_valid(p))
         return execute_checked(p, opts, op, user, out, err);
+    if (first_alone(p, opts))
+        return run_first(p, opts, op, user, out);
     return resil__retry_run(p, opts, op, user, out);
-}
-
-/* Inline in both entries, so that each is the loop for its case. */
-RESIL__ALWAYS_INLINE static int run_from(const resil_retry_policy *p,
-                                         const resil_exec_opts *opts, resil_op_fn op,
-                                         void *user, resil_retry_result *out, bool first_ran)
-{
-    resil__retry_exec x;
-    resil_instant start;
-    resil_stop s = resil__rx_begin(&x, p, opts, out, &start);
-    if (s == RESIL_STOP_NONE)
-        s = run(&x, op, user, first_ran);
-    resil__rx_end(&x, s, start);
-    return 0;
-}
-
-int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
-                     resil_op_fn op, void *user, resil_retry_result *out)
-{
-    return run_from(p, opts, op, user, out, false);
-}
-
-int resil__retry_run_after_first(const resil_retry_policy *p, const resil_exec_opts *opts,
-                                 resil_op_fn op, void *user, resil_retry_result *out)
-{
-    return run_from(p, opts, op, user, out, true);
 }

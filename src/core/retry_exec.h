@@ -151,6 +151,7 @@ static inline resil_stop resil__rx_next_looking(resil__retry_exec *x, void *user
     ctx->clock = x->clock;
     ctx->user = user;
     ctx->hedge = 0;
+    ctx->trace = NULL;
     return RESIL_STOP_NONE;
 }
 

@@ -783,6 +783,109 @@ static void null_options_mean_system_clock_and_no_extras(void **state)
     assert_true(f->result.elapsed >= 0);
 }
 
+/* ---- without anything timed: the first attempt outside the loop --------- */
+
+/* Nothing reads the time: no deadline, no records, no hook, no elapsed
+ * asked for, so a first attempt runs before the loop (retry.c). */
+static void untimed(fixture *f, resil_cancel *token)
+{
+    f->opts.records = NULL;
+    f->opts.records_cap = 0;
+    f->opts.cancel = token;
+}
+
+static void an_untimed_first_success_is_one_attempt_without_elapsed_time(void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    untimed(f, &token);
+    script s = failing_then_ok(0);
+    s.takes = RESIL_MS(7);
+    run(f, &s);
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(f->result.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(f->result.attempts, 1);
+    assert_int_equal(f->result.records_len, 0);
+    assert_int_equal(f->result.final.kind, RESIL_SUCCESS);
+    assert_duration_equal(f->result.elapsed, 0);
+    assert_ctx(&s.seen[0], 1, RESIL_INSTANT_MAX, &token, resil_fake_clock_clock(f->fc), &s);
+    assert_null(s.seen[0].trace);
+    resil_cancel_destroy(&token);
+}
+
+static void an_untimed_failed_first_attempt_is_the_loops_attempt_one(void **state)
+{
+    fixture *f = *state;
+    ctx_log l = {0};
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    untimed(f, &token);
+    f->policy.retry_on = judge_and_keep;
+    f->policy.retry_on_ud = &l;
+    f->policy.on_retry = announce_and_keep;
+    f->policy.on_retry_ud = &l;
+    script s = failing_then_ok(1);
+    run(f, &s);
+    assert_int_equal(s.calls, 2);
+    assert_int_equal(f->result.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(f->result.attempts, 2);
+    assert_duration_equal(f->result.elapsed, 0);
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 1);
+    assert_duration_equal(resil_fake_clock_sleep_at(f->fc, 0), RESIL_MS(100));
+    assert_int_equal(l.njudged, 1); /* the failure; a success is not judged */
+    assert_int_equal(l.nannounced, 1);
+    resil_clock *clock = resil_fake_clock_clock(f->fc);
+    assert_ctx(&l.judged[0], 1, RESIL_INSTANT_MAX, &token, clock, &s);
+    assert_ctx(&l.announced[0], 1, RESIL_INSTANT_MAX, &token, clock, &s);
+    for (int i = 0; i < 2; i++) {
+        assert_ctx(&s.seen[i], (uint32_t)i + 1, RESIL_INSTANT_MAX, &token, clock, &s);
+        assert_null(s.seen[i].trace);
+    }
+    resil_cancel_destroy(&token);
+}
+
+static void an_untimed_run_with_a_fired_token_runs_nothing(void **state)
+{
+    fixture *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    resil_cancel_fire(&token);
+    untimed(f, &token);
+    script s = failing_then_ok(0);
+    run(f, &s);
+    assert_int_equal(s.calls, 0);
+    assert_int_equal(f->result.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(f->result.attempts, 0);
+    assert_int_equal(f->result.final.kind, RESIL_CANCELLED);
+    assert_string_equal(f->result.final.detail, "cancelled before the first attempt");
+    resil_cancel_destroy(&token);
+}
+
+static void an_untimed_first_failure_that_is_final_stops_after_it(void **state)
+{
+    fixture *f = *state;
+    untimed(f, NULL);
+    static const resil_outcome bad[] = {{RESIL_PERMANENT, 400, RESIL_NO_HINT, "bad request"}};
+    script s = always(bad);
+    run(f, &s);
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(f->result.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(f->result.attempts, 1);
+    assert_int_equal(f->result.final.code, 400);
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
+}
+
+static void a_timed_run_hands_the_operation_no_trace(void **state)
+{
+    fixture *f = *state;
+    script s = failing_then_ok(1);
+    run(f, &s);
+    assert_int_equal(s.calls, 2);
+    assert_null(s.seen[0].trace);
+    assert_null(s.seen[1].trace);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -824,6 +927,11 @@ int main(void)
         T(an_invalid_policy_is_reported_and_nothing_runs),
         T(null_arguments_are_rejected),
         T(null_options_mean_system_clock_and_no_extras),
+        T(an_untimed_first_success_is_one_attempt_without_elapsed_time),
+        T(an_untimed_failed_first_attempt_is_the_loops_attempt_one),
+        T(an_untimed_run_with_a_fired_token_runs_nothing),
+        T(an_untimed_first_failure_that_is_final_stops_after_it),
+        T(a_timed_run_hands_the_operation_no_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
