@@ -52,7 +52,7 @@
 #include <unistd.h>
 #endif
 
-enum { ARMED = 0, FIRED = 1, SLEEPING = 2 }; /* ARMED is 0: cancel_inline.h */
+enum { ARMED = 0, FIRED = RESIL__CANCEL_FIRED, SLEEPING = 2 }; /* ARMED is 0: cancel_inline.h */
 
 static bool load_fired(const resil_cancel *c)
 {

@@ -20,6 +20,22 @@
 void resil__cancel_unlink(resil_cancel *c);
 void resil__cancel_wait_free(int *lock);
 
+/* A token's fired state (cancel.c's FIRED). */
+enum { RESIL__CANCEL_FIRED = 1 };
+
+/* resil_cancelled() looking at the token itself inline: only a token out
+ * of its parent's list that has not fired asks up its parents (cancel.c's
+ * fired_from, whose order of loads this keeps: the flag before the state). */
+static inline bool resil__token_fired(const resil_cancel *c)
+{
+    if (c == NULL)
+        return false;
+    bool unlinked = __atomic_load_n(&c->unlinked, __ATOMIC_ACQUIRE) != 0;
+    if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == RESIL__CANCEL_FIRED)
+        return true;
+    return unlinked && resil_cancel_fired(c->parent);
+}
+
 /* Armed (state 0), no reason, unlocked; a child starts out of its
  * parent's list (cancel.c says why). */
 static inline void resil__cancel_fields(resil_cancel *c, resil_cancel *parent)

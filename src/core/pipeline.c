@@ -727,7 +727,7 @@ static void freeze_retry(resil__node *n, bool inner)
 {
     n->inner = inner;
     n->first_alone = n->policy.budget == NULL && n->policy.max_total == 0 &&
-                     !n->policy.retry_on_results;
+                     !n->policy.retry_on_results && !resil__listening(n->pipeline);
     n->run_policy = n->policy;
     n->run_policy.on_retry = resil__retry_announce;
     n->run_policy.on_retry_ud = n;

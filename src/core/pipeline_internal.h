@@ -38,7 +38,7 @@ typedef struct resil__node {
     bool owned;    /* the object below was made from options */
     bool first_alone; /* retry: a first attempt's success needs nothing of the
                          executor (no budget, no time budget, no retry on
-                         results), so the walk runs it directly */
+                         results, no listener), so the walk runs it directly */
     struct resil_pipeline *pipeline;
     /* one of these, by kind */
     resil_ratelimit *ratelimit;

@@ -304,8 +304,8 @@ static inline void resil__frame_later(const resil__run *r, const resil__frame *f
 /* ---- a retry's first attempt without the executor ----------------------------------
  *
  * When nothing the retry executor would do for a success is asked for — no
- * budget to hear it, no time budget, no retry on results (first_alone,
- * fixed at build), no listener, no records, a call that may be retried, a
+ * budget to hear it, no time budget, no retry on results, no listener
+ * (first_alone, fixed at build), no records, a call that may be retried, a
  * deadline not yet passed and a token not fired — both walks run the first
  * attempt directly: it sees exactly the frame the executor would give it
  * (resil__retry_first_frame), and a success leaves exactly the executor's
@@ -316,8 +316,8 @@ static inline bool resil__retry_first_alone(const resil__run *r, const resil__no
 {
     bool records = r->ex != NULL && !n->inner && r->records != NULL && r->records_cap > 0;
     resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
-    return n->first_alone && !resil__listening(r->p) && !records && !r->non_idempotent &&
-           f->now < deadline && !resil_cancelled(f->cancel);
+    return n->first_alone && !records && !r->non_idempotent && f->now < deadline &&
+           !resil__token_fired(f->cancel);
 }
 
 /* The first attempt's frame, its end read into *end (not yet: stale). */
