@@ -678,7 +678,8 @@ static bool retry_leave(level *L)
         const resil__run *r = run_of(L->x);
         L->u.retry.first = false;
         if (L->out->kind == RESIL_SUCCESS) {
-            resil__retry_first_succeeded(r, resil__node_at(r, L->i), &L->u.retry.first_end);
+            resil__retry_first_succeeded(r, resil__node_at(r, L->i), &L->f,
+                                         &L->u.retry.first_end, L->out);
             return false;
         }
         if (!retry_take_first(L))

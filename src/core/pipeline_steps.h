@@ -305,18 +305,17 @@ static inline void resil__frame_later(const resil__run *r, const resil__frame *f
  *
  * When nothing the retry executor would do for a success is asked for — no
  * budget to hear it, no time budget, no retry on results, no listener
- * (first_alone, fixed at build), no records, a call that may be retried, a
- * deadline not yet passed and a token not fired — both walks run the first
- * attempt directly: it sees exactly the frame the executor would give it
+ * (first_alone, fixed at build), a call that may be retried, a deadline
+ * not yet passed and a token not fired — both walks run the first attempt
+ * directly: it sees exactly the frame the executor would give it
  * (resil__retry_first_frame), and a success leaves exactly the executor's
- * result (resil__retry_first_succeeded). A failure is then the executor's,
- * which takes that attempt as its first. */
+ * result and record (resil__retry_first_succeeded). A failure is then the
+ * executor's, which takes that attempt as its first. */
 static inline bool resil__retry_first_alone(const resil__run *r, const resil__node *n,
                                             const resil__frame *f)
 {
-    bool records = r->ex != NULL && !n->inner && r->records != NULL && r->records_cap > 0;
     resil_instant deadline = f->deadline != 0 ? f->deadline : RESIL_INSTANT_MAX;
-    return n->first_alone && !records && !r->non_idempotent && f->now < deadline &&
+    return n->first_alone && !r->non_idempotent && f->now < deadline &&
            !resil__token_fired(f->cancel);
 }
 
@@ -328,11 +327,19 @@ static inline resil__frame resil__retry_first_frame(const resil__frame *f, resil
     return (resil__frame){1, 0, f->now, deadline, f->cancel, f->deadline_token, end};
 }
 
-/* The first attempt succeeded: the attempt's end read as the executor
- * reads it (the reading a level below took on its way out, else the
- * clock), and the executor's result. */
+/* The executor's record of a first attempt begun at `start` (the retry
+ * level's frame's reading, which the executor's begin takes from it) that
+ * succeeded with `o` at `end` (pipeline_strategies.c). */
+void resil__retry_first_record(const resil__run *r, resil_instant start, resil_instant end,
+                               const resil_outcome *o);
+
+/* The first attempt, begun with frame `f` at the retry level, succeeded
+ * with `o`: the attempt's end read as the executor reads it (the reading a
+ * level below took on its way out, else the clock), and the executor's
+ * result and record. */
 static inline void resil__retry_first_succeeded(const resil__run *r, const resil__node *n,
-                                                resil__reading *end)
+                                                const resil__frame *f, resil__reading *end,
+                                                const resil_outcome *o)
 {
     if (!end->fresh)
         end->now = resil_clock_now(r->p->clock);
@@ -344,6 +351,8 @@ static inline void resil__retry_first_succeeded(const resil__run *r, const resil
     r->ex->out->stop = RESIL_STOP_SUCCEEDED;
     r->ex->out->attempts = 1;
     r->ex->out->records_len = 0;
+    if (r->records != NULL && r->records_cap > 0)
+        resil__retry_first_record(r, f->now, end->now, o);
 }
 
 #endif

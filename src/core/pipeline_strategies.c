@@ -344,6 +344,16 @@ void resil__retry_keep_result(const resil__run *r, const resil_retry_result *res
     out->records_len = res->records_len;
 }
 
+void resil__retry_first_record(const resil__run *r, resil_instant start, resil_instant end,
+                               const resil_outcome *o)
+{
+    r->records[0] = (resil_attempt_record){.number = 1, .outcome = *o,
+                                           .stop = RESIL_STOP_SUCCEEDED, .wait = 0,
+                                           .source = RESIL_WAIT_NONE, .start = start,
+                                           .duration = end - start};
+    r->ex->out->records_len = 1;
+}
+
 /* The first attempt without the executor (resil__retry_first_alone): true
  * when it succeeded; false, with *end the reading it ended with, when the
  * executor takes it as its first (attempt_op_after_first). */
@@ -354,7 +364,7 @@ static bool run_first(const resil__run *r, size_t i, const resil__frame *f,
     resil__chain(r, i + 1, &inner, out);
     if (out->kind != RESIL_SUCCESS)
         return false;
-    resil__retry_first_succeeded(r, resil__node_at(r, i), end);
+    resil__retry_first_succeeded(r, resil__node_at(r, i), f, end, out);
     return true;
 }
 

@@ -762,6 +762,56 @@ static void without_records_a_cancel_during_the_first_attempt_stops_as_cancelled
     assert_duration_equal(without.res.elapsed, 1);
 }
 
+/* ---- with records: the first attempt without the executor, recorded as it
+ * would record it ---------------------------------------------------------- */
+
+/* The executor's record of a first success at T0 lasting 20 ms. */
+static void check_first_success_recorded(const ran *r)
+{
+    check_success_first_time(r);
+    assert_int_equal(r->res.records_len, 1);
+    const resil_attempt_record *rec = &r->records[0];
+    assert_int_equal(rec->number, 1);
+    assert_int_equal(rec->outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(rec->stop, RESIL_STOP_SUCCEEDED);
+    assert_duration_equal(rec->wait, 0);
+    assert_int_equal(rec->source, RESIL_WAIT_NONE);
+    assert_int_equal(rec->start, T0);
+    assert_duration_equal(rec->duration, RESIL_MS(20));
+}
+
+/* The attempt's end is the reading the pipeline's own breaker took. */
+static void with_records_a_first_success_is_recorded_as_the_executor_records_it(void **state)
+{
+    (void)state;
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, false};
+    both(&sc, check_first_success_recorded);
+}
+
+/* Nothing below the retry reads the clock: its end is a reading of its own. */
+static void with_records_a_first_success_alone_under_the_retry_reads_its_end(void **state)
+{
+    (void)state;
+    scenario sc = {plain_retry3, ok1, 1, RESIL_MS(20), false, false, false};
+    both(&sc, check_first_success_recorded);
+}
+
+static void retry_inside_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy outer = constant_retry(2, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &outer), 0);
+    resil_retry_policy inner = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &inner), 0);
+}
+
+/* The record is the outermost retry's; the inner one keeps none. */
+static void with_records_a_first_success_through_two_retries_is_recorded_once(void **state)
+{
+    (void)state;
+    scenario sc = {retry_inside_retry, ok1, 1, RESIL_MS(20), false, false, false};
+    both(&sc, check_first_success_recorded);
+}
+
 static void check_chaos_latency(const ran *r)
 {
     /* 1.5 s injected, then a 1 s attempt: the 2 s attempt timeout cuts it. */
@@ -1073,6 +1123,9 @@ int main(void)
         cmocka_unit_test(without_records_a_cancel_in_the_first_wait_stops_as_cancelled),
         cmocka_unit_test(without_records_a_first_attempt_past_the_total_timeout_stops_as_deadline),
         cmocka_unit_test(without_records_a_cancel_during_the_first_attempt_stops_as_cancelled),
+        cmocka_unit_test(with_records_a_first_success_is_recorded_as_the_executor_records_it),
+        cmocka_unit_test(with_records_a_first_success_alone_under_the_retry_reads_its_end),
+        cmocka_unit_test(with_records_a_first_success_through_two_retries_is_recorded_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
