@@ -20,6 +20,7 @@
 
 #include "internal.h"
 #include "resil/retry.h"
+#include "cancel_inline.h"
 #include "retry_exec.h"
 
 /* ---- names -------------------------------------------------------------- */
@@ -313,16 +314,18 @@ resil_instant resil_retry_deadline(const resil_retry *r) { return r->deadline; }
 enum first_attempt {
     FIRST_TO_RUN,    /* not run: look at the token, then run it */
     FIRST_LOOKED_AT, /* the caller looked at the token before it: run it */
-    FIRST_RAN        /* run (run_first): its outcome is in out->final */
+    FIRST_RAN        /* run (run_checked): its outcome is in out->final */
 };
 
 RESIL__ALWAYS_INLINE static resil_stop run(resil__retry_exec *x, resil_op_fn op, void *user,
                                            enum first_attempt first)
 {
     for (bool later = false;; later = true) {
-        bool look = later || first == FIRST_TO_RUN;
-        resil_stop s = resil__rx_next_looking(x, user, look);
-        if (s != RESIL_STOP_NONE)
+        resil_stop s;
+        if (!later && first == FIRST_RAN) /* it ran on x->ctx: only count it */
+            resil__retry_step_before(&x->step, false);
+        else if ((s = resil__rx_next_looking(x, user, later || first == FIRST_TO_RUN)) !=
+                 RESIL_STOP_NONE)
             return s;
         resil_instant start = x->now;
         if (later || first != FIRST_RAN)
@@ -348,41 +351,34 @@ __attribute__((noinline)) static int execute_checked(const resil_retry_policy *p
     return rc != 0 ? rc : resil__retry_run(p, opts, op, user, out);
 }
 
-/* Inline in each entry, so that each is the loop for its case. */
-RESIL__ALWAYS_INLINE static int run_from(const resil_retry_policy *p,
+/* Inline in each entry, so that each is the loop for its case; `x` is the
+ * caller's (run_checked's holds the context its first attempt ran on). */
+RESIL__ALWAYS_INLINE static int run_from(resil__retry_exec *x, const resil_retry_policy *p,
                                          const resil_exec_opts *opts, resil_op_fn op,
                                          void *user, resil_retry_result *out,
                                          enum first_attempt first)
 {
-    resil__retry_exec x;
     resil_instant start;
-    resil_stop s = resil__rx_begin(&x, p, opts, out, &start);
+    /* a first attempt run before the loop: first_alone, so nothing is timed */
+    resil_stop s = resil__rx_begin_as(x, p, opts, out, &start, first == FIRST_RAN);
     if (s == RESIL_STOP_NONE)
-        s = run(&x, op, user, first);
-    resil__rx_end(&x, s, start);
+        s = run(x, op, user, first);
+    resil__rx_end(x, s, start);
     return 0;
 }
 
 int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
                      resil_op_fn op, void *user, resil_retry_result *out)
 {
-    return run_from(p, opts, op, user, out, FIRST_TO_RUN);
+    resil__retry_exec x;
+    return run_from(&x, p, opts, op, user, out, FIRST_TO_RUN);
 }
 
 int resil__retry_run_after_first(const resil_retry_policy *p, const resil_exec_opts *opts,
                                  resil_op_fn op, void *user, resil_retry_result *out)
 {
-    return run_from(p, opts, op, user, out, FIRST_LOOKED_AT);
-}
-
-/* The loop after a first attempt run_first ran, its outcome in out->final:
- * the loop's attempt 1. Out of line: a first success pays none of it. */
-__attribute__((noinline)) static int run_after_failed_first(const resil_retry_policy *p,
-                                                            const resil_exec_opts *opts,
-                                                            resil_op_fn op, void *user,
-                                                            resil_retry_result *out)
-{
-    return run_from(p, opts, op, user, out, FIRST_RAN);
+    resil__retry_exec x;
+    return run_from(&x, p, opts, op, user, out, FIRST_LOOKED_AT);
 }
 
 /* Does a first attempt's success need nothing of the loop? Nothing reads
@@ -399,23 +395,29 @@ static bool first_alone(const resil_retry_policy *p, const resil_exec_opts *o)
     bool deadline = o->deadline != 0 && o->deadline != RESIL_INSTANT_MAX;
     bool records = o->records != NULL && o->records_cap > 0;
     return !deadline & !records & (o->on_attempt == NULL) & !o->measure_elapsed &
-           !o->non_idempotent && !resil_cancelled(o->cancel);
+           !o->non_idempotent && !resil__token_fired(o->cancel);
 }
 
-/* The first attempt directly: a success leaves exactly the loop's result
- * (one attempt, stop "succeeded", no records, elapsed 0 as nothing read
- * the clock); a failure goes on in the loop as its attempt 1, seen by the
- * classifier and the hooks exactly as the loop's own first attempt. */
-static int run_first(const resil_retry_policy *p, const resil_exec_opts *o, resil_op_fn op,
-                     void *user, resil_retry_result *out)
+/* resil_retry_execute()'s run. When first_alone, the first attempt runs
+ * before the loop, on the context the loop would give it: a success
+ * leaves exactly the loop's result (one attempt, stop "succeeded", no
+ * records, elapsed 0 as nothing read the clock); a failure goes on in the
+ * loop as its attempt 1, on the same context (what the operation left in
+ * it is what the classifier and the hooks see, as in the loop). One frame
+ * for both, so that a failure pays nothing twice. */
+static int run_checked(const resil_retry_policy *p, const resil_exec_opts *o, resil_op_fn op,
+                       void *user, resil_retry_result *out)
 {
+    resil__retry_exec x;
+    if (!first_alone(p, o))
+        return run_from(&x, p, o, op, user, out, FIRST_TO_RUN);
     resil_clock *clock = o != NULL && o->clock != NULL ? o->clock : resil_clock_system();
-    resil_attempt_ctx ctx = {.attempt = 1, .deadline = RESIL_INSTANT_MAX,
-                             .cancel = o != NULL ? o->cancel : NULL, .clock = clock,
-                             .user = user, .hedge = 0, .trace = NULL};
-    out->final = op(&ctx);
+    x.ctx = (resil_attempt_ctx){.attempt = 1, .deadline = RESIL_INSTANT_MAX,
+                                .cancel = o != NULL ? o->cancel : NULL, .clock = clock,
+                                .user = user, .hedge = 0, .trace = NULL};
+    out->final = op(&x.ctx);
     if (out->final.kind != RESIL_SUCCESS)
-        return run_after_failed_first(p, o, op, user, out);
+        return run_from(&x, p, o, op, user, out, FIRST_RAN);
     out->stop = RESIL_STOP_SUCCEEDED;
     out->attempts = 1;
     out->records_len = 0;
@@ -432,7 +434,5 @@ int resil_retry_execute(const resil_retry_policy *p, const resil_exec_opts *opts
                              "retry: policy, operation and result must not be NULL");
     if (!policy_valid(p))
         return execute_checked(p, opts, op, user, out, err);
-    if (first_alone(p, opts))
-        return run_first(p, opts, op, user, out);
-    return resil__retry_run(p, opts, op, user, out);
+    return run_checked(p, opts, op, user, out);
 }

@@ -114,10 +114,12 @@ static inline bool resil__rx_needs_time(const resil_retry_policy *p, const resil
 }
 
 /* Start: the step begins at the first reading (none when nothing needs
- * the time). RESIL_STOP_NONE to go on. */
-static inline resil_stop resil__rx_begin(resil__retry_exec *x, const resil_retry_policy *p,
-                                         const resil_exec_opts *opts,
-                                         resil_retry_result *out, resil_instant *start)
+ * the time; `untimed`: the caller knows nothing does). RESIL_STOP_NONE to
+ * go on. */
+static inline resil_stop resil__rx_begin_as(resil__retry_exec *x, const resil_retry_policy *p,
+                                            const resil_exec_opts *opts,
+                                            resil_retry_result *out, resil_instant *start,
+                                            bool untimed)
 {
     static const resil_exec_opts no_opts;
     x->policy = p;
@@ -127,11 +129,18 @@ static inline resil_stop resil__rx_begin(resil__retry_exec *x, const resil_retry
     resil_instant deadline = x->opts->deadline != 0 ? x->opts->deadline : RESIL_INSTANT_MAX;
     out->attempts = 0;
     out->records_len = 0;
-    x->timed = resil__rx_needs_time(p, x->opts, deadline);
+    x->timed = !untimed && resil__rx_needs_time(p, x->opts, deadline);
     *start = x->now = x->timed ? resil_clock_now(x->clock) : 0;
     out->stop =
         resil__retry_step_begin(&x->step, p, *start, deadline, !x->opts->non_idempotent);
     return out->stop;
+}
+
+static inline resil_stop resil__rx_begin(resil__retry_exec *x, const resil_retry_policy *p,
+                                         const resil_exec_opts *opts,
+                                         resil_retry_result *out, resil_instant *start)
+{
+    return resil__rx_begin_as(x, p, opts, out, start, false);
 }
 
 /* Before an attempt: RESIL_STOP_NONE and the attempt's context is ready,
