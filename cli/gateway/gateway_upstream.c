@@ -17,7 +17,8 @@
  * closes their sockets through the driver: a kept connection's watch stays
  * armed between its calls. The multi handle keeps the upstream
  * connections open between calls (up to KEEP_CONNECTIONS), easy handles
- * are pooled and reset rather than freed, and the upstream's base URL is
+ * are pooled with their shared options set (never reset: each call sets
+ * its own options whole), and the upstream's base URL is
  * written once: a reverse proxy that reconnects, rebuilds its handles or
  * reparses its configuration for every request would measure TCP, malloc
  * and libcurl's setup, not itself. With several loops each has its own of
@@ -213,24 +214,38 @@ static void set_shared(struct gw_upstream *u, CURL *h)
     resil__curl_loop_own_sockets(u->driver, h);
 }
 
+/* A pooled handle keeps what set_shared() gave it; a new one gets it. */
 static CURL *take_handle(struct gw_upstream *u)
 {
-    CURL *h = u->pool_len > 0 ? u->pool[--u->pool_len] : curl_easy_init();
+    if (u->pool_len > 0)
+        return u->pool[--u->pool_len];
+    CURL *h = curl_easy_init();
     if (h != NULL)
         set_shared(u, h);
     return h;
 }
 
-/* Back to the pool reset, every call set up whole: handles kept as their
- * last call left them made the loop abort (in libuv, inside uv_run) once
- * transfers were cut by a sub-millisecond --timeout. */
+/* Back to the pool as its call left it, not reset: curl_easy_reset()
+ * frees and rebuilds every option (the defaults' strings allocated
+ * again) and set_shared() would then set its dozen again, for each
+ * request. Every option a call sets is set by the next call whole
+ * (set_transfer(), set_method()); what pointed into this call's memory
+ * (its headers, body, reply, error buffer, itself) is cleared here so
+ * that no handle holds a pointer to freed memory while it waits. */
 static void give_handle(struct gw_upstream *u, CURL *h)
 {
-    curl_easy_reset(h);
-    if (u->pool_len < sizeof u->pool / sizeof u->pool[0])
-        u->pool[u->pool_len++] = h;
-    else
+    if (u->pool_len == sizeof u->pool / sizeof u->pool[0]) {
         curl_easy_cleanup(h);
+        return;
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, (char *)NULL);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, (void *)NULL);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)NULL);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, (char *)NULL);
+    curl_easy_setopt(h, CURLOPT_PREREQDATA, (void *)NULL);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, (void *)NULL);
+    u->pool[u->pool_len++] = h;
 }
 
 /* ---- request headers ----------------------------------------------------- */
