@@ -106,6 +106,7 @@ struct gw_upstream {
     size_t pool_len;
     char *base;     /* the base URL as libcurl writes it, without a trailing '/' */
     size_t base_len;
+    bool proxy_env; /* a proxy variable is set: libcurl reads them per transfer */
 };
 
 static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc);
@@ -141,6 +142,22 @@ static bool parse_base(struct gw_upstream *u, const char *base)
     return ok;
 }
 
+/* libcurl looks the proxy variables up in the environment for every
+ * transfer (up to five getenv() calls and copies). The gateway's
+ * environment does not change while it runs, so when none is set the
+ * handles say once that no proxy applies, which is what libcurl would
+ * find each time; when one is set (empty or not), libcurl reads them as
+ * before. */
+static bool proxy_in_environment(void)
+{
+    static const char *const names[] = {"http_proxy", "HTTP_PROXY", "https_proxy",
+                                        "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (getenv(names[i]) != NULL)
+            return true;
+    return false;
+}
+
 int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out)
 {
     struct gw_upstream *u = calloc(1, sizeof *u);
@@ -153,6 +170,7 @@ int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out)
         return -1;
     }
     u->gw = gw;
+    u->proxy_env = proxy_in_environment();
     u->multi = resil__curl_loop_multi(u->driver);
     curl_multi_setopt(u->multi, CURLMOPT_MAXCONNECTS, KEEP_CONNECTIONS);
     *out = u;
@@ -211,6 +229,8 @@ static void set_shared(struct gw_upstream *u, CURL *h)
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    if (!u->proxy_env)
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     resil__curl_loop_own_sockets(u->driver, h);
 }
 

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -570,6 +571,27 @@ static void posts_without_a_key_pass_through(void **state)
     assert_int_equal(r.status, 201);
     http_reply_free(&r);
     assert_int_equal(upstream_requests(e->up), 2);
+}
+
+/* A gateway started with http_proxy set reaches its upstream through that
+ * proxy, as libcurl reads the variable: the request arrives at the proxy
+ * (here the test's upstream) in absolute form, naming the upstream. The
+ * variable is set only while the gateway starts, so that the test's own
+ * requests go to the gateway directly. */
+static void the_upstream_is_reached_through_the_proxy_the_environment_names(void **state)
+{
+    env *e = *state;
+    setenv("http_proxy", upstream_url(e->up), 1);
+    start_gateway_to(e, "http://upstream.invalid:8080", NULL);
+    unsetenv("http_proxy");
+    http_reply r;
+    post(e, "/orders?x=1", NULL, "a", &r);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    char seen[256];
+    upstream_last_target(e->up, seen, sizeof seen);
+    assert_string_equal(seen, "http://upstream.invalid:8080/orders?x=1");
+    assert_int_equal(upstream_requests(e->up), 1);
 }
 
 static void unguarded_methods_pass_through_even_with_a_key(void **state)
@@ -1428,6 +1450,7 @@ int main(void)
         GW_CASE(replay_survives_a_gateway_restart),
         GW_CASE(sigterm_lets_the_request_in_flight_finish),
         GW_CASE(posts_without_a_key_pass_through),
+        GW_CASE(the_upstream_is_reached_through_the_proxy_the_environment_names),
         GW_CASE(unguarded_methods_pass_through_even_with_a_key),
         GW_CASE(methods_option_chooses_what_is_guarded),
         GW_CASE(require_key_refuses_a_guarded_request_without_one),
