@@ -33,6 +33,9 @@
 
 #define GW_MAX_METHODS 16
 
+/* An IPv6 address as text, its NUL included (INET6_ADDRSTRLEN). */
+#define GW_IP_TEXT 46
+
 typedef struct gw_config {
     char host[256];
     int port;
@@ -187,6 +190,7 @@ struct gw_req {
      * a worker) the connection is suspended; the answer waits here until
      * it is resumed. */
     struct gw_conn *link;
+    char ip[GW_IP_TEXT];              /* gw_client_ip()'s, without a link */
     struct gw_loop *lp;               /* the loop its connection is served on */
     struct gw_upstream *upstream;     /* that loop's curl multi */
     struct MHD_Connection *conn;
@@ -234,7 +238,9 @@ typedef struct gw_answer {
     const char *content_type;
 } gw_answer;
 
-void gw_client_ip(struct MHD_Connection *conn, char *buf, size_t cap);
+/* The client's address as text ("-" when it has none), conn being r's
+ * connection. Valid while the request is. */
+const char *gw_client_ip(gw_req *r, struct MHD_Connection *conn);
 enum MHD_Result gw_send_answer(gw_req *r, struct MHD_Connection *conn, const char *method,
                                const gw_answer *a);
 /* A short JSON error of the gateway's own. */

@@ -75,6 +75,7 @@ typedef struct gw_conn {
     gw_phase phase;
     resil_instant deadline;
     struct gw_client *client; /* its address's count of connections */
+    char ip[GW_IP_TEXT];      /* the client's address as text once asked, or "" */
 } gw_conn;
 
 /* Connections open from one client address, across every loop. */
@@ -561,7 +562,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
     pthread_mutex_unlock(&gw->mu);
 }
 
-void gw_client_ip(struct MHD_Connection *conn, char *buf, size_t cap)
+static void format_client_ip(struct MHD_Connection *conn, char *buf, size_t cap)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -575,6 +576,17 @@ void gw_client_ip(struct MHD_Connection *conn, char *buf, size_t cap)
     else if (sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
                   buf, (socklen_t)cap);
+}
+
+/* Formatted once per connection (every request on it forwards it in
+ * X-Forwarded-For), into the request when it has no connection record. */
+const char *gw_client_ip(gw_req *r, struct MHD_Connection *conn)
+{
+    gw_conn *c = r->link;
+    char *buf = c != NULL ? c->ip : r->ip;
+    if (buf[0] == '\0')
+        format_client_ip(conn, buf, GW_IP_TEXT);
+    return buf;
 }
 
 /* The target as the log shows it: a byte outside printable ASCII, a '"' or
@@ -602,8 +614,7 @@ static void access_log(gw_req *r, struct MHD_Connection *conn, const char *metho
     gateway *gw = r->gw;
     if (gw->cfg.quiet)
         return;
-    char ip[64];
-    gw_client_ip(conn, ip, sizeof ip);
+    const char *ip = gw_client_ip(r, conn);
     char *target = loggable(r->target);
     double ms = resil_dur_to_ms(resil_clock_now(gw->clock) - r->start);
     int64_t wall = resil_clock_wall_now(gw->clock);

@@ -485,9 +485,8 @@ static void forwarded(gw_call *c)
  * the loop once r->up holds the reply. */
 static void forward(gw_req *r, bool once, gw_step then)
 {
-    char ip[64];
-    gw_client_ip(r->conn, ip, sizeof ip);
-    gw_forward f = {.method = r->method, .target = r->target, .client_ip = ip,
+    gw_forward f = {.method = r->method, .target = r->target,
+                    .client_ip = gw_client_ip(r, r->conn),
                     .body = r->body.p, .body_len = r->body.len, .conn = r->conn,
                     .once = once && !r->gw->cfg.upstream_dedupes};
     r->forwarded = then;

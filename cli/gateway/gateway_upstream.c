@@ -282,17 +282,24 @@ typedef struct header_ctx {
 static void add_header(header_ctx *h, const char *name, const char *value)
 {
     char small[1024];
-    size_t cap = strlen(name) + strlen(value) + 3;
+    size_t name_len = strlen(name), value_len = strlen(value);
+    size_t cap = name_len + value_len + 3;
     char *line = cap <= sizeof small ? small : malloc(cap);
     if (line == NULL) {
         h->failed = true;
         return;
     }
     /* curl drops "Name:" (it means "remove"); "Name;" sends it empty. */
-    if (*value == '\0')
-        snprintf(line, cap, "%s;", name);
-    else
-        snprintf(line, cap, "%s: %s", name, value);
+    memcpy(line, name, name_len);
+    char *p = line + name_len;
+    if (value_len == 0) {
+        *p++ = ';';
+    } else {
+        memcpy(p, ": ", 2);
+        memcpy(p + 2, value, value_len);
+        p += 2 + value_len;
+    }
+    *p = '\0';
     struct curl_slist *l = curl_slist_append(h->list, line);
     if (line != small)
         free(line);
