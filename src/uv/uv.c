@@ -36,6 +36,7 @@
  * The executions' spare memory goes once resil_uv_close()'s handles closed.
  */
 #include <stdlib.h>
+#include <time.h>
 
 #include "resil/uv.h"
 
@@ -61,9 +62,17 @@ typedef union idle_poll {
     union idle_poll *next;
 } idle_poll;
 
+/* libuv's own clock (uv_hrtime), read without its wrapper where it is
+ * CLOCK_MONOTONIC: the pipeline reads it at an execution's start and end. */
 static resil_instant read_clock(resil_uv *u)
 {
+#if defined(__linux__) && defined(CLOCK_MONOTONIC)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    u->read = (resil_instant)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#else
     u->read = (resil_instant)uv_hrtime();
+#endif
     return u->read;
 }
 
