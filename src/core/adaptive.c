@@ -2,25 +2,15 @@
  * adaptive.c — the adaptive concurrency limiter: a bulkhead whose bound
  * an estimator moves.
  *
- * Admission, the FIFO queue, cancellation and the counters are the
- * bulkhead's own (bulkhead.c), so the limiter queues exactly as the
- * bulkhead does; what this file adds is the learning, and a way round the
- * bulkhead's one word for calls that come and go while the limit is not
- * reached. Each thread has a stripe, a cache line of its own: a call that
- * ends parks its permit there instead of returning it (the bulkhead still
- * counts it as taken) and leaves its sample there, and the thread's next
- * call takes the parked permit back. So a success writes only its own
- * stripe, and reads words that change only when something waits, the
- * limit moves or a window closes. A stripe parks at most one permit, and
- * parked permits go back to the bulkhead whenever they could be missed:
- * before an acquire gives up or queues (it sweeps every stripe), while
- * anyone waits, when the limit comes down, and when the bulkhead counts
- * more permits taken than the limit allows. A release that parks and an
- * acquire about to queue each write, then read the other's word (a Dekker
- * handshake), so one of them always sees the other: a parked permit is
- * never left idle under a waiter.
+ * Admission, the FIFO queue, cancellation, the counters and the parked
+ * permits are the bulkhead's own (bulkhead.c), so the limiter queues
+ * exactly as the bulkhead does and a success takes and leaves its permit
+ * in its thread's stripe there, writing no line another thread writes.
+ * What this file adds is the learning, with the same shape for the
+ * samples: each thread leaves its sample in a stripe of its own, a cache
+ * line that the drain only reads or empties.
  *
- * The stripe is the thread's, not the CPU's, so one thread alone is
+ * The stripes are the thread's, not the CPU's, so one thread alone is
  * counted exactly: the calls in flight when a permit is granted are the
  * bulkhead's count, which includes only permits parked by other threads.
  * The release that finds the smoothing window over (long enough and with
@@ -46,30 +36,24 @@
 
 #define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_limiter_ops, ops, field)
 
-#define STRIPES 16
+#define STRIPES_MIN 16
 
-/* A stripe's word: a parked permit, and two counts that only grow (modulo
- * their width) and are read as differences from the last drain. */
-#define PARKED UINT64_C(1)
-#define TAKEN_ONE UINT64_C(2)                /* bits 1..31: parked permits taken back */
-#define TAKEN_MASK (UINT64_C(0x7fffffff) << 1)
-#define SAMPLE_ONE (UINT64_C(1) << 32)       /* bits 32..63: samples left */
-
-/* The latencies have two sums: one only the stripe's first thread (its
- * owner) adds to, with a load and a store, read as a difference from the
- * last drain; and one every other thread that lands on the stripe adds to
- * with an atomic add, emptied by the drain. So the thread a stripe is
- * usually alone with pays no locked instruction for its sample. */
+/* The samples and their latencies have two sums each: one only the
+ * stripe's first thread (its owner) adds to, with a load and a store,
+ * read as a difference from the last drain; and one every other thread
+ * that lands on the stripe adds to with an atomic add, emptied by the
+ * drain. So the thread a stripe is usually alone with pays no locked
+ * instruction for its sample. */
 typedef struct stripe {
-    _Alignas(64) _Atomic uint64_t word;
-    _Atomic uint64_t rtt_own;    /* modulo 2^64 */
+    _Alignas(64) _Atomic uint64_t samples_own; /* modulo 2^64 */
+    _Atomic uint64_t rtt_own;                  /* modulo 2^64 */
+    _Atomic uint64_t samples_shared;
     _Atomic int64_t rtt_shared;
-    _Atomic uint32_t owner;      /* the owner's thread number + 1; 0 = none yet */
+    _Atomic uint32_t owner;      /* the owner's thread number; 0 = none yet */
     _Atomic int32_t max_in_flight;
     _Atomic bool dropped;
-    /* the counts at the last drain (written under mu) */
-    _Atomic uint32_t samples_seen;
-    uint32_t taken_seen;
+    /* the owner's sums at the last drain (written under mu) */
+    _Atomic uint64_t samples_own_seen;
     uint64_t rtt_own_seen;
 } stripe;
 
@@ -81,10 +65,10 @@ typedef struct summary {
 } summary;
 
 struct resil_limiter {
-    _Alignas(64) stripe stripes[STRIPES];
     _Alignas(64) _Atomic int64_t window_start;
     _Atomic int32_t limit;
-    _Atomic int32_t no_parking; /* acquires about to queue, limits coming down */
+    stripe *stripes;
+    uint32_t stripe_mask;
     const resil_limiter_ops *ops; /* NULL = built in */
     void *self;
     resil_bulkhead *bh;
@@ -95,7 +79,6 @@ struct resil_limiter {
     double estimate;
     resil_duration best_rtt; /* vegas */
     double long_rtt;         /* gradient */
-    uint64_t taken_back;     /* parked permits taken back, drained */
     _Atomic uint64_t windows;
 };
 
@@ -199,6 +182,19 @@ static resil_limiter *alloc_limiter(void)
     return l;
 }
 
+/* As many stripes as the bulkhead parks permits in, zeroed. */
+static int alloc_stripes(resil_limiter *l)
+{
+    uint32_t n = resil__cell_count();
+    n = n < STRIPES_MIN ? STRIPES_MIN : n;
+    l->stripes = aligned_alloc(64, n * sizeof *l->stripes);
+    if (l->stripes == NULL)
+        return RESIL_ENOMEM;
+    memset(l->stripes, 0, n * sizeof *l->stripes);
+    l->stripe_mask = n - 1;
+    return 0;
+}
+
 int resil_limiter_new(const resil_limiter_opts *o, resil_limiter **out, resil_err *err)
 {
     if (o == NULL || out == NULL)
@@ -213,13 +209,19 @@ int resil_limiter_new(const resil_limiter_opts *o, resil_limiter **out, resil_er
         return resil_err_set(err, RESIL_ENOMEM, "limiter: out of memory");
     l->opts = *o;
     l->clock = o->clock != NULL ? o->clock : resil_clock_system();
+    if (alloc_stripes(l) != 0) {
+        free(l);
+        return resil_err_set(err, RESIL_ENOMEM, "limiter: out of memory");
+    }
     if ((rc = make_queue(l, err)) != 0) {
+        free(l->stripes);
         free(l);
         return rc;
     }
     l->bh_word = resil__bulkhead_word(l->bh);
     if (pthread_mutex_init(&l->mu, NULL) != 0) {
         resil_bulkhead_free(l->bh);
+        free(l->stripes);
         free(l);
         return resil_err_set(err, RESIL_ESYS, "limiter: pthread_mutex_init failed");
     }
@@ -257,6 +259,7 @@ void resil_limiter_free(resil_limiter *l)
     } else {
         resil_bulkhead_free(l->bh);
         pthread_mutex_destroy(&l->mu);
+        free(l->stripes);
     }
     free(l);
 }
@@ -272,107 +275,15 @@ const char *resil_limiter_impl_name(const resil_limiter *l)
 
 /* ---- the stripes -------------------------------------------------------------- */
 
-#if defined(__GNUC__)
-#define INITIAL_EXEC __attribute__((tls_model("initial-exec")))
-#else
-#define INITIAL_EXEC
-#endif
-
-/* The calling thread's number + 1: threads are numbered once, in order. */
-static uint32_t my_number(void)
-{
-    static _Atomic uint32_t next;
-    static _Thread_local uint32_t mine INITIAL_EXEC = 0;
-    if (mine == 0)
-        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % (UINT32_MAX - 1) + 1;
-    return mine;
-}
-
 static stripe *stripe_of(resil_limiter *l, uint32_t number)
 {
-    return &l->stripes[(number - 1) % STRIPES];
+    return &l->stripes[number & l->stripe_mask];
 }
-
-static stripe *my_stripe(resil_limiter *l) { return stripe_of(l, my_number()); }
 
 static void return_permit(resil_limiter *l)
 {
     resil_bulkhead_ticket bt = {.owner = l->bh, .queued = 0};
     resil_bulkhead_release(&bt);
-}
-
-/* The stripe's parked permit, for its thread's next call. */
-static bool take_parked(stripe *s)
-{
-    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
-    while ((w & PARKED) != 0) {
-        uint64_t taken = ((w & TAKEN_MASK) + TAKEN_ONE) & TAKEN_MASK;
-        if (atomic_compare_exchange_weak_explicit(&s->word, &w,
-                                                  (w & ~(TAKEN_MASK | PARKED)) | taken,
-                                                  memory_order_acquire, memory_order_relaxed))
-            return true;
-    }
-    return false;
-}
-
-/* The stripe's parked permit back to the bulkhead, if it still has one. */
-static void unpark(resil_limiter *l, stripe *s)
-{
-    uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
-    while ((w & PARKED) != 0) {
-        if (atomic_compare_exchange_weak_explicit(&s->word, &w, w & ~PARKED,
-                                                  memory_order_seq_cst, memory_order_seq_cst)) {
-            return_permit(l);
-            return;
-        }
-    }
-}
-
-static void sweep(resil_limiter *l)
-{
-    for (int i = 0; i < STRIPES; i++)
-        unpark(l, &l->stripes[i]);
-}
-
-/* Nobody is about to queue, the limit is not coming down, and the permits
- * taken (this one included) are within the limit. */
-static bool may_park(resil_limiter *l)
-{
-    return atomic_load_explicit(&l->no_parking, memory_order_seq_cst) == 0 &&
-           resil__bulkhead_word_in_flight(l->bh_word) <=
-               atomic_load_explicit(&l->limit, memory_order_relaxed);
-}
-
-/* A permit that ends, with its sample's count (0 or SAMPLE_ONE): parked in
- * the thread's stripe when it may be, else back to the bulkhead. Parking
- * writes the stripe, then reads no_parking; hold_parking writes
- * no_parking, then reads every stripe: one of the two sees the other. */
-static void put_back(resil_limiter *l, stripe *s, uint64_t sample)
-{
-    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
-    while ((w & PARKED) == 0 && may_park(l)) {
-        if (atomic_compare_exchange_weak_explicit(&s->word, &w, (w | PARKED) + sample,
-                                                  memory_order_seq_cst, memory_order_relaxed)) {
-            if (!may_park(l))
-                unpark(l, s);
-            return;
-        }
-    }
-    if (sample != 0)
-        atomic_fetch_add_explicit(&s->word, sample, memory_order_relaxed);
-    return_permit(l);
-}
-
-/* No permit parks until release_parking(), and none is left parked. */
-static void hold_parking(resil_limiter *l)
-{
-    atomic_fetch_add_explicit(&l->no_parking, 1, memory_order_seq_cst);
-    sweep(l);
-}
-
-static void release_parking(resil_limiter *l)
-{
-    atomic_fetch_sub_explicit(&l->no_parking, 1, memory_order_seq_cst);
 }
 
 /* ---- acquiring -------------------------------------------------------------- */
@@ -394,11 +305,11 @@ static void granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now
     t->queued = queued;
 }
 
-/* Everything but the thread's parked permit: another implementation, or
- * the bulkhead. Out of line, so that the parked permit pays no frame. */
-__attribute__((noinline)) static int acquire_slow(resil_limiter *l, resil_cancel *cancel,
-                                                  bool wait, resil_instant now,
-                                                  resil_limiter_ticket *t)
+/* Both acquires, `wait` false without a queue: another implementation's,
+ * or the bulkhead's (the thread's parked permit first). A call admitted
+ * without queueing reads no clock: it started at the caller's `now`. */
+static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
+                   resil_limiter_ticket *t)
 {
     empty(t);
     if (l->ops != NULL) {
@@ -407,26 +318,12 @@ __attribute__((noinline)) static int acquire_slow(resil_limiter *l, resil_cancel
         return rc;
     }
     resil_bulkhead_ticket bt;
-    hold_parking(l);
     int rc = wait ? resil_bulkhead_acquire(l->bh, cancel, &bt)
                   : resil_bulkhead_try_acquire(l->bh, &bt);
-    release_parking(l);
     if (rc != 0)
         return rc;
     granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);
     return 0;
-}
-
-/* Both acquires, `wait` false without a queue. A call admitted without
- * queueing reads no clock: it started at the caller's `now`. */
-static inline int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
-                          resil_limiter_ticket *t)
-{
-    if (l->ops == NULL && take_parked(my_stripe(l))) {
-        granted(l, t, now, 0);
-        return 0;
-    }
-    return acquire_slow(l, cancel, wait, now, t);
 }
 
 int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
@@ -535,16 +432,23 @@ static bool owns(stripe *s, uint32_t me)
     return owner == me;
 }
 
+/* An owner's sum grows by `n`: only the owner writes it. */
+static void own_add(_Atomic uint64_t *sum, uint64_t n, memory_order order)
+{
+    atomic_store_explicit(sum, atomic_load_explicit(sum, memory_order_relaxed) + n, order);
+}
+
+/* The latency first, then the count that makes the drain read it. */
 static void add_sample(stripe *s, uint32_t me, resil_duration rtt, int32_t in_flight,
                        bool dropped)
 {
-    if (owns(s, me))
-        atomic_store_explicit(&s->rtt_own,
-                              atomic_load_explicit(&s->rtt_own, memory_order_relaxed) +
-                                  (uint64_t)rtt,
-                              memory_order_relaxed);
-    else
+    if (owns(s, me)) {
+        own_add(&s->rtt_own, (uint64_t)rtt, memory_order_relaxed);
+        own_add(&s->samples_own, 1, memory_order_release);
+    } else {
         atomic_fetch_add_explicit(&s->rtt_shared, rtt, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->samples_shared, 1, memory_order_release);
+    }
     int32_t m = atomic_load_explicit(&s->max_in_flight, memory_order_relaxed);
     while (in_flight > m && !atomic_compare_exchange_weak_explicit(
                                 &s->max_in_flight, &m, in_flight, memory_order_relaxed,
@@ -554,40 +458,28 @@ static void add_sample(stripe *s, uint32_t me, resil_duration rtt, int32_t in_fl
         atomic_store_explicit(&s->dropped, true, memory_order_relaxed);
 }
 
-static uint32_t samples_in(uint64_t w) { return (uint32_t)(w >> 32); }
-static uint32_t taken_in(uint64_t w) { return (uint32_t)((w & TAKEN_MASK) >> 1); }
-
 static uint64_t pending(resil_limiter *l)
 {
     uint64_t n = 0;
-    for (int i = 0; i < STRIPES; i++) {
+    for (uint32_t i = 0; i <= l->stripe_mask; i++) {
         stripe *st = &l->stripes[i];
-        uint32_t now = samples_in(atomic_load_explicit(&st->word, memory_order_relaxed));
-        n += (uint32_t)(now - atomic_load_explicit(&st->samples_seen, memory_order_relaxed));
+        n += atomic_load_explicit(&st->samples_own, memory_order_relaxed) -
+             atomic_load_explicit(&st->samples_own_seen, memory_order_relaxed);
+        n += atomic_load_explicit(&st->samples_shared, memory_order_relaxed);
     }
     return n;
-}
-
-/* Under mu: the parked permits taken back since the last look, counted. */
-static void count_taken(resil_limiter *l)
-{
-    for (int i = 0; i < STRIPES; i++) {
-        stripe *st = &l->stripes[i];
-        uint32_t now = taken_in(atomic_load_explicit(&st->word, memory_order_relaxed));
-        l->taken_back += (now - st->taken_seen) & (uint32_t)(TAKEN_MASK >> 1);
-        st->taken_seen = now;
-    }
 }
 
 static summary drain(resil_limiter *l)
 {
     summary s = {0, 0, 0, false};
     int64_t sum = 0;
-    for (int i = 0; i < STRIPES; i++) {
+    for (uint32_t i = 0; i <= l->stripe_mask; i++) {
         stripe *st = &l->stripes[i];
-        uint32_t now = samples_in(atomic_load_explicit(&st->word, memory_order_acquire));
-        s.count += (uint32_t)(now - atomic_load_explicit(&st->samples_seen, memory_order_relaxed));
-        atomic_store_explicit(&st->samples_seen, now, memory_order_relaxed);
+        uint64_t now = atomic_load_explicit(&st->samples_own, memory_order_acquire);
+        s.count += now - atomic_load_explicit(&st->samples_own_seen, memory_order_relaxed);
+        atomic_store_explicit(&st->samples_own_seen, now, memory_order_relaxed);
+        s.count += atomic_exchange_explicit(&st->samples_shared, 0, memory_order_acquire);
         uint64_t own = atomic_load_explicit(&st->rtt_own, memory_order_relaxed);
         sum += (int64_t)(own - st->rtt_own_seen);
         st->rtt_own_seen = own;
@@ -596,7 +488,6 @@ static summary drain(resil_limiter *l)
         s.max_in_flight = m > s.max_in_flight ? m : s.max_in_flight;
         s.dropped |= atomic_exchange_explicit(&st->dropped, false, memory_order_relaxed);
     }
-    count_taken(l);
     s.rtt = s.count > 0 ? sum / (int64_t)s.count : 0;
     return s;
 }
@@ -609,18 +500,12 @@ static bool window_over(resil_limiter *l, resil_instant now)
     return pending(l) >= (uint64_t)l->opts.window_samples;
 }
 
-/* Under mu: the bound moves; a lower one sends the parked permits back, so
- * none is used beyond it. */
-static void move_limit(resil_limiter *l, int32_t from, int32_t to)
+/* Under mu: the bound moves (a lower one sends the parked permits back, so
+ * none is used beyond it: bulkhead.c). */
+static void move_limit(resil_limiter *l, int32_t to)
 {
-    if (to < from)
-        atomic_fetch_add_explicit(&l->no_parking, 1, memory_order_seq_cst);
     atomic_store_explicit(&l->limit, to, memory_order_relaxed);
     resil__bulkhead_set_limit(l->bh, (uint32_t)to);
-    if (to < from) {
-        sweep(l);
-        release_parking(l);
-    }
 }
 
 /* Close the window if nobody else is: summarise, estimate, move the bound.
@@ -639,7 +524,7 @@ __attribute__((noinline)) static void close_window(resil_limiter *l, resil_insta
     int32_t from = atomic_load_explicit(&l->limit, memory_order_relaxed);
     int32_t to = apply(l, target_of(l, &s));
     if (to != from)
-        move_limit(l, from, to);
+        move_limit(l, to);
     pthread_mutex_unlock(&l->mu);
     if (to != from && l->opts.on_change != NULL)
         l->opts.on_change(l->opts.on_change_ud, from, to, now);
@@ -655,14 +540,14 @@ void resil_limiter_release_at(resil_limiter_ticket *t, resil_verdict v, resil_in
         l->ops->release(l->self, t, v, now);
         return;
     }
-    uint32_t me = my_number();
-    stripe *s = stripe_of(l, me);
     if (v == RESIL_BREAKER_IGNORED) {
-        put_back(l, s, 0);
+        return_permit(l);
         return;
     }
-    add_sample(s, me, resil__sub_sat(now, t->start), t->in_flight, v == RESIL_BREAKER_FAILURE);
-    put_back(l, s, SAMPLE_ONE);
+    uint32_t me = resil__thread_number();
+    add_sample(stripe_of(l, me), me, resil__sub_sat(now, t->start), t->in_flight,
+               v == RESIL_BREAKER_FAILURE);
+    return_permit(l);
     if (window_over(l, now))
         close_window(l, now);
 }
@@ -687,10 +572,7 @@ int32_t resil_limiter_in_flight(const resil_limiter *l)
 {
     if (l->ops != NULL)
         return OPS_HAS(l->ops, in_flight) ? l->ops->in_flight(l->self) : 0;
-    int32_t parked = 0;
-    for (int i = 0; i < STRIPES; i++)
-        parked += (atomic_load_explicit(&l->stripes[i].word, memory_order_relaxed) & PARKED) != 0;
-    return resil_bulkhead_in_flight(l->bh) - parked;
+    return resil_bulkhead_in_flight(l->bh);
 }
 
 int32_t resil_limiter_queued(const resil_limiter *l)
@@ -707,11 +589,7 @@ void resil_limiter_stats_get(const resil_limiter *l, resil_limiter_stats *out)
         return;
     resil_bulkhead_stats b;
     resil_bulkhead_stats_get(l->bh, &b);
-    resil_limiter *m = (resil_limiter *)l;
-    pthread_mutex_lock(&m->mu);
-    count_taken(m);
-    out->admitted = b.admitted + m->taken_back;
-    pthread_mutex_unlock(&m->mu);
+    out->admitted = b.admitted;
     out->queued = b.queued;
     out->rejected = b.rejected;
     out->timed_out = b.timed_out;
@@ -744,7 +622,7 @@ void resil__limiter_granted(resil_limiter *l, resil_limiter_ticket *t, resil_ins
  * when it has one. */
 bool resil__limiter_take_parked(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)
 {
-    if (l->ops != NULL || !take_parked(my_stripe(l)))
+    if (l->ops != NULL || !resil__bulkhead_take_parked(l->bh))
         return false;
     granted(l, t, now, 0);
     return true;
@@ -753,8 +631,8 @@ bool resil__limiter_take_parked(resil_limiter *l, resil_instant now, resil_limit
 /* Around such an executor's place in the bulkhead's queue, from before it
  * joins until it is admitted, refused or has withdrawn: no permit parks
  * and none is left parked, as around a blocking acquire. */
-void resil__limiter_hold(resil_limiter *l) { hold_parking(l); }
-void resil__limiter_unhold(resil_limiter *l) { release_parking(l); }
+void resil__limiter_hold(resil_limiter *l) { resil__bulkhead_hold(l->bh); }
+void resil__limiter_unhold(resil_limiter *l) { resil__bulkhead_unhold(l->bh); }
 
 /* resil_limiter_acquire with the caller's reading of the limiter's clock:
  * a call admitted without queueing reads no clock. */

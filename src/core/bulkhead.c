@@ -22,11 +22,35 @@
  * touches a node only under the mutex and only while it is queued, so the
  * node's owner may leave as soon as it has seen the verdict under the mutex.
  *
+ * The word is still one line every caller writes, twice per call; on a
+ * shared bulkhead that line moves between the callers' cores, and on many
+ * cores it serialises them. So a call that ends parks its permit instead:
+ * each thread has a stripe, a cache line of its own, where a release leaves
+ * its permit (the word still counts it as taken) and from which the
+ * thread's next acquire takes it back. A success then writes only its own
+ * stripe, and reads lines that change only when something waits or the
+ * limit moves. The bound stays exact because a parked permit is a taken
+ * one. Parked permits go back to the word whenever they could be missed:
+ * an acquire that finds no free permit first holds parking off and sweeps
+ * every stripe, and keeps holding it while it waits in the queue; a limit
+ * coming down does the same. A release that parks and an acquire about to
+ * wait each write their own word and then read the other's (a Dekker
+ * handshake), so one of them always sees the other: a permit is never left
+ * parked under a waiter. And a thread that takes its parked permit back
+ * and then sees someone about to wait gives it back and goes the slow
+ * way, so nobody is admitted past a waiter: FIFO holds. The stripe is the
+ * thread's, not the CPU's, so one thread alone is counted exactly (the
+ * adaptive limiter, whose queue this is, relies on it); stripes are as
+ * many as the CPUs, at least 16, and threads share them beyond that,
+ * correctly but less cheaply. A permit taken back is counted in its
+ * stripe, so a stats read adds the stripes to the admitted counter.
+ *
  * Another implementation (resil_bulkhead_new_custom) gets the same handle
  * with a word that reads "every queue slot taken" and never changes: both
  * lock-free paths give up on it at their first load, and only the paths
  * that follow — which the built-in bulkhead takes only when it is full —
- * ask whether the handle is foreign. The counters are the handle's.
+ * ask whether the handle is foreign; parking is held off on it for good.
+ * The counters are the handle's.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -45,11 +69,24 @@ static uint32_t queued_of(uint64_t word) { return (uint32_t)(word >> 32); }
 
 typedef resil__bulk_waiter waiter;
 
-struct resil_bulkhead {
-    /* Alone on its line: every call changes it twice. */
+/* A stripe's word: a parked permit, and the parked permits taken back. */
+#define PARKED UINT64_C(1)
+#define TAKEN_ONE UINT64_C(2)
+#define STRIPES_MIN 16
+
+typedef struct stripe {
     _Alignas(RESIL__CACHE_LINE) _Atomic uint64_t word;
-    /* moves only for an adaptive limiter */
+} stripe;
+
+struct resil_bulkhead {
+    /* Alone on its line: every call that finds no parked permit changes it. */
+    _Alignas(RESIL__CACHE_LINE) _Atomic uint64_t word;
+    /* Read by every call; max_concurrency moves only for an adaptive
+     * limiter, no_parking when something waits or the limit comes down. */
     _Alignas(RESIL__CACHE_LINE) _Atomic uint32_t max_concurrency;
+    _Atomic int32_t no_parking;
+    stripe *stripes;
+    uint32_t stripe_mask;
     resil_bulkhead_opts opts;
     resil_clock *clock;
     pthread_mutex_t mu;
@@ -87,15 +124,38 @@ static int validate(const resil_bulkhead_opts *o, resil_err *err)
     return 0;
 }
 
-/* Zeroed and line-aligned, so that the word has its line to itself. */
+static uint32_t stripe_count(void)
+{
+    uint32_t n = resil__cell_count();
+    return n < STRIPES_MIN ? STRIPES_MIN : n;
+}
+
+/* Zeroed and line-aligned, so that the word has its line to itself, with
+ * empty stripes. */
 static resil_bulkhead *new_handle(void)
 {
     size_t size = (sizeof(resil_bulkhead) + RESIL__CACHE_LINE - 1) / RESIL__CACHE_LINE *
                   RESIL__CACHE_LINE;
     resil_bulkhead *b = aligned_alloc(RESIL__CACHE_LINE, size);
-    if (b != NULL)
-        memset(b, 0, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    memset(b, 0, sizeof *b);
+    uint32_t n = stripe_count();
+    b->stripes = aligned_alloc(RESIL__CACHE_LINE, n * sizeof *b->stripes);
+    if (b->stripes == NULL) {
+        free(b);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        atomic_init(&b->stripes[i].word, 0);
+    b->stripe_mask = n - 1;
     return b;
+}
+
+static void free_handle(resil_bulkhead *b)
+{
+    free(b->stripes);
+    free(b);
 }
 
 int resil_bulkhead_new(const resil_bulkhead_opts *o, resil_bulkhead **out, resil_err *err)
@@ -109,7 +169,7 @@ int resil_bulkhead_new(const resil_bulkhead_opts *o, resil_bulkhead **out, resil
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "bulkhead: out of memory");
     if (pthread_mutex_init(&b->mu, NULL) != 0) {
-        free(b);
+        free_handle(b);
         return resil_err_set(err, RESIL_ESYS, "bulkhead: pthread_mutex_init failed");
     }
     b->opts = *o;
@@ -132,6 +192,7 @@ int resil_bulkhead_new_custom(const resil_bulkhead_ops *ops, void *self, resil_b
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "bulkhead: out of memory");
     atomic_init(&b->word, FOREIGN_WORD);
+    atomic_init(&b->no_parking, 1);
     b->clock = resil_clock_system();
     b->ops = ops;
     b->self = self;
@@ -162,11 +223,11 @@ void resil_bulkhead_free(resil_bulkhead *b)
     if (b->ops != NULL) {
         if (OPS_HAS(b->ops, destroy))
             b->ops->destroy(b->self);
-        free(b);
+        free_handle(b);
         return;
     }
     pthread_mutex_destroy(&b->mu);
-    free(b);
+    free_handle(b);
 }
 
 /* ---- the lock-free paths ------------------------------------------------ */
@@ -200,6 +261,123 @@ static bool return_permit(resil_bulkhead *b)
     return false;
 }
 
+static void hand_over(resil_bulkhead *b);
+
+/* A permit back to the word, or to the oldest waiter when there is one. */
+static void give_back(resil_bulkhead *b)
+{
+    if (return_permit(b))
+        return;
+    pthread_mutex_lock(&b->mu);
+    if (b->head != NULL)
+        hand_over(b);
+    else
+        atomic_fetch_sub_explicit(&b->word, 1, memory_order_release);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- parked permits ------------------------------------------------------ */
+
+static stripe *my_stripe(resil_bulkhead *b)
+{
+    return &b->stripes[resil__thread_number() & b->stripe_mask];
+}
+
+/* Nobody waits or is about to, the limit is not coming down, and the
+ * permits taken (this one included) are within the limit. */
+static bool may_park(resil_bulkhead *b)
+{
+    if (atomic_load_explicit(&b->no_parking, memory_order_seq_cst) != 0)
+        return false;
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
+    return queued_of(w) == 0 && in_flight_of(w) <= limit_of(b);
+}
+
+/* The stripe's parked permit back to the word, if it still has one. */
+static void unpark(resil_bulkhead *b, stripe *s)
+{
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
+    while ((w & PARKED) != 0) {
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, w & ~PARKED,
+                                                  memory_order_seq_cst, memory_order_seq_cst)) {
+            give_back(b);
+            return;
+        }
+    }
+}
+
+/* No permit parks until unhold(), and none is left parked: hold() writes
+ * no_parking, then reads every stripe; a release parks (writes its
+ * stripe), then reads no_parking. One of the two sees the other. */
+static void hold(resil_bulkhead *b)
+{
+    atomic_fetch_add_explicit(&b->no_parking, 1, memory_order_seq_cst);
+    for (uint32_t i = 0; i <= b->stripe_mask; i++)
+        unpark(b, &b->stripes[i]);
+}
+
+static void unhold(resil_bulkhead *b)
+{
+    atomic_fetch_sub_explicit(&b->no_parking, 1, memory_order_seq_cst);
+}
+
+/* The thread's parked permit, taken back. The same handshake as parking:
+ * a taker that then sees someone about to wait came after them, so it
+ * gives the permit back (to them) and takes the way they took. */
+static bool take_parked(resil_bulkhead *b)
+{
+    stripe *s = my_stripe(b);
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    while ((w & PARKED) != 0) {
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, (w & ~PARKED) + TAKEN_ONE,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            if (atomic_load_explicit(&b->no_parking, memory_order_seq_cst) == 0)
+                return true;
+            atomic_fetch_sub_explicit(&s->word, TAKEN_ONE, memory_order_relaxed);
+            give_back(b);
+            return false;
+        }
+    }
+    return false;
+}
+
+/* A permit that ends: parked in the thread's stripe when it may be. */
+static void park(resil_bulkhead *b)
+{
+    stripe *s = my_stripe(b);
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    while ((w & PARKED) == 0 && may_park(b)) {
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, w | PARKED,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            if (!may_park(b))
+                unpark(b, s);
+            return;
+        }
+    }
+    give_back(b);
+}
+
+/* A permit at once: the thread's parked one (counted in its stripe) or a
+ * free one. */
+static bool take_at_once(resil_bulkhead *b)
+{
+    if (take_parked(b))
+        return true;
+    if (!take_free_permit(b))
+        return false;
+    resil__count(&b->admitted);
+    return true;
+}
+
+/* With parking held off (every permit back in the word): a free permit. */
+static bool take_swept(resil_bulkhead *b)
+{
+    if (!take_free_permit(b))
+        return false;
+    resil__count(&b->admitted);
+    return true;
+}
+
 static void fill_ticket(resil_bulkhead_ticket *t, resil_bulkhead *b, resil_duration queued)
 {
     t->owner = b;
@@ -231,13 +409,17 @@ static int other_acquire(resil_bulkhead *b, resil_cancel *cancel, bool wait,
 int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
 {
     fill_ticket(t, NULL, 0); /* a failed acquire leaves a ticket release ignores */
-    if (!take_free_permit(b)) {
+    if (!take_at_once(b)) {
         if (b->ops != NULL)
             return other_acquire(b, NULL, false, t);
-        resil__count(&b->rejected);
-        return RESIL_EREJECTED;
+        hold(b);
+        bool taken = take_swept(b);
+        unhold(b);
+        if (!taken) {
+            resil__count(&b->rejected);
+            return RESIL_EREJECTED;
+        }
     }
-    resil__count(&b->admitted);
     fill_ticket(t, b, 0);
     return 0;
 }
@@ -336,6 +518,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     enter_result entered = enter(b);
     if (entered != ENTER_QUEUED) {
         pthread_mutex_unlock(&b->mu);
+        unhold(b);
         if (entered == ENTER_REJECTED) {
             resil__count(&b->rejected);
             return RESIL_EREJECTED;
@@ -348,6 +531,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     if (resil_cancel_init(&node.wake, cancel) != 0) {
         atomic_fetch_sub_explicit(&b->word, QUEUED_ONE, memory_order_relaxed);
         pthread_mutex_unlock(&b->mu);
+        unhold(b);
         return RESIL_ESYS;
     }
     fifo_push(b, &node);
@@ -367,6 +551,7 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     if (!node.granted) /* a granted node was unlinked by its releaser */
         leave_queue(b, &node);
     pthread_mutex_unlock(&b->mu);
+    unhold(b);
     resil_cancel_destroy(&node.wake);
 
     if (rc == 0) {
@@ -379,7 +564,8 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
 }
 
 /* What both acquires do before a queue: RESIL__BULK_QUEUED when the call
- * is to join it, else the verdict, counted, with the ticket filled. */
+ * is to join it (with parking held off until it leaves), else the
+ * verdict, counted, with the ticket filled. */
 static int admit_or_queue(resil_bulkhead *b, resil_cancel *cancel, bool wait,
                           resil_bulkhead_ticket *t)
 {
@@ -388,14 +574,20 @@ static int admit_or_queue(resil_bulkhead *b, resil_cancel *cancel, bool wait,
         resil__count(&b->cancelled);
         return RESIL_ECANCELED;
     }
-    if (take_free_permit(b)) {
-        resil__count(&b->admitted);
+    if (take_at_once(b)) {
         fill_ticket(t, b, 0);
         return 0;
     }
     if (b->ops != NULL)
         return other_acquire(b, cancel, wait, t);
+    hold(b);
+    if (take_swept(b)) {
+        unhold(b);
+        fill_ticket(t, b, 0);
+        return 0;
+    }
     if (!b->opts.queue || b->opts.max_queue == 0) {
+        unhold(b);
         resil__count(&b->rejected);
         return RESIL_EREJECTED;
     }
@@ -424,6 +616,8 @@ int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_wa
         fifo_push(b, w);
     }
     pthread_mutex_unlock(&b->mu);
+    if (entered != ENTER_QUEUED)
+        unhold(b);
     if (entered == ENTER_REJECTED) {
         resil__count(&b->rejected);
         return RESIL_EREJECTED;
@@ -439,6 +633,7 @@ int resil__bulkhead_join(resil_bulkhead *b, resil_cancel *cancel, resil__bulk_wa
 
 void resil__bulkhead_granted(resil_bulkhead *b, resil__bulk_waiter *w, resil_bulkhead_ticket *t)
 {
+    unhold(b);
     resil__count(&b->admitted);
     fill_ticket(t, b, resil_dur_sub(resil_clock_now(b->clock), w->start));
 }
@@ -450,8 +645,10 @@ bool resil__bulkhead_withdraw(resil_bulkhead *b, resil__bulk_waiter *w, int why)
     if (!granted)
         leave_queue(b, w);
     pthread_mutex_unlock(&b->mu);
-    if (!granted)
+    if (!granted) {
+        unhold(b);
         resil__count(why == RESIL_ECANCELED ? &b->cancelled : &b->timed_out);
+    }
     return !granted;
 }
 
@@ -487,26 +684,23 @@ void resil_bulkhead_release(resil_bulkhead_ticket *t)
         return;
     resil_bulkhead *b = t->owner;
     t->owner = NULL;
-    if (return_permit(b))
-        return;
     if (b->ops != NULL) {
         b->ops->release(b->self, t);
         return;
     }
-    pthread_mutex_lock(&b->mu);
-    if (b->head != NULL)
-        hand_over(b);
-    else
-        atomic_fetch_sub_explicit(&b->word, 1, memory_order_release);
-    pthread_mutex_unlock(&b->mu);
+    park(b);
 }
 
-/* Under mu: a raised limit admits waiters at once, oldest first, each with
- * a new permit (in flight +1, queued −1). A lowered one only stops new
- * admissions until the calls above it have left. The limit is stored under
- * mu so that enter() never queues against a limit about to rise. */
+/* A raised limit admits waiters at once, oldest first, each with a new
+ * permit (in flight +1, queued −1). A lowered one only stops new
+ * admissions until the calls above it have left, and sends the parked
+ * permits back first, so that none is used beyond it. The limit is stored
+ * under mu so that enter() never queues against a limit about to rise. */
 void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
 {
+    bool lower = limit < limit_of(b);
+    if (lower)
+        hold(b);
     pthread_mutex_lock(&b->mu);
     atomic_store_explicit(&b->max_concurrency, limit, memory_order_relaxed);
     while (b->head != NULL) {
@@ -519,6 +713,30 @@ void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
         grant(first);
     }
     pthread_mutex_unlock(&b->mu);
+    if (lower)
+        unhold(b);
+}
+
+/* For the adaptive limiter and the asynchronous executor: the parking
+ * above, seen from outside. */
+bool resil__bulkhead_take_parked(resil_bulkhead *b) { return b->ops == NULL && take_parked(b); }
+void resil__bulkhead_hold(resil_bulkhead *b) { hold(b); }
+void resil__bulkhead_unhold(resil_bulkhead *b) { unhold(b); }
+
+static uint32_t parked_count(const resil_bulkhead *b)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i <= b->stripe_mask; i++)
+        n += (uint32_t)(atomic_load_explicit(&b->stripes[i].word, memory_order_relaxed) & PARKED);
+    return n;
+}
+
+static uint64_t taken_back(const resil_bulkhead *b)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i <= b->stripe_mask; i++)
+        n += atomic_load_explicit(&b->stripes[i].word, memory_order_relaxed) >> 1;
+    return n;
 }
 
 const _Atomic uint64_t *resil__bulkhead_word(const resil_bulkhead *b) { return &b->word; }
@@ -528,7 +746,8 @@ int32_t resil_bulkhead_in_flight(const resil_bulkhead *b)
     if (b->ops != NULL)
         return OPS_HAS(b->ops, in_flight) ? b->ops->in_flight(b->self) : 0;
     uint64_t w = atomic_load_explicit(&((resil_bulkhead *)b)->word, memory_order_relaxed);
-    return (int32_t)in_flight_of(w);
+    uint32_t taken = in_flight_of(w), parked = parked_count(b);
+    return taken > parked ? (int32_t)(taken - parked) : 0;
 }
 
 int32_t resil_bulkhead_queued(const resil_bulkhead *b)
@@ -541,7 +760,7 @@ int32_t resil_bulkhead_queued(const resil_bulkhead *b)
 
 void resil_bulkhead_stats_get(const resil_bulkhead *b, resil_bulkhead_stats *out)
 {
-    out->admitted = resil__counted(&b->admitted);
+    out->admitted = resil__counted(&b->admitted) + taken_back(b);
     out->queued = resil__counted(&b->queued_total);
     out->rejected = resil__counted(&b->rejected);
     out->timed_out = resil__counted(&b->timed_out);

@@ -119,6 +119,24 @@ void resil__cells_free(resil__cells *c);
 /* The CPU the caller runs on (or its thread's round-robin number), asked
  * of the C library (percpu.c). */
 uint32_t resil__cpu_slot_asked(void);
+/* How many cells resil__cells_init makes: the CPUs, rounded up to a power
+ * of two, at most RESIL__CELLS_MAX. */
+uint32_t resil__cell_count(void);
+
+/* The calling thread's number + 1, given once, in order (percpu.c): for
+ * stripes that are the thread's, not the CPU's. */
+#if defined(__GNUC__)
+#define RESIL__INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+#else
+#define RESIL__INITIAL_EXEC
+#endif
+extern _Thread_local uint32_t resil__thread_no RESIL__INITIAL_EXEC;
+uint32_t resil__thread_number_first(void);
+static inline uint32_t resil__thread_number(void)
+{
+    uint32_t n = resil__thread_no;
+    return n != 0 ? n : resil__thread_number_first();
+}
 
 /* glibc 2.35 and later register a restartable-sequences area for every
  * thread, at __rseq_offset from the thread pointer, in which the kernel
@@ -258,6 +276,13 @@ void resil__bulkhead_set_limit(struct resil_bulkhead *b, uint32_t limit);
 /* A built-in bulkhead's state word, whose low half counts the permits
  * taken: the adaptive limiter reads it on every call, without a call. */
 const _Atomic uint64_t *resil__bulkhead_word(const struct resil_bulkhead *b);
+/* A built-in bulkhead's parked permits (bulkhead.c): the calling thread's
+ * taken back (false when it has none, or on another implementation's), and
+ * parking held off, every parked permit swept back, until as many unholds
+ * as holds. */
+bool resil__bulkhead_take_parked(struct resil_bulkhead *b);
+void resil__bulkhead_hold(struct resil_bulkhead *b);
+void resil__bulkhead_unhold(struct resil_bulkhead *b);
 static inline int32_t resil__bulkhead_word_in_flight(const _Atomic uint64_t *w)
 {
     return (int32_t)(uint32_t)atomic_load_explicit(w, memory_order_relaxed);

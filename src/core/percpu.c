@@ -14,6 +14,11 @@
  * thread takes a cell round-robin once.
  * Two threads on one cell are still correct (the cells are atomic), only
  * slower.
+ *
+ * Some stripes are the thread's rather than the CPU's (a bulkhead's parked
+ * permits, the adaptive limiter's samples: one thread alone must find its
+ * own stripe again whatever CPU it moved to), so threads get numbers here
+ * too, once each, in order.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -21,7 +26,7 @@
 
 #include "internal.h"
 
-static uint32_t cell_count(void)
+uint32_t resil__cell_count(void)
 {
     static _Atomic uint32_t counted; /* 0 = not asked yet */
     uint32_t n = atomic_load_explicit(&counted, memory_order_relaxed);
@@ -37,7 +42,7 @@ static uint32_t cell_count(void)
 
 int resil__cells_init(resil__cells *c)
 {
-    uint32_t n = cell_count();
+    uint32_t n = resil__cell_count();
     c->cell = aligned_alloc(RESIL__CACHE_LINE, n * sizeof *c->cell);
     if (c->cell == NULL)
         return RESIL_ENOMEM;
@@ -65,4 +70,14 @@ uint32_t resil__cpu_slot_asked(void)
     if (mine == UINT32_MAX)
         mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
     return mine;
+}
+
+_Thread_local uint32_t resil__thread_no RESIL__INITIAL_EXEC;
+
+uint32_t resil__thread_number_first(void)
+{
+    static _Atomic uint32_t next;
+    uint32_t n = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % (UINT32_MAX - 1) + 1;
+    resil__thread_no = n;
+    return n;
 }
