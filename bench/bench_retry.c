@@ -1,6 +1,7 @@
 /*
  * bench_retry.c — what retrying costs when nothing goes wrong, what one
- * failing attempt's decision costs, and what a shared budget adds per retry.
+ * failing attempt's decision costs, and what a shared budget adds per retry
+ * and per call that succeeds at once, on one thread and on two.
  *
  * Each figure sits next to the thing it wraps, measured in the same run: the
  * executor against calling the operation directly (through the same kind of
@@ -166,7 +167,32 @@ static void budget_retry_cycle(void *ud, uint64_t iters)
     bench_consume(n);
 }
 
-static int bench_budget(resil_budget_model m, const char *name, bench_result baseline,
+/* A call that succeeds at once: its request, then its first-try success,
+ * the path on which a shared budget must write nothing every thread
+ * shares. */
+static void budget_success(void *ud, uint64_t iters)
+{
+    resil_budget *b = ud;
+    resil_outcome ok = resil_ok();
+    for (uint64_t i = 0; i < iters; i++) {
+        resil_budget_on_request(b);
+        resil_budget_on_result(b, &ok, 1, NULL);
+    }
+    bench_consume(iters);
+}
+
+/* One figure on one thread, then on two threads sharing the budget. */
+static void bench_pair(const char *name, bench_fn fn, resil_budget *b, bench_result baseline)
+{
+    bench_result one = bench_run(name, fn, b);
+    bench_report(one, baseline, NULL);
+    char name2[96];
+    snprintf(name2, sizeof name2, "%s_2t_shared", name);
+    bench_report_2t(bench_run_2t(name2, fn, b, b), one, baseline);
+}
+
+/* budget_MODEL_retry_cycle[_VARIANT] and budget_MODEL_success[_VARIANT]. */
+static int bench_budget(resil_budget_model m, const char *variant, bench_result baseline,
                         resil_clock *clock)
 {
     resil_budget_opts o;
@@ -178,11 +204,11 @@ static int bench_budget(resil_budget_model m, const char *name, bench_result bas
         return 1;
     for (int i = 0; i < 1000; i++)
         resil_budget_on_request(b);
-    bench_result one = bench_run(name, budget_retry_cycle, b);
-    bench_report(one, baseline, NULL);
-    char name2[96];
-    snprintf(name2, sizeof name2, "%s_2t_shared", name);
-    bench_report_2t(bench_run_2t(name2, budget_retry_cycle, b, b), one, baseline);
+    char name[96];
+    snprintf(name, sizeof name, "budget_%s_retry_cycle%s", resil_budget_model_name(m), variant);
+    bench_pair(name, budget_retry_cycle, b, baseline);
+    snprintf(name, sizeof name, "budget_%s_success%s", resil_budget_model_name(m), variant);
+    bench_pair(name, budget_success, b, baseline);
     resil_budget_free(b);
     return 0;
 }
@@ -230,11 +256,10 @@ int main(void)
                  backoff, "decision=retry (begin, before, after with a backoff draw)");
 
     bench_result inc = bench_run("atomic_increment", bench_atomic_increment, NULL);
-    int rc = bench_budget(RESIL_BUDGET_TOKENS, "budget_tokens_retry_cycle", inc, NULL);
-    rc |= bench_budget(RESIL_BUDGET_QUOTA, "budget_quota_retry_cycle", inc, NULL);
-    rc |= bench_budget(RESIL_BUDGET_RATIO, "budget_ratio_retry_cycle", inc,
-                       resil_fake_clock_clock(fc));
-    rc |= bench_budget(RESIL_BUDGET_RATIO, "budget_ratio_retry_cycle_system_clock", inc, NULL);
+    int rc = bench_budget(RESIL_BUDGET_TOKENS, "", inc, NULL);
+    rc |= bench_budget(RESIL_BUDGET_QUOTA, "", inc, NULL);
+    rc |= bench_budget(RESIL_BUDGET_RATIO, "", inc, resil_fake_clock_clock(fc));
+    rc |= bench_budget(RESIL_BUDGET_RATIO, "_system_clock", inc, NULL);
     resil_fake_clock_free(fc);
     return rc;
 }

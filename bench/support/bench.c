@@ -3,11 +3,16 @@
  * allocation counting for the benchmarks (see bench.h for why it is shaped
  * this way).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* CPU affinity */
+#endif
 #include "bench.h"
 
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,43 +163,117 @@ typedef struct lane {
     uint64_t iters;
     pthread_barrier_t *go;
     uint64_t start, end, cpu; /* wall instants and this thread's CPU time */
+    int64_t queued;           /* time runnable but not running; -1 = unknown */
+    int cpu_id;               /* the CPU it is pinned to; -1 = not pinned */
     pthread_t thread;
 } lane;
+
+/* The first two CPUs this process may run on, or -1 where it has fewer.
+ * Each lane is pinned to one of them: two threads that wake each other
+ * (through a lock) are otherwise often packed onto one core by the
+ * scheduler, and then they never run at once. */
+static void two_cpus(int out[2])
+{
+    cpu_set_t set;
+    out[0] = out[1] = -1;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; c++)
+        if (CPU_ISSET(c, &set))
+            out[found++] = c;
+    if (out[1] < 0)
+        out[0] = -1;
+}
+
+static void pin(int cpu_id)
+{
+    if (cpu_id < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu_id, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* The calling thread's time spent runnable on a run queue without a CPU
+ * (the second field of the scheduler's statistics), or -1 where the
+ * kernel keeps none. */
+static int64_t runqueue_ns(void)
+{
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (f == NULL)
+        return -1;
+    unsigned long long run, wait;
+    int n = fscanf(f, "%llu %llu", &run, &wait);
+    fclose(f);
+    return n == 2 ? (int64_t)wait : -1;
+}
 
 static void *run_lane(void *arg)
 {
     lane *l = arg;
+    pin(l->cpu_id);
     pthread_barrier_wait(l->go);
+    int64_t q0 = runqueue_ns();
     uint64_t c0 = read_ns(CLOCK_THREAD_CPUTIME_ID);
     l->start = bench_now_ns();
     l->fn(l->ud, l->iters);
     l->end = bench_now_ns();
     l->cpu = read_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    int64_t q1 = runqueue_ns();
+    l->queued = q0 >= 0 && q1 >= q0 ? q1 - q0 : -1;
     return NULL;
-}
-
-/* One sample: wall from the first start to the last end, and the share of
- * it both threads spent on a CPU (2.0 = truly side by side). */
-static double sample(bench_fn fn, void *ud0, void *ud1, uint64_t iters, double *concurrency)
-{
-    pthread_barrier_t go;
-    pthread_barrier_init(&go, NULL, 2);
-    lane l[2] = {{fn, ud0, iters / 2, &go, 0, 0, 0, 0},
-                 {fn, ud1, iters - iters / 2, &go, 0, 0, 0, 0}};
-    pthread_create(&l[1].thread, NULL, run_lane, &l[1]);
-    run_lane(&l[0]);
-    pthread_join(l[1].thread, NULL);
-    pthread_barrier_destroy(&go);
-    uint64_t start = l[0].start < l[1].start ? l[0].start : l[1].start;
-    uint64_t end = l[0].end > l[1].end ? l[0].end : l[1].end;
-    double wall = (double)(end - start);
-    *concurrency = wall > 0 ? (double)(l[0].cpu + l[1].cpu) / wall : 0;
-    return wall / (double)iters;
 }
 
 #define SAMPLE_NS 20000000u
 #define MAX_SAMPLES 60
 #define CONCURRENT 1.75
+
+/* Did both threads run at once? Either both were on a CPU for nearly the
+ * whole sample, or (for work that blocks, on a lock) both ran side by side
+ * from start to end and together spent at most what the first rule leaves
+ * (a quarter of it) runnable without a CPU: a thread asleep on a lock is
+ * not time-sliced, but one waiting for a core is. */
+static bool concurrent(const lane l[2], double wall, double cpu_share)
+{
+    if (cpu_share >= CONCURRENT)
+        return true;
+    if (l[0].queued < 0 || l[1].queued < 0 || wall <= 0)
+        return false;
+    uint64_t late_start = l[0].start > l[1].start ? l[0].start : l[1].start;
+    uint64_t early_end = l[0].end < l[1].end ? l[0].end : l[1].end;
+    if (early_end <= late_start || (double)(early_end - late_start) < wall * CONCURRENT / 2)
+        return false;
+    return (double)(l[0].queued + l[1].queued) <= wall * (2 - CONCURRENT);
+}
+
+/* One sample: wall from the first start to the last end, the share of it
+ * both threads spent on a CPU (2.0 = truly side by side), and whether
+ * they ran at once. */
+static double sample(bench_fn fn, void *ud0, void *ud1, uint64_t iters, double *concurrency,
+                     bool *at_once)
+{
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    int cpus[2];
+    two_cpus(cpus);
+    cpu_set_t mine;
+    bool restore = sched_getaffinity(0, sizeof mine, &mine) == 0;
+    lane l[2] = {{fn, ud0, iters / 2, &go, 0, 0, 0, 0, cpus[0], 0},
+                 {fn, ud1, iters - iters / 2, &go, 0, 0, 0, 0, cpus[1], 0}};
+    pthread_create(&l[1].thread, NULL, run_lane, &l[1]);
+    run_lane(&l[0]);
+    pthread_join(l[1].thread, NULL);
+    pthread_barrier_destroy(&go);
+    if (restore)
+        pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
+    uint64_t start = l[0].start < l[1].start ? l[0].start : l[1].start;
+    uint64_t end = l[0].end > l[1].end ? l[0].end : l[1].end;
+    double wall = (double)(end - start);
+    *concurrency = wall > 0 ? (double)(l[0].cpu + l[1].cpu) / wall : 0;
+    *at_once = concurrent(l, wall, *concurrency);
+    return wall / (double)iters;
+}
 
 typedef struct both {
     bench_fn fn;
@@ -205,7 +284,8 @@ static void both_lanes(void *arg, uint64_t iters)
 {
     both *b = arg;
     double c;
-    sample(b->fn, b->ud[0], b->ud[1], iters, &c);
+    bool at_once;
+    sample(b->fn, b->ud[0], b->ud[1], iters, &c, &at_once);
 }
 
 bench_result bench_run_2t(const char *name, bench_fn fn, void *ud0, void *ud1)
@@ -219,9 +299,10 @@ bench_result bench_run_2t(const char *name, bench_fn fn, void *ud0, void *ud1)
     uint64_t a0 = bench_alloc_count();
     while (n < MAX_SAMPLES && k < BENCH_RUNS) {
         double c;
-        double ns = sample(fn, ud0, ud1, iters, &c);
+        bool at_once;
+        double ns = sample(fn, ud0, ud1, iters, &c, &at_once);
         all[n++] = ns;
-        if (c >= CONCURRENT) {
+        if (at_once) {
             conc[k] = c;
             kept[k++] = ns;
         }
