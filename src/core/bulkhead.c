@@ -22,28 +22,30 @@
  * touches a node only under the mutex and only while it is queued, so the
  * node's owner may leave as soon as it has seen the verdict under the mutex.
  *
- * The word is still one line every caller writes, twice per call; on a
- * shared bulkhead that line moves between the callers' cores, and on many
+ * The word alone would be one line every caller writes, twice per call; on
+ * a shared bulkhead that line moves between the callers' cores, and on many
  * cores it serialises them. So a call that ends parks its permit instead:
  * each thread has a stripe, a cache line of its own, where a release leaves
  * its permit (the word still counts it as taken) and from which the
  * thread's next acquire takes it back. A success then writes only its own
  * stripe, and reads lines that change only when something waits or the
  * limit moves. The bound stays exact because a parked permit is a taken
- * one. Parked permits go back to the word whenever they could be missed:
- * an acquire that finds no free permit first holds parking off and sweeps
- * every stripe, and keeps holding it while it waits in the queue; a limit
- * coming down does the same. A release that parks and an acquire about to
- * wait each write their own word and then read the other's (a Dekker
- * handshake), so one of them always sees the other: a permit is never left
- * parked under a waiter. And a thread that takes its parked permit back
- * and then sees someone about to wait gives it back and goes the slow
- * way, so nobody is admitted past a waiter: FIFO holds. The stripe is the
+ * one. A thread with no parked permit takes a free one from the word, or
+ * else one another thread parked (more threads than permits take turns that
+ * way). Parked permits go back to the word whenever they could be missed:
+ * an acquire about to be refused or to queue first holds parking off and
+ * sweeps every stripe, and keeps holding it while it waits in the queue; a
+ * limit coming down does the same. A release that parks and an acquire
+ * about to wait each write their own word and then read the other's (a
+ * Dekker handshake), so one of them always sees the other: a permit is
+ * never left parked under a waiter. And a thread that takes a parked permit
+ * and then sees someone about to wait gives it back and goes the slow way,
+ * so nobody is admitted past a waiter: FIFO holds. The stripe is the
  * thread's, not the CPU's, so one thread alone is counted exactly (the
- * adaptive limiter, whose queue this is, relies on it); stripes are as
- * many as the CPUs, at least 16, and threads share them beyond that,
- * correctly but less cheaply. A permit taken back is counted in its
- * stripe, so a stats read adds the stripes to the admitted counter.
+ * adaptive limiter, whose queue this is, relies on it); stripes are as many
+ * as the CPUs, at least 16, and threads share them beyond that, correctly
+ * but less cheaply. A permit taken back is counted in its stripe, so a
+ * stats read adds the stripes to the admitted counter.
  *
  * Another implementation (resil_bulkhead_new_custom) gets the same handle
  * with a word that reads "every queue slot taken" and never changes: both
@@ -321,12 +323,11 @@ static void unhold(resil_bulkhead *b)
     atomic_fetch_sub_explicit(&b->no_parking, 1, memory_order_seq_cst);
 }
 
-/* The thread's parked permit, taken back. The same handshake as parking:
- * a taker that then sees someone about to wait came after them, so it
- * gives the permit back (to them) and takes the way they took. */
-static bool take_parked(resil_bulkhead *b)
+/* A stripe's parked permit, taken. The same handshake as parking: a taker
+ * that then sees someone about to wait came after them, so it gives the
+ * permit back (to them) and takes the way they took. */
+static bool take_from(resil_bulkhead *b, stripe *s)
 {
-    stripe *s = my_stripe(b);
     uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     while ((w & PARKED) != 0) {
         if (atomic_compare_exchange_weak_explicit(&s->word, &w, (w & ~PARKED) + TAKEN_ONE,
@@ -337,6 +338,23 @@ static bool take_parked(resil_bulkhead *b)
             give_back(b);
             return false;
         }
+    }
+    return false;
+}
+
+static bool take_parked(resil_bulkhead *b) { return take_from(b, my_stripe(b)); }
+
+/* Another thread's parked permit, when every permit is taken or parked:
+ * one CAS on one other line, where a sweep would write every stripe and
+ * hold parking off for everyone. Tried from the stripe after the caller's. */
+static bool take_any_parked(resil_bulkhead *b)
+{
+    uint32_t first = resil__thread_number();
+    for (uint32_t i = 1; i <= b->stripe_mask; i++) {
+        stripe *s = &b->stripes[(first + i) & b->stripe_mask];
+        if ((atomic_load_explicit(&s->word, memory_order_relaxed) & PARKED) != 0 &&
+            take_from(b, s))
+            return true;
     }
     return false;
 }
@@ -357,16 +375,17 @@ static void park(resil_bulkhead *b)
     give_back(b);
 }
 
-/* A permit at once: the thread's parked one (counted in its stripe) or a
- * free one. */
+/* A permit at once: the thread's parked one, a free one, or one another
+ * thread parked (a parked permit taken is counted in its stripe). */
 static bool take_at_once(resil_bulkhead *b)
 {
     if (take_parked(b))
         return true;
-    if (!take_free_permit(b))
-        return false;
-    resil__count(&b->admitted);
-    return true;
+    if (take_free_permit(b)) {
+        resil__count(&b->admitted);
+        return true;
+    }
+    return b->ops == NULL && take_any_parked(b);
 }
 
 /* With parking held off (every permit back in the word): a free permit. */
