@@ -285,11 +285,16 @@ static stripe *my_stripe(resil_bulkhead *b)
     return &b->stripes[resil__thread_number() & b->stripe_mask];
 }
 
+static bool parking_held(resil_bulkhead *b)
+{
+    return atomic_load_explicit(&b->no_parking, memory_order_seq_cst) != 0;
+}
+
 /* Nobody waits or is about to, the limit is not coming down, and the
  * permits taken (this one included) are within the limit. */
 static bool may_park(resil_bulkhead *b)
 {
-    if (atomic_load_explicit(&b->no_parking, memory_order_seq_cst) != 0)
+    if (parking_held(b))
         return false;
     uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed);
     return queued_of(w) == 0 && in_flight_of(w) <= limit_of(b);
@@ -332,7 +337,7 @@ static bool take_from(resil_bulkhead *b, stripe *s)
     while ((w & PARKED) != 0) {
         if (atomic_compare_exchange_weak_explicit(&s->word, &w, (w & ~PARKED) + TAKEN_ONE,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
-            if (atomic_load_explicit(&b->no_parking, memory_order_seq_cst) == 0)
+            if (!parking_held(b))
                 return true;
             atomic_fetch_sub_explicit(&s->word, TAKEN_ONE, memory_order_relaxed);
             give_back(b);
@@ -367,7 +372,7 @@ static void park(resil_bulkhead *b)
     while ((w & PARKED) == 0 && may_park(b)) {
         if (atomic_compare_exchange_weak_explicit(&s->word, &w, w | PARKED,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
-            if (!may_park(b))
+            if (parking_held(b)) /* the handshake: see hold() */
                 unpark(b, s);
             return;
         }
