@@ -280,11 +280,7 @@ static stripe *stripe_of(resil_limiter *l, uint32_t number)
     return &l->stripes[number & l->stripe_mask];
 }
 
-static void return_permit(resil_limiter *l)
-{
-    resil_bulkhead_ticket bt = {.owner = l->bh, .queued = 0};
-    resil_bulkhead_release(&bt);
-}
+static void return_permit(resil_limiter *l) { resil__bulkhead_put_back(l->bh); }
 
 /* ---- acquiring -------------------------------------------------------------- */
 
@@ -305,11 +301,11 @@ static void granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now
     t->queued = queued;
 }
 
-/* Both acquires, `wait` false without a queue: another implementation's,
- * or the bulkhead's (the thread's parked permit first). A call admitted
- * without queueing reads no clock: it started at the caller's `now`. */
-static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
-                   resil_limiter_ticket *t)
+/* Everything but the thread's parked permit: another implementation, or
+ * the bulkhead. Out of line, so that the parked permit pays no frame. */
+__attribute__((noinline)) static int acquire_slow(resil_limiter *l, resil_cancel *cancel,
+                                                  bool wait, resil_instant now,
+                                                  resil_limiter_ticket *t)
 {
     empty(t);
     if (l->ops != NULL) {
@@ -324,6 +320,18 @@ static int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_inst
         return rc;
     granted(l, t, bt.queued > 0 ? resil_clock_now(l->clock) : now, bt.queued);
     return 0;
+}
+
+/* Both acquires, `wait` false without a queue. A call admitted without
+ * queueing reads no clock: it started at the caller's `now`. */
+static inline int acquire(resil_limiter *l, resil_cancel *cancel, bool wait, resil_instant now,
+                          resil_limiter_ticket *t)
+{
+    if (l->ops == NULL && resil__bulkhead_take_parked(l->bh)) {
+        granted(l, t, now, 0);
+        return 0;
+    }
+    return acquire_slow(l, cancel, wait, now, t);
 }
 
 int resil_limiter_try_acquire_at(resil_limiter *l, resil_instant now, resil_limiter_ticket *t)

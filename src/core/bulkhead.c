@@ -380,12 +380,10 @@ static void park(resil_bulkhead *b)
     give_back(b);
 }
 
-/* A permit at once: the thread's parked one, a free one, or one another
- * thread parked (a parked permit taken is counted in its stripe). */
+/* A permit at once when the thread has none parked: a free one, or one
+ * another thread parked (a parked permit taken is counted in its stripe). */
 static bool take_at_once(resil_bulkhead *b)
 {
-    if (take_parked(b))
-        return true;
     if (take_free_permit(b)) {
         resil__count(&b->admitted);
         return true;
@@ -430,7 +428,9 @@ static int other_acquire(resil_bulkhead *b, resil_cancel *cancel, bool wait,
     return rc;
 }
 
-int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
+/* Everything after the thread's own parked permit, out of line. */
+__attribute__((noinline)) static int try_acquire_slow(resil_bulkhead *b,
+                                                      resil_bulkhead_ticket *t)
 {
     fill_ticket(t, NULL, 0); /* a failed acquire leaves a ticket release ignores */
     if (!take_at_once(b)) {
@@ -444,6 +444,14 @@ int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
             return RESIL_EREJECTED;
         }
     }
+    fill_ticket(t, b, 0);
+    return 0;
+}
+
+int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
+{
+    if (!take_parked(b))
+        return try_acquire_slow(b, t);
     fill_ticket(t, b, 0);
     return 0;
 }
@@ -587,17 +595,10 @@ static int queue_and_wait(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhea
     return rc;
 }
 
-/* What both acquires do before a queue: RESIL__BULK_QUEUED when the call
- * is to join it (with parking held off until it leaves), else the
- * verdict, counted, with the ticket filled. */
-static int admit_or_queue(resil_bulkhead *b, resil_cancel *cancel, bool wait,
-                          resil_bulkhead_ticket *t)
+/* admit_or_queue when the thread has no parked permit, out of line. */
+__attribute__((noinline)) static int admit_slow(resil_bulkhead *b, resil_cancel *cancel,
+                                                bool wait, resil_bulkhead_ticket *t)
 {
-    fill_ticket(t, NULL, 0);
-    if (resil_cancelled(cancel)) {
-        resil__count(&b->cancelled);
-        return RESIL_ECANCELED;
-    }
     if (take_at_once(b)) {
         fill_ticket(t, b, 0);
         return 0;
@@ -616,6 +617,23 @@ static int admit_or_queue(resil_bulkhead *b, resil_cancel *cancel, bool wait,
         return RESIL_EREJECTED;
     }
     return RESIL__BULK_QUEUED;
+}
+
+/* What both acquires do before a queue: RESIL__BULK_QUEUED when the call
+ * is to join it (with parking held off until it leaves), else the
+ * verdict, counted, with the ticket filled. */
+static int admit_or_queue(resil_bulkhead *b, resil_cancel *cancel, bool wait,
+                          resil_bulkhead_ticket *t)
+{
+    fill_ticket(t, NULL, 0);
+    if (cancel != NULL && resil_cancelled(cancel)) {
+        resil__count(&b->cancelled);
+        return RESIL_ECANCELED;
+    }
+    if (!take_parked(b))
+        return admit_slow(b, cancel, wait, t);
+    fill_ticket(t, b, 0);
+    return 0;
 }
 
 int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhead_ticket *t)
@@ -744,6 +762,7 @@ void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
 /* For the adaptive limiter and the asynchronous executor: the parking
  * above, seen from outside. */
 bool resil__bulkhead_take_parked(resil_bulkhead *b) { return b->ops == NULL && take_parked(b); }
+void resil__bulkhead_put_back(resil_bulkhead *b) { park(b); }
 void resil__bulkhead_hold(resil_bulkhead *b) { hold(b); }
 void resil__bulkhead_unhold(resil_bulkhead *b) { unhold(b); }
 
