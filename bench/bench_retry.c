@@ -207,8 +207,14 @@ static int bench_budget(resil_budget_model m, const char *variant, bench_result 
     char name[96];
     snprintf(name, sizeof name, "budget_%s_retry_cycle%s", resil_budget_model_name(m), variant);
     bench_pair(name, budget_retry_cycle, b, baseline);
-    snprintf(name, sizeof name, "budget_%s_success%s", resil_budget_model_name(m), variant);
-    bench_pair(name, budget_success, b, baseline);
+    /* The fake clock is one shared value behind a lock: on the success
+     * path, which reads the clock for each request, it would measure
+     * itself. */
+    if (clock == NULL) {
+        snprintf(name, sizeof name, "budget_%s_success%s", resil_budget_model_name(m),
+                 variant);
+        bench_pair(name, budget_success, b, baseline);
+    }
     resil_budget_free(b);
     return 0;
 }
