@@ -36,8 +36,6 @@
 
 #define OPS_HAS(ops, field) RESIL__OPS_HAS(resil_limiter_ops, ops, field)
 
-#define STRIPES_MIN 16
-
 /* The samples and their latencies have two sums each: one only the
  * stripe's first thread (its owner) adds to, with a load and a store,
  * read as a difference from the last drain; and one every other thread
@@ -185,8 +183,7 @@ static resil_limiter *alloc_limiter(void)
 /* As many stripes as the bulkhead parks permits in, zeroed. */
 static int alloc_stripes(resil_limiter *l)
 {
-    uint32_t n = resil__cell_count();
-    n = n < STRIPES_MIN ? STRIPES_MIN : n;
+    uint32_t n = resil__thread_stripe_count();
     l->stripes = aligned_alloc(64, n * sizeof *l->stripes);
     if (l->stripes == NULL)
         return RESIL_ENOMEM;

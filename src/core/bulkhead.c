@@ -74,7 +74,6 @@ typedef resil__bulk_waiter waiter;
 /* A stripe's word: a parked permit, and the parked permits taken back. */
 #define PARKED UINT64_C(1)
 #define TAKEN_ONE UINT64_C(2)
-#define STRIPES_MIN 16
 
 typedef struct stripe {
     _Alignas(RESIL__CACHE_LINE) _Atomic uint64_t word;
@@ -126,12 +125,6 @@ static int validate(const resil_bulkhead_opts *o, resil_err *err)
     return 0;
 }
 
-static uint32_t stripe_count(void)
-{
-    uint32_t n = resil__cell_count();
-    return n < STRIPES_MIN ? STRIPES_MIN : n;
-}
-
 /* Zeroed and line-aligned, so that the word has its line to itself, with
  * empty stripes. */
 static resil_bulkhead *new_handle(void)
@@ -142,7 +135,7 @@ static resil_bulkhead *new_handle(void)
     if (b == NULL)
         return NULL;
     memset(b, 0, sizeof *b);
-    uint32_t n = stripe_count();
+    uint32_t n = resil__thread_stripe_count();
     b->stripes = aligned_alloc(RESIL__CACHE_LINE, n * sizeof *b->stripes);
     if (b->stripes == NULL) {
         free(b);
@@ -380,24 +373,21 @@ static void park(resil_bulkhead *b)
     give_back(b);
 }
 
-/* A permit at once when the thread has none parked: a free one, or one
- * another thread parked (a parked permit taken is counted in its stripe). */
-static bool take_at_once(resil_bulkhead *b)
-{
-    if (take_free_permit(b)) {
-        resil__count(&b->admitted);
-        return true;
-    }
-    return b->ops == NULL && take_any_parked(b);
-}
-
-/* With parking held off (every permit back in the word): a free permit. */
-static bool take_swept(resil_bulkhead *b)
+/* A free permit from the word, counted (a parked permit taken is counted
+ * in its stripe instead). */
+static bool take_free_counted(resil_bulkhead *b)
 {
     if (!take_free_permit(b))
         return false;
     resil__count(&b->admitted);
     return true;
+}
+
+/* A permit at once when the thread has none parked: a free one, or one
+ * another thread parked. */
+static bool take_at_once(resil_bulkhead *b)
+{
+    return take_free_counted(b) || (b->ops == NULL && take_any_parked(b));
 }
 
 static void fill_ticket(resil_bulkhead_ticket *t, resil_bulkhead *b, resil_duration queued)
@@ -437,7 +427,7 @@ __attribute__((noinline)) static int try_acquire_slow(resil_bulkhead *b,
         if (b->ops != NULL)
             return other_acquire(b, NULL, false, t);
         hold(b);
-        bool taken = take_swept(b);
+        bool taken = take_free_counted(b);
         unhold(b);
         if (!taken) {
             resil__count(&b->rejected);
@@ -606,7 +596,7 @@ __attribute__((noinline)) static int admit_slow(resil_bulkhead *b, resil_cancel 
     if (b->ops != NULL)
         return other_acquire(b, cancel, wait, t);
     hold(b);
-    if (take_swept(b)) {
+    if (take_free_counted(b)) {
         unhold(b);
         fill_ticket(t, b, 0);
         return 0;

@@ -119,12 +119,11 @@ void resil__cells_free(resil__cells *c);
 /* The CPU the caller runs on (or its thread's round-robin number), asked
  * of the C library (percpu.c). */
 uint32_t resil__cpu_slot_asked(void);
-/* How many cells resil__cells_init makes: the CPUs, rounded up to a power
- * of two, at most RESIL__CELLS_MAX. */
-uint32_t resil__cell_count(void);
-
-/* The calling thread's number + 1, given once, in order (percpu.c): for
- * stripes that are the thread's, not the CPU's. */
+/* Stripes that are the thread's, not the CPU's (percpu.c): as many as
+ * cells, at least RESIL__THREAD_STRIPES_MIN, a power of two; a thread's is
+ * picked by its number (from 1, given once, in order). */
+#define RESIL__THREAD_STRIPES_MIN 16
+uint32_t resil__thread_stripe_count(void);
 #if defined(__GNUC__)
 #define RESIL__INITIAL_EXEC __attribute__((tls_model("initial-exec")))
 #else

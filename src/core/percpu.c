@@ -26,7 +26,7 @@
 
 #include "internal.h"
 
-uint32_t resil__cell_count(void)
+static uint32_t cell_count(void)
 {
     static _Atomic uint32_t counted; /* 0 = not asked yet */
     uint32_t n = atomic_load_explicit(&counted, memory_order_relaxed);
@@ -42,7 +42,7 @@ uint32_t resil__cell_count(void)
 
 int resil__cells_init(resil__cells *c)
 {
-    uint32_t n = resil__cell_count();
+    uint32_t n = cell_count();
     c->cell = aligned_alloc(RESIL__CACHE_LINE, n * sizeof *c->cell);
     if (c->cell == NULL)
         return RESIL_ENOMEM;
@@ -73,6 +73,12 @@ uint32_t resil__cpu_slot_asked(void)
 }
 
 _Thread_local uint32_t resil__thread_no RESIL__INITIAL_EXEC;
+
+uint32_t resil__thread_stripe_count(void)
+{
+    uint32_t n = cell_count();
+    return n < RESIL__THREAD_STRIPES_MIN ? RESIL__THREAD_STRIPES_MIN : n;
+}
 
 uint32_t resil__thread_number_first(void)
 {
