@@ -18,12 +18,14 @@
  * keep only samples in which both threads really ran at once: each thread's
  * CPU time against the sample's wall time. On a machine shared with other
  * work two threads are often time-sliced onto one core, and such a sample
- * reads as a collapse of throughput that no lock caused. Work that blocks
- * on a lock never keeps both threads on a CPU, so for it a sample also
- * counts when both threads ran side by side from start to end and together
- * spent at most a quarter of it runnable without a CPU (the scheduler's
- * run-queue time, /proc/thread-self/schedstat): sleeping on the lock is
- * the work's own cost, waiting for a core is the machine's. Its
+ * reads as a collapse of throughput that no lock caused. The two threads
+ * are pinned to two different CPUs (and calibrated on one thread), so the
+ * scheduler cannot pack two threads that wake each other onto one core.
+ * Work that blocks on a lock never keeps both threads on a CPU, so for it a
+ * sample also counts when both threads ran side by side from start to end
+ * and together spent at most a quarter of it runnable without a CPU (the
+ * scheduler's run-queue time, /proc/thread-self/schedstat): sleeping on the
+ * lock is the work's own cost, waiting for a core is the machine's. Its
  * concurrency (CPU share) is reported as measured, below 1.75.
  */
 #ifndef RESIL_BENCH_H
