@@ -294,7 +294,14 @@ typedef struct resil_store_batch_stats {
     uint64_t calls;   /* calls those transactions carried */
     uint32_t largest; /* the most calls one batch carried */
     uint32_t queued;  /* calls waiting for a batch right now */
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* The asynchronous begin's read before any write (docs/idempotency.md):
+     * the reads' own batches (one query each where the database allows),
+     * the begins they carried, and those a read answered alone (a replay,
+     * a mismatch, a live lease), which never entered a write batch. */
+    union { uint64_t read_batches; resil_reserved r_read_batches_; };
+    union { uint64_t reads; resil_reserved r_reads_; };
+    union { uint64_t read_answers; resil_reserved r_read_answers_; };
+    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
 } resil_store_batch_stats;
 
 /* All zero when batching is off (batch_max <= 1). */
@@ -331,9 +338,13 @@ RESIL_API void resil_store_batch_stats_get(resil_store *s, resil_store_batch_sta
  *     the writer threads. Do not submit while or after freeing.
  *
  * The asynchronous form needs group commit (store.batch_max >= 2, the
- * default). An asynchronous begin does not read first: a replay or a
- * mismatch is answered from its batch, after the commit, where the
- * blocking begin answers it from a plain read. A completion the database
+ * default). An asynchronous begin reads first, batched with the other
+ * asynchronous begins' reads on a connection of its own (a store thread
+ * for reads: SQLite's WAL lets it read beside the writer): a replay, a
+ * mismatch or a live lease ("in progress") is answered from that read
+ * without entering a write batch; a key with no record, or an expired
+ * lease, goes on to a write batch, whose claim decides (the read is only
+ * a hint: at most once and lease fencing rest on the claim). A completion the database
  * cannot take goes to the journal as for resil_store_complete(), on the
  * store's thread, before the callback.
  *

@@ -64,6 +64,8 @@ struct resil_store {
     uint64_t written, replayed, conflicts;
 
     store_batcher *batcher; /* NULL when batching is off */
+    store_batcher *reader;  /* the asynchronous begins' reads; with batcher */
+    uint64_t read_answers;  /* begins a read answered alone (atomic) */
 };
 
 /* While completions wait in the journal, a call tries to replay them at
@@ -177,7 +179,9 @@ static bool same_hash(const store_call *call, const store_row *row)
 
 bool resil__store_settled(const store_call *call, const store_row *row)
 {
-    return row->completed || !same_hash(call, row);
+    if (row->completed || !same_hash(call, row))
+        return true;
+    return call->op == STORE_READ && row->lease_expires_ms > call->now_ms;
 }
 
 int resil__store_classify(store_call *call, const store_row *row)
@@ -536,11 +540,70 @@ static int run_write(resil_store *s, store_call *call, resil_err *err)
 void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
 {
     memset(out, 0, sizeof *out);
-    if (s != NULL && s->batcher != NULL)
-        resil__batcher_stats(s->batcher, out);
+    if (s == NULL || s->batcher == NULL)
+        return;
+    resil__batcher_stats(s->batcher, out);
+    resil_store_batch_stats reads;
+    resil__batcher_stats(s->reader, &reads);
+    out->read_batches = reads.batches;
+    out->reads = reads.calls;
+    out->read_answers = __atomic_load_n(&s->read_answers, __ATOMIC_RELAXED);
+}
+
+/* ---- the asynchronous begin's read ------------------------------------------ */
+
+/* The reader's runner: every unanswered begin of the batch read at once,
+ * one attempt, on a connection of the pool. The read is a hint, so a
+ * failed one fails nobody: its begins go on to the claim, which runs
+ * under the retry policy and decides. */
+static void run_reads(void *ud, batch_member *const *m, size_t n)
+{
+    resil_store *s = ud;
+    store_call *calls[STORE_MAX_BATCH];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        m[i]->rc = 0;
+        if (m[i]->call->answered)
+            continue;
+        calls[k] = m[i]->call;
+        stamp(s, calls[k]);
+        calls[k++]->op = STORE_READ;
+    }
+    store_conn *conn;
+    char msg[200];
+    bool read = false;
+    if (k > 0 && checkout(s, &conn) == 0) {
+        resil_outcome o = s->be->run_reads(conn, calls, k, msg, sizeof msg);
+        read = resil_outcome_ok(&o);
+        checkin(s, conn);
+    }
+    uint64_t answered = 0;
+    for (size_t i = 0; i < k; i++) {
+        calls[i]->op = STORE_BEGIN;
+        calls[i]->answered = read && calls[i]->answered;
+        answered += calls[i]->answered;
+    }
+    __atomic_fetch_add(&s->read_answers, answered, __ATOMIC_RELAXED);
 }
 
 static void finish_async(void *ud, batch_member *m);
+
+/* The reader's finish: an answered begin (or one cancelled by the store's
+ * free) is done; any other goes on to a write batch. */
+static void finish_read(void *ud, batch_member *m)
+{
+    resil_store *s = ud;
+    if (m->rc != 0 || m->call->answered) {
+        finish_async(ud, m);
+        return;
+    }
+    int rc = resil__batcher_submit_async(s->batcher, m);
+    if (rc == 0)
+        return;
+    m->rc = resil_err_set(m->err, RESIL_ECANCELED,
+                          "store: the store was freed before the call's batch ran");
+    finish_async(ud, m);
+}
 
 static int start_batching(resil_store *s, const resil_store_opts *o)
 {
@@ -558,7 +621,18 @@ static int start_batching(resil_store *s, const resil_store_opts *o)
         .finish = finish_async,
         .ud = s,
     };
-    return resil__batcher_new(&bo, &s->batcher);
+    int rc = resil__batcher_new(&bo, &s->batcher);
+    if (rc != 0)
+        return rc;
+    /* The reads: SQLite reads beside its one writer (WAL); PostgreSQL's
+     * reads take the half of the pool the batches leave. */
+    bo.window = 0;
+    bo.max_running = s->be == &resil__store_sqlite ? 1 : s->max_conns / 2;
+    if (bo.max_running == 0)
+        bo.max_running = 1;
+    bo.run = run_reads;
+    bo.finish = finish_read;
+    return resil__batcher_new(&bo, &s->reader);
 }
 
 static int not_owned(store_call *call, resil_err *err)
@@ -793,7 +867,9 @@ void resil_store_free(resil_store *s)
 {
     if (s == NULL)
         return;
-    /* First: the batches that run still need the pool and the journal. */
+    /* First: the batches that run still need the pool and the journal;
+     * the reads before the writes, which the reads may still feed. */
+    resil__batcher_free(s->reader);
     resil__batcher_free(s->batcher);
     for (uint32_t i = 0; i < s->n_idle; i++)
         s->be->conn_free(s->idle[i]);
@@ -1054,13 +1130,15 @@ static int async_new(resil_store *s, const store_call *call, resil_store_cb cb, 
     return 0;
 }
 
-/* Queue it; the answer comes through its callback. An answer known
- * already (rc, with a->err set when rc != 0) still rides a batch. */
-static int async_submit(resil_store *s, store_async *a, bool answered, int rc, resil_err *err)
+/* Queue it on q (the reads or the writes); the answer comes through its
+ * callback. An answer known already (rc, with a->err set when rc != 0)
+ * still rides a batch, so that the callback keeps its one way back. */
+static int async_submit(store_batcher *q, store_async *a, bool answered, int rc,
+                        resil_err *err)
 {
     a->call.answered = answered;
     a->m.rc = rc;
-    int qrc = resil__batcher_submit_async(s->batcher, &a->m);
+    int qrc = resil__batcher_submit_async(q, &a->m);
     if (qrc == 0)
         return 0;
     free(a);
@@ -1082,12 +1160,12 @@ int resil_store_begin_async(resil_store *s, const resil_store_key *k,
         return rc;
     out->verdict = RESIL_STORE_NONE;
     if (!journal_holds(s, &a->call))
-        return async_submit(s, a, false, 0, err);
+        return async_submit(s->reader, a, false, 0, err);
     if ((rc = journaled_in_progress(s, out, err)) != 0) {
         free(a);
         return rc;
     }
-    return async_submit(s, a, true, 0, err);
+    return async_submit(s->reader, a, true, 0, err);
 }
 
 static int fenced_async(resil_store *s, const store_call *call, resil_store_cb cb, void *ud,
@@ -1098,7 +1176,7 @@ static int fenced_async(resil_store *s, const store_call *call, resil_store_cb c
     if (rc != 0)
         return rc;
     rc = journal_holds_completed(s, &a->call, &a->err);
-    return async_submit(s, a, rc != 0, rc, err);
+    return async_submit(s->batcher, a, rc != 0, rc, err);
 }
 
 int resil_store_complete_async(resil_store *s, const resil_store_key *k, uint64_t lease,

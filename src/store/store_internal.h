@@ -48,6 +48,7 @@ typedef struct store_config {
 typedef enum store_op {
     STORE_CONNECT, /* only make sure the connection and the schema exist */
     STORE_PEEK,    /* BEGIN's plain read: answer a settled record, if any */
+    STORE_READ,    /* the asynchronous BEGIN's read: a settled record or a live lease */
     STORE_BEGIN,
     STORE_COMPLETE,
     STORE_RELEASE,
@@ -68,7 +69,7 @@ typedef struct store_call {
     const resil_store_response *resp;     /* COMPLETE */
     resil_store_result *out;              /* BEGIN */
     /* results */
-    bool answered;    /* PEEK: the record was settled and out is filled */
+    bool answered;    /* PEEK, READ: the record answers the begin and out is filled */
     bool alone;       /* in a batch: not decided there, run the call on its own */
     bool owned;       /* COMPLETE, RELEASE, RENEW: the row was ours and changed */
     uint64_t deleted; /* PURGE */
@@ -91,6 +92,12 @@ typedef struct store_backend {
      * key the batch already carries) gets `alone`, and the front runs it
      * again on its own once the batch committed. */
     resil_outcome (*run_batch)(store_conn *c, store_call *const *calls, size_t n, char *msg,
+                               size_t cap);
+    /* Read calls[0..n) (READ) without a transaction of the store's own
+     * and without writing: each whose record answers it (see
+     * resil__store_settled) gets `answered` and its result; the others are
+     * left as they were. One round trip where the database allows. */
+    resil_outcome (*run_reads)(store_conn *c, store_call *const *calls, size_t n, char *msg,
                                size_t cap);
     /* The transactional form (BEGIN or COMPLETE only): is the
      * application's connection inside an open transaction, and run the
@@ -140,7 +147,10 @@ int resil__store_first(store_call *call, uint64_t lease);
 int resil__store_classify(store_call *call, const store_row *row);
 /* Is the record's answer final whatever happens next (completed, or
  * another request's)? Then a plain read may give it: completed records are
- * immutable until purged, so no transaction is needed to trust one. */
+ * immutable until purged, so no transaction is needed to trust one. For a
+ * READ a live lease answers too ("in progress" as of the read: the claim
+ * would give the same answer, a moment later); an expired one does not,
+ * as only the claim may take it over. */
 bool resil__store_settled(const store_call *call, const store_row *row);
 
 /* A failure outcome with `kind`, `code` and a short detail, and the long

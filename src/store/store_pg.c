@@ -55,6 +55,7 @@ enum {
     PS_PURGE,
     PS_INSERT_MANY,
     PS_COMPLETE_MANY,
+    PS_SELECT_MANY,
     PS_COUNT
 };
 
@@ -140,6 +141,16 @@ static const struct {
                           8, {OID_INT4_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY,
                               OID_INT8_ARRAY, OID_INT4_ARRAY, OID_BYTEA_ARRAY,
                               OID_BYTEA_ARRAY}},
+    /* The asynchronous begins' reads, one row per key that has a record,
+     * with its call's place in the batch (ord). */
+    [PS_SELECT_MANY] = {"resil_store_select_many",
+                        "SELECT i.ord, r.request_hash, r.status, r.headers, r.body,"
+                        " r.created_at, r.lease_expires_at"
+                        " FROM unnest($1, $2, $3, $4) AS i(ord, tenant, operation,"
+                        " idempotency_key) JOIN {T} AS r ON r.tenant = i.tenant"
+                        " AND r.operation = i.operation"
+                        " AND r.idempotency_key = i.idempotency_key",
+                        4, {OID_INT4_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY}},
 };
 
 struct store_conn {
@@ -375,6 +386,35 @@ static resil_outcome claimed(store_conn *c, store_call *call, PGresult *r,
     return resil_ok();
 }
 
+/* A record's columns in a result, from column `at` on: request_hash,
+ * status, headers, body, created_at, lease_expires_at. */
+static store_row row_at(const PGresult *r, int row, int at)
+{
+    bool completed = !PQgetisnull(r, row, at + 1);
+    return (store_row){
+        .hash = PQgetvalue(r, row, at),
+        .hash_len = (size_t)PQgetlength(r, row, at),
+        .completed = completed,
+        .status = completed ? get_int32(r, row, at + 1) : 0,
+        .headers = PQgetvalue(r, row, at + 2),
+        .headers_len = (size_t)PQgetlength(r, row, at + 2),
+        .body = PQgetvalue(r, row, at + 3),
+        .body_len = (size_t)PQgetlength(r, row, at + 3),
+        .created_ms = get_int64(r, row, at + 4),
+        .lease_expires_ms = get_int64(r, row, at + 5),
+    };
+}
+
+/* Answer the call from a record: always, or (settled_only) only when the
+ * record's answer is final. 0, or RESIL_ENOMEM. */
+static int answer(store_call *call, const store_row *row, bool settled_only, bool *answered)
+{
+    if (settled_only && !resil__store_settled(call, row))
+        return 0;
+    *answered = true;
+    return resil__store_classify(call, row);
+}
+
 /* Read the record and answer from it: always, or (settled_only) only when
  * its answer is final. *answered says whether the call is done. */
 static resil_outcome answer_from_row(store_conn *c, store_call *call, bool settled_only,
@@ -386,26 +426,10 @@ static resil_outcome answer_from_row(store_conn *c, store_call *call, bool settl
     PGresult *r = exec_prepared(c, PS_SELECT, &p);
     if (!ok(r))
         return fail(c, r, msg, cap);
-    if (PQntuples(r) != 1) {
-        PQclear(r);
-        return resil_ok();
-    }
-    store_row row = {
-        .hash = PQgetvalue(r, 0, 0),
-        .hash_len = (size_t)PQgetlength(r, 0, 0),
-        .completed = !PQgetisnull(r, 0, 1),
-        .status = PQgetisnull(r, 0, 1) ? 0 : get_int32(r, 0, 1),
-        .headers = PQgetvalue(r, 0, 2),
-        .headers_len = (size_t)PQgetlength(r, 0, 2),
-        .body = PQgetvalue(r, 0, 3),
-        .body_len = (size_t)PQgetlength(r, 0, 3),
-        .created_ms = get_int64(r, 0, 4),
-        .lease_expires_ms = get_int64(r, 0, 5),
-    };
     int rc = 0;
-    if (!settled_only || resil__store_settled(call, &row)) {
-        *answered = true;
-        rc = resil__store_classify(call, &row);
+    if (PQntuples(r) == 1) {
+        store_row row = row_at(r, 0, 0);
+        rc = answer(call, &row, settled_only, answered);
     }
     PQclear(r);
     if (rc != 0)
@@ -941,6 +965,76 @@ static resil_outcome run_batch(store_conn *c, store_call *const *calls, size_t n
     return resil_ok();
 }
 
+/* ---- the asynchronous begins' reads: one statement for a batch of them ---- */
+
+/* The keys of calls[0..n) as four binary arrays (ord, tenant, operation,
+ * key); false when out of memory. */
+static bool read_arrays(pg_array col[4], store_call *const *calls, size_t n)
+{
+    arr_start(&col[0], OID_INT4, n);
+    for (int i = 1; i < 4; i++)
+        arr_start(&col[i], OID_TEXT, n);
+    for (size_t i = 0; i < n; i++) {
+        arr_int(&col[0], i, 4);
+        arr_text(&col[1], calls[i]->tenant);
+        arr_text(&col[2], calls[i]->operation);
+        arr_text(&col[3], calls[i]->key);
+    }
+    for (int i = 0; i < 4; i++)
+        if (col[i].oom || col[i].len > INT32_MAX)
+            return false;
+    return true;
+}
+
+static PGresult *select_many(PGconn *pg, store_call *const *calls, size_t n)
+{
+    pg_array col[4] = {{0}};
+    PGresult *r = NULL;
+    if (read_arrays(col, calls, n)) {
+        const char *value[4];
+        int length[4], format[4] = {1, 1, 1, 1};
+        for (int i = 0; i < 4; i++) {
+            value[i] = (const char *)col[i].data;
+            length[i] = (int)col[i].len;
+        }
+        r = PQexecPrepared(pg, statements[PS_SELECT_MANY].name, 4, value, length, format, 1);
+    }
+    for (int i = 0; i < 4; i++)
+        free(col[i].data);
+    return r;
+}
+
+/* Every call's record in one statement (one snapshot, one round trip);
+ * a lone call reads with the one-key statement. */
+static resil_outcome run_reads(store_conn *c, store_call *const *calls, size_t n, char *msg,
+                               size_t cap)
+{
+    if (c->pg == NULL) {
+        resil_outcome o = connect_db(c, msg, cap);
+        if (!resil_outcome_ok(&o))
+            return o;
+    }
+    if (n == 1)
+        return answer_from_row(c, calls[0], true, &calls[0]->answered, msg, cap);
+    PGresult *r = select_many(c->pg, calls, n);
+    if (!ok(r))
+        return fail(c, r, msg, cap);
+    int rc = 0;
+    for (int row = 0; row < PQntuples(r) && rc == 0; row++) {
+        uint64_t ord = get_uint(r, row, 0);
+        if (ord >= n) {
+            rc = -1;
+            break;
+        }
+        store_row rec = row_at(r, row, 1);
+        rc = answer(calls[ord], &rec, true, &calls[ord]->answered);
+    }
+    PQclear(r);
+    if (rc != 0)
+        return fail_local(c, "out of memory, or a row naming no call", msg, cap);
+    return resil_ok();
+}
+
 static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
 {
     if (c->pg == NULL) {
@@ -952,6 +1046,7 @@ static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
     case STORE_CONNECT:
         return resil_ok();
     case STORE_PEEK:
+    case STORE_READ:
         return answer_from_row(c, call, true, &call->answered, msg, cap);
     case STORE_BEGIN:
         return begin(c, call, msg, cap);
@@ -1009,6 +1104,7 @@ const store_backend resil__store_pg = {
     .conn_free = conn_free,
     .run = run,
     .run_batch = run_batch,
+    .run_reads = run_reads,
     .in_transaction = in_transaction,
     .run_in = run_in,
 };

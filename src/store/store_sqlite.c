@@ -388,6 +388,19 @@ static resil_outcome run_batch(store_conn *c, store_call *const *calls, size_t n
     return write_locked(c, calls, n, msg, cap);
 }
 
+/* One plain read per call: each is a statement of its own, which in WAL
+ * mode waits for no writer, and local reads need no round trip to share. */
+static resil_outcome run_reads(store_conn *c, store_call *const *calls, size_t n, char *msg,
+                               size_t cap)
+{
+    int rc = ensure_connected(c);
+    if (rc != SQLITE_OK)
+        return connect_failed(c, rc, msg, cap);
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
+        rc = answer_from_row(c, calls[i], true, &calls[i]->answered);
+    return rc == SQLITE_OK ? resil_ok() : fail(c, rc, msg, cap);
+}
+
 static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
 {
     int rc = ensure_connected(c);
@@ -441,6 +454,7 @@ const store_backend resil__store_sqlite = {
     .conn_free = conn_free,
     .run = run,
     .run_batch = run_batch,
+    .run_reads = run_reads,
     .in_transaction = in_transaction,
     .run_in = run_in,
 };

@@ -12,7 +12,7 @@ HAS_ROOM(resil_store_key, 4);
 HAS_ROOM(resil_store_response, 4);
 HAS_ROOM(resil_store_result, 4);
 HAS_ROOM(resil_store_journal_stats, 4);
-HAS_ROOM(resil_store_batch_stats, 4);
+GREW_INTO_ROOM(resil_store_batch_stats, read_batches, 3, 4); /* the reads' counts */
 HAS_ROOM(resil_store_tx, 2);
 
 PINNED(resil_sha256_ctx, 128);
@@ -29,6 +29,9 @@ PINNED_AT(resil_store_opts, retry, 48);
 PINNED_AT(resil_store_opts, batch_window, 256);
 PINNED_AT(resil_store_opts, batch_max, 264);
 PINNED_AT(resil_store_opts, sqlite_sync, 272);
+PINNED_AT(resil_store_batch_stats, read_batches, 24);
+PINNED_AT(resil_store_batch_stats, reads, 32);
+PINNED_AT(resil_store_batch_stats, read_answers, 40);
 
 static void defaults_zero_the_reserved_slots(void **state)
 {

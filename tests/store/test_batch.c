@@ -38,7 +38,8 @@ static bool on_sqlite(const fixture *f) { return strncmp(f->url, "sqlite:", 7) =
 typedef struct batching {
     uint32_t max;
     resil_duration window;
-    uint32_t attempts; /* 0: the default policy */
+    uint32_t attempts;    /* 0: the default policy */
+    uint32_t connections; /* 0: the default pool */
 } batching;
 
 static void batched(resil_store_opts *o, void *ud)
@@ -49,6 +50,8 @@ static void batched(resil_store_opts *o, void *ud)
     o->busy_timeout = 0;
     if (b->attempts > 0)
         o->retry.max_attempts = b->attempts;
+    if (b->connections > 0)
+        o->connections = b->connections;
 }
 
 /* A store handle whose batches wait `window` of the fixture's manual clock. */
@@ -909,16 +912,15 @@ static void async_and_blocking_calls_share_one_batch(void **state)
     await_queued(s, 1);
     start_queued(&m[0], s, 2);
     start_queued(&m[1], s, 3);
-    begin_async(s, "k-c", "a", &r[1]); /* fills the batch, after k-c's completion */
+    begin_async(s, "k-d", "a", &r[1]); /* fills the batch */
     join_ok(&m[0]);
     join_ok(&m[1]);
     assert_int_equal(await_reply(&r[0]), 0);
     assert_int_equal(await_reply(&r[1]), 0);
     assert_int_equal(r[0].res.verdict, RESIL_STORE_FIRST);
     assert_int_equal(m[0].res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(r[1].res.verdict, RESIL_STORE_REPLAY);
-    assert_int_equal(r[1].res.status, 201);
-    assert_string_equal((const char *)r[1].res.body, completed_body);
+    assert_int_equal(r[1].res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_REPLAY);
     resil_store_batch_stats st = stats_of(s);
     assert_int_equal(st.batches, 1);
     assert_int_equal(st.calls, 4);
@@ -973,7 +975,7 @@ static void freeing_the_store_cancels_queued_async_calls_once_each(void **state)
     begin_async(s, "k-b", "a", &r[1]);
     complete_async(s, "k-c", lease, &r[2]);
     resil_fake_clock_await_sleepers(f->fc, 1);
-    assert_int_equal(stats_of(s).queued, 3);
+    await_queued(s, 3); /* the begins after their reads */
     resil_store_free(s);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(calls_of(&r[i]), 1);
@@ -1004,6 +1006,201 @@ static void an_async_call_is_refused_at_once_when_batching_is_off(void **state)
     resil_store_free(s);
     assert_int_equal(calls_of(&r), 0);
     reply_free(&r);
+}
+
+/* ---- the asynchronous begin's read ---------------------------------------- */
+
+static void assert_read_counts(resil_store *s, uint64_t read_batches, uint64_t reads,
+                               uint64_t read_answers, uint64_t batches, uint64_t calls)
+{
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.read_batches, read_batches);
+    assert_int_equal(st.reads, reads);
+    assert_int_equal(st.read_answers, read_answers);
+    assert_int_equal(st.batches, batches);
+    assert_int_equal(st.calls, calls);
+}
+
+/* A window that nobody ends: a begin that reached a write batch would
+ * never be answered. */
+static void an_async_replay_is_answered_by_its_read_without_a_write_batch(void **state)
+{
+    fixture *f = *state;
+    complete_key(f, "k-1", claim(f, "k-1"));
+    resil_store *s = open_batched(f, 64, LONG_WINDOW, 0);
+    reply r;
+    reply_init(&r);
+    begin_async(s, "k-1", "a", &r);
+    assert_int_equal(await_reply(&r), 0);
+    assert_replays_completed_body(&(member){.res = r.res});
+    assert_int_equal(r.res.created_at, CASE_WALL0);
+    assert_read_counts(s, 1, 1, 1, 0, 0);
+    resil_store_free(s);
+    assert_int_equal(calls_of(&r), 1);
+    reply_free(&r);
+}
+
+static void an_async_mismatch_and_a_live_lease_are_answered_by_the_read(void **state)
+{
+    fixture *f = *state;
+    complete_key(f, "k-done", claim(f, "k-done"));
+    claim(f, "k-live");
+    resil_store *s = open_batched(f, 64, LONG_WINDOW, 0);
+    resil_fake_clock_advance(f->fc, RESIL_S(4));
+    reply r[2];
+    reply_init(&r[0]);
+    reply_init(&r[1]);
+    begin_async(s, "k-done", "b", &r[0]);
+    assert_int_equal(await_reply(&r[0]), 0);
+    begin_async(s, "k-live", "a", &r[1]);
+    assert_int_equal(await_reply(&r[1]), 0);
+    assert_int_equal(r[0].res.verdict, RESIL_STORE_MISMATCH);
+    assert_int_equal(r[1].res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(r[1].res.lease, 0);
+    assert_int_equal(r[1].res.lease_left, RESIL_S(6));
+    assert_read_counts(s, 2, 2, 2, 0, 0);
+    resil_store_free(s);
+    reply_free(&r[0]);
+    reply_free(&r[1]);
+}
+
+/* Only the claim may take an expired lease over: the read leaves it. */
+static void an_async_begin_on_an_expired_lease_goes_on_to_the_claim(void **state)
+{
+    fixture *f = *state;
+    claim(f, "k-1");
+    resil_store *s = open_batched(f, 64, 0, 0);
+    resil_fake_clock_advance(f->fc, RESIL_S(10));
+    reply r;
+    reply_init(&r);
+    begin_async(s, "k-1", "a", &r);
+    assert_int_equal(await_reply(&r), 0);
+    assert_int_equal(r.res.verdict, RESIL_STORE_FIRST);
+    assert_int_equal(r.res.lease, 2);
+    assert_read_counts(s, 1, 1, 0, 1, 1);
+    resil_store_free(s);
+    reply_free(&r);
+}
+
+/* The read found no record; another handle claims and completes the key
+ * before the write batch runs: the claim, not the read, decides. */
+static void a_claim_that_meets_a_record_its_read_missed_answers_from_the_record(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 64, LONG_WINDOW, 0);
+    reply r;
+    reply_init(&r);
+    begin_async(s, "k-1", "a", &r);
+    resil_fake_clock_await_sleepers(f->fc, 1); /* read, queued, the window waited out */
+    assert_int_equal(stats_of(s).queued, 1);
+    complete_key(f, "k-1", claim(f, "k-1"));
+    resil_fake_clock_advance(f->fc, LONG_WINDOW);
+    assert_int_equal(await_reply(&r), 0);
+    assert_replays_completed_body(&(member){.res = r.res});
+    assert_int_equal(r.res.created_at, CASE_WALL0);
+    assert_int_equal(r.res.lease, 0);
+    assert_read_counts(s, 1, 1, 0, 1, 1);
+    resil_store_free(s);
+    assert_int_equal(calls_of(&r), 1);
+    reply_free(&r);
+}
+
+/* Wait until the reader took its n-th batch. */
+static void await_read_batches(resil_store *s, uint64_t n)
+{
+    for (long i = 0; i < 100000000L; i++) {
+        if (stats_of(s).read_batches >= n)
+            return;
+        sched_yield();
+    }
+    fail_msg("the reader never took batch %llu", (unsigned long long)n);
+}
+
+/* A read's batch carries every begin queued while the reader was busy:
+ * two keys in one read (one statement on PostgreSQL), each answered for
+ * itself. The reader is held at the pool, whose one connection a write
+ * batch keeps while it backs off from a refusal. */
+static void begins_queued_behind_a_read_share_the_next_read(void **state)
+{
+    fixture *f = *state;
+    complete_key(f, "k-done", claim(f, "k-done"));
+    claim(f, "k-live");
+    batching b = {.max = 64, .attempts = 2, .connections = 1};
+    resil_fake_clock_set_manual(f->fc, true);
+    resil_store *s = fixture_open(f, batched, &b);
+    sqlite3 *held = refuse_for_now(f);
+    reply r[4];
+    for (int i = 0; i < 4; i++)
+        reply_init(&r[i]);
+    begin_async(s, "poison", "a", &r[0]);
+    resil_fake_clock_await_sleepers(f->fc, 1); /* backing off, holding the connection */
+    begin_async(s, "k-done", "a", &r[1]);
+    await_read_batches(s, 2); /* taken alone, waiting for the connection */
+    begin_async(s, "k-live", "a", &r[2]);
+    begin_async(s, "k-done", "b", &r[3]);
+    take_again(f, held);
+    resil_fake_clock_advance(f->fc, RESIL_S(1));
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(await_reply(&r[i]), 0);
+    assert_int_equal(r[0].res.verdict, RESIL_STORE_FIRST);
+    assert_replays_completed_body(&(member){.res = r[1].res});
+    assert_int_equal(r[2].res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(r[3].res.verdict, RESIL_STORE_MISMATCH);
+    assert_read_counts(s, 3, 4, 3, 1, 1);
+    resil_store_free(s);
+    for (int i = 0; i < 4; i++)
+        reply_free(&r[i]);
+}
+
+typedef struct freeing {
+    resil_store *s;
+    pthread_t t;
+} freeing;
+
+static void *free_store(void *arg)
+{
+    resil_store_free(((freeing *)arg)->s);
+    return NULL;
+}
+
+/* Freed while a read waits for the pool (its one connection held by a
+ * write batch backing off): the read that runs still answers its replay,
+ * the new key behind it is cancelled (in the reads' queue or in the
+ * writes', whichever the free reaches first), each callback once. */
+static void freeing_the_store_while_a_read_waits_answers_each_begin_once(void **state)
+{
+    fixture *f = *state;
+    complete_key(f, "k-done", claim(f, "k-done"));
+    batching b = {.max = 64, .window = LONG_WINDOW, .attempts = 2, .connections = 1};
+    resil_fake_clock_set_manual(f->fc, true);
+    resil_store *s = fixture_open(f, batched, &b);
+    sqlite3 *held = refuse_for_now(f);
+    reply r[3];
+    for (int i = 0; i < 3; i++)
+        reply_init(&r[i]);
+    begin_async(s, "poison", "a", &r[0]);
+    resil_fake_clock_await_sleepers(f->fc, 1); /* its batch's window */
+    resil_fake_clock_advance(f->fc, LONG_WINDOW);
+    resil_fake_clock_await_sleepers(f->fc, 1); /* refused: backing off, holding the connection */
+    begin_async(s, "k-done", "a", &r[1]);
+    await_read_batches(s, 2); /* taken, waiting for the connection */
+    begin_async(s, "k-new", "a", &r[2]);
+    freeing fr = {.s = s};
+    pthread_create(&fr.t, NULL, free_store, &fr);
+    resil_fake_clock_advance(f->fc, RESIL_S(1)); /* refused again: the batch gives up */
+    pthread_join(fr.t, NULL);
+    take_again(f, held);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(calls_of(&r[i]), 1);
+    assert_int_equal(r[0].rc, RESIL_EBUSY);
+    assert_int_equal(r[1].rc, 0);
+    assert_replays_completed_body(&(member){.res = r[1].res});
+    assert_int_equal(r[2].rc, RESIL_ECANCELED);
+    assert_string_equal(r[2].error, "store: the store was freed before the call's batch ran");
+    assert_int_equal(r[2].res.verdict, RESIL_STORE_NONE);
+    assert_int_equal(begin_key(f, f->s, "k-new", "a"), RESIL_STORE_FIRST);
+    for (int i = 0; i < 3; i++)
+        reply_free(&r[i]);
 }
 
 #define ASYNC_THREADS 8
@@ -1061,6 +1258,12 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(freeing_the_store_cancels_queued_async_calls_once_each),
     BATCH_CASE(an_async_call_is_refused_at_once_when_batching_is_off),
     BATCH_CASE(every_async_caller_of_a_busy_store_learns_its_own_results),
+    BATCH_CASE(an_async_replay_is_answered_by_its_read_without_a_write_batch),
+    BATCH_CASE(an_async_mismatch_and_a_live_lease_are_answered_by_the_read),
+    BATCH_CASE(an_async_begin_on_an_expired_lease_goes_on_to_the_claim),
+    BATCH_CASE(a_claim_that_meets_a_record_its_read_missed_answers_from_the_record),
+    BATCH_CASE(begins_queued_behind_a_read_share_the_next_read),
+    BATCH_CASE(freeing_the_store_while_a_read_waits_answers_each_begin_once),
 };
 
 static const struct CMUnitTest pg_cases[] = {
