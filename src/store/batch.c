@@ -32,6 +32,11 @@
  * and may share a batch. A writer is needed for each batch that may run
  * at once, so there are max_running of them.
  *
+ * Nothing here writes by itself: the runner decides what a batch does.
+ * The store keeps a second batcher whose runner reads (the asynchronous
+ * begins' read before their claim), so reads queue, batch and hand their
+ * callers back by the same rules.
+ *
  * Invariant, under mu: the queue is not empty only while a leader is
  * collecting (or handed the lead) or max_running batches run. It is what
  * lets an arrival that finds neither lead at once: the queue was empty,

@@ -16,7 +16,10 @@
  * commit, and a batch
  * runs under the same retry policy as one call, as one transaction. A
  * batch that fails for good (a data error) is not allowed to fail its
- * members for one another's sake: each runs again on its own.
+ * members for one another's sake: each runs again on its own. An
+ * asynchronous begin first queues for a read (a second batcher, whose
+ * runner reads many keys at once on a connection of the pool): a record
+ * that answers it ends it there, and only the others go on to the writes.
  *
  * The journal (journal.c) is the front's too: a completion the database
  * cannot take within the retry policy is appended there instead, and the
