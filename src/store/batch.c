@@ -61,6 +61,8 @@ struct store_batcher {
     resil_cancel *wake;  /* the waiting leader's token: fired when the batch fills */
     uint64_t batches, calls;
     uint32_t largest;
+    resil_cancel *pacer; /* the pacing caller's token: fired at pace_until or idle */
+    uint64_t pace_until; /* batches taken by then */
     /* the writer threads, for asynchronous members */
     sem_t writer_wake;   /* posted once per lead handed to a writer, and to stop */
     unsigned writer_leads; /* leads handed to writers and not yet taken */
@@ -140,6 +142,8 @@ static size_t take(store_batcher *b, batch_member **batch)
     b->calls += n;
     if (n > b->largest)
         b->largest = (uint32_t)n;
+    if (b->pacer != NULL && b->batches >= b->pace_until)
+        resil_cancel_fire(b->pacer);
     return n;
 }
 
@@ -179,6 +183,8 @@ static void lead(store_batcher *b, batch_member *self)
     pthread_mutex_lock(&b->mu);
     b->running--;
     promote(b);
+    if (b->pacer != NULL && b->running == 0 && b->head == NULL)
+        resil_cancel_fire(b->pacer);
     pthread_mutex_unlock(&b->mu);
     for (size_t i = 0; i < n_later; i++)
         b->o.finish(b->o.ud, later[i]);
@@ -262,6 +268,8 @@ void resil__batcher_free(store_batcher *b)
         resil_cancel_fire(b->wake);
     for (unsigned i = 0; i < b->n_writers; i++)
         sem_post(&b->writer_wake);
+    if (b->pacer != NULL)
+        resil_cancel_fire(b->pacer);
     pthread_mutex_unlock(&b->mu);
     while (m != NULL) {
         batch_member *next = m->next;
@@ -298,6 +306,31 @@ int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
     lead(b, &m);
     sem_destroy(&m.wake);
     return m.rc;
+}
+
+/* The pacer sleeps on the batcher's clock, as a leader waits out its
+ * window, woken by the batch that reaches its count or leaves the
+ * batcher idle. One pacer at a time: another returns at once. */
+void resil__batcher_pace(store_batcher *b, uint32_t batches, resil_duration most)
+{
+    resil_cancel wake;
+    if (resil_cancel_init(&wake, NULL) != 0)
+        return;
+    pthread_mutex_lock(&b->mu);
+    bool busy = b->head != NULL || b->running > 0;
+    bool paces = busy && !b->closing && b->pacer == NULL;
+    if (paces) {
+        b->pacer = &wake;
+        b->pace_until = b->batches + batches;
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (paces) {
+        resil_clock_sleep(b->o.clock, most, &wake);
+        pthread_mutex_lock(&b->mu);
+        b->pacer = NULL;
+        pthread_mutex_unlock(&b->mu);
+    }
+    resil_cancel_destroy(&wake);
 }
 
 void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out)

@@ -12,8 +12,8 @@
  * the two dialects cannot disagree about what a record means.
  *
  * Writes may be batched (batch.c): with opts.batch_max >= 2, begin's
- * claim, complete, release, renew and the purge's chunks queue for group
- * commit, and a batch
+ * claim, complete, release, renew and (on SQLite) the purge's chunks
+ * queue for group commit, and a batch
  * runs under the same retry policy as one call, as one transaction. A
  * batch that fails for good (a data error) is not allowed to fail its
  * members for one another's sake: each runs again on its own. An
@@ -40,9 +40,13 @@
 #define MAX_BATCH_WINDOW RESIL_S(1)
 /* A purge deletes this many records at a time, so that it never holds
  * SQLite's write lock (or a long PostgreSQL transaction) for more than a
- * moment. Batched, each chunk rides in a batch with the key writes, so a
- * purge adds no sync of its own while requests are coming. */
+ * moment. Batched, it gives way to the key writes between chunks: a chunk
+ * waits until the writes are idle or PURGE_PACE batches of them ran, so
+ * that while requests come it takes at most one batch in PURGE_PACE + 1
+ * (see purge_chunk). */
 #define PURGE_CHUNK 256
+#define PURGE_PACE 4
+#define PURGE_PACE_MAX RESIL_S(2) /* a chunk waits no longer for the writes */
 
 struct resil_store {
     const store_backend *be;
@@ -1280,6 +1284,22 @@ int resil_store_complete_in(resil_store *s, const resil_store_tx *tx,
     return not_owned(&call, err);
 }
 
+/* One chunk, after giving way to the key writes. On SQLite it rides in
+ * a batch (one writer: a transaction of its own would add a sync that
+ * every batch behind it waits for); on PostgreSQL it is a transaction of
+ * its own on a connection of its own, so that no batch of key writes
+ * carries its deletes (the expired rows are not the new keys: nothing
+ * waits on its row locks). */
+static int purge_chunk(resil_store *s, store_call *call, resil_err *err)
+{
+    if (s->batcher == NULL)
+        return run_call(s, call, err);
+    resil__batcher_pace(s->batcher, PURGE_PACE, PURGE_PACE_MAX);
+    if (s->be == &resil__store_sqlite)
+        return run_write(s, call, err);
+    return run_call(s, call, err);
+}
+
 int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
 {
     if (s == NULL)
@@ -1290,7 +1310,7 @@ int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
     uint64_t total = 0;
     int rc;
     do {
-        rc = run_write(s, &call, err);
+        rc = purge_chunk(s, &call, err);
         total += rc == 0 ? call.deleted : 0;
     } while (rc == 0 && call.deleted == PURGE_CHUNK);
     if (deleted != NULL)
