@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <pthread.h>
 #include "breaker_internal.h"
@@ -59,7 +60,14 @@ struct resil_breaker {
     const resil_breaker_ops *ops;
     void *self;
     _Atomic uint64_t word;
+    uint8_t success; /* what a closed success needs (SUCCESS_*), immutable */
 };
+
+/* What a built-in breaker's closed success must do besides ending a
+ * failure run (which needs the general path): */
+#define SUCCESS_GENERAL 0 /* another's breaker, the slow-call rule, the ring */
+#define SUCCESS_NOTHING 1 /* no window: nothing */
+#define SUCCESS_CELL 2    /* the time window: one count in the CPU's cell */
 
 #define OTHER ((resil_breaker_state)7) /* fits the word's 3 state bits */
 
@@ -85,6 +93,8 @@ typedef struct builtin {
     bool count_window; /* the ring, not the time window */
     bool clock_on;    /* a rule needs the time a call ended: slow calls, time window */
     bool slow_on;
+    bool own_clock;      /* the clock is one of ours: read clock_id directly */
+    clockid_t clock_id;
     resil_duration slow_call_duration;
     resil_breaker_opts opts; /* the rest, immutable after creation */
 
@@ -137,18 +147,29 @@ static uint64_t load_word(const builtin *b)
     return atomic_load_explicit(&((builtin *)b)->handle.word, memory_order_acquire);
 }
 
-static resil_instant now_of(builtin *b) { return resil_clock_now(b->clock); }
+/* Our own clocks are read without their table's indirect call. */
+static resil_instant now_of(builtin *b)
+{
+    if (!b->own_clock)
+        return resil_clock_now(b->clock);
+    struct timespec ts;
+    clock_gettime(b->clock_id, &ts);
+    return (resil_instant)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* ---- successes counted by CPU (window.h) -------------------------------- */
 
-/* One success at `now` without the mutex, if the window's newest bucket
- * holds it. The epoch is read before the generation, so a success counted
- * is either counted in `gen` or dropped with it (window.h). */
-static bool count_success(builtin *b, uint32_t gen, resil_instant now)
+/* One success at `now` without the mutex, if the breaker is still closed
+ * in `gen` with no failure run and the window's newest bucket holds `now`:
+ * the word is read once, compared whole. The epoch is read before it, so a
+ * success counted is either counted in `gen` or dropped with it
+ * (window.h). */
+RESIL__ALWAYS_INLINE static bool count_success(builtin *b, uint32_t gen,
+                                               resil_instant now)
 {
     uint64_t e = resil__window_cells_epoch(&b->cells);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
-    if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
+    if (w != make_word(gen, RESIL_BREAKER_CLOSED, 0))
         return false;
     return resil__window_cells_add(&b->cells, e, now);
 }
@@ -182,6 +203,26 @@ static resil_clock *clock_of(const resil_breaker_opts *o)
     return resil__clock_for(finest_span(o));
 }
 
+/* Ours are the system clock and the coarse one, the only other clock
+ * resil__clock_for() gives. */
+static void take_clock(builtin *b, const resil_breaker_opts *o)
+{
+    b->clock = clock_of(o);
+    b->own_clock = o->clock == NULL;
+    b->clock_id = CLOCK_MONOTONIC;
+#ifdef CLOCK_MONOTONIC_COARSE
+    if (b->clock != resil_clock_system())
+        b->clock_id = CLOCK_MONOTONIC_COARSE;
+#endif
+}
+
+static uint8_t success_work(const builtin *b)
+{
+    if (!b->window_on)
+        return SUCCESS_NOTHING;
+    return b->count_window || b->slow_on ? SUCCESS_GENERAL : SUCCESS_CELL;
+}
+
 /* ---- life -------------------------------------------------------------- */
 
 static void init_from_opts(builtin *b, const resil_breaker_opts *o)
@@ -190,7 +231,7 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
     b->opts.name = NULL;
     if (o->name != NULL)
         memcpy(b->name, o->name, strlen(o->name) + 1);
-    b->clock = clock_of(o);
+    take_clock(b, o);
     b->failure_threshold = o->failure_threshold;
     b->trips_on_consecutive = (o->kind & RESIL_BREAKER_CONSECUTIVE) != 0;
     b->trips_on_ratio = (o->kind & RESIL_BREAKER_RATIO) != 0;
@@ -212,6 +253,7 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
     atomic_init(&b->refs, 1);
     b->handle.ops = &builtin_ops;
     b->handle.self = b;
+    b->handle.success = success_work(b);
 }
 
 int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
@@ -554,7 +596,11 @@ static int acquire_locked(builtin *b, resil_breaker_permit *p, resil_instant now
     return rc;
 }
 
-/* `w` is the handle's word: in state OTHER the breaker is not ours. */
+/* `w` is the handle's word: in state OTHER the breaker is not ours. Out of
+ * line, so that the closed path's entry keeps no frame. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 static int builtin_acquire(resil_breaker *h, resil_breaker_permit *p, uint64_t w)
 {
     builtin *b = as_builtin(h);
@@ -706,7 +752,7 @@ static int record_windowed(builtin *b, const resil_breaker_permit *p, bool failu
     uint32_t gen = p->generation;
     resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
-    if (!failure && !slow && count_success(b, gen, now))
+    if (!failure && !slow && !b->count_window && count_success(b, gen, now))
         return 0;
     return record_in_window(b, gen, failure, slow, tripped, now);
 }
@@ -755,10 +801,13 @@ static int record_probe(builtin *b, const resil_breaker_permit *p,
     return 0;
 }
 
-/* Inline in each entry: a closed success then pays one call, not two. */
-RESIL__ALWAYS_INLINE static int builtin_record(resil_breaker *h,
-                                               const resil_breaker_permit *p,
-                                               resil_breaker_result r, resil_instant known)
+/* Everything but a closed success the handle's success byte covers; out
+ * of line, so that such a success's entry keeps no frame. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int builtin_record(resil_breaker *h, const resil_breaker_permit *p,
+                          resil_breaker_result r, resil_instant known)
 {
     uint64_t w = atomic_load_explicit(&h->word, memory_order_acquire);
     if (p->probe && word_state(w) != OTHER)
@@ -773,7 +822,8 @@ RESIL__ALWAYS_INLINE static int builtin_record(resil_breaker *h,
 /* ---- the handle's call path ------------------------------------------- */
 
 /* The built-in breaker is called directly, the others through their table,
- * found by the state OTHER in the word the built-in path reads first. */
+ * found by the state OTHER in the word the built-in path reads first. A
+ * closed breaker that reads no clock on admission admits here. */
 int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
 {
     if (p == NULL)
@@ -783,7 +833,27 @@ int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
         p->state = RESIL_BREAKER_NONE;
         return 0;
     }
-    return builtin_acquire(b, p, atomic_load_explicit(&b->word, memory_order_acquire));
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    if (word_state(w) == RESIL_BREAKER_CLOSED && !as_builtin(b)->slow_on) {
+        admit(p, w, 0);
+        return 0;
+    }
+    return builtin_acquire(b, p, w);
+}
+
+/* A closed success that ends no failure run, as the handle's success byte
+ * says it may be taken: true when it is done. Another's handle says
+ * SUCCESS_GENERAL, so its word is never read here as a built-in's. */
+RESIL__ALWAYS_INLINE static bool closed_success(resil_breaker *h,
+                                                const resil_breaker_permit *p,
+                                                resil_instant *known)
+{
+    builtin *b = as_builtin(h);
+    if (h->success == SUCCESS_NOTHING)
+        return load_word(b) == make_word(p->generation, RESIL_BREAKER_CLOSED, 0);
+    if (*known == READ_CLOCK)
+        *known = now_of(b); /* the general path takes this reading if it must */
+    return count_success(b, p->generation, *known);
 }
 
 static int record(resil_breaker *b, const resil_breaker_permit *p, resil_breaker_result r,
@@ -792,6 +862,9 @@ static int record(resil_breaker *b, const resil_breaker_permit *p, resil_breaker
     if (p == NULL || (unsigned)r > RESIL_BREAKER_IGNORED)
         return RESIL_EINVAL;
     if (b == NULL)
+        return 0;
+    if (r == RESIL_BREAKER_SUCCESS && !p->probe && b->success != SUCCESS_GENERAL &&
+        closed_success(b, p, &known))
         return 0;
     return builtin_record(b, p, r, known);
 }

@@ -47,10 +47,11 @@ static inline uint64_t resil__tally_tag(uint64_t epoch) { return epoch & RESIL__
 static inline bool resil__tally_add(resil__tally *t, uint64_t epoch)
 {
     _Atomic uint64_t *cell = resil__my_cell(&t->cells);
+    uint64_t empty = epoch & ~RESIL__TALLY_LOW; /* the sequence, no count */
     uint64_t v = atomic_load_explicit(cell, memory_order_relaxed);
     for (;;) {
-        if (v >> RESIL__TALLY_SEQ_SHIFT != epoch >> RESIL__TALLY_SEQ_SHIFT ||
-            (v & RESIL__TALLY_LOW) == RESIL__TALLY_LOW)
+        /* In the sequence, and below a full count: one compare. */
+        if (v - empty >= RESIL__TALLY_LOW)
             return false;
         if (atomic_compare_exchange_weak_explicit(cell, &v, v + 1, memory_order_relaxed,
                                                   memory_order_relaxed))

@@ -122,21 +122,34 @@ static uint64_t cells_bucket(const resil__window_cells *s)
 int resil__window_cells_init(resil__window_cells *s, resil_duration sampling)
 {
     s->width = sampling / RESIL__WINDOW_BUCKETS >= 1 ? sampling / RESIL__WINDOW_BUCKETS : 1;
+    atomic_init(&s->end, INT64_MIN);
     return resil__tally_init(&s->tally);
 }
 
 void resil__window_cells_free(resil__window_cells *s) { resil__tally_free(&s->tally); }
 
 
+/* Where `bucket` ends; INT64_MIN for none. A bucket's start is at most
+ * the instant that named it, so only its end can pass INT64_MAX. */
+static int64_t bucket_end(const resil__window_cells *s, uint64_t bucket)
+{
+    if (bucket == RESIL__TALLY_NONE)
+        return INT64_MIN;
+    return resil_dur_add((resil_instant)bucket * s->width, s->width);
+}
+
 /* Close the tally and name `bucket` as the one the next adds count in.
  * What was taken belongs to the old epoch's bucket; with `keep` it goes
- * into the window there. */
+ * into the window there. No add passes the end check from the first store
+ * until the new end, which follows the new stamps and epoch (window.h). */
 static void next_epoch(resil__window_cells *s, resil__window *w, uint64_t bucket, bool keep)
 {
     if (s->tally.cells.cell == NULL)
         return;
     uint64_t old = cells_bucket(s);
+    atomic_store_explicit(&s->end, INT64_MIN, memory_order_relaxed);
     uint64_t taken = resil__tally_close(&s->tally, bucket);
+    atomic_store_explicit(&s->end, bucket_end(s, bucket), memory_order_release);
     if (keep && taken > 0 && old != RESIL__TALLY_NONE)
         resil__window_add_many(w, (resil_instant)old * s->width, taken);
 }

@@ -67,10 +67,18 @@ resil__window_counts resil__window_totals(const resil__window *w,
  *
  *     epoch sequence (24 bits) | bucket number (40 bits)
  *
- * A success whose instant lies in that bucket adds one to its cell if the
- * cell still carries that sequence; anything else (another bucket, a full
- * cell, a sequence moved on, no bucket named) declines, and the owner takes
- * its lock and adds the call to the window itself. Under the owner's lock
+ * A success whose instant lies before the end of that bucket adds one to
+ * its cell if the cell still carries that sequence; anything else (an
+ * instant past the bucket, a full cell, a sequence moved on, no bucket
+ * named) declines, and the owner takes its lock and adds the call to the
+ * window itself. An instant before the bucket's start counts in it too:
+ * the named bucket is always the window's newest, where the window puts
+ * such an instant (resil__window_add). So that the check is one compare,
+ * the end of the named bucket is kept beside the epoch (INT64_MIN while
+ * none is named); it is written before the epoch and the cells' stamps
+ * after the owner's change, and read after the epoch, so an end newer than
+ * the epoch read comes with cells that refuse that epoch's sequence.
+ * Under the owner's lock
  * every change of the epoch first takes every cell's count with an
  * exchange that also stamps the new sequence: a success is either in the
  * bucket its instant named or, when the owner restarted under it (a
@@ -80,11 +88,13 @@ resil__window_counts resil__window_totals(const resil__window *w,
  * lands in its own bucket and totals read under the lock are exact.
  */
 typedef struct resil__window_cells {
-    resil__tally tally;   /* tag: the bucket; no cells: every add declines */
+    resil__tally tally;   /* tag: the bucket */
+    _Atomic int64_t end;  /* where the tag's bucket ends; INT64_MIN: none */
     resil_duration width; /* the window's bucket width, immutable */
 } resil__window_cells;
 
-/* Cells for a window of `sampling` (as resil__window_init); RESIL_ENOMEM. */
+/* Cells for a window of `sampling` (as resil__window_init); RESIL_ENOMEM.
+ * Only initialised cells may be added to. */
 int resil__window_cells_init(resil__window_cells *s, resil_duration sampling);
 void resil__window_cells_free(resil__window_cells *s);
 /* The epoch an add counts in. Read it before checking whatever of the
@@ -99,11 +109,7 @@ static inline uint64_t resil__window_cells_epoch(const resil__window_cells *s)
 static inline bool resil__window_cells_add(resil__window_cells *s, uint64_t epoch,
                                            resil_instant now)
 {
-    uint64_t bucket = resil__tally_tag(epoch);
-    if (s->tally.cells.cell == NULL || bucket == RESIL__TALLY_NONE)
-        return false;
-    resil_instant start = (resil_instant)bucket * s->width;
-    if (now < start || now - start >= s->width)
+    if (now >= atomic_load_explicit(&s->end, memory_order_acquire))
         return false;
     return resil__tally_add(&s->tally, epoch);
 }

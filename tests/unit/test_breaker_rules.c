@@ -665,6 +665,53 @@ static void successes_before_a_trip_stay_in_the_window(void **state)
     assert_window(f, 6, 3);
 }
 
+/* Counted on the CPU's cell like any success: in the newest bucket, where
+ * the window puts an instant older than it. */
+static void a_success_ended_before_the_newest_bucket_counts_in_it(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 2);
+    make(f, &o);
+    resil_instant t0 = resil_clock_now(o.clock);
+    advance(f, RESIL_S(3));
+    calls(f, "S"); /* bucket 1 is the newest */
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(f->b, &p), 0);
+    assert_int_equal(resil_breaker_record_at(f->b, &p, RESIL_BREAKER_SUCCESS, t0 + RESIL_S(1)),
+                     0);
+    assert_window(f, 2, 0);
+    advance(f, RESIL_S(27)); /* bucket 0 would have left the window; bucket 1 has not */
+    assert_window(f, 2, 0);
+}
+
+/* The default clock is read directly, not through its table. */
+static void successes_on_the_default_clock_reach_the_window(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.5, 2);
+    o.clock = NULL;
+    make(f, &o);
+    repeat(f, 5, "S");
+    assert_window(f, 5, 0);
+    calls(f, "FFFFF");
+    assert_opened_by(f, RESIL_BREAKER_BY_RATIO);
+}
+
+static void a_success_ends_a_failure_run_in_a_time_window(void **state)
+{
+    fx *f = *state;
+    resil_breaker_opts o = time_window(f, 0.9, 100);
+    o.kind = RESIL_BREAKER_RATIO | RESIL_BREAKER_CONSECUTIVE;
+    o.failure_threshold = 3;
+    make(f, &o);
+    calls(f, "FFSFF");
+    assert_state(f, RESIL_BREAKER_CLOSED);
+    assert_int_equal(stats(f).consecutive_failures, 2);
+    assert_window(f, 5, 4);
+    calls(f, "F");
+    assert_opened_by(f, RESIL_BREAKER_BY_CONSECUTIVE);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -702,6 +749,9 @@ int main(void)
         T(a_success_after_a_gap_counts_in_its_own_bucket),
         T(a_reset_forgets_the_successes_not_yet_folded),
         T(a_success_of_an_earlier_generation_is_refused),
+        T(a_success_ended_before_the_newest_bucket_counts_in_it),
+        T(successes_on_the_default_clock_reach_the_window),
+        T(a_success_ends_a_failure_run_in_a_time_window),
         T(successes_before_a_trip_stay_in_the_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
