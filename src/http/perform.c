@@ -76,6 +76,7 @@ typedef struct http_attempt {
     http_buf body;
     resil__http_head head;
     bool streaming;       /* the body goes straight to the caller */
+    bool timed;           /* CURLOPT_TIMEOUT_MS is the call's on its handle */
     uint32_t attempt;     /* the retry attempt it last ran (0: none) */
     CURLcode code;
     long status;
@@ -386,7 +387,8 @@ static void restore(CURL *e, const http_call *call)
         curl_easy_setopt(e, CURLOPT_XFERINFODATA, r->xferinfo_data);
         curl_easy_setopt(e, CURLOPT_NOPROGRESS, r->xferinfo_fn != NULL ? 0L : 1L);
     }
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 0L);
+    if (call->natt > 0 && call->att[0]->timed)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 0L);
     if (call->headers_set || call->tel.traced)
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 }
@@ -489,18 +491,30 @@ static http_attempt *attempt_of(const http_call *call, const resil_attempt_ctx *
     return call->att[ctx->hedge < call->natt ? ctx->hedge : 0];
 }
 
+/* libcurl's timeout for the attempt: what it has left. On a loop the
+ * attempt's deadline is already a loop timer that takes the transfer off
+ * curl multi, so libcurl keeps no timeout of its own (which would cost it
+ * a timer per transfer). An attempt with no deadline off a loop leaves the
+ * handle's own timeout as it is — unless an earlier attempt of the call
+ * set one there — and so spares the option's set and reset and libcurl's
+ * timer. */
+static void set_timeout(http_attempt *a, const http_call *call, const resil_attempt_ctx *ctx)
+{
+    long ms = call->on_loop ? 0L : resil_ctx_remaining_ms(ctx);
+    if (ms == 0 && !call->on_loop && !a->timed)
+        return;
+    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, ms);
+    a->timed = true;
+}
+
 /* The handle an attempt runs on (the caller's, or its hedge's duplicate),
- * reset for it, with libcurl's timeout set to what the attempt has left.
- * On a loop the attempt's deadline is already a loop timer that takes the
- * transfer off curl multi, so libcurl keeps no timeout of its own (which
- * would cost it a timer of its own per transfer). */
+ * reset for it, with libcurl's timeout set (set_timeout). */
 CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
 {
     http_call *call = ctx->user;
     http_attempt *a = attempt_of(call, ctx);
     reset_attempt(a, ctx);
-    long ms = call->on_loop ? 0L : resil_ctx_remaining_ms(ctx);
-    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, ms);
+    set_timeout(a, call, ctx);
     if (call->tel.traced)
         resil__http_tel_attempt(&call->tel, ctx, a->easy, &a->trace, call->headers);
     return a->easy;
@@ -939,6 +953,7 @@ static int take_attempts(http_call *call, CURL *easy)
         call->att[call->natt++] = a;
         a->call = call;
         a->attempt = 0;
+        a->timed = false;
         a->easy = i == 0 ? easy : curl_easy_duphandle(easy);
         if (a->easy == NULL)
             return RESIL_ENOMEM;

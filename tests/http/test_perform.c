@@ -501,6 +501,39 @@ static void timeouts_on_every_attempt_end_as_timeout(void **state)
     assert_int_equal(f->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
 }
 
+/* Without a total or an attempt timeout the call leaves the handle's own
+ * CURLOPT_TIMEOUT_MS alone: in force for its attempts, there afterwards. */
+static void a_call_without_a_deadline_keeps_the_handles_own_timeout(void **state)
+{
+    fx *f = *state;
+    f->opts.total_timeout = 0;
+    f->opts.attempt_timeout = 0;
+    f->opts.retry.max_attempts = 1;
+    fx_script(f, "/slow", FX_STEPS({.status = 200, .delay_ms = 3000}));
+    curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, 50L);
+    assert_int_equal(fx_perform(f, "/slow"), 0);
+    assert_int_equal(f->res.curl_code, CURLE_OPERATION_TIMEDOUT);
+    assert_int_equal(f->res.outcome.kind, RESIL_TIMEOUT);
+    assert_int_equal(fx_count(f, "/slow"), 1);
+    assert_int_equal(curl_easy_perform(f->easy), CURLE_OPERATION_TIMEDOUT);
+}
+
+/* With a deadline the attempt's time replaces the handle's own timeout
+ * for the call, and none is put back. */
+static void a_call_with_a_deadline_replaces_the_handles_timeout_and_puts_back_none(void **state)
+{
+    fx *f = *state;
+    f->opts.attempt_timeout = RESIL_S(10);
+    f->opts.retry.max_attempts = 1;
+    fx_script(f, "/late", FX_STEPS({.status = 200, .delay_ms = 200}));
+    curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, 50L);
+    assert_int_equal(fx_perform(f, "/late"), 0);
+    assert_int_equal(f->res.status, 200);
+    assert_int_equal(f->res.curl_code, CURLE_OK);
+    assert_int_equal(curl_easy_perform(f->easy), CURLE_OK);
+    assert_int_equal(fx_count(f, "/late"), 2);
+}
+
 /* A port nobody listens on: bind one, note it, close it. */
 static int closed_port(void)
 {
@@ -1168,6 +1201,8 @@ int main(void)
         T(bad_given_keys_are_refused_before_any_request),
         T(slow_response_times_out_the_attempt),
         T(timeouts_on_every_attempt_end_as_timeout),
+        T(a_call_without_a_deadline_keeps_the_handles_own_timeout),
+        T(a_call_with_a_deadline_replaces_the_handles_timeout_and_puts_back_none),
         T(refused_connection_is_retried_then_reported),
         T(dropped_reset_and_cut_off_answers_are_retried),
         T(only_the_final_body_reaches_the_caller),
