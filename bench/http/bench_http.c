@@ -16,8 +16,13 @@
  * quartiles (block_overhead_pct, block_overhead_q1_pct, _q3_pct):
  * alternation gives both sides the same weather, pair by pair.
  *
- * `bench_http N [bare|resil]` instead runs N requests per side (or of one
- * side) after N of warm-up, for callgrind: each side is a function of its own kept out of line, so its
+ * The drop-in runs once more with a client that has no timeouts
+ * (http_resil_perform_get_untimed): its attempts have no deadline, so it
+ * leaves the handle's CURLOPT_TIMEOUT_MS alone and libcurl keeps no timer.
+ *
+ * `bench_http N [bare|resil|both] [untimed]` instead runs N requests per
+ * side (or of one side) after N of warm-up, for callgrind (`untimed`: the
+ * client without timeouts): each side is a function of its own kept out of line, so its
  * inclusive cost over N is that side's instructions per request, and the
  * drop-in's own work is its side's less the curl_easy_perform() it calls.
  */
@@ -33,6 +38,7 @@
 typedef struct bench_ctx {
     CURL *easy;
     resil_http_client *client;
+    resil_http_client *untimed; /* no total or attempt timeout */
     resil_http_request req;
     uint64_t bytes;
 } bench_ctx;
@@ -62,6 +68,15 @@ __attribute__((noinline)) static void resil_calls(void *ud, uint64_t iters)
             res.status != 200)
             fprintf(stderr, "bench_http: resil perform failed\n");
     }
+}
+
+/* The same calls through the client without timeouts. */
+__attribute__((noinline)) static void resil_calls_untimed(void *ud, uint64_t iters)
+{
+    bench_ctx b = *(bench_ctx *)ud;
+    b.client = b.untimed;
+    resil_calls(&b, iters);
+    ((bench_ctx *)ud)->bytes = b.bytes;
 }
 
 static CURL *handle(const char *url, bench_ctx *b)
@@ -161,21 +176,33 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_http: %s\n", err.message);
         return 1;
     }
+    o.total_timeout = o.attempt_timeout = 0;
+    if (resil_http_client_new(&o, &b.untimed, &err) != 0) {
+        fprintf(stderr, "bench_http: %s\n", err.message);
+        return 1;
+    }
     resil_http_request_default(&b.req);
     b.req.method = "GET";
     b.req.write_fn = discard;
     b.req.write_data = &b;
 
     if (argc > 1) {
+        resil_http_client *timed = b.client;
+        if (argc > 3 && strcmp(argv[3], "untimed") == 0)
+            b.client = b.untimed;
         counted(&b, strtoull(argv[1], NULL, 10), argc > 2 ? argv[2] : "both");
+        b.client = timed;
     } else {
         bench_result base = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
         bench_result drop = bench_run("http_resil_perform_get", resil_calls, &b);
         report(drop, base, paired_blocks(&b));
+        bench_result loose = bench_run("http_resil_perform_get_untimed", resil_calls_untimed, &b);
+        bench_report(loose, base, "timeouts=none");
     }
     bench_consume(b.bytes);
 
     resil_http_client_free(b.client);
+    resil_http_client_free(b.untimed);
     curl_easy_cleanup(b.easy);
     http_server_stop(s);
     curl_global_cleanup();
