@@ -596,6 +596,20 @@ static int acquire_locked(builtin *b, resil_breaker_permit *p, resil_instant now
     return rc;
 }
 
+/* Open: a rejection until the break has elapsed. Out of line, and reached
+ * from the entry without the dispatch by state. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int acquire_open(builtin *b, resil_breaker_permit *p, uint64_t w)
+{
+    resil_instant now = now_of(b);
+    resil_instant until = atomic_load_explicit(&b->open_until, memory_order_relaxed);
+    if (now < until)
+        return reject(p, w, until - now);
+    return acquire_locked(b, p, now);
+}
+
 /* `w` is the handle's word: in state OTHER the breaker is not ours. Out of
  * line, so that the closed path's entry keeps no frame. */
 #if defined(__GNUC__)
@@ -613,13 +627,8 @@ static int builtin_acquire(resil_breaker *h, resil_breaker_permit *p, uint64_t w
         return 0;
     case RESIL_BREAKER_ISOLATED:
         return reject(p, w, RESIL_DURATION_MAX);
-    case RESIL_BREAKER_OPEN: {
-        resil_instant now = now_of(b);
-        resil_instant until = atomic_load_explicit(&b->open_until, memory_order_relaxed);
-        if (now < until)
-            return reject(p, w, until - now);
-        return acquire_locked(b, p, now);
-    }
+    case RESIL_BREAKER_OPEN:
+        return acquire_open(b, p, w);
     case RESIL_BREAKER_HALF_OPEN:
         return acquire_locked(b, p, now_of(b));
     default:
@@ -834,10 +843,13 @@ int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
         return 0;
     }
     uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
-    if (word_state(w) == RESIL_BREAKER_CLOSED && !as_builtin(b)->slow_on) {
+    resil_breaker_state s = word_state(w);
+    if (s == RESIL_BREAKER_CLOSED && !as_builtin(b)->slow_on) {
         admit(p, w, 0);
         return 0;
     }
+    if (s == RESIL_BREAKER_OPEN)
+        return acquire_open(as_builtin(b), p, w);
     return builtin_acquire(b, p, w);
 }
 
