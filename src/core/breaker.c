@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <pthread.h>
 #include "breaker_internal.h"
@@ -150,11 +149,7 @@ static uint64_t load_word(const builtin *b)
 /* Our own clocks are read without their table's indirect call. */
 static resil_instant now_of(builtin *b)
 {
-    if (!b->own_clock)
-        return resil_clock_now(b->clock);
-    struct timespec ts;
-    clock_gettime(b->clock_id, &ts);
-    return (resil_instant)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return b->own_clock ? resil__clock_read(b->clock_id) : resil_clock_now(b->clock);
 }
 
 /* ---- successes counted by CPU (window.h) -------------------------------- */

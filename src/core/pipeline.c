@@ -114,6 +114,7 @@ static void fix_steps(resil_pipeline *p)
     for (size_t i = 0; i < p->nnodes; i++)
         p->nodes[i].step = step_of(p->nodes[i].kind);
     p->nodes[p->nnodes].step = call_op;
+    p->system_clock = p->clock == resil_clock_system();
 }
 
 /* ---- executing ----------------------------------------------------------------- */
@@ -199,7 +200,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
         out->elapsed = 0;
         return rc;
     }
-    resil_instant start = resil_clock_now(p->clock);
+    resil_instant start = resil__pipeline_now(p);
     ex.last_now = start;
     resil__frame f = {0, 0, start, RESIL_INSTANT_MAX, call->cancel, NULL, NULL};
     resil__chain(&r, 0, &f, &out->outcome);

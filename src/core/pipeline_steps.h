@@ -155,7 +155,7 @@ static inline void resil__breaker_leave(const resil__run *r, size_t i, const res
         return;
     }
     /* Our own breaker reads our clock: read it once for both of us. */
-    f->reading->now = resil_clock_now(r->p->clock);
+    f->reading->now = resil__pipeline_now(r->p);
     f->reading->fresh = true;
     resil_breaker_record_at(b, permit, verdict, f->reading->now);
 }

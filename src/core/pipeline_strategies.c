@@ -43,7 +43,7 @@ void resil__reject(const resil__run *r, resil_event_type t, resil_strategy_kind 
 
 resil_instant resil__read_now(const resil__run *r)
 {
-    resil_instant now = resil_clock_now(r->p->clock);
+    resil_instant now = resil__pipeline_now(r->p);
     if (r->ex != NULL)
         r->ex->last_now = now;
     return now;
