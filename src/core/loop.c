@@ -221,7 +221,8 @@ void resil_timers_stop(resil_timers *q, resil_timer *t)
 
 void resil_timers_start(resil_timers *q, resil_timer *t, resil_instant due)
 {
-    resil_timers_stop(q, t);
+    if (t->armed) /* a move; most starts are of an idle timer */
+        resil_timers_stop(q, t);
     t->due = due;
     t->seq = q->seq++;
     t->child = t->next = t->prev = NULL;

@@ -226,7 +226,7 @@ static void timer_from(resil_exec *x, level *L, resil_instant read_at, resil_dur
         return;
     }
     x->loop->ops->timer_start_at(x->loop->self, &L->timer,
-                                 resil_dur_add(read_at, d > 0 ? d : 0));
+                                 resil__add_sat(read_at, d > 0 ? d : 0));
 }
 
 static void timer_stop(resil_exec *x, level *L)
@@ -546,7 +546,7 @@ static step timeout_enter(level *L)
         return DONE;
     /* An enclosing deadline that comes first has its own timer. */
     if (L->inner.deadline < L->f.deadline)
-        timer_from(L->x, L, L->f.now, resil_dur_sub(L->inner.deadline, L->f.now));
+        timer_from(L->x, L, L->f.now, resil__sub_sat(L->inner.deadline, L->f.now));
     return GO;
 }
 
