@@ -96,23 +96,29 @@ static resil_instant latest(const resil_uv *u)
  * nothing.
  *
  * libuv counts a timer's milliseconds from its loop's cached time, so the
- * delay is counted here from a time no earlier than that: the latest
- * reading of the clock (the one a decision just made, usually) or libuv's
- * cached time, whichever is later. Arming then reads no clock, and a due
- * instant already reached arms for the next pass (0 ms). */
-static void rearm(resil_uv *u)
+ * delay is counted here from a time no earlier than that (`from`): the
+ * latest reading of the clock (the one a decision just made, usually) or
+ * libuv's cached time, whichever is later. Arming then reads no clock,
+ * and a due instant already reached arms for the next pass (0 ms). */
+static void arm(resil_uv *u, resil_instant next, resil_instant from)
 {
-    resil_instant next = resil_timers_next(&u->timers);
-    if (next >= u->armed)
-        return;
     u->armed = next;
-    resil_instant from = latest(u);
-    resil_duration left = resil_dur_sub(next, from);
+    resil_duration left;
+    if (__builtin_sub_overflow(next, from, &left))
+        left = from < 0 ? INT64_MAX : INT64_MIN;
     if (left <= 0) {
         uv_idle_start(&u->soon, on_soon);
         return;
     }
     uv_timer_start(&u->timer, on_timer, (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1)), 0);
+}
+
+static void rearm(resil_uv *u)
+{
+    resil_instant next = resil_timers_next(&u->timers);
+    if (next >= u->armed)
+        return;
+    arm(u, next, latest(u));
 }
 
 /* The uv timer or the idle fired: run what is due at `now`, and arm for
@@ -137,13 +143,24 @@ static void on_soon(uv_idle_t *i)
     run_due(i->data, latest(i->data));
 }
 
-static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
+/* Start `t` for `due`; `from`: the latest time known, or 0 when not yet
+ * looked up. The uv timer is set no later than any resil timer (it is
+ * moved only earlier, and run_due clears it before it runs what is due
+ * and re-arms after), so a timer due no earlier than it changes nothing
+ * (the timeouts every execution starts) and one due earlier is the
+ * earliest: neither needs the heap's earliest looked up. */
+static void start_at(resil_uv *u, resil_timer *t, resil_instant due, bool known, resil_instant from)
 {
-    resil_uv *u = self;
     resil_timers_start(&u->timers, t, due);
     if (u->timers.count == 1)
         uv_ref((uv_handle_t *)&u->timer);
-    rearm(u);
+    if (due < u->armed)
+        arm(u, due, known ? from : latest(u));
+}
+
+static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
+{
+    start_at(self, t, due, false, 0);
 }
 
 /* A delay counts from a fresh reading; a zero delay is due at once,
@@ -152,8 +169,13 @@ static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
 static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
 {
     resil_uv *u = self;
-    resil_instant from = d > 0 ? read_clock(u) : latest(u);
-    uv_timer_start_at_op(u, t, resil_dur_add(from, d));
+    if (d > 0) {
+        resil_instant from = read_clock(u);
+        start_at(u, t, resil_dur_add(from, d), false, 0);
+        return;
+    }
+    resil_instant now = latest(u);
+    start_at(u, t, d == 0 ? now : resil_dur_add(now, d), true, now);
 }
 
 /* The last resil timer stopped: the uv timer stays armed (an early firing

@@ -254,6 +254,45 @@ static void a_delay_does_not_end_before_it_has_passed_since_the_start(void **sta
     close_world(&w);
 }
 
+/* A timer due before the one the uv timer is armed for moves it earlier;
+ * one due after it leaves it: each runs in due order. */
+static void timers_run_in_due_order_whichever_was_started_first(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    rung = 0;
+    wakeup late, early, later;
+    start_wakeup_at(&w, &late, RESIL_MS(4));
+    start_wakeup_at(&w, &early, RESIL_MS(1));
+    start_wakeup_at(&w, &later, RESIL_MS(6));
+    uv_run(&w.uv, UV_RUN_DEFAULT);
+    assert_false(w.guard_fired);
+    assert_int_equal(early.order, 1);
+    assert_int_equal(late.order, 2);
+    assert_int_equal(later.order, 3);
+    assert_int_equal(early.fired + late.fired + later.fired, 3);
+    close_world(&w);
+}
+
+/* A negative delay falls due before now: before a zero delay started
+ * ahead of it, both on the next pass. */
+static void a_negative_delay_runs_before_a_zero_delay_started_first(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    rung = 0;
+    wakeup zero, negative;
+    start_wakeup_in(&w, &zero, 0);
+    start_wakeup_in(&w, &negative, -RESIL_MS(5));
+    assert_int_equal(zero.fired + negative.fired, 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(negative.order, 1);
+    assert_int_equal(zero.order, 2);
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +305,8 @@ int main(void)
         cmocka_unit_test(a_due_timer_stopped_before_its_pass_never_runs),
         cmocka_unit_test(a_zero_delay_runs_on_the_next_pass_after_the_timers_already_due),
         cmocka_unit_test(a_delay_does_not_end_before_it_has_passed_since_the_start),
+        cmocka_unit_test(timers_run_in_due_order_whichever_was_started_first),
+        cmocka_unit_test(a_negative_delay_runs_before_a_zero_delay_started_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
