@@ -1205,20 +1205,18 @@ static void ascend(resil_exec *x, uint32_t ln, size_t i)
         return;
     }
     /* By place: a hedged attempt's lane never enters its own copy of the
-     * hedging level, whose fields are therefore not set. */
-    level *hedging = x->hedge_at != SIZE_MAX ? lvl(x, ln, x->hedge_at) : NULL;
+     * hedging level, whose fields are therefore not set. The levels left
+     * are those above the hedging level up to i, or all up to i. */
+    bool hedged = x->hedge_at <= i;
     level *top = lvl(x, ln, 0);
-    for (level *L = lvl(x, ln, i);; L--) {
-        if (L == hedging) {
-            hedge_arrived(x, ln);
+    level *last = hedged ? top + x->hedge_at + 1 : top;
+    for (level *L = top + i + 1; L != last;)
+        if (!leave(--L))
             return;
-        }
-        if (!leave(L))
-            return;
-        if (L == top)
-            break;
-    }
-    finish(x);
+    if (hedged)
+        hedge_arrived(x, ln);
+    else
+        finish(x);
 }
 
 /* ---- cancelling ----------------------------------------------------------------------------- */
