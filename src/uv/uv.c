@@ -26,6 +26,10 @@
  * fraction of the cost of inserting into and removing from libuv's heap.
  * Neither that pass nor a zero delay reads the clock: what is due at the
  * latest time known (the latest reading, or libuv's cached time) is due.
+ * Such a timer skips resil's heap too when its place is after every timer
+ * due (a retry's zero wait, as a rule): it joins a list kept in due order,
+ * and a pass runs the list and the heap merged, in the heap's own order
+ * (due instant, then start), so the list changes the cost, not the order.
  *
  * Neither handle keeps the loop alive for nothing: the async handle is
  * unreferenced, and so is the uv timer whenever no resil timer is left
@@ -47,6 +51,7 @@ struct resil_uv {
     uv_idle_t soon; /* active while a resil timer is due already */
     uv_async_t async;
     resil_timers timers;
+    resil_timer *due_first, *due_last; /* started due already, in due order */
     resil_posts posts;
     resil_instant armed; /* the due instant the uv timer is set for */
     resil_instant read;  /* the latest reading of the clock */
@@ -121,46 +126,149 @@ static void rearm(resil_uv *u)
     arm(u, next, latest(u));
 }
 
-/* The uv timer or the idle fired: run what is due at `now`, and arm for
+/* The uv timer holds the loop only while a timer of the heap is armed
+ * (the list's are held by the active idle). */
+static void heap_start(resil_uv *u, resil_timer *t, resil_instant due)
+{
+    resil_timers_start(&u->timers, t, due);
+    if (u->timers.count == 1)
+        uv_ref((uv_handle_t *)&u->timer);
+}
+
+static void heap_stop(resil_uv *u, resil_timer *t)
+{
+    resil_timers_stop(&u->timers, t);
+    if (u->timers.count == 0)
+        uv_unref((uv_handle_t *)&u->timer);
+}
+
+/* A timer's loop_data is the host exactly while it waits in the list. */
+static bool in_due_list(const resil_uv *u, const resil_timer *t) { return t->loop_data == u; }
+
+static void due_unlink(resil_uv *u, resil_timer *t)
+{
+    if (t->prev != NULL)
+        t->prev->next = t->next;
+    else
+        u->due_first = t->next;
+    if (t->next != NULL)
+        t->next->prev = t->prev;
+    else
+        u->due_last = t->prev;
+    t->armed = false;
+    t->loop_data = NULL;
+}
+
+/* The next timer due at `now`, of the list or the heap, or NULL: the
+ * earlier instant first, then the earlier start (the heap's own order;
+ * both take their start's number from its counter). */
+static resil_timer *next_due(resil_uv *u, resil_instant now)
+{
+    resil_timer *h = u->timers.root, *l = u->due_first;
+    if (h != NULL && h->due > now)
+        h = NULL;
+    if (l != NULL && l->due > now)
+        l = NULL;
+    if (l == NULL || h == NULL)
+        return l != NULL ? l : h;
+    return h->due < l->due || (h->due == l->due && h->seq < l->seq) ? h : l;
+}
+
+/* The uv timer or the idle fired: run what is due at `now`, in due order
+ * across the list and the heap (a callback may start timers due already,
+ * which run in this pass too, as the heap's own run would), and arm for
  * the rest (an early firing finds nothing due and only re-arms). */
 static void run_due(resil_uv *u, resil_instant now)
 {
     u->armed = RESIL_INSTANT_MAX;
-    resil_timers_run(&u->timers, now);
+    for (resil_timer *t; (t = next_due(u, now)) != NULL;) {
+        if (in_due_list(u, t))
+            due_unlink(u, t);
+        else
+            resil_timers_stop(&u->timers, t);
+        t->fn(t);
+    }
     if (u->timers.count == 0)
         uv_unref((uv_handle_t *)&u->timer);
     rearm(u);
+    if (u->due_first != NULL) /* fell due after `now`: the next pass */
+        uv_idle_start(&u->soon, on_soon);
 }
 
 static void on_timer(uv_timer_t *t) { run_due(t->data, read_clock(t->data)); }
 
-/* The idle runs only timers that were due when it was started, at the
- * time rearm() found them due: that time needs no new reading. A timer
- * that fell due since waits for the uv timer armed for it. */
+/* The idle runs only timers that were due when it was started (the
+ * list's, and the heap's that rearm() found due), at the time they were
+ * found due: that time needs no new reading. A timer that fell due since
+ * waits for the uv timer armed for it. */
 static void on_soon(uv_idle_t *i)
 {
     uv_idle_stop(i);
     run_due(i->data, latest(i->data));
 }
 
+/* A timer stopped, or moved: out of the list (the idle's pass then finds
+ * nothing) or the heap. */
+static void unstart(resil_uv *u, resil_timer *t)
+{
+    if (in_due_list(u, t))
+        due_unlink(u, t);
+    else
+        heap_stop(u, t);
+}
+
 /* Start `t` for `due`; `from`: the latest time known, or 0 when not yet
- * looked up. The uv timer is set no later than any resil timer (it is
- * moved only earlier, and run_due clears it before it runs what is due
+ * looked up. The uv timer is set no later than any timer of the heap (it
+ * is moved only earlier, and run_due clears it before it runs what is due
  * and re-arms after), so a timer due no earlier than it changes nothing
  * (the timeouts every execution starts) and one due earlier is the
- * earliest: neither needs the heap's earliest looked up. */
-static void start_at(resil_uv *u, resil_timer *t, resil_instant due, bool known, resil_instant from)
+ * earliest: neither needs the heap's earliest looked up.
+ *
+ * A timer due already (a retry's zero wait) whose place in the order is
+ * after every timer due (none of the heap's is due at or before it, the
+ * list's last no later) joins the list instead of the heap: the idle runs
+ * it on the next pass, without an insertion into the heap and a removal,
+ * and without the uv timer's hold on the loop (the active idle holds it). */
+__attribute__((noinline)) static void start_at(resil_uv *u, resil_timer *t, resil_instant due,
+                                               bool known, resil_instant from)
 {
-    resil_timers_start(&u->timers, t, due);
-    if (u->timers.count == 1)
-        uv_ref((uv_handle_t *)&u->timer);
-    if (due < u->armed)
-        arm(u, due, known ? from : latest(u));
+    if (t->armed) /* a move */
+        unstart(u, t);
+    if (due >= u->armed) {
+        heap_start(u, t, due);
+        return;
+    }
+    if (!known)
+        from = latest(u);
+    resil_timer *root = u->timers.root;
+    if (due <= from && (root == NULL || root->due > due) &&
+        (u->due_last == NULL || u->due_last->due <= due)) {
+        t->due = due;
+        t->seq = u->timers.seq++;
+        t->armed = true;
+        t->loop_data = u;
+        t->next = NULL;
+        t->prev = u->due_last;
+        if (u->due_last != NULL)
+            u->due_last->next = t;
+        else
+            u->due_first = t;
+        u->due_last = t;
+        uv_idle_start(&u->soon, on_soon);
+        return;
+    }
+    heap_start(u, t, due);
+    arm(u, due, from);
 }
 
 static void uv_timer_start_at_op(void *self, resil_timer *t, resil_instant due)
 {
-    start_at(self, t, due, false, 0);
+    resil_uv *u = self;
+    if (t->armed || due < u->armed) {
+        start_at(u, t, due, false, 0);
+        return;
+    }
+    heap_start(u, t, due); /* the common case: a timeout */
 }
 
 /* A delay counts from a fresh reading; a zero delay is due at once,
@@ -184,10 +292,7 @@ static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
  * libuv's timer heap not at all. */
 static void uv_timer_stop_op(void *self, resil_timer *t)
 {
-    resil_uv *u = self;
-    resil_timers_stop(&u->timers, t);
-    if (u->timers.count == 0)
-        uv_unref((uv_handle_t *)&u->timer);
+    unstart(self, t);
 }
 
 static void on_async(uv_async_t *a)

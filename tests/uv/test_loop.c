@@ -293,6 +293,107 @@ static void a_negative_delay_runs_before_a_zero_delay_started_first(void **state
     close_world(&w);
 }
 
+static void start_wakeup_for(resil_loop *loop, wakeup *a, resil_instant due)
+{
+    a->loop = loop;
+    a->t = (resil_timer){.fn = ring};
+    a->fired = 0;
+    loop->ops->timer_start_at(loop->self, &a->t, due);
+}
+
+/* Timers due already run in due order, then in start order, whether the
+ * host keeps them in its list of timers due (each started due no earlier
+ * than every one before it) or in its heap (the later two, started due
+ * before the list's last). */
+static void due_timers_run_by_instant_then_start_order(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    rung = 0;
+    resil_loop *loop = resil_uv_loop(w.host);
+    resil_instant now = resil_clock_now(resil_loop_clock(loop));
+    wakeup early, at_now, early_again, at_now_again;
+    start_wakeup_for(loop, &early, now - RESIL_MS(5));
+    start_wakeup_for(loop, &at_now, now);
+    start_wakeup_for(loop, &early_again, now - RESIL_MS(5));
+    start_wakeup_for(loop, &at_now_again, now);
+    assert_int_equal(rung, 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(early.order, 1);
+    assert_int_equal(early_again.order, 2);
+    assert_int_equal(at_now.order, 3);
+    assert_int_equal(at_now_again.order, 4);
+    close_world(&w);
+}
+
+/* A timer due already, moved to a later instant, runs then and once. */
+static void a_due_timer_moved_later_waits_for_its_new_instant(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    wakeup a;
+    start_wakeup_in(&w, &a, 0);
+    resil_instant due = resil_clock_now(resil_loop_clock(a.loop)) + RESIL_MS(2);
+    a.loop->ops->timer_start_at(a.loop->self, &a.t, due);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(a.fired, 0);
+    uv_run(&w.uv, UV_RUN_DEFAULT);
+    assert_false(w.guard_fired);
+    assert_int_equal(a.fired, 1);
+    assert_true(a.fired_at >= due);
+    close_world(&w);
+}
+
+typedef struct ordered {
+    world *w;
+    int id;
+    int *log;
+    int *n;
+} ordered;
+
+static void log_attempt(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    ordered *o = ctx->user;
+    o->log[(*o->n)++] = o->id * 10 + (int)ctx->attempt;
+    resil_outcome out = ctx->attempt == 1 ? resil_fail(RESIL_TRANSIENT, 503, "busy") : resil_ok();
+    resil_attempt_done(a, &out);
+}
+
+static void count_done(const resil_pipeline_result *res, void *ud)
+{
+    ordered *o = ud;
+    o->w->done += res->attempts == 2;
+}
+
+/* Two executions whose zero waits fall due at one pass retry in the order
+ * their waits began. */
+static void executions_waiting_zero_retry_in_the_order_they_waited(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    int log[4], n = 0;
+    ordered a = {&w, 1, log, &n}, b = {&w, 2, log, &n};
+    resil_call ca, cb;
+    resil_call_default(&ca);
+    resil_call_default(&cb);
+    ca.user = &a;
+    cb.user = &b;
+    resil_loop *loop = resil_uv_loop(w.host);
+    assert_int_equal(resil_pipeline_start(w.p, loop, log_attempt, &ca, count_done, &a, NULL), 0);
+    assert_int_equal(resil_pipeline_start(w.p, loop, log_attempt, &cb, count_done, &b, NULL), 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(w.done, 2);
+    assert_int_equal(n, 4);
+    assert_int_equal(log[0], 11);
+    assert_int_equal(log[1], 21);
+    assert_int_equal(log[2], 12);
+    assert_int_equal(log[3], 22);
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +408,9 @@ int main(void)
         cmocka_unit_test(a_delay_does_not_end_before_it_has_passed_since_the_start),
         cmocka_unit_test(timers_run_in_due_order_whichever_was_started_first),
         cmocka_unit_test(a_negative_delay_runs_before_a_zero_delay_started_first),
+        cmocka_unit_test(due_timers_run_by_instant_then_start_order),
+        cmocka_unit_test(a_due_timer_moved_later_waits_for_its_new_instant),
+        cmocka_unit_test(executions_waiting_zero_retry_in_the_order_they_waited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
