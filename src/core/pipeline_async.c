@@ -844,6 +844,7 @@ static step hedge_enter(level *L)
     L->u.hedge.news = L->u.hedge.decided = false;
     L->u.hedge.race = ++x->races;
     L->u.hedge.looking = true;
+    L->wait = W_NONE; /* read on the hedging level alone */
     bool started = hedge_launch(L, 0, h->primary_start);
     if (started && h->n->hedge.delay == 0)
         while (resil__hedger_may(h))
@@ -1014,11 +1015,9 @@ static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
     resil_attempt *a = &x->attempts[ln];
     a->x = x;
     a->lane = ln;
-    a->work.fn = arrive_posted;
     a->running = true;
     a->reported = a->told = false;
-    a->on_cancel = NULL;
-    a->cancel_ud = NULL;
+    a->on_cancel = NULL; /* cancel_ud is read only beside one */
     a->ctx = resil__frame_ctx(&x->run, f);
     x->refs++;
     a->held = true;
@@ -1050,6 +1049,7 @@ void resil_attempt_done(resil_attempt *a, const resil_outcome *o)
         return;
     }
     a->outcome = *o;
+    a->work.fn = arrive_posted;
     loop->ops->post(loop->self, &a->work);
 }
 
@@ -1123,7 +1123,6 @@ static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_str
     L->i = (uint32_t)i;
     L->kind = kind;
     L->out = out;
-    L->wait = W_NONE;
     /* An idle timer as the loop sees one; its other fields are written
      * when it is armed. */
     L->timer.fn = level_timer;
@@ -1340,7 +1339,10 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         release(x);
         return rc;
     }
-    for (uint32_t ln = 0; ln < nlanes; ln++) {
+    /* The caller's lane: a hedged attempt's fields are never read in it. */
+    x->lanes[0].waiting = -1;
+    x->attempts[0].running = false;
+    for (uint32_t ln = 1; ln < nlanes; ln++) {
         lane *l = &x->lanes[ln];
         l->waiting = -1;
         l->busy = l->back = false;
