@@ -633,12 +633,6 @@ bool resil__limiter_take_parked(resil_limiter *l, resil_instant now, resil_limit
     return true;
 }
 
-/* Around such an executor's place in the bulkhead's queue, from before it
- * joins until it is admitted, refused or has withdrawn: no permit parks
- * and none is left parked, as around a blocking acquire. */
-void resil__limiter_hold(resil_limiter *l) { resil__bulkhead_hold(l->bh); }
-void resil__limiter_unhold(resil_limiter *l) { resil__bulkhead_unhold(l->bh); }
-
 /* resil_limiter_acquire with the caller's reading of the limiter's clock:
  * a call admitted without queueing reads no clock. */
 int resil__limiter_acquire_at(resil_limiter *l, resil_cancel *cancel, resil_instant now,

@@ -753,8 +753,6 @@ void resil__bulkhead_set_limit(resil_bulkhead *b, uint32_t limit)
  * above, seen from outside. */
 bool resil__bulkhead_take_parked(resil_bulkhead *b) { return b->ops == NULL && take_parked(b); }
 void resil__bulkhead_put_back(resil_bulkhead *b) { park(b); }
-void resil__bulkhead_hold(resil_bulkhead *b) { hold(b); }
-void resil__bulkhead_unhold(resil_bulkhead *b) { unhold(b); }
 
 static uint32_t parked_count(const resil_bulkhead *b)
 {

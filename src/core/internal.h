@@ -287,14 +287,12 @@ void resil__bulkhead_set_limit(struct resil_bulkhead *b, uint32_t limit);
  * taken: the adaptive limiter reads it on every call, without a call. */
 const _Atomic uint64_t *resil__bulkhead_word(const struct resil_bulkhead *b);
 /* A built-in bulkhead's parked permits (bulkhead.c): the calling thread's
- * taken back (false when it has none, or on another implementation's), a
- * permit released as a ticket's would be (parked when it may be), and
- * parking held off, every parked permit swept back, until as many unholds
- * as holds. */
+ * taken back (false when it has none, or on another implementation's),
+ * and a permit released as a ticket's would be (parked when it may be).
+ * Joining the queue (resil__bulkhead_join) holds parking off by itself
+ * until the waiter is granted or withdraws. */
 bool resil__bulkhead_take_parked(struct resil_bulkhead *b);
 void resil__bulkhead_put_back(struct resil_bulkhead *b);
-void resil__bulkhead_hold(struct resil_bulkhead *b);
-void resil__bulkhead_unhold(struct resil_bulkhead *b);
 static inline int32_t resil__bulkhead_word_in_flight(const _Atomic uint64_t *w)
 {
     return (int32_t)(uint32_t)atomic_load_explicit(w, memory_order_relaxed);

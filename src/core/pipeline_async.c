@@ -389,26 +389,12 @@ static bool limiter_parked(level *L)
     return true;
 }
 
-/* A limiter's parked permits stay out of the way from before the level
- * joins the queue until it leaves it (admitted, refused or withdrawn). */
-static void hold(level *L, bool on)
-{
-    if (!is_limiter(L))
-        return;
-    resil_limiter *l = node_of(L)->limiter;
-    if (on)
-        resil__limiter_hold(l);
-    else
-        resil__limiter_unhold(l);
-}
-
 static void granted_on_loop(resil_work *w)
 {
     level *L = (level *)((char *)w - offsetof(level, grant));
     timer_stop(L->x, L);
     resume(L);
     resil__bulkhead_granted(queue_of(L), &L->u.bulk.w, &L->u.bulk.t);
-    hold(L, false);
     bulk_admitted(L);
     go_on(L);
 }
@@ -422,7 +408,6 @@ static step bulk_enter(level *L)
         return GO;
     L->u.bulk.w.on_grant = granted;
     L->grant.fn = granted_on_loop;
-    hold(L, true);
     int rc = resil__bulkhead_join(q, L->f.cancel, &L->u.bulk.w, &L->u.bulk.t);
     if (rc == RESIL__BULK_QUEUED) {
         resil_duration limit = resil__bulkhead_queue_timeout(q);
@@ -431,7 +416,6 @@ static step bulk_enter(level *L)
         suspend(L, W_QUEUE);
         return WAIT;
     }
-    hold(L, false);
     if (!bulk_admit(L, rc))
         return DONE;
     return bulk_admitted(L);
@@ -443,7 +427,6 @@ static void bulk_give_up(level *L, int why)
 {
     if (!resil__bulkhead_withdraw(queue_of(L), &L->u.bulk.w, why))
         return;
-    hold(L, false);
     timer_stop(L->x, L);
     resume(L);
     bulk_admit(L, why);

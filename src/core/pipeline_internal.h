@@ -319,8 +319,6 @@ struct resil_bulkhead *resil__limiter_bulkhead(const resil_limiter *l);
 void resil__limiter_granted(resil_limiter *l, resil_limiter_ticket *t, resil_instant now,
                             resil_duration queued);
 bool resil__limiter_take_parked(resil_limiter *l, resil_instant now, resil_limiter_ticket *t);
-void resil__limiter_hold(resil_limiter *l);
-void resil__limiter_unhold(resil_limiter *l);
 
 /* The clock the retry executor reads and sleeps on, and the retry level's
  * link to the levels below it (pipeline_strategies.c). The asynchronous
