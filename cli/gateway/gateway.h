@@ -121,6 +121,47 @@ typedef struct gateway {
     char http_host[256];
 } gateway;
 
+/* gateway_response.c: an upstream's HTTP/1.1 response framed from its
+ * connection's bytes, incrementally (fuzzed in tests/gateway/). */
+#define GW_RESP_LINE_MAX (100 * 1024)    /* one header or chunk-size line */
+#define GW_RESP_HEADERS_MAX (300 * 1024) /* a response's header and trailer lines */
+
+typedef enum gw_resp_rc { GW_RESP_MORE, GW_RESP_DONE, GW_RESP_ERROR } gw_resp_rc;
+
+/* Where the final response's lines and body go; false refuses (too large). */
+typedef struct gw_resp_sink {
+    bool (*field)(void *ud, const char *line, size_t len); /* a header or trailer line */
+    bool (*body)(void *ud, const char *data, size_t len);
+    void *ud;
+} gw_resp_sink;
+
+typedef struct gw_resp {
+    bool head;        /* the request was HEAD: no body, whatever the headers say */
+    int status;       /* the final status once the headers are in */
+    int minor;        /* HTTP/1.minor */
+    bool keep;        /* once done: the connection may carry the next request */
+    bool started;     /* a byte of a response line was seen */
+    const char *error; /* with GW_RESP_ERROR: what was malformed */
+    uint64_t body_bytes;
+    /* private */
+    int state;
+    uint64_t content_length, remaining;
+    size_t header_bytes;
+    bool has_length, chunked, other_coding, conn_close, conn_keep;
+} gw_resp;
+
+void gw_resp_init(gw_resp *p, bool head);
+/* Frame what buf holds: *used bytes were taken (lines whole, body bytes);
+ * the rest is a line still incomplete (or bytes after a finished
+ * response) and is to be handed again with what follows. DONE once the
+ * response is complete, ERROR (p->error) when it is malformed or the sink
+ * refused; both stay so. */
+gw_resp_rc gw_resp_parse(gw_resp *p, const char *buf, size_t len, size_t *used,
+                         const gw_resp_sink *s);
+/* The connection ended: DONE when that ends a body that runs to the close,
+ * else ERROR. */
+gw_resp_rc gw_resp_eof(gw_resp *p);
+
 /* gateway_upstream.c */
 struct gw_upstream;
 typedef struct gw_forward {
@@ -133,10 +174,14 @@ typedef struct gw_forward {
     bool once; /* never let libcurl send it a second time (a guarded request) */
 } gw_forward;
 
+/* Upstream connections kept open between calls, per loop: as many as
+ * calls may run at once, within reason. */
+#define GW_KEEP_CONNECTIONS 256
+
 /* One upstream call in flight on the loop; embedded in its request. */
 typedef struct gw_call {
     struct gw_call *prev, *next; /* the calls in flight */
-    void *easy;                  /* CURL * */
+    void *easy;                  /* CURL *, when libcurl carries it */
     struct curl_slist *headers;
     char *url;
     const char *method;
@@ -147,6 +192,15 @@ typedef struct gw_call {
     resil_instant start;
     char errbuf[256];                   /* CURL_ERROR_SIZE */
     void (*done)(struct gw_call *c);
+    /* gateway_client.c's, when it carries the call (a plain http:// upstream) */
+    struct gw_client *client;
+    struct gw_upconn *conn;  /* the connection it is on */
+    resil_timer timer;       /* --timeout, and the connect's bound */
+    resil_instant begun, deadline;
+    gw_buf head;             /* the request line and headers */
+    const void *body;        /* the client's, sent after head */
+    size_t body_len, sent;   /* bytes of head and body taken by the socket */
+    gw_resp resp;            /* the answer's framing */
 } gw_call;
 
 /* loop: curl multi on one of the gateway's loops, with upstream
@@ -167,6 +221,32 @@ void gw_upstream_start(struct gw_upstream *u, gw_call *c, const gw_forward *f, g
 void gw_reply_free(gw_reply *r);
 /* Headers a proxy must not pass on (hop-by-hop, and those it recomputes). */
 bool gw_hop_by_hop(const char *name, size_t len);
+/* loop: the request's headers as the upstream gets them, in order: the
+ * client's end-to-end ones, then X-Forwarded-For with the client's address
+ * appended. */
+typedef void gw_header_fn(void *ud, const char *name, const char *value);
+void gw_forward_headers(const gw_forward *f, gw_header_fn *add, void *ud);
+/* Does the request carry a body upstream (POST, PUT, PATCH, or any but HEAD
+ * with one)? */
+bool gw_forward_sends_body(const gw_forward *f);
+/* One header line of the upstream's answer into r->headers (a status line
+ * starts them again); false when they pass their limit. */
+bool gw_reply_header_line(gw_reply *r, const char *data, size_t len);
+
+/* gateway_client.c: the gateway's own client of a plain http:// upstream
+ * given by its address (no proxy in the environment); libcurl carries the
+ * others. */
+struct gw_client;
+typedef void gw_client_finished_fn(gw_call *c, void *ud);
+/* loop: *out NULL when the upstream is not one for it; -1 out of memory. */
+int gw_client_open(resil_loop *loop, const char *base, bool proxy_env, resil_duration timeout,
+                   gw_client_finished_fn *finished, void *ud, struct gw_client **out);
+/* loop: c->out and c->once set; `finished` runs once *c->out holds the
+ * answer or the failure (at once when it cannot start). */
+void gw_client_start(struct gw_client *cl, gw_call *c, const gw_forward *f);
+/* loop: take a call off unfinished (its connection closed); no `finished`. */
+void gw_client_abort(struct gw_client *cl, gw_call *c);
+void gw_client_close(struct gw_client *cl);
 
 /* gateway_http.c */
 

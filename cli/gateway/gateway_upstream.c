@@ -107,9 +107,11 @@ struct gw_upstream {
     char *base;     /* the base URL as libcurl writes it, without a trailing '/' */
     size_t base_len;
     bool proxy_env; /* a proxy variable is set: libcurl reads them per transfer */
+    struct gw_client *client; /* the gateway's own, for a plain http:// upstream; or NULL */
 };
 
 static void call_finish(struct gw_upstream *u, gw_call *c, CURLcode rc);
+static void client_finished(gw_call *c, void *ud);
 
 /* A transfer curl multi says is done (the driver's report). */
 static void on_done(void *ud, CURL *easy, void *priv, CURLcode code)
@@ -117,10 +119,6 @@ static void on_done(void *ud, CURL *easy, void *priv, CURLcode code)
     (void)easy;
     call_finish(ud, priv, code);
 }
-
-/* Upstream connections kept open between calls: as many as calls may run
- * at once, within reason. */
-#define KEEP_CONNECTIONS 256L
 
 /* The base URL parsed once and written back by libcurl's URL API (its
  * scheme, host, port and path prefix; no query or fragment: --upstream
@@ -172,9 +170,22 @@ int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out)
     u->gw = gw;
     u->proxy_env = proxy_in_environment();
     u->multi = resil__curl_loop_multi(u->driver);
-    curl_multi_setopt(u->multi, CURLMOPT_MAXCONNECTS, KEEP_CONNECTIONS);
+    curl_multi_setopt(u->multi, CURLMOPT_MAXCONNECTS, (long)GW_KEEP_CONNECTIONS);
+    if (gw_client_open(loop, gw->cfg.upstream, u->proxy_env, gw->cfg.timeout, client_finished,
+                       u, &u->client) != 0) {
+        gw_upstream_close(u, NULL);
+        return -1;
+    }
     *out = u;
     return 0;
+}
+
+static void link_call(struct gw_upstream *u, gw_call *c)
+{
+    c->next = u->calls;
+    if (c->next != NULL)
+        c->next->prev = c;
+    u->calls = c;
 }
 
 static void call_unlink(struct gw_upstream *u, gw_call *c)
@@ -196,7 +207,10 @@ void gw_upstream_close(struct gw_upstream *u, void (*aborted)(gw_call *c))
         return;
     while (u->calls != NULL) {
         gw_call *c = u->calls;
-        curl_multi_remove_handle(u->multi, c->easy);
+        if (c->easy != NULL)
+            curl_multi_remove_handle(u->multi, c->easy);
+        else
+            gw_client_abort(u->client, c);
         call_unlink(u, c);
         /* cut short by the shutdown: it says nothing about the upstream
          * (counted as a success, a half-open probe cut here would close
@@ -207,6 +221,7 @@ void gw_upstream_close(struct gw_upstream *u, void (*aborted)(gw_call *c))
     }
     for (size_t i = 0; i < u->pool_len; i++)
         curl_easy_cleanup(u->pool[i]);
+    gw_client_close(u->client);
     resil__curl_loop_free(u->driver);
     free(u->base);
     free(u);
@@ -272,15 +287,15 @@ static void give_handle(struct gw_upstream *u, CURL *h)
 
 typedef struct header_ctx {
     struct curl_slist *list;
-    char forwarded_for[512]; /* the client's X-Forwarded-For, if any */
     bool failed;
 } header_ctx;
 
 /* The line is built on the stack when it fits and on the heap when not: a
  * long header (a JWT, a cookie jar) must reach the upstream whole, never
  * cut at a buffer's size. */
-static void add_header(header_ctx *h, const char *name, const char *value)
+static void add_header(void *ud, const char *name, const char *value)
 {
+    header_ctx *h = ud;
     char small[1024];
     size_t name_len = strlen(name), value_len = strlen(value);
     size_t cap = name_len + value_len + 3;
@@ -309,31 +324,43 @@ static void add_header(header_ctx *h, const char *name, const char *value)
         h->list = l;
 }
 
+typedef struct forward_ctx {
+    gw_header_fn *add;
+    void *ud;
+    char forwarded_for[512]; /* the client's X-Forwarded-For, if any */
+} forward_ctx;
+
 static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
     (void)kind;
-    header_ctx *h = cls;
+    forward_ctx *h = cls;
     if (gw_hop_by_hop(key, strlen(key)))
         return MHD_YES;
     if (strcasecmp(key, "X-Forwarded-For") == 0) {
         snprintf(h->forwarded_for, sizeof h->forwarded_for, "%s", value ? value : "");
         return MHD_YES;
     }
-    add_header(h, key, value ? value : "");
+    h->add(h->ud, key, value ? value : "");
     return MHD_YES;
 }
 
-static struct curl_slist *request_headers(const gw_forward *f)
+void gw_forward_headers(const gw_forward *f, gw_header_fn *add, void *ud)
 {
-    header_ctx h = {0};
+    forward_ctx h = {.add = add, .ud = ud};
     MHD_get_connection_values(f->conn, MHD_HEADER_KIND, copy_header, &h);
     char xff[600];
     if (h.forwarded_for[0] != '\0')
         snprintf(xff, sizeof xff, "%s, %s", h.forwarded_for, f->client_ip);
     else
         snprintf(xff, sizeof xff, "%s", f->client_ip);
-    add_header(&h, "X-Forwarded-For", xff);
+    add(ud, "X-Forwarded-For", xff);
+}
+
+static struct curl_slist *request_headers(const gw_forward *f)
+{
+    header_ctx h = {0};
+    gw_forward_headers(f, add_header, &h);
     struct curl_slist *l = curl_slist_append(h.list, "Expect:");
     if (l == NULL || h.failed) {
         curl_slist_free_all(l ? l : h.list);
@@ -344,25 +371,27 @@ static struct curl_slist *request_headers(const gw_forward *f)
 
 /* ---- response capture ---------------------------------------------------- */
 
-static size_t on_header(char *data, size_t size, size_t n, void *ud)
+bool gw_reply_header_line(gw_reply *r, const char *data, size_t len)
 {
-    gw_reply *r = ud;
-    size_t len = size * n;
     gw_field f;
     switch (gw_upstream_header_line(data, len, &f)) {
     case GW_LINE_STATUS: /* a new response begins (after a 100 Continue, say) */
         r->headers.len = 0;
-        return len;
+        return true;
     case GW_LINE_SKIP:
-        return len;
+        return true;
     case GW_LINE_FIELD:
         break;
     }
-    bool ok = gw_buf_append(&r->headers, f.name, f.name_len) &&
-              gw_buf_append(&r->headers, ": ", 2) &&
-              gw_buf_append(&r->headers, f.value, f.value_len) &&
-              gw_buf_append(&r->headers, "\r\n", 2);
-    return ok ? len : 0;
+    return gw_buf_append(&r->headers, f.name, f.name_len) &&
+           gw_buf_append(&r->headers, ": ", 2) &&
+           gw_buf_append(&r->headers, f.value, f.value_len) &&
+           gw_buf_append(&r->headers, "\r\n", 2);
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *ud)
+{
+    return gw_reply_header_line(ud, data, size * n) ? size * n : 0;
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *ud)
@@ -426,12 +455,18 @@ static void watch_sending(CURL *h, gw_call *c)
  * custom method, no body, not HEAD, unless this call is so. (In libcurl
  * NOBODY 0 turns a HEAD back into a GET, POSTFIELDS makes a POST and
  * HTTPGET a GET, so the order matters.) */
+bool gw_forward_sends_body(const gw_forward *f)
+{
+    const char *m = f->method;
+    return strcmp(m, "HEAD") != 0 && (f->body_len > 0 || strcmp(m, "POST") == 0 ||
+                                      strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0);
+}
+
 static void set_method(CURL *h, const gw_forward *f)
 {
     const char *m = f->method;
     bool head = strcmp(m, "HEAD") == 0;
-    bool sends_body = !head && (f->body_len > 0 || strcmp(m, "POST") == 0 ||
-                                strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0);
+    bool sends_body = gw_forward_sends_body(f);
     curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, (char *)NULL);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, sends_body && f->body_len > 0 ? f->body
@@ -528,31 +563,50 @@ static void record_attempt(gateway *gw, const gw_call *c, const gw_reply *out,
 
 /* The transfer's outcome into the reply, as the breaker and the metrics
  * count it. */
+/* What a finished call says about the upstream. */
+static resil_breaker_result verdict_of(const gw_reply *out)
+{
+    return out->curl_code != 0 || out->status >= 500 ? RESIL_BREAKER_FAILURE
+                                                     : RESIL_BREAKER_SUCCESS;
+}
+
+/* The message of a call that got no answer, by why (detail: the client's
+ * own words, when it has them). */
+static void describe_failure(gw_reply *out, const char *detail)
+{
+    if (out->resend_refused)
+        snprintf(out->error, sizeof out->error,
+                 "the upstream closed the connection without answering; not sent again");
+    else if (out->body.overflow || out->headers.overflow)
+        snprintf(out->error, sizeof out->error, "upstream response larger than --max-body");
+    else if (detail != out->error)
+        snprintf(out->error, sizeof out->error, "%s", detail);
+}
+
 static void read_outcome(gateway *gw, gw_call *c, CURLcode rc)
 {
     gw_reply *out = c->out;
     resil_duration took = resil_clock_now(gw->clock) - c->start;
     out->curl_code = (int)rc;
     out->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
-    if (rc == CURLE_OK) {
+    if (rc == CURLE_OK)
         curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &out->status);
-    } else if (out->resend_refused) {
-        snprintf(out->error, sizeof out->error,
-                 "the upstream closed the connection without answering; not sent again");
-    } else if (out->body.overflow || out->headers.overflow) {
-        snprintf(out->error, sizeof out->error, "upstream response larger than --max-body");
-    } else {
-        snprintf(out->error, sizeof out->error, "%s",
-                 c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
-    }
+    else
+        describe_failure(out, c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
     record_attempt(gw, c, out, took);
 }
 
-/* What a finished call says about the upstream. */
-static resil_breaker_result verdict_of(const gw_reply *out)
+/* The gateway's own client is done with c (gateway_client.c). */
+static void client_finished(gw_call *c, void *ud)
 {
-    return out->curl_code != 0 || out->status >= 500 ? RESIL_BREAKER_FAILURE
-                                                     : RESIL_BREAKER_SUCCESS;
+    struct gw_upstream *u = ud;
+    gw_reply *out = c->out;
+    call_unlink(u, c);
+    if (out->curl_code != 0)
+        describe_failure(out, out->error);
+    record_attempt(u->gw, c, out, resil_clock_now(u->gw->clock) - c->start);
+    call_release(u, c, verdict_of(out));
+    c->done(c);
 }
 
 /* The call's breaker verdict is recorded; its handle, headers and URL go. */
@@ -619,6 +673,12 @@ void gw_upstream_start(struct gw_upstream *u, gw_call *c, const gw_forward *f, g
         done(c);
         return;
     }
+    if (u->client != NULL) { /* a plain http:// upstream: the gateway's own client */
+        c->start = resil_clock_now(gw->clock);
+        link_call(u, c);
+        gw_client_start(u->client, c, f);
+        return;
+    }
     c->url = upstream_url(u, f->target);
     c->headers = request_headers(f);
     c->easy = take_handle(u);
@@ -637,8 +697,5 @@ void gw_upstream_start(struct gw_upstream *u, gw_call *c, const gw_forward *f, g
         call_failed(u, c, CURLE_FAILED_INIT, "cannot start the upstream transfer");
         return;
     }
-    c->next = u->calls;
-    if (c->next != NULL)
-        c->next->prev = c;
-    u->calls = c;
+    link_call(u, c);
 }
