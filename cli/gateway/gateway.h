@@ -1,8 +1,10 @@
 /*
  * gateway.h — `resil gateway`, shared between its files: cmd_gateway.c
  * (options and lifecycle), gateway_http.c (the listening side: framing and
- * answers), gateway_rules.c (the idempotency rules) and gateway_upstream.c
- * (forwarding with libcurl's multi interface). Internal to the tool.
+ * answers), gateway_rules.c (the idempotency rules), gateway_upstream.c
+ * (forwarding: libcurl's multi interface, or for a plain http:// upstream
+ * gateway_client.c, the gateway's own client, over gateway_response.c's
+ * framing). Internal to the tool.
  *
  * Threads: --loops event loops (libuv, through resil's loop interface),
  * each with a listening socket of its own on the one port (SO_REUSEPORT),
@@ -82,8 +84,8 @@ void gw_buf_free(gw_buf *b);
 typedef struct gw_reply {
     int curl_code;    /* 0 = a response arrived */
     bool timed_out;
-    bool may_have_sent;  /* libcurl came to sending the request: bytes may have left */
-    bool resend_refused; /* the connection died unanswered; libcurl's resend was stopped */
+    bool may_have_sent;  /* the client came to sending the request: bytes may have left */
+    bool resend_refused; /* the connection died unanswered; the resend was stopped */
     const char *refused; /* the error code when the upstream's breaker or a fleet limit
                             refused it ("circuit_open", ...): nothing was sent; or NULL */
     const char *refused_message;
@@ -171,7 +173,7 @@ typedef struct gw_forward {
     const void *body;
     size_t body_len;
     struct MHD_Connection *conn; /* for the request headers */
-    bool once; /* never let libcurl send it a second time (a guarded request) */
+    bool once; /* never let the client send it a second time (a guarded request) */
 } gw_forward;
 
 /* Upstream connections kept open between calls, per loop: as many as

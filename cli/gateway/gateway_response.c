@@ -172,6 +172,9 @@ static gw_resp_rc content_length(gw_resp *p, const char *v, size_t len)
 /* A field that says something about the framing or the connection. */
 static gw_resp_rc framing_field(gw_resp *p, const char *line, size_t len)
 {
+    char first = lower(line[0]);
+    if (first != 'c' && first != 't')
+        return GW_RESP_MORE; /* none of Content-Length, Transfer-Encoding, Connection */
     size_t n = content_len(line, len);
     const char *colon = memchr(line, ':', n);
     if (colon == NULL)

@@ -17,8 +17,8 @@
  *                  request byte left     host, no connection, a connect that
  *                                        timed out);
  *                  anything else         (a timeout, a reset, a connection
- *                                        that died unanswered — libcurl's
- *                                        resend of it is stopped — an answer
+ *                                        that died unanswered — it is not
+ *                                        sent again — an answer
  *                                        over --max-body) the outcome is
  *                                        unknown: a 502/504 with
  *                                        Idempotent-Outcome: unknown is
@@ -80,10 +80,10 @@ typedef enum fate {
     FATE_RELEASE  /* it did not run: give the key back for the retry */
 } fate;
 
-/* A failure before any byte of the request left: libcurl never came to
- * sending it (gateway_upstream.c watches for that with its pre-request
- * callback) and failed finding or reaching the upstream, or timed out
- * connecting. The same codes after the request left — a resend's
+/* A failure before any byte of the request left: the client never came
+ * to sending it (libcurl's pre-request callback did not run, or the
+ * gateway's own client had no byte taken by the socket) and failed
+ * finding or reaching the upstream, or timed out connecting. The same codes after the request left — a resend's
  * reconnect refused, a timeout waiting for the answer — are not these. */
 static bool never_sent(const gw_reply *up)
 {
@@ -480,8 +480,8 @@ static void forwarded(gw_call *c)
     r->forwarded(r);
 }
 
-/* once: a guarded request, which libcurl must not send a second time on
- * its own — unless the upstream recognises a repeated key. `then` runs on
+/* once: a guarded request, which the client must not send a second time
+ * on its own — unless the upstream recognises a repeated key. `then` runs on
  * the loop once r->up holds the reply. */
 static void forward(gw_req *r, bool once, gw_step then)
 {

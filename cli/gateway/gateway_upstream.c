@@ -1,5 +1,7 @@
 /*
- * gateway_upstream.c — forward one request to the upstream with libcurl.
+ * gateway_upstream.c — forward one request to the upstream: with the
+ * gateway's own client for a plain http:// upstream given by its address
+ * (gateway_client.c), with libcurl for every other.
  *
  * The gateway must be transparent: the upstream sees the client's method,
  * target (byte for byte after the base URL's prefix: no path
@@ -24,6 +26,13 @@
  * and libcurl's setup, not itself. With several loops each has its own of
  * all of these (gw_upstream_open() per loop), so no lock is taken. Only the fleet's Redis permits block, and those
  * are taken and given back on a store worker (gw_upstream_admit/leave).
+ *
+ * Both clients sit behind gw_upstream_start(), so the request path has one
+ * call site and one set of semantics: the breaker, the request's headers
+ * (gw_forward_headers()), the response's kept header lines
+ * (gw_reply_header_line()), the outcome's words and the metrics are this
+ * file's for both; a plain http:// upstream only skips libcurl's transfer
+ * machinery (gateway_client.c says why, and how it keeps the rule below).
  *
  * A kept connection has one hazard. When a reused connection closes before
  * any answer byte, libcurl sends the request again on a fresh one
