@@ -11,7 +11,8 @@
  * proxy in front of one upstream needs none of it: the address is known at
  * start, the request is the client's own, and the response only has to be
  * framed (gateway_response.c). https:// upstreams, upstreams named by a
- * host name and upstreams behind a proxy from the environment stay on
+ * host name or with credentials in the URL, and upstreams behind a proxy
+ * from the environment stay on
  * libcurl; both sit behind gw_upstream_start() with one set of semantics
  * (gateway_upstream.c keeps the breaker, the metrics and the outcome).
  *
@@ -34,8 +35,8 @@
  * any answer byte — is the upstream closing an idle connection just then:
  * the request goes again on a fresh connection, as libcurl does, unless it
  * must reach the upstream at most once and some of its bytes were taken;
- * then it ends unanswered (out->resend_refused). A fresh connection is
- * never retried.
+ * then it ends unanswered (out->resend_refused). The resend goes on a new
+ * connection, and a new connection is never retried.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -116,11 +117,20 @@ static bool host_address(struct gw_client *cl, const char *host, long port)
     return true;
 }
 
+/* Credentials in the URL: libcurl turns them into Authorization. */
+static bool has_userinfo(CURLU *url)
+{
+    char *user = NULL;
+    bool has = curl_url_get(url, CURLUPART_USER, &user, 0) == CURLUE_OK;
+    curl_free(user);
+    return has;
+}
+
 static bool read_target(struct gw_client *cl, CURLU *url, bool proxy_env)
 {
     char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
     bool ok = curl_url_get(url, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-              !proxy_or_not_http(scheme, proxy_env) &&
+              !proxy_or_not_http(scheme, proxy_env) && !has_userinfo(url) &&
               curl_url_get(url, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
               curl_url_get(url, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
               curl_url_get(url, CURLUPART_PATH, &path, 0) == CURLUE_OK;
@@ -322,7 +332,7 @@ static void connect_failed(struct gw_client *cl, gw_call *c, int err)
 static size_t request_size(const gw_call *c) { return c->head.len + c->body_len; }
 
 static void send_request(struct gw_client *cl, gw_call *c);
-static void take_conn(struct gw_client *cl, gw_call *c);
+static void take_conn(struct gw_client *cl, gw_call *c, bool fresh);
 
 /* Its connection died with no answer byte: a kept one is sent on again
  * when the rule allows (see the top), anything else fails. */
@@ -341,7 +351,7 @@ static void conn_died(struct gw_client *cl, gw_call *c, int code, const char *fm
     }
     release_conn(cl, c, false);
     c->sent = 0;
-    take_conn(cl, c);
+    take_conn(cl, c, true);
 }
 
 static void send_request(struct gw_client *cl, gw_call *c)
@@ -384,10 +394,11 @@ static void connected(struct gw_client *cl, gw_call *c)
     send_request(cl, c);
 }
 
-/* A kept connection when one idles, else a new one. */
-static void take_conn(struct gw_client *cl, gw_call *c)
+/* A kept connection when one idles (and `fresh` does not ask for a new
+ * one), else a new one. */
+static void take_conn(struct gw_client *cl, gw_call *c, bool fresh)
 {
-    gw_upconn *k = cl->idle;
+    gw_upconn *k = fresh ? NULL : cl->idle;
     if (k != NULL) {
         idle_unlink(cl, k);
     } else if ((k = conn_open(cl)) == NULL) {
@@ -594,7 +605,7 @@ void gw_client_start(struct gw_client *cl, gw_call *c, const gw_forward *f)
         return;
     }
     arm(cl, c, cl->timeout_ms);
-    take_conn(cl, c);
+    take_conn(cl, c, false);
 }
 
 void gw_client_abort(struct gw_client *cl, gw_call *c)

@@ -79,14 +79,21 @@ static void feed(got *g, const char *text, bool eof)
 
 static got *new_got(void) { return calloc(1, sizeof(got)); }
 
+/* The whole text handed over at once: a complete response. */
+static got *framed(const char *text, bool eof)
+{
+    got *g = new_got();
+    feed(g, text, eof);
+    assert_int_equal(g->rc, GW_RESP_DONE);
+    return g;
+}
+
 /* ---- bodies ------------------------------------------------------------------ */
 
 static void a_content_length_body_is_taken_exactly(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhelloNEXT", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
+    got *g = framed("HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhelloNEXT", false);
     assert_int_equal(g->p.status, 201);
     assert_string_equal(g->body, "hello");
     assert_string_equal(g->fields, "Content-Length: 5\r\nX-A: 1\r\n");
@@ -125,10 +132,8 @@ static void a_chunked_body_fed_a_byte_at_a_time_is_the_same_body(void **state)
 static void chunk_extensions_are_skipped(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    got *g = framed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
             "3;name=value;x\r\nabc\r\n2 ; q=\"1\"\r\nde\r\n0;last\r\n\r\n", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
     assert_string_equal(g->body, "abcde");
     free(g);
 }
@@ -136,10 +141,8 @@ static void chunk_extensions_are_skipped(void **state)
 static void chunked_trailers_go_to_the_fields_after_the_headers(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    got *g = framed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
             "2\r\nab\r\n0\r\nX-Checksum: 7\r\n\r\n", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
     assert_string_equal(g->body, "ab");
     assert_string_equal(g->fields, "Transfer-Encoding: chunked\r\nX-Checksum: 7\r\n");
     free(g);
@@ -148,9 +151,7 @@ static void chunked_trailers_go_to_the_fields_after_the_headers(void **state)
 static void a_body_without_length_runs_to_the_close_and_the_connection_is_not_kept(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it", true);
-    assert_int_equal(g->rc, GW_RESP_DONE);
+    got *g = framed("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it", true);
     assert_string_equal(g->body, "all of it");
     assert_false(g->p.keep);
     free(g);
@@ -159,9 +160,8 @@ static void a_body_without_length_runs_to_the_close_and_the_connection_is_not_ke
 static void a_transfer_coding_other_than_chunked_runs_to_the_close(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nabcd", true);
-    assert_int_equal(g->rc, GW_RESP_DONE);
+    got *g = framed("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\n"
+                    "abcd", true);
     assert_string_equal(g->body, "abcd");
     assert_false(g->p.keep);
     free(g);
@@ -172,11 +172,9 @@ static void a_transfer_coding_other_than_chunked_runs_to_the_close(void **state)
 static void a_100_continue_is_skipped_and_the_final_answer_framed(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n"
+    got *g = framed("HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n"
             "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
             "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
     assert_int_equal(g->p.status, 200);
     assert_string_equal(g->fields, "Content-Length: 2\r\n");
     assert_string_equal(g->body, "ok");
@@ -197,9 +195,7 @@ static void a_head_answer_has_no_body_whatever_its_content_length(void **state)
 static void a_204_has_no_body(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
+    got *g = framed("HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1", false);
     assert_int_equal(g->p.status, 204);
     assert_int_equal(g->body_len, 0);
     assert_int_equal(g->left, 8);
@@ -209,9 +205,7 @@ static void a_204_has_no_body(void **state)
 static void a_304_has_no_body_whatever_its_content_length(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
+    got *g = framed("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", false);
     assert_int_equal(g->p.status, 304);
     assert_int_equal(g->body_len, 0);
     free(g);
@@ -222,9 +216,7 @@ static void a_304_has_no_body_whatever_its_content_length(void **state)
 static void connection_close_is_not_kept(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
+    got *g = framed("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false);
     assert_false(g->p.keep);
     free(g);
 }
@@ -232,9 +224,7 @@ static void connection_close_is_not_kept(void **state)
 static void http10_is_kept_only_with_keep_alive(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
+    got *g = framed("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false);
     assert_false(g->p.keep);
     feed(g, "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", false);
     assert_int_equal(g->rc, GW_RESP_DONE);
@@ -336,7 +326,6 @@ static void equal_content_length_copies_are_one(void **state)
     (void)state;
     got *g = new_got();
     feed(g, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2\r\n\r\nab", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
     assert_string_equal(g->body, "ab");
     free(g);
 }
@@ -346,10 +335,8 @@ static void equal_content_length_copies_are_one(void **state)
 static void chunked_with_a_content_length_follows_chunked_and_is_not_kept(void **state)
 {
     (void)state;
-    got *g = new_got();
-    feed(g, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n"
+    got *g = framed("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n"
             "3\r\nabc\r\n0\r\n\r\n", false);
-    assert_int_equal(g->rc, GW_RESP_DONE);
     assert_string_equal(g->body, "abc");
     assert_false(g->p.keep);
     free(g);

@@ -141,6 +141,13 @@ static unsigned seen(script_upstream *u, unsigned *connections)
     return r;
 }
 
+static void expect_seen(env *e, unsigned requests, unsigned connections)
+{
+    unsigned got_connections;
+    assert_int_equal(seen(&e->up, &got_connections), requests);
+    assert_int_equal(got_connections, connections);
+}
+
 static int env_setup(void **state)
 {
     env *e = calloc(1, sizeof *e);
@@ -196,9 +203,7 @@ static void requests_one_after_another_share_one_kept_upstream_connection(void *
         assert_string_equal(r.body, "ok");
         http_reply_free(&r);
     }
-    unsigned connections;
-    assert_int_equal(seen(&e->up, &connections), 3);
-    assert_int_equal(connections, 1);
+    expect_seen(e, 3, 1);
 }
 
 static void the_request_reaches_the_upstream_as_libcurl_wrote_it(void **state)
@@ -240,9 +245,7 @@ static void a_chunked_answer_reaches_the_client_whole_with_its_trailer(void **st
     request(e, "GET", NULL, &r); /* on the same connection */
     assert_string_equal(r.body, "ok");
     http_reply_free(&r);
-    unsigned connections;
-    assert_int_equal(seen(&e->up, &connections), 2);
-    assert_int_equal(connections, 1);
+    expect_seen(e, 2, 1);
 }
 
 static void an_answer_that_runs_to_the_close_is_whole_and_the_next_goes_on_a_new_connection(
@@ -259,9 +262,7 @@ static void an_answer_that_runs_to_the_close_is_whole_and_the_next_goes_on_a_new
     request(e, "GET", NULL, &r);
     assert_string_equal(r.body, "ok");
     http_reply_free(&r);
-    unsigned connections;
-    assert_int_equal(seen(&e->up, &connections), 2);
-    assert_int_equal(connections, 2);
+    expect_seen(e, 2, 2);
 }
 
 static void a_100_continue_before_the_answer_is_not_passed_on(void **state)
@@ -291,13 +292,15 @@ static void a_head_answer_has_no_body_and_keeps_the_connection(void **state)
     request(e, "GET", NULL, &r);
     assert_string_equal(r.body, "ok");
     http_reply_free(&r);
-    unsigned connections;
-    assert_int_equal(seen(&e->up, &connections), 2);
-    assert_int_equal(connections, 1);
+    expect_seen(e, 2, 1);
 }
 
-static void expect_502(env *e, const char *log_text)
+/* The upstream answers `answer` and closes: the client gets a 502 of the
+ * gateway's own, and the log says why. */
+static void expect_502(env *e, const char *answer, const char *log_text)
 {
+    const scripted script[] = {{answer, true}};
+    upstream_start(e, script, N(script));
     http_reply r;
     request(e, "GET", NULL, &r);
     assert_int_equal(r.status, 502);
@@ -308,29 +311,21 @@ static void expect_502(env *e, const char *log_text)
 
 static void an_answer_cut_mid_body_is_502_not_a_short_answer(void **state)
 {
-    env *e = *state;
-    static const scripted script[] = {
-        {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", true}};
-    upstream_start(e, script, N(script));
-    expect_502(e, "transfer closed with outstanding read data remaining");
+    expect_502(*state, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+               "transfer closed with outstanding read data remaining");
 }
 
 static void a_content_length_with_a_sign_is_502(void **state)
 {
-    env *e = *state;
-    static const scripted script[] = {
-        {"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello", true}};
-    upstream_start(e, script, N(script));
-    expect_502(e, "malformed upstream response: Content-Length is not digits");
+    expect_502(*state, "HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello",
+               "malformed upstream response: Content-Length is not digits");
 }
 
 static void a_bad_chunk_size_is_502(void **state)
 {
-    env *e = *state;
-    static const scripted script[] = {
-        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", true}};
-    upstream_start(e, script, N(script));
-    expect_502(e, "malformed upstream response: bad chunk size");
+    expect_502(*state,
+               "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+               "malformed upstream response: bad chunk size");
 }
 
 #define GW_CASE(name) cmocka_unit_test_setup_teardown(name, env_setup, env_teardown)
