@@ -562,6 +562,18 @@ static void put_header(void *ud, const char *name, const char *value)
     put(b, "\r\n", 2);
 }
 
+/* In decimal, without printf's machinery (a request's only number). */
+static void put_number(gw_buf *b, size_t n)
+{
+    char digits[24];
+    size_t at = sizeof digits;
+    do {
+        digits[--at] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n > 0);
+    put(b, digits + at, sizeof digits - at);
+}
+
 /* The request line and headers, as libcurl wrote them. */
 static bool build_head(struct gw_client *cl, gw_call *c, const gw_forward *f)
 {
@@ -577,9 +589,9 @@ static bool build_head(struct gw_client *cl, gw_call *c, const gw_forward *f)
         put(b, "Accept: */*\r\n", 13);
     gw_forward_headers(f, put_header, b);
     if (gw_forward_sends_body(f)) {
-        char len[48];
-        int n = snprintf(len, sizeof len, "Content-Length: %zu\r\n", f->body_len);
-        put(b, len, (size_t)n);
+        put(b, "Content-Length: ", 16);
+        put_number(b, f->body_len);
+        put(b, "\r\n", 2);
         if (MHD_lookup_connection_value(f->conn, MHD_HEADER_KIND, "Content-Type") == NULL)
             put(b, "Content-Type: application/x-www-form-urlencoded\r\n", 49);
     }
