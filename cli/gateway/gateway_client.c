@@ -318,12 +318,27 @@ static void call_failed(struct gw_client *cl, gw_call *c, int code, const char *
     call_end(cl, c, false);
 }
 
-/* No connection: nothing was sent, a key may be released. */
-static void connect_failed(struct gw_client *cl, gw_call *c, int err)
+static long ms_since(struct gw_client *cl, resil_instant t)
 {
-    snprintf(c->out->error, sizeof c->out->error, "Failed to connect to %.120s: %.100s",
-             cl->where, strerror(err));
+    return (long)((now(cl) - t) / RESIL_MS(1));
+}
+
+/* No connection: nothing was sent, a key may be released. In libcurl's
+ * words (the errno goes to the log's debug level there, and nowhere here). */
+static void connect_failed(struct gw_client *cl, gw_call *c)
+{
+    snprintf(c->out->error, sizeof c->out->error,
+             "Failed to connect to %.120s after %ld ms: Couldn't connect to server", cl->where,
+             ms_since(cl, c->begun));
     c->out->curl_code = CURLE_COULDNT_CONNECT;
+    call_end(cl, c, false);
+}
+
+static void call_failed_bytes(struct gw_client *cl, gw_call *c, uint64_t remaining)
+{
+    c->out->curl_code = CURLE_PARTIAL_FILE;
+    snprintf(c->out->error, sizeof c->out->error,
+             "transfer closed with %llu bytes remaining to read", (unsigned long long)remaining);
     call_end(cl, c, false);
 }
 
@@ -386,7 +401,7 @@ static void connected(struct gw_client *cl, gw_call *c)
     if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
     if (err != 0) {
-        connect_failed(cl, c, err);
+        connect_failed(cl, c);
         return;
     }
     k->connecting = false;
@@ -402,7 +417,7 @@ static void take_conn(struct gw_client *cl, gw_call *c, bool fresh)
     if (k != NULL) {
         idle_unlink(cl, k);
     } else if ((k = conn_open(cl)) == NULL) {
-        connect_failed(cl, c, errno);
+        connect_failed(cl, c);
         return;
     }
     k->call = c;
@@ -458,6 +473,8 @@ static void ended(struct gw_client *cl, gw_call *c, int err)
         call_failed(cl, c, CURLE_RECV_ERROR, "Recv failure: %s", strerror(err));
     else if (gw_resp_eof(&c->resp) == GW_RESP_DONE) /* a body that ran to the close */
         framed(cl, c, GW_RESP_DONE);
+    else if (c->resp.has_length && !c->resp.chunked && c->resp.remaining > 0)
+        call_failed_bytes(cl, c, c->resp.remaining);
     else
         call_failed(cl, c, CURLE_PARTIAL_FILE, "%s",
                     "transfer closed with outstanding read data remaining");
@@ -531,7 +548,7 @@ static void on_timeout(resil_timer *t)
     gw_call *c = (gw_call *)(void *)((char *)t - offsetof(gw_call, timer));
     struct gw_client *cl = c->client;
     gw_reply *out = c->out;
-    long ms = (long)((now(cl) - c->begun) / RESIL_MS(1));
+    long ms = ms_since(cl, c->begun);
     out->timed_out = true;
     out->curl_code = CURLE_OPERATION_TIMEDOUT;
     if (c->conn != NULL && c->conn->connecting)
