@@ -211,8 +211,7 @@ static void idle_unlink(struct gw_client *cl, gw_upconn *k)
 /* The socket goes; the record (and its buffer) waits for the next one. */
 static void conn_close(struct gw_client *cl, gw_upconn *k)
 {
-    if (k->events != 0)
-        resil_loop_io_stop(cl->loop, &k->io);
+    resil_loop_io_stop(cl->loop, &k->io); /* harmless when it never started */
     k->events = 0;
     close(k->fd);
     k->fd = -1;
