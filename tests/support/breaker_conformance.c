@@ -4,13 +4,19 @@
  * drives it through the common API only, and checks one behaviour with
  * exact values. Time moves only when a test advances the clock; results
  * that reach an implementation later are waited for by its settle hook,
- * never by sleeping here.
+ * never by sleeping here. Events may be delivered by another thread than
+ * the call that caused them (breaker.h), after that call returned, so a
+ * test looking at an event waits until it has arrived; the bound on that
+ * wait only keeps a missing event from hanging the suite.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "breaker_conformance.h"
 
 #define EVENTS_MAX 32
+#define EVENT_PATIENCE_S 30 /* a missing event fails after this, never a late one */
 
 typedef struct seen {
     resil_breaker_state from, to;
@@ -22,6 +28,7 @@ typedef struct fx {
     resil_fake_clock *fc;
     resil_breaker *b;
     pthread_mutex_t mu; /* events may arrive on another thread */
+    pthread_cond_t arrived;
     seen events[EVENTS_MAX];
     size_t len;
 } fx;
@@ -35,6 +42,11 @@ static int setup(void **state)
         return -1;
     f->impl = *state;
     pthread_mutex_init(&f->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->arrived, &ca);
+    pthread_condattr_destroy(&ca);
     if (resil_fake_clock_new(RESIL_S(1), BREAKER_WALL_START, &f->fc) != 0)
         return -1;
     if (f->impl->begin != NULL && f->impl->begin(f->impl->ud) != 0)
@@ -50,6 +62,7 @@ static int teardown(void **state)
     if (f->impl->end != NULL)
         f->impl->end(f->impl->ud);
     resil_fake_clock_free(f->fc);
+    pthread_cond_destroy(&f->arrived);
     pthread_mutex_destroy(&f->mu);
     free(f);
     return 0;
@@ -62,23 +75,32 @@ static void record_event(resil_breaker *b, const resil_breaker_event *ev, void *
     pthread_mutex_lock(&f->mu);
     if (f->len < EVENTS_MAX)
         f->events[f->len++] = (seen){ev->from, ev->to, ev->reason};
+    pthread_cond_broadcast(&f->arrived);
     pthread_mutex_unlock(&f->mu);
+}
+
+/* How many events have arrived once at least `n` have (or the patience ran
+ * out): the caller then asserts the exact number. */
+static size_t await_events(fx *f, size_t n)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += EVENT_PATIENCE_S;
+    pthread_mutex_lock(&f->mu);
+    while (f->len < n && pthread_cond_timedwait(&f->arrived, &f->mu, &until) != ETIMEDOUT)
+        ;
+    size_t got = f->len;
+    pthread_mutex_unlock(&f->mu);
+    return got;
 }
 
 static seen event_at(fx *f, size_t i)
 {
+    await_events(f, i + 1);
     pthread_mutex_lock(&f->mu);
     seen s = i < f->len ? f->events[i] : (seen){RESIL_BREAKER_NONE, RESIL_BREAKER_NONE, 0};
     pthread_mutex_unlock(&f->mu);
     return s;
-}
-
-static size_t events_seen(fx *f)
-{
-    pthread_mutex_lock(&f->mu);
-    size_t n = f->len;
-    pthread_mutex_unlock(&f->mu);
-    return n;
 }
 
 static void assert_event(fx *f, size_t i, resil_breaker_state from, resil_breaker_state to,
@@ -354,7 +376,7 @@ static void events_follow_a_trip_a_probe_and_recovery_in_order(void **state)
     admit_probe(f, &p);
     assert_int_equal(resil_breaker_record(f->b, &p, RESIL_BREAKER_SUCCESS), 0);
     settle(f);
-    assert_int_equal(events_seen(f), 3);
+    assert_int_equal(await_events(f, 3), 3);
     assert_event(f, 0, RESIL_BREAKER_CLOSED, RESIL_BREAKER_OPEN, RESIL_BREAKER_BY_CONSECUTIVE);
     assert_event(f, 1, RESIL_BREAKER_OPEN, RESIL_BREAKER_HALF_OPEN,
                  RESIL_BREAKER_BY_BREAK_ELAPSED);
@@ -372,7 +394,7 @@ static void a_failed_probe_is_reported_as_such(void **state)
     admit_probe(f, &p);
     assert_int_equal(resil_breaker_record(f->b, &p, RESIL_BREAKER_FAILURE), 0);
     settle(f);
-    assert_int_equal(events_seen(f), 3);
+    assert_int_equal(await_events(f, 3), 3);
     assert_event(f, 2, RESIL_BREAKER_HALF_OPEN, RESIL_BREAKER_OPEN,
                  RESIL_BREAKER_BY_PROBE_FAILED);
 }
@@ -392,7 +414,7 @@ static void isolate_holds_it_open_until_closed_by_hand(void **state)
     assert_int_equal(resil_breaker_close(f->b), 0);
     assert_int_equal(resil_breaker_acquire(f->b, &p), 0);
     assert_int_equal(p.state, RESIL_BREAKER_CLOSED);
-    assert_int_equal(events_seen(f), 2);
+    assert_int_equal(await_events(f, 2), 2);
     assert_event(f, 0, RESIL_BREAKER_CLOSED, RESIL_BREAKER_ISOLATED, RESIL_BREAKER_BY_ISOLATE);
     assert_event(f, 1, RESIL_BREAKER_ISOLATED, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_CLOSE);
 }
