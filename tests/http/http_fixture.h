@@ -11,6 +11,8 @@
 #ifndef RESIL_TEST_HTTP_FIXTURE_H
 #define RESIL_TEST_HTTP_FIXTURE_H
 
+#include <time.h>
+
 #include "test.h"
 
 #include "http_server.h"
@@ -122,6 +124,21 @@ static inline int fx_perform(fx *f, const char *path)
 static inline size_t fx_count(fx *f, const char *path)
 {
     return http_server_count(f->server, path);
+}
+
+/* fx_count once it reaches `n`: a request whose attempt timed out may
+ * still be on its way to the server's thread for that connection when
+ * the call returns, so the count is awaited (ten seconds at most, a guard
+ * against a hang, not a timing) instead of read at once. */
+static inline size_t fx_count_reaching(fx *f, const char *path, size_t n)
+{
+    struct timespec pause = {0, 1000000};
+    size_t seen = fx_count(f, path);
+    for (int i = 0; seen < n && i < 10000; i++) {
+        nanosleep(&pause, NULL);
+        seen = fx_count(f, path);
+    }
+    return seen;
 }
 
 /* The waits the executor slept, in order. */

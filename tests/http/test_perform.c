@@ -495,7 +495,7 @@ static void timeouts_on_every_attempt_end_as_timeout(void **state)
     f->opts.retry.max_attempts = 2;
     fx_script(f, "/slow", FX_STEPS({.status = 200, .delay_ms = 3000}));
     assert_int_equal(fx_perform(f, "/slow"), 0);
-    assert_int_equal(fx_count(f, "/slow"), 2);
+    assert_int_equal(fx_count_reaching(f, "/slow", 2), 2);
     assert_int_equal(f->res.outcome.kind, RESIL_TIMEOUT);
     assert_int_equal(f->res.curl_code, CURLE_OPERATION_TIMEDOUT);
     assert_int_equal(f->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
@@ -514,7 +514,7 @@ static void a_call_without_a_deadline_keeps_the_handles_own_timeout(void **state
     assert_int_equal(fx_perform(f, "/slow"), 0);
     assert_int_equal(f->res.curl_code, CURLE_OPERATION_TIMEDOUT);
     assert_int_equal(f->res.outcome.kind, RESIL_TIMEOUT);
-    assert_int_equal(fx_count(f, "/slow"), 1);
+    assert_int_equal(fx_count_reaching(f, "/slow", 1), 1);
     assert_int_equal(curl_easy_perform(f->easy), CURLE_OPERATION_TIMEDOUT);
 }
 
