@@ -338,10 +338,14 @@ static resil_outcome command(store_conn *c, const char *sql, char *msg, size_t c
     return resil_ok();
 }
 
-/* Connect, create the table when missing (under an advisory lock, since
- * CREATE … IF NOT EXISTS races with itself), prepare every statement. */
-static resil_outcome connect_db(store_conn *c, char *msg, size_t cap)
+/* The connection, made the first time a call needs it (or again after a
+ * failure dropped it): connect, create the table when missing (under an
+ * advisory lock, since CREATE … IF NOT EXISTS races with itself), prepare
+ * every statement. */
+static resil_outcome connected(store_conn *c, char *msg, size_t cap)
 {
+    if (c->pg != NULL)
+        return resil_ok();
     /* connect_timeout comes first so that the URL may override it. */
     const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
     const char *values[] = {"5", "resil-store", c->cfg->target, NULL};
@@ -938,11 +942,9 @@ static bool read_batch(PGconn *pg, const batch_plan *b, PGresult **bad, bool *br
 static resil_outcome run_batch(store_conn *c, store_call *const *calls, size_t n, char *msg,
                                size_t cap)
 {
-    if (c->pg == NULL) {
-        resil_outcome o = connect_db(c, msg, cap);
-        if (!resil_outcome_ok(&o))
-            return o;
-    }
+    resil_outcome up = connected(c, msg, cap);
+    if (!resil_outcome_ok(&up))
+        return up;
     batch_plan b;
     if (!plan_batch(&b, calls, n)) {
         plan_free(&b);
@@ -1009,11 +1011,9 @@ static PGresult *select_many(PGconn *pg, store_call *const *calls, size_t n)
 static resil_outcome run_reads(store_conn *c, store_call *const *calls, size_t n, char *msg,
                                size_t cap)
 {
-    if (c->pg == NULL) {
-        resil_outcome o = connect_db(c, msg, cap);
-        if (!resil_outcome_ok(&o))
-            return o;
-    }
+    resil_outcome up = connected(c, msg, cap);
+    if (!resil_outcome_ok(&up))
+        return up;
     if (n == 1)
         return answer_from_row(c, calls[0], true, &calls[0]->answered, msg, cap);
     PGresult *r = select_many(c->pg, calls, n);
@@ -1037,11 +1037,9 @@ static resil_outcome run_reads(store_conn *c, store_call *const *calls, size_t n
 
 static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
 {
-    if (c->pg == NULL) {
-        resil_outcome o = connect_db(c, msg, cap);
-        if (!resil_outcome_ok(&o))
-            return o;
-    }
+    resil_outcome up = connected(c, msg, cap);
+    if (!resil_outcome_ok(&up))
+        return up;
     switch (call->op) {
     case STORE_CONNECT:
         return resil_ok();

@@ -159,6 +159,24 @@ static void due_unlink(resil_uv *u, resil_timer *t)
     t->loop_data = NULL;
 }
 
+/* `t` at the list's end, numbered from the heap's counter; the idle's
+ * next pass runs it. */
+static void due_push(resil_uv *u, resil_timer *t, resil_instant due)
+{
+    t->due = due;
+    t->seq = u->timers.seq++;
+    t->armed = true;
+    t->loop_data = u;
+    t->next = NULL;
+    t->prev = u->due_last;
+    if (u->due_last != NULL)
+        u->due_last->next = t;
+    else
+        u->due_first = t;
+    u->due_last = t;
+    uv_idle_start(&u->soon, on_soon);
+}
+
 /* The next timer due at `now`, of the list or the heap, or NULL: the
  * earlier instant first, then the earlier start (the heap's own order;
  * both take their start's number from its counter). */
@@ -243,18 +261,7 @@ __attribute__((noinline)) static void start_at(resil_uv *u, resil_timer *t, resi
     resil_timer *root = u->timers.root;
     if (due <= from && (root == NULL || root->due > due) &&
         (u->due_last == NULL || u->due_last->due <= due)) {
-        t->due = due;
-        t->seq = u->timers.seq++;
-        t->armed = true;
-        t->loop_data = u;
-        t->next = NULL;
-        t->prev = u->due_last;
-        if (u->due_last != NULL)
-            u->due_last->next = t;
-        else
-            u->due_first = t;
-        u->due_last = t;
-        uv_idle_start(&u->soon, on_soon);
+        due_push(u, t, due);
         return;
     }
     heap_start(u, t, due);
