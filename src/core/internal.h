@@ -62,6 +62,14 @@ int resil__retry_run(const resil_retry_policy *p, const resil_exec_opts *opts,
  * before it. */
 int resil__retry_run_after_first(const resil_retry_policy *p, const resil_exec_opts *opts,
                                  resil_op_fn op, void *user, resil_retry_result *out);
+/* Does a first attempt's success need nothing of the policy's executor?
+ * No budget hears the result, no time budget runs, no classifier is asked
+ * about a success. The blocking entry (retry.c) and a pipeline's retry
+ * (first_alone, fixed at build) both start from this. */
+static inline bool resil__retry_policy_first_alone(const resil_retry_policy *p)
+{
+    return p->budget == NULL && p->max_total == 0 && !p->retry_on_results;
+}
 
 /* The rate limiter's acquire, one round at a time (ratelimit.c): 0 with
  * the permits, RESIL__RATE_WAIT with *wait to sleep before the next round,

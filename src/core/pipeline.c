@@ -204,11 +204,7 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     ex.last_now = start;
     resil__frame f = {0, 0, start, RESIL_INSTANT_MAX, call->cancel, NULL, NULL};
     resil__chain(&r, 0, &f, &out->outcome);
-    if (!out->fallback)
-        out->cause = out->outcome;
-    out->rejected_by = resil__rejected_by(&out->cause);
-    if (out->rejected_by == RESIL_STRATEGY_NONE && out->stop == RESIL_STOP_REFUSED)
-        out->rejected_by = RESIL_STRATEGY_RETRY;
+    resil__result_end(out);
     out->elapsed = resil__sub_sat(ex.last_now, start);
     if (resil__listening(p))
         report_execution(&r, out);
@@ -727,8 +723,8 @@ static void insert_single_attempt(resil_pipeline *p)
 static void freeze_retry(resil__node *n, bool inner)
 {
     n->inner = inner;
-    n->first_alone = n->policy.budget == NULL && n->policy.max_total == 0 &&
-                     !n->policy.retry_on_results && !resil__listening(n->pipeline);
+    n->first_alone =
+        resil__retry_policy_first_alone(&n->policy) && !resil__listening(n->pipeline);
     n->run_policy = n->policy;
     n->run_policy.on_retry = resil__retry_announce;
     n->run_policy.on_retry_ud = n;

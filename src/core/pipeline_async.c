@@ -1258,16 +1258,7 @@ static void report_execution(const resil_exec *x)
 static void finish(resil_exec *x)
 {
     resil_pipeline_result *out = &x->result;
-    if (!out->fallback)
-        out->cause = out->outcome;
-    /* Decided in a local and stored once: compilers test rejected_by and
-     * the stop beside it with one 8-byte load, which cannot be forwarded
-     * from a 4-byte store just made to half of it (a stall of about 5 ns,
-     * a tenth of what resil adds to one retry on libuv). */
-    resil_strategy_kind by = resil__rejected_by(&out->cause);
-    if (by == RESIL_STRATEGY_NONE && out->stop == RESIL_STOP_REFUSED)
-        by = RESIL_STRATEGY_RETRY;
-    out->rejected_by = by;
+    resil__result_end(out);
     out->elapsed = resil__sub_sat(x->ex.last_now, x->start);
     if (resil__listening(x->p))
         report_execution(x);

@@ -342,7 +342,7 @@ static inline void resil__retry_first_succeeded(const resil__run *r, const resil
                                                 const resil_outcome *o)
 {
     if (!end->fresh)
-        end->now = resil_clock_now(r->p->clock);
+        end->now = resil__pipeline_now(r->p);
     if (r->ex == NULL)
         return;
     r->ex->last_now = end->now;

@@ -388,7 +388,7 @@ int resil__retry_run_after_first(const resil_retry_policy *p, const resil_exec_o
  * fired (the loop's look before attempt 1). */
 static bool first_alone(const resil_retry_policy *p, const resil_exec_opts *o)
 {
-    if (p->budget != NULL || p->retry_on_results || p->max_total != 0)
+    if (!resil__retry_policy_first_alone(p))
         return false;
     if (o == NULL)
         return true;
