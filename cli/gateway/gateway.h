@@ -180,6 +180,39 @@ typedef struct gw_forward {
  * calls may run at once, within reason. */
 #define GW_KEEP_CONNECTIONS 256
 
+/* --timeout in whole milliseconds for an upstream call, rounded up (libcurl
+ * reads 0 ms as no timeout at all), and the connect's bound within it. */
+static inline long gw_timeout_ms(resil_duration t)
+{
+    return (long)(t / RESIL_MS(1) + (t % RESIL_MS(1) != 0));
+}
+static inline long gw_connect_ms(long timeout_ms)
+{
+    return timeout_ms < 10000 ? timeout_ms : 10000L;
+}
+
+/* An intrusive doubly linked list known by its head: push a node at the
+ * head, or unlink it from anywhere (its links cleared). prev and next
+ * name the node's link fields. */
+#define GW_LIST_PUSH(head, n, prev, next)                                                \
+    do {                                                                                 \
+        (n)->prev = NULL;                                                                \
+        (n)->next = (head);                                                              \
+        if ((head) != NULL)                                                              \
+            (head)->prev = (n);                                                          \
+        (head) = (n);                                                                    \
+    } while (0)
+#define GW_LIST_UNLINK(head, n, prev, next)                                              \
+    do {                                                                                 \
+        if ((n)->prev != NULL)                                                           \
+            (n)->prev->next = (n)->next;                                                 \
+        else                                                                             \
+            (head) = (n)->next;                                                          \
+        if ((n)->next != NULL)                                                           \
+            (n)->next->prev = (n)->prev;                                                 \
+        (n)->prev = (n)->next = NULL;                                                    \
+    } while (0)
+
 /* One upstream call in flight on the loop; embedded in its request. */
 typedef struct gw_call {
     struct gw_call *prev, *next; /* the calls in flight */

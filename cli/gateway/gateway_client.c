@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,6 @@
 #include "gateway.h"
 
 #define READ_SIZE (16 * 1024)
-#define CONNECT_MS_MAX 10000
 
 typedef struct gw_upconn {
     resil_io io;
@@ -174,9 +174,8 @@ int gw_client_open(resil_loop *loop, const char *base, bool proxy_env, resil_dur
         return 0; /* not one for this client: libcurl serves it */
     }
     cl->loop = loop;
-    /* rounded up: what libcurl would wait */
-    cl->timeout_ms = (long)(timeout / RESIL_MS(1) + (timeout % RESIL_MS(1) != 0));
-    cl->connect_ms = cl->timeout_ms < CONNECT_MS_MAX ? cl->timeout_ms : CONNECT_MS_MAX;
+    cl->timeout_ms = gw_timeout_ms(timeout); /* what libcurl would wait */
+    cl->connect_ms = gw_connect_ms(cl->timeout_ms);
     cl->finished = finished;
     cl->ud = ud;
     *out = cl;
@@ -198,13 +197,7 @@ static void watch(gw_upconn *k, unsigned events)
 
 static void idle_unlink(struct gw_client *cl, gw_upconn *k)
 {
-    if (k->prev != NULL)
-        k->prev->next = k->next;
-    else
-        cl->idle = k->next;
-    if (k->next != NULL)
-        k->next->prev = k->prev;
-    k->prev = k->next = NULL;
+    GW_LIST_UNLINK(cl->idle, k, prev, next);
     cl->n_idle--;
 }
 
@@ -292,11 +285,7 @@ static void release_conn(struct gw_client *cl, gw_call *c, bool keep)
     }
     k->call = NULL;
     k->reused = true;
-    k->next = cl->idle;
-    k->prev = NULL;
-    if (k->next != NULL)
-        k->next->prev = k;
-    cl->idle = k;
+    GW_LIST_PUSH(cl->idle, k, prev, next);
     cl->n_idle++;
     watch(k, RESIL_IO_READ); /* an idle connection that stirs is dropped */
 }
@@ -309,11 +298,17 @@ static void call_end(struct gw_client *cl, gw_call *c, bool keep)
     cl->finished(c, cl->ud);
 }
 
-static void call_failed(struct gw_client *cl, gw_call *c, int code, const char *fmt,
-                        const char *detail)
+/* The words of a resend refused and of an answer over --max-body are
+ * gateway_upstream.c's (describe_failure()), for both clients. */
+static void call_failed(struct gw_client *cl, gw_call *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void call_failed(struct gw_client *cl, gw_call *c, int code, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->out->error, sizeof c->out->error, fmt, ap);
+    va_end(ap);
     c->out->curl_code = code;
-    snprintf(c->out->error, sizeof c->out->error, fmt, detail);
     call_end(cl, c, false);
 }
 
@@ -326,19 +321,9 @@ static long ms_since(struct gw_client *cl, resil_instant t)
  * words (the errno goes to the log's debug level there, and nowhere here). */
 static void connect_failed(struct gw_client *cl, gw_call *c)
 {
-    snprintf(c->out->error, sizeof c->out->error,
-             "Failed to connect to %.120s after %ld ms: Couldn't connect to server", cl->where,
-             ms_since(cl, c->begun));
-    c->out->curl_code = CURLE_COULDNT_CONNECT;
-    call_end(cl, c, false);
-}
-
-static void call_failed_bytes(struct gw_client *cl, gw_call *c, uint64_t remaining)
-{
-    c->out->curl_code = CURLE_PARTIAL_FILE;
-    snprintf(c->out->error, sizeof c->out->error,
-             "transfer closed with %llu bytes remaining to read", (unsigned long long)remaining);
-    call_end(cl, c, false);
+    call_failed(cl, c, CURLE_COULDNT_CONNECT,
+                "Failed to connect to %.120s after %ld ms: Couldn't connect to server", cl->where,
+                ms_since(cl, c->begun));
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -360,7 +345,7 @@ static void conn_died(struct gw_client *cl, gw_call *c, int code, const char *fm
     }
     if (c->once && c->sent > 0) {
         c->out->resend_refused = true;
-        call_failed(cl, c, CURLE_GOT_NOTHING, "%s", "the upstream closed the connection");
+        call_failed(cl, c, CURLE_GOT_NOTHING, "%s", ""); /* worded upstream */
         return;
     }
     release_conn(cl, c, false);
@@ -450,7 +435,7 @@ static void framed(struct gw_client *cl, gw_call *c, gw_resp_rc rc)
         out->status = c->resp.status;
         call_end(cl, c, c->resp.keep && c->sent == request_size(c));
     } else if (out->body.overflow || out->headers.overflow) {
-        call_failed(cl, c, CURLE_WRITE_ERROR, "%s", "upstream response larger than --max-body");
+        call_failed(cl, c, CURLE_WRITE_ERROR, "%s", ""); /* worded upstream */
     } else {
         call_failed(cl, c, CURLE_WEIRD_SERVER_REPLY, "malformed upstream response: %s",
                     c->resp.error);
@@ -473,7 +458,8 @@ static void ended(struct gw_client *cl, gw_call *c, int err)
     else if (gw_resp_eof(&c->resp) == GW_RESP_DONE) /* a body that ran to the close */
         framed(cl, c, GW_RESP_DONE);
     else if (c->resp.has_length && !c->resp.chunked && c->resp.remaining > 0)
-        call_failed_bytes(cl, c, c->resp.remaining);
+        call_failed(cl, c, CURLE_PARTIAL_FILE, "transfer closed with %llu bytes remaining to read",
+                    (unsigned long long)c->resp.remaining);
     else
         call_failed(cl, c, CURLE_PARTIAL_FILE, "%s",
                     "transfer closed with outstanding read data remaining");

@@ -942,13 +942,7 @@ static enum MHD_Result chaos_end(gw_req *r)
 
 static void chaos_unlink(gw_req *r)
 {
-    if (r->chaos_prev != NULL)
-        r->chaos_prev->chaos_next = r->chaos_next;
-    else
-        r->lp->chaos_waits = r->chaos_next;
-    if (r->chaos_next != NULL)
-        r->chaos_next->chaos_prev = r->chaos_prev;
-    r->chaos_prev = r->chaos_next = NULL;
+    GW_LIST_UNLINK(r->lp->chaos_waits, r, chaos_prev, chaos_next);
 }
 
 static void on_chaos_waited(resil_timer *t)
@@ -964,11 +958,7 @@ static void on_chaos_waited(resil_timer *t)
 static void chaos_wait(gw_req *r)
 {
     gw_loop *lp = r->lp;
-    r->chaos_prev = NULL;
-    r->chaos_next = lp->chaos_waits;
-    if (lp->chaos_waits != NULL)
-        lp->chaos_waits->chaos_prev = r;
-    lp->chaos_waits = r;
+    GW_LIST_PUSH(lp->chaos_waits, r, chaos_prev, chaos_next);
     r->chaos_wait.fn = on_chaos_waited;
     lp->loop->ops->timer_start(lp->loop->self, &r->chaos_wait, r->chaos.delay);
 }

@@ -233,12 +233,7 @@ static void hold_free(gw_hold *h)
 
 static void hold_unlink(struct gw_leases *L, gw_hold *h)
 {
-    if (h->prev != NULL)
-        h->prev->next = h->next;
-    else
-        L->head = h->next;
-    if (h->next != NULL)
-        h->next->prev = h->prev;
+    GW_LIST_UNLINK(L->head, h, prev, next);
 }
 
 /* Start renewing k's lease; NULL when out of memory. */
@@ -255,10 +250,7 @@ static gw_hold *hold_add(gateway *gw, const resil_store_key *k, uint64_t lease)
     h->lease = lease;
     h->due = mono_ns() + renew_every(gw);
     pthread_mutex_lock(&L->mu);
-    h->next = L->head;
-    if (L->head != NULL)
-        L->head->prev = h;
-    L->head = h;
+    GW_LIST_PUSH(L->head, h, prev, next);
     pthread_cond_signal(&L->wake);
     pthread_mutex_unlock(&L->mu);
     return h;

@@ -191,21 +191,12 @@ int gw_upstream_open(gateway *gw, resil_loop *loop, struct gw_upstream **out)
 
 static void link_call(struct gw_upstream *u, gw_call *c)
 {
-    c->next = u->calls;
-    if (c->next != NULL)
-        c->next->prev = c;
-    u->calls = c;
+    GW_LIST_PUSH(u->calls, c, prev, next);
 }
 
 static void call_unlink(struct gw_upstream *u, gw_call *c)
 {
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        u->calls = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
+    GW_LIST_UNLINK(u->calls, c, prev, next);
 }
 
 static void call_release(struct gw_upstream *u, gw_call *c, resil_breaker_result verdict);
@@ -244,13 +235,11 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud);
 /* What every call sets alike, once per handle. */
 static void set_shared(struct gw_upstream *u, CURL *h)
 {
-    /* Rounded up: libcurl reads 0 ms as no timeout at all. */
-    resil_duration t = u->gw->cfg.timeout;
-    long timeout_ms = (long)(t / RESIL_MS(1) + (t % RESIL_MS(1) != 0));
+    long timeout_ms = gw_timeout_ms(u->gw->cfg.timeout);
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, gw_connect_ms(timeout_ms));
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     if (!u->proxy_env)
