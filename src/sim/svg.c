@@ -520,7 +520,7 @@ static void panel_labels(scene *sc, const resil_sim_config *c, double cap_y)
 static box panel_title(FILE *f, const resil_sim_config *c, const resil_sim_result *r, double x,
                        double y)
 {
-    char title[160], rec[96];
+    char title[1024], rec[96]; /* room for every value the formats can print */
     resil__sim_recovery_text(r, RESIL__SIM_TITLE, rec, sizeof rec);
     if (c->scenario == RESIL_SIM_BROWNOUT)
         snprintf(title, sizeof title, "%s — %.0f requests/s during the brownout, p99 %.0f ms, %s",
