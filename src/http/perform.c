@@ -310,10 +310,8 @@ static int commit(http_attempt *a)
 
 /* ---- libcurl's callbacks --------------------------------------------------- */
 
-static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
+static inline size_t body_chunk(http_attempt *a, char *p, size_t n)
 {
-    http_attempt *a = ud;
-    size_t n = size * nmemb;
     const resil_http_client *c = a->call->client;
     if (!a->streaming && !a->call->hedged && n > c->opts.body_buffer_max - a->body.len &&
         commit(a) != 0)
@@ -321,6 +319,26 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
     if (a->streaming)
         return deliver_body(a->call->req, p, n) == 0 ? n : 0;
     return buf_append(&a->body, p, n) == 0 ? n : 0;
+}
+
+/* The attempt whose curl_easy_perform() runs on this thread (http_op sets
+ * it around the transfer, and puts back the one of a call it nests in):
+ * a blocking call's write callback finds its attempt here, so the call
+ * does not set CURLOPT_WRITEDATA for its attempts — one curl_easy_setopt()
+ * a request; the caller's is put back afterwards all the same (restore).
+ * A call on a loop runs many transfers on one thread and hands each its
+ * attempt in WRITEDATA. */
+static _Thread_local http_attempt *running;
+
+static size_t on_body_running(char *p, size_t size, size_t nmemb, void *ud)
+{
+    (void)ud; /* the caller's WRITEDATA */
+    return body_chunk(running, p, size * nmemb);
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
+{
+    return body_chunk(ud, p, size * nmemb);
 }
 
 static bool header_is(const char *p, size_t n, const char *name)
@@ -358,8 +376,12 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 static void install(http_attempt *a)
 {
     CURL *e = a->easy;
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+    if (a->call->on_loop) {
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+    } else {
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body_running);
+    }
     if (caller_wants_headers(a->call->req)) {
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
@@ -507,9 +529,10 @@ static void set_timeout(http_attempt *a, const http_call *call, const resil_atte
     a->timed = true;
 }
 
-/* The handle an attempt runs on (the caller's, or its hedge's duplicate),
- * reset for it, with libcurl's timeout set (set_timeout). */
-CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
+/* The state of the handle an attempt runs on (the caller's, or its
+ * hedge's duplicate), reset for it, with libcurl's timeout set
+ * (set_timeout). */
+static inline http_attempt *attempt_start(const resil_attempt_ctx *ctx)
 {
     http_call *call = ctx->user;
     http_attempt *a = attempt_of(call, ctx);
@@ -517,7 +540,12 @@ CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
     set_timeout(a, call, ctx);
     if (call->tel.traced)
         resil__http_tel_attempt(&call->tel, ctx, a->easy, &a->trace, call->headers);
-    return a->easy;
+    return a;
+}
+
+CURL *resil__http_attempt_begin(const resil_attempt_ctx *ctx)
+{
+    return attempt_start(ctx)->easy;
 }
 
 /* The attempt's outcome once its transfer ended with `code` (performed,
@@ -542,8 +570,11 @@ resil_outcome resil__http_attempt_end(const resil_attempt_ctx *ctx, CURLcode cod
 
 static resil_outcome http_op(resil_attempt_ctx *ctx)
 {
-    CURL *e = resil__http_attempt_begin(ctx);
-    return resil__http_attempt_end(ctx, curl_easy_perform(e));
+    http_attempt *a = attempt_start(ctx), *outer = running;
+    running = a;
+    CURLcode code = curl_easy_perform(a->easy);
+    running = outer;
+    return resil__http_attempt_end(ctx, code);
 }
 
 /* ---- the retry decision ------------------------------------------------------ */

@@ -1085,6 +1085,45 @@ static void a_call_nested_in_another_on_one_thread_is_judged_as_itself(void **st
     curl_easy_cleanup(n.easy);
 }
 
+/* The outer call's body arrives after a whole call nested in its progress
+ * callback has run on the same thread: each body reaches its own sink. */
+static void a_nested_calls_body_and_the_outer_calls_reach_their_own_sinks(void **state)
+{
+    fx *f = *state;
+    nested n = {.f = f, .easy = curl_easy_init()};
+    assert_non_null(n.easy);
+    f->req.xferinfo_fn = perform_nested_once;
+    f->req.xferinfo_data = &n;
+    fx_script(f, "/outer", FX_STEPS({.status = 200, .body = "outer\n", .delay_ms = 100}));
+    fx_script(f, "/inner", FX_STEPS({.status = 200, .body = "inner\n"}));
+    assert_int_equal(fx_perform(f, "/outer"), 0);
+    assert_int_equal(n.runs > 0, 1);
+    assert_int_equal(n.res.status, 200);
+    assert_string_equal(f->head.p, "inner\n");
+    assert_int_equal(f->res.status, 200);
+    assert_string_equal(f->body.p, "outer\n");
+    curl_easy_cleanup(n.easy);
+}
+
+/* A blocking call's attempts do not write to the handle's CURLOPT_WRITEDATA
+ * (their write callback finds its attempt without it), and afterwards the
+ * handle carries the request's write data, as before. */
+static void a_call_writes_to_the_requests_sink_whatever_the_handles_write_data(void **state)
+{
+    fx *f = *state;
+    curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, fx_take);
+    curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, &f->head);
+    fx_script(f, "/w", FX_STEPS({.status = 503, .body = "busy\n"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/w"), 0);
+    assert_int_equal(f->res.attempts, 2);
+    assert_string_equal(f->body.p, "ok\n");
+    assert_int_equal(f->head.len, 0);
+    f->body.len = 0;
+    assert_int_equal(curl_easy_perform(f->easy), CURLE_OK);
+    assert_string_equal(f->body.p, "ok\n");
+    assert_int_equal(f->head.len, 0);
+}
+
 static void null_arguments_are_refused(void **state)
 {
     fx *f = *state;
@@ -1224,6 +1263,8 @@ int main(void)
         T(classifiers_see_each_attempts_context),
         T(classifiers_see_the_requests_user_data),
         T(a_call_nested_in_another_on_one_thread_is_judged_as_itself),
+        T(a_nested_calls_body_and_the_outer_calls_reach_their_own_sinks),
+        T(a_call_writes_to_the_requests_sink_whatever_the_handles_write_data),
         T(null_arguments_are_refused),
         T(null_request_performs_with_defaults),
     };
