@@ -66,11 +66,9 @@ static int without_trace_headers(const struct curl_slist *h, struct curl_slist *
     return 0;
 }
 
-int resil__http_tel_trace(resil__http_tel *t, const resil_http_request *r,
-                          struct curl_slist **headers)
+int resil__http_tel_read(resil__http_tel *t, const resil_http_request *r,
+                         struct curl_slist **headers)
 {
-    t->filtered = NULL;
-    t->traced = false;
     if (r->trace != NULL) {
         t->parent = *r->trace;
         t->traced = true;
@@ -119,7 +117,7 @@ void resil__http_tel_attempt(const resil__http_tel *t, const resil_attempt_ctx *
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, &h->node[0]);
 }
 
-void resil__http_tel_done(resil__http_tel *t)
+void resil__http_tel_free(resil__http_tel *t)
 {
     curl_slist_free_all(t->filtered);
     t->filtered = NULL;

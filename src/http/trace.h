@@ -34,8 +34,17 @@ typedef struct resil__http_trace_hdr {
  * (and tracestate) among its headers. When traced and the caller's list
  * carries trace headers, `*headers` becomes a copy without them (so no
  * request sends two). RESIL_ENOMEM only. */
-int resil__http_tel_trace(resil__http_tel *t, const resil_http_request *r,
-                          struct curl_slist **headers);
+int resil__http_tel_read(resil__http_tel *t, const resil_http_request *r,
+                         struct curl_slist **headers);
+static inline int resil__http_tel_trace(resil__http_tel *t, const resil_http_request *r,
+                                        struct curl_slist **headers)
+{
+    t->filtered = NULL;
+    t->traced = false;
+    if (r->trace == NULL && r->headers == NULL)
+        return 0; /* no context to read: most requests, without a call */
+    return resil__http_tel_read(t, r, headers);
+}
 /* The attributes from the method (NULL: "_OTHER") and the URL's authority
  * (NULL when it has none). */
 void resil__http_tel_attrs(resil__http_tel *t, const char *authority, const char *method);
@@ -44,6 +53,11 @@ void resil__http_tel_attrs(resil__http_tel *t, const char *authority, const char
  * it came. */
 void resil__http_tel_attempt(const resil__http_tel *t, const resil_attempt_ctx *ctx, CURL *easy,
                              resil__http_trace_hdr *h, struct curl_slist *rest);
-void resil__http_tel_done(resil__http_tel *t);
+void resil__http_tel_free(resil__http_tel *t);
+static inline void resil__http_tel_done(resil__http_tel *t)
+{
+    if (t->filtered != NULL)
+        resil__http_tel_free(t);
+}
 
 #endif
