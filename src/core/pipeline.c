@@ -61,13 +61,6 @@ resil_strategy_kind resil__rejected_by(const resil_outcome *o)
 
 /* ---- the walk --------------------------------------------------------------- */
 
-static void call_op(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out)
-{
-    (void)i;
-    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
-    *out = r->op(&ctx);
-}
-
 static void pass_through(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out)
 {
@@ -108,12 +101,16 @@ static resil__step_fn *step_of(resil_strategy_kind k)
     }
 }
 
-/* Each level's step, and the operation's after the last. */
+/* Each level's step — the pair of it and the level below where both have
+ * a body to share (resil__step_pair) — and the operation's after the last. */
 static void fix_steps(resil_pipeline *p)
 {
-    for (size_t i = 0; i < p->nnodes; i++)
-        p->nodes[i].step = step_of(p->nodes[i].kind);
-    p->nodes[p->nnodes].step = call_op;
+    for (size_t i = 0; i < p->nnodes; i++) {
+        const resil__node *below = i + 1 < p->nnodes ? &p->nodes[i + 1] : NULL;
+        resil__step_fn *pair = resil__step_pair(&p->nodes[i], below);
+        p->nodes[i].step = pair != NULL ? pair : step_of(p->nodes[i].kind);
+    }
+    p->nodes[p->nnodes].step = resil__run_op;
     p->system_clock = p->clock == resil_clock_system();
 }
 

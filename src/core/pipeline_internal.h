@@ -277,6 +277,12 @@ void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
                       resil_outcome *out);
 void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
                         resil_outcome *out);
+/* The operation itself, the step after the last strategy. */
+void resil__run_op(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out);
+/* One step running node n's level and the one below it (`below`, NULL for
+ * the operation) when both have a body the blocking walk can inline, else
+ * NULL. */
+resil__step_fn *resil__step_pair(const resil__node *n, const resil__node *below);
 void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out);
 void resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f,

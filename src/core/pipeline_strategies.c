@@ -19,6 +19,9 @@
 
 #include "pipeline_steps.h"
 
+/* A level's body, inlined into every step that runs it. */
+#define RESIL__BODY static inline __attribute__((always_inline))
+
 void resil__report_rejection(const resil__run *r, resil_event_type t, resil_strategy_kind k,
                              const resil__frame *f, const resil_outcome *o)
 {
@@ -88,14 +91,20 @@ void resil__chain_after_queue(const resil__run *r, size_t i, const resil__frame 
     resil__chain(r, i + 1, &inner, out);
 }
 
-void resil__run_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
-                         resil_outcome *out)
+RESIL__BODY void bulkhead_body(const resil__run *r, size_t i, const resil__frame *f,
+                               resil_outcome *out, resil__step_fn *next)
 {
     const resil__node *n = resil__node_at(r, i);
     resil_bulkhead_ticket t = {.owner = NULL, .queued = 0};
     if (!resil__bulkhead_admit(r, f, resil_bulkhead_acquire(n->bulkhead, f->cancel, &t), out))
         return;
-    resil__chain_admitted(r, i, f, t.queued, out);
+    if (t.queued <= 0) {
+        next(r, i + 1, f, out);
+    } else {
+        resil__frame inner = *f;
+        inner.now = resil__read_now(r);
+        next(r, i + 1, &inner, out);
+    }
     resil_bulkhead_release(&t);
 }
 
@@ -150,15 +159,15 @@ void resil__timeout_judge(const resil__run *r, const resil__node *n, const resil
         report_timeout(r, n, f, t, out);
 }
 
-void resil__run_timeout(const resil__run *r, size_t i, const resil__frame *f,
-                        resil_outcome *out)
+RESIL__BODY void timeout_body(const resil__run *r, size_t i, const resil__frame *f,
+                              resil_outcome *out, resil__step_fn *next)
 {
     const resil__node *n = resil__node_at(r, i);
     resil_cancel tok;
     resil__frame inner;
     if (!resil__timeout_enter(r, n, f, &tok, &inner, out))
         return;
-    resil__chain(r, i + 1, &inner, out);
+    next(r, i + 1, &inner, out);
     resil__timeout_leave(r, n, f, &inner, out);
 }
 
@@ -369,11 +378,11 @@ void resil__retry_first_record(const resil__run *r, resil_instant start, resil_i
 /* The first attempt without the executor (resil__retry_first_alone): true
  * when it succeeded; false, with *end the reading it ended with, when the
  * executor takes it as its first (attempt_op_after_first). */
-static bool run_first(const resil__run *r, size_t i, const resil__frame *f,
-                      resil__reading *end, resil_outcome *out)
+RESIL__BODY bool run_first(const resil__run *r, size_t i, const resil__frame *f,
+                           resil__reading *end, resil_outcome *out, resil__step_fn *next)
 {
     resil__frame inner = resil__retry_first_frame(f, end);
-    resil__chain(r, i + 1, &inner, out);
+    next(r, i + 1, &inner, out);
     if (out->kind != RESIL_SUCCESS)
         return false;
     resil__retry_first_succeeded(r, resil__node_at(r, i), f, end, out);
@@ -416,15 +425,15 @@ __attribute__((noinline)) static void run_executor(const resil__run *r, size_t i
     *out = res.final;
 }
 
-void resil__run_retry(const resil__run *r, size_t i, const resil__frame *f,
-                      resil_outcome *out)
+RESIL__BODY void retry_body(const resil__run *r, size_t i, const resil__frame *f,
+                            resil_outcome *out, resil__step_fn *next)
 {
     if (!resil__retry_first_alone(r, resil__node_at(r, i), f)) {
         run_executor(r, i, f, NULL, out);
         return;
     }
     resil__reading first_end;
-    if (!run_first(r, i, f, &first_end, out))
+    if (!run_first(r, i, f, &first_end, out, next))
         run_executor(r, i, f, &first_end, out);
 }
 
@@ -440,14 +449,125 @@ void resil__breaker_refuse(const resil__run *r, const resil__frame *f,
                   no.retry_after, out);
 }
 
-void resil__run_breaker(const resil__run *r, size_t i, const resil__frame *f,
-                        resil_outcome *out)
+RESIL__BODY void breaker_body(const resil__run *r, size_t i, const resil__frame *f,
+                              resil_outcome *out, resil__step_fn *next)
 {
     resil_breaker_permit permit;
     if (!resil__breaker_enter(r, f, &permit, out))
         return;
-    resil__chain(r, i + 1, f, out);
+    next(r, i + 1, f, out);
     resil__breaker_leave(r, i, f, &permit, out);
+}
+
+/* ---- the operation, past the last strategy -------------------------------------- */
+
+RESIL__BODY void op_body(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out, resil__step_fn *next)
+{
+    (void)i;
+    (void)next;
+    resil_attempt_ctx ctx = resil__frame_ctx(r, f);
+    *out = r->op(&ctx);
+}
+
+/* ---- two levels in one step ------------------------------------------------------------
+ *
+ * Each level of the walk is a call through the node's step: a frame
+ * pushed and popped, the frame's arguments moved, an indirect call, about
+ * twenty instructions a level on a success that does little else. The
+ * common levels' bodies therefore take the level below as a parameter,
+ * and the build gives a node whose next level is also one of them a step
+ * that runs both (resil__step_pair): the compiler inlines the inner body
+ * into the outer, so a walk of five levels and the operation makes three
+ * calls instead of six. Every node keeps a step that starts at itself —
+ * the retry executor's later attempts and hedged attempts start below the
+ * retry, wherever the pairs fall — and a pair's inner level ends in the
+ * step of the node after it, whatever that is. The bodies are the steps'
+ * only code: a single level is its body with the next node's step after
+ * it. */
+RESIL__BODY void step_at(const resil__run *r, size_t i, const resil__frame *f,
+                         resil_outcome *out)
+{
+    resil__chain(r, i, f, out);
+}
+
+#define RESIL__SINGLE(NAME, BODY)                                                         \
+    void NAME(const resil__run *r, size_t i, const resil__frame *f, resil_outcome *out)  \
+    {                                                                                     \
+        BODY(r, i, f, out, step_at);                                                      \
+    }
+RESIL__SINGLE(resil__run_bulkhead, bulkhead_body)
+RESIL__SINGLE(resil__run_timeout, timeout_body)
+RESIL__SINGLE(resil__run_retry, retry_body)
+RESIL__SINGLE(resil__run_breaker, breaker_body)
+RESIL__SINGLE(resil__run_op, op_body)
+
+/* The inner level of a pair, ending in the step of the node after it. */
+#define RESIL__INNER(BODY)                                                                \
+    RESIL__BODY void BODY##_then_step(const resil__run *r, size_t i, const resil__frame *f, \
+                                      resil_outcome *out)                                 \
+    {                                                                                     \
+        BODY(r, i, f, out, step_at);                                                      \
+    }
+RESIL__INNER(bulkhead_body)
+RESIL__INNER(timeout_body)
+RESIL__INNER(retry_body)
+RESIL__INNER(breaker_body)
+RESIL__INNER(op_body)
+
+#define RESIL__PAIR(OUTER, INNER)                                                         \
+    static void OUTER##_##INNER(const resil__run *r, size_t i, const resil__frame *f,     \
+                                resil_outcome *out)                                       \
+    {                                                                                     \
+        OUTER(r, i, f, out, INNER##_then_step);                                           \
+    }
+#define RESIL__PAIRS_OF(OUTER)                                                            \
+    RESIL__PAIR(OUTER, bulkhead_body)                                                     \
+    RESIL__PAIR(OUTER, timeout_body)                                                      \
+    RESIL__PAIR(OUTER, retry_body)                                                        \
+    RESIL__PAIR(OUTER, breaker_body)                                                      \
+    RESIL__PAIR(OUTER, op_body)
+RESIL__PAIRS_OF(bulkhead_body)
+RESIL__PAIRS_OF(timeout_body)
+RESIL__PAIRS_OF(retry_body)
+RESIL__PAIRS_OF(breaker_body)
+
+/* Which body a kind's level runs: 0 for a kind with none (it keeps its
+ * own step), 5 for the operation. */
+static int body_of(resil_strategy_kind k)
+{
+    switch (k) {
+    case RESIL_STRATEGY_BULKHEAD:
+        return 1;
+    case RESIL_STRATEGY_TOTAL_TIMEOUT:
+    case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
+        return 2;
+    case RESIL_STRATEGY_RETRY:
+        return 3;
+    case RESIL_STRATEGY_BREAKER:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+resil__step_fn *resil__step_pair(const resil__node *n, const resil__node *below)
+{
+    static resil__step_fn *const pairs[4][5] = {
+        {bulkhead_body_bulkhead_body, bulkhead_body_timeout_body, bulkhead_body_retry_body,
+         bulkhead_body_breaker_body, bulkhead_body_op_body},
+        {timeout_body_bulkhead_body, timeout_body_timeout_body, timeout_body_retry_body,
+         timeout_body_breaker_body, timeout_body_op_body},
+        {retry_body_bulkhead_body, retry_body_timeout_body, retry_body_retry_body,
+         retry_body_breaker_body, retry_body_op_body},
+        {breaker_body_bulkhead_body, breaker_body_timeout_body, breaker_body_retry_body,
+         breaker_body_breaker_body, breaker_body_op_body},
+    };
+    int outer = body_of(n->kind);
+    int inner = below == NULL ? 5 : body_of(below->kind);
+    if (outer == 0 || inner == 0)
+        return NULL;
+    return pairs[outer - 1][inner - 1];
 }
 
 /* ---- fallback ----------------------------------------------------------------------------- */
