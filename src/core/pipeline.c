@@ -101,14 +101,17 @@ static resil__step_fn *step_of(resil_strategy_kind k)
     }
 }
 
-/* Each level's step — the pair of it and the level below where both have
- * a body to share (resil__step_pair) — and the operation's after the last. */
+/* Each level's step — the rest of the walk in one step where it is a tail
+ * of the standard shape, else the pair of it and the level below where
+ * both have a body to share — and the operation's after the last. */
 static void fix_steps(resil_pipeline *p)
 {
     for (size_t i = 0; i < p->nnodes; i++) {
         const resil__node *below = i + 1 < p->nnodes ? &p->nodes[i + 1] : NULL;
-        resil__step_fn *pair = resil__step_pair(&p->nodes[i], below);
-        p->nodes[i].step = pair != NULL ? pair : step_of(p->nodes[i].kind);
+        resil__step_fn *step = resil__step_standard_tail(p->nodes, p->nnodes, i);
+        if (step == NULL)
+            step = resil__step_pair(&p->nodes[i], below);
+        p->nodes[i].step = step != NULL ? step : step_of(p->nodes[i].kind);
     }
     p->nodes[p->nnodes].step = resil__run_op;
     p->system_clock = p->clock == resil_clock_system();

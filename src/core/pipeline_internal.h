@@ -283,6 +283,10 @@ void resil__run_op(const resil__run *r, size_t i, const resil__frame *f, resil_o
  * the operation) when both have a body the blocking walk can inline, else
  * NULL. */
 resil__step_fn *resil__step_pair(const resil__node *n, const resil__node *below);
+/* One step running nodes[i..n) and the operation when they are a tail of
+ * the standard shape (bulkhead, total timeout, retry, breaker, attempt
+ * timeout) of two levels or more, else NULL. */
+resil__step_fn *resil__step_standard_tail(const resil__node *nodes, size_t n, size_t i);
 void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out);
 void resil__run_degrade(const resil__run *r, size_t i, const resil__frame *f,

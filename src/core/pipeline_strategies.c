@@ -532,6 +532,73 @@ RESIL__PAIRS_OF(timeout_body)
 RESIL__PAIRS_OF(retry_body)
 RESIL__PAIRS_OF(breaker_body)
 
+/* ---- the standard shape's levels in one step ----------------------------------------
+ *
+ * The shape resil_pipeline_standard() builds — bulkhead, total timeout,
+ * retry, breaker, attempt timeout — is the one most executions take (the
+ * HTTP client's profiles are it), so a walk from any of its levels to the
+ * operation is one step, its bodies inlined into each other: one call
+ * where the pairs make three. A pipeline ending in a tail of it (a retry,
+ * a breaker and an attempt timeout, say) runs that tail the same way. */
+RESIL__BODY void std_attempt(const resil__run *r, size_t i, const resil__frame *f,
+                             resil_outcome *out)
+{
+    timeout_body(r, i, f, out, op_body_then_step);
+}
+RESIL__BODY void std_breaker(const resil__run *r, size_t i, const resil__frame *f,
+                             resil_outcome *out)
+{
+    breaker_body(r, i, f, out, std_attempt);
+}
+RESIL__BODY void std_retry(const resil__run *r, size_t i, const resil__frame *f,
+                           resil_outcome *out)
+{
+    retry_body(r, i, f, out, std_breaker);
+}
+RESIL__BODY void std_total(const resil__run *r, size_t i, const resil__frame *f,
+                           resil_outcome *out)
+{
+    timeout_body(r, i, f, out, std_retry);
+}
+static void std_from_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
+                              resil_outcome *out)
+{
+    bulkhead_body(r, i, f, out, std_total);
+}
+static void std_from_total(const resil__run *r, size_t i, const resil__frame *f,
+                           resil_outcome *out)
+{
+    std_total(r, i, f, out);
+}
+static void std_from_retry(const resil__run *r, size_t i, const resil__frame *f,
+                           resil_outcome *out)
+{
+    std_retry(r, i, f, out);
+}
+static void std_from_breaker(const resil__run *r, size_t i, const resil__frame *f,
+                             resil_outcome *out)
+{
+    std_breaker(r, i, f, out);
+}
+
+resil__step_fn *resil__step_standard_tail(const resil__node *nodes, size_t n, size_t i)
+{
+    static const resil_strategy_kind shape[] = {
+        RESIL_STRATEGY_BULKHEAD, RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_RETRY,
+        RESIL_STRATEGY_BREAKER, RESIL_STRATEGY_ATTEMPT_TIMEOUT};
+    static resil__step_fn *const from[] = {std_from_bulkhead, std_from_total, std_from_retry,
+                                           std_from_breaker};
+    size_t len = sizeof shape / sizeof shape[0];
+    /* the attempt timeout alone is its pair with the operation */
+    if (i >= n || n - i > len || n - i < 2)
+        return NULL;
+    size_t j = len - (n - i);
+    for (size_t k = 0; k < n - i; k++)
+        if (nodes[i + k].kind != shape[j + k])
+            return NULL;
+    return from[j];
+}
+
 /* Which body a kind's level runs: 0 for a kind with none (it keeps its
  * own step), 5 for the operation. */
 static int body_of(resil_strategy_kind k)
