@@ -324,20 +324,33 @@ static void unhold(resil_bulkhead *b)
 /* A stripe's parked permit, taken. The same handshake as parking: a taker
  * that then sees someone about to wait came after them, so it gives the
  * permit back (to them) and takes the way they took. */
-static bool take_from(resil_bulkhead *b, stripe *s)
+typedef enum { TOOK_NONE, TOOK_PERMIT, TOOK_TOO_LATE } took;
+
+/* The taking itself, with no call: TOOK_TOO_LATE when the permit was
+ * taken while parking was held, and is to be given back (give_up). */
+static inline took take_one(resil_bulkhead *b, stripe *s)
 {
     uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     while ((w & PARKED) != 0) {
         if (atomic_compare_exchange_weak_explicit(&s->word, &w, (w & ~PARKED) + TAKEN_ONE,
-                                                  memory_order_seq_cst, memory_order_relaxed)) {
-            if (!parking_held(b))
-                return true;
-            atomic_fetch_sub_explicit(&s->word, TAKEN_ONE, memory_order_relaxed);
-            give_back(b);
-            return false;
-        }
+                                                  memory_order_seq_cst, memory_order_relaxed))
+            return parking_held(b) ? TOOK_TOO_LATE : TOOK_PERMIT;
     }
-    return false;
+    return TOOK_NONE;
+}
+
+static void give_up(resil_bulkhead *b, stripe *s)
+{
+    atomic_fetch_sub_explicit(&s->word, TAKEN_ONE, memory_order_relaxed);
+    give_back(b);
+}
+
+static bool take_from(resil_bulkhead *b, stripe *s)
+{
+    took got = take_one(b, s);
+    if (got == TOOK_TOO_LATE)
+        give_up(b, s);
+    return got == TOOK_PERMIT;
 }
 
 static bool take_parked(resil_bulkhead *b) { return take_from(b, my_stripe(b)); }
@@ -357,10 +370,25 @@ static bool take_any_parked(resil_bulkhead *b)
     return false;
 }
 
-/* A permit that ends: parked in the thread's stripe when it may be. */
+static void park(resil_bulkhead *b);
+
+/* park() for a thread that has no number yet: numbered, then parked. */
+__attribute__((noinline)) static void park_numbered(resil_bulkhead *b)
+{
+    resil__thread_number_first();
+    park(b);
+}
+
+/* A permit that ends: parked in the thread's stripe when it may be. Every
+ * call in it is a jump, so that the common release keeps no frame. */
 static void park(resil_bulkhead *b)
 {
-    stripe *s = my_stripe(b);
+    uint32_t n = resil__thread_no;
+    if (n == 0) {
+        park_numbered(b);
+        return;
+    }
+    stripe *s = &b->stripes[n & b->stripe_mask];
     uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     while ((w & PARKED) == 0 && may_park(b)) {
         if (atomic_compare_exchange_weak_explicit(&s->word, &w, w | PARKED,
@@ -626,10 +654,50 @@ static int admit_or_queue(resil_bulkhead *b, resil_cancel *cancel, bool wait,
     return 0;
 }
 
+/* resil_bulkhead_acquire() past the thread's parked permit (`tried`: it
+ * was looked at and none was there), out of line. */
+__attribute__((noinline)) static int acquire_slow(resil_bulkhead *b, resil_cancel *cancel,
+                                                  bool tried, resil_bulkhead_ticket *t)
+{
+    int rc;
+    if (tried) {
+        fill_ticket(t, NULL, 0);
+        rc = admit_slow(b, cancel, true, t);
+    } else {
+        rc = admit_or_queue(b, cancel, true, t);
+    }
+    return rc == RESIL__BULK_QUEUED ? queue_and_wait(b, cancel, t) : rc;
+}
+
+/* A permit taken while parking was held: given back, and the general way. */
+__attribute__((noinline)) static int acquire_too_late(resil_bulkhead *b, stripe *s,
+                                                      resil_cancel *cancel,
+                                                      resil_bulkhead_ticket *t)
+{
+    give_up(b, s);
+    return acquire_slow(b, cancel, true, t);
+}
+
+/* The thread's parked permit taken in a leaf, every call a jump (the
+ * pipeline's bulkhead level pays this on every execution). A token that
+ * fired or must ask its parents, and a thread not yet numbered, go the
+ * general way, which looks at the token as resil_cancelled() does. */
 int resil_bulkhead_acquire(resil_bulkhead *b, resil_cancel *cancel, resil_bulkhead_ticket *t)
 {
-    int rc = admit_or_queue(b, cancel, true, t);
-    return rc == RESIL__BULK_QUEUED ? queue_and_wait(b, cancel, t) : rc;
+    if (cancel != NULL && (__atomic_load_n(&cancel->unlinked, __ATOMIC_ACQUIRE) != 0 ||
+                           __atomic_load_n(&cancel->state, __ATOMIC_ACQUIRE) != 0))
+        return acquire_slow(b, cancel, false, t);
+    uint32_t n = resil__thread_no;
+    if (n == 0)
+        return acquire_slow(b, cancel, false, t);
+    stripe *s = &b->stripes[n & b->stripe_mask];
+    took got = take_one(b, s);
+    if (got == TOOK_TOO_LATE)
+        return acquire_too_late(b, s, cancel, t);
+    if (got == TOOK_NONE)
+        return acquire_slow(b, cancel, true, t);
+    fill_ticket(t, b, 0);
+    return 0;
 }
 
 /* ---- asynchronous waiters ------------------------------------------------ */
