@@ -15,6 +15,7 @@
 #ifndef RESIL_PIPELINE_STEPS_H
 #define RESIL_PIPELINE_STEPS_H
 
+#include "breaker_hot.h"
 #include "cancel_inline.h"
 #include "pipeline_internal.h"
 
@@ -130,17 +131,30 @@ static inline void resil__timeout_leave(const resil__run *r, const resil__node *
 void resil__breaker_refuse(const resil__run *r, const resil__frame *f,
                            const resil_breaker_permit *p, resil_outcome *out);
 
-static inline bool resil__breaker_enter(const resil__run *r, const resil__frame *f,
-                                        resil_breaker_permit *permit, resil_outcome *out)
+/* The breaker's admission and its record, inline (breaker_hot.h): the
+ * level's whole cost on a closed success is theirs and the clock's. The
+ * `_to` forms take the breaker the attempt meets (resil__breaker_of),
+ * which the blocking walk finds once for both. */
+static inline bool resil__breaker_enter_to(const resil__run *r, const resil__frame *f,
+                                           resil_breaker *b, resil_breaker_permit *permit,
+                                           resil_outcome *out)
 {
-    if (resil_breaker_acquire(resil__breaker_of(r, f->hedge), permit) != RESIL_EREJECTED)
+    if (resil__breaker_admit(b, permit) != RESIL_EREJECTED)
         return true;
     resil__breaker_refuse(r, f, permit, out);
     return false;
 }
 
-static inline void resil__breaker_leave(const resil__run *r, size_t i, const resil__frame *f,
-                                        resil_breaker_permit *permit, const resil_outcome *out)
+static inline bool resil__breaker_enter(const resil__run *r, const resil__frame *f,
+                                        resil_breaker_permit *permit, resil_outcome *out)
+{
+    return resil__breaker_enter_to(r, f, resil__breaker_of(r, f->hedge), permit, out);
+}
+
+static RESIL__ALWAYS_INLINE void resil__breaker_leave_to(const resil__run *r, size_t i,
+                                                         const resil__frame *f, resil_breaker *b,
+                                                         resil_breaker_permit *permit,
+                                                         const resil_outcome *out)
 {
     resil_breaker_result verdict;
     if (r->p->classify == resil_pipeline_classify_default) {
@@ -149,15 +163,20 @@ static inline void resil__breaker_leave(const resil__run *r, size_t i, const res
         resil_attempt_ctx ctx = resil__frame_ctx(r, f);
         verdict = r->p->classify(out, &ctx, r->p->classify_ud);
     }
-    resil_breaker *b = resil__breaker_of(r, f->hedge);
     if (!resil__node_at(r, i)->owned || f->reading == NULL) {
-        resil_breaker_record(b, permit, verdict);
+        resil__breaker_record_known(b, permit, verdict, READ_CLOCK);
         return;
     }
     /* Our own breaker reads our clock: read it once for both of us. */
     f->reading->now = resil__pipeline_now(r->p);
     f->reading->fresh = true;
-    resil_breaker_record_at(b, permit, verdict, f->reading->now);
+    resil__breaker_record_known(b, permit, verdict, resil__breaker_known(f->reading->now));
+}
+
+static inline void resil__breaker_leave(const resil__run *r, size_t i, const resil__frame *f,
+                                        resil_breaker_permit *permit, const resil_outcome *out)
+{
+    resil__breaker_leave_to(r, i, f, resil__breaker_of(r, f->hedge), permit, out);
 }
 
 /* ---- fallback --------------------------------------------------------------------------- */

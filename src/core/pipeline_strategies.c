@@ -453,10 +453,11 @@ RESIL__BODY void breaker_body(const resil__run *r, size_t i, const resil__frame 
                               resil_outcome *out, resil__step_fn *next)
 {
     resil_breaker_permit permit;
-    if (!resil__breaker_enter(r, f, &permit, out))
+    resil_breaker *b = resil__breaker_of(r, f->hedge);
+    if (!resil__breaker_enter_to(r, f, b, &permit, out))
         return;
     next(r, i + 1, f, out);
-    resil__breaker_leave(r, i, f, &permit, out);
+    resil__breaker_leave_to(r, i, f, b, &permit, out);
 }
 
 /* ---- the operation, past the last strategy -------------------------------------- */
