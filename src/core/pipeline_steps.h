@@ -121,8 +121,13 @@ static inline void resil__timeout_leave(const resil__run *r, const resil__node *
                                         const resil__frame *f, const resil__frame *inner,
                                         resil_outcome *out)
 {
-    if (out->kind != RESIL_SUCCESS)
-        resil__timeout_judge(r, n, f, inner, out);
+    if (out->kind != RESIL_SUCCESS) {
+        /* Copies for the call out of line: a frame whose address leaves
+         * the walk must live in memory, where the blocking walk's inlined
+         * levels otherwise keep their frames in registers. */
+        resil__frame outer = *f, below = *inner;
+        resil__timeout_judge(r, n, &outer, &below, out);
+    }
     resil__cancel_destroy(inner->cancel);
 }
 
@@ -141,7 +146,8 @@ static inline bool resil__breaker_enter_to(const resil__run *r, const resil__fra
 {
     if (resil__breaker_admit(b, permit) != RESIL_EREJECTED)
         return true;
-    resil__breaker_refuse(r, f, permit, out);
+    resil__frame at = *f; /* a copy: see resil__timeout_leave */
+    resil__breaker_refuse(r, &at, permit, out);
     return false;
 }
 

@@ -428,13 +428,16 @@ __attribute__((noinline)) static void run_executor(const resil__run *r, size_t i
 RESIL__BODY void retry_body(const resil__run *r, size_t i, const resil__frame *f,
                             resil_outcome *out, resil__step_fn *next)
 {
+    resil__frame at = *f; /* copies: see resil__timeout_leave */
     if (!resil__retry_first_alone(r, resil__node_at(r, i), f)) {
-        run_executor(r, i, f, NULL, out);
+        run_executor(r, i, &at, NULL, out);
         return;
     }
     resil__reading first_end;
-    if (!run_first(r, i, f, &first_end, out, next))
-        run_executor(r, i, f, &first_end, out);
+    if (!run_first(r, i, f, &first_end, out, next)) {
+        resil__reading end = first_end;
+        run_executor(r, i, &at, &end, out);
+    }
 }
 
 /* ---- breaker ------------------------------------------------------------------------------ */
