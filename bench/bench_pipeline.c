@@ -11,6 +11,8 @@
  * call that asks for attempt records has its first attempt recorded as the
  * retry executor would record it: measured too. (A listener keeps the
  * executor on the first attempt: the telemetry lines measure that path.)
+ * And the standard pipeline given the coarse clock (resil_clock_coarse()),
+ * which takes the two precise clock reads off its success path.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,10 +77,12 @@ static void ignore(const resil_event *ev, void *ud)
     (void)ud;
 }
 
-static resil_pipeline *standard(resil_event_fn listen, void *ud, resil_metrics *m)
+static resil_pipeline *standard_on(resil_clock *clock, resil_event_fn listen, void *ud,
+                                   resil_metrics *m)
 {
     resil_standard_opts o;
     resil_standard_opts_default(&o);
+    o.clock = clock;
     resil_pipeline_builder *b;
     resil_pipeline *p = NULL;
     if (resil_pipeline_builder_new("standard", &b, NULL) != 0)
@@ -93,6 +97,11 @@ static resil_pipeline *standard(resil_event_fn listen, void *ud, resil_metrics *
         fprintf(stderr, "build: %s\n", err.message);
     resil_pipeline_builder_free(b);
     return p;
+}
+
+static resil_pipeline *standard(resil_event_fn listen, void *ud, resil_metrics *m)
+{
+    return standard_on(NULL, listen, ud, m);
 }
 
 static resil_pipeline *retry_only(void)
@@ -136,6 +145,10 @@ int main(void)
     bench_report(bench_run("pipeline_standard_success_recorded", execute_recorded, off), direct,
                  "strategies=5 telemetry=off records=4");
 
+    resil_pipeline *coarse = standard_on(resil_clock_coarse(), NULL, NULL, NULL);
+    report("pipeline_standard_success_coarse_clock", coarse, direct,
+           "strategies=5 telemetry=off clock=coarse");
+
     resil_pipeline *noop = standard(ignore, NULL, NULL);
     report("pipeline_standard_success_telemetry_listener", noop, direct,
            "strategies=5 telemetry=noop-listener");
@@ -151,6 +164,7 @@ int main(void)
     report("pipeline_retry_only_success", retry, direct, "strategies=1 telemetry=off");
 
     resil_pipeline_free(off);
+    resil_pipeline_free(coarse);
     resil_pipeline_free(noop);
     resil_pipeline_free(metered);
     resil_pipeline_free(retry);

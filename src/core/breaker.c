@@ -71,17 +71,12 @@ static resil_clock *clock_of(const resil_breaker_opts *o)
     return resil__clock_for(finest_span(o));
 }
 
-/* Ours are the system clock and the coarse one, the only other clock
- * resil__clock_for() gives. */
+/* Ours (the system and the coarse clock, given or chosen) are read
+ * without their table's call. */
 static void take_clock(builtin *b, const resil_breaker_opts *o)
 {
     b->clock = clock_of(o);
-    b->own_clock = o->clock == NULL;
-    b->clock_id = CLOCK_MONOTONIC;
-#ifdef CLOCK_MONOTONIC_COARSE
-    if (b->clock != resil_clock_system())
-        b->clock_id = CLOCK_MONOTONIC_COARSE;
-#endif
+    b->own_clock = resil__clock_id(b->clock, &b->clock_id);
 }
 
 static uint8_t success_work(const builtin *b)

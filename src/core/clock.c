@@ -87,6 +87,27 @@ static resil_duration coarse_resolution(void)
 }
 #endif
 
+resil_clock *resil_clock_coarse(void)
+{
+#ifdef CLOCK_MONOTONIC_COARSE
+    return &coarse_clock;
+#else
+    return &system_clock;
+#endif
+}
+
+bool resil__clock_id(const resil_clock *c, clockid_t *id)
+{
+    *id = CLOCK_MONOTONIC;
+#ifdef CLOCK_MONOTONIC_COARSE
+    if (c == &coarse_clock) {
+        *id = CLOCK_MONOTONIC_COARSE;
+        return true;
+    }
+#endif
+    return c == &system_clock;
+}
+
 resil_clock *resil__clock_for(resil_duration finest)
 {
 #ifdef CLOCK_MONOTONIC_COARSE

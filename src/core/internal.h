@@ -201,6 +201,10 @@ static inline resil_instant resil__clock_read(clockid_t id)
  * than its resolution. */
 #define RESIL__COARSE_SHARE 100
 resil_clock *resil__clock_for(resil_duration finest);
+/* Is `c` one of the library's own clocks, the system or the coarse one?
+ * Then a hot path reads *id with resil__clock_read() instead of calling
+ * through the clock's table. */
+bool resil__clock_id(const resil_clock *c, clockid_t *id);
 
 /* The default rule of resil_retry_on_default(), inline for the retry
  * step, which asks it on every failure. */

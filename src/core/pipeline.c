@@ -114,7 +114,7 @@ static void fix_steps(resil_pipeline *p)
         p->nodes[i].step = step != NULL ? step : step_of(p->nodes[i].kind);
     }
     p->nodes[p->nnodes].step = resil__run_op;
-    p->system_clock = p->clock == resil_clock_system();
+    p->own_clock = resil__clock_id(p->clock, &p->clock_id);
 }
 
 /* ---- executing ----------------------------------------------------------------- */

@@ -64,7 +64,8 @@ typedef struct resil__node {
 struct resil_pipeline {
     char name[RESIL_PIPELINE_NAME_MAX];
     resil_clock *clock;
-    bool system_clock; /* clock is the system clock (fixed at build) */
+    bool own_clock;     /* clock is the system or the coarse clock, */
+    clockid_t clock_id; /* read as this (fixed at build) */
     resil__node nodes[RESIL__MAX_NODES + 1]; /* + the operation's step, after the last */
     size_t nnodes;
     size_t hedge_at; /* the hedging node's index, SIZE_MAX for none (fixed at build) */
@@ -450,10 +451,11 @@ size_t resil__text_end(resil__text *t);
 /* Describe and warnings (pipeline_describe.c). */
 int resil__pipeline_warnings(struct resil_pipeline *p);
 
-/* The pipeline's clock; the system clock without its table's call. */
+/* The pipeline's clock; the system and the coarse clock without their
+ * table's call. */
 static inline resil_instant resil__pipeline_now(const resil_pipeline *p)
 {
-    return p->system_clock ? resil__clock_read(CLOCK_MONOTONIC) : resil_clock_now(p->clock);
+    return p->own_clock ? resil__clock_read(p->clock_id) : resil_clock_now(p->clock);
 }
 
 #endif

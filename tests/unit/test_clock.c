@@ -42,6 +42,34 @@ static void a_coarse_clock_only_where_its_resolution_suffices(void **state)
 #endif
 }
 
+/* The coarse clock a caller may give a pipeline is the one a breaker picks
+ * for itself, and both it and the system clock are read without their
+ * table's call (resil__clock_id); any other clock goes through its table. */
+static void the_coarse_clock_is_the_one_breakers_pick_and_is_read_directly(void **state)
+{
+    (void)state;
+    clockid_t id;
+    assert_true(resil__clock_id(resil_clock_system(), &id));
+    assert_int_equal(id, CLOCK_MONOTONIC);
+    assert_true(resil__clock_id(resil_clock_coarse(), &id));
+    resil_fake_clock *fc;
+    assert_int_equal(resil_fake_clock_new(0, 0, &fc), 0);
+    assert_false(resil__clock_id(resil_fake_clock_clock(fc), &id));
+    resil_fake_clock_free(fc);
+#ifdef CLOCK_MONOTONIC_COARSE
+    assert_true(resil__clock_id(resil_clock_coarse(), &id));
+    assert_int_equal(id, CLOCK_MONOTONIC_COARSE);
+    assert_ptr_equal(resil_clock_coarse(), resil__clock_for(RESIL_S(10)));
+    /* the system clock's monotonic time, never ahead of it */
+    resil_instant coarse = resil_clock_now(resil_clock_coarse());
+    resil_instant after = resil_clock_now(resil_clock_system());
+    assert_true(coarse <= after);
+    assert_true(coarse > 0);
+#else
+    assert_ptr_equal(resil_clock_coarse(), resil_clock_system());
+#endif
+}
+
 static void now_never_goes_backwards(void **state)
 {
     (void)state;
@@ -183,6 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(system_clock_is_a_singleton),
         cmocka_unit_test(a_coarse_clock_only_where_its_resolution_suffices),
+        cmocka_unit_test(the_coarse_clock_is_the_one_breakers_pick_and_is_read_directly),
         cmocka_unit_test(now_never_goes_backwards),
         cmocka_unit_test(wall_now_is_unix_time_in_ns),
         cmocka_unit_test(zero_sleep_returns_at_once),

@@ -191,6 +191,61 @@ static void standard_gives_each_attempt_a_ten_second_deadline_inside_the_total(v
     assert_ptr_equal(f->s.seen[0].user, &f->s);
 }
 
+/* The deadlines come from the pipeline's clock read at entry: with none
+ * given, the system clock (precise); given the coarse clock, a coarse
+ * reading, never ahead of the precise time. Read on the real clocks, so
+ * the deadline is pinned between readings of the same clock taken around
+ * the call. */
+static resil_outcome seen_ctx(resil_attempt_ctx *ctx)
+{
+    *(resil_attempt_ctx *)ctx->user = *ctx;
+    return resil_ok();
+}
+
+static resil_attempt_ctx standard_attempt_on(resil_clock *clock, resil_clock *reader,
+                                             resil_instant *before, resil_instant *after)
+{
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    o.clock = clock;
+    resil_pipeline *p;
+    assert_int_equal(resil_pipeline_standard(&o, &p, NULL), 0);
+    resil_attempt_ctx seen = {0};
+    resil_call call;
+    resil_call_default(&call);
+    call.user = &seen;
+    resil_pipeline_result r;
+    *before = resil_clock_now(reader);
+    assert_int_equal(resil_pipeline_execute(p, seen_ctx, &call, &r), 0);
+    *after = resil_clock_now(reader);
+    assert_int_equal(r.outcome.kind, RESIL_SUCCESS);
+    resil_pipeline_free(p);
+    return seen;
+}
+
+static void a_pipeline_given_no_clock_takes_its_deadlines_from_the_system_clock(void **state)
+{
+    (void)state;
+    resil_instant before, after;
+    resil_attempt_ctx c = standard_attempt_on(NULL, resil_clock_system(), &before, &after);
+    assert_ptr_equal(c.clock, resil_clock_system());
+    assert_true(c.deadline >= before + RESIL_S(10));
+    assert_true(c.deadline <= after + RESIL_S(10));
+}
+
+static void a_pipeline_on_the_coarse_clock_takes_its_deadlines_from_a_coarse_reading(void **state)
+{
+    (void)state;
+    resil_instant before, after;
+    resil_attempt_ctx c =
+        standard_attempt_on(resil_clock_coarse(), resil_clock_coarse(), &before, &after);
+    assert_ptr_equal(c.clock, resil_clock_coarse());
+    assert_true(c.deadline >= before + RESIL_S(10));
+    assert_true(c.deadline <= after + RESIL_S(10));
+    /* never later than the precise time would have put it */
+    assert_true(c.deadline <= resil_clock_now(resil_clock_system()) + RESIL_S(10));
+}
+
 /* The process stalls during the first wait: the clock jumps past the total
  * timeout, and the wait ends with the deadline. */
 static void stall_40s(resil_fake_clock *fc, resil_duration d, void *ud)
@@ -743,6 +798,8 @@ int main(void)
         T(retry_classifier_and_hook_see_the_callers_context_not_the_pipelines),
         T(standard_waits_grow_exponentially_from_two_seconds_without_jitter),
         T(standard_gives_each_attempt_a_ten_second_deadline_inside_the_total),
+        cmocka_unit_test(a_pipeline_given_no_clock_takes_its_deadlines_from_the_system_clock),
+        cmocka_unit_test(a_pipeline_on_the_coarse_clock_takes_its_deadlines_from_a_coarse_reading),
         T(total_timeout_that_passes_during_a_wait_ends_with_deadline),
         T(retry_after_beyond_the_total_timeout_ends_at_once),
         T(breaker_opening_inside_retry_fails_the_next_attempt_fast),
