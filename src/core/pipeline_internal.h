@@ -4,7 +4,9 @@
  * the next.
  *
  * An execution is a walk down the strategy list: strategy i does its part
- * and calls resil__chain(r, i + 1, frame) for the rest. What changes from
+ * and calls resil__chain(r, i + 1, frame) for the rest (or runs the next
+ * level's body inlined, where the build paired them: pipeline_strategies.c
+ * says when). What changes from
  * one level to the next (attempt number, deadline, token) travels in the
  * frame, on the stack; what is fixed for the whole execution (the
  * operation, the caller's context, the resolved breaker) is in the run,

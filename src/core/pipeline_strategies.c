@@ -4,9 +4,12 @@
  * Every strategy has the same shape: decide whether to go on (a rejection
  * becomes an outcome of kind RESIL_REJECTED whose code names the
  * strategy, so that a retry, a fallback or the caller can tell who said
- * no), adjust the frame for the levels below, call resil__chain() for the
- * rest, then look at what came back. Nothing here allocates: tokens, the
- * retry's state and the clock adapter all live in these stack frames.
+ * no), adjust the frame for the levels below, call the rest, then look at
+ * what came back. The rest is the next node's step (resil__chain()), or,
+ * for the levels whose bodies take it as a parameter, the next body inlined
+ * (see "two levels in one step" below): the walk's calls cost more than
+ * most levels' work. Nothing here allocates: tokens, the retry's state and
+ * the clock adapter all live in these stack frames.
  *
  * The retry strategy is the retry executor itself. It is handed a small
  * clock adapter (a "cursor") that remembers the latest reading, so the
