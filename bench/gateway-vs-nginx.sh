@@ -9,8 +9,9 @@
 #   gateway pass-through   POST, no key (forwarded as it is)
 #   gateway keyed, new     POST, a new Idempotency-Key each: begin + complete
 #   gateway replays        POST, one of 1000 completed keys: one read
-#   keyed during a purge   as "keyed, new", while the gateway purges PURGE_KEYS
-#                          expired records at start-up (PURGE_SECONDS, 4)
+#   keyed during a purge   as "keyed, new", for PURGE_SECONDS (4) while the
+#                          gateway purges PURGE_KEYS expired records at
+#                          start-up, with the share of them purged meanwhile
 #   keyed, soak            SOAK_REQUESTS keyed requests, new keys; the
 #                          gateway's resident memory before and after
 #
@@ -226,22 +227,35 @@ seeded_left() {
 }
 
 # The p99 of keyed requests while the start-up purge deletes PURGE_KEYS
-# records (the run lasts as long as the purge, at least 4 s), and how long
-# the purge took, seen by counting what is left of the seeded records.
+# records. wrk runs PURGE_SECONDS (4): a purge that keeps to its share of
+# the time under requests lasts longer than that (minutes on PostgreSQL),
+# so the window is measured inside it, and the row says how much of the
+# purge the window saw: the records gone by its end (counted once, then:
+# a count of a million rows while wrk runs would load the cores it
+# measures), the duration that pace projects for all of them, and when the
+# purge really ended (the rest at full speed, with the requests gone). A
+# purge that ended inside the window is said so: the p99 then covers time
+# without it.
 purge_run() {
-  local backend=$1 store=$2
+  local backend=$1 store=$2 window=${PURGE_SECONDS:-4}
   seed_expired "$backend" "$PURGE_KEYS"
   start_gateway "$store"
-  local t0
+  local t0 left
   t0=$(date +%s.%N)
-  ( while [[ "$(seeded_left "$backend")" != 0 ]]; do sleep 0.1; done
-    awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN {print a - b}' >"$work/purge.s" ) &
-  local watcher=$!
   run_wrk "$backend: keyed, new keys, during the purge" "http://127.0.0.1:$gw_port/orders" \
-    "$work/new.lua" "${PURGE_SECONDS:-4}s" "purge-$RANDOM"
-  wait "$watcher" 2>/dev/null || true
-  printf '| %s: the purge of %s expired records took %.1f s | | | | | |\n' "$backend" \
-    "$PURGE_KEYS" "$(cat "$work/purge.s")"
+    "$work/new.lua" "${window}s" "purge-$RANDOM"
+  left=$(seeded_left "$backend")
+  while [[ "$(seeded_left "$backend")" != 0 ]]; do sleep 0.2; done
+  local all gone=$((PURGE_KEYS - left))
+  all=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN {printf "%.1f", a - b}')
+  if [[ $left == 0 ]]; then
+    printf '| %s: the purge of %s records ended inside the %s s window (all gone after %s s): the p99 covers time without it | | | | | |\n' \
+      "$backend" "$PURGE_KEYS" "$window" "$all"
+  else
+    printf '| %s: in the %s s window the purge deleted %s of %s records (%s %%): all in %s s at that pace; all gone after %s s (the rest without requests) | | | | | |\n' \
+      "$backend" "$window" "$gone" "$PURGE_KEYS" "$((gone * 100 / PURGE_KEYS))" \
+      "$(awk -v w="$window" -v n="$PURGE_KEYS" -v g="$gone" 'BEGIN {printf "%.0f", (g > 0 ? w * n / g : 0)}')" "$all"
+  fi
   stop_gateway "$backend, during the purge"
 }
 

@@ -61,8 +61,8 @@ struct store_batcher {
     resil_cancel *wake;  /* the waiting leader's token: fired when the batch fills */
     uint64_t batches, calls;
     uint32_t largest;
-    resil_cancel *pacer; /* the pacing caller's token: fired at pace_until or idle */
-    uint64_t pace_until; /* batches taken by then */
+    uint64_t arrivals;   /* calls ever queued */
+    resil_cancel *pacer; /* the pausing caller's token: fired when freed */
     /* the writer threads, for asynchronous members */
     sem_t writer_wake;   /* posted once per lead handed to a writer, and to stop */
     unsigned writer_leads; /* leads handed to writers and not yet taken */
@@ -142,8 +142,6 @@ static size_t take(store_batcher *b, batch_member **batch)
     b->calls += n;
     if (n > b->largest)
         b->largest = (uint32_t)n;
-    if (b->pacer != NULL && b->batches >= b->pace_until)
-        resil_cancel_fire(b->pacer);
     return n;
 }
 
@@ -183,8 +181,6 @@ static void lead(store_batcher *b, batch_member *self)
     pthread_mutex_lock(&b->mu);
     b->running--;
     promote(b);
-    if (b->pacer != NULL && b->running == 0 && b->head == NULL)
-        resil_cancel_fire(b->pacer);
     pthread_mutex_unlock(&b->mu);
     for (size_t i = 0; i < n_later; i++)
         b->o.finish(b->o.ud, later[i]);
@@ -231,6 +227,7 @@ static bool enqueue(store_batcher *b, batch_member *m)
         b->head = m;
     b->tail = m;
     b->queued++;
+    b->arrivals++;
     if (b->wake != NULL && b->queued >= b->o.max)
         resil_cancel_fire(b->wake);
     bool leads = !b->collecting && b->running < b->o.max_running;
@@ -308,24 +305,30 @@ int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
     return m.rc;
 }
 
-/* The pacer sleeps on the batcher's clock, as a leader waits out its
- * window, woken by the batch that reaches its count or leaves the
- * batcher idle. One pacer at a time: another returns at once. */
-void resil__batcher_pace(store_batcher *b, uint32_t batches, resil_duration most)
+uint64_t resil__batcher_arrivals(store_batcher *b, bool *busy)
+{
+    pthread_mutex_lock(&b->mu);
+    *busy = b->head != NULL || b->running > 0;
+    uint64_t n = b->arrivals;
+    pthread_mutex_unlock(&b->mu);
+    return n;
+}
+
+/* The pause sleeps on the batcher's clock, as a leader waits out its
+ * window, woken early only by the batcher's end. One pause at a time:
+ * another returns at once. */
+void resil__batcher_pause(store_batcher *b, resil_duration d)
 {
     resil_cancel wake;
-    if (resil_cancel_init(&wake, NULL) != 0)
+    if (d <= 0 || resil_cancel_init(&wake, NULL) != 0)
         return;
     pthread_mutex_lock(&b->mu);
-    bool busy = b->head != NULL || b->running > 0;
-    bool paces = busy && !b->closing && b->pacer == NULL;
-    if (paces) {
+    bool pauses = !b->closing && b->pacer == NULL;
+    if (pauses)
         b->pacer = &wake;
-        b->pace_until = b->batches + batches;
-    }
     pthread_mutex_unlock(&b->mu);
-    if (paces) {
-        resil_clock_sleep(b->o.clock, most, &wake);
+    if (pauses) {
+        resil_clock_sleep(b->o.clock, d, &wake);
         pthread_mutex_lock(&b->mu);
         b->pacer = NULL;
         pthread_mutex_unlock(&b->mu);

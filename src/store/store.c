@@ -40,13 +40,16 @@
 #define MAX_BATCH_WINDOW RESIL_S(1)
 /* A purge deletes this many records at a time, so that it never holds
  * SQLite's write lock (or a long PostgreSQL transaction) for more than a
- * moment. Batched, it gives way to the key writes between chunks: a chunk
- * waits until the writes are idle or PURGE_PACE batches of them ran, so
- * that while requests come it takes at most one batch in PURGE_PACE + 1
- * (see purge_chunk). */
+ * moment. Batched, it keeps to a duty cycle while key writes come, as
+ * PostgreSQL's vacuum keeps to its cost delay: after a chunk that took t
+ * (on the store's clock) while they were queued or running, it waits
+ * t * (100 - PURGE_SHARE) / PURGE_SHARE, at most PURGE_WAIT_MAX, before
+ * the next, so that it takes about PURGE_SHARE percent of the time, of
+ * the write lock and of the cores alike. While the writes are idle it
+ * runs its chunks back to back (see purge_chunk). */
 #define PURGE_CHUNK 256
-#define PURGE_PACE 4
-#define PURGE_PACE_MAX RESIL_S(2) /* a chunk waits no longer for the writes */
+#define PURGE_SHARE 10 /* percent */
+#define PURGE_WAIT_MAX RESIL_S(1)
 
 struct resil_store {
     const store_backend *be;
@@ -1284,20 +1287,37 @@ int resil_store_complete_in(resil_store *s, const resil_store_tx *tx,
     return not_owned(&call, err);
 }
 
-/* One chunk, after giving way to the key writes. On SQLite it rides in
- * a batch (one writer: a transaction of its own would add a sync that
- * every batch behind it waits for); on PostgreSQL it is a transaction of
- * its own on a connection of its own, so that no batch of key writes
- * carries its deletes (the expired rows are not the new keys: nothing
- * waits on its row locks). */
+/* The wait after a chunk that took `took` while key writes came. */
+static resil_duration purge_wait(resil_duration took)
+{
+    if (took >= PURGE_WAIT_MAX)
+        return PURGE_WAIT_MAX;
+    if (took <= 0)
+        return 0;
+    resil_duration d = took * (100 - PURGE_SHARE) / PURGE_SHARE;
+    return d < PURGE_WAIT_MAX ? d : PURGE_WAIT_MAX;
+}
+
+/* One chunk, then its share's wait when key writes were queued or
+ * running as it began, or came while it ran. On SQLite it rides in a
+ * batch (one writer: a transaction of its own would add a sync that
+ * every batch behind it waits for), which is its own arrival, not a key
+ * write's; on PostgreSQL it is a transaction of its own on a connection
+ * of its own, so that no batch of key writes carries its deletes (the
+ * expired rows are not the new keys: nothing waits on its row locks). */
 static int purge_chunk(resil_store *s, store_call *call, resil_err *err)
 {
     if (s->batcher == NULL)
         return run_call(s, call, err);
-    resil__batcher_pace(s->batcher, PURGE_PACE, PURGE_PACE_MAX);
-    if (s->be == &resil__store_sqlite)
-        return run_write(s, call, err);
-    return run_call(s, call, err);
+    bool sqlite = s->be == &resil__store_sqlite, busy, now_busy;
+    uint64_t before = resil__batcher_arrivals(s->batcher, &busy);
+    resil_instant start = resil_clock_now(s->clock);
+    int rc = sqlite ? run_write(s, call, err) : run_call(s, call, err);
+    resil_duration took = resil_clock_now(s->clock) - start;
+    uint64_t others = resil__batcher_arrivals(s->batcher, &now_busy) - before - sqlite;
+    if (rc == 0 && call->deleted == PURGE_CHUNK && (busy || others > 0))
+        resil__batcher_pause(s->batcher, purge_wait(took));
+    return rc;
 }
 
 int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)

@@ -207,10 +207,11 @@ int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err);
  * start, RESIL_ESTATE when the batcher is being freed. */
 int resil__batcher_submit_async(store_batcher *b, batch_member *m);
 void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out);
-/* Background work giving way to the key writes: return once the batcher
- * is idle (nothing queued, nothing running), or `batches` more batches
- * were taken, or `most` passed on its clock, or it is being freed. */
-void resil__batcher_pace(store_batcher *b, uint32_t batches, resil_duration most);
+/* Background work giving way to the key writes: how many calls were ever
+ * queued, and (busy) whether one is queued or running now. */
+uint64_t resil__batcher_arrivals(store_batcher *b, bool *busy);
+/* Sleep d on the batcher's clock, or until it is being freed. */
+void resil__batcher_pause(store_batcher *b, resil_duration d);
 
 /* ---- the journal (journal.c) ---------------------------------------------- */
 

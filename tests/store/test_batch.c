@@ -1220,36 +1220,128 @@ static void *run_purge(void *arg)
     return NULL;
 }
 
-/* A key write in a batch when the purge starts commits before the first
- * chunk, which never queues beside it: the purge waits (on the store's
- * clock, at most 2 s) until the writes are idle. The batch is held by a
- * refusal it backs off from. */
-static void a_purge_waits_for_the_key_writes_running_before_it(void **state)
+/* The purge's chunks are refused until allowed: SQLite's write lock held
+ * by another connection, or on PostgreSQL a trigger that fails every
+ * delete with a serialization failure. Either way a chunk backs off on
+ * the store's clock, so a test decides how long it takes. */
+static sqlite3 *refuse_purge(const fixture *f)
+{
+    char sql[800];
+    if (on_sqlite(f))
+        return refuse_for_now(f);
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s_held() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+             " RAISE EXCEPTION 'held' USING ERRCODE = '40001'; END $$;"
+             "CREATE TRIGGER %s_held BEFORE DELETE ON %s"
+             " FOR EACH ROW EXECUTE FUNCTION %s_held()",
+             f->table, f->table, f->table, f->table);
+    pg_exec(f, sql);
+    return NULL;
+}
+
+static void allow_purge(const fixture *f, sqlite3 *held)
+{
+    char sql[200];
+    if (held != NULL) {
+        take_again(f, held);
+        return;
+    }
+    snprintf(sql, sizeof sql, "DROP TRIGGER %s_held ON %s", f->table, f->table);
+    pg_exec(f, sql);
+}
+
+/* A purge of 300 records (chunks of 256 and 44) on a batched store whose
+ * first chunk is refused: it returns backing off on the manual clock. */
+static resil_store *purge_held(fixture *f, purging *p, sqlite3 **held)
+{
+    seed_expired(f, 300);
+    resil_store *s = open_batched(f, 64, 0, 4);
+    *held = refuse_purge(f);
+    *p = (purging){.s = s};
+    pthread_create(&p->t, NULL, run_purge, p);
+    resil_fake_clock_await_sleepers(f->fc, 1);
+    return s;
+}
+
+/* A key write while the first chunk runs: on SQLite it queues behind the
+ * chunk's batch, on PostgreSQL it commits beside the chunk. */
+static void write_during_the_chunk(fixture *f, resil_store *s, member *m)
+{
+    *m = (member){.op = BEGIN, .key = "k-new", .body = "a"};
+    start(m, s);
+    if (on_sqlite(f))
+        await_queued(s, 1);
+    else
+        join_ok(m);
+}
+
+/* The chunk took `took` (from its start to its commit, on the store's
+ * clock); the purge is then in its wait. */
+static resil_duration purge_wait_after(fixture *f, sqlite3 *held, resil_duration took)
+{
+    allow_purge(f, held);
+    resil_fake_clock_advance(f->fc, took); /* past the backoff */
+    resil_fake_clock_await_sleepers(f->fc, 1);
+    return resil_fake_clock_next_wake(f->fc) - resil_fake_clock_now(f->fc);
+}
+
+static void finish_purge(fixture *f, resil_store *s, purging *p, member *m)
+{
+    resil_fake_clock_advance(f->fc, RESIL_S(1));
+    pthread_join(p->t, NULL);
+    if (on_sqlite(f))
+        join_ok(m);
+    assert_int_equal(p->rc, 0);
+    assert_int_equal(p->deleted, 300);
+    assert_int_equal(m->res.verdict, RESIL_STORE_FIRST);
+    resil_store_result_free(&m->res);
+    resil_store_free(s);
+}
+
+/* While key writes come, the purge keeps to 10 % of the time: a chunk
+ * that took 20 ms is followed by 180 ms of waiting. */
+static void a_chunk_that_took_t_while_key_writes_came_is_followed_by_nine_t(void **state)
 {
     fixture *f = *state;
-    seed_expired(f, 300);
-    resil_store *s = open_batched(f, 64, 0, 2);
-    sqlite3 *held = refuse_for_now(f);
-    reply r;
-    reply_init(&r);
-    begin_async(s, "poison", "a", &r);
-    resil_fake_clock_await_sleepers(f->fc, 1); /* refused: backing off */
-    purging p = {.s = s};
-    pthread_create(&p.t, NULL, run_purge, &p);
-    resil_fake_clock_await_sleepers(f->fc, 2); /* the purge gives way */
-    assert_int_equal(stats_of(s).queued, 0);
-    take_again(f, held);
-    resil_fake_clock_advance(f->fc, RESIL_S(1)); /* past the backoff, not the 2 s */
-    assert_int_equal(await_reply(&r), 0);
+    purging p;
+    member m;
+    sqlite3 *held;
+    resil_store *s = purge_held(f, &p, &held);
+    write_during_the_chunk(f, s, &m);
+    assert_int_equal(purge_wait_after(f, held, RESIL_MS(20)), RESIL_MS(180));
+    finish_purge(f, s, &p, &m);
+}
+
+/* However long a chunk took, the wait after it is at most a second. */
+static void the_wait_after_a_chunk_is_at_most_a_second(void **state)
+{
+    fixture *f = *state;
+    purging p;
+    member m;
+    sqlite3 *held;
+    resil_store *s = purge_held(f, &p, &held);
+    write_during_the_chunk(f, s, &m);
+    assert_int_equal(purge_wait_after(f, held, RESIL_MS(200)), RESIL_S(1));
+    finish_purge(f, s, &p, &m);
+}
+
+/* Without key writes the chunks run back to back: the purge ends after
+ * the first chunk's 20 ms with no wait, which the clock's sleeps (the
+ * backoff alone) tell. */
+static void an_idle_store_purges_its_chunks_back_to_back(void **state)
+{
+    fixture *f = *state;
+    purging p;
+    sqlite3 *held;
+    resil_store *s = purge_held(f, &p, &held);
+    size_t sleeps = resil_fake_clock_sleep_count(f->fc);
+    allow_purge(f, held);
+    resil_fake_clock_advance(f->fc, RESIL_MS(20));
     pthread_join(p.t, NULL);
     assert_int_equal(p.rc, 0);
     assert_int_equal(p.deleted, 300);
-    assert_int_equal(r.res.verdict, RESIL_STORE_FIRST);
-    resil_store_batch_stats st = stats_of(s);
-    assert_int_equal(st.largest, 1);
-    assert_int_equal(st.calls, on_sqlite(f) ? 1 + 2 : 1); /* SQLite: chunks of 256 and 44 */
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), sleeps);
     resil_store_free(s);
-    reply_free(&r);
 }
 
 #define ASYNC_THREADS 8
@@ -1298,7 +1390,9 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(renew_release_and_complete_share_one_batch),
     BATCH_CASE(every_caller_of_a_busy_store_learns_its_own_results),
     BATCH_CASE(a_purge_deletes_in_chunks_that_ride_in_batches_on_sqlite_only),
-    BATCH_CASE(a_purge_waits_for_the_key_writes_running_before_it),
+    BATCH_CASE(a_chunk_that_took_t_while_key_writes_came_is_followed_by_nine_t),
+    BATCH_CASE(the_wait_after_a_chunk_is_at_most_a_second),
+    BATCH_CASE(an_idle_store_purges_its_chunks_back_to_back),
     BATCH_CASE(an_async_begin_answers_first_then_in_progress_on_the_same_key),
     BATCH_CASE(an_async_callback_never_runs_before_its_batch_committed),
     BATCH_CASE(an_async_callback_waits_for_a_commit_the_database_holds_back),
