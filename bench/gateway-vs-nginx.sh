@@ -174,9 +174,16 @@ start_postgres() {
   pg_url="postgres://postgres@127.0.0.1:$pg_port/postgres"
 }
 
-# Fill the table with n records created long ago, for the start-up purge.
+# Fill the table with n records created long ago (at 1000 ms), or with
+# "live" n records created now, which no purge deletes. Then settle what the
+# load left behind (PostgreSQL's vacuum and statistics of a million new
+# rows, SQLite's WAL), so that the rows after it measure the gateway, not
+# the seeding's aftermath.
 seed_expired() {
-  local backend=$1 n=$2 sql
+  local backend=$1 n=$2 at=1000 sql
+  if [[ ${3:-} == live ]]; then
+    at=$(( $(date +%s) * 1000 ))
+  fi
   sql="CREATE TABLE IF NOT EXISTS resil_idempotency (tenant TEXT NOT NULL, operation TEXT NOT NULL,
         idempotency_key TEXT NOT NULL, request_hash BLOB NOT NULL, status INTEGER, headers BLOB,
         body BLOB, created_at INTEGER NOT NULL, lease_expires_at INTEGER NOT NULL,
@@ -186,12 +193,20 @@ seed_expired() {
     sqlite3 "$db" "PRAGMA journal_mode=WAL; $sql
       WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < $n)
       INSERT INTO resil_idempotency SELECT '', 'http', 'old-' || x, zeroblob(32), 201, '', 'old',
-        1000, 1000, 1 FROM i;" >/dev/null
+        $at, $at, 1 FROM i; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
   else
     psql -q "$pg_url" -c "$(echo "$sql" | sed 's/BLOB/BYTEA/g; s/INTEGER NOT NULL, lease_expires_at INTEGER/BIGINT NOT NULL, lease_expires_at BIGINT/')" \
       -c "INSERT INTO resil_idempotency SELECT '', 'http', 'old-' || x, '\\x00'::bytea, 201, '', 'old',
-            1000, 1000, 1 FROM generate_series(1, $n) x" >/dev/null
+            $at, $at, 1 FROM generate_series(1, $n) x" \
+      -c "VACUUM ANALYZE resil_idempotency" -c "CHECKPOINT" >/dev/null
   fi
+}
+
+# Start from an empty table.
+drop_table() {
+  [[ $1 == sqlite ]] && rm -f "$db" "$db"-*
+  [[ $1 == postgres ]] && psql -q "$pg_url" -c "DROP TABLE IF EXISTS resil_idempotency" >/dev/null
+  return 0
 }
 
 start_gateway() {
@@ -235,9 +250,18 @@ seeded_left() {
 # measures), the duration that pace projects for all of them, and when the
 # purge really ended (the rest at full speed, with the requests gone). A
 # purge that ended inside the window is said so: the p99 then covers time
-# without it.
+# without it. A row before it runs as long beside as many records that are
+# not expired (no purge): what a table of that size costs the requests
+# without a purge, the row to hold the purge's against.
 purge_run() {
   local backend=$1 store=$2 window=${PURGE_SECONDS:-4}
+  drop_table "$backend"
+  seed_expired "$backend" "$PURGE_KEYS" live
+  start_gateway "$store"
+  run_wrk "$backend: keyed, new keys, beside as many live records, no purge" \
+    "http://127.0.0.1:$gw_port/orders" "$work/new.lua" "${window}s" "live-$RANDOM"
+  stop_gateway "$backend, beside the live records"
+  drop_table "$backend"
   seed_expired "$backend" "$PURGE_KEYS"
   start_gateway "$store"
   local t0 left
@@ -311,8 +335,6 @@ for backend in $BACKENDS; do
   fi
   stop_gateway "$backend"
   if [[ $PURGE_KEYS -gt 0 ]]; then
-    [[ $backend == sqlite ]] && rm -f "$db" "$db"-*
-    [[ $backend == postgres ]] && psql -q "$pg_url" -c "DROP TABLE resil_idempotency" >/dev/null
     purge_run "$backend" "$store"
   fi
 done

@@ -47,7 +47,7 @@
  * the next, so that it takes about PURGE_SHARE percent of the time, of
  * the write lock and of the cores alike. While the writes are idle it
  * runs its chunks back to back (see purge_chunk). */
-#define PURGE_CHUNK 256
+#define PURGE_CHUNK 64
 #define PURGE_SHARE 10 /* percent */
 #define PURGE_WAIT_MAX RESIL_S(1)
 
