@@ -420,9 +420,9 @@ RESIL_API int resil_store_complete_in(resil_store *s, const resil_store_tx *tx,
                                       const resil_store_response *r, resil_err *err);
 
 /* Delete every record created more than `retention` ago; *deleted (may be
- * NULL) says how many. Batched, it deletes in chunks that give way to the
- * key writes (see "Retention and purge" in docs/idempotency.md), so it
- * takes longer while requests come. */
+ * NULL) says how many. Batched, it deletes in chunks that keep to about a
+ * tenth of the time while key writes come (see "Retention and purge" in
+ * docs/idempotency.md), so it takes about ten times longer then. */
 RESIL_API int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err);
 
 RESIL_END_DECLS

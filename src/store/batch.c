@@ -63,6 +63,7 @@ struct store_batcher {
     uint32_t largest;
     uint64_t arrivals;   /* calls ever queued */
     resil_cancel *pacer; /* the pausing caller's token: fired when freed */
+    bool no_pause;       /* the store is being freed: pauses return at once */
     /* the writer threads, for asynchronous members */
     sem_t writer_wake;   /* posted once per lead handed to a writer, and to stop */
     unsigned writer_leads; /* leads handed to writers and not yet taken */
@@ -323,7 +324,7 @@ void resil__batcher_pause(store_batcher *b, resil_duration d)
     if (d <= 0 || resil_cancel_init(&wake, NULL) != 0)
         return;
     pthread_mutex_lock(&b->mu);
-    bool pauses = !b->closing && b->pacer == NULL;
+    bool pauses = !b->closing && !b->no_pause && b->pacer == NULL;
     if (pauses)
         b->pacer = &wake;
     pthread_mutex_unlock(&b->mu);
@@ -334,6 +335,15 @@ void resil__batcher_pause(store_batcher *b, resil_duration d)
         pthread_mutex_unlock(&b->mu);
     }
     resil_cancel_destroy(&wake);
+}
+
+void resil__batcher_end_pause(store_batcher *b)
+{
+    pthread_mutex_lock(&b->mu);
+    b->no_pause = true;
+    if (b->pacer != NULL)
+        resil_cancel_fire(b->pacer);
+    pthread_mutex_unlock(&b->mu);
 }
 
 void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out)

@@ -47,7 +47,7 @@
  * the next, so that it takes about PURGE_SHARE percent of the time, of
  * the write lock and of the cores alike. While the writes are idle it
  * runs its chunks back to back (see purge_chunk). */
-#define PURGE_CHUNK 64
+#define PURGE_CHUNK 256
 #define PURGE_SHARE 10 /* percent */
 #define PURGE_WAIT_MAX RESIL_S(1)
 
@@ -72,6 +72,10 @@ struct resil_store {
     pthread_mutex_t replay_mu; /* one replay at a time */
     resil_instant next_replay; /* no opportunistic replay before this */
     uint64_t written, replayed, conflicts;
+
+    unsigned purges;        /* purges running (under mu) */
+    bool closing;           /* being freed: a purge stops (under mu) */
+    pthread_cond_t purged;  /* the last purge left */
 
     store_batcher *batcher; /* NULL when batching is off */
     store_batcher *reader;  /* the asynchronous begins' reads; with batcher */
@@ -851,6 +855,7 @@ int resil_store_new(const resil_store_opts *o, resil_store **out, resil_err *err
     resil__write_lock_init(&s->write_lock);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->purged, NULL);
     pthread_mutex_init(&s->jmu, NULL);
     pthread_mutex_init(&s->replay_mu, NULL);
     if (start_batching(s, o) != 0)
@@ -877,8 +882,17 @@ void resil_store_free(resil_store *s)
 {
     if (s == NULL)
         return;
-    /* First: the batches that run still need the pool and the journal;
-     * the reads before the writes, which the reads may still feed. */
+    /* First a purge another thread runs: it stops before its next chunk
+     * (its wait cut short), and only then does the store go. */
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    if (s->batcher != NULL)
+        resil__batcher_end_pause(s->batcher);
+    while (s->purges > 0)
+        pthread_cond_wait(&s->purged, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    /* The batches that run still need the pool and the journal; the
+     * reads before the writes, which the reads may still feed. */
     resil__batcher_free(s->reader);
     resil__batcher_free(s->batcher);
     for (uint32_t i = 0; i < s->n_idle; i++)
@@ -887,6 +901,7 @@ void resil_store_free(resil_store *s)
     resil__write_lock_destroy(&s->write_lock);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->purged);
     pthread_mutex_destroy(&s->jmu);
     pthread_mutex_destroy(&s->replay_mu);
     free(s->target);
@@ -1320,10 +1335,40 @@ static int purge_chunk(resil_store *s, store_call *call, resil_err *err)
     return rc;
 }
 
+/* Count a purge in (false: the store is being freed) or out. */
+static bool purge_enters(resil_store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool open = !s->closing;
+    s->purges += open;
+    pthread_mutex_unlock(&s->mu);
+    return open;
+}
+
+static bool purge_goes_on(resil_store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool open = !s->closing;
+    pthread_mutex_unlock(&s->mu);
+    return open;
+}
+
+static void purge_leaves(resil_store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    if (--s->purges == 0)
+        pthread_cond_broadcast(&s->purged);
+    pthread_mutex_unlock(&s->mu);
+}
+
 int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
 {
     if (s == NULL)
         return resil_err_set(err, RESIL_EINVAL, "store: store is required");
+    if (deleted != NULL)
+        *deleted = 0;
+    if (!purge_enters(s))
+        return resil_err_set(err, RESIL_ECANCELED, "store: the store is being freed");
     store_call call = {.op = STORE_PURGE, .tenant = "", .operation = "", .key = "",
                        .purge_limit = PURGE_CHUNK};
     maybe_replay(s);
@@ -1332,8 +1377,12 @@ int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
     do {
         rc = purge_chunk(s, &call, err);
         total += rc == 0 ? call.deleted : 0;
+        if (rc == 0 && call.deleted == PURGE_CHUNK && !purge_goes_on(s))
+            rc = resil_err_set(err, RESIL_ECANCELED,
+                               "store: the store was freed during the purge");
     } while (rc == 0 && call.deleted == PURGE_CHUNK);
     if (deleted != NULL)
         *deleted = total;
+    purge_leaves(s);
     return rc;
 }

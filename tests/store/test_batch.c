@@ -751,15 +751,15 @@ static void seed_expired(const fixture *f, int n)
 static void a_purge_deletes_in_chunks_that_ride_in_batches_on_sqlite_only(void **state)
 {
     fixture *f = *state;
-    seed_expired(f, 150);
+    seed_expired(f, 600);
     claim(f, "k-young"); /* one batch of its own, and kept */
     uint64_t deleted = 0;
     resil_err err = {0};
     if (resil_store_purge(f->s, &deleted, &err) != 0)
         fail_msg("purge: %s", err.message);
-    assert_int_equal(deleted, 150);
+    assert_int_equal(deleted, 600);
     resil_store_batch_stats st = stats_of(f->s);
-    /* the claim, then on SQLite chunks of 64, 64 and 22 */
+    /* the claim, then on SQLite chunks of 256, 256 and 88 */
     assert_int_equal(st.calls, on_sqlite(f) ? 1 + 3 : 1);
     assert_int_equal(begin_key(f, f->s, "k-young", "a"), RESIL_STORE_IN_PROGRESS);
 }
@@ -1250,11 +1250,11 @@ static void allow_purge(const fixture *f, sqlite3 *held)
     pg_exec(f, sql);
 }
 
-/* A purge of 108 records (chunks of 64 and 44) on a batched store whose
+/* A purge of 300 records (chunks of 256 and 44) on a batched store whose
  * first chunk is refused: it returns backing off on the manual clock. */
 static resil_store *purge_held(fixture *f, purging *p, sqlite3 **held)
 {
-    seed_expired(f, 108);
+    seed_expired(f, 300);
     resil_store *s = open_batched(f, 64, 0, 4);
     *held = refuse_purge(f);
     *p = (purging){.s = s};
@@ -1292,7 +1292,7 @@ static void finish_purge(fixture *f, resil_store *s, purging *p, member *m)
     if (on_sqlite(f))
         join_ok(m);
     assert_int_equal(p->rc, 0);
-    assert_int_equal(p->deleted, 108);
+    assert_int_equal(p->deleted, 300);
     assert_int_equal(m->res.verdict, RESIL_STORE_FIRST);
     resil_store_result_free(&m->res);
     resil_store_free(s);
@@ -1339,9 +1339,32 @@ static void an_idle_store_purges_its_chunks_back_to_back(void **state)
     resil_fake_clock_advance(f->fc, RESIL_MS(20));
     pthread_join(p.t, NULL);
     assert_int_equal(p.rc, 0);
-    assert_int_equal(p.deleted, 108);
+    assert_int_equal(p.deleted, 300);
     assert_int_equal(resil_fake_clock_sleep_count(f->fc), sleeps);
     resil_store_free(s);
+}
+
+/* Freed while the purge waits between chunks (on another thread): the
+ * wait ends without the clock moving, the purge stops with what it
+ * deleted, and only then does the store go. */
+static void freeing_the_store_during_a_purges_wait_ends_the_purge(void **state)
+{
+    fixture *f = *state;
+    purging p;
+    member m;
+    sqlite3 *held;
+    resil_store *s = purge_held(f, &p, &held);
+    write_during_the_chunk(f, s, &m);
+    assert_int_equal(purge_wait_after(f, held, RESIL_MS(20)), RESIL_MS(180));
+    if (on_sqlite(f))
+        join_ok(&m);
+    resil_store_result_free(&m.res);
+    freeing fr = {.s = s};
+    pthread_create(&fr.t, NULL, free_store, &fr);
+    pthread_join(fr.t, NULL);
+    pthread_join(p.t, NULL);
+    assert_int_equal(p.rc, RESIL_ECANCELED);
+    assert_int_equal(p.deleted, 256);
 }
 
 #define ASYNC_THREADS 8
@@ -1393,6 +1416,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_chunk_that_took_t_while_key_writes_came_is_followed_by_nine_t),
     BATCH_CASE(the_wait_after_a_chunk_is_at_most_a_second),
     BATCH_CASE(an_idle_store_purges_its_chunks_back_to_back),
+    BATCH_CASE(freeing_the_store_during_a_purges_wait_ends_the_purge),
     BATCH_CASE(an_async_begin_answers_first_then_in_progress_on_the_same_key),
     BATCH_CASE(an_async_callback_never_runs_before_its_batch_committed),
     BATCH_CASE(an_async_callback_waits_for_a_commit_the_database_holds_back),
