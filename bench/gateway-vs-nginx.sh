@@ -62,11 +62,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A port nothing listens on.
+# A port nothing listens on, below Linux's ephemeral range (32768 and up):
+# a port there may be taken by a client connection's end (wrk's, the
+# gateway's, anyone's) between the check and the bind.
 free_port() {
   local p
   while :; do
-    p=$((20000 + RANDOM % 40000))
+    p=$((20000 + RANDOM % 12000))
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }
@@ -149,7 +151,11 @@ run_wrk() {
   local name=$1 url=$2 script=$3 duration=$4
   shift 4
   local out="$work/wrk.out"
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d"$duration" --latency -s "$script" "$url" -- "$@" >"$out" 2>&1
+  if ! wrk -t"$THREADS" -c"$CONNECTIONS" -d"$duration" --latency -s "$script" "$url" -- "$@" >"$out" 2>&1; then
+    echo "gateway-vs-nginx: wrk failed on \"$name\":" >&2
+    cat "$out" "${gw_log:-/dev/null}" >&2
+    exit 1
+  fi
   local rps p50 p99 bad total
   rps=$(awk '/^Requests\/sec/ {printf "%d", $2}' "$out")
   p50=$(awk '$1 == "50%" {print $2}' "$out")

@@ -309,7 +309,8 @@ int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err)
 uint64_t resil__batcher_arrivals(store_batcher *b, bool *busy)
 {
     pthread_mutex_lock(&b->mu);
-    *busy = b->head != NULL || b->running > 0;
+    if (busy != NULL)
+        *busy = b->head != NULL || b->running > 0;
     uint64_t n = b->arrivals;
     pthread_mutex_unlock(&b->mu);
     return n;

@@ -1305,10 +1305,10 @@ int resil_store_complete_in(resil_store *s, const resil_store_tx *tx,
 /* The wait after a chunk that took `took` while key writes came. */
 static resil_duration purge_wait(resil_duration took)
 {
-    if (took >= PURGE_WAIT_MAX)
-        return PURGE_WAIT_MAX;
     if (took <= 0)
         return 0;
+    if (took >= PURGE_WAIT_MAX) /* and the product cannot overflow */
+        return PURGE_WAIT_MAX;
     resil_duration d = took * (100 - PURGE_SHARE) / PURGE_SHARE;
     return d < PURGE_WAIT_MAX ? d : PURGE_WAIT_MAX;
 }
@@ -1324,12 +1324,12 @@ static int purge_chunk(resil_store *s, store_call *call, resil_err *err)
 {
     if (s->batcher == NULL)
         return run_call(s, call, err);
-    bool sqlite = s->be == &resil__store_sqlite, busy, now_busy;
+    bool sqlite = s->be == &resil__store_sqlite, busy;
     uint64_t before = resil__batcher_arrivals(s->batcher, &busy);
     resil_instant start = resil_clock_now(s->clock);
     int rc = sqlite ? run_write(s, call, err) : run_call(s, call, err);
     resil_duration took = resil_clock_now(s->clock) - start;
-    uint64_t others = resil__batcher_arrivals(s->batcher, &now_busy) - before - sqlite;
+    uint64_t others = resil__batcher_arrivals(s->batcher, NULL) - before - sqlite;
     if (rc == 0 && call->deleted == PURGE_CHUNK && (busy || others > 0))
         resil__batcher_pause(s->batcher, purge_wait(took));
     return rc;

@@ -208,7 +208,7 @@ int resil__batcher_submit(store_batcher *b, store_call *call, resil_err *err);
 int resil__batcher_submit_async(store_batcher *b, batch_member *m);
 void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out);
 /* Background work giving way to the key writes: how many calls were ever
- * queued, and (busy) whether one is queued or running now. */
+ * queued, and (busy, may be NULL) whether one is queued or running now. */
 uint64_t resil__batcher_arrivals(store_batcher *b, bool *busy);
 /* Sleep d on the batcher's clock, or until it is being freed or
  * resil__batcher_end_pause() ended the pauses (this one and every later
