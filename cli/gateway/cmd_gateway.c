@@ -6,10 +6,13 @@
  * lifecycle. Every option is checked before anything starts, and a bad one
  * is named (exit 125), so a typo never becomes a gateway that silently
  * guards the wrong methods. Signals are blocked before any thread exists
- * and taken synchronously by the main thread (sigtimedwait), which also
- * purges expired records on a timer: no signal handler runs concurrently
- * with anything, and shutdown is ordinary code — stop accepting, let the
- * requests in flight finish, close the store.
+ * and taken synchronously by the main thread (sigtimedwait): no signal
+ * handler runs concurrently with anything, and shutdown is ordinary code —
+ * stop accepting, let the requests in flight finish, stop the purge,
+ * close the store. Expired records are purged by a thread of their own,
+ * at start-up and every minute: under requests a purge keeps to a tenth
+ * of the time, so a large one lasts minutes, which the signals must not
+ * wait for.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -678,15 +681,51 @@ static int open_store(gateway *gw)
     return rc == RESIL_EINVAL ? RESIL_EXIT_USAGE : 1;
 }
 
-static void purge(gateway *gw)
+typedef struct purger {
+    gateway *gw;
+    resil_cancel stop; /* fired when the gateway stops */
+    pthread_t thread;
+} purger;
+
+static void purge(gateway *gw, resil_cancel *stop)
 {
     uint64_t deleted = 0;
     resil_err err = {0};
-    if (resil_store_purge(gw->store, &deleted, &err) != 0)
+    int rc = resil_store_purge_cancellable(gw->store, stop, &deleted, &err);
+    if (rc != 0 && rc != RESIL_ECANCELED)
         fprintf(stderr, "resil gateway: purge failed: %s\n", err.message);
     else if (deleted > 0 && !gw->cfg.quiet)
         fprintf(stderr, "resil gateway: purged %llu expired record%s\n",
                 (unsigned long long)deleted, deleted == 1 ? "" : "s");
+}
+
+static void *purger_main(void *arg)
+{
+    purger *p = arg;
+    while (!resil_cancelled(&p->stop)) {
+        purge(p->gw, &p->stop);
+        resil_clock_sleep(p->gw->clock, RESIL_S(PURGE_EVERY_S), &p->stop);
+    }
+    return NULL;
+}
+
+static int purger_start(gateway *gw, purger *p)
+{
+    p->gw = gw;
+    if (resil_cancel_init(&p->stop, NULL) != 0)
+        return -1;
+    if (pthread_create(&p->thread, NULL, purger_main, p) == 0)
+        return 0;
+    resil_cancel_destroy(&p->stop);
+    return -1;
+}
+
+/* The purge under way stops before its next chunk. */
+static void purger_stop(purger *p)
+{
+    resil_cancel_fire(&p->stop);
+    pthread_join(p->thread, NULL);
+    resil_cancel_destroy(&p->stop);
 }
 
 /* SIGUSR2: the kill switch of a chaos experiment, said in the log
@@ -698,12 +737,11 @@ static void switch_chaos(gateway *gw)
             on ? "on again" : "off", (unsigned long long)gw_chaos_injected(gw->chaos));
 }
 
-/* Wait for SIGTERM/SIGINT, purging expired records every minute and
- * replaying the store's journal as often as gw_rules_tick() asks; SIGUSR2
- * (only in the set with --chaos-*) flips the chaos. */
+/* Wait for SIGTERM/SIGINT, replaying the store's journal as often as
+ * gw_rules_tick() asks; SIGUSR2 (only in the set with --chaos-*) flips
+ * the chaos. */
 static int wait_for_signal(gateway *gw, const sigset_t *set)
 {
-    resil_instant purge_at = resil_clock_now(gw->clock) + RESIL_S(PURGE_EVERY_S);
     for (;;) {
         resil_duration wait = gw_rules_tick(gw);
         struct timespec every = {(time_t)(wait / RESIL_S(1)), (long)(wait % RESIL_S(1))};
@@ -712,10 +750,6 @@ static int wait_for_signal(gateway *gw, const sigset_t *set)
             switch_chaos(gw);
         else if (sig > 0)
             return sig;
-        if (errno == EAGAIN && resil_clock_now(gw->clock) >= purge_at) {
-            purge(gw);
-            purge_at = resil_clock_now(gw->clock) + RESIL_S(PURGE_EVERY_S);
-        }
     }
 }
 
@@ -900,23 +934,11 @@ static int open_chaos(gateway *gw)
     return 0;
 }
 
-static int serve(gateway *gw, const sigset_t *signals)
+/* Listen, serve until a stopping signal, and stop serving. */
+static int serve_until_signal(gateway *gw, const sigset_t *signals)
 {
-    fit_fd_limit(&gw->cfg);
-    if (gw->cfg.loops > gw->cfg.max_connections) /* each loop serves one at least */
-        gw->cfg.loops = gw->cfg.max_connections;
     bool ipv6 = false;
     char shown[INET6_ADDRSTRLEN + 16];
-    int rc = open_store(gw);
-    if (rc != 0)
-        return rc;
-    if ((rc = open_breaker(gw)) != 0 || (rc = open_metrics(gw)) != 0 ||
-        (rc = open_chaos(gw)) != 0)
-        return rc;
-    if (gw_rules_start(gw) != 0) {
-        fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
-        return 1;
-    }
     int fds[MAX_LOOPS];
     if ((fds[0] = open_listener(&gw->cfg, &ipv6, shown, sizeof shown)) < 0)
         return 1;
@@ -930,11 +952,37 @@ static int serve(gateway *gw, const sigset_t *signals)
     }
     fprintf(stderr, "resil gateway: listening on http://%s, upstream %s, store %s\n", shown,
             gw->cfg.upstream, resil_store_backend(gw->store));
-    purge(gw);
     int sig = wait_for_signal(gw, signals);
     if (!gw->cfg.quiet)
         fprintf(stderr, "resil gateway: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     gw_http_stop(gw, gw->cfg.timeout);
+    return 0;
+}
+
+static int serve(gateway *gw, const sigset_t *signals)
+{
+    fit_fd_limit(&gw->cfg);
+    if (gw->cfg.loops > gw->cfg.max_connections) /* each loop serves one at least */
+        gw->cfg.loops = gw->cfg.max_connections;
+    int rc = open_store(gw);
+    if (rc != 0)
+        return rc;
+    if ((rc = open_breaker(gw)) != 0 || (rc = open_metrics(gw)) != 0 ||
+        (rc = open_chaos(gw)) != 0)
+        return rc;
+    if (gw_rules_start(gw) != 0) {
+        fprintf(stderr, "resil gateway: cannot start the lease renewer\n");
+        return 1;
+    }
+    purger p;
+    if (purger_start(gw, &p) != 0) {
+        fprintf(stderr, "resil gateway: cannot start the purge\n");
+        return 1;
+    }
+    rc = serve_until_signal(gw, signals);
+    purger_stop(&p);
+    if (rc != 0)
+        return rc;
     resil_store_batch_stats bs;
     resil_store_batch_stats_get(gw->store, &bs);
     if (bs.batches > 0)

@@ -424,6 +424,14 @@ RESIL_API int resil_store_complete_in(resil_store *s, const resil_store_tx *tx,
  * tenth of the time while key writes come (see "Retention and purge" in
  * docs/idempotency.md), so it takes about ten times longer then. */
 RESIL_API int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err);
+/* The same, for a purge on a thread of its own that must end when the
+ * application does: once `stop` (may be NULL) fires, the purge stops
+ * before its next chunk, its wait cut short, and returns RESIL_ECANCELED
+ * with *deleted saying what went; a token fired before the call deletes
+ * nothing. (Freeing the store during a purge stops it alike, and waits
+ * for it.) */
+RESIL_API int resil_store_purge_cancellable(resil_store *s, resil_cancel *stop,
+                                            uint64_t *deleted, resil_err *err);
 
 RESIL_END_DECLS
 

@@ -317,12 +317,12 @@ uint64_t resil__batcher_arrivals(store_batcher *b, bool *busy)
 }
 
 /* The pause sleeps on the batcher's clock, as a leader waits out its
- * window, woken early only by the batcher's end. One pause at a time:
- * another returns at once. */
-void resil__batcher_pause(store_batcher *b, resil_duration d)
+ * window, woken early only by the batcher's end or the caller's stop. One
+ * pause at a time: another returns at once. */
+void resil__batcher_pause(store_batcher *b, resil_duration d, resil_cancel *stop)
 {
     resil_cancel wake;
-    if (d <= 0 || resil_cancel_init(&wake, NULL) != 0)
+    if (d <= 0 || resil_cancel_init(&wake, stop) != 0)
         return;
     pthread_mutex_lock(&b->mu);
     bool pauses = !b->closing && !b->no_pause && b->pacer == NULL;

@@ -1320,7 +1320,7 @@ static resil_duration purge_wait(resil_duration took)
  * write's; on PostgreSQL it is a transaction of its own on a connection
  * of its own, so that no batch of key writes carries its deletes (the
  * expired rows are not the new keys: nothing waits on its row locks). */
-static int purge_chunk(resil_store *s, store_call *call, resil_err *err)
+static int purge_chunk(resil_store *s, store_call *call, resil_cancel *stop, resil_err *err)
 {
     if (s->batcher == NULL)
         return run_call(s, call, err);
@@ -1331,7 +1331,7 @@ static int purge_chunk(resil_store *s, store_call *call, resil_err *err)
     resil_duration took = resil_clock_now(s->clock) - start;
     uint64_t others = resil__batcher_arrivals(s->batcher, NULL) - before - sqlite;
     if (rc == 0 && call->deleted == PURGE_CHUNK && (busy || others > 0))
-        resil__batcher_pause(s->batcher, purge_wait(took));
+        resil__batcher_pause(s->batcher, purge_wait(took), stop);
     return rc;
 }
 
@@ -1345,12 +1345,16 @@ static bool purge_enters(resil_store *s)
     return open;
 }
 
-static bool purge_goes_on(resil_store *s)
+/* RESIL_ECANCELED when the store is being freed or stop fired. */
+static int purge_stopped(resil_store *s, resil_cancel *stop, resil_err *err)
 {
+    if (resil_cancelled(stop))
+        return resil_err_set(err, RESIL_ECANCELED, "store: the purge was stopped");
     pthread_mutex_lock(&s->mu);
     bool open = !s->closing;
     pthread_mutex_unlock(&s->mu);
-    return open;
+    return open ? 0 : resil_err_set(err, RESIL_ECANCELED,
+                                    "store: the store was freed during the purge");
 }
 
 static void purge_leaves(resil_store *s)
@@ -1361,7 +1365,8 @@ static void purge_leaves(resil_store *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
+int resil_store_purge_cancellable(resil_store *s, resil_cancel *stop, uint64_t *deleted,
+                                  resil_err *err)
 {
     if (s == NULL)
         return resil_err_set(err, RESIL_EINVAL, "store: store is required");
@@ -1373,16 +1378,21 @@ int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
                        .purge_limit = PURGE_CHUNK};
     maybe_replay(s);
     uint64_t total = 0;
-    int rc;
-    do {
-        rc = purge_chunk(s, &call, err);
+    int rc = purge_stopped(s, stop, err);
+    while (rc == 0) {
+        rc = purge_chunk(s, &call, stop, err);
         total += rc == 0 ? call.deleted : 0;
-        if (rc == 0 && call.deleted == PURGE_CHUNK && !purge_goes_on(s))
-            rc = resil_err_set(err, RESIL_ECANCELED,
-                               "store: the store was freed during the purge");
-    } while (rc == 0 && call.deleted == PURGE_CHUNK);
+        if (rc != 0 || call.deleted < PURGE_CHUNK)
+            break;
+        rc = purge_stopped(s, stop, err);
+    }
     if (deleted != NULL)
         *deleted = total;
     purge_leaves(s);
     return rc;
+}
+
+int resil_store_purge(resil_store *s, uint64_t *deleted, resil_err *err)
+{
+    return resil_store_purge_cancellable(s, NULL, deleted, err);
 }

@@ -382,6 +382,26 @@ static void purge_keeps_records_younger_than_the_retention(void **state)
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
 }
 
+/* A purge whose stop token fired before it began deletes nothing. */
+static void a_purge_stopped_before_it_began_deletes_nothing(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    complete_with(f, &K1, f->res.lease, 201, NULL, "x", 1);
+    resil_fake_clock_advance(f->fc, RESIL_S(25 * 3600));
+    resil_cancel stop;
+    assert_int_equal(resil_cancel_init(&stop, NULL), 0);
+    resil_cancel_fire(&stop);
+    uint64_t deleted = 99;
+    resil_err err = {0};
+    assert_int_equal(resil_store_purge_cancellable(f->s, &stop, &deleted, &err),
+                     RESIL_ECANCELED);
+    assert_string_equal(err.message, "store: the purge was stopped");
+    assert_int_equal(deleted, 0);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
+    resil_cancel_destroy(&stop);
+}
+
 static void purge_deletes_records_older_than_the_retention(void **state)
 {
     fixture *f = *state;
@@ -595,6 +615,7 @@ static const struct CMUnitTest store_cases[] = {
     CASE(renew_of_an_unknown_key_is_refused),
     CASE(purge_keeps_records_younger_than_the_retention),
     CASE(purge_deletes_records_older_than_the_retention),
+    CASE(a_purge_stopped_before_it_began_deletes_nothing),
     CASE(saved_responses_survive_a_new_store_handle),
     CASE(bad_keys_are_refused_by_name),
     CASE(keys_outside_printable_ascii_are_refused_naming_the_byte),

@@ -1208,15 +1208,19 @@ static void freeing_the_store_while_a_read_waits_answers_each_begin_once(void **
 
 typedef struct purging {
     resil_store *s;
+    resil_cancel stop;
     uint64_t deleted;
     int rc;
+    char error[256];
     pthread_t t;
 } purging;
 
 static void *run_purge(void *arg)
 {
     purging *p = arg;
-    p->rc = resil_store_purge(p->s, &p->deleted, NULL);
+    resil_err err = {0};
+    p->rc = resil_store_purge_cancellable(p->s, &p->stop, &p->deleted, &err);
+    snprintf(p->error, sizeof p->error, "%s", err.message);
     return NULL;
 }
 
@@ -1258,6 +1262,7 @@ static resil_store *purge_held(fixture *f, purging *p, sqlite3 **held)
     resil_store *s = open_batched(f, 64, 0, 4);
     *held = refuse_purge(f);
     *p = (purging){.s = s};
+    assert_int_equal(resil_cancel_init(&p->stop, NULL), 0);
     pthread_create(&p->t, NULL, run_purge, p);
     resil_fake_clock_await_sleepers(f->fc, 1);
     return s;
@@ -1295,6 +1300,7 @@ static void finish_purge(fixture *f, resil_store *s, purging *p, member *m)
     assert_int_equal(p->deleted, 300);
     assert_int_equal(m->res.verdict, RESIL_STORE_FIRST);
     resil_store_result_free(&m->res);
+    resil_cancel_destroy(&p->stop);
     resil_store_free(s);
 }
 
@@ -1341,6 +1347,7 @@ static void an_idle_store_purges_its_chunks_back_to_back(void **state)
     assert_int_equal(p.rc, 0);
     assert_int_equal(p.deleted, 300);
     assert_int_equal(resil_fake_clock_sleep_count(f->fc), sleeps);
+    resil_cancel_destroy(&p.stop);
     resil_store_free(s);
 }
 
@@ -1364,7 +1371,32 @@ static void freeing_the_store_during_a_purges_wait_ends_the_purge(void **state)
     pthread_join(fr.t, NULL);
     pthread_join(p.t, NULL);
     assert_int_equal(p.rc, RESIL_ECANCELED);
+    assert_string_equal(p.error, "store: the store was freed during the purge");
     assert_int_equal(p.deleted, 256);
+    resil_cancel_destroy(&p.stop);
+}
+
+/* Its token fired while the purge waits between chunks: the wait ends
+ * without the clock moving, and the purge stops with what it deleted. */
+static void a_purge_whose_token_fires_in_its_wait_stops_there(void **state)
+{
+    fixture *f = *state;
+    purging p;
+    member m;
+    sqlite3 *held;
+    resil_store *s = purge_held(f, &p, &held);
+    write_during_the_chunk(f, s, &m);
+    assert_int_equal(purge_wait_after(f, held, RESIL_MS(20)), RESIL_MS(180));
+    resil_cancel_fire(&p.stop);
+    pthread_join(p.t, NULL);
+    assert_int_equal(p.rc, RESIL_ECANCELED);
+    assert_string_equal(p.error, "store: the purge was stopped");
+    assert_int_equal(p.deleted, 256);
+    if (on_sqlite(f))
+        join_ok(&m);
+    resil_store_result_free(&m.res);
+    resil_cancel_destroy(&p.stop);
+    resil_store_free(s);
 }
 
 #define ASYNC_THREADS 8
@@ -1417,6 +1449,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(the_wait_after_a_chunk_is_at_most_a_second),
     BATCH_CASE(an_idle_store_purges_its_chunks_back_to_back),
     BATCH_CASE(freeing_the_store_during_a_purges_wait_ends_the_purge),
+    BATCH_CASE(a_purge_whose_token_fires_in_its_wait_stops_there),
     BATCH_CASE(an_async_begin_answers_first_then_in_progress_on_the_same_key),
     BATCH_CASE(an_async_callback_never_runs_before_its_batch_committed),
     BATCH_CASE(an_async_callback_waits_for_a_commit_the_database_holds_back),
