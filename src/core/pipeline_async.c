@@ -993,6 +993,12 @@ static void arrive_posted(resil_work *w)
     arrive(a);
 }
 
+/* The attempt whose operation this thread is inside (start_attempt), or
+ * NULL: a report it makes before returning, the common case of an
+ * operation that finishes at once, is known to be on the loop's thread
+ * without asking the loop (an indirect call and a thread-id comparison). */
+static _Thread_local resil_attempt *op_running RESIL__INITIAL_EXEC;
+
 static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
 {
     resil_attempt *a = &x->attempts[ln];
@@ -1003,9 +1009,12 @@ static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
     a->on_cancel = NULL; /* cancel_ud is read only beside one */
     a->ctx = resil__frame_ctx(&x->run, f);
     x->refs++;
+    resil_attempt *outer = op_running; /* an operation may start another execution */
+    op_running = a;
     a->held = true;
     x->op(a, &a->ctx);
     a->held = false;
+    op_running = outer;
     if (a->reported) {
         release_hold(a);
         return;
@@ -1020,6 +1029,11 @@ void resil_attempt_done(resil_attempt *a, const resil_outcome *o)
 {
     if (a == NULL || o == NULL)
         return;
+    if (a == op_running) { /* from inside its operation: held */
+        *out_of(a->x, a->lane) = *o;
+        a->reported = true;
+        return;
+    }
     resil_loop *loop = a->x->loop;
     if (loop->ops->in_loop != NULL && loop->ops->in_loop(loop->self)) {
         /* The lane's walk waits at the attempt: nothing else writes its
