@@ -189,10 +189,11 @@ static bool attempts_used_up(const resil_retry *r)
     return !forever(r) && r->attempt >= r->max_attempts;
 }
 
+/* A NULL rng stays NULL: resil_backoff_delay() takes the thread's only
+ * for a draw, and a wait without jitter draws nothing. */
 static resil_duration backoff_wait(resil_retry *r, resil_rng *rng)
 {
-    return resil_backoff_delay(&r->policy->backoff, r->attempt, &r->backoff,
-                               rng != NULL ? rng : resil_rng_thread());
+    return resil_backoff_delay(&r->policy->backoff, r->attempt, &r->backoff, rng);
 }
 
 static resil_duration clamp(resil_duration v, resil_duration lo, resil_duration hi)
