@@ -196,17 +196,15 @@ static resil_duration polly_jitter(const resil_backoff *b, uint32_t n,
     return polly_plus_minus_25(resil_backoff_base_delay(b, n), u);
 }
 
-resil_duration resil_backoff_delay(const resil_backoff *b, uint32_t n,
-                                   resil_backoff_state *st, resil_rng *rng)
+/* The draw and the jitters' floating point, out of line: a wait without
+ * jitter (the common retry's) then runs in a function with no frame. */
+__attribute__((noinline)) static resil_duration jittered(const resil_backoff *b, uint32_t n,
+                                                        resil_backoff_state *st,
+                                                        resil_rng *rng, resil_duration cap)
 {
     resil_backoff_state scratch = {.previous = 0, .polly_previous = 0.0};
-    resil_duration cap = non_negative(b->max_delay);
-    n = n ? n : 1;
     if (st == NULL)
         st = &scratch;
-    if (b->jitter == RESIL_JITTER_NONE || (unsigned)b->jitter >= RESIL__COUNT(jitter_names))
-        return min_dur(resil_backoff_base_delay(b, n), cap);
-
     double u = draw(rng);
     if (b->jitter == RESIL_JITTER_POLLY)
         return min_dur(polly_jitter(b, n, st, u), cap);
@@ -219,6 +217,16 @@ resil_duration resil_backoff_delay(const resil_backoff *b, uint32_t n,
     if (b->jitter == RESIL_JITTER_EQUAL)
         return equal_jitter(x, u);
     return min_dur(proportional_jitter(x, b->jitter_fraction, u), cap);
+}
+
+resil_duration resil_backoff_delay(const resil_backoff *b, uint32_t n,
+                                   resil_backoff_state *st, resil_rng *rng)
+{
+    resil_duration cap = non_negative(b->max_delay);
+    n = n ? n : 1;
+    if (b->jitter == RESIL_JITTER_NONE || (unsigned)b->jitter >= RESIL__COUNT(jitter_names))
+        return min_dur(resil_backoff_base_delay(b, n), cap);
+    return jittered(b, n, st, rng, cap);
 }
 
 /* ---- upper bounds --------------------------------------------------------- */
