@@ -32,7 +32,10 @@
  * (due instant, then start), so the list changes the cost, not the order.
  *
  * Neither handle keeps the loop alive for nothing: the async handle is
- * unreferenced, and so is the uv timer whenever no resil timer is left
+ * unreferenced, the idle is referenced only while a timer waits for its
+ * pass (it rests, active and unreferenced, for one pass after, so that
+ * the next zero wait need not start it again), and so is the uv timer
+ * whenever no resil timer is left
  * (it is left armed rather than stopped, so that the timeouts every
  * execution starts and stops do not go through libuv's own timer heap),
  * so uv_run() returns (and UV_RUN_ONCE stops blocking) when the last
@@ -48,7 +51,9 @@ struct resil_uv {
     resil_loop loop;
     uv_loop_t *uv;
     uv_timer_t timer;
-    uv_idle_t soon; /* active while a resil timer is due already */
+    uv_idle_t soon; /* runs the timers due already, on the next pass */
+    bool soon_held;   /* the idle is referenced: a timer waits for its pass */
+    bool soon_active; /* started: held, or resting after a pass (below) */
     uv_async_t async;
     resil_timers timers;
     resil_timer *due_first, *due_last; /* started due already, in due order */
@@ -86,6 +91,25 @@ static resil_instant uv_now_ns(void *self) { return read_clock(self); }
 static void on_timer(uv_timer_t *t);
 static void on_soon(uv_idle_t *i);
 
+/* The next pass runs the timers due already, and does not block. The idle
+ * is not stopped after the pass that ran them but left active and
+ * unreferenced, and stopped by the first pass that finds nothing started
+ * since: back-to-back zero waits (one per execution that retries) then
+ * take a reference and give it back instead of starting and stopping a
+ * handle, while the loop's life is what it was (an unreferenced handle
+ * keeps no loop alive) and the one pass after the last costs no wait. */
+static void soon(resil_uv *u)
+{
+    if (u->soon_held)
+        return;
+    u->soon_held = true;
+    uv_ref((uv_handle_t *)&u->soon);
+    if (!u->soon_active) {
+        u->soon_active = true;
+        uv_idle_start(&u->soon, on_soon);
+    }
+}
+
 /* The latest time known without reading the clock: the latest reading, or
  * libuv's cached loop time, whichever is later. */
 static resil_instant latest(const resil_uv *u)
@@ -112,7 +136,7 @@ static void arm(resil_uv *u, resil_instant next, resil_instant from)
     if (__builtin_sub_overflow(next, from, &left))
         left = from < 0 ? INT64_MAX : INT64_MIN;
     if (left <= 0) {
-        uv_idle_start(&u->soon, on_soon);
+        soon(u);
         return;
     }
     uv_timer_start(&u->timer, on_timer, (uint64_t)((left + RESIL_MS(1) - 1) / RESIL_MS(1)), 0);
@@ -174,7 +198,7 @@ static void due_push(resil_uv *u, resil_timer *t, resil_instant due)
     else
         u->due_first = t;
     u->due_last = t;
-    uv_idle_start(&u->soon, on_soon);
+    soon(u);
 }
 
 /* The next timer due at `now`, of the list or the heap, or NULL: the
@@ -210,7 +234,7 @@ static void run_due(resil_uv *u, resil_instant now)
         uv_unref((uv_handle_t *)&u->timer);
     rearm(u);
     if (u->due_first != NULL) /* fell due after `now`: the next pass */
-        uv_idle_start(&u->soon, on_soon);
+        soon(u);
 }
 
 static void on_timer(uv_timer_t *t) { run_due(t->data, read_clock(t->data)); }
@@ -221,8 +245,15 @@ static void on_timer(uv_timer_t *t) { run_due(t->data, read_clock(t->data)); }
  * waits for the uv timer armed for it. */
 static void on_soon(uv_idle_t *i)
 {
-    uv_idle_stop(i);
-    run_due(i->data, latest(i->data));
+    resil_uv *u = i->data;
+    if (!u->soon_held) { /* nothing started since the pass before: rest */
+        u->soon_active = false;
+        uv_idle_stop(i);
+        return;
+    }
+    u->soon_held = false;
+    uv_unref((uv_handle_t *)i);
+    run_due(u, latest(u));
 }
 
 /* A timer stopped, or moved: out of the list (the idle's pass then finds
