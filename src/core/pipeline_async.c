@@ -246,8 +246,20 @@ static void resume(level *L)
     L->x->lanes[L->lane].waiting = -1;
 }
 
-/* The level is done waiting and the walk goes on below it. */
-static void go_on(level *L) { descend(L->x, L->lane, L->i + 1, &L->inner); }
+static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f);
+
+/* The level is done waiting and the walk goes on below it: straight to the
+ * attempt from the last level (a retry's next attempt, as a rule), without
+ * the walk's frame for entering levels. */
+static void go_on(level *L)
+{
+    resil_exec *x = L->x;
+    if (L->i + 1 == x->nnodes) {
+        start_attempt(x, L->lane, &L->inner);
+        return;
+    }
+    descend(x, L->lane, L->i + 1, &L->inner);
+}
 
 /* The level ended the walk below it with the lane's outcome. */
 static void end_here(level *L)
