@@ -42,6 +42,7 @@
  * execution is over, as it would with the program's own handles alone.
  * The executions' spare memory goes once resil_uv_close()'s handles closed.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -87,6 +88,14 @@ static resil_instant read_clock(resil_uv *u)
 }
 
 static resil_instant uv_now_ns(void *self) { return read_clock(self); }
+
+/* The loop's clock (resil_loop_clock(), the pipelines' on this loop) reads
+ * it too, without going through ops->now: one call fewer at each of an
+ * execution's readings. */
+static resil_instant loop_clock_now(resil_clock *c)
+{
+    return read_clock((resil_uv *)((char *)c - offsetof(resil_uv, loop.clock)));
+}
 
 static void on_timer(uv_timer_t *t);
 static void on_soon(uv_idle_t *i);
@@ -459,6 +468,7 @@ int resil_uv_new(uv_loop_t *loop, resil_uv **out)
     u->thread = pthread_self();
     resil_timers_init(&u->timers);
     resil_loop_init(&u->loop, &uv_ops, u);
+    u->loop.clock.now = loop_clock_now;
     *out = u;
     return 0;
 }
