@@ -287,6 +287,16 @@ static void unstart(resil_uv *u, resil_timer *t)
  * list's last no later) joins the list instead of the heap: the idle runs
  * it on the next pass, without an insertion into the heap and a removal,
  * and without the uv timer's hold on the loop (the active idle holds it). */
+/* Whether a timer due already at `due` has its place after every timer
+ * due, none of the heap's at or before it and the list's last no later,
+ * and before the uv timer's instant: the list's end is then its place. */
+static bool list_takes(const resil_uv *u, resil_instant due)
+{
+    const resil_timer *root = u->timers.root;
+    return due < u->armed && (root == NULL || root->due > due) &&
+           (u->due_last == NULL || u->due_last->due <= due);
+}
+
 __attribute__((noinline)) static void start_at(resil_uv *u, resil_timer *t, resil_instant due,
                                                bool known, resil_instant from)
 {
@@ -298,9 +308,7 @@ __attribute__((noinline)) static void start_at(resil_uv *u, resil_timer *t, resi
     }
     if (!known)
         from = latest(u);
-    resil_timer *root = u->timers.root;
-    if (due <= from && (root == NULL || root->due > due) &&
-        (u->due_last == NULL || u->due_last->due <= due)) {
+    if (due <= from && list_takes(u, due)) {
         due_push(u, t, due);
         return;
     }
@@ -330,6 +338,10 @@ static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
         return;
     }
     resil_instant now = latest(u);
+    if (d == 0 && !t->armed && list_takes(u, now)) { /* a retry's zero wait */
+        due_push(u, t, now);
+        return;
+    }
     start_at(u, t, d == 0 ? now : resil_dur_add(now, d), true, now);
 }
 
