@@ -66,13 +66,10 @@ resil_outcome resil_ok(void)
     return o;
 }
 
-resil_outcome resil_fail(resil_kind k, int64_t code, const char *detail)
-{
-    return resil_fail_after(k, code, detail, RESIL_NO_HINT);
-}
-
-resil_outcome resil_fail_after(resil_kind k, int64_t code, const char *detail,
-                               resil_duration retry_after)
+/* Both constructors are this, inline in each: resil_fail() returning
+ * resil_fail_after()'s value paid a second call and its frame. */
+static inline resil_outcome failure(resil_kind k, int64_t code, const char *detail,
+                                    resil_duration retry_after)
 {
     resil_outcome o;
     o.kind = k;
@@ -80,6 +77,17 @@ resil_outcome resil_fail_after(resil_kind k, int64_t code, const char *detail,
     o.retry_after = retry_after < 0 ? RESIL_NO_HINT : retry_after;
     copy_detail(o.detail, detail);
     return o;
+}
+
+resil_outcome resil_fail(resil_kind k, int64_t code, const char *detail)
+{
+    return failure(k, code, detail, RESIL_NO_HINT);
+}
+
+resil_outcome resil_fail_after(resil_kind k, int64_t code, const char *detail,
+                               resil_duration retry_after)
+{
+    return failure(k, code, detail, retry_after);
 }
 
 bool resil_retry_on_default(const resil_outcome *o, void *ud)
