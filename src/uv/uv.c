@@ -153,7 +153,8 @@ static void arm(resil_uv *u, resil_instant next, resil_instant from)
 
 static void rearm(resil_uv *u)
 {
-    resil_instant next = resil_timers_next(&u->timers);
+    const resil_timer *root = u->timers.root; /* resil_timers_next(), without a call */
+    resil_instant next = root != NULL ? root->due : RESIL_INSTANT_MAX;
     if (next >= u->armed)
         return;
     arm(u, next, latest(u));
