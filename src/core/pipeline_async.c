@@ -169,7 +169,7 @@ static void unref(resil_exec *x)
 {
     if (--x->refs > 0)
         return;
-    resil_cancel_destroy(&x->root);
+    resil__cancel_destroy(&x->root);
     resil__run_drop_breakers(&x->run);
     release(x);
 }
@@ -554,7 +554,7 @@ static step retry_end(level *L, resil_stop s, bool decided)
     const resil__run *r = run_of(L->x);
     resil__rx_end(&L->u.retry.rx, s, L->u.retry.start);
     if (L->u.retry.has_own)
-        resil_cancel_destroy(&L->u.retry.own);
+        resil__cancel_destroy(&L->u.retry.own);
     if (r->ex != NULL)
         resil__retry_keep_result(r, &L->u.retry.res, &L->u.retry.k);
     /* An untimed run read no clock on the way: its end is read once here,
@@ -610,7 +610,7 @@ static resil_stop retry_begin(level *L)
     resil__cursor_init(k, r, L->i, &L->f);
     resil_cancel *cancel = L->f.cancel;
     L->u.retry.has_own =
-        n->policy.max_total > 0 && resil_cancel_init(&L->u.retry.own, L->f.cancel) == 0;
+        n->policy.max_total > 0 && resil__cancel_init(&L->u.retry.own, L->f.cancel) == 0;
     if (L->u.retry.has_own)
         cancel = k->attempt_deadline_token = &L->u.retry.own;
     resil__retry_opts(&L->u.retry.o, r, &L->f, cancel, k);
@@ -721,7 +721,7 @@ static bool hedge_launch(level *L, uint32_t index, resil_instant now)
         lane *l = &x->lanes[ln];
         if (l->busy)
             continue;
-        if (resil_cancel_init(&l->tok, NULL) != 0)
+        if (resil__cancel_init(&l->tok, NULL) != 0)
             return false;
         l->busy = true;
         l->back = false;
@@ -779,7 +779,7 @@ static void hedge_end(level *L)
 static void free_lane(lane *l)
 {
     l->busy = l->back = false;
-    resil_cancel_destroy(&l->tok);
+    resil__cancel_destroy(&l->tok);
 }
 
 static void hedge_decide(level *L, resil_outcome o, int except, int reason)
@@ -813,7 +813,7 @@ static void hedge_look(level *L, resil_instant now)
             hedge_decide(L, x->lanes[from].out, winner, RESIL_ECANCELED);
             return;
         }
-        if (resil_cancelled(L->f.cancel) || now >= L->f.deadline) {
+        if (resil__token_fired(L->f.cancel) || now >= L->f.deadline) {
             int reason;
             resil_outcome o = resil__hedger_stopped(h, &reason);
             L->u.hedge.looking = false;
@@ -1035,7 +1035,7 @@ static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
         release_hold(a);
         return;
     }
-    if (resil_cancelled(a->ctx.cancel) && !a->told) {
+    if (resil__token_fired(a->ctx.cancel) && !a->told) {
         tell(a);
         release_hold(a);
     }
@@ -1238,12 +1238,12 @@ static void poke_lane(resil_exec *x, uint32_t ln)
     lane *l = &x->lanes[ln];
     if (l->waiting >= 0) {
         level *L = lvl(x, ln, (size_t)l->waiting);
-        if (resil_cancelled(wait_token(L)))
+        if (resil__token_fired(wait_token(L)))
             wake(L);
         return;
     }
     resil_attempt *a = &x->attempts[ln];
-    if (a->running && !a->told && resil_cancelled(a->ctx.cancel)) {
+    if (a->running && !a->told && resil__token_fired(a->ctx.cancel)) {
         tell(a);
         release_hold(a);
     }
@@ -1335,7 +1335,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     }
     x->ex.out = &x->result;
     int rc = resil__run_take_breakers(&x->run, call);
-    if (rc == 0 && resil_cancel_init(&x->root, call->cancel) != 0) {
+    if (rc == 0 && resil__cancel_init(&x->root, call->cancel) != 0) {
         resil__run_drop_breakers(&x->run);
         rc = RESIL_ESYS;
     }
