@@ -14,6 +14,7 @@
 #ifndef RESIL_RETRY_EXEC_H
 #define RESIL_RETRY_EXEC_H
 
+#include "cancel_inline.h"
 #include "internal.h"
 #include "resil/retry.h"
 
@@ -150,7 +151,7 @@ static inline resil_stop resil__rx_begin(resil__retry_exec *x, const resil_retry
 static inline resil_stop resil__rx_next_looking(resil__retry_exec *x, void *user, bool look)
 {
     resil_cancel *cancel = x->opts->cancel;
-    bool cancelled = look && resil_cancelled(cancel);
+    bool cancelled = look && resil__token_fired(cancel);
     if (resil__retry_step_before(&x->step, cancelled) != RESIL_STOP_NONE)
         return resil__rx_stopped_between(x, cancel);
     resil_attempt_ctx *ctx = &x->ctx;
