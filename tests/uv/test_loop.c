@@ -141,6 +141,30 @@ static void a_zero_wait_retries_on_the_next_pass(void **state)
     close_world(&w);
 }
 
+/* The idle that ran a zero wait rests for one pass (the next zero wait
+ * need not start it again) and then stops: with the program's own handle
+ * keeping the loop alive, one pass more does not block, and the one after
+ * it would. Nothing spins while nothing is due. */
+static void after_the_last_zero_wait_one_more_pass_does_not_block_then_the_loop_blocks(
+    void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    uv_ref((uv_handle_t *)&w.guard); /* the program's own handle */
+    assert_int_equal(
+        resil_pipeline_start(w.p, resil_uv_loop(w.host), fail_then_ok, NULL, finished, &w, NULL),
+        0);
+    assert_int_equal(uv_backend_timeout(&w.uv), 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    check_retried_once(&w);
+    assert_int_equal(uv_backend_timeout(&w.uv), 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_true(uv_backend_timeout(&w.uv) > 0);
+    uv_unref((uv_handle_t *)&w.guard);
+    close_world(&w);
+}
+
 typedef struct wakeup {
     resil_timer t;
     resil_loop *loop;
@@ -401,6 +425,7 @@ int main(void)
         cmocka_unit_test(run_once_does_not_block_after_the_timer_ended_the_execution),
         cmocka_unit_test(an_idle_host_keeps_no_loop_alive),
         cmocka_unit_test(a_zero_wait_retries_on_the_next_pass),
+        cmocka_unit_test(after_the_last_zero_wait_one_more_pass_does_not_block_then_the_loop_blocks),
         cmocka_unit_test(a_timer_set_for_an_instant_does_not_run_before_it),
         cmocka_unit_test(a_timer_set_for_a_past_instant_runs_on_the_next_pass),
         cmocka_unit_test(a_due_timer_stopped_before_its_pass_never_runs),
