@@ -135,6 +135,7 @@ struct resil_exec {
     size_t nnodes;
     size_t hedge_at; /* the hedging level, SIZE_MAX for none */
     bool at_instants; /* the pipeline's clock is the loop's, which takes instants */
+    bool retry_last;  /* the last level is a retry: a report leaves it first (arrive) */
     uint32_t races;
     lane *lanes;
     level *levels;
@@ -984,10 +985,21 @@ static void tell(resil_attempt *a)
     a->held = false;
 }
 
+static bool retry_leave(level *L);
+
+/* The report goes up from the last level: a retry there (the level a
+ * report meets most often) leaves first, without the walk up's frame. */
 static void arrive(resil_attempt *a)
 {
     resil_exec *x = a->x;
     a->running = false;
+    if (x->retry_last) {
+        level *L = lvl(x, a->lane, x->nnodes - 1);
+        if (!retry_leave(L))
+            end_here(L);
+        unref(x);
+        return;
+    }
     ascend(x, a->lane, x->nnodes - 1);
     unref(x);
 }
@@ -1317,6 +1329,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     if (x == NULL)
         return RESIL_ENOMEM;
     x->hedge_at = p->hedge_at;
+    x->retry_last = p->nnodes > 0 && p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
     x->at_instants = p->clock == &loop->clock &&
                      RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
     /* The run copies what it keeps of the call: the call is read only here. */
