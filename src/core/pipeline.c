@@ -726,8 +726,12 @@ static void freeze_retry(resil__node *n, bool inner)
     n->first_alone =
         resil__retry_policy_first_alone(&n->policy) && !resil__listening(n->pipeline);
     n->run_policy = n->policy;
-    n->run_policy.on_retry = resil__retry_announce;
-    n->run_policy.on_retry_ud = n;
+    /* The announcement is an event and the caller's hook: with neither,
+     * there is nothing for either walk to call. */
+    if (resil__listening(n->pipeline) || n->policy.on_retry != NULL) {
+        n->run_policy.on_retry = resil__retry_announce;
+        n->run_policy.on_retry_ud = n;
+    }
     if (n->policy.retry_on != NULL) {
         n->run_policy.retry_on = resil__retry_classify;
         n->run_policy.retry_on_ud = n;

@@ -688,11 +688,7 @@ static bool retry_leave(level *L)
         retry_end(L, d.stop, true);
         return false;
     }
-    /* The executor's on_retry is the pipeline's announcement (an event and
-     * the caller's hook, pipeline.c): with neither, nothing to call. */
-    const resil__run *r = run_of(L->x);
-    if (resil__listening(r->p) || resil__node_at(r, L->i)->policy.on_retry != NULL)
-        resil__rx_announce(rx, &d, &L->u.retry.k);
+    resil__rx_announce(rx, &d, &L->u.retry.k);
     if (rx->timed)
         timer_from(L->x, L, rx->now, d.wait);
     else
