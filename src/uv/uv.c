@@ -53,8 +53,7 @@ struct resil_uv {
     uv_loop_t *uv;
     uv_timer_t timer;
     uv_idle_t soon; /* runs the timers due already, on the next pass */
-    bool soon_held;   /* the idle is referenced: a timer waits for its pass */
-    bool soon_active; /* started: held, or resting after a pass (below) */
+    bool soon_held; /* the idle is referenced: a timer waits for its pass */
     uv_async_t async;
     resil_timers timers;
     resil_timer *due_first, *due_last; /* started due already, in due order */
@@ -113,10 +112,7 @@ static void soon(resil_uv *u)
         return;
     u->soon_held = true;
     uv_ref((uv_handle_t *)&u->soon);
-    if (!u->soon_active) {
-        u->soon_active = true;
-        uv_idle_start(&u->soon, on_soon);
-    }
+    uv_idle_start(&u->soon, on_soon); /* does nothing while it rests */
 }
 
 /* The latest time known without reading the clock: the latest reading, or
@@ -153,8 +149,7 @@ static void arm(resil_uv *u, resil_instant next, resil_instant from)
 
 static void rearm(resil_uv *u)
 {
-    const resil_timer *root = u->timers.root; /* resil_timers_next(), without a call */
-    resil_instant next = root != NULL ? root->due : RESIL_INSTANT_MAX;
+    resil_instant next = resil_timers_next(&u->timers);
     if (next >= u->armed)
         return;
     arm(u, next, latest(u));
@@ -257,7 +252,6 @@ static void on_soon(uv_idle_t *i)
 {
     resil_uv *u = i->data;
     if (!u->soon_held) { /* nothing started since the pass before: rest */
-        u->soon_active = false;
         uv_idle_stop(i);
         return;
     }
@@ -276,6 +270,16 @@ static void unstart(resil_uv *u, resil_timer *t)
         heap_stop(u, t);
 }
 
+/* Whether a timer due already at `due` has its place after every timer
+ * due, none of the heap's at or before it and the list's last no later,
+ * and before the uv timer's instant: the list's end is then its place. */
+static bool list_takes(const resil_uv *u, resil_instant due)
+{
+    const resil_timer *root = u->timers.root;
+    return due < u->armed && (root == NULL || root->due > due) &&
+           (u->due_last == NULL || u->due_last->due <= due);
+}
+
 /* Start `t` for `due`; `from`: the latest time known, or 0 when not yet
  * looked up. The uv timer is set no later than any timer of the heap (it
  * is moved only earlier, and run_due clears it before it runs what is due
@@ -288,16 +292,6 @@ static void unstart(resil_uv *u, resil_timer *t)
  * list's last no later) joins the list instead of the heap: the idle runs
  * it on the next pass, without an insertion into the heap and a removal,
  * and without the uv timer's hold on the loop (the active idle holds it). */
-/* Whether a timer due already at `due` has its place after every timer
- * due, none of the heap's at or before it and the list's last no later,
- * and before the uv timer's instant: the list's end is then its place. */
-static bool list_takes(const resil_uv *u, resil_instant due)
-{
-    const resil_timer *root = u->timers.root;
-    return due < u->armed && (root == NULL || root->due > due) &&
-           (u->due_last == NULL || u->due_last->due <= due);
-}
-
 __attribute__((noinline)) static void start_at(resil_uv *u, resil_timer *t, resil_instant due,
                                                bool known, resil_instant from)
 {
