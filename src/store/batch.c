@@ -62,8 +62,6 @@ struct store_batcher {
     uint64_t batches, calls;
     uint32_t largest;
     uint64_t arrivals;   /* calls ever queued */
-    resil_cancel *pacer; /* the pausing caller's token: fired when freed */
-    bool no_pause;       /* the store is being freed: pauses return at once */
     /* the writer threads, for asynchronous members */
     sem_t writer_wake;   /* posted once per lead handed to a writer, and to stop */
     unsigned writer_leads; /* leads handed to writers and not yet taken */
@@ -266,8 +264,6 @@ void resil__batcher_free(store_batcher *b)
         resil_cancel_fire(b->wake);
     for (unsigned i = 0; i < b->n_writers; i++)
         sem_post(&b->writer_wake);
-    if (b->pacer != NULL)
-        resil_cancel_fire(b->pacer);
     pthread_mutex_unlock(&b->mu);
     while (m != NULL) {
         batch_member *next = m->next;
@@ -314,37 +310,6 @@ uint64_t resil__batcher_arrivals(store_batcher *b, bool *busy)
     uint64_t n = b->arrivals;
     pthread_mutex_unlock(&b->mu);
     return n;
-}
-
-/* The pause sleeps on the batcher's clock, as a leader waits out its
- * window, woken early only by the batcher's end or the caller's stop. One
- * pause at a time: another returns at once. */
-void resil__batcher_pause(store_batcher *b, resil_duration d, resil_cancel *stop)
-{
-    resil_cancel wake;
-    if (d <= 0 || resil_cancel_init(&wake, stop) != 0)
-        return;
-    pthread_mutex_lock(&b->mu);
-    bool pauses = !b->closing && !b->no_pause && b->pacer == NULL;
-    if (pauses)
-        b->pacer = &wake;
-    pthread_mutex_unlock(&b->mu);
-    if (pauses) {
-        resil_clock_sleep(b->o.clock, d, &wake);
-        pthread_mutex_lock(&b->mu);
-        b->pacer = NULL;
-        pthread_mutex_unlock(&b->mu);
-    }
-    resil_cancel_destroy(&wake);
-}
-
-void resil__batcher_end_pause(store_batcher *b)
-{
-    pthread_mutex_lock(&b->mu);
-    b->no_pause = true;
-    if (b->pacer != NULL)
-        resil_cancel_fire(b->pacer);
-    pthread_mutex_unlock(&b->mu);
 }
 
 void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out)

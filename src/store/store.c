@@ -75,6 +75,7 @@ struct resil_store {
 
     unsigned purges;        /* purges running (under mu) */
     bool closing;           /* being freed: a purge stops (under mu) */
+    resil_cancel *purge_wake; /* the pausing purge's token (under mu) */
     pthread_cond_t purged;  /* the last purge left */
 
     store_batcher *batcher; /* NULL when batching is off */
@@ -886,8 +887,8 @@ void resil_store_free(resil_store *s)
      * (its wait cut short), and only then does the store go. */
     pthread_mutex_lock(&s->mu);
     s->closing = true;
-    if (s->batcher != NULL)
-        resil__batcher_end_pause(s->batcher);
+    if (s->purge_wake != NULL)
+        resil_cancel_fire(s->purge_wake);
     while (s->purges > 0)
         pthread_cond_wait(&s->purged, &s->mu);
     pthread_mutex_unlock(&s->mu);
@@ -1313,6 +1314,27 @@ static resil_duration purge_wait(resil_duration took)
     return d < PURGE_WAIT_MAX ? d : PURGE_WAIT_MAX;
 }
 
+/* Sleep d on the store's clock, or until stop (may be NULL) fires or the
+ * store is being freed. One pause at a time: another returns at once. */
+static void purge_pause(resil_store *s, resil_duration d, resil_cancel *stop)
+{
+    resil_cancel wake;
+    if (d <= 0 || resil_cancel_init(&wake, stop) != 0)
+        return;
+    pthread_mutex_lock(&s->mu);
+    bool pauses = !s->closing && s->purge_wake == NULL;
+    if (pauses)
+        s->purge_wake = &wake;
+    pthread_mutex_unlock(&s->mu);
+    if (pauses) {
+        resil_clock_sleep(s->clock, d, &wake);
+        pthread_mutex_lock(&s->mu);
+        s->purge_wake = NULL;
+        pthread_mutex_unlock(&s->mu);
+    }
+    resil_cancel_destroy(&wake);
+}
+
 /* One chunk, then its share's wait when key writes were queued or
  * running as it began, or came while it ran. On SQLite it rides in a
  * batch (one writer: a transaction of its own would add a sync that
@@ -1331,7 +1353,7 @@ static int purge_chunk(resil_store *s, store_call *call, resil_cancel *stop, res
     resil_duration took = resil_clock_now(s->clock) - start;
     uint64_t others = resil__batcher_arrivals(s->batcher, NULL) - before - sqlite;
     if (rc == 0 && call->deleted == PURGE_CHUNK && (busy || others > 0))
-        resil__batcher_pause(s->batcher, purge_wait(took), stop);
+        purge_pause(s, purge_wait(took), stop);
     return rc;
 }
 

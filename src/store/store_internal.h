@@ -210,11 +210,6 @@ void resil__batcher_stats(store_batcher *b, resil_store_batch_stats *out);
 /* Background work giving way to the key writes: how many calls were ever
  * queued, and (busy, may be NULL) whether one is queued or running now. */
 uint64_t resil__batcher_arrivals(store_batcher *b, bool *busy);
-/* Sleep d on the batcher's clock, or until stop (may be NULL) fires, it
- * is being freed, or resil__batcher_end_pause() ended the pauses (this one
- * and every later one, which return at once). */
-void resil__batcher_pause(store_batcher *b, resil_duration d, resil_cancel *stop);
-void resil__batcher_end_pause(store_batcher *b);
 
 /* ---- the journal (journal.c) ---------------------------------------------- */
 
