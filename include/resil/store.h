@@ -127,7 +127,12 @@ typedef struct resil_store_opts {
     /* SQLite only: how hard a commit syncs (RESIL_STORE_SYNC_FULL, the
      * default, or RESIL_STORE_SYNC_NORMAL; see resil_store_sync). */
     union { int sqlite_sync; resil_reserved r_sqlite_sync_; };
-    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
+    /* Completed records kept in memory, at most this many bytes of keys
+     * and responses (least recently used evicted first): a replay or a
+     * mismatch of a completed key is answered without the database
+     * ("The replay cache" in docs/idempotency.md). Default 16 MiB; 0: off.
+     * The fleet must purge with this store's retention, or a longer one. */
+    union { size_t cache_bytes; resil_reserved r_cache_bytes_; };
 } resil_store_opts;
 
 /* What a committed SQLite transaction survives.
@@ -301,7 +306,9 @@ typedef struct resil_store_batch_stats {
     union { uint64_t read_batches; resil_reserved r_read_batches_; };
     union { uint64_t reads; resil_reserved r_reads_; };
     union { uint64_t read_answers; resil_reserved r_read_answers_; };
-    resil_reserved reserved_[1]; /* room to grow (docs/abi.md) */
+    /* Begins the replay cache answered (store.cache_bytes), with no read
+     * and no write; the asynchronous begins it missed are the reads. */
+    union { uint64_t cache_hits; resil_reserved r_cache_hits_; };
 } resil_store_batch_stats;
 
 /* All zero when batching is off (batch_max <= 1). */

@@ -38,6 +38,11 @@
 #define MAX_TABLE_NAME 48 /* leaves room for "_created_at" in 63 bytes */
 #define MAX_BLOB ((size_t)1 << 30)
 #define MAX_BATCH_WINDOW RESIL_S(1)
+/* The replay cache's default bound: at the gateway's typical few hundred
+ * bytes of key and response, some tens of thousands of completed keys,
+ * which covers the retries of minutes of traffic at thousands of
+ * requests a second, for a memory cost no server notices. */
+#define DEFAULT_CACHE_BYTES ((size_t)16 << 20)
 /* A purge deletes this many records at a time, so that it never holds
  * SQLite's write lock (or a long PostgreSQL transaction) for more than a
  * moment. Batched, it keeps to a duty cycle while key writes come, as
@@ -81,6 +86,7 @@ struct resil_store {
     store_batcher *batcher; /* NULL when batching is off */
     store_batcher *reader;  /* the asynchronous begins' reads; with batcher */
     uint64_t read_answers;  /* begins a read answered alone (atomic) */
+    store_cache *cache;     /* completed records; NULL when off */
 };
 
 /* While completions wait in the journal, a call tries to replay them at
@@ -243,6 +249,7 @@ void resil_store_opts_default(resil_store_opts *o)
     o->connections = 4;
     o->busy_timeout = RESIL_MS(100);
     o->batch_max = 64;
+    o->cache_bytes = DEFAULT_CACHE_BYTES;
     resil_retry_policy_default(&o->retry);
     o->retry.max_attempts = 8;
     o->retry.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
@@ -563,6 +570,46 @@ void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
     out->read_batches = reads.batches;
     out->reads = reads.calls;
     out->read_answers = __atomic_load_n(&s->read_answers, __ATOMIC_RELAXED);
+    size_t bytes;
+    resil__cache_stats(s->cache, &out->cache_hits, &bytes);
+}
+
+/* ---- the replay cache ---------------------------------------------------------- */
+
+/* The first instant the purge may delete a record created at created_at
+ * (store_call.cutoff_ms): a cached copy is used only before it. */
+static int64_t expires_ms(resil_store *s, const resil_store_result *r)
+{
+    return ms_from_ns(r->created_at) + ms_ceil(s->retention);
+}
+
+/* A begin the cache can answer: no read, no write. */
+static bool answer_cached(resil_store *s, store_call *call)
+{
+    if (s->cache == NULL)
+        return false;
+    stamp(s, call);
+    return resil__cache_answer(s->cache, call);
+}
+
+/* What a begin, complete or release that ran teaches the cache: a
+ * completed record the database answered, a claim of this process, and
+ * its completion (or its end without one). */
+static void learn(resil_store *s, const store_call *call, int rc)
+{
+    if (s->cache == NULL)
+        return;
+    if (call->op == STORE_COMPLETE || call->op == STORE_RELEASE) {
+        resil__cache_settled(s->cache, call,
+                             rc == 0 && call->owned && call->op == STORE_COMPLETE);
+        return;
+    }
+    if (call->op != STORE_BEGIN || rc != 0)
+        return;
+    if (call->out->verdict == RESIL_STORE_REPLAY)
+        resil__cache_replayed(s->cache, call, expires_ms(s, call->out));
+    else if (call->out->verdict == RESIL_STORE_FIRST)
+        resil__cache_claimed(s->cache, call, expires_ms(s, call->out));
 }
 
 /* ---- the asynchronous begin's read ------------------------------------------ */
@@ -859,7 +906,7 @@ int resil_store_new(const resil_store_opts *o, resil_store **out, resil_err *err
     pthread_cond_init(&s->purged, NULL);
     pthread_mutex_init(&s->jmu, NULL);
     pthread_mutex_init(&s->replay_mu, NULL);
-    if (start_batching(s, o) != 0)
+    if (start_batching(s, o) != 0 || resil__cache_new(o->cache_bytes, &s->cache) != 0)
         rc = resil_err_set(err, RESIL_ENOMEM, "store: out of memory");
     if (rc == 0 && o->journal != NULL)
         rc = resil__journal_open(o->journal, &s->journal, err);
@@ -899,6 +946,7 @@ void resil_store_free(resil_store *s)
     for (uint32_t i = 0; i < s->n_idle; i++)
         s->be->conn_free(s->idle[i]);
     resil__journal_close(s->journal);
+    resil__cache_free(s->cache);
     resil__write_lock_destroy(&s->write_lock);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -1003,7 +1051,10 @@ int resil_store_begin(resil_store *s, const resil_store_key *k,
     maybe_replay(s);
     if (journal_holds(s, &call))
         return journaled_in_progress(s, out, err);
+    if (answer_cached(s, &call))
+        return 0;
     rc = begin_call(s, &call, err);
+    learn(s, &call, rc);
     if (rc != 0)
         out->verdict = RESIL_STORE_NONE;
     return rc;
@@ -1039,7 +1090,9 @@ static int fenced(resil_store *s, store_call *call, resil_err *err)
     int rc = journal_holds_completed(s, call, err);
     if (rc != 0)
         return rc;
-    return settle_fenced(s, call, run_write(s, call, err), err);
+    rc = settle_fenced(s, call, run_write(s, call, err), err);
+    learn(s, call, rc);
+    return rc;
 }
 
 static int check_response(const resil_store_response *r, resil_err *err)
@@ -1097,6 +1150,7 @@ typedef struct store_async {
     resil_err err;
     resil_store_cb cb;
     void *ud;
+    bool cached; /* a begin the cache answered: nothing to learn */
     uint8_t hash[RESIL_SHA256_LEN];
     char tenant[RESIL_STORE_FIELD_MAX + 1];
     char operation[RESIL_STORE_FIELD_MAX + 1];
@@ -1116,6 +1170,8 @@ static void finish_async(void *ud, batch_member *m)
         if (call->op != STORE_BEGIN)
             rc = settle_fenced(s, call, rc, &a->err);
     }
+    if (!a->cached && rc != RESIL_ECANCELED)
+        learn(s, call, rc);
     if (rc != 0 && call->op == STORE_BEGIN)
         call->out->verdict = RESIL_STORE_NONE;
     a->cb(rc, rc != 0 ? &a->err : NULL, a->ud);
@@ -1185,8 +1241,10 @@ int resil_store_begin_async(resil_store *s, const resil_store_key *k,
     if (rc != 0)
         return rc;
     out->verdict = RESIL_STORE_NONE;
-    if (!journal_holds(s, &a->call))
-        return async_submit(s->reader, a, false, 0, err);
+    if (!journal_holds(s, &a->call)) {
+        a->cached = answer_cached(s, &a->call);
+        return async_submit(s->reader, a, a->cached, 0, err);
+    }
     if ((rc = journaled_in_progress(s, out, err)) != 0) {
         free(a);
         return rc;

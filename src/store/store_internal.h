@@ -267,4 +267,26 @@ int resil__journal_append(store_journal *j, const journal_record *r, resil_err *
 /* Every entry is done: empty the file back to its magic, drop the entries. */
 int resil__journal_truncate(store_journal *j, resil_err *err);
 
+/* ---- the replay cache (cache.c) --------------------------------------------- */
+
+/* Completed records in memory, bounded by bytes; NULL when off (bound 0),
+ * and every function below does nothing then. expires_ms: the record's
+ * created instant plus the store's retention; an entry is used only
+ * before it. */
+typedef struct store_cache store_cache;
+
+int resil__cache_new(size_t bound, store_cache **out);
+void resil__cache_free(store_cache *c);
+/* A live completed record of the begin's key: fill call->out (REPLAY or
+ * MISMATCH, by call->hash) and return true. call->now_ms must be set. */
+bool resil__cache_answer(store_cache *c, store_call *call);
+/* The begin was answered REPLAY by the database: keep that record. */
+void resil__cache_replayed(store_cache *c, const store_call *call, int64_t expires_ms);
+/* The begin was answered FIRST: remember the claim, for its completion. */
+void resil__cache_claimed(store_cache *c, const store_call *call, int64_t expires_ms);
+/* A COMPLETE or RELEASE of call->lease ran: the claim becomes the record
+ * (completed) or is forgotten. */
+void resil__cache_settled(store_cache *c, const store_call *call, bool completed);
+void resil__cache_stats(store_cache *c, uint64_t *hits, size_t *bytes);
+
 #endif

@@ -223,14 +223,19 @@ static void each_member_of_a_batch_learns_its_own_verdict(void **state)
     resil_store_free(s);
 }
 
-static void complete_key(fixture *f, const char *key, uint64_t lease)
+static void complete_on(resil_store *s, const char *key, uint64_t lease)
 {
     resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = key};
     resil_store_response r = {.status = 201, .body = completed_body,
                               .body_len = strlen(completed_body)};
     resil_err err = {0};
-    if (resil_store_complete(f->s, &k, lease, &r, &err) != 0)
+    if (resil_store_complete(s, &k, lease, &r, &err) != 0)
         fail_msg("complete '%s': %s", key, err.message);
+}
+
+static void complete_key(fixture *f, const char *key, uint64_t lease)
+{
+    complete_on(f->s, key, lease);
 }
 
 static void every_verdict_in_one_batch_is_the_one_sequential_calls_give(void **state)
@@ -1431,6 +1436,156 @@ static void every_async_caller_of_a_busy_store_learns_its_own_results(void **sta
     busy_store(*state, async_client, ASYNC_THREADS, BUSY_ROUNDS);
 }
 
+/* ---- the replay cache -------------------------------------------------------- */
+
+static void cached(resil_store_opts *o, void *ud)
+{
+    o->batch_max = 64;
+    o->busy_timeout = 0;
+    o->cache_bytes = *(const size_t *)ud;
+}
+
+static resil_store *open_cached(fixture *f, size_t bytes)
+{
+    resil_fake_clock_set_manual(f->fc, true);
+    return fixture_open(f, cached, &bytes);
+}
+
+static void assert_cache_counts(resil_store *s, uint64_t read_answers, uint64_t batches,
+                                uint64_t cache_hits)
+{
+    resil_store_batch_stats st = stats_of(s);
+    assert_int_equal(st.read_answers, read_answers);
+    assert_int_equal(st.batches, batches);
+    assert_int_equal(st.cache_hits, cache_hits);
+}
+
+static resil_store_verdict begin_async_now(resil_store *s, const char *key, const char *body,
+                                           reply *r)
+{
+    begin_async(s, key, body, r);
+    assert_int_equal(await_reply(r), 0);
+    return r->res.verdict;
+}
+
+/* Claim and complete `key` on s, each its own write batch. */
+static void complete_here(fixture *f, resil_store *s, const char *key)
+{
+    assert_int_equal(begin_key(f, s, key, "a"), RESIL_STORE_FIRST);
+    complete_on(s, key, f->res.lease);
+}
+
+static void a_replay_of_a_key_this_store_completed_needs_no_read_and_no_write(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 1 << 20);
+    complete_here(f, s, "k-1");
+    assert_cache_counts(s, 0, 2, 0);
+    reply r;
+    reply_init(&r);
+    assert_int_equal(begin_async_now(s, "k-1", "a", &r), RESIL_STORE_REPLAY);
+    assert_replays_completed_body(&(member){.res = r.res});
+    assert_int_equal(r.res.created_at, CASE_WALL0);
+    assert_cache_counts(s, 0, 2, 1);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(f->res.status, 201);
+    assert_cache_counts(s, 0, 2, 2);
+    resil_store_free(s);
+    reply_free(&r);
+}
+
+static void a_replay_of_a_key_another_handle_completed_is_read_once_then_cached(void **state)
+{
+    fixture *f = *state;
+    complete_key(f, "k-1", claim(f, "k-1"));
+    resil_store *s = open_cached(f, 1 << 20);
+    reply r[2];
+    reply_init(&r[0]);
+    reply_init(&r[1]);
+    assert_int_equal(begin_async_now(s, "k-1", "a", &r[0]), RESIL_STORE_REPLAY);
+    assert_cache_counts(s, 1, 0, 0);
+    assert_int_equal(begin_async_now(s, "k-1", "a", &r[1]), RESIL_STORE_REPLAY);
+    assert_replays_completed_body(&(member){.res = r[1].res});
+    assert_int_equal(r[1].res.created_at, CASE_WALL0);
+    assert_cache_counts(s, 1, 0, 1);
+    resil_store_free(s);
+    reply_free(&r[0]);
+    reply_free(&r[1]);
+}
+
+static void a_mismatch_of_a_cached_key_is_answered_from_the_cache(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 1 << 20);
+    complete_here(f, s, "k-1");
+    resil_fake_clock_advance(f->fc, RESIL_S(5));
+    reply r;
+    reply_init(&r);
+    assert_int_equal(begin_async_now(s, "k-1", "b", &r), RESIL_STORE_MISMATCH);
+    assert_int_equal(r.res.created_at, CASE_WALL0);
+    assert_int_equal(r.res.body_len, 0);
+    assert_cache_counts(s, 0, 2, 1);
+    resil_store_free(s);
+    reply_free(&r);
+}
+
+/* The fixture keeps records 1 h: the cached copy answers until the
+ * instant the purge may delete the record, and never from then on. */
+static void a_cached_record_is_not_used_at_its_expiry(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 1 << 20);
+    complete_here(f, s, "k-1");
+    resil_fake_clock_advance(f->fc, RESIL_S(3600) - RESIL_MS(1));
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_cache_counts(s, 0, 2, 1);
+    resil_fake_clock_advance(f->fc, RESIL_MS(1));
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY); /* the database's */
+    assert_cache_counts(s, 0, 2, 1);
+    resil_fake_clock_advance(f->fc, RESIL_MS(1));
+    uint64_t deleted = 0;
+    resil_err err = {0};
+    if (resil_store_purge(s, &deleted, &err) != 0)
+        fail_msg("purge: %s", err.message);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(f->res.created_at, CASE_WALL0 + RESIL_S(3600) + RESIL_MS(1));
+    assert_cache_counts(s, 0, on_sqlite(f) ? 4 : 3, 1);
+    resil_store_free(s);
+}
+
+/* An entry of key "k-N" holds "acme", "create-order", "k-N" with their
+ * terminators (22 bytes) and the 11-byte body: 100 bytes hold three. */
+static void eviction_keeps_the_cache_within_its_bound(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 100);
+    const char *keys[] = {"k-1", "k-2", "k-3", "k-4"};
+    for (size_t i = 0; i < 4; i++)
+        complete_here(f, s, keys[i]);
+    for (size_t i = 4; i-- > 1;)
+        assert_int_equal(begin_key(f, s, keys[i], "a"), RESIL_STORE_REPLAY);
+    assert_cache_counts(s, 0, 8, 3);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY); /* the database's */
+    assert_cache_counts(s, 0, 8, 3);
+    resil_store_free(s);
+}
+
+static void with_the_cache_off_every_replay_is_read(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 0);
+    complete_here(f, s, "k-1");
+    reply r;
+    reply_init(&r);
+    assert_int_equal(begin_async_now(s, "k-1", "a", &r), RESIL_STORE_REPLAY);
+    assert_replays_completed_body(&(member){.res = r.res});
+    assert_read_counts(s, 1, 1, 1, 2, 2);
+    assert_cache_counts(s, 1, 2, 0);
+    resil_store_free(s);
+    reply_free(&r);
+}
+
 #define BATCH_CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
 static const struct CMUnitTest cases[] = {
@@ -1465,6 +1620,12 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_claim_that_meets_a_record_its_read_missed_answers_from_the_record),
     BATCH_CASE(begins_queued_behind_a_read_share_the_next_read),
     BATCH_CASE(freeing_the_store_while_a_read_waits_answers_each_begin_once),
+    BATCH_CASE(a_replay_of_a_key_this_store_completed_needs_no_read_and_no_write),
+    BATCH_CASE(a_replay_of_a_key_another_handle_completed_is_read_once_then_cached),
+    BATCH_CASE(a_mismatch_of_a_cached_key_is_answered_from_the_cache),
+    BATCH_CASE(a_cached_record_is_not_used_at_its_expiry),
+    BATCH_CASE(eviction_keeps_the_cache_within_its_bound),
+    BATCH_CASE(with_the_cache_off_every_replay_is_read),
 };
 
 static const struct CMUnitTest pg_cases[] = {
