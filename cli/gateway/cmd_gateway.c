@@ -81,6 +81,9 @@ static const char usage_text[] =
     "                         one sync, up to N of them (default 64; 1: each its own)\n"
     "  --batch-window DUR     a batch waits this long for company (default 0s: none;\n"
     "                         at most 1s)\n"
+    "  --replay-cache SIZE|off\n"
+    "                         completed answers kept in memory, e.g. 64MB, so a replay\n"
+    "                         needs no database (default 16MB)\n"
     "  --sqlite-sync full|normal\n"
     "                         normal: a power cut may forget the last moments' keys and\n"
     "                         answers, never a crash of the gateway (default full)\n"
@@ -360,6 +363,17 @@ static int parse_batch_window(const args *a, const char *v, gw_config *cfg)
     return 0;
 }
 
+static int parse_replay_cache(const args *a, const char *v, gw_config *cfg)
+{
+    if (strcmp(v, "off") == 0) {
+        cfg->replay_cache = 0;
+        return 0;
+    }
+    if (!gw_parse_size(v, &cfg->replay_cache))
+        return args_reject(a, "--replay-cache", "off or a size from 1 to 1GB (e.g. 64MB)", v);
+    return 0;
+}
+
 static int parse_sqlite_sync(const args *a, const char *v, gw_config *cfg)
 {
     if (strcmp(v, "full") != 0 && strcmp(v, "normal") != 0)
@@ -436,7 +450,7 @@ static const struct {
     {"--journal", parse_journal},
     {"--breaker-failures", parse_breaker_failures}, {"--breaker-break", parse_breaker_break},
     {"--batch-max", parse_batch_max}, {"--batch-window", parse_batch_window},
-    {"--sqlite-sync", parse_sqlite_sync},
+    {"--sqlite-sync", parse_sqlite_sync}, {"--replay-cache", parse_replay_cache},
 #ifdef RESIL_CLI_REDIS
     {"--fleet", parse_fleet},         {"--fleet-rate", parse_fleet_rate},
     {"--fleet-concurrency", parse_fleet_concurrency},
@@ -465,6 +479,7 @@ static void config_default(gw_config *cfg)
     cfg->body_timeout = RESIL_S(60);
     cfg->idle_timeout = RESIL_S(60);
     cfg->batch_max = 64;
+    cfg->replay_cache = (size_t)16 << 20; /* the store's default */
     gw_chaos_config_default(&cfg->chaos);
 }
 
@@ -662,6 +677,7 @@ static int open_store(gateway *gw)
     o.batch_max = gw->cfg.batch_max;
     o.batch_window = gw->cfg.batch_window;
     o.sqlite_sync = gw->cfg.sqlite_sync;
+    o.cache_bytes = gw->cfg.replay_cache;
     char journal[4096];
     o.journal = gw_journal_path(&gw->cfg, journal, sizeof journal);
     resil_err err = {0};

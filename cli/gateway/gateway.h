@@ -60,6 +60,7 @@ typedef struct gw_config {
     unsigned batch_max;          /* --batch-max: key writes per transaction */
     resil_duration batch_window; /* --batch-window */
     int sqlite_sync;             /* --sqlite-sync: a resil_store_sync */
+    size_t replay_cache;         /* --replay-cache: bytes of completed answers; 0 off */
     /* the upstream's circuit breaker: shared through Redis with --fleet,
      * else this gateway's own when a --breaker-* flag asks for one */
     const char *fleet;          /* redis://... or NULL */

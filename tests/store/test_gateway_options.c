@@ -210,6 +210,8 @@ static void batching_and_the_sqlite_sync_level_are_checked_by_name(void **state)
                  "--batch-window", "1ms");
     EXPECT_USAGE("--sqlite-sync must be full or normal, got 'off'", LISTEN, UP,
                  "--sqlite-sync", "off");
+    EXPECT_USAGE("--replay-cache must be off or a size from 1 to 1GB (e.g. 64MB), got '0'",
+                 LISTEN, UP, "--replay-cache", "0");
     EXPECT_USAGE("--sqlite-sync applies to a sqlite: store only", LISTEN, UP, "--store",
                  "postgres://127.0.0.1:1/x", "--sqlite-sync", "normal");
 }
