@@ -127,11 +127,13 @@ typedef struct resil_store_opts {
     /* SQLite only: how hard a commit syncs (RESIL_STORE_SYNC_FULL, the
      * default, or RESIL_STORE_SYNC_NORMAL; see resil_store_sync). */
     union { int sqlite_sync; resil_reserved r_sqlite_sync_; };
-    /* Completed records kept in memory, at most this many bytes of keys
-     * and responses (least recently used evicted first): a replay or a
-     * mismatch of a completed key is answered without the database
-     * ("The replay cache" in docs/idempotency.md). Default 16 MiB; 0: off.
-     * The fleet must purge with this store's retention, or a longer one. */
+    /* Completed records kept in memory, at most this many bytes of keys,
+     * responses and 192 per entry for its bookkeeping (least recently
+     * used evicted first): a replay or a mismatch of a completed key is
+     * answered without the database ("The replay cache" in
+     * docs/idempotency.md). Default 16 MiB; 0: off. The fleet must purge
+     * with this store's retention, or a longer one, on clocks not ahead
+     * of this store's. */
     union { size_t cache_bytes; resil_reserved r_cache_bytes_; };
 } resil_store_opts;
 

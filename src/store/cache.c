@@ -13,8 +13,11 @@
  *
  * Shape: one hash table of chained entries and one LRU list, under one
  * mutex; an entry is one allocation (the entry, the key's three parts,
- * the headers and the body). The bound counts the keys and the responses;
- * inserting past it evicts the least recently used entries first. This is
+ * the headers and the body). The bound counts all of it: the keys, the
+ * responses and ENTRY_COST per entry for the rest (a claim is little else,
+ * and a bound that counted only the bytes it carries would let a cache of
+ * claims grow several times past it); inserting past it evicts the least
+ * recently used entries first. This is
  * the simplest shape a lock can guard in a few instructions per call: the
  * copy of a hit's response is the only work done under it.
  */
@@ -46,6 +49,14 @@ struct store_cache {
 };
 
 #define MIN_BUCKETS 64
+
+/* What an entry costs besides its key and response: the struct, the
+ * allocator's header, and its share of the buckets (at most two slots:
+ * they double when they are as many as the entries). A round figure, so
+ * that a bound can be stated in entries (docs/idempotency.md). */
+#define ENTRY_COST 192
+_Static_assert(sizeof(cache_entry) + 4 * sizeof(void *) <= ENTRY_COST,
+               "ENTRY_COST covers an entry's bookkeeping");
 
 int resil__cache_new(size_t bound, store_cache **out)
 {
@@ -210,7 +221,7 @@ static cache_entry *entry_new(const cache_key *k, size_t headers_len, size_t bod
     e->h = k->h;
     e->headers_len = headers_len;
     e->body_len = body_len;
-    e->bytes = extra;
+    e->bytes = ENTRY_COST + extra;
     return e;
 }
 

@@ -1554,12 +1554,17 @@ static void a_cached_record_is_not_used_at_its_expiry(void **state)
     resil_store_free(s);
 }
 
-/* An entry of key "k-N" holds "acme", "create-order", "k-N" with their
- * terminators (22 bytes) and the 11-byte body: 100 bytes hold three. */
+/* An entry costs 192 bytes besides its key and its response; the key
+ * "k-N" is "acme", "create-order", "k-N" with their terminators (22
+ * bytes). A completed one holds the 11-byte body too: 225 bytes; a claim
+ * 214. */
+#define COMPLETED_COST (192 + 22 + 11)
+#define CLAIM_COST (192 + 22)
+
 static void eviction_keeps_the_cache_within_its_bound(void **state)
 {
     fixture *f = *state;
-    resil_store *s = open_cached(f, 100);
+    resil_store *s = open_cached(f, 3 * COMPLETED_COST);
     const char *keys[] = {"k-1", "k-2", "k-3", "k-4"};
     for (size_t i = 0; i < 4; i++)
         complete_here(f, s, keys[i]);
@@ -1568,6 +1573,28 @@ static void eviction_keeps_the_cache_within_its_bound(void **state)
     assert_cache_counts(s, 0, 8, 3);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY); /* the database's */
     assert_cache_counts(s, 0, 8, 3);
+    resil_store_free(s);
+}
+
+/* A bound of three claims: the fourth evicts the first, whose completion
+ * then has no claim to turn into the record (its replay is read), while
+ * the fourth's is kept. */
+static void claims_count_their_bookkeeping_against_the_bound(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 3 * CLAIM_COST + CLAIM_COST / 2);
+    const char *keys[] = {"k-1", "k-2", "k-3", "k-4"};
+    uint64_t leases[4];
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(begin_key(f, s, keys[i], "a"), RESIL_STORE_FIRST);
+        leases[i] = f->res.lease;
+    }
+    complete_on(s, "k-1", leases[0]);
+    complete_on(s, "k-4", leases[3]);
+    assert_int_equal(begin_key(f, s, "k-4", "a"), RESIL_STORE_REPLAY);
+    assert_cache_counts(s, 0, 6, 1);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY); /* the database's */
+    assert_cache_counts(s, 0, 6, 1);
     resil_store_free(s);
 }
 
@@ -1626,6 +1653,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_cached_record_is_not_used_at_its_expiry),
     BATCH_CASE(eviction_keeps_the_cache_within_its_bound),
     BATCH_CASE(with_the_cache_off_every_replay_is_read),
+    BATCH_CASE(claims_count_their_bookkeeping_against_the_bound),
 };
 
 static const struct CMUnitTest pg_cases[] = {
