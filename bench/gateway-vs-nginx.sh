@@ -235,7 +235,7 @@ start_gateway() {
 
 stop_gateway() {
   kill "$gw_pid" && wait "$gw_pid" || true
-  sed -n "s/^resil gateway: the store committed /$1: the store committed /p" "$gw_log" >>"$work/batches"
+  sed -n "s/^resil gateway: the store \(committed\|read\) /$1: the store \1 /p" "$gw_log" >>"$work/batches"
 }
 
 # How many of the seeded records are left (they were all created at 1000).

@@ -1006,6 +1006,11 @@ static int serve(gateway *gw, const sigset_t *signals)
                         "(%.1f on average, at most %u)\n",
                 (unsigned long long)bs.calls, (unsigned long long)bs.batches,
                 (double)bs.calls / (double)bs.batches, bs.largest);
+    if (bs.reads > 0 || bs.cache_hits > 0)
+        fprintf(stderr, "resil gateway: the store read %llu begins (%llu answered by the "
+                        "read alone); the replay cache answered %llu\n",
+                (unsigned long long)bs.reads, (unsigned long long)bs.read_answers,
+                (unsigned long long)bs.cache_hits);
     fprintf(stderr, "resil gateway: stopped\n");
     return 0;
 }

@@ -838,6 +838,20 @@ static bool key_of(gw_req *r)
     return true;
 }
 
+/* loop: a replay or a mismatch the store's replay cache holds is answered
+ * here, on the loop, with no store thread and no wake-up between; false
+ * when the begin must be made. */
+static bool begun_from_cache(gw_req *r)
+{
+    resil_err err = {0};
+    if (resil_store_begin_cached(r->gw->store, &r->k, r->hash, &r->res, &err) != 0 ||
+        r->res.verdict == RESIL_STORE_NONE)
+        return false;
+    r->store_rc = 0;
+    begun(r);
+    return true;
+}
+
 void gw_guarded(gw_req *r)
 {
     if (!key_of(r)) {
@@ -846,7 +860,8 @@ void gw_guarded(gw_req *r)
     }
     resil_store_request_hash(r->method, r->target, r->body.p, r->body.len, r->hash);
     resil_store_result_init(&r->res);
-    store_call(r, OP_BEGIN, begun);
+    if (!begun_from_cache(r))
+        store_call(r, OP_BEGIN, begun);
 }
 
 /* ---- the journal and the main thread's timer --------------------------- */

@@ -251,6 +251,19 @@ RESIL_API void resil_store_result_free(resil_store_result *r);
 RESIL_API int resil_store_begin(resil_store *s, const resil_store_key *k,
                                 const uint8_t hash[RESIL_SHA256_LEN],
                                 resil_store_result *out, resil_err *err);
+/* A begin answered from the replay cache alone (store.cache_bytes), on the
+ * caller's thread: it never reads nor writes the database and never waits
+ * for anything but the cache's lock, so an event loop may call it before
+ * resil_store_begin_async() and answer a hit itself, with no thread hop.
+ * Returns 0 and sets out->verdict: REPLAY or MISMATCH (filled as
+ * resil_store_begin fills it) when the cache holds the key's completed
+ * record, else RESIL_STORE_NONE (make the begin: a key the cache does not
+ * hold, an in-progress one, one whose completion waits in the journal, or
+ * the cache off, or no memory to copy the answer). Errors: RESIL_EINVAL
+ * (a bad key, no hash or result). */
+RESIL_API int resil_store_begin_cached(resil_store *s, const resil_store_key *k,
+                                       const uint8_t hash[RESIL_SHA256_LEN],
+                                       resil_store_result *out, resil_err *err);
 /* Save the response of the run that owns `lease`. RESIL_ESTATE when that
  * run no longer owns the record (taken over, released, purged, completed).
  * When the database stays unavailable (RESIL_EBUSY) and a journal is

@@ -1060,6 +1060,21 @@ int resil_store_begin(resil_store *s, const resil_store_key *k,
     return rc;
 }
 
+int resil_store_begin_cached(resil_store *s, const resil_store_key *k,
+                             const uint8_t hash[RESIL_SHA256_LEN], resil_store_result *out,
+                             resil_err *err)
+{
+    store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
+    int rc = prepare_begin(s, k, &call, err);
+    if (rc != 0)
+        return rc;
+    out->verdict = RESIL_STORE_NONE;
+    if (s->cache == NULL || journal_holds(s, &call))
+        return 0;
+    answer_cached(s, &call);
+    return 0;
+}
+
 /* complete, release, renew: a key whose completion waits in the journal
  * is completed already, as far as its lease is concerned. */
 /* What a complete, release or renew whose write ran answers: a

@@ -1598,6 +1598,89 @@ static void claims_count_their_bookkeeping_against_the_bound(void **state)
     resil_store_free(s);
 }
 
+static resil_store_verdict begin_cached(resil_store *s, const char *key, const char *body,
+                                        resil_store_result *res)
+{
+    resil_store_key k = key_named(key);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of(body, h);
+    resil_err err = {0};
+    if (resil_store_begin_cached(s, &k, h, res, &err) != 0)
+        fail_msg("begin_cached '%s': %s", key, err.message);
+    return res->verdict;
+}
+
+/* The answer is there when the call returns, and nothing reached a read
+ * or a write batch (the counts are those of the claim and the complete). */
+static void a_cached_begin_answers_a_completed_key_before_it_returns(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 1 << 20);
+    complete_here(f, s, "k-1");
+    resil_fake_clock_advance(f->fc, RESIL_S(5));
+    resil_store_result res;
+    resil_store_result_init(&res);
+    assert_int_equal(begin_cached(s, "k-1", "a", &res), RESIL_STORE_REPLAY);
+    assert_replays_completed_body(&(member){.res = res});
+    assert_int_equal(res.created_at, CASE_WALL0);
+    assert_int_equal(begin_cached(s, "k-1", "b", &res), RESIL_STORE_MISMATCH);
+    assert_int_equal(res.created_at, CASE_WALL0);
+    assert_int_equal(res.body_len, 0);
+    assert_read_counts(s, 0, 0, 0, 2, 2);
+    assert_cache_counts(s, 0, 2, 2);
+    resil_store_free(s);
+    resil_store_result_free(&res);
+}
+
+/* A key with no record, one in progress (claimed here), one completed by
+ * another handle (the cache has not seen it): each is NONE, and nothing
+ * was read or written for it. */
+static void a_cached_begin_leaves_every_other_key_to_the_begin(void **state)
+{
+    fixture *f = *state;
+    complete_key(f, "k-elsewhere", claim(f, "k-elsewhere"));
+    resil_store *s = open_cached(f, 1 << 20);
+    assert_int_equal(begin_key(f, s, "k-claimed", "a"), RESIL_STORE_FIRST);
+    resil_store_result res;
+    resil_store_result_init(&res);
+    assert_int_equal(begin_cached(s, "k-none", "a", &res), RESIL_STORE_NONE);
+    assert_int_equal(begin_cached(s, "k-claimed", "a", &res), RESIL_STORE_NONE);
+    assert_int_equal(begin_cached(s, "k-elsewhere", "a", &res), RESIL_STORE_NONE);
+    assert_read_counts(s, 0, 0, 0, 1, 1);
+    assert_cache_counts(s, 0, 1, 0);
+    resil_store_free(s);
+    resil_store_result_free(&res);
+}
+
+static void a_cached_begin_with_the_cache_off_is_always_none(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 0);
+    complete_here(f, s, "k-1");
+    resil_store_result res;
+    resil_store_result_init(&res);
+    assert_int_equal(begin_cached(s, "k-1", "a", &res), RESIL_STORE_NONE);
+    assert_cache_counts(s, 0, 2, 0);
+    resil_store_free(s);
+    resil_store_result_free(&res);
+}
+
+static void a_cached_begin_refuses_a_bad_key(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 1 << 20);
+    resil_store_key k = key_named("");
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_result res;
+    resil_store_result_init(&res);
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin_cached(s, &k, h, &res, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the key must not be empty");
+    assert_int_equal(res.verdict, RESIL_STORE_NONE);
+    resil_store_free(s);
+}
+
 static void with_the_cache_off_every_replay_is_read(void **state)
 {
     fixture *f = *state;
@@ -1654,6 +1737,10 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(eviction_keeps_the_cache_within_its_bound),
     BATCH_CASE(with_the_cache_off_every_replay_is_read),
     BATCH_CASE(claims_count_their_bookkeeping_against_the_bound),
+    BATCH_CASE(a_cached_begin_answers_a_completed_key_before_it_returns),
+    BATCH_CASE(a_cached_begin_leaves_every_other_key_to_the_begin),
+    BATCH_CASE(a_cached_begin_with_the_cache_off_is_always_none),
+    BATCH_CASE(a_cached_begin_refuses_a_bad_key),
 };
 
 static const struct CMUnitTest pg_cases[] = {

@@ -790,6 +790,45 @@ static void access_log_has_a_line_per_request(void **state)
     assert_true(gateway_log_contains(&e->gw, "idempotency=replay"));
 }
 
+/* ---- the replay cache --------------------------------------------------------- */
+
+/* First, replay, mismatch of one key; then the gateway's stop line. */
+static void first_replay_mismatch(env *e)
+{
+    const char *bodies[] = {"a", "a", "b"};
+    const int statuses[] = {201, 201, 422};
+    for (size_t i = 0; i < 3; i++) {
+        http_reply r;
+        post(e, "/orders", "k-1", bodies[i], &r);
+        assert_int_equal(r.status, statuses[i]);
+        http_reply_free(&r);
+    }
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* Only the first begin reads (and finds nothing); the replay and the
+ * mismatch are answered from the cache, on the loop. */
+static void a_replay_and_a_mismatch_of_a_completed_key_are_answered_from_the_cache(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    first_replay_mismatch(e);
+    assert_true(gateway_log_contains(&e->gw, "resil gateway: the store read 1 begins (0 "
+                                             "answered by the read alone); the replay cache "
+                                             "answered 2\n"));
+}
+
+static void with_the_replay_cache_off_every_begin_is_read(void **state)
+{
+    env *e = *state;
+    start_gateway(e, (const char *const[]){"--replay-cache", "off", NULL});
+    first_replay_mismatch(e);
+    assert_true(gateway_log_contains(&e->gw, "resil gateway: the store read 3 begins (2 "
+                                             "answered by the read alone); the replay cache "
+                                             "answered 0\n"));
+}
+
 /* ---- the request target: only a path reaches the upstream -------------------- */
 /*
  * A request-target that is not origin-form names a host (absolute-form,
@@ -1462,6 +1501,8 @@ int main(void)
         GW_CASE(body_over_the_limit_is_413),
         GW_CASE(tenant_header_scopes_the_keys),
         GW_CASE(access_log_has_a_line_per_request),
+        GW_CASE(a_replay_and_a_mismatch_of_a_completed_key_are_answered_from_the_cache),
+        GW_CASE(with_the_replay_cache_off_every_begin_is_read),
         GW_CASE(a_userinfo_like_target_never_reaches_the_host_it_names),
         GW_CASE(an_absolute_form_target_is_refused_before_any_upstream_work),
         GW_CASE(an_authority_form_target_is_refused_before_any_upstream_work),
