@@ -1681,6 +1681,76 @@ static void a_cached_begin_refuses_a_bad_key(void **state)
     resil_store_free(s);
 }
 
+/* ---- the replay cache under concurrent begins ------------------------------ */
+
+#define SHARED_KEYS 8
+#define SHARED_THREADS 8
+#define SHARED_ROUNDS 100
+
+typedef struct shared_client {
+    resil_store *s;
+    int id;
+    int firsts, wrong; /* keys this client claimed; replays of another key's answer */
+    pthread_t t;
+} shared_client;
+
+/* The key's answer is its own name, so that a replay shows whose it is. */
+static int begin_shared(shared_client *c, const char *key, resil_store_result *res, bool cached)
+{
+    resil_store_key k = key_named(key);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    int rc = cached ? resil_store_begin_cached(c->s, &k, h, res, NULL) : 0;
+    if (rc == 0 && (!cached || res->verdict == RESIL_STORE_NONE))
+        rc = resil_store_begin(c->s, &k, h, res, NULL);
+    if (rc != 0 || res->verdict != RESIL_STORE_FIRST)
+        return rc;
+    resil_store_response r = {.status = 201, .body = key, .body_len = strlen(key)};
+    c->firsts++;
+    return resil_store_complete(c->s, &k, res->lease, &r, NULL);
+}
+
+static void *shared_run(void *arg)
+{
+    shared_client *c = arg;
+    resil_store_result res;
+    resil_store_result_init(&res);
+    for (int i = 0; i < SHARED_ROUNDS; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "shared-%d", (c->id + i) % SHARED_KEYS);
+        if (begin_shared(c, key, &res, i % 2 == 0) != 0)
+            fail_msg("begin '%s' failed", key);
+        bool other = res.verdict == RESIL_STORE_REPLAY &&
+                     (res.body_len != strlen(key) || memcmp(res.body, key, res.body_len) != 0);
+        c->wrong += other || res.verdict == RESIL_STORE_MISMATCH;
+    }
+    resil_store_result_free(&res);
+    return NULL;
+}
+
+/* Threads begin the same few keys at once through a cache that holds
+ * fewer of them than they use, so entries are learnt, hit and evicted
+ * concurrently: each key is claimed once, and every replay is its own
+ * key's answer. */
+static void concurrent_begins_through_an_evicting_cache_replay_each_keys_own_answer(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_cached(f, 3 * (192 + 40));
+    shared_client c[SHARED_THREADS];
+    for (int i = 0; i < SHARED_THREADS; i++) {
+        c[i] = (shared_client){.s = s, .id = i};
+        pthread_create(&c[i].t, NULL, shared_run, &c[i]);
+    }
+    int firsts = 0;
+    for (int i = 0; i < SHARED_THREADS; i++) {
+        pthread_join(c[i].t, NULL);
+        firsts += c[i].firsts;
+        assert_int_equal(c[i].wrong, 0);
+    }
+    assert_int_equal(firsts, SHARED_KEYS);
+    resil_store_free(s);
+}
+
 static void with_the_cache_off_every_replay_is_read(void **state)
 {
     fixture *f = *state;
@@ -1741,6 +1811,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_cached_begin_leaves_every_other_key_to_the_begin),
     BATCH_CASE(a_cached_begin_with_the_cache_off_is_always_none),
     BATCH_CASE(a_cached_begin_refuses_a_bad_key),
+    BATCH_CASE(concurrent_begins_through_an_evicting_cache_replay_each_keys_own_answer),
 };
 
 static const struct CMUnitTest pg_cases[] = {
