@@ -266,7 +266,9 @@ bool resil__cache_answer(store_cache *c, store_call *call)
     return hit;
 }
 
-void resil__cache_replayed(store_cache *c, const store_call *call, int64_t expires_ms)
+/* The database answered the begin REPLAY (its completed record) or FIRST
+ * (this process's claim: no response, a lease): either is kept. */
+void resil__cache_begun(store_cache *c, const store_call *call, int64_t expires_ms)
 {
     const resil_store_result *r = call->out;
     cache_key k;
@@ -275,29 +277,13 @@ void resil__cache_replayed(store_cache *c, const store_call *call, int64_t expir
     cache_entry *e = entry_new(&k, r->headers_len, r->body_len);
     if (e == NULL)
         return;
-    e->completed = true;
+    e->completed = r->verdict == RESIL_STORE_REPLAY;
+    e->lease = r->lease;
     e->created_ms = r->created_at / 1000000;
     e->expires_ms = expires_ms;
     e->status = r->status;
     memcpy(e->req_hash, call->hash, RESIL_SHA256_LEN);
     fill_response(e, r->headers, r->body);
-    pthread_mutex_lock(&c->mu);
-    insert(c, &k, e);
-    pthread_mutex_unlock(&c->mu);
-}
-
-void resil__cache_claimed(store_cache *c, const store_call *call, int64_t expires_ms)
-{
-    cache_key k;
-    if (c == NULL || !key_of(call, &k))
-        return;
-    cache_entry *e = entry_new(&k, 0, 0);
-    if (e == NULL)
-        return;
-    e->lease = call->out->lease;
-    e->created_ms = call->out->created_at / 1000000;
-    e->expires_ms = expires_ms;
-    memcpy(e->req_hash, call->hash, RESIL_SHA256_LEN);
     pthread_mutex_lock(&c->mu);
     insert(c, &k, e);
     pthread_mutex_unlock(&c->mu);

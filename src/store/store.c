@@ -606,10 +606,8 @@ static void learn(resil_store *s, const store_call *call, int rc)
     }
     if (call->op != STORE_BEGIN || rc != 0)
         return;
-    if (call->out->verdict == RESIL_STORE_REPLAY)
-        resil__cache_replayed(s->cache, call, expires_ms(s, call->out));
-    else if (call->out->verdict == RESIL_STORE_FIRST)
-        resil__cache_claimed(s->cache, call, expires_ms(s, call->out));
+    if (call->out->verdict == RESIL_STORE_REPLAY || call->out->verdict == RESIL_STORE_FIRST)
+        resil__cache_begun(s->cache, call, expires_ms(s, call->out));
 }
 
 /* ---- the asynchronous begin's read ------------------------------------------ */
@@ -1013,7 +1011,8 @@ static int journaled_in_progress(resil_store *s, resil_store_result *out, resil_
     return rc == 0 ? 0 : resil_err_set(err, rc, "store: out of memory");
 }
 
-/* begin() and begin_in(): the key, the hash and the result. */
+/* Every begin's start: the key, the hash and the result, which says
+ * RESIL_STORE_NONE until the begin decides. */
 static int prepare_begin(resil_store *s, const resil_store_key *k, store_call *call,
                          resil_err *err)
 {
@@ -1022,6 +1021,7 @@ static int prepare_begin(resil_store *s, const resil_store_key *k, store_call *c
         return rc;
     if (call->hash == NULL || call->out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "store: hash and result are required");
+    call->out->verdict = RESIL_STORE_NONE;
     return 0;
 }
 
@@ -1047,7 +1047,6 @@ int resil_store_begin(resil_store *s, const resil_store_key *k,
     int rc = prepare_begin(s, k, &call, err);
     if (rc != 0)
         return rc;
-    out->verdict = RESIL_STORE_NONE;
     maybe_replay(s);
     if (journal_holds(s, &call))
         return journaled_in_progress(s, out, err);
@@ -1066,13 +1065,9 @@ int resil_store_begin_cached(resil_store *s, const resil_store_key *k,
 {
     store_call call = {.op = STORE_BEGIN, .hash = hash, .out = out};
     int rc = prepare_begin(s, k, &call, err);
-    if (rc != 0)
-        return rc;
-    out->verdict = RESIL_STORE_NONE;
-    if (s->cache == NULL || journal_holds(s, &call))
-        return 0;
-    answer_cached(s, &call);
-    return 0;
+    if (rc == 0 && s->cache != NULL && !journal_holds(s, &call))
+        answer_cached(s, &call);
+    return rc;
 }
 
 /* complete, release, renew: a key whose completion waits in the journal
@@ -1255,7 +1250,6 @@ int resil_store_begin_async(resil_store *s, const resil_store_key *k,
         rc = async_new(s, &call, cb, ud, &a, err);
     if (rc != 0)
         return rc;
-    out->verdict = RESIL_STORE_NONE;
     if (!journal_holds(s, &a->call)) {
         a->cached = answer_cached(s, &a->call);
         return async_submit(s->reader, a, a->cached, 0, err);
@@ -1349,7 +1343,6 @@ int resil_store_begin_in(resil_store *s, const resil_store_tx *tx, const resil_s
         return rc;
     if ((rc = check_tx(s, tx, &conn, err)) != 0)
         return rc;
-    out->verdict = RESIL_STORE_NONE;
     if (journal_holds(s, &call))
         return journaled_in_progress(s, out, err);
     rc = run_in(s, conn, &call, err);

@@ -280,10 +280,9 @@ void resil__cache_free(store_cache *c);
 /* A live completed record of the begin's key: fill call->out (REPLAY or
  * MISMATCH, by call->hash) and return true. call->now_ms must be set. */
 bool resil__cache_answer(store_cache *c, store_call *call);
-/* The begin was answered REPLAY by the database: keep that record. */
-void resil__cache_replayed(store_cache *c, const store_call *call, int64_t expires_ms);
-/* The begin was answered FIRST: remember the claim, for its completion. */
-void resil__cache_claimed(store_cache *c, const store_call *call, int64_t expires_ms);
+/* The database answered the begin REPLAY: keep that record; or FIRST:
+ * remember the claim, for its completion. */
+void resil__cache_begun(store_cache *c, const store_call *call, int64_t expires_ms);
 /* A COMPLETE or RELEASE of call->lease ran: the claim becomes the record
  * (completed) or is forgotten. */
 void resil__cache_settled(store_cache *c, const store_call *call, bool completed);
