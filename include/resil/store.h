@@ -345,11 +345,13 @@ RESIL_API void resil_store_batch_stats_get(resil_store *s, resil_store_batch_sta
  *   - the callback runs on a store thread: the one that ran the batch (a
  *     writer thread the store starts on its first asynchronous call, one
  *     per batch that may run at once, or a blocking caller leading a
- *     batch; for a begin answered by its read, the reader thread that
- *     read it), never inside the submitting call, never before the batch's
- *     commit (or the read) returned, exactly once per call that returned 0. Keep it
- *     short (post the result to your loop: uv_async_send, a pipe): the
- *     thread that runs it may be the one that leads the next batch;
+ *     batch; for a begin answered by its read or by the replay cache,
+ *     the reader thread; resil_store_begin_cached() answers a cache hit
+ *     without a callback), never inside the submitting call, never
+ *     before the batch's commit (or the read) returned, exactly once per
+ *     call that returned 0. Keep it short (post the result to your
+ *     loop: uv_async_send, a pipe): the thread that runs it may be the
+ *     one that leads the next batch;
  *   - the callback may submit further asynchronous calls; it must not call
  *     a blocking store call nor resil_store_free();
  *   - the key and hash are copied; `out` (begin) and the response's
