@@ -1728,6 +1728,16 @@ static void *shared_run(void *arg)
     return NULL;
 }
 
+/* The store as a server runs it: SQLite waits out a lock itself (a new
+ * pooled connection's set-up meets the writer's), and the fake clock is
+ * not manual, so a retry's backoff is virtual time passing rather than a
+ * sleep nobody ends (milliseconds: no lease of 10 s runs out). */
+static void shared_cache(resil_store_opts *o, void *ud)
+{
+    o->batch_max = 64;
+    o->cache_bytes = *(const size_t *)ud;
+}
+
 /* Threads begin the same few keys at once through a cache that holds
  * fewer of them than they use, so entries are learnt, hit and evicted
  * concurrently: each key is claimed once, and every replay is its own
@@ -1735,7 +1745,8 @@ static void *shared_run(void *arg)
 static void concurrent_begins_through_an_evicting_cache_replay_each_keys_own_answer(void **state)
 {
     fixture *f = *state;
-    resil_store *s = open_cached(f, 3 * (192 + 40));
+    size_t bound = 3 * (192 + 40);
+    resil_store *s = fixture_open(f, shared_cache, &bound);
     shared_client c[SHARED_THREADS];
     for (int i = 0; i < SHARED_THREADS; i++) {
         c[i] = (shared_client){.s = s, .id = i};
