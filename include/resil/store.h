@@ -326,7 +326,8 @@ typedef struct resil_store_batch_stats {
     union { uint64_t cache_hits; resil_reserved r_cache_hits_; };
 } resil_store_batch_stats;
 
-/* All zero when batching is off (batch_max <= 1). */
+/* All zero but cache_hits when batching is off (batch_max <= 1): the
+ * replay cache answers blocking begins either way. */
 RESIL_API void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out);
 
 /* ---- the asynchronous form ------------------------------------------------ */

@@ -562,7 +562,11 @@ static int run_write(resil_store *s, store_call *call, resil_err *err)
 void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
 {
     memset(out, 0, sizeof *out);
-    if (s == NULL || s->batcher == NULL)
+    if (s == NULL)
+        return;
+    size_t bytes;
+    resil__cache_stats(s->cache, &out->cache_hits, &bytes);
+    if (s->batcher == NULL)
         return;
     resil__batcher_stats(s->batcher, out);
     resil_store_batch_stats reads;
@@ -570,8 +574,6 @@ void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
     out->read_batches = reads.batches;
     out->reads = reads.calls;
     out->read_answers = __atomic_load_n(&s->read_answers, __ATOMIC_RELAXED);
-    size_t bytes;
-    resil__cache_stats(s->cache, &out->cache_hits, &bytes);
 }
 
 /* ---- the replay cache ---------------------------------------------------------- */

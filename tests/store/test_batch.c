@@ -1681,6 +1681,18 @@ static void a_cached_begin_refuses_a_bad_key(void **state)
     resil_store_free(s);
 }
 
+/* The cache answers blocking begins without batching too, and says so. */
+static void the_cache_counts_its_hits_with_batching_off(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 1, 0, 0);
+    complete_here(f, s, "k-1");
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(f->res.status, 201);
+    assert_cache_counts(s, 0, 0, 1);
+    resil_store_free(s);
+}
+
 /* ---- the replay cache under concurrent begins ------------------------------ */
 
 #define SHARED_KEYS 8
@@ -1822,6 +1834,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_cached_begin_leaves_every_other_key_to_the_begin),
     BATCH_CASE(a_cached_begin_with_the_cache_off_is_always_none),
     BATCH_CASE(a_cached_begin_refuses_a_bad_key),
+    BATCH_CASE(the_cache_counts_its_hits_with_batching_off),
     BATCH_CASE(concurrent_begins_through_an_evicting_cache_replay_each_keys_own_answer),
 };
 
