@@ -218,6 +218,9 @@ drop_table() {
 start_gateway() {
   local store=$1 binary=${2:-$resil}
   gw_log="$work/gateway.log"
+  # Emptied here, not by the background job's redirection, which may run
+  # after the wait below has read the previous gateway's port.
+  : >"$gw_log"
   # shellcheck disable=SC2086
   "$binary" gateway --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$up_port" \
     --store "$store" --quiet $GATEWAY_ARGS 2>"$gw_log" &
