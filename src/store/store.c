@@ -185,6 +185,31 @@ static int fill(resil_store_result *r, resil_store_verdict v, int64_t created_ms
     return 0;
 }
 
+/* Lease numbers fence a key's records, not just one record: a record a
+ * release or the purge deleted is inserted again later, and a worker still
+ * holding a number from before must not match the new one. So the first
+ * number is the creation instant (Unix ms, as written to created_at) times
+ * 2^20, plus 1 (0 means "no lease"). A later incarnation of the key is
+ * created at least one lease after the earlier one's creation (a takeover
+ * needs the lease expired; the purge needs the retention, >= lease), so
+ * its numbers start above every number the earlier one handed out, given
+ * fewer than 2^20 takeovers and clocks that agree to within the lease,
+ * which leases need anyway. (A worker that releases its own claim gives
+ * its number up; reusing it is its own doing.) The result stays below
+ * INT64_MAX, the columns' range, until 2^43 ms: the year 2248; times
+ * beyond are held there, times before 1970 at 0. */
+#define FIRST_LEASE_SHIFT 20
+#define FIRST_LEASE_MAX_MS (INT64_MAX >> FIRST_LEASE_SHIFT)
+
+uint64_t resil__store_first_lease(int64_t created_ms)
+{
+    if (created_ms < 0)
+        created_ms = 0;
+    if (created_ms >= FIRST_LEASE_MAX_MS)
+        created_ms = FIRST_LEASE_MAX_MS - 1;
+    return ((uint64_t)created_ms << FIRST_LEASE_SHIFT) + 1;
+}
+
 int resil__store_first(store_call *call, uint64_t lease)
 {
     int rc = fill(call->out, RESIL_STORE_FIRST, call->now_ms, 0, NULL, 0, NULL, 0);

@@ -144,6 +144,9 @@ typedef struct store_row {
  * ours (FIRST, with its lease number), or an existing row is a mismatch, in
  * progress or a replay. Return 0, or RESIL_ENOMEM copying the response. */
 int resil__store_first(store_call *call, uint64_t lease);
+/* The lease number a record inserted at created_ms starts with (its
+ * takeovers add 1 each): no later incarnation of the key can reuse it. */
+uint64_t resil__store_first_lease(int64_t created_ms);
 int resil__store_classify(store_call *call, const store_row *row);
 /* Is the record's answer final whatever happens next (completed, or
  * another request's)? Then a plain read may give it: completed records are

@@ -88,9 +88,9 @@ static const struct {
     [PS_INSERT] = {"resil_store_insert",
                    "INSERT INTO {T} (tenant, operation, idempotency_key,"
                    " request_hash, status, created_at, lease_expires_at, lease)"
-                   " VALUES ($1, $2, $3, $4, NULL, $5, $6, 1)"
+                   " VALUES ($1, $2, $3, $4, NULL, $5, $6, $7)"
                    " ON CONFLICT DO NOTHING RETURNING lease",
-                   6, {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8}},
+                   7, {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, OID_INT8}},
     [PS_TAKEOVER] = {"resil_store_takeover",
                      "UPDATE {T} SET lease = lease + 1, created_at = $5,"
                      " lease_expires_at = $6 WHERE " WHERE_KEY
@@ -123,13 +123,13 @@ static const struct {
                         "INSERT INTO {T} (tenant, operation, idempotency_key, request_hash,"
                         " status, created_at, lease_expires_at, lease)"
                         " SELECT tenant, operation, idempotency_key, request_hash, NULL,"
-                        " created_at, lease_expires_at, 1"
-                        " FROM unnest($1, $2, $3, $4, $5, $6) AS i(tenant, operation,"
-                        " idempotency_key, request_hash, created_at, lease_expires_at)"
+                        " created_at, lease_expires_at, lease"
+                        " FROM unnest($1, $2, $3, $4, $5, $6, $7) AS i(tenant, operation,"
+                        " idempotency_key, request_hash, created_at, lease_expires_at, lease)"
                         " ON CONFLICT DO NOTHING"
                         " RETURNING tenant, operation, idempotency_key, lease",
-                        6, {OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_BYTEA_ARRAY,
-                            OID_INT8_ARRAY, OID_INT8_ARRAY}},
+                        7, {OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_BYTEA_ARRAY,
+                            OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT8_ARRAY}},
     [PS_COMPLETE_MANY] = {"resil_store_complete_many",
                           "UPDATE {T} AS r SET status = i.status, headers = i.headers,"
                           " body = i.body FROM unnest($1, $2, $3, $4, $5, $6, $7, $8)"
@@ -198,12 +198,16 @@ static void p_key(params *p, const store_call *call)
     p_text(p, call->key);
 }
 
-static void insert_params(const store_call *call, params *p)
+/* PS_INSERT's and PS_TAKEOVER's: the key, hash and times; the insert
+ * also gives the new record its first lease number. */
+static void claim_params(const store_call *call, int which, params *p)
 {
     p_key(p, call);
     p_bytes(p, call->hash, RESIL_SHA256_LEN);
     p_int(p, (uint64_t)call->now_ms, 8);
     p_int(p, (uint64_t)call->lease_until_ms, 8);
+    if (which == PS_INSERT)
+        p_int(p, resil__store_first_lease(call->now_ms), 8);
 }
 
 static uint64_t get_uint(const PGresult *r, int row, int col)
@@ -447,10 +451,11 @@ static resil_outcome answer_from_row(store_conn *c, store_call *call, bool settl
 static resil_outcome claim(store_conn *c, store_call *call, char *msg, size_t cap)
 {
     params p;
-    insert_params(call, &p);
+    claim_params(call, PS_INSERT, &p);
     PGresult *r = exec_prepared(c, PS_INSERT, &p);
     if (ok(r) && PQntuples(r) == 0) {
         PQclear(r);
+        claim_params(call, PS_TAKEOVER, &p);
         r = exec_prepared(c, PS_TAKEOVER, &p);
     }
     if (!ok(r))
@@ -628,6 +633,7 @@ static void many_row(many *m, const store_call *call, uint32_t ord)
         arr_elem(&c[3], call->hash, RESIL_SHA256_LEN);
         arr_int(&c[4], (uint64_t)call->now_ms, 8);
         arr_int(&c[5], (uint64_t)call->lease_until_ms, 8);
+        arr_int(&c[6], resil__store_first_lease(call->now_ms), 8);
         return;
     }
     const resil_store_response *resp = call->resp;
@@ -645,7 +651,7 @@ static void many_row(many *m, const store_call *call, uint32_t ord)
 static bool many_build(many *m, store_call *const *calls, const uint32_t *rows, size_t n)
 {
     static const Oid elems[2][MAX_ARRAYS] = {
-        {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, 0, 0},
+        {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, OID_INT8, 0},
         {OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_INT4, OID_BYTEA, OID_BYTEA},
     };
     if (n < 2) { /* none, or the one-row statement: no arrays */
@@ -675,7 +681,7 @@ static bool many_send(PGconn *pg, const many *m, store_call *const *calls)
 {
     params p;
     if (m->n == 1 && m->which == PS_INSERT_MANY) {
-        insert_params(calls[m->first], &p);
+        claim_params(calls[m->first], PS_INSERT, &p);
         return send_prepared(pg, PS_INSERT, &p);
     }
     if (m->n == 1) {

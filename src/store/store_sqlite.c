@@ -61,7 +61,7 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT INTO {T} (tenant, operation, idempotency_key,"
                   " request_hash, status, created_at, lease_expires_at, lease)"
-                  " VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, 1)"
+                  " VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7)"
                   " ON CONFLICT DO NOTHING",
     [ST_TAKEOVER] = "UPDATE {T} SET lease = lease + 1, created_at = ?5,"
                     " lease_expires_at = ?6 WHERE " WHERE_KEY
@@ -269,15 +269,17 @@ static int try_takeover(store_conn *c, store_call *call, bool *taken)
 static int claim(store_conn *c, store_call *call)
 {
     sqlite3_stmt *st = c->st[ST_INSERT];
+    uint64_t lease = resil__store_first_lease(call->now_ms);
     bind_key(st, call);
     bind_blob(st, 4, call->hash, RESIL_SHA256_LEN);
     sqlite3_bind_int64(st, 5, call->now_ms);
     sqlite3_bind_int64(st, 6, call->lease_until_ms);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)lease);
     int rc = exec_stmt(st);
     if (rc != SQLITE_OK)
         return rc;
     if (sqlite3_changes(c->db) == 1) {
-        rc = resil__store_first(call, 1) == 0 ? SQLITE_OK : SQLITE_NOMEM;
+        rc = resil__store_first(call, lease) == 0 ? SQLITE_OK : SQLITE_NOMEM;
     } else {
         bool taken, answered;
         rc = try_takeover(c, call, &taken);

@@ -85,6 +85,25 @@ resil_store_verdict begin_key(fixture *f, resil_store *s, const char *key, const
     return f->res.verdict;
 }
 
+uint64_t first_lease_at(int64_t created_at)
+{
+    return ((uint64_t)(created_at / 1000000) << 20) + 1;
+}
+
+uint64_t first_lease_now(const fixture *f)
+{
+    return first_lease_at(resil_clock_wall_now(f->clock));
+}
+
+void assert_lease_lost(const resil_err *err, uint64_t lease, const char *key)
+{
+    char want[200];
+    snprintf(want, sizeof want, "lease %llu no longer owns key '%s'",
+             (unsigned long long)lease, key);
+    if (strstr(err->message, want) == NULL)
+        fail_msg("expected \"%s\" in \"%s\"", want, err->message);
+}
+
 static const resil_store_key K1 = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
 
 static void complete_with(fixture *f, const resil_store_key *k, uint64_t lease, int status,
@@ -101,11 +120,11 @@ static void complete_with(fixture *f, const resil_store_key *k, uint64_t lease, 
 
 /* ---- the four outcomes --------------------------------------------------- */
 
-static void first_begin_owns_the_key_with_lease_one(void **state)
+static void first_begin_owns_the_key_with_the_lease_its_creation_instant_gives(void **state)
 {
     fixture *f = *state;
     assert_int_equal(begin_key(f, f->s, "k-1", "{\"qty\":1}"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(f->res.lease, first_lease_at(CASE_WALL0));
     assert_int_equal(f->res.created_at, CASE_WALL0);
 }
 
@@ -231,7 +250,7 @@ static void release_lets_the_next_request_run_first(void **state)
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
     assert_int_equal(resil_store_release(f->s, &K1, f->res.lease, NULL), 0);
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(f->res.lease, first_lease_at(CASE_WALL0));
 }
 
 static void released_key_accepts_a_different_request(void **state)
@@ -257,7 +276,7 @@ static void expired_lease_is_taken_over_with_the_next_lease_number(void **state)
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
     resil_fake_clock_advance(f->fc, RESIL_S(10));
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 2);
+    assert_int_equal(f->res.lease, first_lease_at(CASE_WALL0) + 1);
     assert_int_equal(f->res.created_at, CASE_WALL0 + RESIL_S(10));
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
     assert_duration_equal(f->res.lease_left, RESIL_S(10));
@@ -274,11 +293,56 @@ static void late_owner_cannot_complete_after_a_takeover(void **state)
     resil_store_response r = {.status = 200, .body = "late", .body_len = 4};
     resil_err err = {0};
     assert_int_equal(resil_store_complete(f->s, &K1, crashed, &r, &err), RESIL_ESTATE);
-    assert_non_null(strstr(err.message, "lease 1 no longer owns key 'k-1'"));
+    assert_lease_lost(&err, first_lease_at(CASE_WALL0), "k-1");
     assert_int_equal(resil_store_release(f->s, &K1, crashed, NULL), RESIL_ESTATE);
     complete_with(f, &K1, taker, 201, NULL, "mine", 4);
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
     assert_memory_equal(f->res.body, "mine", 4);
+}
+
+/* k-1 was just claimed anew (f->res): the stale lease's complete is
+ * refused, the new claim's saved and replayed. */
+static void only_the_new_claim_completes(fixture *f, uint64_t stale)
+{
+    uint64_t fresh = f->res.lease;
+    resil_store_response r = {.status = 200, .body = "A", .body_len = 1};
+    resil_err err = {0};
+    assert_int_equal(resil_store_complete(f->s, &K1, stale, &r, &err), RESIL_ESTATE);
+    assert_lease_lost(&err, stale, "k-1");
+    complete_with(f, &K1, fresh, 201, NULL, "C", 1);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_memory_equal(f->res.body, "C", 1);
+}
+
+/* A stalls past its lease, B takes over and releases (the record is
+ * deleted), C claims the key anew: A's number must not own C's record. */
+static void a_stale_lease_cannot_complete_the_claim_after_a_release_and_a_new_begin(
+    void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t a = f->res.lease;
+    resil_fake_clock_advance(f->fc, RESIL_S(10));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(resil_store_release(f->s, &K1, f->res.lease, NULL), 0);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    only_the_new_claim_completes(f, a);
+}
+
+/* A renews its claim past the retention, the purge deletes the record
+ * anyway, C claims the key anew: A's number must not own C's record. */
+static void a_lease_from_before_a_purge_cannot_complete_the_next_claim(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t a = f->res.lease;
+    resil_fake_clock_advance(f->fc, RESIL_S(3600) + RESIL_MS(1));
+    assert_int_equal(resil_store_renew(f->s, &K1, a, NULL), 0);
+    uint64_t deleted = 0;
+    assert_int_equal(resil_store_purge(f->s, &deleted, NULL), 0);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    only_the_new_claim_completes(f, a);
 }
 
 static void completing_twice_is_refused(void **state)
@@ -333,7 +397,7 @@ static void renew_keeps_the_lease_number(void **state)
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
     assert_int_equal(resil_store_renew(f->s, &K1, f->res.lease, NULL), 0);
     assert_int_equal(resil_store_renew(f->s, &K1, f->res.lease, NULL), 0);
-    assert_int_equal(resil_store_release(f->s, &K1, 1, NULL), 0);
+    assert_int_equal(resil_store_release(f->s, &K1, f->res.lease, NULL), 0);
 }
 
 static void renew_by_a_stale_lease_after_a_takeover_is_refused(void **state)
@@ -343,10 +407,10 @@ static void renew_by_a_stale_lease_after_a_takeover_is_refused(void **state)
     uint64_t stale = f->res.lease;
     resil_fake_clock_advance(f->fc, RESIL_S(10));
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 2);
+    assert_int_equal(f->res.lease, first_lease_at(CASE_WALL0) + 1);
     resil_err err = {0};
     assert_int_equal(resil_store_renew(f->s, &K1, stale, &err), RESIL_ESTATE);
-    assert_non_null(strstr(err.message, "lease 1 no longer owns key 'k-1'"));
+    assert_lease_lost(&err, first_lease_at(CASE_WALL0), "k-1");
     resil_fake_clock_advance(f->fc, RESIL_S(5));
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
     assert_duration_equal(f->res.lease_left, RESIL_S(5)); /* the taker's lease, unchanged */
@@ -417,7 +481,7 @@ static void purge_deletes_records_older_than_the_retention(void **state)
     assert_int_equal(resil_store_purge(f->s, &deleted, NULL), 0);
     assert_int_equal(deleted, 2);
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(f->res.lease, first_lease_now(f));
     assert_int_equal(begin_key(f, f->s, "k-3", "a"), RESIL_STORE_REPLAY);
 }
 
@@ -590,7 +654,7 @@ static void racing_threads_on_one_handle_get_exactly_one_first(void **state)
 #define CASE(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
 
 static const struct CMUnitTest store_cases[] = {
-    CASE(first_begin_owns_the_key_with_lease_one),
+    CASE(first_begin_owns_the_key_with_the_lease_its_creation_instant_gives),
     CASE(created_at_is_the_exact_millisecond),
     CASE(completed_key_replays_the_saved_response_byte_for_byte),
     CASE(begin_while_the_first_runs_is_in_progress_with_the_lease_left),
@@ -605,6 +669,8 @@ static const struct CMUnitTest store_cases[] = {
     CASE(lease_is_not_taken_over_before_it_expires),
     CASE(expired_lease_is_taken_over_with_the_next_lease_number),
     CASE(late_owner_cannot_complete_after_a_takeover),
+    CASE(a_stale_lease_cannot_complete_the_claim_after_a_release_and_a_new_begin),
+    CASE(a_lease_from_before_a_purge_cannot_complete_the_next_claim),
     CASE(completing_twice_is_refused),
     CASE(releasing_a_completed_record_is_refused),
     CASE(completing_an_unknown_key_is_refused),

@@ -42,6 +42,13 @@ resil_store *fixture_open(fixture *f, opts_tweak tweak, void *ud);
 /* Shorthands used throughout the cases. */
 void hash_of(const char *body, uint8_t out[RESIL_SHA256_LEN]);
 resil_store_verdict begin_key(fixture *f, resil_store *s, const char *key, const char *body);
+/* The lease number of a record created at wall time `created_at` (Unix
+ * ns): its milliseconds times 2^20, plus 1; each takeover adds 1
+ * (docs/idempotency.md, "Leases"). first_lease_now: of one created now. */
+uint64_t first_lease_at(int64_t created_at);
+uint64_t first_lease_now(const fixture *f);
+/* err says that `lease` no longer owns `key`. */
+void assert_lease_lost(const resil_err *err, uint64_t lease, const char *key);
 
 /* What one asynchronous call's callback said, and how often it ran: pass
  * on_reply with the reply as ud, and &reply.res as begin's result. */

@@ -210,7 +210,7 @@ static void each_member_of_a_batch_learns_its_own_verdict(void **state)
         join_ok(&m[i]);
     assert_replays_completed_body(&m[1]);
     assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(m[2].res.lease, 1);
+    assert_int_equal(m[2].res.lease, first_lease_now(f));
     assert_int_equal(m[3].res.verdict, RESIL_STORE_MISMATCH);
     assert_int_equal(m[4].res.verdict, RESIL_STORE_IN_PROGRESS);
     resil_store_batch_stats st = stats_of(s);
@@ -267,7 +267,7 @@ static void every_verdict_in_one_batch_is_the_one_sequential_calls_give(void **s
             fail_msg("member %d on '%s': %s", ok[i], m[ok[i]].key, m[ok[i]].error);
     assert_replays_completed_body(&m[1]);
     assert_int_equal(m[2].res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(m[2].res.lease, 1);
+    assert_int_equal(m[2].res.lease, first_lease_now(f));
     assert_int_equal(m[3].res.verdict, RESIL_STORE_IN_PROGRESS);
     assert_int_equal(m[3].res.lease_left, RESIL_S(10));
     assert_int_equal(m[4].res.verdict, RESIL_STORE_MISMATCH);
@@ -491,7 +491,7 @@ static void a_failing_batch_fails_every_member_and_saves_none(void **state)
     take_again(f, held);
     /* None of the three reached the database. */
     assert_int_equal(begin_key(f, f->s, "k-a", "a"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(f->res.lease, first_lease_now(f));
     assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_IN_PROGRESS);
     done(m, 3);
     resil_store_free(s);
@@ -560,7 +560,7 @@ static void a_batch_whose_commit_fails_fails_every_member_and_claims_nothing(voi
     }
     /* None of the four reached the database. */
     assert_int_equal(begin_key(f, f->s, "k-a", "b"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(f->res.lease, first_lease_now(f));
     assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_IN_PROGRESS);
     done(m, 4);
     resil_store_free(s);
@@ -599,9 +599,9 @@ static void batch_survives_a_failure_in_its_middle(fixture *f, const char *actio
     for (int i = 0; i < 4; i++)
         join_ok(&m[i]);
     assert_int_equal(m[0].res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(m[0].res.lease, 1);
+    assert_int_equal(m[0].res.lease, first_lease_now(f));
     assert_int_equal(m[1].res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(m[1].res.lease, 1);
+    assert_int_equal(m[1].res.lease, first_lease_now(f));
     assert_int_equal(m[2].res.verdict, RESIL_STORE_MISMATCH);
     assert_int_equal(stats_of(s).batches, 1);
     assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_REPLAY);
@@ -661,7 +661,7 @@ static void renew_release_and_complete_share_one_batch(void **state)
 typedef struct busy_client {
     resil_store *s;
     int id, rounds;
-    int firsts, completed; /* begins answered first with lease 1; completions taken */
+    int firsts, completed; /* fresh claims (no takeover); completions taken */
     pthread_t t;
 } busy_client;
 
@@ -684,7 +684,7 @@ static void *busy_run(void *arg)
         busy_key(c->id, i, key, sizeof key);
         resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = key};
         if (resil_store_begin(c->s, &k, h, &res, NULL) != 0 ||
-            res.verdict != RESIL_STORE_FIRST || res.lease != 1)
+            res.verdict != RESIL_STORE_FIRST || res.lease != first_lease_at(res.created_at))
             continue;
         c->firsts++;
         c->completed += resil_store_complete(c->s, &k, res.lease, &r, NULL) == 0;
@@ -807,7 +807,7 @@ static void an_async_begin_answers_first_then_in_progress_on_the_same_key(void *
     begin_async(s, "k-1", "a", &r[0]);
     assert_int_equal(await_reply(&r[0]), 0);
     assert_int_equal(r[0].res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(r[0].res.lease, 1);
+    assert_int_equal(r[0].res.lease, first_lease_now(f));
     begin_async(s, "k-1", "a", &r[1]);
     assert_int_equal(await_reply(&r[1]), 0);
     assert_int_equal(r[1].res.verdict, RESIL_STORE_IN_PROGRESS);
@@ -858,7 +858,7 @@ static void an_async_callback_waits_for_a_commit_the_database_holds_back(void **
     resil_fake_clock_advance(f->fc, RESIL_S(1)); /* past any backoff of the policy */
     assert_int_equal(await_reply(&r), 0);
     assert_int_equal(r.res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(r.res.lease, 1);
+    assert_int_equal(r.res.lease, first_lease_now(f));
     assert_int_equal(calls_of(&r), 1);
     assert_int_equal(begin_key(f, f->s, "poison", "a"), RESIL_STORE_IN_PROGRESS);
     resil_store_free(s);
@@ -962,7 +962,7 @@ static void a_failing_batch_fails_every_async_call_alike_and_saves_none(void **s
     }
     take_again(f, held);
     assert_int_equal(begin_key(f, f->s, "k-a", "a"), RESIL_STORE_FIRST);
-    assert_int_equal(f->res.lease, 1);
+    assert_int_equal(f->res.lease, first_lease_now(f));
     assert_int_equal(begin_key(f, f->s, "k-c", "a"), RESIL_STORE_IN_PROGRESS);
     resil_store_free(s);
     for (int i = 0; i < 3; i++) {
@@ -1084,7 +1084,7 @@ static void an_async_begin_on_an_expired_lease_goes_on_to_the_claim(void **state
     begin_async(s, "k-1", "a", &r);
     assert_int_equal(await_reply(&r), 0);
     assert_int_equal(r.res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(r.res.lease, 2);
+    assert_int_equal(r.res.lease, first_lease_at(CASE_WALL0) + 1);
     assert_read_counts(s, 1, 1, 0, 1, 1);
     resil_store_free(s);
     reply_free(&r);
@@ -1418,7 +1418,8 @@ static void *async_client(void *arg)
         reply_init(&b);
         reply_init(&d);
         begin_async(c->s, key, "a", &b);
-        if (await_reply(&b) == 0 && b.res.verdict == RESIL_STORE_FIRST && b.res.lease == 1) {
+        if (await_reply(&b) == 0 && b.res.verdict == RESIL_STORE_FIRST &&
+            b.res.lease == first_lease_at(b.res.created_at)) {
             c->firsts++;
             complete_async(c->s, key, b.res.lease, &d);
             c->completed += await_reply(&d) == 0;

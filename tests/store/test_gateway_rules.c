@@ -24,6 +24,7 @@
 
 #include "dying_upstream.h"
 #include "gateway_proc.h"
+#include "store_cases.h"
 #include "test.h"
 #include "upstream.h"
 
@@ -522,10 +523,11 @@ static void a_slow_call_keeps_its_key_past_the_lease_and_a_repeat_gets_409(void 
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
-/* Another store takes the key over while the gateway's call runs — its
- * clock an hour ahead, so the lease looks expired — and saves its own
- * answer. The gateway's late complete is refused: the client is told to
- * retry (409) and then gets the key's one answer, not the stale run's. */
+/* Another store sees the gateway's call in progress, moves its clock an
+ * hour ahead so the lease looks expired, takes the key over (the
+ * gateway's lease number + 1) and saves its own answer. The gateway's
+ * late complete is refused: the client is told to retry (409) and then
+ * gets the key's one answer, not the stale run's. */
 static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
 {
     env *e = *state;
@@ -538,8 +540,7 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
 
     resil_fake_clock *fc;
     resil_clock *sys = resil_clock_system();
-    assert_int_equal(resil_fake_clock_new(resil_clock_now(sys),
-                                          resil_clock_wall_now(sys) + RESIL_S(3600), &fc),
+    assert_int_equal(resil_fake_clock_new(resil_clock_now(sys), resil_clock_wall_now(sys), &fc),
                      0);
     resil_store_opts o;
     resil_store_opts_default(&o);
@@ -553,8 +554,12 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
     resil_store_result res;
     resil_store_result_init(&res);
     assert_int_equal(resil_store_begin(s, &k, h, &res, NULL), 0);
+    assert_int_equal(res.verdict, RESIL_STORE_IN_PROGRESS);
+    uint64_t gateways = first_lease_at(res.created_at);
+    resil_fake_clock_advance(fc, RESIL_S(3600));
+    assert_int_equal(resil_store_begin(s, &k, h, &res, NULL), 0);
     assert_int_equal(res.verdict, RESIL_STORE_FIRST);
-    assert_int_equal(res.lease, 2);
+    assert_int_equal(res.lease, gateways + 1);
     resil_store_response theirs = {.status = 201, .headers = "X-Run: theirs\r\n",
                                    .headers_len = 15, .body = "theirs", .body_len = 6};
     assert_int_equal(resil_store_complete(s, &k, res.lease, &theirs, NULL), 0);
@@ -567,7 +572,9 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
     assert_non_null(strstr(first.r.body, "\"error\":\"request_in_progress\""));
     header_is(&first.r, "Retry-After", "1");
     http_reply_free(&first.r);
-    assert_true(gateway_log_contains(&e->gw, "lease 1 was taken over"));
+    char taken[64];
+    snprintf(taken, sizeof taken, "lease %llu was taken over", (unsigned long long)gateways);
+    assert_true(gateway_log_contains(&e->gw, taken));
     assert_true(gateway_log_contains(&e->gw, "idempotency=fenced"));
     http_reply r;
     post(e, "/orders", "k-fenced", "a", &r);

@@ -62,9 +62,37 @@ static void in_progress_record_has_a_null_status_in_the_table(void **state)
     assert_int_equal(sqlite3_column_int(st, 1), 32);
     assert_int_equal(sqlite3_column_int64(st, 2), CASE_WALL0 / 1000000);
     assert_int_equal(sqlite3_column_int64(st, 3), CASE_WALL0 / 1000000 + 10000);
-    assert_int_equal(sqlite3_column_int64(st, 4), 1);
+    assert_int_equal(sqlite3_column_int64(st, 4), (int64_t)first_lease_at(CASE_WALL0));
     sqlite3_finalize(st);
     sqlite3_close(db);
+}
+
+static void use_clock(resil_store_opts *o, void *ud) { o->clock = ud; }
+
+static uint64_t first_lease_on_a_clock_at(fixture *f, int64_t wall)
+{
+    resil_fake_clock *fc;
+    assert_int_equal(resil_fake_clock_new(0, wall, &fc), 0);
+    resil_store *s = fixture_open(f, use_clock, resil_fake_clock_clock(fc));
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    resil_store_free(s);
+    resil_fake_clock_free(fc);
+    return f->res.lease;
+}
+
+/* Before 1970 there are no milliseconds to number from: lease 1. */
+static void a_clock_before_1970_gives_the_first_lease_number_1(void **state)
+{
+    assert_int_equal(first_lease_on_a_clock_at(*state, -RESIL_S(1)), 1);
+}
+
+/* From 2^43 ms on (the year 2248) the first number is held where it and
+ * 2^20 - 1 takeovers still fit the signed 64-bit column. */
+static void a_clock_past_2248_holds_the_first_lease_below_int64_max(void **state)
+{
+    int64_t wall = RESIL_MS(INT64_C(1) << 43);
+    assert_int_equal(first_lease_on_a_clock_at(*state, wall),
+                     (((UINT64_C(1) << 43) - 2) << 20) + 1);
 }
 
 static void memory_database_works_with_one_connection(void **state)
@@ -164,8 +192,8 @@ static void busy_database_is_retried_as_a_whole_transaction(void **state)
     assert_string_equal(h.cause, "database is locked");
     assert_int_equal(h.cause_code, SQLITE_BUSY);
     assert_int_equal(resil_fake_clock_sleep_count(f->fc), 1);
-    /* Nothing of the failed attempt survived: one record, lease 1. */
-    assert_int_equal(f->res.lease, 1);
+    /* Nothing of the failed attempt survived: one record, its first lease. */
+    assert_int_equal(f->res.lease, first_lease_now(f));
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
     resil_fake_clock_set_hook(f->fc, NULL, NULL);
     resil_store_free(s);
@@ -362,6 +390,8 @@ int main(void)
     const struct CMUnitTest own[] = {
         SQLITE_CASE(the_file_is_in_wal_mode_with_the_named_table),
         SQLITE_CASE(in_progress_record_has_a_null_status_in_the_table),
+        SQLITE_CASE(a_clock_before_1970_gives_the_first_lease_number_1),
+        SQLITE_CASE(a_clock_past_2248_holds_the_first_lease_below_int64_max),
         cmocka_unit_test(memory_database_works_with_one_connection),
         SQLITE_CASE(unopenable_file_is_a_backend_error_without_retries),
         SQLITE_CASE(busy_database_is_retried_as_a_whole_transaction),
