@@ -324,6 +324,7 @@ struct gw_req {
     gw_step forwarded;   /* loop: after the upstream call */
     resil_store_key k;
     uint64_t lease;
+    bool taken_over; /* the store took the key over from an expired run */
     struct gw_hold *hold;
     /* gateway_rules.c: one store call at a time, in flight from the loop */
     int store_op;              /* what it is (gateway_rules.c's store_op) */

@@ -756,14 +756,6 @@ static void first_admitted(gw_req *r)
         forward(r, true, first_forwarded);
 }
 
-/* A record's first lease number is its creation instant (Unix ms) times
- * 2^20, plus 1, and each takeover adds 1 (docs/idempotency.md, "Leases"):
- * low bits above 1 mean the key was taken over from an earlier run. */
-static bool taken_over(uint64_t lease)
-{
-    return (lease & ((UINT64_C(1) << 20) - 1)) != 1;
-}
-
 /* loop: the key is ours: hold it (renewed until its outcome is saved),
  * then forward it (once the fleet admits it), or settle a takeover. */
 static void own_key(gw_req *r)
@@ -778,7 +770,7 @@ static void own_key(gw_req *r)
         store_call(r, OP_RELEASE, released);
         return;
     }
-    if (taken_over(r->lease) && !gw->cfg.upstream_dedupes) {
+    if (r->taken_over && !gw->cfg.upstream_dedupes) {
         run_takeover(r);
         return;
     }
@@ -796,6 +788,7 @@ static void begun(gw_req *r)
         r->result = store_failed(r, r->conn, r->method, r->store_rc, &r->store_err);
     } else if (res->verdict == RESIL_STORE_FIRST) {
         r->lease = res->lease;
+        r->taken_over = res->taken_over;
         resil_store_result_free(res);
         own_key(r);
         return;

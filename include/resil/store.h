@@ -221,7 +221,10 @@ typedef struct resil_store_result {
     size_t body_len;
     /* private */
     size_t headers_cap, body_cap;
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    /* FIRST: the key was taken over from a run whose lease expired
+     * without an answer; that run may have done the operation */
+    union { bool taken_over; resil_reserved r_taken_over_; };
+    resil_reserved reserved_[3]; /* room to grow (docs/abi.md) */
 } resil_store_result;
 
 RESIL_API void resil_store_result_init(resil_store_result *r);

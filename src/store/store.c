@@ -177,6 +177,7 @@ static int fill(resil_store_result *r, resil_store_verdict v, int64_t created_ms
         return rc;
     r->verdict = v;
     r->lease = 0;
+    r->taken_over = false;
     r->lease_left = 0;
     r->created_at = ns_from_ms(created_ms);
     r->status = status;
@@ -214,6 +215,9 @@ int resil__store_first(store_call *call, uint64_t lease)
 {
     int rc = fill(call->out, RESIL_STORE_FIRST, call->now_ms, 0, NULL, 0, NULL, 0);
     call->out->lease = lease;
+    /* an insert numbers its record from this instant; a takeover adds one
+     * to a number an earlier instant gave (fewer than 2^20 takeovers) */
+    call->out->taken_over = lease != resil__store_first_lease(call->now_ms);
     return rc;
 }
 

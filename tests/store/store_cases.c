@@ -282,6 +282,33 @@ static void expired_lease_is_taken_over_with_the_next_lease_number(void **state)
     assert_duration_equal(f->res.lease_left, RESIL_S(10));
 }
 
+static void a_first_claim_is_not_a_takeover(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_false(f->res.taken_over);
+}
+
+static void a_claim_of_an_expired_lease_is_a_takeover(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    resil_fake_clock_advance(f->fc, RESIL_S(10));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_true(f->res.taken_over);
+}
+
+static void a_claim_after_a_release_is_not_a_takeover(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    resil_fake_clock_advance(f->fc, RESIL_S(10));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(resil_store_release(f->s, &K1, f->res.lease, NULL), 0);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_false(f->res.taken_over);
+}
+
 static void late_owner_cannot_complete_after_a_takeover(void **state)
 {
     fixture *f = *state;
@@ -668,6 +695,9 @@ static const struct CMUnitTest store_cases[] = {
     CASE(released_key_accepts_a_different_request),
     CASE(lease_is_not_taken_over_before_it_expires),
     CASE(expired_lease_is_taken_over_with_the_next_lease_number),
+    CASE(a_first_claim_is_not_a_takeover),
+    CASE(a_claim_of_an_expired_lease_is_a_takeover),
+    CASE(a_claim_after_a_release_is_not_a_takeover),
     CASE(late_owner_cannot_complete_after_a_takeover),
     CASE(a_stale_lease_cannot_complete_the_claim_after_a_release_and_a_new_begin),
     CASE(a_lease_from_before_a_purge_cannot_complete_the_next_claim),

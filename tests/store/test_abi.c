@@ -11,7 +11,7 @@ HAS_ROOM(resil_sha256_ctx, 2);
 GREW_INTO_ALL_ROOM(resil_store_opts, batch_window, cache_bytes, 4);
 HAS_ROOM(resil_store_key, 4);
 HAS_ROOM(resil_store_response, 4);
-HAS_ROOM(resil_store_result, 4);
+HAS_ROOM(resil_store_result, 3);
 HAS_ROOM(resil_store_journal_stats, 4);
 /* the reads' counts and the cache's hits */
 GREW_INTO_ALL_ROOM(resil_store_batch_stats, read_batches, cache_hits, 4);
