@@ -201,7 +201,7 @@ seed_expired() {
       INSERT INTO resil_idempotency SELECT '', 'http', 'old-' || x, zeroblob(32), 201, '', 'old',
         $at, $at, 1 FROM i; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
   else
-    psql -q "$pg_url" -c "$(echo "$sql" | sed 's/BLOB/BYTEA/g; s/INTEGER NOT NULL, lease_expires_at INTEGER/BIGINT NOT NULL, lease_expires_at BIGINT/')" \
+    psql -q "$pg_url" -c "$(echo "$sql" | sed 's/BLOB/BYTEA/g; s/INTEGER NOT NULL/BIGINT NOT NULL/g')" \
       -c "INSERT INTO resil_idempotency SELECT '', 'http', 'old-' || x, '\\x00'::bytea, 201, '', 'old',
             $at, $at, 1 FROM generate_series(1, $n) x" \
       -c "VACUUM ANALYZE resil_idempotency" -c "CHECKPOINT" >/dev/null
