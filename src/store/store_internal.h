@@ -119,6 +119,13 @@ typedef struct store_backend {
  * The retry policy's default classifier retries only the first. */
 #define STORE_UNAVAILABLE ((resil_kind)(RESIL_KIND_USER + 1))
 
+/* The purge's condition beside the age, in both backends' SQL (`now` is
+ * the placeholder of now in Unix ms): a completed record, or one whose
+ * lease has run out. A run still holding its key — a long one that renews
+ * its lease — keeps its record however old it is, so the purge never
+ * takes a key from under a live run. */
+#define PURGEABLE(now) "(status IS NOT NULL OR lease_expires_at <= " now ")"
+
 extern const store_backend resil__store_sqlite;
 extern const store_backend resil__store_pg;
 

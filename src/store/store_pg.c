@@ -114,8 +114,9 @@ static const struct {
                   5, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
     [PS_PURGE] = {"resil_store_purge",
                   "DELETE FROM {T} WHERE ctid = ANY (ARRAY("
-                  "SELECT ctid FROM {T} WHERE created_at < $1 LIMIT $2))",
-                  2, {OID_INT8, OID_INT8}},
+                  "SELECT ctid FROM {T} WHERE created_at < $1 AND " PURGEABLE("$3")
+                  " LIMIT $2))",
+                  3, {OID_INT8, OID_INT8, OID_INT8}},
     /* A batch's claims and completions, one row per call. Each row that
      * took effect comes back: a claim as its key and lease, a completion
      * as its ord (its call's place in the batch). */
@@ -525,6 +526,7 @@ static void purge_params(const store_call *call, params *p)
     p->n = 0;
     p_int(p, (uint64_t)call->cutoff_ms, 8);
     p_int(p, call->purge_limit, 8);
+    p_int(p, (uint64_t)call->now_ms, 8);
 }
 
 static resil_outcome do_purge(store_conn *c, store_call *call, char *msg, size_t cap)

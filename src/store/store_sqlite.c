@@ -76,7 +76,7 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_RENEW] = "UPDATE {T} SET lease_expires_at = ?5"
                  " WHERE " WHERE_KEY " AND status IS NULL AND lease = ?4",
     [ST_PURGE] = ("DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T}"
-                  " WHERE created_at < ?1 LIMIT ?2)"),
+                  " WHERE created_at < ?1 AND " PURGEABLE("?3") " LIMIT ?2)"),
 };
 
 struct store_conn {
@@ -323,6 +323,7 @@ static int do_purge(store_conn *c, store_call *call)
     sqlite3_stmt *st = c->st[ST_PURGE];
     sqlite3_bind_int64(st, 1, call->cutoff_ms);
     sqlite3_bind_int64(st, 2, call->purge_limit);
+    sqlite3_bind_int64(st, 3, call->now_ms);
     int rc = exec_stmt(st);
     call->deleted = rc == SQLITE_OK ? (uint64_t)sqlite3_changes64(c->db) : 0;
     return rc;

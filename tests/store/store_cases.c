@@ -356,20 +356,35 @@ static void a_stale_lease_cannot_complete_the_claim_after_a_release_and_a_new_be
     only_the_new_claim_completes(f, a);
 }
 
-/* A renews its claim past the retention, the purge deletes the record
- * anyway, C claims the key anew: A's number must not own C's record. */
+/* A outlives its lease and the retention, the purge deletes its record,
+ * C claims the key anew: A's number must not own C's record. */
 static void a_lease_from_before_a_purge_cannot_complete_the_next_claim(void **state)
 {
     fixture *f = *state;
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
     uint64_t a = f->res.lease;
     resil_fake_clock_advance(f->fc, RESIL_S(3600) + RESIL_MS(1));
-    assert_int_equal(resil_store_renew(f->s, &K1, a, NULL), 0);
     uint64_t deleted = 0;
     assert_int_equal(resil_store_purge(f->s, &deleted, NULL), 0);
     assert_int_equal(deleted, 1);
     assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
     only_the_new_claim_completes(f, a);
+}
+
+/* A run that renews its lease past the retention keeps its record: the
+ * purge never takes a key from under a live run. */
+static void a_purge_keeps_an_old_record_whose_lease_is_still_held(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t a = f->res.lease;
+    resil_fake_clock_advance(f->fc, RESIL_S(3600) + RESIL_MS(1));
+    assert_int_equal(resil_store_renew(f->s, &K1, a, NULL), 0);
+    uint64_t deleted = 99;
+    assert_int_equal(resil_store_purge(f->s, &deleted, NULL), 0);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_duration_equal(f->res.lease_left, RESIL_S(10));
 }
 
 static void completing_twice_is_refused(void **state)
@@ -701,6 +716,7 @@ static const struct CMUnitTest store_cases[] = {
     CASE(late_owner_cannot_complete_after_a_takeover),
     CASE(a_stale_lease_cannot_complete_the_claim_after_a_release_and_a_new_begin),
     CASE(a_lease_from_before_a_purge_cannot_complete_the_next_claim),
+    CASE(a_purge_keeps_an_old_record_whose_lease_is_still_held),
     CASE(completing_twice_is_refused),
     CASE(releasing_a_completed_record_is_refused),
     CASE(completing_an_unknown_key_is_refused),
