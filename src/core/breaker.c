@@ -73,22 +73,22 @@ static resil_clock *clock_of(const resil_breaker_opts *o)
 
 /* Ours (the system and the coarse clock, given or chosen) are read
  * without their table's call. */
-static void take_clock(builtin *b, const resil_breaker_opts *o)
+static void take_clock(resil__brk_builtin *b, const resil_breaker_opts *o)
 {
     b->clock = clock_of(o);
     b->own_clock = resil__clock_id(b->clock, &b->clock_id);
 }
 
-static uint8_t success_work(const builtin *b)
+static uint8_t success_work(const resil__brk_builtin *b)
 {
     if (!b->window_on)
-        return SUCCESS_NOTHING;
-    return b->count_window || b->slow_on ? SUCCESS_GENERAL : SUCCESS_CELL;
+        return RESIL__BRK_SUCCESS_NOTHING;
+    return b->count_window || b->slow_on ? RESIL__BRK_SUCCESS_GENERAL : RESIL__BRK_SUCCESS_CELL;
 }
 
 /* ---- life -------------------------------------------------------------- */
 
-static void init_from_opts(builtin *b, const resil_breaker_opts *o)
+static void init_from_opts(resil__brk_builtin *b, const resil_breaker_opts *o)
 {
     b->opts = *o;
     b->opts.name = NULL;
@@ -111,7 +111,7 @@ static void init_from_opts(builtin *b, const resil_breaker_opts *o)
     resil__window_init(&b->window, o->sampling_duration);
     resil__ring_init(&b->ring, (uint8_t *)(b->probes + o->half_open_probes),
                      b->count_window ? o->window_size : 0);
-    atomic_init(&b->handle.word, make_word(0, RESIL_BREAKER_CLOSED, 0));
+    atomic_init(&b->handle.word, resil__brk_make_word(0, RESIL_BREAKER_CLOSED, 0));
     atomic_init(&b->open_until, 0);
     atomic_init(&b->refs, 1);
     b->handle.ops = &builtin_ops;
@@ -128,8 +128,9 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
     int rc = resil_breaker_opts_validate(o, err);
     if (rc != 0)
         return rc;
-    size_t size = (sizeof(builtin) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
-    builtin *b = aligned_alloc(CACHE_LINE, size);
+    size_t line = RESIL__BRK_CACHE_LINE;
+    size_t size = (sizeof(resil__brk_builtin) + line - 1) / line * line;
+    resil__brk_builtin *b = aligned_alloc(RESIL__BRK_CACHE_LINE, size);
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     memset(b, 0, sizeof *b);
@@ -166,7 +167,7 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
 
 static void builtin_destroy(void *self)
 {
-    builtin *b = self;
+    resil__brk_builtin *b = self;
     pthread_cond_destroy(&b->room);
     pthread_mutex_destroy(&b->mu);
     resil__window_cells_free(&b->cells);
@@ -190,12 +191,12 @@ int resil_breaker_new_custom(const resil_breaker_ops *ops, void *self, const cha
     if (name != NULL && strlen(name) >= RESIL_BREAKER_NAME_MAX)
         return resil_err_set(err, RESIL_EINVAL, "breaker.name must be shorter than %d bytes",
                              RESIL_BREAKER_NAME_MAX);
-    custom *c = calloc(1, sizeof *c);
+    resil__brk_custom *c = calloc(1, sizeof *c);
     if (c == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
     c->handle.ops = ops;
     c->handle.self = self;
-    atomic_init(&c->handle.word, make_word(0, OTHER, 0));
+    atomic_init(&c->handle.word, resil__brk_make_word(0, RESIL__BRK_OTHER, 0));
     atomic_init(&c->refs, 1);
     snprintf(c->name, sizeof c->name, "%s", name != NULL ? name : "");
     *out = &c->handle;
@@ -204,7 +205,7 @@ int resil_breaker_new_custom(const resil_breaker_ops *ops, void *self, const cha
 
 static _Atomic uint32_t *refs_of(resil_breaker *b)
 {
-    return is_builtin(b) ? &as_builtin(b)->refs : &((custom *)b)->refs;
+    return is_builtin(b) ? &resil__brk_as_builtin(b)->refs : &((resil__brk_custom *)b)->refs;
 }
 
 resil_breaker *resil_breaker_retain(resil_breaker *b)
@@ -233,7 +234,7 @@ const char *resil_breaker_name(const resil_breaker *b)
 {
     if (b == NULL)
         return "";
-    return is_builtin(b) ? as_builtin(b)->name : ((const custom *)b)->name;
+    return is_builtin(b) ? resil__brk_as_builtin(b)->name : ((const resil__brk_custom *)b)->name;
 }
 
 void *resil_breaker_self(const resil_breaker *b, const resil_breaker_ops *ops)
@@ -253,7 +254,7 @@ const char *resil_breaker_kind_name(const resil_breaker *b)
 /* Called first in every locked section that may make a transition: wait
  * until the queue has room for one event. The deliverer itself (a listener
  * calling back into the breaker) cannot wait for itself; it may drop. */
-static void reserve_event_slot(builtin *b)
+static void reserve_event_slot(resil__brk_builtin *b)
 {
     if (b->opts.listener == NULL)
         return;
@@ -262,7 +263,7 @@ static void reserve_event_slot(builtin *b)
         pthread_cond_wait(&b->room, &b->mu);
 }
 
-static void queue_event(builtin *b, const resil_breaker_event *ev)
+static void queue_event(resil__brk_builtin *b, const resil_breaker_event *ev)
 {
     if (b->opts.listener == NULL)
         return;
@@ -275,7 +276,7 @@ static void queue_event(builtin *b, const resil_breaker_event *ev)
 }
 
 /* Unlock, then deliver queued events unless another thread already is. */
-static void unlock_and_deliver(builtin *b)
+static void unlock_and_deliver(resil__brk_builtin *b)
 {
     if (b->queue_len == 0 || b->delivering) {
         pthread_mutex_unlock(&b->mu);
@@ -297,7 +298,7 @@ static void unlock_and_deliver(builtin *b)
     pthread_mutex_unlock(&b->mu);
 }
 
-static void lock_for_transition(builtin *b)
+static void lock_for_transition(resil__brk_builtin *b)
 {
     pthread_mutex_lock(&b->mu);
     reserve_event_slot(b);
@@ -305,7 +306,7 @@ static void lock_for_transition(builtin *b)
 
 /* ---- transitions (under mu) ------------------------------------------- */
 
-static void free_probes(builtin *b)
+static void free_probes(resil__brk_builtin *b)
 {
     if (b->probes_in_flight > 0) /* a slot is taken exactly when it is counted */
         memset(b->probes, 0, b->opts.half_open_probes * sizeof *b->probes);
@@ -313,13 +314,13 @@ static void free_probes(builtin *b)
     b->consecutive_successes = 0;
 }
 
-static resil_duration grown_break(const builtin *b)
+static resil_duration grown_break(const resil__brk_builtin *b)
 {
     resil_duration grown = resil_dur_mul(b->current_break, b->opts.break_growth);
     return grown < b->opts.max_break_duration ? grown : b->opts.max_break_duration;
 }
 
-static void enter_open(builtin *b, resil_breaker_state from, resil_instant now)
+static void enter_open(resil__brk_builtin *b, resil_breaker_state from, resil_instant now)
 {
     if (from == RESIL_BREAKER_HALF_OPEN && b->opts.break_growth > 1.0)
         b->current_break = grown_break(b);
@@ -332,7 +333,7 @@ static void enter_open(builtin *b, resil_breaker_state from, resil_instant now)
     b->opens++;
 }
 
-static void enter_closed(builtin *b)
+static void enter_closed(resil__brk_builtin *b)
 {
     resil__window_cells_stop(&b->cells, &b->window, false);
     resil__window_clear(&b->window);
@@ -340,18 +341,18 @@ static void enter_closed(builtin *b)
     b->current_break = b->opts.break_duration;
 }
 
-static void transition(builtin *b, resil_breaker_state to,
+static void transition(resil__brk_builtin *b, resil_breaker_state to,
                        resil_breaker_reason reason, resil_instant now)
 {
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
-    resil_breaker_state from = word_state(w);
-    uint32_t gen = word_gen(w) + 1;
+    resil_breaker_state from = resil__brk_word_state(w);
+    uint32_t gen = resil__brk_word_gen(w) + 1;
     free_probes(b);
     if (to == RESIL_BREAKER_OPEN)
         enter_open(b, from, now);
     else if (to == RESIL_BREAKER_CLOSED)
         enter_closed(b);
-    atomic_store_explicit(&b->handle.word, make_word(gen, to, 0), memory_order_release);
+    atomic_store_explicit(&b->handle.word, resil__brk_make_word(gen, to, 0), memory_order_release);
     /* After the word: a success that read the old epoch either landed
      * before this sweep (and goes with its generation) or fails its CAS. */
     if (to != RESIL_BREAKER_CLOSED)
@@ -367,24 +368,24 @@ static void transition(builtin *b, resil_breaker_state to,
 
 static int reject(resil_breaker_permit *p, uint64_t w, resil_duration retry_after)
 {
-    admit(p, w, 0);
+    resil__brk_admit(p, w, 0);
     p->retry_after = retry_after < 0 ? 0 : retry_after;
     return RESIL_EREJECTED;
 }
 
-static resil_duration probe_timeout(const builtin *b)
+static resil_duration probe_timeout(const resil__brk_builtin *b)
 {
     return b->opts.probe_timeout > 0 ? b->opts.probe_timeout : b->current_break;
 }
 
 /* The slot a newcomer may take: a free one, else one whose probe has been
  * out for probe_timeout; else none, and *expiry says when one will be. */
-static probe_slot *find_probe_slot(builtin *b, resil_instant now,
+static resil__brk_probe_slot *find_probe_slot(resil__brk_builtin *b, resil_instant now,
                                    resil_instant *expiry)
 {
-    probe_slot *oldest = NULL;
+    resil__brk_probe_slot *oldest = NULL;
     for (uint32_t i = 0; i < b->opts.half_open_probes; i++) {
-        probe_slot *s = &b->probes[i];
+        resil__brk_probe_slot *s = &b->probes[i];
         if (s->ticket == 0)
             return s;
         if (oldest == NULL || s->start < oldest->start)
@@ -394,11 +395,11 @@ static probe_slot *find_probe_slot(builtin *b, resil_instant now,
     return now >= *expiry ? oldest : NULL;
 }
 
-static int admit_probe(builtin *b, resil_breaker_permit *p, resil_instant now)
+static int admit_probe(resil__brk_builtin *b, resil_breaker_permit *p, resil_instant now)
 {
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     resil_instant expiry = 0;
-    probe_slot *s = find_probe_slot(b, now, &expiry);
+    resil__brk_probe_slot *s = find_probe_slot(b, now, &expiry);
     if (s == NULL)
         return reject(p, w, resil_dur_sub(expiry, now));
     if (s->ticket == 0)
@@ -407,7 +408,7 @@ static int admit_probe(builtin *b, resil_breaker_permit *p, resil_instant now)
         b->next_ticket = 1;
     s->ticket = b->next_ticket;
     s->start = now;
-    admit(p, w, now);
+    resil__brk_admit(p, w, now);
     p->probe = true;
     p->probe_slot = (uint32_t)(s - b->probes);
     p->probe_ticket = s->ticket;
@@ -415,15 +416,15 @@ static int admit_probe(builtin *b, resil_breaker_permit *p, resil_instant now)
 }
 
 /* The slow path: open with the break elapsed, or half-open. */
-static int acquire_locked(builtin *b, resil_breaker_permit *p, resil_instant now)
+static int acquire_locked(resil__brk_builtin *b, resil_breaker_permit *p, resil_instant now)
 {
     lock_for_transition(b);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     int rc = 0;
-    switch (word_state(w)) {
+    switch (resil__brk_word_state(w)) {
     case RESIL_BREAKER_CLOSED:
     case RESIL_BREAKER_DISABLED:
-        admit(p, w, b->slow_on ? now : 0);
+        resil__brk_admit(p, w, b->slow_on ? now : 0);
         break;
     case RESIL_BREAKER_ISOLATED:
         rc = reject(p, w, RESIL_DURATION_MAX);
@@ -454,36 +455,36 @@ static int acquire_locked(builtin *b, resil_breaker_permit *p, resil_instant now
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-int resil__breaker_acquire_open(builtin *b, resil_breaker_permit *p, uint64_t w)
+int resil__breaker_acquire_open(resil__brk_builtin *b, resil_breaker_permit *p, uint64_t w)
 {
-    resil_instant now = now_of(b);
+    resil_instant now = resil__brk_now_of(b);
     resil_instant until = atomic_load_explicit(&b->open_until, memory_order_relaxed);
     if (now < until)
         return reject(p, w, until - now);
     return acquire_locked(b, p, now);
 }
 
-/* `w` is the handle's word: in state OTHER the breaker is not ours. Out of
- * line, so that the closed path's entry keeps no frame. */
+/* `w` is the handle's word: in state RESIL__BRK_OTHER the breaker is not
+ * ours. Out of line, so that the closed path's entry keeps no frame. */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 int resil__breaker_acquire_rest(resil_breaker *h, resil_breaker_permit *p, uint64_t w)
 {
-    builtin *b = as_builtin(h);
-    switch (word_state(w)) {
+    resil__brk_builtin *b = resil__brk_as_builtin(h);
+    switch (resil__brk_word_state(w)) {
     case RESIL_BREAKER_CLOSED:
-        admit(p, w, b->slow_on ? now_of(b) : 0);
+        resil__brk_admit(p, w, b->slow_on ? resil__brk_now_of(b) : 0);
         return 0;
     case RESIL_BREAKER_DISABLED:
-        admit(p, w, 0);
+        resil__brk_admit(p, w, 0);
         return 0;
     case RESIL_BREAKER_ISOLATED:
         return reject(p, w, RESIL_DURATION_MAX);
     case RESIL_BREAKER_OPEN:
         return resil__breaker_acquire_open(b, p, w);
     case RESIL_BREAKER_HALF_OPEN:
-        return acquire_locked(b, p, now_of(b));
+        return acquire_locked(b, p, resil__brk_now_of(b));
     default:
         return h->ops->acquire(h->self, p);
     }
@@ -492,15 +493,15 @@ int resil__breaker_acquire_rest(resil_breaker *h, resil_breaker_permit *p, uint6
 /* ---- record ------------------------------------------------------------ */
 
 /* A success ends a failure run: one CAS, and only if there was a run. */
-static int note_success(builtin *b, uint64_t w, uint32_t gen)
+static int note_success(resil__brk_builtin *b, uint64_t w, uint32_t gen)
 {
     for (;;) {
-        if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
+        if (resil__brk_word_gen(w) != gen || resil__brk_word_state(w) != RESIL_BREAKER_CLOSED)
             return RESIL_ESTATE;
-        if (word_count(w) == 0)
+        if (resil__brk_word_count(w) == 0)
             return 0;
-        if (atomic_compare_exchange_weak_explicit(&b->handle.word, &w,
-                                                  make_word(gen, RESIL_BREAKER_CLOSED, 0),
+        uint64_t cleared = resil__brk_make_word(gen, RESIL_BREAKER_CLOSED, 0);
+        if (atomic_compare_exchange_weak_explicit(&b->handle.word, &w, cleared,
                                                   memory_order_acq_rel,
                                                   memory_order_acquire))
             return 0;
@@ -508,14 +509,16 @@ static int note_success(builtin *b, uint64_t w, uint32_t gen)
 }
 
 /* A failure extends the run; *tripped when it reaches the threshold. */
-static int note_failure(builtin *b, uint64_t w, uint32_t gen, bool *tripped)
+static int note_failure(resil__brk_builtin *b, uint64_t w, uint32_t gen, bool *tripped)
 {
     for (;;) {
-        if (word_gen(w) != gen || word_state(w) != RESIL_BREAKER_CLOSED)
+        if (resil__brk_word_gen(w) != gen || resil__brk_word_state(w) != RESIL_BREAKER_CLOSED)
             return RESIL_ESTATE;
-        uint32_t count = word_count(w) < COUNT_MAX ? word_count(w) + 1 : COUNT_MAX;
-        if (atomic_compare_exchange_weak_explicit(&b->handle.word, &w,
-                                                  make_word(gen, RESIL_BREAKER_CLOSED, count),
+        uint32_t count = resil__brk_word_count(w);
+        if (count < RESIL__BRK_COUNT_MAX)
+            count++;
+        uint64_t longer = resil__brk_make_word(gen, RESIL_BREAKER_CLOSED, count);
+        if (atomic_compare_exchange_weak_explicit(&b->handle.word, &w, longer,
                                                   memory_order_acq_rel,
                                                   memory_order_acquire)) {
             *tripped = b->trips_on_consecutive && count >= b->failure_threshold;
@@ -525,15 +528,15 @@ static int note_failure(builtin *b, uint64_t w, uint32_t gen, bool *tripped)
 }
 
 /* Is the generation `gen` still the closed one? (under mu) */
-static bool still_closed(builtin *b, uint32_t gen)
+static bool still_closed(resil__brk_builtin *b, uint32_t gen)
 {
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
-    return word_gen(w) == gen && word_state(w) == RESIL_BREAKER_CLOSED;
+    return resil__brk_word_gen(w) == gen && resil__brk_word_state(w) == RESIL_BREAKER_CLOSED;
 }
 
-static void trip_consecutive(builtin *b, uint32_t gen)
+static void trip_consecutive(resil__brk_builtin *b, uint32_t gen)
 {
-    resil_instant now = now_of(b);
+    resil_instant now = resil__brk_now_of(b);
     lock_for_transition(b);
     if (still_closed(b, gen))
         transition(b, RESIL_BREAKER_OPEN, RESIL_BREAKER_BY_CONSECUTIVE, now);
@@ -541,15 +544,15 @@ static void trip_consecutive(builtin *b, uint32_t gen)
 }
 
 /* Ask the application's predicate (under mu, on a failure). */
-static bool predicate_trips(builtin *b, const resil__window_counts *c)
+static bool predicate_trips(resil__brk_builtin *b, const resil__window_counts *c)
 {
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
     resil_breaker_counts counts = {c->total, c->total - c->failures, c->failures, c->slow,
-                                   word_count(w), 0};
+                                   resil__brk_word_count(w), 0};
     return b->opts.trip(&counts, b->opts.trip_ud);
 }
 
-static resil_breaker_reason window_verdict(builtin *b, bool failure, bool slow,
+static resil_breaker_reason window_verdict(resil__brk_builtin *b, bool failure, bool slow,
                                            bool tripped)
 {
     const resil__window_counts *c = b->count_window ? &b->ring.sum : &b->window.sum;
@@ -566,7 +569,7 @@ static resil_breaker_reason window_verdict(builtin *b, bool failure, bool slow,
     return 0;
 }
 
-static void window_add(builtin *b, resil_instant now, bool failure, bool slow)
+static void window_add(resil__brk_builtin *b, resil_instant now, bool failure, bool slow)
 {
     if (b->count_window)
         resil__ring_add(&b->ring, failure, slow);
@@ -579,7 +582,7 @@ static void window_add(builtin *b, resil_instant now, bool failure, bool slow)
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
+static int record_in_window(resil__brk_builtin *b, uint32_t gen, bool failure, bool slow,
                             bool tripped, resil_instant now)
 {
     lock_for_transition(b);
@@ -591,32 +594,32 @@ static int record_in_window(builtin *b, uint32_t gen, bool failure, bool slow,
     window_add(b, now, failure, slow);
     resil_breaker_reason why = window_verdict(b, failure, slow, tripped);
     if (why != 0)
-        transition(b, RESIL_BREAKER_OPEN, why, b->clock_on ? now : now_of(b));
+        transition(b, RESIL_BREAKER_OPEN, why, b->clock_on ? now : resil__brk_now_of(b));
     else if (!b->count_window)
         resil__window_cells_follow(&b->cells, &b->window);
     unlock_and_deliver(b);
     return 0;
 }
 
-static resil_instant now_or_read(builtin *b, resil_instant known)
+static resil_instant now_or_read(resil__brk_builtin *b, resil_instant known)
 {
-    return known != READ_CLOCK ? known : now_of(b);
+    return known != RESIL__BRK_READ_CLOCK ? known : resil__brk_now_of(b);
 }
 
 /* The window's part of a closed result: a success counted on the CPU's
  * cell, or the locked path. */
-static int record_windowed(builtin *b, const resil_breaker_permit *p, bool failure,
+static int record_windowed(resil__brk_builtin *b, const resil_breaker_permit *p, bool failure,
                            bool tripped, resil_instant known)
 {
     uint32_t gen = p->generation;
     resil_instant now = b->clock_on ? now_or_read(b, known) : 0; /* the ring needs none */
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
-    if (!failure && !slow && !b->count_window && count_success(b, gen, now))
+    if (!failure && !slow && !b->count_window && resil__brk_count_success(b, gen, now))
         return 0;
     return record_in_window(b, gen, failure, slow, tripped, now);
 }
 
-static int record_closed(builtin *b, const resil_breaker_permit *p,
+static int record_closed(resil__brk_builtin *b, const resil_breaker_permit *p,
                          resil_breaker_result r, uint64_t w, resil_instant known)
 {
     uint32_t gen = p->generation;
@@ -635,19 +638,20 @@ static int record_closed(builtin *b, const resil_breaker_permit *p,
     return record_windowed(b, p, failure, tripped, known);
 }
 
-static int record_probe(builtin *b, const resil_breaker_permit *p,
+static int record_probe(resil__brk_builtin *b, const resil_breaker_permit *p,
                         resil_breaker_result r, resil_instant known)
 {
     resil_instant now = now_or_read(b, known);
     lock_for_transition(b);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
-    if (word_gen(w) != p->generation || word_state(w) != RESIL_BREAKER_HALF_OPEN ||
+    if (resil__brk_word_gen(w) != p->generation ||
+        resil__brk_word_state(w) != RESIL_BREAKER_HALF_OPEN ||
         p->probe_slot >= b->opts.half_open_probes ||
         b->probes[p->probe_slot].ticket != p->probe_ticket) {
         unlock_and_deliver(b);
         return RESIL_ESTATE;
     }
-    probe_slot *s = &b->probes[p->probe_slot];
+    resil__brk_probe_slot *s = &b->probes[p->probe_slot];
     s->ticket = 0;
     b->probes_in_flight--;
     bool slow = b->slow_on && resil_dur_sub(now, p->start) > b->slow_call_duration;
@@ -669,11 +673,12 @@ int resil__breaker_record_rest(resil_breaker *h, const resil_breaker_permit *p,
                                resil_breaker_result r, resil_instant known)
 {
     uint64_t w = atomic_load_explicit(&h->word, memory_order_acquire);
-    if (p->probe && word_state(w) != OTHER)
-        return record_probe(as_builtin(h), p, r, known);
-    if (word_gen(w) == p->generation && word_state(w) == RESIL_BREAKER_CLOSED)
-        return record_closed(as_builtin(h), p, r, w, known);
-    if (word_state(w) == OTHER)
+    if (p->probe && resil__brk_word_state(w) != RESIL__BRK_OTHER)
+        return record_probe(resil__brk_as_builtin(h), p, r, known);
+    if (resil__brk_word_gen(w) == p->generation &&
+        resil__brk_word_state(w) == RESIL_BREAKER_CLOSED)
+        return record_closed(resil__brk_as_builtin(h), p, r, w, known);
+    if (resil__brk_word_state(w) == RESIL__BRK_OTHER)
         return h->ops->record(h->self, p, r);
     return RESIL_ESTATE;
 }
@@ -681,8 +686,8 @@ int resil__breaker_record_rest(resil_breaker *h, const resil_breaker_permit *p,
 /* ---- the handle's call path ------------------------------------------- */
 
 /* The built-in breaker is called directly, the others through their table,
- * found by the state OTHER in the word the built-in path reads first. A
- * closed breaker that reads no clock on admission admits here. */
+ * found by the state RESIL__BRK_OTHER in the word the built-in path reads
+ * first. A closed breaker that reads no clock on admission admits here. */
 int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
 {
     if (p == NULL)
@@ -698,7 +703,7 @@ int resil_breaker_acquire(resil_breaker *b, resil_breaker_permit *p)
 int resil_breaker_record(resil_breaker *b, const resil_breaker_permit *p,
                          resil_breaker_result r)
 {
-    return resil__breaker_record_known(b, p, r, READ_CLOCK);
+    return resil__breaker_record_known(b, p, r, RESIL__BRK_READ_CLOCK);
 }
 
 int resil_breaker_record_at(resil_breaker *b, const resil_breaker_permit *p,
@@ -711,15 +716,15 @@ int resil_breaker_record_at(resil_breaker *b, const resil_breaker_permit *p,
 
 /* A call timed elsewhere counts as one admitted now in the current
  * generation that started `took` ago; only the closed state takes it. */
-static int builtin_record_without_permit(builtin *b, resil_breaker_result r,
+static int builtin_record_without_permit(resil__brk_builtin *b, resil_breaker_result r,
                                          resil_duration took)
 {
-    uint64_t w = load_word(b);
-    if (word_state(w) != RESIL_BREAKER_CLOSED)
+    uint64_t w = resil__brk_load_word(b);
+    if (resil__brk_word_state(w) != RESIL_BREAKER_CLOSED)
         return RESIL_ESTATE;
     resil_breaker_permit p;
-    resil_instant now = b->clock_on ? now_of(b) : READ_CLOCK;
-    admit(&p, w, b->slow_on ? resil_dur_sub(now, took) : 0);
+    resil_instant now = b->clock_on ? resil__brk_now_of(b) : RESIL__BRK_READ_CLOCK;
+    resil__brk_admit(&p, w, b->slow_on ? resil_dur_sub(now, took) : 0);
     /* Through the permit path, which stays one out-of-line call from the
      * handle: the closed path compiles as it did before this entry point. */
     return resil__breaker_record_rest(&b->handle, &p, r, now);
@@ -733,7 +738,7 @@ static int record_without_permit(resil_breaker *b, resil_breaker_result r,
     if (b == NULL)
         return 0;
     if (is_builtin(b))
-        return builtin_record_without_permit(as_builtin(b), r, took);
+        return builtin_record_without_permit(resil__brk_as_builtin(b), r, took);
     if (!OPS_HAS(b->ops, record_without_permit))
         return RESIL_EINVAL;
     return b->ops->record_without_permit(b->self, r, took);
@@ -797,28 +802,29 @@ int resil_breaker_execute(resil_breaker *b, resil_op_fn op, resil_attempt_ctx *c
 
 /* ---- manual control ---------------------------------------------------- */
 
-static void force(builtin *b, resil_breaker_state to, resil_breaker_reason why)
+static void force(resil__brk_builtin *b, resil_breaker_state to, resil_breaker_reason why)
 {
-    resil_instant now = now_of(b);
+    resil_instant now = resil__brk_now_of(b);
     lock_for_transition(b);
-    if (word_state(atomic_load_explicit(&b->handle.word, memory_order_relaxed)) != to)
+    if (resil__brk_word_state(atomic_load_explicit(&b->handle.word, memory_order_relaxed)) != to)
         transition(b, to, why, now);
     unlock_and_deliver(b);
 }
 
-static void reset(builtin *b)
+static void reset(resil__brk_builtin *b)
 {
-    resil_instant now = now_of(b);
+    resil_instant now = resil__brk_now_of(b);
     lock_for_transition(b);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_relaxed);
-    if (word_state(w) != RESIL_BREAKER_CLOSED) {
+    if (resil__brk_word_state(w) != RESIL_BREAKER_CLOSED) {
         transition(b, RESIL_BREAKER_CLOSED, RESIL_BREAKER_BY_RESET, now);
     } else {
         /* No state change, no event; but calls admitted before the reset
          * must not count afterwards, so the generation still moves on. */
         enter_closed(b);
-        atomic_store_explicit(&b->handle.word, make_word(word_gen(w) + 1, RESIL_BREAKER_CLOSED, 0),
-                              memory_order_release);
+        uint32_t gen = resil__brk_word_gen(w) + 1;
+        uint64_t closed = resil__brk_make_word(gen, RESIL_BREAKER_CLOSED, 0);
+        atomic_store_explicit(&b->handle.word, closed, memory_order_release);
     }
     b->ever_opened = false;
     b->last_opened_at = 0;
@@ -828,7 +834,7 @@ static void reset(builtin *b)
 
 static int builtin_control(void *self, resil_breaker_control op)
 {
-    builtin *b = self;
+    resil__brk_builtin *b = self;
     switch (op) {
     case RESIL_BREAKER_DO_ISOLATE:
         force(b, RESIL_BREAKER_ISOLATED, RESIL_BREAKER_BY_ISOLATE);
@@ -860,22 +866,22 @@ int resil_breaker_disable(resil_breaker *b) { return control(b, RESIL_BREAKER_DO
 
 static resil_breaker_state builtin_state(void *self)
 {
-    return word_state(load_word(self));
+    return resil__brk_word_state(resil__brk_load_word(self));
 }
 
 resil_breaker_state resil_breaker_state_of(const resil_breaker *b)
 {
     if (b == NULL)
         return RESIL_BREAKER_NONE;
-    resil_breaker_state s = word_state(atomic_load_explicit(&((resil_breaker *)b)->word,
+    resil_breaker_state s = resil__brk_word_state(atomic_load_explicit(&((resil_breaker *)b)->word,
                                                             memory_order_acquire));
-    return s != OTHER ? s : b->ops->state(b->self);
+    return s != RESIL__BRK_OTHER ? s : b->ops->state(b->self);
 }
 
 static bool builtin_idle(void *self)
 {
-    uint64_t w = load_word(self);
-    return word_state(w) == RESIL_BREAKER_CLOSED && word_count(w) == 0;
+    uint64_t w = resil__brk_load_word(self);
+    return resil__brk_word_state(w) == RESIL_BREAKER_CLOSED && resil__brk_word_count(w) == 0;
 }
 
 bool resil__breaker_idle(const resil_breaker *b)
@@ -888,7 +894,7 @@ static double share(uint64_t part, uint64_t total)
     return total == 0 ? 0.0 : (double)part / (double)total;
 }
 
-static resil_instant next_probe_at(builtin *b, resil_breaker_state s)
+static resil_instant next_probe_at(resil__brk_builtin *b, resil_breaker_state s)
 {
     if (s == RESIL_BREAKER_OPEN)
         return atomic_load_explicit(&b->open_until, memory_order_relaxed);
@@ -899,16 +905,16 @@ static resil_instant next_probe_at(builtin *b, resil_breaker_state s)
 
 static int builtin_stats(void *self, resil_breaker_stats *out)
 {
-    builtin *b = self;
-    resil_instant now = now_of(b);
+    resil__brk_builtin *b = self;
+    resil_instant now = resil__brk_now_of(b);
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&b->mu);
     resil__window_cells_fold(&b->cells, &b->window);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
     resil__window_counts c = b->count_window ? b->ring.sum
                                              : resil__window_totals(&b->window, now);
-    out->state = word_state(w);
-    out->consecutive_failures = word_count(w);
+    out->state = resil__brk_word_state(w);
+    out->consecutive_failures = resil__brk_word_count(w);
     out->consecutive_successes = b->consecutive_successes;
     out->probes_in_flight = b->probes_in_flight;
     out->window_total = c.total;
@@ -921,7 +927,7 @@ static int builtin_stats(void *self, resil_breaker_stats *out)
     out->opens = b->opens;
     out->next_probe_at = next_probe_at(b, out->state);
     out->current_break = b->current_break;
-    out->generation = word_gen(w);
+    out->generation = resil__brk_word_gen(w);
     out->transitions = b->transitions;
     out->events_dropped = b->events_dropped;
     pthread_mutex_unlock(&b->mu);
@@ -940,12 +946,12 @@ int resil_breaker_stats_get(resil_breaker *b, resil_breaker_stats *out)
 /* Through the handle, so that the call path has one caller to inline into. */
 static int builtin_acquire_op(void *self, resil_breaker_permit *p)
 {
-    return resil_breaker_acquire(&((builtin *)self)->handle, p);
+    return resil_breaker_acquire(&((resil__brk_builtin *)self)->handle, p);
 }
 
 static int builtin_record_op(void *self, const resil_breaker_permit *p, resil_breaker_result r)
 {
-    return resil_breaker_record(&((builtin *)self)->handle, p, r);
+    return resil_breaker_record(&((resil__brk_builtin *)self)->handle, p, r);
 }
 
 static const resil_breaker_ops builtin_ops = {

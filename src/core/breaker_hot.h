@@ -22,47 +22,47 @@
 #include "resil/breaker.h"
 #include "window.h"
 
-#define COUNT_BITS 29
-#define COUNT_MAX ((UINT32_C(1) << COUNT_BITS) - 1)
-#define STATE_MASK UINT64_C(7)
-#define CACHE_LINE 64
+#define RESIL__BRK_COUNT_BITS 29
+#define RESIL__BRK_COUNT_MAX ((UINT32_C(1) << RESIL__BRK_COUNT_BITS) - 1)
+#define RESIL__BRK_STATE_MASK UINT64_C(7)
+#define RESIL__BRK_CACHE_LINE 64
 
-typedef struct probe_slot {
+typedef struct resil__brk_probe_slot {
     uint32_t ticket; /* 0 = free */
     resil_instant start;
-} probe_slot;
+} resil__brk_probe_slot;
 
 /* The handle every implementation's breakers are reached through. The
  * word is the built-in breaker's (below); another implementation's handle
- * holds a constant word in state OTHER, so that the built-in call path,
+ * holds a constant word in state RESIL__BRK_OTHER, so that the built-in call path,
  * which reads the word first anyway, finds the others on its slow branch
  * and the closed path pays nothing for the seam. */
 struct resil_breaker {
     const resil_breaker_ops *ops;
     void *self;
     _Atomic uint64_t word;
-    uint8_t success; /* what a closed success needs (SUCCESS_*), immutable */
+    uint8_t success; /* what a closed success needs (RESIL__BRK_SUCCESS_*), immutable */
 };
 
 /* What a built-in breaker's closed success must do besides ending a
  * failure run (which needs the general path): */
-#define SUCCESS_GENERAL 0 /* another's breaker, the slow-call rule, the ring */
-#define SUCCESS_NOTHING 1 /* no window: nothing */
-#define SUCCESS_CELL 2    /* the time window: one count in the CPU's cell */
+#define RESIL__BRK_SUCCESS_GENERAL 0 /* another's breaker, the slow-call rule, the ring */
+#define RESIL__BRK_SUCCESS_NOTHING 1 /* no window: nothing */
+#define RESIL__BRK_SUCCESS_CELL 2    /* the time window: one count in the CPU's cell */
 
-#define OTHER ((resil_breaker_state)7) /* fits the word's 3 state bits */
+#define RESIL__BRK_OTHER ((resil_breaker_state)7) /* fits the word's 3 state bits */
 
 /* Another implementation's breaker: the handle, its references, its name. */
-typedef struct custom {
+typedef struct resil__brk_custom {
     resil_breaker handle;
     _Atomic uint32_t refs;
     char name[RESIL_BREAKER_NAME_MAX];
-} custom;
+} resil__brk_custom;
 
-typedef struct builtin {
+typedef struct resil__brk_builtin {
     /* Read on every call: the handle with its word, written only at
      * transitions and failure runs. */
-    _Alignas(CACHE_LINE) resil_breaker handle;
+    _Alignas(RESIL__BRK_CACHE_LINE) resil_breaker handle;
     _Atomic int64_t open_until;
     resil__window_cells cells; /* the time window's successes, counted by CPU */
     resil_clock *clock;
@@ -80,15 +80,15 @@ typedef struct builtin {
     resil_breaker_opts opts; /* the rest, immutable after creation */
 
     /* Registry lookups touch this; keep it off the call path's line. */
-    _Alignas(CACHE_LINE) _Atomic uint32_t refs;
+    _Alignas(RESIL__BRK_CACHE_LINE) _Atomic uint32_t refs;
 
     /* Everything below is guarded by mu. */
-    _Alignas(CACHE_LINE) pthread_mutex_t mu;
+    _Alignas(RESIL__BRK_CACHE_LINE) pthread_mutex_t mu;
     pthread_cond_t room; /* signalled when the event queue drains a slot */
     resil__window window;
     resil__ring ring;
     uint32_t minimum_throughput; /* at most window_size for a count window */
-    probe_slot *probes;
+    resil__brk_probe_slot *probes;
     uint32_t probes_in_flight;
     uint32_t next_ticket;
     uint32_t consecutive_successes;
@@ -103,31 +103,37 @@ typedef struct builtin {
     bool delivering;
     pthread_t deliverer;
     char name[RESIL_BREAKER_NAME_MAX];
-} builtin;
+} resil__brk_builtin;
 
 
-static inline builtin *as_builtin(const resil_breaker *b) { return (builtin *)b; }
+static inline resil__brk_builtin *resil__brk_as_builtin(const resil_breaker *b)
+{
+    return (resil__brk_builtin *)b;
+}
 
 /* ---- the word ---------------------------------------------------------- */
 
-static inline uint64_t make_word(uint32_t gen, resil_breaker_state s, uint32_t count)
+static inline uint64_t resil__brk_make_word(uint32_t gen, resil_breaker_state s, uint32_t count)
 {
-    return ((uint64_t)gen << 32) | ((uint64_t)s << COUNT_BITS) | count;
+    return ((uint64_t)gen << 32) | ((uint64_t)s << RESIL__BRK_COUNT_BITS) | count;
 }
-static inline uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> 32); }
-static inline resil_breaker_state word_state(uint64_t w)
+static inline uint32_t resil__brk_word_gen(uint64_t w) { return (uint32_t)(w >> 32); }
+static inline resil_breaker_state resil__brk_word_state(uint64_t w)
 {
-    return (resil_breaker_state)((w >> COUNT_BITS) & STATE_MASK);
+    return (resil_breaker_state)((w >> RESIL__BRK_COUNT_BITS) & RESIL__BRK_STATE_MASK);
 }
-static inline uint32_t word_count(uint64_t w) { return (uint32_t)(w & COUNT_MAX); }
+static inline uint32_t resil__brk_word_count(uint64_t w)
+{
+    return (uint32_t)(w & RESIL__BRK_COUNT_MAX);
+}
 
-static inline uint64_t load_word(const builtin *b)
+static inline uint64_t resil__brk_load_word(const resil__brk_builtin *b)
 {
-    return atomic_load_explicit(&((builtin *)b)->handle.word, memory_order_acquire);
+    return atomic_load_explicit(&((resil__brk_builtin *)b)->handle.word, memory_order_acquire);
 }
 
 /* Our own clocks are read without their table's indirect call. */
-static inline resil_instant now_of(builtin *b)
+static inline resil_instant resil__brk_now_of(resil__brk_builtin *b)
 {
     return b->own_clock ? resil__clock_read(b->clock_id) : resil_clock_now(b->clock);
 }
@@ -137,41 +143,41 @@ static inline resil_instant now_of(builtin *b)
  * the word is read once, compared whole. The epoch is read before it, so a
  * success counted is either counted in `gen` or dropped with it
  * (window.h). */
-static RESIL__ALWAYS_INLINE bool count_success(builtin *b, uint32_t gen,
+static RESIL__ALWAYS_INLINE bool resil__brk_count_success(resil__brk_builtin *b, uint32_t gen,
                                                resil_instant now)
 {
     uint64_t e = resil__window_cells_epoch(&b->cells);
     uint64_t w = atomic_load_explicit(&b->handle.word, memory_order_acquire);
-    if (w != make_word(gen, RESIL_BREAKER_CLOSED, 0))
+    if (w != resil__brk_make_word(gen, RESIL_BREAKER_CLOSED, 0))
         return false;
     return resil__window_cells_add(&b->cells, e, now);
 }
 
-static inline void admit(resil_breaker_permit *p, uint64_t w, resil_instant start)
+static inline void resil__brk_admit(resil_breaker_permit *p, uint64_t w, resil_instant start)
 {
-    p->state = word_state(w);
+    p->state = resil__brk_word_state(w);
     p->probe = false;
     p->start = start;
     p->retry_after = 0;
-    p->generation = word_gen(w);
+    p->generation = resil__brk_word_gen(w);
     p->probe_slot = 0;
     p->probe_ticket = 0;
 }
 
-/* `known`: the caller's reading of the breaker's clock, or READ_CLOCK. */
-#define READ_CLOCK INT64_MIN
+/* `known`: the caller's reading of the breaker's clock, or RESIL__BRK_READ_CLOCK. */
+#define RESIL__BRK_READ_CLOCK INT64_MIN
 
-/* A caller's instant as `known`: one that happens to be READ_CLOCK is
+/* A caller's instant as `known`: one that happens to be RESIL__BRK_READ_CLOCK is
  * taken as the next nanosecond, not as "read the clock". */
 static inline resil_instant resil__breaker_known(resil_instant now)
 {
-    return now == READ_CLOCK ? now + 1 : now;
+    return now == RESIL__BRK_READ_CLOCK ? now + 1 : now;
 }
 
 /* The open state, and everything but a closed admission without the
  * slow-call rule; a result other than a closed success the handle's
  * success byte covers (breaker.c, out of line). */
-int resil__breaker_acquire_open(builtin *b, resil_breaker_permit *p, uint64_t w);
+int resil__breaker_acquire_open(resil__brk_builtin *b, resil_breaker_permit *p, uint64_t w);
 int resil__breaker_acquire_rest(resil_breaker *h, resil_breaker_permit *p, uint64_t w);
 int resil__breaker_record_rest(resil_breaker *h, const resil_breaker_permit *p,
                                resil_breaker_result r, resil_instant known);
@@ -182,29 +188,30 @@ static inline int resil__breaker_admit(resil_breaker *b, resil_breaker_permit *p
     if (b == NULL)
         return resil_breaker_acquire(NULL, p);
     uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
-    resil_breaker_state s = word_state(w);
-    if (s == RESIL_BREAKER_CLOSED && !as_builtin(b)->slow_on) {
-        admit(p, w, 0);
+    resil_breaker_state s = resil__brk_word_state(w);
+    if (s == RESIL_BREAKER_CLOSED && !resil__brk_as_builtin(b)->slow_on) {
+        resil__brk_admit(p, w, 0);
         return 0;
     }
     if (s == RESIL_BREAKER_OPEN)
-        return resil__breaker_acquire_open(as_builtin(b), p, w);
+        return resil__breaker_acquire_open(resil__brk_as_builtin(b), p, w);
     return resil__breaker_acquire_rest(b, p, w);
 }
 
 /* A closed success that ends no failure run, as the handle's success byte
  * says it may be taken: true when it is done. Another's handle says
- * SUCCESS_GENERAL, so its word is never read here as a built-in's. */
-static RESIL__ALWAYS_INLINE bool closed_success(resil_breaker *h,
+ * RESIL__BRK_SUCCESS_GENERAL, so its word is never read here as a built-in's. */
+static RESIL__ALWAYS_INLINE bool resil__brk_closed_success(resil_breaker *h,
                                                 const resil_breaker_permit *p,
                                                 resil_instant *known)
 {
-    builtin *b = as_builtin(h);
-    if (h->success == SUCCESS_NOTHING)
-        return load_word(b) == make_word(p->generation, RESIL_BREAKER_CLOSED, 0);
-    if (*known == READ_CLOCK)
-        *known = now_of(b); /* the general path takes this reading if it must */
-    return count_success(b, p->generation, *known);
+    resil__brk_builtin *b = resil__brk_as_builtin(h);
+    if (h->success == RESIL__BRK_SUCCESS_NOTHING)
+        return resil__brk_load_word(b) ==
+               resil__brk_make_word(p->generation, RESIL_BREAKER_CLOSED, 0);
+    if (*known == RESIL__BRK_READ_CLOCK)
+        *known = resil__brk_now_of(b); /* the general path takes this reading if it must */
+    return resil__brk_count_success(b, p->generation, *known);
 }
 
 static inline int resil__breaker_record_known(resil_breaker *b, const resil_breaker_permit *p,
@@ -214,8 +221,8 @@ static inline int resil__breaker_record_known(resil_breaker *b, const resil_brea
         return RESIL_EINVAL;
     if (b == NULL)
         return 0;
-    if (r == RESIL_BREAKER_SUCCESS && !p->probe && b->success != SUCCESS_GENERAL &&
-        closed_success(b, p, &known))
+    if (r == RESIL_BREAKER_SUCCESS && !p->probe && b->success != RESIL__BRK_SUCCESS_GENERAL &&
+        resil__brk_closed_success(b, p, &known))
         return 0;
     return resil__breaker_record_rest(b, p, r, known);
 }

@@ -170,7 +170,7 @@ static RESIL__ALWAYS_INLINE void resil__breaker_leave_to(const resil__run *r, si
         verdict = r->p->classify(out, &ctx, r->p->classify_ud);
     }
     if (!resil__node_at(r, i)->owned || f->reading == NULL) {
-        resil__breaker_record_known(b, permit, verdict, READ_CLOCK);
+        resil__breaker_record_known(b, permit, verdict, RESIL__BRK_READ_CLOCK);
         return;
     }
     /* Our own breaker reads our clock: read it once for both of us. */
