@@ -49,7 +49,7 @@ void resil__run_adaptive_limiter(const resil__run *r, size_t i, const resil__fra
         resil__limiter_refuse(r, f, rc, out);
         return;
     }
-    resil__chain_admitted(r, i, f, t.queued, out);
+    resil__chain_admitted(r, i, f, t.queued, resil__chain, out);
     resil__limiter_leave(r, n, f, &t, out);
 }
 

@@ -255,18 +255,26 @@ static inline void resil__chain(const resil__run *r, size_t i, const resil__fram
 {
     r->p->nodes[i].step(r, i, f, out);
 }
+/* A fresh clock reading after a wait, kept as the execution's latest
+ * (pipeline_strategies.c). */
+resil_instant resil__read_now(const resil__run *r);
 /* The strategies below an admission (a bulkhead's, an adaptive limiter's)
  * start where it ended: a fresh reading of the clock only when the caller
- * waited in the queue (resil__chain_after_queue). */
-void resil__chain_after_queue(const resil__run *r, size_t i, const resil__frame *f,
-                              resil_outcome *out);
-static inline void resil__chain_admitted(const resil__run *r, size_t i, const resil__frame *f,
-                                         resil_duration queued, resil_outcome *out)
+ * waited in the queue. `next` runs them: resil__chain(), or a body the
+ * caller inlines (pipeline_strategies.c), which this, inlined too, turns
+ * into a direct call. */
+static RESIL__ALWAYS_INLINE void resil__chain_admitted(const resil__run *r, size_t i,
+                                                       const resil__frame *f,
+                                                       resil_duration queued,
+                                                       resil__step_fn *next, resil_outcome *out)
 {
-    if (queued <= 0)
-        resil__chain(r, i + 1, f, out);
-    else
-        resil__chain_after_queue(r, i, f, out);
+    if (queued <= 0) {
+        next(r, i + 1, f, out);
+        return;
+    }
+    resil__frame inner = *f;
+    inner.now = resil__read_now(r);
+    next(r, i + 1, &inner, out);
 }
 
 /* Strategies (pipeline_strategies.c, hedge.c). */
@@ -304,12 +312,11 @@ void resil__run_throttle(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out);
 
 /* What the strategies in other files share with pipeline_strategies.c: a
- * rejection by strategy `k` reported as event `t`, and a fresh clock
- * reading after a wait (kept as the execution's latest). */
+ * rejection by strategy `k` reported as event `t` (and resil__read_now()
+ * above). */
 void resil__reject(const resil__run *r, resil_event_type t, resil_strategy_kind k,
                    const resil__frame *f, const char *detail, resil_duration retry_after,
                    resil_outcome *out);
-resil_instant resil__read_now(const resil__run *r);
 
 /* The builder's steps for strategies added from other files
  * (pipeline.c): a fresh node of kind `k`, or the builder's error; commit

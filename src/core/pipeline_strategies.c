@@ -86,14 +86,6 @@ void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *
 
 /* ---- bulkhead ------------------------------------------------------------------ */
 
-void resil__chain_after_queue(const resil__run *r, size_t i, const resil__frame *f,
-                              resil_outcome *out)
-{
-    resil__frame inner = *f;
-    inner.now = resil__read_now(r);
-    resil__chain(r, i + 1, &inner, out);
-}
-
 RESIL__BODY void bulkhead_body(const resil__run *r, size_t i, const resil__frame *f,
                                resil_outcome *out, resil__step_fn *next)
 {
@@ -101,13 +93,7 @@ RESIL__BODY void bulkhead_body(const resil__run *r, size_t i, const resil__frame
     resil_bulkhead_ticket t = {.owner = NULL, .queued = 0};
     if (!resil__bulkhead_admit(r, f, resil_bulkhead_acquire(n->bulkhead, f->cancel, &t), out))
         return;
-    if (t.queued <= 0) {
-        next(r, i + 1, f, out);
-    } else {
-        resil__frame inner = *f;
-        inner.now = resil__read_now(r);
-        next(r, i + 1, &inner, out);
-    }
+    resil__chain_admitted(r, i, f, t.queued, next, out);
     resil_bulkhead_release(&t);
 }
 
