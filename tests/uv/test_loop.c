@@ -183,13 +183,24 @@ static void ring(resil_timer *t)
     a->order = ++rung;
 }
 
-static void start_wakeup_at(world *w, wakeup *a, resil_duration from_now)
+static void wakeup_init(wakeup *a, resil_loop *loop)
 {
-    a->loop = resil_uv_loop(w->host);
+    a->loop = loop;
     a->t = (resil_timer){.fn = ring};
     a->fired = 0;
-    resil_instant due = resil_clock_now(resil_loop_clock(a->loop)) + from_now;
-    a->loop->ops->timer_start_at(a->loop->self, &a->t, due);
+}
+
+static void start_wakeup_for(resil_loop *loop, wakeup *a, resil_instant due)
+{
+    wakeup_init(a, loop);
+    loop->ops->timer_start_at(loop->self, &a->t, due);
+}
+
+static void start_wakeup_at(world *w, wakeup *a, resil_duration from_now)
+{
+    resil_loop *loop = resil_uv_loop(w->host);
+    resil_instant due = resil_clock_now(resil_loop_clock(loop)) + from_now;
+    start_wakeup_for(loop, a, due);
     a->fired_at = due; /* the callback overwrites it with its reading */
 }
 
@@ -237,9 +248,7 @@ static void a_due_timer_stopped_before_its_pass_never_runs(void **state)
 
 static void start_wakeup_in(world *w, wakeup *a, resil_duration delay)
 {
-    a->loop = resil_uv_loop(w->host);
-    a->t = (resil_timer){.fn = ring};
-    a->fired = 0;
+    wakeup_init(a, resil_uv_loop(w->host));
     a->loop->ops->timer_start(a->loop->self, &a->t, delay);
 }
 
@@ -315,14 +324,6 @@ static void a_negative_delay_runs_before_a_zero_delay_started_first(void **state
     assert_int_equal(negative.order, 1);
     assert_int_equal(zero.order, 2);
     close_world(&w);
-}
-
-static void start_wakeup_for(resil_loop *loop, wakeup *a, resil_instant due)
-{
-    a->loop = loop;
-    a->t = (resil_timer){.fn = ring};
-    a->fired = 0;
-    loop->ops->timer_start_at(loop->self, &a->t, due);
 }
 
 /* Timers due already run in due order, then in start order, whether the
