@@ -225,9 +225,15 @@ static gw_resp_rc headers_end(gw_resp *p)
     return GW_RESP_MORE;
 }
 
+/* A line (it ends with LF) that is only its end: LF or CRLF. */
+static bool bare_eol(const char *line, size_t len)
+{
+    return len == 1 || (len == 2 && line[0] == '\r');
+}
+
 static gw_resp_rc header_line(gw_resp *p, const char *line, size_t len, const gw_resp_sink *s)
 {
-    if (content_len(line, len) == 0 && (len == 1 || (len == 2 && line[0] == '\r')))
+    if (bare_eol(line, len))
         return p->state == ST_TRAILERS ? (p->state = ST_DONE, GW_RESP_DONE) : headers_end(p);
     if (p->status >= 200 && !s->field(s->ud, line, len))
         return fail(p, "header refused by the sink");
@@ -272,7 +278,7 @@ static gw_resp_rc line_state(gw_resp *p, const char *line, size_t len, const gw_
     case ST_CHUNK_SIZE:
         return chunk_size(p, line, len);
     default: /* ST_CHUNK_END */
-        if (len == 1 || (len == 2 && line[0] == '\r')) {
+        if (bare_eol(line, len)) {
             p->state = ST_CHUNK_SIZE;
             return GW_RESP_MORE;
         }
