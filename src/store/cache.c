@@ -159,11 +159,13 @@ static void drop_at(store_cache *c, cache_entry **p)
     free(e);
 }
 
+/* Drop e itself: its bucket's chain holds it, found by pointer. */
 static void drop_entry(store_cache *c, cache_entry *e)
 {
-    cache_key k = {.len = e->id_len, .h = e->h};
-    memcpy(k.id, e->id, e->id_len);
-    drop_at(c, slot(c, &k));
+    cache_entry **p = &c->buckets[e->h & (c->n_buckets - 1)];
+    while (*p != e)
+        p = &(*p)->chain;
+    drop_at(c, p);
 }
 
 /* Double the buckets when the chains grow past one entry on average. */
