@@ -446,24 +446,21 @@ static int other_acquire(resil_bulkhead *b, resil_cancel *cancel, bool wait,
     return rc;
 }
 
-/* Everything after the thread's own parked permit, out of line. */
+static int admit_slow(resil_bulkhead *b, resil_cancel *cancel, bool wait,
+                      resil_bulkhead_ticket *t);
+
+/* Everything after the thread's own parked permit, out of line: the
+ * acquire's own admission, where a call that would queue is refused. */
 __attribute__((noinline)) static int try_acquire_slow(resil_bulkhead *b,
                                                       resil_bulkhead_ticket *t)
 {
     fill_ticket(t, NULL, 0); /* a failed acquire leaves a ticket release ignores */
-    if (!take_at_once(b)) {
-        if (b->ops != NULL)
-            return other_acquire(b, NULL, false, t);
-        hold(b);
-        bool taken = take_free_counted(b);
-        unhold(b);
-        if (!taken) {
-            resil__count(&b->rejected);
-            return RESIL_EREJECTED;
-        }
-    }
-    fill_ticket(t, b, 0);
-    return 0;
+    int rc = admit_slow(b, NULL, false, t);
+    if (rc != RESIL__BULK_QUEUED)
+        return rc;
+    unhold(b);
+    resil__count(&b->rejected);
+    return RESIL_EREJECTED;
 }
 
 int resil_bulkhead_try_acquire(resil_bulkhead *b, resil_bulkhead_ticket *t)
