@@ -71,7 +71,7 @@ typedef struct gw_config {
     gw_chaos_config chaos;        /* --chaos-* (gateway_chaos.h) */
 } gw_config;
 
-/* A growable byte buffer, capped. */
+/* gateway_buf.c: a growable byte buffer, capped, its text NUL-terminated. */
 typedef struct gw_buf {
     char *p;
     size_t len, cap, limit;
@@ -80,6 +80,9 @@ typedef struct gw_buf {
 
 bool gw_buf_append(gw_buf *b, const void *data, size_t len);
 void gw_buf_free(gw_buf *b);
+/* Empty b for its next use, its limit kept: its storage stays when it is
+ * at most `keep` bytes, else it is freed. */
+void gw_buf_reuse(gw_buf *b, size_t keep);
 
 /* What the upstream answered. */
 typedef struct gw_reply {
@@ -233,8 +236,7 @@ typedef struct gw_call {
     struct gw_upconn *conn;  /* the connection it is on */
     resil_timer timer;       /* --timeout, and the connect's bound */
     resil_instant begun, deadline;
-    gw_buf head;             /* the request line and headers */
-    const void *body;        /* the client's, sent after head */
+    const void *body;        /* the client's, sent after its connection's head */
     size_t body_len, sent;   /* bytes of head and body taken by the socket */
     gw_resp resp;            /* the answer's framing */
 } gw_call;

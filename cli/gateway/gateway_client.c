@@ -22,12 +22,15 @@
  * (the connection is dropped) and taking it again costs no system call. A
  * call builds its request line and headers once (as libcurl wrote them:
  * Host, Accept, the client's end-to-end headers, X-Forwarded-For,
- * Content-Length and libcurl's default Content-Type for a body) and
- * writes them with the body in one sendmsg(); it reads with one recv() per
- * readiness into the connection's buffer, which the parser frames. One
- * loop timer per call bounds it: --timeout in whole milliseconds (rounded
- * up, as libcurl has it), and the connect within the lesser of that and
- * 10 s.
+ * Content-Length and libcurl's default Content-Type for a body) into the
+ * head buffer of the connection it takes, and writes them with the body
+ * in one sendmsg(); it reads with one recv() per readiness into the
+ * connection's read buffer, which the parser frames. Both buffers stay
+ * with the connection's record from call to call (the head's storage up
+ * to HEAD_KEEP bytes), so a kept-alive connection carries a steady stream
+ * of requests without allocating for any of them. One loop timer per
+ * call bounds it: --timeout in whole milliseconds (rounded up, as libcurl
+ * has it), and the connect within the lesser of that and 10 s.
  *
  * At most once. A request's bytes may have left once sendmsg() took any of
  * them (out->may_have_sent, as libcurl's pre-request callback said). A
@@ -54,6 +57,9 @@
 #include "gateway.h"
 
 #define READ_SIZE (16 * 1024)
+/* A request head's storage kept for the connection's next call at most:
+ * room for a large cookie or token, not for every outlier. */
+#define HEAD_KEEP (16 * 1024)
 
 typedef struct gw_upconn {
     resil_io io;
@@ -67,6 +73,7 @@ typedef struct gw_upconn {
     bool answered;    /* a byte of an answer came for its call */
     char *rbuf;       /* bytes read and not yet framed */
     size_t rlen, rcap;
+    gw_buf head;      /* its call's request line and headers; empty between calls */
 } gw_upconn;
 
 struct gw_client {
@@ -201,7 +208,7 @@ static void idle_unlink(struct gw_client *cl, gw_upconn *k)
     cl->n_idle--;
 }
 
-/* The socket goes; the record (and its buffer) waits for the next one. */
+/* The socket goes; the record (and its buffers) waits for the next one. */
 static void conn_close(struct gw_client *cl, gw_upconn *k)
 {
     resil_loop_io_stop(cl->loop, &k->io); /* harmless when it never started */
@@ -221,9 +228,11 @@ static gw_upconn *conn_record(struct gw_client *cl)
         cl->spare = k->next;
         char *rbuf = k->rbuf;
         size_t rcap = k->rcap;
+        gw_buf head = k->head;
         memset(k, 0, sizeof *k);
         k->rbuf = rbuf;
         k->rcap = rcap;
+        k->head = head;
     } else if ((k = calloc(1, sizeof *k)) == NULL) {
         return NULL;
     }
@@ -271,14 +280,16 @@ static void arm(struct gw_client *cl, gw_call *c, long ms)
     cl->loop->ops->timer_start(cl->loop->self, &c->timer, left < d ? (left > 0 ? left : 0) : d);
 }
 
-/* The call lets go of its connection: kept for the next call when it may
- * carry one and nothing unasked for came on it, else closed. */
+/* The call lets go of its connection, and of its request head there: the
+ * connection is kept for the next call when it may carry one and nothing
+ * unasked for came on it, else closed. */
 static void release_conn(struct gw_client *cl, gw_call *c, bool keep)
 {
     gw_upconn *k = c->conn;
     c->conn = NULL;
     if (k == NULL)
         return;
+    gw_buf_reuse(&k->head, HEAD_KEEP);
     if (!keep || k->rlen != 0 || cl->n_idle >= GW_KEEP_CONNECTIONS) {
         conn_close(cl, k);
         return;
@@ -294,7 +305,6 @@ static void call_end(struct gw_client *cl, gw_call *c, bool keep)
 {
     cl->loop->ops->timer_stop(cl->loop->self, &c->timer);
     release_conn(cl, c, keep);
-    gw_buf_free(&c->head);
     cl->finished(c, cl->ud);
 }
 
@@ -328,10 +338,11 @@ static void connect_failed(struct gw_client *cl, gw_call *c)
 
 /* ---- sending ------------------------------------------------------------------ */
 
-static size_t request_size(const gw_call *c) { return c->head.len + c->body_len; }
+/* With the call on its connection: */
+static size_t request_size(const gw_call *c) { return c->conn->head.len + c->body_len; }
 
 static void send_request(struct gw_client *cl, gw_call *c);
-static void take_conn(struct gw_client *cl, gw_call *c, bool fresh);
+static void go(struct gw_client *cl, gw_call *c);
 
 /* Its connection died with no answer byte: a kept one is sent on again
  * when the rule allows (see the top), anything else fails. */
@@ -348,20 +359,30 @@ static void conn_died(struct gw_client *cl, gw_call *c, int code, const char *fm
         call_failed(cl, c, CURLE_GOT_NOTHING, "%s", ""); /* worded upstream */
         return;
     }
+    gw_upconn *fresh = conn_open(cl); /* while k is open: another record */
+    if (fresh == NULL) {
+        connect_failed(cl, c);
+        return;
+    }
+    gw_buf head = fresh->head; /* the request goes with the call, storage for storage */
+    fresh->head = k->head;
+    k->head = head;
     release_conn(cl, c, false);
     c->sent = 0;
-    take_conn(cl, c, true);
+    c->conn = fresh;
+    go(cl, c);
 }
 
 static void send_request(struct gw_client *cl, gw_call *c)
 {
     gw_upconn *k = c->conn;
+    const gw_buf *head = &k->head;
     size_t total = request_size(c);
     struct iovec iov[2];
     int n_iov = 0;
-    if (c->sent < c->head.len)
-        iov[n_iov++] = (struct iovec){c->head.p + c->sent, c->head.len - c->sent};
-    size_t body_at = c->sent > c->head.len ? c->sent - c->head.len : 0;
+    if (c->sent < head->len)
+        iov[n_iov++] = (struct iovec){head->p + c->sent, head->len - c->sent};
+    size_t body_at = c->sent > head->len ? c->sent - head->len : 0;
     if (c->body_len > body_at)
         iov[n_iov++] = (struct iovec){(char *)c->body + body_at, c->body_len - body_at};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
@@ -393,20 +414,27 @@ static void connected(struct gw_client *cl, gw_call *c)
     send_request(cl, c);
 }
 
-/* A kept connection when one idles (and `fresh` does not ask for a new
- * one), else a new one. */
-static void take_conn(struct gw_client *cl, gw_call *c, bool fresh)
+/* A kept connection when one idles, else a new one, for c: false when
+ * none could be had (c has failed). */
+static bool take_conn(struct gw_client *cl, gw_call *c)
 {
-    gw_upconn *k = fresh ? NULL : cl->idle;
+    gw_upconn *k = cl->idle;
     if (k != NULL) {
         idle_unlink(cl, k);
     } else if ((k = conn_open(cl)) == NULL) {
         connect_failed(cl, c);
-        return;
+        return false;
     }
+    c->conn = k;
+    return true;
+}
+
+/* c's request, its head on its connection: sent, or the connect first. */
+static void go(struct gw_client *cl, gw_call *c)
+{
+    gw_upconn *k = c->conn;
     k->call = c;
     k->answered = false;
-    c->conn = k;
     if (k->connecting) {
         arm(cl, c, cl->connect_ms);
         watch(k, RESIL_IO_WRITE);
@@ -576,10 +604,11 @@ static void put_number(gw_buf *b, size_t n)
     put(b, digits + at, sizeof digits - at);
 }
 
-/* The request line and headers, as libcurl wrote them. */
+/* The request line and headers, as libcurl wrote them, into the head
+ * buffer (empty) of the call's connection. */
 static bool build_head(struct gw_client *cl, gw_call *c, const gw_forward *f)
 {
-    gw_buf *b = &c->head;
+    gw_buf *b = &c->conn->head;
     b->limit = (size_t)-1;
     put(b, f->method, strlen(f->method));
     put(b, " ", 1);
@@ -614,19 +643,20 @@ void gw_client_start(struct gw_client *cl, gw_call *c, const gw_forward *f)
         call_failed(cl, c, CURLE_URL_MALFORMAT, "%s", "cannot build the upstream URL");
         return;
     }
+    if (!take_conn(cl, c))
+        return;
     if (!build_head(cl, c, f)) {
         call_failed(cl, c, CURLE_OUT_OF_MEMORY, "%s", "out of memory");
         return;
     }
     arm(cl, c, cl->timeout_ms);
-    take_conn(cl, c, false);
+    go(cl, c);
 }
 
 void gw_client_abort(struct gw_client *cl, gw_call *c)
 {
     cl->loop->ops->timer_stop(cl->loop->self, &c->timer);
     release_conn(cl, c, false);
-    gw_buf_free(&c->head);
 }
 
 void gw_client_close(struct gw_client *cl)
@@ -641,6 +671,7 @@ void gw_client_close(struct gw_client *cl)
     for (gw_upconn *k = cl->spare, *next; k != NULL; k = next) {
         next = k->next;
         free(k->rbuf);
+        gw_buf_free(&k->head);
         free(k);
     }
     free(cl->prefix);

@@ -67,37 +67,6 @@
 #include "fleet_opts.h"
 #endif
 
-bool gw_buf_append(gw_buf *b, const void *data, size_t len)
-{
-    if (b->overflow || len > b->limit - b->len) {
-        b->overflow = true;
-        return false;
-    }
-    if (b->len + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + len + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->overflow = true;
-            return false;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (len > 0)
-        memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len] = '\0';
-    return true;
-}
-
-void gw_buf_free(gw_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
 void gw_reply_free(gw_reply *r)
 {
     gw_buf_free(&r->headers);
