@@ -177,15 +177,15 @@ static int write_file(telemetry_out *t, const char *tool)
     return -1;
 }
 
-/* Everything queued is sent before the exporter goes: the flush's answer
- * says whether the receiver took it. */
+/* Everything queued is sent as the exporter goes, once: its close says
+ * whether the receiver took it (a flush before the free would export the
+ * metrics a second time). */
 static int close_exporter(telemetry_out *t, const char *tool)
 {
 #ifdef RESIL_CLI_OTLP
     if (t->otlp == NULL)
         return 0;
-    int rc = resil_otlp_flush(t->otlp);
-    resil_otlp_free(t->otlp);
+    int rc = resil_otlp_close(t->otlp);
     t->otlp = NULL;
     if (rc == 0)
         return 0;

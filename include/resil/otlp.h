@@ -7,7 +7,8 @@
  * copy, and a full queue drops the span and counts it. The exporter's own
  * thread sends batches of spans (when a batch is full, or every
  * schedule_delay) and the metrics (every interval), and a flush or the
- * free sends everything still queued. Configuration follows the standard
+ * free (or close, which also says whether that last export was taken)
+ * sends everything still queued. Configuration follows the standard
  * OTEL_* environment variables (resil_otlp_opts_from_env), read strictly:
  * a bad value is refused, naming the variable, never guessed at.
  */
@@ -57,6 +58,11 @@ RESIL_API int resil_otlp_new(const resil_otlp_opts *o, resil_otlp **out, resil_e
 /* Send everything queued (and the metrics), wait for that, stop the
  * thread, free. */
 RESIL_API void resil_otlp_free(resil_otlp *x);
+/* resil_otlp_free that answers for its last export as resil_otlp_flush
+ * does: 0, or RESIL_EIO when a request failed. For a program that wants
+ * that answer at exit (a flush then a free would send the metrics twice).
+ * NULL: 0. */
+RESIL_API int resil_otlp_close(resil_otlp *x);
 
 /* The tracer's sink (resil_tracer_opts.on_span, ud = the exporter): copy
  * the span into the queue, or drop and count it when the queue is full. */

@@ -455,17 +455,23 @@ void resil_otlp_get_stats(resil_otlp *x, resil_otlp_stats *out)
     pthread_mutex_unlock(&x->mu);
 }
 
-void resil_otlp_free(resil_otlp *x)
+/* The thread's last round drains as a flush does, and leaves its answer
+ * where a flush's goes. */
+int resil_otlp_close(resil_otlp *x)
 {
     if (x == NULL)
-        return;
+        return 0;
     pthread_mutex_lock(&x->mu);
     x->stopping = true;
     pthread_cond_signal(&x->wake);
     pthread_mutex_unlock(&x->mu);
     pthread_join(x->thread, NULL);
+    int rc = x->flush_rc;
     pthread_cond_destroy(&x->wake);
     pthread_cond_destroy(&x->flushed);
     pthread_mutex_destroy(&x->mu);
     destroy(x);
+    return rc;
 }
+
+void resil_otlp_free(resil_otlp *x) { (void)resil_otlp_close(x); }

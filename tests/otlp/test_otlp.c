@@ -5,7 +5,8 @@
  * their ids, parents, attributes and statuses, the metrics with their
  * names, units, points and buckets, the configured headers and resource,
  * a full queue dropping and counting, a failed request counted, and the
- * free sending what is still queued.
+ * free and the close sending what is still queued, the close saying
+ * whether it was taken.
  */
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -296,18 +297,47 @@ static void a_refused_request_is_counted_and_reported_by_flush(void **state)
     assert_int_equal(st.spans_exported, 0);
 }
 
-static void freeing_sends_what_is_still_queued(void **state)
+/* A call's spans and the metrics, still queued, are sent as the exporter
+ * goes (by `end`), once each; end's answer. */
+static int end_with_one_call_queued(world *w, int (*end)(resil_otlp *x))
 {
-    world *w = *state;
     w->o.metrics = w->metrics;
     start(w);
     call(w);
-    resil_otlp_free(w->x);
+    int rc = end(w->x);
     w->x = NULL;
     assert_int_equal(http_server_count(w->receiver, "/v1/traces"), 1);
     assert_int_equal(http_server_count(w->receiver, "/v1/metrics"), 1);
     json_decref(received(w, "/v1/traces", 0, true));
     json_decref(received(w, "/v1/metrics", 0, false));
+    return rc;
+}
+
+static int free_it(resil_otlp *x)
+{
+    resil_otlp_free(x);
+    return 0;
+}
+
+static void freeing_sends_what_is_still_queued(void **state)
+{
+    end_with_one_call_queued(*state, free_it);
+}
+
+static void closing_sends_what_is_queued_once_and_says_it_was_taken(void **state)
+{
+    assert_int_equal(end_with_one_call_queued(*state, resil_otlp_close), 0);
+}
+
+static void closing_says_a_refused_export_was_not_taken(void **state)
+{
+    world *w = *state;
+    http_server_script(w->receiver, "/v1/traces", (const http_step[]){{.status = 503}}, 1);
+    start(w);
+    call(w);
+    assert_int_equal(resil_otlp_close(w->x), RESIL_EIO);
+    w->x = NULL;
+    assert_int_equal(http_server_count(w->receiver, "/v1/traces"), 1);
 }
 
 static void options_are_checked_by_name(void **state)
@@ -350,6 +380,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_refused_request_is_counted_and_reported_by_flush, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(freeing_sends_what_is_still_queued, setup, teardown),
+        cmocka_unit_test_setup_teardown(closing_sends_what_is_queued_once_and_says_it_was_taken,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(closing_says_a_refused_export_was_not_taken, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(options_are_checked_by_name, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
