@@ -14,18 +14,19 @@
  * with the seeds `resil run` gives its own (latency the seed, a fault the
  * seed + 1), so an experiment reads the same on either side of the wire.
  *
- * The seed is drawn here when none is given, rather than by the library,
- * so the start-up line can say which one to pass to replay the run.
+ * The seed is drawn here when none is given, rather than by each
+ * strategy, so the start-up line can say which one to pass to replay the
+ * run; it is drawn as the library draws a strategy's own (resil__os_seed,
+ * the core's, linked statically into the tool).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "chaos_opts.h"
 #include "gateway_chaos.h"
+#include "internal.h" /* src/core's: resil__os_seed */
 
 enum { K_LATENCY, K_STATUS, K_DROP, K_COUNT };
 
@@ -150,17 +151,6 @@ static void dropped_by_the_gateway(const resil_attempt_ctx *ctx, void *ud)
     (void)ud;
 }
 
-static uint64_t os_seed(void)
-{
-    uint64_t s = 0;
-    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        s = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    }
-    return s != 0 ? s : 1;
-}
-
 static int add(gw_chaos *c, int slot, resil_chaos_kind kind, double rate)
 {
     if (rate < 0)
@@ -186,7 +176,7 @@ int gw_chaos_new(const gw_chaos_config *cfg, resil_clock *clock, resil_metrics *
     if (c == NULL)
         return RESIL_ENOMEM;
     c->cfg = *cfg;
-    c->seed = cfg->seed != 0 ? cfg->seed : os_seed();
+    c->seed = cfg->seed != 0 ? cfg->seed : resil__os_seed();
     c->clock = clock;
     c->metrics = metrics;
     /* An injected answer reports as the library's default fault does (a

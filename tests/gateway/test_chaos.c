@@ -175,6 +175,23 @@ static void no_chaos_option_makes_no_chaos(void **state)
     assert_duration_equal(a.delay, 0);
 }
 
+/* Without --chaos-seed a seed is drawn from the OS (the start-up line
+ * says it, to replay the run): never 0, the value that means "none", and
+ * another for each experiment. */
+static void without_a_seed_one_is_drawn_never_0_and_new_each_time(void **state)
+{
+    (void)state;
+    const char *const words[] = {"--chaos-status", "0.5:503", NULL};
+    fixture a, b;
+    open_chaos(&a, words);
+    open_chaos(&b, words);
+    assert_true(gw_chaos_seed(a.chaos) != 0);
+    assert_true(gw_chaos_seed(b.chaos) != 0);
+    assert_true(gw_chaos_seed(a.chaos) != gw_chaos_seed(b.chaos));
+    close_chaos(&a);
+    close_chaos(&b);
+}
+
 static void a_fixed_seed_picks_a_pinned_sequence(void **state)
 {
     (void)state;
@@ -349,6 +366,7 @@ int main(void)
         cmocka_unit_test(bad_values_are_refused_by_the_option_s_name),
         cmocka_unit_test(a_seed_without_chaos_is_refused),
         cmocka_unit_test(no_chaos_option_makes_no_chaos),
+        cmocka_unit_test(without_a_seed_one_is_drawn_never_0_and_new_each_time),
         cmocka_unit_test(a_fixed_seed_picks_a_pinned_sequence),
         cmocka_unit_test(the_draws_are_the_library_s_for_the_same_seed),
         cmocka_unit_test(a_status_carries_its_code_and_retry_after),
