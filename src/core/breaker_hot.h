@@ -135,7 +135,10 @@ static inline uint64_t resil__brk_load_word(const resil__brk_builtin *b)
 /* Our own clocks are read without their table's indirect call. */
 static inline resil_instant resil__brk_now_of(resil__brk_builtin *b)
 {
-    return b->own_clock ? resil__clock_read(b->clock_id) : resil_clock_now(b->clock);
+    if (!b->own_clock)
+        return resil_clock_now(b->clock);
+    return b->clock_id == CLOCK_MONOTONIC ? resil__clock_monotonic_call()
+                                          : resil__clock_kernel(b->clock_id);
 }
 
 /* One success at `now` without the mutex, if the breaker is still closed

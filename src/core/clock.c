@@ -21,23 +21,16 @@
 
 /* ---- system clock ------------------------------------------------------ */
 
-static int64_t read_clock(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static resil_instant system_now(resil_clock *self)
 {
     (void)self;
-    return read_clock(CLOCK_MONOTONIC);
+    return resil__clock_monotonic();
 }
 
 static int64_t system_wall_now(resil_clock *self)
 {
     (void)self;
-    return read_clock(CLOCK_REALTIME);
+    return resil__clock_kernel(CLOCK_REALTIME);
 }
 
 static int sleep_until_uncancellable(int64_t deadline)
@@ -48,14 +41,24 @@ static int sleep_until_uncancellable(int64_t deadline)
     return 0;
 }
 
+/* The wait runs on the kernel's CLOCK_MONOTONIC and the deadline is the
+ * system clock's, which may read a few microseconds behind it (tsc.h): a
+ * wait that ends before the system clock reaches the deadline waits again
+ * for the rest, so a sleep never ends early on the clock it was asked of. */
 static int system_sleep(resil_clock *self, resil_duration d, resil_cancel *cancel)
 {
     if (d <= 0)
         return resil_cancelled(cancel) ? RESIL_ECANCELED : 0;
-    int64_t deadline = resil_dur_add(system_now(self), d);
-    if (cancel != NULL)
-        return resil_cancel_wait_until(cancel, deadline);
-    return sleep_until_uncancellable(deadline);
+    resil_instant deadline = resil_dur_add(system_now(self), d);
+    resil_instant until = deadline;
+    for (;;) {
+        int rc = cancel != NULL ? resil_cancel_wait_until(cancel, until)
+                                : sleep_until_uncancellable(until);
+        resil_instant now = system_now(self);
+        if (rc != 0 || now >= deadline)
+            return rc;
+        until = resil_dur_add(resil__clock_kernel(CLOCK_MONOTONIC), deadline - now);
+    }
 }
 
 static resil_clock system_clock = {system_now, system_wall_now, system_sleep};
@@ -73,7 +76,7 @@ resil_clock *resil_clock_system(void) { return &system_clock; }
 static resil_instant coarse_now(resil_clock *self)
 {
     (void)self;
-    return read_clock(CLOCK_MONOTONIC_COARSE);
+    return resil__clock_kernel(CLOCK_MONOTONIC_COARSE);
 }
 
 static resil_clock coarse_clock = {coarse_now, system_wall_now, system_sleep};
@@ -96,16 +99,21 @@ resil_clock *resil_clock_coarse(void)
 #endif
 }
 
+resil_instant resil__clock_monotonic_call(void) { return resil__clock_monotonic(); }
+
 bool resil__clock_id(const resil_clock *c, clockid_t *id)
 {
-    *id = CLOCK_MONOTONIC;
+    *id = (clockid_t)-1;
 #ifdef CLOCK_MONOTONIC_COARSE
     if (c == &coarse_clock) {
         *id = CLOCK_MONOTONIC_COARSE;
         return true;
     }
 #endif
-    return c == &system_clock;
+    if (c != &system_clock)
+        return false;
+    *id = CLOCK_MONOTONIC;
+    return true;
 }
 
 resil_clock *resil__clock_for(resil_duration finest)

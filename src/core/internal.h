@@ -21,6 +21,7 @@
 #include "resil/retry.h"
 #include "resil/loop.h"
 #include "resil/time.h"
+#include "tsc.h"
 
 /* An execution's memory from the loop's spares (or malloc): at least
  * `need` bytes, *cap of them usable, contents undefined; NULL when out of
@@ -184,15 +185,39 @@ static inline _Atomic uint64_t *resil__my_cell(const resil__cells *c)
     return &c->cell[resil__cpu_slot() & c->mask].v;
 }
 
-/* A reading of `id` (CLOCK_MONOTONIC or CLOCK_MONOTONIC_COARSE) in
- * nanoseconds: what the system and coarse clocks return, for a hot path
- * that knows its clock is one of them and so skips the table's call. */
-static inline resil_instant resil__clock_read(clockid_t id)
+/* A reading of `id` in nanoseconds, from the kernel. */
+static inline resil_instant resil__clock_kernel(clockid_t id)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
     return (resil_instant)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+/* The system clock's reading: CLOCK_MONOTONIC's time, from the CPU's
+ * counter where it may (tsc.h), else from the kernel. */
+static inline resil_instant resil__clock_monotonic(void)
+{
+#if RESIL__TSC_CLOCK
+    return resil__tsc_monotonic();
+#else
+    return resil__clock_kernel(CLOCK_MONOTONIC);
+#endif
+}
+
+/* A reading of `c`, whose `own` and `id` resil__clock_id() gave: the
+ * system and coarse clocks without their table's call (for a hot path that
+ * found its clock once), any other through its table. The system clock's
+ * test comes first and alone: it is the default. */
+static inline resil_instant resil__clock_now_as(resil_clock *c, bool own, clockid_t id)
+{
+    if (id == CLOCK_MONOTONIC)
+        return resil__clock_monotonic();
+    return own ? resil__clock_kernel(id) : resil_clock_now(c);
+}
+
+/* The system clock's reading out of line: for a path that keeps its
+ * frame small and mostly reads the coarse clock (a breaker's). */
+resil_instant resil__clock_monotonic_call(void);
 
 /* The clock a component with no clock of its own reads: the coarse clock
  * (CLOCK_MONOTONIC_COARSE) when its resolution is at most 1/RESIL__COARSE_SHARE
@@ -202,8 +227,8 @@ static inline resil_instant resil__clock_read(clockid_t id)
 #define RESIL__COARSE_SHARE 100
 resil_clock *resil__clock_for(resil_duration finest);
 /* Is `c` one of the library's own clocks, the system or the coarse one?
- * Then a hot path reads *id with resil__clock_read() instead of calling
- * through the clock's table. */
+ * *id is its clock (CLOCK_MONOTONIC only for the system clock), or -1 for
+ * any other: what resil__clock_now_as() reads by. */
 bool resil__clock_id(const resil_clock *c, clockid_t *id);
 
 /* The default rule of resil_retry_on_default(), inline for the retry

@@ -464,7 +464,7 @@ int resil__pipeline_warnings(struct resil_pipeline *p);
  * table's call. */
 static inline resil_instant resil__pipeline_now(const resil_pipeline *p)
 {
-    return p->own_clock ? resil__clock_read(p->clock_id) : resil_clock_now(p->clock);
+    return resil__clock_now_as(p->clock, p->own_clock, p->clock_id);
 }
 
 #endif
