@@ -1,6 +1,7 @@
 /*
  * bench_clock.c — what the time and randomness every executor step leans on
- * costs: reading the system clock, checking, making and linking a cancel
+ * costs: reading the system clock (beside the kernel's clock_gettime and
+ * the coarse clock), checking, making and linking a cancel
  * token, drawing jitter, and parsing a duration. Each is measured against
  * the cheapest thing of its kind in the same run (an empty loop iteration,
  * an atomic increment, an inline xorshift, strtoll) so the figures travel
@@ -8,6 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "bench.h"
 #include "resil.h"
@@ -26,6 +28,20 @@ static void clock_now(void *ud, uint64_t iters)
     uint64_t sum = 0;
     for (uint64_t i = 0; i < iters; i++)
         sum += (uint64_t)resil_clock_now(c);
+    bench_consume(sum);
+}
+
+/* The kernel's own reading, what the system clock read before it took
+ * CLOCK_MONOTONIC's time from the CPU's counter (docs/performance.md). */
+static void clock_gettime_monotonic(void *ud, uint64_t iters)
+{
+    clockid_t id = *(clockid_t *)ud;
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < iters; i++) {
+        struct timespec ts;
+        clock_gettime(id, &ts);
+        sum += (uint64_t)ts.tv_nsec;
+    }
     bench_consume(sum);
 }
 
@@ -114,7 +130,11 @@ static void duration_parse(void *ud, uint64_t iters)
 int main(void)
 {
     bench_result empty = bench_run("empty_loop", empty_loop, NULL);
-    bench_report(bench_run("clock_system_now", clock_now, resil_clock_system()), empty, NULL);
+    clockid_t mono = CLOCK_MONOTONIC;
+    bench_result kernel = bench_run("clock_gettime_monotonic", clock_gettime_monotonic, &mono);
+    bench_report(kernel, empty, NULL);
+    bench_report(bench_run("clock_system_now", clock_now, resil_clock_system()), kernel, NULL);
+    bench_report(bench_run("clock_coarse_now", clock_now, resil_clock_coarse()), kernel, NULL);
 
     resil_fake_clock *fc;
     if (resil_fake_clock_new(0, 0, &fc) != 0)
