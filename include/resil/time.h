@@ -93,14 +93,24 @@ static inline int resil_clock_sleep(resil_clock *c, resil_duration d, resil_canc
     return c->sleep(c, d, cancel);
 }
 
-/* The process-wide system clock (CLOCK_MONOTONIC / CLOCK_REALTIME). */
+/* The process-wide system clock: CLOCK_MONOTONIC's time (wall time:
+ * CLOCK_REALTIME). On x86-64 with an invariant time-stamp counter that the
+ * kernel's own clocksource is, it is read from the counter, scaled and
+ * kept in step with clock_gettime(CLOCK_MONOTONIC): within 10 us of it in
+ * steady state (typically tens of ns), for about half the cost of a
+ * clock_gettime. Its first ~2 ms, everywhere else, and with RESIL_CLOCK=kernel
+ * in the environment (or the build's RESIL_TSC_CLOCK=OFF), it is
+ * clock_gettime itself. Its sleeps never end before its own reading reaches
+ * their deadline. The bound and what it changes: docs/pipeline.md,
+ * "A cheaper clock". */
 RESIL_API resil_clock *resil_clock_system(void);
-/* The coarse clock: the system clock's monotonic time as of the last
- * scheduler tick (CLOCK_MONOTONIC_COARSE), never ahead of it and behind it
- * by less than one tick (1-10 ms on Linux), for about a fifth of the cost
- * of a read. Its wall time and its sleeps are the system clock's. Where
- * the system has no coarse clock, the system clock. What it changes for a
- * pipeline or a breaker: docs/pipeline.md, docs/breakers.md. */
+/* The coarse clock: CLOCK_MONOTONIC's time as of the last scheduler tick
+ * (CLOCK_MONOTONIC_COARSE), never ahead of it and behind it by less than
+ * one tick (1-10 ms on Linux), so never ahead of the system clock by more
+ * than the system clock's bound; about a fifth of the cost of a
+ * clock_gettime. Its wall time and its sleeps are the system clock's.
+ * Where the system has no coarse clock, the system clock. What it changes
+ * for a pipeline or a breaker: docs/pipeline.md, docs/breakers.md. */
 RESIL_API resil_clock *resil_clock_coarse(void);
 
 /*
