@@ -29,6 +29,7 @@
 #if RESIL__TSC_CLOCK
 #include <cpuid.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 #endif
 
@@ -335,9 +336,15 @@ static bool asked_for_kernel(void)
     return v != NULL && strcmp(v, "kernel") == 0;
 }
 
+/* A child of fork() has only the forking thread: a resync another
+ * thread held at the fork will never be given back there. */
+static void writer_reset_in_child(void) { writer_give(&resil__tsc_system); }
+
 static void decide(void)
 {
     bool on = !asked_for_kernel() && invariant_counter() && kernel_uses_tsc();
+    if (on && pthread_atfork(NULL, NULL, writer_reset_in_child) != 0)
+        on = false;
     int undecided = RESIL__TSC_UNDECIDED;
     atomic_compare_exchange_strong_explicit(&resil__tsc_system.state, &undecided,
                                             on ? RESIL__TSC_CALIBRATING : RESIL__TSC_OFF,

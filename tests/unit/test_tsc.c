@@ -8,7 +8,9 @@
  * synthetic counter moves only when a test moves it.
  */
 #include <pthread.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -447,6 +449,29 @@ static void the_system_clock_lies_within_the_bound_of_clock_monotonic(void **sta
     }
 }
 
+/* A thread resyncing at a fork() never gives the flag back in the child,
+ * which has only the forking thread: the child starts with it free. */
+static void a_child_of_fork_finds_the_resync_free(void **state)
+{
+    (void)state;
+#if RESIL__TSC_CLOCK
+    resil_clock_now(resil_clock_system());
+    if (atomic_load(&resil__tsc_system.state) == RESIL__TSC_OFF)
+        skip(); /* not eligible here: nothing to resync */
+    atomic_store(&resil__tsc_system.writer, true);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(atomic_load(&resil__tsc_system.writer) ? 1 : 0);
+    atomic_store(&resil__tsc_system.writer, false);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +494,7 @@ int main(void)
         cmocka_unit_test(a_counter_slower_than_1_ghz_turns_the_clock_off),
         cmocka_unit_test(readers_racing_a_resyncing_writer_stay_within_the_bound),
         cmocka_unit_test(the_system_clock_lies_within_the_bound_of_clock_monotonic),
+        cmocka_unit_test(a_child_of_fork_finds_the_resync_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
