@@ -17,7 +17,11 @@
  * publishes the version; a reader loads the version, its slot, and the
  * version again (a seqlock over double-buffered parameters), so it never
  * combines torn parameters, even when preempted mid-read, and never waits
- * for a writer.
+ * for a writer. Every field any two threads touch is a C11 atomic. An
+ * unordered rdtsc may run ahead of the loads that found a new line: a
+ * counter up to RESIL__TSC_EARLY ticks before the anchor reads the
+ * anchor, not a wrapped difference (further back, the counter went
+ * backwards, and the line is re-anchored).
  *
  * Staying in step: a reader that finds its counter past the line's horizon
  * (RESIL__TSC_PERIOD ticks after its anchor, about a millisecond) and wins
@@ -32,7 +36,12 @@
  * line is stale (no reading for a while): the writer re-anchors it to the
  * kernel's clock and losers read the kernel's clock themselves. A
  * difference beyond RESIL__TSC_LIMIT_NS at a resync (a suspend, a
- * migration, a counter that was reset) re-anchors to the kernel's clock.
+ * migration, a counter that was reset) re-anchors to the kernel's clock;
+ * only there (and for a counter gone backwards) may a thread's reading lie
+ * before its previous one, by the difference found. In steady state a
+ * reading is within RESIL__TSC_BOUND_NS of CLOCK_MONOTONIC. A resync costs
+ * a clock_gettime and a little more, so a process that reads the clock
+ * less than once a period pays that on its first reading after a pause.
  *
  * Calibration: only on x86-64 with an invariant counter (CPUID
  * 0x80000007 EDX bit 8) when the kernel's own clocksource is the TSC (when
