@@ -20,11 +20,34 @@
  * (http_resil_perform_get_untimed): its attempts have no deadline, so it
  * leaves the handle's CURLOPT_TIMEOUT_MS alone and libcurl keeps no timer.
  *
- * `bench_http N [bare|resil|both] [untimed]` instead runs N requests per
- * side (or of one side) after N of warm-up, for callgrind (`untimed`: the
- * client without timeouts): each side is a function of its own kept out of line, so its
- * inclusive cost over N is that side's instructions per request, and the
- * drop-in's own work is its side's less the curl_easy_perform() it calls.
+ * A deadline costs libcurl a timer per transfer whoever sets it, so bare
+ * libcurl is also measured doing the same timeout
+ * (http_bare_curl_timeout_ms): the bare loop with the CURLOPT_TIMEOUT_MS
+ * the profile's attempt deadline sets, put on the handle before its
+ * requests and taken off after them, as a caller who wants that bound
+ * keeps it there (its requests are a function of their own, so callgrind
+ * counts them without the two curl_easy_setopt calls). It is the same
+ * handle and connection as the other loops': a second connection has a
+ * server thread of its own, which the scheduler places apart, and its
+ * wall time then differs from the first's by several times over, whatever
+ * the loop. The alternating blocks run the three loops in turn, and the
+ * drop-in's row gives its overhead over both: bare libcurl, and bare
+ * libcurl with the same timeout (block_overhead_same_timeout_pct and its
+ * quartiles); the timed loop's row, what the timeout costs bare libcurl.
+ * Only the blocks' ratios are given for it: the calibrated runs' medians
+ * come seconds apart, and this machine's loopback round trip moves
+ * between about 14 and 90 µs with the scheduler's placement of the two
+ * threads, so a ratio of two such medians can read several hundred
+ * percent either way (overhead_pct, kept for the drop-in's row as it was,
+ * does so at times).
+ *
+ * `bench_http N [bare|timed|resil|both|all] [untimed]` instead runs N
+ * requests per side (or of one side) after N of warm-up, for callgrind
+ * (`timed`: bare libcurl with the timeout; `both`: bare and the drop-in;
+ * `all`: the three; `untimed`: the client without timeouts): each side is a
+ * function of its own kept out of line, so its inclusive cost over N is
+ * that side's instructions per request, and the drop-in's own work is its
+ * side's less the curl_easy_perform() it calls.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,6 +60,7 @@
 
 typedef struct bench_ctx {
     CURL *easy;
+    long timeout_ms;  /* the profile's attempt deadline */
     resil_http_client *client;
     resil_http_client *untimed; /* no total or attempt timeout */
     resil_http_request req;
@@ -57,6 +81,23 @@ __attribute__((noinline)) static void bare_loop(void *ud, uint64_t iters)
         if (curl_easy_perform(b->easy) != CURLE_OK)
             fprintf(stderr, "bench_http: bare perform failed\n");
     }
+}
+
+__attribute__((noinline)) static void timed_performs(bench_ctx *b, uint64_t iters)
+{
+    for (uint64_t i = 0; i < iters; i++) {
+        if (curl_easy_perform(b->easy) != CURLE_OK)
+            fprintf(stderr, "bench_http: bare perform with a timeout failed\n");
+    }
+}
+
+/* The bare loop with the profile's timeout on the handle meanwhile. */
+__attribute__((noinline)) static void bare_timed_loop(void *ud, uint64_t iters)
+{
+    bench_ctx *b = ud;
+    curl_easy_setopt(b->easy, CURLOPT_TIMEOUT_MS, b->timeout_ms);
+    timed_performs(b, iters);
+    curl_easy_setopt(b->easy, CURLOPT_TIMEOUT_MS, 0L);
 }
 
 __attribute__((noinline)) static void resil_calls(void *ud, uint64_t iters)
@@ -99,54 +140,97 @@ static int by_value(const void *a, const void *b)
 }
 
 typedef struct blocks {
-    double bare, drop;   /* median ns per request of each side's blocks */
-    double ratio[3];     /* drop / bare per pair: first quartile, median, third */
+    double bare, timed, drop; /* median ns per request of each loop's blocks */
+    /* per pair, the first quartile, median and third of: */
+    double drop_bare[3];      /* the drop-in over bare libcurl */
+    double timed_bare[3];     /* bare libcurl with the timeout over without */
+    double drop_timed[3];     /* the drop-in over bare libcurl with the timeout */
 } blocks;
 
-/* Alternating blocks; each pair's ratio is taken within the pair. */
+static double median(double *v)
+{
+    qsort(v, BLOCKS, sizeof *v, by_value);
+    return v[BLOCKS / 2];
+}
+
+static void quartiles(double *v, double out[3])
+{
+    out[1] = median(v);
+    out[0] = v[BLOCKS / 4];
+    out[2] = v[3 * BLOCKS / 4];
+}
+
+/* Alternating blocks, the three loops in turn; each pair's ratios are
+ * taken within the pair. */
 static blocks paired_blocks(bench_ctx *b)
 {
-    double bare[BLOCKS], drop[BLOCKS], ratio[BLOCKS];
+    double bare[BLOCKS], timed[BLOCKS], drop[BLOCKS];
+    double drop_bare[BLOCKS], timed_bare[BLOCKS], drop_timed[BLOCKS];
     for (int i = 0; i < BLOCKS; i++) {
         uint64_t t0 = bench_now_ns();
         bare_loop(b, BLOCK);
         uint64_t t1 = bench_now_ns();
-        resil_calls(b, BLOCK);
+        bare_timed_loop(b, BLOCK);
         uint64_t t2 = bench_now_ns();
+        resil_calls(b, BLOCK);
+        uint64_t t3 = bench_now_ns();
         bare[i] = (double)(t1 - t0) / BLOCK;
-        drop[i] = (double)(t2 - t1) / BLOCK;
-        ratio[i] = drop[i] / bare[i];
+        timed[i] = (double)(t2 - t1) / BLOCK;
+        drop[i] = (double)(t3 - t2) / BLOCK;
+        drop_bare[i] = drop[i] / bare[i];
+        timed_bare[i] = timed[i] / bare[i];
+        drop_timed[i] = drop[i] / timed[i];
     }
-    qsort(bare, BLOCKS, sizeof *bare, by_value);
-    qsort(drop, BLOCKS, sizeof *drop, by_value);
-    qsort(ratio, BLOCKS, sizeof *ratio, by_value);
-    blocks r = {bare[BLOCKS / 2], drop[BLOCKS / 2],
-                {ratio[BLOCKS / 4], ratio[BLOCKS / 2], ratio[3 * BLOCKS / 4]}};
+    blocks r = {.bare = median(bare), .timed = median(timed), .drop = median(drop)};
+    quartiles(drop_bare, r.drop_bare);
+    quartiles(timed_bare, r.timed_bare);
+    quartiles(drop_timed, r.drop_timed);
     return r;
+}
+
+static double pct(double ratio) { return 100.0 * (ratio - 1); }
+
+/* The timed loop's row: what the timeout costs bare libcurl. */
+static void report_timed(bench_result r, bench_result base, long timeout_ms, blocks bl)
+{
+    char extra[300];
+    snprintf(extra, sizeof extra,
+             "timeout_ms=%ld block_ns_per_op=%.0f baseline_block_ns_per_op=%.0f "
+             "block_overhead_pct=%.2f block_overhead_q1_pct=%.2f block_overhead_q3_pct=%.2f",
+             timeout_ms, bl.timed, bl.bare, pct(bl.timed_bare[1]), pct(bl.timed_bare[0]),
+             pct(bl.timed_bare[2]));
+    bench_report(r, base, extra);
 }
 
 static void report(bench_result r, bench_result base, blocks bl)
 {
-    char extra[400];
+    char extra[700];
     snprintf(extra, sizeof extra,
              "requests_per_s=%.0f baseline_requests_per_s=%.0f overhead_pct=%.2f "
              "baseline_allocs_per_op=%.2f added_allocs_per_op=%.2f block_ns_per_op=%.0f "
              "baseline_block_ns_per_op=%.0f block_overhead_pct=%.2f "
-             "block_overhead_q1_pct=%.2f block_overhead_q3_pct=%.2f",
+             "block_overhead_q1_pct=%.2f block_overhead_q3_pct=%.2f "
+             "same_timeout_block_ns_per_op=%.0f block_overhead_same_timeout_pct=%.2f "
+             "block_overhead_same_timeout_q1_pct=%.2f block_overhead_same_timeout_q3_pct=%.2f",
              1e9 / r.ns_per_op, 1e9 / base.ns_per_op,
              100.0 * (r.ns_per_op - base.ns_per_op) / base.ns_per_op, base.allocs_per_op,
-             r.allocs_per_op - base.allocs_per_op, bl.drop, bl.bare,
-             100.0 * (bl.ratio[1] - 1), 100.0 * (bl.ratio[0] - 1), 100.0 * (bl.ratio[2] - 1));
+             r.allocs_per_op - base.allocs_per_op, bl.drop, bl.bare, pct(bl.drop_bare[1]),
+             pct(bl.drop_bare[0]), pct(bl.drop_bare[2]), bl.timed, pct(bl.drop_timed[1]),
+             pct(bl.drop_timed[0]), pct(bl.drop_timed[2]));
     bench_report(r, base, extra);
 }
 
 /* N requests per side after N of warm-up, nothing timed (for callgrind). */
 static void counted(bench_ctx *b, uint64_t n, const char *side)
 {
-    bool bare = strcmp(side, "resil") != 0, drop = strcmp(side, "bare") != 0;
+    bool all = strcmp(side, "all") == 0, both = all || strcmp(side, "both") == 0;
+    bool bare = both || strcmp(side, "bare") == 0, timed = all || strcmp(side, "timed") == 0;
+    bool drop = both || strcmp(side, "resil") == 0;
     for (uint64_t i = 0; i < 2 * n; i++) { /* alternating: the same weather */
         if (bare)
             bare_loop(b, 1);
+        if (timed)
+            bare_timed_loop(b, 1);
         if (drop)
             resil_calls(b, 1);
     }
@@ -171,6 +255,7 @@ int main(int argc, char **argv)
     b.easy = handle(url, &b); /* the drop-in restores what it changes */
     resil_http_opts o;
     resil_http_opts_default(&o);
+    b.timeout_ms = (long)(o.attempt_timeout / RESIL_MS(1));
     resil_err err;
     if (resil_http_client_new(&o, &b.client, &err) != 0) {
         fprintf(stderr, "bench_http: %s\n", err.message);
@@ -194,8 +279,11 @@ int main(int argc, char **argv)
         b.client = timed;
     } else {
         bench_result base = bench_run("http_bare_curl_easy_perform", bare_loop, &b);
+        bench_result timed = bench_run("http_bare_curl_timeout_ms", bare_timed_loop, &b);
         bench_result drop = bench_run("http_resil_perform_get", resil_calls, &b);
-        report(drop, base, paired_blocks(&b));
+        blocks bl = paired_blocks(&b);
+        report_timed(timed, base, b.timeout_ms, bl);
+        report(drop, base, bl);
         bench_result loose = bench_run("http_resil_perform_get_untimed", resil_calls_untimed, &b);
         bench_report(loose, base, "timeouts=none");
     }
