@@ -497,6 +497,14 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
                               const resil_attempt_ctx *ctx)
 {
     const resil_http_opts *o = &call->client->opts;
+    /* The built-in table's answer to a whole transfer below 400, without
+     * the response's view that only a failure's row or a caller's
+     * classifier reads. */
+    if (o->classify == NULL && a->code == CURLE_OK && a->status < 400) {
+        resil_outcome ok = resil_ok();
+        ok.code = a->status;
+        return ok;
+    }
     resil_attempt_ctx c = caller_ctx(ctx);
     resil_http_response r = {a->easy,       a->code,
                              a->status,     call->method,

@@ -39,6 +39,21 @@ static void attempts_are_recorded_with_their_statuses(void **state)
     assert_int_equal(f->records[2].stop, RESIL_STOP_SUCCEEDED);
 }
 
+/* A success's outcome is the table's whatever the response carries: its
+ * status as the code, no wait hint (even when the server sent one), no
+ * detail. */
+static void a_success_outcome_is_its_status_without_a_hint(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 201, .retry_after = "5", .body = "made\n"}));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(f->res.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(f->res.outcome.code, 201);
+    assert_int_equal(f->res.outcome.retry_after, RESIL_NO_HINT);
+    assert_string_equal(f->res.outcome.detail, "");
+    assert_int_equal(f->records[0].outcome.code, 201);
+}
+
 static void status_400_takes_one_request(void **state)
 {
     fx *f = *state;
@@ -1203,6 +1218,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
     const struct CMUnitTest tests[] = {
         T(two_503s_then_200_takes_three_requests),
+        T(a_success_outcome_is_its_status_without_a_hint),
         T(an_injected_fault_fails_every_attempt_without_a_request),
         T(injected_latency_waits_on_the_clock_before_the_request),
         T(attempts_are_recorded_with_their_statuses),
