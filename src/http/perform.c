@@ -654,10 +654,10 @@ static bool http_hedge_on(const resil_outcome *o, const resil_attempt_ctx *ctx, 
 #define URL_MEMO_MAX 256
 
 typedef struct url_memo {
-    size_t len; /* 0: empty */
     uint64_t client;        /* the client whose registry gave `breaker` */
     resil_breaker *breaker; /* a reference, or NULL */
-    char url[URL_MEMO_MAX];
+    char url[URL_MEMO_MAX]; /* with its NUL; "": empty (no URL without an
+                               authority is remembered) */
     char authority[RESIL_BREAKER_NAME_MAX];
 } url_memo;
 
@@ -682,23 +682,24 @@ static void memo_key_make(void) { pthread_key_create(&memo_key, memo_at_exit); }
  * too long to remember (NULL: the URL has none); *memoed says whether the
  * memo now describes this URL. The memo's text stays put until the
  * thread's next call, which is after this one has handed the key over. A
- * URL of another authority takes the memo's breaker away with it. */
+ * URL of another authority takes the memo's breaker away with it. A hit
+ * is one comparison of the two strings; the URL's length is read only on
+ * a miss. */
 static const char *authority_of(const char *url, char *out, bool *memoed)
 {
-    size_t len = strlen(url);
-    *memoed = len == memo.len && memcmp(url, memo.url, len) == 0;
+    *memoed = memo.url[0] != '\0' && strcmp(url, memo.url) == 0;
     if (*memoed)
         return memo.authority;
     if (resil_http_authority(url, out, RESIL_BREAKER_NAME_MAX) != 0)
         return NULL;
+    size_t len = strlen(url);
     if (len >= URL_MEMO_MAX)
         return out;
     if (strcmp(out, memo.authority) != 0)
         memo_forget(&memo);
     *memoed = true;
-    memcpy(memo.url, url, len);
+    memcpy(memo.url, url, len + 1);
     memcpy(memo.authority, out, strlen(out) + 1);
-    memo.len = len;
     return memo.authority;
 }
 
