@@ -74,6 +74,8 @@ typedef struct http_attempt {
     CURL *easy;
     resil_cancel *cancel; /* the attempt's token; may be NULL */
     http_buf body;
+    size_t body_max;      /* bytes the body may buffer before it streams:
+                             the client's bound, none for a hedged call */
     resil__http_head head;
     bool streaming;       /* the body goes straight to the caller */
     bool timed;           /* CURLOPT_TIMEOUT_MS is the call's on its handle */
@@ -310,15 +312,25 @@ static int commit(http_attempt *a)
 
 /* ---- libcurl's callbacks --------------------------------------------------- */
 
-static inline size_t body_chunk(http_attempt *a, char *p, size_t n)
+__attribute__((noinline)) static size_t body_chunk_slow(http_attempt *a, char *p, size_t n)
 {
-    const resil_http_client *c = a->call->client;
-    if (!a->streaming && !a->call->hedged && n > c->opts.body_buffer_max - a->body.len &&
-        commit(a) != 0)
+    if (!a->streaming && n > a->body_max - a->body.len && commit(a) != 0)
         return 0;
     if (a->streaming)
         return deliver_body(a->call->req, p, n) == 0 ? n : 0;
     return buf_append(&a->body, p, n) == 0 ? n : 0;
+}
+
+/* A chunk that fits the buffer as it is, and the bound, is copied in
+ * place; growing it, streaming and committing are the slow path's. */
+static inline size_t body_chunk(http_attempt *a, char *p, size_t n)
+{
+    http_buf *b = &a->body;
+    if (a->streaming || n > b->cap - b->len || n > a->body_max - b->len)
+        return body_chunk_slow(a, p, n);
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return n;
 }
 
 /* The attempt whose curl_easy_perform() runs on this thread (http_op sets
@@ -994,6 +1006,7 @@ static int take_attempts(http_call *call, CURL *easy)
         a->call = call;
         a->attempt = 0;
         a->timed = false;
+        a->body_max = call->hedged ? SIZE_MAX : call->client->opts.body_buffer_max;
         a->easy = i == 0 ? easy : curl_easy_duphandle(easy);
         if (a->easy == NULL)
             return RESIL_ENOMEM;
