@@ -509,14 +509,6 @@ static resil_outcome classify(const http_call *call, const http_attempt *a,
                               const resil_attempt_ctx *ctx)
 {
     const resil_http_opts *o = &call->client->opts;
-    /* The built-in table's answer to a whole transfer below 400, without
-     * the response's view that only a failure's row or a caller's
-     * classifier reads. */
-    if (o->classify == NULL && a->code == CURLE_OK && a->status < 400) {
-        resil_outcome ok = resil_ok();
-        ok.code = a->status;
-        return ok;
-    }
     resil_attempt_ctx c = caller_ctx(ctx);
     resil_http_response r = {a->easy,       a->code,
                              a->status,     call->method,
@@ -578,6 +570,14 @@ resil_outcome resil__http_attempt_end(const resil_attempt_ctx *ctx, CURLcode cod
     curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
     if (call->method == NULL && ctx->hedge == 0)
         learn_method(call, a->easy);
+    /* The built-in table's answer to a whole transfer below 400, built in
+     * place: without the response's view that only a failure's row or a
+     * caller's classifier reads, nor a copy out of classify(). */
+    if (call->client->opts.classify == NULL && code == CURLE_OK && a->status < 400) {
+        resil_outcome ok = resil_ok();
+        ok.code = a->status;
+        return ok;
+    }
     resil_outcome o = classify(call, a, ctx);
     /* Aborted because the attempt's token fired: say which deadline or
      * cancel it was, rather than "callback aborted". */
