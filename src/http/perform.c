@@ -51,9 +51,12 @@
 /* Idle attempt states, with their buffers' memory. The client's pool
  * serves its blocking calls from any thread; a multi handle has its own,
  * used on its loop's thread and as deep as its calls have been at once.
- * The lock guards a push or a pop of one list node: a spinlock, whose
- * lock and unlock cost a tenth of a mutex's on every request. */
+ * The state given back last waits in `spare`, which a call takes and gives
+ * back with one atomic exchange each: a call one at a time, the common
+ * case, never reaches the list. The lock guards a push or a pop of one
+ * list node: a spinlock, whose lock and unlock cost a tenth of a mutex's. */
 struct http_pool {
+    _Atomic(struct http_attempt *) spare; /* NULL, or an idle state off the list */
     pthread_spinlock_t mu;
     struct http_attempt *free;
     size_t n, keep;
@@ -183,6 +186,7 @@ static void attempt_free(http_attempt *a)
 
 static void pool_init(http_pool *p, size_t keep, size_t buf_keep)
 {
+    atomic_init(&p->spare, NULL);
     pthread_spin_init(&p->mu, PTHREAD_PROCESS_PRIVATE);
     p->free = NULL;
     p->n = 0;
@@ -192,6 +196,9 @@ static void pool_init(http_pool *p, size_t keep, size_t buf_keep)
 
 static void pool_drain(http_pool *p)
 {
+    http_attempt *spare = atomic_load_explicit(&p->spare, memory_order_relaxed);
+    if (spare != NULL)
+        attempt_free(spare);
     for (http_attempt *a = p->free, *next; a != NULL; a = next) {
         next = a->next_free;
         attempt_free(a);
@@ -201,8 +208,11 @@ static void pool_drain(http_pool *p)
 
 static http_attempt *pool_take(http_pool *p)
 {
+    http_attempt *a = atomic_exchange_explicit(&p->spare, NULL, memory_order_acquire);
+    if (a != NULL)
+        return a;
     pthread_spin_lock(&p->mu);
-    http_attempt *a = p->free;
+    a = p->free;
     if (a != NULL) {
         p->free = a->next_free;
         p->n--;
@@ -217,6 +227,10 @@ static void pool_give(http_pool *p, http_attempt *a)
     resil__http_head_clear(&a->head, p->buf_keep);
     a->easy = NULL;
     a->call = NULL;
+    http_attempt *none = NULL;
+    if (atomic_compare_exchange_strong_explicit(&p->spare, &none, a, memory_order_release,
+                                                memory_order_relaxed))
+        return;
     pthread_spin_lock(&p->mu);
     bool keep = p->n < p->keep;
     if (keep) {
