@@ -60,16 +60,6 @@ int resil__http_head_each(const resil__http_head *h, resil__http_line_fn fn, voi
     return 0;
 }
 
-void resil__http_head_clear(resil__http_head *h, size_t keep)
-{
-    h->len = h->bytes = h->lines = 0;
-    if (h->cap > keep) {
-        free(h->p);
-        h->p = NULL;
-        h->cap = 0;
-    }
-}
-
 void resil__http_head_free(resil__http_head *h)
 {
     free(h->p);

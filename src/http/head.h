@@ -19,6 +19,7 @@
 #define RESIL_HTTP_HEAD_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 /* What an attempt holds at most, in header bytes, over all its responses:
  * above libcurl's own limit where it has one (300 KiB, from libcurl 8.3 or
@@ -44,8 +45,17 @@ int resil__http_head_add(resil__http_head *h, const char *line, size_t n, size_t
 typedef int (*resil__http_line_fn)(char *line, size_t n, void *ud);
 int resil__http_head_each(const resil__http_head *h, resil__http_line_fn fn, void *ud);
 
-/* Empty, keeping the memory unless it is larger than `keep` bytes. */
-void resil__http_head_clear(resil__http_head *h, size_t keep);
+/* Empty, keeping the memory unless it is larger than `keep` bytes. Inline:
+ * every attempt and every call's end clears one, most often empty. */
+static inline void resil__http_head_clear(resil__http_head *h, size_t keep)
+{
+    h->len = h->bytes = h->lines = 0;
+    if (h->cap > keep) {
+        free(h->p);
+        h->p = NULL;
+        h->cap = 0;
+    }
+}
 void resil__http_head_free(resil__http_head *h);
 
 #endif

@@ -121,6 +121,7 @@ struct http_call {
     bool last;            /* no further attempt: a body was streamed */
     bool hedged;
     bool watch;           /* a progress callback watches for cancellation */
+    bool wants_headers;   /* caller_wants_headers(req): ours collect them */
     bool headers_set;     /* CURLOPT_HTTPHEADER carries our key */
     bool on_loop;         /* its attempts' timeouts are the loop's timers */
     const char *authority;  /* the breaker key: the memo's or authority_buf */
@@ -303,11 +304,11 @@ static int deliver_line(char *line, size_t n, void *ud)
 }
 
 /* One header line per call, each as libcurl delivered it. */
-static int deliver_headers(const resil_http_request *r, const resil__http_head *head)
+static int deliver_headers(const http_call *call, const resil__http_head *head)
 {
-    if (!caller_wants_headers(r))
+    if (!call->wants_headers)
         return 0;
-    return resil__http_head_each(head, deliver_line, (void *)r);
+    return resil__http_head_each(head, deliver_line, (void *)call->req);
 }
 
 /* The body outgrew its buffer: hand over what this attempt has so far and
@@ -317,7 +318,7 @@ static int commit(http_attempt *a)
     const resil_http_request *r = a->call->req;
     a->streaming = true;
     a->call->last = true;
-    int rc = deliver_headers(r, &a->head);
+    int rc = deliver_headers(a->call, &a->head);
     if (rc == 0)
         rc = deliver_body(r, a->body.p, a->body.len);
     a->body.len = 0;
@@ -408,7 +409,7 @@ static void install(http_attempt *a)
     } else {
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body_running);
     }
-    if (caller_wants_headers(a->call->req)) {
+    if (a->call->wants_headers) {
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
     }
@@ -426,7 +427,7 @@ static void restore(CURL *e, const http_call *call)
     const resil_http_request *r = call->req;
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, r->write_fn);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r->write_data != NULL ? r->write_data : stdout);
-    if (caller_wants_headers(r)) {
+    if (call->wants_headers) {
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, r->header_fn);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, r->header_data);
     }
@@ -1063,7 +1064,7 @@ static int keep_url(http_call *call, const char *url)
 
 static void drop_url(http_call *call)
 {
-    if (call->url != call->url_copy)
+    if (call->url != NULL && call->url != call->url_copy)
         free(call->url);
     call->url = NULL;
 }
@@ -1104,6 +1105,7 @@ static int prepare(http_call *call, resil_http_client *c, http_pool *pool, CURL 
     call->pool = on_loop ? pool : &c->pool;
     call->req = r;
     call->method = r->method;
+    call->wants_headers = caller_wants_headers(r);
     call->key[0] = '\0';
     call->headers = r->headers;
     int rc = resil__http_tel_trace(&call->tel, r, &call->headers);
@@ -1180,7 +1182,7 @@ static void fill_result(http_call *call, const resil_pipeline_result *pr,
     if (a->streaming)
         return;
     const resil_http_request *r = call->req;
-    if (deliver_headers(r, &a->head) != 0 || deliver_body(r, a->body.p, a->body.len) != 0) {
+    if (deliver_headers(call, &a->head) != 0 || deliver_body(r, a->body.p, a->body.len) != 0) {
         out->curl_code = CURLE_WRITE_ERROR;
         out->outcome = resil_fail(RESIL_PERMANENT, CURLE_WRITE_ERROR,
                                   "the write callback refused the body");
