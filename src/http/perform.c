@@ -151,6 +151,8 @@ struct http_call {
 
 static int buf_append(http_buf *b, const char *p, size_t n)
 {
+    if (n == 0) /* libcurl's call for an empty body: p may be NULL yet */
+        return 0;
     if (n > SIZE_MAX / 2 - b->len)
         return RESIL_ENOMEM;
     if (b->len + n > b->cap) {
@@ -337,11 +339,12 @@ __attribute__((noinline)) static size_t body_chunk_slow(http_attempt *a, char *p
 }
 
 /* A chunk that fits the buffer as it is, and the bound, is copied in
- * place; growing it, streaming and committing are the slow path's. */
+ * place; growing it, streaming, committing and an empty chunk (before the
+ * buffer has memory) are the slow path's. */
 static inline size_t body_chunk(http_attempt *a, char *p, size_t n)
 {
     http_buf *b = &a->body;
-    if (a->streaming || n > b->cap - b->len || n > a->body_max - b->len)
+    if (n == 0 || a->streaming || n > b->cap - b->len || n > a->body_max - b->len)
         return body_chunk_slow(a, p, n);
     memcpy(b->p + b->len, p, n);
     b->len += n;
