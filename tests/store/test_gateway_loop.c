@@ -304,13 +304,22 @@ static char worker_state(pid_t pid, long *wakes)
  * it never does. A worker just started may not have reached that wait
  * when the gateway says it listens (its thread may not have run at all
  * yet, on a busy machine), and going to sleep there is a switch of its
- * own: counted before it, it would read as a wake. Waited for as a
- * condition, as log_shows() waits. */
+ * own: counted before it, it would read as a wake. So would a sleep on
+ * the way there (a lock another thread held at start-up), so the worker
+ * must be seen asleep with the same count over several looks in a row.
+ * Waited for as a condition, as log_shows() waits. */
+#define ASLEEP_LOOKS 4
+
 static long worker_asleep(pid_t pid)
 {
+    long last = -1;
+    int same = 0;
     for (int i = 0; i < 2000; i++) {
         long wakes = 0;
-        if (worker_state(pid, &wakes) == 'S' && wakes >= 1)
+        bool asleep = worker_state(pid, &wakes) == 'S' && wakes >= 1;
+        same = asleep && wakes == last ? same + 1 : 0;
+        last = asleep ? wakes : -1;
+        if (same == ASLEEP_LOOKS - 1)
             return wakes;
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
