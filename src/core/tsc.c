@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "internal.h"
 #include "tsc.h"
 
 #if RESIL__TSC_CLOCK
@@ -304,9 +305,7 @@ static uint64_t ordered_counter(void *ud)
 static int64_t kernel_monotonic(void *ud)
 {
     (void)ud;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return resil__clock_kernel(CLOCK_MONOTONIC);
 }
 
 static const resil__tsc_source system_source = {ordered_counter, kernel_monotonic, NULL};
