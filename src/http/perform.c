@@ -42,7 +42,7 @@
 #include "trace.h"
 #include "resil/pipeline.h"
 
-#define POOL_KEEP 64                    /* idle attempt states a client keeps */
+#define POOL_KEEP 64                    /* idle attempt states listed, besides the spare */
 #define BUF_KEEP ((size_t)4 << 20)      /* larger buffers are freed when pooled */
 #define METHOD_CAP 24
 #define URL_COPY_MAX 256                /* a routed call's URL kept without malloc */
