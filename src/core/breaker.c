@@ -76,7 +76,7 @@ static resil_clock *clock_of(const resil_breaker_opts *o)
 static void take_clock(resil__brk_builtin *b, const resil_breaker_opts *o)
 {
     b->clock = clock_of(o);
-    b->own_clock = resil__clock_id(b->clock, &b->clock_id);
+    b->clock_id = resil__clock_id(b->clock);
 }
 
 static uint8_t success_work(const resil__brk_builtin *b)

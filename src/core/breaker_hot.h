@@ -74,8 +74,7 @@ typedef struct resil__brk_builtin {
     bool count_window; /* the ring, not the time window */
     bool clock_on;    /* a rule needs the time a call ended: slow calls, time window */
     bool slow_on;
-    bool own_clock;      /* the clock is one of ours: read clock_id directly */
-    clockid_t clock_id;
+    clockid_t clock_id;  /* resil__clock_id(): ours are read directly */
     resil_duration slow_call_duration;
     resil_breaker_opts opts; /* the rest, immutable after creation */
 
@@ -135,7 +134,7 @@ static inline uint64_t resil__brk_load_word(const resil__brk_builtin *b)
 /* Our own clocks are read without their table's indirect call. */
 static inline resil_instant resil__brk_now_of(resil__brk_builtin *b)
 {
-    if (!b->own_clock)
+    if (b->clock_id == RESIL__CLOCK_OTHER)
         return resil_clock_now(b->clock);
     return b->clock_id == CLOCK_MONOTONIC ? resil__clock_monotonic_call()
                                           : resil__clock_kernel(b->clock_id);

@@ -101,19 +101,13 @@ resil_clock *resil_clock_coarse(void)
 
 resil_instant resil__clock_monotonic_call(void) { return resil__clock_monotonic(); }
 
-bool resil__clock_id(const resil_clock *c, clockid_t *id)
+clockid_t resil__clock_id(const resil_clock *c)
 {
-    *id = (clockid_t)-1;
 #ifdef CLOCK_MONOTONIC_COARSE
-    if (c == &coarse_clock) {
-        *id = CLOCK_MONOTONIC_COARSE;
-        return true;
-    }
+    if (c == &coarse_clock)
+        return CLOCK_MONOTONIC_COARSE;
 #endif
-    if (c != &system_clock)
-        return false;
-    *id = CLOCK_MONOTONIC;
-    return true;
+    return c == &system_clock ? CLOCK_MONOTONIC : RESIL__CLOCK_OTHER;
 }
 
 resil_clock *resil__clock_for(resil_duration finest)

@@ -204,15 +204,19 @@ static inline resil_instant resil__clock_monotonic(void)
 #endif
 }
 
-/* A reading of `c`, whose `own` and `id` resil__clock_id() gave: the
- * system and coarse clocks without their table's call (for a hot path that
- * found its clock once), any other through its table. The system clock's
- * test comes first and alone: it is the default. */
-static inline resil_instant resil__clock_now_as(resil_clock *c, bool own, clockid_t id)
+/* Not one of the library's own clocks: resil__clock_id()'s answer for a
+ * clock read through its table. */
+#define RESIL__CLOCK_OTHER ((clockid_t)-1)
+
+/* A reading of `c`, whose id resil__clock_id() gave: the system and
+ * coarse clocks without their table's call (for a hot path that found its
+ * clock once), any other through its table. The system clock's test comes
+ * first and alone: it is the default. */
+static inline resil_instant resil__clock_now_as(resil_clock *c, clockid_t id)
 {
     if (id == CLOCK_MONOTONIC)
         return resil__clock_monotonic();
-    return own ? resil__clock_kernel(id) : resil_clock_now(c);
+    return id != RESIL__CLOCK_OTHER ? resil__clock_kernel(id) : resil_clock_now(c);
 }
 
 /* The system clock's reading out of line: for a path that keeps its
@@ -226,10 +230,10 @@ resil_instant resil__clock_monotonic_call(void);
  * than its resolution. */
 #define RESIL__COARSE_SHARE 100
 resil_clock *resil__clock_for(resil_duration finest);
-/* Is `c` one of the library's own clocks, the system or the coarse one?
- * *id is its clock (CLOCK_MONOTONIC only for the system clock), or -1 for
- * any other: what resil__clock_now_as() reads by. */
-bool resil__clock_id(const resil_clock *c, clockid_t *id);
+/* Which of the library's own clocks `c` is: CLOCK_MONOTONIC for the
+ * system clock, CLOCK_MONOTONIC_COARSE for the coarse one, or
+ * RESIL__CLOCK_OTHER for any other — what resil__clock_now_as() reads by. */
+clockid_t resil__clock_id(const resil_clock *c);
 
 /* The default rule of resil_retry_on_default(), inline for the retry
  * step, which asks it on every failure. */

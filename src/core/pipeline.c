@@ -114,7 +114,7 @@ static void fix_steps(resil_pipeline *p)
         p->nodes[i].step = step != NULL ? step : step_of(p->nodes[i].kind);
     }
     p->nodes[p->nnodes].step = resil__run_op;
-    p->own_clock = resil__clock_id(p->clock, &p->clock_id);
+    p->clock_id = resil__clock_id(p->clock);
 }
 
 /* ---- executing ----------------------------------------------------------------- */

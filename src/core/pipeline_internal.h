@@ -66,8 +66,7 @@ typedef struct resil__node {
 struct resil_pipeline {
     char name[RESIL_PIPELINE_NAME_MAX];
     resil_clock *clock;
-    bool own_clock;     /* clock is the system or the coarse clock, */
-    clockid_t clock_id; /* read as this (fixed at build) */
+    clockid_t clock_id; /* resil__clock_id(clock), fixed at build */
     resil__node nodes[RESIL__MAX_NODES + 1]; /* + the operation's step, after the last */
     size_t nnodes;
     size_t hedge_at; /* the hedging node's index, SIZE_MAX for none (fixed at build) */
@@ -464,7 +463,7 @@ int resil__pipeline_warnings(struct resil_pipeline *p);
  * table's call. */
 static inline resil_instant resil__pipeline_now(const resil_pipeline *p)
 {
-    return resil__clock_now_as(p->clock, p->own_clock, p->clock_id);
+    return resil__clock_now_as(p->clock, p->clock_id);
 }
 
 #endif
