@@ -339,22 +339,23 @@ static bool asked_for_kernel(void)
  * thread held at the fork will never be given back there. */
 static void writer_reset_in_child(void) { writer_give(&resil__tsc_system); }
 
+/* Once per process, so the fork handler is registered once however many
+ * threads take their first reading together. */
 static void decide(void)
 {
     bool on = !asked_for_kernel() && invariant_counter() && kernel_uses_tsc();
     if (on && pthread_atfork(NULL, NULL, writer_reset_in_child) != 0)
         on = false;
-    int undecided = RESIL__TSC_UNDECIDED;
-    atomic_compare_exchange_strong_explicit(&resil__tsc_system.state, &undecided,
-                                            on ? RESIL__TSC_CALIBRATING : RESIL__TSC_OFF,
-                                            memory_order_acq_rel, memory_order_acquire);
+    atomic_store_explicit(&resil__tsc_system.state, on ? RESIL__TSC_CALIBRATING : RESIL__TSC_OFF,
+                          memory_order_release);
 }
 
 int64_t resil__tsc_system_slow(uint64_t t)
 {
+    static pthread_once_t decided = PTHREAD_ONCE_INIT;
     if (atomic_load_explicit(&resil__tsc_system.state, memory_order_acquire) ==
         RESIL__TSC_UNDECIDED)
-        decide();
+        pthread_once(&decided, decide);
     return resil__tsc_read_slow(&resil__tsc_system, &system_source, t);
 }
 #endif
