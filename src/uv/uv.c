@@ -44,7 +44,6 @@
  */
 #include <stddef.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "resil/uv.h"
 
@@ -60,6 +59,7 @@ struct resil_uv {
     resil_posts posts;
     resil_instant armed; /* the due instant the uv timer is set for */
     resil_instant read;  /* the latest reading of the clock */
+    resil_clock *system;
     pthread_t thread;
     int closing;          /* the timer's, the idle's and the async's close callbacks run */
     size_t polls_closing; /* polls handed to uv_close() and not yet back */
@@ -72,16 +72,22 @@ typedef union idle_poll {
     union idle_poll *next;
 } idle_poll;
 
-/* libuv's own clock (uv_hrtime), read without its wrapper where it is
- * CLOCK_MONOTONIC: the pipeline reads it at an execution's start and end. */
+/* The loop's clock is the system clock (resil_clock_system()): on Linux it
+ * is CLOCK_MONOTONIC's time, libuv's timescale, read from the CPU's
+ * counter at about half a clock_gettime's cost (the pipeline reads it at
+ * an execution's start and end). Elsewhere libuv's clock may be another
+ * (uv_hrtime is mach_absolute_time on macOS), so it is libuv's own.
+ * Tests build this file with RESIL_UV_TEST_CLOCK_BEHIND to read a second
+ * behind libuv's clock, beyond the system clock's bound. */
 static resil_instant read_clock(resil_uv *u)
 {
-#if defined(__linux__) && defined(CLOCK_MONOTONIC)
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    u->read = (resil_instant)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#if defined(__linux__)
+    u->read = resil_clock_now(u->system);
 #else
     u->read = (resil_instant)uv_hrtime();
+#endif
+#ifdef RESIL_UV_TEST_CLOCK_BEHIND
+    u->read -= RESIL_S(1);
 #endif
     return u->read;
 }
@@ -242,7 +248,25 @@ static void run_due(resil_uv *u, resil_instant now)
         soon(u);
 }
 
-static void on_timer(uv_timer_t *t) { run_due(t->data, read_clock(t->data)); }
+/* The uv timer fires once libuv's clock (CLOCK_MONOTONIC, read by the
+ * kernel) has reached the millisecond it was armed for. The system clock
+ * may read up to its bound behind that clock, so a firing that finds
+ * nothing due at its reading asks libuv's clock before taking it for an
+ * early one (the millisecond counted from a reading later than libuv's
+ * cached time) and re-arming for another millisecond: a timer due by the
+ * kernel's clock then runs on this firing. Both readings are of the time
+ * now, so nothing runs before its instant; the common firing reads once. */
+static void on_timer(uv_timer_t *t)
+{
+    resil_uv *u = t->data;
+    resil_instant now = read_clock(u);
+    if (next_due(u, now) == NULL) {
+        resil_instant kernel = (resil_instant)uv_hrtime();
+        if (kernel > now)
+            now = u->read = kernel;
+    }
+    run_due(u, now);
+}
 
 /* The idle runs only timers that were due when it was started (the
  * list's, and the heap's that rearm() found due), at the time they were
@@ -473,6 +497,7 @@ int resil_uv_new(uv_loop_t *loop, resil_uv **out)
     u->timer.data = u->soon.data = u->async.data = u;
     u->armed = RESIL_INSTANT_MAX;
     u->thread = pthread_self();
+    u->system = resil_clock_system();
     resil_timers_init(&u->timers);
     resil_loop_init(&u->loop, &uv_ops, u);
     u->loop.clock.now = loop_clock_now;
