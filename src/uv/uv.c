@@ -52,7 +52,8 @@ struct resil_uv {
     uv_loop_t *uv;
     uv_timer_t timer;
     uv_idle_t soon; /* runs the timers due already, on the next pass */
-    bool soon_held; /* the idle is referenced: a timer waits for its pass */
+    bool soon_held;   /* the idle is referenced: a timer waits for its pass */
+    bool soon_active; /* the idle is started (held, or resting) */
     uv_async_t async;
     resil_timers timers;
     resil_timer *due_first, *due_last; /* started due already, in due order */
@@ -118,7 +119,10 @@ static void soon(resil_uv *u)
         return;
     u->soon_held = true;
     uv_ref((uv_handle_t *)&u->soon);
-    uv_idle_start(&u->soon, on_soon); /* does nothing while it rests */
+    if (u->soon_active) /* resting */
+        return;
+    u->soon_active = true;
+    uv_idle_start(&u->soon, on_soon);
 }
 
 /* The latest time known without reading the clock: the latest reading, or
@@ -155,10 +159,10 @@ static void arm(resil_uv *u, resil_instant next, resil_instant from)
 
 static void rearm(resil_uv *u)
 {
-    resil_instant next = resil_timers_next(&u->timers);
-    if (next >= u->armed)
+    const resil_timer *root = u->timers.root; /* resil_timers_next(), inline */
+    if (root == NULL || root->due >= u->armed)
         return;
-    arm(u, next, latest(u));
+    arm(u, root->due, latest(u));
 }
 
 /* The uv timer holds the loop only while a timer of the heap is armed
@@ -227,6 +231,16 @@ static resil_timer *next_due(resil_uv *u, resil_instant now)
     return h->due < l->due || (h->due == l->due && h->seq < l->seq) ? h : l;
 }
 
+/* A timer stopped, or moved: out of the list (the idle's pass then finds
+ * nothing) or the heap. */
+static void unstart(resil_uv *u, resil_timer *t)
+{
+    if (in_due_list(u, t))
+        due_unlink(u, t);
+    else
+        heap_stop(u, t);
+}
+
 /* The uv timer or the idle fired: run what is due at `now`, in due order
  * across the list and the heap (a callback may start timers due already,
  * which run in this pass too, as the heap's own run would), and arm for
@@ -235,14 +249,9 @@ static void run_due(resil_uv *u, resil_instant now)
 {
     u->armed = RESIL_INSTANT_MAX;
     for (resil_timer *t; (t = next_due(u, now)) != NULL;) {
-        if (in_due_list(u, t))
-            due_unlink(u, t);
-        else
-            resil_timers_stop(&u->timers, t);
+        unstart(u, t);
         t->fn(t);
     }
-    if (u->timers.count == 0)
-        uv_unref((uv_handle_t *)&u->timer);
     rearm(u);
     if (u->due_first != NULL) /* fell due after `now`: the next pass */
         soon(u);
@@ -276,22 +285,13 @@ static void on_soon(uv_idle_t *i)
 {
     resil_uv *u = i->data;
     if (!u->soon_held) { /* nothing started since the pass before: rest */
+        u->soon_active = false;
         uv_idle_stop(i);
         return;
     }
     u->soon_held = false;
     uv_unref((uv_handle_t *)i);
     run_due(u, latest(u));
-}
-
-/* A timer stopped, or moved: out of the list (the idle's pass then finds
- * nothing) or the heap. */
-static void unstart(resil_uv *u, resil_timer *t)
-{
-    if (in_due_list(u, t))
-        due_unlink(u, t);
-    else
-        heap_stop(u, t);
 }
 
 /* Whether a timer due already at `due` has its place after every timer
