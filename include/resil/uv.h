@@ -2,8 +2,9 @@
  * uv.h — libresil-uv: resil hosted on a libuv loop.
  *
  * One resil_uv per uv_loop_t gives that loop the interface of loop.h: the
- * loop's time is uv_hrtime() (CLOCK_MONOTONIC, the system clock's), every
- * resil timer shares one uv_timer_t through a timer heap, and work posted
+ * loop's time is the system clock's (resil_clock_system(): CLOCK_MONOTONIC,
+ * the clock libuv's timers count on; elsewhere than Linux, uv_hrtime()),
+ * every resil timer shares one uv_timer_t through a timer heap, and work posted
  * from other threads (a report from a worker) wakes the loop through one
  * uv_async_t. Executions then run with resil_pipeline_start(p,
  * resil_uv_loop(u), ...) and cost the loop nothing while they wait.
