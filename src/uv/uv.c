@@ -264,7 +264,9 @@ static void run_due(resil_uv *u, resil_instant now)
  * early one (the millisecond counted from a reading later than libuv's
  * cached time) and re-arming for another millisecond: a timer due by the
  * kernel's clock then runs on this firing. Both readings are of the time
- * now, so nothing runs before its instant; the common firing reads once. */
+ * now, so nothing runs before its instant on libuv's clock (a reading the
+ * callback takes may lie before it by the system clock's bound, as after
+ * any wait on CLOCK_MONOTONIC); the common firing reads once. */
 static void on_timer(uv_timer_t *t)
 {
     resil_uv *u = t->data;
