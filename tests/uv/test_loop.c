@@ -204,24 +204,6 @@ static void start_wakeup_at(world *w, wakeup *a, resil_duration from_now)
     a->fired_at = due; /* the callback overwrites it with its reading */
 }
 
-#if defined(__linux__)
-/* On Linux the loop's clock is the system clock (libuv's timescale, read
- * at its cost): a reading of it lies between two of the system clock's. */
-static void the_loops_clock_reads_the_system_clock(void **state)
-{
-    (void)state;
-    world w;
-    open_world(&w);
-    resil_clock *loop_clock = resil_loop_clock(resil_uv_loop(w.host));
-    resil_instant before = resil_clock_now(resil_clock_system());
-    resil_instant reading = resil_clock_now(loop_clock);
-    resil_instant after = resil_clock_now(resil_clock_system());
-    assert_true(before <= reading);
-    assert_true(reading <= after);
-    close_world(&w);
-}
-#endif
-
 static void a_timer_set_for_an_instant_does_not_run_before_it(void **state)
 {
     (void)state;
@@ -445,9 +427,6 @@ int main(void)
         cmocka_unit_test(an_idle_host_keeps_no_loop_alive),
         cmocka_unit_test(a_zero_wait_retries_on_the_next_pass),
         cmocka_unit_test(after_the_last_zero_wait_one_more_pass_does_not_block_then_the_loop_blocks),
-#if defined(__linux__)
-        cmocka_unit_test(the_loops_clock_reads_the_system_clock),
-#endif
         cmocka_unit_test(a_timer_set_for_an_instant_does_not_run_before_it),
         cmocka_unit_test(a_timer_set_for_a_past_instant_runs_on_the_next_pass),
         cmocka_unit_test(a_due_timer_stopped_before_its_pass_never_runs),
