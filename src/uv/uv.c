@@ -83,13 +83,15 @@ typedef union idle_poll {
 static resil_instant read_clock(resil_uv *u)
 {
 #if defined(__linux__)
-    u->read = resil_clock_now(u->system);
+    resil_instant now = resil_clock_now(u->system);
 #else
-    u->read = (resil_instant)uv_hrtime();
+    resil_instant now = (resil_instant)uv_hrtime();
 #endif
 #ifdef RESIL_UV_TEST_CLOCK_BEHIND
-    u->read -= RESIL_S(1);
+    now -= RESIL_S(1);
 #endif
+    if (now > u->read) /* never behind a firing's look at libuv's clock */
+        u->read = now;
     return u->read;
 }
 
@@ -264,9 +266,10 @@ static void run_due(resil_uv *u, resil_instant now)
  * early one (the millisecond counted from a reading later than libuv's
  * cached time) and re-arming for another millisecond: a timer due by the
  * kernel's clock then runs on this firing. Both readings are of the time
- * now, so nothing runs before its instant on libuv's clock (a reading the
- * callback takes may lie before it by the system clock's bound, as after
- * any wait on CLOCK_MONOTONIC); the common firing reads once. */
+ * now, so nothing runs before its instant on libuv's clock, and the loop's
+ * clock reads no earlier than that look until the system clock passes it,
+ * so a reading the callback takes is not before the instant either; the
+ * common firing reads once. */
 static void on_timer(uv_timer_t *t)
 {
     resil_uv *u = t->data;
