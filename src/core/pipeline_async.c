@@ -1151,12 +1151,18 @@ static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_str
     L->timer.loop_data = NULL;
 }
 
-static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
+static level *level_enter_at(resil_exec *x, uint32_t ln, size_t i)
 {
-    resil_outcome *out = out_of(x, ln);
-    for (level *L = lvl(x, ln, i); i < x->nnodes; i++, L++) {
-        level_init(L, x, ln, i, x->p->nodes[i].kind, out);
-        L->f = *f;
+    level *L = lvl(x, ln, i);
+    level_init(L, x, ln, i, x->p->nodes[i].kind, out_of(x, ln));
+    return L;
+}
+
+/* The walk down from level L, whose frame is set: each level's frame is
+ * the one the level above handed down. */
+static void walk_down(resil_exec *x, uint32_t ln, level *L)
+{
+    for (;;) {
         step s = enter(L);
         if (s == WAIT)
             return;
@@ -1164,9 +1170,27 @@ static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
             end_here(L);
             return;
         }
-        f = &L->inner;
+        size_t i = L->i + 1;
+        if (i == x->nnodes) {
+            start_attempt(x, ln, &L->inner);
+            return;
+        }
+        level *below = L + 1;
+        level_init(below, x, ln, i, x->p->nodes[i].kind, L->out);
+        below->f = L->inner;
+        L = below;
     }
-    start_attempt(x, ln, f);
+}
+
+static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
+{
+    if (i == x->nnodes) {
+        start_attempt(x, ln, f);
+        return;
+    }
+    level *L = level_enter_at(x, ln, i);
+    L->f = *f;
+    walk_down(x, ln, L);
 }
 
 /* Leave level L with the lane's outcome: false when the walk stays here
@@ -1365,7 +1389,16 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     if (out != NULL)
         *out = x;
     x->start = x->ex.last_now = resil_clock_now(p->clock);
-    resil__frame f = {0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
-    descend(x, 0, 0, &f);
+    /* The first level's frame is written in place: built on the stack and
+     * copied, its copy's wide loads waited for the narrow stores that had
+     * just written the clock's reading into it. */
+    if (p->nnodes == 0) {
+        resil__frame f = {0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
+        start_attempt(x, 0, &f);
+        return 0;
+    }
+    level *L = level_enter_at(x, 0, 0);
+    L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
+    walk_down(x, 0, L);
     return 0;
 }
