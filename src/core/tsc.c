@@ -263,6 +263,13 @@ static int64_t on_line(resil__tsc *c, const resil__tsc_source *src, uint64_t t)
     int64_t d = (int64_t)(t - l.t0);
     if (d < 0 && d > -(int64_t)RESIL__TSC_EARLY) /* read a little before the anchor */
         return l.ns0;
+    if (d < 0) { /* read long before it (the reader was preempted): read again */
+        t = src->counter(src->ud);
+        if (resil__tsc_line_read(c, t, &ns))
+            return ns;
+        snapshot(c, &l);
+        d = (int64_t)(t - l.t0);
+    }
     if (writer_take(c)) {
         resil__tsc_sample s;
         if (sample(src, &s)) {
@@ -274,6 +281,8 @@ static int64_t on_line(resil__tsc *c, const resil__tsc_source *src, uint64_t t)
     }
     if (d >= 0 && (uint64_t)d < RESIL__TSC_STALE)
         return line_at(l, t);
+    if (d < 0) /* the counter went backwards: the kernel's, as the resync would */
+        return src->kernel(src->ud);
     return not_behind(l, src->kernel(src->ud));
 }
 

@@ -275,6 +275,25 @@ static void a_reader_losing_the_race_past_a_stale_line_reads_the_kernel(void **s
     assert_int_equal(current_line(&c).t0, before.t0);
 }
 
+/* A reader preempted between its counter read and the line's load finds
+ * a line anchored after its reading: it reads the counter again and the
+ * line there, not the line's far end (here 50 µs past the time, within
+ * the limit that raising a kernel reading allows). */
+static void a_reader_preempted_past_a_new_anchor_reads_the_counter_again(void **state)
+{
+    (void)state;
+    world w = world_2ghz();
+    resil__tsc c;
+    calibrate(&c, &w);
+    resil__tsc_line l = current_line(&c);
+    uint64_t preempted = l.t0 - 2 * RESIL__TSC_EARLY;
+    w.tsc = l.t0 + RESIL__TSC_STALE - 100000;
+    atomic_store(&c.writer, true); /* another reader resyncs */
+    resil__tsc_source src = source_of(&w);
+    assert_int_equal(resil__tsc_read_slow(&c, &src, preempted),
+                     l.ns0 + (int64_t)(RESIL__TSC_STALE - 100000) / 2);
+}
+
 /* Past the horizon but not stale, a reader that loses the race reads the
  * old line: here 1 µs behind a kernel clock that jumped. */
 static void a_reader_losing_the_race_past_the_horizon_reads_the_old_line(void **state)
@@ -424,10 +443,10 @@ static void readers_racing_a_resyncing_writer_stay_within_the_bound(void **state
         r[i] = (racer){.c = &c};
         assert_int_equal(pthread_create(&t[i], NULL, race, &r[i]), 0);
     }
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < N; i++)
         pthread_join(t[i], NULL);
+    for (int i = 0; i < N; i++)
         assert_int_equal(r[i].off, 0);
-    }
     assert_int_equal(atomic_load(&c.state), RESIL__TSC_ON);
     assert_true(counted(&c.resyncs) > 50);
 }
@@ -486,6 +505,7 @@ int main(void)
         cmocka_unit_test(a_long_idle_gap_reanchors_to_the_kernel),
         cmocka_unit_test(a_reader_losing_the_race_past_a_stale_line_reads_the_kernel),
         cmocka_unit_test(a_reader_losing_the_race_past_the_horizon_reads_the_old_line),
+        cmocka_unit_test(a_reader_preempted_past_a_new_anchor_reads_the_counter_again),
         cmocka_unit_test(a_counter_gone_backwards_reanchors_to_the_kernel),
         cmocka_unit_test(a_counter_read_just_before_the_anchor_reads_the_anchor),
         cmocka_unit_test(a_difference_beyond_the_limit_reanchors_to_the_kernel),
