@@ -538,41 +538,24 @@ RESIL__BODY void std_attempt(const resil__run *r, size_t i, const resil__frame *
 {
     timeout_body(r, i, f, out, op_body_then_step);
 }
-RESIL__BODY void std_breaker(const resil__run *r, size_t i, const resil__frame *f,
-                             resil_outcome *out)
-{
-    breaker_body(r, i, f, out, std_attempt);
-}
-RESIL__BODY void std_retry(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_outcome *out)
-{
-    retry_body(r, i, f, out, std_breaker);
-}
-RESIL__BODY void std_total(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_outcome *out)
-{
-    timeout_body(r, i, f, out, std_retry);
-}
-static void std_from_bulkhead(const resil__run *r, size_t i, const resil__frame *f,
-                              resil_outcome *out)
-{
-    bulkhead_body(r, i, f, out, std_total);
-}
-static void std_from_total(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_outcome *out)
-{
-    std_total(r, i, f, out);
-}
-static void std_from_retry(const resil__run *r, size_t i, const resil__frame *f,
-                           resil_outcome *out)
-{
-    std_retry(r, i, f, out);
-}
-static void std_from_breaker(const resil__run *r, size_t i, const resil__frame *f,
-                             resil_outcome *out)
-{
-    std_breaker(r, i, f, out);
-}
+
+/* A level of the shape above the attempt timeout: its body inlined around
+ * the next level's, and the step a walk starting at it takes. */
+#define RESIL__STD_LEVEL(LEVEL, BODY, NEXT)                                               \
+    RESIL__BODY void std_##LEVEL(const resil__run *r, size_t i, const resil__frame *f,    \
+                                 resil_outcome *out)                                      \
+    {                                                                                     \
+        BODY(r, i, f, out, NEXT);                                                         \
+    }                                                                                     \
+    static void std_from_##LEVEL(const resil__run *r, size_t i, const resil__frame *f,    \
+                                 resil_outcome *out)                                      \
+    {                                                                                     \
+        std_##LEVEL(r, i, f, out);                                                        \
+    }
+RESIL__STD_LEVEL(breaker, breaker_body, std_attempt)
+RESIL__STD_LEVEL(retry, retry_body, std_breaker)
+RESIL__STD_LEVEL(total, timeout_body, std_retry)
+RESIL__STD_LEVEL(bulkhead, bulkhead_body, std_total)
 
 resil__step_fn *resil__step_standard_tail(const resil__node *nodes, size_t n, size_t i)
 {
