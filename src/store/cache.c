@@ -322,14 +322,12 @@ void resil__cache_settled(store_cache *c, const store_call *call, bool completed
     pthread_mutex_unlock(&c->mu);
 }
 
-void resil__cache_stats(store_cache *c, uint64_t *hits, size_t *bytes)
+uint64_t resil__cache_hits(store_cache *c)
 {
-    *hits = 0;
-    *bytes = 0;
     if (c == NULL)
-        return;
+        return 0;
     pthread_mutex_lock(&c->mu);
-    *hits = c->hits;
-    *bytes = c->bytes;
+    uint64_t hits = c->hits;
     pthread_mutex_unlock(&c->mu);
+    return hits;
 }

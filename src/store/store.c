@@ -593,8 +593,7 @@ void resil_store_batch_stats_get(resil_store *s, resil_store_batch_stats *out)
     memset(out, 0, sizeof *out);
     if (s == NULL)
         return;
-    size_t bytes;
-    resil__cache_stats(s->cache, &out->cache_hits, &bytes);
+    out->cache_hits = resil__cache_hits(s->cache);
     if (s->batcher == NULL)
         return;
     resil__batcher_stats(s->batcher, out);

@@ -296,6 +296,7 @@ void resil__cache_begun(store_cache *c, const store_call *call, int64_t expires_
 /* A COMPLETE or RELEASE of call->lease ran: the claim becomes the record
  * (completed) or is forgotten. */
 void resil__cache_settled(store_cache *c, const store_call *call, bool completed);
-void resil__cache_stats(store_cache *c, uint64_t *hits, size_t *bytes);
+/* Begins the cache answered; 0 when it is off. */
+uint64_t resil__cache_hits(store_cache *c);
 
 #endif
