@@ -13,6 +13,7 @@
  * are read as words but never loaded: a fuzzer must not open files.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +77,29 @@ static void check_bounds(const policy_opts *po)
     check(resil_retry_policy_validate(p, NULL) == 0);
 }
 
-/* The policy as options, parsed again: the same numbers. */
+/* A list's waits as --delays takes them: "1s,2s,5s". */
+static void delays_text(const resil_backoff *b, char *buf, size_t cap)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < b->delays_len; i++) {
+        if (i > 0)
+            buf[at++] = ',';
+        resil_duration_format(b->delays[i], buf + at, cap - at);
+        at += strlen(buf + at);
+        check(at + 1 < cap);
+    }
+}
+
+static bool same_delays(const resil_backoff *a, const resil_backoff *b)
+{
+    if (a->kind != RESIL_BACKOFF_LIST)
+        return true;
+    return a->delays_len == b->delays_len &&
+           memcmp(a->delays, b->delays, a->delays_len * sizeof *a->delays) == 0;
+}
+
+/* The policy as options, parsed again: the same numbers (a list's waits as
+ * --delays, which takes no --backoff). */
 static void check_round_trip(const policy_opts *po)
 {
     const resil_retry_policy *p = &po->policy;
@@ -89,7 +112,13 @@ static void check_round_trip(const policy_opts *po)
         snprintf(words[0], sizeof words[0], "--attempts=forever");
     else
         snprintf(words[0], sizeof words[0], "--attempts=%u", p->max_attempts);
-    snprintf(words[1], sizeof words[1], "--backoff=%s", resil_backoff_kind_name(b->kind));
+    char kind[16 + POLICY_DELAYS_MAX * 40];
+    if (b->kind == RESIL_BACKOFF_LIST) {
+        strcpy(kind, "--delays=");
+        delays_text(b, kind + 9, sizeof kind - 9);
+    } else {
+        snprintf(kind, sizeof kind, "--backoff=%s", resil_backoff_kind_name(b->kind));
+    }
     snprintf(words[2], sizeof words[2], "--factor=%.17g", b->factor);
     snprintf(words[3], sizeof words[3], "--jitter=%s", resil_jitter_name(b->jitter));
     strcpy(words[4], "--delay=");
@@ -97,7 +126,7 @@ static void check_round_trip(const policy_opts *po)
     strcpy(words[5], "--max-delay=");
     resil_duration_format(b->max_delay, words[5] + 12, sizeof words[5] - 12);
     for (int i = 0; i < 6; i++)
-        argv[argc++] = words[i];
+        argv[argc++] = i == 1 ? kind : words[i];
     char at[32], tt[32], seed[32];
     if (po->attempt_timeout > 0) {
         resil_duration_format(po->attempt_timeout, at, sizeof at);
@@ -122,7 +151,7 @@ static void check_round_trip(const policy_opts *po)
           b2->factor == b->factor && b2->jitter == b->jitter && b2->base == b->base &&
           b2->max_delay == b->max_delay && again.attempt_timeout == po->attempt_timeout &&
           again.policy.max_total == p->max_total && again.seeded == po->seeded &&
-          again.seed == po->seed);
+          again.seed == po->seed && same_delays(b, b2));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

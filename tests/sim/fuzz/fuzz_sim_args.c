@@ -29,6 +29,10 @@
 #define FAIL (1u << RESIL_SIM_FAILOVER)
 #define META (1u << RESIL_SIM_METASTABLE)
 #define LAYERS (1u << RESIL_SIM_LAYERS)
+#define BROWN (1u << RESIL_SIM_BROWNOUT)
+#define STACK (FAIL | META | LAYERS | BROWN)
+#define TIMED (FAIL | META | BROWN)
+#define ALL (OCC | STACK)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,26 +47,27 @@ typedef struct field {
 
 #define F(name) offsetof(resil_sim_config, name)
 static const field fields[] = {
-    {"--seed", OCC | FAIL | META | LAYERS, U64, F(seed)},
-    {"--runs", OCC | FAIL | META | LAYERS, U32, F(runs)},
-    {"--base", OCC | FAIL | META | LAYERS, DURATION, F(base)},
-    {"--cap", OCC | FAIL | META | LAYERS, DURATION, F(cap)},
+    {"--seed", ALL, U64, F(seed)},
+    {"--runs", ALL, U32, F(runs)},
+    {"--base", ALL, DURATION, F(base)},
+    {"--cap", ALL, DURATION, F(cap)},
     {"--clients", OCC | FAIL, U32, F(clients)},
     {"--net-mean", OCC, DURATION, F(net_mean)},
     {"--net-sd", OCC, DURATION, F(net_sd)},
-    {"--rate", FAIL | META | LAYERS, DOUBLE, F(rate)},
-    {"--layers", FAIL | META | LAYERS, U32, F(layers)},
-    {"--attempts", FAIL | META | LAYERS, U32, F(attempts)},
-    {"--budget-at", FAIL | META | LAYERS, BUDGET_AT, F(budget_at)},
-    {"--requests", FAIL | META | LAYERS, U32, F(requests)},
-    {"--duration", FAIL | META, DURATION, F(duration)},
-    {"--bin", FAIL | META, DURATION, F(bin)},
-    {"--outage", FAIL | META, DURATION, F(outage)},
-    {"--outage-start", FAIL | META, DURATION, F(outage_start)},
-    {"--capacity", FAIL | META, DOUBLE, F(capacity)},
-    {"--latency", FAIL | META, DURATION, F(latency)},
-    {"--timeout", FAIL | META, DURATION, F(timeout)},
+    {"--rate", STACK, DOUBLE, F(rate)},
+    {"--layers", STACK, U32, F(layers)},
+    {"--attempts", STACK, U32, F(attempts)},
+    {"--budget-at", STACK, BUDGET_AT, F(budget_at)},
+    {"--requests", STACK, U32, F(requests)},
+    {"--duration", TIMED, DURATION, F(duration)},
+    {"--bin", TIMED, DURATION, F(bin)},
+    {"--outage", TIMED, DURATION, F(outage)},
+    {"--outage-start", TIMED, DURATION, F(outage_start)},
+    {"--capacity", TIMED, DOUBLE, F(capacity)},
+    {"--latency", TIMED, DURATION, F(latency)},
+    {"--timeout", TIMED, DURATION, F(timeout)},
     {"--slowdown", META, DOUBLE, F(slowdown)},
+    {"--limit", BROWN, U32, F(limit)},
 };
 
 static void check(int ok)
