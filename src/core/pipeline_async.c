@@ -548,9 +548,9 @@ static step timeout_enter(level *L)
 
 /* ---- retry ------------------------------------------------------------------------------ */
 
-/* The run ended with `s`; `decided`: on the outcome the lane holds (an
- * attempt's, already the run's final one, so it is not copied back). */
-static step retry_end(level *L, resil_stop s, bool decided)
+/* The run ended with `s`. Its final outcome is already the lane's: the
+ * executor keeps it there (retry_begin). */
+static step retry_end(level *L, resil_stop s)
 {
     const resil__run *r = run_of(L->x);
     resil__rx_end(&L->u.retry.rx, s, L->u.retry.start);
@@ -562,12 +562,10 @@ static step retry_end(level *L, resil_stop s, bool decided)
      * where the blocking executor's last reading was taken. */
     if (!L->u.retry.rx.timed && L->u.retry.res.attempts > 0 && r->ex != NULL)
         resil__read_now(r);
-    if (!decided)
-        *L->out = L->u.retry.res.final;
     return DONE;
 }
 
-static step retry_stop(level *L, resil_stop s) { return retry_end(L, s, false); }
+static step retry_stop(level *L, resil_stop s) { return retry_end(L, s); }
 
 /* Before each attempt: the frame below, as the blocking retry's attempt
  * hands it down. */
@@ -617,8 +615,14 @@ static resil_stop retry_begin(level *L)
     resil__retry_opts(&L->u.retry.o, r, &L->f, cancel, k);
     if (L->f.deadline == RESIL_INSTANT_MAX)
         L->u.retry.o.measure_elapsed = time_read_below(r, L->i);
-    return resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o, &L->u.retry.res,
-                           &L->u.retry.start);
+    resil_stop s = resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o,
+                                   &L->u.retry.res, &L->u.retry.start);
+    /* Each attempt's outcome arrives in the lane's, where the executor
+     * decides on it and leaves the final one: no copy into the level's
+     * result and back (the lane's outcome is written only by the walk below
+     * this level, which runs only between a decision and the next). */
+    L->u.retry.rx.final = L->out;
+    return s;
 }
 
 static step retry_enter(level *L)
@@ -682,10 +686,9 @@ static bool retry_leave(level *L)
             return false;
     }
     resil__retry_exec *rx = &L->u.retry.rx;
-    rx->out->final = *L->out;
     resil_retry_decision d = resil__rx_decide(rx, L->u.retry.attempt_start);
     if (d.stop != RESIL_STOP_NONE) {
-        retry_end(L, d.stop, true);
+        retry_end(L, d.stop);
         return false;
     }
     resil__rx_announce(rx, &d, &L->u.retry.k);

@@ -75,6 +75,11 @@ typedef struct resil__retry_exec {
     resil_retry step;
     resil_attempt_ctx ctx; /* the current attempt's, for the op and the hooks */
     resil_retry_result *out;
+    /* Where the latest attempt's outcome is kept, the run's final one once
+     * it stops: out->final, or (the asynchronous walk) the lane's outcome,
+     * which the attempt's report has just written, so that deciding on it
+     * takes no copy of 88 bytes into the level's result. */
+    resil_outcome *final;
 } resil__retry_exec;
 
 /* A token fired for a deadline (a pipeline's total timeout) ends the run as
@@ -100,7 +105,7 @@ static inline resil_stop resil__rx_stopped_between(resil__retry_exec *x, const r
 {
     resil_stop s = resil__rx_cancel_stop(c);
     if (s == RESIL_STOP_CANCELLED && x->out->attempts > 0)
-        x->out->final = resil__rx_cancellation("cancelled while waiting to retry");
+        *x->final = resil__rx_cancellation("cancelled while waiting to retry");
     return s;
 }
 
@@ -127,6 +132,7 @@ static inline resil_stop resil__rx_begin_as(resil__retry_exec *x, const resil_re
     x->opts = opts != NULL ? opts : &no_opts;
     x->clock = x->opts->clock != NULL ? x->opts->clock : resil_clock_system();
     x->out = out;
+    x->final = &out->final;
     resil_instant deadline = x->opts->deadline != 0 ? x->opts->deadline : RESIL_INSTANT_MAX;
     out->attempts = 0;
     out->records_len = 0;
@@ -178,7 +184,7 @@ static inline void resil__rx_keep_record(resil__retry_exec *x, resil_instant sta
     bool store = o->records != NULL && x->out->records_len < o->records_cap;
     if (!store && o->on_attempt == NULL)
         return;
-    resil_attempt_record rec = {.number = x->step.attempt, .outcome = x->out->final,
+    resil_attempt_record rec = {.number = x->step.attempt, .outcome = *x->final,
                                 .stop = d->stop, .wait = d->wait, .source = d->source,
                                 .start = start, .duration = x->now - start};
     if (store)
@@ -187,7 +193,7 @@ static inline void resil__rx_keep_record(resil__retry_exec *x, resil_instant sta
         o->on_attempt(&rec, o->on_attempt_ud);
 }
 
-/* The attempt begun at `start` left its outcome in x->out->final: decide. */
+/* The attempt begun at `start` left its outcome in *x->final: decide. */
 static inline resil_retry_decision resil__rx_decide(resil__retry_exec *x, resil_instant start)
 {
     x->out->attempts = x->step.attempt;
@@ -199,10 +205,10 @@ static inline resil_retry_decision resil__rx_decide(resil__retry_exec *x, resil_
      * a budget hears every result first; then a success stops the run,
      * unless the policy retries on results. */
     const resil_retry_policy *p = x->policy;
-    resil_stop stop = x->out->final.kind == RESIL_SUCCESS && p->budget == NULL &&
+    resil_stop stop = x->final->kind == RESIL_SUCCESS && p->budget == NULL &&
                               !p->retry_on_results
                           ? RESIL_STOP_SUCCEEDED
-                          : resil__retry_decide(&x->step, &x->ctx, &x->out->final, x->now,
+                          : resil__retry_decide(&x->step, &x->ctx, x->final, x->now,
                                                 x->opts->rng, &wait, &source);
     resil_retry_decision d = {.stop = stop, .wait = wait, .source = source};
     resil__rx_keep_record(x, start, &d);
@@ -216,7 +222,7 @@ static inline void resil__rx_announce(resil__retry_exec *x, const resil_retry_de
     const resil_retry_policy *p = x->policy;
     if (p->on_retry == NULL)
         return;
-    resil_retry_info info = {x->step.attempt, d->wait, d->source, &x->out->final, &x->ctx};
+    resil_retry_info info = {x->step.attempt, d->wait, d->source, x->final, &x->ctx};
     p->on_retry(&info, user, p->on_retry_ud);
 }
 
@@ -247,7 +253,7 @@ static inline void resil__rx_end(resil__retry_exec *x, resil_stop s, resil_insta
     resil_retry_result *out = x->out;
     out->stop = s;
     if (out->attempts == 0)
-        out->final = resil__rx_not_run(out->stop);
+        *x->final = resil__rx_not_run(out->stop);
     out->elapsed = x->now - start;
 }
 
