@@ -1052,15 +1052,11 @@ static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
     }
 }
 
-void resil_attempt_done(resil_attempt *a, const resil_outcome *o)
+/* A report from outside the attempt's own operation: on the loop's
+ * thread, or posted to it. Out of line, so that the report made from
+ * inside the operation (the common one) runs without a frame. */
+__attribute__((noinline)) static void report_outside(resil_attempt *a, const resil_outcome *o)
 {
-    if (a == NULL || o == NULL)
-        return;
-    if (a == op_running) { /* from inside its operation: held */
-        *out_of(a->x, a->lane) = *o;
-        a->reported = true;
-        return;
-    }
     resil_loop *loop = a->x->loop;
     if (loop->ops->in_loop != NULL && loop->ops->in_loop(loop->self)) {
         /* The lane's walk waits at the attempt: nothing else writes its
@@ -1075,6 +1071,18 @@ void resil_attempt_done(resil_attempt *a, const resil_outcome *o)
     a->outcome = *o;
     a->work.fn = arrive_posted;
     loop->ops->post(loop->self, &a->work);
+}
+
+void resil_attempt_done(resil_attempt *a, const resil_outcome *o)
+{
+    if (a == NULL || o == NULL)
+        return;
+    if (a != op_running) {
+        report_outside(a, o);
+        return;
+    }
+    *out_of(a->x, a->lane) = *o; /* from inside its operation: held */
+    a->reported = true;
 }
 
 void resil_attempt_on_cancel(resil_attempt *a, resil_attempt_cancel_fn fn, void *ud)
