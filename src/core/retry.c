@@ -252,7 +252,7 @@ resil_stop resil__retry_decide(resil_retry *r, const resil_attempt_ctx *ctx,
     resil_duration wait = choose_wait(r, ctx, o, rng, &source);
     /* An attempt that would start at or after the deadline has no time to
      * run: stopping now beats sleeping for nothing. */
-    if (resil_dur_add(now, wait) >= r->deadline)
+    if (resil__add_sat(now, wait) >= r->deadline) /* resil_dur_add(), without its call */
         return RESIL_STOP_DEADLINE;
     *wait_out = wait;
     *source_out = source;
