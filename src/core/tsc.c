@@ -367,4 +367,15 @@ int64_t resil__tsc_system_slow(uint64_t t)
         pthread_once(&decided, decide);
     return resil__tsc_read_slow(&resil__tsc_system, &system_source, t);
 }
+
+/* Where the counter is off (a kernel whose clocksource is not the TSC:
+ * kvm-clock on many virtual machines) every reading comes here, and reads
+ * the kernel's clock as resil__tsc_read_slow() would, without the counter
+ * read, the call and the source's table. */
+int64_t resil__tsc_system_unlined(void)
+{
+    if (atomic_load_explicit(&resil__tsc_system.state, memory_order_acquire) == RESIL__TSC_OFF)
+        return resil__clock_kernel(CLOCK_MONOTONIC);
+    return resil__tsc_system_slow(__builtin_ia32_rdtsc());
+}
 #endif

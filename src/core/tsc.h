@@ -202,9 +202,21 @@ void resil__tsc_resync(resil__tsc *c, resil__tsc_sample s);
 /* The system clock's instance and its CLOCK_MONOTONIC reading. */
 extern resil__tsc resil__tsc_system __attribute__((visibility("hidden")));
 int64_t resil__tsc_system_slow(uint64_t t) __attribute__((visibility("hidden")));
+/* A reading while there is no line yet (version 0): the kernel's clock at
+ * once when the counter is off, else the counter read and the slow path. */
+int64_t resil__tsc_system_unlined(void) __attribute__((visibility("hidden")));
 
+/* No line (the counter off, undecided or calibrating) is looked at before
+ * the counter is read: where the kernel does not trust the counter, every
+ * reading is the kernel's, and the counter read it would drop costs about
+ * half as much again (12 ns beside clock_gettime's 28 on a kvm-clock
+ * guest). The version is the line's own first word, which the fast path
+ * loads anyway. */
 static inline int64_t resil__tsc_monotonic(void)
 {
+    if (__builtin_expect(atomic_load_explicit(&resil__tsc_system.seq, memory_order_relaxed) == 0,
+                         0))
+        return resil__tsc_system_unlined();
     uint64_t t = __builtin_ia32_rdtsc();
     int64_t ns;
     if (__builtin_expect(resil__tsc_line_read(&resil__tsc_system, t, &ns), 1))
