@@ -149,9 +149,9 @@ typedef struct resil__tsc_line {
  * (one try). The two slots make that rare: a writer fills the slot of the
  * version after the current one, so a reader sees torn parameters only
  * when it was preempted for two resyncs, and then the version differs. */
-static inline bool resil__tsc_load(const resil__tsc *c, resil__tsc_line *l, uint64_t *v)
+static inline bool resil__tsc_load_at(const resil__tsc *c, uint64_t seq, resil__tsc_line *l,
+                                      uint64_t *v)
 {
-    uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
     const resil__tsc_slot *s = &c->line[seq & 1];
     l->t0 = atomic_load_explicit(&s->t0, memory_order_relaxed);
     l->ns0 = atomic_load_explicit(&s->ns0, memory_order_relaxed);
@@ -161,18 +161,30 @@ static inline bool resil__tsc_load(const resil__tsc *c, resil__tsc_line *l, uint
     return atomic_load_explicit(&c->seq, memory_order_relaxed) == seq;
 }
 
+/* The same, `seq` being the version just loaded (acquire) by the caller. */
+static inline bool resil__tsc_load(const resil__tsc *c, resil__tsc_line *l, uint64_t *v)
+{
+    return resil__tsc_load_at(c, atomic_load_explicit(&c->seq, memory_order_acquire), l, v);
+}
+
 /* The line's reading at counter value t, or false when the fast path
  * cannot give one (no line, past its horizon, a torn read, t early). */
-static inline bool resil__tsc_line_read(const resil__tsc *c, uint64_t t, int64_t *ns)
+static inline bool resil__tsc_line_read_at(const resil__tsc *c, uint64_t seq, uint64_t t,
+                                           int64_t *ns)
 {
     resil__tsc_line l;
     uint64_t v;
-    bool ok = resil__tsc_load(c, &l, &v);
+    bool ok = resil__tsc_load_at(c, seq, &l, &v);
     uint64_t u = t - l.t0; /* past the horizon for the no-line sentinel too */
     if (!ok || u >= RESIL__TSC_PERIOD)
         return false;
     *ns = l.ns0 + (int64_t)((u * l.mult) >> 32);
     return true;
+}
+
+static inline bool resil__tsc_line_read(const resil__tsc *c, uint64_t t, int64_t *ns)
+{
+    return resil__tsc_line_read_at(c, atomic_load_explicit(&c->seq, memory_order_acquire), t, ns);
 }
 
 /* Everything the fast path does not: calibrating, resyncing, a counter
@@ -206,20 +218,21 @@ int64_t resil__tsc_system_slow(uint64_t t) __attribute__((visibility("hidden")))
  * once when the counter is off, else the counter read and the slow path. */
 int64_t resil__tsc_system_unlined(void) __attribute__((visibility("hidden")));
 
-/* No line (the counter off, undecided or calibrating) is looked at before
- * the counter is read: where the kernel does not trust the counter, every
- * reading is the kernel's, and the counter read it would drop costs about
- * half as much again (12 ns beside clock_gettime's 28 on a kvm-clock
- * guest). The version is the line's own first word, which the fast path
- * loads anyway. */
+/* No line (the counter off, undecided or calibrating) is seen before the
+ * counter is read: where the kernel does not trust the counter, every
+ * reading is the kernel's, and the counter read it dropped cost about half
+ * as much again (12 ns beside clock_gettime's 28 on a kvm-clock guest).
+ * The version is loaded first and once, as the line's read loads it: the
+ * fast path pays the test alone. The counter, read unordered, may run
+ * ahead of that load as it could before (tsc.h's top, on a counter early). */
 static inline int64_t resil__tsc_monotonic(void)
 {
-    if (__builtin_expect(atomic_load_explicit(&resil__tsc_system.seq, memory_order_relaxed) == 0,
-                         0))
+    uint64_t seq = atomic_load_explicit(&resil__tsc_system.seq, memory_order_acquire);
+    if (__builtin_expect(seq == 0, 0))
         return resil__tsc_system_unlined();
     uint64_t t = __builtin_ia32_rdtsc();
     int64_t ns;
-    if (__builtin_expect(resil__tsc_line_read(&resil__tsc_system, t, &ns), 1))
+    if (__builtin_expect(resil__tsc_line_read_at(&resil__tsc_system, seq, t, &ns), 1))
         return ns;
     return resil__tsc_system_slow(t);
 }
