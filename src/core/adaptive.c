@@ -172,13 +172,7 @@ static int make_queue(resil_limiter *l, resil_err *err)
     return resil_bulkhead_new(&b, &l->bh, err);
 }
 
-static resil_limiter *alloc_limiter(void)
-{
-    resil_limiter *l = aligned_alloc(64, (sizeof *l + 63) / 64 * 64);
-    if (l != NULL)
-        memset(l, 0, sizeof *l);
-    return l;
-}
+static resil_limiter *alloc_limiter(void) { return resil__line_alloc(sizeof(resil_limiter)); }
 
 /* As many stripes as the bulkhead parks permits in, zeroed. */
 static int alloc_stripes(resil_limiter *l)

@@ -9,7 +9,9 @@
  * built to stay cheap under contention. The tokens (gRPC) and quota (AWS)
  * models are a single atomic integer each, updated by compare-and-swap: gRPC
  * counts tokens in thousandths as its specification does, which keeps the
- * arithmetic exact. The ratio (Finagle) model needs a sliding window, so it
+ * arithmetic exact; that integer has its cache line to itself (a success
+ * at a full budget only reads it, and must not find another object's
+ * writes on its line). The ratio (Finagle) model needs a sliding window, so it
  * takes a mutex around the breaker's rolling window, held by value: nothing
  * allocates after resil_budget_new.
  *
@@ -370,7 +372,7 @@ static int validate(const resil_budget_opts *o, resil_err *err)
 
 static void *new_tokens(const resil_budget_opts *o)
 {
-    tokens_budget *b = calloc(1, sizeof *b);
+    tokens_budget *b = resil__line_alloc(sizeof *b);
     if (b == NULL)
         return NULL;
     b->max_milli = llround(o->max_tokens * MILLI);
@@ -381,7 +383,7 @@ static void *new_tokens(const resil_budget_opts *o)
 
 static void *new_quota(const resil_budget_opts *o)
 {
-    quota_budget *b = calloc(1, sizeof *b);
+    quota_budget *b = resil__line_alloc(sizeof *b);
     if (b == NULL)
         return NULL;
     b->capacity = o->capacity;

@@ -129,12 +129,9 @@ static int validate(const resil_bulkhead_opts *o, resil_err *err)
  * empty stripes. */
 static resil_bulkhead *new_handle(void)
 {
-    size_t size = (sizeof(resil_bulkhead) + RESIL__CACHE_LINE - 1) / RESIL__CACHE_LINE *
-                  RESIL__CACHE_LINE;
-    resil_bulkhead *b = aligned_alloc(RESIL__CACHE_LINE, size);
+    resil_bulkhead *b = resil__line_alloc(sizeof *b);
     if (b == NULL)
         return NULL;
-    memset(b, 0, sizeof *b);
     uint32_t n = resil__thread_stripe_count();
     b->stripes = aligned_alloc(RESIL__CACHE_LINE, n * sizeof *b->stripes);
     if (b->stripes == NULL) {

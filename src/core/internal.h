@@ -125,6 +125,11 @@ typedef struct resil__cells {
 } resil__cells;
 
 int resil__cells_init(resil__cells *c); /* zeroed cells; RESIL_ENOMEM */
+/* `size` bytes, zeroed, on lines of their own: aligned to a line and
+ * rounded up to whole lines, so that no other allocation shares the last
+ * one (a shared object's hot word written by nobody else; free() frees
+ * it). NULL when out of memory. */
+void *resil__line_alloc(size_t size);
 void resil__cells_free(resil__cells *c);
 /* The CPU the caller runs on (or its thread's round-robin number), asked
  * of the C library (percpu.c). */

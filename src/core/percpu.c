@@ -22,6 +22,7 @@
  */
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -50,6 +51,15 @@ int resil__cells_init(resil__cells *c)
     for (uint32_t i = 0; i < n; i++)
         atomic_init(&c->cell[i].v, 0);
     return 0;
+}
+
+void *resil__line_alloc(size_t size)
+{
+    size_t lines = (size + RESIL__CACHE_LINE - 1) / RESIL__CACHE_LINE;
+    void *p = aligned_alloc(RESIL__CACHE_LINE, lines * RESIL__CACHE_LINE);
+    if (p != NULL)
+        memset(p, 0, lines * RESIL__CACHE_LINE);
+    return p;
 }
 
 void resil__cells_free(resil__cells *c)
