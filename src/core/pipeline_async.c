@@ -550,7 +550,7 @@ static step timeout_enter(level *L)
 
 /* The run ended with `s`. Its final outcome is already the lane's: the
  * executor keeps it there (retry_begin). */
-static step retry_end(level *L, resil_stop s)
+static step retry_stop(level *L, resil_stop s)
 {
     const resil__run *r = run_of(L->x);
     resil__rx_end(&L->u.retry.rx, s, L->u.retry.start);
@@ -564,8 +564,6 @@ static step retry_end(level *L, resil_stop s)
         resil__read_now(r);
     return DONE;
 }
-
-static step retry_stop(level *L, resil_stop s) { return retry_end(L, s); }
 
 /* Before each attempt: the frame below, as the blocking retry's attempt
  * hands it down. */
@@ -688,7 +686,7 @@ static bool retry_leave(level *L)
     resil__retry_exec *rx = &L->u.retry.rx;
     resil_retry_decision d = resil__rx_decide(rx, L->u.retry.attempt_start);
     if (d.stop != RESIL_STOP_NONE) {
-        retry_end(L, d.stop);
+        retry_stop(L, d.stop);
         return false;
     }
     resil__rx_announce(rx, &d, &L->u.retry.k);
