@@ -122,6 +122,35 @@ static void defaults_start_at_twenty_between_one_and_two_hundred(void **state)
     assert_true(o.aimd_backoff == 0.9);
 }
 
+static void the_options_read_back_as_they_were_given(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_AIMD, 7);
+    f->opts.min_limit = 3;
+    f->opts.max_limit = 40;
+    f->opts.max_queue = 5;
+    f->opts.queue_timeout = RESIL_MS(80);
+    make(f);
+    resil_limiter_opts got;
+    resil_limiter_opts_get(f->l, &got);
+    assert_int_equal(got.algorithm, RESIL_LIMIT_AIMD);
+    assert_int_equal(got.initial_limit, 7);
+    assert_int_equal(got.min_limit, 3);
+    assert_int_equal(got.max_limit, 40);
+    assert_duration_equal(got.window, 0);
+    assert_int_equal(got.window_samples, 1);
+    assert_true(got.smoothing == 1.0);
+    assert_true(got.aimd_backoff == 0.9);
+    assert_int_equal(got.max_queue, 5);
+    assert_duration_equal(got.queue_timeout, RESIL_MS(80));
+    assert_ptr_equal(got.clock, resil_fake_clock_clock(f->fc));
+    assert_ptr_equal(got.on_change_ud, f);
+    /* the options, not the state: a drop takes the limit to 7 × 0.9 */
+    assert_int_equal(sample(f, 7, RESIL_MS(10), DROP), 6);
+    resil_limiter_opts_get(f->l, &got);
+    assert_int_equal(got.initial_limit, 7);
+}
+
 static void bad_options_are_refused_by_name(void **state)
 {
     fixture *f = *state;
@@ -495,6 +524,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_start_at_twenty_between_one_and_two_hundred),
+        TEST(the_options_read_back_as_they_were_given),
         TEST(bad_options_are_refused_by_name),
         TEST(calls_beyond_the_limit_are_rejected_at_once),
         TEST(a_raised_limit_admits_the_queued_caller_at_once),

@@ -5,7 +5,9 @@
  * wait bounded by the attempt timeout, a behaviour before the call), the
  * kill switch reached through the pipeline, the events reported, the
  * order rules and warnings, and the two learning strategies' rejections
- * and their reading of the pipeline's outcomes.
+ * and their reading of the pipeline's outcomes; and each of the three
+ * shared by its owner ("use"): one object over every pipeline using it,
+ * never freed by them.
  */
 #include "test.h"
 
@@ -283,6 +285,33 @@ static void the_kill_switch_is_reached_through_the_pipeline(void **state)
     assert_int_equal(f->result.outcome.kind, RESIL_SUCCESS);
 }
 
+static void a_shared_chaos_strikes_until_its_owner_switches_it_off(void **state)
+{
+    fixture *f = *state;
+    static const double draws[] = {0.0};
+    resil_chaos_opts o = chaos(RESIL_CHAOS_FAULT, draws, 1);
+    resil_chaos *c;
+    assert_int_equal(resil_chaos_new(&o, &c, NULL), 0);
+    resil_pipeline_builder *b = builder(f);
+    assert_int_equal(resil_pipeline_use_chaos(b, c), 0);
+    build(f, b);
+    assert_ptr_equal(resil_pipeline_chaos(f->p, RESIL_CHAOS_FAULT), c);
+    run(f, op);
+    assert_int_equal(f->calls, 0);
+    assert_int_equal(f->result.outcome.kind, RESIL_TRANSIENT);
+    assert_string_equal(f->result.outcome.detail, "injected fault");
+    resil_chaos_enable(c, false);
+    run(f, op);
+    assert_int_equal(f->calls, 1);
+    assert_int_equal(f->result.outcome.kind, RESIL_SUCCESS);
+    /* the pipeline never owned it: it outlives the pipeline, counts kept */
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    assert_int_equal(resil_chaos_decisions(c), 1);
+    assert_int_equal(resil_chaos_injected(c), 1);
+    resil_chaos_free(c);
+}
+
 static void chaos_kinds_each_appear_once_and_describe_themselves(void **state)
 {
     fixture *f = *state;
@@ -380,6 +409,68 @@ static void the_limiter_learns_from_the_pipelines_outcomes_and_reports_it(void *
     assert_int_equal(resil_limiter_limit(resil_pipeline_adaptive_limiter(f->p)), 2);
 }
 
+/* One limiter, two pipelines: one bound over both, learning from both,
+ * and no event of a limit change, since the pipeline does not own it
+ * (the caller reads the limit, or sets on_change itself). */
+static void a_shared_limiter_bounds_every_pipeline_using_it(void **state)
+{
+    fixture *f = *state;
+    resil_limiter_opts o = aimd(1);
+    o.clock = f->clock;
+    resil_limiter *l;
+    assert_int_equal(resil_limiter_new(&o, &l, NULL), 0);
+    resil_pipeline_builder *b = builder(f);
+    assert_int_equal(resil_pipeline_use_adaptive_limiter(b, l), 0);
+    build(f, b);
+    resil_pipeline *other;
+    b = builder(f);
+    assert_int_equal(resil_pipeline_use_adaptive_limiter(b, l), 0);
+    assert_int_equal(resil_pipeline_build(b, &other, NULL), 0);
+    resil_pipeline_builder_free(b);
+    assert_ptr_equal(resil_pipeline_adaptive_limiter(f->p), l);
+    assert_ptr_equal(resil_pipeline_adaptive_limiter(other), l);
+
+    resil_limiter_ticket held;
+    assert_int_equal(resil_limiter_try_acquire_at(l, T0, &held), 0);
+    assert_int_equal(resil_pipeline_execute(other, op, &f->call, &f->result), 0);
+    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_ADAPTIVE_LIMITER);
+    assert_int_equal(f->calls, 0);
+    resil_limiter_release(&held, RESIL_BREAKER_IGNORED);
+    f->takes = RESIL_MS(20);
+    run(f, op); /* a success with the limit used: 1 → 2, for both */
+    assert_int_equal(f->calls, 1);
+    assert_int_equal(resil_limiter_limit(l), 2);
+    assert_int_equal(count_events(f, RESIL_EVENT_LIMIT_CHANGED), 0);
+    assert_int_equal(count_events(f, RESIL_EVENT_LIMIT_REJECTED), 1);
+
+    resil_pipeline_free(other);
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    assert_int_equal(resil_limiter_in_flight(l), 0);
+    assert_int_equal(resil_limiter_limit(l), 2);
+    resil_limiter_free(l);
+}
+
+static void the_adaptive_limiter_describes_its_options(void **state)
+{
+    fixture *f = *state;
+    resil_pipeline_builder *b = builder(f);
+    resil_limiter_opts o;
+    resil_limiter_opts_default(&o, RESIL_LIMIT_VEGAS);
+    o.initial_limit = 8;
+    o.min_limit = 2;
+    o.max_limit = 50;
+    o.max_queue = 3;
+    o.queue_timeout = RESIL_MS(250);
+    assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &o), 0);
+    build(f, b);
+    char text[512];
+    resil_pipeline_describe(f->p, RESIL_DESCRIBE_TEXT, text, sizeof text);
+    assert_non_null(strstr(text, "  1. adaptive-limiter algorithm=vegas initial_limit=8 "
+                                 "min_limit=2 max_limit=50 window=1s window_samples=10 "
+                                 "smoothing=1 max_queue=3 queue_timeout=250ms\n"));
+}
+
 static void a_timed_out_attempt_is_a_drop_so_the_timeout_must_be_inside(void **state)
 {
     fixture *f = *state;
@@ -446,6 +537,50 @@ static void the_throttle_counts_the_pipelines_outcomes_and_refuses_locally(void 
     assert_non_null(strstr(text, "  1. throttle k=2 window=2m buckets=12\n"));
 }
 
+/* One throttle, two pipelines: both pipelines' calls in one count, and
+ * a refusal in either once the backend stops accepting. */
+static void a_shared_throttle_counts_the_calls_of_every_pipeline_using_it(void **state)
+{
+    fixture *f = *state;
+    static const double draws[] = {0.0};
+    resil_throttle_opts o;
+    resil_throttle_opts_default(&o);
+    resil_rng_scripted_init(&script, draws, 1);
+    o.rng = &script.base;
+    o.clock = f->clock;
+    resil_throttle *t;
+    assert_int_equal(resil_throttle_new(&o, &t, NULL), 0);
+    resil_pipeline_builder *b = builder(f);
+    assert_int_equal(resil_pipeline_use_throttle(b, t), 0);
+    build(f, b);
+    resil_pipeline *other;
+    b = builder(f);
+    assert_int_equal(resil_pipeline_use_throttle(b, t), 0);
+    assert_int_equal(resil_pipeline_build(b, &other, NULL), 0);
+    resil_pipeline_builder_free(b);
+    assert_ptr_equal(resil_pipeline_throttle(other), t);
+
+    f->answer = resil_fail(RESIL_PERMANENT, 404, "missing");
+    run(f, op); /* answered: an accept */
+    f->answer = resil_fail(RESIL_TRANSIENT, 503, "down");
+    assert_int_equal(resil_pipeline_execute(other, op, &f->call, &f->result), 0);
+    run(f, op);
+    uint64_t r, a;
+    resil_throttle_counts(t, T0, &r, &a);
+    assert_int_equal(r, 3);
+    assert_int_equal(a, 1);
+    /* p = (3 − 2) / 4 = 0.25 and the draw is 0: the other pipeline refuses */
+    assert_int_equal(resil_pipeline_execute(other, op, &f->call, &f->result), 0);
+    assert_int_equal(f->calls, 3);
+    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_THROTTLE);
+
+    resil_pipeline_free(other);
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    assert_int_equal(resil_throttle_rejected(t), 1);
+    resil_throttle_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,11 +591,15 @@ int main(void)
         TEST(injected_latency_ends_when_the_caller_cancels),
         TEST(an_injected_behaviour_runs_before_the_operation),
         TEST(the_kill_switch_is_reached_through_the_pipeline),
+        TEST(a_shared_chaos_strikes_until_its_owner_switches_it_off),
         TEST(chaos_kinds_each_appear_once_and_describe_themselves),
         TEST(a_full_adaptive_limiter_rejects_with_its_own_code),
         TEST(the_limiter_learns_from_the_pipelines_outcomes_and_reports_it),
+        TEST(a_shared_limiter_bounds_every_pipeline_using_it),
+        TEST(the_adaptive_limiter_describes_its_options),
         TEST(a_timed_out_attempt_is_a_drop_so_the_timeout_must_be_inside),
         TEST(the_throttle_counts_the_pipelines_outcomes_and_refuses_locally),
+        TEST(a_shared_throttle_counts_the_calls_of_every_pipeline_using_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

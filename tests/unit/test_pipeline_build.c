@@ -101,9 +101,30 @@ static void shared_objects_must_not_be_null(void **state)
     assert_int_equal(resil_pipeline_use_degrade(b, NULL), RESIL_EINVAL);
     refused(b, RESIL_EINVAL, "degrade: monitor must not be NULL");
     b = builder();
+    assert_int_equal(resil_pipeline_use_chaos(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "chaos: strategy must not be NULL");
+    b = builder();
+    assert_int_equal(resil_pipeline_use_adaptive_limiter(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "adaptive_limiter: limiter must not be NULL");
+    b = builder();
+    assert_int_equal(resil_pipeline_use_throttle(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "throttle: throttle must not be NULL");
+    b = builder();
     assert_int_equal(resil_pipeline_add_bulkhead(b, NULL), RESIL_EINVAL);
     refused(b, RESIL_EINVAL, "bulkhead: options must not be NULL");
+    b = builder();
+    assert_int_equal(resil_pipeline_add_chaos(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "chaos: options must not be NULL");
+    b = builder();
+    assert_int_equal(resil_pipeline_add_adaptive_limiter(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "adaptive_limiter: options must not be NULL");
+    b = builder();
+    assert_int_equal(resil_pipeline_add_throttle(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "throttle: options must not be NULL");
     assert_int_equal(resil_pipeline_add_retry(NULL, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_pipeline_use_chaos(NULL, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_pipeline_use_adaptive_limiter(NULL, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_pipeline_use_throttle(NULL, NULL), RESIL_EINVAL);
 }
 
 static void listeners_are_limited_to_four_and_never_null(void **state)
@@ -215,6 +236,40 @@ static void bad_degradation_options_are_named(void **state)
     o.check_interval = 0;
     resil_pipeline_add_degrade(b, &o);
     refused_with(b, "degrade");
+}
+
+/* The strategy's own check, its message kept whole by the builder. */
+static void bad_chaos_is_named(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_chaos_opts o;
+    resil_chaos_opts_default(&o, RESIL_CHAOS_FAULT);
+    o.rate = 1.5;
+    assert_int_equal(resil_pipeline_add_chaos(b, &o), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "chaos.rate must be in [0, 1], got 1.5");
+}
+
+static void bad_adaptive_limiter_is_named(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_limiter_opts o;
+    resil_limiter_opts_default(&o, RESIL_LIMIT_AIMD);
+    o.min_limit = 0;
+    assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &o), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "limiter.min_limit must be >= 1, got 0");
+}
+
+static void bad_throttle_is_named(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_throttle_opts o;
+    resil_throttle_opts_default(&o);
+    o.k = 0.5;
+    assert_int_equal(resil_pipeline_add_throttle(b, &o), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "throttle.k must be >= 1, got 0.5");
 }
 
 /* ---- composition ---------------------------------------------------------------- */
@@ -758,6 +813,9 @@ int main(void)
         cmocka_unit_test(bad_hedging_is_named),
         cmocka_unit_test(fallback_needs_an_action),
         cmocka_unit_test(bad_degradation_options_are_named),
+        cmocka_unit_test(bad_chaos_is_named),
+        cmocka_unit_test(bad_adaptive_limiter_is_named),
+        cmocka_unit_test(bad_throttle_is_named),
         cmocka_unit_test(each_kind_but_retry_appears_once),
         cmocka_unit_test(retry_appears_at_most_four_times),
         cmocka_unit_test(two_retries_build_in_order),
