@@ -28,6 +28,7 @@ resil_instant resil__limiter_end_of_call(const resil__run *r, const resil__frame
 
 void resil__limiter_refuse(const resil__run *r, const resil__frame *f, int rc, resil_outcome *out)
 {
+    resil__refused_after_wait(r, rc);
     if (rc == RESIL_ECANCELED) {
         *out = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED,
                           "cancelled waiting for the adaptive limiter");

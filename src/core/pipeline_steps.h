@@ -57,12 +57,22 @@ static inline int resil__rate_try(const resil__node *n, const resil__frame *f,
                          : resil_ratelimit_try_acquire(n->ratelimit, 1, hint);
 }
 
+/* A wait for admission ended without it (its timeout, the caller's
+ * cancel): the execution's elapsed time runs to that end, as an admitted
+ * call's runs past its wait. A refusal made at once reads nothing. */
+static inline void resil__refused_after_wait(const resil__run *r, int rc)
+{
+    if (rc == RESIL_ETIMEDOUT || rc == RESIL_ECANCELED)
+        resil__read_now(r);
+}
+
 /* The limiter said `rc`: true to go on, else *out says why not. */
 static inline bool resil__rate_admit(const resil__run *r, const resil__frame *f, int rc,
                                      resil_duration hint, resil_outcome *out)
 {
     if (rc == 0)
         return true;
+    resil__refused_after_wait(r, rc);
     if (rc == RESIL_ECANCELED) {
         resil__cancelled("cancelled waiting for the rate limiter", out);
         return false;
@@ -79,6 +89,7 @@ static inline bool resil__bulkhead_admit(const resil__run *r, const resil__frame
 {
     if (rc == 0)
         return true;
+    resil__refused_after_wait(r, rc);
     if (rc == RESIL_ECANCELED) {
         resil__cancelled("cancelled waiting for the bulkhead", out);
         return false;

@@ -485,6 +485,44 @@ static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
     resil_bulkhead_free(bh);
 }
 
+/* A queued wait that ends without a permit: the elapsed time runs to its
+ * end, the wait being the execution's time. */
+static void a_queue_timeout_rejects_with_the_wait_as_its_elapsed_time(void **state)
+{
+    fixture *f = *state;
+    resil_bulkhead_opts bo;
+    resil_bulkhead_opts_default(&bo);
+    bo.max_concurrency = 1;
+    bo.queue_timeout = RESIL_MS(750);
+    bo.clock = f->clock;
+    resil_bulkhead *bh;
+    assert_int_equal(resil_bulkhead_new(&bo, &bh, NULL), 0);
+    resil_pipeline_builder *b = builder(f, "svc");
+    resil_pipeline_use_bulkhead(b, bh);
+    resil_retry_policy pol = plain_retry(3, RESIL_S(1));
+    resil_pipeline_add_retry(b, &pol);
+    build(f, b);
+
+    resil_bulkhead_ticket held = {.owner = NULL, .queued = 0};
+    assert_int_equal(resil_bulkhead_try_acquire(bh, &held), 0);
+    resil_outcome outs[] = {http(200)};
+    script_of(f, outs, 1);
+    run(f);
+    assert_int_equal(f->s.calls, 0);
+    assert_int_equal(f->result.attempts, 0);
+    assert_int_equal(f->result.stop, RESIL_STOP_NONE);
+    assert_int_equal(f->result.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(f->result.outcome.code, RESIL_STRATEGY_BULKHEAD);
+    assert_string_equal(f->result.outcome.detail, "bulkhead queue timeout");
+    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_BULKHEAD);
+    assert_duration_equal(f->result.elapsed, RESIL_MS(750));
+
+    resil_bulkhead_release(&held);
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    resil_bulkhead_free(bh);
+}
+
 static void rate_limiter(fixture *f, resil_duration max_wait)
 {
     resil_ratelimit_opts ro;
@@ -808,6 +846,7 @@ int main(void)
         T(breaker_refusals_are_worded_by_state),
         T(isolated_breaker_refuses_in_its_own_words_coded_as_the_strategy),
         T(full_bulkhead_rejects_at_once_without_an_attempt),
+        T(a_queue_timeout_rejects_with_the_wait_as_its_elapsed_time),
         T(rate_limited_call_is_rejected_with_the_limiters_retry_after),
         T(rate_limiter_with_a_wait_sleeps_for_the_permit),
         T(degradation_sheds_calls_below_the_levels_priority),

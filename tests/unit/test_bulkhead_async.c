@@ -1,0 +1,226 @@
+/*
+ * test_bulkhead_async.c — asynchronous executions queued in a bulkhead, on
+ * virtual time: a waiter leaves the queue at its queue timeout or when its
+ * execution is cancelled (resil_exec_cancel(): a caller's token is not
+ * watched during a wait, async.h), with the outcome the blocking bulkhead
+ * gives for the same reason, at that instant and with the wait in its
+ * elapsed time, without disturbing the call that holds the permit; a
+ * permit freed later goes to the oldest waiter still there.
+ *
+ * One permit and calls of TAKES each; a call started while the permit is
+ * held queues. The executions run on one virtual loop, as many calls on
+ * one event loop do.
+ */
+#include "test.h"
+#include "virtual_loop.h"
+
+#define T0 RESIL_S(1000)
+#define TAKES RESIL_MS(100)
+#define CALLS 3
+
+typedef struct scene scene;
+
+typedef struct call {
+    scene *s;
+    int id;
+    resil_attempt *a;
+    resil_timer finish;
+    resil_exec *x;
+    bool ended;
+    resil_pipeline_result res;
+    resil_instant started_at, ended_at;
+} call;
+
+struct scene {
+    virtual_loop vl;
+    resil_fake_clock *fc;
+    resil_bulkhead *bh;
+    resil_pipeline *p;
+    call calls[CALLS];
+    int order[CALLS]; /* ids in the order their operations started */
+    int started;
+    resil_timer canceller;
+    int cancel_id;
+};
+
+static resil_instant now_of(scene *s) { return s->vl.loop.ops->now(&s->vl); }
+
+static void finished(resil_timer *t)
+{
+    call *c = (call *)((char *)t - offsetof(call, finish));
+    resil_outcome ok = resil_ok();
+    resil_attempt_done(c->a, &ok);
+}
+
+static void op(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    call *c = ctx->user;
+    scene *s = c->s;
+    s->order[s->started++] = c->id;
+    c->started_at = now_of(s);
+    c->a = a;
+    c->finish.fn = finished;
+    s->vl.loop.ops->timer_start(&s->vl, &c->finish, TAKES);
+}
+
+static void ended(const resil_pipeline_result *res, void *ud)
+{
+    call *c = ud;
+    c->res = *res;
+    c->ended = true;
+    c->ended_at = now_of(c->s);
+}
+
+static void cancel_one(resil_timer *t)
+{
+    scene *s = (scene *)((char *)t - offsetof(scene, canceller));
+    resil_exec_cancel(s->calls[s->cancel_id].x);
+}
+
+static void scene_open(scene *s, resil_duration queue_timeout)
+{
+    *s = (scene){.started = 0};
+    assert_int_equal(resil_fake_clock_new(T0, 0, &s->fc), 0);
+    virtual_loop_init(&s->vl, s->fc);
+    resil_bulkhead_opts o;
+    resil_bulkhead_opts_default(&o);
+    o.max_concurrency = 1;
+    o.max_queue = CALLS;
+    o.queue_timeout = queue_timeout;
+    o.clock = resil_loop_clock(&s->vl.loop);
+    assert_int_equal(resil_bulkhead_new(&o, &s->bh, NULL), 0);
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("bulkhead", &b, NULL), 0);
+    resil_pipeline_builder_clock(b, resil_loop_clock(&s->vl.loop));
+    assert_int_equal(resil_pipeline_use_bulkhead(b, s->bh), 0);
+    assert_int_equal(resil_pipeline_build(b, &s->p, NULL), 0);
+    resil_pipeline_builder_free(b);
+}
+
+/* Start every call at T0, in id order: the first holds the permit. */
+static void start_all(scene *s)
+{
+    for (int i = 0; i < CALLS; i++) {
+        call *c = &s->calls[i];
+        *c = (call){.s = s, .id = i};
+        resil_call rc;
+        resil_call_default(&rc);
+        rc.user = c;
+        assert_int_equal(resil_pipeline_start(s->p, &s->vl.loop, op, &rc, ended, c, &c->x), 0);
+    }
+    assert_int_equal(s->started, 1);
+    assert_int_equal(resil_bulkhead_in_flight(s->bh), 1);
+    assert_int_equal(resil_bulkhead_queued(s->bh), CALLS - 1);
+}
+
+static void cancel_at(scene *s, int id, resil_duration after)
+{
+    s->cancel_id = id;
+    s->canceller.fn = cancel_one;
+    s->vl.loop.ops->timer_start(&s->vl, &s->canceller, after);
+}
+
+static void scene_close(scene *s)
+{
+    assert_int_equal(resil_bulkhead_in_flight(s->bh), 0);
+    assert_int_equal(resil_bulkhead_queued(s->bh), 0);
+    resil_pipeline_free(s->p);
+    resil_bulkhead_free(s->bh);
+    virtual_loop_destroy(&s->vl);
+    resil_fake_clock_free(s->fc);
+}
+
+static void assert_succeeded(const call *c, resil_instant started_at)
+{
+    assert_true(c->ended);
+    assert_int_equal(c->res.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(c->started_at, started_at);
+    assert_int_equal(c->ended_at, started_at + TAKES);
+}
+
+static void queued_executions_give_up_at_the_queue_timeout(void **state)
+{
+    (void)state;
+    scene s;
+    scene_open(&s, RESIL_MS(30));
+    start_all(&s);
+    virtual_loop_run(&s.vl, NULL);
+
+    assert_succeeded(&s.calls[0], T0);
+    for (int i = 1; i < CALLS; i++) {
+        const call *c = &s.calls[i];
+        assert_true(c->ended);
+        assert_int_equal(c->ended_at, T0 + RESIL_MS(30));
+        assert_int_equal(c->res.outcome.kind, RESIL_REJECTED);
+        assert_int_equal(c->res.outcome.code, RESIL_STRATEGY_BULKHEAD);
+        assert_string_equal(c->res.outcome.detail, "bulkhead queue timeout");
+        assert_int_equal(c->res.rejected_by, RESIL_STRATEGY_BULKHEAD);
+        assert_int_equal(c->res.attempts, 0);
+        assert_duration_equal(c->res.elapsed, RESIL_MS(30));
+    }
+    assert_int_equal(s.started, 1);
+    resil_bulkhead_stats st;
+    resil_bulkhead_stats_get(s.bh, &st);
+    assert_int_equal(st.admitted, 1);
+    assert_int_equal(st.queued, CALLS - 1);
+    assert_int_equal(st.timed_out, CALLS - 1);
+    assert_int_equal(st.cancelled, 0);
+    scene_close(&s);
+}
+
+static void a_queued_execution_that_is_cancelled_ends_at_once(void **state)
+{
+    (void)state;
+    scene s;
+    scene_open(&s, 0); /* no queue timeout: only a cancel ends a wait */
+    start_all(&s);
+    cancel_at(&s, 1, RESIL_MS(20));
+    virtual_loop_run(&s.vl, NULL);
+
+    const call *c = &s.calls[1];
+    assert_true(c->ended);
+    assert_int_equal(c->ended_at, T0 + RESIL_MS(20));
+    assert_int_equal(c->res.outcome.kind, RESIL_CANCELLED);
+    assert_string_equal(c->res.outcome.detail, "cancelled waiting for the bulkhead");
+    assert_int_equal(c->res.attempts, 0);
+    assert_duration_equal(c->res.elapsed, RESIL_MS(20));
+    resil_bulkhead_stats st;
+    resil_bulkhead_stats_get(s.bh, &st);
+    assert_int_equal(st.cancelled, 1);
+    assert_int_equal(st.timed_out, 0);
+    scene_close(&s);
+}
+
+/* The call holding the permit runs on untouched; when it ends, the permit
+ * skips the waiter that left and goes to the next, oldest first. */
+static void a_freed_permit_passes_over_a_waiter_that_left(void **state)
+{
+    (void)state;
+    scene s;
+    scene_open(&s, 0);
+    start_all(&s);
+    cancel_at(&s, 1, RESIL_MS(20));
+    virtual_loop_run(&s.vl, NULL);
+
+    assert_succeeded(&s.calls[0], T0);
+    assert_int_equal(s.calls[1].res.outcome.kind, RESIL_CANCELLED);
+    assert_succeeded(&s.calls[2], T0 + TAKES);
+    assert_int_equal(s.started, 2);
+    assert_int_equal(s.order[0], 0);
+    assert_int_equal(s.order[1], 2);
+    resil_bulkhead_stats st;
+    resil_bulkhead_stats_get(s.bh, &st);
+    assert_int_equal(st.admitted, 2);
+    assert_int_equal(st.queued, 2);
+    scene_close(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(queued_executions_give_up_at_the_queue_timeout),
+        cmocka_unit_test(a_queued_execution_that_is_cancelled_ends_at_once),
+        cmocka_unit_test(a_freed_permit_passes_over_a_waiter_that_left),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
