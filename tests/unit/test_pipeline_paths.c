@@ -338,6 +338,18 @@ static void waiting_rate_limiter(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
 }
 
+/* The same limiter inside the retry: every attempt takes a permit. */
+static void retry_over_waiting_rate_limiter(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_MS(10));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
+    o.permits = 1;
+    o.window = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
+}
+
 static void plain_retry3(resil_pipeline_builder *b)
 {
     resil_retry_policy r = constant_retry(3, RESIL_S(1));
@@ -595,18 +607,42 @@ static void fallback_answers_when_the_retries_are_used_up(void **state)
     both(&sc, check_fallback);
 }
 
-static void check_rate_wait(const ran *r)
+static void check_rate_once(const ran *r)
 {
-    /* One permit per second: attempt 1 takes it at once; each retry's
-     * permit comes with the next window. */
+    /* Outside the retry the limiter is passed once, at the entry: its one
+     * permit covers every attempt, and only the retry's waits are spent. */
     assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
     assert_int_equal(r->calls, 3);
+    assert_duration_equal(r->res.elapsed, RESIL_MS(20));
 }
 
-static void rate_limiter_wait_is_spent_before_the_call(void **state)
+static void a_rate_limiter_outside_the_retry_admits_the_whole_execution(void **state)
 {
     (void)state;
     scenario sc = {waiting_rate_limiter, t503_t503_ok, 3, 0, false, false, false};
+    both(&sc, check_rate_once);
+}
+
+static void check_rate_wait(const ran *r)
+{
+    /* One permit a second: attempt 1 takes it at once; each retry, 10 ms
+     * later, waits out the rest of the window for the next one. */
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->calls, 3);
+    assert_int_equal(r->res.records_len, 3);
+    assert_duration_equal(r->records[0].wait, RESIL_MS(10));
+    assert_duration_equal(r->records[1].wait, RESIL_MS(10));
+    assert_int_equal(r->records[1].start, T0 + RESIL_MS(10));
+    assert_duration_equal(r->records[1].duration, RESIL_MS(990));
+    assert_int_equal(r->records[2].start, T0 + RESIL_S(1) + RESIL_MS(10));
+    assert_duration_equal(r->records[2].duration, RESIL_MS(990));
+    assert_duration_equal(r->res.elapsed, RESIL_S(2));
+}
+
+static void a_rate_limiter_inside_the_retry_spends_each_attempts_wait(void **state)
+{
+    (void)state;
+    scenario sc = {retry_over_waiting_rate_limiter, t503_t503_ok, 3, 0, false, false, false};
     both(&sc, check_rate_wait);
 }
 
@@ -1098,7 +1134,8 @@ int main(void)
         cmocka_unit_test(total_timeout_ends_the_retry_loop_as_deadline),
         cmocka_unit_test(breaker_opens_inside_the_retry_loop_and_rejects_the_next_attempt),
         cmocka_unit_test(fallback_answers_when_the_retries_are_used_up),
-        cmocka_unit_test(rate_limiter_wait_is_spent_before_the_call),
+        cmocka_unit_test(a_rate_limiter_outside_the_retry_admits_the_whole_execution),
+        cmocka_unit_test(a_rate_limiter_inside_the_retry_spends_each_attempts_wait),
         cmocka_unit_test(retry_after_hint_sets_the_wait),
         cmocka_unit_test(non_idempotent_work_is_refused_before_it_runs),
         cmocka_unit_test(cancel_during_a_retry_wait_stops_as_cancelled),
