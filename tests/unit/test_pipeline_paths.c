@@ -296,6 +296,45 @@ static void total_timeout_around_retry(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
 }
 
+/* The standard pipeline's order without its outer strategies: the walk
+ * enters the standard's inlined tail below its first level. */
+static void breaker_of_five(resil_pipeline_builder *b)
+{
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.kind = RESIL_BREAKER_CONSECUTIVE;
+    o.failure_threshold = 5;
+    assert_int_equal(resil_pipeline_add_breaker(b, &o), 0);
+}
+
+static void attempt_timeout_of(resil_pipeline_builder *b, resil_duration d)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = d;
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+}
+
+static void standard_tail_from_the_total(resil_pipeline_builder *b)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(10);
+    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    breaker_of_five(b);
+    attempt_timeout_of(b, RESIL_S(2));
+}
+
+static void standard_tail_from_the_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    breaker_of_five(b);
+    attempt_timeout_of(b, RESIL_S(2));
+}
+
 static void retry_then_breaker(resil_pipeline_builder *b)
 {
     resil_retry_policy r = constant_retry(5, RESIL_MS(100));
@@ -524,6 +563,48 @@ static void standard_pipeline_retries_503_503_200_with_exponential_waits(void **
     (void)state;
     scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false, false};
     both(&sc, check_two_503_then_200);
+}
+
+static void check_tail_from_the_total(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_duration_equal(r->records[0].wait, RESIL_S(1));
+    assert_duration_equal(r->records[1].wait, RESIL_S(1));
+    assert_int_equal(r->records[2].start, T0 + RESIL_S(2) + RESIL_MS(20));
+    assert_duration_equal(r->res.elapsed, RESIL_S(2) + RESIL_MS(30));
+    /* each attempt's deadline: its own 2 s, inside the total's 10 s */
+    assert_int_equal(r->deadlines[0], T0 + RESIL_S(2));
+    assert_int_equal(r->deadlines[1], T0 + RESIL_S(3) + RESIL_MS(10));
+    assert_int_equal(r->deadlines[2], T0 + RESIL_S(4) + RESIL_MS(20));
+}
+
+static void the_standard_order_without_a_bulkhead_retries_as_the_standard(void **state)
+{
+    (void)state;
+    scenario sc = {standard_tail_from_the_total, t503_t503_ok, 3, RESIL_MS(10), false, false,
+                   false};
+    both(&sc, check_tail_from_the_total);
+}
+
+static void check_tail_from_the_retry(const ran *r)
+{
+    /* every attempt runs into its 2 s timeout; the breaker (five in a row)
+     * stays closed over three */
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_NONE);
+    assert_int_equal(r->records[1].start, T0 + RESIL_S(3));
+    assert_duration_equal(r->records[1].duration, RESIL_S(2));
+    assert_duration_equal(r->res.elapsed, RESIL_S(8));
+}
+
+static void the_standard_order_from_the_retry_times_out_each_attempt(void **state)
+{
+    (void)state;
+    scenario sc = {standard_tail_from_the_retry, ok1, 1, RESIL_S(3), false, false, false};
+    both(&sc, check_tail_from_the_retry);
 }
 
 static void check_jitter(const ran *r)
@@ -1129,6 +1210,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(standard_pipeline_succeeds_at_the_first_attempt),
         cmocka_unit_test(standard_pipeline_retries_503_503_200_with_exponential_waits),
+        cmocka_unit_test(the_standard_order_without_a_bulkhead_retries_as_the_standard),
+        cmocka_unit_test(the_standard_order_from_the_retry_times_out_each_attempt),
         cmocka_unit_test(jittered_waits_draw_the_same_numbers_on_both_paths),
         cmocka_unit_test(attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again),
         cmocka_unit_test(total_timeout_ends_the_retry_loop_as_deadline),
