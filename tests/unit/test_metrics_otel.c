@@ -325,6 +325,64 @@ static void the_visitor_hands_over_otel_points_with_units_and_typed_attributes(v
     assert_int_equal(calls, 1);
 }
 
+/* Each event as a listener hears it, by itself: the name it is counted
+ * under is Polly's where Polly has the event and resil's own for the rest
+ * (docs/telemetry.md lists both). */
+static void every_strategy_event_is_counted_under_its_documented_name(void **state)
+{
+    world *w = *state;
+    static const struct {
+        resil_event_type type;
+        const char *strategy;
+        const char *name;
+    } cases[] = {
+        {RESIL_EVENT_RETRY, "retry", "OnRetry"},
+        {RESIL_EVENT_BREAKER_OPENED, "breaker", "OnCircuitOpened"},
+        {RESIL_EVENT_BREAKER_HALF_OPENED, "breaker", "OnCircuitHalfOpened"},
+        {RESIL_EVENT_BREAKER_CLOSED, "breaker", "OnCircuitClosed"},
+        {RESIL_EVENT_TIMEOUT, "attempt-timeout", "OnTimeout"},
+        {RESIL_EVENT_HEDGE, "hedging", "OnHedging"},
+        {RESIL_EVENT_FALLBACK, "fallback", "OnFallback"},
+        {RESIL_EVENT_RATE_LIMITED, "rate-limiter", "OnRateLimiterRejected"},
+        {RESIL_EVENT_CHAOS_INJECTED, "chaos-fault", "Chaos.OnFault"},
+        {RESIL_EVENT_CHAOS_INJECTED, "chaos-outcome", "Chaos.OnOutcome"},
+        {RESIL_EVENT_CHAOS_INJECTED, "chaos-latency", "Chaos.OnLatency"},
+        {RESIL_EVENT_CHAOS_INJECTED, "chaos-behavior", "Chaos.OnBehavior"},
+        {RESIL_EVENT_BREAKER_REJECTED, "breaker", "breaker_rejected"},
+        {RESIL_EVENT_BREAKER_ISOLATED, "breaker", "breaker_isolated"},
+        {RESIL_EVENT_BUDGET_DENIED, "retry", "budget_denied"},
+        {RESIL_EVENT_BULKHEAD_REJECTED, "bulkhead", "bulkhead_rejected"},
+        {RESIL_EVENT_DEGRADE_CHANGED, "degrade", "degrade_changed"},
+        {RESIL_EVENT_DEGRADE_REJECTED, "degrade", "degrade_rejected"},
+        {RESIL_EVENT_LIMIT_CHANGED, "adaptive-limiter", "limit_changed"},
+        {RESIL_EVENT_LIMIT_REJECTED, "adaptive-limiter", "limit_rejected"},
+        {RESIL_EVENT_THROTTLED, "throttle", "throttled"},
+    };
+    size_t n = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < n; i++) {
+        resil_event ev = {.type = cases[i].type, .pipeline = "names",
+                          .strategy = cases[i].strategy, .key = "", .reason = "",
+                          .from_name = "", .to_name = ""};
+        ev.severity = resil_event_severity(ev.type, NULL);
+        resil_metrics_on_event(&ev, w->m);
+    }
+    scrape(w);
+    for (size_t i = 0; i < n; i++) {
+        int found = 0;
+        for (int k = 0; k < w->e->n; k++) {
+            const sample *sm = &w->e->s[k];
+            const char *name = prom_label(sm, "event_name");
+            const char *strategy = prom_label(sm, "strategy_name");
+            found += strcmp(sm->name, "resilience_polly_strategy_events_total") == 0 &&
+                     name != NULL && strcmp(name, cases[i].name) == 0 && strategy != NULL &&
+                     strcmp(strategy, cases[i].strategy) == 0 && sm->value == 1;
+        }
+        if (found != 1)
+            fail_msg("%s from %s: %d series counting 1 in\n%s", cases[i].name,
+                     cases[i].strategy, found, w->text);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +406,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             the_visitor_hands_over_otel_points_with_units_and_typed_attributes, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_strategy_event_is_counted_under_its_documented_name,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
