@@ -1074,6 +1074,50 @@ static void write_out_gives_the_attempts_and_the_stop(void **state)
     cli_result_free(&r);
 }
 
+/* `text` is curl's seconds: digits, a point, six digits. */
+static double curl_seconds(const char *text)
+{
+    size_t n = strlen(text);
+    const char *dot = strchr(text, '.');
+    if (dot == NULL || dot == text || (size_t)(dot - text) + 7 != n ||
+        strspn(text, "0123456789") != (size_t)(dot - text) ||
+        strspn(dot + 1, "0123456789") != 6)
+        fail_msg("'%s' is not seconds with six decimals", text);
+    return strtod(text, NULL);
+}
+
+/* The timing variables as curl prints them, in the order a transfer
+ * passes its points; plain HTTP has no TLS handshake and one URL no
+ * redirect; the sizes and speeds are whole bytes. */
+static void write_out_times_are_seconds_in_transfer_order_and_sizes_whole(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", "-o", "/dev/null", "-d", "x=12", "-w",
+            "%{time_namelookup} %{time_connect} %{time_appconnect} %{time_pretransfer} "
+            "%{time_starttransfer} %{time_total} %{time_redirect} %{size_upload} "
+            "%{speed_download} %{speed_upload}\n",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    char field[10][32];
+    int got = sscanf(r.out, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s", field[0],
+                     field[1], field[2], field[3], field[4], field[5], field[6], field[7],
+                     field[8], field[9]);
+    assert_int_equal(got, 10);
+    double namelookup = curl_seconds(field[0]), connect = curl_seconds(field[1]);
+    double pretransfer = curl_seconds(field[3]), starttransfer = curl_seconds(field[4]);
+    double total = curl_seconds(field[5]);
+    assert_string_equal(field[2], "0.000000");
+    assert_string_equal(field[6], "0.000000");
+    assert_true(namelookup <= connect && connect <= pretransfer);
+    assert_true(pretransfer <= starttransfer && starttransfer <= total && total > 0);
+    assert_string_equal(field[7], "4");
+    assert_int_equal(strspn(field[8], "0123456789"), strlen(field[8]));
+    assert_int_equal(strspn(field[9], "0123456789"), strlen(field[9]));
+    cli_result_free(&r);
+}
+
 /* The failed attempt's error page never reaches the -o file. */
 static void only_the_final_body_reaches_the_output_file(void **state)
 {
@@ -1279,6 +1323,7 @@ int main(void)
         T(help_says_the_max_delay_has_no_default_cap),
         T(the_default_user_agent_names_resil_and_its_version),
         T(write_out_gives_the_attempts_and_the_stop),
+        T(write_out_times_are_seconds_in_transfer_order_and_sizes_whole),
         T(only_the_final_body_reaches_the_output_file),
         T(retry_all_errors_retries_a_404),
         T(retry_zero_sends_one_request),

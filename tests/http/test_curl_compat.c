@@ -83,6 +83,8 @@ static const scenario scenarios[] = {
     {"-G moves the data into the query", {"-sf", "-G", "-d", "a=1", "-d", "b=2", "{}/echo?z=0"},
      {0}, 0},
     {"-X PUT with a body", {"-sf", "-X", "PUT", "-d", "x=1", "{}/echo"}, {0}, 0},
+    {"-w counts the body sent", {"-sf", "-o", "/dev/null", "-d", "x=1", "-d", "y=22", "-w",
+                                 "%{size_upload} %{method}\\n", "{}/echo"}, {0}, 0},
     {"-XDELETE bundled", {"-sfXDELETE", "{}/echo"}, {0}, 0},
     {"-L follows a redirect", {"-sfL", "-w", "%{num_redirects} %{url_effective}\\n", "{}/r"},
      {0}, 0},
