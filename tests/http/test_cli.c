@@ -158,6 +158,18 @@ static void retry_after_ignored_uses_backoff(void **state)
     cli_result_free(&r);
 }
 
+static void retry_after_max_caps_the_servers_wait(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 429, .retry_after = "30"}, OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry-after-max", "20ms", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(http_server_count(f->server, "/a"), 2);
+    assert_contains(r.err, "#1 HTTP 429, wait 20ms (Retry-After)");
+    cli_result_free(&r);
+}
+
 static void a_named_millisecond_header_gives_the_wait(void **state)
 {
     cli_fx *f = *state;
@@ -1332,6 +1344,7 @@ int main(void)
         T(status_400_exits_22_after_one_request),
         T(an_unknown_outcome_exits_22_after_one_request),
         T(persistent_503_exits_22_after_four_requests),
+        T(retry_after_max_caps_the_servers_wait),
         T(a_named_millisecond_header_gives_the_wait),
         T(retry_after_ms_is_read_without_being_named),
         T(a_header_name_with_a_colon_is_refused),

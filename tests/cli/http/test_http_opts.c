@@ -204,6 +204,51 @@ static void output_dir_is_kept_and_must_not_be_empty(void **state)
     http_opts_free(&o);
 }
 
+static void retry_after_max_takes_a_duration_and_refuses_the_rest_by_name(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--retry-after-max", "90s", "u"), 0);
+    assert_true(o.retry_after_max_given);
+    assert_duration_equal(o.retry_after_max, RESIL_S(90));
+    http_opts_free(&o);
+    /* 0 caps every hint at no wait at all */
+    assert_int_equal(PARSE(&o, &err, "--retry-after-max", "0", "u"), 0);
+    assert_duration_equal(o.retry_after_max, 0);
+    http_opts_free(&o);
+    assert_int_equal(PARSE(&o, &err, "--retry-after-max", "-5s", "u"), RESIL_EINVAL);
+    assert_string_equal(err.message, "resil http: --retry-after-max must be a duration like "
+                                     "250ms, 2s or 1m30s, got '-5s' (duration \"-5s\": must "
+                                     "not be negative)");
+    http_opts_free(&o);
+    assert_int_equal(PARSE(&o, &err, "--retry-after-max", "soon", "u"), RESIL_EINVAL);
+    assert_string_equal(err.message, "resil http: --retry-after-max must be a duration like "
+                                     "250ms, 2s or 1m30s, got 'soon' (duration \"soon\": "
+                                     "missing number before unit)");
+    http_opts_free(&o);
+}
+
+static void tls_files_are_kept_and_must_not_be_empty(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--cacert", "ca.pem", "-E", "me.pem", "--key", "me.key",
+                           "u"),
+                     0);
+    assert_string_equal(o.cacert, "ca.pem");
+    assert_string_equal(o.cert, "me.pem");
+    assert_string_equal(o.cert_key, "me.key");
+    http_opts_free(&o);
+    assert_int_equal(PARSE(&o, &err, "--cacert", "", "u"), RESIL_EINVAL);
+    assert_non_null(strstr(err.message, "--cacert"));
+    http_opts_free(&o);
+    assert_int_equal(PARSE(&o, &err, "--key", "", "u"), RESIL_EINVAL);
+    assert_non_null(strstr(err.message, "--key"));
+    http_opts_free(&o);
+}
+
 static void unknown_write_out_variable_is_refused_by_name(void **state)
 {
     (void)state;
@@ -324,6 +369,8 @@ int main(void)
         cmocka_unit_test(z_bundles_and_parallel_max_takes_one_to_300),
         cmocka_unit_test(parallel_max_zero_and_301_are_refused_by_name),
         cmocka_unit_test(output_dir_is_kept_and_must_not_be_empty),
+        cmocka_unit_test(retry_after_max_takes_a_duration_and_refuses_the_rest_by_name),
+        cmocka_unit_test(tls_files_are_kept_and_must_not_be_empty),
         cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
         cmocka_unit_test(a_bundle_with_an_unknown_letter_is_refused_whole),
         cmocka_unit_test(the_help_names_every_option),
