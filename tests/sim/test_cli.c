@@ -210,6 +210,56 @@ static void json_is_one_object_per_policy(void **state)
     release(&c);
 }
 
+/* The number after "key": in the JSON object `obj`. */
+static double json_number(const char *obj, const char *key)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"%s\":", key);
+    const char *p = strstr(obj, needle);
+    if (p == NULL)
+        fail_msg("no %s in %s", key, obj);
+    return strtod(p + strlen(needle), NULL);
+}
+
+/* The brownout's table: its setup in words, then one row per policy whose
+ * figures are the JSON's of the same run, rounded as the columns are. */
+static void the_brownout_table_states_its_setup_and_agrees_with_the_json(void **state)
+{
+    (void)state;
+    captured t = SIM("brownout", "--policy", "naive,static", "--duration", "90s");
+    captured j = SIM("brownout", "--policy", "naive,static", "--duration", "90s", "--json");
+    assert_int_equal(t.status, 0);
+    assert_int_equal(j.status, 0);
+    const char *head =
+        "brownout: 150 requests/s to a dependency of 200 calls/s (20 workers, 100ms each), "
+        "at half capacity for 30s from 30s;\n"
+        "1 attempt with a 1s timeout; limits start at 40; 1m30s simulated, seed 1\n\n";
+    assert_true(strncmp(t.out, head, strlen(head)) == 0);
+    assert_non_null(strstr(t.out, "\npolicy                         run   brownout      after"
+                                  "    p99 (ms)   recovered\n"));
+    static const char *const policies[] = {"naive", "static"};
+    const char *obj = j.out;
+    for (int i = 0; i < 2; i++) {
+        char row[160], recovered[32];
+        double run = json_number(obj, "goodput_per_s");
+        double brownout = json_number(obj, "outage_goodput_per_s");
+        double after = json_number(obj, "after_goodput_per_s");
+        double p99 = json_number(obj, "p99_ms");
+        double at = json_number(obj, "recovery_s");
+        if (at == 0)
+            snprintf(recovered, sizeof recovered, "at once");
+        else
+            snprintf(recovered, sizeof recovered, "after %.0fs", at);
+        snprintf(row, sizeof row, "\n%-24s %9.1f %10.1f %10.1f   %9.0f   %s\n", policies[i], run,
+                 brownout, after, p99, recovered);
+        if (strstr(t.out, row) == NULL)
+            fail_msg("no row\n%s\nin\n%s", row + 1, t.out);
+        obj = strchr(obj, '\n') + 1; /* the next policy's object */
+    }
+    release(&t);
+    release(&j);
+}
+
 static void layers_json_states_the_worst_case(void **state)
 {
     (void)state;
@@ -572,6 +622,7 @@ int main(void)
         cmocka_unit_test(the_table_lists_every_policy),
         cmocka_unit_test(json_is_one_object_per_policy),
         cmocka_unit_test(layers_json_states_the_worst_case),
+        cmocka_unit_test(the_brownout_table_states_its_setup_and_agrees_with_the_json),
         cmocka_unit_test(csv_and_svg_files_are_written),
         cmocka_unit_test(svg_to_standard_output_is_the_whole_output),
         cmocka_unit_test(csv_on_standard_output_is_its_header_and_one_row_per_figure),
