@@ -819,6 +819,47 @@ static void an_async_begin_answers_first_then_in_progress_on_the_same_key(void *
     reply_free(&r[1]);
 }
 
+static void renew_async(resil_store *s, const char *key, uint64_t lease, reply *r)
+{
+    resil_store_key k = key_named(key);
+    resil_err err = {0};
+    if (resil_store_renew_async(s, &k, lease, on_reply, r, &err) != 0)
+        fail_msg("renew_async '%s': %s", key, err.message);
+}
+
+/* The renew goes through the batches as the other calls do: the lease
+ * runs again from it, and a lease the key does not hold is refused in the
+ * callback with the lost lease named. */
+static void an_async_renew_extends_the_lease_and_refuses_one_not_held(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 64, 0, 0);
+    reply r[4];
+    for (int i = 0; i < 4; i++)
+        reply_init(&r[i]);
+    begin_async(s, "k-1", "a", &r[0]);
+    assert_int_equal(await_reply(&r[0]), 0);
+    uint64_t lease = r[0].res.lease;
+    resil_fake_clock_advance(f->fc, RESIL_S(8));
+    renew_async(s, "k-1", lease, &r[1]);
+    assert_int_equal(await_reply(&r[1]), 0);
+    resil_fake_clock_advance(f->fc, RESIL_S(4)); /* 12 s: past the first expiry */
+    begin_async(s, "k-1", "a", &r[2]);
+    assert_int_equal(await_reply(&r[2]), 0);
+    assert_int_equal(r[2].res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_duration_equal(r[2].res.lease_left, RESIL_S(6));
+    renew_async(s, "k-1", lease + 1, &r[3]);
+    assert_int_equal(await_reply(&r[3]), RESIL_ESTATE);
+    resil_err lost = {0};
+    snprintf(lost.message, sizeof lost.message, "%s", r[3].error);
+    assert_lease_lost(&lost, lease + 1, "k-1");
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(calls_of(&r[i]), 1);
+    resil_store_free(s);
+    for (int i = 0; i < 4; i++)
+        reply_free(&r[i]);
+}
+
 static void an_async_callback_never_runs_before_its_batch_committed(void **state)
 {
     fixture *f = *state;
@@ -1810,6 +1851,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(freeing_the_store_during_a_purges_wait_ends_the_purge),
     BATCH_CASE(a_purge_whose_token_fires_in_its_wait_stops_there),
     BATCH_CASE(an_async_begin_answers_first_then_in_progress_on_the_same_key),
+    BATCH_CASE(an_async_renew_extends_the_lease_and_refuses_one_not_held),
     BATCH_CASE(an_async_callback_never_runs_before_its_batch_committed),
     BATCH_CASE(an_async_callback_waits_for_a_commit_the_database_holds_back),
     BATCH_CASE(a_callback_may_submit_the_next_async_call),
