@@ -237,6 +237,53 @@ static void a_concurrency_permit_held_elsewhere_refuses_the_gateway(void **state
     resil_redis_free(rc);
 }
 
+/* A keyed request goes through the fleet's concurrency limit once its key
+ * is claimed: refused there, it gives the key back (the same key later runs
+ * upstream as a first request); admitted, it runs once, and its answer is
+ * replayed without a permit. */
+static void a_keyed_request_the_fleet_limit_refused_gives_its_key_back(void **state)
+{
+    env *e = *state;
+    resil_redis *rc = fleet_client(NULL);
+    resil_redis_concurrency_opts co;
+    resil_redis_concurrency_opts_default(&co);
+    co.name = e->name;
+    co.max_concurrency = 1;
+    co.lease = RESIL_S(60);
+    resil_bulkhead *held = NULL;
+    assert_int_equal(resil_redis_concurrency_new(rc, &co, &held, NULL), 0);
+    resil_bulkhead_ticket t = {0};
+    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
+
+    start_limited(e, &e->a, "a", "--fleet-concurrency", "1");
+    char url[128];
+    snprintf(url, sizeof url, "%s/orders", e->a.url);
+    const char *const key[] = {"Idempotency-Key: order-9", NULL};
+    http_reply r;
+    assert_int_equal(http_request("POST", url, key, "{}", &r), 0);
+    assert_refused_with(&r, "fleet_concurrency_full", 1, 1);
+    http_reply_free(&r);
+    assert_int_equal(upstream_key_requests(e->up, "order-9"), 0);
+
+    resil_bulkhead_release(&t);
+    assert_int_equal(http_request("POST", url, key, "{}", &r), 0);
+    assert_int_equal(r.status, 201);
+    char v[16];
+    assert_false(http_reply_header(&r, "Idempotent-Replayed", v, sizeof v));
+    http_reply_free(&r);
+    /* the permit again held elsewhere: the replay needs none */
+    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
+    assert_int_equal(http_request("POST", url, key, "{}", &r), 0);
+    assert_int_equal(r.status, 201);
+    assert_true(http_reply_header(&r, "Idempotent-Replayed", v, sizeof v));
+    assert_string_equal(v, "true");
+    http_reply_free(&r);
+    assert_int_equal(upstream_key_requests(e->up, "order-9"), 1);
+    resil_bulkhead_release(&t);
+    resil_bulkhead_free(held);
+    resil_redis_free(rc);
+}
+
 static void fleet_options_are_checked_by_name(void **state)
 {
     (void)state;
@@ -270,6 +317,7 @@ int main(void)
         T(a_guarded_request_the_breaker_refused_releases_its_key),
         T(a_rate_spent_through_one_gateway_refuses_another),
         T(a_concurrency_permit_held_elsewhere_refuses_the_gateway),
+        T(a_keyed_request_the_fleet_limit_refused_gives_its_key_back),
 #undef T
         cmocka_unit_test(fleet_options_are_checked_by_name),
     };
