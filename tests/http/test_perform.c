@@ -1045,6 +1045,44 @@ static void classifiers_see_the_requests_user_data(void **state)
     assert_ptr_equal(v.judged_user[0], &mine);
 }
 
+typedef struct delay_view {
+    int calls;
+    uint32_t attempt;
+    int code;
+    void *user;
+} delay_view;
+
+static resil_duration view_and_wait(const resil_delay_info *info, void *ud)
+{
+    delay_view *v = ud;
+    v->calls++;
+    v->attempt = info->attempt;
+    v->code = info->outcome->code;
+    v->user = info->ctx->user;
+    return RESIL_MS(7);
+}
+
+/* The policy's delay generator chooses the wait, asked with the failed
+ * attempt, its outcome and the request's own user data. */
+static void a_delay_generator_sees_the_requests_user_data_and_sets_the_wait(void **state)
+{
+    fx *f = *state;
+    delay_view v = {0};
+    int mine = 0;
+    f->opts.retry.delay = view_and_wait;
+    f->opts.retry.delay_ud = &v;
+    f->req.user = &mine;
+    fx_script(f, "/a", FX_STEPS({.status = 503}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(v.calls, 1);
+    assert_int_equal(v.attempt, 1);
+    assert_int_equal(v.code, 503);
+    assert_ptr_equal(v.user, &mine);
+    assert_int_equal(f->records[0].source, RESIL_WAIT_GENERATOR);
+    assert_duration_equal(f->records[0].wait, RESIL_MS(7));
+}
+
 /* The outer call's progress callback performs a whole second call on the
  * same thread, between the outer attempt's start and its decision. */
 typedef struct nested {
@@ -1278,6 +1316,7 @@ int main(void)
         T(callers_progress_abort_cancels_the_call),
         T(classifiers_see_each_attempts_context),
         T(classifiers_see_the_requests_user_data),
+        T(a_delay_generator_sees_the_requests_user_data_and_sets_the_wait),
         T(a_call_nested_in_another_on_one_thread_is_judged_as_itself),
         T(a_nested_calls_body_and_the_outer_calls_reach_their_own_sinks),
         T(a_call_writes_to_the_requests_sink_whatever_the_handles_write_data),
