@@ -180,6 +180,31 @@ static void a_reload_gives_a_changed_breaker_a_fresh_start(void **state)
     assert_null(after);
 }
 
+#define BUDGETED(retries, tokens)                                                          \
+    "{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': " retries ", 'BaseDelay': '10ms',"  \
+    "   'Budget': 'b'}}, 'RetryBudgets': {'b': {'MaxTokens': " tokens "}},"                    \
+    " 'Pipelines': {'orders': ['Retry:r']}}}"
+
+/* gRPC's tokens: each failure costs one, and a retry needs more than half
+ * of MaxTokens left. Four tokens: a failing call retries once (4 → 3 → 2),
+ * the next not at all (2 → 1). A reload that changes the retry but not the
+ * budget keeps the spent one; another MaxTokens starts a full one. */
+static void a_reload_keeps_an_unchanged_budgets_tokens(void **state)
+{
+    fixture *f = *state;
+    resil_pipeline_result res;
+    apply(f, BUDGETED("5", "4"));
+    assert_int_equal(run(f, "orders", fail_op, &res), 2);
+    assert_int_equal(res.stop, RESIL_STOP_BUDGET_EXHAUSTED);
+    assert_int_equal(run(f, "orders", fail_op, &res), 1);
+    apply(f, BUDGETED("4", "4"));
+    assert_int_equal(run(f, "orders", fail_op, &res), 1);
+    assert_int_equal(res.stop, RESIL_STOP_BUDGET_EXHAUSTED);
+    apply(f, BUDGETED("4", "6")); /* 6 → 5 → 4 → 3: two retries */
+    assert_int_equal(run(f, "orders", fail_op, &res), 3);
+    assert_int_equal(res.stop, RESIL_STOP_BUDGET_EXHAUSTED);
+}
+
 #define COUNTED(size)                                                                    \
     "{'Resilience': {'CircuitBreakers': {'shared': {'SlidingWindowSize': " size "}},"   \
     " 'Pipelines': {'orders': ['CircuitBreaker:shared']}}}"
@@ -692,6 +717,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_reload_keeps_the_state_of_unchanged_breakers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_reload_gives_a_changed_breaker_a_fresh_start, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_reload_keeps_an_unchanged_budgets_tokens, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_reload_with_another_window_size_gives_a_fresh_breaker,
                                         setup, teardown),
