@@ -204,19 +204,40 @@ static void a_rate_spent_through_one_gateway_refuses_another(void **state)
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
-static void a_concurrency_permit_held_elsewhere_refuses_the_gateway(void **state)
+/* The fleet's one concurrency permit for the upstream, taken by a client
+ * of the test's own, outside every gateway. */
+typedef struct outside {
+    resil_redis *rc;
+    resil_bulkhead *limit;
+    resil_bulkhead_ticket t;
+} outside;
+
+static void hold_the_permit(env *e, outside *o)
 {
-    env *e = *state;
-    resil_redis *rc = fleet_client(NULL);
+    o->rc = fleet_client(NULL);
     resil_redis_concurrency_opts co;
     resil_redis_concurrency_opts_default(&co);
     co.name = e->name;
     co.max_concurrency = 1;
     co.lease = RESIL_S(60);
-    resil_bulkhead *held = NULL;
-    assert_int_equal(resil_redis_concurrency_new(rc, &co, &held, NULL), 0);
-    resil_bulkhead_ticket t = {0};
-    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
+    o->limit = NULL;
+    assert_int_equal(resil_redis_concurrency_new(o->rc, &co, &o->limit, NULL), 0);
+    o->t = (resil_bulkhead_ticket){0};
+    assert_int_equal(resil_bulkhead_try_acquire(o->limit, &o->t), 0);
+}
+
+static void outside_free(outside *o)
+{
+    resil_bulkhead_release(&o->t);
+    resil_bulkhead_free(o->limit);
+    resil_redis_free(o->rc);
+}
+
+static void a_concurrency_permit_held_elsewhere_refuses_the_gateway(void **state)
+{
+    env *e = *state;
+    outside o;
+    hold_the_permit(e, &o);
 
     start_limited(e, &e->a, "a", "--fleet-concurrency", "1");
     http_reply r;
@@ -225,16 +246,14 @@ static void a_concurrency_permit_held_elsewhere_refuses_the_gateway(void **state
     http_reply_free(&r);
     assert_int_equal(upstream_requests(e->up), 0);
 
-    resil_bulkhead_release(&t);
+    resil_bulkhead_release(&o.t);
     get(&e->a, &r);
     assert_int_equal(r.status, 200);
     http_reply_free(&r);
     assert_int_equal(upstream_requests(e->up), 1);
     /* the gateway gave its permit back after the call */
-    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
-    resil_bulkhead_release(&t);
-    resil_bulkhead_free(held);
-    resil_redis_free(rc);
+    assert_int_equal(resil_bulkhead_try_acquire(o.limit, &o.t), 0);
+    outside_free(&o);
 }
 
 /* A keyed request goes through the fleet's concurrency limit once its key
@@ -244,16 +263,8 @@ static void a_concurrency_permit_held_elsewhere_refuses_the_gateway(void **state
 static void a_keyed_request_the_fleet_limit_refused_gives_its_key_back(void **state)
 {
     env *e = *state;
-    resil_redis *rc = fleet_client(NULL);
-    resil_redis_concurrency_opts co;
-    resil_redis_concurrency_opts_default(&co);
-    co.name = e->name;
-    co.max_concurrency = 1;
-    co.lease = RESIL_S(60);
-    resil_bulkhead *held = NULL;
-    assert_int_equal(resil_redis_concurrency_new(rc, &co, &held, NULL), 0);
-    resil_bulkhead_ticket t = {0};
-    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
+    outside o;
+    hold_the_permit(e, &o);
 
     start_limited(e, &e->a, "a", "--fleet-concurrency", "1");
     char url[128];
@@ -265,23 +276,21 @@ static void a_keyed_request_the_fleet_limit_refused_gives_its_key_back(void **st
     http_reply_free(&r);
     assert_int_equal(upstream_key_requests(e->up, "order-9"), 0);
 
-    resil_bulkhead_release(&t);
+    resil_bulkhead_release(&o.t);
     assert_int_equal(http_request("POST", url, key, "{}", &r), 0);
     assert_int_equal(r.status, 201);
     char v[16];
     assert_false(http_reply_header(&r, "Idempotent-Replayed", v, sizeof v));
     http_reply_free(&r);
     /* the permit again held elsewhere: the replay needs none */
-    assert_int_equal(resil_bulkhead_try_acquire(held, &t), 0);
+    assert_int_equal(resil_bulkhead_try_acquire(o.limit, &o.t), 0);
     assert_int_equal(http_request("POST", url, key, "{}", &r), 0);
     assert_int_equal(r.status, 201);
     assert_true(http_reply_header(&r, "Idempotent-Replayed", v, sizeof v));
     assert_string_equal(v, "true");
     http_reply_free(&r);
     assert_int_equal(upstream_key_requests(e->up, "order-9"), 1);
-    resil_bulkhead_release(&t);
-    resil_bulkhead_free(held);
-    resil_redis_free(rc);
+    outside_free(&o);
 }
 
 static void fleet_options_are_checked_by_name(void **state)

@@ -443,15 +443,39 @@ static void isolated_breaker_refuses_in_its_own_words_coded_as_the_strategy(void
 
 /* ---- bulkhead, rate limiter, degradation ------------------------------------------- */
 
-static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
+/* A bulkhead of one permit on the fixture's clock, queueing or not. */
+static resil_bulkhead *one_permit(fixture *f, bool queue, resil_duration queue_timeout)
 {
-    fixture *f = *state;
     resil_bulkhead_opts bo;
     resil_bulkhead_opts_default(&bo);
     bo.max_concurrency = 1;
-    bo.queue = false;
+    bo.queue = queue;
+    bo.queue_timeout = queue_timeout;
+    bo.clock = f->clock;
     resil_bulkhead *bh;
     assert_int_equal(resil_bulkhead_new(&bo, &bh, NULL), 0);
+    return bh;
+}
+
+/* The run the bulkhead refused: no attempt, its reason, `elapsed`. */
+static void assert_refused_by_the_bulkhead(const fixture *f, const char *detail,
+                                           resil_duration elapsed)
+{
+    assert_int_equal(f->s.calls, 0);
+    assert_int_equal(f->result.attempts, 0);
+    assert_int_equal(f->result.records_len, 0);
+    assert_int_equal(f->result.stop, RESIL_STOP_NONE);
+    assert_int_equal(f->result.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(f->result.outcome.code, RESIL_STRATEGY_BULKHEAD);
+    assert_string_equal(f->result.outcome.detail, detail);
+    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_BULKHEAD);
+    assert_duration_equal(f->result.elapsed, elapsed);
+}
+
+static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
+{
+    fixture *f = *state;
+    resil_bulkhead *bh = one_permit(f, false, 0);
     resil_pipeline_builder *b = builder(f, "svc");
     resil_pipeline_use_bulkhead(b, bh);
     resil_timeout_opts to;
@@ -466,15 +490,7 @@ static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
     resil_outcome outs[] = {http(200)};
     script_of(f, outs, 1);
     run(f);
-    assert_int_equal(f->s.calls, 0);
-    assert_int_equal(f->result.attempts, 0);
-    assert_int_equal(f->result.records_len, 0);
-    assert_int_equal(f->result.stop, RESIL_STOP_NONE);
-    assert_int_equal(f->result.outcome.kind, RESIL_REJECTED);
-    assert_int_equal(f->result.outcome.code, RESIL_STRATEGY_BULKHEAD);
-    assert_string_equal(f->result.outcome.detail, "bulkhead full");
-    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_BULKHEAD);
-    assert_duration_equal(f->result.elapsed, 0);
+    assert_refused_by_the_bulkhead(f, "bulkhead full", 0);
 
     resil_bulkhead_release(&held);
     run(f);
@@ -490,13 +506,7 @@ static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
 static void a_queue_timeout_rejects_with_the_wait_as_its_elapsed_time(void **state)
 {
     fixture *f = *state;
-    resil_bulkhead_opts bo;
-    resil_bulkhead_opts_default(&bo);
-    bo.max_concurrency = 1;
-    bo.queue_timeout = RESIL_MS(750);
-    bo.clock = f->clock;
-    resil_bulkhead *bh;
-    assert_int_equal(resil_bulkhead_new(&bo, &bh, NULL), 0);
+    resil_bulkhead *bh = one_permit(f, true, RESIL_MS(750));
     resil_pipeline_builder *b = builder(f, "svc");
     resil_pipeline_use_bulkhead(b, bh);
     resil_retry_policy pol = plain_retry(3, RESIL_S(1));
@@ -508,14 +518,7 @@ static void a_queue_timeout_rejects_with_the_wait_as_its_elapsed_time(void **sta
     resil_outcome outs[] = {http(200)};
     script_of(f, outs, 1);
     run(f);
-    assert_int_equal(f->s.calls, 0);
-    assert_int_equal(f->result.attempts, 0);
-    assert_int_equal(f->result.stop, RESIL_STOP_NONE);
-    assert_int_equal(f->result.outcome.kind, RESIL_REJECTED);
-    assert_int_equal(f->result.outcome.code, RESIL_STRATEGY_BULKHEAD);
-    assert_string_equal(f->result.outcome.detail, "bulkhead queue timeout");
-    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_BULKHEAD);
-    assert_duration_equal(f->result.elapsed, RESIL_MS(750));
+    assert_refused_by_the_bulkhead(f, "bulkhead queue timeout", RESIL_MS(750));
 
     resil_bulkhead_release(&held);
     resil_pipeline_free(f->p);

@@ -99,6 +99,24 @@ static void build(fixture *f, resil_pipeline_builder *b)
         fail_msg("build: %s", err.message);
 }
 
+/* A second pipeline from `b`, beside the fixture's. */
+static resil_pipeline *another(resil_pipeline_builder *b)
+{
+    resil_pipeline *p;
+    assert_int_equal(resil_pipeline_build(b, &p, NULL), 0);
+    resil_pipeline_builder_free(b);
+    return p;
+}
+
+/* Free the pipelines that used a shared object (`other` may be NULL), so
+ * that the test can see the object outlive them. */
+static void free_pipelines(fixture *f, resil_pipeline *other)
+{
+    resil_pipeline_free(other);
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+}
+
 static void run(fixture *f, resil_op_fn fn)
 {
     assert_int_equal(resil_pipeline_execute(f->p, fn, &f->call, &f->result), 0);
@@ -305,8 +323,7 @@ static void a_shared_chaos_strikes_until_its_owner_switches_it_off(void **state)
     assert_int_equal(f->calls, 1);
     assert_int_equal(f->result.outcome.kind, RESIL_SUCCESS);
     /* the pipeline never owned it: it outlives the pipeline, counts kept */
-    resil_pipeline_free(f->p);
-    f->p = NULL;
+    free_pipelines(f, NULL);
     assert_int_equal(resil_chaos_decisions(c), 1);
     assert_int_equal(resil_chaos_injected(c), 1);
     resil_chaos_free(c);
@@ -422,11 +439,9 @@ static void a_shared_limiter_bounds_every_pipeline_using_it(void **state)
     resil_pipeline_builder *b = builder(f);
     assert_int_equal(resil_pipeline_use_adaptive_limiter(b, l), 0);
     build(f, b);
-    resil_pipeline *other;
     b = builder(f);
     assert_int_equal(resil_pipeline_use_adaptive_limiter(b, l), 0);
-    assert_int_equal(resil_pipeline_build(b, &other, NULL), 0);
-    resil_pipeline_builder_free(b);
+    resil_pipeline *other = another(b);
     assert_ptr_equal(resil_pipeline_adaptive_limiter(f->p), l);
     assert_ptr_equal(resil_pipeline_adaptive_limiter(other), l);
 
@@ -443,9 +458,7 @@ static void a_shared_limiter_bounds_every_pipeline_using_it(void **state)
     assert_int_equal(count_events(f, RESIL_EVENT_LIMIT_CHANGED), 0);
     assert_int_equal(count_events(f, RESIL_EVENT_LIMIT_REJECTED), 1);
 
-    resil_pipeline_free(other);
-    resil_pipeline_free(f->p);
-    f->p = NULL;
+    free_pipelines(f, other);
     assert_int_equal(resil_limiter_in_flight(l), 0);
     assert_int_equal(resil_limiter_limit(l), 2);
     resil_limiter_free(l);
@@ -553,11 +566,9 @@ static void a_shared_throttle_counts_the_calls_of_every_pipeline_using_it(void *
     resil_pipeline_builder *b = builder(f);
     assert_int_equal(resil_pipeline_use_throttle(b, t), 0);
     build(f, b);
-    resil_pipeline *other;
     b = builder(f);
     assert_int_equal(resil_pipeline_use_throttle(b, t), 0);
-    assert_int_equal(resil_pipeline_build(b, &other, NULL), 0);
-    resil_pipeline_builder_free(b);
+    resil_pipeline *other = another(b);
     assert_ptr_equal(resil_pipeline_throttle(other), t);
 
     f->answer = resil_fail(RESIL_PERMANENT, 404, "missing");
@@ -574,9 +585,7 @@ static void a_shared_throttle_counts_the_calls_of_every_pipeline_using_it(void *
     assert_int_equal(f->calls, 3);
     assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_THROTTLE);
 
-    resil_pipeline_free(other);
-    resil_pipeline_free(f->p);
-    f->p = NULL;
+    free_pipelines(f, other);
     assert_int_equal(resil_throttle_rejected(t), 1);
     resil_throttle_free(t);
 }
