@@ -1,11 +1,12 @@
 /*
  * test_bulkhead_async.c — asynchronous executions queued in a bulkhead, on
  * virtual time: a waiter leaves the queue at its queue timeout or when its
- * execution is cancelled (resil_exec_cancel(): a caller's token is not
- * watched during a wait, async.h), with the outcome the blocking bulkhead
- * gives for the same reason, at that instant and with the wait in its
- * elapsed time, without disturbing the call that holds the permit; a
- * permit freed later goes to the oldest waiter still there.
+ * execution is cancelled (resil_exec_cancel()), with the outcome the
+ * blocking bulkhead gives for the same reason, at that instant and with
+ * the wait in its elapsed time, without disturbing the call that holds the
+ * permit; a permit freed later goes to the oldest waiter still there. A
+ * caller's own token is not watched during the wait (async.h): it is seen
+ * when the permit comes, before the operation would start.
  *
  * One permit and calls of TAKES each; a call started while the permit is
  * held queues. The executions run on one virtual loop, as many calls on
@@ -26,6 +27,7 @@ typedef struct call {
     resil_attempt *a;
     resil_timer finish;
     resil_exec *x;
+    resil_cancel token; /* the caller's own (call->cancel) */
     bool ended;
     resil_pipeline_result res;
     resil_instant started_at, ended_at;
@@ -41,6 +43,7 @@ struct scene {
     int started;
     resil_timer canceller;
     int cancel_id;
+    bool by_token; /* the canceller fires the caller's token, not the execution */
 };
 
 static resil_instant now_of(scene *s) { return s->vl.loop.ops->now(&s->vl); }
@@ -74,7 +77,10 @@ static void ended(const resil_pipeline_result *res, void *ud)
 static void cancel_one(resil_timer *t)
 {
     scene *s = (scene *)((char *)t - offsetof(scene, canceller));
-    resil_exec_cancel(s->calls[s->cancel_id].x);
+    if (s->by_token)
+        resil_cancel_fire(&s->calls[s->cancel_id].token);
+    else
+        resil_exec_cancel(s->calls[s->cancel_id].x);
 }
 
 static void scene_open(scene *s, resil_duration queue_timeout)
@@ -103,9 +109,11 @@ static void start_all(scene *s)
     for (int i = 0; i < CALLS; i++) {
         call *c = &s->calls[i];
         *c = (call){.s = s, .id = i};
+        assert_int_equal(resil_cancel_init(&c->token, NULL), 0);
         resil_call rc;
         resil_call_default(&rc);
         rc.user = c;
+        rc.cancel = &c->token;
         assert_int_equal(resil_pipeline_start(s->p, &s->vl.loop, op, &rc, ended, c, &c->x), 0);
     }
     assert_int_equal(s->started, 1);
@@ -126,6 +134,8 @@ static void scene_close(scene *s)
     assert_int_equal(resil_bulkhead_queued(s->bh), 0);
     resil_pipeline_free(s->p);
     resil_bulkhead_free(s->bh);
+    for (int i = 0; i < CALLS; i++)
+        resil_cancel_destroy(&s->calls[i].token);
     virtual_loop_destroy(&s->vl);
     resil_fake_clock_free(s->fc);
 }
@@ -215,12 +225,42 @@ static void a_freed_permit_passes_over_a_waiter_that_left(void **state)
     scene_close(&s);
 }
 
+/* A caller's token does not end the wait (async.h): the permit that ends
+ * it is taken, and the next step (the pipeline's single attempt) finds the
+ * token fired, so the operation never starts and the permit goes on to the
+ * next waiter at once. */
+static void a_waiter_whose_token_fired_ends_when_the_permit_comes(void **state)
+{
+    (void)state;
+    scene s;
+    scene_open(&s, 0);
+    start_all(&s);
+    s.by_token = true;
+    cancel_at(&s, 1, RESIL_MS(20));
+    virtual_loop_run(&s.vl, NULL);
+
+    assert_succeeded(&s.calls[0], T0);
+    const call *c = &s.calls[1];
+    assert_true(c->ended);
+    assert_int_equal(c->ended_at, T0 + TAKES);
+    assert_int_equal(c->res.outcome.kind, RESIL_CANCELLED);
+    assert_string_equal(c->res.outcome.detail, "cancelled before the first attempt");
+    assert_int_equal(c->res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(c->res.attempts, 0);
+    assert_duration_equal(c->res.elapsed, TAKES);
+    assert_succeeded(&s.calls[2], T0 + TAKES);
+    assert_int_equal(s.started, 2);
+    assert_int_equal(s.order[1], 2);
+    scene_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(queued_executions_give_up_at_the_queue_timeout),
         cmocka_unit_test(a_queued_execution_that_is_cancelled_ends_at_once),
         cmocka_unit_test(a_freed_permit_passes_over_a_waiter_that_left),
+        cmocka_unit_test(a_waiter_whose_token_fired_ends_when_the_permit_comes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
