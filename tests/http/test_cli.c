@@ -1098,6 +1098,34 @@ static double curl_seconds(const char *text)
     return strtod(text, NULL);
 }
 
+/* resil's own variables: the key the call sent, the failure's detail
+ * (empty on success), the whole call's time in curl's seconds. */
+static void write_out_gives_the_key_the_error_and_the_whole_calls_time(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 503}, OK_STEP));
+    http_server_script(f->server, "/nf", STEPS({.status = 404}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", "-X", "POST", "-d", "x=1", "--idempotency-key",
+            "k-77", "--delay", "10ms", "-o", "/dev/null", "-w",
+            "%{idempotency_key}|%{errormsg}|%{time_elapsed}\\n", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    char key[32], rest[64];
+    assert_int_equal(sscanf(r.out, "%31[^|]|%63s", key, rest), 2);
+    assert_string_equal(key, "k-77");
+    assert_true(rest[0] == '|'); /* no error */
+    char *nl = strchr(rest, '\n');
+    if (nl != NULL)
+        *nl = '\0';
+    assert_true(curl_seconds(rest + 1) >= 0.010); /* the 10 ms wait is in it */
+    cli_result_free(&r);
+    cli_run(&r, f->dir, NULL, "http", "-s", "-o", "/dev/null", "-w", "%{errormsg}|%{exitcode}",
+            url(f, "/nf"), NULL);
+    assert_int_equal(r.status, 22);
+    assert_string_equal(r.out, "HTTP 404|22");
+    cli_result_free(&r);
+}
+
 /* The timing variables as curl prints them, in the order a transfer
  * passes its points; plain HTTP has no TLS handshake and one URL no
  * redirect; the sizes and speeds are whole bytes. */
@@ -1336,6 +1364,7 @@ int main(void)
         T(the_default_user_agent_names_resil_and_its_version),
         T(write_out_gives_the_attempts_and_the_stop),
         T(write_out_times_are_seconds_in_transfer_order_and_sizes_whole),
+        T(write_out_gives_the_key_the_error_and_the_whole_calls_time),
         T(only_the_final_body_reaches_the_output_file),
         T(retry_all_errors_retries_a_404),
         T(retry_zero_sends_one_request),

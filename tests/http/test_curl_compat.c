@@ -83,6 +83,11 @@ static const scenario scenarios[] = {
     {"-G moves the data into the query", {"-sf", "-G", "-d", "a=1", "-d", "b=2", "{}/echo?z=0"},
      {0}, 0},
     {"-X PUT with a body", {"-sf", "-X", "PUT", "-d", "x=1", "{}/echo"}, {0}, 0},
+    {"-w's connection and file variables",
+     {"-s", "-o", "out.txt", "-w",
+      "%{url} %{filename_effective} %{num_connects} %{remote_ip} %{remote_port} %{local_ip} "
+      "%{ssl_verify_result} %{size_header} %{redirect_url}\\n",
+      "{}/r"}, {"out.txt"}, 0},
     {"-w counts the body sent", {"-sf", "-o", "/dev/null", "-d", "x=1", "-d", "y=22", "-w",
                                  "%{size_upload} %{method}\\n", "{}/echo"}, {0}, 0},
     {"-XDELETE bundled", {"-sfXDELETE", "{}/echo"}, {0}, 0},
