@@ -460,6 +460,18 @@ static void header_value(CURL *e, const char *name, char *buf, size_t cap)
         snprintf(buf, cap, "%s", h->value);
 }
 
+/* curl's own sentence for a status the call fails on (-f, resil's
+ * default); else the failure's detail ("curl 7: Couldn't connect to
+ * server"), where curl gives libcurl's longer message; empty on success. */
+static void errormsg_text(const url_call *c, char *buf, size_t cap)
+{
+    const resil_http_result *r = c->r;
+    if (c->status == EXIT_HTTP_ERROR)
+        snprintf(buf, cap, "The requested URL returned error: %03ld", r->status);
+    else
+        snprintf(buf, cap, "%s", r->outcome.kind == RESIL_SUCCESS ? "" : r->outcome.detail);
+}
+
 static bool resil_value(wo_var var, const url_call *c, char *buf, size_t cap)
 {
     const resil_http_result *r = c->r;
@@ -474,9 +486,7 @@ static bool resil_value(wo_var var, const url_call *c, char *buf, size_t cap)
     case WO_HTTP_CODE:
     case WO_RESPONSE_CODE: snprintf(buf, cap, "%03ld", r->status); return true;
     case WO_EXITCODE: snprintf(buf, cap, "%d", c->status); return true;
-    case WO_ERRORMSG:
-        snprintf(buf, cap, "%s", r->outcome.kind == RESIL_SUCCESS ? "" : r->outcome.detail);
-        return true;
+    case WO_ERRORMSG: errormsg_text(c, buf, cap); return true;
     case WO_SIZE_DOWNLOAD:
         snprintf(buf, cap, "%" CURL_FORMAT_CURL_OFF_T, c->sink->body_bytes);
         return true;

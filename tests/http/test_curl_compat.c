@@ -88,6 +88,9 @@ static const scenario scenarios[] = {
       "%{url} %{filename_effective} %{num_connects} %{remote_ip} %{remote_port} %{local_ip} "
       "%{ssl_verify_result} %{size_header} %{redirect_url}\\n",
       "{}/r"}, {"out.txt"}, 0},
+    {"-w's errormsg of a status -f fails on", {"-sf", "-o", "/dev/null", "-w",
+                                                "%{errormsg}|%{exitcode}\\n", "{}/nf"},
+     {0}, 22},
     {"-w counts the body sent", {"-sf", "-o", "/dev/null", "-d", "x=1", "-d", "y=22", "-w",
                                  "%{size_upload} %{method}\\n", "{}/echo"}, {0}, 0},
     {"-XDELETE bundled", {"-sfXDELETE", "{}/echo"}, {0}, 0},
