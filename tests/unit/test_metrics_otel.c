@@ -325,6 +325,80 @@ static void the_visitor_hands_over_otel_points_with_units_and_typed_attributes(v
     assert_int_equal(calls, 1);
 }
 
+/* A gauge point the visitor handed over, its attributes as text. */
+typedef struct gauge_seen {
+    int n;
+    char line[8][160];
+} gauge_seen;
+
+static int keep_gauge(const resil_metric_point *p, void *ud)
+{
+    gauge_seen *g = ud;
+    if (p->kind != RESIL_METRIC_GAUGE || g->n == 8)
+        return 0;
+    char *out = g->line[g->n++];
+    size_t len = (size_t)snprintf(out, 160, "%s=%lld", p->name, (long long)p->value);
+    for (size_t i = 0; i < p->nattrs && len < 160; i++)
+        len += (size_t)snprintf(out + len, 160 - len, " %s=%s%s", p->attrs[i].key,
+                                p->attrs[i].value, p->attrs[i].is_int ? "(int)" : "");
+    return 0;
+}
+
+static bool saw_gauge(const gauge_seen *g, const char *line)
+{
+    for (int i = 0; i < g->n; i++)
+        if (strcmp(g->line[i], line) == 0)
+            return true;
+    return false;
+}
+
+/* What an exporter reads: the watched objects' gauges come after the
+ * series, with their OpenTelemetry names and typed attributes; the gateway's
+ * upstream breaker, watched by its authority, labels the HTTP family by
+ * host and port. */
+static void the_visitor_hands_over_every_watched_gauge(void **state)
+{
+    world *w = *state;
+    resil_limiter_opts lo;
+    resil_limiter_opts_default(&lo, RESIL_LIMIT_AIMD);
+    lo.initial_limit = 7;
+    resil_limiter *l;
+    assert_int_equal(resil_limiter_new(&lo, &l, NULL), 0);
+    assert_int_equal(resil_metrics_watch_limiter(w->m, "db", l, w), 0);
+    resil_breaker_opts bo;
+    resil_breaker_opts_default(&bo);
+    bo.name = "upstream";
+    resil_breaker *b;
+    assert_int_equal(resil_breaker_new(&bo, &b, NULL), 0);
+    assert_int_equal(resil_metrics_watch_http_breaker(w->m, "gateway", b,
+                                                      "http://orders.internal:8080", w),
+                     0);
+    resil_breaker_isolate(b);
+    gauge_seen g = {0};
+    assert_int_equal(resil_metrics_visit(w->m, keep_gauge, &g), 0);
+    assert_int_equal(g.n, 3);
+    assert_true(saw_gauge(&g, "resilience.adaptive_limiter.limit=7 pipeline.name=db"));
+    assert_true(saw_gauge(&g, "resilience.circuit_breaker.state=3 pipeline.name=gateway "
+                              "breaker.name=upstream"));
+    assert_true(saw_gauge(&g, "http.client.request.resilience.circuit_breaker.state=3 "
+                              "server.address=orders.internal server.port=8080(int)"));
+    resil_metrics_unwatch(w->m, w);
+    resil_breaker_free(b);
+    resil_limiter_free(l);
+}
+
+static void an_http_breaker_needs_an_authority(void **state)
+{
+    world *w = *state;
+    resil_breaker_opts bo;
+    resil_breaker_opts_default(&bo);
+    resil_breaker *b;
+    assert_int_equal(resil_breaker_new(&bo, &b, NULL), 0);
+    assert_int_equal(resil_metrics_watch_http_breaker(w->m, "gateway", b, "no authority", w),
+                     RESIL_EINVAL);
+    resil_breaker_free(b);
+}
+
 /* Each event as a listener hears it, by itself: the name it is counted
  * under is Polly's where Polly has the event and resil's own for the rest
  * (docs/telemetry.md lists both). */
@@ -408,6 +482,9 @@ int main(void)
             the_visitor_hands_over_otel_points_with_units_and_typed_attributes, setup, teardown),
         cmocka_unit_test_setup_teardown(every_strategy_event_is_counted_under_its_documented_name,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(the_visitor_hands_over_every_watched_gauge, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(an_http_breaker_needs_an_authority, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
