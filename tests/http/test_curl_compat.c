@@ -74,6 +74,10 @@ static const scenario scenarios[] = {
      {"-sf", "-d", "a=1", "-d", "@body.txt", "{}/echo"}, {0}, 0},
     {"--data-binary keeps the newlines", {"-sf", "--data-binary", "@body.txt", "{}/echo"},
      {0}, 0},
+    {"--data-binary reads a file past 4 KB whole",
+     {"-sf", "--data-binary", "@big.txt", "{}/echo"}, {0}, 0},
+    {"-d reads a file past 4 KB without its newlines", {"-sf", "-d", "@big.txt", "{}/echo"},
+     {0}, 0},
     {"--data-raw leaves @ alone", {"-sf", "--data-raw", "@body.txt", "{}/echo"}, {0}, 0},
     {"--data-urlencode's five forms",
      {"-sf", "--data-urlencode", "a b&c", "--data-urlencode", "=x y", "--data-urlencode",
@@ -176,6 +180,12 @@ typedef struct side {
 static void prepare_dir(const char *dir)
 {
     cli_write(dir, "body.txt", "line one\nline two\r\n");
+    /* past the 4 KB the file reader starts with: it must grow */
+    char big[12 * 1024];
+    size_t n = 0;
+    for (int i = 0; n + 64 < sizeof big; i++)
+        n += (size_t)snprintf(big + n, sizeof big - n, "line %03d of a body past 4 KB\n", i);
+    cli_write(dir, "big.txt", big);
     cli_write(dir, "fmt.txt", "code=%{http_code}\\n");
     char d[1024];
     snprintf(d, sizeof d, "%s/d", dir);
