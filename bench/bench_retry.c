@@ -201,7 +201,8 @@ static void bench_pair(const char *name, bench_fn fn, resil_budget *b, resil_bud
     bench_report_2t(bench_run_2t(name2, fn, b, own), one, baseline);
 }
 
-/* budget_MODEL_retry_cycle[_VARIANT] and budget_MODEL_success[_VARIANT]. */
+/* A budget that has seen 1,000 requests, so that every model has the
+ * history a retry is judged against. */
 static resil_budget *primed_budget(const resil_budget_opts *o)
 {
     resil_budget *b;
@@ -212,6 +213,7 @@ static resil_budget *primed_budget(const resil_budget_opts *o)
     return b;
 }
 
+/* budget_MODEL_retry_cycle[_VARIANT] and budget_MODEL_success[_VARIANT]. */
 static int bench_budget(resil_budget_model m, const char *variant, bench_result baseline,
                         resil_clock *clock)
 {

@@ -57,9 +57,11 @@ static inline int resil__rate_try(const resil__node *n, const resil__frame *f,
                          : resil_ratelimit_try_acquire(n->ratelimit, 1, hint);
 }
 
-/* A wait for admission ended without it (its timeout, the caller's
- * cancel): the execution's elapsed time runs to that end, as an admitted
- * call's runs past its wait. A refusal made at once reads nothing. */
+/* A wait for admission may have ended without it (its timeout, the
+ * caller's cancel): the execution's elapsed time runs to that end, as an
+ * admitted call's runs past its wait. Such a refusal takes one reading
+ * even when it came at once (a fired token, a rate limiter's wait past its
+ * budget); a refusal for want of room (RESIL_EREJECTED) reads nothing. */
 static inline void resil__refused_after_wait(const resil__run *r, int rc)
 {
     if (rc == RESIL_ETIMEDOUT || rc == RESIL_ECANCELED)
