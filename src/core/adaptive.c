@@ -178,10 +178,9 @@ static resil_limiter *alloc_limiter(void) { return resil__line_alloc(sizeof(resi
 static int alloc_stripes(resil_limiter *l)
 {
     uint32_t n = resil__thread_stripe_count();
-    l->stripes = aligned_alloc(64, n * sizeof *l->stripes);
+    l->stripes = resil__line_alloc(n * sizeof *l->stripes);
     if (l->stripes == NULL)
         return RESIL_ENOMEM;
-    memset(l->stripes, 0, n * sizeof *l->stripes);
     l->stripe_mask = n - 1;
     return 0;
 }

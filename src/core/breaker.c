@@ -128,12 +128,9 @@ int resil_breaker_new(const resil_breaker_opts *o, resil_breaker **out,
     int rc = resil_breaker_opts_validate(o, err);
     if (rc != 0)
         return rc;
-    size_t line = RESIL__BRK_CACHE_LINE;
-    size_t size = (sizeof(resil__brk_builtin) + line - 1) / line * line;
-    resil__brk_builtin *b = aligned_alloc(RESIL__BRK_CACHE_LINE, size);
+    resil__brk_builtin *b = resil__line_alloc(sizeof *b);
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
-    memset(b, 0, sizeof *b);
     /* The probe slots, then the count window's ring (if any), in one block. */
     size_t ring = o->window == RESIL_BREAKER_WINDOW_COUNT ? o->window_size : 0;
     b->probes = calloc(1, o->half_open_probes * sizeof *b->probes + ring);

@@ -133,13 +133,11 @@ static resil_bulkhead *new_handle(void)
     if (b == NULL)
         return NULL;
     uint32_t n = resil__thread_stripe_count();
-    b->stripes = aligned_alloc(RESIL__CACHE_LINE, n * sizeof *b->stripes);
+    b->stripes = resil__line_alloc(n * sizeof *b->stripes);
     if (b->stripes == NULL) {
         free(b);
         return NULL;
     }
-    for (uint32_t i = 0; i < n; i++)
-        atomic_init(&b->stripes[i].word, 0);
     b->stripe_mask = n - 1;
     return b;
 }

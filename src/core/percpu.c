@@ -44,12 +44,10 @@ static uint32_t cell_count(void)
 int resil__cells_init(resil__cells *c)
 {
     uint32_t n = cell_count();
-    c->cell = aligned_alloc(RESIL__CACHE_LINE, n * sizeof *c->cell);
+    c->cell = resil__line_alloc(n * sizeof *c->cell);
     if (c->cell == NULL)
         return RESIL_ENOMEM;
     c->mask = n - 1;
-    for (uint32_t i = 0; i < n; i++)
-        atomic_init(&c->cell[i].v, 0);
     return 0;
 }
 
