@@ -245,15 +245,22 @@ static void authority_breakers_report_the_http_circuit_breaker_state(void **stat
     resil_breaker_free(b);
 }
 
-static void an_adaptive_limiters_limit_is_a_gauge_under_the_otel_name(void **state)
+/* An AIMD limiter at a limit of 7, watched as pipeline "db"'s. */
+static resil_limiter *watched_limiter(world *w)
 {
-    world *w = *state;
     resil_limiter_opts lo;
     resil_limiter_opts_default(&lo, RESIL_LIMIT_AIMD);
     lo.initial_limit = 7;
     resil_limiter *l;
     assert_int_equal(resil_limiter_new(&lo, &l, NULL), 0);
     assert_int_equal(resil_metrics_watch_limiter(w->m, "db", l, w), 0);
+    return l;
+}
+
+static void an_adaptive_limiters_limit_is_a_gauge_under_the_otel_name(void **state)
+{
+    world *w = *state;
+    resil_limiter *l = watched_limiter(w);
     scrape(w);
     assert_string_equal(family_named(w, "resilience_adaptive_limiter_limit")->type, "gauge");
     assert_true(value(w, "resilience_adaptive_limiter_limit", "pipeline_name=db;") == 7);
@@ -359,12 +366,7 @@ static bool saw_gauge(const gauge_seen *g, const char *line)
 static void the_visitor_hands_over_every_watched_gauge(void **state)
 {
     world *w = *state;
-    resil_limiter_opts lo;
-    resil_limiter_opts_default(&lo, RESIL_LIMIT_AIMD);
-    lo.initial_limit = 7;
-    resil_limiter *l;
-    assert_int_equal(resil_limiter_new(&lo, &l, NULL), 0);
-    assert_int_equal(resil_metrics_watch_limiter(w->m, "db", l, w), 0);
+    resil_limiter *l = watched_limiter(w);
     resil_breaker_opts bo;
     resil_breaker_opts_default(&bo);
     bo.name = "upstream";

@@ -457,6 +457,20 @@ static resil_bulkhead *one_permit(fixture *f, bool queue, resil_duration queue_t
     return bh;
 }
 
+/* Run the fixture's pipeline (one 200 scripted, for this run and the
+ * test's next: the script outlives the call) while `held` takes `bh`'s
+ * one permit. */
+static void run_with_the_permit_held(fixture *f, resil_bulkhead *bh,
+                                     resil_bulkhead_ticket *held)
+{
+    static resil_outcome ok[1];
+    ok[0] = http(200);
+    *held = (resil_bulkhead_ticket){.owner = NULL, .queued = 0};
+    assert_int_equal(resil_bulkhead_try_acquire(bh, held), 0);
+    script_of(f, ok, 1);
+    run(f);
+}
+
 /* The run the bulkhead refused: no attempt, its reason, `elapsed`. */
 static void assert_refused_by_the_bulkhead(const fixture *f, const char *detail,
                                            resil_duration elapsed)
@@ -485,11 +499,8 @@ static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
     resil_pipeline_add_retry(b, &pol);
     build(f, b);
 
-    resil_bulkhead_ticket held = {.owner = NULL, .queued = 0};
-    assert_int_equal(resil_bulkhead_try_acquire(bh, &held), 0);
-    resil_outcome outs[] = {http(200)};
-    script_of(f, outs, 1);
-    run(f);
+    resil_bulkhead_ticket held;
+    run_with_the_permit_held(f, bh, &held);
     assert_refused_by_the_bulkhead(f, "bulkhead full", 0);
 
     resil_bulkhead_release(&held);
@@ -513,11 +524,8 @@ static void a_queue_timeout_rejects_with_the_wait_as_its_elapsed_time(void **sta
     resil_pipeline_add_retry(b, &pol);
     build(f, b);
 
-    resil_bulkhead_ticket held = {.owner = NULL, .queued = 0};
-    assert_int_equal(resil_bulkhead_try_acquire(bh, &held), 0);
-    resil_outcome outs[] = {http(200)};
-    script_of(f, outs, 1);
-    run(f);
+    resil_bulkhead_ticket held;
+    run_with_the_permit_held(f, bh, &held);
     assert_refused_by_the_bulkhead(f, "bulkhead queue timeout", RESIL_MS(750));
 
     resil_bulkhead_release(&held);

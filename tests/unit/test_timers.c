@@ -22,8 +22,10 @@ static void record(resil_timer *t)
     fired[nfired++] = ((named_timer *)t)->id;
 }
 
-static void arm(named_timer *ts, int n)
+/* `n` idle timers that record their id, an empty heap, nothing fired. */
+static void arm(named_timer *ts, int n, resil_timers *q)
 {
+    resil_timers_init(q);
     memset(ts, 0, (size_t)n * sizeof *ts);
     for (int i = 0; i < n; i++) {
         ts[i].t.fn = record;
@@ -36,9 +38,8 @@ static void due_order_with_ties_in_start_order(void **state)
 {
     (void)state;
     named_timer ts[6];
-    arm(ts, 6);
     resil_timers q;
-    resil_timers_init(&q);
+    arm(ts, 6, &q);
     static const resil_instant due[] = {30, 10, 20, 10, 30, 5};
     for (int i = 0; i < 6; i++)
         resil_timers_start(&q, &ts[i].t, due[i]);
@@ -57,9 +58,8 @@ static void run_runs_only_what_is_due_and_counts_it(void **state)
 {
     (void)state;
     named_timer ts[3];
-    arm(ts, 3);
     resil_timers q;
-    resil_timers_init(&q);
+    arm(ts, 3, &q);
     resil_timers_start(&q, &ts[0].t, 10);
     resil_timers_start(&q, &ts[1].t, 20);
     resil_timers_start(&q, &ts[2].t, 21);
@@ -78,9 +78,8 @@ static void a_stopped_timer_never_runs_wherever_it_sat(void **state)
 {
     (void)state;
     named_timer ts[8];
-    arm(ts, 8);
     resil_timers q;
-    resil_timers_init(&q);
+    arm(ts, 8, &q);
     for (int i = 0; i < 8; i++)
         resil_timers_start(&q, &ts[i].t, 10 * (8 - i)); /* each new one the root */
     /* one run's removal of the root pairs the rest into a deeper heap */
@@ -101,9 +100,8 @@ static void starting_an_armed_timer_moves_it(void **state)
 {
     (void)state;
     named_timer ts[3];
-    arm(ts, 3);
     resil_timers q;
-    resil_timers_init(&q);
+    arm(ts, 3, &q);
     resil_timers_start(&q, &ts[0].t, 10);
     resil_timers_start(&q, &ts[1].t, 20);
     resil_timers_start(&q, &ts[2].t, 20);
@@ -134,9 +132,8 @@ static void a_timer_started_by_a_callback_runs_in_the_same_pass_when_due(void **
 {
     (void)state;
     named_timer ts[3];
-    arm(ts, 3);
     resil_timers q;
-    resil_timers_init(&q);
+    arm(ts, 3, &q);
     chain_q = &q;
     chain_next = &ts[2];
     ts[0].t.fn = start_the_next;
@@ -198,9 +195,8 @@ static void ten_thousand_steps_agree_with_a_sorted_list(void **state)
 {
     (void)state;
     named_timer ts[N];
-    arm(ts, N);
     resil_timers q;
-    resil_timers_init(&q);
+    arm(ts, N, &q);
     model m = {.next_seq = 0};
     resil_instant now = 0;
     int want[N];
