@@ -27,6 +27,12 @@
  * fire with no waiter makes no system call. Elsewhere the same protocol
  * sleeps on a mutex and condition variable kept only for that purpose.
  *
+ * A watch is a child whose fire calls a function instead of waking a
+ * sleeper: its armed state is WATCHED where a waited-on token's is
+ * SLEEPING, so a token no one watches pays nothing for it. The function
+ * runs inside the watch's lock, which is what lets its owner's destroy
+ * know that the call is over.
+ *
  * Children form an intrusive list guarded by the parent's spinlock, not a
  * mutex: POSIX grants the static initialiser only to static mutexes, and a
  * spinlock's release is a plain store. Its critical sections are a few
@@ -52,7 +58,9 @@
 #include <unistd.h>
 #endif
 
-enum { ARMED = 0, FIRED = RESIL__CANCEL_FIRED, SLEEPING = 2 }; /* ARMED is 0: cancel_inline.h */
+/* ARMED is 0 (cancel_inline.h); WATCHED is a watch's armed state: a fire
+ * calls its function where SLEEPING's would wake sleepers. */
+enum { ARMED = 0, FIRED = RESIL__CANCEL_FIRED, SLEEPING = 2, WATCHED = 3 };
 
 static bool load_fired(const resil_cancel *c)
 {
@@ -280,8 +288,11 @@ static void fire_tree(resil_cancel *c, int reason)
     if (!load_fired(c)) {
         for (resil_cancel *child = c->first_child; child != NULL; child = child->next_sibling)
             fire_tree(child, reason);
-        if (mark_fired(c, reason) == SLEEPING)
+        int was = mark_fired(c, reason);
+        if (was == SLEEPING)
             wake_sleepers(c);
+        else if (was == WATCHED)
+            ((resil__cancel_watch *)c)->fn((resil__cancel_watch *)c);
     }
     spin_unlock(&c->lock);
 }
@@ -295,6 +306,21 @@ void resil_cancel_fire_reason(resil_cancel *c, int reason)
     if (above != NULL && above != c)
         reason = __atomic_load_n(&above->reason, __ATOMIC_RELAXED);
     fire_tree(c, reason < 0 ? reason : RESIL_ECANCELED);
+}
+
+/* Linked at once, with every unlinked token above it, so that a fire from
+ * above walks down to it. A parent that has already fired marks the
+ * watch fired as it links, without the call: its owner looks at the
+ * parent itself before it waits for anything. */
+int resil__cancel_watch_start(resil__cancel_watch *w, resil_cancel *parent,
+                              resil__cancel_watch_fn fn)
+{
+    if (resil_cancel_init(&w->tok, parent) != 0)
+        return RESIL_ESYS;
+    w->fn = fn;
+    w->tok.state = WATCHED;
+    link_up(&w->tok);
+    return 0;
 }
 
 void resil_cancel_fire(resil_cancel *c) { resil_cancel_fire_reason(c, RESIL_ECANCELED); }

@@ -4,12 +4,16 @@
  * has no lock of its own to wait on, so the thread tests also pin down the
  * races that makes delicate: fires racing links and unlinks, every sleeper
  * woken, and a token freed by its woken owner while the fire finishes.
+ * The watch (the asynchronous executor's child that calls a function
+ * when its parent fires) is specified here at the token's level.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
 #include "test.h"
+
+#include "../../src/core/cancel_inline.h"
 
 static int64_t monotonic_ns(void)
 {
@@ -588,6 +592,124 @@ static void a_child_fired_first_keeps_its_reason_when_linked_after_its_parent_fi
     resil_cancel_destroy(&root);
 }
 
+/* ---- the watch --------------------------------------------------------------- */
+
+typedef struct watched {
+    resil__cancel_watch w;
+    int calls;
+    int reason_seen;
+} watched;
+
+static void heard(resil__cancel_watch *w)
+{
+    watched *v = (watched *)w;
+    v->calls++;
+    v->reason_seen = resil_cancel_reason(&w->tok);
+}
+
+static void a_watch_is_called_once_with_the_parents_reason(void **state)
+{
+    (void)state;
+    resil_cancel parent;
+    assert_int_equal(resil_cancel_init(&parent, NULL), 0);
+    watched v = {.calls = 0};
+    assert_int_equal(resil__cancel_watch_start(&v.w, &parent, heard), 0);
+    assert_int_equal(v.calls, 0);
+    assert_false(resil_cancel_fired(&v.w.tok));
+    resil_cancel_fire_reason(&parent, RESIL_ETIMEDOUT);
+    resil_cancel_fire(&parent);
+    assert_int_equal(v.calls, 1);
+    assert_int_equal(v.reason_seen, RESIL_ETIMEDOUT);
+    resil__cancel_destroy(&v.w.tok);
+    resil_cancel_destroy(&parent);
+}
+
+/* The watch links every token above it: a fire two levels up reaches it. */
+static void a_fire_above_the_parent_reaches_the_watch(void **state)
+{
+    (void)state;
+    resil_cancel top, parent;
+    assert_int_equal(resil_cancel_init(&top, NULL), 0);
+    assert_int_equal(resil_cancel_init(&parent, &top), 0);
+    watched v = {.calls = 0};
+    assert_int_equal(resil__cancel_watch_start(&v.w, &parent, heard), 0);
+    resil_cancel_fire(&top);
+    assert_int_equal(v.calls, 1);
+    assert_int_equal(v.reason_seen, RESIL_ECANCELED);
+    assert_true(resil_cancel_fired(&parent));
+    resil__cancel_destroy(&v.w.tok);
+    resil_cancel_destroy(&parent);
+    resil_cancel_destroy(&top);
+}
+
+/* A parent that fired before the watch began marks it fired without the
+ * call: the watcher looks at the parent itself. */
+static void a_watch_of_a_fired_parent_starts_fired_and_is_not_called(void **state)
+{
+    (void)state;
+    resil_cancel parent;
+    assert_int_equal(resil_cancel_init(&parent, NULL), 0);
+    resil_cancel_fire(&parent);
+    watched v = {.calls = 0};
+    assert_int_equal(resil__cancel_watch_start(&v.w, &parent, heard), 0);
+    assert_true(resil_cancel_fired(&v.w.tok));
+    assert_int_equal(v.calls, 0);
+    resil__cancel_destroy(&v.w.tok);
+    resil_cancel_destroy(&parent);
+}
+
+/* Stopped, the watch is out of the parent's list: a later fire calls
+ * nothing, and the parent can be destroyed. */
+static void a_stopped_watch_is_not_called(void **state)
+{
+    (void)state;
+    resil_cancel parent;
+    assert_int_equal(resil_cancel_init(&parent, NULL), 0);
+    watched v = {.calls = 0};
+    assert_int_equal(resil__cancel_watch_start(&v.w, &parent, heard), 0);
+    resil__cancel_destroy(&v.w.tok);
+    assert_null(parent.first_child);
+    resil_cancel_fire(&parent);
+    assert_int_equal(v.calls, 0);
+    resil_cancel_destroy(&parent);
+}
+
+/* A watch beside a waiter: the fire both wakes the sleeper and calls the
+ * watch, and neither gets in the other's way. */
+typedef struct waiter_arg {
+    resil_cancel *c;
+    int rc;
+} waiter_arg;
+
+static void *wait_on(void *p)
+{
+    waiter_arg *a = p;
+    a->rc = resil_cancel_wait_until(a->c, INT64_MAX);
+    return NULL;
+}
+
+static void a_watch_and_a_sleeper_under_one_parent_both_hear_the_fire(void **state)
+{
+    (void)state;
+    resil_cancel parent, sleeper;
+    assert_int_equal(resil_cancel_init(&parent, NULL), 0);
+    assert_int_equal(resil_cancel_init(&sleeper, &parent), 0);
+    watched v = {.calls = 0};
+    assert_int_equal(resil__cancel_watch_start(&v.w, &parent, heard), 0);
+    waiter_arg a = {&sleeper, 1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, wait_on, &a), 0);
+    while (__atomic_load_n(&sleeper.state, __ATOMIC_ACQUIRE) != 2) /* SLEEPING */
+        sched_yield();
+    resil_cancel_fire(&parent);
+    pthread_join(t, NULL);
+    assert_int_equal(a.rc, RESIL_ECANCELED);
+    assert_int_equal(v.calls, 1);
+    resil__cancel_destroy(&v.w.tok);
+    resil_cancel_destroy(&sleeper);
+    resil_cancel_destroy(&parent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -622,6 +744,11 @@ int main(void)
         cmocka_unit_test(a_woken_waiter_finds_the_children_fired_and_may_free_the_tokens),
         cmocka_unit_test(a_woken_waiter_may_free_a_childless_token_while_the_fire_finishes),
         cmocka_unit_test(a_sibling_fire_does_not_end_a_wait_that_times_out),
+        cmocka_unit_test(a_watch_is_called_once_with_the_parents_reason),
+        cmocka_unit_test(a_fire_above_the_parent_reaches_the_watch),
+        cmocka_unit_test(a_watch_of_a_fired_parent_starts_fired_and_is_not_called),
+        cmocka_unit_test(a_stopped_watch_is_not_called),
+        cmocka_unit_test(a_watch_and_a_sleeper_under_one_parent_both_hear_the_fire),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
