@@ -13,8 +13,8 @@
  * would have returned.
  *
  * Cancelling. An attempt is cancelled when its timeout's timer fires, when
- * it loses a hedge, or when the execution is cancelled
- * (resil_exec_cancel()): its token (ctx->cancel) fires, and the callback
+ * it loses a hedge, or when the execution is cancelled (resil_exec_cancel()
+ * or the caller's token): its token (ctx->cancel) fires, and the callback
  * the operation registered with resil_attempt_on_cancel() runs on the
  * loop's thread, so that the operation can stop its I/O at once. Every
  * started attempt still reports exactly once, cancelled or not (a
@@ -41,11 +41,13 @@
  * asynchronous waiters in one FIFO. The pipeline's clock should be the
  * loop's (resil_loop_clock()), so that decisions and timers read one time.
  *
- * What differs from the blocking executor: a caller's own token
- * (call->cancel) is looked at before each step but its firing does not
- * interrupt a wait (there is no callback on a token): cancel through
- * resil_exec_cancel(). A bulkhead of another implementation is tried
- * without queueing.
+ * A caller's own token (call->cancel) may be fired from any thread: the
+ * fire is posted to the loop and ends a wait or tells a running attempt
+ * as resil_exec_cancel() does, with the token's reason (RESIL_ETIMEDOUT
+ * stops a retry at a deadline, as on the blocking path). The token is
+ * watched until `done` is called; after that it is the caller's again and
+ * may be destroyed. What differs from the blocking executor: a bulkhead
+ * of another implementation is tried without queueing.
  */
 #ifndef RESIL_ASYNC_H
 #define RESIL_ASYNC_H

@@ -326,7 +326,8 @@ typedef struct resil_http_request {
     void *xferinfo_data;
     /* the execution */
     resil_cancel *cancel;      /* fire to abandon the call (a running transfer is
-                                  aborted at libcurl's next progress check) */
+                                  aborted at libcurl's next progress check;
+                                  on curl multi, taken off it at once) */
     resil_rng *rng;            /* jitter source; NULL = the thread's */
     resil_attempt_record *records; /* optional: the first records_cap attempts */
     size_t records_cap;

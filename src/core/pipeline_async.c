@@ -12,12 +12,13 @@
  * timer or the grant resumes the walk where it stopped.
  *
  * Cancellation follows the tokens. Whatever fires a token here — a
- * timeout's timer, resil_exec_cancel(), a hedge's end — then pokes the
- * execution: every lane whose wait's token has fired is woken to see it,
- * and every running attempt whose token has fired is told once. Resuming
- * after a wake goes through the same steps the blocking executor takes
- * after an interrupted sleep, so a cancelled wait reads exactly as it does
- * there.
+ * timeout's timer, resil_exec_cancel(), a hedge's end, the caller's own
+ * token fired from any thread (heard through the loop's post queue) —
+ * then pokes the execution: every lane whose wait's token has fired is
+ * woken to see it, and every running attempt whose token has fired is
+ * told once. Resuming after a wake goes through the same steps the
+ * blocking executor takes after an interrupted sleep, so a cancelled wait
+ * reads exactly as it does there.
  *
  * Hedging runs attempts in lanes: each hedged attempt walks the levels
  * below the hedging strategy in a lane of its own (its own level records
@@ -143,6 +144,12 @@ struct resil_exec {
     resil_pipeline_result result;
     resil__run run;
     resil_cancel root;
+    /* The caller's token, watched while the execution runs (heard_fire):
+     * its fire is posted to the loop as `heard`, which pokes. */
+    bool watching;
+    resil__cancel_watch watch;
+    resil_work heard;
+    atomic_bool heard_posted; /* posted, and not yet run */
     resil_exec_trace trace; /* run.trace points here when traced */
 };
 
@@ -166,13 +173,22 @@ static resil_outcome *out_of(resil_exec *x, uint32_t ln)
 
 static void release(resil_exec *x) { resil__loop_give(x->loop, x, x->cap); }
 
-static void unref(resil_exec *x)
+/* The last reference went: the block goes back to the loop, unless the
+ * caller's fire is still posted, in which case heard_cancel gives it
+ * back. */
+static void last_unref(resil_exec *x)
 {
-    if (--x->refs > 0)
-        return;
     resil__cancel_destroy(&x->root);
     resil__run_drop_breakers(&x->run);
+    if (atomic_load_explicit(&x->heard_posted, memory_order_relaxed))
+        return;
     release(x);
+}
+
+static inline void unref(resil_exec *x)
+{
+    if (--x->refs == 0)
+        last_unref(x);
 }
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -1301,6 +1317,49 @@ static void poke(resil_exec *x)
     unref(x);
 }
 
+/* On the loop's thread, after heard_fire: the caller's fire is passed on
+ * as resil_exec_cancel() passes its own, with the caller's reason, or, if
+ * the execution ended while this was posted, its block goes back to the
+ * loop now. The root is fired here, not left to be seen through the
+ * caller's token: a fire marks a token's children before the token
+ * itself, so this may run before the caller's token reads fired. */
+static void heard_cancel(resil_work *w)
+{
+    resil_exec *x = (resil_exec *)((char *)w - offsetof(resil_exec, heard));
+    atomic_store_explicit(&x->heard_posted, false, memory_order_relaxed);
+    if (x->refs == 0) {
+        release(x);
+        return;
+    }
+    if (x->finished)
+        return;
+    resil_cancel_fire_reason(&x->root, resil_cancel_reason(&x->watch.tok));
+    poke(x);
+}
+
+/* The caller's token fired, on whatever thread fired it and inside the
+ * watch's lock: the execution cannot be touched here (the fire may come
+ * from inside the loop's own step), only posted to. The watch is stopped
+ * before the execution ends, so the block is alive; heard_posted keeps it
+ * so until the post has run. A token fires once: so does this. */
+static void heard_fire(resil__cancel_watch *w)
+{
+    resil_exec *x = (resil_exec *)((char *)w - offsetof(resil_exec, watch));
+    atomic_store_explicit(&x->heard_posted, true, memory_order_relaxed);
+    x->heard.fn = heard_cancel;
+    x->loop->ops->post(x->loop->self, &x->heard);
+}
+
+/* The caller's token is watched only while the execution runs: once it
+ * has ended, the caller may destroy the token. */
+static void stop_watching(resil_exec *x)
+{
+    if (!x->watching)
+        return;
+    x->watching = false;
+    resil__cancel_destroy(&x->watch.tok);
+}
+
 void resil_exec_cancel(resil_exec *x)
 {
     if (x == NULL || x->finished)
@@ -1334,8 +1393,29 @@ static void finish(resil_exec *x)
     if (resil__listening(x->p))
         report_execution(x);
     x->finished = true;
+    stop_watching(x);
     x->done(out, x->done_ud);
     unref(x);
+}
+
+/* The shared breakers, the root token under the caller's, and a watch on
+ * the caller's: all or none. */
+static int take_tokens(resil_exec *x, const resil_call *call)
+{
+    int rc = resil__run_take_breakers(&x->run, call);
+    if (rc != 0)
+        return rc;
+    if (resil__cancel_init(&x->root, call->cancel) != 0) {
+        resil__run_drop_breakers(&x->run);
+        return RESIL_ESYS;
+    }
+    x->watching = call->cancel != NULL;
+    if (x->watching && resil__cancel_watch_start(&x->watch, call->cancel, heard_fire) != 0) {
+        resil__cancel_destroy(&x->root);
+        resil__run_drop_breakers(&x->run);
+        return RESIL_ESYS;
+    }
+    return 0;
 }
 
 /* Lanes: the caller's, and two races' worth for a hedging level's
@@ -1376,11 +1456,8 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         x->run.trace = resil__trace_begin(call->telemetry->trace, call->rng, &x->trace);
     }
     x->ex.out = &x->result;
-    int rc = resil__run_take_breakers(&x->run, call);
-    if (rc == 0 && resil__cancel_init(&x->root, call->cancel) != 0) {
-        resil__run_drop_breakers(&x->run);
-        rc = RESIL_ESYS;
-    }
+    atomic_init(&x->heard_posted, false); /* before the watch can fire */
+    int rc = take_tokens(x, call);
     if (rc != 0) {
         release(x);
         return rc;

@@ -181,38 +181,63 @@ static void one_breaker_guards_every_transfer_to_an_authority(void **state)
     mx_close(&x);
 }
 
-static void cancel_at(resil_timer *t);
-
 typedef struct canceller {
     resil_timer timer;
     resil_http_xfer *x;
+    resil_cancel *token; /* fired instead of resil_http_cancel() when set */
 } canceller;
 
-static void cancel_at(resil_timer *t) { resil_http_cancel(((canceller *)t)->x); }
-
-static void a_cancel_mid_transfer_takes_it_off_the_multi_handle(void **state)
+static void cancel_at(resil_timer *t)
 {
-    fx *f = *state;
+    canceller *c = (canceller *)t;
+    if (c->token != NULL)
+        resil_cancel_fire(c->token);
+    else
+        resil_http_cancel(c->x);
+}
+
+/* A call of 30 s cancelled 100 ms in, by `c`: it ends at once, cancelled,
+ * and its handle is off the multi handle (it runs the next call). */
+static void assert_a_cancel_mid_transfer_ends_it(fx *f, canceller *c)
+{
     fx_script(f, "/slow", FX_STEPS({.status = 200, .delay_ms = 30000, .body = "late\n"}));
     fx_script(f, "/fast", FX_STEPS({.status = 200, .body = "fast\n"}));
     mx x;
     mx_open(f, &x);
     fx_url(f, "/slow");
     done_box d = {.done = false};
-    canceller c = {.timer = {.fn = cancel_at}};
-    assert_int_equal(resil_http_start(x.m, f->easy, &f->req, on_done, &d, &c.x), 0);
-    x.vl.loop.ops->timer_start(x.vl.loop.self, &c.timer, RESIL_MS(100));
+    c->timer.fn = cancel_at;
+    assert_int_equal(resil_http_start(x.m, f->easy, &f->req, on_done, &d, &c->x), 0);
+    x.vl.loop.ops->timer_start(x.vl.loop.self, &c->timer, RESIL_MS(100));
     virtual_loop_run(&x.vl, &d.done);
     assert_int_equal(d.res.outcome.kind, RESIL_CANCELLED);
     assert_int_equal(d.res.stop, RESIL_STOP_CANCELLED);
     assert_int_equal(d.res.attempts, 1);
     assert_int_equal(d.res.elapsed, RESIL_MS(100));
     assert_string_equal(f->body.p, "");
-    /* the handle left the multi handle: it runs the next call at once */
+    f->req.cancel = NULL;
     mx_call(f, &x, "/fast", &d);
     assert_int_equal(d.res.status, 200);
     assert_string_equal(f->body.p, "fast\n");
     mx_close(&x);
+}
+
+static void a_cancel_mid_transfer_takes_it_off_the_multi_handle(void **state)
+{
+    canceller c = {.token = NULL};
+    assert_a_cancel_mid_transfer_ends_it(*state, &c);
+}
+
+/* The request's own token does what resil_http_cancel() does. */
+static void a_fired_request_token_takes_the_transfer_off_the_multi_handle(void **state)
+{
+    fx *f = *state;
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    f->req.cancel = &token;
+    canceller c = {.token = &token};
+    assert_a_cancel_mid_transfer_ends_it(f, &c);
+    resil_cancel_destroy(&token);
 }
 
 static void an_attempt_timeout_ends_the_transfer_on_virtual_time(void **state)
@@ -389,6 +414,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(retry_after_is_waited_on_the_loops_time, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(one_breaker_guards_every_transfer_to_an_authority,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(a_fired_request_token_takes_the_transfer_off_the_multi_handle,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(a_cancel_mid_transfer_takes_it_off_the_multi_handle,
                                         fx_setup, fx_teardown),

@@ -27,6 +27,7 @@ typedef struct scenario {
     bool non_idempotent;
     bool cancel_in_first_wait; /* the caller cancels during the first retry wait */
     bool no_records;           /* the call keeps no attempt records */
+    int cancel_reason;         /* the caller's fire's reason; 0: RESIL_ECANCELED */
 } scenario;
 
 typedef struct ran {
@@ -46,7 +47,8 @@ typedef struct player {
     int calls;
     int refreshes;
     resil_fake_clock *fc;
-    resil_cancel *cancel; /* blocking: the call's token */
+    resil_cancel *cancel; /* blocking: the call's token; async: the attempt's */
+    resil_cancel *token;  /* async: the call's token, when the canceller fires it */
     resil_exec *x;        /* async: the execution */
     resil_attempt *a;
     resil_outcome pending;
@@ -109,6 +111,11 @@ static resil_outcome blocking_op(resil_attempt_ctx *ctx)
     return o;
 }
 
+static int reason_of(const scenario *sc)
+{
+    return sc->cancel_reason != 0 ? sc->cancel_reason : RESIL_ECANCELED;
+}
+
 /* The first sleep that is not an attempt's is the first retry wait. */
 static void cancel_on_wait(resil_fake_clock *fc, resil_duration d, void *ud)
 {
@@ -116,7 +123,7 @@ static void cancel_on_wait(resil_fake_clock *fc, resil_duration d, void *ud)
     player *pl = ud;
     if (d != pl->sc->takes && !pl->done) {
         pl->done = true;
-        resil_cancel_fire(pl->cancel);
+        resil_cancel_fire_reason(pl->cancel, reason_of(pl->sc));
     }
 }
 
@@ -184,15 +191,22 @@ static void async_done(const resil_pipeline_result *res, void *ud)
 }
 
 /* Cancel once the execution is in its first retry wait: the first attempt
- * takes no time, so any instant after the start is inside the wait. */
+ * takes no time, so any instant after the start is inside the wait. The
+ * caller's token, as on the blocking path, or the execution itself. */
 static void async_cancel(resil_timer *t)
 {
     player *pl = (player *)((char *)t - offsetof(player, canceller));
-    if (!pl->done)
+    if (pl->done)
+        return;
+    if (pl->token != NULL)
+        resil_cancel_fire_reason(pl->token, reason_of(pl->sc));
+    else
         resil_exec_cancel(pl->x);
 }
 
-static void run_async(const scenario *sc, ran *out)
+typedef enum canceller { BY_TOKEN, BY_EXEC_CANCEL } canceller;
+
+static void run_async(const scenario *sc, ran *out, canceller by)
 {
     memset(out, 0, sizeof *out);
     player pl = {.sc = sc, .out = out};
@@ -201,9 +215,14 @@ static void run_async(const scenario *sc, ran *out)
     virtual_loop_init(&vl, pl.fc);
     pl.vl = &vl;
     resil_pipeline *p = build(sc, resil_loop_clock(&vl.loop));
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
     resil_call call;
     resil_rng_seeded rng;
     prepare_call(&call, &pl, out, &rng);
+    call.cancel = &token;
+    if (by == BY_TOKEN)
+        pl.token = &token;
     if (sc->cancel_in_first_wait) {
         pl.canceller.fn = async_cancel;
         vl.loop.ops->timer_start(&vl, &pl.canceller, 1);
@@ -216,44 +235,57 @@ static void run_async(const scenario *sc, ran *out)
     out->refreshes = pl.refreshes;
     out->end = resil_fake_clock_now(pl.fc);
     out->loop_reads = atomic_load(&vl.reads);
+    resil_cancel_destroy(&token);
     resil_pipeline_free(p);
     virtual_loop_destroy(&vl);
     resil_fake_clock_free(pl.fc);
 }
 
-/* Run both paths; `check` holds each to the same expectations, and the
- * two must agree on every recorded field besides. */
-static void both(const scenario *sc, void (*check)(const ran *r))
+/* The asynchronous run held to the blocking one's values. */
+static void async_agrees(const scenario *sc, void (*check)(const ran *r), ran *b, canceller by)
 {
-    ran b, a;
-    run_blocking(sc, &b);
-    check(&b);
-    run_async(sc, &a);
+    ran a;
+    run_async(sc, &a, by);
     check(&a);
-    assert_int_equal(a.res.stop, b.res.stop);
-    assert_int_equal(a.res.attempts, b.res.attempts);
-    assert_int_equal(a.res.outcome.kind, b.res.outcome.kind);
-    assert_int_equal(a.res.outcome.code, b.res.outcome.code);
-    assert_string_equal(a.res.outcome.detail, b.res.outcome.detail);
-    assert_int_equal(a.res.rejected_by, b.res.rejected_by);
-    assert_int_equal(a.res.records_len, b.res.records_len);
+    assert_int_equal(a.res.stop, b->res.stop);
+    assert_int_equal(a.res.attempts, b->res.attempts);
+    assert_int_equal(a.res.outcome.kind, b->res.outcome.kind);
+    assert_int_equal(a.res.outcome.code, b->res.outcome.code);
+    assert_string_equal(a.res.outcome.detail, b->res.outcome.detail);
+    assert_int_equal(a.res.rejected_by, b->res.rejected_by);
+    assert_int_equal(a.res.records_len, b->res.records_len);
     if (!sc->cancel_in_first_wait) {
-        assert_records_equal(a.records, b.records, b.res.records_len);
-        assert_duration_equal(a.res.elapsed, b.res.elapsed);
-        assert_int_equal(a.end, b.end);
-    } else if (b.res.records_len > 0) {
+        assert_records_equal(a.records, b->records, b->res.records_len);
+        assert_duration_equal(a.res.elapsed, b->res.elapsed);
+        assert_int_equal(a.end, b->end);
+    } else if (b->res.records_len > 0) {
         /* The two cancel 1 ns apart (blocking: as its wait begins; async:
          * 1 ns in): the last record's duration is where that shows. */
-        size_t last = b.res.records_len - 1;
-        resil_duration later = a.records[last].duration - b.records[last].duration;
+        size_t last = b->res.records_len - 1;
+        resil_duration later = a.records[last].duration - b->records[last].duration;
         assert_true(later == 0 || later == 1);
-        a.records[last].duration = b.records[last].duration;
-        assert_records_equal(a.records, b.records, b.res.records_len);
+        a.records[last].duration = b->records[last].duration;
+        assert_records_equal(a.records, b->records, b->res.records_len);
     }
-    assert_int_equal(a.calls, b.calls);
-    for (int i = 0; i < b.calls && i < 8; i++)
-        assert_int_equal(a.deadlines[i], b.deadlines[i]);
-    assert_int_equal(a.refreshes, b.refreshes);
+    assert_int_equal(a.calls, b->calls);
+    for (int i = 0; i < b->calls && i < 8; i++)
+        assert_int_equal(a.deadlines[i], b->deadlines[i]);
+    assert_int_equal(a.refreshes, b->refreshes);
+}
+
+/* Run both paths; `check` holds each to the same expectations, and the
+ * two must agree on every recorded field besides. A cancelled scenario's
+ * asynchronous run is cancelled both ways: by the call's token, as the
+ * blocking run is, and by resil_exec_cancel() (whose reason is
+ * RESIL_ECANCELED). */
+static void both(const scenario *sc, void (*check)(const ran *r))
+{
+    ran b;
+    run_blocking(sc, &b);
+    check(&b);
+    async_agrees(sc, check, &b, BY_TOKEN);
+    if (sc->cancel_in_first_wait && reason_of(sc) == RESIL_ECANCELED)
+        async_agrees(sc, check, &b, BY_EXEC_CANCEL);
 }
 
 /* ---- pipelines --------------------------------------------------------------- */
@@ -551,7 +583,7 @@ static void check_success_first_time(const ran *r)
 static void standard_pipeline_succeeds_at_the_first_attempt(void **state)
 {
     (void)state;
-    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, false};
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, false, 0};
     both(&sc, check_success_first_time);
 }
 
@@ -569,7 +601,7 @@ static void check_two_503_then_200(const ran *r)
 static void standard_pipeline_retries_503_503_200_with_exponential_waits(void **state)
 {
     (void)state;
-    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false, false};
+    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false, false, 0};
     both(&sc, check_two_503_then_200);
 }
 
@@ -591,7 +623,7 @@ static void the_standard_order_without_a_bulkhead_retries_as_the_standard(void *
 {
     (void)state;
     scenario sc = {standard_tail_from_the_total, t503_t503_ok, 3, RESIL_MS(10), false, false,
-                   false};
+                   false, 0};
     both(&sc, check_tail_from_the_total);
 }
 
@@ -611,7 +643,7 @@ static void check_tail_from_the_retry(const ran *r)
 static void the_standard_order_from_the_retry_times_out_each_attempt(void **state)
 {
     (void)state;
-    scenario sc = {standard_tail_from_the_retry, ok1, 1, RESIL_S(3), false, false, false};
+    scenario sc = {standard_tail_from_the_retry, ok1, 1, RESIL_S(3), false, false, false, 0};
     both(&sc, check_tail_from_the_retry);
 }
 
@@ -625,7 +657,7 @@ static void check_jitter(const ran *r)
 static void jittered_waits_draw_the_same_numbers_on_both_paths(void **state)
 {
     (void)state;
-    scenario sc = {standard_jittered, t503, 1, 0, false, false, false};
+    scenario sc = {standard_jittered, t503, 1, 0, false, false, false, 0};
     both(&sc, check_jitter);
 }
 
@@ -642,7 +674,7 @@ static void check_attempt_timeout(const ran *r)
 static void attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again(void **state)
 {
     (void)state;
-    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, false};
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, false, 0};
     both(&sc, check_attempt_timeout);
 }
 
@@ -659,7 +691,7 @@ static void check_total_timeout(const ran *r)
 static void total_timeout_ends_the_retry_loop_as_deadline(void **state)
 {
     (void)state;
-    scenario sc = {total_timeout_around_retry, t503, 1, RESIL_S(2), false, false, false};
+    scenario sc = {total_timeout_around_retry, t503, 1, RESIL_S(2), false, false, false, 0};
     both(&sc, check_total_timeout);
 }
 
@@ -677,7 +709,7 @@ static void check_breaker(const ran *r)
 static void breaker_opens_inside_the_retry_loop_and_rejects_the_next_attempt(void **state)
 {
     (void)state;
-    scenario sc = {retry_then_breaker, t503, 1, 0, false, false, false};
+    scenario sc = {retry_then_breaker, t503, 1, 0, false, false, false, 0};
     both(&sc, check_breaker);
 }
 
@@ -692,7 +724,7 @@ static void check_fallback(const ran *r)
 static void fallback_answers_when_the_retries_are_used_up(void **state)
 {
     (void)state;
-    scenario sc = {fallback_over_retry, t503, 1, 0, false, false, false};
+    scenario sc = {fallback_over_retry, t503, 1, 0, false, false, false, 0};
     both(&sc, check_fallback);
 }
 
@@ -708,7 +740,7 @@ static void check_rate_once(const ran *r)
 static void a_rate_limiter_outside_the_retry_admits_the_whole_execution(void **state)
 {
     (void)state;
-    scenario sc = {waiting_rate_limiter, t503_t503_ok, 3, 0, false, false, false};
+    scenario sc = {waiting_rate_limiter, t503_t503_ok, 3, 0, false, false, false, 0};
     both(&sc, check_rate_once);
 }
 
@@ -731,7 +763,7 @@ static void check_rate_wait(const ran *r)
 static void a_rate_limiter_inside_the_retry_spends_each_attempts_wait(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_waiting_rate_limiter, t503_t503_ok, 3, 0, false, false, false};
+    scenario sc = {retry_over_waiting_rate_limiter, t503_t503_ok, 3, 0, false, false, false, 0};
     both(&sc, check_rate_wait);
 }
 
@@ -746,7 +778,7 @@ static void check_retry_after(const ran *r)
 static void retry_after_hint_sets_the_wait(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, throttled_then_ok, 2, 0, false, false, false};
+    scenario sc = {plain_retry3, throttled_then_ok, 2, 0, false, false, false, 0};
     both(&sc, check_retry_after);
 }
 
@@ -761,7 +793,7 @@ static void check_refused(const ran *r)
 static void non_idempotent_work_is_refused_before_it_runs(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, ok1, 1, 0, true, false, false};
+    scenario sc = {plain_retry3, ok1, 1, 0, true, false, false, 0};
     both(&sc, check_refused);
 }
 
@@ -772,13 +804,34 @@ static void check_cancelled(const ran *r)
     assert_int_equal(r->res.outcome.kind, RESIL_CANCELLED);
     assert_string_equal(r->res.outcome.detail, "cancelled while waiting to retry");
     assert_int_equal(r->calls, 1);
+    /* The wait ended with the cancel, not after its backoff: at its start
+     * (blocking) or 1 ns in (async). */
+    assert_in_range(r->res.elapsed, 0, 1);
+    assert_in_range(r->end, T0, T0 + 1);
 }
 
 static void cancel_during_a_retry_wait_stops_as_cancelled(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, t503, 1, 0, false, true, false};
+    scenario sc = {plain_retry3, t503, 1, 0, false, true, false, 0};
     both(&sc, check_cancelled);
+}
+
+/* The caller's token fired for the caller's own deadline: the run stops
+ * at a deadline, as under the pipeline's total timeout. */
+static void check_deadline_in_the_wait(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->calls, 1);
+    assert_in_range(r->end, T0, T0 + 1);
+}
+
+static void a_token_fired_for_a_deadline_during_a_retry_wait_stops_at_the_deadline(void **state)
+{
+    (void)state;
+    scenario sc = {plain_retry3, t503, 1, 0, false, true, false, RESIL_ETIMEDOUT};
+    both(&sc, check_deadline_in_the_wait);
 }
 
 /* ---- without records: the retry level's first attempt without its executor -- */
@@ -794,7 +847,7 @@ static void check_success_first_time_unrecorded(const ran *r)
 static void without_records_a_first_success_leaves_the_executors_result(void **state)
 {
     (void)state;
-    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, true};
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, true, 0};
     both(&sc, check_success_first_time_unrecorded);
 }
 
@@ -811,7 +864,7 @@ static void check_two_503_then_200_unrecorded(const ran *r)
 static void without_records_a_failed_first_attempt_is_the_retrys_first(void **state)
 {
     (void)state;
-    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false, true};
+    scenario sc = {standard_no_jitter, t503_t503_ok, 3, RESIL_MS(10), false, false, true, 0};
     both(&sc, check_two_503_then_200_unrecorded);
 }
 
@@ -828,14 +881,14 @@ static void check_attempt_timeout_unrecorded(const ran *r)
 static void without_records_a_first_attempt_cut_by_its_timeout_is_retried(void **state)
 {
     (void)state;
-    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, true};
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, true, 0};
     both(&sc, check_attempt_timeout_unrecorded);
 }
 
 static void without_records_a_cancel_in_the_first_wait_stops_as_cancelled(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, t503, 1, 0, false, true, true};
+    scenario sc = {plain_retry3, t503, 1, 0, false, true, true, 0};
     both(&sc, check_cancelled);
 }
 
@@ -853,14 +906,15 @@ static void without_records_a_first_attempt_past_the_total_timeout_stops_as_dead
     void **state)
 {
     (void)state;
-    scenario sc = {total_timeout_around_retry, ok1, 1, RESIL_S(6), false, false, true};
+    scenario sc = {total_timeout_around_retry, ok1, 1, RESIL_S(6), false, false, true, 0};
     both(&sc, check_first_attempt_past_the_total_timeout);
 }
 
 /* Asynchronous only (the blocking path's cancel comes in the first wait):
- * the caller cancels while the first attempt runs, which hears it and
- * reports "stopped". Without records the retry ran that attempt without
- * its executor; the run ends exactly as the executor's own run does. */
+ * the caller cancels while the first attempt runs (its token, or the
+ * execution), which hears it and reports "stopped". Without records the
+ * retry ran that attempt without its executor; the run ends exactly as
+ * the executor's own run does. */
 static void check_cancelled_in_the_first_attempt(const ran *r)
 {
     assert_int_equal(r->res.stop, RESIL_STOP_CANCELLED);
@@ -875,16 +929,18 @@ static void check_cancelled_in_the_first_attempt(const ran *r)
 static void without_records_a_cancel_during_the_first_attempt_stops_as_cancelled(void **state)
 {
     (void)state;
-    scenario recorded = {plain_retry3, ok1, 1, RESIL_MS(10), false, true, false};
-    scenario unrecorded = {plain_retry3, ok1, 1, RESIL_MS(10), false, true, true};
-    ran with, without;
-    run_async(&recorded, &with);
-    check_cancelled_in_the_first_attempt(&with);
-    assert_int_equal(with.res.records_len, 1);
-    run_async(&unrecorded, &without);
-    check_cancelled_in_the_first_attempt(&without);
-    assert_int_equal(without.res.records_len, 0);
-    assert_duration_equal(without.res.elapsed, 1);
+    scenario recorded = {plain_retry3, ok1, 1, RESIL_MS(10), false, true, false, 0};
+    scenario unrecorded = {plain_retry3, ok1, 1, RESIL_MS(10), false, true, true, 0};
+    for (canceller by = BY_TOKEN; by <= BY_EXEC_CANCEL; by++) {
+        ran with, without;
+        run_async(&recorded, &with, by);
+        check_cancelled_in_the_first_attempt(&with);
+        assert_int_equal(with.res.records_len, 1);
+        run_async(&unrecorded, &without, by);
+        check_cancelled_in_the_first_attempt(&without);
+        assert_int_equal(without.res.records_len, 0);
+        assert_duration_equal(without.res.elapsed, 1);
+    }
 }
 
 /* ---- with records: the first attempt without the executor, recorded as it
@@ -909,7 +965,7 @@ static void check_first_success_recorded(const ran *r)
 static void with_records_a_first_success_is_recorded_as_the_executor_records_it(void **state)
 {
     (void)state;
-    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, false};
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_MS(20), false, false, false, 0};
     both(&sc, check_first_success_recorded);
 }
 
@@ -917,7 +973,7 @@ static void with_records_a_first_success_is_recorded_as_the_executor_records_it(
 static void with_records_a_first_success_alone_under_the_retry_reads_its_end(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry3, ok1, 1, RESIL_MS(20), false, false, false};
+    scenario sc = {plain_retry3, ok1, 1, RESIL_MS(20), false, false, false, 0};
     both(&sc, check_first_success_recorded);
 }
 
@@ -933,7 +989,7 @@ static void retry_inside_retry(resil_pipeline_builder *b)
 static void with_records_a_first_success_through_two_retries_is_recorded_once(void **state)
 {
     (void)state;
-    scenario sc = {retry_inside_retry, ok1, 1, RESIL_MS(20), false, false, false};
+    scenario sc = {retry_inside_retry, ok1, 1, RESIL_MS(20), false, false, false, 0};
     both(&sc, check_first_success_recorded);
 }
 
@@ -949,7 +1005,8 @@ static void check_chaos_latency(const ran *r)
 static void chaos_latency_is_a_wait_the_attempt_timeout_bounds(void **state)
 {
     (void)state;
-    scenario sc = {chaos_latency_inside_attempt_timeout, ok1, 1, RESIL_S(1), false, false, false};
+    scenario sc = {chaos_latency_inside_attempt_timeout,
+                   ok1, 1, RESIL_S(1), false, false, false, 0};
     both(&sc, check_chaos_latency);
 }
 
@@ -966,7 +1023,7 @@ static void check_chaos_latency_cancelled(const ran *r)
 static void a_cancel_inside_injected_latency_ends_it_without_the_call(void **state)
 {
     (void)state;
-    scenario sc = {chaos_latency_inside_attempt_timeout, ok1, 1, RESIL_S(1), false, true, false};
+    scenario sc = {chaos_latency_inside_attempt_timeout, ok1, 1, RESIL_S(1), false, true, false, 0};
     both(&sc, check_chaos_latency_cancelled);
 }
 
@@ -983,7 +1040,7 @@ static void check_chaos_fault(const ran *r)
 static void chaos_fault_answers_for_the_operation_on_every_attempt(void **state)
 {
     (void)state;
-    scenario sc = {chaos_fault_under_retry, ok1, 1, 0, false, false, false};
+    scenario sc = {chaos_fault_under_retry, ok1, 1, 0, false, false, false, 0};
     both(&sc, check_chaos_fault);
 }
 
@@ -1002,7 +1059,7 @@ static void check_throttle(const ran *r)
 static void throttle_counts_each_attempt_as_the_blocking_executor_does(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_throttle, t503, 1, RESIL_MS(10), false, false, false};
+    scenario sc = {retry_over_throttle, t503, 1, RESIL_MS(10), false, false, false, 0};
     both(&sc, check_throttle);
 }
 
@@ -1017,14 +1074,16 @@ static void check_limiter(const ran *r)
 static void adaptive_limiter_admits_each_attempt_and_learns_from_it(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_adaptive_limiter, t503_t503_ok, 3, RESIL_MS(10), false, false, false};
+    scenario sc = {retry_over_adaptive_limiter,
+                   t503_t503_ok, 3, RESIL_MS(10), false, false, false, 0};
     both(&sc, check_limiter);
 }
 
 static void a_limit_of_one_admits_each_attempt_after_the_last_ended(void **state)
 {
     (void)state;
-    scenario sc = {retry_over_a_limit_of_one, t503_t503_ok, 3, RESIL_MS(10), false, false, false};
+    scenario sc = {retry_over_a_limit_of_one,
+                   t503_t503_ok, 3, RESIL_MS(10), false, false, false, 0};
     both(&sc, check_limiter);
 }
 
@@ -1046,7 +1105,7 @@ static void check_listed_waits(const ran *r)
 static void a_list_of_waits_is_followed_in_order_then_its_last_repeats(void **state)
 {
     (void)state;
-    scenario sc = {retry_with_a_list_of_waits, t503, 1, 0, false, false, false};
+    scenario sc = {retry_with_a_list_of_waits, t503, 1, 0, false, false, false, 0};
     both(&sc, check_listed_waits);
 }
 
@@ -1066,7 +1125,7 @@ static void a_delay_generator_chooses_the_wait_or_leaves_it_to_the_backoff(void 
 {
     (void)state;
     scenario sc = {retry_with_a_delay_generator, t503_t503_ok, 3, RESIL_MS(10), false, false,
-                   false};
+                   false, 0};
     both(&sc, check_generated_waits);
 }
 
@@ -1089,7 +1148,7 @@ static void check_pending_then_done(const ran *r)
 static void a_success_the_predicate_wants_again_is_retried(void **state)
 {
     (void)state;
-    scenario sc = {retry_on_a_pending_result, pending_pending_done, 3, 0, false, false, false};
+    scenario sc = {retry_on_a_pending_result, pending_pending_done, 3, 0, false, false, false, 0};
     both(&sc, check_pending_then_done);
 }
 
@@ -1106,7 +1165,7 @@ static void check_pending_to_the_end(const ran *r)
 static void a_result_retried_to_the_last_attempt_is_the_final_outcome(void **state)
 {
     (void)state;
-    scenario sc = {retry_on_a_pending_result, always_pending, 1, 0, false, false, false};
+    scenario sc = {retry_on_a_pending_result, always_pending, 1, 0, false, false, false, 0};
     both(&sc, check_pending_to_the_end);
 }
 
@@ -1137,7 +1196,7 @@ static void an_auth_refresh_retry_around_a_transient_retry_refreshes_once(void *
 {
     (void)state;
     scenario sc = {auth_refresh_around_transient_retry, t503_401_ok, 3, RESIL_MS(10), false,
-                   false, false};
+                   false, false, 0};
     both(&sc, check_auth_refresh);
 }
 
@@ -1168,7 +1227,7 @@ static void check_plain_retry(const ran *r)
 static void a_retry_without_deadline_or_records_reports_its_elapsed_time(void **state)
 {
     (void)state;
-    scenario sc = {plain_retry, t503_t503_ok, 3, RESIL_MS(10), false, false, true};
+    scenario sc = {plain_retry, t503_t503_ok, 3, RESIL_MS(10), false, false, true, 0};
     both(&sc, check_plain_retry);
 }
 
@@ -1186,7 +1245,7 @@ static void an_attempt_timeout_below_a_retry_without_records_counts_from_each_at
     void **state)
 {
     (void)state;
-    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, true};
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(5), false, false, true, 0};
     both(&sc, check_timeout_below_a_plain_retry);
 }
 
@@ -1198,9 +1257,9 @@ static const resil_outcome t503_ok[] = {{RESIL_TRANSIENT, 503, RESIL_NO_HINT, "b
 static void check_unrecorded_reads(const resil_outcome *script, size_t n, uint32_t attempts,
                                    size_t reads)
 {
-    scenario sc = {zero_wait_retry, script, n, 0, false, false, true};
+    scenario sc = {zero_wait_retry, script, n, 0, false, false, true, 0};
     ran a;
-    run_async(&sc, &a);
+    run_async(&sc, &a, BY_TOKEN);
     assert_int_equal(a.res.stop, RESIL_STOP_SUCCEEDED);
     assert_int_equal(a.res.attempts, attempts);
     assert_int_equal(a.loop_reads, reads);
@@ -1223,9 +1282,9 @@ static void a_retry_keeping_records_reads_the_loop_clock_at_each_step(void **sta
 {
     (void)state;
     /* the start, each attempt's end, the wait's end */
-    scenario sc = {zero_wait_retry, t503_ok, 2, 0, false, false, false};
+    scenario sc = {zero_wait_retry, t503_ok, 2, 0, false, false, false, 0};
     ran a;
-    run_async(&sc, &a);
+    run_async(&sc, &a, BY_TOKEN);
     assert_int_equal(a.res.records_len, 2);
     assert_int_equal(a.loop_reads, 4);
 }
@@ -1247,6 +1306,7 @@ int main(void)
         cmocka_unit_test(retry_after_hint_sets_the_wait),
         cmocka_unit_test(non_idempotent_work_is_refused_before_it_runs),
         cmocka_unit_test(cancel_during_a_retry_wait_stops_as_cancelled),
+        cmocka_unit_test(a_token_fired_for_a_deadline_during_a_retry_wait_stops_at_the_deadline),
         cmocka_unit_test(chaos_latency_is_a_wait_the_attempt_timeout_bounds),
         cmocka_unit_test(a_cancel_inside_injected_latency_ends_it_without_the_call),
         cmocka_unit_test(chaos_fault_answers_for_the_operation_on_every_attempt),

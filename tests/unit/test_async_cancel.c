@@ -1,0 +1,428 @@
+/*
+ * test_async_cancel.c — the caller's own token (call->cancel) on the
+ * asynchronous path: its fire, from any thread and at any moment, reaches
+ * an execution in flight through the loop's post queue and ends a wait as
+ * resil_exec_cancel() does; once the execution has ended the token is the
+ * caller's again (nothing watches it, it may be destroyed), and a fire
+ * posted just as the execution ended keeps the execution's block until
+ * the post has run.
+ *
+ * The executions run on a virtual loop. The thread tests fire tokens from
+ * a thread of their own while the loop runs (`make tsan` runs them under
+ * TSan); the loop learns of each fire only through its posts.
+ */
+#include <stdatomic.h>
+
+#include "test.h"
+#include "virtual_loop.h"
+
+#define T0 RESIL_S(1000)
+
+typedef struct world {
+    resil_fake_clock *fc;
+    virtual_loop vl;
+    resil_pipeline *p;
+} world;
+
+typedef struct call {
+    world *w;
+    resil_cancel token;
+    resil_attempt *a; /* a held attempt, reported later */
+    bool fire_in_op;  /* the operation fires the token, then succeeds at once */
+    int ended;
+    resil_pipeline_result res;
+    resil_instant ended_at;
+} call;
+
+static void world_open(world *w, void (*build)(resil_pipeline_builder *b))
+{
+    assert_int_equal(resil_fake_clock_new(T0, 0, &w->fc), 0);
+    virtual_loop_init(&w->vl, w->fc);
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("async cancel", &b, NULL), 0);
+    resil_pipeline_builder_clock(b, resil_loop_clock(&w->vl.loop));
+    build(b);
+    assert_int_equal(resil_pipeline_build(b, &w->p, NULL), 0);
+    resil_pipeline_builder_free(b);
+}
+
+static void world_close(world *w)
+{
+    resil_pipeline_free(w->p);
+    virtual_loop_destroy(&w->vl);
+    resil_fake_clock_free(w->fc);
+}
+
+static resil_instant now_of(world *w) { return w->vl.loop.ops->now(&w->vl); }
+
+/* Fails once, then waits 1 s before the second attempt. */
+static void retry_after_a_second(resil_pipeline_builder *b)
+{
+    resil_retry_policy r;
+    resil_retry_policy_default(&r);
+    r.max_attempts = 2;
+    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
+    r.backoff.base = RESIL_S(1);
+    r.backoff.jitter = RESIL_JITTER_NONE;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void ended(const resil_pipeline_result *res, void *ud)
+{
+    call *c = ud;
+    c->res = *res;
+    c->ended++;
+    c->ended_at = now_of(c->w);
+}
+
+static void op(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    call *c = ctx->user;
+    if (c->fire_in_op) {
+        resil_cancel_fire(&c->token);
+        resil_outcome ok = resil_ok();
+        resil_attempt_done(a, &ok);
+        return;
+    }
+    if (ctx->attempt == 1) {
+        resil_outcome busy = resil_fail(RESIL_TRANSIENT, 503, "busy");
+        resil_attempt_done(a, &busy);
+        return;
+    }
+    c->a = a; /* held: reported by the test */
+}
+
+static void start(world *w, call *c, resil_cancel *parent)
+{
+    c->w = w;
+    assert_int_equal(resil_cancel_init(&c->token, parent), 0);
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = c;
+    rc.cancel = &c->token;
+    assert_int_equal(resil_pipeline_start(w->p, &w->vl.loop, op, &rc, ended, c, NULL), 0);
+}
+
+typedef struct fire_at {
+    resil_timer t;
+    resil_cancel *token;
+} fire_at;
+
+static void fire_now(resil_timer *t) { resil_cancel_fire(((fire_at *)t)->token); }
+
+static void fire_after(world *w, fire_at *f, resil_cancel *token, resil_duration d)
+{
+    f->t.fn = fire_now;
+    f->token = token;
+    w->vl.loop.ops->timer_start(&w->vl, &f->t, d);
+}
+
+static void assert_cancelled_waiting_to_retry(const call *c, resil_duration at)
+{
+    assert_int_equal(c->ended, 1);
+    assert_int_equal(c->res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(c->res.outcome.kind, RESIL_CANCELLED);
+    assert_string_equal(c->res.outcome.detail, "cancelled while waiting to retry");
+    assert_int_equal(c->res.attempts, 1);
+    assert_duration_equal(c->res.elapsed, at);
+    assert_int_equal(c->ended_at, T0 + at);
+}
+
+static void a_fired_token_ends_a_retry_wait_at_the_fire(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {0};
+    start(&w, &c, NULL);
+    fire_at f = {0};
+    fire_after(&w, &f, &c.token, RESIL_MS(250));
+    virtual_loop_run(&w.vl, NULL);
+
+    assert_cancelled_waiting_to_retry(&c, RESIL_MS(250));
+    assert_null(c.a); /* the second attempt never started */
+    resil_cancel_destroy(&c.token);
+    world_close(&w);
+}
+
+/* The call's token is a child of the caller's own: a fire above it
+ * reaches the execution too. */
+static void a_fire_of_the_tokens_parent_ends_the_wait(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    resil_cancel parent;
+    assert_int_equal(resil_cancel_init(&parent, NULL), 0);
+    call c = {0};
+    start(&w, &c, &parent);
+    fire_at f = {0};
+    fire_after(&w, &f, &parent, RESIL_MS(400));
+    virtual_loop_run(&w.vl, NULL);
+
+    assert_cancelled_waiting_to_retry(&c, RESIL_MS(400));
+    resil_cancel_destroy(&c.token);
+    resil_cancel_destroy(&parent);
+    world_close(&w);
+}
+
+/* Once the execution has ended, firing the token posts nothing, and the
+ * token can be destroyed with nothing of the execution linked under it. */
+static void after_the_end_a_fire_reaches_nothing(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {0};
+    start(&w, &c, NULL);
+    virtual_loop_run(&w.vl, NULL); /* the second attempt is held */
+    resil_outcome ok = resil_ok();
+    resil_attempt_done(c.a, &ok);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.res.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(c.res.attempts, 2);
+
+    resil_cancel_fire(&c.token);
+    assert_int_equal(w.vl.pending, 0);
+    assert_null(c.token.first_child);
+    resil_cancel_destroy(&c.token);
+    world_close(&w);
+}
+
+/* The operation fires the token and succeeds at once: the execution ends
+ * (with the success: the fire came after it) while the fire is still
+ * posted. Its block goes back to the loop only when the post has run. */
+static void a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_runs(
+    void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {.fire_in_op = true};
+    start(&w, &c, NULL);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.res.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(c.res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(w.vl.pending, 1);
+    assert_null(w.vl.loop.spare_);
+
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(w.vl.pending, 0);
+    assert_non_null(w.vl.loop.spare_);
+    assert_int_equal(c.ended, 1);
+    resil_cancel_destroy(&c.token);
+    world_close(&w);
+}
+
+/* ---- fired from another thread ---------------------------------------------- */
+
+#define QUEUED 64
+
+typedef struct crowd {
+    world w;
+    resil_bulkhead *bh;
+    call holder;
+    call queued[QUEUED];
+    _Atomic bool all_cancelled;
+    atomic_int cancelled;
+} crowd;
+
+static crowd *the_crowd;
+
+static void one_permit(resil_pipeline_builder *b)
+{
+    resil_bulkhead_opts o;
+    resil_bulkhead_opts_default(&o);
+    o.max_concurrency = 1;
+    o.max_queue = QUEUED;
+    o.clock = resil_loop_clock(&the_crowd->w.vl.loop);
+    assert_int_equal(resil_bulkhead_new(&o, &the_crowd->bh, NULL), 0);
+    assert_int_equal(resil_pipeline_use_bulkhead(b, the_crowd->bh), 0);
+}
+
+static void queued_ended(const resil_pipeline_result *res, void *ud)
+{
+    ended(res, ud);
+    if (atomic_fetch_add(&the_crowd->cancelled, 1) + 1 == QUEUED)
+        atomic_store(&the_crowd->all_cancelled, true);
+}
+
+static void *fire_every_queued_token(void *arg)
+{
+    crowd *cr = arg;
+    for (int i = QUEUED - 1; i >= 0; i--)
+        resil_cancel_fire(&cr->queued[i].token);
+    return NULL;
+}
+
+static void hold(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    call *c = ctx->user;
+    c->a = a;
+}
+
+static void queued_executions_end_when_another_thread_fires_their_tokens(void **state)
+{
+    (void)state;
+    static crowd cr;
+    cr = (crowd){.cancelled = 0};
+    the_crowd = &cr;
+    world *w = &cr.w;
+    world_open(w, one_permit);
+    call *all[QUEUED + 1] = {&cr.holder};
+    for (int i = 0; i < QUEUED; i++)
+        all[i + 1] = &cr.queued[i];
+    for (int i = 0; i <= QUEUED; i++) {
+        call *c = all[i];
+        c->w = w;
+        assert_int_equal(resil_cancel_init(&c->token, NULL), 0);
+        resil_call rc;
+        resil_call_default(&rc);
+        rc.user = c;
+        rc.cancel = &c->token;
+        assert_int_equal(resil_pipeline_start(w->p, &w->vl.loop, hold, &rc,
+                                              i == 0 ? ended : queued_ended, c, NULL),
+                         0);
+    }
+    assert_int_equal(resil_bulkhead_queued(cr.bh), QUEUED);
+
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fire_every_queued_token, &cr), 0);
+    virtual_loop_run(&w->vl, (const bool *)&cr.all_cancelled);
+    pthread_join(t, NULL);
+
+    for (int i = 0; i < QUEUED; i++) {
+        const call *c = &cr.queued[i];
+        assert_int_equal(c->ended, 1);
+        assert_int_equal(c->res.outcome.kind, RESIL_CANCELLED);
+        assert_string_equal(c->res.outcome.detail, "cancelled waiting for the bulkhead");
+        assert_int_equal(c->res.attempts, 0);
+        assert_int_equal(c->ended_at, T0);
+    }
+    resil_bulkhead_stats st;
+    resil_bulkhead_stats_get(cr.bh, &st);
+    assert_int_equal(st.cancelled, QUEUED);
+    assert_int_equal(resil_bulkhead_queued(cr.bh), 0);
+    assert_int_equal(cr.holder.ended, 0); /* the permit's call runs on */
+
+    resil_outcome ok = resil_ok();
+    resil_attempt_done(cr.holder.a, &ok);
+    virtual_loop_run(&w->vl, NULL);
+    assert_int_equal(cr.holder.ended, 1);
+    assert_int_equal(cr.holder.res.outcome.kind, RESIL_SUCCESS);
+    for (int i = 0; i <= QUEUED; i++)
+        resil_cancel_destroy(&all[i]->token);
+    world_close(w);
+    resil_bulkhead_free(cr.bh);
+}
+
+/* ---- racing the end ----------------------------------------------------------- */
+
+#define RACERS 400
+
+typedef struct racer {
+    resil_cancel token;
+    resil_attempt *_Atomic a; /* set on the loop, reported from the thread */
+    int ended;
+    resil_pipeline_result res;
+} racer;
+
+static struct {
+    racer r[RACERS];
+    int ended;
+    _Atomic bool all_ended;
+} race;
+
+static void to_the_thread(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    racer *r = ctx->user;
+    atomic_store(&r->a, a);
+}
+
+static void racer_ended(const resil_pipeline_result *res, void *ud)
+{
+    racer *r = ud;
+    r->ended++;
+    r->res = *res;
+    if (++race.ended == RACERS)
+        atomic_store(&race.all_ended, true);
+}
+
+/* For each execution in turn: fire its token and report its attempt, in
+ * an order that alternates, so that fires land before, during and after
+ * the report's arrival on the loop. */
+static void *fire_and_report(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < RACERS; i++) {
+        racer *r = &race.r[i];
+        resil_attempt *a;
+        while ((a = atomic_load(&r->a)) == NULL)
+            sched_yield();
+        resil_outcome ok = resil_ok();
+        if (i % 2 == 0)
+            resil_cancel_fire(&r->token);
+        resil_attempt_done(a, &ok);
+        if (i % 2 == 1)
+            resil_cancel_fire(&r->token);
+    }
+    return NULL;
+}
+
+static void every_execution_ends_once_when_its_token_races_its_report(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    race.ended = 0;
+    atomic_store(&race.all_ended, false);
+    for (int i = 0; i < RACERS; i++) {
+        racer *r = &race.r[i];
+        r->ended = 0;
+        atomic_store(&r->a, NULL);
+        assert_int_equal(resil_cancel_init(&r->token, NULL), 0);
+    }
+    /* Every attempt is started before the thread begins: the first
+     * attempt is the one the thread reports. */
+    for (int i = 0; i < RACERS; i++) {
+        resil_call rc;
+        resil_call_default(&rc);
+        rc.user = &race.r[i];
+        rc.cancel = &race.r[i].token;
+        assert_int_equal(
+            resil_pipeline_start(w.p, &w.vl.loop, to_the_thread, &rc, racer_ended, &race.r[i],
+                                 NULL),
+            0);
+    }
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fire_and_report, NULL), 0);
+    virtual_loop_run(&w.vl, (const bool *)&race.all_ended);
+    pthread_join(t, NULL);
+    virtual_loop_run(&w.vl, NULL); /* fires still posted */
+
+    assert_int_equal(w.vl.pending, 0);
+    for (int i = 0; i < RACERS; i++) {
+        const racer *r = &race.r[i];
+        assert_int_equal(r->ended, 1);
+        /* The attempt reported success: the fire, whenever it landed, came
+         * while the attempt ran and no wait was left to cut. */
+        assert_int_equal(r->res.outcome.kind, RESIL_SUCCESS);
+        assert_int_equal(r->res.attempts, 1);
+        resil_cancel_destroy(&race.r[i].token);
+    }
+    world_close(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_fired_token_ends_a_retry_wait_at_the_fire),
+        cmocka_unit_test(a_fire_of_the_tokens_parent_ends_the_wait),
+        cmocka_unit_test(after_the_end_a_fire_reaches_nothing),
+        cmocka_unit_test(a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_runs),
+        cmocka_unit_test(queued_executions_end_when_another_thread_fires_their_tokens),
+        cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
