@@ -9,6 +9,9 @@
  *    pipeline_standard_success, the blocking executor on the same
  *    pipeline, and uv_idle_callback, one pass of the loop running one
  *    callback and no timer.
+ *  - async_standard_success_token: the same with a cancel token in the
+ *    call (never fired), beside async_standard_success: what watching
+ *    the caller's token costs (its watch linked and unlinked).
  *  - async_one_retry_uv_timer: a retry pipeline whose operation fails
  *    once and then succeeds, the retry's wait (zero) spent on a real uv
  *    timer: start, the failure, the wait's timer through one loop pass,
@@ -72,6 +75,21 @@ static void async_success(void *ud, uint64_t iters)
     const resil_pipeline *p = ud;
     for (uint64_t i = 0; i < iters; i++)
         resil_pipeline_start(p, resil_uv_loop(host), report_ok, NULL, count, NULL, NULL);
+    bench_consume(finished);
+}
+
+static void async_success_token(void *ud, uint64_t iters)
+{
+    const resil_pipeline *p = ud;
+    resil_cancel token;
+    if (resil_cancel_init(&token, NULL) != 0)
+        return;
+    resil_call call;
+    resil_call_default(&call);
+    call.cancel = &token;
+    for (uint64_t i = 0; i < iters; i++)
+        resil_pipeline_start(p, resil_uv_loop(host), report_ok, &call, count, NULL, NULL);
+    resil_cancel_destroy(&token);
     bench_consume(finished);
 }
 
@@ -148,6 +166,8 @@ static int run_counted(const char *name, uint64_t n, resil_pipeline *p, resil_pi
         blocking(p, n);
     else if (strcmp(name, "async_standard_success") == 0)
         async_success(p, n);
+    else if (strcmp(name, "async_standard_success_token") == 0)
+        async_success_token(p, n);
     else if (strcmp(name, "async_one_retry_uv_timer") == 0)
         async_one_retry(rp, n);
     else
@@ -185,6 +205,8 @@ int main(int argc, char **argv)
              block.ns_per_op, async.ns_per_op / block.ns_per_op);
     bench_report(async, uv_cb, extra);
     bench_report(block, uv_cb, NULL);
+    bench_result token = bench_run("async_standard_success_token", async_success_token, p);
+    bench_report(token, async, NULL);
 
     resil_pipeline *rp = retry_once(clock);
     bench_result retry = bench_run("async_one_retry_uv_timer", async_one_retry, rp);

@@ -156,6 +156,7 @@ struct resil_exec {
 static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f);
 static void ascend(resil_exec *x, uint32_t ln, size_t i);
 static void poke(resil_exec *x);
+static void wake(level *L);
 
 static level *lvl(resil_exec *x, uint32_t ln, size_t i) { return &x->levels[ln * x->nnodes + i]; }
 
@@ -685,7 +686,8 @@ static void retry_woke(level *L, int slept)
 }
 
 /* The attempt's outcome came up: true when the walk goes on from here
- * (a wait began), false when the retry stopped with the lane's outcome. */
+ * (a wait began, or began and ended), false when the retry stopped with
+ * the lane's outcome. */
 static bool retry_leave(level *L)
 {
     if (L->u.retry.first) {
@@ -711,6 +713,11 @@ static bool retry_leave(level *L)
     else
         timer_start(L->x, L, d.wait);
     suspend(L, W_TIMER);
+    /* A hook that cancelled (resil_exec_cancel() is heard at once, and
+     * nothing was waiting then): the wait ends as it begins, as a sleep on
+     * a fired token does. */
+    if (rx->policy->on_retry != NULL && resil__token_fired(L->u.retry.o.cancel))
+        wake(L);
     return true;
 }
 
@@ -1350,6 +1357,25 @@ static void heard_fire(resil__cancel_watch *w)
     x->loop->ops->post(x->loop->self, &x->heard);
 }
 
+/* The first walk left the execution waiting (a timer, a queue, an
+ * attempt in flight): from now on the caller's token is watched. An
+ * execution that ends within its start (a success reported at once, a
+ * refusal) never links one. A fire before the watch was linked (in the
+ * walk, or just now on another thread) marked it fired without the call:
+ * it is heard here, on the loop's thread, as heard_cancel hears one. A
+ * watch that cannot be made (a token's mutex, off Linux) leaves the token
+ * looked at between steps only. */
+static void watch_caller(resil_exec *x, resil_cancel *cancel)
+{
+    if (resil__cancel_watch_start(&x->watch, cancel, heard_fire) != 0)
+        return;
+    x->watching = true;
+    if (!resil__token_fired(&x->watch.tok))
+        return;
+    resil_cancel_fire_reason(&x->root, resil_cancel_reason(&x->watch.tok));
+    poke(x);
+}
+
 /* The caller's token is watched only while the execution runs: once it
  * has ended, the caller may destroy the token. */
 static void stop_watching(resil_exec *x)
@@ -1398,8 +1424,8 @@ static void finish(resil_exec *x)
     unref(x);
 }
 
-/* The shared breakers, the root token under the caller's, and a watch on
- * the caller's: all or none. */
+/* The shared breakers and the root token under the caller's: both or
+ * neither. */
 static int take_tokens(resil_exec *x, const resil_call *call)
 {
     int rc = resil__run_take_breakers(&x->run, call);
@@ -1409,12 +1435,7 @@ static int take_tokens(resil_exec *x, const resil_call *call)
         resil__run_drop_breakers(&x->run);
         return RESIL_ESYS;
     }
-    x->watching = call->cancel != NULL;
-    if (x->watching && resil__cancel_watch_start(&x->watch, call->cancel, heard_fire) != 0) {
-        resil__cancel_destroy(&x->root);
-        resil__run_drop_breakers(&x->run);
-        return RESIL_ESYS;
-    }
+    x->watching = false;
     return 0;
 }
 
@@ -1478,13 +1499,20 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     /* The first level's frame is written in place: built on the stack and
      * copied, its copy's wide loads waited for the narrow stores that had
      * just written the clock's reading into it. */
+    bool watch = call->cancel != NULL;
+    x->refs += watch; /* held across the first walk, which may end it */
     if (p->nnodes == 0) {
         resil__frame f = {0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
         start_attempt(x, 0, &f);
-        return 0;
+    } else {
+        level *L = level_enter_at(x, 0, 0);
+        L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
+        walk_down(x, 0, L);
     }
-    level *L = level_enter_at(x, 0, 0);
-    L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
-    walk_down(x, 0, L);
+    if (watch) {
+        if (!x->finished)
+            watch_caller(x, call->cancel);
+        unref(x);
+    }
     return 0;
 }

@@ -27,8 +27,11 @@ typedef struct world {
 typedef struct call {
     world *w;
     resil_cancel token;
-    resil_attempt *a; /* a held attempt, reported later */
-    bool fire_in_op;  /* the operation fires the token, then succeeds at once */
+    resil_attempt *a;    /* a held attempt, reported later */
+    bool fire_in_second; /* the second attempt fires the token, then succeeds */
+    bool hold_first;     /* the first attempt fires the token and is held */
+    bool ok_first;       /* the first attempt succeeds at once */
+    int told;            /* cancel callbacks */
     int ended;
     resil_pipeline_result res;
     resil_instant ended_at;
@@ -75,18 +78,40 @@ static void ended(const resil_pipeline_result *res, void *ud)
     c->ended_at = now_of(c->w);
 }
 
+static void told(resil_attempt *a, void *ud)
+{
+    call *c = ud;
+    c->told++;
+    resil_outcome o = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "stopped");
+    resil_attempt_done(a, &o);
+}
+
+/* The first attempt fails at once (or succeeds at once, with ok_first,
+ * or, with hold_first, is held after firing the token); the second
+ * succeeds at once after firing the token
+ * (fire_in_second) or is held, to be reported by the test. */
 static void op(resil_attempt *a, const resil_attempt_ctx *ctx)
 {
     call *c = ctx->user;
-    if (c->fire_in_op) {
-        resil_cancel_fire(&c->token);
+    if (ctx->attempt == 1 && c->ok_first) {
         resil_outcome ok = resil_ok();
         resil_attempt_done(a, &ok);
+        return;
+    }
+    if (ctx->attempt == 1 && c->hold_first) {
+        resil_attempt_on_cancel(a, told, c);
+        resil_cancel_fire(&c->token);
         return;
     }
     if (ctx->attempt == 1) {
         resil_outcome busy = resil_fail(RESIL_TRANSIENT, 503, "busy");
         resil_attempt_done(a, &busy);
+        return;
+    }
+    if (c->fire_in_second) {
+        resil_cancel_fire(&c->token);
+        resil_outcome ok = resil_ok();
+        resil_attempt_done(a, &ok);
         return;
     }
     c->a = a; /* held: reported by the test */
@@ -190,8 +215,77 @@ static void after_the_end_a_fire_reaches_nothing(void **state)
     world_close(&w);
 }
 
-/* The operation fires the token and succeeds at once: the execution ends
- * (with the success: the fire came after it) while the fire is still
+/* An execution that ends within its start (here its first attempt
+ * succeeds at once) links nothing under the token: a later fire posts
+ * nothing. One that waits is watched until it ends. */
+static void only_an_execution_that_waits_watches_the_token(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call quick = {.ok_first = true};
+    start(&w, &quick, NULL);
+    assert_int_equal(quick.ended, 1);
+    assert_null(quick.token.first_child);
+    resil_cancel_fire(&quick.token);
+    assert_int_equal(w.vl.pending, 0);
+
+    call waiting = {.fire_in_second = false};
+    start(&w, &waiting, NULL); /* the first attempt fails: a 1 s wait */
+    assert_int_equal(waiting.ended, 0);
+    assert_non_null(waiting.token.first_child);
+    virtual_loop_run(&w.vl, NULL); /* the second attempt is held */
+    resil_outcome ok = resil_ok();
+    resil_attempt_done(waiting.a, &ok);
+    assert_int_equal(waiting.ended, 1);
+    assert_null(waiting.token.first_child);
+    resil_cancel_destroy(&quick.token);
+    resil_cancel_destroy(&waiting.token);
+    world_close(&w);
+}
+
+/* The first attempt fires the token and holds on: it is told once,
+ * though the fire came before the watch was linked. */
+static void a_fire_inside_the_first_walk_tells_the_attempt_once(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {.hold_first = true};
+    start(&w, &c, NULL);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(c.told, 1);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(c.res.attempts, 1);
+    assert_string_equal(c.res.outcome.detail, "stopped");
+    assert_duration_equal(c.res.elapsed, 0);
+    resil_cancel_destroy(&c.token);
+    world_close(&w);
+}
+
+/* Looks at the loop at the instant of the retry's wait's end, after the
+ * wait's own timer (started earlier) has run the second attempt. */
+typedef struct probe {
+    resil_timer t;
+    world *w;
+    size_t pending;
+    bool block_back;
+    bool ran;
+} probe;
+
+static void look(resil_timer *t)
+{
+    probe *pr = (probe *)t;
+    pthread_mutex_lock(&pr->w->vl.mu);
+    pr->pending = pr->w->vl.pending;
+    pthread_mutex_unlock(&pr->w->vl.mu);
+    pr->block_back = pr->w->vl.loop.spare_ != NULL;
+    pr->ran = true;
+}
+
+/* The second attempt fires the token and succeeds at once: the execution
+ * ends (with the success: the fire came after it) while the fire is still
  * posted. Its block goes back to the loop only when the post has run. */
 static void a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_runs(
     void **state)
@@ -199,18 +293,21 @@ static void a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_r
     (void)state;
     world w;
     world_open(&w, retry_after_a_second);
-    call c = {.fire_in_op = true};
+    call c = {.fire_in_second = true};
     start(&w, &c, NULL);
+    probe pr = {.t = {.fn = look}, .w = &w};
+    w.vl.loop.ops->timer_start(&w.vl, &pr.t, RESIL_S(1));
+    virtual_loop_run(&w.vl, NULL);
+
+    assert_true(pr.ran);
+    assert_int_equal(pr.pending, 1); /* the fire, posted */
+    assert_false(pr.block_back);
     assert_int_equal(c.ended, 1);
     assert_int_equal(c.res.outcome.kind, RESIL_SUCCESS);
     assert_int_equal(c.res.stop, RESIL_STOP_SUCCEEDED);
-    assert_int_equal(w.vl.pending, 1);
-    assert_null(w.vl.loop.spare_);
-
-    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(c.res.attempts, 2);
     assert_int_equal(w.vl.pending, 0);
-    assert_non_null(w.vl.loop.spare_);
-    assert_int_equal(c.ended, 1);
+    assert_non_null(w.vl.loop.spare_); /* back, once the post ran */
     resil_cancel_destroy(&c.token);
     world_close(&w);
 }
@@ -420,6 +517,8 @@ int main(void)
         cmocka_unit_test(a_fired_token_ends_a_retry_wait_at_the_fire),
         cmocka_unit_test(a_fire_of_the_tokens_parent_ends_the_wait),
         cmocka_unit_test(after_the_end_a_fire_reaches_nothing),
+        cmocka_unit_test(only_an_execution_that_waits_watches_the_token),
+        cmocka_unit_test(a_fire_inside_the_first_walk_tells_the_attempt_once),
         cmocka_unit_test(a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_runs),
         cmocka_unit_test(queued_executions_end_when_another_thread_fires_their_tokens),
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),

@@ -193,15 +193,19 @@ static void async_done(const resil_pipeline_result *res, void *ud)
 /* Cancel once the execution is in its first retry wait: the first attempt
  * takes no time, so any instant after the start is inside the wait. The
  * caller's token, as on the blocking path, or the execution itself. */
-static void async_cancel(resil_timer *t)
+static void async_cancel_now(player *pl)
 {
-    player *pl = (player *)((char *)t - offsetof(player, canceller));
     if (pl->done)
         return;
     if (pl->token != NULL)
         resil_cancel_fire_reason(pl->token, reason_of(pl->sc));
     else
         resil_exec_cancel(pl->x);
+}
+
+static void async_cancel(resil_timer *t)
+{
+    async_cancel_now((player *)((char *)t - offsetof(player, canceller)));
 }
 
 typedef enum canceller { BY_TOKEN, BY_EXEC_CANCEL } canceller;
@@ -274,17 +278,17 @@ static void async_agrees(const scenario *sc, void (*check)(const ran *r), ran *b
 }
 
 /* Run both paths; `check` holds each to the same expectations, and the
- * two must agree on every recorded field besides. A cancelled scenario's
- * asynchronous run is cancelled both ways: by the call's token, as the
- * blocking run is, and by resil_exec_cancel() (whose reason is
- * RESIL_ECANCELED). */
+ * two must agree on every recorded field besides. The asynchronous run
+ * goes twice, cancelled (if the scenario cancels) both ways: by the
+ * call's token, as the blocking run is, and by resil_exec_cancel()
+ * (whose reason is always RESIL_ECANCELED). */
 static void both(const scenario *sc, void (*check)(const ran *r))
 {
     ran b;
     run_blocking(sc, &b);
     check(&b);
     async_agrees(sc, check, &b, BY_TOKEN);
-    if (sc->cancel_in_first_wait && reason_of(sc) == RESIL_ECANCELED)
+    if (reason_of(sc) == RESIL_ECANCELED)
         async_agrees(sc, check, &b, BY_EXEC_CANCEL);
 }
 
@@ -432,6 +436,30 @@ static void retry_over_waiting_rate_limiter(resil_pipeline_builder *b)
 static void plain_retry3(resil_pipeline_builder *b)
 {
     resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void async_cancel_now(player *pl);
+
+/* The caller cancels from inside the retry's hook, after the retry was
+ * decided and before its wait: blocking, the wait finds the token fired;
+ * asynchronously, in the first walk, before the caller's token is
+ * watched. */
+static void cancel_from_the_hook(const resil_retry_info *info, void *user, void *hook_ud)
+{
+    (void)info;
+    (void)hook_ud;
+    player *pl = user;
+    if (pl->vl == NULL)
+        resil_cancel_fire(pl->cancel);
+    else
+        async_cancel_now(pl);
+}
+
+static void retry3_cancelled_by_its_hook(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    r.on_retry = cancel_from_the_hook;
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
 }
 
@@ -815,6 +843,24 @@ static void cancel_during_a_retry_wait_stops_as_cancelled(void **state)
     (void)state;
     scenario sc = {plain_retry3, t503, 1, 0, false, true, false, 0};
     both(&sc, check_cancelled);
+}
+
+static void check_cancelled_at_the_start_of_the_wait(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->res.outcome.kind, RESIL_CANCELLED);
+    assert_string_equal(r->res.outcome.detail, "cancelled while waiting to retry");
+    assert_int_equal(r->calls, 1);
+    assert_duration_equal(r->res.elapsed, 0);
+    assert_int_equal(r->end, T0);
+}
+
+static void a_cancel_from_the_retry_hook_ends_the_wait_before_it_begins(void **state)
+{
+    (void)state;
+    scenario sc = {retry3_cancelled_by_its_hook, t503, 1, 0, false, false, false, 0};
+    both(&sc, check_cancelled_at_the_start_of_the_wait);
 }
 
 /* The caller's token fired for the caller's own deadline: the run stops
@@ -1307,6 +1353,7 @@ int main(void)
         cmocka_unit_test(non_idempotent_work_is_refused_before_it_runs),
         cmocka_unit_test(cancel_during_a_retry_wait_stops_as_cancelled),
         cmocka_unit_test(a_token_fired_for_a_deadline_during_a_retry_wait_stops_at_the_deadline),
+        cmocka_unit_test(a_cancel_from_the_retry_hook_ends_the_wait_before_it_begins),
         cmocka_unit_test(chaos_latency_is_a_wait_the_attempt_timeout_bounds),
         cmocka_unit_test(a_cancel_inside_injected_latency_ends_it_without_the_call),
         cmocka_unit_test(chaos_fault_answers_for_the_operation_on_every_attempt),
