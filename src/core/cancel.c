@@ -31,7 +31,8 @@
  * sleeper: its armed state is WATCHED where a waited-on token's is
  * SLEEPING, so a token no one watches pays nothing for it. The function
  * runs inside the watch's lock, which is what lets its owner's destroy
- * know that the call is over.
+ * know that the call is over (or, for a parent that had fired before the
+ * watch began, in the start itself).
  *
  * Children form an intrusive list guarded by the parent's spinlock, not a
  * mutex: POSIX grants the static initialiser only to static mutexes, and a
@@ -221,17 +222,21 @@ static int mark_fired(resil_cancel *c, int reason)
     return __atomic_exchange_n(&c->state, FIRED, __ATOMIC_ACQ_REL);
 }
 
-/* A child fired on its own before it was linked keeps its reason. */
-static void link_child(resil_cancel *parent, resil_cancel *c)
+/* A child fired on its own before it was linked keeps its reason. The
+ * state the child had when the link found its parent fired and marked it,
+ * or FIRED when it did not (a fire from now on walks down to it). */
+static int link_child(resil_cancel *parent, resil_cancel *c)
 {
+    int was = FIRED;
     spin_lock(&parent->lock);
     c->next_sibling = parent->first_child;
     if (parent->first_child != NULL)
         parent->first_child->prev_sibling = c;
     parent->first_child = c;
     if (load_fired(parent) && !load_fired(c))
-        mark_fired(c, __atomic_load_n(&parent->reason, __ATOMIC_RELAXED));
+        was = mark_fired(c, __atomic_load_n(&parent->reason, __ATOMIC_RELAXED));
     spin_unlock(&parent->lock);
+    return was;
 }
 
 /* Put `c`, and every unlinked token above it, in its parent's list: from
@@ -308,10 +313,12 @@ void resil_cancel_fire_reason(resil_cancel *c, int reason)
     fire_tree(c, reason < 0 ? reason : RESIL_ECANCELED);
 }
 
-/* Linked at once, with every unlinked token above it, so that a fire from
- * above walks down to it. A parent that has already fired marks the
- * watch fired as it links, without the call: its owner looks at the
- * parent itself before it waits for anything. */
+/* Linked at once, under every unlinked token above it, so that a fire
+ * from above walks down to it. Nothing else can see the watch until it is
+ * in its parent's list, so its own lock is not taken for the link. Under
+ * the parent's lock either a fire's walk comes after the link (and calls
+ * the function) or the link comes after the fire (and marks the watch
+ * fired, and the function is called here): once either way. */
 int resil__cancel_watch_start(resil__cancel_watch *w, resil_cancel *parent,
                               resil__cancel_watch_fn fn)
 {
@@ -319,7 +326,11 @@ int resil__cancel_watch_start(resil__cancel_watch *w, resil_cancel *parent,
         return RESIL_ESYS;
     w->fn = fn;
     w->tok.state = WATCHED;
-    link_up(&w->tok);
+    link_up(parent);
+    int was = link_child(parent, &w->tok);
+    __atomic_store_n(&w->tok.unlinked, 0, __ATOMIC_RELEASE);
+    if (was == WATCHED)
+        fn(w);
     return 0;
 }
 

@@ -20,13 +20,13 @@
 void resil__cancel_unlink(resil_cancel *c);
 void resil__cancel_wait_free(int *lock);
 
-/* A watch: a child token whose fire calls `fn` on the firing thread,
- * inside the token's lock (so it must be short and touch no token), where
- * a waited-on token's fire wakes its sleepers. Nothing may wait on it.
- * resil__cancel_watch_start() links it under `parent` at once (0, or
- * RESIL_ESYS where a token needs a mutex that could not be made); a
- * parent already fired marks it fired without the call. The watch stops
- * with resil__cancel_destroy(&w->tok), after which `fn` is neither
+/* A watch: a child token whose fire calls `fn` once, on the firing
+ * thread and inside the token's lock (so it must be short and touch no
+ * token), where a waited-on token's fire wakes its sleepers. Nothing may
+ * wait on it. resil__cancel_watch_start() links it under `parent` at once
+ * (0, or RESIL_ESYS where a token needs a mutex that could not be made);
+ * if `parent` has already fired, the start itself calls `fn`. The watch
+ * stops with resil__cancel_destroy(&w->tok), after which `fn` is neither
  * running nor to come. */
 typedef struct resil__cancel_watch resil__cancel_watch;
 typedef void (*resil__cancel_watch_fn)(resil__cancel_watch *w);

@@ -1360,20 +1360,13 @@ static void heard_fire(resil__cancel_watch *w)
 /* The first walk left the execution waiting (a timer, a queue, an
  * attempt in flight): from now on the caller's token is watched. An
  * execution that ends within its start (a success reported at once, a
- * refusal) never links one. A fire before the watch was linked (in the
- * walk, or just now on another thread) marked it fired without the call:
- * it is heard here, on the loop's thread, as heard_cancel hears one. A
- * watch that cannot be made (a token's mutex, off Linux) leaves the token
- * looked at between steps only. */
+ * refusal) never links one. A fire that came before (in the walk, or just
+ * now on another thread) is posted by the watch's start, as a later one
+ * is by the fire. A watch that cannot be made (a token's mutex, off
+ * Linux) leaves the token looked at between steps only. */
 static void watch_caller(resil_exec *x, resil_cancel *cancel)
 {
-    if (resil__cancel_watch_start(&x->watch, cancel, heard_fire) != 0)
-        return;
-    x->watching = true;
-    if (!resil__token_fired(&x->watch.tok))
-        return;
-    resil_cancel_fire_reason(&x->root, resil_cancel_reason(&x->watch.tok));
-    poke(x);
+    x->watching = resil__cancel_watch_start(&x->watch, cancel, heard_fire) == 0;
 }
 
 /* The caller's token is watched only while the execution runs: once it

@@ -642,20 +642,47 @@ static void a_fire_above_the_parent_reaches_the_watch(void **state)
     resil_cancel_destroy(&top);
 }
 
-/* A parent that fired before the watch began marks it fired without the
- * call: the watcher looks at the parent itself. */
-static void a_watch_of_a_fired_parent_starts_fired_and_is_not_called(void **state)
+/* A parent that fired before the watch began: the start calls it, once,
+ * with the parent's reason. */
+static void a_watch_of_a_fired_parent_is_called_by_its_start(void **state)
 {
     (void)state;
     resil_cancel parent;
     assert_int_equal(resil_cancel_init(&parent, NULL), 0);
-    resil_cancel_fire(&parent);
+    resil_cancel_fire_reason(&parent, RESIL_ETIMEDOUT);
     watched v = {.calls = 0};
     assert_int_equal(resil__cancel_watch_start(&v.w, &parent, heard), 0);
-    assert_true(resil_cancel_fired(&v.w.tok));
-    assert_int_equal(v.calls, 0);
+    assert_int_equal(v.calls, 1);
+    assert_int_equal(v.reason_seen, RESIL_ETIMEDOUT);
+    resil_cancel_fire(&parent);
+    assert_int_equal(v.calls, 1);
     resil__cancel_destroy(&v.w.tok);
     resil_cancel_destroy(&parent);
+}
+
+/* A fire racing the start from another thread: the watch is called once,
+ * by whichever came second. */
+static void *fire_parent(void *p)
+{
+    resil_cancel_fire(p);
+    return NULL;
+}
+
+static void a_fire_racing_the_watchs_start_calls_it_once(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 500; i++) {
+        resil_cancel parent;
+        assert_int_equal(resil_cancel_init(&parent, NULL), 0);
+        watched v = {.calls = 0};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, fire_parent, &parent), 0);
+        assert_int_equal(resil__cancel_watch_start(&v.w, &parent, heard), 0);
+        pthread_join(t, NULL);
+        assert_int_equal(v.calls, 1);
+        resil__cancel_destroy(&v.w.tok);
+        resil_cancel_destroy(&parent);
+    }
 }
 
 /* Stopped, the watch is out of the parent's list: a later fire calls
@@ -746,7 +773,8 @@ int main(void)
         cmocka_unit_test(a_sibling_fire_does_not_end_a_wait_that_times_out),
         cmocka_unit_test(a_watch_is_called_once_with_the_parents_reason),
         cmocka_unit_test(a_fire_above_the_parent_reaches_the_watch),
-        cmocka_unit_test(a_watch_of_a_fired_parent_starts_fired_and_is_not_called),
+        cmocka_unit_test(a_watch_of_a_fired_parent_is_called_by_its_start),
+        cmocka_unit_test(a_fire_racing_the_watchs_start_calls_it_once),
         cmocka_unit_test(a_stopped_watch_is_not_called),
         cmocka_unit_test(a_watch_and_a_sleeper_under_one_parent_both_hear_the_fire),
     };
