@@ -2,10 +2,10 @@
  * test_async_cancel.c — the caller's own token (call->cancel) on the
  * asynchronous path: its fire, from any thread and at any moment, reaches
  * an execution in flight through the loop's post queue and ends a wait as
- * resil_exec_cancel() does; once the execution has ended the token is the
- * caller's again (nothing watches it, it may be destroyed), and a fire
- * posted just as the execution ended keeps the execution's block until
- * the post has run.
+ * resil_exec_cancel() does; only an execution that waits watches it, and
+ * once the execution has ended the token is the caller's again (nothing
+ * watches it, it may be destroyed); a fire posted just as the execution
+ * ended keeps the execution's block until the post has run.
  *
  * The executions run on a virtual loop. The thread tests fire tokens from
  * a thread of their own while the loop runs (`make tsan` runs them under
@@ -191,33 +191,10 @@ static void a_fire_of_the_tokens_parent_ends_the_wait(void **state)
     world_close(&w);
 }
 
-/* Once the execution has ended, firing the token posts nothing, and the
- * token can be destroyed with nothing of the execution linked under it. */
-static void after_the_end_a_fire_reaches_nothing(void **state)
-{
-    (void)state;
-    world w;
-    world_open(&w, retry_after_a_second);
-    call c = {0};
-    start(&w, &c, NULL);
-    virtual_loop_run(&w.vl, NULL); /* the second attempt is held */
-    resil_outcome ok = resil_ok();
-    resil_attempt_done(c.a, &ok);
-    virtual_loop_run(&w.vl, NULL);
-    assert_int_equal(c.ended, 1);
-    assert_int_equal(c.res.outcome.kind, RESIL_SUCCESS);
-    assert_int_equal(c.res.attempts, 2);
-
-    resil_cancel_fire(&c.token);
-    assert_int_equal(w.vl.pending, 0);
-    assert_null(c.token.first_child);
-    resil_cancel_destroy(&c.token);
-    world_close(&w);
-}
-
 /* An execution that ends within its start (here its first attempt
  * succeeds at once) links nothing under the token: a later fire posts
- * nothing. One that waits is watched until it ends. */
+ * nothing. One that waits is watched until it ends, and then the token is
+ * the caller's again: a fire posts nothing, nothing is linked under it. */
 static void only_an_execution_that_waits_watches_the_token(void **state)
 {
     (void)state;
@@ -238,14 +215,19 @@ static void only_an_execution_that_waits_watches_the_token(void **state)
     resil_outcome ok = resil_ok();
     resil_attempt_done(waiting.a, &ok);
     assert_int_equal(waiting.ended, 1);
+    assert_int_equal(waiting.res.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(waiting.res.attempts, 2);
     assert_null(waiting.token.first_child);
+    resil_cancel_fire(&waiting.token);
+    assert_int_equal(w.vl.pending, 0);
     resil_cancel_destroy(&quick.token);
     resil_cancel_destroy(&waiting.token);
     world_close(&w);
 }
 
-/* The first attempt fires the token and holds on: it is told once,
- * though the fire came before the watch was linked. */
+/* The first attempt fires the token and holds on: the start tells it
+ * once (its cancel callback reports at once), and nothing tells it
+ * again. */
 static void a_fire_inside_the_first_walk_tells_the_attempt_once(void **state)
 {
     (void)state;
@@ -516,7 +498,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_fired_token_ends_a_retry_wait_at_the_fire),
         cmocka_unit_test(a_fire_of_the_tokens_parent_ends_the_wait),
-        cmocka_unit_test(after_the_end_a_fire_reaches_nothing),
         cmocka_unit_test(only_an_execution_that_waits_watches_the_token),
         cmocka_unit_test(a_fire_inside_the_first_walk_tells_the_attempt_once),
         cmocka_unit_test(a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_runs),

@@ -825,13 +825,19 @@ static void non_idempotent_work_is_refused_before_it_runs(void **state)
     both(&sc, check_refused);
 }
 
-static void check_cancelled(const ran *r)
+/* The first attempt ran, and the wait after it ended cancelled. */
+static void assert_cancelled_in_the_first_wait(const ran *r)
 {
     assert_int_equal(r->res.stop, RESIL_STOP_CANCELLED);
     assert_int_equal(r->res.attempts, 1);
     assert_int_equal(r->res.outcome.kind, RESIL_CANCELLED);
     assert_string_equal(r->res.outcome.detail, "cancelled while waiting to retry");
     assert_int_equal(r->calls, 1);
+}
+
+static void check_cancelled(const ran *r)
+{
+    assert_cancelled_in_the_first_wait(r);
     /* The wait ended with the cancel, not after its backoff: at its start
      * (blocking) or 1 ns in (async). */
     assert_in_range(r->res.elapsed, 0, 1);
@@ -847,11 +853,7 @@ static void cancel_during_a_retry_wait_stops_as_cancelled(void **state)
 
 static void check_cancelled_at_the_start_of_the_wait(const ran *r)
 {
-    assert_int_equal(r->res.stop, RESIL_STOP_CANCELLED);
-    assert_int_equal(r->res.attempts, 1);
-    assert_int_equal(r->res.outcome.kind, RESIL_CANCELLED);
-    assert_string_equal(r->res.outcome.detail, "cancelled while waiting to retry");
-    assert_int_equal(r->calls, 1);
+    assert_cancelled_in_the_first_wait(r);
     assert_duration_equal(r->res.elapsed, 0);
     assert_int_equal(r->end, T0);
 }
