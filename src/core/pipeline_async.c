@@ -486,6 +486,10 @@ static step chaos_wait(level *L)
     }
     timer_start(L->x, L, d);
     suspend(L, W_TIMER);
+    /* A listener of the injection that cancelled found nothing waiting:
+     * the wait ends as it begins, as a sleep on a fired token does. */
+    if (resil__token_fired(L->f.cancel))
+        wake(L);
     return WAIT;
 }
 

@@ -59,6 +59,8 @@ typedef struct player {
     ran *out;
 } player;
 
+static player *listening; /* the player running now, for listeners */
+
 static resil_outcome next_outcome(player *pl, const resil_attempt_ctx *ctx)
 {
     size_t i = (size_t)pl->calls < pl->sc->n ? (size_t)pl->calls : pl->sc->n - 1;
@@ -131,6 +133,7 @@ static void run_blocking(const scenario *sc, ran *out)
 {
     memset(out, 0, sizeof *out);
     player pl = {.sc = sc, .out = out};
+    listening = &pl;
     assert_int_equal(resil_fake_clock_new(T0, 0, &pl.fc), 0);
     resil_pipeline *p = build(sc, resil_fake_clock_clock(pl.fc));
     resil_cancel token;
@@ -214,6 +217,7 @@ static void run_async(const scenario *sc, ran *out, canceller by)
 {
     memset(out, 0, sizeof *out);
     player pl = {.sc = sc, .out = out};
+    listening = &pl;
     assert_int_equal(resil_fake_clock_new(T0, 0, &pl.fc), 0);
     virtual_loop vl;
     virtual_loop_init(&vl, pl.fc);
@@ -1068,6 +1072,43 @@ static void check_chaos_latency_cancelled(const ran *r)
     assert_int_equal(r->calls, 0);
 }
 
+/* The caller cancels from a listener as the latency is injected, before
+ * its wait begins (blocking: the sleep finds the token fired; async: the
+ * walk has not reached the wait when the cancel pokes). Listeners hear
+ * nothing of the call, so the running player is the file's (listening). */
+
+static void cancel_on_injection(const resil_event *ev, void *ud)
+{
+    (void)ud;
+    if (ev->type != RESIL_EVENT_CHAOS_INJECTED)
+        return;
+    if (listening->vl == NULL)
+        resil_cancel_fire(listening->cancel);
+    else
+        async_cancel_now(listening);
+}
+
+static void chaos_latency_cancelled_by_a_listener(resil_pipeline_builder *b)
+{
+    chaos_latency_inside_attempt_timeout(b);
+    assert_int_equal(resil_pipeline_builder_listen(b, cancel_on_injection, NULL), 0);
+}
+
+static void check_chaos_latency_cancelled_as_it_began(const ran *r)
+{
+    check_chaos_latency_cancelled(r);
+    assert_duration_equal(r->res.elapsed, 0);
+    assert_int_equal(r->end, T0);
+}
+
+static void a_cancel_as_latency_is_injected_ends_it_before_it_begins(void **state)
+{
+    (void)state;
+    scenario sc = {chaos_latency_cancelled_by_a_listener, ok1, 1, RESIL_S(1), false, false,
+                   false, 0};
+    both(&sc, check_chaos_latency_cancelled_as_it_began);
+}
+
 static void a_cancel_inside_injected_latency_ends_it_without_the_call(void **state)
 {
     (void)state;
@@ -1358,6 +1399,7 @@ int main(void)
         cmocka_unit_test(a_cancel_from_the_retry_hook_ends_the_wait_before_it_begins),
         cmocka_unit_test(chaos_latency_is_a_wait_the_attempt_timeout_bounds),
         cmocka_unit_test(a_cancel_inside_injected_latency_ends_it_without_the_call),
+        cmocka_unit_test(a_cancel_as_latency_is_injected_ends_it_before_it_begins),
         cmocka_unit_test(chaos_fault_answers_for_the_operation_on_every_attempt),
         cmocka_unit_test(throttle_counts_each_attempt_as_the_blocking_executor_does),
         cmocka_unit_test(adaptive_limiter_admits_each_attempt_and_learns_from_it),
