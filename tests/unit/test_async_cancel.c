@@ -5,7 +5,9 @@
  * resil_exec_cancel() does; only an execution that waits watches it, and
  * once the execution has ended the token is the caller's again (nothing
  * watches it, it may be destroyed); a fire posted just as the execution
- * ended keeps the execution's block until the post has run.
+ * ended keeps the execution's block until the post has run. And an
+ * operation that cancels its own hedged execution as it starts ends it
+ * then, not at the hedge's delay.
  *
  * The executions run on a virtual loop. The thread tests fire tokens from
  * a thread of their own while the loop runs (`make tsan` runs them under
@@ -294,6 +296,57 @@ static void a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_r
     world_close(&w);
 }
 
+/* ---- cancelled by its own operation while hedging ---------------------------- */
+
+static resil_exec *self_cancelling;
+
+static void hedged_after_a_second(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    h.delay = RESIL_S(1);
+    h.max_hedged = 1;
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+}
+
+static void stop_held(resil_attempt *a, void *ud)
+{
+    call *c = ud;
+    c->told++;
+    resil_outcome o = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "stopped");
+    resil_attempt_done(a, &o);
+}
+
+/* The primary's operation cancels its own execution as it starts, and
+ * holds on. */
+static void cancel_own_execution(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    call *c = ctx->user;
+    resil_attempt_on_cancel(a, stop_held, c);
+    resil_exec_cancel(self_cancelling);
+}
+
+static void an_operation_cancelling_its_own_hedged_execution_ends_it_at_once(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, hedged_after_a_second);
+    call c = {.w = &w};
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = &c;
+    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, cancel_own_execution, &rc, ended, &c,
+                                          &self_cancelling),
+                     0);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.told, 1);
+    assert_int_equal(c.res.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(c.res.hedges, 0); /* the hedge's delay never ran out */
+    assert_int_equal(c.ended_at, T0);
+    world_close(&w);
+}
+
 /* ---- fired from another thread ---------------------------------------------- */
 
 #define QUEUED 64
@@ -501,6 +554,7 @@ int main(void)
         cmocka_unit_test(only_an_execution_that_waits_watches_the_token),
         cmocka_unit_test(a_fire_inside_the_first_walk_tells_the_attempt_once),
         cmocka_unit_test(a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_runs),
+        cmocka_unit_test(an_operation_cancelling_its_own_hedged_execution_ends_it_at_once),
         cmocka_unit_test(queued_executions_end_when_another_thread_fires_their_tokens),
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
     };
