@@ -47,8 +47,9 @@
  * stops a retry at a deadline, as on the blocking path). The token is
  * watched until `done` is called; after that it is the caller's again and
  * may be destroyed. The fire calls the loop's post, so it is not for a
- * signal handler (take signals with sigwaitinfo() or a signalfd). What differs from the blocking executor: a bulkhead
- * of another implementation is tried without queueing.
+ * signal handler (take signals with sigwaitinfo() or a signalfd). What
+ * differs from the blocking executor: a bulkhead of another
+ * implementation is tried without queueing.
  */
 #ifndef RESIL_ASYNC_H
 #define RESIL_ASYNC_H

@@ -240,18 +240,21 @@ static int link_child(resil_cancel *parent, resil_cancel *c)
 }
 
 /* Put `c`, and every unlinked token above it, in its parent's list: from
- * now on a fire from above walks down to it. */
-static void link_up(resil_cancel *c)
+ * now on a fire from above walks down to it. Returns link_child's answer
+ * for `c` (FIRED when `c` was already linked). */
+static int link_up(resil_cancel *c)
 {
     if (c == NULL || !is_unlinked(c))
-        return;
+        return FIRED;
     link_up(c->parent);
+    int was = FIRED;
     spin_lock(&c->lock);
     if (__atomic_load_n(&c->unlinked, __ATOMIC_RELAXED)) {
-        link_child(c->parent, c);
+        was = link_child(c->parent, c);
         __atomic_store_n(&c->unlinked, 0, __ATOMIC_RELEASE);
     }
     spin_unlock(&c->lock);
+    return was;
 }
 
 int resil_cancel_init(resil_cancel *c, resil_cancel *parent)
@@ -314,11 +317,10 @@ void resil_cancel_fire_reason(resil_cancel *c, int reason)
 }
 
 /* Linked at once, under every unlinked token above it, so that a fire
- * from above walks down to it. Nothing else can see the watch until it is
- * in its parent's list, so its own lock is not taken for the link. Under
- * the parent's lock either a fire's walk comes after the link (and calls
- * the function) or the link comes after the fire (and marks the watch
- * fired, and the function is called here): once either way. */
+ * from above walks down to it. Under the parent's lock either a fire's
+ * walk comes after the link (and calls the function) or the link comes
+ * after the fire (and marks the watch fired, and the function is called
+ * here): once either way. */
 int resil__cancel_watch_start(resil__cancel_watch *w, resil_cancel *parent,
                               resil__cancel_watch_fn fn)
 {
@@ -326,10 +328,7 @@ int resil__cancel_watch_start(resil__cancel_watch *w, resil_cancel *parent,
         return RESIL_ESYS;
     w->fn = fn;
     w->tok.state = WATCHED;
-    link_up(parent);
-    int was = link_child(parent, &w->tok);
-    __atomic_store_n(&w->tok.unlinked, 0, __ATOMIC_RELEASE);
-    if (was == WATCHED)
+    if (link_up(&w->tok) == WATCHED)
         fn(w);
     return 0;
 }

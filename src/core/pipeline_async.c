@@ -157,6 +157,7 @@ static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
 static void ascend(resil_exec *x, uint32_t ln, size_t i);
 static void poke(resil_exec *x);
 static void wake(level *L);
+static resil_cancel *wait_token(const level *L);
 
 static level *lvl(resil_exec *x, uint32_t ln, size_t i) { return &x->levels[ln * x->nnodes + i]; }
 
@@ -463,6 +464,16 @@ static void bulk_give_up(level *L, int why)
     end_here(L);
 }
 
+/* A level whose step ran the caller's code (a hook, a listener) between
+ * looking at its token and setting its wait: a cancel made there poked
+ * while nothing was waiting, so the wait ends as it begins, as a sleep on
+ * a fired token does. Called once the wait is set. */
+static void hear_a_cancel_before_the_wait(level *L)
+{
+    if (resil__token_fired(wait_token(L)))
+        wake(L);
+}
+
 /* ---- chaos ------------------------------------------------------------------------------ */
 
 /* The injected latency as a timer, bounded by the frame's deadline as the
@@ -486,10 +497,7 @@ static step chaos_wait(level *L)
     }
     timer_start(L->x, L, d);
     suspend(L, W_TIMER);
-    /* A listener of the injection that cancelled found nothing waiting:
-     * the wait ends as it begins, as a sleep on a fired token does. */
-    if (resil__token_fired(L->f.cancel))
-        wake(L);
+    hear_a_cancel_before_the_wait(L); /* from the injection's listener */
     return WAIT;
 }
 
@@ -717,11 +725,8 @@ static bool retry_leave(level *L)
     else
         timer_start(L->x, L, d.wait);
     suspend(L, W_TIMER);
-    /* A hook that cancelled (resil_exec_cancel() is heard at once, and
-     * nothing was waiting then): the wait ends as it begins, as a sleep on
-     * a fired token does. */
-    if (rx->policy->on_retry != NULL && resil__token_fired(L->u.retry.o.cancel))
-        wake(L);
+    if (rx->policy->on_retry != NULL) /* the hook, or a listener of the retry */
+        hear_a_cancel_before_the_wait(L);
     return true;
 }
 

@@ -90,8 +90,8 @@ static void told(resil_attempt *a, void *ud)
 
 /* The first attempt fails at once (or succeeds at once, with ok_first,
  * or, with hold_first, is held after firing the token); the second
- * succeeds at once after firing the token
- * (fire_in_second) or is held, to be reported by the test. */
+ * succeeds at once after firing the token (fire_in_second) or is held,
+ * to be reported by the test. */
 static void op(resil_attempt *a, const resil_attempt_ctx *ctx)
 {
     call *c = ctx->user;
@@ -309,20 +309,12 @@ static void hedged_after_a_second(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
 }
 
-static void stop_held(resil_attempt *a, void *ud)
-{
-    call *c = ud;
-    c->told++;
-    resil_outcome o = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "stopped");
-    resil_attempt_done(a, &o);
-}
-
 /* The primary's operation cancels its own execution as it starts, and
  * holds on. */
 static void cancel_own_execution(resil_attempt *a, const resil_attempt_ctx *ctx)
 {
     call *c = ctx->user;
-    resil_attempt_on_cancel(a, stop_held, c);
+    resil_attempt_on_cancel(a, told, c);
     resil_exec_cancel(self_cancelling);
 }
 
