@@ -469,10 +469,9 @@ static int make_local(fleet_breaker *b, const resil_redis_breaker_opts *o,
 
 static fleet_breaker *alloc_breaker(resil_redis *r, const resil_redis_breaker_opts *o)
 {
-    fleet_breaker *b = aligned_alloc(64, (sizeof *b + 63) / 64 * 64);
+    fleet_breaker *b = resil__fleet_line_alloc(sizeof *b);
     if (b == NULL)
         return NULL;
-    memset(b, 0, sizeof *b);
     b->results = calloc(o->rules.half_open_probes, sizeof *b->results);
     if (b->results == NULL) {
         free(b);

@@ -228,10 +228,9 @@ int resil_redis_budget_new(resil_redis *r, const resil_redis_budget_opts *o,
     int rc = validate(r, o, err);
     if (rc != 0)
         return rc;
-    fleet_budget *b = aligned_alloc(64, (sizeof *b + 63) / 64 * 64);
+    fleet_budget *b = resil__fleet_line_alloc(sizeof *b);
     if (b == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "redis_budget: out of memory");
-    memset(b, 0, sizeof *b);
     rc = make_local(b, o, err);
     if (rc != 0) {
         free(b);

@@ -120,6 +120,15 @@ static void close_conn(redisContext **c)
 
 /* ---- shared helpers ------------------------------------------------------- */
 
+void *resil__fleet_line_alloc(size_t size)
+{
+    size_t lines = (size + 63) / 64;
+    void *p = aligned_alloc(64, lines * 64);
+    if (p != NULL)
+        memset(p, 0, lines * 64);
+    return p;
+}
+
 int64_t resil__fleet_wall_ms(resil_clock *c)
 {
     int64_t ns = resil_clock_wall_now(c);
@@ -807,10 +816,9 @@ static void destroy(resil_redis *r)
 
 static resil_redis *alloc_client(const resil_redis_opts *o)
 {
-    resil_redis *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
+    resil_redis *r = resil__fleet_line_alloc(sizeof *r);
     if (r == NULL)
         return NULL;
-    memset(r, 0, sizeof *r);
     r->wake_fd[0] = r->wake_fd[1] = -1;
     pthread_mutex_init(&r->list_mu, NULL);
     pthread_mutex_init(&r->call_mu, NULL);

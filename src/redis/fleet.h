@@ -159,6 +159,9 @@ int resil__redis_call(resil_redis *r, const fleet_cmd *c, bool wait, fleet_state
 /* Queue an event for the listener (delivered by the sync thread). */
 void resil__redis_event(resil_redis *r, const resil_redis_event *ev);
 
+/* Zeroed memory on whole 64-byte lines, so that the fields a struct
+ * aligns to a line keep their line to themselves; free() releases it. */
+void *resil__fleet_line_alloc(size_t size);
 /* Unix ms on a clock's wall time. */
 int64_t resil__fleet_wall_ms(resil_clock *c);
 /* A name is non-empty, shorter than RESIL_BREAKER_NAME_MAX, printable. */
