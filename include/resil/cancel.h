@@ -14,6 +14,12 @@
  * check is an atomic load per token from it up to the nearest ancestor that
  * anything waits on (a child joins its parent's list only when it is first
  * waited on or given a waited-on child).
+ *
+ * A fire takes the locks over the child lists (and, for a token an
+ * asynchronous execution watches, the loop's post), so it is not
+ * async-signal-safe: a handler that interrupted the holder of one of those
+ * locks would wait for it forever. Take signals on a thread, with
+ * sigwaitinfo() or a signalfd, and fire from there.
  */
 #ifndef RESIL_CANCEL_H
 #define RESIL_CANCEL_H
