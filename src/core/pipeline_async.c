@@ -1450,6 +1450,35 @@ static uint32_t lanes_for(const resil_pipeline *p)
     return 1 + 2 * (p->nodes[p->hedge_at].hedge.max_hedged + 1);
 }
 
+/* Every lane idle; the caller's lane's hedged-attempt fields are never
+ * read. */
+static void lanes_idle(resil_exec *x, uint32_t nlanes)
+{
+    x->lanes[0].waiting = -1;
+    x->attempts[0].running = false;
+    for (uint32_t ln = 1; ln < nlanes; ln++) {
+        lane *l = &x->lanes[ln];
+        l->waiting = -1;
+        l->busy = l->back = false;
+        x->attempts[ln].running = false;
+    }
+}
+
+/* The walk from the first level, on the start's reading. Its frame is
+ * written in place: built on the stack and copied, its copy's wide loads
+ * waited for the narrow stores that had just written the reading. */
+static void walk_first(resil_exec *x)
+{
+    if (x->p->nnodes == 0) {
+        resil__frame f = {0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
+        start_attempt(x, 0, &f);
+        return;
+    }
+    level *L = level_enter_at(x, 0, 0);
+    L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
+    walk_down(x, 0, L);
+}
+
 int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_op_fn op,
                          const resil_call *call, resil_async_done_fn done, void *done_ud,
                          resil_exec **out)
@@ -1485,32 +1514,14 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         release(x);
         return rc;
     }
-    /* The caller's lane: a hedged attempt's fields are never read in it. */
-    x->lanes[0].waiting = -1;
-    x->attempts[0].running = false;
-    for (uint32_t ln = 1; ln < nlanes; ln++) {
-        lane *l = &x->lanes[ln];
-        l->waiting = -1;
-        l->busy = l->back = false;
-        x->attempts[ln].running = false;
-    }
+    lanes_idle(x, nlanes);
     x->refs = 1;
     if (out != NULL)
         *out = x;
     x->start = x->ex.last_now = resil_clock_now(p->clock);
-    /* The first level's frame is written in place: built on the stack and
-     * copied, its copy's wide loads waited for the narrow stores that had
-     * just written the clock's reading into it. */
     bool watch = call->cancel != NULL;
     x->refs += watch; /* held across the first walk, which may end it */
-    if (p->nnodes == 0) {
-        resil__frame f = {0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
-        start_attempt(x, 0, &f);
-    } else {
-        level *L = level_enter_at(x, 0, 0);
-        L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
-        walk_down(x, 0, L);
-    }
+    walk_first(x);
     if (watch) {
         if (!x->finished)
             watch_caller(x, call->cancel);
