@@ -240,21 +240,18 @@ static int link_child(resil_cancel *parent, resil_cancel *c)
 }
 
 /* Put `c`, and every unlinked token above it, in its parent's list: from
- * now on a fire from above walks down to it. Returns link_child's answer
- * for `c` (FIRED when `c` was already linked). */
-static int link_up(resil_cancel *c)
+ * now on a fire from above walks down to it. */
+static void link_up(resil_cancel *c)
 {
     if (c == NULL || !is_unlinked(c))
-        return FIRED;
+        return;
     link_up(c->parent);
-    int was = FIRED;
     spin_lock(&c->lock);
     if (__atomic_load_n(&c->unlinked, __ATOMIC_RELAXED)) {
-        was = link_child(c->parent, c);
+        link_child(c->parent, c);
         __atomic_store_n(&c->unlinked, 0, __ATOMIC_RELEASE);
     }
     spin_unlock(&c->lock);
-    return was;
 }
 
 int resil_cancel_init(resil_cancel *c, resil_cancel *parent)
@@ -317,10 +314,12 @@ void resil_cancel_fire_reason(resil_cancel *c, int reason)
 }
 
 /* Linked at once, under every unlinked token above it, so that a fire
- * from above walks down to it. Under the parent's lock either a fire's
- * walk comes after the link (and calls the function) or the link comes
- * after the fire (and marks the watch fired, and the function is called
- * here): once either way. */
+ * from above walks down to it. Unlike link_up(), the link does not take
+ * the watch's own lock: nothing else can reach the watch before it is in
+ * its parent's list. Under the parent's lock either a fire's walk comes
+ * after the link (and calls the function) or the link comes after the
+ * fire (and marks the watch fired, and the function is called here):
+ * once either way. */
 int resil__cancel_watch_start(resil__cancel_watch *w, resil_cancel *parent,
                               resil__cancel_watch_fn fn)
 {
@@ -328,7 +327,10 @@ int resil__cancel_watch_start(resil__cancel_watch *w, resil_cancel *parent,
         return RESIL_ESYS;
     w->fn = fn;
     w->tok.state = WATCHED;
-    if (link_up(&w->tok) == WATCHED)
+    link_up(parent);
+    int was = link_child(parent, &w->tok);
+    __atomic_store_n(&w->tok.unlinked, 0, __ATOMIC_RELEASE);
+    if (was == WATCHED)
         fn(w);
     return 0;
 }
