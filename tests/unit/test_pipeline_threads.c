@@ -17,7 +17,14 @@
 #define THREADS 16
 #define PER_THREAD 300
 
-typedef struct shared {
+typedef struct shared shared;
+
+typedef struct worker {
+    shared *s;
+    int id;
+} worker;
+
+struct shared {
     resil_pipeline *p;
     resil_fake_clock *fc;
     int in_flight, max_in_flight; /* atomically */
@@ -30,12 +37,11 @@ typedef struct shared {
     long ok_odd, ok_even;      /* successes by the caller's thread parity */
     long broken;               /* a worker's failed expectations */
     pthread_mutex_t mu;
-} shared;
-
-typedef struct worker {
-    shared *s;
-    int id;
-} worker;
+    /* Each worker is its operation's ctx->user. A hedge's loser may still
+     * read it after its execution returned (hedge.h), so the workers live
+     * as long as the pipeline, not in run_workers()'s frame. */
+    worker workers[THREADS];
+};
 
 static void expect(shared *s, bool ok)
 {
@@ -112,7 +118,7 @@ static void *standard_worker(void *arg)
 static void run_workers(shared *s, void *(*fn)(void *))
 {
     pthread_t t[THREADS];
-    worker w[THREADS];
+    worker *w = s->workers;
     for (int i = 0; i < THREADS; i++) {
         w[i].s = s;
         w[i].id = i;
