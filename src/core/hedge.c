@@ -284,8 +284,7 @@ static void recycle(race *rc)
 {
     for (uint32_t i = 0; i < rc->launched; i++)
         resil_cancel_destroy(&rc->tokens[i]);
-    if (rc->run.p->registry != NULL)
-        resil_breaker_free(rc->run.breaker);
+    resil__run_drop_breakers(&rc->run);
     resil__hedge_pool *pool = rc->pool;
     pthread_mutex_lock(&pool->mu);
     rc->next_free = pool->free_races;
@@ -363,8 +362,7 @@ static void open_race(race *rc, const resil__run *r, size_t i, const resil__fram
         rc->trace = *r->trace;
         rc->run.trace = &rc->trace;
     }
-    if (r->p->registry != NULL)
-        resil_breaker_retain(r->breaker);
+    resil__run_retain_breakers(r); /* a loser may meet them after the caller let go */
     rc->next = i + 1;
     rc->base = *f;
     rc->base.reading = NULL; /* workers never hand readings to the retry */

@@ -141,6 +141,13 @@ void resil__run_drop_registry_breakers(resil__run *r)
     r->breaker = NULL;
 }
 
+void resil__run_retain_registry_breakers(const resil__run *r)
+{
+    resil_breaker_retain(r->breaker);
+    for (uint32_t k = 0; k < r->nhedge_breakers; k++)
+        resil_breaker_retain(r->hedge_breakers[k]);
+}
+
 int resil__run_take_registry_breakers(resil__run *r, const resil_call *call)
 {
     const resil_pipeline *p = r->p;

@@ -191,6 +191,7 @@ static inline void resil__run_init(resil__run *r, const struct resil_pipeline *p
  * with none held. */
 int resil__run_take_registry_breakers(resil__run *r, const resil_call *call);
 void resil__run_drop_registry_breakers(resil__run *r);
+void resil__run_retain_registry_breakers(const resil__run *r);
 
 static inline int resil__run_take_breakers(resil__run *r, const resil_call *call)
 {
@@ -201,6 +202,16 @@ static inline void resil__run_drop_breakers(resil__run *r)
 {
     if (r->p->registry != NULL)
         resil__run_drop_registry_breakers(r);
+}
+
+/* One more reference to each breaker the run holds, for a copy of it that
+ * may outlive the execution (a blocking hedge's race, whose losers meet
+ * their endpoints' breakers after the caller has dropped its own); the
+ * copy lets go with resil__run_drop_breakers. */
+static inline void resil__run_retain_breakers(const resil__run *r)
+{
+    if (r->p->registry != NULL)
+        resil__run_retain_registry_breakers(r);
 }
 
 /* The breaker an attempt of frame `hedge` meets. */

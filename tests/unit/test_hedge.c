@@ -58,6 +58,7 @@ enum behaviour {
     BLOCK_UNTIL_CANCELLED,
     BLOCK_THEN_GATE,
     GATE_THEN_SUCCEED,
+    GATE_THEN_FAIL, /* ignores its token: fails once the gate opens */
     TAKE_3S_THEN_FAIL /* moves the fake clock 3 s on, then fails */
 };
 
@@ -79,6 +80,8 @@ typedef struct world {
     pthread_barrier_t all_started;
     bool use_barrier;
     resil_cancel caller;
+    resil_registry *registry; /* optional; freed after the pipeline */
+    char opened[64];          /* the last breaker of the registry that opened */
     /* events */
     pthread_mutex_t ev_mu;
     resil_event_type events[32];
@@ -119,6 +122,10 @@ static resil_outcome hedged_op(resil_attempt_ctx *ctx)
         break;
     case GATE_THEN_SUCCEED:
         gate_wait(&w->gate);
+        break;
+    case GATE_THEN_FAIL:
+        gate_wait(&w->gate);
+        o = resil_fail(RESIL_TRANSIENT, 503, "late");
         break;
     case TAKE_3S_THEN_FAIL:
         resil_fake_clock_advance(w->fc, RESIL_S(3));
@@ -162,6 +169,7 @@ static int teardown(void **state)
     world *w = *state;
     gate_open(&w->gate);
     resil_pipeline_free(w->p); /* waits for every attempt still running */
+    resil_registry_free(w->registry);
     resil_cancel_destroy(&w->caller);
     pthread_mutex_destroy(&w->ev_mu);
     gate_destroy(&w->gate);
@@ -183,6 +191,8 @@ static void build(world *w, const resil_hedge_opts *h, resil_duration total)
         resil_pipeline_add_total_timeout(b, &t);
     }
     resil_pipeline_add_hedging(b, h);
+    if (w->registry != NULL)
+        resil_pipeline_use_registry(b, w->registry); /* a breaker per attempt, below */
     resil_err err = {0, ""};
     if (resil_pipeline_build(b, &w->p, &err) != 0)
         fail_msg("build: %s", err.message);
@@ -205,6 +215,8 @@ typedef struct execution {
     resil_pipeline_result result;
     int rc; /* execute's; asserted by finish() on the test's thread */
     bool cancellable;
+    const char *const *hedge_keys; /* resil_call.hedge_keys; NULL = none */
+    size_t nkeys;
 } execution;
 
 static void *execute_thread(void *arg)
@@ -215,6 +227,8 @@ static void *execute_thread(void *arg)
     c.user = x->w;
     if (x->cancellable)
         c.cancel = &x->w->caller;
+    c.hedge_keys = x->hedge_keys;
+    c.hedge_keys_len = x->nkeys;
     x->rc = resil_pipeline_execute(x->w->p, hedged_op, &c, &x->result);
     return NULL;
 }
@@ -381,6 +395,54 @@ static void caller_returns_before_a_late_loser_which_lands_safely(void **state)
     resil_pipeline_free(w->p); /* the loser finishes into a live slot */
     w->p = NULL;
     assert_int_equal(w->finished[0], 1);
+}
+
+static void remember_opened(resil_breaker *b, const resil_breaker_event *ev, void *ud)
+{
+    world *w = ud;
+    if (ev->to != RESIL_BREAKER_OPEN)
+        return;
+    pthread_mutex_lock(&w->ev_mu);
+    snprintf(w->opened, sizeof w->opened, "%s", resil_breaker_name(b));
+    pthread_mutex_unlock(&w->ev_mu);
+}
+
+/* With a breaker per endpoint (resil_call.hedge_keys), a loser that ends
+ * after the execution returned still meets its own endpoint's breaker,
+ * though the caller and the registry have both let go of it: the race
+ * holds a reference to each of the run's breakers until its last attempt
+ * is done (under ASan, a freed breaker here is a use after free). */
+static void a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_dropped_it(
+    void **state)
+{
+    world *w = *state;
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    ro.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    ro.breaker.failure_threshold = 1;
+    ro.breaker.clock = resil_fake_clock_clock(w->fc);
+    ro.breaker.listener = remember_opened;
+    ro.breaker.listener_ud = w;
+    assert_int_equal(resil_registry_new(&ro, &w->registry, NULL), 0);
+    resil_hedge_opts h = hedging(RESIL_S(1), 1);
+    build(w, &h, 0);
+    w->does[0] = GATE_THEN_FAIL;
+    w->does[1] = SUCCEED;
+    static const char *const keys[] = {"primary.example", "hedge.example"};
+    execution x = {.hedge_keys = keys, .nkeys = 2};
+    start(&x, w);
+    resil_fake_clock_await_sleepers(w->fc, 1);
+    resil_fake_clock_advance(w->fc, RESIL_S(1));
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
+    assert_int_equal(x.result.hedge_winner, 1);
+    assert_int_equal(resil_registry_remove(w->registry, "primary.example"), 0);
+    assert_string_equal(w->opened, "");
+    gate_open(&w->gate);
+    resil_pipeline_free(w->p); /* joins the loser */
+    w->p = NULL;
+    assert_int_equal(w->finished[0], 1);
+    assert_string_equal(w->opened, "primary.example");
 }
 
 static void wait_losers_returns_only_after_every_attempt_ended(void **state)
@@ -640,6 +702,7 @@ int main(void)
         T(failed_primary_is_hedged_at_once_and_all_failing_returns_the_primarys),
         T(zero_delay_starts_every_attempt_at_once),
         T(caller_returns_before_a_late_loser_which_lands_safely),
+        T(a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_dropped_it),
         T(wait_losers_returns_only_after_every_attempt_ended),
         T(caller_cancel_fires_every_attempt),
         T(total_deadline_while_hedging_times_out_every_attempt),
