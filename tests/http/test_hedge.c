@@ -1,29 +1,85 @@
 /*
  * test_hedge.c — hedged GETs: a second easy handle races a slow first one
- * and its answer is the one the caller gets. These tests run on the system
- * clock with short real delays, because the race is between two real
- * connections to the server: the primary's request must reach the server
- * first (and get the slow step) before the hedge's does. The hedge delay
- * leaves a fast answer 400 ms, so a loaded machine does not turn a fast
- * call into a hedged one, and every slow step is well beyond it.
+ * and its answer is the one the caller gets. The race is between two real
+ * connections to the server, whose script hands its steps out in arrival
+ * order, so the primary's request must reach the server (and take the slow
+ * step) before the hedge's does. The hedge delay is timed on the fixture's
+ * fake clock in manual mode: it runs out only when a test moves the clock,
+ * which it does once the server is answering the primary. So whether a
+ * hedge starts, and which attempt gets which step, never depends on how
+ * fast a loaded machine is; a call the test does not drive is never
+ * hedged, however long its answer takes.
  */
 #include <pthread.h>
+#include <time.h>
 
 #include "http_fixture.h"
 
+#define HEDGE_DELAY RESIL_MS(400)
+
 static void hedge_setup_opts(fx *f)
 {
-    f->opts.clock = NULL; /* the race is real */
-    f->opts.hedge_delay = RESIL_MS(400);
+    resil_fake_clock_set_manual(f->clock, true); /* the fixture's clock */
+    f->opts.hedge_delay = HEDGE_DELAY;
 }
 
+/* A call performed on a thread of its own, so the test can move the
+ * clock meanwhile. The client is made first, on the test's thread (only
+ * there may cmocka fail). */
+typedef struct performing {
+    fx *f;
+    const char *path;
+    pthread_t thread;
+    int rc;
+} performing;
+
+static void *perform_thread(void *arg)
+{
+    performing *p = arg;
+    p->rc = fx_perform(p->f, p->path);
+    return NULL;
+}
+
+static void perform_start(performing *p, fx *f, const char *path)
+{
+    fx_client(f);
+    *p = (performing){.f = f, .path = path};
+    assert_int_equal(pthread_create(&p->thread, NULL, perform_thread, p), 0);
+}
+
+static int perform_end(performing *p)
+{
+    pthread_join(p->thread, NULL);
+    return p->rc;
+}
+
+/* Once the server is answering the primary (it took its step: the slow
+ * one) and the caller waits out the delay, run the delay out: the hedge
+ * starts, and its request takes the next step. The wait for the server is
+ * a guard of ten seconds against a hang, not a timing. */
+static void run_the_delay_out_once_the_primary_is_served(fx *f)
+{
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; http_server_peak(f->server) < 1 && i < 10000; i++)
+        nanosleep(&pause, NULL);
+    assert_true(http_server_peak(f->server) >= 1);
+    resil_fake_clock_await_sleepers(f->clock, 1);
+    resil_fake_clock_advance(f->clock, HEDGE_DELAY);
+}
+
+/* The primary's slow step outlasts any hedge's answer; once the hedge has
+ * won, the primary's transfer is aborted (wait_losers: the call returns
+ * after it) and the server's stop ends its wait. */
 static void a_slow_get_is_answered_by_its_hedge(void **state)
 {
     fx *f = *state;
     hedge_setup_opts(f);
-    fx_script(f, "/h", FX_STEPS({.status = 200, .delay_ms = 1500, .body = "slow\n"},
+    fx_script(f, "/h", FX_STEPS({.status = 200, .delay_ms = 30000, .body = "slow\n"},
                                 {.status = 200, .body = "fast\n"}));
-    assert_int_equal(fx_perform(f, "/h"), 0);
+    performing p;
+    perform_start(&p, f, "/h");
+    run_the_delay_out_once_the_primary_is_served(f);
+    assert_int_equal(perform_end(&p), 0);
     assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
     assert_string_equal(f->body.p, "fast\n");
     assert_int_equal(f->res.hedges, 1);
@@ -32,6 +88,8 @@ static void a_slow_get_is_answered_by_its_hedge(void **state)
     assert_int_equal(fx_count(f, "/h"), 2);
 }
 
+/* The clock is never moved: the answer comes before the delay runs out,
+ * however long it takes in real time. */
 static void a_fast_get_starts_no_hedge(void **state)
 {
     fx *f = *state;
@@ -236,16 +294,24 @@ static void post_is_never_hedged(void **state)
     assert_int_equal(fx_count(f, "/h"), 1);
 }
 
+/* The caller's handle is the primary's, the loser: aborted, it still
+ * answers the next call, which no hedge can answer for it (the clock is
+ * not moved). */
 static void the_losing_handle_leaves_the_callers_handle_usable(void **state)
 {
     fx *f = *state;
     hedge_setup_opts(f);
-    fx_script(f, "/h", FX_STEPS({.status = 200, .delay_ms = 1500, .body = "slow\n"},
+    fx_script(f, "/h", FX_STEPS({.status = 200, .delay_ms = 30000, .body = "slow\n"},
                                 {.status = 200, .body = "fast\n"}));
-    assert_int_equal(fx_perform(f, "/h"), 0);
+    performing p;
+    perform_start(&p, f, "/h");
+    run_the_delay_out_once_the_primary_is_served(f);
+    assert_int_equal(perform_end(&p), 0);
+    assert_int_equal(f->res.hedge_winner, 1);
     fx_script(f, "/again", FX_STEPS({.status = 200, .body = "again\n"}));
     assert_int_equal(fx_perform(f, "/again"), 0);
     assert_string_equal(f->body.p, "again\n");
+    assert_int_equal(f->res.hedges, 0);
     assert_int_equal(f->res.hedge_winner, 0);
 }
 
