@@ -22,9 +22,14 @@
  *
  * What the operation must know: its attempts may run concurrently on other
  * threads, with the same ctx->user, and a loser may still be running after
- * the execution returned — keep ctx->user alive until the pipeline is
- * freed, or set `wait_losers`, which makes the execution return only after
- * every attempt it started has ended. ctx->hedge tells an attempt which
+ * the execution returned — keep ctx->user (and the user data of hedge_on,
+ * classifiers and listeners) alive until the pipeline is freed, or set
+ * `wait_losers`, which makes the execution return only after every attempt
+ * it started has ended. The rest of the call is the caller's again when the
+ * execution returns: the slot keeps its own copies of the key, the
+ * operation's name and the telemetry's HTTP attributes, and references to
+ * the attempts' breakers. A name of RESIL_BREAKER_NAME_MAX bytes or more,
+ * which the slot cannot copy, makes that execution wait for its losers. ctx->hedge tells an attempt which
  * one it is (0 for the primary), e.g. to write into its own result slot;
  * hedge_on gets the same context, so it knows whose outcome it judges.
  */

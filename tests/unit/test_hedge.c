@@ -82,6 +82,7 @@ typedef struct world {
     resil_cancel caller;
     resil_registry *registry; /* optional; freed after the pipeline */
     char opened[64];          /* the last breaker of the registry that opened */
+    char ended_key[64];       /* the key of the last HEDGE_ENDED event */
     /* events */
     pthread_mutex_t ev_mu;
     resil_event_type events[32];
@@ -140,6 +141,8 @@ static void record_event(const resil_event *ev, void *ud)
 {
     world *w = ud;
     pthread_mutex_lock(&w->ev_mu);
+    if (ev->type == RESIL_EVENT_HEDGE_ENDED)
+        snprintf(w->ended_key, sizeof w->ended_key, "%s", ev->key);
     if (w->nevents < 32) {
         w->events[w->nevents] = ev->type;
         w->event_hedge[w->nevents] = ev->hedge;
@@ -215,6 +218,8 @@ typedef struct execution {
     resil_pipeline_result result;
     int rc; /* execute's; asserted by finish() on the test's thread */
     bool cancellable;
+    const char *operation; /* resil_call.operation */
+    int hedge_had_ended;   /* finished[1] as execute returned */
     const char *const *hedge_keys; /* resil_call.hedge_keys; NULL = none */
     size_t nkeys;
 } execution;
@@ -227,9 +232,11 @@ static void *execute_thread(void *arg)
     c.user = x->w;
     if (x->cancellable)
         c.cancel = &x->w->caller;
+    c.operation = x->operation;
     c.hedge_keys = x->hedge_keys;
     c.hedge_keys_len = x->nkeys;
     x->rc = resil_pipeline_execute(x->w->p, hedged_op, &c, &x->result);
+    x->hedge_had_ended = __atomic_load_n(&x->w->finished[1], __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -443,6 +450,52 @@ static void a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_drop
     w->p = NULL;
     assert_int_equal(w->finished[0], 1);
     assert_string_equal(w->opened, "primary.example");
+}
+
+/* The call's strings are the caller's again when the execution returns: a
+ * loser that ends later reports the operation's name from the race's own
+ * copy, not from memory the caller has since reused. */
+static void a_late_loser_reports_the_operation_from_its_own_copy(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(0, 1);
+    build(w, &h, 0);
+    w->does[0] = SUCCEED;
+    w->does[1] = BLOCK_THEN_GATE; /* the hedge loses, and ends only at the gate */
+    char operation[32] = "checkout";
+    execution x = {.operation = operation};
+    start(&x, w);
+    finish(&x);
+    assert_int_equal(x.result.hedge_winner, 0);
+    snprintf(operation, sizeof operation, "reused");
+    gate_open(&w->gate);
+    resil_pipeline_free(w->p); /* joins the loser */
+    w->p = NULL;
+    assert_int_equal(w->finished[1], 1);
+    assert_string_equal(w->ended_key, "checkout");
+}
+
+/* An operation's name too long for the race's copy (RESIL_BREAKER_NAME_MAX
+ * bytes or more) stays the caller's: the execution then returns only
+ * after its losers, as with wait_losers. */
+static void a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(0, 1);
+    build(w, &h, 0);
+    w->does[0] = SUCCEED;
+    w->does[1] = BLOCK_THEN_GATE;
+    char operation[RESIL_BREAKER_NAME_MAX + 1];
+    memset(operation, 'x', RESIL_BREAKER_NAME_MAX);
+    operation[RESIL_BREAKER_NAME_MAX] = '\0';
+    execution x = {.operation = operation};
+    start(&x, w);
+    while (__atomic_load_n(&w->saw_cancel[1], __ATOMIC_SEQ_CST) == 0)
+        sched_yield(); /* the hedge lost and holds at the gate */
+    gate_open(&w->gate);
+    finish(&x);
+    assert_int_equal(x.result.hedge_winner, 0);
+    assert_int_equal(x.hedge_had_ended, 1);
 }
 
 static void wait_losers_returns_only_after_every_attempt_ended(void **state)
@@ -703,6 +756,8 @@ int main(void)
         T(zero_delay_starts_every_attempt_at_once),
         T(caller_returns_before_a_late_loser_which_lands_safely),
         T(a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_dropped_it),
+        T(a_late_loser_reports_the_operation_from_its_own_copy),
+        T(a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers),
         T(wait_losers_returns_only_after_every_attempt_ended),
         T(caller_cancel_fires_every_attempt),
         T(total_deadline_while_hedging_times_out_every_attempt),
