@@ -28,8 +28,11 @@
  * it started has ended. The rest of the call is the caller's again when the
  * execution returns: the slot keeps its own copies of the key, the
  * operation's name and the telemetry's HTTP attributes, and references to
- * the attempts' breakers. A name of RESIL_BREAKER_NAME_MAX bytes or more,
- * which the slot cannot copy, makes that execution wait for its losers. ctx->hedge tells an attempt which
+ * the attempts' breakers. Names that together take more than
+ * RESIL_HEDGE_KEPT_MAX bytes (with the attributes' own), which the slot
+ * cannot copy, make that execution wait for its losers. On a loop
+ * (async.h) the execution's block keeps the same copies, whatever their
+ * size. ctx->hedge tells an attempt which
  * one it is (0 for the primary), e.g. to write into its own result slot;
  * hedge_on gets the same context, so it knows whose outcome it judges.
  */
@@ -43,6 +46,7 @@ RESIL_BEGIN_DECLS
 
 #define RESIL_HEDGE_MAX 10          /* most hedged attempts per execution */
 #define RESIL_HEDGE_MAX_WORKERS 256
+#define RESIL_HEDGE_KEPT_MAX 1024 /* bytes of the call's names a blocking race copies */
 
 typedef struct resil_hedge_opts {
     resil_duration delay;       /* default 2 s; >= 0; 0 starts every attempt at once */

@@ -21,8 +21,8 @@
  * A loser may also run after the caller has returned, so the race keeps
  * its own copies of what the run points to in the caller's memory: the
  * key, the operation's name and the HTTP attributes its events carry.
- * Only ctx->user is left to the caller (hedge.h); a name too long to copy
- * makes the execution wait for its losers instead. The call's generator
+ * Only ctx->user is left to the caller (hedge.h); names too long to copy
+ * make the execution wait for its losers instead. The call's generator
  * is not needed: nothing below the hedging draws (a retry must come
  * before it).
  *
@@ -51,13 +51,9 @@ struct race {
     resil__frame base;
     const resil__node *node;
     resil__hedger judge; /* what hedge_on reads: the run, the base frame, the node */
-    /* the run's strings, copied (run.key, run.operation, run.http) */
-    char key[RESIL_BREAKER_NAME_MAX];
-    char operation[RESIL_BREAKER_NAME_MAX];
-    resil_http_attrs http;
-    char http_method[32];
-    char http_address[RESIL_BREAKER_NAME_MAX];
-    bool kept_all; /* false: something did not fit, so the caller waits */
+    /* the run's strings, copied (resil__run_keep) */
+    _Alignas(resil_http_attrs) char kept[RESIL_HEDGE_KEPT_MAX];
+    bool kept_all; /* false: they did not fit, so the caller waits */
     /* the attempts */
     uint32_t launched, finished;
     int winner; /* -1 until an acceptable outcome arrives */
@@ -369,29 +365,6 @@ static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o)
     unref_unlock(rc);
 }
 
-/* Point *s at a copy of itself in buf; false when it does not fit. */
-static bool keep_string(const char **s, char *buf, size_t cap)
-{
-    if (*s == NULL)
-        return true;
-    size_t n = strlen(*s);
-    if (n >= cap)
-        return false;
-    memcpy(buf, *s, n + 1);
-    *s = buf;
-    return true;
-}
-
-static bool keep_http(race *rc)
-{
-    if (rc->run.http == NULL)
-        return true;
-    rc->http = *rc->run.http;
-    rc->run.http = &rc->http;
-    return keep_string(&rc->http.method, rc->http_method, sizeof rc->http_method) &&
-           keep_string(&rc->http.server_address, rc->http_address, sizeof rc->http_address);
-}
-
 /* The run as the workers see it, none of it in the caller's memory but
  * ctx->user (and, when kept_all is false, what did not fit). */
 static void keep_run(race *rc, const resil__run *r)
@@ -400,9 +373,7 @@ static void keep_run(race *rc, const resil__run *r)
     rc->run.ex = NULL;
     rc->run.records = NULL;
     rc->run.records_cap = 0;
-    bool key = keep_string(&rc->run.key, rc->key, sizeof rc->key);
-    bool operation = keep_string(&rc->run.operation, rc->operation, sizeof rc->operation);
-    rc->kept_all = key && operation && keep_http(rc);
+    rc->kept_all = resil__run_keep(&rc->run, rc->kept, sizeof rc->kept);
     rc->run.rng = NULL;
 }
 

@@ -148,6 +148,50 @@ void resil__run_retain_registry_breakers(const resil__run *r)
         resil_breaker_retain(r->hedge_breakers[k]);
 }
 
+static size_t string_size(const char *s) { return s != NULL ? strlen(s) + 1 : 0; }
+
+/* With a registry the key is the name of a breaker the run holds, so it
+ * lives as long as the run's references do, and is not copied. */
+static bool key_is_kept(const resil__run *r) { return r->p->registry == NULL; }
+
+size_t resil__run_kept_size(const resil__run *r)
+{
+    size_t n = (key_is_kept(r) ? string_size(r->key) : 0) + string_size(r->operation);
+    if (r->http != NULL)
+        n += sizeof *r->http + string_size(r->http->method) +
+             string_size(r->http->server_address);
+    return n;
+}
+
+/* Copy *s to `at`, point *s there, and return the byte after the copy. */
+static char *keep_string(const char **s, char *at)
+{
+    size_t n = string_size(*s);
+    if (n == 0)
+        return at;
+    memcpy(at, *s, n);
+    *s = at;
+    return at + n;
+}
+
+bool resil__run_keep(resil__run *r, char *buf, size_t cap)
+{
+    if (resil__run_kept_size(r) > cap)
+        return false;
+    char *at = buf;
+    if (r->http != NULL) { /* first: buf is aligned for it */
+        resil_http_attrs *h = (resil_http_attrs *)(void *)buf;
+        *h = *r->http;
+        r->http = h;
+        at = keep_string(&h->method, at + sizeof *h);
+        at = keep_string(&h->server_address, at);
+    }
+    if (key_is_kept(r))
+        at = keep_string(&r->key, at);
+    keep_string(&r->operation, at);
+    return true;
+}
+
 int resil__run_take_registry_breakers(resil__run *r, const resil_call *call)
 {
     const resil_pipeline *p = r->p;

@@ -202,15 +202,17 @@ static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
  * otherwise), each lane and attempt gets the fields read before its first
  * use there too, each level its fixed fields; a level's strategy state is
  * written by its enter step before anything reads it, a lane's outcome by
- * the step or the report that ends its walk. */
-static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_t nlanes)
+ * the step or the report that ends its walk. After the attempts, `kept`
+ * bytes hold copies of the call's names (kept_at). */
+static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_t nlanes,
+                              size_t kept)
 {
     size_t head = align8(sizeof(resil_exec));
     size_t lanes = align8(nlanes * sizeof(lane));
     size_t levels = align8((size_t)nlanes * p->nnodes * sizeof(level));
-    size_t attempts = nlanes * sizeof(resil_attempt);
+    size_t attempts = align8(nlanes * sizeof(resil_attempt));
     size_t cap;
-    char *mem = resil__loop_take(loop, head + lanes + levels + attempts, &cap);
+    char *mem = resil__loop_take(loop, head + lanes + levels + attempts + kept, &cap);
     if (mem == NULL)
         return NULL;
     resil_exec *x = (resil_exec *)mem;
@@ -224,6 +226,26 @@ static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_
     x->levels = (level *)(mem + head + lanes);
     x->attempts = (resil_attempt *)(mem + head + lanes + levels);
     return x;
+}
+
+/* The bytes the call's names take there: a hedge's loser may report after
+ * `done`, when the call's memory is the caller's again (none without
+ * hedging). The size is taken before the breakers: a key they change is a
+ * registry breaker's name, which is not copied (resil__run_keep). */
+static size_t kept_size(const resil_pipeline *p, const resil_call *call, uint32_t nlanes)
+{
+    if (nlanes == 1)
+        return 0;
+    resil__run run;
+    resil__run_init(&run, p, NULL, call, NULL, NULL);
+    if (call->telemetry != NULL)
+        run.http = call->telemetry->http;
+    return resil__run_kept_size(&run);
+}
+
+static char *kept_at(resil_exec *x)
+{
+    return (char *)x->attempts + align8(x->nlanes * sizeof(resil_attempt));
 }
 
 /* ---- timers and waits ------------------------------------------------------------ */
@@ -1485,17 +1507,18 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
 {
     if (p == NULL || loop == NULL || loop->ops == NULL || op == NULL || done == NULL)
         return RESIL_EINVAL;
+    /* The run copies what it keeps of the call: the call is read only here. */
+    if (call == NULL)
+        call = &resil__call_defaults;
     uint32_t nlanes = lanes_for(p);
-    resil_exec *x = alloc_exec(p, loop, nlanes);
+    size_t kept = kept_size(p, call, nlanes);
+    resil_exec *x = alloc_exec(p, loop, nlanes, kept);
     if (x == NULL)
         return RESIL_ENOMEM;
     x->hedge_at = p->hedge_at;
     x->retry_last = p->nnodes > 0 && p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
     x->at_instants = p->clock == &loop->clock &&
                      RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
-    /* The run copies what it keeps of the call: the call is read only here. */
-    if (call == NULL)
-        call = &resil__call_defaults;
     resil__result_begin(&x->result);
     memset(x->result.reserved_, 0, sizeof x->result.reserved_); /* none of an earlier one's */
     x->p = p;
@@ -1514,6 +1537,8 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
         release(x);
         return rc;
     }
+    if (kept > 0)
+        (void)resil__run_keep(&x->run, kept_at(x), kept);
     lanes_idle(x, nlanes);
     x->refs = 1;
     if (out != NULL)

@@ -339,6 +339,79 @@ static void an_operation_cancelling_its_own_hedged_execution_ends_it_at_once(voi
     world_close(&w);
 }
 
+/* ---- a hedge's loser reporting after the execution ended --------------------- */
+
+typedef struct late {
+    resil_attempt *held; /* the losing hedge's attempt, reported by the test */
+    char ended_key[64];  /* the key of the HEDGE_ENDED event */
+    int ended;
+} late;
+
+static late the_late;
+
+static void heard_hedge_end(const resil_event *ev, void *ud)
+{
+    late *l = ud;
+    if (ev->type == RESIL_EVENT_HEDGE_ENDED)
+        snprintf(l->ended_key, sizeof l->ended_key, "%s", ev->key);
+}
+
+static void hedged_at_once_and_heard(resil_pipeline_builder *b)
+{
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    h.delay = 0;
+    h.max_hedged = 1;
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+    assert_int_equal(resil_pipeline_builder_listen(b, heard_hedge_end, &the_late), 0);
+}
+
+/* The primary succeeds at once; the hedge ignores its cancellation. */
+static void primary_wins_and_the_hedge_holds_on(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    late *l = ctx->user;
+    if (ctx->hedge == 1) {
+        l->held = a;
+        return;
+    }
+    resil_outcome ok = resil_ok();
+    resil_attempt_done(a, &ok);
+}
+
+static void late_ended(const resil_pipeline_result *res, void *ud)
+{
+    (void)res;
+    ((late *)ud)->ended++;
+}
+
+/* Once `done` has run, the call's memory is the caller's again: a loser
+ * reporting later is named from the execution's own copy. */
+static void a_loser_reporting_after_done_is_named_from_the_executions_copy(void **state)
+{
+    (void)state;
+    memset(&the_late, 0, sizeof the_late);
+    world w;
+    world_open(&w, hedged_at_once_and_heard);
+    char operation[32] = "checkout";
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = &the_late;
+    rc.operation = operation;
+    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, primary_wins_and_the_hedge_holds_on,
+                                          &rc, late_ended, &the_late, NULL),
+                     0);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(the_late.ended, 1);
+    assert_non_null(the_late.held);
+    assert_string_equal(the_late.ended_key, "");
+    snprintf(operation, sizeof operation, "reused");
+    resil_outcome lost = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "lost");
+    resil_attempt_done(the_late.held, &lost);
+    virtual_loop_run(&w.vl, NULL);
+    assert_string_equal(the_late.ended_key, "checkout");
+    world_close(&w);
+}
+
 /* ---- fired from another thread ---------------------------------------------- */
 
 #define QUEUED 64
@@ -547,6 +620,7 @@ int main(void)
         cmocka_unit_test(a_fire_inside_the_first_walk_tells_the_attempt_once),
         cmocka_unit_test(a_fire_posted_as_the_execution_ends_keeps_its_block_until_the_post_runs),
         cmocka_unit_test(an_operation_cancelling_its_own_hedged_execution_ends_it_at_once),
+        cmocka_unit_test(a_loser_reporting_after_done_is_named_from_the_executions_copy),
         cmocka_unit_test(queued_executions_end_when_another_thread_fires_their_tokens),
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
     };

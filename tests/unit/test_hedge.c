@@ -475,9 +475,9 @@ static void a_late_loser_reports_the_operation_from_its_own_copy(void **state)
     assert_string_equal(w->ended_key, "checkout");
 }
 
-/* An operation's name too long for the race's copy (RESIL_BREAKER_NAME_MAX
- * bytes or more) stays the caller's: the execution then returns only
- * after its losers, as with wait_losers. */
+/* An operation's name too long for the race's copy (more than
+ * RESIL_HEDGE_KEPT_MAX bytes) stays the caller's: the execution then
+ * returns only after its losers, as with wait_losers. */
 static void a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers(void **state)
 {
     world *w = *state;
@@ -485,9 +485,9 @@ static void a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers(void
     build(w, &h, 0);
     w->does[0] = SUCCEED;
     w->does[1] = BLOCK_THEN_GATE;
-    char operation[RESIL_BREAKER_NAME_MAX + 1];
-    memset(operation, 'x', RESIL_BREAKER_NAME_MAX);
-    operation[RESIL_BREAKER_NAME_MAX] = '\0';
+    char operation[RESIL_HEDGE_KEPT_MAX + 1];
+    memset(operation, 'x', RESIL_HEDGE_KEPT_MAX);
+    operation[RESIL_HEDGE_KEPT_MAX] = '\0'; /* with its NUL, one byte too many */
     execution x = {.operation = operation};
     start(&x, w);
     while (__atomic_load_n(&w->saw_cancel[1], __ATOMIC_SEQ_CST) == 0)
@@ -496,6 +496,30 @@ static void a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers(void
     finish(&x);
     assert_int_equal(x.result.hedge_winner, 0);
     assert_int_equal(x.hedge_had_ended, 1);
+}
+
+/* Names that just fit (RESIL_HEDGE_KEPT_MAX bytes with the NUL) are
+ * copied: the execution returns before its loser, which reports them. */
+static void a_name_that_just_fits_is_copied_and_the_execution_does_not_wait(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(0, 1);
+    build(w, &h, 0);
+    w->does[0] = SUCCEED;
+    w->does[1] = BLOCK_THEN_GATE;
+    char operation[RESIL_HEDGE_KEPT_MAX];
+    memset(operation, 'x', RESIL_HEDGE_KEPT_MAX - 1);
+    operation[RESIL_HEDGE_KEPT_MAX - 1] = '\0';
+    execution x = {.operation = operation};
+    start(&x, w);
+    finish(&x); /* the gate is still shut: only a call that did not wait returns */
+    assert_int_equal(x.hedge_had_ended, 0);
+    memset(operation, 'y', RESIL_HEDGE_KEPT_MAX - 1);
+    gate_open(&w->gate);
+    resil_pipeline_free(w->p);
+    w->p = NULL;
+    assert_int_equal(strlen(w->ended_key), sizeof w->ended_key - 1);
+    assert_int_equal(strspn(w->ended_key, "x"), sizeof w->ended_key - 1);
 }
 
 static void wait_losers_returns_only_after_every_attempt_ended(void **state)
@@ -758,6 +782,7 @@ int main(void)
         T(a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_dropped_it),
         T(a_late_loser_reports_the_operation_from_its_own_copy),
         T(a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers),
+        T(a_name_that_just_fits_is_copied_and_the_execution_does_not_wait),
         T(wait_losers_returns_only_after_every_attempt_ended),
         T(caller_cancel_fires_every_attempt),
         T(total_deadline_while_hedging_times_out_every_attempt),
