@@ -32,9 +32,11 @@
  * RESIL_HEDGE_KEPT_MAX bytes (with the attributes' own), which the slot
  * cannot copy, make that execution wait for its losers. On a loop
  * (async.h) the execution's block keeps the same copies, whatever their
- * size. ctx->hedge tells an attempt which
- * one it is (0 for the primary), e.g. to write into its own result slot;
- * hedge_on gets the same context, so it knows whose outcome it judges.
+ * size.
+ *
+ * ctx->hedge tells an attempt which one it is (0 for the primary), e.g. to
+ * write into its own result slot; hedge_on gets the same context, so it
+ * knows whose outcome it judges.
  */
 #ifndef RESIL_HEDGE_H
 #define RESIL_HEDGE_H

@@ -21,8 +21,9 @@
  * A loser may also run after the caller has returned, so the race keeps
  * its own copies of what the run points to in the caller's memory: the
  * key, the operation's name and the HTTP attributes its events carry.
- * Only ctx->user is left to the caller (hedge.h); names too long to copy
- * make the execution wait for its losers instead. The call's generator
+ * Only ctx->user and the hooks' user data are left to the caller
+ * (hedge.h); names too long to copy make the execution wait for its
+ * losers instead. The call's generator
  * is not needed: nothing below the hedging draws (a retry must come
  * before it).
  *

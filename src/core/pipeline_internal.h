@@ -195,13 +195,12 @@ void resil__run_retain_registry_breakers(const resil__run *r);
 
 /* A copy of a run that may outlive the caller's memory (a hedge's losers
  * report after the execution returned) keeps its own copies of what the
- * run points to there: the key (unless it is the name of a registry breaker
- * the run holds), the operation's name and the HTTP attributes its events
- * carry. The same run's breakers are its own (resil__run_retain_breakers).
- * resil__run_kept_size is the bytes they
- * take; resil__run_keep copies them into `buf` (aligned as a pointer) and
- * points the run at the copies, or returns false, the run untouched, when
- * they do not fit in `cap`. */
+ * run points to there: the key (unless it is the name of a registry
+ * breaker the run holds), the operation's name and the HTTP attributes
+ * its events carry; its breakers are its own (resil__run_retain_breakers).
+ * resil__run_kept_size is the bytes the copies take; resil__run_keep makes
+ * them in `buf` (aligned as a pointer) and points the run at them, or
+ * returns false, the run untouched, when they do not fit in `cap`. */
 size_t resil__run_kept_size(const resil__run *r);
 bool resil__run_keep(resil__run *r, char *buf, size_t cap);
 
