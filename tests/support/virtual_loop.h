@@ -42,7 +42,7 @@ typedef struct virtual_loop {
     size_t *pslot;
 } virtual_loop;
 
-#define VIRTUAL_LOOP_IO_WAIT_MS 50
+#define VIRTUAL_LOOP_IO_WAIT_MS 200
 
 /* The loop reads and moves `fc`; create it on the thread that runs it. */
 void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc);
