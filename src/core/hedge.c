@@ -367,25 +367,26 @@ static void finish_attempt(race *rc, uint32_t index, const resil_outcome *o)
 }
 
 /* The run as the workers see it, none of it in the caller's memory but
- * ctx->user (and, when kept_all is false, what did not fit). */
+ * ctx->user (and, when kept_all is false, what did not fit): its trace,
+ * names and breakers are the race's own. */
 static void keep_run(race *rc, const resil__run *r)
 {
     rc->run = *r;
     rc->run.ex = NULL;
     rc->run.records = NULL;
     rc->run.records_cap = 0;
-    rc->kept_all = resil__run_keep(&rc->run, rc->kept, sizeof rc->kept);
     rc->run.rng = NULL;
+    if (r->trace != NULL) {
+        rc->trace = *r->trace;
+        rc->run.trace = &rc->trace;
+    }
+    rc->kept_all = resil__run_keep(&rc->run, rc->kept, sizeof rc->kept);
+    resil__run_retain_breakers(r);
 }
 
 static void open_race(race *rc, const resil__run *r, size_t i, const resil__frame *f)
 {
     keep_run(rc, r);
-    if (r->trace != NULL) {
-        rc->trace = *r->trace;
-        rc->run.trace = &rc->trace;
-    }
-    resil__run_retain_breakers(r); /* a loser may meet them after the caller let go */
     rc->next = i + 1;
     rc->base = *f;
     rc->base.reading = NULL; /* workers never hand readings to the retry */

@@ -126,19 +126,39 @@ static inline size_t fx_count(fx *f, const char *path)
     return http_server_count(f->server, path);
 }
 
-/* fx_count once it reaches `n`: a request whose attempt timed out may
- * still be on its way to the server's thread for that connection when
- * the call returns, so the count is awaited (ten seconds at most, a guard
- * against a hang, not a timing) instead of read at once. */
-static inline size_t fx_count_reaching(fx *f, const char *path, size_t n)
+static inline size_t fx_peak(fx *f, const char *path)
+{
+    (void)path;
+    return http_server_peak(f->server);
+}
+
+/* read(f, path) once it reaches `n`, polled every millisecond for ten
+ * seconds at most: a guard against a hang, not a timing. */
+static inline size_t fx_reaching(fx *f, size_t (*read)(fx *, const char *), const char *path,
+                                 size_t n)
 {
     struct timespec pause = {0, 1000000};
-    size_t seen = fx_count(f, path);
+    size_t seen = read(f, path);
     for (int i = 0; seen < n && i < 10000; i++) {
         nanosleep(&pause, NULL);
-        seen = fx_count(f, path);
+        seen = read(f, path);
     }
     return seen;
+}
+
+/* fx_count once it reaches `n`: a request whose attempt timed out may
+ * still be on its way to the server's thread for that connection when
+ * the call returns, so the count is awaited instead of read at once. */
+static inline size_t fx_count_reaching(fx *f, const char *path, size_t n)
+{
+    return fx_reaching(f, fx_count, path, n);
+}
+
+/* The most requests the server has answered at once, once it reaches `n`
+ * (an answer is counted from the moment its step is taken). */
+static inline size_t fx_peak_reaching(fx *f, size_t n)
+{
+    return fx_reaching(f, fx_peak, NULL, n);
 }
 
 /* The waits the executor slept, in order. */

@@ -384,6 +384,25 @@ static void zero_delay_starts_every_attempt_at_once(void **state)
     pthread_barrier_destroy(&w->all_started);
 }
 
+/* Open the gate and free the pipeline, which joins every attempt still
+ * running: a late loser has ended when this returns. */
+static void join_losers(world *w)
+{
+    gate_open(&w->gate);
+    resil_pipeline_free(w->p);
+    w->p = NULL;
+}
+
+/* Every attempt at once: the primary wins, the hedge loses and ends only
+ * at the gate. */
+static void primary_wins_while_the_hedge_holds(world *w)
+{
+    resil_hedge_opts h = hedging(0, 1);
+    build(w, &h, 0);
+    w->does[0] = SUCCEED;
+    w->does[1] = BLOCK_THEN_GATE;
+}
+
 static void caller_returns_before_a_late_loser_which_lands_safely(void **state)
 {
     world *w = *state;
@@ -398,9 +417,7 @@ static void caller_returns_before_a_late_loser_which_lands_safely(void **state)
     finish(&x);
     assert_int_equal(x.result.outcome.kind, RESIL_SUCCESS);
     assert_int_equal(__atomic_load_n(&w->finished[0], __ATOMIC_SEQ_CST), 0);
-    gate_open(&w->gate);
-    resil_pipeline_free(w->p); /* the loser finishes into a live slot */
-    w->p = NULL;
+    join_losers(w); /* the loser finishes into a live slot */
     assert_int_equal(w->finished[0], 1);
 }
 
@@ -445,9 +462,7 @@ static void a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_drop
     assert_int_equal(x.result.hedge_winner, 1);
     assert_int_equal(resil_registry_remove(w->registry, "primary.example"), 0);
     assert_string_equal(w->opened, "");
-    gate_open(&w->gate);
-    resil_pipeline_free(w->p); /* joins the loser */
-    w->p = NULL;
+    join_losers(w);
     assert_int_equal(w->finished[0], 1);
     assert_string_equal(w->opened, "primary.example");
 }
@@ -458,19 +473,14 @@ static void a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_drop
 static void a_late_loser_reports_the_operation_from_its_own_copy(void **state)
 {
     world *w = *state;
-    resil_hedge_opts h = hedging(0, 1);
-    build(w, &h, 0);
-    w->does[0] = SUCCEED;
-    w->does[1] = BLOCK_THEN_GATE; /* the hedge loses, and ends only at the gate */
+    primary_wins_while_the_hedge_holds(w);
     char operation[32] = "checkout";
     execution x = {.operation = operation};
     start(&x, w);
     finish(&x);
     assert_int_equal(x.result.hedge_winner, 0);
     snprintf(operation, sizeof operation, "reused");
-    gate_open(&w->gate);
-    resil_pipeline_free(w->p); /* joins the loser */
-    w->p = NULL;
+    join_losers(w);
     assert_int_equal(w->finished[1], 1);
     assert_string_equal(w->ended_key, "checkout");
 }
@@ -481,10 +491,7 @@ static void a_late_loser_reports_the_operation_from_its_own_copy(void **state)
 static void a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers(void **state)
 {
     world *w = *state;
-    resil_hedge_opts h = hedging(0, 1);
-    build(w, &h, 0);
-    w->does[0] = SUCCEED;
-    w->does[1] = BLOCK_THEN_GATE;
+    primary_wins_while_the_hedge_holds(w);
     char operation[RESIL_HEDGE_KEPT_MAX + 1];
     memset(operation, 'x', RESIL_HEDGE_KEPT_MAX);
     operation[RESIL_HEDGE_KEPT_MAX] = '\0'; /* with its NUL, one byte too many */
