@@ -8,7 +8,7 @@
  * from one second to the next, that mixes the store's behaviour with the
  * disk's. This one keeps the clients running and counts what completes
  * in a window after a warm-up, so two builds can be run in turn, a few
- * times, and compared pair by pair (docs/performance.md does).
+ * times, and compared pair by pair (docs/performance-history.md does).
  *
  * "async" runs the clients as an event loop would: ONE thread keeps
  * CLIENTS requests in flight through the asynchronous calls, and the
