@@ -9,21 +9,32 @@
  * fixed buffer per connection and answers are formatted on the stack, so
  * with recording off a request allocates nothing: the benchmark counts
  * allocations in every thread of the process, the server's included.
+ *
+ * A loop on virtual time asks whether the server has settled before it
+ * moves its clock (http_server_settled), so a request must always be
+ * visible somewhere: queued for accept, or listed (both under the lock);
+ * unread in its socket, or taken by a thread that marked itself working
+ * first; or answered, with the answer on its way or arrived. A delay is
+ * work; only a hold, which never answers, leaves the server settled.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "http_server.h"
+#include "../support/tcp_in_flight.h"
 
 #define MAX_PATHS 512
 #define MAX_STEPS 32
@@ -41,6 +52,10 @@ typedef struct conn {
     http_server *server;
     int fd;
     pthread_t thread;
+    /* Working on input it took (from just before it reads until it next
+     * waits for input, holds or ends): see http_server_settled(). */
+    atomic_bool working;
+    atomic_bool ended;
 } conn;
 
 struct http_server {
@@ -274,7 +289,8 @@ static bool write_all(int fd, const char *p, size_t n)
     return true;
 }
 
-/* Wait ms, or less if the server stops: false when stopping. */
+/* Wait ms, or less if the server stops: false when stopping. A hold
+ * (ms < 0) waits for the stop alone. */
 static bool delay(http_server *s, int ms)
 {
     struct timespec until;
@@ -286,6 +302,8 @@ static bool delay(http_server *s, int ms)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&s->mu);
+    while (!s->stopping && ms < 0)
+        pthread_cond_wait(&s->stop_cv, &s->mu);
     while (!s->stopping && ms > 0 &&
            pthread_cond_timedwait(&s->stop_cv, &s->mu, &until) != ETIMEDOUT) {
     }
@@ -387,13 +405,26 @@ static bool parse_head(const char *buf, size_t head_len, http_request *r,
     return true;
 }
 
-static bool read_more(int fd, char *buf, size_t *len)
+/* Wait for the client's next bytes (or the end), idle meanwhile, and be
+ * working again before taking any: the input is never out of the socket
+ * without the connection counting as working. */
+static void await_input(conn *c)
+{
+    atomic_store(&c->working, false);
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
+    atomic_store(&c->working, true);
+}
+
+static bool read_more(conn *c, char *buf, size_t *len)
 {
     if (*len >= CONN_BUF - 1)
         return false;
+    await_input(c);
     ssize_t n;
     do
-        n = recv(fd, buf + *len, CONN_BUF - 1 - *len, 0);
+        n = recv(c->fd, buf + *len, CONN_BUF - 1 - *len, 0);
     while (n < 0 && errno == EINTR);
     if (n <= 0)
         return false;
@@ -420,12 +451,22 @@ size_t http_server_peak(http_server *s)
     return n;
 }
 
-/* Serve one request from the buffer; false when the connection ends. */
-static bool serve_one(http_server *s, int fd, char *buf, size_t *len)
+/* A hold answers nothing until the server stops, and the connection is
+ * not working meanwhile: its answer is late by any clock. */
+static bool hold(conn *c)
 {
+    atomic_store(&c->working, false);
+    return delay(c->server, -1);
+}
+
+/* Serve one request from the buffer; false when the connection ends. */
+static bool serve_one(conn *c, char *buf, size_t *len)
+{
+    http_server *s = c->server;
+    int fd = c->fd;
     const char *end;
     while ((end = find_head_end(buf, *len)) == NULL) {
-        if (!read_more(fd, buf, len))
+        if (!read_more(c, buf, len))
             return false;
     }
     size_t head_len = (size_t)(end - buf);
@@ -442,15 +483,16 @@ static bool serve_one(http_server *s, int fd, char *buf, size_t *len)
         !write_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25))
         return false;
     while (*len < head_len + clen) {
-        if (!read_more(fd, buf, len))
+        if (!read_more(c, buf, len))
             return false;
     }
     r.body_len = clen;
     record_request(s, &r, headers, (size_t)(end - 2 - headers), end);
     http_step st = next_step(s, r.target, strcspn(r.target, "?"));
     serving(s, 1);
-    bool keep = (st.delay_ms <= 0 || delay(s, st.delay_ms)) &&
-                answer(fd, &st, strcmp(r.method, "HEAD") == 0, close_after);
+    bool keep = st.hold ? hold(c)
+                        : (st.delay_ms <= 0 || delay(s, st.delay_ms)) &&
+                              answer(fd, &st, strcmp(r.method, "HEAD") == 0, close_after);
     serving(s, -1);
     if (!keep)
         return false;
@@ -468,56 +510,118 @@ static void *conn_main(void *arg)
     size_t len = 0;
     if (buf != NULL) {
         buf[0] = '\0';
-        while (serve_one(c->server, c->fd, buf, &len)) {
+        while (serve_one(c, buf, &len)) {
         }
     }
     free(buf);
     shutdown(c->fd, SHUT_RDWR);
+    atomic_store(&c->ended, true);
     return NULL;
 }
 
 /* ---- the server ----------------------------------------------------------- */
 
+/* Wait until a connection is queued (or the listener is shut down). */
+static bool await_connection(http_server *s)
+{
+    struct pollfd p = {.fd = s->listen_fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, -1)) < 0 && errno == EINTR) {
+    }
+    return n > 0 && (p.revents & POLLIN) != 0;
+}
+
+/* Take one queued connection into the list, under the lock, so that
+ * http_server_settled() sees it either queued or listed, never between;
+ * NULL when there was none (or no memory for it), with *fatal set when
+ * the listener cannot accept any more (out of descriptors). */
+static conn *take_connection(http_server *s, bool *fatal)
+{
+    pthread_mutex_lock(&s->mu);
+    int fd = s->stopping ? -1 : accept(s->listen_fd, NULL, NULL);
+    *fatal = fd < 0 && !s->stopping && errno != EAGAIN && errno != EINTR &&
+             errno != ECONNABORTED;
+    conn *c = fd >= 0 ? calloc(1, sizeof *c) : NULL;
+    if (c != NULL) {
+        c->server = s;
+        c->fd = fd;
+        c->next = s->conns;
+        s->conns = c;
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return c;
+}
+
+static void drop_connection(http_server *s, conn *c)
+{
+    pthread_mutex_lock(&s->mu);
+    conn **p = &s->conns;
+    while (*p != c)
+        p = &(*p)->next;
+    *p = c->next;
+    pthread_mutex_unlock(&s->mu);
+    close(c->fd);
+    free(c);
+}
+
 static void *accept_main(void *arg)
 {
     http_server *s = arg;
-    for (;;) {
-        int fd = accept(s->listen_fd, NULL, NULL);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            return NULL; /* the listening socket was shut down */
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        conn *c = calloc(1, sizeof *c);
-        if (c == NULL) {
-            close(fd);
+    bool fatal = false;
+    while (!fatal && await_connection(s)) {
+        conn *c = take_connection(s, &fatal);
+        if (c == NULL)
             continue;
-        }
-        c->server = s;
-        c->fd = fd;
-        pthread_mutex_lock(&s->mu);
-        bool stopping = s->stopping;
-        if (!stopping) {
-            c->next = s->conns;
-            s->conns = c;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (stopping || pthread_create(&c->thread, NULL, conn_main, c) != 0) {
-            pthread_mutex_lock(&s->mu);
-            if (!stopping)
-                s->conns = c->next;
-            pthread_mutex_unlock(&s->mu);
-            close(fd);
-            free(c);
-        }
+        int one = 1;
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (pthread_create(&c->thread, NULL, conn_main, c) != 0)
+            drop_connection(s, c);
     }
+    return NULL; /* the listening socket was shut down */
+}
+
+/* ---- settled -------------------------------------------------------------- */
+
+/* A connection with something of its own to do: input it has not taken,
+ * input it is working on, or bytes it sent still on their way to the
+ * client (tcp_in_flight.h). The input is looked at before the flag: the
+ * thread becomes working before it takes any, and nothing new arrives
+ * while the caller (the client's loop) is asking. A connection whose
+ * thread has ended takes no more input, but its last bytes and its FIN
+ * may still be on the way. */
+static bool conn_active(conn *c)
+{
+    if (!atomic_load(&c->ended)) {
+        int unread = 0;
+        if (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0)
+            return true;
+        if (atomic_load(&c->working))
+            return true;
+    }
+    return tcp_in_flight(c->fd);
+}
+
+static bool connection_queued(const http_server *s)
+{
+    struct pollfd p = {.fd = s->listen_fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+bool http_server_settled(http_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool settled = !connection_queued(s);
+    for (conn *c = s->conns; settled && c != NULL; c = c->next)
+        settled = !conn_active(c);
+    pthread_mutex_unlock(&s->mu);
+    return settled;
 }
 
 static int listen_loopback(int *port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};

@@ -29,6 +29,9 @@ typedef struct http_step {
     const char *body;        /* NULL: "<status>\n" */
     const char *headers;     /* extra header lines, each ending "\r\n", or NULL */
     bool partial;            /* announce more body than is sent, then close */
+    bool hold;               /* never answer: hold the request until the server
+                                stops, settled meanwhile (an answer late by any
+                                clock, virtual time included) */
 } http_step;
 
 #define HTTP_DROP 0   /* close the connection without answering */
@@ -62,6 +65,14 @@ void http_server_script(http_server *s, const char *path, const http_step *steps
 /* Record requests (the default) or not: the benchmark turns recording off
  * so a request costs the server no allocation. */
 void http_server_record(http_server *s, bool on);
+
+/* True when the server has nothing of its own left to do: no connection
+ * waiting to be accepted, no request bytes unread or being worked on (a
+ * delay is work; a hold is not), nothing it sent still unacknowledged. What
+ * it does next then waits on its clients, so a loop on virtual time may
+ * move its clock (virtual_loop_peer). Ask it from the clients' thread:
+ * bytes that thread is still sending are its own to account for. */
+bool http_server_settled(http_server *s);
 
 /* The most requests the server was answering at once (each counted from
  * its arrival to the end of its answer, its delay included): how much

@@ -7,8 +7,10 @@
  *
  * The loop is the tests' virtual loop over the fixture's fake clock: the
  * transfers are real, on the loopback server, but waits (a Retry-After, a
- * hedge's delay, an attempt's timeout) are jumped over when no socket has
- * anything to say, so the recorded instants are exact and nothing sleeps.
+ * hedge's delay, an attempt's timeout) are jumped over once the server has
+ * settled and no socket has anything to say, so the recorded instants are
+ * exact and nothing sleeps. An answer that must come too late holds
+ * (http_step.hold) rather than waits: a wait is the server at work.
  */
 #include <sys/resource.h>
 
@@ -40,9 +42,12 @@ static void on_done(CURL *easy, const resil_http_result *res, void *ud)
 }
 
 /* The fixture's client on the virtual loop's clock, and a multi on it. */
+static bool server_settled(void *server) { return http_server_settled(server); }
+
 static void mx_open(fx *f, mx *x)
 {
     virtual_loop_init(&x->vl, f->clock);
+    virtual_loop_peer(&x->vl, server_settled, f->server);
     f->opts.clock = resil_loop_clock(&x->vl.loop);
     assert_int_equal(resil_http_multi_new(fx_client(f), &x->vl.loop, &x->m), 0);
 }
@@ -196,11 +201,11 @@ static void cancel_at(resil_timer *t)
         resil_http_cancel(c->x);
 }
 
-/* A call of 30 s cancelled 100 ms in, by `c`: it ends at once, cancelled,
+/* A call the server holds, cancelled 100 ms in by `c`: it ends at once, cancelled,
  * and its handle is off the multi handle (it runs the next call). */
 static void assert_a_cancel_mid_transfer_ends_it(fx *f, canceller *c)
 {
-    fx_script(f, "/slow", FX_STEPS({.status = 200, .delay_ms = 30000, .body = "late\n"}));
+    fx_script(f, "/slow", FX_STEPS({.hold = true}));
     fx_script(f, "/fast", FX_STEPS({.status = 200, .body = "fast\n"}));
     mx x;
     mx_open(f, &x);
@@ -245,7 +250,7 @@ static void an_attempt_timeout_ends_the_transfer_on_virtual_time(void **state)
     fx *f = *state;
     f->opts.retry.max_attempts = 1;
     f->opts.attempt_timeout = RESIL_S(1);
-    fx_script(f, "/slow", FX_STEPS({.status = 200, .delay_ms = 30000}));
+    fx_script(f, "/slow", FX_STEPS({.hold = true}));
     mx x;
     mx_open(f, &x);
     done_box d;
@@ -260,7 +265,7 @@ static void a_hedge_is_a_concurrent_transfer_and_the_loser_is_removed(void **sta
 {
     fx *f = *state;
     f->opts.hedge_delay = RESIL_MS(100);
-    fx_script(f, "/h", FX_STEPS({.status = 200, .delay_ms = 30000, .body = "slow\n"},
+    fx_script(f, "/h", FX_STEPS({.hold = true},
                                 {.status = 200, .body = "fast\n"}));
     fx_script(f, "/again", FX_STEPS({.status = 200, .body = "again\n"}));
     mx x;

@@ -2,11 +2,20 @@
  * virtual_loop.c — the test loop: resil_timers and resil_posts over a fake
  * clock. Time moves only when nothing is runnable now, and then straight to
  * the earliest timer, as a real loop would find it after sleeping.
+ *
+ * With descriptors, "nothing runnable" is a fact the loop establishes, not
+ * a quiet spell it waits out: its own bytes are all delivered, its peer
+ * (when it has one) has settled, and only then are its descriptors polled
+ * once more and found quiet. In that order, because each step can only be
+ * undone by something the step before it would have seen: a peer settles
+ * on input that has reached it, and what it sent before settling is in the
+ * loop's sockets by the last poll.
  */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "tcp_in_flight.h"
 #include "virtual_loop.h"
 
 static resil_instant v_now(void *self)
@@ -116,7 +125,15 @@ void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc)
     v->pfd = NULL;
     v->pslot = NULL;
     v->nios = v->ios_cap = 0;
+    v->peer_settled = NULL;
+    v->peer = NULL;
     resil_loop_init(&v->loop, &virtual_ops, v);
+}
+
+void virtual_loop_peer(virtual_loop *v, bool (*settled)(void *peer), void *peer)
+{
+    v->peer_settled = settled;
+    v->peer = peer;
 }
 
 void virtual_loop_destroy(virtual_loop *v)
@@ -188,6 +205,25 @@ static int run_io(virtual_loop *v, int ms)
     return ready;
 }
 
+static bool own_bytes_delivered(const virtual_loop *v)
+{
+    for (size_t i = 0; i < v->ios_cap; i++) {
+        if (v->ios[i] != NULL && tcp_in_flight(v->ios[i]->fd))
+            return false;
+    }
+    return true;
+}
+
+/* Nothing on the descriptors can happen without the loop acting first
+ * (see the top of this file). Without a peer the other ends are the
+ * kernel's alone, and quiet descriptors are enough. */
+static bool io_settled(virtual_loop *v)
+{
+    if (v->peer_settled == NULL)
+        return true;
+    return own_bytes_delivered(v) && v->peer_settled(v->peer);
+}
+
 void virtual_loop_run(virtual_loop *v, const bool *until)
 {
     for (;;) {
@@ -200,7 +236,11 @@ void virtual_loop_run(virtual_loop *v, const bool *until)
             continue;
         if (until != NULL && done(until))
             return;
-        if (v->nios > 0 && run_io(v, VIRTUAL_LOOP_IO_WAIT_MS) > 0)
+        if (v->nios > 0 && !io_settled(v)) {
+            run_io(v, VIRTUAL_LOOP_RECHECK_MS);
+            continue;
+        }
+        if (v->nios > 0 && run_io(v, 0) > 0)
             continue;
         resil_instant next = resil_timers_next(&v->timers);
         if (next != RESIL_INSTANT_MAX) {
@@ -209,8 +249,10 @@ void virtual_loop_run(virtual_loop *v, const bool *until)
         }
         if (until == NULL)
             return;
-        if (v->nios > 0)
+        if (v->nios > 0) {
+            run_io(v, VIRTUAL_LOOP_RECHECK_MS);
             continue;
+        }
         pthread_mutex_lock(&v->mu);
         while (v->pending == 0)
             pthread_cond_wait(&v->posted, &v->mu);
