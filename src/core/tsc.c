@@ -359,7 +359,10 @@ static void decide(void)
                           memory_order_release);
 }
 
-int64_t resil__tsc_system_slow(uint64_t t)
+/* Never inlined: inside resil__tsc_system_unlined() its frame would be
+ * set up on the kernel's path too, which every reading takes where the
+ * counter is off. */
+__attribute__((noinline)) int64_t resil__tsc_system_slow(uint64_t t)
 {
     static pthread_once_t decided = PTHREAD_ONCE_INIT;
     if (atomic_load_explicit(&resil__tsc_system.state, memory_order_acquire) ==
