@@ -3,10 +3,12 @@
  * and the loop is released when the execution is over.
  *
  * The retry waits zero, so the timer falls due on the next pass of the
- * loop and nothing here depends on how long anything takes. A guard timer,
- * unreferenced so that it never keeps the loop alive itself, stops a loop
- * that would otherwise block for ever and makes that a failure instead of
- * a hung test.
+ * loop and nothing here depends on how long anything takes. Timers whose
+ * order is checked take their instants from one reading of the clock, and
+ * an instant that must not have come by the next pass is a second away.
+ * A guard timer, unreferenced so that it never keeps the loop alive
+ * itself, stops a loop that would otherwise block for ever and makes that
+ * a failure instead of a hung test.
  */
 #include <uv.h>
 
@@ -288,17 +290,20 @@ static void a_delay_does_not_end_before_it_has_passed_since_the_start(void **sta
 }
 
 /* A timer due before the one the uv timer is armed for moves it earlier;
- * one due after it leaves it: each runs in due order. */
+ * one due after it leaves it: each runs in due order. The instants count
+ * from one reading, so their order is the test's, not the scheduler's. */
 static void timers_run_in_due_order_whichever_was_started_first(void **state)
 {
     (void)state;
     world w;
     open_world(&w);
     rung = 0;
+    resil_loop *loop = resil_uv_loop(w.host);
+    resil_instant now = resil_clock_now(resil_loop_clock(loop));
     wakeup late, early, later;
-    start_wakeup_at(&w, &late, RESIL_MS(4));
-    start_wakeup_at(&w, &early, RESIL_MS(1));
-    start_wakeup_at(&w, &later, RESIL_MS(6));
+    start_wakeup_for(loop, &late, now + RESIL_MS(4));
+    start_wakeup_for(loop, &early, now + RESIL_MS(1));
+    start_wakeup_for(loop, &later, now + RESIL_MS(6));
     uv_run(&w.uv, UV_RUN_DEFAULT);
     assert_false(w.guard_fired);
     assert_int_equal(early.order, 1);
@@ -352,7 +357,10 @@ static void due_timers_run_by_instant_then_start_order(void **state)
     close_world(&w);
 }
 
-/* A timer due already, moved to a later instant, runs then and once. */
+/* A timer due already, moved to a later instant, runs then and once. The
+ * instant is a second ahead, so that the pass right after the move comes
+ * before it however long the machine stalls in between (up to that
+ * second). */
 static void a_due_timer_moved_later_waits_for_its_new_instant(void **state)
 {
     (void)state;
@@ -360,7 +368,7 @@ static void a_due_timer_moved_later_waits_for_its_new_instant(void **state)
     open_world(&w);
     wakeup a;
     start_wakeup_in(&w, &a, 0);
-    resil_instant due = resil_clock_now(resil_loop_clock(a.loop)) + RESIL_MS(2);
+    resil_instant due = resil_clock_now(resil_loop_clock(a.loop)) + RESIL_S(1);
     a.loop->ops->timer_start_at(a.loop->self, &a.t, due);
     uv_run(&w.uv, UV_RUN_NOWAIT);
     assert_int_equal(a.fired, 0);
