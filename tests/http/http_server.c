@@ -15,7 +15,10 @@
  * visible somewhere: queued for accept, or listed (both under the lock);
  * unread in its socket, or taken by a thread that marked itself working
  * first; or answered, with the answer on its way or arrived. A delay is
- * work; only a hold, which never answers, leaves the server settled.
+ * work; only a hold, which never answers, and a closed gate, which waits
+ * for more requests, leave the server settled. A gate opens under the
+ * lock (the peak rising), and from then on the requests it held count as
+ * work although their threads have yet to wake (conn_active).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,6 +43,7 @@
 #define MAX_STEPS 32
 #define PATH_CAP 256
 #define CONN_BUF (256 * 1024)
+#define GATE_FALLBACK_MS 10000
 
 typedef struct script {
     char path[PATH_CAP];
@@ -56,6 +60,7 @@ typedef struct conn {
      * waits for input, holds or ends): see http_server_settled(). */
     atomic_bool working;
     atomic_bool ended;
+    size_t gate; /* the gate it waits at (under the lock), or 0 */
 } conn;
 
 struct http_server {
@@ -63,7 +68,7 @@ struct http_server {
     int port;
     pthread_t accept_thread;
     pthread_mutex_t mu;
-    pthread_cond_t stop_cv; /* CLOCK_MONOTONIC; signalled on stop */
+    pthread_cond_t cv; /* CLOCK_MONOTONIC; signalled on stop and as the peak rises */
     bool stopping;
     bool record;
     script scripts[MAX_PATHS];
@@ -289,9 +294,8 @@ static bool write_all(int fd, const char *p, size_t n)
     return true;
 }
 
-/* Wait ms, or less if the server stops: false when stopping. A hold
- * (ms < 0) waits for the stop alone. */
-static bool delay(http_server *s, int ms)
+/* The CLOCK_MONOTONIC time ms from now. */
+static struct timespec in_ms(int ms)
 {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
@@ -301,11 +305,19 @@ static bool delay(http_server *s, int ms)
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
+    return until;
+}
+
+/* Wait ms, or less if the server stops: false when stopping. A hold
+ * (ms < 0) waits for the stop alone. */
+static bool delay(http_server *s, int ms)
+{
+    struct timespec until = in_ms(ms);
     pthread_mutex_lock(&s->mu);
     while (!s->stopping && ms < 0)
-        pthread_cond_wait(&s->stop_cv, &s->mu);
+        pthread_cond_wait(&s->cv, &s->mu);
     while (!s->stopping && ms > 0 &&
-           pthread_cond_timedwait(&s->stop_cv, &s->mu, &until) != ETIMEDOUT) {
+           pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT) {
     }
     bool go_on = !s->stopping;
     pthread_mutex_unlock(&s->mu);
@@ -433,13 +445,15 @@ static bool read_more(conn *c, char *buf, size_t *len)
     return true;
 }
 
-/* A request's answer begins (+1) or ends (-1). */
+/* A request's answer begins (+1) or ends (-1). A new peak may open gates. */
 static void serving(http_server *s, int d)
 {
     pthread_mutex_lock(&s->mu);
     s->serving = d > 0 ? s->serving + 1 : s->serving - 1;
-    if (s->serving > s->peak)
+    if (s->serving > s->peak) {
         s->peak = s->serving;
+        pthread_cond_broadcast(&s->cv);
+    }
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -457,6 +471,39 @@ static bool hold(conn *c)
 {
     atomic_store(&c->working, false);
     return delay(c->server, -1);
+}
+
+/* Wait at a gate until the peak reaches it (or the fallback passes), not
+ * working while it is closed; false when stopping. The flag and the gate
+ * change together under the lock, so http_server_settled() sees the
+ * request either working or at its gate. */
+static bool pass_gate(conn *c, int gate)
+{
+    http_server *s = c->server;
+    struct timespec until = in_ms(GATE_FALLBACK_MS);
+    pthread_mutex_lock(&s->mu);
+    c->gate = (size_t)gate;
+    atomic_store(&c->working, false);
+    while (!s->stopping && s->peak < c->gate &&
+           pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT) {
+    }
+    c->gate = 0;
+    atomic_store(&c->working, true);
+    bool go_on = !s->stopping;
+    pthread_mutex_unlock(&s->mu);
+    return go_on;
+}
+
+/* Act on a step: gate, then hold, or delay and answer; false when the
+ * connection must end. */
+static bool act(conn *c, const http_step *st, bool head_only, bool close_after)
+{
+    if (st->gate > 0 && !pass_gate(c, st->gate))
+        return false;
+    if (st->hold)
+        return hold(c);
+    return (st->delay_ms <= 0 || delay(c->server, st->delay_ms)) &&
+           answer(c->fd, st, head_only, close_after);
 }
 
 /* Serve one request from the buffer; false when the connection ends. */
@@ -490,9 +537,7 @@ static bool serve_one(conn *c, char *buf, size_t *len)
     record_request(s, &r, headers, (size_t)(end - 2 - headers), end);
     http_step st = next_step(s, r.target, strcspn(r.target, "?"));
     serving(s, 1);
-    bool keep = st.hold ? hold(c)
-                        : (st.delay_ms <= 0 || delay(s, st.delay_ms)) &&
-                              answer(fd, &st, strcmp(r.method, "HEAD") == 0, close_after);
+    bool keep = act(c, &st, strcmp(r.method, "HEAD") == 0, close_after);
     serving(s, -1);
     if (!keep)
         return false;
@@ -585,14 +630,17 @@ static void *accept_main(void *arg)
 /* ---- settled -------------------------------------------------------------- */
 
 /* A connection with something of its own to do: input it has not taken,
- * input it is working on, or bytes it sent still on their way to the
- * client (tcp_in_flight.h). The input is looked at before the flag: the
+ * input it is working on (a request at an open gate included: its thread
+ * may not have woken yet), or bytes it sent still on their way to the
+ * client (tcp_in_flight.h). Called under the lock. The input is looked at before the flag: the
  * thread becomes working before it takes any, and nothing new arrives
  * while the caller (the client's loop) is asking. A connection whose
  * thread has ended takes no more input, but its last bytes and its FIN
  * may still be on the way. */
-static bool conn_active(conn *c)
+static bool conn_active(const http_server *s, conn *c)
 {
+    if (c->gate > 0 && s->peak >= c->gate)
+        return true;
     if (!atomic_load(&c->ended)) {
         int unread = 0;
         if (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0)
@@ -614,7 +662,7 @@ bool http_server_settled(http_server *s)
     pthread_mutex_lock(&s->mu);
     bool settled = !connection_queued(s);
     for (conn *c = s->conns; settled && c != NULL; c = c->next)
-        settled = !conn_active(c);
+        settled = !conn_active(s, c);
     pthread_mutex_unlock(&s->mu);
     return settled;
 }
@@ -646,13 +694,13 @@ http_server *http_server_start(void)
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->stop_cv, &attr);
+    pthread_cond_init(&s->cv, &attr);
     pthread_condattr_destroy(&attr);
     pthread_mutex_init(&s->mu, NULL);
     if (s->listen_fd < 0 || pthread_create(&s->accept_thread, NULL, accept_main, s) != 0) {
         if (s->listen_fd >= 0)
             close(s->listen_fd);
-        pthread_cond_destroy(&s->stop_cv);
+        pthread_cond_destroy(&s->cv);
         pthread_mutex_destroy(&s->mu);
         free(s);
         return NULL;
@@ -666,7 +714,7 @@ void http_server_stop(http_server *s)
         return;
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
-    pthread_cond_broadcast(&s->stop_cv);
+    pthread_cond_broadcast(&s->cv);
     for (conn *c = s->conns; c != NULL; c = c->next)
         shutdown(c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&s->mu);
@@ -687,7 +735,7 @@ void http_server_stop(http_server *s)
         free(s->requests[i].body);
     }
     free(s->requests);
-    pthread_cond_destroy(&s->stop_cv);
+    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

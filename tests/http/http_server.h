@@ -6,14 +6,14 @@
  * requests arrived, with which headers, what libcurl made of a slow answer
  * or a reset — so its tests talk to a real server rather than a mock. Each
  * path has a script: a sequence of steps (a status with its headers and
- * body, a delay, a dropped or reset connection) consumed one per request in
- * arrival order, the last step repeating. Every request is recorded
- * (method, target, header block, body) so a test can assert on exactly what
- * was sent. One thread per connection, so a slow answer on one connection
- * never holds up another (hedging needs that), and keep-alive, so the
- * benchmark measures libcurl reusing its connection. Its backlog takes a
- * thousand connections at once (curl multi's tests and benchmark open
- * that many together).
+ * body, a delay, a gate, a hold, a dropped or reset connection) consumed
+ * one per request in arrival order, the last step repeating. Every
+ * request is recorded (method, target, header block, body) so a test can
+ * assert on exactly what was sent. One thread per connection, so a slow
+ * answer on one connection never holds up another (hedging needs that),
+ * and keep-alive, so the benchmark measures libcurl reusing its
+ * connection. Its backlog takes a thousand connections at once (curl
+ * multi's tests and benchmark open that many together).
  */
 #ifndef RESIL_TEST_HTTP_SERVER_H
 #define RESIL_TEST_HTTP_SERVER_H
@@ -32,7 +32,22 @@ typedef struct http_step {
     bool hold;               /* never answer: hold the request until the server
                                 stops, settled meanwhile (an answer late by any
                                 clock, virtual time included) */
+    int gate;                /* > 0: first hold the request until the server has
+                                been answering this many at once, this one
+                                included (http_server_peak() reaching it), then
+                                delay and act; see "gates" below */
 } http_step;
+
+/* Gates. A step with a gate makes a concurrency claim exact: with
+ * `.gate = N` the first N requests wait for one another, so the peak is N
+ * however slowly they arrive, and the server holds none past the Nth (nor
+ * any request after it: the peak never falls). A gate still closed after
+ * ten seconds opens anyway, so a client that never sends the Nth request
+ * fails its test (the peak stays short) instead of hanging it. A request
+ * waiting at a closed gate waits on its clients, so the server counts as
+ * settled (http_server_settled), as for a hold: a loop on virtual time may
+ * move its clock to send the requests that open it (a hedge, a retry).
+ * Once open, the requests it held are work until they are answered. */
 
 #define HTTP_DROP 0   /* close the connection without answering */
 #define HTTP_RESET -1 /* abort the connection (RST) without answering */
@@ -68,14 +83,15 @@ void http_server_record(http_server *s, bool on);
 
 /* True when the server has nothing of its own left to do: no connection
  * waiting to be accepted, no request bytes unread or being worked on (a
- * delay is work; a hold is not), nothing it sent still unacknowledged. What
+ * delay is work; a hold or a closed gate is not), nothing it sent still
+ * unacknowledged. What
  * it does next then waits on its clients, so a loop on virtual time may
  * move its clock (virtual_loop_peer). Ask it from the clients' thread:
  * bytes that thread is still sending are its own to account for. */
 bool http_server_settled(http_server *s);
 
 /* The most requests the server was answering at once (each counted from
- * its arrival to the end of its answer, its delay included): how much
+ * its arrival to the end of its answer, its gate and delay included): how much
  * concurrency a client really used. */
 size_t http_server_peak(http_server *s);
 

@@ -2,7 +2,8 @@
  * test_server.c — the scripted test server's own promise to the virtual
  * loop: http_server_settled() is false while the server has work of its
  * own (a request it has not answered, a delay it is waiting out) and true
- * once whatever it does next waits on its client (idle, or holding).
+ * once whatever it does next waits on its client (idle, holding, or at a
+ * gate still closed).
  *
  * The client here is a plain blocking socket. Before asking, it waits
  * until the server's end has acknowledged every byte it sent, which is the
@@ -149,6 +150,30 @@ static void a_held_request_is_settled_and_never_answered(void **state)
     close(fd);
 }
 
+/* A request at a closed gate waits on its clients, as a hold does; the
+ * request that opens the gate releases it, and both are answered. */
+static void a_request_at_a_closed_gate_is_settled_until_it_opens(void **state)
+{
+    (void)state;
+    http_server *s = http_server_start();
+    http_step step = {.status = 200, .gate = 2, .body = "ok\n"};
+    http_server_script(s, "/g", &step, 1);
+    int first = connect_to(s);
+    send_request(first, "/g");
+    assert_true(settles_within_bound(s));
+    assert_int_equal(http_server_count(s, "/g"), 1);
+    assert_false(readable(first));
+    int second = connect_to(s);
+    send_request(second, "/g");
+    read_answer(second);
+    read_answer(first);
+    assert_int_equal(http_server_peak(s), 2);
+    assert_true(settles_within_bound(s));
+    close(first);
+    close(second);
+    http_server_stop(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +181,7 @@ int main(void)
         cmocka_unit_test(a_request_waiting_out_its_delay_is_work),
         cmocka_unit_test(a_connection_waiting_for_its_next_request_is_settled),
         cmocka_unit_test(a_held_request_is_settled_and_never_answered),
+        cmocka_unit_test(a_request_at_a_closed_gate_is_settled_until_it_opens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
