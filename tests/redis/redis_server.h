@@ -61,7 +61,8 @@ void fake_server_stop(fake_server *f);
  * when a command of that name arrives, and how. */
 typedef struct fake_answer {
     const char *command; /* "PING", "EVALSHA", ... any case; NULL ends a list */
-    const char *reply;   /* RESP text written back; NULL: close the connection */
+    const char *reply;   /* RESP text written back; "": nothing, the connection
+                            stays open; NULL: close the connection */
     int delay_ms;        /* wait this long first */
     int trickle_ms;      /* > 0: write one byte at a time, this far apart */
     const char *then;    /* optional: written `then_ms` after the reply, as a

@@ -4,25 +4,39 @@
  * pieces, and a script call resent after NOSCRIPT all end with "no answer
  * within" the timeout once it has passed, however each single read fares.
  *
- * Nothing here measures speed. Fake servers on loopback answer slowly on
- * purpose, each piece well within the timeout and the whole far beyond
- * it, so a per-read bound would let the call succeed and only a bound on
- * the whole call fails it: the verdict tells them apart. How long the call
- * took is then checked only against a generous multiple of the timeout,
- * still short of what the slow answer would have taken.
+ * Nothing here measures speed, and no verdict hangs on a race. Fake servers
+ * on loopback answer slowly on purpose, each piece well within the timeout
+ * and the whole in twice the bound below, or never: a per-read bound (or a
+ * fresh deadline for the resend) would let the call succeed or keep it
+ * waiting past that bound, while the bound on the whole call ends it at the
+ * timeout. The bound is seconds away from the timeout, so a stalled machine
+ * is not taken for a per-read bound.
  */
 #include "../../src/redis/conn.h"
 #include "fleet_test.h"
 
-#define TIMEOUT RESIL_MS(100)
-#define GENEROUS (10 * TIMEOUT)
+/* The timeout of the calls that time out, and the bound on how long they
+ * may take: twenty times over, and half of what the slow answers take. */
+#define TIMEOUT RESIL_MS(500)
+#define GENEROUS RESIL_S(10)
+/* A trickle's pace: each byte well within the timeout. */
+#define PIECE_MS 200
 
 #define SHA "0123456789abcdef0123456789abcdef01234567"
 
-/* A script answer as the script gives it: a closed breaker, 18 integers. */
+/* A script answer as the script gives it: a closed breaker, 18 integers
+ * in 102 bytes (20 s at PIECE_MS). */
 #define CLOSED_ANSWER                                                                    \
     "*18\r\n:0\r\n:0\r\n:1700000000000123\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"      \
     ":5000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:86400000\r\n"
+
+/* A status line that never ends: 101 bytes (20 s at PIECE_MS), no CRLF. */
+#define PONGS_10 "PONG PONG PONG PONG PONG PONG PONG PONG PONG PONG "
+#define ENDLESS_PONG "+" PONGS_10 PONGS_10
+
+/* The answer of a server that never answers: nothing, and the
+ * connection stays open. */
+#define SILENCE ""
 
 static int64_t mono_ns(void) { return resil_clock_now(resil_clock_system()); }
 
@@ -40,22 +54,30 @@ typedef struct call {
     char why[200];
 } call;
 
-/* One probe request by `timeout`, as a caller makes it. */
-static call script_call(fake_server *f, resil_duration timeout)
+/* One probe request with a deadline `within` from its start, on a client
+ * configured with `timeout` (which the library makes every deadline from,
+ * and which the error names). */
+static call script_call_within(fake_server *f, resil_duration within, resil_duration timeout)
 {
     call c = {0};
-    redisContext *ctx = connect_to(f, RESIL_S(2), c.why, sizeof c.why);
+    redisContext *ctx = connect_to(f, FLEET_TIMEOUT, c.why, sizeof c.why);
     assert_non_null(ctx);
     fleet_config cfg = {.prefix = "resil:", .channel = "resil:events", .timeout = timeout};
     fleet_cmd cmd = {.op = FLEET_PROBE, .key = "resil:breaker:x", .name = "x"};
     fleet_state s;
     uint64_t noscript = 0, sent = 0;
     int64_t t0 = mono_ns();
-    c.rc = resil__fleet_run(ctx, &cmd, &cfg, SHA, resil__fleet_deadline(timeout), &s, &noscript,
+    c.rc = resil__fleet_run(ctx, &cmd, &cfg, SHA, resil__fleet_deadline(within), &s, &noscript,
                             &sent, c.why, sizeof c.why);
     c.took = mono_ns() - t0;
     resil__fleet_close(ctx);
     return c;
+}
+
+/* One probe request by `timeout`, as a caller makes it. */
+static call script_call(fake_server *f, resil_duration timeout)
+{
+    return script_call_within(f, timeout, timeout);
 }
 
 static void an_answer_arriving_within_the_timeout_is_taken(void **state)
@@ -74,15 +96,15 @@ static void an_answer_arriving_within_the_timeout_is_taken(void **state)
 static void an_answer_trickled_past_the_timeout_times_the_call_out(void **state)
 {
     (void)state;
-    /* ~150 bytes, 20 ms apart: every read succeeds, the whole takes 3 s. */
+    /* Every read succeeds; the whole takes 20 s, and would succeed then. */
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"EVALSHA", CLOSED_ANSWER, 0, 20, NULL, 0},
+                             {"EVALSHA", CLOSED_ANSWER, 0, PIECE_MS, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
     call c = script_call(f, TIMEOUT);
     assert_int_equal(c.rc, RESIL_EBACKEND);
-    assert_string_equal(c.why, "EVALSHA: no answer within 100ms");
+    assert_string_equal(c.why, "EVALSHA: no answer within 500ms");
     assert_true(c.took < GENEROUS);
     fake_server_stop(f);
 }
@@ -90,17 +112,20 @@ static void an_answer_trickled_past_the_timeout_times_the_call_out(void **state)
 static void a_resend_after_noscript_shares_the_calls_deadline(void **state)
 {
     (void)state;
-    /* Each answer comes after 60% of the timeout: both together, after 120%. */
+    /* NOSCRIPT at once, the EVAL never answered. The call's deadline is
+     * 2 s away, the configured timeout 30 s: a resend that took a fresh
+     * deadline from the timeout would wait 30 s, one that shares the
+     * call's ends at 2 s. */
     fake_answer answers[] = {
         {"PING", "+PONG\r\n", 0, 0, NULL, 0},
-        {"EVALSHA", "-NOSCRIPT No matching script. Please use EVAL.\r\n", 60, 0, NULL, 0},
-        {"EVAL", CLOSED_ANSWER, 60, 0, NULL, 0},
+        {"EVALSHA", "-NOSCRIPT No matching script. Please use EVAL.\r\n", 0, 0, NULL, 0},
+        {"EVAL", SILENCE, 0, 0, NULL, 0},
         {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    call c = script_call(f, TIMEOUT);
+    call c = script_call_within(f, FLEET_TIMEOUT, RESIL_S(30));
     assert_int_equal(c.rc, RESIL_EBACKEND);
-    assert_string_equal(c.why, "EVAL: no answer within 100ms");
+    assert_string_equal(c.why, "EVAL: no answer within 30s");
     assert_true(c.took < GENEROUS);
     fake_server_stop(f);
 }
@@ -108,8 +133,9 @@ static void a_resend_after_noscript_shares_the_calls_deadline(void **state)
 static void the_handshake_is_bounded_as_a_whole(void **state)
 {
     (void)state;
-    /* PONG one byte every 40% of the timeout: 2.4 timeouts in all. */
-    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 40, NULL, 0},
+    /* A PONG that goes on for 20 s, a byte at a time: a per-read bound
+     * would keep reading it to the end, the bound on the whole stops. */
+    fake_answer answers[] = {{"PING", ENDLESS_PONG, 0, PIECE_MS, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
@@ -118,7 +144,7 @@ static void the_handshake_is_bounded_as_a_whole(void **state)
     redisContext *c = connect_to(f, TIMEOUT, why, sizeof why);
     resil_duration took = mono_ns() - t0;
     assert_null(c);
-    assert_string_equal(why, "PING: no answer within 100ms");
+    assert_string_equal(why, "PING: no answer within 500ms");
     assert_true(took < GENEROUS);
     fake_server_stop(f);
 }
