@@ -53,6 +53,7 @@ static int env_setup(void **state)
 static int env_teardown(void **state)
 {
     env *e = *state;
+    upstream_release(e->up); /* a test that failed holding a call must not hold the stop */
     if (e->gw.pid > 0)
         gateway_stop(&e->gw);
     upstream_stop(e->up);
@@ -171,6 +172,8 @@ static void same_key_on_another_query_is_422(void **state)
     http_reply_free(&r);
 }
 
+/* A POST the upstream holds (its /hold target) until upstream_release():
+ * a call that runs for as long as the test needs, measured by no clock. */
 typedef struct slow_post {
     const env *e;
     http_reply r;
@@ -179,34 +182,25 @@ typedef struct slow_post {
 static void *post_in_thread(void *arg)
 {
     slow_post *p = arg;
-    post(p->e, "/orders", "k-1", "a", &p->r);
+    post(p->e, "/hold", "k-1", "a", &p->r);
     return NULL;
-}
-
-static void wait_for_upstream(upstream *up, unsigned n)
-{
-    for (int i = 0; i < 2000 && upstream_requests(up) < n; i++) {
-        struct timespec ts = {0, 5 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    assert_true(upstream_requests(up) >= n);
 }
 
 static void post_while_the_first_runs_is_409_with_retry_after(void **state)
 {
     env *e = *state;
-    upstream_set_delay_ms(e->up, 1000);
     start_gateway(e, NULL);
     slow_post first = {.e = e};
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
-    wait_for_upstream(e->up, 1);
+    assert_true(upstream_wait_held(e->up, 1));
     http_reply r;
-    post(e, "/orders", "k-1", "a", &r);
+    post(e, "/hold", "k-1", "a", &r);
     assert_int_equal(r.status, 409);
     header_is(&r, "Retry-After", "1");
     assert_non_null(strstr(r.body, "\"error\":\"request_in_progress\""));
     http_reply_free(&r);
+    upstream_release(e->up);
     pthread_join(t, NULL);
     assert_int_equal(first.r.status, 201);
     http_reply_free(&first.r);
@@ -541,19 +535,35 @@ static void replay_survives_a_gateway_restart(void **state)
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
+/* Poll the gateway's log for `text`, up to 10 s: a condition, not a time. */
+static bool log_shows(const gateway_proc *g, const char *text)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (gateway_log_contains(g, text))
+            return true;
+        struct timespec ts = {0, 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* The SIGTERM is handled while the call is held upstream; only then is the
+ * call let go, so the drain has it in flight for certain. */
 static void sigterm_lets_the_request_in_flight_finish(void **state)
 {
     env *e = *state;
-    upstream_set_delay_ms(e->up, 700);
     start_gateway(e, NULL);
     slow_post p = {.e = e};
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &p);
-    wait_for_upstream(e->up, 1);
-    assert_int_equal(gateway_stop(&e->gw), 0);
+    assert_true(upstream_wait_held(e->up, 1));
+    kill(e->gw.pid, SIGTERM);
+    assert_true(log_shows(&e->gw, "SIGTERM received"));
+    upstream_release(e->up);
     pthread_join(t, NULL);
     assert_int_equal(p.r.status, 201);
     http_reply_free(&p.r);
+    assert_int_equal(gateway_stop(&e->gw), 0);
     assert_true(gateway_log_contains(&e->gw, "1 request in flight, 0 unfinished"));
     assert_true(gateway_log_contains(&e->gw, "resil gateway: stopped"));
 }
