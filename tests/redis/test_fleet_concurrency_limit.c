@@ -268,8 +268,7 @@ static void killed_redis_hands_over_to_the_local_share_and_back(void **state)
     fleet_events ev;
     fleet_events_init(&ev);
     resil_fake_clock *fc = fleet_clock();
-    resil_redis_opts ro = fleet_opts(&ev);
-    ro.timeout = RESIL_MS(250);
+    resil_redis_opts ro = fleet_opts(&ev); /* a killed Redis refuses at once */
     ro.reconnect.base = RESIL_MS(10);
     ro.reconnect.max_delay = RESIL_MS(100);
     resil_redis *r = fleet_client_with(&ro);
