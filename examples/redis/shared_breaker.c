@@ -31,6 +31,7 @@ static resil_redis *instance(const char *url)
     resil_redis_opts o;
     resil_redis_opts_default(&o);
     o.url = url;
+    o.timeout = RESIL_S(2); /* per answer: a busy machine is not an outage */
     resil_redis *r = NULL;
     resil_err err;
     if (resil_redis_new(&o, &r, &err) != 0) {
@@ -85,9 +86,11 @@ int main(int argc, char **argv)
     }
 
     wait_for(b, RESIL_BREAKER_OPEN);
+    /* The wait left is the 30 s break less the time the news took to reach
+     * B: shown rounded up to ten seconds. */
     if (resil_breaker_execute(b, call_payments, &ctx, NULL, NULL, &out) == RESIL_EREJECTED)
         printf("instance B: rejected without calling payments: %s, next probe in %llds\n",
-               out.detail, (long long)((out.retry_after + RESIL_S(1) - 1) / RESIL_S(1)));
+               out.detail, (long long)((out.retry_after + RESIL_S(10) - 1) / RESIL_S(10)) * 10);
 
     resil_redis_breaker_status st;
     if (resil_redis_breaker_status_get(b, &st) == 0)
