@@ -58,6 +58,21 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The requests recorded for `path` once they reach `n`, polled every 5 ms
+ * for ten seconds at most: a guard against a hang, not a timing. A request
+ * the tool sent just before it exited may still be on its way to the
+ * server's thread for its connection when the tool's exit is seen. */
+static size_t count_reaching(cli_fx *f, const char *path, size_t n)
+{
+    size_t seen = http_server_count(f->server, path);
+    for (int i = 0; seen < n && i < 2000; i++) {
+        struct timespec tick = {0, 5 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+        seen = http_server_count(f->server, path);
+    }
+    return seen;
+}
+
 /* ---- retrying ----------------------------------------------------------------- */
 
 static void two_503s_then_200_exit_0_after_three_requests(void **state)
@@ -137,7 +152,7 @@ static void retry_after_past_the_total_stops_at_once(void **state)
     cli_fx *f = *state;
     http_server_script(f->server, "/a", STEPS({.status = 503, .retry_after = "10"}, OK_STEP));
     cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "--total-timeout", "2s", "--attempt-timeout", "1s",
+    cli_run(&r, f->dir, NULL, "http", "--total-timeout", "5s", "--attempt-timeout", "4s",
             url(f, "/a"), NULL);
     assert_int_equal(r.status, 22);
     assert_int_equal(http_server_count(f->server, "/a"), 1);
@@ -368,22 +383,25 @@ static void body_from_standard_input(void **state)
 static void attempt_timeouts_exit_28(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/slow", STEPS({.status = 200, .delay_ms = 3000}));
+    http_server_script(f->server, "/slow", STEPS({.hold = true}));
     cli_result r;
     cli_run(&r, f->dir, NULL, "http", "--attempts", "2", "--delay", "10ms",
             "--attempt-timeout", "100ms", url(f, "/slow"), NULL);
     assert_int_equal(r.status, 28);
-    assert_int_equal(http_server_count(f->server, "/slow"), 2);
+    assert_int_equal(count_reaching(f, "/slow", 2), 2);
     assert_contains(r.err, "#2 timed out, attempts exhausted");
     cli_result_free(&r);
 }
 
+/* The first attempt is never answered, so only its timeout ends it; the
+ * timeout (which also bounds the second attempt, answered at once) is a
+ * second, far above a loopback attempt's few milliseconds. */
 static void a_slow_attempt_is_retried_after_its_timeout(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/slow", STEPS({.status = 200, .delay_ms = 3000}, OK_STEP));
+    http_server_script(f->server, "/slow", STEPS({.hold = true}, OK_STEP));
     cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--attempt-timeout", "100ms",
+    cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--attempt-timeout", "1s",
             url(f, "/slow"), NULL);
     assert_int_equal(r.status, 0);
     assert_int_equal(http_server_count(f->server, "/slow"), 2);
@@ -537,8 +555,7 @@ static void breakers_isolate_hosts_across_urls(void **state)
 static void hedged_get_takes_the_faster_answer(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/h", STEPS({.status = 200, .delay_ms = 1500, .body = "slow\n"},
-                                              {.status = 200, .body = "fast\n"}));
+    http_server_script(f->server, "/h", STEPS({.hold = true}, {.status = 200, .body = "fast\n"}));
     cli_result r;
     cli_run(&r, f->dir, NULL, "http", "--hedge", "100ms", url(f, "/h"), NULL);
     assert_int_equal(r.status, 0);
@@ -567,10 +584,7 @@ static void a_long_wait_beats_every_heartbeat(void **state)
 
 static void wait_for_requests(cli_fx *f, const char *path, size_t n)
 {
-    while (http_server_count(f->server, path) < n) {
-        struct timespec tick = {0, 5 * 1000 * 1000};
-        nanosleep(&tick, NULL);
-    }
+    assert_true(count_reaching(f, path, n) >= n);
 }
 
 /* The threads of process `pid`, from /proc. */
@@ -587,10 +601,14 @@ static int threads_of(pid_t pid)
     return n;
 }
 
+/* The gate makes the first two wait for each other (the peak reaches 2
+ * however slowly they come); the delay keeps every request in the server
+ * long enough that a third sent beside them would be seen. */
 static void parallel_max_bounds_the_requests_in_flight(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/p", STEPS({.status = 200, .delay_ms = 150, .body = "p\n"}));
+    http_server_script(f->server, "/p",
+                       STEPS({.status = 200, .gate = 2, .delay_ms = 150, .body = "p\n"}));
     char u[128];
     http_server_url(f->server, "/p", u, sizeof u);
     cli_result r;
@@ -602,10 +620,11 @@ static void parallel_max_bounds_the_requests_in_flight(void **state)
     cli_result_free(&r);
 }
 
+/* Each request waits at the gate for the other five: all six at once. */
 static void without_a_max_six_urls_run_at_once(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/p", STEPS({.status = 200, .delay_ms = 300, .body = "p\n"}));
+    http_server_script(f->server, "/p", STEPS({.status = 200, .gate = 6, .body = "p\n"}));
     char u[128];
     http_server_url(f->server, "/p", u, sizeof u);
     cli_result r;
@@ -616,11 +635,12 @@ static void without_a_max_six_urls_run_at_once(void **state)
 }
 
 /* Forty transfers at once are forty sockets in one poll pass: the loop's
- * arrays grow past their first room (16) to what the pass needs. */
+ * arrays grow past their first room (16) to what the pass needs. The
+ * server answers none until all forty are in. */
 static void forty_transfers_run_at_once(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/p", STEPS({.status = 200, .delay_ms = 300, .body = "p\n"}));
+    http_server_script(f->server, "/p", STEPS({.status = 200, .gate = 40, .body = "p\n"}));
     char u[128];
     http_server_url(f->server, "/p", u, sizeof u);
 #define TEN_URLS u, u, u, u, u, u, u, u, u, u
@@ -650,12 +670,15 @@ static void without_parallel_one_url_at_a_time(void **state)
 }
 
 /* /wait's first answer asks for a retry in a second; /a answers at once:
- * its transfer ends (and its -w line is written) while /wait waits. */
+ * its transfer ends (and its -w line is written) while /wait waits. The
+ * gate holds each first request for the other, so /a's answer leaves
+ * with /wait's 503, a second before /wait's retry can. */
 static void a_retrying_transfer_holds_up_no_other(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/wait", STEPS({.status = 503, .retry_after = "1"}, OK_STEP));
-    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    http_server_script(f->server, "/wait",
+                       STEPS({.status = 503, .retry_after = "1", .gate = 2}, OK_STEP));
+    http_server_script(f->server, "/a", STEPS({.status = 200, .gate = 2, .body = "ok\n"}));
     char w[128], a[128];
     http_server_url(f->server, "/wait", w, sizeof w);
     http_server_url(f->server, "/a", a, sizeof a);
@@ -1011,7 +1034,9 @@ static void none_and_zero_switch_the_profiles_timeouts_off(void **state)
     cli_result_free(&r);
 }
 
-/* Without --profile no attempt timeout cuts a slow answer; with one it does. */
+/* Without --profile no attempt timeout cuts a slow answer; with one it does
+ * (the read profile's 500 ms, against an answer that never comes, the
+ * hedge's included). */
 static void by_default_a_slow_answer_is_not_cut(void **state)
 {
     cli_fx *f = *state;
@@ -1020,16 +1045,18 @@ static void by_default_a_slow_answer_is_not_cut(void **state)
     cli_run(&r, f->dir, NULL, "http", url(f, "/a"), NULL);
     assert_int_equal(r.status, 0);
     cli_result_free(&r);
+    http_server_script(f->server, "/a", STEPS({.hold = true}));
     cli_run(&r, f->dir, NULL, "http", "--profile", "read", "--attempts", "1", url(f, "/a"), NULL);
     assert_int_equal(r.status, 28);
     cli_result_free(&r);
 }
 
-/* An attempt that receives nothing for --stall-timeout fails as a timeout. */
+/* An attempt that receives nothing for --stall-timeout fails as a timeout
+ * (the held request's connection stays open, silent, until it does). */
 static void a_stalled_transfer_fails_with_28(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/a", STEPS({.status = 200, .delay_ms = 2500, .body = "ok\n"}));
+    http_server_script(f->server, "/a", STEPS({.hold = true}));
     cli_result r;
     cli_run(&r, f->dir, NULL, "http", "--stall-timeout", "1s", "--attempts", "1", url(f, "/a"),
             NULL);
