@@ -137,13 +137,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static void wait_for_upstream(upstream *up, unsigned n)
-{
-    for (int i = 0; i < 6000 && upstream_requests(up) < n; i++)
-        sleep_ms(5);
-    assert_true(upstream_requests(up) >= n);
-}
-
 /* Poll the gateway's log for `text`, up to 30 s. */
 static void wait_for_log(const env *e, const char *text)
 {
@@ -486,6 +479,8 @@ static void with_upstream_dedupes_a_takeover_is_forwarded(void **state)
 
 /* ---- item 4: leases are renewed; a stale holder is fenced ---------------- */
 
+/* A POST of "a" to the upstream's /hold, which answers only once the test
+ * calls upstream_release(): a slow call whose end the test chooses. */
 typedef struct slow_post {
     const env *e;
     const char *key;
@@ -495,29 +490,76 @@ typedef struct slow_post {
 static void *post_in_thread(void *arg)
 {
     slow_post *p = arg;
-    post(p->e, "/orders", p->key, "a", &p->r);
+    post(p->e, "/hold", p->key, "a", &p->r);
     return NULL;
 }
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The lease expiry (Unix ms) the SQLite store holds for `key`, read
+ * as the gateway wrote it; -1 when there is no such record. */
+static int64_t lease_expires_at(sqlite3 *db, const char *key)
+{
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT lease_expires_at FROM resil_idempotency "
+                                        "WHERE idempotency_key = ?1",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int64_t at = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return at;
+}
+
+/* Wait (up to 30 s, looking every 20 ms) until the lease `key` was first
+ * given has run out by the clock while the record's lease has been renewed
+ * past it: from then on only the renewal keeps the key. */
+static void wait_until_only_renewal_keeps(const env *e, const char *key)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(e->db, &db), SQLITE_OK); /* it only reads */
+    sqlite3_busy_timeout(db, 10000);
+    int64_t first = lease_expires_at(db, key);
+    assert_true(first > 0);
+    int64_t now = wall_ms(), renewed = first;
+    for (int i = 0; i < 1500 && (now <= first || renewed <= now); i++) {
+        sleep_ms(20);
+        renewed = lease_expires_at(db, key);
+        now = wall_ms();
+    }
+    sqlite3_close(db);
+    if (now <= first || renewed <= now)
+        fail_msg("lease %lld: at %lld it runs to %lld", (long long)first, (long long)now,
+                 (long long)renewed);
+}
+
+/* The call is held upstream past its first lease; the repeat comes once
+ * the store shows that lease over by the clock and renewed beyond it. */
 static void a_slow_call_keeps_its_key_past_the_lease_and_a_repeat_gets_409(void **state)
 {
     env *e = *state;
     const char *const extra[] = {"--lease", "2s", "--timeout", "30s", NULL};
     start_gateway(e, extra);
-    upstream_set_delay_ms(e->up, 7000);
     slow_post first = {.e = e, .key = "k-slow"};
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
-    wait_for_upstream(e->up, 1);
-    sleep_ms(4500); /* over twice the lease: renewed, or it would be taken over */
+    assert_true(upstream_wait_held(e->up, 1));
+    wait_until_only_renewal_keeps(e, "k-slow");
     http_reply r;
-    post(e, "/orders", "k-slow", "a", &r);
+    post(e, "/hold", "k-slow", "a", &r);
     assert_int_equal(r.status, 409);
     header_is(&r, "Retry-After", "1");
     http_reply_free(&r);
+    upstream_release(e->up);
     pthread_join(t, NULL);
     assert_int_equal(first.r.status, 201);
-    post(e, "/orders", "k-slow", "a", &r);
+    post(e, "/hold", "k-slow", "a", &r);
     assert_int_equal(r.status, 201);
     header_is(&r, "Idempotent-Replayed", "true");
     assert_string_equal(r.body, first.r.body);
@@ -535,11 +577,10 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
 {
     env *e = *state;
     start_gateway(e, NULL);
-    upstream_set_delay_ms(e->up, 4000); /* the takeover happens meanwhile */
-    slow_post first = {.e = e, .key = "k-fenced"};
+    slow_post first = {.e = e, .key = "k-fenced"}; /* held while the key is taken over */
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
-    wait_for_upstream(e->up, 1);
+    assert_true(upstream_wait_held(e->up, 1));
 
     resil_fake_clock *fc;
     resil_clock *sys = resil_clock_system();
@@ -552,7 +593,7 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
     resil_store *s;
     assert_int_equal(resil_store_new(&o, &s, NULL), 0);
     uint8_t h[RESIL_SHA256_LEN];
-    resil_store_request_hash("POST", "/orders", "a", 1, h);
+    resil_store_request_hash("POST", "/hold", "a", 1, h);
     resil_store_key k = {.tenant = "", .operation = "http", .key = "k-fenced"};
     resil_store_result res;
     resil_store_result_init(&res);
@@ -570,6 +611,7 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
     resil_store_free(s);
     resil_fake_clock_free(fc);
 
+    upstream_release(e->up);
     pthread_join(t, NULL);
     assert_int_equal(first.r.status, 409);
     assert_non_null(strstr(first.r.body, "\"error\":\"request_in_progress\""));
@@ -580,7 +622,7 @@ static void a_run_that_lost_its_key_is_refused_and_answers_409(void **state)
     assert_true(gateway_log_contains(&e->gw, taken));
     assert_true(gateway_log_contains(&e->gw, "idempotency=fenced"));
     http_reply r;
-    post(e, "/orders", "k-fenced", "a", &r);
+    post(e, "/hold", "k-fenced", "a", &r);
     assert_int_equal(r.status, 201);
     assert_string_equal(r.body, "theirs");
     header_is(&r, "X-Run", "theirs");
@@ -704,23 +746,23 @@ static void an_answer_the_database_cannot_take_is_journaled_then_replayed(void *
 {
     env *e = *state;
     start_gateway(e, NULL);
-    upstream_set_delay_ms(e->up, 2500); /* the lock is taken meanwhile */
-    slow_post first = {.e = e, .key = "k-journal"};
+    slow_post first = {.e = e, .key = "k-journal"}; /* held while the lock is taken */
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
-    wait_for_upstream(e->up, 1);
+    assert_true(upstream_wait_held(e->up, 1));
     hold_write_lock(e);
+    upstream_release(e->up);
     pthread_join(t, NULL);
     assert_int_equal(first.r.status, 201);
     assert_non_null(strstr(first.r.body, "\"n\":1,"));
     wait_for_log(e, "journal: 1 pending, 1 written, 0 replayed, 0 conflicts");
     http_reply r;
-    post(e, "/orders", "k-journal", "a", &r);
+    post(e, "/hold", "k-journal", "a", &r);
     assert_true(r.status == 409 || r.status == 503);
     http_reply_free(&r);
     drop_write_lock(e);
     wait_for_log(e, "journal: 0 pending, 1 written, 1 replayed, 0 conflicts");
-    post(e, "/orders", "k-journal", "a", &r);
+    post(e, "/hold", "k-journal", "a", &r);
     assert_int_equal(r.status, 201);
     header_is(&r, "Idempotent-Replayed", "true");
     assert_string_equal(r.body, first.r.body);
@@ -738,12 +780,12 @@ static void without_a_journal_an_unsaved_answer_is_503_and_saved_later(void **st
     start_gateway(e, extra);
     assert_true(gateway_log_contains(&e->gw, "resil gateway: journal off: an answer the "
                                              "database cannot take is answered 503"));
-    upstream_set_delay_ms(e->up, 2500); /* the lock is taken meanwhile */
-    slow_post first = {.e = e, .key = "k-unsaved"};
+    slow_post first = {.e = e, .key = "k-unsaved"}; /* held while the lock is taken */
     pthread_t t;
     pthread_create(&t, NULL, post_in_thread, &first);
-    wait_for_upstream(e->up, 1);
+    assert_true(upstream_wait_held(e->up, 1));
     hold_write_lock(e);
+    upstream_release(e->up);
     pthread_join(t, NULL);
     assert_int_equal(first.r.status, 503);
     assert_non_null(strstr(first.r.body, "\"error\":\"store_unavailable\""));
@@ -753,7 +795,7 @@ static void without_a_journal_an_unsaved_answer_is_503_and_saved_later(void **st
     drop_write_lock(e);
     wait_for_log(e, "key 'k-unsaved': the answer (201) is saved now");
     http_reply r;
-    post(e, "/orders", "k-unsaved", "a", &r);
+    post(e, "/hold", "k-unsaved", "a", &r);
     assert_int_equal(r.status, 201);
     header_is(&r, "Idempotent-Replayed", "true");
     assert_non_null(strstr(r.body, "\"n\":1,"));
