@@ -4,7 +4,8 @@
  * (otlp_check) before its values are: the spans of a retried call with
  * their ids, parents, attributes and statuses, the metrics with their
  * names, units, points and buckets, the configured headers and resource,
- * a full queue dropping and counting, a failed request counted, and the
+ * a full queue dropping and counting (its export held at a gate, gate.h,
+ * until the test opens it), a failed request counted, and the
  * free and the close sending what is still queued, the close saying
  * whether it was taken.
  */
@@ -13,12 +14,14 @@
 
 #include "test.h"
 
+#include "gate.h"
 #include "http_server.h"
 #include "otlp_check.h"
 #include "resil/otlp.h"
 
 typedef struct world {
     http_server *receiver;
+    gate *gate; /* between the exporter and the receiver, when a test puts one */
     resil_fake_clock *fc;
     resil_metrics *metrics;
     resil_pipeline *p;
@@ -55,7 +58,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     world *w = *state;
+    if (w->gate != NULL)
+        gate_open(w->gate); /* a test that failed with an export held must not hold the free */
     resil_otlp_free(w->x);
+    gate_stop(w->gate);
     resil_pipeline_free(w->p);
     resil_metrics_free(w->metrics);
     resil_fake_clock_free(w->fc);
@@ -254,19 +260,24 @@ static void metrics_arrive_as_valid_otlp_with_names_units_and_points(void **stat
 static void a_full_queue_drops_and_counts_instead_of_waiting(void **state)
 {
     world *w = *state;
-    /* the receiver holds each request, so the one batch in flight cannot
-     * make room while the spans are offered */
-    http_server_script(w->receiver, "/v1/traces", (const http_step[]){{.status = 200, .delay_ms = 300}},
-                       1);
+    /* the exporter reaches the receiver through a closed gate: the first
+     * batch stays in flight, and in its slot of the queue, until the test
+     * opens the gate, so none makes room while the spans are offered */
+    w->gate = gate_start(http_server_port(w->receiver));
+    assert_non_null(w->gate);
+    snprintf(w->endpoint, sizeof w->endpoint, "http://127.0.0.1:%d", gate_port(w->gate));
     w->o.max_queue = 2;
     w->o.max_batch = 1;
     start(w);
     for (int i = 0; i < 4; i++)
         call(w); /* 16 spans offered */
+    assert_true(gate_wait_held(w->gate, 1)); /* the first batch is in flight */
     resil_otlp_stats st;
     resil_otlp_get_stats(w->x, &st);
     assert_int_equal(st.spans_queued + st.spans_dropped, 16);
-    assert_true(st.spans_dropped >= 13); /* at most one in flight, two queued */
+    assert_int_equal(st.spans_queued, 2); /* the one in flight and one behind it */
+    assert_int_equal(st.spans_dropped, 14);
+    gate_open(w->gate);
     assert_int_equal(resil_otlp_flush(w->x), 0);
     resil_otlp_get_stats(w->x, &st);
     assert_int_equal(st.spans_exported, st.spans_queued);
