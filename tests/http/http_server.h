@@ -40,14 +40,16 @@ typedef struct http_step {
 
 /* Gates. A step with a gate makes a concurrency claim exact: with
  * `.gate = N` the first N requests wait for one another, so the peak is N
- * however slowly they arrive, and the server holds none past the Nth (nor
- * any request after it: the peak never falls). A gate still closed after
- * ten seconds opens anyway, so a client that never sends the Nth request
- * fails its test (the peak stays short) instead of hanging it. A request
- * waiting at a closed gate waits on its clients, so the server counts as
- * settled (http_server_settled), as for a hold: a loop on virtual time may
- * move its clock to send the requests that open it (a hedge, a retry).
- * Once open, the requests it held are work until they are answered. */
+ * however slowly they arrive. The peak counts every path, since the server
+ * started, and never falls: gates on two paths hold each path's requests
+ * for the other's, and once the peak has reached N no request waits at
+ * that gate again. A gate still closed after ten seconds opens anyway, so
+ * a client that never sends the Nth request fails its test (the peak
+ * stays short) instead of hanging it. A request waiting at a closed gate
+ * waits on its clients, so the server counts as settled
+ * (http_server_settled), as for a hold: a loop on virtual time may move
+ * its clock to send the requests that open it (a hedge, a retry). Once
+ * open, the requests it held are work until they are answered. */
 
 #define HTTP_DROP 0   /* close the connection without answering */
 #define HTTP_RESET -1 /* abort the connection (RST) without answering */
