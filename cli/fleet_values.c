@@ -1,9 +1,9 @@
 /*
- * fleet_values.c — reading `--fleet-rate` and `--fleet-concurrency`; see
- * fleet_values.h. Each value is split at its separators into parts that
- * the tool's own readers take (whole numbers, durations), and any part
- * that does not fit rejects the whole value with the form it must have,
- * since the user wrote it as one.
+ * fleet_values.c — reading `--fleet-rate`, `--fleet-concurrency` and
+ * `--fleet-timeout`; see fleet_values.h. Each value is split at its
+ * separators into parts that the tool's own readers take (whole numbers,
+ * durations), and any part that does not fit rejects the whole value with
+ * the form it must have, since the user wrote it as one.
  */
 #include <string.h>
 
@@ -92,5 +92,23 @@ int fleet_limits_need_fleet(const args *a, const char *fleet, const fleet_limit_
 {
     if (fleet == NULL && (o->rate > 0 || o->concurrency > 0))
         return args_fail(a, "--fleet-rate and --fleet-concurrency need --fleet");
+    return 0;
+}
+
+int fleet_timeout_parse(const args *a, const char *v, resil_duration *out)
+{
+    resil_duration d;
+    if (args_duration(a, "--fleet-timeout", v, true, &d) != 0)
+        return RESIL_EINVAL;
+    if (d < FLEET_TIMEOUT_MIN || d > FLEET_TIMEOUT_MAX)
+        return args_reject(a, "--fleet-timeout", "a duration from 1ms to 10s", v);
+    *out = d;
+    return 0;
+}
+
+int fleet_timeout_needs_fleet(const args *a, const char *fleet, resil_duration timeout)
+{
+    if (fleet == NULL && timeout > 0)
+        return args_fail(a, "--fleet-timeout needs --fleet");
     return 0;
 }

@@ -1,6 +1,6 @@
 /*
- * fleet_values.h — the values of `--fleet-rate` and `--fleet-concurrency`,
- * shared by `resil http` and `resil gateway`. Apart from fleet_opts.h,
+ * fleet_values.h — the values of `--fleet-rate`, `--fleet-concurrency` and
+ * `--fleet-timeout`, shared by `resil http` and `resil gateway`. Apart from fleet_opts.h,
  * which needs the Redis adapter, so that the parsers are part of the
  * option library the unit tests and fuzz targets link, and are tested
  * whether or not Redis is built.
@@ -31,5 +31,13 @@ int fleet_rate_parse(const args *a, const char *v, fleet_limit_opts *o);
 int fleet_concurrency_parse(const args *a, const char *v, fleet_limit_opts *o);
 /* Both need --fleet: 0, or RESIL_EINVAL reported. */
 int fleet_limits_need_fleet(const args *a, const char *fleet, const fleet_limit_opts *o);
+
+/* --fleet-timeout DURATION: how long one Redis call may take, a duration
+ * in [1ms, 10s]. 0, or RESIL_EINVAL reported by name. */
+#define FLEET_TIMEOUT_MIN RESIL_MS(1)
+#define FLEET_TIMEOUT_MAX RESIL_S(10)
+int fleet_timeout_parse(const args *a, const char *v, resil_duration *out);
+/* A timeout given (> 0) needs --fleet: 0, or RESIL_EINVAL reported. */
+int fleet_timeout_needs_fleet(const args *a, const char *fleet, resil_duration timeout);
 
 #endif

@@ -408,13 +408,7 @@ static int parse_fleet_concurrency(const args *a, const char *v, gw_config *cfg)
 
 static int parse_fleet_timeout(const args *a, const char *v, gw_config *cfg)
 {
-    resil_duration d;
-    if (args_duration(a, "--fleet-timeout", v, true, &d) != 0)
-        return RESIL_EINVAL;
-    if (d < RESIL_MS(1) || d > RESIL_S(10))
-        return args_reject(a, "--fleet-timeout", "a duration from 1ms to 10s", v);
-    cfg->fleet_timeout = d;
-    return 0;
+    return fleet_timeout_parse(a, v, &cfg->fleet_timeout);
 }
 #endif
 
@@ -493,8 +487,8 @@ static int check_config(const args *a, const gw_config *cfg)
         return args_fail(a, "--upstream URL is required");
     if (fleet_limits_need_fleet(a, cfg->fleet, &cfg->limits) != 0)
         return RESIL_EINVAL;
-    if (cfg->fleet_timeout > 0 && cfg->fleet == NULL)
-        return args_fail(a, "--fleet-timeout needs --fleet");
+    if (fleet_timeout_needs_fleet(a, cfg->fleet, cfg->fleet_timeout) != 0)
+        return RESIL_EINVAL;
     if (cfg->batch_window > 0 && cfg->batch_max < 2)
         return args_fail(a, "--batch-window needs --batch-max 2 or more: without batching "
                             "it only adds latency");

@@ -332,7 +332,7 @@ static int build_client(http_run *run)
     h.chaos = o->chaos_list;
 #ifdef RESIL_CLI_REDIS
     if (o->fleet != NULL) {
-        if (fleet_open(&run->fleet, o->fleet, &o->limits, &h) != 0)
+        if (fleet_open(&run->fleet, o->fleet, o->fleet_timeout, &o->limits, &h) != 0)
             return RESIL_EINVAL;
         h.registry = run->fleet.registry;
     }

@@ -30,10 +30,10 @@ static int fleet_breaker_for(const char *key, const resil_breaker_opts *o, resil
 /* The registry for --fleet URL, with the client's breaker rules. Redis not
  * answering at start is not an error: the tool still works, each host's
  * breaker then counting in this process alone, and says so. */
-int fleet_open(fleet *f, const char *url, const fleet_limit_opts *limits,
-               const resil_http_opts *h)
+int fleet_open(fleet *f, const char *url, resil_duration timeout,
+               const fleet_limit_opts *limits, const resil_http_opts *h)
 {
-    if (fleet_connect("http", url, RESIL_MS(500),
+    if (fleet_connect("http", url, timeout > 0 ? timeout : FLEET_HTTP_TIMEOUT,
                       "each host's breaker counts in this process alone", &f->client) != 0)
         return RESIL_EINVAL;
     f->limits = (fleet_limits){.cmd = "http", .client = f->client, .opts = *limits};

@@ -28,10 +28,12 @@ typedef struct fleet {
 
 #ifdef RESIL_CLI_REDIS
 /* The registry for --fleet URL, with the client's breaker rules, into
- * f->registry, and the limits asked for. 0, or RESIL_EINVAL after printing
+ * f->registry, and the limits asked for; each Redis call bounded by
+ * `timeout` (0: FLEET_HTTP_TIMEOUT). 0, or RESIL_EINVAL after printing
  * why. */
-int fleet_open(fleet *f, const char *url, const fleet_limit_opts *limits,
-               const resil_http_opts *h);
+#define FLEET_HTTP_TIMEOUT RESIL_MS(500)
+int fleet_open(fleet *f, const char *url, resil_duration timeout,
+               const fleet_limit_opts *limits, const resil_http_opts *h);
 #endif
 /* fleet_enter(): the rate permit comes in *wait; ask again then. */
 #define FLEET_WAIT 1

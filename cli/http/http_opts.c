@@ -155,6 +155,9 @@ static void usage(FILE *out, const policy_opts *defaults)
           "                             host across every process (else refused, exit\n"
           "                             7); a killed process's permit returns after\n"
           "                             LEASE (default 5s)\n"
+          "      --fleet-timeout DUR    with --fleet: how long one Redis call may take\n"
+          "                             (1ms to 10s, default 500ms) before the process\n"
+          "                             counts alone until Redis answers again\n"
 #endif
           "      --log text|json|none   the attempt record, on standard error (default\n"
           "                             text), each line timed (UTC) and marked\n"
@@ -370,6 +373,11 @@ static int parse_fleet_concurrency(http_opts *o, const args *a, const char *v)
 {
     return fleet_concurrency_parse(a, v, &o->limits);
 }
+
+static int parse_fleet_timeout(http_opts *o, const args *a, const char *v)
+{
+    return fleet_timeout_parse(a, v, &o->fleet_timeout);
+}
 #endif
 
 HTTP_FLAG(flag_include, include_headers)
@@ -401,6 +409,7 @@ static const http_option resil_options[] = {
     {"--fleet", NULL, true, parse_fleet},
     {"--fleet-rate", NULL, true, parse_fleet_rate},
     {"--fleet-concurrency", NULL, true, parse_fleet_concurrency},
+    {"--fleet-timeout", NULL, true, parse_fleet_timeout},
 #endif
     {"--include", "-i", false, flag_include},
     {"--silent", "-s", false, flag_silent},
@@ -694,7 +703,8 @@ static int walk(http_opts *o, int argc, char **argv, resil_err *err)
     }
     if (o->nurls == 0)
         return args_fail(&a, "no URL given: resil http [OPTIONS] URL...");
-    if (check_combinations(o, &a) != 0 || fleet_limits_need_fleet(&a, o->fleet, &o->limits) != 0)
+    if (check_combinations(o, &a) != 0 || fleet_limits_need_fleet(&a, o->fleet, &o->limits) != 0 ||
+        fleet_timeout_needs_fleet(&a, o->fleet, o->fleet_timeout) != 0)
         return RESIL_EINVAL;
     if (o->silent)
         o->log = LOG_NONE;

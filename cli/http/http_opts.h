@@ -99,6 +99,7 @@ typedef struct http_opts {
     uint32_t breaker_failures; /* 0: the profile's ratio rule alone */
     const char *fleet;         /* --fleet redis://...: shared breakers, or NULL */
     fleet_limit_opts limits;   /* --fleet-rate, --fleet-concurrency */
+    resil_duration fleet_timeout; /* --fleet-timeout: one Redis call's bound, 0: 500ms */
     chaos_opts chaos;          /* --chaos-fail, --chaos-latency, --chaos-seed */
     resil_chaos *chaos_list[CHAOS_OPTS_MAX + 1]; /* its strategies, for the client */
     log_format log;

@@ -1,6 +1,6 @@
 /*
- * test_fleet_values.c — the values of --fleet-rate and --fleet-concurrency
- * (cli/fleet_values.c), in-process: the forms each accepts, the numbers it
+ * test_fleet_values.c — the values of --fleet-rate, --fleet-concurrency and
+ * --fleet-timeout (cli/fleet_values.c), in-process: the forms each accepts, the numbers it
  * makes of them, and the one sentence a bad value gets. The Redis tests
  * run the tool with them (tests/redis/test_http_fleet.c,
  * test_gateway_fleet.c).
@@ -139,6 +139,58 @@ static void limits_need_fleet(void **state)
                         "resil test: --fleet-rate and --fleet-concurrency need --fleet");
 }
 
+static void a_fleet_timeout_is_a_duration_from_1ms_to_10s(void **state)
+{
+    (void)state;
+    quiet_args q;
+    quiet(&q);
+    resil_duration d = 0;
+    assert_int_equal(fleet_timeout_parse(&q.a, "1ms", &d), 0);
+    assert_int_equal(d, RESIL_MS(1));
+    assert_int_equal(fleet_timeout_parse(&q.a, "10s", &d), 0);
+    assert_int_equal(d, RESIL_S(10));
+    assert_int_equal(fleet_timeout_parse(&q.a, "2500ms", &d), 0);
+    assert_int_equal(d, RESIL_MS(2500));
+}
+
+static void bad_fleet_timeouts_are_refused_by_name(void **state)
+{
+    (void)state;
+    static const char *const out_of_range[] = {"999us", "10001ms", "1m"};
+    for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
+        quiet_args q;
+        quiet(&q);
+        resil_duration d = 7;
+        assert_int_equal(fleet_timeout_parse(&q.a, out_of_range[i], &d), RESIL_EINVAL);
+        assert_int_equal(d, 7);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "resil test: --fleet-timeout must be a duration from 1ms to 10s, got '%s'",
+                 out_of_range[i]);
+        assert_string_equal(q.err.message, want);
+    }
+    static const char *const not_durations[] = {"0", "0s", "", "x", "-1s", "5"};
+    for (size_t i = 0; i < sizeof not_durations / sizeof not_durations[0]; i++) {
+        quiet_args q;
+        quiet(&q);
+        resil_duration d = 7;
+        assert_int_equal(fleet_timeout_parse(&q.a, not_durations[i], &d), RESIL_EINVAL);
+        assert_int_equal(d, 7);
+        assert_non_null(strstr(q.err.message, "resil test: --fleet-timeout "));
+    }
+}
+
+static void a_fleet_timeout_needs_fleet(void **state)
+{
+    (void)state;
+    quiet_args q;
+    quiet(&q);
+    assert_int_equal(fleet_timeout_needs_fleet(&q.a, NULL, 0), 0);
+    assert_int_equal(fleet_timeout_needs_fleet(&q.a, "redis://h", RESIL_S(1)), 0);
+    assert_int_equal(fleet_timeout_needs_fleet(&q.a, NULL, RESIL_S(1)), RESIL_EINVAL);
+    assert_string_equal(q.err.message, "resil test: --fleet-timeout needs --fleet");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +200,9 @@ int main(void)
         cmocka_unit_test(a_concurrency_has_a_lease_of_five_seconds_unless_given),
         cmocka_unit_test(bad_concurrencies_are_refused_whole),
         cmocka_unit_test(limits_need_fleet),
+        cmocka_unit_test(a_fleet_timeout_is_a_duration_from_1ms_to_10s),
+        cmocka_unit_test(bad_fleet_timeouts_are_refused_by_name),
+        cmocka_unit_test(a_fleet_timeout_needs_fleet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

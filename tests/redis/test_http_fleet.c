@@ -4,6 +4,10 @@
  * of one process opened refuses the next process's request before it is
  * sent; and the fleet rate limit and concurrency limit (--fleet-rate,
  * --fleet-concurrency) bound every process together.
+ *
+ * Each run allows Redis FLEET_TIMEOUT_ARG per call: at the tool's 500 ms
+ * default a loaded machine could stall a call past it, and the process
+ * would count alone, which is a different outcome than the one asserted.
  */
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,6 +19,8 @@
 #include "http_server.h"
 
 static http_server *web;
+
+#define FLEET_TIMEOUT_ARG "--fleet-timeout 5s"
 
 typedef struct run_result {
     int status;
@@ -67,7 +73,8 @@ static int web_teardown(void **state)
 static run_result fleet_call(const char *fleet_url)
 {
     char args[512], url[256];
-    snprintf(args, sizeof args, "--fleet %s --breaker-failures 2 --attempts 1", fleet_url);
+    snprintf(args, sizeof args, "--fleet %s " FLEET_TIMEOUT_ARG " --breaker-failures 2 --attempts 1",
+             fleet_url);
     http_server_url(web, "/fail", url, sizeof url);
     return resil_http(args, url);
 }
@@ -116,8 +123,8 @@ static void fleet_must_be_a_redis_url(void **state)
 static run_result limited_call(const char *limits)
 {
     char args[512], url[256];
-    snprintf(args, sizeof args, "--fleet %s %s --attempts 1", redis_server_url(fleet_server),
-             limits);
+    snprintf(args, sizeof args, "--fleet %s " FLEET_TIMEOUT_ARG " %s --attempts 1",
+             redis_server_url(fleet_server), limits);
     http_server_url(web, "/ok", url, sizeof url);
     return resil_http(args, url);
 }
@@ -211,6 +218,21 @@ static void fleet_limits_are_checked_by_name(void **state)
     assert_int_equal(http_server_count(web, "/ok"), 0);
 }
 
+static void the_fleet_timeout_is_checked_by_name(void **state)
+{
+    (void)state;
+    char url[256];
+    http_server_url(web, "/ok", url, sizeof url);
+    run_result alone = resil_http("--fleet-timeout 1s", url);
+    assert_int_equal(alone.status, 125);
+    assert_mentions(&alone, "resil http: --fleet-timeout needs --fleet");
+    run_result too_long = limited_call("--fleet-timeout 11s");
+    assert_int_equal(too_long.status, 125);
+    assert_mentions(&too_long,
+                    "resil http: --fleet-timeout must be a duration from 1ms to 10s, got '11s'");
+    assert_int_equal(http_server_count(web, "/ok"), 0);
+}
+
 /* ---- a rate permit waited for on the loop --------------------------------------- */
 
 /* A connection that sees every command Redis runs (MONITOR), read after
@@ -254,18 +276,19 @@ static void monitor_stop(monitor *m)
     redisFree(m->c);
 }
 
-/* Two URLs on one host whose fleet rate is 2/s with no burst, and one on
- * another host (localhost: the same server, another authority), at once
- * with -Z: the
- * second URL's permit is half a second away. It waits on the loop, so the
- * other host's transfer goes on meanwhile; it asks the limiter again once
- * the wait is over, and gets the permit then. */
+/* Two URLs on one host whose fleet rate is one per 2 s with no burst, and
+ * one on another host (localhost: the same server, another authority), at
+ * once with -Z: the second URL's permit is two seconds away, ample time
+ * for the other host's transfer on a loaded machine. It waits on the
+ * loop, so the other host's transfer goes on meanwhile; it asks the
+ * limiter again once the wait is over, and gets the permit then. */
 static void a_url_waiting_for_its_rate_permit_holds_up_no_other_transfer(void **state)
 {
     (void)state;
     int port = http_server_port(web);
     char args[512], urls[512];
-    snprintf(args, sizeof args, "-Z --fleet %s --fleet-rate 2/s:1 --attempts 1 -s -o /dev/null",
+    snprintf(args, sizeof args,
+             "-Z --fleet %s " FLEET_TIMEOUT_ARG " --fleet-rate 1/2s:1 --attempts 1 -s -o /dev/null",
              redis_server_url(fleet_server));
     snprintf(urls, sizeof urls,
              "http://127.0.0.1:%d/ok?a1' 'http://127.0.0.1:%d/ok?a2' 'http://localhost:%d/ok?b",
@@ -311,7 +334,8 @@ static void a_signal_ends_a_rate_permit_wait_at_once(void **state)
         freopen("/dev/null", "w", stdout);
         freopen("/dev/null", "w", stderr);
         execl(tool, tool, "http", "-Z", "--fleet", redis_server_url(fleet_server),
-              "--fleet-rate", "1/20s:1", "--attempts", "1", a1, a2, (char *)NULL);
+              "--fleet-timeout", "5s", "--fleet-rate", "1/20s:1", "--attempts", "1", a1, a2,
+              (char *)NULL);
         _exit(127);
     }
     /* the second URL was refused its permit: it waits 20 s for the next,
@@ -340,6 +364,7 @@ int main(void)
         T(a_burst_admits_that_many_processes_before_the_rate_applies),
         T(a_concurrency_permit_held_elsewhere_refuses_the_process),
         T(fleet_limits_are_checked_by_name),
+        T(the_fleet_timeout_is_checked_by_name),
         T(a_url_waiting_for_its_rate_permit_holds_up_no_other_transfer),
         T(a_signal_ends_a_rate_permit_wait_at_once),
 #undef T

@@ -3,7 +3,7 @@
  * same arbitrary text: whole numbers at the bounds the options use, numbers
  * with a floor (--factor), durations (--delay, --attempt-timeout), exit-code
  * lists (--retry-on, --stop-on), the names (--backoff, --jitter, --log) and
- * the fleet limits (--fleet-rate, --fleet-concurrency).
+ * the fleet options (--fleet-rate, --fleet-concurrency, --fleet-timeout).
  *
  * The text is the input up to its first NUL, as argv would hold it. Each
  * parser is judged against an oracle written here without the C library's
@@ -224,11 +224,11 @@ static void check_names(const char *text)
               strcmp(text, "none") == 0);
 }
 
-/* ---- fleet limits -------------------------------------------------------- */
+/* ---- fleet options ------------------------------------------------------- */
 
 /* Accepted: every number within the documented bounds; refused: the
  * option named and the output untouched. */
-static void check_fleet_limits(const char *text)
+static void check_fleet_options(const char *text)
 {
     resil_err err;
     args a = quiet(&err);
@@ -252,6 +252,15 @@ static void check_fleet_limits(const char *text)
         check_rejected(rc, &err, "--fleet-concurrency");
         check(o.concurrency == -1);
     }
+    a = quiet(&err);
+    resil_duration d = -1;
+    rc = fleet_timeout_parse(&a, text, &d);
+    if (rc == 0) {
+        check(d >= FLEET_TIMEOUT_MIN && d <= FLEET_TIMEOUT_MAX);
+    } else {
+        check_rejected(rc, &err, "--fleet-timeout");
+        check(d == -1);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -269,6 +278,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_duration(text, true);  /* --attempt-timeout, --total-timeout */
     check_codes(text);
     check_names(text);
-    check_fleet_limits(text);
+    check_fleet_options(text);
     return 0;
 }
