@@ -632,11 +632,11 @@ static void *accept_main(void *arg)
 /* A connection with something of its own to do: input it has not taken,
  * input it is working on (a request at an open gate included: its thread
  * may not have woken yet), or bytes it sent still on their way to the
- * client (tcp_in_flight.h). Called under the lock. The input is looked at before the flag: the
- * thread becomes working before it takes any, and nothing new arrives
- * while the caller (the client's loop) is asking. A connection whose
- * thread has ended takes no more input, but its last bytes and its FIN
- * may still be on the way. */
+ * client (tcp_in_flight.h). Called under the lock. The input is looked at
+ * before the flag: the thread becomes working before it takes any, and
+ * nothing new arrives while the caller (the client's loop) is asking. A
+ * connection whose thread has ended takes no more input, but its last
+ * bytes and its FIN may still be on the way. */
 static bool conn_active(const http_server *s, conn *c)
 {
     if (c->gate > 0 && s->peak >= c->gate)
