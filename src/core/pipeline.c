@@ -154,13 +154,24 @@ static size_t string_size(const char *s) { return s != NULL ? strlen(s) + 1 : 0;
  * lives as long as the run's references do, and is not copied. */
 static bool key_is_kept(const resil__run *r) { return r->p->registry == NULL; }
 
+static size_t kept_size(bool key_kept, const char *key, const char *operation,
+                        const resil_http_attrs *http)
+{
+    size_t n = (key_kept ? string_size(key) : 0) + string_size(operation);
+    if (http != NULL)
+        n += sizeof *http + string_size(http->method) + string_size(http->server_address);
+    return n;
+}
+
 size_t resil__run_kept_size(const resil__run *r)
 {
-    size_t n = (key_is_kept(r) ? string_size(r->key) : 0) + string_size(r->operation);
-    if (r->http != NULL)
-        n += sizeof *r->http + string_size(r->http->method) +
-             string_size(r->http->server_address);
-    return n;
+    return kept_size(key_is_kept(r), r->key, r->operation, r->http);
+}
+
+size_t resil__call_kept_size(const resil_pipeline *p, const resil_call *call)
+{
+    const resil_http_attrs *http = call->telemetry != NULL ? call->telemetry->http : NULL;
+    return kept_size(p->registry == NULL, call->key, call->operation, http);
 }
 
 /* Copy *s to `at`, point *s there, and return the byte after the copy. */

@@ -234,13 +234,7 @@ static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_
  * registry breaker's name, which is not copied (resil__run_keep). */
 static size_t kept_size(const resil_pipeline *p, const resil_call *call, uint32_t nlanes)
 {
-    if (nlanes == 1)
-        return 0;
-    resil__run run;
-    resil__run_init(&run, p, NULL, call, NULL, NULL);
-    if (call->telemetry != NULL)
-        run.http = call->telemetry->http;
-    return resil__run_kept_size(&run);
+    return nlanes == 1 ? 0 : resil__call_kept_size(p, call);
 }
 
 static char *kept_at(resil_exec *x)

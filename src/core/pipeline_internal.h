@@ -203,6 +203,8 @@ void resil__run_retain_registry_breakers(const resil__run *r);
  * returns false, the run untouched, when they do not fit in `cap`. */
 size_t resil__run_kept_size(const resil__run *r);
 bool resil__run_keep(resil__run *r, char *buf, size_t cap);
+/* resil__run_kept_size of the run `call` starts on `p`, before there is one. */
+size_t resil__call_kept_size(const resil_pipeline *p, const resil_call *call);
 
 static inline int resil__run_take_breakers(resil__run *r, const resil_call *call)
 {

@@ -153,31 +153,32 @@ static void a_fleet_timeout_is_a_duration_from_1ms_to_10s(void **state)
     assert_int_equal(d, RESIL_MS(2500));
 }
 
+/* `v` refused, the output untouched; the sentence it got. */
+static const char *fleet_timeout_refusal(quiet_args *q, const char *v)
+{
+    quiet(q);
+    resil_duration d = 7;
+    assert_int_equal(fleet_timeout_parse(&q->a, v, &d), RESIL_EINVAL);
+    assert_int_equal(d, 7);
+    return q->err.message;
+}
+
 static void bad_fleet_timeouts_are_refused_by_name(void **state)
 {
     (void)state;
+    quiet_args q;
     static const char *const out_of_range[] = {"999us", "10001ms", "1m"};
     for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
-        quiet_args q;
-        quiet(&q);
-        resil_duration d = 7;
-        assert_int_equal(fleet_timeout_parse(&q.a, out_of_range[i], &d), RESIL_EINVAL);
-        assert_int_equal(d, 7);
         char want[256];
         snprintf(want, sizeof want,
                  "resil test: --fleet-timeout must be a duration from 1ms to 10s, got '%s'",
                  out_of_range[i]);
-        assert_string_equal(q.err.message, want);
+        assert_string_equal(fleet_timeout_refusal(&q, out_of_range[i]), want);
     }
     static const char *const not_durations[] = {"0", "0s", "", "x", "-1s", "5"};
-    for (size_t i = 0; i < sizeof not_durations / sizeof not_durations[0]; i++) {
-        quiet_args q;
-        quiet(&q);
-        resil_duration d = 7;
-        assert_int_equal(fleet_timeout_parse(&q.a, not_durations[i], &d), RESIL_EINVAL);
-        assert_int_equal(d, 7);
-        assert_non_null(strstr(q.err.message, "resil test: --fleet-timeout "));
-    }
+    for (size_t i = 0; i < sizeof not_durations / sizeof not_durations[0]; i++)
+        assert_non_null(strstr(fleet_timeout_refusal(&q, not_durations[i]),
+                               "resil test: --fleet-timeout "));
 }
 
 static void a_fleet_timeout_needs_fleet(void **state)

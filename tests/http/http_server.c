@@ -15,10 +15,11 @@
  * visible somewhere: queued for accept, or listed (both under the lock);
  * unread in its socket, or taken by a thread that marked itself working
  * first; or answered, with the answer on its way or arrived. A delay is
- * work; only a hold, which never answers, and a closed gate, which waits
- * for more requests, leave the server settled. A gate opens under the
- * lock (the peak rising), and from then on the requests it held count as
- * work although their threads have yet to wake (conn_active).
+ * work; only a hold, which waits for the test, and a closed gate, which
+ * waits for more requests, leave the server settled. Both are one barrier
+ * (wait_at), which comes down under the lock (the release, the peak
+ * rising); from then on the requests it held count as work although their
+ * threads have yet to wake (conn_active).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -60,7 +61,9 @@ typedef struct conn {
      * waits for input, holds or ends): see http_server_settled(). */
     atomic_bool working;
     atomic_bool ended;
-    size_t gate; /* the gate it waits at (under the lock), or 0 */
+    /* At a gate or a hold (under the lock): see wait_at(). */
+    bool waiting;
+    size_t gate; /* the gate it waits at, or 0 for a hold */
 } conn;
 
 struct http_server {
@@ -70,6 +73,8 @@ struct http_server {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC; signalled on stop and as the peak rises */
     bool stopping;
+    bool released; /* http_server_release(): holds let go, now and from then on */
+    unsigned held;  /* requests at a hold now */
     bool record;
     script scripts[MAX_PATHS];
     size_t nscripts;
@@ -308,14 +313,11 @@ static struct timespec in_ms(int ms)
     return until;
 }
 
-/* Wait ms, or less if the server stops: false when stopping. A hold
- * (ms < 0) waits for the stop alone. */
+/* Wait ms, or less if the server stops: false when stopping. */
 static bool delay(http_server *s, int ms)
 {
     struct timespec until = in_ms(ms);
     pthread_mutex_lock(&s->mu);
-    while (!s->stopping && ms < 0)
-        pthread_cond_wait(&s->cv, &s->mu);
     while (!s->stopping && ms > 0 &&
            pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT) {
     }
@@ -465,28 +467,55 @@ size_t http_server_peak(http_server *s)
     return n;
 }
 
-/* A hold answers nothing until the server stops, and the connection is
- * not working meanwhile: its answer is late by any clock. */
-static bool hold(conn *c)
+void http_server_release(http_server *s)
 {
-    atomic_store(&c->working, false);
-    return delay(c->server, -1);
+    pthread_mutex_lock(&s->mu);
+    s->released = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
-/* Wait at a gate until the peak reaches it (or the fallback passes), not
- * working while it is closed; false when stopping. The flag and the gate
- * change together under the lock, so http_server_settled() sees the
- * request either working or at its gate. */
-static bool pass_gate(conn *c, int gate)
+bool http_server_wait_held(http_server *s, unsigned n)
+{
+    struct timespec until = in_ms(GATE_FALLBACK_MS);
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (s->held < n && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
+    bool reached = s->held >= n;
+    pthread_mutex_unlock(&s->mu);
+    return reached;
+}
+
+/* Has what the request waits at come down: its gate (gate > 0) once the
+ * peak reaches it, a hold once the server is released? Under the lock. */
+static bool barrier_down(const http_server *s, const conn *c)
+{
+    return c->gate > 0 ? s->peak >= c->gate : s->released;
+}
+
+/* Wait at a gate (gate > 0) or a hold (0) until it comes down, not working
+ * meanwhile; a gate opens anyway after GATE_FALLBACK_MS. False when the
+ * server stops first. The flag and the wait change together under the
+ * lock, so http_server_settled() sees the request either working or
+ * waiting; it counts as working again from the moment the barrier comes
+ * down, although its thread may not have woken yet (conn_active). */
+static bool wait_at(conn *c, int gate)
 {
     http_server *s = c->server;
     struct timespec until = in_ms(GATE_FALLBACK_MS);
     pthread_mutex_lock(&s->mu);
+    c->waiting = true;
     c->gate = (size_t)gate;
     atomic_store(&c->working, false);
-    while (!s->stopping && s->peak < c->gate &&
-           pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT) {
-    }
+    s->held += gate == 0;
+    pthread_cond_broadcast(&s->cv);
+    int rc = 0;
+    while (!s->stopping && !barrier_down(s, c) && rc != ETIMEDOUT)
+        rc = gate > 0 ? pthread_cond_timedwait(&s->cv, &s->mu, &until)
+                      : pthread_cond_wait(&s->cv, &s->mu);
+    s->held -= gate == 0;
+    c->waiting = false;
     c->gate = 0;
     atomic_store(&c->working, true);
     bool go_on = !s->stopping;
@@ -498,10 +527,10 @@ static bool pass_gate(conn *c, int gate)
  * connection must end. */
 static bool act(conn *c, const http_step *st, bool head_only, bool close_after)
 {
-    if (st->gate > 0 && !pass_gate(c, st->gate))
+    if (st->gate > 0 && !wait_at(c, st->gate))
         return false;
-    if (st->hold)
-        return hold(c);
+    if (st->hold && !wait_at(c, 0))
+        return false;
     return (st->delay_ms <= 0 || delay(c->server, st->delay_ms)) &&
            answer(c->fd, st, head_only, close_after);
 }
@@ -639,7 +668,7 @@ static void *accept_main(void *arg)
  * bytes and its FIN may still be on the way. */
 static bool conn_active(const http_server *s, conn *c)
 {
-    if (c->gate > 0 && s->peak >= c->gate)
+    if (c->waiting && barrier_down(s, c))
         return true;
     if (!atomic_load(&c->ended)) {
         int unread = 0;

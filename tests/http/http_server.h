@@ -29,9 +29,10 @@ typedef struct http_step {
     const char *body;        /* NULL: "<status>\n" */
     const char *headers;     /* extra header lines, each ending "\r\n", or NULL */
     bool partial;            /* announce more body than is sent, then close */
-    bool hold;               /* never answer: hold the request until the server
-                                stops, settled meanwhile (an answer late by any
-                                clock, virtual time included) */
+    bool hold;               /* hold the request until http_server_release()
+                                (then delay and act) or the stop (then no
+                                answer), settled meanwhile: an answer late by
+                                any clock, virtual time included */
     int gate;                /* > 0: first hold the request until the server has
                                 been answering this many at once, this one
                                 included (http_server_peak() reaching it), then
@@ -83,11 +84,16 @@ void http_server_script(http_server *s, const char *path, const http_step *steps
  * so a request costs the server no allocation. */
 void http_server_record(http_server *s, bool on);
 
+/* Let every held request go on (its delay, then its answer), and every
+ * request that reaches a hold from now on. */
+void http_server_release(http_server *s);
+/* Wait until `n` requests are at a hold at once; false after ten seconds. */
+bool http_server_wait_held(http_server *s, unsigned n);
+
 /* True when the server has nothing of its own left to do: no connection
  * waiting to be accepted, no request bytes unread or being worked on (a
  * delay is work; a hold or a closed gate is not), nothing it sent still
- * unacknowledged. What
- * it does next then waits on its clients, so a loop on virtual time may
+ * unacknowledged. What it does next then waits on its clients, so a loop on virtual time may
  * move its clock (virtual_loop_peer). Ask it from the clients' thread:
  * bytes that thread is still sending are its own to account for. */
 bool http_server_settled(http_server *s);

@@ -2,34 +2,27 @@
  * test_server.c — the scripted test server's own promise to the virtual
  * loop: http_server_settled() is false while the server has work of its
  * own (a request it has not answered, a delay it is waiting out) and true
- * once whatever it does next waits on its client (idle, holding, or at a
- * gate still closed).
+ * once whatever it does next waits on its client or the test (idle,
+ * holding, or at a gate still closed); and a hold the test releases is
+ * answered.
  *
  * The client here is a plain blocking socket. Before asking, it waits
  * until the server's end has acknowledged every byte it sent, which is the
  * client's own part of the bargain (virtual_loop.c checks its sockets the
  * same way). Becoming settled after an answer may wait on the client's
- * delayed acknowledgement, so those checks poll, within a bound far above
- * it; being unsettled is asserted at once.
+ * delayed acknowledgement, so those checks are waited for
+ * (test_wait_until); being unsettled is asserted at once.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "test.h"
 
 #include "http_server.h"
 #include "../support/tcp_in_flight.h"
-
-#define SETTLE_BOUND_MS 5000
 
 static int connect_to(const http_server *s)
 {
@@ -42,18 +35,12 @@ static int connect_to(const http_server *s)
     return fd;
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
+static bool delivered(void *fd) { return !tcp_in_flight(*(int *)fd); }
 
 /* Every byte sent on fd acknowledged by the other end. */
 static void await_delivered(int fd)
 {
-    for (int waited = 0; waited < SETTLE_BOUND_MS && tcp_in_flight(fd); waited++)
-        sleep_ms(1);
-    assert_false(tcp_in_flight(fd));
+    assert_true(test_wait_until(delivered, &fd, 1));
 }
 
 static void send_request(int fd, const char *path)
@@ -64,14 +51,20 @@ static void send_request(int fd, const char *path)
     await_delivered(fd);
 }
 
-static bool settles_within_bound(http_server *s)
+static bool settled(void *s) { return http_server_settled(s); }
+
+static bool settles_within_bound(http_server *s) { return test_wait_until(settled, s, 1); }
+
+/* A server whose `path` answers with `step`, and a connection that has
+ * sent it one request. */
+static http_server *serving(const char *path, http_step step, int *fd)
 {
-    for (int waited = 0; waited < SETTLE_BOUND_MS; waited++) {
-        if (http_server_settled(s))
-            return true;
-        sleep_ms(1);
-    }
-    return false;
+    http_server *s = http_server_start();
+    assert_non_null(s);
+    http_server_script(s, path, &step, 1);
+    *fd = connect_to(s);
+    send_request(*fd, path);
+    return s;
 }
 
 static bool readable(int fd)
@@ -104,11 +97,9 @@ static void a_server_without_connections_is_settled(void **state)
 static void a_request_waiting_out_its_delay_is_work(void **state)
 {
     (void)state;
-    http_server *s = http_server_start();
+    int fd;
     http_step step = {.status = 200, .delay_ms = 30000, .body = "ok\n"};
-    http_server_script(s, "/d", &step, 1);
-    int fd = connect_to(s);
-    send_request(fd, "/d");
+    http_server *s = serving("/d", step, &fd);
     assert_false(http_server_settled(s)); /* unread, or being waited out */
     assert_false(readable(fd));
     http_server_stop(s); /* ends the delay */
@@ -118,11 +109,8 @@ static void a_request_waiting_out_its_delay_is_work(void **state)
 static void a_connection_waiting_for_its_next_request_is_settled(void **state)
 {
     (void)state;
-    http_server *s = http_server_start();
-    http_step step = {.status = 200, .body = "ok\n"};
-    http_server_script(s, "/k", &step, 1);
-    int fd = connect_to(s);
-    send_request(fd, "/k");
+    int fd;
+    http_server *s = serving("/k", (http_step){.status = 200, .body = "ok\n"}, &fd);
     read_answer(fd);
     assert_true(settles_within_bound(s));
     send_request(fd, "/k");
@@ -136,11 +124,8 @@ static void a_connection_waiting_for_its_next_request_is_settled(void **state)
 static void a_held_request_is_settled_and_never_answered(void **state)
 {
     (void)state;
-    http_server *s = http_server_start();
-    http_step step = {.hold = true};
-    http_server_script(s, "/h", &step, 1);
-    int fd = connect_to(s);
-    send_request(fd, "/h");
+    int fd;
+    http_server *s = serving("/h", (http_step){.hold = true}, &fd);
     assert_true(settles_within_bound(s));
     assert_int_equal(http_server_count(s, "/h"), 1);
     assert_false(readable(fd));
@@ -150,16 +135,30 @@ static void a_held_request_is_settled_and_never_answered(void **state)
     close(fd);
 }
 
+/* A held request is settled until the test releases it; then it is
+ * answered as its step says. */
+static void a_released_hold_is_answered(void **state)
+{
+    (void)state;
+    int fd;
+    http_server *s = serving("/r", (http_step){.status = 200, .hold = true, .body = "ok\n"}, &fd);
+    assert_true(http_server_wait_held(s, 1));
+    assert_true(http_server_settled(s));
+    assert_false(readable(fd));
+    http_server_release(s);
+    read_answer(fd);
+    assert_true(settles_within_bound(s));
+    close(fd);
+    http_server_stop(s);
+}
+
 /* A request at a closed gate waits on its clients, as a hold does; the
  * request that opens the gate releases it, and both are answered. */
 static void a_request_at_a_closed_gate_is_settled_until_it_opens(void **state)
 {
     (void)state;
-    http_server *s = http_server_start();
-    http_step step = {.status = 200, .gate = 2, .body = "ok\n"};
-    http_server_script(s, "/g", &step, 1);
-    int first = connect_to(s);
-    send_request(first, "/g");
+    int first;
+    http_server *s = serving("/g", (http_step){.status = 200, .gate = 2, .body = "ok\n"}, &first);
     assert_true(settles_within_bound(s));
     assert_int_equal(http_server_count(s, "/g"), 1);
     assert_false(readable(first));
@@ -181,6 +180,7 @@ int main(void)
         cmocka_unit_test(a_request_waiting_out_its_delay_is_work),
         cmocka_unit_test(a_connection_waiting_for_its_next_request_is_settled),
         cmocka_unit_test(a_held_request_is_settled_and_never_answered),
+        cmocka_unit_test(a_released_hold_is_answered),
         cmocka_unit_test(a_request_at_a_closed_gate_is_settled_until_it_opens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

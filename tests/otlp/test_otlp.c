@@ -4,8 +4,8 @@
  * (otlp_check) before its values are: the spans of a retried call with
  * their ids, parents, attributes and statuses, the metrics with their
  * names, units, points and buckets, the configured headers and resource,
- * a full queue dropping and counting (its export held at a gate, gate.h,
- * until the test opens it), a failed request counted, and the
+ * a full queue dropping and counting (its export held by the receiver
+ * until the test releases it), a failed request counted, and the
  * free and the close sending what is still queued, the close saying
  * whether it was taken.
  */
@@ -14,14 +14,12 @@
 
 #include "test.h"
 
-#include "gate.h"
 #include "http_server.h"
 #include "otlp_check.h"
 #include "resil/otlp.h"
 
 typedef struct world {
     http_server *receiver;
-    gate *gate; /* between the exporter and the receiver, when a test puts one */
     resil_fake_clock *fc;
     resil_metrics *metrics;
     resil_pipeline *p;
@@ -58,10 +56,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     world *w = *state;
-    if (w->gate != NULL)
-        gate_open(w->gate); /* a test that failed with an export held must not hold the free */
+    /* a test that failed with an export held must not hold the free */
+    http_server_release(w->receiver);
     resil_otlp_free(w->x);
-    gate_stop(w->gate);
     resil_pipeline_free(w->p);
     resil_metrics_free(w->metrics);
     resil_fake_clock_free(w->fc);
@@ -260,24 +257,23 @@ static void metrics_arrive_as_valid_otlp_with_names_units_and_points(void **stat
 static void a_full_queue_drops_and_counts_instead_of_waiting(void **state)
 {
     world *w = *state;
-    /* the exporter reaches the receiver through a closed gate: the first
-     * batch stays in flight, and in its slot of the queue, until the test
-     * opens the gate, so none makes room while the spans are offered */
-    w->gate = gate_start(http_server_port(w->receiver));
-    assert_non_null(w->gate);
-    snprintf(w->endpoint, sizeof w->endpoint, "http://127.0.0.1:%d", gate_port(w->gate));
+    /* the receiver holds the first batch: it stays in flight, and in its
+     * slot of the queue, until the test releases it, so none makes room
+     * while the spans are offered */
+    http_server_script(w->receiver, "/v1/traces",
+                       (const http_step[]){{.status = 200, .hold = true}}, 1);
     w->o.max_queue = 2;
     w->o.max_batch = 1;
     start(w);
     for (int i = 0; i < 4; i++)
         call(w); /* 16 spans offered */
-    assert_true(gate_wait_held(w->gate, 1)); /* the first batch is in flight */
+    assert_true(http_server_wait_held(w->receiver, 1)); /* the first batch is in flight */
     resil_otlp_stats st;
     resil_otlp_get_stats(w->x, &st);
     assert_int_equal(st.spans_queued + st.spans_dropped, 16);
     assert_int_equal(st.spans_queued, 2); /* the one in flight and one behind it */
     assert_int_equal(st.spans_dropped, 14);
-    gate_open(w->gate);
+    http_server_release(w->receiver);
     assert_int_equal(resil_otlp_flush(w->x), 0);
     resil_otlp_get_stats(w->x, &st);
     assert_int_equal(st.spans_exported, st.spans_queued);

@@ -199,21 +199,30 @@ static void a_concurrency_permit_held_elsewhere_refuses_the_process(void **state
     resil_redis_free(r);
 }
 
+/* `args` without --fleet on /ok: refused as a usage error. */
+static run_result alone_call(const char *args)
+{
+    char url[256];
+    http_server_url(web, "/ok", url, sizeof url);
+    return resil_http(args, url);
+}
+
+static void assert_usage(const run_result *r, const char *says)
+{
+    assert_int_equal(r->status, 125);
+    assert_mentions(r, says);
+}
+
 static void fleet_limits_are_checked_by_name(void **state)
 {
     (void)state;
-    char url[256];
-    http_server_url(web, "/ok", url, sizeof url);
-    run_result alone = resil_http("--fleet-rate 10/s", url);
-    assert_int_equal(alone.status, 125);
-    assert_mentions(&alone, "resil http: --fleet-rate and --fleet-concurrency need --fleet");
+    run_result alone = alone_call("--fleet-rate 10/s");
+    assert_usage(&alone, "resil http: --fleet-rate and --fleet-concurrency need --fleet");
     run_result zero = limited_call("--fleet-rate 0/s");
-    assert_int_equal(zero.status, 125);
-    assert_mentions(&zero, "resil http: --fleet-rate must be RATE/PER[:BURST]");
+    assert_usage(&zero, "resil http: --fleet-rate must be RATE/PER[:BURST]");
     assert_mentions(&zero, "got '0/s'");
     run_result lease = limited_call("--fleet-concurrency 4:1ms");
-    assert_int_equal(lease.status, 125);
-    assert_mentions(&lease, "resil http: --fleet-concurrency must be N[:LEASE]");
+    assert_usage(&lease, "resil http: --fleet-concurrency must be N[:LEASE]");
     assert_mentions(&lease, "got '4:1ms'");
     assert_int_equal(http_server_count(web, "/ok"), 0);
 }
@@ -221,15 +230,11 @@ static void fleet_limits_are_checked_by_name(void **state)
 static void the_fleet_timeout_is_checked_by_name(void **state)
 {
     (void)state;
-    char url[256];
-    http_server_url(web, "/ok", url, sizeof url);
-    run_result alone = resil_http("--fleet-timeout 1s", url);
-    assert_int_equal(alone.status, 125);
-    assert_mentions(&alone, "resil http: --fleet-timeout needs --fleet");
+    run_result alone = alone_call("--fleet-timeout 1s");
+    assert_usage(&alone, "resil http: --fleet-timeout needs --fleet");
     run_result too_long = limited_call("--fleet-timeout 11s");
-    assert_int_equal(too_long.status, 125);
-    assert_mentions(&too_long,
-                    "resil http: --fleet-timeout must be a duration from 1ms to 10s, got '11s'");
+    assert_usage(&too_long,
+                 "resil http: --fleet-timeout must be a duration from 1ms to 10s, got '11s'");
     assert_int_equal(http_server_count(web, "/ok"), 0);
 }
 

@@ -82,4 +82,23 @@ static inline void gateway_expect_usage(const char *text, const char *const args
     assert_int_equal(rc, 125);
 }
 
+typedef struct gateway_log_wait {
+    const gateway_proc *g;
+    const char *text;
+} gateway_log_wait;
+
+static inline bool gateway_log_says(void *ud)
+{
+    const gateway_log_wait *w = ud;
+    return gateway_log_contains(w->g, w->text);
+}
+
+/* Whether the gateway's log comes to say `text` (test_wait_until): it acts
+ * on a signal on its own thread, so its line is waited for, not read. */
+static inline bool gateway_log_shows(const gateway_proc *g, const char *text)
+{
+    gateway_log_wait w = {g, text};
+    return test_wait_until(gateway_log_says, &w, 5);
+}
+
 #endif

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway_proc.h"
+#include "gateway_env.h"
 #include "test.h"
 #include "upstream.h"
 
@@ -535,18 +535,6 @@ static void replay_survives_a_gateway_restart(void **state)
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
-/* Poll the gateway's log for `text`, up to 10 s: a condition, not a time. */
-static bool log_shows(const gateway_proc *g, const char *text)
-{
-    for (int i = 0; i < 2000; i++) {
-        if (gateway_log_contains(g, text))
-            return true;
-        struct timespec ts = {0, 5 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 /* The SIGTERM is handled while the call is held upstream; only then is the
  * call let go, so the drain has it in flight for certain. */
 static void sigterm_lets_the_request_in_flight_finish(void **state)
@@ -558,7 +546,7 @@ static void sigterm_lets_the_request_in_flight_finish(void **state)
     pthread_create(&t, NULL, post_in_thread, &p);
     assert_true(upstream_wait_held(e->up, 1));
     kill(e->gw.pid, SIGTERM);
-    assert_true(log_shows(&e->gw, "SIGTERM received"));
+    assert_true(gateway_log_shows(&e->gw, "SIGTERM received"));
     upstream_release(e->up);
     pthread_join(t, NULL);
     assert_int_equal(p.r.status, 201);

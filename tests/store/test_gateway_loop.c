@@ -16,7 +16,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "gateway_proc.h"
+#include "gateway_env.h"
 #include "test.h"
 #include "upstream.h"
 
@@ -201,18 +201,6 @@ static void many_calls_wait_upstream_at_once_on_a_fixed_set_of_threads(void **st
         assert_int_equal(finish_call(&held[i], t[i]), 200);
 }
 
-/* The log line a SIGTERM leaves, waited for (a condition, not a time). */
-static bool log_shows(const gateway_proc *g, const char *text)
-{
-    for (int i = 0; i < 2000; i++) {
-        if (gateway_log_contains(g, text))
-            return true;
-        struct timespec ts = {0, 5 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 static void sigterm_drains_the_requests_parked_on_the_loop(void **state)
 {
     env *e = *state;
@@ -224,7 +212,7 @@ static void sigterm_drains_the_requests_parked_on_the_loop(void **state)
     start_call(&plain, &tp);
     assert_true(upstream_wait_held(e->up, 2));
     kill(e->gw.pid, SIGTERM);
-    assert_true(log_shows(&e->gw, "SIGTERM received"));
+    assert_true(gateway_log_shows(&e->gw, "SIGTERM received"));
     upstream_release(e->up);
     assert_int_equal(finish_call(&guarded, tg), 201);
     assert_int_equal(finish_call(&plain, tp), 200);
@@ -251,7 +239,7 @@ static void sigterm_drains_the_requests_parked_on_every_loop(void **state)
     }
     assert_true(upstream_wait_held(e->up, 8));
     kill(e->gw.pid, SIGTERM);
-    assert_true(log_shows(&e->gw, "SIGTERM received"));
+    assert_true(gateway_log_shows(&e->gw, "SIGTERM received"));
     upstream_release(e->up);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(finish_call(&guarded[i], tg[i]), 201);
@@ -307,7 +295,7 @@ static char worker_state(pid_t pid, long *wakes)
  * own: counted before it, it would read as a wake. So would a sleep on
  * the way there (a lock another thread held at start-up), so the worker
  * must be seen asleep with the same count over several looks in a row.
- * Waited for as a condition, as log_shows() waits. */
+ * Waited for as a condition, as gateway_log_shows() waits. */
 #define ASLEEP_LOOKS 4
 
 static long worker_asleep(pid_t pid)
@@ -372,7 +360,7 @@ static void sigterm_drains_a_request_whose_answer_waits_on_a_locked_store(void *
     sqlite3_busy_timeout(lock, 10000);
     assert_int_equal(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     kill(e->gw.pid, SIGTERM);
-    assert_true(log_shows(&e->gw, "SIGTERM received"));
+    assert_true(gateway_log_shows(&e->gw, "SIGTERM received"));
     upstream_release(e->up);
     assert_int_equal(finish_call(&guarded, t), 201);
     assert_int_equal(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);

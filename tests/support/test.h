@@ -8,6 +8,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -33,6 +34,14 @@ const char *test_build_path(const char *relative);
  * test_rmtree(). Returns a heap string the caller frees. */
 char *test_tmpdir(void);
 void test_rmtree(const char *path);
+
+/* Waiting for another thread or process to get somewhere: cond(ud) asked
+ * every `every_ms` until it holds (true) or TEST_PATIENCE_MS of monotonic
+ * time have passed (false). The bound guards against a hang on a loaded
+ * machine; it is never a timing the test asserts. */
+#define TEST_PATIENCE_MS 10000
+bool test_wait_until(bool (*cond)(void *ud), void *ud, int every_ms);
+void test_sleep_ms(int ms);
 
 /* Assert that the first n attempt records of two runs agree field by field
  * (the dual-path tests: the blocking and asynchronous walks). */

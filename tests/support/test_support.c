@@ -1,12 +1,15 @@
 /*
- * test_support.c — helpers for tests that run programs from the build tree
- * or need scratch directories. Kept tiny: tests should read on their own.
+ * test_support.c — helpers for tests that run programs from the build tree,
+ * need scratch directories or wait for another thread or process. Kept
+ * tiny: tests should read on their own.
  */
+#include <errno.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -19,6 +22,32 @@ const char *test_build_path(const char *relative)
         return NULL;
     snprintf(path, sizeof path, "%s/%s", dir, relative);
     return path;
+}
+
+void test_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool test_wait_until(bool (*cond)(void *ud), void *ud, int every_ms)
+{
+    int64_t until = monotonic_ms() + TEST_PATIENCE_MS;
+    for (;;) {
+        if (cond(ud))
+            return true;
+        if (monotonic_ms() >= until)
+            return false;
+        test_sleep_ms(every_ms);
+    }
 }
 
 char *test_tmpdir(void)

@@ -485,6 +485,13 @@ static void a_late_loser_reports_the_operation_from_its_own_copy(void **state)
     assert_string_equal(w->ended_key, "checkout");
 }
 
+/* A name of `size` bytes with its NUL, all `c`. */
+static void fill_name(char *name, size_t size, char c)
+{
+    memset(name, c, size - 1);
+    name[size - 1] = '\0';
+}
+
 /* An operation's name too long for the race's copy (more than
  * RESIL_HEDGE_KEPT_MAX bytes) stays the caller's: the execution then
  * returns only after its losers, as with wait_losers. */
@@ -493,8 +500,7 @@ static void a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers(void
     world *w = *state;
     primary_wins_while_the_hedge_holds(w);
     char operation[RESIL_HEDGE_KEPT_MAX + 1];
-    memset(operation, 'x', RESIL_HEDGE_KEPT_MAX);
-    operation[RESIL_HEDGE_KEPT_MAX] = '\0'; /* with its NUL, one byte too many */
+    fill_name(operation, sizeof operation, 'x'); /* with its NUL, one byte too many */
     execution x = {.operation = operation};
     start(&x, w);
     while (__atomic_load_n(&w->saw_cancel[1], __ATOMIC_SEQ_CST) == 0)
@@ -510,21 +516,15 @@ static void a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers(void
 static void a_name_that_just_fits_is_copied_and_the_execution_does_not_wait(void **state)
 {
     world *w = *state;
-    resil_hedge_opts h = hedging(0, 1);
-    build(w, &h, 0);
-    w->does[0] = SUCCEED;
-    w->does[1] = BLOCK_THEN_GATE;
+    primary_wins_while_the_hedge_holds(w);
     char operation[RESIL_HEDGE_KEPT_MAX];
-    memset(operation, 'x', RESIL_HEDGE_KEPT_MAX - 1);
-    operation[RESIL_HEDGE_KEPT_MAX - 1] = '\0';
+    fill_name(operation, sizeof operation, 'x');
     execution x = {.operation = operation};
     start(&x, w);
     finish(&x); /* the gate is still shut: only a call that did not wait returns */
     assert_int_equal(x.hedge_had_ended, 0);
-    memset(operation, 'y', RESIL_HEDGE_KEPT_MAX - 1);
-    gate_open(&w->gate);
-    resil_pipeline_free(w->p);
-    w->p = NULL;
+    fill_name(operation, sizeof operation, 'y');
+    join_losers(w);
     assert_int_equal(strlen(w->ended_key), sizeof w->ended_key - 1);
     assert_int_equal(strspn(w->ended_key, "x"), sizeof w->ended_key - 1);
 }
