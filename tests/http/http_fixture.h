@@ -11,7 +11,6 @@
 #ifndef RESIL_TEST_HTTP_FIXTURE_H
 #define RESIL_TEST_HTTP_FIXTURE_H
 
-#include <time.h>
 
 #include "test.h"
 
@@ -132,18 +131,28 @@ static inline size_t fx_peak(fx *f, const char *path)
     return http_server_peak(f->server);
 }
 
-/* read(f, path) once it reaches `n`, polled every millisecond for ten
- * seconds at most: a guard against a hang, not a timing. */
+typedef struct fx_watch {
+    fx *f;
+    size_t (*read)(fx *, const char *);
+    const char *path;
+    size_t n, seen;
+} fx_watch;
+
+static inline bool fx_reached(void *ud)
+{
+    fx_watch *w = ud;
+    w->seen = w->read(w->f, w->path);
+    return w->seen >= w->n;
+}
+
+/* read(f, path) once it reaches `n`, waited for (test_wait_until): a
+ * guard against a hang, not a timing. */
 static inline size_t fx_reaching(fx *f, size_t (*read)(fx *, const char *), const char *path,
                                  size_t n)
 {
-    struct timespec pause = {0, 1000000};
-    size_t seen = read(f, path);
-    for (int i = 0; seen < n && i < 10000; i++) {
-        nanosleep(&pause, NULL);
-        seen = read(f, path);
-    }
-    return seen;
+    fx_watch w = {f, read, path, n, 0};
+    (void)test_wait_until(fx_reached, &w, 1);
+    return w.seen;
 }
 
 /* fx_count once it reaches `n`: a request whose attempt timed out may

@@ -58,19 +58,28 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The requests recorded for `path` once they reach `n`, polled every 5 ms
- * for ten seconds at most: a guard against a hang, not a timing. A request
- * the tool sent just before it exited may still be on its way to the
- * server's thread for its connection when the tool's exit is seen. */
+typedef struct count_watch {
+    http_server *server;
+    const char *path;
+    size_t n, seen;
+} count_watch;
+
+static bool count_reached(void *ud)
+{
+    count_watch *w = ud;
+    w->seen = http_server_count(w->server, w->path);
+    return w->seen >= w->n;
+}
+
+/* The requests recorded for `path` once they reach `n`, waited for
+ * (test_wait_until): a guard against a hang, not a timing. A request the
+ * tool sent just before it exited may still be on its way to the server's
+ * thread for its connection when the tool's exit is seen. */
 static size_t count_reaching(cli_fx *f, const char *path, size_t n)
 {
-    size_t seen = http_server_count(f->server, path);
-    for (int i = 0; seen < n && i < 2000; i++) {
-        struct timespec tick = {0, 5 * 1000 * 1000};
-        nanosleep(&tick, NULL);
-        seen = http_server_count(f->server, path);
-    }
-    return seen;
+    count_watch w = {f->server, path, n, 0};
+    (void)test_wait_until(count_reached, &w, 5);
+    return w.seen;
 }
 
 /* ---- retrying ----------------------------------------------------------------- */

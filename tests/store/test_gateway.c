@@ -1307,13 +1307,16 @@ static void the_per_client_limit_counts_the_connections_of_every_loop(void **sta
         close(held[i]);
 }
 
-/* Seconds on the monotonic clock: for bounds that must hold on a loaded
- * machine, where a count of tries says nothing about time. */
-static double monotonic_s(void)
+typedef struct reconnect {
+    env *e;
+    int fd;
+} reconnect;
+
+static bool reconnected(void *ud)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    reconnect *r = ud;
+    r->fd = held_connection(r->e, "127.0.0.1");
+    return r->fd >= 0;
 }
 
 /* A closed connection is counted out: its client may open another (the
@@ -1328,14 +1331,9 @@ static void a_closed_connection_leaves_room_for_its_client(void **state)
     assert_true(first >= 0);
     assert_true(refused_from(e, "127.0.0.1"));
     close(first);
-    double until = monotonic_s() + 10;
-    int again;
-    while ((again = held_connection(e, "127.0.0.1")) < 0 && monotonic_s() < until) {
-        struct timespec ts = {0, 5 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    assert_true(again >= 0);
-    close(again);
+    reconnect again = {e, -1};
+    assert_true(test_wait_until(reconnected, &again, 5));
+    close(again.fd);
 }
 
 #define IDLE_SOCKETS 2000

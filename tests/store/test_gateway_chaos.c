@@ -248,31 +248,22 @@ static void every_injection_is_counted_in_metrics(void **state)
     http_reply_free(&r);
 }
 
-static double monotonic_s(void)
+static bool metrics_count_a_latency(void *ud)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Whether /metrics counts a Chaos.OnLatency event yet, asked every 5 ms
- * for up to 10 s: a time bound, which a count of tries is not. */
-static bool metrics_show_a_latency(const env *e)
-{
+    const env *e = ud;
     char url[160];
     snprintf(url, sizeof url, "%s/metrics", e->gw.url);
-    double until = monotonic_s() + 10;
-    for (;;) {
-        http_reply r;
-        assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
-        bool shown = strstr(r.body, "event_name=\"Chaos.OnLatency\"") != NULL;
-        http_reply_free(&r);
-        if (shown || monotonic_s() >= until)
-            return shown;
-        struct timespec ts = {0, 5 * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    bool shown = strstr(r.body, "event_name=\"Chaos.OnLatency\"") != NULL;
+    http_reply_free(&r);
+    return shown;
+}
+
+/* Whether /metrics comes to count a Chaos.OnLatency event (test_wait_until). */
+static bool metrics_show_a_latency(const env *e)
+{
+    return test_wait_until(metrics_count_a_latency, (void *)e, 5);
 }
 
 /* SIGTERM while a request waits out an injected latency longer than the
