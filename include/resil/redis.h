@@ -298,7 +298,7 @@ RESIL_API int resil_redis_list(resil_redis *r, resil_redis_name_fn fn, void *ud,
  */
 typedef struct resil_redis_budget_opts {
     const char *name;     /* required */
-    double max_tokens;    /* default 10; > 0 and <= 1e6 */
+    double max_tokens;    /* default 10; in [0.001, 1e6] (Redis keeps thousandths) */
     double token_ratio;   /* default 0.1; in [0.001, max_tokens] */
     double lease_tokens;  /* default 2; in [0.001, max_tokens] */
     const resil_budget_opts *fallback; /* NULL = the tokens model with the same

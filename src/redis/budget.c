@@ -192,7 +192,7 @@ static int validate(resil_redis *r, const resil_redis_budget_opts *o, resil_err 
         return rc;
     if (!in_range(o->max_tokens, 0.001, 1e6))
         return resil_err_set(err, RESIL_EINVAL,
-                             "redis_budget.max_tokens must be in (0, 1e6], got %g", o->max_tokens);
+                             "redis_budget.max_tokens must be in [0.001, 1e6], got %g", o->max_tokens);
     if (!in_range(o->token_ratio, 0.001, o->max_tokens))
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_budget.token_ratio must be in [0.001, max_tokens], got %g",

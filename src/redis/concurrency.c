@@ -258,7 +258,8 @@ static int validate(resil_redis *r, const resil_redis_concurrency_opts *o, resil
                              "redis_concurrency.lease must be in [10ms, 1d], got %lld ns",
                              (long long)o->lease);
     if (o->instances < 1)
-        return resil_err_set(err, RESIL_EINVAL, "redis_concurrency.instances must be >= 1");
+        return resil_err_set(err, RESIL_EINVAL, "redis_concurrency.instances must be >= 1, got %u",
+                             (unsigned)o->instances);
     return 0;
 }
 

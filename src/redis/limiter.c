@@ -147,7 +147,8 @@ static int validate(resil_redis *r, const resil_redis_ratelimit_opts *o, resil_e
                              "the period, got %lld",
                              (long long)o->rate);
     if (o->instances < 1)
-        return resil_err_set(err, RESIL_EINVAL, "redis_ratelimit.instances must be >= 1");
+        return resil_err_set(err, RESIL_EINVAL, "redis_ratelimit.instances must be >= 1, got %u",
+                             (unsigned)o->instances);
     return 0;
 }
 
@@ -183,7 +184,9 @@ int resil_redis_ratelimit_new(resil_redis *r, const resil_redis_ratelimit_opts *
         return rc;
     if (o->burst > US_MAX_SPAN / interval_us(o))
         return resil_err_set(err, RESIL_EINVAL,
-                             "redis_ratelimit.burst × period/rate must be under 35 years");
+                             "redis_ratelimit.burst × period/rate must be under 2^50 µs "
+                             "(35 years), got %lld × %lld µs",
+                             (long long)o->burst, (long long)interval_us(o));
     fleet_limiter *l = calloc(1, sizeof *l);
     if (l == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "redis_ratelimit: out of memory");

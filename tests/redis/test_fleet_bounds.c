@@ -532,6 +532,32 @@ static void a_scan_page_beyond_the_limits_fails_the_listing_as_malformed(void **
     free(page.s);
 }
 
+/* Within the bounds but not [cursor, [keys...]]: nothing Redis sends. */
+static void a_scan_answer_of_another_shape_fails_the_listing_as_unexpected(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCAN", "*2\r\n:0\r\n*0\r\n", 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    downs d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = fake_client(f, "resil:", &d);
+    listed l = {0, true};
+    resil_err err;
+    assert_int_equal(resil_redis_list(r, count_name, &l, &err), RESIL_EIO);
+    assert_string_equal(err.message, "redis: SCAN: unexpected reply");
+    assert_int_equal(l.n, 0);
+    resil_redis_stats st;
+    resil_redis_stats_get(r, &st);
+    assert_int_equal(st.command_errors, 1);
+    assert_true(st.connected);
+    resil_redis_free(r);
+    fake_server_stop(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,6 +579,7 @@ int main(void)
         cmocka_unit_test(a_message_beyond_the_bounds_drops_the_subscription),
         cmocka_unit_test(a_scan_page_at_the_limits_is_listed_in_full),
         cmocka_unit_test(a_scan_page_beyond_the_limits_fails_the_listing_as_malformed),
+        cmocka_unit_test(a_scan_answer_of_another_shape_fails_the_listing_as_unexpected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,6 +317,88 @@ static resil_outcome ok(resil_attempt_ctx *ctx)
     return resil_ok();
 }
 
+/* Construction refused with RESIL_EINVAL and exactly `message`. */
+static void limit_refused(resil_redis *r, const resil_redis_concurrency_opts *o,
+                          const char *message)
+{
+    resil_bulkhead *b = (resil_bulkhead *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_concurrency_new(r, o, &b, &err), RESIL_EINVAL);
+    assert_null(b);
+    assert_int_equal(err.code, RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+}
+
+static void zero_instances_are_refused_by_name(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_concurrency_opts o = limit_of("opts", 1, NULL);
+    o.instances = 0;
+    limit_refused(r, &o, "redis_concurrency.instances must be >= 1, got 0");
+    resil_redis_free(r);
+}
+
+static void a_lease_over_a_day_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_concurrency_opts o = limit_of("opts", 1, NULL);
+    o.lease = RESIL_S(86400) + 1;
+    limit_refused(r, &o, "redis_concurrency.lease must be in [10ms, 1d], got 86400000000001 ns");
+    resil_redis_free(r);
+}
+
+static void a_lease_of_10ms_or_a_day_is_accepted(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_concurrency_opts o = limit_of("opts", 1, fc);
+    o.lease = RESIL_MS(10);
+    resil_bulkhead_free(fleet_limit(r, &o));
+    o.lease = RESIL_S(86400);
+    resil_bulkhead_free(fleet_limit(r, &o));
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+static void concurrency_new_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_concurrency_opts o = limit_of("opts", 1, NULL);
+    resil_bulkhead *b = (resil_bulkhead *)1;
+    resil_err err;
+    assert_int_equal(resil_redis_concurrency_new(NULL, &o, &b, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_concurrency: a client and options are required");
+    assert_null(b);
+    assert_int_equal(resil_redis_concurrency_new(r, NULL, &b, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_concurrency: a client and options are required");
+    assert_int_equal(resil_redis_concurrency_new(r, &o, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_concurrency: out must not be NULL");
+    resil_redis_free(r);
+}
+
+static void stats_are_refused_for_a_bulkhead_that_is_not_a_fleet_limit(void **state)
+{
+    (void)state;
+    resil_bulkhead_opts lo;
+    resil_bulkhead_opts_default(&lo);
+    resil_bulkhead *local = NULL;
+    assert_int_equal(resil_bulkhead_new(&lo, &local, NULL), 0);
+    resil_redis_concurrency_stats s;
+    assert_int_equal(resil_redis_concurrency_stats_get(local, &s), RESIL_EINVAL);
+    assert_int_equal(resil_redis_concurrency_stats_get(NULL, &s), RESIL_EINVAL);
+    resil_bulkhead_free(local);
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_concurrency_opts o = limit_of("opts", 1, NULL);
+    resil_bulkhead *b = fleet_limit(r, &o);
+    assert_int_equal(resil_redis_concurrency_stats_get(b, NULL), RESIL_EINVAL);
+    resil_bulkhead_free(b);
+    resil_redis_free(r);
+}
+
 static void a_pipeline_takes_the_fleet_limit(void **state)
 {
     (void)state;
@@ -361,6 +443,23 @@ static void the_factory_builds_a_fleet_limit_from_bulkhead_options(void **state)
     resil_redis_free(r);
 }
 
+static void concurrency_factory_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_limits_factory f = {.client = r};
+    resil_bulkhead_opts o;
+    resil_bulkhead_opts_default(&o);
+    resil_bulkhead *b = NULL;
+    resil_err err;
+    assert_int_equal(resil_redis_concurrency_factory("made", &o, &b, &err, NULL), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_concurrency: the factory needs its client");
+    assert_int_equal(resil_redis_concurrency_factory("made", NULL, &b, &err, &f), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_concurrency: the factory needs its client");
+    assert_null(b);
+    resil_redis_free(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--child") == 0)
@@ -371,10 +470,16 @@ int main(int argc, char **argv)
         T(a_lease_nobody_renews_lapses_and_its_permit_returns),
         T(a_renewed_lease_holds_its_permit),
         T(the_options_are_checked_by_name),
+        T(zero_instances_are_refused_by_name),
+        T(a_lease_over_a_day_is_refused_by_name),
+        T(a_lease_of_10ms_or_a_day_is_accepted),
+        T(concurrency_new_refuses_null_arguments),
+        T(stats_are_refused_for_a_bulkhead_that_is_not_a_fleet_limit),
         T(a_pipeline_takes_the_fleet_limit),
         T(a_killed_instance_permits_come_back_after_its_lease),
         T(killed_redis_hands_over_to_the_local_share_and_back),
         T(the_factory_builds_a_fleet_limit_from_bulkhead_options),
+        T(concurrency_factory_refuses_null_arguments),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);

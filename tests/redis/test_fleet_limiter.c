@@ -154,7 +154,7 @@ static void the_options_are_checked_by_name(void **state)
     o = ten_per_second("opts", fc);
     o.instances = 0;
     assert_int_equal(resil_redis_ratelimit_new(r, &o, &rl, &err), RESIL_EINVAL);
-    assert_string_equal(err.message, "redis_ratelimit.instances must be >= 1");
+    assert_string_equal(err.message, "redis_ratelimit.instances must be >= 1, got 0");
     o = ten_per_second("", fc);
     assert_int_equal(resil_redis_ratelimit_new(r, &o, &rl, &err), RESIL_EINVAL);
     o = ten_per_second("opts", fc);
@@ -162,6 +162,109 @@ static void the_options_are_checked_by_name(void **state)
     o.period = RESIL_MS(1);
     assert_int_equal(resil_redis_ratelimit_new(r, &o, &rl, &err), RESIL_EINVAL);
     assert_null(rl);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+/* Construction refused with RESIL_EINVAL and exactly `message`. */
+static void limiter_refused(resil_redis *r, const resil_redis_ratelimit_opts *o,
+                            const char *message)
+{
+    resil_ratelimit *rl = (resil_ratelimit *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_ratelimit_new(r, o, &rl, &err), RESIL_EINVAL);
+    assert_null(rl);
+    assert_int_equal(err.code, RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+}
+
+static void a_period_under_a_millisecond_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_ratelimit_opts o = ten_per_second("opts", fc);
+    o.period = RESIL_MS(1) - 1;
+    limiter_refused(r, &o, "redis_ratelimit.period must be in [1ms, 1d], got 999999 ns");
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+static void a_period_over_a_day_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_ratelimit_opts o = ten_per_second("opts", fc);
+    o.period = RESIL_S(86400) + 1;
+    limiter_refused(r, &o, "redis_ratelimit.period must be in [1ms, 1d], got 86400000000001 ns");
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+static void a_period_of_a_millisecond_or_a_day_is_accepted(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_ratelimit_opts o = ten_per_second("opts", fc);
+    o.period = RESIL_MS(1);
+    resil_ratelimit_free(fleet_limiter(r, &o));
+    o.period = RESIL_S(86400);
+    resil_ratelimit_free(fleet_limiter(r, &o));
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+/* One a day, so each permit is 86400000000 µs apart: 13031 of them span
+ * just under 2^50 µs (what a double holds exactly), 13032 just over. */
+static void a_burst_spanning_more_than_2_50_us_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_ratelimit_opts o = ten_per_second("opts", fc);
+    o.rate = 1;
+    o.period = RESIL_S(86400);
+    o.burst = 13032;
+    limiter_refused(r, &o, "redis_ratelimit.burst × period/rate must be under 2^50 µs "
+                           "(35 years), got 13032 × 86400000000 µs");
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+static void a_burst_spanning_just_under_2_50_us_is_accepted(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_ratelimit_opts o = ten_per_second("opts", fc);
+    o.rate = 1;
+    o.period = RESIL_S(86400);
+    o.burst = 13031;
+    resil_ratelimit *rl = fleet_limiter(r, &o);
+    assert_int_equal(resil_ratelimit_try_acquire(rl, 13031, NULL), 0);
+    assert_int_equal(stats_of(rl).fleet_admitted, 1);
+    resil_ratelimit_free(rl);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+static void ratelimit_new_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_ratelimit_opts o = ten_per_second("opts", fc);
+    resil_ratelimit *rl = (resil_ratelimit *)1;
+    resil_err err;
+    assert_int_equal(resil_redis_ratelimit_new(NULL, &o, &rl, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_ratelimit: a client and options are required");
+    assert_null(rl);
+    assert_int_equal(resil_redis_ratelimit_new(r, NULL, &rl, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_ratelimit: a client and options are required");
+    assert_int_equal(resil_redis_ratelimit_new(r, &o, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_ratelimit: out must not be NULL");
     resil_redis_free(r);
     resil_fake_clock_free(fc);
 }
@@ -296,6 +399,23 @@ static void the_factory_builds_a_fleet_limiter_from_a_token_bucket(void **state)
     resil_fake_clock_free(fc);
 }
 
+static void ratelimit_factory_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_limits_factory f = {.client = r};
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_TOKEN_BUCKET);
+    resil_ratelimit *rl = NULL;
+    resil_err err;
+    assert_int_equal(resil_redis_ratelimit_factory("made", &o, &rl, &err, NULL), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_ratelimit: the factory needs its client");
+    assert_int_equal(resil_redis_ratelimit_factory("made", NULL, &rl, &err, &f), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_ratelimit: the factory needs its client");
+    assert_null(rl);
+    resil_redis_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,10 +426,17 @@ int main(void)
         T(more_than_the_burst_is_refused_as_invalid),
         T(a_blocking_acquire_sleeps_the_fleet_hint),
         T(the_options_are_checked_by_name),
+        T(a_period_under_a_millisecond_is_refused_by_name),
+        T(a_period_over_a_day_is_refused_by_name),
+        T(a_period_of_a_millisecond_or_a_day_is_accepted),
+        T(a_burst_spanning_more_than_2_50_us_is_refused_by_name),
+        T(a_burst_spanning_just_under_2_50_us_is_accepted),
+        T(ratelimit_new_refuses_null_arguments),
         T(it_describes_itself_as_the_token_bucket_it_is),
         T(a_pipeline_takes_the_fleet_limiter),
         T(killed_redis_hands_over_to_the_local_share_and_back),
         T(the_factory_builds_a_fleet_limiter_from_a_token_bucket),
+        T(ratelimit_factory_refuses_null_arguments),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);

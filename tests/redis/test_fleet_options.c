@@ -168,6 +168,60 @@ static void a_redis_that_refuses_auth_or_select_is_refused_in_its_words(void **s
     refused(&o, RESIL_EBACKEND, "Redis refused SELECT");
 }
 
+static void a_redis_that_refuses_to_load_the_script_is_refused_in_its_words(void **state)
+{
+    (void)state;
+    static const fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                                          {"SCRIPT", "-ERR scripting is disabled\r\n", 0, 0,
+                                           NULL, 0},
+                                          {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    resil_redis_opts o = good_opts();
+    o.url = fake_server_url(f);
+    o.timeout = FLEET_TIMEOUT;
+    char want[128];
+    snprintf(want, sizeof want, "redis.url %s: SCRIPT LOAD: ERR scripting is disabled",
+             fake_server_url(f));
+    resil_redis *r = (resil_redis *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
+    assert_null(r);
+    assert_string_equal(err.message, want);
+    o.allow_offline_start = true; /* an answer that is not an outage is not tolerated */
+    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, want);
+    fake_server_stop(f);
+}
+
+static void redis_new_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis_opts o = good_opts();
+    resil_redis *r = (resil_redis *)1;
+    resil_err err;
+    assert_int_equal(resil_redis_new(NULL, &r, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis: opts and out must not be NULL");
+    assert_int_equal(resil_redis_new(&o, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis: opts and out must not be NULL");
+}
+
+static void sync_refuses_a_null_client(void **state)
+{
+    (void)state;
+    assert_int_equal(resil_redis_sync(NULL), RESIL_EINVAL);
+}
+
+static void stats_get_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_stats st;
+    assert_int_equal(resil_redis_stats_get(NULL, &st), RESIL_EINVAL);
+    assert_int_equal(resil_redis_stats_get(r, NULL), RESIL_EINVAL);
+    resil_redis_free(r);
+}
+
 static void a_database_number_selects_that_database(void **state)
 {
     (void)state;
@@ -334,7 +388,7 @@ static void budget_fields_are_refused_by_name(void **state)
     budget_refused(r, &o, "redis_budget.name");
     o.name = "retries";
     o.max_tokens = 0;
-    budget_refused(r, &o, "redis_budget.max_tokens must be in (0, 1e6]");
+    budget_refused(r, &o, "redis_budget.max_tokens must be in [0.001, 1e6]");
     o.max_tokens = 1e6 + 1;
     budget_refused(r, &o, "redis_budget.max_tokens");
     o.max_tokens = NAN;
@@ -362,6 +416,95 @@ static void budget_fields_are_refused_by_name(void **state)
     assert_int_equal(resil_redis_budget_new(r, &o, &b, NULL), 0);
     assert_string_equal(resil_budget_name(b), "redis");
     resil_budget_free(b);
+    resil_redis_free(r);
+}
+
+static void breaker_new_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_breaker_opts o;
+    resil_redis_breaker_opts_default(&o);
+    o.name = "ok";
+    resil_breaker *b = (resil_breaker *)1;
+    resil_err err;
+    assert_int_equal(resil_redis_breaker_new(NULL, &o, &b, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_breaker: a client and options are required");
+    assert_null(b);
+    assert_int_equal(resil_redis_breaker_new(r, NULL, &b, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_breaker: a client and options are required");
+    assert_int_equal(resil_redis_breaker_new(r, &o, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_breaker: out must not be NULL");
+    resil_redis_free(r);
+}
+
+static void breaker_factory_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_factory f = {.client = r, .counting = RESIL_REDIS_COUNT_FLEET};
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    resil_breaker *b = NULL;
+    resil_err err;
+    assert_int_equal(resil_redis_breaker_factory("k", &o, &b, &err, NULL), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_breaker: the factory needs its client");
+    assert_int_equal(resil_redis_breaker_factory("k", NULL, &b, &err, &f), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_breaker: the factory needs its client");
+    assert_null(b);
+    resil_redis_free(r);
+}
+
+/* The message named the range (0, 1e6] but refused anything under a
+ * thousandth, the unit Redis keeps the tokens in. */
+static void max_tokens_under_a_thousandth_are_refused_naming_the_real_bound(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_budget_opts o;
+    resil_redis_budget_opts_default(&o);
+    o.name = "retries";
+    o.max_tokens = 0.0005;
+    resil_budget *b = (resil_budget *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_budget_new(r, &o, &b, &err), RESIL_EINVAL);
+    assert_null(b);
+    assert_string_equal(err.message, "redis_budget.max_tokens must be in [0.001, 1e6], got 0.0005");
+    resil_redis_free(r);
+}
+
+static void max_tokens_of_a_thousandth_are_accepted(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_budget_opts o;
+    resil_redis_budget_opts_default(&o);
+    o.name = "retries";
+    o.max_tokens = 0.001;
+    o.token_ratio = 0.001;
+    o.lease_tokens = 0.001;
+    resil_budget *b = NULL;
+    assert_int_equal(resil_redis_budget_new(r, &o, &b, NULL), 0);
+    resil_budget_free(b);
+    resil_redis_free(r);
+}
+
+static void budget_new_refuses_null_arguments(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_budget_opts o;
+    resil_redis_budget_opts_default(&o);
+    o.name = "retries";
+    resil_budget *b = (resil_budget *)1;
+    resil_err err;
+    assert_int_equal(resil_redis_budget_new(NULL, &o, &b, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_budget: a client and options are required");
+    assert_null(b);
+    assert_int_equal(resil_redis_budget_new(r, NULL, &b, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_budget: a client and options are required");
+    assert_int_equal(resil_redis_budget_new(r, &o, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis_budget: out must not be NULL");
     resil_redis_free(r);
 }
 
@@ -442,6 +585,82 @@ static void list_skips_keys_no_breaker_could_have_made(void **state)
     resil_redis_free(r);
 }
 
+static void status_by_name_refuses_a_null_out(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_err err;
+    assert_int_equal(resil_redis_status_get(r, "nobody", NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis: out must not be NULL");
+    resil_redis_free(r);
+}
+
+static void status_by_name_of_a_key_edited_by_hand_is_a_script_failure(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    assert_int_equal(resil_redis_control(r, "edited", RESIL_REDIS_RESET, NULL), 0);
+    const char *edit[] = {"HSET", "resil:breaker:edited", "state", "9"};
+    assert_int_equal(redis_server_integer(fleet_server, 4, edit), 0);
+    resil_redis_breaker_status st;
+    resil_err err;
+    assert_int_equal(resil_redis_status_get(r, "edited", &st, &err), RESIL_EIO);
+    assert_string_equal(err.message, "redis: the script failed on 'edited'");
+    assert_true(resil_redis_connected(r));
+    resil_redis_free(r);
+}
+
+/* A client started on local state where nothing answers. */
+static resil_redis *offline_client(void)
+{
+    fake_server *gone = fake_server_start("");
+    assert_non_null(gone);
+    char url[64];
+    snprintf(url, sizeof url, "%s", fake_server_url(gone));
+    fake_server_stop(gone); /* a port where nothing listens now */
+    resil_redis_opts o = good_opts();
+    o.url = url;
+    o.allow_offline_start = true;
+    return fleet_client_with(&o);
+}
+
+static void control_by_name_without_redis_is_refused_as_not_connected(void **state)
+{
+    (void)state;
+    resil_redis *r = offline_client();
+    resil_err err;
+    assert_int_equal(resil_redis_control(r, "any", RESIL_REDIS_RESET, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "redis: not connected");
+    assert_int_equal(resil_redis_control(r, "any", RESIL_REDIS_ISOLATE, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "redis: not connected");
+    resil_redis_free(r);
+}
+
+static void list_without_redis_is_refused_as_not_connected(void **state)
+{
+    (void)state;
+    resil_redis *r = offline_client();
+    char names[64] = "";
+    resil_err err;
+    assert_int_equal(resil_redis_list(r, collect_name, names, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "redis: not connected");
+    assert_string_equal(names, "");
+    resil_redis_free(r);
+}
+
+static void list_refuses_a_null_client_or_function(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    char names[64] = "";
+    resil_err err;
+    assert_int_equal(resil_redis_list(NULL, collect_name, names, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis: list needs a client and a function");
+    assert_int_equal(resil_redis_list(r, NULL, names, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "redis: list needs a client and a function");
+    resil_redis_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,14 +673,28 @@ int main(void)
         T(a_server_that_is_not_redis_is_refused),
         T(nothing_answering_is_refused_unless_offline_start_is_allowed),
         T(a_redis_that_refuses_auth_or_select_is_refused_in_its_words),
+        T(a_redis_that_refuses_to_load_the_script_is_refused_in_its_words),
+        T(redis_new_refuses_null_arguments),
+        T(sync_refuses_a_null_client),
+        T(stats_get_refuses_null_arguments),
         T(a_database_number_selects_that_database),
         T(client_fields_are_refused_by_name_at_their_bounds),
         T(client_fields_accept_their_bounds),
         T(breaker_fields_are_refused_by_name),
         T(budget_fields_are_refused_by_name),
+        T(breaker_new_refuses_null_arguments),
+        T(breaker_factory_refuses_null_arguments),
+        T(max_tokens_under_a_thousandth_are_refused_naming_the_real_bound),
+        T(max_tokens_of_a_thousandth_are_accepted),
+        T(budget_new_refuses_null_arguments),
         T(admin_calls_by_name_refuse_bad_names_and_unknown_breakers),
         T(list_names_every_breaker_under_the_prefix_only),
         T(list_skips_keys_no_breaker_could_have_made),
+        T(status_by_name_refuses_a_null_out),
+        T(status_by_name_of_a_key_edited_by_hand_is_a_script_failure),
+        T(control_by_name_without_redis_is_refused_as_not_connected),
+        T(list_without_redis_is_refused_as_not_connected),
+        T(list_refuses_a_null_client_or_function),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
