@@ -308,10 +308,11 @@ int resil_pipeline_builder_new(const char *name, resil_pipeline_builder **out, r
 {
     if (out == NULL)
         return resil_err_set(err, RESIL_EINVAL, "pipeline: out must not be NULL");
-    if (name == NULL || name[0] == '\0' || strlen(name) >= RESIL_PIPELINE_NAME_MAX)
+    size_t len = name != NULL ? strlen(name) : 0;
+    if (len == 0 || len >= RESIL_PIPELINE_NAME_MAX)
         return resil_err_set(err, RESIL_EINVAL,
-                             "pipeline.name must be 1 to %d bytes long",
-                             RESIL_PIPELINE_NAME_MAX - 1);
+                             "pipeline.name must be 1 to %d bytes long, got %zu",
+                             RESIL_PIPELINE_NAME_MAX - 1, len);
     resil_pipeline_builder *b = calloc(1, sizeof *b);
     resil_pipeline *p = calloc(1, sizeof *p);
     if (b == NULL || p == NULL) {
@@ -359,8 +360,10 @@ int resil_pipeline_builder_listen(resil_pipeline_builder *b, resil_event_fn fn, 
 
 int resil_pipeline_builder_metrics(resil_pipeline_builder *b, resil_metrics *m)
 {
-    if (b == NULL || b->p == NULL || m == NULL)
+    if (b == NULL || b->p == NULL)
         return RESIL_EINVAL;
+    if (m == NULL)
+        return fail(b, RESIL_EINVAL, "pipeline: metrics must not be NULL");
     if (b->p->metrics != NULL)
         return fail(b, RESIL_EEXIST, "pipeline: one metrics sink per pipeline");
     int rc = resil_pipeline_builder_listen(b, resil_metrics_on_event, m);
@@ -1019,8 +1022,10 @@ void resil_standard_hedging_opts_default(resil_standard_hedging_opts *o)
 int resil_pipeline_add_standard_hedging(resil_pipeline_builder *b,
                                         const resil_standard_hedging_opts *o)
 {
-    if (b == NULL || o == NULL)
+    if (b == NULL)
         return RESIL_EINVAL;
+    if (o == NULL)
+        return null_arg(b, "pipeline: standard hedging options");
     if (o->clock != NULL)
         resil_pipeline_builder_clock(b, o->clock);
     int rc = resil_pipeline_add_total_timeout(b, &o->total);
@@ -1055,8 +1060,10 @@ int resil_pipeline_standard_hedging(const resil_standard_hedging_opts *o, resil_
 
 int resil_pipeline_add_standard(resil_pipeline_builder *b, const resil_standard_opts *o)
 {
-    if (b == NULL || o == NULL)
+    if (b == NULL)
         return RESIL_EINVAL;
+    if (o == NULL)
+        return null_arg(b, "pipeline: standard options");
     if (o->clock != NULL)
         resil_pipeline_builder_clock(b, o->clock);
     int rc = resil_pipeline_add_bulkhead(b, &o->concurrency);

@@ -7,7 +7,9 @@
  * watches it, it may be destroyed); a fire posted just as the execution
  * ended keeps the execution's block until the post has run. And an
  * operation that cancels its own hedged execution as it starts ends it
- * then, not at the hedge's delay.
+ * then, not at the hedge's delay. And what a start refuses before anything
+ * starts (NULL arguments, a key the registry cannot hold): `done` is
+ * never called.
  *
  * The executions run on a virtual loop. The thread tests fire tokens from
  * a thread of their own while the loop runs (`make tsan` runs them under
@@ -611,6 +613,64 @@ static void every_execution_ends_once_when_its_token_races_its_report(void **sta
     world_close(&w);
 }
 
+/* ---- what is refused before anything starts ----------------------------------- */
+
+static void starting_needs_a_pipeline_a_loop_an_operation_and_done(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {.w = &w};
+    resil_exec *x = NULL;
+    assert_int_equal(resil_pipeline_start(NULL, &w.vl.loop, op, NULL, ended, &c, &x),
+                     RESIL_EINVAL);
+    assert_int_equal(resil_pipeline_start(w.p, NULL, op, NULL, ended, &c, &x), RESIL_EINVAL);
+    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, NULL, NULL, ended, &c, &x),
+                     RESIL_EINVAL);
+    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, op, NULL, NULL, &c, &x),
+                     RESIL_EINVAL);
+    assert_null(x);
+    assert_int_equal(c.ended, 0);
+    world_close(&w);
+}
+
+static resil_registry *start_registry; /* the registry with_registry builds on */
+
+static void with_registry(resil_pipeline_builder *b)
+{
+    assert_int_equal(resil_pipeline_use_registry(b, start_registry), 0);
+}
+
+/* A key the registry cannot hold (256 bytes) has no breaker: the start
+ * answers the registry's code, and `done` is never called. */
+static void a_key_too_long_for_the_registry_starts_nothing(void **state)
+{
+    (void)state;
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    assert_int_equal(resil_registry_new(&ro, &start_registry, NULL), 0);
+    world w;
+    world_open(&w, with_registry);
+    char key[RESIL_BREAKER_NAME_MAX + 1];
+    memset(key, 'k', RESIL_BREAKER_NAME_MAX);
+    key[RESIL_BREAKER_NAME_MAX] = '\0';
+    call c = {.w = &w};
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = &c;
+    rc.key = key;
+    resil_exec *x = NULL;
+    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, op, &rc, ended, &c, &x),
+                     RESIL_EINVAL);
+    assert_null(x);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(c.ended, 0);
+    assert_int_equal(resil_registry_count(start_registry), 0);
+    world_close(&w);
+    resil_registry_free(start_registry);
+    start_registry = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -623,6 +683,8 @@ int main(void)
         cmocka_unit_test(a_loser_reporting_after_done_is_named_from_the_executions_copy),
         cmocka_unit_test(queued_executions_end_when_another_thread_fires_their_tokens),
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
+        cmocka_unit_test(starting_needs_a_pipeline_a_loop_an_operation_and_done),
+        cmocka_unit_test(a_key_too_long_for_the_registry_starts_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

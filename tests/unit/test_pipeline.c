@@ -774,6 +774,29 @@ static void a_call_given_its_breaker_meets_that_breaker(void **state)
     resil_breaker_free(held);
 }
 
+/* A key the registry cannot hold (256 bytes) gets no breaker: the call is
+ * refused before any attempt, with the registry's code. */
+static void a_key_too_long_for_the_registry_is_refused_before_any_attempt(void **state)
+{
+    fixture *f = *state;
+    resil_registry *reg = on_one_failure_registry(f);
+    char key[RESIL_BREAKER_NAME_MAX + 1];
+    memset(key, 'k', RESIL_BREAKER_NAME_MAX);
+    key[RESIL_BREAKER_NAME_MAX] = '\0';
+    f->call.key = key;
+    assert_int_equal(resil_pipeline_execute(f->p, scripted, &f->call, &f->result), RESIL_EINVAL);
+    assert_int_equal(f->result.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(f->result.outcome.code, RESIL_EINVAL);
+    assert_string_equal(f->result.outcome.detail, "no breaker for the key");
+    assert_int_equal(f->result.rejected_by, RESIL_STRATEGY_BREAKER);
+    assert_int_equal(f->result.attempts, 0);
+    assert_int_equal(f->s.calls, 0);
+    assert_int_equal(resil_registry_count(reg), 0);
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    resil_registry_free(reg);
+}
+
 /* ---- the call's context in classifiers and hooks ------------------------------ */
 
 typedef struct ctx_log {
@@ -869,6 +892,7 @@ int main(void)
         T(null_arguments_are_refused),
         T(registry_gives_each_key_its_own_breaker),
         T(a_call_given_its_breaker_meets_that_breaker),
+        T(a_key_too_long_for_the_registry_is_refused_before_any_attempt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -401,6 +401,34 @@ static void a_full_adaptive_limiter_rejects_with_its_own_code(void **state)
     resil_limiter_release(&held, RESIL_BREAKER_IGNORED);
 }
 
+/* A caller whose token fired is not queued behind a full limiter: the
+ * execution ends as cancelled, not as a rejection. */
+static void a_cancelled_caller_at_a_full_adaptive_limiter_is_cancelled(void **state)
+{
+    fixture *f = *state;
+    resil_pipeline_builder *b = builder(f);
+    resil_limiter_opts o = aimd(1);
+    o.max_queue = 1;
+    assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &o), 0);
+    build(f, b);
+    resil_limiter *l = resil_pipeline_adaptive_limiter(f->p);
+    resil_limiter_ticket held;
+    assert_int_equal(resil_limiter_try_acquire_at(l, T0, &held), 0);
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    resil_cancel_fire(&token);
+    f->call.cancel = &token;
+    run(f, op);
+    assert_int_equal(f->calls, 0);
+    assert_int_equal(f->result.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(f->result.outcome.code, RESIL_ECANCELED);
+    assert_string_equal(f->result.outcome.detail, "cancelled waiting for the adaptive limiter");
+    assert_int_equal(f->result.attempts, 0);
+    assert_int_equal(count_events(f, RESIL_EVENT_LIMIT_REJECTED), 0);
+    resil_limiter_release(&held, RESIL_BREAKER_IGNORED);
+    resil_cancel_destroy(&token);
+}
+
 static void the_limiter_learns_from_the_pipelines_outcomes_and_reports_it(void **state)
 {
     fixture *f = *state;
@@ -603,6 +631,7 @@ int main(void)
         TEST(a_shared_chaos_strikes_until_its_owner_switches_it_off),
         TEST(chaos_kinds_each_appear_once_and_describe_themselves),
         TEST(a_full_adaptive_limiter_rejects_with_its_own_code),
+        TEST(a_cancelled_caller_at_a_full_adaptive_limiter_is_cancelled),
         TEST(the_limiter_learns_from_the_pipelines_outcomes_and_reports_it),
         TEST(a_shared_limiter_bounds_every_pipeline_using_it),
         TEST(the_adaptive_limiter_describes_its_options),

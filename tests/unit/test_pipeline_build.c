@@ -70,7 +70,7 @@ static void pipeline_name_must_be_1_to_63_bytes(void **state)
     resil_pipeline_builder *b = NULL;
     resil_err err = {0, ""};
     assert_int_equal(resil_pipeline_builder_new("", &b, &err), RESIL_EINVAL);
-    assert_string_equal(err.message, "pipeline.name must be 1 to 63 bytes long");
+    assert_string_equal(err.message, "pipeline.name must be 1 to 63 bytes long, got 0");
     assert_int_equal(resil_pipeline_builder_new(NULL, &b, &err), RESIL_EINVAL);
     char name[65];
     memset(name, 'p', 64);
@@ -139,6 +139,253 @@ static void listeners_are_limited_to_four_and_never_null(void **state)
     assert_int_equal(resil_pipeline_builder_listen(b, resil_metrics_on_event, NULL),
                      RESIL_ERANGE);
     refused(b, RESIL_ERANGE, "pipeline: at most 4 listeners");
+}
+
+/* ---- a NULL builder, and NULL options that stick to the builder ------------ */
+
+static void listening_needs_a_builder(void **state)
+{
+    (void)state;
+    assert_int_equal(resil_pipeline_builder_listen(NULL, resil_metrics_on_event, NULL),
+                     RESIL_EINVAL);
+}
+
+static void a_metrics_sink_needs_a_builder(void **state)
+{
+    (void)state;
+    resil_metrics *m;
+    assert_int_equal(resil_metrics_new(NULL, &m, NULL), 0);
+    assert_int_equal(resil_pipeline_builder_metrics(NULL, m), RESIL_EINVAL);
+    resil_metrics_free(m);
+}
+
+static void a_null_metrics_sink_sticks_to_the_builder(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_builder_metrics(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "pipeline: metrics must not be NULL");
+}
+
+static void the_standard_strategies_need_a_builder(void **state)
+{
+    (void)state;
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    assert_int_equal(resil_pipeline_add_standard(NULL, &o), RESIL_EINVAL);
+}
+
+static void null_standard_options_stick_to_the_builder(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_standard(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "pipeline: standard options must not be NULL");
+}
+
+static void the_standard_hedging_strategies_need_a_builder(void **state)
+{
+    (void)state;
+    resil_standard_hedging_opts o;
+    resil_standard_hedging_opts_default(&o);
+    assert_int_equal(resil_pipeline_add_standard_hedging(NULL, &o), RESIL_EINVAL);
+}
+
+static void null_standard_hedging_options_stick_to_the_builder(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_standard_hedging(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "pipeline: standard hedging options must not be NULL");
+}
+
+static void adding_chaos_needs_a_builder(void **state)
+{
+    (void)state;
+    resil_chaos_opts o;
+    resil_chaos_opts_default(&o, RESIL_CHAOS_FAULT);
+    assert_int_equal(resil_pipeline_add_chaos(NULL, &o), RESIL_EINVAL);
+}
+
+static void null_rate_limiter_options_stick_to_the_builder(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, NULL, 0), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "rate_limiter: options must not be NULL");
+}
+
+static void null_breaker_options_stick_to_the_builder(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_breaker(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "breaker: options must not be NULL");
+}
+
+static void null_degradation_options_stick_to_the_builder(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_degrade(b, NULL), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "degrade: options must not be NULL");
+}
+
+static void a_shared_rate_limiter_waiting_below_zero_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_TOKEN_BUCKET);
+    resil_ratelimit *rl;
+    assert_int_equal(resil_ratelimit_new(&o, &rl, NULL), 0);
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_use_rate_limiter(b, rl, -RESIL_MS(5)), RESIL_EINVAL);
+    refused(b, RESIL_EINVAL, "rate_limiter.max_wait must be >= 0, got -5ms");
+    resil_ratelimit_free(rl);
+}
+
+/* ---- one strategy of each kind but retry, whichever way it is added ---------- */
+
+static resil_ratelimit_opts rate_opts(void)
+{
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_TOKEN_BUCKET);
+    return o;
+}
+
+static resil_bulkhead_opts bulkhead_opts(void)
+{
+    resil_bulkhead_opts o;
+    resil_bulkhead_opts_default(&o);
+    return o;
+}
+
+static void a_second_rate_limiter_is_refused(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_ratelimit_opts o = rate_opts();
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, 0), 0);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, 0), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one rate-limiter strategy per pipeline");
+}
+
+static void a_shared_rate_limiter_after_one_is_refused(void **state)
+{
+    (void)state;
+    resil_ratelimit_opts o = rate_opts();
+    resil_ratelimit *rl;
+    assert_int_equal(resil_ratelimit_new(&o, &rl, NULL), 0);
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, 0), 0);
+    assert_int_equal(resil_pipeline_use_rate_limiter(b, rl, 0), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one rate-limiter strategy per pipeline");
+    resil_ratelimit_free(rl);
+}
+
+static void a_second_bulkhead_is_refused(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_bulkhead_opts o = bulkhead_opts();
+    assert_int_equal(resil_pipeline_add_bulkhead(b, &o), 0);
+    assert_int_equal(resil_pipeline_add_bulkhead(b, &o), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one bulkhead strategy per pipeline");
+}
+
+static void a_shared_bulkhead_after_one_is_refused(void **state)
+{
+    (void)state;
+    resil_bulkhead_opts o = bulkhead_opts();
+    resil_bulkhead *bh;
+    assert_int_equal(resil_bulkhead_new(&o, &bh, NULL), 0);
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_bulkhead(b, &o), 0);
+    assert_int_equal(resil_pipeline_use_bulkhead(b, bh), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one bulkhead strategy per pipeline");
+    resil_bulkhead_free(bh);
+}
+
+static void a_second_total_timeout_is_refused(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_timeout_opts t = timeout_of(RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one total-timeout strategy per pipeline");
+}
+
+static void a_second_attempt_timeout_is_refused(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_timeout_opts t = timeout_of(RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one attempt-timeout strategy per pipeline");
+}
+
+static void a_shared_breaker_after_one_is_refused(void **state)
+{
+    (void)state;
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    resil_breaker *br;
+    assert_int_equal(resil_breaker_new(&o, &br, NULL), 0);
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_breaker(b, &o), 0);
+    assert_int_equal(resil_pipeline_use_breaker(b, br), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one breaker strategy per pipeline");
+    resil_breaker_free(br);
+}
+
+static void a_second_hedging_is_refused(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one hedging strategy per pipeline");
+}
+
+static void a_second_fallback_is_refused(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_fallback_opts f;
+    resil_fallback_opts_default(&f);
+    f.action = never_called;
+    assert_int_equal(resil_pipeline_add_fallback(b, &f), 0);
+    assert_int_equal(resil_pipeline_add_fallback(b, &f), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one fallback strategy per pipeline");
+}
+
+static void a_second_degradation_is_refused(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_degrade_opts d;
+    resil_degrade_opts_default(&d);
+    assert_int_equal(resil_pipeline_add_degrade(b, &d), 0);
+    assert_int_equal(resil_pipeline_add_degrade(b, &d), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one degradation strategy per pipeline");
+}
+
+static void a_shared_degradation_after_one_is_refused(void **state)
+{
+    (void)state;
+    resil_degrade_opts d;
+    resil_degrade_opts_default(&d);
+    resil_degrade *shared;
+    assert_int_equal(resil_degrade_new(&d, &shared, NULL), 0);
+    resil_pipeline_builder *b = builder();
+    assert_int_equal(resil_pipeline_add_degrade(b, &d), 0);
+    assert_int_equal(resil_pipeline_use_degrade(b, shared), RESIL_EEXIST);
+    refused(b, RESIL_EEXIST, "pipeline: at most one degradation strategy per pipeline");
+    resil_degrade_free(shared);
 }
 
 /* ---- each strategy's options, by name --------------------------------------- */
@@ -473,6 +720,38 @@ static void standard_options_are_microsofts_defaults(void **state)
     assert_duration_equal(o.attempt.timeout, RESIL_S(10));
 }
 
+static void a_standard_pipeline_name_of_64_bytes_is_refused_by_name(void **state)
+{
+    (void)state;
+    char name[65];
+    memset(name, 's', 64);
+    name[64] = '\0';
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    o.name = name;
+    resil_pipeline *p = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_pipeline_standard(&o, &p, &err), RESIL_EINVAL);
+    assert_null(p);
+    assert_string_equal(err.message, "pipeline.name must be 1 to 63 bytes long, got 64");
+}
+
+static void a_standard_hedging_pipeline_name_of_64_bytes_is_refused_by_name(void **state)
+{
+    (void)state;
+    char name[65];
+    memset(name, 'h', 64);
+    name[64] = '\0';
+    resil_standard_hedging_opts o;
+    resil_standard_hedging_opts_default(&o);
+    o.name = name;
+    resil_pipeline *p = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_pipeline_standard_hedging(&o, &p, &err), RESIL_EINVAL);
+    assert_null(p);
+    assert_string_equal(err.message, "pipeline.name must be 1 to 63 bytes long, got 64");
+}
+
 static const char standard_text[] =
     "pipeline standard: 5 strategies, outermost first\n"
     "  1. bulkhead max_concurrency=1000 max_queue=0 queue=false queue_timeout=none\n"
@@ -805,6 +1084,29 @@ int main(void)
         cmocka_unit_test(pipeline_name_must_be_1_to_63_bytes),
         cmocka_unit_test(shared_objects_must_not_be_null),
         cmocka_unit_test(listeners_are_limited_to_four_and_never_null),
+        cmocka_unit_test(listening_needs_a_builder),
+        cmocka_unit_test(a_metrics_sink_needs_a_builder),
+        cmocka_unit_test(a_null_metrics_sink_sticks_to_the_builder),
+        cmocka_unit_test(the_standard_strategies_need_a_builder),
+        cmocka_unit_test(null_standard_options_stick_to_the_builder),
+        cmocka_unit_test(the_standard_hedging_strategies_need_a_builder),
+        cmocka_unit_test(null_standard_hedging_options_stick_to_the_builder),
+        cmocka_unit_test(adding_chaos_needs_a_builder),
+        cmocka_unit_test(null_rate_limiter_options_stick_to_the_builder),
+        cmocka_unit_test(null_breaker_options_stick_to_the_builder),
+        cmocka_unit_test(null_degradation_options_stick_to_the_builder),
+        cmocka_unit_test(a_shared_rate_limiter_waiting_below_zero_is_refused_by_name),
+        cmocka_unit_test(a_second_rate_limiter_is_refused),
+        cmocka_unit_test(a_shared_rate_limiter_after_one_is_refused),
+        cmocka_unit_test(a_second_bulkhead_is_refused),
+        cmocka_unit_test(a_shared_bulkhead_after_one_is_refused),
+        cmocka_unit_test(a_second_total_timeout_is_refused),
+        cmocka_unit_test(a_second_attempt_timeout_is_refused),
+        cmocka_unit_test(a_shared_breaker_after_one_is_refused),
+        cmocka_unit_test(a_second_hedging_is_refused),
+        cmocka_unit_test(a_second_fallback_is_refused),
+        cmocka_unit_test(a_second_degradation_is_refused),
+        cmocka_unit_test(a_shared_degradation_after_one_is_refused),
         cmocka_unit_test(bad_retry_policy_is_named),
         cmocka_unit_test(bad_timeouts_are_named),
         cmocka_unit_test(bad_bulkhead_is_named),
@@ -828,6 +1130,8 @@ int main(void)
         cmocka_unit_test(a_failed_build_stays_failed),
         cmocka_unit_test(a_builder_builds_once),
         cmocka_unit_test(standard_options_are_microsofts_defaults),
+        cmocka_unit_test(a_standard_pipeline_name_of_64_bytes_is_refused_by_name),
+        cmocka_unit_test(a_standard_hedging_pipeline_name_of_64_bytes_is_refused_by_name),
         cmocka_unit_test(standard_describes_its_order_options_and_worst_case),
         cmocka_unit_test(standard_hedging_options_are_microsofts_defaults),
         cmocka_unit_test(standard_hedging_builds_in_microsofts_order),
