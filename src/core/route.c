@@ -25,9 +25,11 @@ static uint64_t weight_of(uint32_t w) { return w == 0 ? 1 : w; }
 
 static int check_group(const resil_route_group *grp, size_t g, resil_err *err)
 {
-    if (grp->endpoints == NULL || grp->len == 0)
-        return resil_err_set(err, RESIL_EINVAL,
-                             "route.groups[%zu] must hold at least one endpoint", g);
+    if (grp->endpoints == NULL)
+        return resil_err_set(err, RESIL_EINVAL, "route.groups[%zu].endpoints must not be NULL",
+                             g);
+    if (grp->len == 0)
+        return resil_err_set(err, RESIL_EINVAL, "route.groups[%zu].len must be >= 1, got 0", g);
     if (grp->weight > RESIL_ROUTE_WEIGHT_MAX)
         return resil_err_set(err, RESIL_EINVAL, "route.groups[%zu].weight must be in [0, %u], got %u",
                              g, RESIL_ROUTE_WEIGHT_MAX, grp->weight);

@@ -146,6 +146,113 @@ static void a_route_names_its_first_bad_field(void **state)
     assert_int_equal(resil_route_plan(&o, NULL, out, 1, &len), RESIL_EINVAL);
 }
 
+/* ---- the options' checks, one refusal each ----------------------------------- */
+
+static void refused(const resil_route_opts *o, const char *message)
+{
+    resil_err err = {0, ""};
+    assert_int_equal(resil_route_opts_validate(o, &err), RESIL_EINVAL);
+    assert_int_equal(err.code, RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+    const char *out[1];
+    size_t len = 7;
+    assert_int_equal(resil_route_plan(o, NULL, out, 1, &len), RESIL_EINVAL);
+}
+
+static void accepted(const resil_route_opts *o)
+{
+    resil_err err = {0, ""};
+    if (resil_route_opts_validate(o, &err) != 0)
+        fail_msg("refused: %s", err.message);
+}
+
+static void route_options_must_not_be_null(void **state)
+{
+    (void)state;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_route_opts_validate(NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "route: options must not be NULL");
+}
+
+static void route_kind_out_of_range_is_refused_by_name(void **state)
+{
+    (void)state;
+    const resil_route_group g[] = {G(primary, 1, 0)};
+    resil_route_opts o = route((resil_route_kind)2, g, 1);
+    refused(&o, "route.kind must be ordered or weighted, got 2");
+}
+
+static void route_selection_out_of_range_is_refused_by_name(void **state)
+{
+    (void)state;
+    const resil_route_group g[] = {G(primary, 1, 0)};
+    resil_route_opts o = route(RESIL_ROUTE_WEIGHTED, g, 1);
+    o.selection = (resil_route_selection)2;
+    refused(&o, "route.selection must be initial-attempt or every-attempt, got 2");
+}
+
+static void route_of_more_groups_than_attempts_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_route_group g[RESIL_ROUTE_MAX_GROUPS + 1];
+    for (size_t i = 0; i < RESIL_ROUTE_MAX_GROUPS + 1; i++)
+        g[i] = (resil_route_group)G(primary, 1, 0);
+    resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, RESIL_ROUTE_MAX_GROUPS + 1);
+    refused(&o, "route.ngroups must be in [1, 11], got 12");
+}
+
+static void route_of_one_group_per_attempt_is_accepted(void **state)
+{
+    (void)state;
+    resil_route_group g[RESIL_ROUTE_MAX_GROUPS];
+    for (size_t i = 0; i < RESIL_ROUTE_MAX_GROUPS; i++)
+        g[i] = (resil_route_group)G(primary, 1, 0);
+    resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, RESIL_ROUTE_MAX_GROUPS);
+    accepted(&o);
+}
+
+static void route_group_without_endpoints_is_refused_by_name(void **state)
+{
+    (void)state;
+    const resil_route_group g[] = {G(primary, 1, 0), G(NULL, 1, 0)};
+    resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, 2);
+    refused(&o, "route.groups[1].endpoints must not be NULL");
+}
+
+static void route_group_of_no_endpoints_is_refused_by_name(void **state)
+{
+    (void)state;
+    const resil_route_group g[] = {G(primary, 1, 0), G(third, 0, 0)};
+    resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, 2);
+    refused(&o, "route.groups[1].len must be >= 1, got 0");
+}
+
+static void route_group_weight_above_max_is_refused_by_name(void **state)
+{
+    (void)state;
+    const resil_route_group g[] = {G(primary, 1, 1), G(third, 1, RESIL_ROUTE_WEIGHT_MAX + 1)};
+    resil_route_opts o = route(RESIL_ROUTE_WEIGHTED, g, 2);
+    refused(&o, "route.groups[1].weight must be in [0, 64000], got 64001");
+}
+
+static void route_group_weight_at_max_is_accepted(void **state)
+{
+    (void)state;
+    const resil_route_group g[] = {G(primary, 1, 1), G(third, 1, RESIL_ROUTE_WEIGHT_MAX)};
+    resil_route_opts o = route(RESIL_ROUTE_WEIGHTED, g, 2);
+    accepted(&o);
+}
+
+static void route_endpoint_weight_at_max_is_accepted(void **state)
+{
+    (void)state;
+    static const resil_route_endpoint heaviest[] = {
+        {.url = "https://x", .weight = RESIL_ROUTE_WEIGHT_MAX}};
+    const resil_route_group g[] = {G(heaviest, 1, 0)};
+    resil_route_opts o = route(RESIL_ROUTE_ORDERED, g, 1);
+    accepted(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +262,16 @@ int main(void)
         cmocka_unit_test(weighted_groups_draw_the_first_then_follow_the_order),
         cmocka_unit_test(weighted_groups_can_draw_every_attempt),
         cmocka_unit_test(a_route_names_its_first_bad_field),
+        cmocka_unit_test(route_options_must_not_be_null),
+        cmocka_unit_test(route_kind_out_of_range_is_refused_by_name),
+        cmocka_unit_test(route_selection_out_of_range_is_refused_by_name),
+        cmocka_unit_test(route_of_more_groups_than_attempts_is_refused_by_name),
+        cmocka_unit_test(route_of_one_group_per_attempt_is_accepted),
+        cmocka_unit_test(route_group_without_endpoints_is_refused_by_name),
+        cmocka_unit_test(route_group_of_no_endpoints_is_refused_by_name),
+        cmocka_unit_test(route_group_weight_above_max_is_refused_by_name),
+        cmocka_unit_test(route_group_weight_at_max_is_accepted),
+        cmocka_unit_test(route_endpoint_weight_at_max_is_accepted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
