@@ -186,8 +186,9 @@ int resil_breaker_new_custom(const resil_breaker_ops *ops, void *self, const cha
                              "breaker: ops needs size, acquire, record, state, stats "
                              "and control");
     if (name != NULL && strlen(name) >= RESIL_BREAKER_NAME_MAX)
-        return resil_err_set(err, RESIL_EINVAL, "breaker.name must be shorter than %d bytes",
-                             RESIL_BREAKER_NAME_MAX);
+        return resil_err_set(err, RESIL_EINVAL,
+                             "breaker.name must be shorter than %d bytes, got %zu",
+                             RESIL_BREAKER_NAME_MAX, strlen(name));
     resil__brk_custom *c = calloc(1, sizeof *c);
     if (c == NULL)
         return resil_err_set(err, RESIL_ENOMEM, "breaker: out of memory");
