@@ -218,8 +218,8 @@ static int check_name(const char *operation, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL, "timeouts: operation name must not be empty");
     if (strlen(operation) >= RESIL_TIMEOUTS_NAME_MAX)
         return resil_err_set(err, RESIL_EINVAL,
-                             "timeouts: operation name must be shorter than %d bytes",
-                             RESIL_TIMEOUTS_NAME_MAX);
+                             "timeouts: operation name must be shorter than %d bytes, got %zu",
+                             RESIL_TIMEOUTS_NAME_MAX, strlen(operation));
     return 0;
 }
 

@@ -108,6 +108,17 @@ static void a_table_that_does_not_reach_release_is_refused(void **state)
     assert_string_equal(e.message, "bulkhead: ops needs size, acquire and release");
 }
 
+static void a_table_and_out_must_be_given(void **state)
+{
+    (void)state;
+    resil_bulkhead *b = NULL;
+    resil_err e = {0, ""};
+    assert_int_equal(resil_bulkhead_new_custom(NULL, NULL, &b, &e), RESIL_EINVAL);
+    assert_string_equal(e.message, "bulkhead: ops and out must not be NULL");
+    assert_int_equal(resil_bulkhead_new_custom(&slots_ops, NULL, NULL, &e), RESIL_EINVAL);
+    assert_string_equal(e.message, "bulkhead: ops and out must not be NULL");
+}
+
 /* An implementation built against a header whose table ended after
  * release: what lies beyond its size is not read, even when set. */
 static void operations_beyond_the_table_size_are_absent(void **state)
@@ -280,6 +291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TEST(a_table_without_release_is_refused_by_name),
         TEST(a_table_that_does_not_reach_release_is_refused),
+        TEST(a_table_and_out_must_be_given),
         TEST(operations_beyond_the_table_size_are_absent),
         TEST(acquire_asks_the_implementation_and_may_wait),
         TEST(try_acquire_asks_it_not_to_wait),

@@ -69,6 +69,24 @@ static void bad_options_are_refused_by_name(void **state)
     expect_invalid(&o, "chaos.kind must be fault, outcome, latency or behavior, got 7");
 }
 
+static void validating_needs_the_options(void **state)
+{
+    (void)state;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_chaos_opts_validate(NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "chaos: options must not be NULL");
+}
+
+static void making_one_needs_out(void **state)
+{
+    (void)state;
+    resil_chaos_opts o;
+    resil_chaos_opts_default(&o, RESIL_CHAOS_FAULT);
+    resil_err err = {0, ""};
+    assert_int_equal(resil_chaos_new(&o, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "chaos: out must not be NULL");
+}
+
 static void a_call_is_injected_when_its_draw_is_below_the_rate(void **state)
 {
     (void)state;
@@ -204,6 +222,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_are_pollys_rate_enabled_and_one_second_of_latency),
         cmocka_unit_test(bad_options_are_refused_by_name),
+        cmocka_unit_test(validating_needs_the_options),
+        cmocka_unit_test(making_one_needs_out),
         cmocka_unit_test(a_call_is_injected_when_its_draw_is_below_the_rate),
         cmocka_unit_test(rate_zero_never_injects_and_rate_one_always_does),
         cmocka_unit_test(a_disabled_strategy_spends_no_draw),

@@ -177,6 +177,32 @@ static void bad_options_are_refused_by_name(void **state)
     expect_invalid(f, "limiter.max_queue must be >= 0, got -1");
 }
 
+static void aimd_latency_below_zero_is_refused_by_name(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_AIMD, 10)->aimd_latency = -1;
+    expect_invalid(f, "limiter.aimd_latency must be >= 0 (0 = none), got -1ns");
+}
+
+static void queue_timeout_below_zero_is_refused_by_name(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_AIMD, 10)->queue_timeout = -1;
+    expect_invalid(f, "limiter.queue_timeout must be >= 0 (0 = until cancelled), got -1ns");
+}
+
+static void a_limiter_needs_its_options_and_out(void **state)
+{
+    fixture *f = *state;
+    resil_limiter *l = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_limiter_new(NULL, &l, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "limiter: options and out must not be NULL");
+    opts_for(f, RESIL_LIMIT_AIMD, 10);
+    assert_int_equal(resil_limiter_new(&f->opts, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "limiter: options and out must not be NULL");
+}
+
 /* ---- the bound --------------------------------------------------------------------- */
 
 static void calls_beyond_the_limit_are_rejected_at_once(void **state)
@@ -494,6 +520,19 @@ static void another_implementation_plugs_in_through_its_table(void **state)
     assert_string_equal(err.message, "limiter: ops needs size, acquire and release");
 }
 
+static void a_plug_in_limiter_needs_its_table_and_out(void **state)
+{
+    (void)state;
+    static const resil_limiter_ops ops = {sizeof ops, "test", c_acquire, c_release, c_limit,
+                                          NULL, NULL, NULL};
+    resil_limiter *l = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_limiter_new_custom(NULL, NULL, &l, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "limiter: ops and out must not be NULL");
+    assert_int_equal(resil_limiter_new_custom(&ops, NULL, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "limiter: ops and out must not be NULL");
+}
+
 /* A table written against a header that ended after release: its limit,
  * though set, lies beyond its size and is not asked. */
 static void operations_beyond_the_table_size_are_absent(void **state)
@@ -526,6 +565,9 @@ int main(void)
         cmocka_unit_test(defaults_start_at_twenty_between_one_and_two_hundred),
         TEST(the_options_read_back_as_they_were_given),
         TEST(bad_options_are_refused_by_name),
+        TEST(aimd_latency_below_zero_is_refused_by_name),
+        TEST(queue_timeout_below_zero_is_refused_by_name),
+        TEST(a_limiter_needs_its_options_and_out),
         TEST(calls_beyond_the_limit_are_rejected_at_once),
         TEST(a_raised_limit_admits_the_queued_caller_at_once),
         TEST(a_parked_permit_serves_another_thread_at_the_limit),
@@ -539,6 +581,7 @@ int main(void)
         TEST(gradient_scales_by_long_over_short_latency_smoothed),
         TEST(a_window_closes_only_when_long_enough_and_full_enough),
         cmocka_unit_test(another_implementation_plugs_in_through_its_table),
+        cmocka_unit_test(a_plug_in_limiter_needs_its_table_and_out),
         cmocka_unit_test(operations_beyond_the_table_size_are_absent),
         cmocka_unit_test(algorithms_have_names_that_parse_back),
     };

@@ -302,6 +302,16 @@ static void writer_errors_stop_the_write(void **state)
     resil_metrics_free(m);
 }
 
+static void the_text_as_a_string_needs_out(void **state)
+{
+    (void)state;
+    resil_metrics *m = metrics(4);
+    size_t len = 7;
+    assert_int_equal(resil_metrics_prometheus_string(m, NULL, &len), RESIL_EINVAL);
+    assert_int_equal(len, 7);
+    resil_metrics_free(m);
+}
+
 static void options_are_checked_by_name(void **state)
 {
     (void)state;
@@ -447,6 +457,7 @@ int main(void)
         cmocka_unit_test(pipeline_feeds_counters_histograms_and_gauges),
         cmocka_unit_test(registry_breakers_appear_one_gauge_per_key),
         cmocka_unit_test(writer_errors_stop_the_write),
+        cmocka_unit_test(the_text_as_a_string_needs_out),
         cmocka_unit_test(options_are_checked_by_name),
         cmocka_unit_test(concurrent_recording_loses_nothing),
         cmocka_unit_test(a_pipelines_adaptive_limit_is_a_gauge),

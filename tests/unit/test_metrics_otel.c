@@ -401,6 +401,15 @@ static void an_http_breaker_needs_an_authority(void **state)
     resil_breaker_free(b);
 }
 
+static void visiting_needs_a_sink_and_a_visitor(void **state)
+{
+    world *w = *state;
+    int calls = 0;
+    assert_int_equal(resil_metrics_visit(NULL, stop_at_first, &calls), RESIL_EINVAL);
+    assert_int_equal(resil_metrics_visit(w->m, NULL, &calls), RESIL_EINVAL);
+    assert_int_equal(calls, 0);
+}
+
 /* Each event as a listener hears it, by itself: the name it is counted
  * under is Polly's where Polly has the event and resil's own for the rest
  * (docs/telemetry.md lists both). */
@@ -487,6 +496,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_visitor_hands_over_every_watched_gauge, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(an_http_breaker_needs_an_authority, setup, teardown),
+        cmocka_unit_test_setup_teardown(visiting_needs_a_sink_and_a_visitor, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,6 +118,17 @@ static void a_table_that_does_not_reach_try_acquire_is_refused(void **state)
     assert_string_equal(e.message, "ratelimit: ops needs size and try_acquire");
 }
 
+static void a_table_and_out_must_be_given(void **state)
+{
+    (void)state;
+    resil_ratelimit *rl = NULL;
+    resil_err e = {0, ""};
+    assert_int_equal(resil_ratelimit_new_custom(NULL, NULL, NULL, &rl, &e), RESIL_EINVAL);
+    assert_string_equal(e.message, "ratelimit: ops and out must not be NULL");
+    assert_int_equal(resil_ratelimit_new_custom(&quota_ops, NULL, NULL, NULL, &e), RESIL_EINVAL);
+    assert_string_equal(e.message, "ratelimit: ops and out must not be NULL");
+}
+
 /* An implementation built against a header whose table ended after
  * try_acquire: what lies beyond its size is not read, even when set. */
 static void operations_beyond_the_table_size_are_absent(void **state)
@@ -313,6 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TEST(a_table_without_try_acquire_is_refused_by_name),
         TEST(a_table_that_does_not_reach_try_acquire_is_refused),
+        TEST(a_table_and_out_must_be_given),
         TEST(operations_beyond_the_table_size_are_absent),
         TEST(try_acquire_asks_the_implementation_at_the_handle_clock),
         TEST(try_acquire_at_passes_the_caller_instant),

@@ -653,6 +653,50 @@ static void a_factory_breaker_must_be_named_by_the_key(void **state)
     assert_int_equal(resil_registry_count(f->r), 0);
 }
 
+/* A factory that refuses a key: its code and message are the registry's
+ * answer, and nothing is held for the key. */
+static int refusing_factory(const char *key, const resil_breaker_opts *o, resil_breaker **out,
+                            resil_err *err, void *ud)
+{
+    (void)o, (void)out;
+    int *rc = ud;
+    if (*rc < 0)
+        return resil_err_set(err, *rc, "fleet: no breaker for '%s'", key);
+    return *rc;
+}
+
+static void a_factorys_refusal_is_the_registrys_answer(void **state)
+{
+    fx *f = *state;
+    int rc = RESIL_EIO;
+    resil_registry_opts o = opts(f, 4);
+    o.factory = refusing_factory;
+    o.factory_ud = &rc;
+    make(f, &o);
+    resil_breaker *b = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_registry_get(f->r, "a", NULL, &b, &err), RESIL_EIO);
+    assert_null(b);
+    assert_string_equal(err.message, "fleet: no breaker for 'a'");
+    assert_int_equal(resil_registry_count(f->r), 0);
+}
+
+/* A factory must answer 0 or a negative code: a positive one is taken as
+ * a refusal, RESIL_EINVAL. */
+static void a_factory_answering_a_positive_code_is_einval(void **state)
+{
+    fx *f = *state;
+    int rc = 1;
+    resil_registry_opts o = opts(f, 4);
+    o.factory = refusing_factory;
+    o.factory_ud = &rc;
+    make(f, &o);
+    resil_breaker *b = NULL;
+    assert_int_equal(resil_registry_get(f->r, "a", NULL, &b, NULL), RESIL_EINVAL);
+    assert_null(b);
+    assert_int_equal(resil_registry_count(f->r), 0);
+}
+
 static void breakers_that_cannot_say_idle_are_evicted_last(void **state)
 {
     fx *f = *state;
@@ -701,6 +745,8 @@ int main(void)
         T(bad_keys_are_refused),
         T(a_factory_builds_each_new_keys_breaker),
         T(a_factory_breaker_must_be_named_by_the_key),
+        T(a_factorys_refusal_is_the_registrys_answer),
+        T(a_factory_answering_a_positive_code_is_einval),
         T(breakers_that_cannot_say_idle_are_evicted_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -277,6 +277,22 @@ static void an_outside_deadline_stops_like_max_total(void **state)
     assert_int_equal(f->result.attempts, 2);
 }
 
+/* A deadline already reached when the run starts: no attempt runs, and the
+ * run is refused as past its deadline. */
+static void an_outside_deadline_already_reached_runs_nothing(void **state)
+{
+    fixture *f = *state;
+    f->opts.deadline = T0;
+    script s = always(fail503);
+    run(f, &s);
+    assert_int_equal(f->result.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(s.calls, 0);
+    assert_int_equal(f->result.attempts, 0);
+    assert_int_equal(f->result.final.kind, RESIL_REJECTED);
+    assert_int_equal(f->result.final.code, RESIL_ETIMEDOUT);
+    assert_string_equal(f->result.final.detail, "deadline passed before the first attempt");
+}
+
 static void non_idempotent_work_is_refused_and_never_runs(void **state)
 {
     fixture *f = *state;
@@ -903,6 +919,7 @@ int main(void)
         T(a_wait_past_max_total_ends_the_run_without_sleeping),
         T(max_total_counts_attempt_time_and_waits),
         T(an_outside_deadline_stops_like_max_total),
+        T(an_outside_deadline_already_reached_runs_nothing),
         T(non_idempotent_work_is_refused_and_never_runs),
         T(run_once_mode_runs_non_idempotent_work_exactly_once),
         T(forever_runs_until_success),

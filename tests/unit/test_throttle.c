@@ -113,6 +113,34 @@ static void bad_options_are_refused_by_name(void **state)
     expect_invalid(f, "throttle.buckets must be in [1, 120], got 121");
 }
 
+static void a_window_shorter_than_a_nanosecond_per_bucket_is_refused_by_name(void **state)
+{
+    fixture *f = *state;
+    f->opts.buckets = 12;
+    f->opts.window = 11;
+    expect_invalid(f, "throttle.window must be >= 1ns per bucket, got 11ns");
+}
+
+static void a_window_of_a_nanosecond_per_bucket_is_accepted(void **state)
+{
+    fixture *f = *state;
+    f->opts.buckets = 12;
+    f->opts.window = 12;
+    make(f, NULL, 0);
+    assert_int_equal(resil_throttle_admit_at(f->t, resil_fake_clock_now(f->fc)), 0);
+}
+
+static void a_throttle_needs_its_options_and_out(void **state)
+{
+    fixture *f = *state;
+    resil_throttle *t = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_throttle_new(NULL, &t, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "throttle: options and out must not be NULL");
+    assert_int_equal(resil_throttle_new(&f->opts, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "throttle: options and out must not be NULL");
+}
+
 static void the_formula_is_the_sre_books(void **state)
 {
     (void)state;
@@ -265,6 +293,19 @@ static void operations_beyond_the_table_size_are_absent(void **state)
     assert_string_equal(err.message, "throttle: ops needs size, admit and record");
 }
 
+static void a_plug_in_throttle_needs_its_table_and_out(void **state)
+{
+    (void)state;
+    static const resil_throttle_ops ops = {sizeof ops, "fleet", fake_admit, fake_record, NULL,
+                                           NULL};
+    resil_throttle *t = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_throttle_new_custom(NULL, NULL, &t, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "throttle: ops and out must not be NULL");
+    assert_int_equal(resil_throttle_new_custom(&ops, NULL, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "throttle: ops and out must not be NULL");
+}
+
 typedef struct successes {
     resil_throttle *t;
     resil_instant now;
@@ -313,6 +354,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_are_k_two_over_two_minutes),
         TEST(bad_options_are_refused_by_name),
+        TEST(a_window_shorter_than_a_nanosecond_per_bucket_is_refused_by_name),
+        TEST(a_window_of_a_nanosecond_per_bucket_is_accepted),
+        TEST(a_throttle_needs_its_options_and_out),
         cmocka_unit_test(the_formula_is_the_sre_books),
         TEST(a_healthy_backend_is_never_refused_and_costs_no_draw),
         TEST(a_failing_backend_is_refused_with_the_formulas_probability),
@@ -323,6 +367,7 @@ int main(void)
         TEST(lock_free_successes_count_in_the_next_decision),
         cmocka_unit_test(another_implementation_plugs_in_through_its_table),
         cmocka_unit_test(operations_beyond_the_table_size_are_absent),
+        cmocka_unit_test(a_plug_in_throttle_needs_its_table_and_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

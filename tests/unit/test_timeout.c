@@ -186,6 +186,34 @@ static void table_rejects_bad_entries_by_name(void **state)
     resil_timeouts_free(t);
 }
 
+static void an_operation_name_of_128_bytes_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_timeouts *t;
+    assert_int_equal(resil_timeouts_new(RESIL_S(1), &t, NULL), 0);
+    char name[RESIL_TIMEOUTS_NAME_MAX + 1];
+    memset(name, 'a', RESIL_TIMEOUTS_NAME_MAX);
+    name[RESIL_TIMEOUTS_NAME_MAX] = '\0';
+    resil_err err = {0, ""};
+    assert_int_equal(resil_timeouts_set(t, name, RESIL_S(1), &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "timeouts: operation name must be shorter than 128 bytes, "
+                                     "got 128");
+    assert_int_equal(resil_timeouts_count(t), 0);
+    resil_timeouts_free(t);
+}
+
+static void removing_needs_a_table_and_a_name(void **state)
+{
+    (void)state;
+    resil_timeouts *t;
+    assert_int_equal(resil_timeouts_new(RESIL_S(1), &t, NULL), 0);
+    assert_int_equal(resil_timeouts_set(t, "auth", RESIL_S(2), NULL), 0);
+    assert_int_equal(resil_timeouts_remove(NULL, "auth"), RESIL_EINVAL);
+    assert_int_equal(resil_timeouts_remove(t, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_timeouts_count(t), 1);
+    resil_timeouts_free(t);
+}
+
 static void timeout_options_default_to_thirty_seconds_and_reject_zero(void **state)
 {
     (void)state;
@@ -398,6 +426,8 @@ int main(void)
         T(table_answers_the_default_for_unknown_operations),
         T(table_keeps_one_timeout_per_operation_and_replaces_it),
         T(table_rejects_bad_entries_by_name),
+        T(an_operation_name_of_128_bytes_is_refused_by_name),
+        T(removing_needs_a_table_and_a_name),
         T(timeout_options_default_to_thirty_seconds_and_reject_zero),
         T(attempt_timeout_turns_a_polling_give_up_into_a_timeout),
         T(attempt_timeout_ends_a_sleeping_operation_at_the_deadline),

@@ -417,6 +417,62 @@ static void tracer_options_are_checked_by_name(void **state)
     assert_string_equal(err.message, "tracer.on_span must not be NULL");
 }
 
+static void an_authority_without_a_host_does_not_split(void **state)
+{
+    (void)state;
+    char host[16] = "";
+    int port = 0;
+    assert_int_equal(resil_authority_split("http://:8080", host, sizeof host, &port),
+                     RESIL_ESYNTAX);
+    assert_int_equal(resil_authority_split("http://[]:8080", host, sizeof host, &port),
+                     RESIL_ESYNTAX);
+    assert_int_equal(port, 0);
+}
+
+static void parsing_a_traceparent_needs_text_and_out(void **state)
+{
+    (void)state;
+    resil_span_context c;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_traceparent_parse(NULL, 0, &c, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "traceparent: text and out must not be NULL");
+    assert_int_equal(resil_traceparent_parse("00", 2, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "traceparent: text and out must not be NULL");
+}
+
+static void parsing_a_tracestate_needs_text_and_out(void **state)
+{
+    (void)state;
+    resil_span_context c;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_tracestate_parse(NULL, 0, &c, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "tracestate: text and out must not be NULL");
+    assert_int_equal(resil_tracestate_parse("a=1", 3, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "tracestate: text and out must not be NULL");
+}
+
+static void an_attempts_span_needs_its_context_and_out(void **state)
+{
+    (void)state;
+    resil_attempt_ctx ctx = {0};
+    resil_span_context c;
+    assert_int_equal(resil_attempt_span(NULL, &c), RESIL_EINVAL);
+    assert_int_equal(resil_attempt_span(&ctx, NULL), RESIL_EINVAL);
+}
+
+static void a_tracer_needs_itself_and_options(void **state)
+{
+    (void)state;
+    resil_tracer t;
+    resil_tracer_opts o;
+    resil_tracer_opts_default(&o);
+    resil_err err = {0, ""};
+    assert_int_equal(resil_tracer_init(NULL, &o, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "tracer: tracer and options must not be NULL");
+    assert_int_equal(resil_tracer_init(&t, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "tracer: tracer and options must not be NULL");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +493,11 @@ int main(void)
         cmocka_unit_test(new_roots_have_random_nonzero_ids),
         cmocka_unit_test(authorities_split_into_server_address_and_port),
         cmocka_unit_test(tracer_options_are_checked_by_name),
+        cmocka_unit_test(an_authority_without_a_host_does_not_split),
+        cmocka_unit_test(parsing_a_traceparent_needs_text_and_out),
+        cmocka_unit_test(parsing_a_tracestate_needs_text_and_out),
+        cmocka_unit_test(an_attempts_span_needs_its_context_and_out),
+        cmocka_unit_test(a_tracer_needs_itself_and_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
