@@ -33,7 +33,7 @@ typedef struct resil_otlp_opts {
     resil_metrics *metrics;       /* exported every interval; NULL = spans only */
     resil_duration interval;      /* metrics export interval; default 60 s */
     resil_duration schedule_delay;/* longest a span waits for its batch; default 5 s */
-    resil_duration timeout;       /* per export request; default 10 s */
+    resil_duration timeout;       /* per export request, >= 1 ms; default 10 s */
     uint32_t max_queue;           /* spans queued at most; default 2048 */
     uint32_t max_batch;           /* spans per request at most; default 512, <= max_queue */
     resil_reserved reserved_[4];  /* room to grow (docs/abi.md) */

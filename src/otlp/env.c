@@ -105,7 +105,8 @@ static int parse_entry(const char *e, size_t n, otlp_kvs *out, const char *what,
     if (kn == 0)
         return kv_fail(err, what, entry, "has an empty key");
     if (kn >= OTLP_TEXT_MAX)
-        return kv_fail(err, what, entry, "key is longer than 255 bytes");
+        return resil_err_set(err, RESIL_EINVAL, "%s: entry %d key is longer than %d bytes, got %zu",
+                             what, entry, OTLP_TEXT_MAX - 1, kn);
     for (size_t i = 0; i < kn; i++)
         if (!token_char(k[i]))
             return kv_fail(err, what, entry, "key has a character outside an HTTP token");
@@ -148,7 +149,7 @@ bool resil__otlp_url_ok(const char *url)
     const char *rest = strncmp(url, "http://", 7) == 0    ? url + 7
                        : strncmp(url, "https://", 8) == 0 ? url + 8
                                                            : NULL;
-    if (rest == NULL || *rest == '\0' || *rest == '/' || strlen(url) >= OTLP_URL_MAX - 16)
+    if (rest == NULL || *rest == '\0' || *rest == '/')
         return false;
     for (const char *c = url; *c; c++)
         if ((unsigned char)*c <= 0x20 || *c == 0x7f)
@@ -209,6 +210,9 @@ static int env_url(const char *name, const char **out, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL,
                              "%s must be an http:// or https:// URL with a host, got \"%.64s\"",
                              name, v);
+    if (strlen(v) > OTLP_URL_LONGEST)
+        return resil_err_set(err, RESIL_EINVAL, "%s must be at most %d bytes long, got %zu", name,
+                             OTLP_URL_LONGEST, strlen(v));
     *out = v;
     return 0;
 }

@@ -24,41 +24,54 @@
 
 /* ---- options ---------------------------------------------------------------- */
 
-static int join_url(char *dst, const char *base, const char *path)
+/* A base of at most OTLP_URL_LONGEST bytes and its path always fit. */
+static void join_url(char *dst, const char *base, const char *path)
 {
     size_t n = strlen(base);
     while (n > 0 && base[n - 1] == '/')
         n--;
-    return snprintf(dst, OTLP_URL_MAX, "%.*s%s", (int)n, base, path) < OTLP_URL_MAX ? 0 : -1;
+    snprintf(dst, OTLP_URL_MAX, "%.*s%s", (int)n, base, path);
 }
 
 static int pick_url(char *dst, const char *full, const char *base, const char *path,
                     const char *field, resil_err *err)
 {
     const char *url = full != NULL ? full : base;
+    const char *name = full != NULL ? field : "endpoint";
     if (url == NULL)
         return resil_err_set(err, RESIL_EINVAL, "otlp.endpoint (or otlp.%s) must be set", field);
     if (!resil__otlp_url_ok(url))
         return resil_err_set(err, RESIL_EINVAL,
                              "otlp.%s must be an http:// or https:// URL with a host, got \"%.64s\"",
-                             full != NULL ? field : "endpoint", url);
-    if (full != NULL) {
+                             name, url);
+    if (strlen(url) > OTLP_URL_LONGEST)
+        return resil_err_set(err, RESIL_EINVAL, "otlp.%s must be at most %d bytes long, got %zu",
+                             name, OTLP_URL_LONGEST, strlen(url));
+    if (full != NULL)
         snprintf(dst, OTLP_URL_MAX, "%s", full);
-        return 0;
-    }
-    if (join_url(dst, base, path) != 0)
-        return resil_err_set(err, RESIL_EINVAL, "otlp.endpoint is too long");
+    else
+        join_url(dst, base, path);
     return 0;
+}
+
+/* "FIELD must be RULE, got D" with D in the duration parser's units, as
+ * the core words it (the core's helper is internal to libresil). */
+static int bad_duration(resil_err *err, const char *field, const char *rule, resil_duration d)
+{
+    char text[32];
+    resil_duration_format(d, text, sizeof text);
+    return resil_err_set(err, RESIL_EINVAL, "%s must be %s, got %s", field, rule, text);
 }
 
 static int check_numbers(const resil_otlp_opts *o, resil_err *err)
 {
     if (o->interval <= 0)
-        return resil_err_set(err, RESIL_EINVAL, "otlp.interval must be > 0");
+        return bad_duration(err, "otlp.interval", "> 0", o->interval);
     if (o->schedule_delay < 0)
-        return resil_err_set(err, RESIL_EINVAL, "otlp.schedule_delay must be >= 0");
-    if (o->timeout <= 0)
-        return resil_err_set(err, RESIL_EINVAL, "otlp.timeout must be > 0");
+        return bad_duration(err, "otlp.schedule_delay", ">= 0", o->schedule_delay);
+    /* libcurl counts it in whole milliseconds, and 0 means no timeout */
+    if (o->timeout < RESIL_MS(1))
+        return bad_duration(err, "otlp.timeout", ">= 1ms", o->timeout);
     if (o->max_queue < 1 || o->max_queue > (1u << 20))
         return resil_err_set(err, RESIL_EINVAL, "otlp.max_queue must be in [1, 1048576], got %u",
                              (unsigned)o->max_queue);
@@ -86,7 +99,8 @@ static int make_resource(resil_otlp *x, const resil_otlp_opts *o, resil_err *err
         if (strcmp(given->kv[i].key, "service.name") == 0)
             service = given->kv[i].value;
     if (rc == 0 && service != NULL && strlen(service) >= OTLP_TEXT_MAX)
-        rc = resil_err_set(err, RESIL_EINVAL, "otlp.service_name is longer than 255 bytes");
+        rc = resil_err_set(err, RESIL_EINVAL, "otlp.service_name must be at most %d bytes, got %zu",
+                           OTLP_TEXT_MAX - 1, strlen(service));
     if (rc == 0) {
         snprintf(x->resource.kv[0].key, OTLP_TEXT_MAX, "service.name");
         snprintf(x->resource.kv[0].value, OTLP_TEXT_MAX, "%s",

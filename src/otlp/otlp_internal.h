@@ -14,6 +14,9 @@
 #define OTLP_KV_MAX 32      /* entries in a headers or resource list */
 #define OTLP_TEXT_MAX 256   /* bytes of a key or value, decoded */
 #define OTLP_URL_MAX 1024
+/* The longest URL option, in bytes: a base endpoint and the longest path
+ * appended to it ("/v1/metrics") still fit in OTLP_URL_MAX. */
+#define OTLP_URL_LONGEST (OTLP_URL_MAX - 17)
 
 /* One key=value entry, decoded. */
 typedef struct otlp_kv {
@@ -34,7 +37,8 @@ typedef struct otlp_kvs {
  * RESIL_EINVAL. */
 int resil__otlp_kv_parse(const char *text, size_t len, otlp_kvs *out, const char *what,
                          resil_err *err);
-/* An http:// or https:// URL with a host. */
+/* An http:// or https:// URL with a host (its length is the caller's
+ * check: OTLP_URL_LONGEST). */
 bool resil__otlp_url_ok(const char *url);
 
 /* A growing text buffer; `failed` once an allocation failed. */

@@ -3,7 +3,9 @@
  * each is read into its field, an unset or empty one leaves the field as
  * it was, and a bad value is refused with the variable named.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "test.h"
 
@@ -108,12 +110,93 @@ static void bad_values_are_refused_naming_the_variable(void **state)
                    "OTEL_RESOURCE_ATTRIBUTES: entry 1 key has a character outside an HTTP token");
 }
 
+static void an_endpoint_of_1008_bytes_is_refused_naming_the_variable(void **state)
+{
+    (void)state;
+    char url[1009];
+    memcpy(url, "http://", 7);
+    memset(url + 7, 'h', 1001);
+    url[1008] = '\0';
+    expect_refused("OTEL_EXPORTER_OTLP_ENDPOINT", url,
+                   "OTEL_EXPORTER_OTLP_ENDPOINT must be at most 1007 bytes long, got 1008");
+}
+
+/* A list of `n` entries "k<i>=v" (the first key `first_key` instead). */
+static void list_of(char *buf, size_t cap, int n, const char *first_key)
+{
+    size_t used = (size_t)snprintf(buf, cap, "%s=v", first_key);
+    for (int i = 1; i < n; i++)
+        used += (size_t)snprintf(buf + used, cap - used, ",k%d=v", i);
+}
+
+static void a_key_of_256_bytes_is_refused_naming_the_variable(void **state)
+{
+    (void)state;
+    char key[257];
+    memset(key, 'k', 256);
+    key[256] = '\0';
+    char list[300];
+    list_of(list, sizeof list, 1, key);
+    expect_refused("OTEL_EXPORTER_OTLP_HEADERS", list,
+                   "OTEL_EXPORTER_OTLP_HEADERS: entry 1 key is longer than 255 bytes, got 256");
+}
+
+static void a_key_of_255_bytes_is_accepted(void **state)
+{
+    (void)state;
+    char key[256];
+    memset(key, 'k', 255);
+    key[255] = '\0';
+    char list[300];
+    list_of(list, sizeof list, 1, key);
+    setenv("OTEL_EXPORTER_OTLP_HEADERS", list, 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_string_equal(o.headers, list);
+}
+
+static void a_33rd_entry_is_refused_naming_the_variable(void **state)
+{
+    (void)state;
+    char list[512];
+    list_of(list, sizeof list, 33, "k0");
+    expect_refused("OTEL_RESOURCE_ATTRIBUTES", list,
+                   "OTEL_RESOURCE_ATTRIBUTES: entry 33 is one more than the 32 allowed");
+}
+
+static void thirty_two_entries_are_accepted(void **state)
+{
+    (void)state;
+    char list[512];
+    list_of(list, sizeof list, 32, "k0");
+    setenv("OTEL_RESOURCE_ATTRIBUTES", list, 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_string_equal(o.resource_attributes, list);
+}
+
+static void reading_the_environment_needs_options(void **state)
+{
+    (void)state;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_otlp_opts_from_env(NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "otlp: options must not be NULL");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(every_variable_lands_in_its_field, clean, clean),
         cmocka_unit_test_setup_teardown(unset_and_empty_variables_keep_the_defaults, clean, clean),
         cmocka_unit_test_setup_teardown(bad_values_are_refused_naming_the_variable, clean, clean),
+        cmocka_unit_test_setup_teardown(an_endpoint_of_1008_bytes_is_refused_naming_the_variable, clean, clean),
+        cmocka_unit_test_setup_teardown(a_key_of_256_bytes_is_refused_naming_the_variable, clean, clean),
+        cmocka_unit_test_setup_teardown(a_key_of_255_bytes_is_accepted, clean, clean),
+        cmocka_unit_test_setup_teardown(a_33rd_entry_is_refused_naming_the_variable, clean, clean),
+        cmocka_unit_test_setup_teardown(thirty_two_entries_are_accepted, clean, clean),
+        cmocka_unit_test_setup_teardown(reading_the_environment_needs_options, clean, clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -375,6 +375,198 @@ static void options_are_checked_by_name(void **state)
     assert_null(x);
 }
 
+/* ---- each option's refusal, by name -------------------------------------------------- */
+
+/* resil_otlp_new with `o`: RESIL_EINVAL and exactly `message`, nothing made. */
+static void refused(const resil_otlp_opts *o, const char *message)
+{
+    resil_otlp *x = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_otlp_new(o, &x, &err), RESIL_EINVAL);
+    assert_int_equal(err.code, RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+    assert_null(x);
+}
+
+/* resil_otlp_new with `o` makes an exporter (freed at once: nothing is
+ * queued and `o` has no metrics, so nothing is sent). */
+static void accepted(const resil_otlp_opts *o)
+{
+    resil_otlp *x = NULL;
+    resil_err err = {0, ""};
+    if (resil_otlp_new(o, &x, &err) != 0)
+        fail_msg("refused: %s", err.message);
+    resil_otlp_stats st;
+    resil_otlp_get_stats(x, &st);
+    resil_otlp_free(x);
+    assert_int_equal(st.requests, 0);
+}
+
+/* "http://" and `n` - 7 host bytes: a URL of n bytes. */
+static char *url_of(size_t n)
+{
+    char *u = malloc(n + 1);
+    assert_non_null(u);
+    memcpy(u, "http://", 7);
+    memset(u + 7, 'h', n - 7);
+    u[n] = '\0';
+    return u;
+}
+
+static void an_endpoint_of_1008_bytes_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    char *url = url_of(1008);
+    w->o.endpoint = url;
+    refused(&w->o, "otlp.endpoint must be at most 1007 bytes long, got 1008");
+    free(url);
+}
+
+static void an_endpoint_of_1007_bytes_is_accepted(void **state)
+{
+    world *w = *state;
+    char *url = url_of(1007);
+    w->o.endpoint = url;
+    accepted(&w->o);
+    free(url);
+}
+
+static void a_traces_endpoint_of_1008_bytes_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    char *url = url_of(1008);
+    w->o.traces_endpoint = url;
+    refused(&w->o, "otlp.traces_endpoint must be at most 1007 bytes long, got 1008");
+    free(url);
+}
+
+static void a_metrics_endpoint_of_1008_bytes_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    char *url = url_of(1008);
+    w->o.metrics_endpoint = url;
+    refused(&w->o, "otlp.metrics_endpoint must be at most 1007 bytes long, got 1008");
+    free(url);
+}
+
+static void an_interval_of_zero_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    w->o.interval = 0;
+    refused(&w->o, "otlp.interval must be > 0, got 0s");
+}
+
+static void a_schedule_delay_below_zero_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    w->o.schedule_delay = -1;
+    refused(&w->o, "otlp.schedule_delay must be >= 0, got -1ns");
+}
+
+static void a_schedule_delay_of_zero_is_accepted(void **state)
+{
+    world *w = *state;
+    w->o.schedule_delay = 0;
+    accepted(&w->o);
+}
+
+/* libcurl counts the request's timeout in whole milliseconds, 0 meaning
+ * none: a shorter one would not bound the request at all. */
+static void a_timeout_under_a_millisecond_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    w->o.timeout = RESIL_MS(1) - 1;
+    refused(&w->o, "otlp.timeout must be >= 1ms, got 999999ns");
+}
+
+static void a_timeout_of_zero_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    w->o.timeout = 0;
+    refused(&w->o, "otlp.timeout must be >= 1ms, got 0s");
+}
+
+static void a_timeout_of_a_millisecond_is_accepted(void **state)
+{
+    world *w = *state;
+    w->o.timeout = RESIL_MS(1);
+    accepted(&w->o);
+}
+
+static void a_max_queue_of_zero_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    w->o.max_queue = 0;
+    refused(&w->o, "otlp.max_queue must be in [1, 1048576], got 0");
+}
+
+static void a_max_queue_above_1048576_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    w->o.max_queue = (1u << 20) + 1;
+    refused(&w->o, "otlp.max_queue must be in [1, 1048576], got 1048577");
+}
+
+static void a_max_queue_of_one_is_accepted(void **state)
+{
+    world *w = *state;
+    w->o.max_queue = 1;
+    w->o.max_batch = 1;
+    accepted(&w->o);
+}
+
+static void a_service_name_of_256_bytes_is_refused_by_name(void **state)
+{
+    world *w = *state;
+    char name[257];
+    memset(name, 's', 256);
+    name[256] = '\0';
+    w->o.service_name = name;
+    refused(&w->o, "otlp.service_name must be at most 255 bytes, got 256");
+}
+
+static void a_service_name_of_255_bytes_is_accepted(void **state)
+{
+    world *w = *state;
+    char name[256];
+    memset(name, 's', 255);
+    name[255] = '\0';
+    w->o.service_name = name;
+    accepted(&w->o);
+}
+
+static void an_exporter_needs_options_and_out(void **state)
+{
+    world *w = *state;
+    resil_otlp *x = NULL;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_otlp_new(NULL, &x, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "otlp: options and out must not be NULL");
+    assert_int_equal(resil_otlp_new(&w->o, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "otlp: options and out must not be NULL");
+}
+
+static void flushing_needs_an_exporter(void **state)
+{
+    (void)state;
+    assert_int_equal(resil_otlp_flush(NULL), RESIL_EINVAL);
+}
+
+static void encoding_needs_an_exporter_and_out(void **state)
+{
+    world *w = *state;
+    assert_int_equal(resil_otlp_new(&w->o, &w->x, NULL), 0);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(resil_otlp_encode_spans(NULL, NULL, 0, &text, &len), RESIL_EINVAL);
+    assert_int_equal(resil_otlp_encode_spans(w->x, NULL, 1, &text, &len), RESIL_EINVAL);
+    assert_int_equal(resil_otlp_encode_spans(w->x, NULL, 0, NULL, &len), RESIL_EINVAL);
+    assert_int_equal(resil_otlp_encode_metrics(NULL, w->metrics, 0, &text, &len), RESIL_EINVAL);
+    assert_int_equal(resil_otlp_encode_metrics(w->x, NULL, 0, &text, &len), RESIL_EINVAL);
+    assert_int_equal(resil_otlp_encode_metrics(w->x, w->metrics, 0, NULL, &len), RESIL_EINVAL);
+    assert_null(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +584,24 @@ int main(void)
         cmocka_unit_test_setup_teardown(closing_says_a_refused_export_was_not_taken, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(options_are_checked_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_endpoint_of_1008_bytes_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_endpoint_of_1007_bytes_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_traces_endpoint_of_1008_bytes_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_metrics_endpoint_of_1008_bytes_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_interval_of_zero_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_schedule_delay_below_zero_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_schedule_delay_of_zero_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_timeout_under_a_millisecond_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_timeout_of_zero_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_timeout_of_a_millisecond_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_max_queue_of_zero_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_max_queue_above_1048576_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_max_queue_of_one_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_service_name_of_256_bytes_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_service_name_of_255_bytes_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_exporter_needs_options_and_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(flushing_needs_an_exporter, setup, teardown),
+        cmocka_unit_test_setup_teardown(encoding_needs_an_exporter_and_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
