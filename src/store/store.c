@@ -363,7 +363,8 @@ static int check_opts(const resil_store_opts *o, resil_err *err)
     if (o->busy_timeout < 0 || o->busy_timeout > RESIL_S(60))
         return bad_duration(err, "busy_timeout", "in [0, 60s]", o->busy_timeout);
     if (o->journal != NULL && *o->journal == '\0')
-        return resil_err_set(err, RESIL_EINVAL, "store.journal must be a file path or NULL");
+        return resil_err_set(err, RESIL_EINVAL,
+                             "store.journal must be a file path or NULL, got \"\"");
     if (o->batch_max > STORE_MAX_BATCH)
         return resil_err_set(err, RESIL_EINVAL, "store.batch_max must be in [0,%d], got %u",
                              STORE_MAX_BATCH, o->batch_max);
@@ -1141,8 +1142,14 @@ static int check_response(const resil_store_response *r, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL, "store: the response is required");
     if ((r->headers == NULL && r->headers_len > 0) || (r->body == NULL && r->body_len > 0))
         return resil_err_set(err, RESIL_EINVAL, "store: response data is NULL but its length is not 0");
-    if (r->headers_len > MAX_BLOB || r->body_len > MAX_BLOB)
-        return resil_err_set(err, RESIL_ERANGE, "store: a saved response is limited to 1 GiB of headers and of body");
+    if (r->headers_len > MAX_BLOB)
+        return resil_err_set(err, RESIL_ERANGE,
+                             "store: response.headers_len must be at most 1 GiB (%zu), got %zu",
+                             MAX_BLOB, r->headers_len);
+    if (r->body_len > MAX_BLOB)
+        return resil_err_set(err, RESIL_ERANGE,
+                             "store: response.body_len must be at most 1 GiB (%zu), got %zu",
+                             MAX_BLOB, r->body_len);
     return 0;
 }
 

@@ -1057,6 +1057,22 @@ static void an_async_call_is_refused_at_once_when_batching_is_off(void **state)
     reply_free(&r);
 }
 
+static void async_calls_without_a_callback_are_refused(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = open_batched(f, 2, 0, 0);
+    resil_store_result res;
+    resil_store_key k = key_named("k-1");
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin_async(s, &k, h, &res, NULL, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the callback is required");
+    assert_int_equal(resil_store_renew_async(s, &k, 1, NULL, NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: the callback is required");
+    resil_store_free(s);
+}
+
 /* ---- the asynchronous begin's read ---------------------------------------- */
 
 static void assert_read_counts(resil_store *s, uint64_t read_batches, uint64_t reads,
@@ -1859,6 +1875,7 @@ static const struct CMUnitTest cases[] = {
     BATCH_CASE(a_failing_batch_fails_every_async_call_alike_and_saves_none),
     BATCH_CASE(freeing_the_store_cancels_queued_async_calls_once_each),
     BATCH_CASE(an_async_call_is_refused_at_once_when_batching_is_off),
+    BATCH_CASE(async_calls_without_a_callback_are_refused),
     BATCH_CASE(every_async_caller_of_a_busy_store_learns_its_own_results),
     BATCH_CASE(an_async_replay_is_answered_by_its_read_without_a_write_batch),
     BATCH_CASE(an_async_mismatch_and_a_live_lease_are_answered_by_the_read),

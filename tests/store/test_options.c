@@ -1,8 +1,11 @@
 /*
  * test_options.c — the store's options (defaults, every invalid value
- * refused by name), its URL rule, the public transient-error classifiers
- * and the verdict names. Nothing here needs a database server.
+ * refused by name), its URL rule, the 1 GiB bound of a saved response
+ * (refused before a byte of it is read), the public transient-error
+ * classifiers and the verdict names. Nothing here needs a database server.
  */
+#include <sys/mman.h>
+
 #include "test.h"
 
 #include "resil/store.h"
@@ -244,6 +247,32 @@ static void sqlite_sync_is_full_or_normal_and_for_sqlite_only(void **state)
     expect_refused(&o, "store.sqlite_sync applies to sqlite: stores only");
 }
 
+static void journal_must_be_a_path_not_empty(void **state)
+{
+    (void)state;
+    char url[600];
+    resil_store_opts o;
+    sqlite_opts(&o, url, sizeof url);
+    o.journal = "";
+    expect_refused(&o, "store.journal must be a file path or NULL, got \"\"");
+}
+
+static void a_journal_in_a_missing_directory_is_refused_naming_its_path(void **state)
+{
+    (void)state;
+    char url[600], path[600], want[800];
+    resil_store_opts o;
+    sqlite_opts(&o, url, sizeof url);
+    snprintf(path, sizeof path, "%s/missing/store.journal", dir);
+    o.journal = path;
+    resil_store *s = (resil_store *)&o;
+    resil_err err = {0};
+    assert_int_equal(resil_store_new(&o, &s, &err), RESIL_EIO);
+    assert_null(s);
+    snprintf(want, sizeof want, "store.journal '%s': open: No such file or directory", path);
+    assert_string_equal(err.message, want);
+}
+
 static void retry_policy_errors_are_named_under_store(void **state)
 {
     (void)state;
@@ -268,6 +297,70 @@ static void null_arguments_are_refused(void **state)
     assert_int_equal(resil_store_new(&o, NULL, &err), RESIL_EINVAL);
     resil_store_free(NULL);
     resil_store_result_free(NULL);
+}
+
+static void journal_replay_refuses_a_null_store(void **state)
+{
+    (void)state;
+    size_t replayed = 7;
+    resil_err err = {0};
+    assert_int_equal(resil_store_journal_replay(NULL, &replayed, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "store: store is required");
+    assert_int_equal(replayed, 0);
+}
+
+/* ---- the 1 GiB bound of a saved response ------------------------------------ */
+
+#define ONE_GIB ((size_t)1 << 30)
+
+/* 1 GiB and a byte of address space that may not be touched: a length over
+ * the bound is refused before the store reads a byte of it. */
+static void *untouchable(void)
+{
+    void *p = mmap(NULL, ONE_GIB + 1, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    assert_true(p != MAP_FAILED);
+    return p;
+}
+
+static resil_store *sqlite_store(void)
+{
+    char url[600];
+    resil_store_opts o;
+    sqlite_opts(&o, url, sizeof url);
+    resil_store *s = NULL;
+    assert_int_equal(resil_store_new(&o, &s, NULL), 0);
+    return s;
+}
+
+static void a_body_over_1_gib_is_refused_before_it_is_read(void **state)
+{
+    (void)state;
+    resil_store *s = sqlite_store();
+    void *big = untouchable();
+    resil_store_key k = {.key = "k-1"};
+    resil_store_response r = {.status = 200, .body = big, .body_len = ONE_GIB + 1};
+    resil_err err = {0};
+    assert_int_equal(resil_store_complete(s, &k, 1, &r, &err), RESIL_ERANGE);
+    assert_string_equal(err.message, "store: response.body_len must be at most 1 GiB "
+                                     "(1073741824), got 1073741825");
+    munmap(big, ONE_GIB + 1);
+    resil_store_free(s);
+}
+
+static void headers_over_1_gib_are_refused_before_they_are_read(void **state)
+{
+    (void)state;
+    resil_store *s = sqlite_store();
+    void *big = untouchable();
+    resil_store_key k = {.key = "k-1"};
+    resil_store_response r = {.status = 200, .headers = big, .headers_len = ONE_GIB + 1};
+    resil_err err = {0};
+    assert_int_equal(resil_store_complete(s, &k, 1, &r, &err), RESIL_ERANGE);
+    assert_string_equal(err.message, "store: response.headers_len must be at most 1 GiB "
+                                     "(1073741824), got 1073741825");
+    munmap(big, ONE_GIB + 1);
+    resil_store_free(s);
 }
 
 /* ---- classifiers ------------------------------------------------------------- */
@@ -337,8 +430,13 @@ int main(void)
         cmocka_unit_test(batch_window_must_be_0_to_1s),
         cmocka_unit_test(batch_window_needs_batching),
         cmocka_unit_test(sqlite_sync_is_full_or_normal_and_for_sqlite_only),
+        cmocka_unit_test(journal_must_be_a_path_not_empty),
+        cmocka_unit_test(a_journal_in_a_missing_directory_is_refused_naming_its_path),
         cmocka_unit_test(retry_policy_errors_are_named_under_store),
         cmocka_unit_test(null_arguments_are_refused),
+        cmocka_unit_test(journal_replay_refuses_a_null_store),
+        cmocka_unit_test(a_body_over_1_gib_is_refused_before_it_is_read),
+        cmocka_unit_test(headers_over_1_gib_are_refused_before_they_are_read),
         cmocka_unit_test(sqlite_busy_and_locked_are_transient_with_extended_codes),
         cmocka_unit_test(other_sqlite_codes_are_not_transient),
         cmocka_unit_test(pg_serialization_deadlock_connection_shutdown_and_startup_are_transient),
