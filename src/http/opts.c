@@ -17,6 +17,7 @@
 #include "resil/hedge.h"
 #include "resil/http.h"
 #include "resil/pipeline.h"
+#include "route_internal.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -196,8 +197,23 @@ static int check_hedging(const resil_http_opts *o, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL, "http.max_hedged must be in [1, %d], got %u",
                              RESIL_HEDGE_MAX, (unsigned)o->max_hedged);
     resil_err inner = {0, ""};
-    if (o->hedge_route != NULL && resil_route_opts_validate(o->hedge_route, &inner) != 0)
+    if (o->hedge_route == NULL)
+        return 0;
+    if (resil_route_opts_validate(o->hedge_route, &inner) != 0)
         return resil_err_set(err, RESIL_EINVAL, "http.hedge_%s", inner.message);
+    /* the calls rewrite the request's URL for each endpoint and key its
+     * breaker by its authority: one they could not follow is refused now */
+    const resil_route_opts *r = o->hedge_route;
+    for (size_t g = 0; g < r->ngroups; g++) {
+        for (size_t e = 0; e < r->groups[g].len; e++) {
+            const char *url = r->groups[g].endpoints[e].url;
+            if (!resil__http_route_endpoint_ok(url))
+                return resil_err_set(err, RESIL_EINVAL,
+                                     "http.hedge_route.groups[%zu].endpoints[%zu].url must be "
+                                     "scheme://host[:port] under %d bytes, got \"%.64s\"",
+                                     g, e, RESIL_BREAKER_NAME_MAX, url);
+        }
+    }
     return 0;
 }
 

@@ -43,3 +43,18 @@ int resil__http_route_to(CURL *easy, const char *request_url, const char *endpoi
     curl_url_cleanup(req);
     return rc;
 }
+
+bool resil__http_route_endpoint_ok(const char *endpoint)
+{
+    char authority[RESIL_BREAKER_NAME_MAX];
+    if (endpoint == NULL || resil_http_authority(endpoint, authority, sizeof authority) != 0)
+        return false;
+    CURLU *ep = curl_url();
+    char *host = NULL;
+    bool ok = ep != NULL &&
+              curl_url_set(ep, CURLUPART_URL, endpoint, CURLU_GUESS_SCHEME) == CURLUE_OK &&
+              curl_url_get(ep, CURLUPART_HOST, &host, 0) == CURLUE_OK;
+    curl_free(host);
+    curl_url_cleanup(ep);
+    return ok;
+}

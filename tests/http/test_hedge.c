@@ -275,6 +275,92 @@ static void a_bad_hedge_route_is_refused_by_name(void **state)
     assert_string_equal(err.message, "http.hedge_route.ngroups must be in [1, 11], got 0");
 }
 
+/* A routed call rewrites the request's URL for each endpoint: one that
+ * libcurl's URL parser refuses is refused before any attempt starts. */
+static void a_routed_request_whose_url_does_not_parse_is_refused(void **state)
+{
+    fx *f = *state;
+    hedge_setup_opts(f);
+    two_regions t;
+    route_to_regions(f, &t, true);
+    curl_easy_setopt(f->easy, CURLOPT_URL, "http://exa mple.com/h");
+    assert_int_equal(resil_http_perform(fx_client(f), f->easy, &f->req, &f->res), RESIL_EINVAL);
+    assert_int_equal(fx_count(f, "/h"), 0);
+    assert_int_equal(http_server_count(t.other, "/h"), 0);
+    leave_regions(f, &t);
+}
+
+/* An endpoint the route cannot send a hedge to is refused when the client
+ * is made, naming it, rather than failing every hedged call. */
+static void route_refused(const char *url, const char *message)
+{
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    const resil_route_endpoint ep[] = {{.url = "https://eu.example.com"}, {.url = url}};
+    const resil_route_group g[] = {{.endpoints = &ep[0], .len = 1},
+                                   {.endpoints = &ep[1], .len = 1}};
+    resil_route_opts route;
+    resil_route_opts_default(&route);
+    route.groups = g;
+    route.ngroups = 2;
+    o.hedge_route = &route;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_http_opts_validate(&o, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+    resil_http_client *c = NULL;
+    assert_int_equal(resil_http_client_new(&o, &c, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+    assert_null(c);
+}
+
+static void a_hedge_endpoint_without_a_host_is_refused_by_name(void **state)
+{
+    (void)state;
+    route_refused("https://", "http.hedge_route.groups[1].endpoints[0].url must be "
+                              "scheme://host[:port] under 256 bytes, got \"https://\"");
+}
+
+static void a_hedge_endpoint_libcurl_cannot_parse_is_refused_by_name(void **state)
+{
+    (void)state;
+    route_refused("http://exa mple.com", "http.hedge_route.groups[1].endpoints[0].url must be "
+                                         "scheme://host[:port] under 256 bytes, got "
+                                         "\"http://exa mple.com\"");
+}
+
+static void a_hedge_endpoint_of_256_bytes_is_refused_by_name(void **state)
+{
+    (void)state;
+    char url[257]; /* http://hhh...:1, whose breaker key is itself */
+    memcpy(url, "http://", 7);
+    memset(url + 7, 'h', 247);
+    memcpy(url + 254, ":1", 3);
+    route_refused(url, "http.hedge_route.groups[1].endpoints[0].url must be "
+                       "scheme://host[:port] under 256 bytes, got \"http://hhhhhhhhhhhhhhhhhhh"
+                       "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh\"");
+}
+
+static void a_hedge_endpoint_of_255_bytes_is_accepted(void **state)
+{
+    (void)state;
+    char url[256];
+    memcpy(url, "http://", 7);
+    memset(url + 7, 'h', 246);
+    memcpy(url + 253, ":1", 3);
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    const resil_route_endpoint ep[] = {{.url = url}};
+    const resil_route_group g[] = {{.endpoints = ep, .len = 1}};
+    resil_route_opts route;
+    resil_route_opts_default(&route);
+    route.groups = g;
+    route.ngroups = 1;
+    o.hedge_route = &route;
+    resil_err err = {0, ""};
+    if (resil_http_opts_validate(&o, &err) != 0)
+        fail_msg("refused: %s", err.message);
+}
+
 static void post_is_never_hedged(void **state)
 {
     fx *f = *state;
@@ -384,8 +470,13 @@ int main(void)
         T(the_primary_goes_to_the_first_endpoint_of_the_plan),
         T(a_routed_call_gives_a_long_url_back_to_the_callers_handle),
         T(each_endpoint_of_a_routed_call_has_its_own_breaker),
+        T(a_routed_request_whose_url_does_not_parse_is_refused),
         cmocka_unit_test(microsoft_hedging_profile_is_the_standard_hedging_handler),
         cmocka_unit_test(a_bad_hedge_route_is_refused_by_name),
+        cmocka_unit_test(a_hedge_endpoint_without_a_host_is_refused_by_name),
+        cmocka_unit_test(a_hedge_endpoint_libcurl_cannot_parse_is_refused_by_name),
+        cmocka_unit_test(a_hedge_endpoint_of_256_bytes_is_refused_by_name),
+        cmocka_unit_test(a_hedge_endpoint_of_255_bytes_is_accepted),
         T(post_is_never_hedged),
         T(the_losing_handle_leaves_the_callers_handle_usable),
         T(each_attempt_reaches_the_classifiers_with_its_hedge_index),
