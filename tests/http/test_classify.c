@@ -526,6 +526,23 @@ static void any_other_header_holds_a_retry_after_value(void **state)
     assert_duration_equal(d, RESIL_S(10));
 }
 
+static void a_hint_needs_a_header_name_and_out(void **state)
+{
+    (void)state;
+    resil_duration d = -42;
+    assert_int_equal(resil_http_retry_after_value(NULL, "3", 0, &d), RESIL_EINVAL);
+    assert_int_equal(resil_http_retry_after_value("Retry-After", "3", 0, NULL), RESIL_EINVAL);
+    assert_duration_equal(d, -42);
+}
+
+static void a_header_without_a_value_holds_no_hint(void **state)
+{
+    (void)state;
+    resil_duration d = -42;
+    assert_int_equal(resil_http_retry_after_value("Retry-After", NULL, 0, &d), RESIL_ESYNTAX);
+    assert_duration_equal(d, -42);
+}
+
 static void write_profile_never_retries_unsafe_methods(void **state)
 {
     (void)state;
@@ -567,6 +584,21 @@ static void profile_names_round_trip(void **state)
     resil_http_opts o;
     resil_http_opts_default(&o);
     assert_int_equal(resil_http_opts_profile(&o, (resil_http_profile)9), RESIL_EINVAL);
+}
+
+static void parsing_a_profile_needs_a_name_and_out(void **state)
+{
+    (void)state;
+    resil_http_profile p = RESIL_HTTP_WRITE;
+    assert_int_equal(resil_http_profile_parse(NULL, &p), RESIL_EINVAL);
+    assert_int_equal(resil_http_profile_parse("read", NULL), RESIL_EINVAL);
+    assert_int_equal(p, RESIL_HTTP_WRITE);
+}
+
+static void a_profile_needs_options_to_fill(void **state)
+{
+    (void)state;
+    assert_int_equal(resil_http_opts_profile(NULL, RESIL_HTTP_READ), RESIL_EINVAL);
 }
 
 /* ---- validation ---------------------------------------------------------------------- */
@@ -748,9 +780,13 @@ int main(void)
         cmocka_unit_test(microsoft_keeps_the_servers_hint),
         cmocka_unit_test(a_header_ending_in_ms_holds_milliseconds),
         cmocka_unit_test(any_other_header_holds_a_retry_after_value),
+        cmocka_unit_test(a_hint_needs_a_header_name_and_out),
+        cmocka_unit_test(a_header_without_a_value_holds_no_hint),
         cmocka_unit_test(write_profile_never_retries_unsafe_methods),
         cmocka_unit_test(profile_leaves_wiring_alone),
         cmocka_unit_test(profile_names_round_trip),
+        cmocka_unit_test(parsing_a_profile_needs_a_name_and_out),
+        cmocka_unit_test(a_profile_needs_options_to_fill),
         cmocka_unit_test(negative_timeouts_are_refused_in_the_parsers_units),
         cmocka_unit_test(zero_timeouts_mean_none),
         cmocka_unit_test(attempt_timeout_over_total_is_refused),

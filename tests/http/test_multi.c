@@ -411,6 +411,32 @@ static void a_loop_without_descriptor_watches_is_refused(void **state)
     assert_null(m);
 }
 
+static void a_multi_needs_a_client_a_loop_and_out(void **state)
+{
+    fx *f = *state;
+    virtual_loop vl;
+    virtual_loop_init(&vl, f->clock);
+    resil_http_multi *m = NULL;
+    assert_int_equal(resil_http_multi_new(NULL, &vl.loop, &m), RESIL_EINVAL);
+    assert_int_equal(resil_http_multi_new(fx_client(f), NULL, &m), RESIL_EINVAL);
+    assert_int_equal(resil_http_multi_new(fx_client(f), &vl.loop, NULL), RESIL_EINVAL);
+    assert_null(m);
+    virtual_loop_destroy(&vl);
+}
+
+static void a_start_needs_a_multi_a_handle_and_done(void **state)
+{
+    fx *f = *state;
+    mx x;
+    mx_open(f, &x);
+    done_box d = {.done = false};
+    assert_int_equal(resil_http_start(NULL, f->easy, &f->req, on_done, &d, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_http_start(x.m, NULL, &f->req, on_done, &d, NULL), RESIL_EINVAL);
+    assert_int_equal(resil_http_start(x.m, f->easy, &f->req, NULL, &d, NULL), RESIL_EINVAL);
+    assert_false(d.done);
+    mx_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +463,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_calls_done_may_start_the_next_call_on_its_handle,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(a_loop_without_descriptor_watches_is_refused, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(a_multi_needs_a_client_a_loop_and_out, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(a_start_needs_a_multi_a_handle_and_done, fx_setup,
                                         fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -489,6 +489,15 @@ static void bad_given_keys_are_refused_before_any_request(void **state)
     assert_int_equal(fx_count(f, "/a"), 1);
 }
 
+static void a_key_mode_out_of_range_is_refused_before_any_request(void **state)
+{
+    fx *f = *state;
+    f->req.key_mode = (resil_http_key_mode)(RESIL_HTTP_KEY_GIVEN + 1);
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    assert_int_equal(fx_count(f, "/a"), 0);
+}
+
 /* ---- transfer failures -------------------------------------------------------- */
 
 /* The first attempt is never answered, so only its timeout (real time:
@@ -797,6 +806,21 @@ static void without_breakers_there_is_no_breaker_state(void **state)
     char a[RESIL_BREAKER_NAME_MAX];
     snprintf(a, sizeof a, "http://127.0.0.1:%d", http_server_port(f->server));
     assert_int_equal(resil_http_client_breaker_state(f->client, a), RESIL_BREAKER_NONE);
+}
+
+/* With breakers, a call's authority names its breaker: a URL whose
+ * authority is too long for a breaker's name (256 bytes) is refused before
+ * any request. */
+static void a_url_whose_authority_cannot_name_a_breaker_is_refused(void **state)
+{
+    fx *f = *state;
+    char url[300];
+    memcpy(url, "http://", 7);
+    memset(url + 7, 'h', 250);
+    memcpy(url + 257, "/a", 3);
+    curl_easy_setopt(f->easy, CURLOPT_URL, url);
+    assert_int_equal(resil_http_perform(fx_client(f), f->easy, &f->req, &f->res), RESIL_EINVAL);
+    assert_int_equal(f->body.len, 0);
 }
 
 /* ---- the thread's memo of the authority's breaker ---------------------------------- */
@@ -1296,6 +1320,7 @@ int main(void)
         T(a_replayed_answer_is_classified_by_its_status),
         T(unknown_method_is_learned_from_libcurl),
         T(bad_given_keys_are_refused_before_any_request),
+        T(a_key_mode_out_of_range_is_refused_before_any_request),
         T(slow_response_times_out_the_attempt),
         T(timeouts_on_every_attempt_end_as_timeout),
         T(a_call_without_a_deadline_keeps_the_handles_own_timeout),
@@ -1313,6 +1338,7 @@ int main(void)
         T(breakers_are_per_authority),
         T(client_errors_do_not_trip_the_breaker),
         T(without_breakers_there_is_no_breaker_state),
+        T(a_url_whose_authority_cannot_name_a_breaker_is_refused),
         T(paths_of_one_authority_share_the_registrys_breaker),
         T(a_breaker_evicted_while_remembered_is_not_used_again),
         T(a_shared_registry_is_asked_on_every_call),

@@ -427,6 +427,18 @@ static void executions_waiting_zero_retry_in_the_order_they_waited(void **state)
     close_world(&w);
 }
 
+static void a_host_needs_a_loop_and_out(void **state)
+{
+    (void)state;
+    uv_loop_t uv;
+    assert_int_equal(uv_loop_init(&uv), 0);
+    resil_uv *u = NULL;
+    assert_int_equal(resil_uv_new(NULL, &u), RESIL_EINVAL);
+    assert_int_equal(resil_uv_new(&uv, NULL), RESIL_EINVAL);
+    assert_null(u);
+    assert_int_equal(uv_loop_close(&uv), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +457,7 @@ int main(void)
         cmocka_unit_test(due_timers_run_by_instant_then_start_order),
         cmocka_unit_test(a_due_timer_moved_later_waits_for_its_new_instant),
         cmocka_unit_test(executions_waiting_zero_retry_in_the_order_they_waited),
+        cmocka_unit_test(a_host_needs_a_loop_and_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
