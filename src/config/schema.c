@@ -613,7 +613,8 @@ static void set_budget_name(vctx *v, const cfg_node *n, void *target)
     char got_buf[TEXT_MAX + 8];
     retry_scratch *s = target;
     if (n->type != CFG_STRING || n->str_len == 0 || n->str_len >= RESIL_CONFIG_NAME_MAX) {
-        fail_value(v, n, "must be the name of a RetryBudgets entry, got %s", GOT(n));
+        fail_value(v, n, "must be the name of a RetryBudgets entry (1 to %d bytes), got %s",
+                   RESIL_CONFIG_NAME_MAX - 1, GOT(n));
         return;
     }
     snprintf(s->more.budget, sizeof s->more.budget, "%s", n->str);

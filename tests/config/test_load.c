@@ -470,6 +470,37 @@ static void null_arguments_are_refused(void **state)
     assert_null(resil_config_name_at(NULL, RESIL_CONFIG_RETRY, 0));
 }
 
+/* Each getter refuses a NULL config or a NULL out with RESIL_EINVAL. */
+#define GETTER_REFUSES_NULL(test, getter, type)                                    \
+    static void test(void **state)                                                 \
+    {                                                                              \
+        (void)state;                                                               \
+        resil_config *c = cfg_load("{'Resilience': {}}");                          \
+        type out;                                                                  \
+        assert_int_equal(getter(NULL, "a", &out), RESIL_EINVAL);                   \
+        assert_int_equal(getter(c, "a", NULL), RESIL_EINVAL);                      \
+        resil_config_free(c);                                                      \
+    }
+
+GETTER_REFUSES_NULL(breaker_get_refuses_a_null_config_or_out, resil_config_breaker_get,
+                    resil_breaker_opts)
+GETTER_REFUSES_NULL(bulkhead_get_refuses_a_null_config_or_out, resil_config_bulkhead_get,
+                    resil_bulkhead_opts)
+GETTER_REFUSES_NULL(ratelimit_get_refuses_a_null_config_or_out, resil_config_ratelimit_get,
+                    resil_config_ratelimit)
+GETTER_REFUSES_NULL(chaos_get_refuses_a_null_config_or_out, resil_config_chaos_get,
+                    resil_chaos_opts)
+GETTER_REFUSES_NULL(adaptive_limiter_get_refuses_a_null_config_or_out,
+                    resil_config_adaptive_limiter_get, resil_limiter_opts)
+GETTER_REFUSES_NULL(throttle_get_refuses_a_null_config_or_out, resil_config_throttle_get,
+                    resil_throttle_opts)
+GETTER_REFUSES_NULL(hedge_get_refuses_a_null_config_or_out, resil_config_hedge_get,
+                    resil_config_hedge)
+GETTER_REFUSES_NULL(fallback_get_refuses_a_null_config_or_out, resil_config_fallback_get,
+                    resil_outcome)
+GETTER_REFUSES_NULL(budget_get_refuses_a_null_config_or_out, resil_config_budget_get,
+                    resil_budget_opts)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +539,15 @@ int main(void)
         cmocka_unit_test(a_missing_file_is_an_io_error_naming_it),
         cmocka_unit_test(diagnostics_write_as_json),
         cmocka_unit_test(null_arguments_are_refused),
+        cmocka_unit_test(breaker_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(bulkhead_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(ratelimit_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(chaos_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(adaptive_limiter_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(throttle_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(hedge_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(fallback_get_refuses_a_null_config_or_out),
+        cmocka_unit_test(budget_get_refuses_a_null_config_or_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,6 +208,44 @@ static void timeouts_sit_on_their_side_of_the_retry(void **state)
                         "AttemptTimeout must come after TotalTimeout");
 }
 
+#define HEDGED                                                                             \
+    "'Retry': {'r': {}}, 'Fallbacks': {'f': {}}, 'Hedging': {'h': {}}"
+
+static const char *hedged_pipeline(const char *steps)
+{
+    static char doc[1024];
+    snprintf(doc, sizeof doc, "{'Resilience': {" HEDGED ", 'Pipelines': {'p': [%s]}}}", steps);
+    return doc;
+}
+
+static void hedging_before_retry_is_refused_at_its_position(void **state)
+{
+    (void)state;
+    const char *doc = hedged_pipeline("'Hedging:h', 'Retry:r'");
+    assert_string_equal(cfg_first_path(doc), "Resilience.Pipelines.p[0]");
+    assert_string_equal(cfg_first_message(doc),
+                        "Hedging must come after Retry: each attempt is hedged");
+}
+
+static void hedging_before_fallback_is_refused_at_its_position(void **state)
+{
+    (void)state;
+    const char *doc = hedged_pipeline("'Hedging:h', 'Fallback:f'");
+    assert_string_equal(cfg_first_path(doc), "Resilience.Pipelines.p[0]");
+    assert_string_equal(cfg_first_message(doc), "Hedging must come after Fallback");
+}
+
+static void hedging_after_fallback_and_retry_is_accepted(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load(hedged_pipeline("'Fallback:f', 'Retry:r', 'Hedging:h'"));
+    resil_config_pipeline p;
+    assert_int_equal(resil_config_pipeline_get(c, "p", &p), 0);
+    assert_int_equal(p.nsteps, 3);
+    assert_int_equal(p.steps[2].kind, RESIL_CONFIG_STEP_HEDGING);
+    resil_config_free(c);
+}
+
 static void the_attempt_timeout_may_not_exceed_the_total(void **state)
 {
     (void)state;
@@ -296,6 +334,9 @@ int main(void)
         cmocka_unit_test(each_strategy_but_retry_appears_once),
         cmocka_unit_test(a_retry_may_sit_outside_another),
         cmocka_unit_test(timeouts_sit_on_their_side_of_the_retry),
+        cmocka_unit_test(hedging_before_retry_is_refused_at_its_position),
+        cmocka_unit_test(hedging_before_fallback_is_refused_at_its_position),
+        cmocka_unit_test(hedging_after_fallback_and_retry_is_accepted),
         cmocka_unit_test(the_attempt_timeout_may_not_exceed_the_total),
         cmocka_unit_test(an_inner_pipeline_is_the_last_step),
         cmocka_unit_test(pipelines_may_not_contain_themselves),

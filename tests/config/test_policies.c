@@ -575,6 +575,30 @@ static void a_distributed_document_without_a_factory_is_refused(void **state)
     resil_config_free(c);
 }
 
+/* A file that parses but that the registry cannot apply: the reason is
+ * a diagnostic under the file's path, and nothing changes. */
+static void a_file_the_registry_cannot_apply_is_refused_under_its_path(void **state)
+{
+    fixture *f = *state;
+    char *dir = test_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/fleet.json", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(cfg_json(FLEET), fp);
+    fclose(fp);
+    resil_config_diags d = {0};
+    assert_int_equal(resil_policies_load_file(f->reg, path, &d), RESIL_EINVAL);
+    assert_int_equal(d.len, 1);
+    assert_string_equal(d.items[0].path, path);
+    assert_string_equal(d.items[0].message, "policies: DistributedCircuitBreaker is enabled "
+                                            "but no breaker_factory is registered");
+    resil_config_diags_free(&d);
+    assert_int_equal(resil_policies_version(f->reg), 0);
+    test_rmtree(dir);
+    free(dir);
+}
+
 /* ---- Fallbacks, RetryBudgets, Hedging ---------------------------------------------- */
 
 static void a_fallback_step_answers_for_a_failed_call(void **state)
@@ -745,6 +769,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(null_arguments_are_refused, setup, teardown),
         cmocka_unit_test(a_distributed_document_builds_its_breakers_through_the_factory),
         cmocka_unit_test_setup_teardown(a_distributed_document_without_a_factory_is_refused,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_file_the_registry_cannot_apply_is_refused_under_its_path,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -823,6 +823,48 @@ static void operation_timeout_bounds_each_call_through_the_breaker(void **state)
         "would be a second bound; keep one");
 }
 
+/* Eight strategies, the most a pipeline holds, one of them a breaker with
+ * an OperationTimeout: `extra` is the eighth. */
+static const char *full_with_breaker(const char *breaker, const char *extra)
+{
+    static char doc[1024];
+    snprintf(doc, sizeof doc,
+             "{'Resilience': {'CircuitBreakers': {'b': {%s}}, 'Retry': {'r': {}},"
+             " 'Bulkheads': {'h': {}}, 'RateLimiters': {'l': {}}, 'Fallbacks': {'f': {}},"
+             " 'Throttles': {'t': {}},"
+             " 'Pipelines': {'p': ['RateLimiter:l', 'Bulkhead:h', 'GracefulDegradation',"
+             " 'TotalTimeout:10s', 'Fallback:f', 'Retry:r', 'CircuitBreaker:b'%s]}}}",
+             breaker, extra);
+    return doc;
+}
+
+static void an_operation_timeout_with_no_room_in_the_pipeline_is_refused_by_name(void **state)
+{
+    (void)state;
+    const char *doc = full_with_breaker("'OperationTimeout': '5s'", ", 'Throttle:t'");
+    assert_string_equal(cfg_first_path(doc), "Resilience.Pipelines.p[6]");
+    assert_string_equal(cfg_first_message(doc),
+                        "CircuitBreaker:b's OperationTimeout adds an AttemptTimeout, and the "
+                        "pipeline has no room for it (at most 8 strategies)");
+}
+
+static void an_operation_timeout_fills_the_last_room_in_the_pipeline(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load(full_with_breaker("'OperationTimeout': '5s'", ""));
+    resil_config_pipeline p;
+    assert_int_equal(resil_config_pipeline_get(c, "p", &p), 0);
+    assert_int_equal(p.nsteps, RESIL_CONFIG_MAX_STEPS);
+    assert_int_equal(p.steps[7].kind, RESIL_CONFIG_STEP_ATTEMPT_TIMEOUT);
+    assert_duration_equal(p.steps[7].timeout, RESIL_S(5));
+    resil_config_free(c);
+    /* without an OperationTimeout the eighth strategy is the pipeline's own */
+    c = cfg_load(full_with_breaker("", ", 'Throttle:t'"));
+    assert_int_equal(resil_config_pipeline_get(c, "p", &p), 0);
+    assert_int_equal(p.nsteps, RESIL_CONFIG_MAX_STEPS);
+    resil_config_free(c);
+}
+
 static void hedging_takes_microsofts_defaults_and_routes_endpoints(void **state)
 {
     (void)state;
@@ -969,6 +1011,84 @@ static void retry_budgets_take_each_models_keys(void **state)
                         "no RetryBudgets entry named \"nope\"");
 }
 
+/* ---- Fallbacks.NAME.Detail and Retry.NAME.Budget ------------------------------------- */
+
+static void a_fallback_detail_that_is_not_a_text_is_refused_by_key(void **state)
+{
+    (void)state;
+    const char *doc = "{'Resilience': {'Fallbacks': {'f': {'Detail': 5}}}}";
+    assert_string_equal(cfg_first_path(doc), "Resilience.Fallbacks.f.Detail");
+    assert_string_equal(cfg_first_message(doc), "must be a text of at most 63 bytes, got 5");
+}
+
+static void a_fallback_detail_of_64_bytes_is_refused_by_key(void **state)
+{
+    (void)state;
+    char doc[256];
+    snprintf(doc, sizeof doc, "{'Resilience': {'Fallbacks': {'f': {'Detail': '%064d'}}}}", 0);
+    assert_string_equal(cfg_first_path(doc), "Resilience.Fallbacks.f.Detail");
+    assert_string_equal(cfg_first_message(doc),
+                        "must be a text of at most 63 bytes, got "
+                        "\"000000000000000000000000000000000000000000000000...\"");
+}
+
+static void a_fallback_detail_of_63_bytes_is_kept_whole(void **state)
+{
+    (void)state;
+    char doc[256], want[64];
+    snprintf(want, sizeof want, "%063d", 0);
+    snprintf(doc, sizeof doc, "{'Resilience': {'Fallbacks': {'f': {'Detail': '%s'}}}}", want);
+    resil_config *c = cfg_load(doc);
+    resil_outcome o;
+    assert_int_equal(resil_config_fallback_get(c, "f", &o), 0);
+    assert_string_equal(o.detail, want);
+    resil_config_free(c);
+}
+
+static void a_retry_budget_that_is_not_a_text_is_refused_by_key(void **state)
+{
+    (void)state;
+    const char *doc = "{'Resilience': {'Retry': {'r': {'Budget': 7}}}}";
+    assert_string_equal(cfg_first_path(doc), "Resilience.Retry.r.Budget");
+    assert_string_equal(cfg_first_message(doc),
+                        "must be the name of a RetryBudgets entry (1 to 63 bytes), got 7");
+}
+
+static void an_empty_retry_budget_is_refused_by_key(void **state)
+{
+    (void)state;
+    const char *doc = "{'Resilience': {'Retry': {'r': {'Budget': ''}}}}";
+    assert_string_equal(cfg_first_path(doc), "Resilience.Retry.r.Budget");
+    assert_string_equal(cfg_first_message(doc),
+                        "must be the name of a RetryBudgets entry (1 to 63 bytes), got \"\"");
+}
+
+static void a_retry_budget_name_of_64_bytes_is_refused_by_key(void **state)
+{
+    (void)state;
+    char doc[256];
+    snprintf(doc, sizeof doc, "{'Resilience': {'Retry': {'r': {'Budget': 'b%063d'}}}}", 0);
+    assert_string_equal(cfg_first_path(doc), "Resilience.Retry.r.Budget");
+    assert_string_equal(cfg_first_message(doc),
+                        "must be the name of a RetryBudgets entry (1 to 63 bytes), got "
+                        "\"b00000000000000000000000000000000000000000000000...\"");
+}
+
+static void a_retry_budget_name_of_63_bytes_names_its_entry(void **state)
+{
+    (void)state;
+    char doc[512], name[64];
+    snprintf(name, sizeof name, "b%062d", 0);
+    snprintf(doc, sizeof doc,
+             "{'Resilience': {'RetryBudgets': {'%s': {}}, 'Retry': {'r': {'Budget': '%s'}}}}",
+             name, name);
+    resil_config *c = cfg_load(doc);
+    resil_config_retry r;
+    assert_int_equal(resil_config_retry_get(c, "r", &r), 0);
+    assert_string_equal(r.budget, name);
+    resil_config_free(c);
+}
+
 static void two_names_keep_their_own_settings(void **state)
 {
     (void)state;
@@ -1011,7 +1131,16 @@ int main(void)
         cmocka_unit_test(hedging_route_holds_at_most_32_endpoints),
         cmocka_unit_test(a_fallback_is_a_static_answer),
         cmocka_unit_test(retry_budgets_take_each_models_keys),
+        cmocka_unit_test(a_fallback_detail_that_is_not_a_text_is_refused_by_key),
+        cmocka_unit_test(a_fallback_detail_of_64_bytes_is_refused_by_key),
+        cmocka_unit_test(a_fallback_detail_of_63_bytes_is_kept_whole),
+        cmocka_unit_test(a_retry_budget_that_is_not_a_text_is_refused_by_key),
+        cmocka_unit_test(an_empty_retry_budget_is_refused_by_key),
+        cmocka_unit_test(a_retry_budget_name_of_64_bytes_is_refused_by_key),
+        cmocka_unit_test(a_retry_budget_name_of_63_bytes_names_its_entry),
         cmocka_unit_test(operation_timeout_bounds_each_call_through_the_breaker),
+        cmocka_unit_test(an_operation_timeout_with_no_room_in_the_pipeline_is_refused_by_name),
+        cmocka_unit_test(an_operation_timeout_fills_the_last_room_in_the_pipeline),
         cmocka_unit_test(breaker_keys_absent_give_the_library_defaults),
         cmocka_unit_test(breaker_reads_every_key),
         cmocka_unit_test(breaker_kind_follows_the_keys_given),
