@@ -401,6 +401,20 @@ static void retries_are_said_to_span_all_layers_only_when_there_are_several(void
     release(&c);
 }
 
+static void a_chart_of_no_results_is_refused(void **state)
+{
+    (void)state;
+    resil_sim_config cfg;
+    resil_sim_config_default(&cfg, RESIL_SIM_FAILOVER);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_int_equal(resil_sim_write_svg(f, &cfg, NULL, 0), RESIL_EINVAL);
+    fclose(f);
+    assert_string_equal(out, "");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +427,7 @@ int main(void)
         cmocka_unit_test(panel_titles_say_whether_and_when_it_recovered),
         cmocka_unit_test(a_partial_recovery_says_in_how_many_runs),
         cmocka_unit_test(retries_are_said_to_span_all_layers_only_when_there_are_several),
+        cmocka_unit_test(a_chart_of_no_results_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -164,6 +164,158 @@ static void bad_policies_are_refused_by_name(void **state)
                        "more than 16 policies");
 }
 
+/* Refused with exit 125 and exactly `message` on stderr. */
+static void expect_refused_exactly(captured c, const char *message)
+{
+    char want[512];
+    snprintf(want, sizeof want, "resil sim: %s\n", message);
+    assert_int_equal(c.status, 125);
+    assert_string_equal(c.err, want);
+    assert_string_equal(c.out, "");
+    release(&c);
+}
+
+/* Parsed and validated, without simulating. */
+static void expect_accepted(const char *const *args)
+{
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = (char *)"sim";
+    for (; args[argc - 1] != NULL; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    resil_sim_config c;
+    assert_int_equal(resil_sim_command_parse(argc, argv, &c, stderr), 0);
+}
+
+#define ACCEPTED(...) expect_accepted((const char *const[]){__VA_ARGS__, NULL})
+
+static void brownout_workers_under_one_are_refused_by_name(void **state)
+{
+    (void)state;
+    expect_refused_exactly(SIM("brownout", "--capacity", "1", "--latency", "999ms"),
+                           "--capacity × --latency must be 1 to 100000 workers, got 0.999");
+}
+
+static void brownout_workers_over_100000_are_refused_by_name(void **state)
+{
+    (void)state;
+    expect_refused_exactly(SIM("brownout", "--capacity", "100001", "--latency", "1s"),
+                           "--capacity × --latency must be 1 to 100000 workers, got 100001");
+}
+
+static void brownout_workers_of_1_and_100000_are_accepted(void **state)
+{
+    (void)state;
+    ACCEPTED("brownout", "--capacity", "1", "--latency", "1s");
+    ACCEPTED("brownout", "--capacity", "100000", "--latency", "1s");
+}
+
+static void brownout_without_a_timeout_is_refused_by_name(void **state)
+{
+    (void)state;
+    expect_refused_exactly(SIM("brownout", "--timeout", "0"),
+                           "--timeout must be > 0 for brownout: callers give up on a queue");
+}
+
+static void brownout_with_a_nanosecond_timeout_is_accepted(void **state)
+{
+    (void)state;
+    ACCEPTED("brownout", "--timeout", "1ns");
+}
+
+/* What the command line cannot produce but the simulator's own entry
+ * points (sim.h) still refuse. */
+static void a_scenario_out_of_range_is_refused_by_the_simulator(void **state)
+{
+    (void)state;
+    resil_sim_config c;
+    resil_sim_config_default(&c, RESIL_SIM_OCC);
+    c.scenario = (resil_sim_scenario)5;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_sim_config_validate(&c, &err), RESIL_EINVAL);
+    assert_string_equal(err.message,
+                        "scenario must be occ, failover, metastable, layers or brownout, got 5");
+}
+
+static void no_policy_is_refused_by_the_simulator(void **state)
+{
+    (void)state;
+    resil_sim_config c;
+    resil_sim_config_default(&c, RESIL_SIM_FAILOVER);
+    c.npolicies = 0;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_sim_config_validate(&c, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "--policy must list 1 to 16 policies, got 0");
+}
+
+static void seventeen_policies_are_refused_by_the_simulator(void **state)
+{
+    (void)state;
+    resil_sim_config c;
+    resil_sim_config_default(&c, RESIL_SIM_FAILOVER);
+    c.npolicies = RESIL_SIM_MAX_POLICIES + 1;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_sim_config_validate(&c, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "--policy must list 1 to 16 policies, got 17");
+}
+
+static void sixteen_policies_are_accepted(void **state)
+{
+    (void)state;
+    resil_sim_config c;
+    char *argv[] = {(char *)"sim", (char *)"occ", (char *)"--policy",
+                    (char *)"none,none,none,none,none,none,none,none,none,none,none,none,none,"
+                            "none,none,none",
+                    NULL};
+    assert_int_equal(resil_sim_command_parse(4, argv, &c, stderr), 0);
+    assert_int_equal(c.npolicies, 16);
+}
+
+static void one_policy_of_48_characters_is_refused_by_the_simulator(void **state)
+{
+    (void)state;
+    char text[64];
+    snprintf(text, sizeof text, "%048d", 0);
+    resil_sim_policy p;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_sim_policy_parse(text, &p, &err), RESIL_EINVAL);
+    assert_string_equal(err.message,
+                        "--policy '00000000000000000000…' is longer than 47 characters");
+}
+
+/* 47 characters pass the length check and are read part by part (two
+ * known parts, then one that is not: a message of 246 bytes, whole). */
+static void one_policy_of_47_characters_is_read_part_by_part(void **state)
+{
+    (void)state;
+    char text[64];
+    snprintf(text, sizeof text, "decorrelated+tokens+%027d", 0);
+    assert_int_equal(strlen(text), 47);
+    resil_sim_policy p;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_sim_policy_parse(text, &p, &err), RESIL_EINVAL);
+    char want[320];
+    snprintf(want, sizeof want,
+             "--policy '%s': unknown part '%s' (expected naive, none, exponential, full, "
+             "equal, decorrelated, noretry, tokens, quota, ratio, breaker, static, vegas, "
+             "gradient, aimd, throttle)",
+             text, text + strlen("decorrelated+tokens+"));
+    assert_string_equal(err.message, want);
+}
+
+static void a_run_without_config_policy_or_result_is_refused(void **state)
+{
+    (void)state;
+    resil_sim_config c;
+    resil_sim_config_default(&c, RESIL_SIM_OCC);
+    resil_sim_result r;
+    resil_err err = {0, ""};
+    assert_int_equal(resil_sim_run(NULL, &c.policies[0], NULL, NULL, &r, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "sim: config, policy and result are required");
+    assert_int_equal(resil_sim_run(&c, NULL, NULL, NULL, &r, &err), RESIL_EINVAL);
+    assert_int_equal(resil_sim_run(&c, &c.policies[0], NULL, NULL, NULL, &err), RESIL_EINVAL);
+}
+
 /* ---- outputs ----------------------------------------------------------------- */
 
 static void help_prints_usage_and_succeeds(void **state)
@@ -618,6 +770,18 @@ int main(void)
         cmocka_unit_test(a_policy_list_replaces_the_whole_list_or_nothing),
         cmocka_unit_test(out_of_range_values_are_refused_by_name),
         cmocka_unit_test(bad_policies_are_refused_by_name),
+        cmocka_unit_test(brownout_workers_under_one_are_refused_by_name),
+        cmocka_unit_test(brownout_workers_over_100000_are_refused_by_name),
+        cmocka_unit_test(brownout_workers_of_1_and_100000_are_accepted),
+        cmocka_unit_test(brownout_without_a_timeout_is_refused_by_name),
+        cmocka_unit_test(brownout_with_a_nanosecond_timeout_is_accepted),
+        cmocka_unit_test(a_scenario_out_of_range_is_refused_by_the_simulator),
+        cmocka_unit_test(no_policy_is_refused_by_the_simulator),
+        cmocka_unit_test(seventeen_policies_are_refused_by_the_simulator),
+        cmocka_unit_test(sixteen_policies_are_accepted),
+        cmocka_unit_test(one_policy_of_48_characters_is_refused_by_the_simulator),
+        cmocka_unit_test(one_policy_of_47_characters_is_read_part_by_part),
+        cmocka_unit_test(a_run_without_config_policy_or_result_is_refused),
         cmocka_unit_test(help_prints_usage_and_succeeds),
         cmocka_unit_test(the_table_lists_every_policy),
         cmocka_unit_test(json_is_one_object_per_policy),
