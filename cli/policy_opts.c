@@ -58,6 +58,15 @@ int policy_keep_delays(resil_retry_policy *p, resil_duration *store)
     return 0;
 }
 
+/* The waits a --delays value lists: one more than its commas. */
+static size_t count_waits(const char *v)
+{
+    size_t n = 1;
+    for (; *v != '\0'; v++)
+        n += *v == ',';
+    return n;
+}
+
 /* "1s,2s,5s": the waits after the first, second, third failure. */
 static int parse_delays(policy_opts *po, const args *a, const char *v)
 {
@@ -69,7 +78,8 @@ static int parse_delays(policy_opts *po, const args *a, const char *v)
         if (len == 0 || len >= sizeof one)
             return args_reject(a, "--delays", what, v);
         if (n == POLICY_DELAYS_MAX)
-            return args_fail(a, "--delays: at most %d waits", POLICY_DELAYS_MAX);
+            return args_fail(a, "--delays: at most %d waits, got %zu", POLICY_DELAYS_MAX,
+                             count_waits(v));
         memcpy(one, p, len);
         one[len] = '\0';
         if (args_duration(a, "--delays", one, false, &po->delays[n]) != 0)

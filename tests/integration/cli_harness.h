@@ -132,24 +132,16 @@ static inline int cli_lines(const char *dir, const char *name)
     return n;
 }
 
-/* Start `resil ARGS...` (NULL-terminated va_list) in `dir`, its standard
- * input from dir/stdin (created from `input`, or /dev/null when NULL), its
- * output to dir/resil.out and dir/resil.err; with `ignored` (a signal, or 0)
- * set to be ignored, as a parent may, so that the commands it runs inherit
- * that from birth. */
-static inline pid_t cli_vstart(const char *dir, const char *input, int ignored,
-                               va_list ap)
+/* Start `argv` (argv[0] the built resil, NULL-terminated) in `dir`, its
+ * standard input from dir/stdin (created from `input`, or /dev/null when
+ * NULL), its output to dir/resil.out and dir/resil.err; with `ignored` (a
+ * signal, or 0) set to be ignored, as a parent may, so that the commands it
+ * runs inherit that from birth; and with `pending` (a signal, or 0) blocked
+ * and raised, so that resil starts with it already delivered and waiting
+ * (a blocked signal stays pending across exec). */
+static inline pid_t cli_exec(const char *dir, const char *input, int ignored, int pending,
+                             char **argv)
 {
-    const char *resil = test_build_path("resil");
-    assert_non_null(resil);
-    char *argv[CLI_MAX_ARGS + 2];
-    int argc = 0;
-    argv[argc++] = (char *)resil;
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
-        assert_true(argc < CLI_MAX_ARGS);
-        argv[argc++] = (char *)a;
-    }
-    argv[argc] = NULL;
     if (input != NULL)
         cli_write(dir, "stdin", input);
     pid_t pid = fork();
@@ -157,6 +149,13 @@ static inline pid_t cli_vstart(const char *dir, const char *input, int ignored,
     if (pid == 0) {
         if (ignored != 0)
             signal(ignored, SIG_IGN);
+        if (pending != 0) {
+            sigset_t set;
+            sigemptyset(&set);
+            sigaddset(&set, pending);
+            if (sigprocmask(SIG_BLOCK, &set, NULL) != 0 || raise(pending) != 0)
+                _exit(120);
+        }
         if (chdir(dir) != 0)
             _exit(121);
         int in = open(input != NULL ? "stdin" : "/dev/null", O_RDONLY);
@@ -173,11 +172,28 @@ static inline pid_t cli_vstart(const char *dir, const char *input, int ignored,
     return pid;
 }
 
+/* Start `resil ARGS...` (a NULL-terminated va_list), as cli_exec does. */
+static inline pid_t cli_vstart(const char *dir, const char *input, int ignored, int pending,
+                               va_list ap)
+{
+    const char *resil = test_build_path("resil");
+    assert_non_null(resil);
+    char *argv[CLI_MAX_ARGS + 2];
+    int argc = 0;
+    argv[argc++] = (char *)resil;
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
+        assert_true(argc < CLI_MAX_ARGS);
+        argv[argc++] = (char *)a;
+    }
+    argv[argc] = NULL;
+    return cli_exec(dir, input, ignored, pending, argv);
+}
+
 static inline pid_t cli_start(const char *dir, const char *input, ...)
 {
     va_list ap;
     va_start(ap, input);
-    pid_t pid = cli_vstart(dir, input, 0, ap);
+    pid_t pid = cli_vstart(dir, input, 0, 0, ap);
     va_end(ap);
     return pid;
 }
@@ -187,7 +203,7 @@ static inline pid_t cli_start_ignoring(const char *dir, int ignored, ...)
 {
     va_list ap;
     va_start(ap, ignored);
-    pid_t pid = cli_vstart(dir, NULL, ignored, ap);
+    pid_t pid = cli_vstart(dir, NULL, ignored, 0, ap);
     va_end(ap);
     return pid;
 }
@@ -212,8 +228,25 @@ static inline void cli_run(cli_result *r, const char *dir, const char *input, ..
 {
     va_list ap;
     va_start(ap, input);
-    pid_t pid = cli_vstart(dir, input, 0, ap);
+    pid_t pid = cli_vstart(dir, input, 0, 0, ap);
     va_end(ap);
+    cli_wait(pid, dir, r);
+}
+
+/* Run `resil` with the `argc` arguments in `args` to completion: for a
+ * command line longer than CLI_MAX_ARGS (an option's limit reached). */
+static inline void cli_run_argv(cli_result *r, const char *dir, const char *input, int argc,
+                                const char *const *args)
+{
+    const char *resil = test_build_path("resil");
+    assert_non_null(resil);
+    char **argv = calloc((size_t)argc + 2, sizeof *argv);
+    assert_non_null(argv);
+    argv[0] = (char *)resil;
+    for (int i = 0; i < argc; i++)
+        argv[i + 1] = (char *)args[i];
+    pid_t pid = cli_exec(dir, input, 0, 0, argv);
+    free(argv);
     cli_wait(pid, dir, r);
 }
 
@@ -222,7 +255,18 @@ static inline void cli_run_ignoring(cli_result *r, const char *dir, int ignored,
 {
     va_list ap;
     va_start(ap, ignored);
-    pid_t pid = cli_vstart(dir, NULL, ignored, ap);
+    pid_t pid = cli_vstart(dir, NULL, ignored, 0, ap);
+    va_end(ap);
+    cli_wait(pid, dir, r);
+}
+
+/* Run `resil ARGS...` to completion, started with the signal `pending`
+ * already waiting for it (blocked, as cli_exec says). */
+static inline void cli_run_pending(cli_result *r, const char *dir, int pending, ...)
+{
+    va_list ap;
+    va_start(ap, pending);
+    pid_t pid = cli_vstart(dir, NULL, 0, pending, ap);
     va_end(ap);
     cli_wait(pid, dir, r);
 }

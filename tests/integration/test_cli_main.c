@@ -22,6 +22,27 @@ static void help_of_an_unknown_command_exits_125(void **state)
     cli_result_free(&r);
 }
 
+static void no_command_exits_125_with_the_tools_help(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, NULL);
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.out, "");
+    assert_true(strncmp(r.err, "usage: resil COMMAND [OPTIONS]\n", 31) == 0);
+    cli_result_free(&r);
+}
+
+static void an_unknown_command_is_refused_by_name(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "fly", NULL);
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.out, "");
+    assert_true(strncmp(r.err, "resil: unknown command 'fly'\nusage: resil COMMAND [OPTIONS]\n",
+                        60) == 0);
+    cli_result_free(&r);
+}
+
 static void dash_v_and_version_print_the_version(void **state)
 {
     cli_result r;
@@ -50,6 +71,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(help_command_prints_the_commands_help),
         T(help_of_an_unknown_command_exits_125),
+        T(no_command_exits_125_with_the_tools_help),
+        T(an_unknown_command_is_refused_by_name),
         T(dash_v_and_version_print_the_version),
         T(the_tools_help_names_version_and_help_command),
     };

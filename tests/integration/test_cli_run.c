@@ -494,6 +494,47 @@ static void delays_refuse_a_bad_wait_and_a_backoff(void **state)
     cli_result_free(&r);
 }
 
+/* "1ms,2ms,...,Nms": a --delays value of n waits, into buf. */
+static const char *n_delays(int n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    for (int i = 1; i <= n; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%dms", i > 1 ? "," : "", i);
+    assert_true(len < cap);
+    return buf;
+}
+
+static void delays_of_32_waits_are_taken(void **state)
+{
+    const char *dir = *state;
+    char delays[512], first[1024];
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--dry-run", "--delays", n_delays(32, delays, sizeof delays),
+            "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    snprintf(first, sizeof first, "attempts 33, backoff list, delays %s, max-delay none, "
+                                  "jitter none", delays);
+    char line[1024];
+    assert_string_equal(line_at(r.out, 0, line, sizeof line), first);
+    assert_string_equal(line_at(r.out, 32, line, sizeof line), "#32 fails, wait 32 ms");
+    assert_string_equal(line_at(r.out, 33, line, sizeof line),
+                        "#33 fails, stop: attempts exhausted");
+    cli_result_free(&r);
+}
+
+static void delays_past_32_waits_are_refused_by_name_with_nothing_run(void **state)
+{
+    const char *dir = *state;
+    char delays[512];
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--delays", n_delays(33, delays, sizeof delays), "--", "sh",
+            "-c", "echo run >> runs", NULL);
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.err, "resil run: --delays: at most 32 waits, got 33\n");
+    assert_false(cli_exists(dir, "runs"));
+    cli_result_free(&r);
+}
+
 static void dry_run_prints_constant_schedule(void **state)
 {
     dry_run(state, "constant",
@@ -856,6 +897,24 @@ static void an_unwritable_metrics_file_is_refused_with_nothing_run(void **state)
     cli_result_free(&r);
 }
 
+static void an_empty_log_file_name_is_rejected_by_name(void **state)
+{
+    assert_rejected(state, "--log-file", "", "resil run: --log-file must be a file name, got ''");
+}
+
+static void a_log_file_that_cannot_be_opened_is_refused_with_nothing_run(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--log-file", "no/such/dir/log", "--", "sh", "-c",
+            "echo run >> runs", NULL);
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.err, "resil run: --log-file: cannot open 'no/such/dir/log': No such "
+                               "file or directory\n");
+    assert_false(cli_exists(dir, "runs"));
+    cli_result_free(&r);
+}
+
 /* --otlp's values are checked in tests/otlp, built with the exporter. */
 static void an_empty_metrics_file_name_is_rejected_by_name(void **state)
 {
@@ -1041,6 +1100,59 @@ static void signal_during_a_wait_ends_it_at_once(void **state)
     cli_result_free(&r);
 }
 
+/* A SIGTERM that reached resil before its first attempt (blocked in the
+ * parent and pending across exec) cancels the run before the command
+ * starts. */
+static void a_signal_pending_at_start_cancels_before_the_first_attempt(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run_pending(&r, dir, SIGTERM, "run", "--", "sh", "-c", "echo run >> runs", NULL);
+    assert_int_equal(r.status, 143);
+    assert_false(cli_exists(dir, "runs"));
+    assert_string_equal(cli_unstamp(r.err), "#1 cancelled by SIGTERM before it started, "
+                                            "cancelled\n"
+                                            "-> stopped: cancelled\n");
+    cli_result_free(&r);
+}
+
+/* ---- --otlp's exporter settings (the OTEL_* variables) ------------------------ */
+
+/* `resil run --otlp URL` with the variable `name` set to `value` for the
+ * run: nothing is run, the tool exits 125 with `expected` on standard
+ * error. Skipped in a build without libresil-otlp. */
+static void assert_otel_refused(const char *dir, const char *name, const char *value,
+                                const char *expected)
+{
+    cli_result r;
+    assert_int_equal(setenv(name, value, 1), 0);
+    cli_run(&r, dir, NULL, "run", "--otlp", "http://127.0.0.1:1", "--", "sh", "-c",
+            "echo run >> runs", NULL);
+    unsetenv(name);
+    if (strstr(r.err, "needs libresil-otlp") != NULL) {
+        cli_result_free(&r);
+        skip();
+    }
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.err, expected);
+    assert_false(cli_exists(dir, "runs"));
+    cli_result_free(&r);
+}
+
+static void an_otel_variable_the_exporter_refuses_is_named_with_nothing_run(void **state)
+{
+    assert_otel_refused(*state, "OTEL_EXPORTER_OTLP_TIMEOUT", "soon",
+                        "resil run: --otlp: OTEL_EXPORTER_OTLP_TIMEOUT must be a whole number "
+                        "in [1, 86400000], got \"soon\"\n");
+}
+
+static void an_export_batch_above_the_queue_is_refused_with_nothing_run(void **state)
+{
+    assert_otel_refused(*state, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096",
+                        "resil run: --otlp: otlp.max_batch must be in [1, max_queue = 2048], "
+                        "got 4096\n");
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
@@ -1079,6 +1191,8 @@ int main(void)
         T(delays_repeat_the_last_wait_for_more_attempts),
         T(delays_run_and_wait_as_listed),
         T(delays_refuse_a_bad_wait_and_a_backoff),
+        T(delays_of_32_waits_are_taken),
+        T(delays_past_32_waits_are_refused_by_name_with_nothing_run),
         T(dry_run_prints_linear_schedule),
         T(dry_run_prints_exponential_schedule_capped),
         T(dry_run_with_jitter_and_no_seed_prints_the_bounds),
@@ -1109,6 +1223,8 @@ int main(void)
         T(metrics_file_counts_two_retries_and_three_attempts),
         T(an_unwritable_metrics_file_is_refused_with_nothing_run),
         T(an_empty_metrics_file_name_is_rejected_by_name),
+        T(an_empty_log_file_name_is_rejected_by_name),
+        T(a_log_file_that_cannot_be_opened_is_refused_with_nothing_run),
         T(sigterm_while_attempt_runs_exits_143_and_ends_the_attempt),
         T(sigint_while_attempt_runs_exits_130_and_ends_the_attempt),
         T(sighup_while_attempt_runs_exits_129_and_ends_the_attempt),
@@ -1116,6 +1232,9 @@ int main(void)
         T(sigterm_reaches_the_whole_process_group),
         T(cancel_kills_what_the_attempt_leaves_behind),
         T(signal_during_a_wait_ends_it_at_once),
+        T(a_signal_pending_at_start_cancels_before_the_first_attempt),
+        T(an_otel_variable_the_exporter_refuses_is_named_with_nothing_run),
+        T(an_export_batch_above_the_queue_is_refused_with_nothing_run),
         T(each_json_record_carries_the_time_and_the_command),
         T(waits_read_as_people_write_them),
         T(the_command_learns_its_attempt_number),

@@ -1,0 +1,64 @@
+/*
+ * test_cli_breaker.c — `resil breaker`'s command line, refused before any
+ * Redis is asked: exit 125 and the sentence that names the problem. Its
+ * work against a real Redis is tests/redis/test_breaker_cli.c; these need
+ * no server (the --redis URL given names a port nothing listens on, so a
+ * command that got as far as connecting would exit 1 instead). Skipped in
+ * a build without the Redis adapter, whose tool has no `breaker`.
+ */
+#include "cli_harness.h"
+
+#define NOWHERE "redis://127.0.0.1:1"
+
+/* Run `resil breaker ARGS...` and expect exit 125 with exactly `expected`
+ * on standard error. */
+static void assert_usage(const char *dir, const char *expected, const char *a1, const char *a2,
+                         const char *a3, const char *a4, const char *a5)
+{
+    cli_result r;
+    cli_run(&r, dir, NULL, "breaker", a1, a2, a3, a4, a5, NULL);
+    if (strstr(r.err, "unknown command 'breaker'") != NULL) {
+        cli_result_free(&r);
+        skip();
+    }
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.err, expected);
+    assert_string_equal(r.out, "");
+    cli_result_free(&r);
+}
+
+static void an_unknown_option_is_refused_by_name(void **state)
+{
+    assert_usage(*state,
+                 "resil breaker: unknown option '--bogus'\n"
+                 "try 'resil breaker --help'\n",
+                 "list", "--redis", NOWHERE, "--bogus", NULL);
+}
+
+static void a_second_name_is_refused_as_unexpected(void **state)
+{
+    assert_usage(*state,
+                 "resil breaker: unexpected argument 'billing'\n"
+                 "try 'resil breaker --help'\n",
+                 "status", "payments", "billing", "--redis", NOWHERE);
+}
+
+static void no_action_is_refused_naming_the_actions(void **state)
+{
+    assert_usage(*state,
+                 "resil breaker: needs an ACTION: list, status, isolate, close or reset\n"
+                 "try 'resil breaker --help'\n",
+                 "--redis", NOWHERE, NULL, NULL, NULL);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
+    const struct CMUnitTest tests[] = {
+        T(an_unknown_option_is_refused_by_name),
+        T(a_second_name_is_refused_as_unexpected),
+        T(no_action_is_refused_naming_the_actions),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
