@@ -26,9 +26,10 @@ int fleet_connect(const char *cmd, const char *url, resil_duration timeout, cons
         ro.timeout = timeout;
     ro.allow_offline_start = true;
     resil_err err;
-    if (resil_redis_new(&ro, out, &err) != 0) {
+    int rc = resil_redis_new(&ro, out, &err);
+    if (rc != 0) {
         fprintf(stderr, "resil %s: --fleet: %s\n", cmd, err.message);
-        return RESIL_EINVAL;
+        return rc;
     }
     if (!resil_redis_connected(*out))
         fprintf(stderr, "resil %s: --fleet: no answer from %s; %s\n", cmd, url, alone);

@@ -19,8 +19,8 @@ int fleet_url_parse(const args *a, const char *v, const char **out);
 /* A client for `url` that starts offline when Redis does not answer within
  * `timeout` (0: the client's default). `cmd` names the subcommand in
  * messages; `alone` ends the warning printed when Redis did not answer
- * ("each host's breaker counts in this process alone"). 0, or RESIL_EINVAL
- * after printing why. */
+ * ("each host's breaker counts in this process alone"). 0, or the client's
+ * error code (RESIL_EINVAL: a URL it refuses) after printing why. */
 int fleet_connect(const char *cmd, const char *url, resil_duration timeout, const char *alone,
                   resil_redis **out);
 

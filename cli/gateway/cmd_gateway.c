@@ -823,16 +823,33 @@ static int open_local_breaker(gateway *gw)
     return 0;
 }
 
+/* --fleet's client, before the store opens: a URL the client refuses (a
+ * port out of range, say) is a bad option value, refused with 125 before
+ * anything is opened. Redis not answering at start is not an error: the
+ * breaker counts in this process alone until it does. */
+static int open_fleet_client(gateway *gw)
+{
+#ifdef RESIL_CLI_REDIS
+    const gw_config *cfg = &gw->cfg;
+    if (cfg->fleet == NULL)
+        return 0;
+    int rc = fleet_connect("gateway", cfg->fleet, cfg->fleet_timeout,
+                           "the upstream's breaker counts in this gateway alone", &gw->redis);
+    if (rc != 0)
+        return rc == RESIL_EINVAL ? RESIL_EXIT_USAGE : 1;
+#else
+    (void)gw;
+#endif
+    return 0;
+}
+
 #ifdef RESIL_CLI_REDIS
 /* --fleet: the upstream's breaker, named by its authority (host[:port]) so
- * every gateway in front of it shares one. Redis not answering at start is
- * not an error: the breaker counts in this process alone until it does. */
+ * every gateway in front of it shares one, on the client open_fleet_client
+ * made. */
 static int open_fleet_breaker(gateway *gw)
 {
     const gw_config *cfg = &gw->cfg;
-    if (fleet_connect("gateway", cfg->fleet, cfg->fleet_timeout,
-                      "the upstream's breaker counts in this gateway alone", &gw->redis) != 0)
-        return 1;
     resil_err err;
     char name[256];
     resil_redis_breaker_opts bo;
@@ -974,8 +991,8 @@ static int serve(gateway *gw, const sigset_t *signals)
     fit_fd_limit(&gw->cfg);
     if (gw->cfg.loops > gw->cfg.max_connections) /* each loop serves one at least */
         gw->cfg.loops = gw->cfg.max_connections;
-    int rc = open_store(gw);
-    if (rc != 0)
+    int rc = open_fleet_client(gw);
+    if (rc != 0 || (rc = open_store(gw)) != 0)
         return rc;
     if ((rc = open_breaker(gw)) != 0 || (rc = open_metrics(gw)) != 0 ||
         (rc = open_chaos(gw)) != 0)

@@ -12,7 +12,7 @@
 
 typedef struct got {
     char fields[8192];
-    size_t fields_len;
+    size_t fields_len, fields_limit; /* a limit of 0: the buffer's */
     char body[8192];
     size_t body_len, body_limit;
     gw_resp p;
@@ -23,6 +23,8 @@ typedef struct got {
 static bool on_field(void *ud, const char *line, size_t len)
 {
     got *g = ud;
+    if (g->fields_limit != 0 && g->fields_len + len > g->fields_limit)
+        return false;
     if (g->fields_len + len >= sizeof g->fields)
         return true; /* counted by the parser, not kept here */
     memcpy(g->fields + g->fields_len, line, len);
@@ -384,6 +386,20 @@ static void a_body_the_sink_refuses_is_an_error(void **state)
     free(g);
 }
 
+/* The gateway's sink refuses a field once its header buffer is full (the
+ * upstream's answer is then "larger than the gateway keeps"). */
+static void a_header_the_sink_refuses_is_an_error(void **state)
+{
+    (void)state;
+    got *g = new_got();
+    g->fields_limit = 20;
+    feed(g, "HTTP/1.1 200 OK\r\nX-A: 1\r\nX-Long: abcdefghijklmnop\r\n\r\n", false);
+    assert_int_equal(g->rc, GW_RESP_ERROR);
+    assert_string_equal(g->p.error, "header refused by the sink");
+    assert_string_equal(g->fields, "X-A: 1\r\n");
+    free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +429,7 @@ int main(void)
         cmocka_unit_test(a_connection_closed_before_any_byte_says_so),
         cmocka_unit_test(a_malformed_status_line_is_malformed),
         cmocka_unit_test(a_body_the_sink_refuses_is_an_error),
+        cmocka_unit_test(a_header_the_sink_refuses_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

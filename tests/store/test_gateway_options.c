@@ -216,6 +216,58 @@ static void batching_and_the_sqlite_sync_level_are_checked_by_name(void **state)
                  "postgres://127.0.0.1:1/x", "--sqlite-sync", "normal");
 }
 
+static void a_batch_window_that_is_no_duration_is_refused_by_name(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("resil gateway: --batch-window must be a duration like 250ms, 2s or 1m30s, "
+                 "got 'soon'",
+                 LISTEN, UP, "--batch-max", "8", "--batch-window", "soon");
+}
+
+/* `resil gateway ARGS` with a store of its own in the scratch directory:
+ * exit 125 with exactly `expected` said, and the store never opened (its
+ * file never made). Skipped when the build lacks the option `needs`. */
+static void expect_refused_before_the_store(const char *needs, const char *expected,
+                                            const char *o1, const char *v1, const char *o2,
+                                            const char *v2)
+{
+    char file[700], store[720];
+    snprintf(file, sizeof file, "%s/refused.db", dir);
+    snprintf(store, sizeof store, "sqlite:%s", file);
+    const char *argv[] = {"gateway", LISTEN, UP, "--store", store, o1, v1, o2, v2, NULL};
+    char err[4096];
+    int rc = run_capture(test_build_path("resil"), argv, err, sizeof err);
+    char unknown[64];
+    snprintf(unknown, sizeof unknown, "unknown option '%s'", needs);
+    if (strstr(err, unknown) != NULL)
+        skip();
+    assert_string_equal(err, expected);
+    assert_int_equal(rc, 125);
+    assert_int_equal(access(file, F_OK), -1);
+}
+
+static void a_config_file_that_cannot_be_opened_is_refused_before_the_store(void **state)
+{
+    (void)state;
+    char cfg[700], expected[1024];
+    snprintf(cfg, sizeof cfg, "%s/missing.json", dir);
+    snprintf(expected, sizeof expected,
+             "resil gateway: --config %s: cannot open: No such file or directory\n", cfg);
+    expect_refused_before_the_store("--config", expected, "--config", cfg, "--policy", "p");
+}
+
+/* The Redis client refuses the URL itself (the option's own check takes
+ * any redis:// URL): still a bad value, refused with 125 before the store
+ * opens. */
+static void a_fleet_url_the_client_refuses_is_refused_before_the_store(void **state)
+{
+    (void)state;
+    expect_refused_before_the_store("--fleet",
+                                    "resil gateway: --fleet: redis.url must have a port in "
+                                    "[1, 65535], got 'redis://127.0.0.1:0'\n",
+                                    "--fleet", "redis://127.0.0.1:0", NULL, NULL);
+}
+
 static void unknown_options_are_refused(void **state)
 {
     (void)state;
@@ -274,6 +326,9 @@ int main(void)
         cmocka_unit_test(the_per_client_limit_must_not_exceed_the_total),
         cmocka_unit_test(client_timeouts_must_be_durations_in_range),
         cmocka_unit_test(batching_and_the_sqlite_sync_level_are_checked_by_name),
+        cmocka_unit_test(a_batch_window_that_is_no_duration_is_refused_by_name),
+        cmocka_unit_test(a_config_file_that_cannot_be_opened_is_refused_before_the_store),
+        cmocka_unit_test(a_fleet_url_the_client_refuses_is_refused_before_the_store),
         cmocka_unit_test(unknown_options_are_refused),
         cmocka_unit_test(help_exits_zero),
         cmocka_unit_test(a_port_in_use_exits_1),
