@@ -217,8 +217,8 @@ static int opt_form(http_opts *o, const args *a, const char *v)
     if (http_form_check(a, v) != 0)
         return RESIL_EINVAL;
     if (o->nforms == (int)(sizeof o->forms / sizeof o->forms[0]))
-        return args_fail(a, "--form: at most %zu parts",
-                         sizeof o->forms / sizeof o->forms[0]);
+        return args_fail(a, "--form: at most %zu parts; '%s' is one too many",
+                         sizeof o->forms / sizeof o->forms[0], v);
     o->forms[o->nforms++] = v;
     return 0;
 }
@@ -436,10 +436,16 @@ static int opt_max_redirs(http_opts *o, const args *a, const char *v)
 
 /* ---- the output --------------------------------------------------------------- */
 
-static int add_output(http_opts *o, const args *a, const char *file)
+/* One more -o or -O output (the two count together, one per URL). */
+static int add_output(http_opts *o, const args *a, const char *file, const char *given)
 {
-    if (o->noutputs == MAX_URLS)
-        return args_fail(a, "at most %d outputs", MAX_URLS);
+    if (o->noutputs == MAX_URLS) {
+        if (file == HTTP_REMOTE_NAME)
+            return args_fail(a, "--remote-name: at most %d outputs (-o and -O together); "
+                                "this -O is one too many", MAX_URLS);
+        return args_fail(a, "--output: at most %d outputs (-o and -O together); '%s' is one "
+                            "too many", MAX_URLS, given);
+    }
     o->outputs[o->noutputs++] = file;
     return 0;
 }
@@ -448,13 +454,13 @@ static int opt_output(http_opts *o, const args *a, const char *v)
 {
     if (v[0] == '\0')
         return args_reject(a, "--output", "a file name ('-': standard output)", v);
-    return add_output(o, a, strcmp(v, "-") == 0 ? NULL : v);
+    return add_output(o, a, strcmp(v, "-") == 0 ? NULL : v, v);
 }
 
 static int opt_remote_name(http_opts *o, const args *a, const char *v)
 {
     (void)v;
-    return add_output(o, a, HTTP_REMOTE_NAME);
+    return add_output(o, a, HTTP_REMOTE_NAME, NULL);
 }
 
 static int opt_output_dir(http_opts *o, const args *a, const char *v)
@@ -504,7 +510,7 @@ static int opt_url(http_opts *o, const args *a, const char *v)
     if (v[0] == '\0')
         return args_reject(a, "--url", "a URL", v);
     if (o->nurls == MAX_URLS)
-        return args_fail(a, "at most %d URLs", MAX_URLS);
+        return args_fail(a, "--url: at most %d URLs; '%s' is one too many", MAX_URLS, v);
     o->urls[o->nurls++] = v;
     return 0;
 }

@@ -265,7 +265,8 @@ static int parse_hedge(http_opts *o, const args *a, const char *v)
 static int parse_hint_header(http_opts *o, const args *a, const char *v)
 {
     if (o->nhint == MAX_HINT_HEADERS)
-        return args_fail(a, "--retry-after-header: at most %d names", MAX_HINT_HEADERS);
+        return args_fail(a, "--retry-after-header: at most %d names; '%s' is one too many",
+                         MAX_HINT_HEADERS, v);
     if (v[0] == '\0' || strpbrk(v, ": \t\r\n") != NULL)
         return args_reject(a, "--retry-after-header", "a header name", v);
     o->hint_headers[o->nhint++] = v;
@@ -276,7 +277,8 @@ static int parse_hedge_to(http_opts *o, const args *a, const char *v)
 {
     char authority[RESIL_BREAKER_NAME_MAX];
     if (o->nhedge_to == RESIL_HEDGE_MAX)
-        return args_fail(a, "--hedge-to: at most %d endpoints", RESIL_HEDGE_MAX);
+        return args_fail(a, "--hedge-to: at most %d endpoints; '%s' is one too many",
+                         RESIL_HEDGE_MAX, v);
     if (resil_http_authority(v, authority, sizeof authority) != 0)
         return args_reject(a, "--hedge-to", "a URL such as https://eu.example.com", v);
     size_t k = ++o->nhedge_to;
@@ -285,10 +287,25 @@ static int parse_hedge_to(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
+/* Is every comma-separated name an HTTP token (RFC 9110's tchar)? The
+ * library takes any other name as "any other method", which would leave
+ * the methods a typo such as "POST;PUT" meant retried. */
+static bool method_tokens(const char *v)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~";
+    for (const char *p = v; *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c != ',' && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                          (c >= '0' && c <= '9') || strchr(tchar, c) != NULL))
+            return false;
+    }
+    return true;
+}
+
 static int parse_disable_for(http_opts *o, const args *a, const char *v)
 {
     unsigned bits;
-    if (resil_http_methods_parse(v, &bits) != 0)
+    if (!method_tokens(v) || resil_http_methods_parse(v, &bits) != 0)
         return args_reject(a, "--disable-for", "a comma-separated list of methods", v);
     o->disable_for |= bits;
     return 0;
@@ -662,14 +679,21 @@ static void set_blank(http_opts *o)
 }
 
 /* A --config policy's DisableFor and RetryAfterHeaders, added to the
- * command line's (whose header names come first). */
-static void take_config_http(http_opts *o)
+ * command line's (whose header names come first); together they are held
+ * to --retry-after-header's limit, so that none is dropped unsaid. */
+static int take_config_http(http_opts *o, const args *a)
 {
     unsigned bits;
+    if ((size_t)o->nhint + o->po.nhint_headers > MAX_HINT_HEADERS)
+        return args_fail(a, "--retry-after-header: at most %d names with --policy %s's "
+                            "RetryAfterHeaders, got %zu",
+                         MAX_HINT_HEADERS, o->po.policy_name,
+                         (size_t)o->nhint + o->po.nhint_headers);
     if (o->po.disable_for[0] != '\0' && resil_http_methods_parse(o->po.disable_for, &bits) == 0)
         o->disable_for |= bits;
-    for (size_t i = 0; i < o->po.nhint_headers && o->nhint < MAX_HINT_HEADERS; i++)
+    for (size_t i = 0; i < o->po.nhint_headers; i++)
         o->hint_headers[o->nhint++] = o->po.hint_headers[i];
+    return 0;
 }
 
 /* 0 to run, 1 when --help was printed, or RESIL_EINVAL. */
@@ -698,7 +722,7 @@ static int walk(http_opts *o, int argc, char **argv, resil_err *err)
         if (!after_dashes && arg[0] == '-' && arg[1] != '\0')
             return args_fail(&a, "unknown option '%s' (see resil http --help)", arg);
         if (o->nurls == MAX_URLS)
-            return args_fail(&a, "at most %d URLs", MAX_URLS);
+            return args_fail(&a, "at most %d URLs; '%s' is one too many", MAX_URLS, arg);
         o->urls[o->nurls++] = arg;
     }
     if (o->nurls == 0)
@@ -708,9 +732,8 @@ static int walk(http_opts *o, int argc, char **argv, resil_err *err)
         return RESIL_EINVAL;
     if (o->silent)
         o->log = LOG_NONE;
-    if (policy_opts_finish(&o->po, &a) != 0)
+    if (policy_opts_finish(&o->po, &a) != 0 || take_config_http(o, &a) != 0)
         return RESIL_EINVAL;
-    take_config_http(o);
     return 0;
 }
 

@@ -21,8 +21,13 @@ static int remote_name(const char *url, char *buf, size_t cap)
             slash = p;
     }
     size_t n = slash != NULL ? (size_t)(start + path_end - slash - 1) : 0;
-    if (n == 0 || n >= cap) {
+    if (n == 0) {
         fprintf(stderr, "resil http: %s: -O: the URL has no file name to take\n", url);
+        return RESIL_EINVAL;
+    }
+    if (n >= cap) {
+        fprintf(stderr, "resil http: %s: -O: the URL's file name is longer than %zu bytes\n",
+                url, cap - 1);
         return RESIL_EINVAL;
     }
     memcpy(buf, slash + 1, n);
@@ -34,6 +39,7 @@ int http_output_path(const http_opts *o, int i, const char *url, char *buf, size
                      const char **out)
 {
     const char *slot = i < o->noutputs ? o->outputs[i] : NULL;
+    const char *option = slot == HTTP_REMOTE_NAME ? "-O" : "--output";
     char remote[1024];
     *out = NULL;
     if (slot == NULL)
@@ -47,7 +53,12 @@ int http_output_path(const http_opts *o, int i, const char *url, char *buf, size
     const char *dir = o->output_dir != NULL ? o->output_dir : "";
     int n = snprintf(buf, cap, "%s%s%s", dir, dir[0] != '\0' ? "/" : "", slot);
     if (n < 0 || (size_t)n >= cap) {
-        fprintf(stderr, "resil http: %s: the output file name is too long\n", url);
+        if (dir[0] != '\0')
+            fprintf(stderr, "resil http: %s: --output-dir and %s: the file name is longer than "
+                            "%zu bytes\n", url, option, cap - 1);
+        else
+            fprintf(stderr, "resil http: %s: %s '%.32s...': the file name is longer than %zu "
+                            "bytes\n", url, option, slot, cap - 1);
         return RESIL_EINVAL;
     }
     *out = buf;

@@ -32,7 +32,7 @@ typedef struct http_sink {
 /* The output of URL number i: its -o/-O file name (in --output-dir's
  * directory, when given) written into buf, or NULL for standard output.
  * -O without a name to take (a URL ending in '/') or a name longer than
- * buf gives RESIL_EINVAL and prints why. */
+ * buf gives RESIL_EINVAL and prints why, naming the option. */
 int http_output_path(const http_opts *o, int i, const char *url, char *buf, size_t cap,
                      const char **out);
 

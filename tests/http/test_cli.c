@@ -953,6 +953,514 @@ static void bad_options_exit_125_naming_the_option(void **state)
     assert_usage_error(f, "--data: cannot open", "-d", "@/no/such/file", u, NULL);
 }
 
+/* ---- limits: at most so many of an option, the one too many refused -------------- */
+
+/* Room for an argv of `resil http` past the harness's variadic limit. */
+typedef struct long_argv {
+    const char *arg[600];
+    char text[300][32]; /* numbered values ("f12=v"), kept for the run */
+    int n, ntext;
+} long_argv;
+
+static void push(long_argv *l, const char *arg)
+{
+    assert_true(l->n < (int)(sizeof l->arg / sizeof l->arg[0]));
+    l->arg[l->n++] = arg;
+}
+
+/* `option` followed by the i-th value `fmt` makes (fmt holds one %d). */
+static void push_numbered(long_argv *l, const char *option, const char *fmt, int i)
+{
+    assert_true(l->ntext < (int)(sizeof l->text / sizeof l->text[0]));
+    char *t = l->text[l->ntext++];
+    snprintf(t, sizeof l->text[0], fmt, i);
+    if (option != NULL)
+        push(l, option);
+    push(l, t);
+}
+
+static void run_long(cli_fx *f, cli_result *r, long_argv *l)
+{
+    cli_run_argv(r, f->dir, NULL, l->n, l->arg);
+}
+
+/* Exit 125 with exactly `expected` said, and no request made. */
+static void assert_refused_unsent(cli_fx *f, cli_result *r, const char *path,
+                                  const char *expected)
+{
+    assert_int_equal(r->status, 125);
+    assert_string_equal(r->err, expected);
+    assert_string_equal(r->out, "");
+    assert_int_equal(http_server_count(f->server, path), 0);
+}
+
+static void a_257th_url_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    char u[128], last[128], expected[256];
+    http_server_url(f->server, "/u", u, sizeof u);
+    http_server_url(f->server, "/last", last, sizeof last);
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 256; i++)
+        push(&l, u);
+    push(&l, last);
+    cli_result r;
+    run_long(f, &r, &l);
+    snprintf(expected, sizeof expected, "resil http: at most 256 URLs; '%s' is one too many\n",
+             last);
+    assert_refused_unsent(f, &r, "/u", expected);
+    assert_int_equal(http_server_count(f->server, "/last"), 0);
+    cli_result_free(&r);
+}
+
+static void a_257th_url_option_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    char u[128], last[128], expected[256];
+    http_server_url(f->server, "/u", u, sizeof u);
+    http_server_url(f->server, "/last", last, sizeof last);
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 256; i++) {
+        push(&l, "--url");
+        push(&l, u);
+    }
+    push(&l, "--url");
+    push(&l, last);
+    cli_result r;
+    run_long(f, &r, &l);
+    snprintf(expected, sizeof expected,
+             "resil http: --url: at most 256 URLs; '%s' is one too many\n", last);
+    assert_refused_unsent(f, &r, "/u", expected);
+    cli_result_free(&r);
+}
+
+static void a_257th_output_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 257; i++)
+        push_numbered(&l, "-o", "out%d", i);
+    push(&l, url(f, "/u"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_refused_unsent(f, &r, "/u",
+                          "resil http: --output: at most 256 outputs (-o and -O together); "
+                          "'out257' is one too many\n");
+    assert_false(cli_exists(f->dir, "out1"));
+    cli_result_free(&r);
+}
+
+static void a_257th_remote_name_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 257; i++)
+        push(&l, "-O");
+    push(&l, url(f, "/u"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_refused_unsent(f, &r, "/u",
+                          "resil http: --remote-name: at most 256 outputs (-o and -O together); "
+                          "this -O is one too many\n");
+    assert_false(cli_exists(f->dir, "u"));
+    cli_result_free(&r);
+}
+
+static void sixty_four_form_parts_reach_the_server(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/f", STEPS(OK_STEP));
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 64; i++)
+        push_numbered(&l, "-F", "f%d=v", i);
+    push(&l, url(f, "/f"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_int_equal(r.status, 0);
+    const http_request *q = http_server_request(f->server, "/f", 0);
+    assert_contains(q->body, "name=\"f1\"\r\n\r\nv\r\n");
+    assert_contains(q->body, "name=\"f64\"\r\n\r\nv\r\n");
+    cli_result_free(&r);
+}
+
+static void a_65th_form_part_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 65; i++)
+        push_numbered(&l, "-F", "f%d=v", i);
+    push(&l, url(f, "/f"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_refused_unsent(f, &r, "/f",
+                          "resil http: --form: at most 64 parts; 'f65=v' is one too many\n");
+    cli_result_free(&r);
+}
+
+static void eight_retry_after_headers_are_all_read(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a",
+                       STEPS({.status = 503, .headers = "X-W8-MS: 30\r\n"}, OK_STEP));
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    push(&l, "--delay");
+    push(&l, "10ms");
+    for (int i = 1; i <= 8; i++)
+        push_numbered(&l, "--retry-after-header", "X-W%d-MS", i);
+    push(&l, url(f, "/a"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.err, "#1 HTTP 503, wait 30ms (Retry-After)");
+    cli_result_free(&r);
+}
+
+static void a_ninth_retry_after_header_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 9; i++)
+        push_numbered(&l, "--retry-after-header", "X-W%d-MS", i);
+    push(&l, url(f, "/a"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --retry-after-header: at most 8 names; 'X-W9-MS' is one "
+                          "too many\n");
+    cli_result_free(&r);
+}
+
+/* The configuration file's RetryAfterHeaders join the command line's, the
+ * eight names at most counting both; a build without libresil-config has
+ * no --config (skipped). */
+#define HINT_CONFIG                                                                  \
+    "{\"Resilience\": {\"Retry\": {\"r\": {\"MaxRetryAttempts\": 1, \"BaseDelay\": " \
+    "\"10ms\", \"RetryAfterHeaders\": [\"X-From-File-MS\"]}}}}\n"
+
+static void run_with_hint_config(cli_fx *f, cli_result *r, int names)
+{
+    cli_write(f->dir, "c.json", HINT_CONFIG);
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    push(&l, "--config");
+    push(&l, "c.json");
+    push(&l, "--policy");
+    push(&l, "r");
+    for (int i = 1; i <= names; i++)
+        push_numbered(&l, "--retry-after-header", "X-W%d-MS", i);
+    push(&l, url(f, "/a"));
+    run_long(f, r, &l);
+    if (strstr(r->err, "unknown option '--config'") != NULL) {
+        cli_result_free(r);
+        skip();
+    }
+}
+
+static void a_policys_retry_after_header_is_read_beside_seven_named(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a",
+                       STEPS({.status = 503, .headers = "X-From-File-MS: 30\r\n"}, OK_STEP));
+    cli_result r;
+    run_with_hint_config(f, &r, 7);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.err, "#1 HTTP 503, wait 30ms (Retry-After)");
+    cli_result_free(&r);
+}
+
+static void a_policys_retry_after_header_past_eight_is_refused_not_dropped(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    run_with_hint_config(f, &r, 8);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --retry-after-header: at most 8 names with --policy r's "
+                          "RetryAfterHeaders, got 9\n");
+    cli_result_free(&r);
+}
+
+static void ten_hedge_to_endpoints_are_accepted(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    push(&l, "--hedge");
+    push(&l, "10s");
+    for (int i = 1; i <= 10; i++)
+        push_numbered(&l, "--hedge-to", "http://127.0.0.1:%d", i);
+    push(&l, url(f, "/a"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "ok\n");
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    cli_result_free(&r);
+}
+
+static void an_eleventh_hedge_to_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    long_argv l = {.n = 0};
+    push(&l, "http");
+    for (int i = 1; i <= 11; i++)
+        push_numbered(&l, "--hedge-to", "http://127.0.0.1:%d", i);
+    push(&l, url(f, "/a"));
+    cli_result r;
+    run_long(f, &r, &l);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --hedge-to: at most 10 endpoints; 'http://127.0.0.1:11' "
+                          "is one too many\n");
+    cli_result_free(&r);
+}
+
+/* ---- files the options name, and where the answer goes ------------------------------- */
+
+static void a_data_file_that_cannot_be_read_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/adir", f->dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-d", "@adir", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a", "resil http: --data: cannot read 'adir'\n");
+    cli_result_free(&r);
+}
+
+static void a_data_urlencode_file_that_cannot_be_opened_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--data-urlencode", "q@missing.txt", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --data-urlencode: cannot open 'missing.txt': No such "
+                          "file or directory\n");
+    cli_result_free(&r);
+}
+
+static void a_write_out_file_that_cannot_be_opened_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-w", "@missing.txt", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --write-out: cannot open 'missing.txt': No such file or "
+                          "directory\n");
+    cli_result_free(&r);
+}
+
+static void a_form_file_that_cannot_be_read_is_refused_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-F", "doc=@missing.txt", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a", "resil http: --form: cannot read 'missing.txt'\n");
+    cli_result_free(&r);
+}
+
+/* ---- values refused by name (each reaches no server) -------------------------------- */
+
+static void an_empty_upload_file_name_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-T", "", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --upload-file must be a file name ('-': standard "
+                          "input), got ''\n");
+    cli_result_free(&r);
+}
+
+static void a_form_file_part_without_a_file_name_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-F", "doc=@", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --form must be NAME=VALUE, NAME=@FILE or NAME=<FILE, "
+                          "got 'doc=@'\n");
+    cli_result_free(&r);
+}
+
+static void an_empty_cookie_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--cookie", "", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --cookie must be NAME=VALUE[; NAME=VALUE] or a file "
+                          "name, got ''\n");
+    cli_result_free(&r);
+}
+
+static void a_user_agent_of_two_lines_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-A", "resil\r\nX-Injected: 1", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --user-agent must be one line of text, got "
+                          "'resil\r\nX-Injected: 1'\n");
+    cli_result_free(&r);
+}
+
+static void an_empty_url_option_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--url", "", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a", "resil http: --url must be a URL, got ''\n");
+    cli_result_free(&r);
+}
+
+static void an_empty_disable_for_name_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--disable-for", "POST,", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --disable-for must be a comma-separated list of "
+                          "methods, got 'POST,'\n");
+    cli_result_free(&r);
+}
+
+/* A name that is no HTTP token would count as "any other method" and
+ * leave POST and PUT retried: refused, as the configuration's DisableFor
+ * refuses it. */
+static void a_disable_for_name_that_is_no_method_is_refused_by_name(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--disable-for", "POST;PUT", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --disable-for must be a comma-separated list of "
+                          "methods, got 'POST;PUT'\n");
+    cli_result_free(&r);
+}
+
+static void a_log_file_that_cannot_be_opened_is_refused_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--log-file", "no/such/dir/log", url(f, "/a"), NULL);
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --log-file: cannot open 'no/such/dir/log': No such file "
+                          "or directory\n");
+    cli_result_free(&r);
+}
+
+/* curl's exit status for an output it cannot write (23), before the
+ * request is sent. */
+static void assert_unwritable_unsent(cli_fx *f, cli_result *r, const char *path,
+                                     const char *expected)
+{
+    assert_int_equal(r->status, 23);
+    assert_string_equal(r->err, expected);
+    assert_int_equal(http_server_count(f->server, path), 0);
+}
+
+static void a_dump_header_file_that_cannot_be_written_exits_23_unsent(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-D", "no/such/dir/h", url(f, "/a"), NULL);
+    assert_unwritable_unsent(f, &r, "/a",
+                             "resil http: --dump-header: cannot write 'no/such/dir/h': No such "
+                             "file or directory\n");
+    cli_result_free(&r);
+}
+
+static void remote_name_of_a_url_without_a_file_name_exits_23_unsent(void **state)
+{
+    cli_fx *f = *state;
+    char u[128], expected[512];
+    http_server_url(f->server, "/dir/", u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-O", u, NULL);
+    snprintf(expected, sizeof expected,
+             "resil http: %s: -O: the URL has no file name to take\n", u);
+    assert_unwritable_unsent(f, &r, "/dir/", expected);
+    cli_result_free(&r);
+}
+
+/* n 'a's: a file name longer than the 1023 bytes an output name may take
+ * when n > 1023. */
+static void long_name(char *buf, size_t n)
+{
+    memset(buf, 'a', n);
+    buf[n] = '\0';
+}
+
+static void remote_name_past_1023_bytes_exits_23_naming_the_length(void **state)
+{
+    cli_fx *f = *state;
+    char path[1100], u[1200], expected[1400];
+    path[0] = '/';
+    long_name(path + 1, 1024);
+    http_server_url(f->server, path, u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-O", u, NULL);
+    snprintf(expected, sizeof expected,
+             "resil http: %s: -O: the URL's file name is longer than 1023 bytes\n", u);
+    assert_unwritable_unsent(f, &r, path, expected);
+    cli_result_free(&r);
+}
+
+static void an_output_name_past_1023_bytes_exits_23_naming_the_option(void **state)
+{
+    cli_fx *f = *state;
+    char name[1100], expected[512];
+    long_name(name, 1024);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-o", name, url(f, "/a"), NULL);
+    snprintf(expected, sizeof expected,
+             "resil http: %s: --output '%.32s...': the file name is longer than 1023 bytes\n",
+             url(f, "/a"), name);
+    assert_unwritable_unsent(f, &r, "/a", expected);
+    cli_result_free(&r);
+}
+
+static void an_output_dir_making_the_name_too_long_exits_23_naming_both(void **state)
+{
+    cli_fx *f = *state;
+    char dir[1100], expected[512];
+    long_name(dir, 1020);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--output-dir", dir, "-o", "x.txt", url(f, "/a"), NULL);
+    snprintf(expected, sizeof expected,
+             "resil http: %s: --output-dir and --output: the file name is longer than 1023 "
+             "bytes\n", url(f, "/a"));
+    assert_unwritable_unsent(f, &r, "/a", expected);
+    cli_result_free(&r);
+}
+
+/* A --fleet URL the Redis client refuses (a port out of range) is refused
+ * by name before any request; a build without the Redis adapter has no
+ * --fleet (skipped). */
+static void a_fleet_url_the_client_refuses_is_refused_by_name_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--fleet", "redis://127.0.0.1:0", url(f, "/a"), NULL);
+    if (strstr(r.err, "unknown option '--fleet'") != NULL) {
+        cli_result_free(&r);
+        skip();
+    }
+    assert_refused_unsent(f, &r, "/a",
+                          "resil http: --fleet: redis.url must have a port in [1, 65535], got "
+                          "'redis://127.0.0.1:0'\n");
+    cli_result_free(&r);
+}
+
 /* ---- chaos ------------------------------------------------------------------------- */
 
 static void chaos_fail_one_sends_nothing_and_exits_7(void **state)
@@ -1455,6 +1963,36 @@ int main(void)
         T(a_chaos_seed_replays_the_same_injections),
         T(chaos_latency_counts_against_the_attempt_timeout),
         T(a_bad_chaos_value_is_named),
+        T(a_257th_url_is_refused_by_name_with_nothing_sent),
+        T(a_257th_url_option_is_refused_by_name_with_nothing_sent),
+        T(a_257th_output_is_refused_by_name_with_nothing_sent),
+        T(a_257th_remote_name_is_refused_by_name_with_nothing_sent),
+        T(sixty_four_form_parts_reach_the_server),
+        T(a_65th_form_part_is_refused_by_name_with_nothing_sent),
+        T(eight_retry_after_headers_are_all_read),
+        T(a_ninth_retry_after_header_is_refused_by_name_with_nothing_sent),
+        T(a_policys_retry_after_header_is_read_beside_seven_named),
+        T(a_policys_retry_after_header_past_eight_is_refused_not_dropped),
+        T(ten_hedge_to_endpoints_are_accepted),
+        T(an_eleventh_hedge_to_is_refused_by_name_with_nothing_sent),
+        T(a_data_file_that_cannot_be_read_is_refused_by_name),
+        T(a_data_urlencode_file_that_cannot_be_opened_is_refused_by_name),
+        T(a_write_out_file_that_cannot_be_opened_is_refused_by_name),
+        T(a_form_file_that_cannot_be_read_is_refused_with_nothing_sent),
+        T(an_empty_upload_file_name_is_refused_by_name),
+        T(a_form_file_part_without_a_file_name_is_refused_by_name),
+        T(an_empty_cookie_is_refused_by_name),
+        T(a_user_agent_of_two_lines_is_refused_by_name),
+        T(an_empty_url_option_is_refused_by_name),
+        T(an_empty_disable_for_name_is_refused_by_name),
+        T(a_disable_for_name_that_is_no_method_is_refused_by_name),
+        T(a_log_file_that_cannot_be_opened_is_refused_with_nothing_sent),
+        T(a_dump_header_file_that_cannot_be_written_exits_23_unsent),
+        T(remote_name_of_a_url_without_a_file_name_exits_23_unsent),
+        T(remote_name_past_1023_bytes_exits_23_naming_the_length),
+        T(an_output_name_past_1023_bytes_exits_23_naming_the_option),
+        T(an_output_dir_making_the_name_too_long_exits_23_naming_both),
+        T(a_fleet_url_the_client_refuses_is_refused_by_name_with_nothing_sent),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

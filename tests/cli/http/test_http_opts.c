@@ -191,6 +191,66 @@ static void parallel_max_zero_and_301_are_refused_by_name(void **state)
     }
 }
 
+/* "http", then each of `n` URLs preceded by `option` (or alone when it is
+ * NULL), then NULL: an argv for the limits. */
+static char **urls_argv(int n, const char *option)
+{
+    char **argv = calloc((size_t)(2 * n + 2), sizeof *argv);
+    assert_non_null(argv);
+    int k = 0;
+    argv[k++] = "http";
+    for (int i = 0; i < n; i++) {
+        if (option != NULL)
+            argv[k++] = (char *)option;
+        argv[k++] = "u/f";
+    }
+    return argv;
+}
+
+static void two_hundred_fifty_six_urls_are_taken(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    char **argv = urls_argv(256, NULL);
+    assert_int_equal(parse(&o, &err, argv), 0);
+    assert_int_equal(o.nurls, 256);
+    http_opts_free(&o);
+    free(argv);
+}
+
+static void two_hundred_fifty_six_url_options_are_taken(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    char **argv = urls_argv(256, "--url");
+    assert_int_equal(parse(&o, &err, argv), 0);
+    assert_int_equal(o.nurls, 256);
+    http_opts_free(&o);
+    free(argv);
+}
+
+/* 256 -O before 256 URLs: one output for each. */
+static void two_hundred_fifty_six_outputs_are_taken(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    char **argv = calloc(2 * 256 + 2, sizeof *argv);
+    assert_non_null(argv);
+    argv[0] = "http";
+    for (int i = 1; i <= 256; i++) {
+        argv[i] = "-O";
+        argv[256 + i] = "u/f";
+    }
+    assert_int_equal(parse(&o, &err, argv), 0);
+    assert_int_equal(o.noutputs, 256);
+    assert_int_equal(o.nurls, 256);
+    http_opts_free(&o);
+    free(argv);
+}
+
 static void output_dir_is_kept_and_must_not_be_empty(void **state)
 {
     (void)state;
@@ -356,6 +416,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bundled_flags_split_as_curl_reads_them),
+        cmocka_unit_test(two_hundred_fifty_six_urls_are_taken),
+        cmocka_unit_test(two_hundred_fifty_six_url_options_are_taken),
+        cmocka_unit_test(two_hundred_fifty_six_outputs_are_taken),
         cmocka_unit_test(a_value_that_looks_like_a_bundle_is_left_whole),
         cmocka_unit_test(retry_n_is_n_plus_one_attempts),
         cmocka_unit_test(retry_delay_is_a_constant_wait_without_jitter),
