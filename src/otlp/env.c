@@ -201,6 +201,36 @@ static int env_count(const char *name, uint32_t *out, resil_err *err)
     return rc < 0 ? rc : 0;
 }
 
+/* The exporter refuses a batch larger than its queue too, but by its field's
+ * name: where a variable set either, the refusal names the variable. */
+static int env_batch_fits(const resil_otlp_opts *o, resil_err *err)
+{
+    bool batch_set = env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") != NULL;
+    if (o->max_batch <= o->max_queue || (!batch_set && env("OTEL_BSP_MAX_QUEUE_SIZE") == NULL))
+        return 0;
+    if (batch_set)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be at most "
+                             "OTEL_BSP_MAX_QUEUE_SIZE (%u), got %u",
+                             (unsigned)o->max_queue, (unsigned)o->max_batch);
+    return resil_err_set(err, RESIL_EINVAL,
+                         "OTEL_BSP_MAX_QUEUE_SIZE must be at least the export batch size (%u), "
+                         "got %u",
+                         (unsigned)o->max_batch, (unsigned)o->max_queue);
+}
+
+static int env_service_name(const char **out, resil_err *err)
+{
+    const char *v = env("OTEL_SERVICE_NAME");
+    if (v == NULL)
+        return 0;
+    if (strlen(v) >= OTLP_TEXT_MAX)
+        return resil_err_set(err, RESIL_EINVAL, "OTEL_SERVICE_NAME must be at most %d bytes, got %zu",
+                             OTLP_TEXT_MAX - 1, strlen(v));
+    *out = v;
+    return 0;
+}
+
 static int env_url(const char *name, const char **out, resil_err *err)
 {
     const char *v = env(name);
@@ -268,7 +298,9 @@ int resil_otlp_opts_from_env(resil_otlp_opts *o, resil_err *err)
         rc = env_count("OTEL_BSP_MAX_QUEUE_SIZE", &o->max_queue, err);
     if (rc == 0)
         rc = env_count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", &o->max_batch, err);
-    if (rc == 0 && env("OTEL_SERVICE_NAME") != NULL)
-        o->service_name = env("OTEL_SERVICE_NAME");
+    if (rc == 0)
+        rc = env_batch_fits(o, err);
+    if (rc == 0)
+        rc = env_service_name(&o->service_name, err);
     return rc;
 }

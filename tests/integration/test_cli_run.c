@@ -1149,8 +1149,8 @@ static void an_otel_variable_the_exporter_refuses_is_named_with_nothing_run(void
 static void an_export_batch_above_the_queue_is_refused_with_nothing_run(void **state)
 {
     assert_otel_refused(*state, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096",
-                        "resil run: --otlp: otlp.max_batch must be in [1, max_queue = 2048], "
-                        "got 4096\n");
+                        "resil run: --otlp: OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be at most "
+                        "OTEL_BSP_MAX_QUEUE_SIZE (2048), got 4096\n");
 }
 
 int main(void)

@@ -185,6 +185,73 @@ static void reading_the_environment_needs_options(void **state)
     assert_string_equal(err.message, "otlp: options must not be NULL");
 }
 
+static void a_batch_above_the_queue_is_refused_naming_both_variables(void **state)
+{
+    (void)state;
+    setenv("OTEL_BSP_MAX_QUEUE_SIZE", "100", 1);
+    setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "101", 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    resil_err err = {0, ""};
+    assert_int_equal(resil_otlp_opts_from_env(&o, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be at most "
+                                     "OTEL_BSP_MAX_QUEUE_SIZE (100), got 101");
+}
+
+static void a_batch_equal_to_the_queue_is_accepted(void **state)
+{
+    (void)state;
+    setenv("OTEL_BSP_MAX_QUEUE_SIZE", "100", 1);
+    setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "100", 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_int_equal(o.max_queue, 100);
+    assert_int_equal(o.max_batch, 100);
+}
+
+static void a_queue_below_the_default_batch_is_refused_naming_the_batch(void **state)
+{
+    (void)state;
+    expect_refused("OTEL_BSP_MAX_QUEUE_SIZE", "511",
+                   "OTEL_BSP_MAX_QUEUE_SIZE must be at least the export batch size (512), got "
+                   "511");
+}
+
+static void a_queue_set_in_code_is_left_to_the_exporter_to_judge(void **state)
+{
+    (void)state;
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    o.max_queue = 100;
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_int_equal(o.max_queue, 100);
+    assert_int_equal(o.max_batch, 512);
+}
+
+static void a_service_name_of_256_bytes_is_refused_naming_the_variable(void **state)
+{
+    (void)state;
+    char name[257];
+    memset(name, 's', 256);
+    name[256] = '\0';
+    expect_refused("OTEL_SERVICE_NAME", name,
+                   "OTEL_SERVICE_NAME must be at most 255 bytes, got 256");
+}
+
+static void a_service_name_of_255_bytes_is_accepted(void **state)
+{
+    (void)state;
+    char name[256];
+    memset(name, 's', 255);
+    name[255] = '\0';
+    setenv("OTEL_SERVICE_NAME", name, 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_int_equal(strlen(o.service_name), 255);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +264,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_33rd_entry_is_refused_naming_the_variable, clean, clean),
         cmocka_unit_test_setup_teardown(thirty_two_entries_are_accepted, clean, clean),
         cmocka_unit_test_setup_teardown(reading_the_environment_needs_options, clean, clean),
+        cmocka_unit_test_setup_teardown(a_batch_above_the_queue_is_refused_naming_both_variables, clean, clean),
+        cmocka_unit_test_setup_teardown(a_batch_equal_to_the_queue_is_accepted, clean, clean),
+        cmocka_unit_test_setup_teardown(a_queue_below_the_default_batch_is_refused_naming_the_batch, clean, clean),
+        cmocka_unit_test_setup_teardown(a_queue_set_in_code_is_left_to_the_exporter_to_judge, clean, clean),
+        cmocka_unit_test_setup_teardown(a_service_name_of_256_bytes_is_refused_naming_the_variable, clean, clean),
+        cmocka_unit_test_setup_teardown(a_service_name_of_255_bytes_is_accepted, clean, clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
