@@ -88,7 +88,8 @@ RESIL_API unsigned resil_http_method_bit(const char *method);
  * TRACE, PUT, DELETE always; others only with an Idempotency-Key. */
 RESIL_API bool resil_http_method_retryable(const char *method, bool has_idempotency_key);
 /* Parse a comma-separated list of method names ("POST,PATCH") into bits.
- * RESIL_EINVAL for an empty list or an empty name. */
+ * RESIL_EINVAL for an empty list, or a name that is empty or not an HTTP
+ * token (RFC 9110: letters, digits and !#$%&'*+-.^_`|~; no spaces). */
 RESIL_API int resil_http_methods_parse(const char *list, unsigned *out);
 
 /* ---- classification ------------------------------------------------------ */

@@ -225,6 +225,25 @@ static void empty_method_lists_are_refused(void **state)
     assert_int_equal(bits, 99);
 }
 
+static void a_method_name_that_is_no_http_token_is_refused(void **state)
+{
+    (void)state;
+    unsigned bits = 99;
+    assert_int_equal(resil_http_methods_parse("POST;PUT", &bits), RESIL_EINVAL);
+    assert_int_equal(resil_http_methods_parse("POST, PUT", &bits), RESIL_EINVAL);
+    assert_int_equal(resil_http_methods_parse("GET\n", &bits), RESIL_EINVAL);
+    assert_int_equal(resil_http_methods_parse("P\xc3\x96ST", &bits), RESIL_EINVAL);
+    assert_int_equal(bits, 99);
+}
+
+static void every_token_character_makes_a_method_name(void **state)
+{
+    (void)state;
+    unsigned bits = 0;
+    assert_int_equal(resil_http_methods_parse("!#$%&'*+-.^_`|~09azAZ,GET", &bits), 0);
+    assert_int_equal(bits, RESIL_HTTP_OTHER | RESIL_HTTP_GET);
+}
+
 static void unsafe_method_set_is_microsofts(void **state)
 {
     (void)state;
@@ -757,6 +776,8 @@ int main(void)
         cmocka_unit_test(unknown_and_lower_case_methods_are_unsafe),
         cmocka_unit_test(method_list_parses_to_bits),
         cmocka_unit_test(empty_method_lists_are_refused),
+        cmocka_unit_test(a_method_name_that_is_no_http_token_is_refused),
+        cmocka_unit_test(every_token_character_makes_a_method_name),
         cmocka_unit_test(unsafe_method_set_is_microsofts),
         cmocka_unit_test(authority_fills_default_ports),
         cmocka_unit_test(authority_lowercases_scheme_and_host),
