@@ -788,6 +788,18 @@ static FILE *open_dump(const http_opts *o, bool *failed)
     return f;
 }
 
+/* -D's stream, closed unless it is standard output: fclose's answer. */
+static int close_dump(FILE *dump)
+{
+    return dump != NULL && dump != stdout ? fclose(dump) : 0;
+}
+
+static void close_log(FILE *log)
+{
+    if (log != stderr)
+        fclose(log);
+}
+
 /* The run's loop, client and multi handle, and the transfers on them. */
 static int run_all(http_run *run)
 {
@@ -820,16 +832,13 @@ static int execute(http_opts *o)
         return EXIT_WRITE_ERROR;
     FILE *log = open_log(o);
     if (log == NULL) {
-        if (run.dump != NULL && run.dump != stdout)
-            fclose(run.dump);
+        close_dump(run.dump);
         return RESIL_EXIT_USAGE;
     }
     run.tel = &o->tel; /* its spans' wall times: the loop's clock is the system's */
     if (telemetry_out_open(run.tel, "resil http", resil_clock_system()) != 0) {
-        if (run.dump != NULL && run.dump != stdout)
-            fclose(run.dump);
-        if (log != stderr)
-            fclose(log);
+        close_dump(run.dump);
+        close_log(log);
         return RESIL_EXIT_USAGE;
     }
     run.log = (attempt_log){.out = log, .format = o->log, .indent = "", .stamped = true,
@@ -847,10 +856,9 @@ static int execute(http_opts *o)
         status = EXIT_WRITE_ERROR;
     chaos_opts_free(&o->chaos);
     fleet_close(&run.fleet);
-    if (run.dump != NULL && run.dump != stdout && fclose(run.dump) != 0 && status == 0)
+    if (close_dump(run.dump) != 0 && status == 0)
         status = EXIT_WRITE_ERROR;
-    if (log != stderr)
-        fclose(log);
+    close_log(log);
     return status;
 }
 
