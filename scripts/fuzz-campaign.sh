@@ -82,9 +82,21 @@ binary() {
 drives() {
     src=$(find "$ROOT/tests" "$ROOT/src" -name "$1.c" 2>/dev/null | head -n 1)
     [ -n "$src" ] || { echo "?"; return; }
-    awk 'NR >= 2 {
+    awk 'function sentence_end(t,    i, c, depth) {
+        depth = 0
+        for (i = 1; i <= length(t); i++) {
+            c = substr(t, i, 1)
+            if (c == "(") depth++
+            else if (c == ")" && depth > 0) depth--
+            else if (depth == 0 && index(".:;", c) && (i == length(t) || substr(t, i + 1, 1) == " "))
+                return i
+        }
+        return 0
+    }
+    NR >= 2 {
         sub(/^ \* ?/, ""); s = s (s == "" ? "" : " ") $0
-        if (match(s, /[.:;]( |$)/) || NR > 8) { if (RSTART) s = substr(s, 1, RSTART - 1); exit }
+        end = sentence_end(s)
+        if (end || NR > 8) { if (end) s = substr(s, 1, end - 1); exit }
     } END { sub(/^[^ ]* — /, "", s); gsub(/\|/, "\\|", s); print s }' "$src"
 }
 
