@@ -144,7 +144,7 @@ int resil__otlp_kv_parse(const char *text, size_t len, otlp_kvs *out, const char
     return 0;
 }
 
-bool resil__otlp_url_ok(const char *url)
+static bool url_shape_ok(const char *url)
 {
     const char *rest = strncmp(url, "http://", 7) == 0    ? url + 7
                        : strncmp(url, "https://", 8) == 0 ? url + 8
@@ -155,6 +155,18 @@ bool resil__otlp_url_ok(const char *url)
         if ((unsigned char)*c <= 0x20 || *c == 0x7f)
             return false;
     return true;
+}
+
+int resil__otlp_url_check(const char *name, const char *url, resil_err *err)
+{
+    if (!url_shape_ok(url))
+        return resil_err_set(err, RESIL_EINVAL,
+                             "%s must be an http:// or https:// URL with a host, got \"%.64s\"",
+                             name, url);
+    if (strlen(url) > OTLP_URL_LONGEST)
+        return resil_err_set(err, RESIL_EINVAL, "%s must be at most %d bytes long, got %zu", name,
+                             OTLP_URL_LONGEST, strlen(url));
+    return 0;
 }
 
 /* ---- the environment ------------------------------------------------------------ */
@@ -236,15 +248,10 @@ static int env_url(const char *name, const char **out, resil_err *err)
     const char *v = env(name);
     if (v == NULL)
         return 0;
-    if (!resil__otlp_url_ok(v))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "%s must be an http:// or https:// URL with a host, got \"%.64s\"",
-                             name, v);
-    if (strlen(v) > OTLP_URL_LONGEST)
-        return resil_err_set(err, RESIL_EINVAL, "%s must be at most %d bytes long, got %zu", name,
-                             OTLP_URL_LONGEST, strlen(v));
-    *out = v;
-    return 0;
+    int rc = resil__otlp_url_check(name, v, err);
+    if (rc == 0)
+        *out = v;
+    return rc;
 }
 
 static int env_list(const char *name, const char **out, resil_err *err)

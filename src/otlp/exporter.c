@@ -37,16 +37,13 @@ static int pick_url(char *dst, const char *full, const char *base, const char *p
                     const char *field, resil_err *err)
 {
     const char *url = full != NULL ? full : base;
-    const char *name = full != NULL ? field : "endpoint";
     if (url == NULL)
         return resil_err_set(err, RESIL_EINVAL, "otlp.endpoint (or otlp.%s) must be set", field);
-    if (!resil__otlp_url_ok(url))
-        return resil_err_set(err, RESIL_EINVAL,
-                             "otlp.%s must be an http:// or https:// URL with a host, got \"%.64s\"",
-                             name, url);
-    if (strlen(url) > OTLP_URL_LONGEST)
-        return resil_err_set(err, RESIL_EINVAL, "otlp.%s must be at most %d bytes long, got %zu",
-                             name, OTLP_URL_LONGEST, strlen(url));
+    char name[40];
+    snprintf(name, sizeof name, "otlp.%s", full != NULL ? field : "endpoint");
+    int rc = resil__otlp_url_check(name, url, err);
+    if (rc != 0)
+        return rc;
     if (full != NULL)
         snprintf(dst, OTLP_URL_MAX, "%s", full);
     else

@@ -37,9 +37,10 @@ typedef struct otlp_kvs {
  * RESIL_EINVAL. */
 int resil__otlp_kv_parse(const char *text, size_t len, otlp_kvs *out, const char *what,
                          resil_err *err);
-/* An http:// or https:// URL with a host (its length is the caller's
- * check: OTLP_URL_LONGEST). */
-bool resil__otlp_url_ok(const char *url);
+/* 0 for an http:// or https:// URL with a host, at most OTLP_URL_LONGEST
+ * bytes; else RESIL_EINVAL, the refusal naming `name` (the option or the
+ * variable the URL came from). */
+int resil__otlp_url_check(const char *name, const char *url, resil_err *err);
 
 /* A growing text buffer; `failed` once an allocation failed. */
 typedef struct otlp_text {

@@ -1,7 +1,7 @@
 /*
  * test_breaker_opts.c — the breaker's documented defaults, and every option
- * refused at construction with its field named, and a plug-in's table and
- * name checked by resil_breaker_new_custom. Boundaries are tested from
+ * refused at construction with its field named (a plug-in's table and name:
+ * test_breaker_rules.c, beside its stubs). Boundaries are tested from
  * both sides: the last accepted value and the first refused one.
  */
 #include <math.h>
@@ -312,101 +312,6 @@ static void null_arguments_are_refused(void **state)
     resil_breaker_free(b);
 }
 
-/* ---- a plug-in's table and name (resil_breaker_new_custom) ---------------------- */
-
-static int plug_acquire(void *self, resil_breaker_permit *p)
-{
-    (void)self;
-    memset(p, 0, sizeof *p);
-    return 0;
-}
-static int plug_record(void *self, const resil_breaker_permit *p, resil_breaker_result r)
-{
-    (void)self, (void)p, (void)r;
-    return 0;
-}
-static resil_breaker_state plug_state(void *self)
-{
-    (void)self;
-    return RESIL_BREAKER_CLOSED;
-}
-static int plug_stats(void *self, resil_breaker_stats *out)
-{
-    (void)self;
-    memset(out, 0, sizeof *out);
-    return 0;
-}
-static int plug_control(void *self, resil_breaker_control op)
-{
-    (void)self, (void)op;
-    return 0;
-}
-
-static const resil_breaker_ops plug_ops = {
-    .size = sizeof(resil_breaker_ops), .kind = "plug",     .acquire = plug_acquire,
-    .record = plug_record,             .state = plug_state, .stats = plug_stats,
-    .control = plug_control,
-};
-
-/* new_custom with ops and name: expect RESIL_EINVAL and exactly this message. */
-static void custom_refused(const resil_breaker_ops *ops, const char *name, const char *message)
-{
-    resil_breaker *b = (resil_breaker *)1;
-    resil_err err = {0};
-    assert_int_equal(resil_breaker_new_custom(ops, NULL, name, &b, &err), RESIL_EINVAL);
-    assert_null(b);
-    assert_int_equal(err.code, RESIL_EINVAL);
-    assert_string_equal(err.message, message);
-}
-
-static void a_plug_in_table_without_control_is_refused_by_name(void **state)
-{
-    (void)state;
-    resil_breaker_ops ops = plug_ops;
-    ops.control = NULL;
-    custom_refused(&ops, "p",
-                   "breaker: ops needs size, acquire, record, state, stats and control");
-}
-
-static void a_plug_in_table_that_does_not_reach_control_is_refused(void **state)
-{
-    (void)state;
-    resil_breaker_ops ops = plug_ops;
-    ops.size = offsetof(resil_breaker_ops, control);
-    custom_refused(&ops, "p",
-                   "breaker: ops needs size, acquire, record, state, stats and control");
-}
-
-static void a_plug_in_name_of_256_bytes_is_refused_by_name(void **state)
-{
-    (void)state;
-    char name[RESIL_BREAKER_NAME_MAX + 1];
-    memset(name, 'n', RESIL_BREAKER_NAME_MAX);
-    name[RESIL_BREAKER_NAME_MAX] = '\0';
-    custom_refused(&plug_ops, name, "breaker.name must be shorter than 256 bytes, got 256");
-}
-
-static void a_plug_in_name_of_255_bytes_is_accepted(void **state)
-{
-    (void)state;
-    char name[RESIL_BREAKER_NAME_MAX];
-    memset(name, 'n', RESIL_BREAKER_NAME_MAX - 1);
-    name[RESIL_BREAKER_NAME_MAX - 1] = '\0';
-    resil_breaker *b = NULL;
-    assert_int_equal(resil_breaker_new_custom(&plug_ops, NULL, name, &b, NULL), 0);
-    assert_string_equal(resil_breaker_name(b), name);
-    resil_breaker_free(b);
-}
-
-static void a_plug_in_needs_its_table_and_out(void **state)
-{
-    (void)state;
-    custom_refused(NULL, "p", "breaker: ops needs size, acquire, record, state, stats and control");
-    resil_err err = {0};
-    assert_int_equal(resil_breaker_new_custom(&plug_ops, NULL, "p", NULL, &err), RESIL_EINVAL);
-    assert_string_equal(err.message, "breaker: out must not be NULL");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,11 +334,6 @@ int main(void)
         cmocka_unit_test(name_must_fit),
         cmocka_unit_test(the_first_bad_field_is_the_one_reported),
         cmocka_unit_test(null_arguments_are_refused),
-        cmocka_unit_test(a_plug_in_table_without_control_is_refused_by_name),
-        cmocka_unit_test(a_plug_in_table_that_does_not_reach_control_is_refused),
-        cmocka_unit_test(a_plug_in_name_of_256_bytes_is_refused_by_name),
-        cmocka_unit_test(a_plug_in_name_of_255_bytes_is_accepted),
-        cmocka_unit_test(a_plug_in_needs_its_table_and_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,9 @@
  * COUNT_BASED), the application's trip predicate over the window's counts
  * (gobreaker's ReadyToTrip), and results reported without a permit
  * (resilience4j's onSuccess/onError with a duration), and the time
- * window's successes counted without the lock. Their option checks
- * live in test_breaker_opts.c.
+ * window's successes counted without the lock, and a plug-in's table and
+ * name checked by resil_breaker_new_custom. Their option checks live in
+ * test_breaker_opts.c.
  */
 #include "test.h"
 
@@ -568,6 +569,73 @@ static void a_plug_in_with_the_operation_is_handed_the_result(void **state)
     assert_int_equal(f->seen.requests, RESIL_MS(7));
 }
 
+/* ---- a plug-in's table and name (resil_breaker_new_custom) ------------------- */
+
+static const resil_breaker_ops plug_ops = {
+    .size = sizeof(resil_breaker_ops), .kind = "plug",     .acquire = plug_acquire,
+    .record = plug_record,             .state = plug_state, .stats = plug_stats,
+    .control = plug_control,
+};
+
+/* new_custom with ops and name: expect RESIL_EINVAL and exactly this message. */
+static void custom_refused(const resil_breaker_ops *ops, const char *name, const char *message)
+{
+    resil_breaker *b = (resil_breaker *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_breaker_new_custom(ops, NULL, name, &b, &err), RESIL_EINVAL);
+    assert_null(b);
+    assert_int_equal(err.code, RESIL_EINVAL);
+    assert_string_equal(err.message, message);
+}
+
+static void a_plug_in_table_without_control_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_breaker_ops ops = plug_ops;
+    ops.control = NULL;
+    custom_refused(&ops, "p",
+                   "breaker: ops needs size, acquire, record, state, stats and control");
+}
+
+static void a_plug_in_table_that_does_not_reach_control_is_refused(void **state)
+{
+    (void)state;
+    resil_breaker_ops ops = plug_ops;
+    ops.size = offsetof(resil_breaker_ops, control);
+    custom_refused(&ops, "p",
+                   "breaker: ops needs size, acquire, record, state, stats and control");
+}
+
+static void a_plug_in_name_of_256_bytes_is_refused_by_name(void **state)
+{
+    (void)state;
+    char name[RESIL_BREAKER_NAME_MAX + 1];
+    memset(name, 'n', RESIL_BREAKER_NAME_MAX);
+    name[RESIL_BREAKER_NAME_MAX] = '\0';
+    custom_refused(&plug_ops, name, "breaker.name must be shorter than 256 bytes, got 256");
+}
+
+static void a_plug_in_name_of_255_bytes_is_accepted(void **state)
+{
+    (void)state;
+    char name[RESIL_BREAKER_NAME_MAX];
+    memset(name, 'n', RESIL_BREAKER_NAME_MAX - 1);
+    name[RESIL_BREAKER_NAME_MAX - 1] = '\0';
+    resil_breaker *b = NULL;
+    assert_int_equal(resil_breaker_new_custom(&plug_ops, NULL, name, &b, NULL), 0);
+    assert_string_equal(resil_breaker_name(b), name);
+    resil_breaker_free(b);
+}
+
+static void a_plug_in_needs_its_table_and_out(void **state)
+{
+    (void)state;
+    custom_refused(NULL, "p", "breaker: ops needs size, acquire, record, state, stats and control");
+    resil_err err = {0};
+    assert_int_equal(resil_breaker_new_custom(&plug_ops, NULL, "p", NULL, &err), RESIL_EINVAL);
+    assert_string_equal(err.message, "breaker: out must not be NULL");
+}
+
 /* ---- successes counted without the lock (time window) -------------------- */
 
 /* A ratio breaker over the default 30 s time window (3 s buckets). */
@@ -743,6 +811,11 @@ int main(void)
         T(a_negative_duration_is_refused),
         T(a_plug_in_without_the_operation_refuses_results_without_a_permit),
         T(a_plug_in_with_the_operation_is_handed_the_result),
+        cmocka_unit_test(a_plug_in_table_without_control_is_refused_by_name),
+        cmocka_unit_test(a_plug_in_table_that_does_not_reach_control_is_refused),
+        cmocka_unit_test(a_plug_in_name_of_256_bytes_is_refused_by_name),
+        cmocka_unit_test(a_plug_in_name_of_255_bytes_is_accepted),
+        cmocka_unit_test(a_plug_in_needs_its_table_and_out),
         T(successes_in_one_bucket_all_reach_the_window),
         T(successes_count_toward_the_ratio_a_failure_judges),
         T(successes_age_out_with_their_own_bucket),
