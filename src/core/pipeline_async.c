@@ -1482,14 +1482,11 @@ static void lanes_idle(resil_exec *x, uint32_t nlanes)
 
 /* The walk from the first level, on the start's reading. Its frame is
  * written in place: built on the stack and copied, its copy's wide loads
- * waited for the narrow stores that had just written the reading. */
+ * waited for the narrow stores that had just written the reading. A built
+ * pipeline has a level at least: without a retry of its own it has a
+ * single-attempt one (pipeline.c, insert_single_attempt). */
 static void walk_first(resil_exec *x)
 {
-    if (x->p->nnodes == 0) {
-        resil__frame f = {0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
-        start_attempt(x, 0, &f);
-        return;
-    }
     level *L = level_enter_at(x, 0, 0);
     L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
     walk_down(x, 0, L);
@@ -1510,7 +1507,7 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     if (x == NULL)
         return RESIL_ENOMEM;
     x->hedge_at = p->hedge_at;
-    x->retry_last = p->nnodes > 0 && p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
+    x->retry_last = p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
     x->at_instants = p->clock == &loop->clock &&
                      RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
     resil__result_begin(&x->result);

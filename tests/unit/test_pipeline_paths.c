@@ -30,6 +30,9 @@ typedef struct scenario {
     int cancel_reason;         /* the caller's fire's reason; 0: RESIL_ECANCELED */
 } scenario;
 
+/* The call's priority, for a degradation gate; 0: the default. */
+static int32_t call_priority;
+
 typedef struct ran {
     resil_pipeline_result res;
     resil_attempt_record records[8];
@@ -38,6 +41,7 @@ typedef struct ran {
     resil_instant end;
     size_t loop_reads; /* async: the loop clock's readings */
     resil_instant deadlines[8]; /* the deadline each attempt was handed */
+    int behaviors;              /* an injected behaviour ran */
 } ran;
 
 /* One path's run: the clock, the script's position and the async op's
@@ -98,6 +102,8 @@ static void prepare_call(resil_call *call, player *pl, ran *out, resil_rng_seede
     call->records = pl->sc->no_records ? NULL : out->records;
     call->records_cap = pl->sc->no_records ? 0 : 8;
     call->non_idempotent = pl->sc->non_idempotent;
+    if (call_priority != 0)
+        call->priority = call_priority;
     resil_rng_seeded_init(rng, 7);
     call->rng = &rng->base;
 }
@@ -279,6 +285,7 @@ static void async_agrees(const scenario *sc, void (*check)(const ran *r), ran *b
     for (int i = 0; i < b->calls && i < 8; i++)
         assert_int_equal(a.deadlines[i], b->deadlines[i]);
     assert_int_equal(a.refreshes, b->refreshes);
+    assert_int_equal(a.behaviors, b->behaviors);
 }
 
 /* Run both paths; `check` holds each to the same expectations, and the
@@ -1378,6 +1385,345 @@ static void a_retry_keeping_records_reads_the_loop_clock_at_each_step(void **sta
     assert_int_equal(a.loop_reads, 4);
 }
 
+/* ---- every strategy on both paths ------------------------------------------------ */
+
+/* A retry with a time budget of its own (the policy's max_total). */
+static void retry_with_a_time_budget(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(5, RESIL_S(1));
+    r.max_total = RESIL_MS(2500);
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+}
+
+static void retry_over_a_rate_limiter_that_never_waits(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_MS(10));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
+    o.permits = 1;
+    o.window = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, 0), 0);
+}
+
+static void total_timeout_over_a_retry_over_a_waiting_rate_limiter(resil_pipeline_builder *b)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_MS(500);
+    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    resil_retry_policy r = constant_retry(3, RESIL_MS(10));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
+    o.permits = 1;
+    o.window = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
+}
+
+static void zero_wait_retry_over_a_waiting_rate_limiter(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, 0);
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
+    o.permits = 1;
+    o.window = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
+}
+
+static void chaos_outcome_under_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_chaos_opts c;
+    resil_chaos_opts_default(&c, RESIL_CHAOS_OUTCOME);
+    c.rate = 1.0;
+    c.outcome = resil_fail(RESIL_TRANSIENT, 599, "injected");
+    assert_int_equal(resil_pipeline_add_chaos(b, &c), 0);
+}
+
+/* The injected behaviour counts itself and, as a slow disk would, spends
+ * `behaviour_takes` of the call's time. */
+static resil_duration behaviour_takes;
+
+static void behave(const resil_attempt_ctx *ctx, void *ud)
+{
+    (void)ud;
+    player *pl = ctx->user;
+    pl->out->behaviors++;
+    if (behaviour_takes > 0)
+        resil_fake_clock_advance(pl->fc, behaviour_takes);
+}
+
+static void add_behaviour(resil_pipeline_builder *b)
+{
+    resil_chaos_opts c;
+    resil_chaos_opts_default(&c, RESIL_CHAOS_BEHAVIOR);
+    c.rate = 1.0;
+    c.behavior = behave;
+    assert_int_equal(resil_pipeline_add_chaos(b, &c), 0);
+}
+
+static void chaos_behaviour_under_retry(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    add_behaviour(b);
+}
+
+static void latency_after_a_behaviour_inside_an_attempt_timeout(resil_pipeline_builder *b)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    add_behaviour(b);
+    resil_chaos_opts c;
+    resil_chaos_opts_default(&c, RESIL_CHAOS_LATENCY);
+    c.rate = 1.0;
+    c.latency = RESIL_MS(100);
+    assert_int_equal(resil_pipeline_add_chaos(b, &c), 0);
+}
+
+/* A degradation gate held at Major (priority threshold 50), shared by
+ * both paths' pipelines. */
+static resil_degrade *gate;
+
+static void retry_over_a_degradation_gate(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    assert_int_equal(resil_pipeline_use_degrade(b, gate), 0);
+}
+
+static void open_gate(void)
+{
+    resil_degrade_opts o;
+    resil_degrade_opts_default(&o);
+    o.auto_adjust = false;
+    o.evaluate_on_call = false;
+    assert_int_equal(resil_degrade_new(&o, &gate, NULL), 0);
+    assert_int_equal(resil_degrade_set_level(gate, 3), 0);
+}
+
+static void close_gate(void)
+{
+    resil_degrade_free(gate);
+    gate = NULL;
+}
+
+static void no_strategies(resil_pipeline_builder *b) { (void)b; }
+
+static void check_time_budget(const ran *r)
+{
+    /* 1 s waits under a 2.5 s budget: a third wait would end past it */
+    assert_int_equal(r->res.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->calls, 3);
+    assert_int_equal(r->deadlines[0], T0 + RESIL_MS(2500));
+    assert_int_equal(r->res.records_len, 3);
+    assert_duration_equal(r->records[2].wait, 0);
+    assert_duration_equal(r->res.elapsed, RESIL_S(2));
+}
+
+static void the_retrys_own_time_budget_stops_it_as_deadline_before_a_wait_past_it(void **state)
+{
+    (void)state;
+    scenario sc = {retry_with_a_time_budget, t503, 1, 0, false, false, false, 0};
+    both(&sc, check_time_budget);
+}
+
+static void check_rate_rejected(const ran *r, resil_duration retry_after)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(r->res.attempts, 2);
+    assert_int_equal(r->calls, 1);
+    assert_int_equal(r->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(r->res.outcome.code, RESIL_STRATEGY_RATE_LIMITER);
+    assert_string_equal(r->res.outcome.detail, "rate limited");
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_RATE_LIMITER);
+    assert_duration_equal(r->res.outcome.retry_after, retry_after);
+    assert_duration_equal(r->res.elapsed, RESIL_MS(10));
+}
+
+static void check_rate_rejected_with_its_hint(const ran *r)
+{
+    /* the window's permit went to attempt 1; the next comes 990 ms later */
+    check_rate_rejected(r, RESIL_MS(990));
+}
+
+static void a_rate_limiter_that_never_waits_rejects_the_next_attempt_with_its_retry_after(
+    void **state)
+{
+    (void)state;
+    scenario sc = {retry_over_a_rate_limiter_that_never_waits, t503_t503_ok, 3, 0, false, false,
+                   false, 0};
+    both(&sc, check_rate_rejected_with_its_hint);
+}
+
+static void check_rate_refused_at_the_deadline(const ran *r)
+{
+    check_rate_rejected(r, RESIL_NO_HINT);
+    assert_int_equal(r->deadlines[0], T0 + RESIL_MS(500));
+}
+
+static void a_rate_limiters_wait_past_the_deadline_is_refused_without_waiting(void **state)
+{
+    (void)state;
+    scenario sc = {total_timeout_over_a_retry_over_a_waiting_rate_limiter,
+                   t503_t503_ok, 3, 0, false, false, false, 0};
+    both(&sc, check_rate_refused_at_the_deadline);
+}
+
+static void check_rate_wait_cancelled(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(r->res.attempts, 2);
+    assert_int_equal(r->calls, 1);
+    assert_int_equal(r->res.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(r->res.outcome.code, RESIL_ECANCELED);
+    assert_string_equal(r->res.outcome.detail, "cancelled waiting for the rate limiter");
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_NONE);
+}
+
+static void a_cancel_during_a_rate_limiters_wait_stops_as_cancelled(void **state)
+{
+    (void)state;
+    scenario sc = {zero_wait_retry_over_a_waiting_rate_limiter,
+                   t503_t503_ok, 3, 0, false, true, false, 0};
+    both(&sc, check_rate_wait_cancelled);
+}
+
+static void check_chaos_outcome(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->calls, 3);
+    assert_int_equal(r->res.outcome.code, 599);
+    assert_string_equal(r->res.outcome.detail, "injected");
+    assert_int_equal(r->records[0].outcome.code, 599);
+    assert_duration_equal(r->res.elapsed, RESIL_S(2));
+}
+
+static void chaos_outcome_replaces_what_the_operation_answered_on_every_attempt(void **state)
+{
+    (void)state;
+    scenario sc = {chaos_outcome_under_retry, ok1, 1, 0, false, false, false, 0};
+    both(&sc, check_chaos_outcome);
+}
+
+static void check_behaviour(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->calls, 3);
+    assert_int_equal(r->behaviors, 3);
+}
+
+static void an_injected_behaviour_runs_before_each_attempt(void **state)
+{
+    (void)state;
+    behaviour_takes = 0;
+    scenario sc = {chaos_behaviour_under_retry, t503_t503_ok, 3, 0, false, false, false, 0};
+    both(&sc, check_behaviour);
+}
+
+static void check_latency_past_the_deadline(const ran *r)
+{
+    /* the behaviour spent 1.5 s of the 1 s attempt: the latency is not
+     * waited, the attempt ends as timed out, the operation never runs */
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_int_equal(r->res.outcome.code, RESIL_ETIMEDOUT);
+    assert_string_equal(r->res.outcome.detail, "attempt timeout (1s) elapsed");
+    assert_int_equal(r->behaviors, 1);
+    assert_int_equal(r->calls, 0);
+    assert_duration_equal(r->res.elapsed, RESIL_MS(1500));
+}
+
+static void injected_latency_past_the_attempts_deadline_ends_it_as_timed_out_at_once(
+    void **state)
+{
+    (void)state;
+    behaviour_takes = RESIL_MS(1500);
+    scenario sc = {latency_after_a_behaviour_inside_an_attempt_timeout,
+                   ok1, 1, 0, false, false, false, 0};
+    both(&sc, check_latency_past_the_deadline);
+    behaviour_takes = 0;
+}
+
+static void check_shed(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->calls, 0);
+    assert_int_equal(r->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(r->res.outcome.code, RESIL_STRATEGY_DEGRADE);
+    assert_string_equal(r->res.outcome.detail, "shed at level Major");
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_DEGRADE);
+}
+
+static uint64_t gate_rejected(void)
+{
+    resil_degrade_stats st;
+    resil_degrade_stats_get(gate, &st);
+    return st.rejected;
+}
+
+static void a_degradation_gate_sheds_work_below_its_levels_priority(void **state)
+{
+    (void)state;
+    open_gate();
+    call_priority = 40;
+    scenario sc = {retry_over_a_degradation_gate, t503_t503_ok, 3, 0, false, false, false, 0};
+    both(&sc, check_shed);
+    assert_int_equal(gate_rejected(), 3); /* the blocking run and the two async runs */
+    call_priority = 0;
+    close_gate();
+}
+
+static void check_admitted(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_SUCCEEDED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->calls, 3);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_NONE);
+}
+
+static void a_degradation_gate_admits_and_counts_work_at_or_above_its_levels_priority(
+    void **state)
+{
+    (void)state;
+    open_gate();
+    call_priority = 60;
+    scenario sc = {retry_over_a_degradation_gate, t503_t503_ok, 3, 0, false, false, false, 0};
+    both(&sc, check_admitted);
+    assert_int_equal(gate_rejected(), 0);
+    assert_int_equal(resil_degrade_tick(gate), 3); /* held at Major: no auto-adjust */
+    resil_degrade_stats st;
+    resil_degrade_stats_get(gate, &st);
+    assert_int_equal(st.window_calls, 9); /* three runs of three attempts */
+    assert_int_equal(st.window_failures, 6);
+    call_priority = 0;
+    close_gate();
+}
+
+static void check_single_attempt(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 1);
+    assert_int_equal(r->calls, 1);
+    assert_int_equal(r->res.outcome.code, 503);
+    assert_duration_equal(r->res.elapsed, RESIL_S(1));
+}
+
+static void a_pipeline_without_strategies_runs_its_operation_once(void **state)
+{
+    (void)state;
+    scenario sc = {no_strategies, t503, 1, RESIL_S(1), false, false, false, 0};
+    both(&sc, check_single_attempt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1423,6 +1769,17 @@ int main(void)
         cmocka_unit_test(with_records_a_first_success_is_recorded_as_the_executor_records_it),
         cmocka_unit_test(with_records_a_first_success_alone_under_the_retry_reads_its_end),
         cmocka_unit_test(with_records_a_first_success_through_two_retries_is_recorded_once),
+        cmocka_unit_test(the_retrys_own_time_budget_stops_it_as_deadline_before_a_wait_past_it),
+        cmocka_unit_test(
+            a_rate_limiter_that_never_waits_rejects_the_next_attempt_with_its_retry_after),
+        cmocka_unit_test(a_rate_limiters_wait_past_the_deadline_is_refused_without_waiting),
+        cmocka_unit_test(a_cancel_during_a_rate_limiters_wait_stops_as_cancelled),
+        cmocka_unit_test(chaos_outcome_replaces_what_the_operation_answered_on_every_attempt),
+        cmocka_unit_test(an_injected_behaviour_runs_before_each_attempt),
+        cmocka_unit_test(injected_latency_past_the_attempts_deadline_ends_it_as_timed_out_at_once),
+        cmocka_unit_test(a_degradation_gate_sheds_work_below_its_levels_priority),
+        cmocka_unit_test(a_degradation_gate_admits_and_counts_work_at_or_above_its_levels_priority),
+        cmocka_unit_test(a_pipeline_without_strategies_runs_its_operation_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
