@@ -344,14 +344,12 @@ static step rate_enter(level *L)
     const resil__node *n = resil__node_at(r, L->i);
     resil_outcome *out = L->out;
     L->inner = L->f;
-    if (n->rate_wait == 0) {
+    resil_duration wait = resil__rate_wait(n, &L->f);
+    if (wait == 0) {
         resil_duration hint = RESIL_NO_HINT;
         int rc = resil__rate_try(n, &L->f, &hint);
         return resil__rate_admit(r, &L->f, rc, hint, out) ? GO : DONE;
     }
-    resil_duration wait;
-    if (resil__rate_budget(n, &L->f, &wait) != 0)
-        return resil__rate_admit(r, &L->f, RESIL_ETIMEDOUT, RESIL_NO_HINT, out) ? GO : DONE;
     L->u.rate.deadline = resil_dur_add(resil__ratelimit_now(n->ratelimit), wait);
     return rate_round(L);
 }

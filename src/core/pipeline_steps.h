@@ -34,22 +34,22 @@ static inline void resil__cancelled(const char *detail, resil_outcome *out)
 
 /* ---- rate limiter ----------------------------------------------------------- */
 
-/* How long a call may wait for a permit inside the frame's deadline: 0
- * with *wait, or RESIL_ETIMEDOUT when no time is left. */
-static inline int resil__rate_budget(const resil__node *n, const resil__frame *f,
-                                     resil_duration *wait)
+/* How long a call may wait for a permit: the strategy's max_wait, never
+ * past the frame's deadline. 0 (no waiting asked for, or no time left)
+ * takes a permit now or is refused with the limiter's retry-after, so a
+ * limiter reached with no time left admits exactly what one that never
+ * waits admits. */
+static inline resil_duration resil__rate_wait(const resil__node *n, const resil__frame *f)
 {
-    *wait = n->rate_wait;
-    if (f->deadline == RESIL_INSTANT_MAX)
-        return 0;
+    if (n->rate_wait == 0 || f->deadline == RESIL_INSTANT_MAX)
+        return n->rate_wait;
     resil_duration left = resil_dur_sub(f->deadline, f->now);
     if (left <= 0)
-        return RESIL_ETIMEDOUT;
-    *wait = left < *wait ? left : *wait;
-    return 0;
+        return 0;
+    return left < n->rate_wait ? left : n->rate_wait;
 }
 
-/* The permit without waiting (rate_wait 0). */
+/* The permit without waiting (resil__rate_wait 0). */
 static inline int resil__rate_try(const resil__node *n, const resil__frame *f,
                                   resil_duration *hint)
 {

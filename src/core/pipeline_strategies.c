@@ -57,25 +57,17 @@ resil_instant resil__read_now(const resil__run *r)
 
 /* ---- rate limiter ------------------------------------------------------------ */
 
-static int take_permit(const resil__node *n, const resil__frame *f, resil_duration *hint)
-{
-    if (n->rate_wait == 0)
-        return resil__rate_try(n, f, hint);
-    resil_duration wait;
-    if (resil__rate_budget(n, f, &wait) != 0)
-        return RESIL_ETIMEDOUT;
-    return resil_ratelimit_acquire(n->ratelimit, 1, f->cancel, wait);
-}
-
 void resil__run_rate_limiter(const resil__run *r, size_t i, const resil__frame *f,
                              resil_outcome *out)
 {
     const resil__node *n = resil__node_at(r, i);
     resil_duration hint = RESIL_NO_HINT;
-    int rc = take_permit(n, f, &hint);
+    resil_duration wait = resil__rate_wait(n, f);
+    int rc = wait == 0 ? resil__rate_try(n, f, &hint)
+                       : resil_ratelimit_acquire(n->ratelimit, 1, f->cancel, wait);
     if (!resil__rate_admit(r, f, rc, hint, out))
         return;
-    if (n->rate_wait == 0) {
+    if (wait == 0) { /* no time passed here */
         resil__chain(r, i + 1, f, out);
         return;
     }

@@ -1486,6 +1486,24 @@ static void latency_after_a_behaviour_inside_an_attempt_timeout(resil_pipeline_b
     assert_int_equal(resil_pipeline_add_chaos(b, &c), 0);
 }
 
+/* Each attempt's behaviour spends the whole attempt timeout and more, so
+ * the waiting rate limiter below it is reached with no time left. */
+static void waiting_rate_limiter_past_the_attempts_deadline(resil_pipeline_builder *b)
+{
+    resil_retry_policy r = constant_retry(3, 0);
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    add_behaviour(b);
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
+    o.permits = 1;
+    o.window = RESIL_S(10);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
+}
+
 /* A degradation gate held at Major (priority threshold 50), shared by
  * both paths' pipelines. */
 static resil_degrade *gate;
@@ -1574,6 +1592,33 @@ static void a_rate_limiters_wait_past_the_deadline_is_refused_without_waiting(vo
     scenario sc = {total_timeout_over_a_retry_over_a_waiting_rate_limiter,
                    t503_t503_ok, 3, 0, false, false, false, 0};
     both(&sc, check_rate_refused_at_the_deadline);
+}
+
+static void check_no_time_left_to_wait(const ran *r)
+{
+    /* Attempt 1 reaches the limiter 1.5 s in, past its 1 s deadline, and
+     * takes the window's permit as a limiter that never waits would;
+     * attempt 2, at 3 s, finds none and is refused with the window's
+     * end 7 s later, as such a limiter refuses. */
+    assert_int_equal(r->calls, 1);
+    assert_int_equal(r->behaviors, 2);
+    assert_int_equal(r->res.attempts, 2);
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(r->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(r->res.outcome.code, RESIL_STRATEGY_RATE_LIMITER);
+    assert_duration_equal(r->res.outcome.retry_after, RESIL_S(7));
+    assert_duration_equal(r->res.elapsed, RESIL_S(3));
+}
+
+static void a_rate_limiter_reached_with_no_time_left_takes_a_permit_without_waiting(
+    void **state)
+{
+    (void)state;
+    behaviour_takes = RESIL_MS(1500);
+    scenario sc = {waiting_rate_limiter_past_the_attempts_deadline, t503, 1, 0, false, false,
+                   false, 0};
+    both(&sc, check_no_time_left_to_wait);
+    behaviour_takes = 0;
 }
 
 static void check_rate_wait_cancelled(const ran *r)
@@ -1774,6 +1819,8 @@ int main(void)
             a_rate_limiter_that_never_waits_rejects_the_next_attempt_with_its_retry_after),
         cmocka_unit_test(a_rate_limiters_wait_past_the_deadline_is_refused_without_waiting),
         cmocka_unit_test(a_cancel_during_a_rate_limiters_wait_stops_as_cancelled),
+        cmocka_unit_test(
+            a_rate_limiter_reached_with_no_time_left_takes_a_permit_without_waiting),
         cmocka_unit_test(chaos_outcome_replaces_what_the_operation_answered_on_every_attempt),
         cmocka_unit_test(an_injected_behaviour_runs_before_each_attempt),
         cmocka_unit_test(injected_latency_past_the_attempts_deadline_ends_it_as_timed_out_at_once),
