@@ -749,6 +749,52 @@ static void registry_gives_each_key_its_own_breaker(void **state)
     resil_registry_free(reg);
 }
 
+/* The breaker a call meets is the one held under `expected` after it. */
+static void assert_keyed_under(resil_registry *reg, const char *expected)
+{
+    resil_breaker *br;
+    assert_int_equal(resil_registry_try_get(reg, expected, &br), 0);
+    assert_int_equal(resil_breaker_state_of(br), RESIL_BREAKER_OPEN);
+    resil_breaker_free(br);
+    assert_int_equal(resil_registry_count(reg), 1);
+}
+
+static void a_call_without_a_key_meets_its_operations_breaker(void **state)
+{
+    fixture *f = *state;
+    resil_registry *reg = on_one_failure_registry(f);
+    f->call.operation = "lookup";
+    run(f);
+    assert_keyed_under(reg, "lookup");
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    resil_registry_free(reg);
+}
+
+static void a_call_with_neither_key_nor_operation_meets_the_pipelines_breaker(void **state)
+{
+    fixture *f = *state;
+    resil_registry *reg = on_one_failure_registry(f);
+    run(f);
+    assert_keyed_under(reg, "svc");
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    resil_registry_free(reg);
+}
+
+static void an_empty_key_and_operation_count_as_none(void **state)
+{
+    fixture *f = *state;
+    resil_registry *reg = on_one_failure_registry(f);
+    f->call.key = "";
+    f->call.operation = "";
+    run(f);
+    assert_keyed_under(reg, "svc");
+    resil_pipeline_free(f->p);
+    f->p = NULL;
+    resil_registry_free(reg);
+}
+
 /* A breaker the caller already holds is the one the attempts meet: the
  * registry is not asked (nothing is created for the key), and the caller's
  * reference is still its own afterwards. */
@@ -891,6 +937,9 @@ int main(void)
         T(caller_cancel_before_start_makes_no_attempt),
         T(null_arguments_are_refused),
         T(registry_gives_each_key_its_own_breaker),
+        T(a_call_without_a_key_meets_its_operations_breaker),
+        T(a_call_with_neither_key_nor_operation_meets_the_pipelines_breaker),
+        T(an_empty_key_and_operation_count_as_none),
         T(a_call_given_its_breaker_meets_that_breaker),
         T(a_key_too_long_for_the_registry_is_refused_before_any_attempt),
     };
