@@ -6,6 +6,7 @@
  * permits at once and ending the last one after `rtt`, so the window sees
  * exactly that latency and that concurrency.
  */
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -189,6 +190,51 @@ static void queue_timeout_below_zero_is_refused_by_name(void **state)
     fixture *f = *state;
     opts_for(f, RESIL_LIMIT_AIMD, 10)->queue_timeout = -1;
     expect_invalid(f, "limiter.queue_timeout must be >= 0 (0 = until cancelled), got -1ns");
+}
+
+static void an_algorithm_past_the_last_is_refused_by_name(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_AIMD, 10)->algorithm = RESIL_LIMIT_ALGORITHM_COUNT;
+    expect_invalid(f, "limiter.algorithm must be vegas, gradient or aimd, got 3");
+}
+
+static void a_vegas_alpha_not_above_zero_is_refused_by_name(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_VEGAS, 10)->vegas_alpha = 0;
+    expect_invalid(f, "limiter.vegas_alpha must be > 0, got 0");
+    opts_for(f, RESIL_LIMIT_VEGAS, 10)->vegas_alpha = NAN;
+    expect_invalid(f, "limiter.vegas_alpha must be > 0, got nan");
+}
+
+static void gradient_long_windows_below_one_is_refused_by_name(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_GRADIENT, 10)->gradient_long_windows = 0;
+    expect_invalid(f, "limiter.gradient_long_windows must be >= 1, got 0");
+}
+
+static void a_gradient_headroom_below_zero_is_refused_by_name(void **state)
+{
+    fixture *f = *state;
+    opts_for(f, RESIL_LIMIT_GRADIENT, 10)->gradient_headroom = -1;
+    expect_invalid(f, "limiter.gradient_headroom must be >= 0, got -1");
+    opts_for(f, RESIL_LIMIT_GRADIENT, 10)->gradient_headroom = NAN;
+    expect_invalid(f, "limiter.gradient_headroom must be >= 0, got nan");
+}
+
+/* The accepted side of each of those bounds. */
+static void the_estimators_lowest_accepted_values_make_a_limiter(void **state)
+{
+    fixture *f = *state;
+    resil_limiter_opts *o = opts_for(f, RESIL_LIMIT_GRADIENT, 10);
+    o->vegas_alpha = 1e-9;
+    o->vegas_beta = 2e-9;
+    o->gradient_long_windows = 1;
+    o->gradient_headroom = 0;
+    make(f);
+    assert_int_equal(resil_limiter_limit(f->l), 10);
 }
 
 static void a_limiter_needs_its_options_and_out(void **state)
@@ -567,6 +613,11 @@ int main(void)
         TEST(bad_options_are_refused_by_name),
         TEST(aimd_latency_below_zero_is_refused_by_name),
         TEST(queue_timeout_below_zero_is_refused_by_name),
+        TEST(an_algorithm_past_the_last_is_refused_by_name),
+        TEST(a_vegas_alpha_not_above_zero_is_refused_by_name),
+        TEST(gradient_long_windows_below_one_is_refused_by_name),
+        TEST(a_gradient_headroom_below_zero_is_refused_by_name),
+        TEST(the_estimators_lowest_accepted_values_make_a_limiter),
         TEST(a_limiter_needs_its_options_and_out),
         TEST(calls_beyond_the_limit_are_rejected_at_once),
         TEST(a_raised_limit_admits_the_queued_caller_at_once),

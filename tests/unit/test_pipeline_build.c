@@ -1078,6 +1078,111 @@ static void a_count_window_breaker_with_a_predicate_describes_both(void **state)
     resil_pipeline_free(pl);
 }
 
+/* The description of a pipeline built from `b` (freed), text form. */
+static void described(resil_pipeline_builder *b, char *buf, size_t cap)
+{
+    resil_pipeline *pl;
+    resil_err err = {0, ""};
+    if (resil_pipeline_build(b, &pl, &err) != 0)
+        fail_msg("%s", err.message);
+    resil_pipeline_builder_free(b);
+    resil_pipeline_describe(pl, RESIL_DESCRIBE_TEXT, buf, cap);
+    resil_pipeline_free(pl);
+}
+
+static void a_token_bucket_describes_its_rate_period_and_burst(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_ratelimit_opts r;
+    resil_ratelimit_opts_default(&r, RESIL_RATELIMIT_TOKEN_BUCKET);
+    r.rate = 20;
+    r.period = RESIL_S(2);
+    r.burst = 5;
+    resil_pipeline_add_rate_limiter(b, &r, 0);
+    char buf[4096];
+    described(b, buf, sizeof buf);
+    assert_string_equal(buf, "pipeline svc: 1 strategy, outermost first\n"
+                             "  1. rate-limiter kind=token-bucket rate=20 period=2s burst=5 "
+                             "max_wait=0s\n");
+}
+
+static void a_retry_forever_with_proportional_jitter_describes_both(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_retry_policy p = retry_policy();
+    p.max_attempts = RESIL_ATTEMPTS_FOREVER;
+    p.backoff.jitter = RESIL_JITTER_PROPORTIONAL;
+    p.backoff.jitter_fraction = 0.25;
+    resil_pipeline_add_retry(b, &p);
+    char buf[4096];
+    described(b, buf, sizeof buf);
+    assert_string_equal(buf, "pipeline svc: 1 strategy, outermost first\n"
+                             "  1. retry max_attempts=forever retry_on=default "
+                             "backoff=exponential base=1s factor=2 jitter=proportional "
+                             "jitter_fraction=0.25 max_delay=30s max_total=none "
+                             "retry_after=honor retry_after_max=1m unsafe_mode=refuse "
+                             "budget=none\n");
+}
+
+static void a_consecutive_breaker_with_slow_calls_and_growing_breaks_describes_them(void **state)
+{
+    (void)state;
+    resil_pipeline_builder *b = builder();
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    o.kind = RESIL_BREAKER_CONSECUTIVE;
+    o.failure_threshold = 3;
+    o.slow_call_duration = RESIL_MS(800);
+    o.slow_call_ratio = 0.5;
+    o.break_growth = 2;
+    o.max_break_duration = RESIL_S(60);
+    resil_pipeline_add_breaker(b, &o);
+    char buf[4096];
+    described(b, buf, sizeof buf);
+    assert_string_equal(buf, "pipeline svc: 1 strategy, outermost first\n"
+                             "  1. breaker source=options name=svc kind=consecutive "
+                             "failure_threshold=3 slow_call_duration=800ms slow_call_ratio=0.5 "
+                             "break_duration=5s break_growth=2 max_break_duration=1m "
+                             "half_open_probes=1 success_threshold=1\n");
+}
+
+static void a_registrys_breaker_describes_only_its_source(void **state)
+{
+    (void)state;
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    resil_registry *reg;
+    assert_int_equal(resil_registry_new(&ro, &reg, NULL), 0);
+    resil_pipeline_builder *b = builder();
+    resil_pipeline_use_registry(b, reg);
+    char buf[4096];
+    described(b, buf, sizeof buf);
+    assert_string_equal(buf, "pipeline svc: 1 strategy, outermost first\n"
+                             "  1. breaker source=registry\n");
+    resil_registry_free(reg);
+}
+
+static void per_operation_timeouts_are_counted_in_the_description(void **state)
+{
+    (void)state;
+    resil_timeouts *per;
+    assert_int_equal(resil_timeouts_new(RESIL_S(5), &per, NULL), 0);
+    assert_int_equal(resil_timeouts_set(per, "read", RESIL_S(1), NULL), 0);
+    assert_int_equal(resil_timeouts_set(per, "write", RESIL_S(3), NULL), 0);
+    resil_pipeline_builder *b = builder();
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.per_operation = per;
+    resil_pipeline_add_total_timeout(b, &t);
+    char buf[4096];
+    described(b, buf, sizeof buf);
+    assert_string_equal(buf, "pipeline svc: 1 strategy, outermost first\n"
+                             "  1. total-timeout timeout=30s per_operation=2\n");
+    resil_timeouts_free(per);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1142,6 +1247,11 @@ int main(void)
         cmocka_unit_test(hedging_delay_past_the_attempt_timeout_is_flagged),
         cmocka_unit_test(every_kind_describes_itself),
         cmocka_unit_test(a_count_window_breaker_with_a_predicate_describes_both),
+        cmocka_unit_test(a_token_bucket_describes_its_rate_period_and_burst),
+        cmocka_unit_test(a_retry_forever_with_proportional_jitter_describes_both),
+        cmocka_unit_test(a_consecutive_breaker_with_slow_calls_and_growing_breaks_describes_them),
+        cmocka_unit_test(a_registrys_breaker_describes_only_its_source),
+        cmocka_unit_test(per_operation_timeouts_are_counted_in_the_description),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
