@@ -643,6 +643,55 @@ static void only_the_final_headers_reach_the_caller(void **state)
     assert_int_equal(f->head.calls, lines);
 }
 
+/* libcurl's rule without a header function: HEADERDATA makes the headers
+ * go to the write function, with HEADERDATA as its pointer. */
+static void without_a_header_function_headers_go_to_the_write_function_with_header_data(
+    void **state)
+{
+    fx *f = *state;
+    f->req.header_data = &f->head;
+    fx_script(f, "/b", FX_STEPS({.status = 503, .headers = "X-Try: 1\r\n"},
+                                {.status = 200, .headers = "X-Try: 2\r\n", .body = "body\n"}));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    assert_non_null(strstr(f->head.p, "HTTP/1.1 200"));
+    assert_non_null(strstr(f->head.p, "X-Try: 2\r\n"));
+    assert_null(strstr(f->head.p, "X-Try: 1"));
+    assert_null(strstr(f->head.p, "body"));
+    assert_string_equal(f->body.p, "body\n");
+}
+
+/* A stream's whole text, read back from its start. */
+static void read_back(FILE *s, char *out, size_t cap)
+{
+    rewind(s);
+    size_t n = fread(out, 1, cap - 1, s);
+    out[n] = '\0';
+}
+
+/* ... and with neither function, the body goes to WRITEDATA and the
+ * headers to HEADERDATA, each a stream. */
+static void without_either_function_body_and_headers_are_written_to_their_streams(void **state)
+{
+    fx *f = *state;
+    FILE *body = tmpfile(), *head = tmpfile();
+    assert_non_null(body);
+    assert_non_null(head);
+    f->req.write_fn = NULL;
+    f->req.write_data = body;
+    f->req.header_data = head;
+    fx_script(f, "/b", FX_STEPS({.status = 200, .headers = "X-Try: 1\r\n", .body = "body\n"}));
+    assert_int_equal(fx_perform(f, "/b"), 0);
+    char text[4096];
+    read_back(body, text, sizeof text);
+    assert_string_equal(text, "body\n");
+    read_back(head, text, sizeof text);
+    assert_true(strncmp(text, "HTTP/1.1 200", 12) == 0);
+    assert_non_null(strstr(text, "X-Try: 1\r\n"));
+    assert_null(strstr(text, "body"));
+    fclose(body);
+    fclose(head);
+}
+
 static void a_body_over_the_buffer_is_streamed_and_ends_the_retrying(void **state)
 {
     fx *f = *state;
@@ -1330,6 +1379,8 @@ int main(void)
         T(only_the_final_body_reaches_the_caller),
         T(final_failure_body_reaches_the_caller),
         T(only_the_final_headers_reach_the_caller),
+        T(without_a_header_function_headers_go_to_the_write_function_with_header_data),
+        T(without_either_function_body_and_headers_are_written_to_their_streams),
         T(a_body_over_the_buffer_is_streamed_and_ends_the_retrying),
         T(a_body_within_the_buffer_is_not_streamed),
         T(a_refusing_write_callback_is_a_write_error),
