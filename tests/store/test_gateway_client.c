@@ -501,6 +501,30 @@ static void a_reset_before_any_answer_byte_is_502(void **state)
     expect_served_again(e);
 }
 
+/* The bytes and the reset may reach the gateway in one wake or in two, as
+ * the machine schedules it; the answer is the same either way, and never
+ * waits for --timeout. Twenty answers, so that both cases come. */
+#define RESETS 20
+
+static void every_answer_reset_mid_body_is_502_at_once(void **state)
+{
+    env *e = *state;
+    static scripted script[RESETS];
+    for (size_t i = 0; i < RESETS; i++)
+        script[i] = (scripted){"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", RESET};
+    static const char *const timeout[] = {"--timeout", "10s", NULL};
+    assert_true(upstream_start_at(e, &loopback, script, RESETS, timeout));
+    for (int i = 0; i < RESETS; i++) {
+        http_reply r;
+        request(e, "GET", NULL, &r);
+        assert_int_equal(r.status, 502);
+        assert_non_null(strstr(r.body, "\"error\":\"upstream_unavailable\""));
+        http_reply_free(&r);
+    }
+    assert_true(gateway_log_contains(&e->gw, "Recv failure: Connection reset by peer"));
+    expect_seen(e, RESETS, RESETS);
+}
+
 /* ---- bodies larger than the socket buffers ----------------------------------- */
 
 #define BIG_BODY (24u << 20) /* more than loopback's send and receive buffers hold */
@@ -650,6 +674,7 @@ int main(void)
         GW_CASE(a_chunked_answer_cut_before_its_last_chunk_is_502),
         GW_CASE(a_new_connection_closed_without_an_answer_is_502_empty_reply),
         GW_CASE(a_reset_before_any_answer_byte_is_502),
+        GW_CASE(every_answer_reset_mid_body_is_502_at_once),
         GW_CASE(a_body_larger_than_the_socket_buffers_reaches_the_upstream_whole),
         GW_CASE(a_reset_while_the_body_is_sent_is_502),
         GW_CASE(an_upstream_address_without_a_route_is_502_at_once),
