@@ -65,19 +65,27 @@ static bool read_file(const char *path, char *buf, size_t cap)
 int gateway_start(gateway_proc *g, const char *binary, const char *log_path,
                   const char *const args[])
 {
+    return gateway_start_on(g, binary, log_path, "127.0.0.1", args);
+}
+
+int gateway_start_on(gateway_proc *g, const char *binary, const char *log_path,
+                     const char *host, const char *const args[])
+{
     memset(g, 0, sizeof *g);
     snprintf(g->log, sizeof g->log, "%s", log_path);
-    const char *prefix[] = {"gateway", "--listen", "127.0.0.1:0", NULL};
+    char listen[80], said[96];
+    snprintf(listen, sizeof listen, "%s:0", host);
+    snprintf(said, sizeof said, "listening on http://%s:", host);
+    const char *prefix[] = {"gateway", "--listen", listen, NULL};
     g->pid = spawn(binary, args, prefix, log_path);
     if (g->pid < 0)
         return -1;
     static char text[1 << 16];
     for (int i = 0; i < 3000; i++) {
         const char *at;
-        if (read_file(log_path, text, sizeof text) &&
-            (at = strstr(text, "listening on http://127.0.0.1:")) != NULL) {
-            g->port = atoi(at + strlen("listening on http://127.0.0.1:"));
-            snprintf(g->url, sizeof g->url, "http://127.0.0.1:%d", g->port);
+        if (read_file(log_path, text, sizeof text) && (at = strstr(text, said)) != NULL) {
+            g->port = atoi(at + strlen(said));
+            snprintf(g->url, sizeof g->url, "http://%s:%d", host, g->port);
             return 0;
         }
         if (waitpid(g->pid, NULL, WNOHANG) == g->pid) {

@@ -13,7 +13,7 @@
 typedef struct gateway_proc {
     pid_t pid;
     int port;
-    char url[64];   /* "http://127.0.0.1:PORT" */
+    char url[64];   /* "http://127.0.0.1:PORT" (or the host it was started on) */
     char log[512];  /* its stderr */
 } gateway_proc;
 
@@ -21,6 +21,9 @@ typedef struct gateway_proc {
  * with stderr going to log_path, and wait until it listens. 0 or -1. */
 int gateway_start(gateway_proc *g, const char *binary, const char *log_path,
                   const char *const args[]);
+/* The same on `host` ("127.0.0.1", "[::1]"); url is then http://host:PORT. */
+int gateway_start_on(gateway_proc *g, const char *binary, const char *log_path,
+                     const char *host, const char *const args[]);
 /* SIGTERM, then its exit status (-1 if it did not exit normally). */
 int gateway_stop(gateway_proc *g);
 /* Does its log contain `text`? */

@@ -10,6 +10,7 @@
  */
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -992,6 +993,91 @@ static void the_upstream_path_prefix_is_kept(void **state)
     assert_string_equal(seen, "/prefix/v1/a/b?c=d");
 }
 
+/* No Content-Length to refuse it by: a chunked body is read, and refused
+ * once it has gone past --max-body. */
+static void a_chunked_body_over_max_body_is_413_once_read(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--max-body", "1KB", NULL};
+    start_gateway(e, extra);
+    static const char head[] = "POST /orders HTTP/1.1\r\nHost: a\r\nIdempotency-Key: k-1\r\n"
+                               "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                               "800\r\n";
+    char request[sizeof head + 2048 + 16];
+    size_t len = sizeof head - 1;
+    memcpy(request, head, len);
+    memset(request + len, 'x', 2048); /* 0x800 bytes: twice the limit */
+    len += 2048;
+    memcpy(request + len, "\r\n0\r\n\r\n", 7);
+    len += 7;
+    char reply[4096];
+    bool closed = false;
+    assert_int_equal(raw_exchange(e->gw.port, request, len, reply, sizeof reply, 10000, &closed),
+                     413);
+    assert_non_null(strstr(reply, "{\"error\":\"body_too_large\",\"message\":\"the request body "
+                                  "is larger than the gateway accepts\"}"));
+    assert_true(closed);
+    assert_int_equal(upstream_requests(e->up), 0);
+    assert_true(gateway_log_contains(&e->gw, "\"POST /orders\" 413 "));
+    assert_true(gateway_log_contains(&e->gw, "idempotency=too-large"));
+}
+
+/* A method OpenTelemetry does not name is passed through, and counted
+ * under _OTHER, so that a client cannot make a metric label per method. */
+static void an_unknown_method_is_counted_as_other_in_the_metrics(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    static const char request[] = "BREW /pot HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    char reply[4096];
+    assert_int_equal(raw_exchange(e->gw.port, request, sizeof request - 1, reply, sizeof reply,
+                                  10000, NULL), 200);
+    assert_non_null(strstr(reply, "\"method\":\"BREW\""));
+    char url[256];
+    url_of(e, "/metrics", url, sizeof url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "resilience_idempotency_requests_total{"
+                                   "http_request_method=\"_OTHER\",idempotency_outcome=\"none\","
+                                   "http_response_status_code=\"200\"} 1\n"));
+    assert_null(strstr(r.body, "BREW"));
+    http_reply_free(&r);
+}
+
+/* Whether this machine has an IPv6 loopback to listen on. */
+static bool ipv6_loopback(void)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* Listening on [::1]: served, and the client's IPv6 address is the one
+ * forwarded and logged. */
+static void a_gateway_on_ipv6_forwards_and_logs_the_client_ipv6_address(void **state)
+{
+    env *e = *state;
+    if (!ipv6_loopback())
+        skip();
+    const char *args[] = {"--upstream", upstream_url(e->up), "--store", e->store, NULL};
+    snprintf(e->log, sizeof e->log, "%s/gateway-v6.log", e->dir);
+    if (gateway_start_on(&e->gw, resil_binary(), e->log, "[::1]", args) != 0)
+        fail_msg("the gateway did not start on [::1]");
+    http_reply r;
+    post(e, "/orders", "k-v6", "a", &r);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    char v[64];
+    upstream_last_header(e->up, "X-Forwarded-For", v, sizeof v);
+    assert_string_equal(v, "::1");
+    assert_true(gateway_log_contains(&e->gw, "listening on http://[::1]:"));
+    assert_true(gateway_log_contains(&e->gw, "Z ::1 \"POST /orders\" 201 "));
+}
+
 /* ---- framing: refused at once, before any body is read ------------------------- */
 
 /* Send raw bytes; expect `status` and the connection closed, the upstream
@@ -1336,6 +1422,24 @@ static void a_closed_connection_leaves_room_for_its_client(void **state)
     close(again.fd);
 }
 
+/* Clients are counted in a hash table: two addresses that land in one
+ * bucket (127.0.0.2 and 127.0.5.33 do, under its FNV-1a of the address
+ * bytes, mod 1024) are still two clients, each with its own count. */
+static void two_clients_whose_addresses_share_a_bucket_are_counted_apart(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--max-connections-per-client", "1", NULL};
+    start_gateway(e, extra);
+    int first = held_connection(e, "127.0.0.2");
+    assert_true(first >= 0);
+    int second = held_connection(e, "127.0.5.33"); /* served: not counted as the first's */
+    assert_true(second >= 0);
+    assert_true(refused_from(e, "127.0.0.2"));
+    assert_true(refused_from(e, "127.0.5.33"));
+    close(first);
+    close(second);
+}
+
 #define IDLE_SOCKETS 2000
 #define IDLE_SOURCES 8 /* 250 each: under the default per-client limit */
 
@@ -1521,6 +1625,9 @@ int main(void)
         GW_CASE(an_origin_form_target_arrives_byte_for_byte),
         GW_CASE(a_percent_escape_arrives_as_spelled),
         GW_CASE(the_upstream_path_prefix_is_kept),
+        GW_CASE(a_chunked_body_over_max_body_is_413_once_read),
+        GW_CASE(an_unknown_method_is_counted_as_other_in_the_metrics),
+        GW_CASE(a_gateway_on_ipv6_forwards_and_logs_the_client_ipv6_address),
         GW_CASE(conflicting_content_lengths_are_400),
         GW_CASE(an_http11_request_without_host_is_400),
         GW_CASE(a_nul_byte_in_a_header_or_the_target_is_400),
@@ -1539,6 +1646,7 @@ int main(void)
         GW_CASE(the_connection_past_the_per_client_limit_is_refused_and_others_are_served),
         GW_CASE(the_per_client_limit_counts_the_connections_of_every_loop),
         GW_CASE(a_closed_connection_leaves_room_for_its_client),
+        GW_CASE(two_clients_whose_addresses_share_a_bucket_are_counted_apart),
         GW_CASE(thousands_of_idle_sockets_do_not_stop_a_legitimate_request),
         GW_CASE(the_fd_soft_limit_is_raised_to_the_hard_limit_at_start),
         GW_CASE(max_connections_beyond_the_fd_limit_is_lowered_with_a_note),
