@@ -58,7 +58,7 @@ static void crc_init(void)
     }
 }
 
-static uint32_t crc32(const uint8_t *p, size_t len)
+uint32_t resil__journal_crc32(const uint8_t *p, size_t len)
 {
     pthread_once(&crc_once, crc_init);
     uint32_t c = 0xFFFFFFFFu;
@@ -119,7 +119,7 @@ void resil__journal_encode(const journal_record *r, uint8_t *out)
     p = put_field(p, r->body, r->body_len, 4);
     size_t payload = (size_t)(p - out) - RECORD_HEADER;
     put_be(out, payload, 4);
-    put_be(out + 4, crc32(out + RECORD_HEADER, payload), 4);
+    put_be(out + 4, resil__journal_crc32(out + RECORD_HEADER, payload), 4);
 }
 
 /* A cursor over one payload: every take checks what is left first. */
@@ -187,7 +187,7 @@ int resil__journal_decode(const uint8_t *buf, size_t len, journal_record *out,
     uint32_t sum = (uint32_t)get_be(buf + 4, 4);
     if (payload > len - RECORD_HEADER || payload < FIXED_PAYLOAD)
         return RESIL_ESYNTAX;
-    if (crc32(buf + RECORD_HEADER, (size_t)payload) != sum)
+    if (resil__journal_crc32(buf + RECORD_HEADER, (size_t)payload) != sum)
         return RESIL_ESYNTAX;
     cursor c = {buf + RECORD_HEADER, (size_t)payload};
     journal_record r;

@@ -266,6 +266,9 @@ int resil__journal_decode(const uint8_t *buf, size_t len, journal_record *out,
                           size_t *consumed);
 size_t resil__journal_encoded_size(const journal_record *r);
 void resil__journal_encode(const journal_record *r, uint8_t *out);
+/* A record is [payload length, 4 bytes][CRC-32 of the payload, 4 bytes]
+ * [payload], big-endian; the CRC is IEEE 802.3's (zlib's). */
+uint32_t resil__journal_crc32(const uint8_t *p, size_t len);
 
 /* Open (creating) and lock the file, load its records, cut a torn tail.
  * RESIL_EBUSY when another store holds it, RESIL_EINVAL when it is not a
