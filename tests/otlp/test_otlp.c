@@ -209,6 +209,79 @@ static void spans_of_a_retried_call_arrive_as_valid_otlp_with_their_values(void 
     json_decref(root);
 }
 
+/* One call's spans exported by a flush; the resource's service.name. */
+static const char *service_of_one_call(world *w, const char *path, char *out, size_t cap)
+{
+    start(w);
+    call(w);
+    assert_int_equal(resil_otlp_flush(w->x), 0);
+    json_t *root = received(w, path, 0, true);
+    json_t *rs = json_array_get(json_object_get(root, "resourceSpans"), 0);
+    json_t *res = json_object_get(json_object_get(rs, "resource"), "attributes");
+    snprintf(out, cap, "%s", otlp_str_attr(res, "service.name"));
+    json_decref(root);
+    return out;
+}
+
+static void an_endpoint_ending_in_slashes_gets_the_signals_path_once(void **state)
+{
+    world *w = *state;
+    char base[160];
+    snprintf(base, sizeof base, "%s//", w->endpoint);
+    w->o.endpoint = base;
+    char service[64];
+    service_of_one_call(w, "/v1/traces", service, sizeof service);
+    assert_int_equal(http_server_count(w->receiver, "/v1/traces"), 1);
+}
+
+static void a_traces_endpoint_is_used_as_given(void **state)
+{
+    world *w = *state;
+    http_server_script(w->receiver, "/collect/spans", (const http_step[]){{.status = 200}}, 1);
+    char full[160];
+    http_server_url(w->receiver, "/collect/spans", full, sizeof full);
+    w->o.traces_endpoint = full;
+    char service[64];
+    service_of_one_call(w, "/collect/spans", service, sizeof service);
+    assert_int_equal(http_server_count(w->receiver, "/collect/spans"), 1);
+    assert_int_equal(http_server_count(w->receiver, "/v1/traces"), 0);
+}
+
+static void a_metrics_endpoint_is_used_as_given(void **state)
+{
+    world *w = *state;
+    http_server_script(w->receiver, "/collect/metrics", (const http_step[]){{.status = 200}}, 1);
+    char full[160];
+    http_server_url(w->receiver, "/collect/metrics", full, sizeof full);
+    w->o.metrics_endpoint = full;
+    w->o.metrics = w->metrics;
+    start(w);
+    call(w);
+    assert_int_equal(resil_otlp_flush(w->x), 0);
+    assert_int_equal(http_server_count(w->receiver, "/collect/metrics"), 1);
+    assert_int_equal(http_server_count(w->receiver, "/v1/metrics"), 0);
+    json_decref(received(w, "/collect/metrics", 0, false));
+}
+
+static void without_a_service_name_option_the_resources_service_name_names_it(void **state)
+{
+    world *w = *state;
+    w->o.service_name = NULL;
+    w->o.resource_attributes = "team=payments,service.name=billing";
+    char service[64];
+    assert_string_equal(service_of_one_call(w, "/v1/traces", service, sizeof service), "billing");
+}
+
+static void without_either_the_service_is_unknown_service(void **state)
+{
+    world *w = *state;
+    w->o.service_name = NULL;
+    w->o.resource_attributes = NULL;
+    char service[64];
+    assert_string_equal(service_of_one_call(w, "/v1/traces", service, sizeof service),
+                        "unknown_service");
+}
+
 static json_t *metric_named(json_t *root, const char *name)
 {
     json_t *m = otlp_metric(root, name);
@@ -583,6 +656,16 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(closing_says_a_refused_export_was_not_taken, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(an_endpoint_ending_in_slashes_gets_the_signals_path_once,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_traces_endpoint_is_used_as_given,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_metrics_endpoint_is_used_as_given,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(without_a_service_name_option_the_resources_service_name_names_it,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(without_either_the_service_is_unknown_service,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(options_are_checked_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(an_endpoint_of_1008_bytes_is_refused_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(an_endpoint_of_1007_bytes_is_accepted, setup, teardown),
