@@ -157,6 +157,31 @@ static void a_journaled_completion_cannot_be_completed_or_released_again(void **
     resil_store_free(s);
 }
 
+/* begin_in answers a journaled key from the journal, as begin does, and
+ * leaves the application's transaction untouched. */
+static void begin_in_a_transaction_answers_a_journaled_key_in_progress(void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    uint64_t lease;
+    resil_store *s = open_with_k1_journaled(f, &j, &lease);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_of(f), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_tx tx = {.sqlite = db};
+    resil_err err = {0};
+    assert_int_equal(resil_store_begin_in(s, &tx, &K1, h, &f->res, &err), 0);
+    assert_int_equal(f->res.verdict, RESIL_STORE_IN_PROGRESS);
+    assert_false(sqlite3_get_autocommit(db)); /* still inside its transaction */
+    assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_stats(s, 1, 1, 0, 0);
+    resil_store_free(s);
+}
+
 static void replay_while_the_database_is_still_down_is_ebusy_and_keeps_the_entry(void **state)
 {
     fixture *f = *state;
@@ -517,6 +542,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         JOURNAL_CASE(a_completion_the_database_cannot_take_goes_to_the_journal),
         JOURNAL_CASE(a_journaled_completion_cannot_be_completed_or_released_again),
+        JOURNAL_CASE(begin_in_a_transaction_answers_a_journaled_key_in_progress),
         JOURNAL_CASE(replay_while_the_database_is_still_down_is_ebusy_and_keeps_the_entry),
         JOURNAL_CASE(waiting_entries_are_replayed_by_a_later_call_at_most_once_a_second),
         JOURNAL_CASE(a_journal_left_by_a_store_freed_without_replay_is_replayed_at_open),
