@@ -789,6 +789,20 @@ static void access_log_has_a_line_per_request(void **state)
     assert_true(gateway_log_contains(&e->gw, "idempotency=replay"));
 }
 
+static void with_quiet_there_is_no_access_log_line(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--quiet", NULL};
+    start_gateway(e, extra);
+    http_reply r;
+    post(e, "/orders", "k-1", "a", &r);
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    assert_false(gateway_log_contains(&e->gw, "\"POST /orders\""));
+    assert_false(gateway_log_contains(&e->gw, "idempotency="));
+}
+
 /* ---- the replay cache --------------------------------------------------------- */
 
 /* First, replay, mismatch of one key; then the gateway's stop line. */
@@ -1124,6 +1138,38 @@ static void a_nul_byte_in_a_header_or_the_target_is_400(void **state)
                "Content-Length: 1\r\n\r\nx", 400);
 }
 
+/* A request of `fields` X-N headers, the last one's value "v<tail>"
+ * (tail may hold a NUL): its length. */
+static size_t many_fields(char *buf, size_t cap, int fields, const char *tail, size_t tail_len)
+{
+    size_t n = (size_t)snprintf(buf, cap, "GET /orders HTTP/1.1\r\nHost: a\r\nConnection: close\r\n");
+    for (int i = 1; i < fields; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "X-%d: v\r\n", i);
+    n += (size_t)snprintf(buf + n, cap - n, "X-%d: v", fields);
+    memcpy(buf + n, tail, tail_len);
+    n += tail_len;
+    memcpy(buf + n, "\r\n\r\n", 4);
+    return n + 4;
+}
+
+/* More fields than the check keeps on its stack (30): the block is still
+ * checked whole, so a NUL in the last one is found, and a clean one of as
+ * many fields passes. */
+static void a_nul_byte_in_the_fortieth_header_is_400_and_forty_clean_ones_pass(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    char request[2048], reply[4096];
+    size_t len = many_fields(request, sizeof request, 40, "\0x", 2);
+    refused_raw(e, request, len, 400);
+    len = many_fields(request, sizeof request, 40, "x", 1);
+    assert_int_equal(raw_exchange(e->gw.port, request, len, reply, sizeof reply, 10000, NULL),
+                     200);
+    char v[16];
+    upstream_last_header(e->up, "X-40", v, sizeof v);
+    assert_string_equal(v, "vx");
+}
+
 static void a_folded_header_line_is_400(void **state)
 {
     env *e = *state;
@@ -1440,6 +1486,32 @@ static void two_clients_whose_addresses_share_a_bucket_are_counted_apart(void **
     close(second);
 }
 
+/* libmicrohttpd says the same line once per refused connection; the log
+ * shows one a second, and the next one shown counts those it did not.
+ * Refused one after another until a second has passed (the gateway logs
+ * before it closes a refused connection, so the count is the test's). */
+static void refusals_flooding_the_log_are_shown_once_a_second_with_a_count(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--loops", "1", "--max-connections-per-client", "1", NULL};
+    start_gateway(e, extra);
+    int held = held_connection(e, "127.0.0.1");
+    assert_true(held >= 0);
+    static const char line[] = "libmicrohttpd: Server reached connection limit. Closing inbound "
+                               "connection.";
+    unsigned refused = 0;
+    for (int i = 0; i < 10000 && !gateway_log_contains(&e->gw, "messages not shown)"); i++) {
+        assert_true(refused_from(e, "127.0.0.1"));
+        refused++;
+        poll(NULL, 0, 5); /* paced: a few hundred a second, not thousands */
+    }
+    char counted[160];
+    snprintf(counted, sizeof counted, "%s (and %u more messages not shown)\n", line, refused - 2);
+    assert_true(refused >= 3);
+    assert_true(gateway_log_contains(&e->gw, counted));
+    close(held);
+}
+
 #define IDLE_SOCKETS 2000
 #define IDLE_SOURCES 8 /* 250 each: under the default per-client limit */
 
@@ -1613,6 +1685,7 @@ int main(void)
         GW_CASE(body_over_the_limit_is_413),
         GW_CASE(tenant_header_scopes_the_keys),
         GW_CASE(access_log_has_a_line_per_request),
+        GW_CASE(with_quiet_there_is_no_access_log_line),
         GW_CASE(a_replay_and_a_mismatch_of_a_completed_key_are_answered_from_the_cache),
         GW_CASE(with_the_replay_cache_off_every_begin_is_read),
         GW_CASE(a_userinfo_like_target_never_reaches_the_host_it_names),
@@ -1632,6 +1705,7 @@ int main(void)
         GW_CASE(an_http11_request_without_host_is_400),
         GW_CASE(a_nul_byte_in_a_header_or_the_target_is_400),
         GW_CASE(a_folded_header_line_is_400),
+        GW_CASE(a_nul_byte_in_the_fortieth_header_is_400_and_forty_clean_ones_pass),
         GW_CASE(expect_100_continue_over_max_body_is_413_without_a_100_continue),
         GW_CASE(a_content_length_over_max_body_is_413_before_the_body_is_read),
         GW_CASE(an_expectation_other_than_100_continue_is_417),
@@ -1647,6 +1721,7 @@ int main(void)
         GW_CASE(the_per_client_limit_counts_the_connections_of_every_loop),
         GW_CASE(a_closed_connection_leaves_room_for_its_client),
         GW_CASE(two_clients_whose_addresses_share_a_bucket_are_counted_apart),
+        GW_CASE(refusals_flooding_the_log_are_shown_once_a_second_with_a_count),
         GW_CASE(thousands_of_idle_sockets_do_not_stop_a_legitimate_request),
         GW_CASE(the_fd_soft_limit_is_raised_to_the_hard_limit_at_start),
         GW_CASE(max_connections_beyond_the_fd_limit_is_lowered_with_a_note),
