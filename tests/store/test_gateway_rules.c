@@ -9,14 +9,18 @@
  * a SQLite store in a temporary directory. Every test counts what the
  * upstream saw; a store fault is made for real — a second connection that
  * holds SQLite's write lock, a trigger that refuses inserts, a second store
- * that takes a key over — never by a stand-in. A slow call is one the
+ * that takes a key over, a PostgreSQL table lock that holds a claim (where
+ * SQLite's busy wait would give up) while the gateway stops or its one
+ * store worker is needed twice — never by a stand-in. A slow call is one the
  * upstream holds (its /hold target) until the test lets it go, so what
  * must happen meanwhile never races a delay.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <libpq-fe.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -26,6 +30,7 @@
 
 #include "dying_upstream.h"
 #include "gateway_proc.h"
+#include "pg_server.h"
 #include "store_cases.h"
 #include "test.h"
 #include "upstream.h"
@@ -44,6 +49,8 @@ typedef struct env {
     gateway_proc gw;
     int restarts;
     sqlite3 *lock; /* a connection holding the write lock, when a test takes it */
+    pg_server *pg; /* a PostgreSQL store, when a test needs its row locks */
+    PGconn *admin; /* the test's own connection to it */
 } env;
 
 static const char *resil_binary(void) { return test_build_path("resil"); }
@@ -73,6 +80,9 @@ static int env_teardown(void **state)
     if (rc != 0)
         fprintf(stderr, "the gateway exited %d, see %s\n", rc, e->log);
     upstream_stop(e->up);
+    if (e->admin != NULL)
+        PQfinish(e->admin);
+    pg_server_stop(e->pg);
     dying_upstream_stop(e->dying);
     for (size_t i = 0; i < e->n_stalled; i++)
         close(e->stalled[i]);
@@ -803,6 +813,207 @@ static void without_a_journal_an_unsaved_answer_is_503_and_saved_later(void **st
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
+/* ---- stopping with a call on its way upstream ------------------------------ */
+/*
+ * SIGTERM waits --timeout (plus a second) for the requests in flight; one
+ * whose store call is still out then is not abandoned to it: the gateway
+ * waits for the call to come back before its loops stop. A claim that
+ * comes back FIRST then starts the upstream call, and the loop's stop
+ * drops it (gw_client_abort): the connection closes without an answer, and
+ * the key stays held until its lease runs out, then is settled as after a
+ * crash — an unknown outcome, never a run. The claim is held back by a
+ * PostgreSQL table lock the test takes (SQLite's busy wait would give up),
+ * and the upstream is a port whose handshakes never complete, so the
+ * dropped call has certainly sent nothing.
+ */
+
+static PGresult *admin_exec(env *e, const char *sql)
+{
+    PGresult *r = PQexec(e->admin, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(e->admin));
+    return r;
+}
+
+static bool a_claim_waits_on_the_lock(void *ud)
+{
+    env *e = ud;
+    PGresult *r = admin_exec(e, "SELECT count(*) FROM pg_stat_activity "
+                                "WHERE wait_event_type = 'Lock'");
+    bool waits = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
+    PQclear(r);
+    return waits;
+}
+
+/* The POST of slow_post, whose connection may end without an answer. */
+static void *post_unanswered_in_thread(void *arg)
+{
+    slow_post *p = arg;
+    char url[256], header[300];
+    snprintf(url, sizeof url, "%s/hold", p->e->gw.url);
+    snprintf(header, sizeof header, "Idempotency-Key: %s", p->key);
+    const char *headers[] = {header, NULL};
+    http_request("POST", url, headers, "a", &p->r);
+    return NULL;
+}
+
+static void start_gateway_on_pg(env *e, const char *upstream_url, const char *lease)
+{
+    snprintf(e->store, sizeof e->store, "%s", pg_server_url(e->pg));
+    const char *const extra[] = {"--timeout", "1s", "--lease", lease, "--loops", "1", NULL};
+    start_gateway_to(e, upstream_url, extra);
+}
+
+static void a_call_the_stop_drops_closes_unanswered_and_its_key_is_settled_unknown(void **state)
+{
+    env *e = *state;
+    e->pg = pg_server_start();
+    assert_non_null(e->pg);
+    char stalled[64];
+    snprintf(stalled, sizeof stalled, "http://127.0.0.1:%d", stalled_port(e));
+    start_gateway_on_pg(e, stalled, "1s");
+    e->admin = PQconnectdb(pg_server_url(e->pg));
+    assert_int_equal(PQstatus(e->admin), CONNECTION_OK);
+    PQclear(admin_exec(e, "BEGIN"));
+    PQclear(admin_exec(e, "LOCK TABLE resil_idempotency IN ACCESS EXCLUSIVE MODE"));
+    slow_post p = {.e = e, .key = "k-stop"};
+    pthread_t t;
+    pthread_create(&t, NULL, post_unanswered_in_thread, &p);
+    assert_true(test_wait_until(a_claim_waits_on_the_lock, e, 30));
+    kill(e->gw.pid, SIGTERM);
+    wait_for_log(e, "stopping: 1 request in flight, 1 unfinished");
+    PQclear(admin_exec(e, "ROLLBACK")); /* the claim comes back: FIRST */
+    pthread_join(t, NULL);
+    assert_int_equal(p.r.curl_code, CURLE_GOT_NOTHING);
+    http_reply_free(&p.r);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    assert_true(gateway_log_contains(&e->gw, "resil gateway: stopped"));
+    /* A gateway in front of the real upstream: once the 1 s lease is over,
+     * the key is taken over and saved as an unknown outcome, not run. */
+    start_gateway_on_pg(e, upstream_url(e->up), "60s");
+    http_reply r;
+    for (int i = 0; i < 300; i++) {
+        post(e, "/hold", "k-stop", "a", &r);
+        if (r.status != 409)
+            break;
+        http_reply_free(&r);
+        sleep_ms(50);
+    }
+    assert_int_equal(r.status, 502);
+    header_is(&r, "Idempotent-Outcome", "unknown");
+    assert_non_null(strstr(r.body, "\"error\":\"upstream_outcome_unknown\""));
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 0);
+}
+
+/* ---- store jobs waiting for the one worker ---------------------------------- */
+/*
+ * With batching off (--batch-max 1) a keyed request's store calls are jobs
+ * for the --workers; one that finds no worker idle waits in a queue. The
+ * one worker is held in a claim on the locked table (the first request),
+ * and the second request's claim is queued behind it: its bytes are sent
+ * whole before a /healthz on another connection, and the one loop reads
+ * connections in the order they came, so the healthz's answer means the
+ * second request has been read and its job handed over.
+ */
+
+/* A keyed POST of "a" to /orders on a raw connection: its fd. */
+static int raw_keyed_post(const env *e, const char *key)
+{
+    char request[256];
+    int n = snprintf(request, sizeof request,
+                     "POST /orders HTTP/1.1\r\nHost: a\r\nIdempotency-Key: %s\r\n"
+                     "Connection: close\r\nContent-Length: 1\r\n\r\na",
+                     key);
+    int fd = raw_connect(e->gw.port, NULL);
+    assert_true(fd >= 0);
+    assert_int_equal(send(fd, request, (size_t)n, MSG_NOSIGNAL), n);
+    return fd;
+}
+
+static int healthz(const env *e)
+{
+    static const char request[] = "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    char answer[1024];
+    return raw_exchange(e->gw.port, request, sizeof request - 1, answer, sizeof answer, 10000,
+                        NULL);
+}
+
+/* The worker held in the first request's claim, the second request's job
+ * queued behind it: its raw connection. */
+static int queue_behind_a_held_worker(env *e, const char *upstream_url, slow_post *first,
+                                      pthread_t *t)
+{
+    e->pg = pg_server_start();
+    assert_non_null(e->pg);
+    snprintf(e->store, sizeof e->store, "%s", pg_server_url(e->pg));
+    const char *const extra[] = {"--timeout", "1s", "--batch-max", "1", "--workers", "1",
+                                 "--loops", "1", NULL};
+    start_gateway_to(e, upstream_url, extra);
+    e->admin = PQconnectdb(pg_server_url(e->pg));
+    assert_int_equal(PQstatus(e->admin), CONNECTION_OK);
+    PQclear(admin_exec(e, "BEGIN"));
+    PQclear(admin_exec(e, "LOCK TABLE resil_idempotency IN ACCESS EXCLUSIVE MODE"));
+    pthread_create(t, NULL, post_unanswered_in_thread, first);
+    assert_true(test_wait_until(a_claim_waits_on_the_lock, e, 30));
+    int fd = raw_keyed_post(e, "k-queued");
+    assert_int_equal(healthz(e), 200);
+    return fd;
+}
+
+static void a_queued_store_job_runs_once_the_worker_is_free(void **state)
+{
+    env *e = *state;
+    slow_post first = {.e = e, .key = "k-busy"};
+    pthread_t t;
+    int queued = queue_behind_a_held_worker(e, upstream_url(e->up), &first, &t);
+    upstream_release(e->up); /* the first one's /hold answers at once */
+    PQclear(admin_exec(e, "ROLLBACK"));
+    pthread_join(t, NULL);
+    assert_int_equal(first.r.curl_code, 0);
+    assert_int_equal(first.r.status, 201);
+    http_reply_free(&first.r);
+    char answer[4096];
+    assert_true(raw_read_until_closed(queued, answer, sizeof answer, 10000));
+    close(queued);
+    assert_int_equal(raw_status(answer), 201);
+    assert_int_equal(upstream_key_requests(e->up, "k-busy"), 1);
+    assert_int_equal(upstream_key_requests(e->up, "k-queued"), 1);
+}
+
+/* At stop, a job no worker took goes back to its loop unanswered: the
+ * connection closes, and the key was never claimed, so a retry runs. */
+static void a_store_job_still_queued_at_stop_is_closed_unanswered_and_claims_nothing(
+    void **state)
+{
+    env *e = *state;
+    char stalled[64];
+    snprintf(stalled, sizeof stalled, "http://127.0.0.1:%d", stalled_port(e));
+    slow_post first = {.e = e, .key = "k-busy"};
+    pthread_t t;
+    int queued = queue_behind_a_held_worker(e, stalled, &first, &t);
+    kill(e->gw.pid, SIGTERM);
+    wait_for_log(e, "stopping: 2 requests in flight, 2 unfinished");
+    PQclear(admin_exec(e, "ROLLBACK")); /* the worker's claim ends; it stops */
+    char answer[4096];
+    assert_true(raw_read_until_closed(queued, answer, sizeof answer, 10000));
+    close(queued);
+    assert_string_equal(answer, "");
+    pthread_join(t, NULL);
+    assert_int_equal(first.r.curl_code, CURLE_GOT_NOTHING);
+    http_reply_free(&first.r);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    const char *const extra[] = {"--loops", "1", NULL};
+    start_gateway_to(e, upstream_url(e->up), extra); /* the same store */
+    http_reply r;
+    post(e, "/orders", "k-queued", "a", &r);
+    assert_int_equal(r.status, 201);
+    header_absent(&r, "Idempotent-Replayed");
+    http_reply_free(&r);
+    assert_int_equal(upstream_key_requests(e->up, "k-queued"), 1);
+}
+
 #define GW_CASE(name) cmocka_unit_test_setup_teardown(name, env_setup, env_teardown)
 
 int main(void)
@@ -835,6 +1046,9 @@ int main(void)
         GW_CASE(the_journal_defaults_to_a_file_next_to_the_sqlite_store),
         GW_CASE(an_answer_the_database_cannot_take_is_journaled_then_replayed),
         GW_CASE(without_a_journal_an_unsaved_answer_is_503_and_saved_later),
+        GW_CASE(a_call_the_stop_drops_closes_unanswered_and_its_key_is_settled_unknown),
+        GW_CASE(a_queued_store_job_runs_once_the_worker_is_free),
+        GW_CASE(a_store_job_still_queued_at_stop_is_closed_unanswered_and_claims_nothing),
     };
     int failed = cmocka_run_group_tests_name("store.gateway_rules", tests, NULL, NULL);
     curl_global_cleanup();
