@@ -104,6 +104,8 @@ struct resil_io {
  *   io_start     optional: call w->fn on the loop thread whenever `fd` is
  *                ready for `events` (RESIL_IO_READ and/or WRITE, not 0),
  *                until io_stop; starting a watched `w` changes its events.
+ *                A failed descriptor is reported as RESIL_IO_ERROR, and
+ *                again on each pass while it stays failed and watched.
  *                0 or a negative resil error.
  *   io_stop      optional (with io_start): stop watching; harmless when
  *                idle. w->fn is not called afterwards.

@@ -397,16 +397,28 @@ static bool uv_in_loop_op(void *self)
     return pthread_equal(u->thread, pthread_self());
 }
 
+static int poll_events(unsigned events)
+{
+    return ((events & RESIL_IO_READ) ? UV_READABLE : 0) |
+           ((events & RESIL_IO_WRITE) ? UV_WRITABLE : 0);
+}
+
+/* libuv stops a poll whose descriptor failed (POLLERR) before it reports
+ * the error, while a resil watch goes on until io_stop: it is started
+ * again first, so that the error, or the bytes that came before it, are
+ * reported on the next pass too unless the callback stops the watch (as
+ * an epoll loop of one's own reports a failed descriptor on every pass). */
 static void on_poll(uv_poll_t *p, int status, int events)
 {
     resil_io *w = p->data;
-    unsigned ev = 0;
-    if (status < 0)
-        ev = RESIL_IO_ERROR;
-    else
-        ev = ((events & UV_READABLE) ? RESIL_IO_READ : 0) |
-             ((events & UV_WRITABLE) ? RESIL_IO_WRITE : 0);
-    w->fn(w, w->fd, ev);
+    if (status < 0) {
+        uv_poll_start(p, poll_events(w->events), on_poll);
+        w->fn(w, w->fd, RESIL_IO_ERROR);
+        return;
+    }
+    w->fn(w, w->fd,
+          ((events & UV_READABLE) ? RESIL_IO_READ : 0) |
+              ((events & UV_WRITABLE) ? RESIL_IO_WRITE : 0));
 }
 
 static uv_poll_t *poll_take(resil_uv *u)
@@ -442,9 +454,7 @@ static int uv_io_start_op(void *self, resil_io *w, int fd, unsigned events)
         w->fd = fd;
     }
     w->events = events;
-    int uv_events = ((events & RESIL_IO_READ) ? UV_READABLE : 0) |
-                    ((events & RESIL_IO_WRITE) ? UV_WRITABLE : 0);
-    return uv_poll_start(p, uv_events, on_poll) == 0 ? 0 : RESIL_ESYS;
+    return uv_poll_start(p, poll_events(events), on_poll) == 0 ? 0 : RESIL_ESYS;
 }
 
 static void finish_close(resil_uv *u);

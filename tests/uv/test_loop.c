@@ -10,6 +10,10 @@
  * itself, stops a loop that would otherwise block for ever and makes that
  * a failure instead of a hung test.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "test.h"
@@ -427,6 +431,73 @@ static void executions_waiting_zero_retry_in_the_order_they_waited(void **state)
     close_world(&w);
 }
 
+/* ---- watching descriptors ------------------------------------------------------------ */
+
+/* A TCP connection on loopback whose other end resets it: the watched
+ * end's descriptor fails (POLLERR). */
+typedef struct reset_pair {
+    int listener, client, server;
+} reset_pair;
+
+static void reset_pair_open(reset_pair *r)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    r->listener = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(r->listener >= 0);
+    assert_int_equal(bind(r->listener, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(r->listener, 1), 0);
+    assert_int_equal(getsockname(r->listener, (struct sockaddr *)&a, &len), 0);
+    r->client = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(r->client, (struct sockaddr *)&a, sizeof a), 0);
+    r->server = accept(r->listener, NULL, NULL);
+    assert_true(r->server >= 0);
+}
+
+static void reset_pair_reset(reset_pair *r)
+{
+    struct linger hard = {.l_onoff = 1, .l_linger = 0};
+    assert_int_equal(setsockopt(r->server, SOL_SOCKET, SO_LINGER, &hard, sizeof hard), 0);
+    close(r->server); /* an RST, not a FIN */
+    close(r->listener);
+}
+
+typedef struct error_watch {
+    resil_io io;
+    int errors;
+} error_watch;
+
+static void count_errors(resil_io *io, int fd, unsigned events)
+{
+    (void)fd;
+    error_watch *e = (error_watch *)io;
+    e->errors += (events & RESIL_IO_ERROR) != 0;
+}
+
+/* libuv stops a poll on POLLERR; the watch must not stop with it. */
+static void a_failed_descriptor_is_reported_on_every_pass_until_the_watch_stops(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    reset_pair r;
+    reset_pair_open(&r);
+    error_watch e = {.io.fn = count_errors};
+    resil_loop *loop = resil_uv_loop(w.host);
+    assert_int_equal(resil_loop_io_start(loop, &e.io, r.client, RESIL_IO_READ), 0);
+    reset_pair_reset(&r);
+    while (e.errors == 0 && !w.guard_fired)
+        uv_run(&w.uv, UV_RUN_ONCE);
+    assert_int_equal(e.errors, 1);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(e.errors, 2);
+    resil_loop_io_stop(loop, &e.io);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(e.errors, 2);
+    close(r.client);
+    close_world(&w);
+}
+
 static void a_host_needs_a_loop_and_out(void **state)
 {
     (void)state;
@@ -457,6 +528,7 @@ int main(void)
         cmocka_unit_test(due_timers_run_by_instant_then_start_order),
         cmocka_unit_test(a_due_timer_moved_later_waits_for_its_new_instant),
         cmocka_unit_test(executions_waiting_zero_retry_in_the_order_they_waited),
+        cmocka_unit_test(a_failed_descriptor_is_reported_on_every_pass_until_the_watch_stops),
         cmocka_unit_test(a_host_needs_a_loop_and_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
