@@ -1387,6 +1387,17 @@ static void a_retry_keeping_records_reads_the_loop_clock_at_each_step(void **sta
 
 /* ---- every strategy on both paths ------------------------------------------------ */
 
+/* A fixed-window rate limiter of one permit a second, waiting up to
+ * `max_wait` for it. */
+static void add_one_permit_a_second(resil_pipeline_builder *b, resil_duration max_wait)
+{
+    resil_ratelimit_opts o;
+    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
+    o.permits = 1;
+    o.window = RESIL_S(1);
+    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, max_wait), 0);
+}
+
 /* A retry with a time budget of its own (the policy's max_total). */
 static void retry_with_a_time_budget(resil_pipeline_builder *b)
 {
@@ -1399,11 +1410,7 @@ static void retry_over_a_rate_limiter_that_never_waits(resil_pipeline_builder *b
 {
     resil_retry_policy r = constant_retry(3, RESIL_MS(10));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-    resil_ratelimit_opts o;
-    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
-    o.permits = 1;
-    o.window = RESIL_S(1);
-    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, 0), 0);
+    add_one_permit_a_second(b, 0);
 }
 
 static void total_timeout_over_a_retry_over_a_waiting_rate_limiter(resil_pipeline_builder *b)
@@ -1414,22 +1421,14 @@ static void total_timeout_over_a_retry_over_a_waiting_rate_limiter(resil_pipelin
     assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
     resil_retry_policy r = constant_retry(3, RESIL_MS(10));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-    resil_ratelimit_opts o;
-    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
-    o.permits = 1;
-    o.window = RESIL_S(1);
-    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
+    add_one_permit_a_second(b, RESIL_S(2));
 }
 
 static void zero_wait_retry_over_a_waiting_rate_limiter(resil_pipeline_builder *b)
 {
     resil_retry_policy r = constant_retry(3, 0);
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-    resil_ratelimit_opts o;
-    resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
-    o.permits = 1;
-    o.window = RESIL_S(1);
-    assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
+    add_one_permit_a_second(b, RESIL_S(2));
 }
 
 static void chaos_outcome_under_retry(resil_pipeline_builder *b)
