@@ -1468,6 +1468,32 @@ static void a_closed_connection_leaves_room_for_its_client(void **state)
     close(again.fd);
 }
 
+/* A request that comes with the connection (sent before the gateway has
+ * taken it in) past the limit is not served either: the connection closes
+ * unanswered, and the upstream never hears of it. On every loop, since
+ * the kernel spreads the connections over them. */
+static void a_request_sent_on_a_connection_past_the_limit_is_closed_unanswered(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--loops", "4", "--max-connections-per-client", "1", NULL};
+    start_gateway(e, extra);
+    int held = held_connection(e, "127.0.0.1");
+    assert_true(held >= 0);
+    static const char request[] = "POST /orders HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\na";
+    for (int i = 0; i < 8; i++) {
+        int fd = raw_connect(e->gw.port, "127.0.0.1");
+        assert_true(fd >= 0);
+        assert_int_equal(send(fd, request, sizeof request - 1, MSG_NOSIGNAL),
+                         (ssize_t)(sizeof request - 1));
+        char reply[256];
+        assert_true(raw_read_until_closed(fd, reply, sizeof reply, 10000));
+        close(fd);
+        assert_string_equal(reply, "");
+    }
+    assert_int_equal(upstream_requests(e->up), 0);
+    close(held);
+}
+
 /* Clients are counted in a hash table: two addresses that land in one
  * bucket (127.0.0.2 and 127.0.5.33 do, under its FNV-1a of the address
  * bytes, mod 1024) are still two clients, each with its own count. */
@@ -1720,6 +1746,7 @@ int main(void)
         GW_CASE(the_connection_past_the_per_client_limit_is_refused_and_others_are_served),
         GW_CASE(the_per_client_limit_counts_the_connections_of_every_loop),
         GW_CASE(a_closed_connection_leaves_room_for_its_client),
+        GW_CASE(a_request_sent_on_a_connection_past_the_limit_is_closed_unanswered),
         GW_CASE(two_clients_whose_addresses_share_a_bucket_are_counted_apart),
         GW_CASE(refusals_flooding_the_log_are_shown_once_a_second_with_a_count),
         GW_CASE(thousands_of_idle_sockets_do_not_stop_a_legitimate_request),
