@@ -365,9 +365,9 @@ static bool answer(int fd, const http_step *st, bool head_only, bool close_after
     }
     size_t body_len = strlen(body);
     int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+                     "HTTP/1.%d %d %s\r\nContent-Type: text/plain\r\n"
                      "Content-Length: %zu\r\n%s%s%s%s%s\r\n",
-                     st->status, reason_phrase(st->status),
+                     st->http10 ? 0 : 1, st->status, reason_phrase(st->status),
                      body_len + (st->partial ? 100 : 0),
                      st->retry_after != NULL ? "Retry-After: " : "",
                      st->retry_after != NULL ? st->retry_after : "",
@@ -563,6 +563,10 @@ static bool serve_one(conn *c, char *buf, size_t *len)
             return false;
     }
     r.body_len = clen;
+    struct sockaddr_in peer;
+    socklen_t peer_len = sizeof peer;
+    if (getpeername(fd, (struct sockaddr *)&peer, &peer_len) == 0)
+        r.client_port = ntohs(peer.sin_port);
     record_request(s, &r, headers, (size_t)(end - 2 - headers), end);
     http_step st = next_step(s, r.target, strcspn(r.target, "?"));
     serving(s, 1);

@@ -29,6 +29,7 @@ typedef struct http_step {
     const char *body;        /* NULL: "<status>\n" */
     const char *headers;     /* extra header lines, each ending "\r\n", or NULL */
     bool partial;            /* announce more body than is sent, then close */
+    bool http10;             /* answer as HTTP/1.0 rather than HTTP/1.1 */
     bool hold;               /* hold the request until http_server_release()
                                 (then delay and act) or the stop (then no
                                 answer), settled meanwhile: an answer late by
@@ -61,6 +62,7 @@ typedef struct http_request {
     char *head;           /* the header lines, "Name: value\r\n" each */
     char *body;           /* NUL-terminated copy of the body */
     size_t body_len;
+    int client_port;      /* the port the request came from */
 } http_request;
 
 typedef struct http_server http_server;

@@ -1762,6 +1762,357 @@ static void a_form_part_reaches_the_server_as_multipart(void **state)
     cli_result_free(&r);
 }
 
+/* ---- curl's options, taken: what each one does to the request --------------------- */
+
+/* The one request the server received for `path`. */
+static const http_request *only_request(cli_fx *f, const char *path)
+{
+    assert_int_equal(http_server_count(f->server, path), 1);
+    return http_server_request(f->server, path, 0);
+}
+
+static void assert_header(const http_request *q, const char *name, const char *value)
+{
+    char v[256];
+    if (!http_request_header(q, name, v, sizeof v))
+        fail_msg("no %s header in:\n%s", name, q->head);
+    assert_string_equal(v, value);
+}
+
+/* curl's 'NAME;' sends NAME empty, and counts as the user's own: --json
+ * adds no Content-Type of its own beside it. */
+static void a_header_sent_empty_with_a_semicolon_replaces_jsons_content_type(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/j", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--json", "{\"a\":1}", "-H", "Content-Type;", url(f, "/j"),
+            NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/j");
+    assert_int_equal(http_request_header_count(q, "Content-Type"), 1);
+    assert_header(q, "Content-Type", "");
+    assert_header(q, "Accept", "application/json");
+    assert_string_equal(q->body, "{\"a\":1}");
+    cli_result_free(&r);
+}
+
+/* -T PUTs the file as it is, with no form Content-Type (curl sends none). */
+static void an_upload_puts_the_files_bytes_without_a_content_type(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/u", STEPS(OK_STEP));
+    cli_write(f->dir, "up.txt", "line one\r\nline two\n");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-T", "up.txt", url(f, "/u"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/u");
+    assert_string_equal(q->method, "PUT");
+    assert_string_equal(q->body, "line one\r\nline two\n");
+    assert_int_equal(http_request_header_count(q, "Content-Type"), 0);
+    cli_result_free(&r);
+}
+
+/* The file's own name, without its directory, ends a URL ending in '/'. */
+static void an_upload_to_a_url_ending_in_a_slash_appends_the_files_name(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/d/up.txt", STEPS(OK_STEP));
+    char sub[CLI_PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/sub", f->dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    cli_write(f->dir, "sub/up.txt", "put body");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-T", "sub/up.txt", url(f, "/d/"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/d/up.txt");
+    assert_string_equal(q->method, "PUT");
+    assert_string_equal(q->body, "put body");
+    cli_result_free(&r);
+}
+
+static void a_form_files_filename_attribute_names_the_part(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/f", STEPS(OK_STEP));
+    cli_write(f->dir, "up.txt", "file body");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-F", "doc=@up.txt;filename=report.csv", url(f, "/f"),
+            NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/f");
+    assert_contains(q->body, "name=\"doc\"; filename=\"report.csv\"\r\n");
+    assert_contains(q->body, "\r\n\r\nfile body\r\n");
+    assert_null(strstr(q->body, "up.txt"));
+    cli_result_free(&r);
+}
+
+/* Attributes after the file are each read, in any number. */
+static void a_form_files_type_and_filename_attributes_both_apply(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/f", STEPS(OK_STEP));
+    cli_write(f->dir, "up.txt", "file body");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-F", "doc=@up.txt;type=application/x-thing;filename=y.bin",
+            url(f, "/f"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(only_request(f, "/f")->body,
+                    "name=\"doc\"; filename=\"y.bin\"\r\nContent-Type: application/x-thing\r\n"
+                    "\r\nfile body\r\n");
+    cli_result_free(&r);
+}
+
+/* NAME=<FILE: the file's text as the part's value, not a file upload. */
+static void a_form_part_read_with_less_than_is_a_value_without_a_filename(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/f", STEPS(OK_STEP));
+    cli_write(f->dir, "note.txt", "from a file");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-F", "note=<note.txt", url(f, "/f"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/f");
+    assert_contains(q->body, "Content-Disposition: form-data; name=\"note\"\r\n\r\nfrom a file\r\n");
+    assert_null(strstr(q->body, "filename="));
+    cli_result_free(&r);
+}
+
+/* -X GET with -d sends a GET that carries the body, as curl does. */
+static void get_with_data_sends_a_get_with_a_body(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/g", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-X", "GET", "-d", "a=1", url(f, "/g"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/g");
+    assert_string_equal(q->method, "GET");
+    assert_string_equal(q->target, "/g");
+    assert_string_equal(q->body, "a=1");
+    assert_header(q, "Content-Length", "3");
+    cli_result_free(&r);
+}
+
+static void get_flag_puts_the_data_in_the_query_and_sends_no_body(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-G", "-d", "a=1", "-d", "b=2", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/a");
+    assert_string_equal(q->method, "GET");
+    assert_string_equal(q->target, "/a?a=1&b=2");
+    assert_int_equal(q->body_len, 0);
+    assert_int_equal(http_request_header_count(q, "Content-Length"), 0);
+    cli_result_free(&r);
+}
+
+/* -b FILE (a value without '=') reads a cookie file. */
+static void a_cookie_file_sends_its_cookies(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_write(f->dir, "cookies.txt",
+              "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tfromfile\tv1\n");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-b", "cookies.txt", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_header(only_request(f, "/a"), "Cookie", "fromfile=v1");
+    cli_result_free(&r);
+}
+
+static void a_cookie_jar_receives_the_servers_cookie(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 200, .body = "ok\n",
+                                               .headers = "Set-Cookie: sid=abc; Path=/\r\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-c", "jar.txt", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    char *jar = cli_read(f->dir, "jar.txt");
+    assert_non_null(jar);
+    assert_contains(jar, "\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tabc\n");
+    free(jar);
+    cli_result_free(&r);
+}
+
+/* The TLS options, against a server that speaks no TLS: libcurl reads
+ * their files before the handshake, so what it makes of them shows in
+ * the exit status, nothing sent. The handshake itself never completes,
+ * so a run that gets that far ends at its --connect-timeout (28). */
+static void https_url(cli_fx *f, const char *path, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "https://127.0.0.1:%d%s", http_server_port(f->server), path);
+}
+
+static void a_ca_file_that_cannot_be_read_fails_77_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    char u[128];
+    https_url(f, "/a", u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry", "0", "--cacert", "missing.pem", u, NULL);
+    assert_int_equal(r.status, 77);
+    assert_contains(r.err, "curl 77: ");
+    assert_int_equal(http_server_count(f->server, NULL), 0);
+    cli_result_free(&r);
+}
+
+/* -k verifies nothing, so the CA file is not needed: the run gets past it
+ * to the handshake. */
+static void insecure_does_without_the_ca_file(void **state)
+{
+    cli_fx *f = *state;
+    char u[128];
+    https_url(f, "/a", u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry", "0", "--connect-timeout", "100ms", "-k",
+            "--cacert", "missing.pem", u, NULL);
+    assert_int_equal(r.status, 28);
+    assert_int_equal(http_server_count(f->server, NULL), 0);
+    cli_result_free(&r);
+}
+
+static void a_client_certificate_that_cannot_be_read_fails_58_with_nothing_sent(void **state)
+{
+    cli_fx *f = *state;
+    char u[128];
+    https_url(f, "/a", u, sizeof u);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--retry", "0", "-E", "missing.pem", u, NULL);
+    assert_int_equal(r.status, 58);
+    assert_contains(r.err, "curl 58: ");
+    assert_int_equal(http_server_count(f->server, NULL), 0);
+    cli_result_free(&r);
+}
+
+/* -x: the proxy (here the server itself) gets the absolute-form target. */
+static void a_proxy_receives_the_absolute_url(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "http://origin.test/p", STEPS(OK_STEP));
+    char proxy[128];
+    http_server_url(f->server, "", proxy, sizeof proxy);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-x", proxy, "http://origin.test/p", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "ok\n");
+    const http_request *q = only_request(f, "http://origin.test/p");
+    assert_string_equal(q->method, "GET");
+    assert_header(q, "Host", "origin.test");
+    cli_result_free(&r);
+}
+
+static void resolve_sends_a_named_host_to_the_given_address(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    int port = http_server_port(f->server);
+    char entry[64], u[128], host[64];
+    snprintf(entry, sizeof entry, "name.test:%d:127.0.0.1", port);
+    snprintf(u, sizeof u, "http://name.test:%d/a", port);
+    snprintf(host, sizeof host, "name.test:%d", port);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--resolve", entry, u, NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "ok\n");
+    assert_header(only_request(f, "/a"), "Host", host);
+    cli_result_free(&r);
+}
+
+static void verbose_writes_the_request_and_the_answer_on_stderr(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-v", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "ok\n");
+    assert_contains(r.err, "> GET /a HTTP/1.1\r\n");
+    assert_contains(r.err, "< HTTP/1.1 200 OK\r\n");
+    cli_result_free(&r);
+}
+
+/* curl 7.88 writes HTTP/1.0 as "1". */
+static void write_out_http_version_of_an_http_1_0_answer_is_1(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS({.status = 200, .body = "ok\n", .http10 = true}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", "-o", "/dev/null", "-w", "%{http_version}",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "1");
+    cli_result_free(&r);
+}
+
+static void write_out_http_version_without_an_answer_is_0(void **state)
+{
+    cli_fx *f = *state;
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", "--retry", "0", "-w", "%{http_version}",
+            "http://127.0.0.1:1/", NULL);
+    assert_int_equal(r.status, 7);
+    assert_string_equal(r.out, "0");
+    cli_result_free(&r);
+}
+
+static void write_out_local_port_is_the_port_the_server_saw(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", "-o", "/dev/null", "-w", "%{local_port}",
+            url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    char port[16];
+    snprintf(port, sizeof port, "%d", only_request(f, "/a")->client_port);
+    assert_string_equal(r.out, port);
+    cli_result_free(&r);
+}
+
+/* size_request: every byte of the request sent, its request line, header
+ * block and (sent with them) its small body. */
+static void write_out_size_request_counts_every_byte_sent(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/a", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-s", "-o", "/dev/null", "-d", "x=12", "-w",
+            "%{size_request}", url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/a");
+    size_t line = strlen("POST /a HTTP/1.1\r\n");
+    char sent[16];
+    snprintf(sent, sizeof sent, "%zu", line + strlen(q->head) + strlen("\r\n") + q->body_len);
+    assert_string_equal(r.out, sent);
+    cli_result_free(&r);
+}
+
+/* --hedge-to alone turns hedging on (after 2 s, Microsoft's delay, which
+ * only real time could show): the primary's failure sends the hedge to
+ * the other endpoint at once. */
+static void hedge_to_without_a_hedge_delay_still_hedges(void **state)
+{
+    cli_fx *f = *state;
+    http_server *other = http_server_start();
+    assert_non_null(other);
+    char base[128];
+    http_server_url(other, "", base, sizeof base);
+    http_server_script(f->server, "/a", STEPS({.status = 503}));
+    http_server_script(other, "/a", STEPS({.status = 200, .body = "from the other\n"}));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "--attempts", "1", "--hedge-to", base, url(f, "/a"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "from the other\n");
+    assert_int_equal(http_server_count(f->server, "/a"), 1);
+    assert_int_equal(http_server_count(other, "/a"), 1);
+    cli_result_free(&r);
+    http_server_stop(other);
+}
+
 static void each_json_record_names_its_url(void **state)
 {
     cli_fx *f = *state;
@@ -1993,6 +2344,27 @@ int main(void)
         T(an_output_name_past_1023_bytes_exits_23_naming_the_option),
         T(an_output_dir_making_the_name_too_long_exits_23_naming_both),
         T(a_fleet_url_the_client_refuses_is_refused_by_name_with_nothing_sent),
+        T(a_header_sent_empty_with_a_semicolon_replaces_jsons_content_type),
+        T(an_upload_puts_the_files_bytes_without_a_content_type),
+        T(an_upload_to_a_url_ending_in_a_slash_appends_the_files_name),
+        T(a_form_files_filename_attribute_names_the_part),
+        T(a_form_files_type_and_filename_attributes_both_apply),
+        T(a_form_part_read_with_less_than_is_a_value_without_a_filename),
+        T(get_with_data_sends_a_get_with_a_body),
+        T(get_flag_puts_the_data_in_the_query_and_sends_no_body),
+        T(a_cookie_file_sends_its_cookies),
+        T(a_cookie_jar_receives_the_servers_cookie),
+        T(a_ca_file_that_cannot_be_read_fails_77_with_nothing_sent),
+        T(insecure_does_without_the_ca_file),
+        T(a_client_certificate_that_cannot_be_read_fails_58_with_nothing_sent),
+        T(a_proxy_receives_the_absolute_url),
+        T(resolve_sends_a_named_host_to_the_given_address),
+        T(verbose_writes_the_request_and_the_answer_on_stderr),
+        T(write_out_http_version_of_an_http_1_0_answer_is_1),
+        T(write_out_http_version_without_an_answer_is_0),
+        T(write_out_local_port_is_the_port_the_server_saw),
+        T(write_out_size_request_counts_every_byte_sent),
+        T(hedge_to_without_a_hedge_delay_still_hedges),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
