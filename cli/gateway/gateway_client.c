@@ -532,21 +532,6 @@ static void receive(struct gw_client *cl, gw_call *c)
         framed(cl, c, rc);
 }
 
-/* The socket failed (a reset): libuv reports it once and stops the watch
- * (uv_poll's POLLERR rule), while the bytes that came before the reset are
- * still to be read. They are read now; if the call is still on k then, the
- * watch is armed again, for the error itself (or more bytes). Without it,
- * an answer cut by a reset in the same wake as its last bytes would wait
- * out --timeout instead of failing at once. */
-static void failed_watch(struct gw_client *cl, gw_call *c, gw_upconn *k)
-{
-    receive(cl, c);
-    if (c->conn != k || k->call != c)
-        return; /* ended, or moved to another connection */
-    k->events = 0; /* stopped: watch() must start it again */
-    watch(k, c->sent < request_size(c) ? RESIL_IO_READ | RESIL_IO_WRITE : RESIL_IO_READ);
-}
-
 static void on_io(resil_io *io, int fd, unsigned events)
 {
     (void)fd;
@@ -562,16 +547,12 @@ static void on_io(resil_io *io, int fd, unsigned events)
         connected(cl, c);
         return;
     }
-    if (events & RESIL_IO_ERROR) {
-        failed_watch(cl, c, k);
-        return;
-    }
     if ((events & RESIL_IO_WRITE) && c->sent < request_size(c)) {
         send_request(cl, c);
         if (c->conn != k)
             return;
     }
-    if (events & RESIL_IO_READ)
+    if (events & (RESIL_IO_READ | RESIL_IO_ERROR))
         receive(cl, c);
 }
 
