@@ -1,0 +1,416 @@
+/*
+ * test_fleet_connect.c — the client's link with Redis going wrong between
+ * the first connection and a served round: a subscription refused or cut
+ * off, a server still loading its dataset, one that refuses every script
+ * call after each reconnect, EVAL standing in for a lost script and
+ * failing too, an oversized message on the fleet's channel, a script reload
+ * meeting a paused server. Each is a DOWN event whose detail says why, and
+ * exact counts of what the client did.
+ *
+ * Fake servers on loopback answer as Redis never would, on demand; the
+ * rest runs on a real server the test kills, pauses and resumes. Waits are
+ * by condition with a generous deadline, never by duration.
+ */
+#include "fleet_test.h"
+
+#define SHA "0123456789abcdef0123456789abcdef01234567"
+#define SUBSCRIBED "*3\r\n$9\r\nsubscribe\r\n$12\r\nresil:events\r\n:1\r\n"
+#define NOSCRIPT "-NOSCRIPT No matching script. Please use EVAL.\r\n"
+
+/* The first DOWN's detail and the count of each kind of event. */
+typedef struct seen {
+    pthread_mutex_t mu;
+    int downs, ups;
+    char detail[200];
+} seen;
+
+static void record(const resil_redis_event *ev, void *ud)
+{
+    seen *s = ud;
+    pthread_mutex_lock(&s->mu);
+    if (ev->type == RESIL_REDIS_DOWN && s->downs++ == 0)
+        snprintf(s->detail, sizeof s->detail, "%s", ev->detail);
+    s->ups += ev->type == RESIL_REDIS_UP;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int downs_of(seen *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->downs;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+static int ups_of(seen *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->ups;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+static resil_redis_stats stats_of(resil_redis *r)
+{
+    resil_redis_stats st;
+    assert_int_equal(resil_redis_stats_get(r, &st), 0);
+    return st;
+}
+
+/* Options for a client of `url` that runs rounds only when asked and
+ * reconnects every `reconnect` (no jitter). */
+static resil_redis_opts opts_for(const char *url, resil_duration reconnect, seen *s)
+{
+    resil_redis_opts o;
+    resil_redis_opts_default(&o);
+    o.url = url;
+    o.timeout = FLEET_TIMEOUT;
+    o.sync_interval = RESIL_S(3600);
+    o.refresh_interval = RESIL_S(3600);
+    o.reconnect.kind = RESIL_BACKOFF_CONSTANT;
+    o.reconnect.base = reconnect;
+    o.reconnect.max_delay = reconnect;
+    o.reconnect.jitter = RESIL_JITTER_NONE;
+    o.listener = record;
+    o.listener_ud = s;
+    return o;
+}
+
+/* A client of the fake that makes one connection attempt of its thread's
+ * own and none after. */
+static resil_redis *fake_client(fake_server *f, seen *s)
+{
+    resil_redis_opts o = opts_for(fake_server_url(f), RESIL_S(3600), s);
+    return fleet_client_with(&o);
+}
+
+/* ---- the subscription --------------------------------------------------------- */
+
+static void a_subscribe_answered_with_something_else_marks_the_client_down(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", "+OK\r\n", 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = fake_client(f, &s);
+    fleet_wait_until(downs_of(&s) == 1);
+    assert_string_equal(s.detail, "SUBSCRIBE: unexpected reply");
+    resil_redis_stats st = stats_of(r);
+    assert_false(st.connected);
+    assert_int_equal(st.disconnects, 1);
+    assert_int_equal(st.reconnects, 0);
+    assert_int_equal(st.rounds, 0);
+    resil_redis_free(r);
+    fake_server_stop(f);
+}
+
+static void a_subscribe_cut_off_marks_the_client_down(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", NULL, 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = fake_client(f, &s);
+    fleet_wait_until(downs_of(&s) == 1);
+    assert_string_equal(s.detail, "SUBSCRIBE: the server closed the connection");
+    resil_redis_stats st = stats_of(r);
+    assert_false(st.connected);
+    assert_int_equal(st.disconnects, 1);
+    resil_redis_free(r);
+    fake_server_stop(f);
+}
+
+/* ---- connecting to a server that cannot serve ---------------------------------------- */
+
+static void an_offline_start_on_a_redis_still_loading_runs_on_local_state(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {
+        {"PING", "+PONG\r\n", 0, 0, NULL, 0},
+        {"SCRIPT", "-LOADING Redis is loading the dataset in memory\r\n", 0, 0, NULL, 0},
+        {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis_opts o = opts_for(fake_server_url(f), RESIL_MS(10), &s);
+    o.allow_offline_start = true;
+    resil_redis *r = NULL;
+    resil_err err;
+    assert_int_equal(resil_redis_new(&o, &r, &err), 0);
+    assert_false(resil_redis_connected(r));
+    fleet_wait_until(downs_of(&s) == 1);
+    assert_string_equal(s.detail,
+                        "SCRIPT LOAD: Redis cannot serve: LOADING Redis is loading the "
+                        "dataset in memory");
+
+    /* Each reconnect meets the same answer: down it stays, announced once. */
+    fleet_wait_until(stats_of(r).commands >= 3);
+    resil_redis_stats st = stats_of(r);
+    assert_false(st.connected);
+    assert_int_equal(st.disconnects, 1);
+    assert_int_equal(st.reconnects, 0);
+    assert_int_equal(downs_of(&s), 1);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("loading", 2, fc);
+    resil_breaker *b = fleet_breaker(r, &bo);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), 0);
+    assert_true(resil_redis_permit_fallback(&p));
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+    fake_server_stop(f);
+}
+
+static void a_server_refusing_every_script_call_never_comes_back_up(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {
+        {"PING", "+PONG\r\n", 0, 0, NULL, 0},
+        {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+        {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+        {"EVALSHA", "-READONLY You can't write against a read only replica.\r\n", 0, 0, NULL,
+         0},
+        {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis_opts o = opts_for(fake_server_url(f), RESIL_MS(10), &s);
+    resil_redis *r = fleet_client_with(&o);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("refused", 2, fc);
+    resil_breaker *b = fleet_breaker(r, &bo); /* its first round is refused */
+
+    fleet_wait_until(downs_of(&s) == 1);
+    assert_string_equal(s.detail, "EVALSHA: Redis cannot serve: READONLY You can't write "
+                                  "against a read only replica.");
+    /* Every reconnect links up, then its re-sync round is refused: the
+     * client tears down again, never announcing UP. */
+    fleet_wait_until(stats_of(r).rounds >= 3);
+    resil_redis_stats st = stats_of(r);
+    assert_false(st.connected);
+    assert_int_equal(st.disconnects, 1);
+    assert_int_equal(st.reconnects, 0);
+    assert_int_equal(st.command_errors, 0);
+    assert_int_equal(downs_of(&s), 1);
+    assert_int_equal(ups_of(&s), 0);
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+    fake_server_stop(f);
+}
+
+/* ---- EVAL standing in for a lost script --------------------------------------------- */
+
+static void an_eval_rerun_answered_with_an_error_is_one_command_error(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"EVALSHA", NOSCRIPT, 0, 0, NULL, 0},
+                             {"EVAL", "-ERR user_script:1: boom\r\n", 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = fake_client(f, &s);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("boom", 2, fc);
+    resil_breaker *b = fleet_breaker(r, &bo); /* its first round: NOSCRIPT, then EVAL */
+
+    resil_redis_stats st = stats_of(r);
+    assert_true(st.connected);
+    assert_int_equal(st.noscript, 1);
+    assert_int_equal(st.command_errors, 1);
+    assert_int_equal(st.disconnects, 0);
+    assert_int_equal(downs_of(&s), 0);
+    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+    fake_server_stop(f);
+}
+
+static void an_eval_rerun_cut_off_marks_the_client_down(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"EVALSHA", NOSCRIPT, 0, 0, NULL, 0},
+                             {"EVAL", NULL, 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = fake_client(f, &s);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("cut", 2, fc);
+    resil_breaker *b = fleet_breaker(r, &bo);
+
+    fleet_wait_until(downs_of(&s) == 1);
+    assert_string_equal(s.detail, "EVAL: the server closed the connection");
+    resil_redis_stats st = stats_of(r);
+    assert_false(st.connected);
+    assert_int_equal(st.noscript, 1);
+    assert_int_equal(st.command_errors, 0);
+    assert_int_equal(st.disconnects, 1);
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+    fake_server_stop(f);
+}
+
+static void a_nil_answer_to_a_round_is_one_command_error(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"EVALSHA", "$-1\r\n", 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = fake_client(f, &s);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("nil", 2, fc);
+    resil_breaker *b = fleet_breaker(r, &bo);
+    assert_int_equal(resil_redis_sync(r), 0);
+
+    resil_redis_stats st = stats_of(r);
+    assert_true(st.connected);
+    assert_int_equal(st.command_errors, 2); /* the attach's round and this one */
+    assert_int_equal(downs_of(&s), 0);
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+    fake_server_stop(f);
+}
+
+/* ---- on a real server ------------------------------------------------------------------- */
+
+static resil_redis *real_client(seen *s)
+{
+    resil_redis_opts o = opts_for(redis_server_url(fleet_server), RESIL_MS(10), s);
+    return fleet_client_with(&o);
+}
+
+static void an_oversized_message_on_the_channel_drops_the_subscription_until_relinked(
+    void **state)
+{
+    (void)state;
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = real_client(&s);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("big-message", 2, fc);
+    resil_breaker *b = fleet_breaker(r, &bo);
+
+    static char payload[70001];
+    memset(payload, 'x', sizeof payload - 1);
+    const char *argv[] = {"PUBLISH", "resil:events", payload};
+    assert_int_equal(redis_server_integer(fleet_server, 3, argv), 1);
+    fleet_wait_until(downs_of(&s) == 1);
+    assert_string_equal(s.detail,
+                        "SUBSCRIBE: malformed message: a string announced longer than 65536 bytes");
+
+    fleet_wait_until(ups_of(&s) == 1);
+    resil_redis_stats st = stats_of(r);
+    assert_true(st.connected);
+    assert_int_equal(st.messages, 0);
+    assert_int_equal(st.disconnects, 1);
+    assert_int_equal(st.reconnects, 1);
+    resil_breaker_permit p;
+    assert_int_equal(resil_breaker_acquire(b, &p), 0);
+    assert_false(resil_redis_permit_fallback(&p));
+    assert_int_equal(resil_breaker_record(b, &p, RESIL_BREAKER_SUCCESS), 0);
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+static void a_script_reload_that_meets_a_paused_redis_marks_the_client_down(void **state)
+{
+    (void)state;
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    resil_redis *r = real_client(&s);
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive("reload", 2, fc);
+    resil_breaker *b = fleet_breaker(r, &bo);
+
+    /* The round after SCRIPT FLUSH meets NOSCRIPT, EVAL stands in, and
+     * the next round reloads the script first. */
+    const char *flush[] = {"SCRIPT", "FLUSH"};
+    freeReplyObject(redis_server_command(fleet_server, 2, flush));
+    assert_int_equal(resil_redis_sync(r), 0);
+    assert_int_equal(stats_of(r).noscript, 1);
+
+    redis_server_pause(fleet_server);
+    assert_int_equal(resil_redis_sync(r), RESIL_EBACKEND);
+    assert_int_equal(downs_of(&s), 1);
+    assert_string_equal(s.detail, "SCRIPT LOAD: no answer within 2s");
+    assert_false(resil_redis_connected(r));
+
+    redis_server_resume(fleet_server);
+    fleet_wait_until(ups_of(&s) == 1);
+    assert_int_equal(resil_redis_sync(r), 0);
+    resil_redis_stats st = stats_of(r);
+    assert_int_equal(st.noscript, 1);
+    assert_int_equal(st.disconnects, 1);
+    assert_int_equal(st.reconnects, 1);
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+static int take_one(const char *name, void *ud)
+{
+    (void)name;
+    (*(int *)ud)++;
+    return 1;
+}
+
+static void listing_stops_at_the_first_name_the_callback_refuses(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_breaker_opts oa = fleet_consecutive("listed-a", 2, fc);
+    resil_redis_breaker_opts ob = fleet_consecutive("listed-b", 2, fc);
+    resil_breaker *a = fleet_breaker(r, &oa), *b = fleet_breaker(r, &ob);
+    int calls = 0;
+    assert_int_equal(resil_redis_list(r, take_one, &calls, NULL), 0);
+    assert_int_equal(calls, 1);
+    resil_breaker_free(a);
+    resil_breaker_free(b);
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup(fn, fleet_flush)
+        T(a_subscribe_answered_with_something_else_marks_the_client_down),
+        T(a_subscribe_cut_off_marks_the_client_down),
+        T(an_offline_start_on_a_redis_still_loading_runs_on_local_state),
+        T(a_server_refusing_every_script_call_never_comes_back_up),
+        T(an_eval_rerun_answered_with_an_error_is_one_command_error),
+        T(an_eval_rerun_cut_off_marks_the_client_down),
+        T(a_nil_answer_to_a_round_is_one_command_error),
+        T(an_oversized_message_on_the_channel_drops_the_subscription_until_relinked),
+        T(a_script_reload_that_meets_a_paused_redis_marks_the_client_down),
+        T(listing_stops_at_the_first_name_the_callback_refuses),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
+}
