@@ -460,6 +460,69 @@ static void concurrency_factory_refuses_null_arguments(void **state)
     resil_redis_free(r);
 }
 
+static void a_lapsed_lease_its_holder_still_counts_is_forgotten_when_taken_again(void **state)
+{
+    (void)state;
+    pair p;
+    pair_open(&p, "forgotten", 1);
+    resil_bulkhead_ticket first = {0}, second = {0}, t = {0};
+    assert_int_equal(resil_bulkhead_acquire(p.a, NULL, &first), 0);
+    /* A stalled instance: its lease lapses before it renews or releases. */
+    resil_fake_clock_advance(p.fc, RESIL_S(1));
+    assert_int_equal(resil_bulkhead_acquire(p.a, NULL, &second), 0);
+    resil_redis_concurrency_stats s = stats_of(p.a);
+    assert_int_equal(s.fleet_admitted, 2);
+    assert_int_equal(s.held, 1); /* the fleet keeps one lease: so does the instance */
+
+    resil_bulkhead_release(&second); /* gives the live lease back */
+    assert_int_equal(resil_bulkhead_try_acquire(p.b, &t), 0);
+    resil_bulkhead_release(&first); /* nothing left to give */
+    assert_int_equal(stats_of(p.a).held, 0);
+    assert_int_equal(stats_of(p.b).held, 1);
+    resil_bulkhead_release(&t);
+    pair_close(&p);
+}
+
+static void a_fleet_limit_describes_itself_as_its_maximum_with_no_queue(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_concurrency_opts o = limit_of("described", 3, NULL);
+    resil_bulkhead *b = fleet_limit(r, &o);
+    resil_bulkhead_opts d;
+    memset(&d, 0xff, sizeof d);
+    resil_bulkhead_opts_get(b, &d);
+    assert_int_equal(d.max_concurrency, 3);
+    assert_int_equal(d.max_queue, 0);
+    assert_false(d.queue);
+    resil_bulkhead_free(b);
+    resil_redis_free(r);
+}
+
+static void a_bad_name_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_concurrency_opts o = limit_of(" spaced", 1, NULL);
+    limit_refused(r, &o,
+                  "redis_concurrency.name must be 1 to 255 printable bytes, not starting "
+                  "with a space");
+    resil_redis_free(r);
+}
+
+static void a_fallback_the_bulkhead_refuses_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_redis *r = fleet_client(NULL);
+    resil_bulkhead_opts fallback;
+    resil_bulkhead_opts_default(&fallback);
+    fallback.max_concurrency = 0;
+    resil_redis_concurrency_opts o = limit_of("bad-fallback", 1, NULL);
+    o.fallback = &fallback;
+    limit_refused(r, &o, "bulkhead.max_concurrency must be >= 1, got 0");
+    resil_redis_free(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--child") == 0)
@@ -470,6 +533,10 @@ int main(int argc, char **argv)
         T(a_lease_nobody_renews_lapses_and_its_permit_returns),
         T(a_renewed_lease_holds_its_permit),
         T(the_options_are_checked_by_name),
+        T(a_lapsed_lease_its_holder_still_counts_is_forgotten_when_taken_again),
+        T(a_fleet_limit_describes_itself_as_its_maximum_with_no_queue),
+        T(a_bad_name_is_refused_by_name),
+        T(a_fallback_the_bulkhead_refuses_is_refused_by_name),
         T(zero_instances_are_refused_by_name),
         T(a_lease_over_a_day_is_refused_by_name),
         T(a_lease_of_10ms_or_a_day_is_accepted),
