@@ -49,26 +49,65 @@ static int build_headers(const http_opts *o, struct curl_slist **out)
     return rc;
 }
 
-/* -G: URL?DATA (or URL&DATA when it has a query). -T FILE on a URL ending
- * in '/': URL + FILE's name. *out stays NULL when the URL is used as it
- * is; RESIL_ENOMEM when the derived one cannot be made (sending the URL
- * as given would be a different request). */
-static int derived_url(const http_opts *o, const char *url, char **out)
+/* u's URL with `name`, URL-encoded, after its path `path`, into *out. */
+static int with_name(CURL *e, CURLU *u, const char *path, const char *name, char **out)
 {
-    const char *tail = NULL, *sep = "";
-    *out = NULL;
-    if (o->get && o->data != NULL) {
-        tail = o->data;
-        sep = strchr(url, '?') != NULL ? "&" : "?";
-    } else if (o->upload_name != NULL && url[0] != '\0' && url[strlen(url) - 1] == '/') {
-        tail = o->upload_name;
+    char *enc = curl_easy_escape(e, name, 0);
+    size_t n = enc != NULL ? strlen(path) + 1 + strlen(enc) + 1 : 0;
+    char *grown = enc != NULL ? malloc(n) : NULL;
+    char *full = NULL;
+    if (grown != NULL) {
+        bool slash = path[0] != '\0' && path[strlen(path) - 1] == '/';
+        snprintf(grown, n, "%s%s%s", path, slash ? "" : "/", enc);
+        if (curl_url_set(u, CURLUPART_PATH, grown, 0) == CURLUE_OK)
+            (void)curl_url_get(u, CURLUPART_URL, &full, CURLU_DEFAULT_SCHEME);
     }
-    if (tail == NULL)
+    *out = full != NULL ? strdup(full) : NULL;
+    free(grown);
+    curl_free(full);
+    curl_free(enc);
+    return *out != NULL ? 0 : RESIL_ENOMEM;
+}
+
+/* -T FILE, as curl's tool does it (add_file_name_to_url): when the URL's
+ * path has no file name — empty, or ending in '/' — FILE's name,
+ * URL-encoded, ends the path, before any query. *out stays NULL when the
+ * URL is used as it is (one libcurl cannot read is left for it to refuse). */
+static int upload_url(CURL *e, const char *url, const char *name, char **out)
+{
+    CURLU *u = curl_url();
+    if (u == NULL)
+        return RESIL_ENOMEM;
+    char *path = NULL;
+    int rc = 0;
+    if (curl_url_set(u, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) ==
+            CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+        const char *slash = strrchr(path, '/');
+        if (slash == NULL || slash[1] == '\0')
+            rc = with_name(e, u, path, name, out);
+    }
+    curl_free(path);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+/* -G: URL?DATA (or URL&DATA when it has a query); -T FILE: upload_url().
+ * *out stays NULL when the URL is used as it is; RESIL_ENOMEM when the
+ * derived one cannot be made (sending the URL as given would be a
+ * different request). */
+static int derived_url(CURL *e, const http_opts *o, const char *url, char **out)
+{
+    *out = NULL;
+    if (o->upload_name != NULL)
+        return upload_url(e, url, o->upload_name, out);
+    if (!o->get || o->data == NULL)
         return 0;
-    size_t n = strlen(url) + strlen(sep) + strlen(tail) + 1;
+    const char *sep = strchr(url, '?') != NULL ? "&" : "?";
+    size_t n = strlen(url) + strlen(sep) + strlen(o->data) + 1;
     if ((*out = malloc(n)) == NULL)
         return RESIL_ENOMEM;
-    snprintf(*out, n, "%s%s%s", url, sep, tail);
+    snprintf(*out, n, "%s%s%s", url, sep, o->data);
     return 0;
 }
 
@@ -198,7 +237,7 @@ int http_handle_setup(CURL *e, const http_opts *o, const char *url, http_handle_
 {
     memset(parts, 0, sizeof *parts);
     curl_easy_reset(e);
-    int rc = derived_url(o, url, &parts->url);
+    int rc = derived_url(e, o, url, &parts->url);
     if (rc == 0)
         rc = build_headers(o, &parts->headers);
     if (rc == 0)

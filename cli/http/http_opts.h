@@ -47,7 +47,7 @@ typedef struct http_opts {
     bool head;                 /* -I */
     char *upload;              /* -T FILE's contents (heap), or NULL */
     size_t upload_len;
-    const char *upload_name;   /* its name, appended to a URL ending in '/' */
+    const char *upload_name;   /* its name, ending a URL whose path has none */
     const char *forms[64];     /* -F values as given, checked */
     int nforms;
     const char *user;          /* -u USER:PASSWORD */

@@ -1831,6 +1831,49 @@ static void an_upload_to_a_url_ending_in_a_slash_appends_the_files_name(void **s
     cli_result_free(&r);
 }
 
+/* curl appends the name whenever the URL's path has no file name, an
+ * empty path included. */
+static void an_upload_to_a_url_without_a_path_appends_the_files_name(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/up.txt", STEPS(OK_STEP));
+    cli_write(f->dir, "up.txt", "put body");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-T", "up.txt", url(f, ""), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/up.txt");
+    assert_string_equal(q->method, "PUT");
+    assert_string_equal(q->body, "put body");
+    cli_result_free(&r);
+}
+
+/* The path decides, not the URL's last character: a query stays after
+ * the name. */
+static void an_upload_to_a_directory_url_with_a_query_puts_the_name_before_it(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/d/up.txt", STEPS(OK_STEP));
+    cli_write(f->dir, "up.txt", "put body");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-T", "up.txt", url(f, "/d/?q=1"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(only_request(f, "/d/up.txt")->target, "/d/up.txt?q=1");
+    cli_result_free(&r);
+}
+
+/* The name goes into the URL URL-encoded, as curl_easy_escape encodes it. */
+static void an_uploaded_files_name_is_url_encoded_in_the_url(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/d/my%20notes%26more.txt", STEPS(OK_STEP));
+    cli_write(f->dir, "my notes&more.txt", "put body");
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-T", "my notes&more.txt", url(f, "/d/"), NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(only_request(f, "/d/my%20notes%26more.txt")->body, "put body");
+    cli_result_free(&r);
+}
+
 static void a_form_files_filename_attribute_names_the_part(void **state)
 {
     cli_fx *f = *state;
@@ -2347,6 +2390,9 @@ int main(void)
         T(a_header_sent_empty_with_a_semicolon_replaces_jsons_content_type),
         T(an_upload_puts_the_files_bytes_without_a_content_type),
         T(an_upload_to_a_url_ending_in_a_slash_appends_the_files_name),
+        T(an_upload_to_a_url_without_a_path_appends_the_files_name),
+        T(an_upload_to_a_directory_url_with_a_query_puts_the_name_before_it),
+        T(an_uploaded_files_name_is_url_encoded_in_the_url),
         T(a_form_files_filename_attribute_names_the_part),
         T(a_form_files_type_and_filename_attributes_both_apply),
         T(a_form_part_read_with_less_than_is_a_value_without_a_filename),
