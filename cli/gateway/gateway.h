@@ -380,6 +380,9 @@ const char *gw_known_method(const char *method);
 void gw_park(gw_req *r);
 /* loop: run `work` on a store worker, then `then` back on the loop. */
 void gw_to_pool(gw_req *r, gw_step work, gw_step then);
+/* Past the drain: the workers are stopped, and nothing more may be
+ * submitted to the store or sent upstream. */
+bool gw_stopping(gateway *gw);
 /* loop: an asynchronous store call is about to be submitted for r, with
  * `then` to run on the loop once it called back: counted until then.
  * False when the gateway is stopping: nothing may be submitted, and r is

@@ -470,6 +470,15 @@ static void post_back(gw_req *r)
  * that none is submitted once stopping is set, and stopping waits for
  * every one submitted before to call back: the store never calls back
  * into a request whose loop has closed it. */
+bool gw_stopping(gateway *gw)
+{
+    gw_http *h = gw->http;
+    pthread_mutex_lock(&h->mu);
+    bool stopping = h->stopping;
+    pthread_mutex_unlock(&h->mu);
+    return stopping;
+}
+
 bool gw_store_enter(gw_req *r, gw_step then)
 {
     gw_http *h = r->gw->http;

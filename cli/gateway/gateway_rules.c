@@ -477,6 +477,11 @@ static void forwarded(gw_call *c)
  * the loop once r->up holds the reply. */
 static void forward(gw_req *r, bool once, gw_step then)
 {
+    if (gw_stopping(r->gw)) { /* a claim back after the drain: nothing leaves */
+        r->result = MHD_NO;
+        gw_answered(r);
+        return;
+    }
     gw_forward f = {.method = r->method, .target = r->target,
                     .client_ip = gw_client_ip(r, r->conn),
                     .body = r->body.p, .body_len = r->body.len, .conn = r->conn,

@@ -907,6 +907,39 @@ static void a_call_the_stop_drops_closes_unanswered_and_its_key_is_settled_unkno
     assert_int_equal(upstream_requests(e->up), 0);
 }
 
+/* A claim that comes back once the drain is over finds the upstream's
+ * connection kept from an earlier request, where request bytes would
+ * leave at once: nothing is forwarded, the request closes unanswered, as
+ * docs/idempotency.md says of requests the stop finds on the store. */
+static void a_claim_that_comes_back_after_the_drain_is_not_forwarded(void **state)
+{
+    env *e = *state;
+    e->pg = pg_server_start();
+    assert_non_null(e->pg);
+    start_gateway_on_pg(e, upstream_url(e->up), "1s");
+    http_reply r;
+    post(e, "/orders", "k-warm", "a", &r); /* keeps a connection to the upstream */
+    assert_int_equal(r.status, 201);
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+    e->admin = PQconnectdb(pg_server_url(e->pg));
+    assert_int_equal(PQstatus(e->admin), CONNECTION_OK);
+    PQclear(admin_exec(e, "BEGIN"));
+    PQclear(admin_exec(e, "LOCK TABLE resil_idempotency IN ACCESS EXCLUSIVE MODE"));
+    slow_post p = {.e = e, .key = "k-late"};
+    pthread_t t;
+    pthread_create(&t, NULL, post_unanswered_in_thread, &p);
+    assert_true(test_wait_until(a_claim_waits_on_the_lock, e, 30));
+    kill(e->gw.pid, SIGTERM);
+    wait_for_log(e, "stopping: 1 request in flight, 1 unfinished");
+    PQclear(admin_exec(e, "ROLLBACK")); /* the claim comes back: FIRST */
+    pthread_join(t, NULL);
+    assert_int_equal(p.r.curl_code, CURLE_GOT_NOTHING);
+    http_reply_free(&p.r);
+    assert_int_equal(gateway_stop(&e->gw), 0);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
 /* ---- store jobs waiting for the one worker ---------------------------------- */
 /*
  * With batching off (--batch-max 1) a keyed request's store calls are jobs
@@ -1047,6 +1080,7 @@ int main(void)
         GW_CASE(an_answer_the_database_cannot_take_is_journaled_then_replayed),
         GW_CASE(without_a_journal_an_unsaved_answer_is_503_and_saved_later),
         GW_CASE(a_call_the_stop_drops_closes_unanswered_and_its_key_is_settled_unknown),
+        GW_CASE(a_claim_that_comes_back_after_the_drain_is_not_forwarded),
         GW_CASE(a_queued_store_job_runs_once_the_worker_is_free),
         GW_CASE(a_store_job_still_queued_at_stop_is_closed_unanswered_and_claims_nothing),
     };
