@@ -172,15 +172,17 @@ static void set_body(CURL *e, const http_opts *o)
     if (body != NULL) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    } else if (strcmp(m, "POST") == 0 && o->nforms == 0) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
     }
+    /* A GET with a body or a form, or a POST with neither, is curl's -X:
+     * the method named on the request libcurl shapes from the body, so a
+     * bodiless POST carries no Content-Length or form Content-Type. */
+    bool sent = body != NULL || o->nforms > 0;
     if (strcmp(m, "HEAD") == 0)
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     else if (strcmp(m, "GET") != 0 && strcmp(m, "POST") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
-    else if (strcmp(m, "GET") == 0 && body != NULL)
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "GET");
+    else if (strcmp(m, "GET") == 0 ? sent : !sent)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
 }
 
 static void set_transport(CURL *e, const http_opts *o)

@@ -1921,6 +1921,23 @@ static void a_form_part_read_with_less_than_is_a_value_without_a_filename(void *
     cli_result_free(&r);
 }
 
+/* -X POST alone is a POST without a body, as curl sends it: no
+ * Content-Length, and no form Content-Type for a form that is not there. */
+static void a_post_without_data_sends_no_body_headers(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/p", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-X", "POST", url(f, "/p"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/p");
+    assert_string_equal(q->method, "POST");
+    assert_int_equal(q->body_len, 0);
+    assert_int_equal(http_request_header_count(q, "Content-Length"), 0);
+    assert_int_equal(http_request_header_count(q, "Content-Type"), 0);
+    cli_result_free(&r);
+}
+
 /* -X GET with -d sends a GET that carries the body, as curl does. */
 static void get_with_data_sends_a_get_with_a_body(void **state)
 {
@@ -1934,6 +1951,20 @@ static void get_with_data_sends_a_get_with_a_body(void **state)
     assert_string_equal(q->target, "/g");
     assert_string_equal(q->body, "a=1");
     assert_header(q, "Content-Length", "3");
+    cli_result_free(&r);
+}
+
+/* -X GET with -F: a GET carrying the form, not the POST a form makes. */
+static void get_with_a_form_sends_a_get_with_the_form(void **state)
+{
+    cli_fx *f = *state;
+    http_server_script(f->server, "/g", STEPS(OK_STEP));
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-X", "GET", "-F", "a=b", url(f, "/g"), NULL);
+    assert_int_equal(r.status, 0);
+    const http_request *q = only_request(f, "/g");
+    assert_string_equal(q->method, "GET");
+    assert_contains(q->body, "Content-Disposition: form-data; name=\"a\"\r\n\r\nb\r\n");
     cli_result_free(&r);
 }
 
@@ -2396,7 +2427,9 @@ int main(void)
         T(a_form_files_filename_attribute_names_the_part),
         T(a_form_files_type_and_filename_attributes_both_apply),
         T(a_form_part_read_with_less_than_is_a_value_without_a_filename),
+        T(a_post_without_data_sends_no_body_headers),
         T(get_with_data_sends_a_get_with_a_body),
+        T(get_with_a_form_sends_a_get_with_the_form),
         T(get_flag_puts_the_data_in_the_query_and_sends_no_body),
         T(a_cookie_file_sends_its_cookies),
         T(a_cookie_jar_receives_the_servers_cookie),
