@@ -71,6 +71,7 @@ static void an_isolated_fleet_breaker_stays_isolated_while_redis_is_down(void **
     assert_int_equal(stats_of(resil_redis_breaker_fallback(b)).window_total, 0);
     resil_redis_breaker_status st;
     assert_int_equal(resil_redis_breaker_status_get(b, &st), RESIL_EBACKEND);
+    assert_int_equal(resil_breaker_close(b), RESIL_EBACKEND); /* nobody to tell */
 
     back_up();
     fleet_wait_until(fleet_ups(&ev) == 1);
