@@ -421,9 +421,10 @@ static int validate(resil_redis *r, const resil_redis_breaker_opts *o, resil_err
         return resil_err_set(err, RESIL_EINVAL,
                              "redis_breaker.counting must be FLEET or LOCAL, got %d",
                              (int)o->counting);
-    rc = resil_breaker_opts_validate(&o->rules, err);
+    resil_err inner = {0, ""};
+    rc = resil_breaker_opts_validate(&o->rules, &inner);
     if (rc != 0)
-        return rc;
+        return resil__fleet_refused_under("redis_breaker.rules", rc, &inner, err);
     /* The shared rules are the script's: a time window and the built-in
      * kinds. A count window or a predicate would be silently ignored. */
     if (o->rules.window != RESIL_BREAKER_WINDOW_TIME)
@@ -443,7 +444,9 @@ static int validate(resil_redis *r, const resil_redis_breaker_opts *o, resil_err
                              "redis_breaker.rules.half_open_probes must be <= %d, got %u",
                              RESIL_REDIS_MAX_PROBES, o->rules.half_open_probes);
     if (o->fallback != NULL)
-        return resil_breaker_opts_validate(o->fallback, err);
+        return resil__fleet_refused_under("redis_breaker.fallback",
+                                          resil_breaker_opts_validate(o->fallback, &inner),
+                                          &inner, err);
     return 0;
 }
 
@@ -464,7 +467,9 @@ static int make_local(fleet_breaker *b, const resil_redis_breaker_opts *o,
     lo.listener_ud = b;
     if (lo.clock == NULL)
         lo.clock = o->rules.clock;
-    return resil_breaker_new(&lo, &b->local, err);
+    resil_err inner = {0, ""};
+    return resil__fleet_refused_under("redis_breaker.fallback",
+                                      resil_breaker_new(&lo, &b->local, &inner), &inner, err);
 }
 
 static fleet_breaker *alloc_breaker(resil_redis *r, const resil_redis_breaker_opts *o)

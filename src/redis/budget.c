@@ -214,7 +214,9 @@ static int make_local(fleet_budget *b, const resil_redis_budget_opts *o, resil_e
         lo.max_tokens = o->max_tokens < 1000 ? o->max_tokens : 1000;
         lo.token_ratio = o->token_ratio < lo.max_tokens ? o->token_ratio : lo.max_tokens;
     }
-    return resil_budget_new(&lo, &b->local, err);
+    resil_err inner = {0, ""};
+    return resil__fleet_refused_under("redis_budget.fallback",
+                                      resil_budget_new(&lo, &b->local, &inner), &inner, err);
 }
 
 static int64_t milli(double tokens) { return (int64_t)llround(tokens * MILLI); }

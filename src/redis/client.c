@@ -155,6 +155,14 @@ int resil__fleet_name_check(const char *what, const char *name, resil_err *err)
                          what, RESIL_BREAKER_NAME_MAX - 1);
 }
 
+int resil__fleet_refused_under(const char *field, int rc, const resil_err *inner,
+                               resil_err *err)
+{
+    if (rc == 0)
+        return 0;
+    return resil_err_set(err, rc, "%s: %s", field, inner->message);
+}
+
 const fleet_config *resil__redis_config(const resil_redis *r) { return &r->cfg; }
 
 bool resil__redis_up(const resil_redis *r)
@@ -790,10 +798,9 @@ static int validate(const resil_redis_opts *o, resil_err *err)
         return bad_duration(err, "refresh_interval", ">= sync_interval", o->refresh_interval);
     if (o->key_ttl < RESIL_S(1))
         return bad_duration(err, "key_ttl", ">= 1s", o->key_ttl);
-    resil_err inner;
-    if (resil_backoff_validate(&o->reconnect, &inner) != 0)
-        return resil_err_set(err, RESIL_EINVAL, "redis.reconnect: %s", inner.message);
-    return 0;
+    resil_err inner = {0, ""};
+    return resil__fleet_refused_under("redis.reconnect",
+                                      resil_backoff_validate(&o->reconnect, &inner), &inner, err);
 }
 
 /* ---- life ------------------------------------------------------------------------------------ */

@@ -275,7 +275,9 @@ static int make_local(fleet_conc *l, const resil_redis_concurrency_opts *o, resi
         lo.queue = false;
     }
     lo.clock = l->clock;
-    return resil_bulkhead_new(&lo, &l->local, err);
+    resil_err inner = {0, ""};
+    return resil__fleet_refused_under("redis_concurrency.fallback",
+                                      resil_bulkhead_new(&lo, &l->local, &inner), &inner, err);
 }
 
 /* Unique enough among the instances on one key: pid, wall ns, address. */

@@ -168,6 +168,11 @@ int64_t resil__fleet_wall_ms(resil_clock *c);
 bool resil__fleet_name_ok(const char *name);
 /* 0 when `name` is ok, else RESIL_EINVAL naming `what`.name. */
 int resil__fleet_name_check(const char *what, const char *name, resil_err *err);
+/* The core's refusal `inner` (code rc, 0 for none) of options the fleet
+ * object holds in `field`, said under it: "redis_breaker.fallback:
+ * breaker.failure_threshold must be >= 1, got 0". */
+int resil__fleet_refused_under(const char *field, int rc, const resil_err *inner,
+                               resil_err *err);
 
 /* One more on a stats counter (relaxed: stats only). */
 static inline void resil__fleet_count(_Atomic uint64_t *c)

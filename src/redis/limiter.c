@@ -170,7 +170,9 @@ static int make_local(fleet_limiter *l, const resil_redis_ratelimit_opts *o, res
         lo.burst = resil__fleet_share(o->burst, o->instances);
     }
     lo.clock = l->clock;
-    return resil_ratelimit_new(&lo, &l->local, err);
+    resil_err inner = {0, ""};
+    return resil__fleet_refused_under("redis_ratelimit.fallback",
+                                      resil_ratelimit_new(&lo, &l->local, &inner), &inner, err);
 }
 
 int resil_redis_ratelimit_new(resil_redis *r, const resil_redis_ratelimit_opts *o,

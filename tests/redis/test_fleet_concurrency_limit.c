@@ -519,7 +519,7 @@ static void a_fallback_the_bulkhead_refuses_is_refused_by_name(void **state)
     fallback.max_concurrency = 0;
     resil_redis_concurrency_opts o = limit_of("bad-fallback", 1, NULL);
     o.fallback = &fallback;
-    limit_refused(r, &o, "bulkhead.max_concurrency must be >= 1, got 0");
+    limit_refused(r, &o, "redis_concurrency.fallback: bulkhead.max_concurrency must be >= 1, got 0");
     resil_redis_free(r);
 }
 

@@ -190,6 +190,22 @@ static void a_period_under_a_millisecond_is_refused_by_name(void **state)
     resil_fake_clock_free(fc);
 }
 
+static void a_fallback_the_limiter_refuses_is_refused_under_its_name(void **state)
+{
+    (void)state;
+    resil_fake_clock *fc = fleet_clock();
+    resil_redis *r = fleet_client(NULL);
+    resil_redis_ratelimit_opts o = ten_per_second("opts", fc);
+    resil_ratelimit_opts fallback;
+    resil_ratelimit_opts_default(&fallback, RESIL_RATELIMIT_TOKEN_BUCKET);
+    fallback.rate = 0;
+    o.fallback = &fallback;
+    limiter_refused(r, &o,
+                    "redis_ratelimit.fallback: ratelimit.rate must be in [1, 1000000000], got 0");
+    resil_redis_free(r);
+    resil_fake_clock_free(fc);
+}
+
 static void a_period_over_a_day_is_refused_by_name(void **state)
 {
     (void)state;
@@ -428,6 +444,7 @@ int main(void)
         T(the_options_are_checked_by_name),
         T(a_period_under_a_millisecond_is_refused_by_name),
         T(a_period_over_a_day_is_refused_by_name),
+        T(a_fallback_the_limiter_refuses_is_refused_under_its_name),
         T(a_period_of_a_millisecond_or_a_day_is_accepted),
         T(a_burst_spanning_more_than_2_50_us_is_refused_by_name),
         T(a_burst_spanning_just_under_2_50_us_is_accepted),

@@ -340,7 +340,7 @@ static void breaker_fields_are_refused_by_name(void **state)
     breaker_refused(r, &o, "redis_breaker.counting");
     o.counting = RESIL_REDIS_COUNT_FLEET;
     o.rules.failure_ratio = 1.5;
-    breaker_refused(r, &o, "breaker.failure_ratio");
+    breaker_refused(r, &o, "redis_breaker.rules: breaker.failure_ratio must be in");
     o.rules.failure_ratio = 0.1;
     o.rules.break_duration = RESIL_MS(1) - 1;
     breaker_refused(r, &o, "redis_breaker.rules.break_duration must be >= 1ms");
@@ -361,7 +361,7 @@ static void breaker_fields_are_refused_by_name(void **state)
     resil_breaker_opts_default(&bad);
     bad.failure_threshold = 0;
     o.fallback = &bad;
-    breaker_refused(r, &o, "breaker.failure_threshold");
+    breaker_refused(r, &o, "redis_breaker.fallback: breaker.failure_threshold must be");
     o.fallback = NULL;
 
     resil_breaker *b = fleet_breaker(r, &o); /* 64 probes and a 1ms break are fine */
@@ -409,7 +409,7 @@ static void budget_fields_are_refused_by_name(void **state)
     resil_budget_opts_default(&bad, RESIL_BUDGET_TOKENS);
     bad.max_tokens = -1;
     o.fallback = &bad;
-    budget_refused(r, &o, "max_tokens");
+    budget_refused(r, &o, "redis_budget.fallback: budget.max_tokens");
     o.fallback = NULL;
 
     resil_budget *b = NULL;
