@@ -106,6 +106,33 @@ static void malformed_urls_are_refused_by_part(void **state)
     refused(&o, RESIL_EINVAL, "password");
     o.url = "redis://[::1";
     refused(&o, RESIL_EINVAL, "unclosed '['");
+    o.url = "redis://[::1]6379";
+    refused(&o, RESIL_EINVAL, "must have ':PORT' after ']'");
+    o.url = "redis://[::1]:";
+    refused(&o, RESIL_EINVAL, "port in [1, 65535]");
+    o.url = "redis://127.0.0.1:";
+    refused(&o, RESIL_EINVAL, "port in [1, 65535]");
+}
+
+/* A URL whose host (256 bytes), user (128) or password (256) is one byte
+ * past what the client keeps. */
+static void url_parts_past_their_size_are_refused_by_part(void **state)
+{
+    (void)state;
+    resil_redis_opts o = good_opts();
+    char url[700], part[300];
+    memset(part, 'h', 256);
+    part[256] = '\0';
+    snprintf(url, sizeof url, "redis://%s:6379", part);
+    o.url = url;
+    refused(&o, RESIL_EINVAL, "has a host name that is too long");
+    part[128] = '\0';
+    snprintf(url, sizeof url, "redis://%s:pw@127.0.0.1", part);
+    refused(&o, RESIL_EINVAL, "has a user or password that is too long");
+    memset(part, 'p', 256);
+    part[256] = '\0';
+    snprintf(url, sizeof url, "redis://user:%s@127.0.0.1", part);
+    refused(&o, RESIL_EINVAL, "has a user or password that is too long");
 }
 
 static void a_server_that_is_not_redis_is_refused(void **state)
@@ -670,6 +697,7 @@ int main(void)
         T(a_missing_url_is_refused_naming_what_a_shared_breaker_needs),
         T(a_url_of_another_store_is_refused),
         T(malformed_urls_are_refused_by_part),
+        T(url_parts_past_their_size_are_refused_by_part),
         T(a_server_that_is_not_redis_is_refused),
         T(nothing_answering_is_refused_unless_offline_start_is_allowed),
         T(a_redis_that_refuses_auth_or_select_is_refused_in_its_words),
