@@ -1797,81 +1797,60 @@ static void a_header_sent_empty_with_a_semicolon_replaces_jsons_content_type(voi
     cli_result_free(&r);
 }
 
+/* `resil http -T FILE` (FILE holding `body`) to `path`: the request the
+ * server saw at `served`, a PUT of the body. */
+static const http_request *put_file(cli_fx *f, const char *file, const char *body,
+                                    const char *path, const char *served)
+{
+    http_server_script(f->server, served, STEPS(OK_STEP));
+    cli_write(f->dir, file, body);
+    cli_result r;
+    cli_run(&r, f->dir, NULL, "http", "-T", file, url(f, path), NULL);
+    assert_int_equal(r.status, 0);
+    cli_result_free(&r);
+    const http_request *q = only_request(f, served);
+    assert_string_equal(q->method, "PUT");
+    assert_string_equal(q->body, body);
+    return q;
+}
+
 /* -T PUTs the file as it is, with no form Content-Type (curl sends none). */
 static void an_upload_puts_the_files_bytes_without_a_content_type(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/u", STEPS(OK_STEP));
-    cli_write(f->dir, "up.txt", "line one\r\nline two\n");
-    cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "-T", "up.txt", url(f, "/u"), NULL);
-    assert_int_equal(r.status, 0);
-    const http_request *q = only_request(f, "/u");
-    assert_string_equal(q->method, "PUT");
-    assert_string_equal(q->body, "line one\r\nline two\n");
+    const http_request *q = put_file(f, "up.txt", "line one\r\nline two\n", "/u", "/u");
     assert_int_equal(http_request_header_count(q, "Content-Type"), 0);
-    cli_result_free(&r);
 }
 
 /* The file's own name, without its directory, ends a URL ending in '/'. */
 static void an_upload_to_a_url_ending_in_a_slash_appends_the_files_name(void **state)
 {
     cli_fx *f = *state;
-    http_server_script(f->server, "/d/up.txt", STEPS(OK_STEP));
     char sub[CLI_PATH_MAX];
     snprintf(sub, sizeof sub, "%s/sub", f->dir);
     assert_int_equal(mkdir(sub, 0755), 0);
-    cli_write(f->dir, "sub/up.txt", "put body");
-    cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "-T", "sub/up.txt", url(f, "/d/"), NULL);
-    assert_int_equal(r.status, 0);
-    const http_request *q = only_request(f, "/d/up.txt");
-    assert_string_equal(q->method, "PUT");
-    assert_string_equal(q->body, "put body");
-    cli_result_free(&r);
+    put_file(f, "sub/up.txt", "put body", "/d/", "/d/up.txt");
 }
 
 /* curl appends the name whenever the URL's path has no file name, an
  * empty path included. */
 static void an_upload_to_a_url_without_a_path_appends_the_files_name(void **state)
 {
-    cli_fx *f = *state;
-    http_server_script(f->server, "/up.txt", STEPS(OK_STEP));
-    cli_write(f->dir, "up.txt", "put body");
-    cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "-T", "up.txt", url(f, ""), NULL);
-    assert_int_equal(r.status, 0);
-    const http_request *q = only_request(f, "/up.txt");
-    assert_string_equal(q->method, "PUT");
-    assert_string_equal(q->body, "put body");
-    cli_result_free(&r);
+    put_file(*state, "up.txt", "put body", "", "/up.txt");
 }
 
 /* The path decides, not the URL's last character: a query stays after
  * the name. */
 static void an_upload_to_a_directory_url_with_a_query_puts_the_name_before_it(void **state)
 {
-    cli_fx *f = *state;
-    http_server_script(f->server, "/d/up.txt", STEPS(OK_STEP));
-    cli_write(f->dir, "up.txt", "put body");
-    cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "-T", "up.txt", url(f, "/d/?q=1"), NULL);
-    assert_int_equal(r.status, 0);
-    assert_string_equal(only_request(f, "/d/up.txt")->target, "/d/up.txt?q=1");
-    cli_result_free(&r);
+    const http_request *q = put_file(*state, "up.txt", "put body", "/d/?q=1", "/d/up.txt");
+    assert_string_equal(q->target, "/d/up.txt?q=1");
 }
 
 /* The name goes into the URL URL-encoded, as curl_easy_escape encodes it. */
 static void an_uploaded_files_name_is_url_encoded_in_the_url(void **state)
 {
-    cli_fx *f = *state;
-    http_server_script(f->server, "/d/my%20notes%26more.txt", STEPS(OK_STEP));
-    cli_write(f->dir, "my notes&more.txt", "put body");
-    cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "-T", "my notes&more.txt", url(f, "/d/"), NULL);
-    assert_int_equal(r.status, 0);
-    assert_string_equal(only_request(f, "/d/my%20notes%26more.txt")->body, "put body");
-    cli_result_free(&r);
+    put_file(*state, "my notes&more.txt", "put body", "/d/", "/d/my%20notes%26more.txt");
 }
 
 static void a_form_files_filename_attribute_names_the_part(void **state)

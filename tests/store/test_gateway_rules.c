@@ -865,19 +865,16 @@ static void start_gateway_on_pg(env *e, const char *upstream_url, const char *le
     start_gateway_to(e, upstream_url, extra);
 }
 
-static void a_call_the_stop_drops_closes_unanswered_and_its_key_is_settled_unknown(void **state)
+/* A keyed POST whose claim waits on the locked table while the gateway is
+ * told to stop; the lock goes once the drain is over, the claim comes
+ * back FIRST, and the request is closed unanswered as the gateway stops. */
+static void stop_while_a_claim_waits(env *e, const char *key)
 {
-    env *e = *state;
-    e->pg = pg_server_start();
-    assert_non_null(e->pg);
-    char stalled[64];
-    snprintf(stalled, sizeof stalled, "http://127.0.0.1:%d", stalled_port(e));
-    start_gateway_on_pg(e, stalled, "1s");
     e->admin = PQconnectdb(pg_server_url(e->pg));
     assert_int_equal(PQstatus(e->admin), CONNECTION_OK);
     PQclear(admin_exec(e, "BEGIN"));
     PQclear(admin_exec(e, "LOCK TABLE resil_idempotency IN ACCESS EXCLUSIVE MODE"));
-    slow_post p = {.e = e, .key = "k-stop"};
+    slow_post p = {.e = e, .key = key};
     pthread_t t;
     pthread_create(&t, NULL, post_unanswered_in_thread, &p);
     assert_true(test_wait_until(a_claim_waits_on_the_lock, e, 30));
@@ -888,6 +885,17 @@ static void a_call_the_stop_drops_closes_unanswered_and_its_key_is_settled_unkno
     assert_int_equal(p.r.curl_code, CURLE_GOT_NOTHING);
     http_reply_free(&p.r);
     assert_int_equal(gateway_stop(&e->gw), 0);
+}
+
+static void a_call_the_stop_drops_closes_unanswered_and_its_key_is_settled_unknown(void **state)
+{
+    env *e = *state;
+    e->pg = pg_server_start();
+    assert_non_null(e->pg);
+    char stalled[64];
+    snprintf(stalled, sizeof stalled, "http://127.0.0.1:%d", stalled_port(e));
+    start_gateway_on_pg(e, stalled, "1s");
+    stop_while_a_claim_waits(e, "k-stop");
     assert_true(gateway_log_contains(&e->gw, "resil gateway: stopped"));
     /* A gateway in front of the real upstream: once the 1 s lease is over,
      * the key is taken over and saved as an unknown outcome, not run. */
@@ -922,21 +930,7 @@ static void a_claim_that_comes_back_after_the_drain_is_not_forwarded(void **stat
     assert_int_equal(r.status, 201);
     http_reply_free(&r);
     assert_int_equal(upstream_requests(e->up), 1);
-    e->admin = PQconnectdb(pg_server_url(e->pg));
-    assert_int_equal(PQstatus(e->admin), CONNECTION_OK);
-    PQclear(admin_exec(e, "BEGIN"));
-    PQclear(admin_exec(e, "LOCK TABLE resil_idempotency IN ACCESS EXCLUSIVE MODE"));
-    slow_post p = {.e = e, .key = "k-late"};
-    pthread_t t;
-    pthread_create(&t, NULL, post_unanswered_in_thread, &p);
-    assert_true(test_wait_until(a_claim_waits_on_the_lock, e, 30));
-    kill(e->gw.pid, SIGTERM);
-    wait_for_log(e, "stopping: 1 request in flight, 1 unfinished");
-    PQclear(admin_exec(e, "ROLLBACK")); /* the claim comes back: FIRST */
-    pthread_join(t, NULL);
-    assert_int_equal(p.r.curl_code, CURLE_GOT_NOTHING);
-    http_reply_free(&p.r);
-    assert_int_equal(gateway_stop(&e->gw), 0);
+    stop_while_a_claim_waits(e, "k-late");
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
