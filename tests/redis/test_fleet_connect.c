@@ -84,6 +84,35 @@ static resil_redis *fake_client(fake_server *f, seen *s)
     return fleet_client_with(&o);
 }
 
+/* A fake server answering as told, a client of it recording its events,
+ * and a fleet breaker on the client (its attach runs the first round). */
+typedef struct faked {
+    fake_server *f;
+    seen s;
+    resil_redis *r;
+    resil_fake_clock *fc;
+    resil_breaker *b;
+} faked;
+
+static void faked_open(faked *w, const fake_answer *answers, const char *breaker)
+{
+    w->f = fake_server_answering(answers);
+    assert_non_null(w->f);
+    w->s = (seen){.mu = PTHREAD_MUTEX_INITIALIZER};
+    w->r = fake_client(w->f, &w->s);
+    w->fc = fleet_clock();
+    resil_redis_breaker_opts bo = fleet_consecutive(breaker, 2, w->fc);
+    w->b = fleet_breaker(w->r, &bo);
+}
+
+static void faked_close(faked *w)
+{
+    resil_breaker_free(w->b);
+    resil_redis_free(w->r);
+    resil_fake_clock_free(w->fc);
+    fake_server_stop(w->f);
+}
+
 /* ---- the subscription --------------------------------------------------------- */
 
 static void a_subscribe_answered_with_something_else_marks_the_client_down(void **state)
@@ -219,25 +248,16 @@ static void an_eval_rerun_answered_with_an_error_is_one_command_error(void **sta
                              {"EVALSHA", NOSCRIPT, 0, 0, NULL, 0},
                              {"EVAL", "-ERR user_script:1: boom\r\n", 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    resil_redis *r = fake_client(f, &s);
-    resil_fake_clock *fc = fleet_clock();
-    resil_redis_breaker_opts bo = fleet_consecutive("boom", 2, fc);
-    resil_breaker *b = fleet_breaker(r, &bo); /* its first round: NOSCRIPT, then EVAL */
-
-    resil_redis_stats st = stats_of(r);
+    faked w;
+    faked_open(&w, answers, "boom"); /* its first round: NOSCRIPT, then EVAL */
+    resil_redis_stats st = stats_of(w.r);
     assert_true(st.connected);
     assert_int_equal(st.noscript, 1);
     assert_int_equal(st.command_errors, 1);
     assert_int_equal(st.disconnects, 0);
-    assert_int_equal(downs_of(&s), 0);
-    assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
-    resil_breaker_free(b);
-    resil_redis_free(r);
-    resil_fake_clock_free(fc);
-    fake_server_stop(f);
+    assert_int_equal(downs_of(&w.s), 0);
+    assert_int_equal(resil_breaker_state_of(w.b), RESIL_BREAKER_CLOSED);
+    faked_close(&w);
 }
 
 static void an_eval_rerun_cut_off_marks_the_client_down(void **state)
@@ -249,25 +269,16 @@ static void an_eval_rerun_cut_off_marks_the_client_down(void **state)
                              {"EVALSHA", NOSCRIPT, 0, 0, NULL, 0},
                              {"EVAL", NULL, 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    resil_redis *r = fake_client(f, &s);
-    resil_fake_clock *fc = fleet_clock();
-    resil_redis_breaker_opts bo = fleet_consecutive("cut", 2, fc);
-    resil_breaker *b = fleet_breaker(r, &bo);
-
-    fleet_wait_until(downs_of(&s) == 1);
-    assert_string_equal(s.detail, "EVAL: the server closed the connection");
-    resil_redis_stats st = stats_of(r);
+    faked w;
+    faked_open(&w, answers, "cut");
+    fleet_wait_until(downs_of(&w.s) == 1);
+    assert_string_equal(w.s.detail, "EVAL: the server closed the connection");
+    resil_redis_stats st = stats_of(w.r);
     assert_false(st.connected);
     assert_int_equal(st.noscript, 1);
     assert_int_equal(st.command_errors, 0);
     assert_int_equal(st.disconnects, 1);
-    resil_breaker_free(b);
-    resil_redis_free(r);
-    resil_fake_clock_free(fc);
-    fake_server_stop(f);
+    faked_close(&w);
 }
 
 static void a_nil_answer_to_a_round_is_one_command_error(void **state)
@@ -278,23 +289,14 @@ static void a_nil_answer_to_a_round_is_one_command_error(void **state)
                              {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
                              {"EVALSHA", "$-1\r\n", 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    resil_redis *r = fake_client(f, &s);
-    resil_fake_clock *fc = fleet_clock();
-    resil_redis_breaker_opts bo = fleet_consecutive("nil", 2, fc);
-    resil_breaker *b = fleet_breaker(r, &bo);
-    assert_int_equal(resil_redis_sync(r), 0);
-
-    resil_redis_stats st = stats_of(r);
+    faked w;
+    faked_open(&w, answers, "nil");
+    assert_int_equal(resil_redis_sync(w.r), 0);
+    resil_redis_stats st = stats_of(w.r);
     assert_true(st.connected);
     assert_int_equal(st.command_errors, 2); /* the attach's round and this one */
-    assert_int_equal(downs_of(&s), 0);
-    resil_breaker_free(b);
-    resil_redis_free(r);
-    resil_fake_clock_free(fc);
-    fake_server_stop(f);
+    assert_int_equal(downs_of(&w.s), 0);
+    faked_close(&w);
 }
 
 /* ---- on a real server ------------------------------------------------------------------- */
