@@ -466,10 +466,6 @@ static void post_back(gw_req *r)
     loop->ops->post(loop->self, &r->back);
 }
 
-/* The asynchronous store calls are counted under the workers' lock, so
- * that none is submitted once stopping is set, and stopping waits for
- * every one submitted before to call back: the store never calls back
- * into a request whose loop has closed it. */
 bool gw_stopping(gateway *gw)
 {
     gw_http *h = gw->http;
@@ -479,6 +475,10 @@ bool gw_stopping(gateway *gw)
     return stopping;
 }
 
+/* The asynchronous store calls are counted under the workers' lock, so
+ * that none is submitted once stopping is set, and stopping waits for
+ * every one submitted before to call back: the store never calls back
+ * into a request whose loop has closed it. */
 bool gw_store_enter(gw_req *r, gw_step then)
 {
     gw_http *h = r->gw->http;
