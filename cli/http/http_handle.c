@@ -53,11 +53,13 @@ static int build_headers(const http_opts *o, struct curl_slist **out)
 static int with_name(CURL *e, CURLU *u, const char *path, const char *name, char **out)
 {
     char *enc = curl_easy_escape(e, name, 0);
-    size_t n = enc != NULL ? strlen(path) + 1 + strlen(enc) + 1 : 0;
-    char *grown = enc != NULL ? malloc(n) : NULL;
+    if (enc == NULL)
+        return RESIL_ENOMEM;
+    bool slash = path[0] != '\0' && path[strlen(path) - 1] == '/';
+    size_t n = strlen(path) + 1 + strlen(enc) + 1;
+    char *grown = malloc(n);
     char *full = NULL;
     if (grown != NULL) {
-        bool slash = path[0] != '\0' && path[strlen(path) - 1] == '/';
         snprintf(grown, n, "%s%s%s", path, slash ? "" : "/", enc);
         if (curl_url_set(u, CURLUPART_PATH, grown, 0) == CURLUE_OK)
             (void)curl_url_get(u, CURLUPART_URL, &full, CURLU_DEFAULT_SCHEME);
@@ -173,15 +175,13 @@ static void set_body(CURL *e, const http_opts *o)
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
     }
-    /* A GET with a body or a form, or a POST with neither, is curl's -X:
-     * the method named on the request libcurl shapes from the body, so a
+    /* libcurl sends a POST when it has a body or a form, else a GET; any
+     * other method is named on that request, as curl's -X does, so a
      * bodiless POST carries no Content-Length or form Content-Type. */
-    bool sent = body != NULL || o->nforms > 0;
+    const char *shaped = body != NULL || o->nforms > 0 ? "POST" : "GET";
     if (strcmp(m, "HEAD") == 0)
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    else if (strcmp(m, "GET") != 0 && strcmp(m, "POST") != 0)
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
-    else if (strcmp(m, "GET") == 0 ? sent : !sent)
+    else if (strcmp(m, shaped) != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
 }
 

@@ -2000,17 +2000,23 @@ static void https_url(cli_fx *f, const char *path, char *buf, size_t cap)
     snprintf(buf, cap, "https://127.0.0.1:%d%s", http_server_port(f->server), path);
 }
 
-static void a_ca_file_that_cannot_be_read_fails_77_with_nothing_sent(void **state)
+/* `option missing.pem` on an https URL: curl's `code`, and nothing sent. */
+static void an_unreadable_tls_file_fails_unsent(cli_fx *f, const char *option, int code)
 {
-    cli_fx *f = *state;
-    char u[128];
+    char u[128], why[16];
     https_url(f, "/a", u, sizeof u);
     cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "--retry", "0", "--cacert", "missing.pem", u, NULL);
-    assert_int_equal(r.status, 77);
-    assert_contains(r.err, "curl 77: ");
+    cli_run(&r, f->dir, NULL, "http", "--retry", "0", option, "missing.pem", u, NULL);
+    assert_int_equal(r.status, code);
+    snprintf(why, sizeof why, "curl %d: ", code);
+    assert_contains(r.err, why);
     assert_int_equal(http_server_count(f->server, NULL), 0);
     cli_result_free(&r);
+}
+
+static void a_ca_file_that_cannot_be_read_fails_77_with_nothing_sent(void **state)
+{
+    an_unreadable_tls_file_fails_unsent(*state, "--cacert", 77);
 }
 
 /* -k verifies nothing, so the CA file is not needed: the run gets past it
@@ -2030,15 +2036,7 @@ static void insecure_does_without_the_ca_file(void **state)
 
 static void a_client_certificate_that_cannot_be_read_fails_58_with_nothing_sent(void **state)
 {
-    cli_fx *f = *state;
-    char u[128];
-    https_url(f, "/a", u, sizeof u);
-    cli_result r;
-    cli_run(&r, f->dir, NULL, "http", "--retry", "0", "-E", "missing.pem", u, NULL);
-    assert_int_equal(r.status, 58);
-    assert_contains(r.err, "curl 58: ");
-    assert_int_equal(http_server_count(f->server, NULL), 0);
-    cli_result_free(&r);
+    an_unreadable_tls_file_fails_unsent(*state, "-E", 58);
 }
 
 /* -x: the proxy (here the server itself) gets the absolute-form target. */

@@ -53,6 +53,26 @@ static inline int fleet_flush(void **state)
     return 0;
 }
 
+/* The killed test server back, on its port and with its data dir. */
+static inline void fleet_restart(void)
+{
+    assert_int_equal(redis_server_restart(fleet_server), 0);
+}
+
+/* REPLICAOF on the test server ("NO", "ONE": a primary again). */
+static inline void fleet_replica_of(const char *host, const char *port)
+{
+    const char *argv[] = {"REPLICAOF", host, port};
+    redisReply *rep = redis_server_command(fleet_server, 3, argv);
+    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+}
+
+/* What a fake server answers a client's setup with, as Redis would: the
+ * script's SHA, the subscription to the fleet's channel confirmed. */
+#define FLEET_FAKE_SHA "0123456789abcdef0123456789abcdef01234567"
+#define FLEET_FAKE_SUBSCRIBED "*3\r\n$9\r\nsubscribe\r\n$12\r\nresil:events\r\n:1\r\n"
+
 static inline void fleet_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -91,6 +111,7 @@ typedef struct fleet_events {
     fleet_seen seen[FLEET_EVENTS_MAX];
     size_t len;
     size_t downs, ups;
+    char first_down[200]; /* the first DOWN's detail */
 } fleet_events;
 
 static inline void fleet_events_init(fleet_events *e)
@@ -105,8 +126,8 @@ static inline void fleet_record_event(const resil_redis_event *ev, void *ud)
 {
     fleet_events *e = ud;
     pthread_mutex_lock(&e->mu);
-    if (ev->type == RESIL_REDIS_DOWN)
-        e->downs++;
+    if (ev->type == RESIL_REDIS_DOWN && e->downs++ == 0)
+        snprintf(e->first_down, sizeof e->first_down, "%s", ev->detail);
     if (ev->type == RESIL_REDIS_UP)
         e->ups++;
     if (e->len < FLEET_EVENTS_MAX) {
@@ -158,14 +179,14 @@ static inline bool fleet_saw(fleet_events *e, const char *name, resil_breaker_st
  * for an outage. Tests of outages choose their own. */
 #define FLEET_TIMEOUT RESIL_S(2)
 
-/* Options for a client on the test server: the library's defaults, except
- * that rounds happen only when asked (resil_redis_sync) or woken, so a test
+/* Options for a client of `url`: the library's defaults, except that
+ * rounds happen only when asked (resil_redis_sync) or woken, so a test
  * decides when counts reach Redis, and the timeout above. */
-static inline resil_redis_opts fleet_opts(fleet_events *events)
+static inline resil_redis_opts fleet_opts_of(const char *url, fleet_events *events)
 {
     resil_redis_opts o;
     resil_redis_opts_default(&o);
-    o.url = redis_server_url(fleet_server);
+    o.url = url;
     o.timeout = FLEET_TIMEOUT;
     o.sync_interval = RESIL_S(3600);
     o.refresh_interval = RESIL_S(3600);
@@ -173,6 +194,25 @@ static inline resil_redis_opts fleet_opts(fleet_events *events)
         o.listener = fleet_record_event;
         o.listener_ud = events;
     }
+    return o;
+}
+
+/* ... on the test server. */
+static inline resil_redis_opts fleet_opts(fleet_events *events)
+{
+    return fleet_opts_of(redis_server_url(fleet_server), events);
+}
+
+/* The same for a client of `url` (a fake server's, say) that reconnects
+ * every `reconnect`, without jitter. */
+static inline resil_redis_opts fleet_opts_at(const char *url, resil_duration reconnect,
+                                             fleet_events *events)
+{
+    resil_redis_opts o = fleet_opts_of(url, events);
+    o.reconnect.kind = RESIL_BACKOFF_CONSTANT;
+    o.reconnect.base = reconnect;
+    o.reconnect.max_delay = reconnect;
+    o.reconnect.jitter = RESIL_JITTER_NONE;
     return o;
 }
 

@@ -278,9 +278,6 @@ static void the_largest_scan_page_and_message_the_adapter_expects_are_read(void 
 
 /* ---- fake servers on loopback ------------------------------------------------ */
 
-#define SHA "0123456789abcdef0123456789abcdef01234567"
-#define SUBSCRIBED "*3\r\n$9\r\nsubscribe\r\n$12\r\nresil:events\r\n:1\r\n"
-
 /* What happened to one script call, as a child's exit status. */
 enum { V_OK = 10, V_MALFORMED, V_REJECTED, V_FAILED, V_UNREACHABLE, V_SETUP };
 
@@ -298,7 +295,7 @@ static int script_call_verdict(const char *url)
     fleet_cmd cmd = {.op = FLEET_PROBE, .key = "resil:breaker:x", .name = "x"};
     fleet_state s;
     uint64_t noscript = 0, sent = 0;
-    int rc = resil__fleet_run(c, &cmd, &cfg, SHA, resil__fleet_deadline(cfg.timeout), &s,
+    int rc = resil__fleet_run(c, &cmd, &cfg, FLEET_FAKE_SHA, resil__fleet_deadline(cfg.timeout), &s,
                               &noscript, &sent, why, sizeof why);
     int v = rc == 0                                               ? V_OK
             : rc == RESIL_EIO && resil__fleet_malformed(c)        ? V_MALFORMED
@@ -365,46 +362,11 @@ static void an_answer_within_the_bounds_but_of_another_shape_keeps_its_connectio
 
 /* ---- the client on a fake Redis ----------------------------------------------- */
 
-typedef struct downs {
-    pthread_mutex_t mu;
-    int n;
-    char detail[200];
-} downs;
-
-static void record_down(const resil_redis_event *ev, void *ud)
-{
-    downs *d = ud;
-    if (ev->type != RESIL_REDIS_DOWN)
-        return;
-    pthread_mutex_lock(&d->mu);
-    if (d->n++ == 0)
-        snprintf(d->detail, sizeof d->detail, "%s", ev->detail);
-    pthread_mutex_unlock(&d->mu);
-}
-
-static int downs_seen(downs *d)
-{
-    pthread_mutex_lock(&d->mu);
-    int n = d->n;
-    pthread_mutex_unlock(&d->mu);
-    return n;
-}
-
 /* A client of the fake that never reconnects during a test. */
-static resil_redis *fake_client(fake_server *f, const char *prefix, downs *d)
+static resil_redis *fake_client(fake_server *f, const char *prefix, fleet_events *ev)
 {
-    resil_redis_opts o;
-    resil_redis_opts_default(&o);
-    o.url = fake_server_url(f);
+    resil_redis_opts o = fleet_opts_at(fake_server_url(f), RESIL_S(3600), ev);
     o.prefix = prefix;
-    o.timeout = FLEET_TIMEOUT;
-    o.sync_interval = RESIL_S(3600);
-    o.refresh_interval = RESIL_S(3600);
-    o.reconnect.base = RESIL_S(3600);
-    o.reconnect.max_delay = RESIL_S(3600);
-    o.reconnect.jitter = RESIL_JITTER_NONE;
-    o.listener = record_down;
-    o.listener_ud = d;
     return fleet_client_with(&o);
 }
 
@@ -412,30 +374,32 @@ static void a_round_answer_beyond_the_bounds_is_a_command_error_and_drops_the_li
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
                              {"EVALSHA", "*1170000000\r\n", 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    downs d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fleet_events d;
+    fleet_events_init(&d);
     resil_redis *r = fake_client(f, "resil:", &d);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts o = fleet_consecutive("bounded", 3, fc);
     resil_breaker *b = fleet_breaker(r, &o); /* its first round meets the answer */
 
-    fleet_wait_until(downs_seen(&d) == 1);
+    fleet_wait_until(fleet_downs(&d) == 1);
     resil_redis_stats st;
     resil_redis_stats_get(r, &st);
     assert_int_equal(st.command_errors, 1);
     assert_false(st.connected);
-    assert_string_equal(d.detail, "EVALSHA: malformed answer: an array of 1170000000 "
+    assert_string_equal(d.first_down, "EVALSHA: malformed answer: an array of 1170000000 "
                                   "elements (at most 4096)");
     assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED); /* local */
     resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fake_server_stop(f);
+    fleet_events_destroy(&d);
 }
 
 static void a_message_beyond_the_bounds_drops_the_subscription(void **state)
@@ -443,22 +407,24 @@ static void a_message_beyond_the_bounds_drops_the_subscription(void **state)
     (void)state;
     fake_answer answers[] = {
         {"PING", "+PONG\r\n", 0, 0, NULL, 0},
-        {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-        {"SUBSCRIBE", SUBSCRIBED, 0, 0,
+        {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+        {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0,
          "*3\r\n$7\r\nmessage\r\n$12\r\nresil:events\r\n$2000000000\r\n", 50},
         {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    downs d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fleet_events d;
+    fleet_events_init(&d);
     resil_redis *r = fake_client(f, "resil:", &d);
-    fleet_wait_until(downs_seen(&d) == 1);
-    assert_string_equal(d.detail, "SUBSCRIBE: malformed message: a string announced longer "
+    fleet_wait_until(fleet_downs(&d) == 1);
+    assert_string_equal(d.first_down, "SUBSCRIBE: malformed message: a string announced longer "
                                   "than 65536 bytes");
     resil_redis_stats st;
     resil_redis_stats_get(r, &st);
     assert_int_equal(st.messages, 0);
     resil_redis_free(r);
     fake_server_stop(f);
+    fleet_events_destroy(&d);
 }
 
 typedef struct listed {
@@ -482,13 +448,14 @@ static void a_scan_page_at_the_limits_is_listed_in_full(void **state)
     (void)state;
     text page = scan_page(FLEET_REPLY_ELEMENTS_MAX);
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
                              {"SCAN", page.s, 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    downs d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fleet_events d;
+    fleet_events_init(&d);
     resil_redis *r = fake_client(f, LONG_PREFIX, &d);
     listed l = {0, true};
     resil_err err;
@@ -501,6 +468,7 @@ static void a_scan_page_at_the_limits_is_listed_in_full(void **state)
     assert_true(st.connected);
     resil_redis_free(r);
     fake_server_stop(f);
+    fleet_events_destroy(&d);
     free(page.s);
 }
 
@@ -509,13 +477,14 @@ static void a_scan_page_beyond_the_limits_fails_the_listing_as_malformed(void **
     (void)state;
     text page = scan_page(FLEET_REPLY_ELEMENTS_MAX + 1);
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
                              {"SCAN", page.s, 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    downs d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fleet_events d;
+    fleet_events_init(&d);
     resil_redis *r = fake_client(f, LONG_PREFIX, &d);
     listed l = {0, true};
     resil_err err;
@@ -526,9 +495,10 @@ static void a_scan_page_beyond_the_limits_fails_the_listing_as_malformed(void **
     resil_redis_stats st;
     resil_redis_stats_get(r, &st);
     assert_int_equal(st.command_errors, 1);
-    fleet_wait_until(downs_seen(&d) == 1);
+    fleet_wait_until(fleet_downs(&d) == 1);
     resil_redis_free(r);
     fake_server_stop(f);
+    fleet_events_destroy(&d);
     free(page.s);
 }
 
@@ -537,13 +507,14 @@ static void a_scan_answer_of_another_shape_fails_the_listing_as_unexpected(void 
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
                              {"SCAN", "*2\r\n:0\r\n*0\r\n", 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    downs d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fleet_events d;
+    fleet_events_init(&d);
     resil_redis *r = fake_client(f, "resil:", &d);
     listed l = {0, true};
     resil_err err;
@@ -556,6 +527,7 @@ static void a_scan_answer_of_another_shape_fails_the_listing_as_unexpected(void 
     assert_true(st.connected);
     resil_redis_free(r);
     fake_server_stop(f);
+    fleet_events_destroy(&d);
 }
 
 int main(void)

@@ -13,42 +13,7 @@
  */
 #include "fleet_test.h"
 
-#define SHA "0123456789abcdef0123456789abcdef01234567"
-#define SUBSCRIBED "*3\r\n$9\r\nsubscribe\r\n$12\r\nresil:events\r\n:1\r\n"
 #define NOSCRIPT "-NOSCRIPT No matching script. Please use EVAL.\r\n"
-
-/* The first DOWN's detail and the count of each kind of event. */
-typedef struct seen {
-    pthread_mutex_t mu;
-    int downs, ups;
-    char detail[200];
-} seen;
-
-static void record(const resil_redis_event *ev, void *ud)
-{
-    seen *s = ud;
-    pthread_mutex_lock(&s->mu);
-    if (ev->type == RESIL_REDIS_DOWN && s->downs++ == 0)
-        snprintf(s->detail, sizeof s->detail, "%s", ev->detail);
-    s->ups += ev->type == RESIL_REDIS_UP;
-    pthread_mutex_unlock(&s->mu);
-}
-
-static int downs_of(seen *s)
-{
-    pthread_mutex_lock(&s->mu);
-    int n = s->downs;
-    pthread_mutex_unlock(&s->mu);
-    return n;
-}
-
-static int ups_of(seen *s)
-{
-    pthread_mutex_lock(&s->mu);
-    int n = s->ups;
-    pthread_mutex_unlock(&s->mu);
-    return n;
-}
 
 static resil_redis_stats stats_of(resil_redis *r)
 {
@@ -57,38 +22,20 @@ static resil_redis_stats stats_of(resil_redis *r)
     return st;
 }
 
-/* Options for a client of `url` that runs rounds only when asked and
- * reconnects every `reconnect` (no jitter). */
-static resil_redis_opts opts_for(const char *url, resil_duration reconnect, seen *s)
-{
-    resil_redis_opts o;
-    resil_redis_opts_default(&o);
-    o.url = url;
-    o.timeout = FLEET_TIMEOUT;
-    o.sync_interval = RESIL_S(3600);
-    o.refresh_interval = RESIL_S(3600);
-    o.reconnect.kind = RESIL_BACKOFF_CONSTANT;
-    o.reconnect.base = reconnect;
-    o.reconnect.max_delay = reconnect;
-    o.reconnect.jitter = RESIL_JITTER_NONE;
-    o.listener = record;
-    o.listener_ud = s;
-    return o;
-}
-
 /* A client of the fake that makes one connection attempt of its thread's
  * own and none after. */
-static resil_redis *fake_client(fake_server *f, seen *s)
+static resil_redis *fake_client(fake_server *f, fleet_events *ev)
 {
-    resil_redis_opts o = opts_for(fake_server_url(f), RESIL_S(3600), s);
+    resil_redis_opts o = fleet_opts_at(fake_server_url(f), RESIL_S(3600), ev);
     return fleet_client_with(&o);
 }
 
 /* A fake server answering as told, a client of it recording its events,
- * and a fleet breaker on the client (its attach runs the first round). */
+ * and, when `breaker` names one, a fleet breaker on the client (its attach
+ * runs the first round). */
 typedef struct faked {
     fake_server *f;
-    seen s;
+    fleet_events ev;
     resil_redis *r;
     resil_fake_clock *fc;
     resil_breaker *b;
@@ -98,9 +45,12 @@ static void faked_open(faked *w, const fake_answer *answers, const char *breaker
 {
     w->f = fake_server_answering(answers);
     assert_non_null(w->f);
-    w->s = (seen){.mu = PTHREAD_MUTEX_INITIALIZER};
-    w->r = fake_client(w->f, &w->s);
+    fleet_events_init(&w->ev);
+    w->r = fake_client(w->f, &w->ev);
     w->fc = fleet_clock();
+    w->b = NULL;
+    if (breaker == NULL)
+        return;
     resil_redis_breaker_opts bo = fleet_consecutive(breaker, 2, w->fc);
     w->b = fleet_breaker(w->r, &bo);
 }
@@ -111,6 +61,7 @@ static void faked_close(faked *w)
     resil_redis_free(w->r);
     resil_fake_clock_free(w->fc);
     fake_server_stop(w->f);
+    fleet_events_destroy(&w->ev);
 }
 
 /* ---- the subscription --------------------------------------------------------- */
@@ -119,42 +70,36 @@ static void a_subscribe_answered_with_something_else_marks_the_client_down(void 
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
                              {"SUBSCRIBE", "+OK\r\n", 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    resil_redis *r = fake_client(f, &s);
-    fleet_wait_until(downs_of(&s) == 1);
-    assert_string_equal(s.detail, "SUBSCRIBE: unexpected reply");
-    resil_redis_stats st = stats_of(r);
+    faked w;
+    faked_open(&w, answers, NULL);
+    fleet_wait_until(fleet_downs(&w.ev) == 1);
+    assert_string_equal(w.ev.first_down, "SUBSCRIBE: unexpected reply");
+    resil_redis_stats st = stats_of(w.r);
     assert_false(st.connected);
     assert_int_equal(st.disconnects, 1);
     assert_int_equal(st.reconnects, 0);
     assert_int_equal(st.rounds, 0);
-    resil_redis_free(r);
-    fake_server_stop(f);
+    faked_close(&w);
 }
 
 static void a_subscribe_cut_off_marks_the_client_down(void **state)
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
                              {"SUBSCRIBE", NULL, 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    resil_redis *r = fake_client(f, &s);
-    fleet_wait_until(downs_of(&s) == 1);
-    assert_string_equal(s.detail, "SUBSCRIBE: the server closed the connection");
-    resil_redis_stats st = stats_of(r);
+    faked w;
+    faked_open(&w, answers, NULL);
+    fleet_wait_until(fleet_downs(&w.ev) == 1);
+    assert_string_equal(w.ev.first_down, "SUBSCRIBE: the server closed the connection");
+    resil_redis_stats st = stats_of(w.r);
     assert_false(st.connected);
     assert_int_equal(st.disconnects, 1);
-    resil_redis_free(r);
-    fake_server_stop(f);
+    faked_close(&w);
 }
 
 /* ---- connecting to a server that cannot serve ---------------------------------------- */
@@ -168,15 +113,16 @@ static void an_offline_start_on_a_redis_still_loading_runs_on_local_state(void *
         {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    resil_redis_opts o = opts_for(fake_server_url(f), RESIL_MS(10), &s);
+    fleet_events s;
+    fleet_events_init(&s);
+    resil_redis_opts o = fleet_opts_at(fake_server_url(f), RESIL_MS(10), &s);
     o.allow_offline_start = true;
     resil_redis *r = NULL;
     resil_err err;
     assert_int_equal(resil_redis_new(&o, &r, &err), 0);
     assert_false(resil_redis_connected(r));
-    fleet_wait_until(downs_of(&s) == 1);
-    assert_string_equal(s.detail,
+    fleet_wait_until(fleet_downs(&s) == 1);
+    assert_string_equal(s.first_down,
                         "SCRIPT LOAD: Redis cannot serve: LOADING Redis is loading the "
                         "dataset in memory");
 
@@ -186,7 +132,7 @@ static void an_offline_start_on_a_redis_still_loading_runs_on_local_state(void *
     assert_false(st.connected);
     assert_int_equal(st.disconnects, 1);
     assert_int_equal(st.reconnects, 0);
-    assert_int_equal(downs_of(&s), 1);
+    assert_int_equal(fleet_downs(&s), 1);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts bo = fleet_consecutive("loading", 2, fc);
     resil_breaker *b = fleet_breaker(r, &bo);
@@ -197,6 +143,7 @@ static void an_offline_start_on_a_redis_still_loading_runs_on_local_state(void *
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fake_server_stop(f);
+    fleet_events_destroy(&s);
 }
 
 static void a_server_refusing_every_script_call_never_comes_back_up(void **state)
@@ -204,22 +151,23 @@ static void a_server_refusing_every_script_call_never_comes_back_up(void **state
     (void)state;
     fake_answer answers[] = {
         {"PING", "+PONG\r\n", 0, 0, NULL, 0},
-        {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-        {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+        {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+        {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
         {"EVALSHA", "-READONLY You can't write against a read only replica.\r\n", 0, 0, NULL,
          0},
         {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    resil_redis_opts o = opts_for(fake_server_url(f), RESIL_MS(10), &s);
+    fleet_events s;
+    fleet_events_init(&s);
+    resil_redis_opts o = fleet_opts_at(fake_server_url(f), RESIL_MS(10), &s);
     resil_redis *r = fleet_client_with(&o);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts bo = fleet_consecutive("refused", 2, fc);
     resil_breaker *b = fleet_breaker(r, &bo); /* its first round is refused */
 
-    fleet_wait_until(downs_of(&s) == 1);
-    assert_string_equal(s.detail, "EVALSHA: Redis cannot serve: READONLY You can't write "
+    fleet_wait_until(fleet_downs(&s) == 1);
+    assert_string_equal(s.first_down, "EVALSHA: Redis cannot serve: READONLY You can't write "
                                   "against a read only replica.");
     /* Every reconnect links up, then its re-sync round is refused: the
      * client tears down again, never announcing UP. */
@@ -229,12 +177,13 @@ static void a_server_refusing_every_script_call_never_comes_back_up(void **state
     assert_int_equal(st.disconnects, 1);
     assert_int_equal(st.reconnects, 0);
     assert_int_equal(st.command_errors, 0);
-    assert_int_equal(downs_of(&s), 1);
-    assert_int_equal(ups_of(&s), 0);
+    assert_int_equal(fleet_downs(&s), 1);
+    assert_int_equal(fleet_ups(&s), 0);
     resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
     fake_server_stop(f);
+    fleet_events_destroy(&s);
 }
 
 /* ---- EVAL standing in for a lost script --------------------------------------------- */
@@ -243,8 +192,8 @@ static void an_eval_rerun_answered_with_an_error_is_one_command_error(void **sta
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
                              {"EVALSHA", NOSCRIPT, 0, 0, NULL, 0},
                              {"EVAL", "-ERR user_script:1: boom\r\n", 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
@@ -255,7 +204,7 @@ static void an_eval_rerun_answered_with_an_error_is_one_command_error(void **sta
     assert_int_equal(st.noscript, 1);
     assert_int_equal(st.command_errors, 1);
     assert_int_equal(st.disconnects, 0);
-    assert_int_equal(downs_of(&w.s), 0);
+    assert_int_equal(fleet_downs(&w.ev), 0);
     assert_int_equal(resil_breaker_state_of(w.b), RESIL_BREAKER_CLOSED);
     faked_close(&w);
 }
@@ -264,15 +213,15 @@ static void an_eval_rerun_cut_off_marks_the_client_down(void **state)
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
                              {"EVALSHA", NOSCRIPT, 0, 0, NULL, 0},
                              {"EVAL", NULL, 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     faked w;
     faked_open(&w, answers, "cut");
-    fleet_wait_until(downs_of(&w.s) == 1);
-    assert_string_equal(w.s.detail, "EVAL: the server closed the connection");
+    fleet_wait_until(fleet_downs(&w.ev) == 1);
+    assert_string_equal(w.ev.first_down, "EVAL: the server closed the connection");
     resil_redis_stats st = stats_of(w.r);
     assert_false(st.connected);
     assert_int_equal(st.noscript, 1);
@@ -285,8 +234,8 @@ static void a_nil_answer_to_a_round_is_one_command_error(void **state)
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"SCRIPT", "$40\r\n" SHA "\r\n", 0, 0, NULL, 0},
-                             {"SUBSCRIBE", SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
                              {"EVALSHA", "$-1\r\n", 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     faked w;
@@ -295,15 +244,15 @@ static void a_nil_answer_to_a_round_is_one_command_error(void **state)
     resil_redis_stats st = stats_of(w.r);
     assert_true(st.connected);
     assert_int_equal(st.command_errors, 2); /* the attach's round and this one */
-    assert_int_equal(downs_of(&w.s), 0);
+    assert_int_equal(fleet_downs(&w.ev), 0);
     faked_close(&w);
 }
 
 /* ---- on a real server ------------------------------------------------------------------- */
 
-static resil_redis *real_client(seen *s)
+static resil_redis *real_client(fleet_events *ev)
 {
-    resil_redis_opts o = opts_for(redis_server_url(fleet_server), RESIL_MS(10), s);
+    resil_redis_opts o = fleet_opts_at(redis_server_url(fleet_server), RESIL_MS(10), ev);
     return fleet_client_with(&o);
 }
 
@@ -311,7 +260,8 @@ static void an_oversized_message_on_the_channel_drops_the_subscription_until_rel
     void **state)
 {
     (void)state;
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fleet_events s;
+    fleet_events_init(&s);
     resil_redis *r = real_client(&s);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts bo = fleet_consecutive("big-message", 2, fc);
@@ -321,11 +271,11 @@ static void an_oversized_message_on_the_channel_drops_the_subscription_until_rel
     memset(payload, 'x', sizeof payload - 1);
     const char *argv[] = {"PUBLISH", "resil:events", payload};
     assert_int_equal(redis_server_integer(fleet_server, 3, argv), 1);
-    fleet_wait_until(downs_of(&s) == 1);
-    assert_string_equal(s.detail,
+    fleet_wait_until(fleet_downs(&s) == 1);
+    assert_string_equal(s.first_down,
                         "SUBSCRIBE: malformed message: a string announced longer than 65536 bytes");
 
-    fleet_wait_until(ups_of(&s) == 1);
+    fleet_wait_until(fleet_ups(&s) == 1);
     resil_redis_stats st = stats_of(r);
     assert_true(st.connected);
     assert_int_equal(st.messages, 0);
@@ -338,12 +288,14 @@ static void an_oversized_message_on_the_channel_drops_the_subscription_until_rel
     resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
+    fleet_events_destroy(&s);
 }
 
 static void a_script_reload_that_meets_a_paused_redis_marks_the_client_down(void **state)
 {
     (void)state;
-    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fleet_events s;
+    fleet_events_init(&s);
     resil_redis *r = real_client(&s);
     resil_fake_clock *fc = fleet_clock();
     resil_redis_breaker_opts bo = fleet_consecutive("reload", 2, fc);
@@ -358,12 +310,12 @@ static void a_script_reload_that_meets_a_paused_redis_marks_the_client_down(void
 
     redis_server_pause(fleet_server);
     assert_int_equal(resil_redis_sync(r), RESIL_EBACKEND);
-    fleet_wait_until(downs_of(&s) == 1); /* the thread delivers it after the round */
-    assert_string_equal(s.detail, "SCRIPT LOAD: no answer within 2s");
+    fleet_wait_until(fleet_downs(&s) == 1); /* the thread delivers it after the round */
+    assert_string_equal(s.first_down, "SCRIPT LOAD: no answer within 2s");
     assert_false(resil_redis_connected(r));
 
     redis_server_resume(fleet_server);
-    fleet_wait_until(ups_of(&s) == 1);
+    fleet_wait_until(fleet_ups(&s) == 1);
     assert_int_equal(resil_redis_sync(r), 0);
     resil_redis_stats st = stats_of(r);
     assert_int_equal(st.noscript, 1);
@@ -372,6 +324,7 @@ static void a_script_reload_that_meets_a_paused_redis_marks_the_client_down(void
     resil_breaker_free(b);
     resil_redis_free(r);
     resil_fake_clock_free(fc);
+    fleet_events_destroy(&s);
 }
 
 static int take_one(const char *name, void *ud)

@@ -22,7 +22,6 @@
 /* A trickle's pace: each byte well within the timeout. */
 #define PIECE_MS 200
 
-#define SHA "0123456789abcdef0123456789abcdef01234567"
 
 /* A script answer as the script gives it: a closed breaker, 18 integers
  * in 102 bytes (20 s at PIECE_MS). */
@@ -67,8 +66,8 @@ static call script_call_within(fake_server *f, resil_duration within, resil_dura
     fleet_state s;
     uint64_t noscript = 0, sent = 0;
     int64_t t0 = mono_ns();
-    c.rc = resil__fleet_run(ctx, &cmd, &cfg, SHA, resil__fleet_deadline(within), &s, &noscript,
-                            &sent, c.why, sizeof c.why);
+    c.rc = resil__fleet_run(ctx, &cmd, &cfg, FLEET_FAKE_SHA, resil__fleet_deadline(within), &s,
+                            &noscript, &sent, c.why, sizeof c.why);
     c.took = mono_ns() - t0;
     resil__fleet_close(ctx);
     return c;

@@ -22,16 +22,6 @@ static resil_redis *quick_client(fleet_events *events)
     return fleet_client_with(&o);
 }
 
-static void back_up(void) { assert_int_equal(redis_server_restart(fleet_server), 0); }
-
-static void replica_of(const char *host, const char *port)
-{
-    const char *argv[] = {"REPLICAOF", host, port};
-    redisReply *rep = redis_server_command(fleet_server, 3, argv);
-    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
-}
-
 static void forget_key(const char *key)
 {
     const char *argv[] = {"DEL", key};
@@ -73,7 +63,7 @@ static void an_isolated_fleet_breaker_stays_isolated_while_redis_is_down(void **
     assert_int_equal(resil_redis_breaker_status_get(b, &st), RESIL_EBACKEND);
     assert_int_equal(resil_breaker_close(b), RESIL_EBACKEND); /* nobody to tell */
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     /* The restart lost the key, and the isolation with it. */
     assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
@@ -107,7 +97,7 @@ static void an_open_fleet_breaker_reports_open_until_its_break_ends_while_redis_
     assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
     assert_int_equal(stats_of(b).state, RESIL_BREAKER_CLOSED);
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     resil_breaker_free(b);
     resil_redis_free(r);
@@ -143,7 +133,7 @@ static void stats_while_redis_is_down_are_the_fallbacks(void **state)
     assert_int_equal(st.window_failures, local.window_failures);
     assert_int_equal(st.generation, local.generation);
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     resil_breaker_free(b);
     resil_redis_free(r);
@@ -291,12 +281,12 @@ static void a_local_trip_whose_push_met_a_refusing_redis_is_pushed_again_on_retu
     resil_breaker *b = fleet_breaker(r, &o);
 
     /* Read-only: the round that pushes the trip is refused (READONLY). */
-    replica_of("127.0.0.1", "1");
+    fleet_replica_of("127.0.0.1", "1");
     fleet_calls(b, 2, RESIL_BREAKER_FAILURE);
     fleet_wait_until(fleet_downs(&ev) == 1);
     assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN); /* the local trip */
 
-    replica_of("NO", "ONE");
+    fleet_replica_of("NO", "ONE");
     fleet_wait_until(fleet_ups(&ev) == 1);
     resil_redis_breaker_status s = fleet_status(b);
     assert_int_equal(s.state, RESIL_BREAKER_OPEN);

@@ -74,11 +74,6 @@ static void timed_calls(stopwatch *sw, resil_breaker *b, int n, resil_breaker_re
     }
 }
 
-static void back_up(void)
-{
-    assert_int_equal(redis_server_restart(fleet_server), 0);
-}
-
 static void killed_redis_hands_over_to_the_local_breaker_and_resyncs_on_return(void **state)
 {
     (void)state;
@@ -113,7 +108,7 @@ static void killed_redis_hands_over_to_the_local_breaker_and_resyncs_on_return(v
     assert_true(resil_redis_permit_fallback(&p));
     assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN);
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     /* The restart lost the key: the shared breaker starts closed. */
     assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_CLOSED);
@@ -225,7 +220,7 @@ static void the_fallback_keeps_what_it_counted_until_redis_returns(void **state)
 
     /* Back: the next outage starts from a fresh fallback. */
     close(port);
-    back_up();
+    fleet_restart();
     fleet_wait_until(gate_seen(&g, RESIL_REDIS_UP) == 1);
     resil_breaker_stats st;
     resil_breaker_stats_get(local, &st);
@@ -297,7 +292,7 @@ static void local_counting_pushes_a_trip_made_during_the_outage_on_return(void *
     fleet_calls(b, 3, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_breaker_state_of(b), RESIL_BREAKER_OPEN);
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     resil_redis_breaker_status s = fleet_status(b);
     assert_int_equal(s.state, RESIL_BREAKER_OPEN);
@@ -329,7 +324,7 @@ static void the_budget_decides_locally_while_redis_is_down(void **state)
     assert_true(resil_budget_level(b) == 4.0); /* the local budget's tokens */
     assert_false(resil_budget_try_retry(b, &fail, &t));
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     assert_true(resil_budget_try_retry(b, &fail, &t)); /* a fresh, full fleet */
     resil_budget_free(b);
@@ -361,7 +356,7 @@ static void an_offline_start_comes_online_when_redis_appears(void **state)
     assert_int_equal(resil_breaker_acquire(b, &p), 0);
     assert_true(resil_redis_permit_fallback(&p));
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     assert_true(resil_redis_connected(r));
     assert_int_equal(resil_breaker_acquire(b, &p), 0);
@@ -385,7 +380,7 @@ static void after_an_offline_start_rounds_run_the_loaded_script_by_its_sha(void 
     resil_redis_breaker_opts bo = fleet_consecutive("late-sha", 3, fc);
     resil_breaker *b = fleet_breaker(r, &bo);
 
-    back_up();
+    fleet_restart();
     fleet_wait_until(fleet_ups(&ev) == 1);
     for (int i = 0; i < 3; i++) {
         fleet_calls(b, 1, RESIL_BREAKER_SUCCESS);
@@ -409,14 +404,6 @@ static void after_an_offline_start_rounds_run_the_loaded_script_by_its_sha(void 
     fleet_events_destroy(&ev);
 }
 
-static void replica_of(const char *host, const char *port)
-{
-    const char *argv[] = {"REPLICAOF", host, port};
-    redisReply *rep = redis_server_command(fleet_server, 3, argv);
-    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
-}
-
 static void a_redis_that_refuses_every_write_hands_over_to_the_local_breaker(void **state)
 {
     (void)state;
@@ -430,7 +417,7 @@ static void a_redis_that_refuses_every_write_hands_over_to_the_local_breaker(voi
 
     /* As after a failover that left the address on a replica: the server
      * answers, but every script call is refused with READONLY. */
-    replica_of("127.0.0.1", "1");
+    fleet_replica_of("127.0.0.1", "1");
     fleet_calls(b, 1, RESIL_BREAKER_FAILURE);
     assert_int_equal(resil_redis_sync(r), RESIL_EBACKEND);
     fleet_wait_until(fleet_downs(&ev) == 1);
@@ -444,7 +431,7 @@ static void a_redis_that_refuses_every_write_hands_over_to_the_local_breaker(voi
     assert_int_equal(resil_breaker_acquire(b, &p), RESIL_EREJECTED);
     assert_true(resil_redis_permit_fallback(&p));
 
-    replica_of("NO", "ONE");
+    fleet_replica_of("NO", "ONE");
     fleet_wait_until(fleet_ups(&ev) == 1);
     assert_int_equal(resil_breaker_acquire(b, &p), 0);
     assert_false(resil_redis_permit_fallback(&p));
