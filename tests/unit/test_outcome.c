@@ -88,6 +88,29 @@ static void detail_is_not_read_past_its_terminator(void **state)
     assert_string_equal(o.detail, "abc");
 }
 
+/* The detail is written in 8-byte words: every length across them, in a
+ * heap string of exactly its size (ASan catches a read past it), keeps the
+ * text's first RESIL_DETAIL_MAX - 1 bytes and every other field. */
+static void every_detail_length_keeps_text_and_fields(void **state)
+{
+    (void)state;
+    for (size_t n = 0; n <= RESIL_DETAIL_MAX + 8; n++) {
+        char *s = malloc(n + 1);
+        for (size_t i = 0; i < n; i++)
+            s[i] = (char)('a' + i % 26);
+        s[n] = '\0';
+        resil_kind kind = (resil_kind)(RESIL_KIND_USER + 7);
+        resil_outcome o = resil_fail_after(kind, -1234567890123, s, RESIL_MS(1500));
+        size_t kept = n < RESIL_DETAIL_MAX - 1 ? n : RESIL_DETAIL_MAX - 1;
+        assert_int_equal(strlen(o.detail), kept);
+        assert_memory_equal(o.detail, s, kept);
+        assert_int_equal(o.kind, kind);
+        assert_int_equal(o.code, -1234567890123);
+        assert_duration_equal(o.retry_after, RESIL_MS(1500));
+        free(s);
+    }
+}
+
 static void kind_names(void **state)
 {
     (void)state;
@@ -136,6 +159,7 @@ int main(void)
         cmocka_unit_test(long_detail_is_truncated_and_terminated),
         cmocka_unit_test(detail_of_exactly_max_minus_one_fits),
         cmocka_unit_test(detail_is_not_read_past_its_terminator),
+        cmocka_unit_test(every_detail_length_keeps_text_and_fields),
         cmocka_unit_test(kind_names),
         cmocka_unit_test(default_classifier_retries_transient_throttled_timeout),
         cmocka_unit_test(default_classifier_refuses_everything_else),
