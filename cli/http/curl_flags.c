@@ -361,11 +361,20 @@ static int opt_user(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
+/* A value sent as a header's: a line break would start a header of its own. */
+static bool one_line(const char *v)
+{
+    return strpbrk(v, "\r\n") == NULL;
+}
+
+/* Data when it holds '=', else a file's name (which may hold any byte). */
 static int opt_cookie(http_opts *o, const args *a, const char *v)
 {
-    if (v[0] == '\0')
-        return args_reject(a, "--cookie", "NAME=VALUE[; NAME=VALUE] or a file name", v);
-    if (strchr(v, '=') != NULL)
+    bool data = strchr(v, '=') != NULL;
+    if (v[0] == '\0' || (data && !one_line(v)))
+        return args_reject(a, "--cookie",
+                           "NAME=VALUE[; NAME=VALUE] on one line, or a file name", v);
+    if (data)
         o->cookie = v;
     else
         o->cookie_file = v;
@@ -408,14 +417,15 @@ static int opt_proxy(http_opts *o, const args *a, const char *v)
 
 static int opt_referer(http_opts *o, const args *a, const char *v)
 {
+    if (!one_line(v))
+        return args_reject(a, "--referer", "one line of text", v);
     o->referer = v;
-    (void)a;
     return 0;
 }
 
 static int opt_user_agent(http_opts *o, const args *a, const char *v)
 {
-    if (strpbrk(v, "\r\n") != NULL)
+    if (!one_line(v))
         return args_reject(a, "--user-agent", "one line of text", v);
     o->user_agent = v;
     return 0;

@@ -1297,8 +1297,8 @@ static void an_empty_cookie_is_refused_by_name(void **state)
     cli_result r;
     cli_run(&r, f->dir, NULL, "http", "--cookie", "", url(f, "/a"), NULL);
     assert_refused_unsent(f, &r, "/a",
-                          "resil http: --cookie must be NAME=VALUE[; NAME=VALUE] or a file "
-                          "name, got ''\n");
+                          "resil http: --cookie must be NAME=VALUE[; NAME=VALUE] on one "
+                          "line, or a file name, got ''\n");
     cli_result_free(&r);
 }
 

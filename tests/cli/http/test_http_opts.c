@@ -309,6 +309,48 @@ static void tls_files_are_kept_and_must_not_be_empty(void **state)
     http_opts_free(&o);
 }
 
+/* Each of these goes out as a request header's value: a line break would
+ * end the header and start one of the user's text, so it is refused. */
+static void header_values_with_a_line_break_are_refused_by_name(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *option, *value, *message;
+    } rows[] = {
+        {"-H", "X-A: 1\r\nX-B: 2",
+         "resil http: --header must be 'NAME: VALUE', 'NAME:' or 'NAME;', got 'X-A: 1\r\nX-B: 2'"},
+        {"-A", "agent\nX-B: 2", "resil http: --user-agent must be one line of text, got "
+                               "'agent\nX-B: 2'"},
+        {"-e", "http://a/\r\nX-B: 2", "resil http: --referer must be one line of text, got "
+                                     "'http://a/\r\nX-B: 2'"},
+        {"--referer", "http://a/\rX-B: 2", "resil http: --referer must be one line of text, "
+                                           "got 'http://a/\rX-B: 2'"},
+        {"-b", "a=1\r\nX-B: 2", "resil http: --cookie must be NAME=VALUE[; NAME=VALUE] on one "
+                                "line, or a file name, got 'a=1\r\nX-B: 2'"},
+        {"--cookie", "a=1;\nb=2", "resil http: --cookie must be NAME=VALUE[; NAME=VALUE] on "
+                                  "one line, or a file name, got 'a=1;\nb=2'"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        http_opts o;
+        resil_err err;
+        assert_int_equal(PARSE(&o, &err, (char *)rows[i].option, (char *)rows[i].value, "u"),
+                         RESIL_EINVAL);
+        assert_string_equal(err.message, rows[i].message);
+        http_opts_free(&o);
+    }
+}
+
+/* A cookie value without '=' names a file, whose name may hold any byte. */
+static void a_cookie_file_name_may_hold_a_line_break(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-b", "jar\nfile", "u"), 0);
+    assert_string_equal(o.cookie_file, "jar\nfile");
+    http_opts_free(&o);
+}
+
 static void unknown_write_out_variable_is_refused_by_name(void **state)
 {
     (void)state;
@@ -435,6 +477,8 @@ int main(void)
         cmocka_unit_test(retry_after_max_takes_a_duration_and_refuses_the_rest_by_name),
         cmocka_unit_test(tls_files_are_kept_and_must_not_be_empty),
         cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
+        cmocka_unit_test(header_values_with_a_line_break_are_refused_by_name),
+        cmocka_unit_test(a_cookie_file_name_may_hold_a_line_break),
         cmocka_unit_test(a_bundle_with_an_unknown_letter_is_refused_whole),
         cmocka_unit_test(the_help_names_every_option),
         cmocka_unit_test(the_bash_completion_offers_every_option),
