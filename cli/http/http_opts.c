@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "http_opts.h"
+#include "route_internal.h"
 #ifdef RESIL_CLI_REDIS
 #include "fleet_opts.h"
 #endif
@@ -273,13 +274,15 @@ static int parse_hint_header(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
+/* The endpoint is checked as the client will check it when it is made
+ * (libcurl reads a host from it, and its authority fits a breaker's name),
+ * so that the refusal names this option. */
 static int parse_hedge_to(http_opts *o, const args *a, const char *v)
 {
-    char authority[RESIL_BREAKER_NAME_MAX];
     if (o->nhedge_to == RESIL_HEDGE_MAX)
         return args_fail(a, "--hedge-to: at most %d endpoints; '%s' is one too many",
                          RESIL_HEDGE_MAX, v);
-    if (resil_http_authority(v, authority, sizeof authority) != 0)
+    if (!resil__http_route_endpoint_ok(v))
         return args_reject(a, "--hedge-to", "a URL such as https://eu.example.com", v);
     size_t k = ++o->nhedge_to;
     o->hedge_to[k] = (resil_route_endpoint){.url = v, .weight = 0};

@@ -309,6 +309,39 @@ static void tls_files_are_kept_and_must_not_be_empty(void **state)
     http_opts_free(&o);
 }
 
+/* A hedge goes to the URL's scheme, host and port: one libcurl cannot
+ * read them from is refused with the option's name, before anything is
+ * sent, rather than by the library's field when the client is made. */
+static void a_hedge_to_url_without_a_readable_host_is_refused_by_name(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {" 5", "http://a b/", "http://h:99999", "http://h:port",
+                                      "http://[::1", "http://h\r\nX: y"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        http_opts o;
+        resil_err err;
+        char expected[256];
+        snprintf(expected, sizeof expected,
+                 "resil http: --hedge-to must be a URL such as https://eu.example.com, got '%s'",
+                 bad[i]);
+        assert_int_equal(PARSE(&o, &err, "--hedge-to", (char *)bad[i], "u"), RESIL_EINVAL);
+        assert_string_equal(err.message, expected);
+        http_opts_free(&o);
+    }
+}
+
+static void a_hedge_to_host_takes_curls_forms(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--hedge-to", "eu.example.com:8443", "--hedge-to",
+                           "https://[::1]/", "u"),
+                     0);
+    assert_int_equal(o.nhedge_to, 2);
+    http_opts_free(&o);
+}
+
 /* Each of these goes out as a request header's value: a line break would
  * end the header and start one of the user's text, so it is refused. */
 static void header_values_with_a_line_break_are_refused_by_name(void **state)
@@ -478,6 +511,8 @@ int main(void)
         cmocka_unit_test(tls_files_are_kept_and_must_not_be_empty),
         cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
         cmocka_unit_test(header_values_with_a_line_break_are_refused_by_name),
+        cmocka_unit_test(a_hedge_to_url_without_a_readable_host_is_refused_by_name),
+        cmocka_unit_test(a_hedge_to_host_takes_curls_forms),
         cmocka_unit_test(a_cookie_file_name_may_hold_a_line_break),
         cmocka_unit_test(a_bundle_with_an_unknown_letter_is_refused_whole),
         cmocka_unit_test(the_help_names_every_option),
