@@ -2068,7 +2068,10 @@ static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
         else if (st.kind && p->nsteps > 0 && standard_hedging_with_others(p, &st))
             fail_value(v, e, "StandardHedging is a whole pipeline (total timeout, hedging, "
                              "concurrency limit, breaker, attempt timeout): it stands alone");
-        else if (st.kind && p->nsteps < RESIL_CONFIG_MAX_STEPS)
+        else if (st.kind && p->nsteps == RESIL_CONFIG_MAX_STEPS)
+            fail_value(v, e, "one strategy too many: a pipeline holds at most %d",
+                       RESIL_CONFIG_MAX_STEPS);
+        else if (st.kind)
             p->steps[p->nsteps++] = st;
         pop(v, old);
     }

@@ -306,6 +306,22 @@ static void pipelines_nest_at_most_eight_deep(void **state)
     resil_config_free(cfg_load(doc));
 }
 
+/* Eight strategies fill a pipeline; a ninth is refused where it is
+ * written, never dropped, and so is each one after it. */
+static void a_strategy_past_the_eighth_is_refused_at_its_position(void **state)
+{
+    (void)state;
+    assert_string_equal(
+        cfg_errors("{'Resilience': {'Retry': {'r': {}}, 'Bulkheads': {'h': {}},\n"
+                   " 'RateLimiters': {'l': {}}, 'Fallbacks': {'f': {}}, 'Throttles': {'t': {}},\n"
+                   " 'CircuitBreakers': {'b': {}}, 'Hedging': {'g': {}},\n"
+                   " 'Pipelines': {'p': ['RateLimiter:l', 'Bulkhead:h', 'GracefulDegradation',\n"
+                   " 'TotalTimeout:10s', 'Fallback:f', 'Retry:r', 'CircuitBreaker:b', 'Throttle:t',\n"
+                   " 'AttemptTimeout:1s', 'Hedging:g']}}}"),
+        "Resilience.Pipelines.p[8] at 6:2: one strategy too many: a pipeline holds at most 8\n"
+        "Resilience.Pipelines.p[9] at 6:23: one strategy too many: a pipeline holds at most 8\n");
+}
+
 static void pipeline_lookup_needs_a_known_name(void **state)
 {
     (void)state;
@@ -341,6 +357,7 @@ int main(void)
         cmocka_unit_test(an_inner_pipeline_is_the_last_step),
         cmocka_unit_test(pipelines_may_not_contain_themselves),
         cmocka_unit_test(pipelines_nest_at_most_eight_deep),
+        cmocka_unit_test(a_strategy_past_the_eighth_is_refused_at_its_position),
         cmocka_unit_test(pipeline_lookup_needs_a_known_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
