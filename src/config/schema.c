@@ -589,7 +589,12 @@ static void one_method(vctx *v, const cfg_node *e, size_t i, void *target)
     retry_scratch *s = target;
     if (!token_value(v, e, "a method name such as \"POST\""))
         return;
-    size_t len = strlen(s->more.disable_for);
+    size_t len = strlen(s->more.disable_for), room = sizeof s->more.disable_for - 1;
+    if (len + (i ? 1 : 0) + e->str_len > room) {
+        fail_value(v, e, "DisableFor's methods take at most %zu bytes in all, commas included",
+                   room);
+        return;
+    }
     snprintf(s->more.disable_for + len, sizeof s->more.disable_for - len, "%s%s",
              i ? "," : "", e->str);
 }

@@ -291,10 +291,40 @@ static void disable_for_and_hint_headers_take_names(void **state)
     static const bad_value rows[] = {
         {"'DisableFor': ['PO ST']", "DisableFor[0]",
          "must be a method name such as \"POST\", got \"PO ST\""},
+        {"'DisableFor': ['']", "DisableFor[0]", "must be a method name such as \"POST\", got \"\""},
         {"'RetryAfterHeaders': ['x-wait:']", "RetryAfterHeaders[0]",
          "must be a header name such as \"retry-after-ms\", got \"x-wait:\""},
     };
     check_bad_values("{'Resilience': {'Retry': {'r': {%s}}}}", "Retry.r", ROWS(rows));
+}
+
+/* The methods are kept joined by commas in 127 bytes: a list that does not
+ * fit is refused at the method that overflows it, not cut short (a POST
+ * cut off would be retried). */
+static void disable_for_methods_past_127_bytes_in_all_are_refused_by_key(void **state)
+{
+    (void)state;
+    char doc[512];
+    snprintf(doc, sizeof doc,
+             "{'Resilience': {'Retry': {'r': {'DisableFor': ['A%062d', 'B%062d', 'POST']}}}}", 0,
+             0);
+    assert_string_equal(cfg_first_path(doc), "Resilience.Retry.r.DisableFor[2]");
+    assert_string_equal(cfg_first_message(doc),
+                        "DisableFor's methods take at most 127 bytes in all, commas included");
+}
+
+static void disable_for_methods_of_127_bytes_in_all_are_kept_whole(void **state)
+{
+    (void)state;
+    char doc[512], want[128];
+    snprintf(doc, sizeof doc,
+             "{'Resilience': {'Retry': {'r': {'DisableFor': ['A%062d', 'B%062d']}}}}", 0, 0);
+    snprintf(want, sizeof want, "A%062d,B%062d", 0, 0);
+    resil_config *c = cfg_load(doc);
+    resil_config_retry r;
+    assert_int_equal(resil_config_retry_get(c, "r", &r), 0);
+    assert_string_equal(r.disable_for, want);
+    resil_config_free(c);
 }
 
 /* ---- CircuitBreakers ---------------------------------------------------------- */
@@ -1125,6 +1155,8 @@ int main(void)
         cmocka_unit_test(delays_refuse_bad_waits_and_formula_keys),
         cmocka_unit_test(disable_for_and_hint_headers_are_kept_for_http),
         cmocka_unit_test(disable_for_and_hint_headers_take_names),
+        cmocka_unit_test(disable_for_methods_past_127_bytes_in_all_are_refused_by_key),
+        cmocka_unit_test(disable_for_methods_of_127_bytes_in_all_are_kept_whole),
         cmocka_unit_test(failure_threshold_is_excaliburs_minimum_throughput),
         cmocka_unit_test(hedging_takes_microsofts_defaults_and_routes_endpoints),
         cmocka_unit_test(hedging_groups_hold_several_weighted_endpoints),
