@@ -151,10 +151,35 @@ static int parse_listen(const args *a, const char *v, gw_config *cfg)
     return args_reject(a, "--listen", "HOST:PORT", v);
 }
 
+/*
+ * The upstream as libcurl reads it: "scheme://host:port" (the default port
+ * spelled out), the name its breaker and metrics go by, and its host and
+ * port apart. False when libcurl reads no host or port from it.
+ */
+static bool upstream_split(const char *url, char *authority, size_t cap, char *host,
+                           size_t host_cap, int *port)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *name = NULL, *number = NULL;
+    bool ok = u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_HOST, &name, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_PORT, &number, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+              snprintf(authority, cap, "%s://%s:%s", scheme, name, number) < (int)cap;
+    curl_free(scheme);
+    curl_free(name);
+    curl_free(number);
+    curl_url_cleanup(u);
+    return ok && resil_authority_split(authority, host, host_cap, port) == 0;
+}
+
 static int parse_upstream(const args *a, const char *v, gw_config *cfg)
 {
     size_t scheme = strncmp(v, "http://", 7) == 0 ? 7 : strncmp(v, "https://", 8) == 0 ? 8 : 0;
-    if (scheme == 0 || v[scheme] == '\0' || v[scheme] == '/')
+    char authority[sizeof ((gateway *)0)->authority], host[sizeof ((gateway *)0)->http_host];
+    int port;
+    if (scheme == 0 || v[scheme] == '\0' || v[scheme] == '/' ||
+        !upstream_split(v, authority, sizeof authority, host, sizeof host, &port))
         return args_reject(a, "--upstream", "an http:// or https:// URL with a host", v);
     size_t len = strlen(v);
     while (len > scheme && v[len - 1] == '/')
@@ -915,20 +940,8 @@ static int open_metrics(gateway *gw)
         fprintf(stderr, "resil gateway: metrics: %s\n", err.message);
         return 1;
     }
-    CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *port = NULL;
-    bool parsed = u != NULL && curl_url_set(u, CURLUPART_URL, gw->cfg.upstream, 0) == CURLUE_OK &&
-                  curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-                  curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-                  curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
-    if (parsed)
-        snprintf(gw->authority, sizeof gw->authority, "%s://%s:%s", scheme, host, port);
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-    if (!parsed || resil_authority_split(gw->authority, gw->http_host, sizeof gw->http_host,
-                                         &gw->upstream_attrs.server_port) != 0) {
+    if (!upstream_split(gw->cfg.upstream, gw->authority, sizeof gw->authority, gw->http_host,
+                        sizeof gw->http_host, &gw->upstream_attrs.server_port)) {
         fprintf(stderr, "resil gateway: metrics: cannot read the upstream's host and port\n");
         return 1;
     }

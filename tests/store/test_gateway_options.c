@@ -268,6 +268,24 @@ static void a_fleet_url_the_client_refuses_is_refused_before_the_store(void **st
                                     "--fleet", "redis://127.0.0.1:0", NULL, NULL);
 }
 
+/* The gateway names its upstream's breaker and metrics by scheme://host:port:
+ * an upstream libcurl reads no host or port from is a bad value, refused
+ * with 125 before the store is made, not a failure once it is. */
+static void an_upstream_without_a_readable_host_and_port_is_refused_before_the_store(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"http://h:99999", "http://h:port", "http://:80",
+                                      "http://a b", "http://[::1", "http://h\r\nX: y"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char expected[256];
+        snprintf(expected, sizeof expected,
+                 "resil gateway: --upstream must be an http:// or https:// URL with a host, "
+                 "got '%s'\n",
+                 bad[i]);
+        expect_refused_before_the_store("--upstream", expected, "--upstream", bad[i], NULL, NULL);
+    }
+}
+
 static void unknown_options_are_refused(void **state)
 {
     (void)state;
@@ -329,6 +347,7 @@ int main(void)
         cmocka_unit_test(a_batch_window_that_is_no_duration_is_refused_by_name),
         cmocka_unit_test(a_config_file_that_cannot_be_opened_is_refused_before_the_store),
         cmocka_unit_test(a_fleet_url_the_client_refuses_is_refused_before_the_store),
+        cmocka_unit_test(an_upstream_without_a_readable_host_and_port_is_refused_before_the_store),
         cmocka_unit_test(unknown_options_are_refused),
         cmocka_unit_test(help_exits_zero),
         cmocka_unit_test(a_port_in_use_exits_1),
