@@ -201,12 +201,28 @@ static void *bounded_array(const redisReadTask *t, element_count elements)
     return b->inner->createArray(t, elements);
 }
 
+/* hiredis skips the two bytes after a bulk string's announced length as
+ * its CRLF without looking at them: a string longer than announced would
+ * be cut short and its tail read as the next reply, a shorter one would
+ * swallow the next reply's first bytes. Both bytes are in the reader's
+ * buffer (hiredis counts them before it builds the string), as is a
+ * line's CRLF. */
+static bool ends_where_announced(const char *str, size_t len)
+{
+    return str[len] == '\r' && str[len + 1] == '\n';
+}
+
 static void *bounded_string(const redisReadTask *t, char *str, size_t len)
 {
     fleet_bounds *b = t->privdata;
     if (len > FLEET_REPLY_STRING_MAX) {
         snprintf(b->refused, sizeof b->refused, "a string of %zu bytes (at most %d)", len,
                  FLEET_REPLY_STRING_MAX);
+        return NULL;
+    }
+    if (!ends_where_announced(str, len)) {
+        snprintf(b->refused, sizeof b->refused,
+                 "a string not ending where its header says (%zu bytes)", len);
         return NULL;
     }
     if (!charge(b, sizeof(redisReply) + len + 1))

@@ -21,9 +21,11 @@
  * script and the listing can produce (below), and the reply as a whole
  * beyond a memory budget, before hiredis allocates; and the bytes not yet
  * parsed are checked after every read, so an announced string over the
- * limit is refused from its header, before its bytes are waited for. A
- * refused reply is malformed; the stream behind it cannot be trusted, so
- * its connection is dropped.
+ * limit is refused from its header, before its bytes are waited for, and
+ * a string that does not end (CRLF) where its header says is refused
+ * rather than cut or run into the next reply. A refused reply is
+ * malformed; the stream behind it cannot be trusted, so its connection is
+ * dropped.
  */
 #ifndef RESIL_REDIS_CONN_H
 #define RESIL_REDIS_CONN_H

@@ -72,6 +72,11 @@ static inline void fleet_replica_of(const char *host, const char *port)
  * script's SHA, the subscription to the fleet's channel confirmed. */
 #define FLEET_FAKE_SHA "0123456789abcdef0123456789abcdef01234567"
 #define FLEET_FAKE_SUBSCRIBED "*3\r\n$9\r\nsubscribe\r\n$12\r\nresil:events\r\n:1\r\n"
+/* A script answer as the script gives it: a closed breaker, 18 integers
+ * in 102 bytes. */
+#define FLEET_FAKE_CLOSED                                                                \
+    "*18\r\n:0\r\n:0\r\n:1700000000000123\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"      \
+    ":5000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:86400000\r\n"
 
 static inline void fleet_sleep_ms(int ms)
 {

@@ -341,6 +341,8 @@ static const fake_answer *answer_for(const fake_answer *answers, const redisRepl
     return &unknown;
 }
 
+const char fake_hang_up[] = "";
+
 /* false: close the connection. */
 static bool answer_one(int fd, const fake_answer *a)
 {
@@ -351,7 +353,7 @@ static bool answer_one(int fd, const fake_answer *a)
     if (a->then == NULL)
         return true;
     sleep_ms(a->then_ms);
-    return send_text(fd, a->then, 0);
+    return a->then != fake_hang_up && send_text(fd, a->then, 0);
 }
 
 static void *conn_main(void *arg)

@@ -66,9 +66,13 @@ typedef struct fake_answer {
     int delay_ms;        /* wait this long first */
     int trickle_ms;      /* > 0: write one byte at a time, this far apart */
     const char *then;    /* optional: written `then_ms` after the reply, as a
-                            server pushes a message on a subscription */
+                            server pushes a message on a subscription;
+                            fake_hang_up: the connection closed then */
     int then_ms;
 } fake_answer;
+
+/* A `then` that closes the connection: a server gone mid-answer. */
+extern const char fake_hang_up[];
 
 /* A TCP server on 127.0.0.1 that reads commands on every connection and
  * answers each with the first of `answers` (kept, not copied: it must

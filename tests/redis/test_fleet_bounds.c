@@ -155,6 +155,90 @@ static void a_string_at_the_length_limit_is_read(void **state)
     free(t.s);
 }
 
+static void a_string_running_past_its_announced_length_is_malformed(void **state)
+{
+    (void)state;
+    /* Six bytes where the header says three: not "abc" with "de" taken
+     * for its CRLF. */
+    fed f = feed_text("$3\r\nabcdef\r\n");
+    assert_int_equal(f.got, -1);
+    assert_string_equal(f.why, "a string not ending where its header says (3 bytes)");
+}
+
+static void a_string_shorter_than_its_announced_length_is_malformed(void **state)
+{
+    (void)state;
+    /* Three bytes and CRLF where the header says five: not "abc\r\n" with
+     * the next reply's first two bytes taken for its CRLF. */
+    fed f = feed_text("$5\r\nabc\r\n+OK\r\n");
+    assert_int_equal(f.got, -1);
+    assert_string_equal(f.why, "a string not ending where its header says (5 bytes)");
+}
+
+/* A reply as text: RESP's type byte and the content, arrays bracketed. */
+static void render(const redisReply *r, text *t)
+{
+    switch (r->type) {
+    case REDIS_REPLY_ARRAY:
+        add(t, "[");
+        for (size_t i = 0; i < r->elements; i++) {
+            add(t, i > 0 ? " " : "");
+            render(r->element[i], t);
+        }
+        add(t, "]");
+        return;
+    case REDIS_REPLY_INTEGER:
+        add(t, ":%lld", r->integer);
+        return;
+    case REDIS_REPLY_NIL:
+        add(t, "nil");
+        return;
+    default:
+        add(t, "%c%s", r->type == REDIS_REPLY_STRING   ? '$'
+                       : r->type == REDIS_REPLY_STATUS ? '+'
+                                                       : '-',
+            r->str);
+    }
+}
+
+/* Feed `len` bytes of text to `rd` and render every reply they complete. */
+static void feed_and_render(redisReader *rd, const char *text_, size_t len, text *seen)
+{
+    assert_int_equal(redisReaderFeed(rd, text_, len), REDIS_OK);
+    for (;;) {
+        void *reply = NULL;
+        char why[128];
+        int got = resil__fleet_reader_next(rd, &reply, why, sizeof why);
+        assert_int_not_equal(got, -1);
+        if (got == 0)
+            return;
+        render(reply, seen);
+        add(seen, " ");
+        freeReplyObject(reply);
+    }
+}
+
+static void replies_split_at_any_byte_read_as_when_whole(void **state)
+{
+    (void)state;
+    /* A SCAN page (nested, with a nil), then every other kind of reply;
+     * split into two reads at each byte, as a socket may deliver them. */
+    static const char stream[] = "*2\r\n$3\r\n128\r\n*3\r\n$16\r\nresil:breaker:ab\r\n$-1\r\n:42\r\n"
+                                 "+OK\r\n-ERR x\r\n:-7\r\n$0\r\n\r\n";
+    size_t len = sizeof stream - 1;
+    for (size_t k = 1; k < len; k++) {
+        redisReader *rd = redisReaderCreate();
+        assert_int_equal(resil__fleet_reader_bound(rd), 0);
+        text seen = {0};
+        add(&seen, "");
+        feed_and_render(rd, stream, k, &seen);
+        feed_and_render(rd, stream + k, len - k, &seen);
+        assert_string_equal(seen.s, "[$128 [$resil:breaker:ab nil :42]] +OK -ERR x :-7 $ ");
+        resil__fleet_reader_free(rd);
+        free(seen.s);
+    }
+}
+
 static void a_reply_beyond_the_memory_budget_is_malformed(void **state)
 {
     (void)state;
@@ -538,6 +622,9 @@ int main(void)
         cmocka_unit_test(arrays_nested_deeper_than_a_scan_page_are_malformed),
         cmocka_unit_test(a_string_header_beyond_the_length_limit_is_malformed_before_its_bytes),
         cmocka_unit_test(a_string_at_the_length_limit_is_read),
+        cmocka_unit_test(a_string_running_past_its_announced_length_is_malformed),
+        cmocka_unit_test(a_string_shorter_than_its_announced_length_is_malformed),
+        cmocka_unit_test(replies_split_at_any_byte_read_as_when_whole),
         cmocka_unit_test(a_reply_beyond_the_memory_budget_is_malformed),
         cmocka_unit_test(the_memory_budget_is_per_reply),
         cmocka_unit_test(unparsed_bytes_beyond_the_buffer_limit_are_malformed),

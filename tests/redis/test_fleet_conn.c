@@ -195,6 +195,111 @@ static void a_server_gone_while_a_write_stalls_fails_the_write_at_once(void **st
     free(value);
 }
 
+/* ---- answers past the reader's bounds, from a fake Redis ---------------------------- */
+
+/* How a probe request to a fake server fared, and what its reader held. */
+typedef struct probed {
+    int rc;
+    bool malformed; /* the connection failed on the answer, not on I/O */
+    size_t unparsed; /* bytes its reader was left holding, not yet parsed */
+    char why[200];
+} probed;
+
+/* One probe request to a fake that answers PING, and EVALSHA with `reply`
+ * (then `then`, `then_ms` later, when set), by FLEET_TIMEOUT. */
+static probed probe(const char *reply, int trickle_ms, const char *then, int then_ms)
+{
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"EVALSHA", reply, 0, trickle_ms, then, then_ms},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    redisContext *c = connect_url(fake_server_url(f));
+    fleet_config cfg = {.prefix = "resil:", .channel = "resil:events", .timeout = FLEET_TIMEOUT};
+    fleet_cmd cmd = {.op = FLEET_PROBE, .key = "resil:breaker:x", .name = "x"};
+    fleet_state s;
+    uint64_t noscript = 0, sent = 0;
+    probed p = {0};
+    p.rc = resil__fleet_run(c, &cmd, &cfg, FLEET_FAKE_SHA, resil__fleet_deadline(cfg.timeout), &s,
+                            &noscript, &sent, p.why, sizeof p.why);
+    p.malformed = resil__fleet_malformed(c);
+    p.unparsed = c->reader->len - c->reader->pos;
+    resil__fleet_close(c);
+    fake_server_stop(f);
+    return p;
+}
+
+/* `prefix`, then `n` bytes of 'a', then `suffix`. */
+static char *line_of(const char *prefix, size_t n, const char *suffix)
+{
+    size_t lp = strlen(prefix), ls = strlen(suffix);
+    char *s = malloc(lp + n + ls + 1);
+    assert_non_null(s);
+    memcpy(s, prefix, lp);
+    memset(s + lp, 'a', n);
+    memcpy(s + lp + n, suffix, ls + 1);
+    return s;
+}
+
+static void a_status_line_longer_than_a_string_may_be_is_malformed(void **state)
+{
+    (void)state;
+    char *line = line_of("+", 70000, "\r\n");
+    probed p = probe(line, 0, NULL, 0);
+    assert_int_equal(p.rc, RESIL_EIO);
+    assert_true(p.malformed);
+    assert_string_equal(p.why, "EVALSHA: malformed answer: a string of 70000 bytes (at most 65536)");
+    free(line);
+}
+
+static void a_line_without_crlf_is_refused_once_it_passes_the_buffer_bound(void **state)
+{
+    (void)state;
+    /* A megabyte with no end of line, and the connection left open: read
+     * up to the bound and one read more, then refused, never waited out. */
+    char *line = line_of("+", 1024 * 1024, "");
+    probed p = probe(line, 0, NULL, 0);
+    assert_int_equal(p.rc, RESIL_EIO);
+    assert_true(p.malformed);
+    assert_string_equal(p.why,
+                        "EVALSHA: malformed answer: more than 98304 bytes without a complete item");
+    assert_true(p.unparsed > FLEET_READ_BUFFER_MAX);
+    assert_true(p.unparsed <= FLEET_READ_BUFFER_MAX + 16 * 1024);
+    free(line);
+}
+
+static void a_string_longer_than_its_header_drops_the_connection(void **state)
+{
+    (void)state;
+    /* Taken as "abc", it would leave "f\r\n" to be read as the next answer. */
+    probed p = probe("$3\r\nabcdef\r\n", 0, NULL, 0);
+    assert_int_equal(p.rc, RESIL_EIO);
+    assert_true(p.malformed);
+    assert_string_equal(p.why, "EVALSHA: malformed answer: a string not ending where its "
+                               "header says (3 bytes)");
+}
+
+/* ---- answers cut off or in pieces ----------------------------------------------------- */
+
+static void a_server_closing_mid_answer_fails_the_call_as_closed(void **state)
+{
+    (void)state;
+    char half[64];
+    snprintf(half, sizeof half, "%.51s", FLEET_FAKE_CLOSED);
+    probed p = probe(half, 0, fake_hang_up, 0);
+    assert_int_equal(p.rc, RESIL_EBACKEND);
+    assert_false(p.malformed);
+    assert_string_equal(p.why, "EVALSHA: the server closed the connection");
+}
+
+static void an_answer_arriving_a_byte_at_a_time_is_read_whole(void **state)
+{
+    (void)state;
+    probed p = probe(FLEET_FAKE_CLOSED, 1, NULL, 0);
+    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.unparsed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +307,11 @@ int main(void)
         T(a_stalled_write_resumes_where_it_stopped_when_the_server_reads),
         T(a_write_stalled_past_the_deadline_times_out_and_sends_nothing_whole),
         T(a_server_gone_while_a_write_stalls_fails_the_write_at_once),
+        T(a_status_line_longer_than_a_string_may_be_is_malformed),
+        T(a_line_without_crlf_is_refused_once_it_passes_the_buffer_bound),
+        T(a_string_longer_than_its_header_drops_the_connection),
+        T(a_server_closing_mid_answer_fails_the_call_as_closed),
+        T(an_answer_arriving_a_byte_at_a_time_is_read_whole),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);

@@ -23,11 +23,7 @@
 #define PIECE_MS 200
 
 
-/* A script answer as the script gives it: a closed breaker, 18 integers
- * in 102 bytes (20 s at PIECE_MS). */
-#define CLOSED_ANSWER                                                                    \
-    "*18\r\n:0\r\n:0\r\n:1700000000000123\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"      \
-    ":5000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:86400000\r\n"
+/* FLEET_FAKE_CLOSED is 102 bytes: 20 s at PIECE_MS. */
 
 /* A status line that never ends: 101 bytes (20 s at PIECE_MS), no CRLF. */
 #define PONGS_10 "PONG PONG PONG PONG PONG PONG PONG PONG PONG PONG "
@@ -83,7 +79,7 @@ static void an_answer_arriving_within_the_timeout_is_taken(void **state)
 {
     (void)state;
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"EVALSHA", CLOSED_ANSWER, 0, 0, NULL, 0},
+                             {"EVALSHA", FLEET_FAKE_CLOSED, 0, 0, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
@@ -97,7 +93,7 @@ static void an_answer_trickled_past_the_timeout_times_the_call_out(void **state)
     (void)state;
     /* Every read succeeds; the whole takes 20 s, and would succeed then. */
     fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
-                             {"EVALSHA", CLOSED_ANSWER, 0, PIECE_MS, NULL, 0},
+                             {"EVALSHA", FLEET_FAKE_CLOSED, 0, PIECE_MS, NULL, 0},
                              {NULL, NULL, 0, 0, NULL, 0}};
     fake_server *f = fake_server_answering(answers);
     assert_non_null(f);
