@@ -56,7 +56,8 @@ int resil__cfg_scan(const char *text, size_t len, cfg_doc *doc, resil_config_dia
 void resil__cfg_doc_free(cfg_doc *doc);
 /* A number node's value (or a string holding one, as .NET configuration
  * allows): 0, or RESIL_EINVAL when it is not a number. *whole tells
- * whether it was written as an integer (then *i holds it). */
+ * whether it was written as an integer that fits 64 bits (then *i holds
+ * it); a larger one is read as a real. */
 int resil__cfg_number(const cfg_node *n, double *d, long long *i, bool *whole);
 
 static inline const cfg_node *cfg_child(const cfg_doc *doc, const cfg_node *n)

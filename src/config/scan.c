@@ -267,7 +267,9 @@ int resil__cfg_scan(const char *text, size_t len, cfg_doc *doc, resil_config_dia
 {
     memset(doc, 0, sizeof *doc);
     json_error_t e;
-    json_t *checked = json_loadb(text, len, JSON_DECODE_ANY, &e);
+    /* Integers as reals: one past any integer type is still JSON, refused
+     * by the key that holds it rather than as text that is not JSON. */
+    json_t *checked = json_loadb(text, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &e);
     if (checked == NULL) {
         jansson_error(diags, &e);
         return RESIL_ESYNTAX;
@@ -310,6 +312,8 @@ int resil__cfg_number(const cfg_node *n, double *d, long long *i, bool *whole)
         return RESIL_EINVAL;
     }
     json_t *v = json_loadb(text, len, JSON_DECODE_ANY, NULL);
+    if (v == NULL) /* an integer past 64 bits is the real it is */
+        v = json_loadb(text, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, NULL);
     int rc = 0;
     if (json_is_integer(v)) {
         *whole = true;

@@ -218,12 +218,13 @@ static bool null_allowed(vctx *v, const cfg_node *n, const field *f, void *targe
 }
 
 /* "in (0,1]", "a whole number >= 1", "a whole number in [1,1000]": a
- * whole number's upper bound is not worth saying when it is its type's. */
-static void describe_bound(const field *f, bool whole, char *buf, size_t cap)
+ * whole number's upper bound is not worth saying when it is its type's,
+ * unless the value is `over` it. */
+static void describe_bound(const field *f, bool whole, bool over, char *buf, size_t cap)
 {
     const char *kind = f->flags & PERCENT ? "a percentage " : whole ? "a whole number " : "";
     int digits = whole ? 0 : 15;
-    if (isinf(f->hi) || (whole && f->hi >= (double)INT32_MAX))
+    if (isinf(f->hi) || (whole && f->hi >= (double)INT32_MAX && !over))
         snprintf(buf, cap, "%s%s %.*g", kind, f->flags & LO_OPEN ? ">" : ">=",
                  whole ? 20 : digits, f->lo);
     else if (whole)
@@ -233,10 +234,12 @@ static void describe_bound(const field *f, bool whole, char *buf, size_t cap)
                  f->hi, f->flags & HI_OPEN ? ')' : ']');
 }
 
-static bool in_bound(const field *f, double d)
+/* Whole numbers are compared as whole numbers: 2^53 + 1 is past a bound
+ * of 2^53 though both are one double. Their bounds are closed. */
+static bool in_bound(const field *f, double d, bool whole, long long i)
 {
-    if (isnan(d))
-        return false;
+    if (whole)
+        return i >= (long long)f->lo && i <= (long long)f->hi;
     if (f->flags & LO_OPEN ? !(d > f->lo) : !(d >= f->lo))
         return false;
     return f->flags & HI_OPEN ? d < f->hi : d <= f->hi;
@@ -246,15 +249,13 @@ static void set_number(vctx *v, const cfg_node *n, const field *f, void *target)
 {
     char got_buf[TEXT_MAX + 8], rule[96];
     bool whole_wanted = f->type != F_DOUBLE;
-    double d;
-    long long i;
-    bool whole;
-    describe_bound(f, whole_wanted, rule, sizeof rule);
-    if (resil__cfg_number(n, &d, &i, &whole) != 0 || (whole_wanted && !whole) || !isfinite(d)) {
-        fail_value(v, n, "must be %s, got %s", rule, GOT(n));
-        return;
-    }
-    if (!in_bound(f, d)) {
+    double d = 0;
+    long long i = 0;
+    bool whole = false;
+    bool number = resil__cfg_number(n, &d, &i, &whole) == 0 && isfinite(d);
+    if (!number || (whole_wanted && !whole) || !in_bound(f, d, whole_wanted, i)) {
+        bool over = number && (whole_wanted && whole ? i > (long long)f->hi : d > f->hi);
+        describe_bound(f, whole_wanted, over, rule, sizeof rule);
         fail_value(v, n, "must be %s, got %s", rule, GOT(n));
         return;
     }

@@ -327,6 +327,108 @@ static void disable_for_methods_of_127_bytes_in_all_are_kept_whole(void **state)
     resil_config_free(c);
 }
 
+/* ---- numbers past their range ------------------------------------------------ */
+
+/* One document with one bad number: the path its first error names, and
+ * the message. */
+typedef struct bad_doc {
+    const char *doc;
+    const char *path;
+    const char *message;
+} bad_doc;
+
+static void check_bad_docs(const bad_doc *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *got_path = cfg_first_path(rows[i].doc);
+        const char *got = cfg_first_message(rows[i].doc);
+        if (strcmp(got_path, rows[i].path) != 0 || strcmp(got, rows[i].message) != 0)
+            print_error("row %zu: %s: %s\n", i, got_path, got);
+        assert_string_equal(cfg_first_path(rows[i].doc), rows[i].path);
+        assert_string_equal(cfg_first_message(rows[i].doc), rows[i].message);
+    }
+}
+
+/* A whole number past its type's largest value is refused saying the
+ * whole range it must be in: "must be >= 0, got 2147483648" would read as
+ * a contradiction (the breaker's and bulkhead's tables hold more rows). */
+static void a_whole_number_past_its_largest_value_is_refused_with_its_range(void **state)
+{
+    (void)state;
+    static const bad_doc rows[] = {
+        {"{'Resilience': {'Bulkheads': {'b': {'MaxQueueLength': '2147483648'}}}}",
+         "Resilience.Bulkheads.b.MaxQueueLength",
+         "must be a whole number in [0,2147483647], got \"2147483648\""},
+        {"{'Resilience': {'GracefulDegradation': {'Levels': [{'Name': 'a',"
+         " 'PriorityThreshold': 2147483648, 'ErrorRateThreshold': 1, 'CpuThreshold': 1,"
+         " 'MemoryThreshold': 1}]}}}",
+         "Resilience.GracefulDegradation.Levels[0].PriorityThreshold",
+         "must be a whole number in [-2147483648,2147483647], got 2147483648"},
+    };
+    check_bad_docs(ROWS(rows));
+}
+
+/* The bounds of whole numbers are compared as whole numbers: 2^53 + 1 is
+ * past a bound of 2^53, though both are the same double. */
+static void a_whole_number_one_past_2_to_the_53_is_refused(void **state)
+{
+    (void)state;
+    static const bad_doc rows[] = {
+        {"{'Resilience': {'Chaos': {'c': {'Seed': 9007199254740993}}}}",
+         "Resilience.Chaos.c.Seed", "must be a whole number in [0,9007199254740992], got "
+                                    "9007199254740993"},
+        {"{'Resilience': {'Chaos': {'c': {'Code': -9007199254740993}}}}",
+         "Resilience.Chaos.c.Code", "must be a whole number >= -9007199254740992, got "
+                                    "-9007199254740993"},
+    };
+    check_bad_docs(ROWS(rows));
+    resil_config *c = cfg_load("{'Resilience': {'Chaos': {'c': {'Seed': 9007199254740992}}}}");
+    resil_chaos_opts o;
+    assert_int_equal(resil_config_chaos_get(c, "c", &o), 0);
+    assert_true(o.seed == 9007199254740992u);
+    resil_config_free(c);
+}
+
+/* A number too large for any integer (or a negative one too small) is
+ * still JSON: it is refused by the key that holds it, not as text that is
+ * not JSON. */
+static void an_integer_past_64_bits_is_refused_by_key(void **state)
+{
+    (void)state;
+    static const bad_doc rows[] = {
+        {"{'Resilience': {'Retry': {'r': {'MaxRetryAttempts': 99999999999999999999}}}}",
+         "Resilience.Retry.r.MaxRetryAttempts",
+         "must be a whole number in [0,4294967293] or \"Forever\", got 99999999999999999999"},
+        {"{'Resilience': {'Bulkheads': {'b': {'MaxQueueLength': -99999999999999999999}}}}",
+         "Resilience.Bulkheads.b.MaxQueueLength",
+         "must be a whole number >= 0, got -99999999999999999999"},
+        {"{'Resilience': {'Fallbacks': {'f': {'Code': 99999999999999999999}}}}",
+         "Resilience.Fallbacks.f.Code",
+         "must be a whole number in [-9007199254740991,9007199254740991], got "
+         "99999999999999999999"},
+        {"{'Resilience': {'CircuitBreakers': {'b': {'FailureRatio': 99999999999999999999}}}}",
+         "Resilience.CircuitBreakers.b.FailureRatio",
+         "must be in (0,1], got 99999999999999999999"},
+        {"{'Resilience': {'Hedging': {'h': {'Endpoints': ['https://a.example'],"
+         " 'Routing': 'Weighted', 'Weights': [99999999999999999999]}}}}",
+         "Resilience.Hedging.h.Weights[0]",
+         "must be a whole number in [1,64000], got 99999999999999999999"},
+    };
+    check_bad_docs(ROWS(rows));
+}
+
+/* Where no bound stops it, such a number is the real it is, as 1e20 is. */
+static void an_integer_past_64_bits_is_a_real_where_reals_are_taken(void **state)
+{
+    (void)state;
+    resil_config *c =
+        cfg_load("{'Resilience': {'Retry': {'r': {'Factor': 99999999999999999999}}}}");
+    resil_config_retry r;
+    assert_int_equal(resil_config_retry_get(c, "r", &r), 0);
+    assert_true(r.policy.backoff.factor == 1e20);
+    resil_config_free(c);
+}
+
 /* ---- CircuitBreakers ---------------------------------------------------------- */
 
 static resil_breaker_opts breaker_of(const char *body)
@@ -420,7 +522,7 @@ static void breaker_rejects_each_invalid_value_by_key(void **state)
         {"'ConsecutiveFailureThreshold': 0", "ConsecutiveFailureThreshold",
          "must be a whole number >= 1, got 0"},
         {"'ConsecutiveFailureThreshold': 4294967296", "ConsecutiveFailureThreshold",
-         "must be a whole number >= 1, got 4294967296"},
+         "must be a whole number in [1,4294967295], got 4294967296"},
         {"'FailureRatio': 0", "FailureRatio", "must be in (0,1], got 0"},
         {"'FailureRatio': 1.5", "FailureRatio", "must be in (0,1], got 1.5"},
         {"'MinimumThroughput': 1", "MinimumThroughput", "must be a whole number >= 2, got 1"},
@@ -498,7 +600,7 @@ static void bulkhead_rejects_each_invalid_value_by_key(void **state)
     static const bad_value rows[] = {
         {"'MaxConcurrency': 0", "MaxConcurrency", "must be a whole number >= 1, got 0"},
         {"'MaxConcurrency': 2147483648", "MaxConcurrency",
-         "must be a whole number >= 1, got 2147483648"},
+         "must be a whole number in [1,2147483647], got 2147483648"},
         {"'MaxQueueLength': -1", "MaxQueueLength", "must be a whole number >= 0, got -1"},
         {"'AllowQueueing': 'maybe'", "AllowQueueing", "must be true or false, got \"maybe\""},
         {"'QueueTimeout': '-5ms'", "QueueTimeout",
@@ -1157,6 +1259,10 @@ int main(void)
         cmocka_unit_test(disable_for_and_hint_headers_take_names),
         cmocka_unit_test(disable_for_methods_past_127_bytes_in_all_are_refused_by_key),
         cmocka_unit_test(disable_for_methods_of_127_bytes_in_all_are_kept_whole),
+        cmocka_unit_test(a_whole_number_past_its_largest_value_is_refused_with_its_range),
+        cmocka_unit_test(a_whole_number_one_past_2_to_the_53_is_refused),
+        cmocka_unit_test(an_integer_past_64_bits_is_refused_by_key),
+        cmocka_unit_test(an_integer_past_64_bits_is_a_real_where_reals_are_taken),
         cmocka_unit_test(failure_threshold_is_excaliburs_minimum_throughput),
         cmocka_unit_test(hedging_takes_microsofts_defaults_and_routes_endpoints),
         cmocka_unit_test(hedging_groups_hold_several_weighted_endpoints),
