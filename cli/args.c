@@ -91,6 +91,15 @@ bool args_flag(args *a, const char *long_name, const char *short_name)
     return names(a->argv[a->i], long_name, short_name);
 }
 
+int args_nonempty(const args *a, const char *option, const char *what, const char *v,
+                  const char **out)
+{
+    if (v[0] == '\0')
+        return args_reject(a, option, what, v);
+    *out = v;
+    return 0;
+}
+
 bool args_whole(const char *text, uint64_t *out)
 {
     if (text[0] < '0' || text[0] > '9')

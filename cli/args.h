@@ -57,6 +57,11 @@ int args_reject(const args *a, const char *option, const char *what,
 /* Report any other usage error on stderr (or into a->err) as "CMD: MESSAGE". */
 int args_fail(const args *a, const char *fmt, ...) RESIL_PRINTF(2, 3);
 
+/* A value that must not be empty (a file's name, a policy's): 0 with
+ * *out = v, else RESIL_EINVAL, reported as "OPTION must be WHAT, got ''". */
+int args_nonempty(const args *a, const char *option, const char *what, const char *v,
+                  const char **out);
+
 /* Is `text` a whole decimal number (digits only, no sign, no spaces) that
  * fits in 64 bits? */
 bool args_whole(const char *text, uint64_t *out);

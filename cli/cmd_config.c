@@ -69,6 +69,8 @@ static int parse_options(check_opts *o, int argc, char **argv)
                 return RESIL_EINVAL;
         } else if (arg[0] == '-' && arg[1] != '\0') { /* "-" alone: standard input */
             return args_fail(&a, "unknown option '%s' (see resil config check --help)", arg);
+        } else if (arg[0] == '\0') {
+            return args_reject(&a, "FILE", "a file name ('-': standard input)", arg);
         } else if (o->file != NULL) {
             return args_fail(&a, "one FILE at a time, got '%s' and '%s'", o->file, arg);
         } else {

@@ -151,8 +151,8 @@ int policy_opts_parse(policy_opts *po, args *a)
         args_timeout(a, "--attempt-timeout", v, &po->attempt_timeout))
     TRY("--total-timeout", NULL, POLICY_GIVEN_TOTAL_TIMEOUT,
         args_timeout(a, "--total-timeout", v, &po->policy.max_total))
-    TRY("--config", NULL, 0, (po->config_file = v, 0))
-    TRY("--policy", NULL, 0, (po->policy_name = v, 0))
+    TRY("--config", NULL, 0, args_nonempty(a, "--config", "a file name", v, &po->config_file))
+    TRY("--policy", NULL, 0, args_nonempty(a, "--policy", "a policy name", v, &po->policy_name))
 #undef TRY
     return 0;
 }

@@ -237,14 +237,12 @@ static int parse_timeout(const args *a, const char *v, gw_config *cfg)
 
 static int parse_config(const args *a, const char *v, gw_config *cfg)
 {
-    named.file = v;
-    return 0;
+    return args_nonempty(a, "--config", "a file name", v, &named.file);
 }
 
 static int parse_policy(const args *a, const char *v, gw_config *cfg)
 {
-    named.name = v;
-    return 0;
+    return args_nonempty(a, "--policy", "a policy name", v, &named.name);
 }
 
 static int apply_named_policy(const args *a, gw_config *cfg)

@@ -108,6 +108,39 @@ static void exit_codes_are_a_comma_list_in_1_to_255(void **state)
     }
 }
 
+/* policy_opts_parse on the one option in argv[1] (and its value),
+ * reporting into *err: what the parser said of it. */
+static int parse_policy_option(char **argv, int argc, resil_err *err)
+{
+    policy_opts po;
+    args a;
+    policy_opts_default(&po);
+    args_init(&a, "resil test", argc, argv);
+    memset(err, 0, sizeof *err);
+    a.err = err;
+    return policy_opts_parse(&po, &a);
+}
+
+static void an_empty_config_file_or_policy_name_is_refused_by_name(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *option, *value, *message;
+    } rows[] = {
+        {"--config", "", "resil test: --config must be a file name, got ''"},
+        {"--config=", NULL, "resil test: --config must be a file name, got ''"},
+        {"--policy", "", "resil test: --policy must be a policy name, got ''"},
+        {"--policy=", NULL, "resil test: --policy must be a policy name, got ''"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char *argv[] = {"t", (char *)rows[i].option, (char *)rows[i].value, NULL};
+        resil_err err;
+        assert_int_equal(parse_policy_option(argv, rows[i].value != NULL ? 3 : 2, &err),
+                         RESIL_EINVAL);
+        assert_string_equal(err.message, rows[i].message);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +150,7 @@ int main(void)
         cmocka_unit_test(doubles_are_decimal_and_finite),
         cmocka_unit_test(rates_are_decimal_shares_in_0_to_1),
         cmocka_unit_test(exit_codes_are_a_comma_list_in_1_to_255),
+        cmocka_unit_test(an_empty_config_file_or_policy_name_is_refused_by_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,23 @@ static void the_tools_help_names_version_and_help_command(void **state)
     cli_result_free(&r);
 }
 
+/* An empty FILE is no file a user meant: a usage error (125), not a file
+ * that failed to open (1). */
+static void config_check_refuses_an_empty_file_name(void **state)
+{
+    cli_result r;
+    cli_run(&r, *state, NULL, "config", "check", "", NULL);
+    if (strstr(r.err, "unknown command 'config'") != NULL) { /* built without libresil-config */
+        cli_result_free(&r);
+        skip();
+    }
+    assert_int_equal(r.status, 125);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "resil config check: FILE must be a file name ('-': standard "
+                               "input), got ''\n");
+    cli_result_free(&r);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
@@ -75,6 +92,7 @@ int main(void)
         T(an_unknown_command_is_refused_by_name),
         T(dash_v_and_version_print_the_version),
         T(the_tools_help_names_version_and_help_command),
+        T(config_check_refuses_an_empty_file_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

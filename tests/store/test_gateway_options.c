@@ -256,6 +256,17 @@ static void a_config_file_that_cannot_be_opened_is_refused_before_the_store(void
     expect_refused_before_the_store("--config", expected, "--config", cfg, "--policy", "p");
 }
 
+static void an_empty_config_file_or_policy_name_is_refused_before_the_store(void **state)
+{
+    (void)state;
+    expect_refused_before_the_store("--config",
+                                    "resil gateway: --config must be a file name, got ''\n",
+                                    "--config", "", "--policy", "p");
+    expect_refused_before_the_store("--policy",
+                                    "resil gateway: --policy must be a policy name, got ''\n",
+                                    "--config", "c.json", "--policy", "");
+}
+
 /* The Redis client refuses the URL itself (the option's own check takes
  * any redis:// URL): still a bad value, refused with 125 before the store
  * opens. */
@@ -346,6 +357,7 @@ int main(void)
         cmocka_unit_test(batching_and_the_sqlite_sync_level_are_checked_by_name),
         cmocka_unit_test(a_batch_window_that_is_no_duration_is_refused_by_name),
         cmocka_unit_test(a_config_file_that_cannot_be_opened_is_refused_before_the_store),
+        cmocka_unit_test(an_empty_config_file_or_policy_name_is_refused_before_the_store),
         cmocka_unit_test(a_fleet_url_the_client_refuses_is_refused_before_the_store),
         cmocka_unit_test(an_upstream_without_a_readable_host_and_port_is_refused_before_the_store),
         cmocka_unit_test(unknown_options_are_refused),
