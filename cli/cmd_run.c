@@ -142,14 +142,6 @@ static int parse_log(const args *a, const char *text, log_format *out)
     return 0;
 }
 
-static int parse_log_file(const args *a, const char *text, const char **out)
-{
-    if (text[0] == '\0')
-        return args_reject(a, "--log-file", "a file name", text);
-    *out = text;
-    return 0;
-}
-
 /* A parser's 0 as "the option was consumed". */
 static int consumed(int rc) { return rc < 0 ? rc : 1; }
 
@@ -167,7 +159,7 @@ static int parse_run_option(run_opts *o, args *a)
     if ((m = args_match(a, "--log", NULL, &v)) != 0)
         return m < 0 ? m : consumed(parse_log(a, v, &o->log));
     if ((m = args_match(a, "--log-file", NULL, &v)) != 0)
-        return m < 0 ? m : consumed(parse_log_file(a, v, &o->log_file));
+        return m < 0 ? m : consumed(args_nonempty(a, "--log-file", "a file name", v, &o->log_file));
     if ((m = args_match(a, "--heartbeat", NULL, &v)) != 0)
         return m < 0 ? m : consumed(args_timeout(a, "--heartbeat", v, &o->heartbeat));
     if (args_flag(a, "--dry-run", NULL)) {

@@ -27,10 +27,7 @@ const char telemetry_out_help[] =
 
 int telemetry_out_metrics(telemetry_out *t, const args *a, const char *v)
 {
-    if (v[0] == '\0')
-        return args_reject(a, "--metrics", "a file name", v);
-    t->metrics_file = v;
-    return 0;
+    return args_nonempty(a, "--metrics", "a file name", v, &t->metrics_file);
 }
 
 #ifdef RESIL_CLI_OTLP

@@ -381,38 +381,29 @@ static int opt_cookie(http_opts *o, const args *a, const char *v)
     return 0;
 }
 
-int http_nonempty(const args *a, const char *option, const char *what, const char *v,
-                  const char **out)
-{
-    if (v[0] == '\0')
-        return args_reject(a, option, what, v);
-    *out = v;
-    return 0;
-}
-
 static int opt_cookie_jar(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--cookie-jar", "a file name", v, &o->cookie_jar);
+    return args_nonempty(a, "--cookie-jar", "a file name", v, &o->cookie_jar);
 }
 
 static int opt_cacert(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--cacert", "a file name", v, &o->cacert);
+    return args_nonempty(a, "--cacert", "a file name", v, &o->cacert);
 }
 
 static int opt_cert(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--cert", "a file name", v, &o->cert);
+    return args_nonempty(a, "--cert", "a file name", v, &o->cert);
 }
 
 static int opt_key_file(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--key", "a file name", v, &o->cert_key);
+    return args_nonempty(a, "--key", "a file name", v, &o->cert_key);
 }
 
 static int opt_proxy(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--proxy", "a proxy URL such as http://proxy:3128", v, &o->proxy);
+    return args_nonempty(a, "--proxy", "a proxy URL such as http://proxy:3128", v, &o->proxy);
 }
 
 static int opt_referer(http_opts *o, const args *a, const char *v)
@@ -475,7 +466,7 @@ static int opt_remote_name(http_opts *o, const args *a, const char *v)
 
 static int opt_output_dir(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--output-dir", "a directory", v, &o->output_dir);
+    return args_nonempty(a, "--output-dir", "a directory", v, &o->output_dir);
 }
 
 /* ---- the transfers ------------------------------------------------------------ */
@@ -495,8 +486,8 @@ static int opt_parallel_max(http_opts *o, const args *a, const char *v)
 
 static int opt_dump_header(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--dump-header", "a file name ('-': standard output)", v,
-                    &o->dump_header);
+    return args_nonempty(a, "--dump-header", "a file name ('-': standard output)", v,
+                         &o->dump_header);
 }
 
 static int opt_write_out(http_opts *o, const args *a, const char *v)

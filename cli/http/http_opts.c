@@ -341,7 +341,7 @@ static int parse_chaos_seed(http_opts *o, const args *a, const char *v)
 
 static int parse_log_file(http_opts *o, const args *a, const char *v)
 {
-    return http_nonempty(a, "--log-file", "a file name", v, &o->log_file);
+    return args_nonempty(a, "--log-file", "a file name", v, &o->log_file);
 }
 
 static int parse_traceparent(http_opts *o, const args *a, const char *v)

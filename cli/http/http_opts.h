@@ -151,10 +151,6 @@ const char *http_opts_method(const http_opts *o);
 
 /* ---- value parsers shared with the fuzz targets (curl_flags.c) ---------- */
 
-/* A value that must not be empty, such as a file name: *out = v, or
- * RESIL_EINVAL after reporting that the option wants `what`. */
-int http_nonempty(const args *a, const char *option, const char *what, const char *v,
-                  const char **out);
 /* curl's seconds ("5", "2.5"), a duration ("250ms"), or "none"; 0 = none. */
 int http_seconds_parse(const args *a, const char *option, const char *text,
                        resil_duration *out);
