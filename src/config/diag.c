@@ -16,6 +16,15 @@
 
 #define SUGGEST_LEN_MAX 64 /* longer words are not typos worth a suggestion */
 
+/* Names a document spells are quoted into paths and messages; a control
+ * character among them would break a diagnostic's one line. */
+static void printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
 void resil__diag_addv(resil_config_diags *d, const char *path, uint32_t line,
                       uint32_t col, const char *fmt, va_list ap)
 {
@@ -38,6 +47,8 @@ void resil__diag_addv(resil_config_diags *d, const char *path, uint32_t line,
     g->line = line;
     g->column = col;
     vsnprintf(g->message, sizeof g->message, fmt, ap);
+    printable(g->path);
+    printable(g->message);
 }
 
 void resil__diag_add(resil_config_diags *d, const char *path, uint32_t line, uint32_t col,

@@ -323,6 +323,19 @@ static void escaped_values_are_decoded(void **state)
     resil_config_free(c);
 }
 
+/* What a document spells is quoted in messages and paths, but a control
+ * character there would break the one-line form (a newline starts a false
+ * diagnostic): each is shown as '?'. */
+static void control_characters_in_names_are_shown_as_question_marks(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_errors("{'Resilience': {'Retry': {'r': {'Bad\\nKey': 1}},\n"
+                                   " 'Pipelines': {'p': ['Retry:a\\nb\\u001b']}}}"),
+                        "Resilience.Retry.r.Bad?Key at 1:33: unknown key\n"
+                        "Resilience.Pipelines.p[0] at 2:22: no Retry named \"a?b?\" in "
+                        "Resilience.Retry\n");
+}
+
 static void deep_nesting_is_read_or_refused_without_harm(void **state)
 {
     (void)state;
@@ -530,6 +543,7 @@ int main(void)
         cmocka_unit_test(numbers_and_booleans_may_be_strings_as_in_dotnet),
         cmocka_unit_test(escaped_keys_are_decoded),
         cmocka_unit_test(escaped_values_are_decoded),
+        cmocka_unit_test(control_characters_in_names_are_shown_as_question_marks),
         cmocka_unit_test(deep_nesting_is_read_or_refused_without_harm),
         cmocka_unit_test(a_name_must_be_short_and_printable),
         cmocka_unit_test(a_section_must_be_an_object),
