@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,11 +397,34 @@ static bool wait_socket(int fd, short events, int64_t deadline)
     }
 }
 
+/* A write to a connection the server has reset raises SIGPIPE, which ends
+ * a process that has not chosen to ignore it; hiredis writes without
+ * MSG_NOSIGNAL. So each write runs with SIGPIPE blocked in the calling
+ * thread, and a SIGPIPE it raised is taken back before the mask is
+ * restored; one that was already pending is left for its owner. */
+static int write_without_sigpipe(redisContext *c, int *done)
+{
+    sigset_t pipe, old, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE);
+    int rc = redisBufferWrite(c, done);
+    if (rc != REDIS_OK && !was_pending) {
+        struct timespec now = {0, 0};
+        while (sigtimedwait(&pipe, NULL, &now) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 static int flush(redisContext *c, int64_t deadline)
 {
     for (;;) {
         int done = 0;
-        if (redisBufferWrite(c, &done) != REDIS_OK)
+        if (write_without_sigpipe(c, &done) != REDIS_OK)
             return -1;
         if (done)
             return 0;
