@@ -28,8 +28,12 @@ static int parse_attempts(policy_opts *po, const args *a, const char *v)
         return 0;
     }
     uint64_t n;
-    if (!args_whole(v, &n) || n < 1 || n >= RESIL_ATTEMPTS_FOREVER)
-        return args_reject(a, "--attempts", "a whole number >= 1 or 'forever'", v);
+    if (!args_whole(v, &n) || n < 1 || n >= RESIL_ATTEMPTS_FOREVER) {
+        char what[64];
+        snprintf(what, sizeof what, "a whole number in [1, %u] or 'forever'",
+                 (unsigned)(RESIL_ATTEMPTS_FOREVER - 1));
+        return args_reject(a, "--attempts", what, v);
+    }
     po->policy.max_attempts = (uint32_t)n;
     return 0;
 }

@@ -674,10 +674,22 @@ static void assert_rejected(void **state, const char *option, const char *value,
 static void bad_attempts_is_rejected_by_name(void **state)
 {
     assert_rejected(state, "--attempts", "0",
-                    "resil run: --attempts must be a whole number >= 1 or 'forever', got '0'");
-    assert_rejected(state, "-a", "three", "--attempts must be a whole number >= 1 or "
-                                          "'forever', got 'three'");
+                    "resil run: --attempts must be a whole number in [1, 4294967294] or "
+                    "'forever', got '0'");
+    assert_rejected(state, "-a", "three", "--attempts must be a whole number in [1, 4294967294] "
+                                          "or 'forever', got 'three'");
     assert_rejected(state, "--attempts", "-1", "got '-1'");
+}
+
+/* The largest count is one less than the number that means 'forever'. */
+static void attempts_past_the_largest_count_are_rejected_with_the_bound(void **state)
+{
+    assert_rejected(state, "--attempts", "4294967295",
+                    "resil run: --attempts must be a whole number in [1, 4294967294] or "
+                    "'forever', got '4294967295'");
+    assert_rejected(state, "--attempts", "99999999999999999999",
+                    "resil run: --attempts must be a whole number in [1, 4294967294] or "
+                    "'forever', got '99999999999999999999'");
 }
 
 static void bad_backoff_is_rejected_by_name(void **state)
@@ -1201,6 +1213,7 @@ int main(void)
         T(dry_run_of_forever_shows_the_first_ten_waits),
         T(dry_run_elides_a_long_schedule),
         T(bad_attempts_is_rejected_by_name),
+        T(attempts_past_the_largest_count_are_rejected_with_the_bound),
         T(bad_backoff_is_rejected_by_name),
         T(bad_delay_is_rejected_by_name),
         T(bad_max_delay_is_rejected_by_name),
