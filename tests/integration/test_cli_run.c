@@ -812,6 +812,41 @@ static void bad_log_is_rejected_by_name(void **state)
                     "resil run: --log must be one of text, json, none, got 'xml'");
 }
 
+static void bad_heartbeat_is_rejected_by_name(void **state)
+{
+    static const char *const bad[] = {"", "-1s", "soon", "10", "5sx"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char expected[200];
+        snprintf(expected, sizeof expected,
+                 "resil run: --heartbeat must be a duration like 250ms, 2s or 1m30s, or 'none' "
+                 "(0 also switches it off), got '%s'",
+                 bad[i]);
+        assert_rejected(state, "--heartbeat", bad[i], expected);
+    }
+}
+
+/* Every option that takes a value, given last with none: refused by its
+ * name, and nothing run. */
+static void each_option_without_its_value_is_rejected_by_name(void **state)
+{
+    static const char *const options[] = {
+        "--attempts", "--backoff", "--delay", "--delays", "--max-delay", "--factor",
+        "--jitter", "--seed", "--attempt-timeout", "--total-timeout", "--config", "--policy",
+        "--kill-after", "--retry-on", "--stop-on", "--log", "--log-file", "--heartbeat",
+        "--chaos-fail", "--chaos-latency", "--chaos-seed", "--metrics", "--otlp"};
+    const char *dir = *state;
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "resil run: %s needs a value\n", options[i]);
+        cli_result r;
+        cli_run(&r, dir, NULL, "run", options[i], NULL);
+        assert_int_equal(r.status, 125);
+        assert_string_equal(r.err, expected);
+        assert_string_equal(r.out, "");
+        cli_result_free(&r);
+    }
+}
+
 static void missing_value_is_rejected_by_name(void **state)
 {
     const char *dir = *state;
@@ -1229,6 +1264,8 @@ int main(void)
         T(bad_retry_on_is_rejected_by_name),
         T(bad_stop_on_is_rejected_by_name),
         T(bad_log_is_rejected_by_name),
+        T(bad_heartbeat_is_rejected_by_name),
+        T(each_option_without_its_value_is_rejected_by_name),
         T(missing_value_is_rejected_by_name),
         T(unknown_option_is_rejected),
         T(missing_command_is_rejected),
