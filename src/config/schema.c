@@ -2298,11 +2298,14 @@ static const cfg_node *find_resilience(vctx *v, const cfg_node *root)
     for (const cfg_node *m = cfg_child(v->doc, root); m; m = cfg_next(v->doc, m)) {
         if (!resil__name_eq(m->key, "Resilience"))
             continue;
-        if (res)
-            fail_key(v, m, "duplicate key: Resilience is already given at %u:%u",
-                     res->key_line, res->key_col);
-        else
+        if (res == NULL) {
             res = m;
+            continue;
+        }
+        size_t old = push(v, "Resilience");
+        fail_key(v, m, "duplicate key: Resilience is already given at %u:%u", res->key_line,
+                 res->key_col);
+        pop(v, old);
     }
     if (res != NULL)
         return res;

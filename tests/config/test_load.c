@@ -82,6 +82,38 @@ static void the_document_must_be_an_object(void **state)
                                               "with a Resilience section, got an array\n");
 }
 
+static void the_resilience_section_must_be_an_object(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_errors("{'Resilience': ['Retry']}"),
+                        "Resilience at 1:16: must be an object, got an array\n");
+}
+
+/* Keys match without regard to case, so two spellings of one section are
+ * one section given twice; the second is named by its path. */
+static void a_second_resilience_section_is_named_by_its_path(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_errors("{'Resilience': {}, 'resilience': {}}"),
+                        "Resilience at 1:20: duplicate key: Resilience is already given at "
+                        "1:2\n");
+}
+
+static void a_section_given_twice_is_a_duplicate(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_errors("{'Resilience': {'Retry': {}, 'RETRY': {}}}"),
+                        "Resilience.Retry at 1:30: duplicate key: Retry is already given at "
+                        "1:17\n");
+}
+
+static void an_unknown_section_far_from_all_gets_no_suggestion(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_errors("{'Resilience': {'Zzzzzzzz': {}}}"),
+                        "Resilience.Zzzzzzzz at 1:17: unknown key\n");
+}
+
 static void a_syntax_error_has_jansson_position(void **state)
 {
     (void)state;
@@ -98,6 +130,19 @@ static void empty_text_is_a_syntax_error(void **state)
     const char *out = cfg_errors_rc("", &rc);
     assert_int_equal(rc, RESIL_ESYNTAX);
     assert_string_equal(out, "1:1: invalid JSON: unexpected token near end of file\n");
+}
+
+/* No text at all, given as NULL and no length, is the empty text. */
+static void no_text_is_a_syntax_error(void **state)
+{
+    (void)state;
+    resil_config *c = (resil_config *)1;
+    resil_config_diags d = {0};
+    assert_int_equal(resil_config_parse(NULL, 0, &c, &d), RESIL_ESYNTAX);
+    assert_null(c);
+    assert_int_equal(d.len, 1);
+    assert_string_equal(d.items[0].message, "invalid JSON: unexpected token near end of file");
+    resil_config_diags_free(&d);
 }
 
 static void trailing_garbage_is_a_syntax_error(void **state)
@@ -522,8 +567,13 @@ int main(void)
         cmocka_unit_test(a_document_without_resilience_is_refused),
         cmocka_unit_test(a_misspelt_resilience_section_is_named),
         cmocka_unit_test(the_document_must_be_an_object),
+        cmocka_unit_test(the_resilience_section_must_be_an_object),
+        cmocka_unit_test(a_second_resilience_section_is_named_by_its_path),
+        cmocka_unit_test(a_section_given_twice_is_a_duplicate),
+        cmocka_unit_test(an_unknown_section_far_from_all_gets_no_suggestion),
         cmocka_unit_test(a_syntax_error_has_jansson_position),
         cmocka_unit_test(empty_text_is_a_syntax_error),
+        cmocka_unit_test(no_text_is_a_syntax_error),
         cmocka_unit_test(trailing_garbage_is_a_syntax_error),
         cmocka_unit_test(a_byte_order_mark_is_skipped),
         cmocka_unit_test(keys_match_without_regard_to_case),

@@ -872,6 +872,11 @@ static void distributed_breaker_rejects_invalid_values_by_key(void **state)
         {"'SlidingWindowSize': 20", "SlidingWindowSize",
          "the fleet breaker counts over SamplingDuration: a count window is for "
          "CircuitBreakers"},
+        {"'OperationTimeout': '1s'", "OperationTimeout",
+         "OperationTimeout bounds the calls of a CircuitBreakers entry; the fleet breaker's "
+         "calls are bounded where it is used"},
+        {"'Enabled': false, 'SyncInterval': false", "SyncInterval",
+         "must be a duration such as \"30s\" or \"00:00:30\", got false"},
     };
     check_bad_values("{'Resilience': {'DistributedCircuitBreaker': {%s}}}",
                      "DistributedCircuitBreaker", ROWS(rows));
@@ -1026,6 +1031,8 @@ static void hedging_takes_microsofts_defaults_and_routes_endpoints(void **state)
         {"'Endpoints': ['eu.example.com']", "Endpoints[0]",
          "must be an endpoint URL such as \"https://eu.example.com\", got \"eu.example.com\""},
         {"'Endpoints': ['https://a'], 'Weights': [1]", "Weights", "Weights need Routing Weighted"},
+        {"'Endpoints': ['https://a'], 'SelectionMode': 'EveryAttempt'", "SelectionMode",
+         "SelectionMode needs Routing Weighted"},
         {"'Endpoints': ['https://a', 'https://b'], 'Routing': 'Weighted', 'Weights': [1]",
          "Weights", "must give one weight per group: 1 for 2"},
         {"'Routing': 'Ordered'", "Routing", "Routing routes Endpoints: it needs them"},
