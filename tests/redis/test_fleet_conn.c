@@ -28,17 +28,29 @@
 /* The timeout of the calls that time out. */
 #define TIMEOUT RESIL_MS(300)
 
-static redisContext *connect_url(const char *url)
+/* A connection attempt: the context, or why there is none. */
+typedef struct handshake {
+    redisContext *c;
+    fleet_conn_fail fail;
+    char why[200];
+} handshake;
+
+static handshake dial(const char *url)
 {
     fleet_url u;
     assert_int_equal(resil__fleet_url_parse(url, &u, NULL), 0);
-    fleet_conn_fail fail;
-    char why[200];
-    redisContext *c = resil__fleet_connect(&u, FLEET_TIMEOUT, &fail, why, sizeof why);
-    if (c == NULL)
-        fprintf(stderr, "connect_url: %s\n", why);
-    assert_non_null(c);
-    return c;
+    handshake h = {0};
+    h.c = resil__fleet_connect(&u, FLEET_TIMEOUT, &h.fail, h.why, sizeof h.why);
+    return h;
+}
+
+static redisContext *connect_url(const char *url)
+{
+    handshake h = dial(url);
+    if (h.c == NULL)
+        fprintf(stderr, "connect_url: %s\n", h.why);
+    assert_non_null(h.c);
+    return h.c;
 }
 
 /* A connection to the test server whose send buffer fills after a few KiB. */
@@ -350,6 +362,68 @@ static void an_answer_arriving_a_byte_at_a_time_is_read_whole(void **state)
     assert_int_equal(p.unparsed, 0);
 }
 
+/* ---- the handshake ---------------------------------------------------------------- */
+
+static handshake connect_as(const char *userinfo)
+{
+    char url[128];
+    snprintf(url, sizeof url, "redis://%s@127.0.0.1:%d", userinfo,
+             redis_server_port(fleet_server));
+    return dial(url);
+}
+
+/* User "fleet", password "s3cret", allowed everything; or gone again. */
+static void fleet_user(bool on)
+{
+    const char *add[] = {"ACL", "SETUSER", "fleet", "on", ">s3cret", "~*", "&*", "+@all"};
+    const char *del[] = {"ACL", "DELUSER", "fleet"};
+    redisReply *r = on ? redis_server_command(fleet_server, 8, add)
+                       : redis_server_command(fleet_server, 3, del);
+    assert_non_null(r);
+    assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+}
+
+static void a_url_with_a_user_connects_as_that_user(void **state)
+{
+    (void)state;
+    fleet_user(true);
+    handshake h = connect_as("fleet:s3cret");
+    assert_non_null(h.c);
+    const char *whoami[] = {"ACL", "WHOAMI"};
+    redisReply *r = resil__fleet_command(h.c, 2, whoami, NULL, resil__fleet_deadline(FLEET_TIMEOUT));
+    assert_non_null(r);
+    assert_string_equal(r->str, "fleet");
+    freeReplyObject(r);
+    resil__fleet_close(h.c);
+    fleet_user(false);
+}
+
+static void a_wrong_password_for_a_user_is_refused_in_redis_words(void **state)
+{
+    (void)state;
+    fleet_user(true);
+    handshake h = connect_as("fleet:wrong");
+    assert_null(h.c);
+    assert_int_equal(h.fail, FLEET_REFUSED);
+    assert_string_equal(h.why, "Redis refused AUTH: WRONGPASS invalid username-password pair "
+                               "or user is disabled.");
+    fleet_user(false);
+}
+
+static void a_ping_answered_with_other_than_a_status_is_not_redis(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", ":1\r\n", 0, 0, NULL, 0}, {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    handshake h = dial(fake_server_url(f));
+    assert_null(h.c);
+    assert_int_equal(h.fail, FLEET_NOT_REDIS);
+    assert_string_equal(h.why, "the server is not Redis (PING got an unexpected reply)");
+    fake_server_stop(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +437,9 @@ int main(void)
         T(a_string_longer_than_its_header_drops_the_connection),
         T(a_server_closing_mid_answer_fails_the_call_as_closed),
         T(an_answer_arriving_a_byte_at_a_time_is_read_whole),
+        T(a_url_with_a_user_connects_as_that_user),
+        T(a_wrong_password_for_a_user_is_refused_in_redis_words),
+        T(a_ping_answered_with_other_than_a_status_is_not_redis),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);
