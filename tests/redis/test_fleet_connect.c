@@ -4,8 +4,9 @@
  * off, a server still loading its dataset, one that refuses every script
  * call after each reconnect, EVAL standing in for a lost script and
  * failing too, an oversized message on the fleet's channel, a script reload
- * meeting a paused server. Each is a DOWN event whose detail says why, and
- * exact counts of what the client did.
+ * meeting a paused server, a round's answer or a SCAN cut off midway. Each
+ * is a DOWN event whose detail says why, and exact counts of what the
+ * client did. Listing walks SCAN's pages to the end.
  *
  * Fake servers on loopback answer as Redis never would, on demand; the
  * rest runs on a real server the test kills, pauses and resumes. Waits are
@@ -248,6 +249,58 @@ static void a_nil_answer_to_a_round_is_one_command_error(void **state)
     faked_close(&w);
 }
 
+static void a_round_answer_cut_off_midway_marks_the_client_down(void **state)
+{
+    (void)state;
+    static char half[64];
+    snprintf(half, sizeof half, "%.51s", FLEET_FAKE_CLOSED);
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
+                             {"EVALSHA", half, 0, 0, fake_hang_up, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    faked w;
+    faked_open(&w, answers, "halved");
+    fleet_wait_until(fleet_downs(&w.ev) == 1);
+    assert_string_equal(w.ev.first_down, "EVALSHA: the server closed the connection");
+    resil_redis_stats st = stats_of(w.r);
+    assert_false(st.connected);
+    assert_int_equal(st.command_errors, 0);
+    assert_int_equal(st.disconnects, 1);
+    assert_int_equal(resil_breaker_state_of(w.b), RESIL_BREAKER_CLOSED); /* local */
+    faked_close(&w);
+}
+
+static int count_names(const char *name, void *ud)
+{
+    (void)name;
+    (*(int *)ud)++;
+    return 0;
+}
+
+static void a_listing_cut_off_fails_as_unreachable_and_marks_the_client_down(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
+                             {"SCAN", NULL, 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    faked w;
+    faked_open(&w, answers, NULL);
+    int names = 0;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_list(w.r, count_names, &names, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "redis: SCAN: the server closed the connection");
+    assert_int_equal(names, 0);
+    fleet_wait_until(fleet_downs(&w.ev) == 1);
+    assert_string_equal(w.ev.first_down, "admin: the server closed the connection");
+    resil_redis_stats st = stats_of(w.r);
+    assert_false(st.connected);
+    assert_int_equal(st.command_errors, 0);
+    faked_close(&w);
+}
+
 /* ---- on a real server ------------------------------------------------------------------- */
 
 static resil_redis *real_client(fleet_events *ev)
@@ -351,6 +404,38 @@ static void listing_stops_at_the_first_name_the_callback_refuses(void **state)
     resil_fake_clock_free(fc);
 }
 
+/* Names "n1" .. "nN" seen, each counted. */
+#define MANY 1000
+
+static int tally(const char *name, void *ud)
+{
+    int *seen = ud;
+    int i = atoi(name + 1);
+    assert_true(name[0] == 'n' && i >= 1 && i <= MANY);
+    seen[i - 1]++;
+    return 0;
+}
+
+static void listing_walks_every_scan_page(void **state)
+{
+    (void)state;
+    /* A thousand breaker keys: SCAN's COUNT of 200 takes several pages. */
+    const char *script = "for i = 1, tonumber(ARGV[1]) do "
+                         "redis.call('HSET', 'resil:breaker:n' .. i, 'state', 0) end";
+    const char *make[] = {"EVAL", script, "0", "1000"};
+    redisReply *made = redis_server_command(fleet_server, 4, make);
+    assert_non_null(made);
+    freeReplyObject(made);
+    resil_redis *r = fleet_client(NULL);
+    long long scans = redis_server_calls(fleet_server, "scan");
+    int seen[MANY] = {0};
+    assert_int_equal(resil_redis_list(r, tally, seen, NULL), 0);
+    assert_true(redis_server_calls(fleet_server, "scan") - scans > 1);
+    for (int i = 0; i < MANY; i++)
+        assert_true(seen[i] >= 1); /* SCAN may return a key twice, never skip one */
+    resil_redis_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,9 +447,12 @@ int main(void)
         T(an_eval_rerun_answered_with_an_error_is_one_command_error),
         T(an_eval_rerun_cut_off_marks_the_client_down),
         T(a_nil_answer_to_a_round_is_one_command_error),
+        T(a_round_answer_cut_off_midway_marks_the_client_down),
+        T(a_listing_cut_off_fails_as_unreachable_and_marks_the_client_down),
         T(an_oversized_message_on_the_channel_drops_the_subscription_until_relinked),
         T(a_script_reload_that_meets_a_paused_redis_marks_the_client_down),
         T(listing_stops_at_the_first_name_the_callback_refuses),
+        T(listing_walks_every_scan_page),
 #undef T
     };
     return cmocka_run_group_tests(tests, fleet_group_setup, fleet_group_teardown);

@@ -221,6 +221,28 @@ static void a_redis_that_refuses_to_load_the_script_is_refused_in_its_words(void
     fake_server_stop(f);
 }
 
+static void a_script_load_answered_with_other_than_a_sha_is_refused_as_malformed(void **state)
+{
+    (void)state;
+    static const fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                                          {"SCRIPT", "$3\r\nabc\r\n", 0, 0, NULL, 0},
+                                          {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    resil_redis_opts o = good_opts();
+    o.url = fake_server_url(f);
+    o.timeout = FLEET_TIMEOUT;
+    char want[128];
+    snprintf(want, sizeof want, "redis.url %s: SCRIPT LOAD: malformed answer",
+             fake_server_url(f));
+    resil_redis *r = (resil_redis *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
+    assert_null(r);
+    assert_string_equal(err.message, want);
+    fake_server_stop(f);
+}
+
 static void redis_new_refuses_null_arguments(void **state)
 {
     (void)state;
@@ -702,6 +724,7 @@ int main(void)
         T(nothing_answering_is_refused_unless_offline_start_is_allowed),
         T(a_redis_that_refuses_auth_or_select_is_refused_in_its_words),
         T(a_redis_that_refuses_to_load_the_script_is_refused_in_its_words),
+        T(a_script_load_answered_with_other_than_a_sha_is_refused_as_malformed),
         T(redis_new_refuses_null_arguments),
         T(sync_refuses_a_null_client),
         T(stats_get_refuses_null_arguments),
