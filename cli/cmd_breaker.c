@@ -25,6 +25,7 @@
 typedef struct breaker_opts {
     const char *action;
     const char *url;
+    const char *url_from;   /* "--redis" or "RESIL_REDIS_URL" */
     const char *prefix;
     const char *name;
     resil_duration timeout;
@@ -81,11 +82,13 @@ static int parse_option(args *a, breaker_opts *o)
     const char *v;
     int m;
     if ((m = args_match(a, "--redis", NULL, &v)) != 0) {
-        o->url = v;
+        if (m > 0)
+            o->url = v;
         return m < 0 ? m : 0;
     }
     if ((m = args_match(a, "--prefix", NULL, &v)) != 0) {
-        o->prefix = v;
+        if (m > 0)
+            o->prefix = v;
         return m < 0 ? m : 0;
     }
     if ((m = args_match(a, "--timeout", NULL, &v)) != 0)
@@ -124,6 +127,7 @@ static int parse(int argc, char **argv, breaker_opts *o)
     }
     if (o->action == NULL)
         return args_fail(&a, "needs an ACTION: list, status, isolate, close or reset");
+    o->url_from = o->url != NULL ? "--redis" : "RESIL_REDIS_URL";
     if (o->url == NULL)
         o->url = getenv("RESIL_REDIS_URL");
     if (o->url == NULL || o->url[0] == '\0')
@@ -299,6 +303,17 @@ static void report_connect(const char *message)
                         : "");
 }
 
+/* The client refused the URL or the prefix: a bad value, said with the
+ * option (or the variable) that gave it, as --fleet's are. */
+static void report_refused(const breaker_opts *o, const char *message)
+{
+    if (strncmp(message, "redis.prefix", 12) == 0)
+        fprintf(stderr, "resil breaker: --prefix '%s': %s\n", o->prefix, message);
+    else
+        fprintf(stderr, "resil breaker: %s: %s\n", o->url_from, message);
+    fputs("try 'resil breaker --help'\n", stderr);
+}
+
 int cmd_breaker(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -320,9 +335,13 @@ int cmd_breaker(int argc, char **argv)
     resil_redis *r;
     resil_err err;
     int rc = resil_redis_new(&ro, &r, &err);
+    if (rc == RESIL_EINVAL) {
+        report_refused(&o, err.message);
+        return RESIL_EXIT_USAGE;
+    }
     if (rc != 0) {
         report_connect(err.message);
-        return rc == RESIL_EINVAL ? RESIL_EXIT_USAGE : EXIT_FAILED;
+        return EXIT_FAILED;
     }
     int status = strcmp(o.action, "list") == 0     ? do_list(r, o.json)
                  : strcmp(o.action, "status") == 0 ? do_status(r, o.name, o.json)
