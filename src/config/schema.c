@@ -535,8 +535,12 @@ static bool each_element(vctx *v, const cfg_node *n, size_t max, const char *wha
                          void (*one)(vctx *, const cfg_node *, size_t, void *), void *target)
 {
     char got_buf[TEXT_MAX + 8];
-    if (n->type != CFG_ARRAY || n->count == 0 || n->count > max) {
+    if (n->type != CFG_ARRAY) {
         fail_value(v, n, "must be an array of 1 to %zu %s, got %s", max, what, GOT(n));
+        return false;
+    }
+    if (n->count == 0 || n->count > max) {
+        fail_value(v, n, "must hold 1 to %zu %s, got %u", max, what, n->count);
         return false;
     }
     size_t i = 0;

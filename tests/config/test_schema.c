@@ -254,7 +254,7 @@ static void delays_refuse_bad_waits_and_formula_keys(void **state)
 {
     (void)state;
     static const bad_value rows[] = {
-        {"'Delays': []", "Delays", "must be an array of 1 to 32 durations, got an array"},
+        {"'Delays': []", "Delays", "must hold 1 to 32 durations, got 0"},
         {"'Delays': '1s'", "Delays", "must be an array of 1 to 32 durations, got \"1s\""},
         {"'Delays': ['1s', 2]", "Delays[1]",
          "must be a duration such as \"30s\" or \"00:00:30\", got 2"},
@@ -427,6 +427,30 @@ static void an_integer_past_64_bits_is_a_real_where_reals_are_taken(void **state
     assert_int_equal(resil_config_retry_get(c, "r", &r), 0);
     assert_true(r.policy.backoff.factor == 1e20);
     resil_config_free(c);
+}
+
+/* A list of the wrong length says how long it was, as Levels does, not
+ * "must be an array ..., got an array". */
+static void a_list_of_the_wrong_length_is_refused_with_its_length(void **state)
+{
+    (void)state;
+    static const bad_doc rows[] = {
+        {"{'Resilience': {'Retry': {'r': {'Delays': []}}}}", "Resilience.Retry.r.Delays",
+         "must hold 1 to 32 durations, got 0"},
+        {"{'Resilience': {'Retry': {'r': {'DisableFor': ['A', 'B', 'C', 'D', 'E', 'F', 'G',"
+         " 'H', 'I']}}}}",
+         "Resilience.Retry.r.DisableFor", "must hold 1 to 8 method names, got 9"},
+        {"{'Resilience': {'Retry': {'r': {'RetryAfterHeaders': []}}}}",
+         "Resilience.Retry.r.RetryAfterHeaders", "must hold 1 to 8 header names, got 0"},
+        {"{'Resilience': {'Hedging': {'h': {'Endpoints': []}}}}", "Resilience.Hedging.h.Endpoints",
+         "must hold 1 to 11 endpoint URLs or groups, got 0"},
+        {"{'Resilience': {'Hedging': {'h': {'Endpoints': [{'Endpoints': []}]}}}}",
+         "Resilience.Hedging.h.Endpoints[0].Endpoints",
+         "must hold 1 to 32 endpoint URLs (a route holds at most 32), got 0"},
+    };
+    check_bad_docs(ROWS(rows));
+    assert_string_equal(cfg_first_message("{'Resilience': {'Retry': {'r': {'Delays': {}}}}}"),
+                        "must be an array of 1 to 32 durations, got an object");
 }
 
 /* ---- CircuitBreakers ---------------------------------------------------------- */
@@ -1270,6 +1294,7 @@ int main(void)
         cmocka_unit_test(a_whole_number_one_past_2_to_the_53_is_refused),
         cmocka_unit_test(an_integer_past_64_bits_is_refused_by_key),
         cmocka_unit_test(an_integer_past_64_bits_is_a_real_where_reals_are_taken),
+        cmocka_unit_test(a_list_of_the_wrong_length_is_refused_with_its_length),
         cmocka_unit_test(failure_threshold_is_excaliburs_minimum_throughput),
         cmocka_unit_test(hedging_takes_microsofts_defaults_and_routes_endpoints),
         cmocka_unit_test(hedging_groups_hold_several_weighted_endpoints),
