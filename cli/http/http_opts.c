@@ -307,9 +307,10 @@ static int parse_stall(http_opts *o, const args *a, const char *v)
 static int parse_breaker_failures(http_opts *o, const args *a, const char *v)
 {
     uint64_t n;
-    int rc = args_uint64(a, "--breaker-failures", v, 1, UINT32_MAX, &n);
+    if (args_uint64(a, "--breaker-failures", v, 1, UINT32_MAX, &n) != 0)
+        return RESIL_EINVAL;
     o->breaker_failures = (uint32_t)n;
-    return rc;
+    return 0;
 }
 
 static int parse_log(http_opts *o, const args *a, const char *v)
