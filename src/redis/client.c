@@ -855,9 +855,20 @@ static int start_offline(resil_redis *r, const char *why)
     return 0;
 }
 
+/* A first connection refused, saying how to start anyway when an offline
+ * start would have been accepted. */
+static int refuse_start(const resil_redis_opts *o, const char *why, bool offline_ok,
+                        resil_err *err)
+{
+    return resil_err_set(err, RESIL_EBACKEND, "redis.url %s: %s%s", o->url, why,
+                         offline_ok ? " (set allow_offline_start to start on local state)"
+                                    : "");
+}
+
 /* The first connection: proves a Redis server answers and loads the
- * script. Nothing answering (or no answer to SCRIPT LOAD in time) is
- * tolerated only with allow_offline_start. */
+ * script. Nothing answering (or Redis unable to load the script: no answer
+ * in time, still loading its dataset) is tolerated only with
+ * allow_offline_start. */
 static int first_connect(resil_redis *r, const resil_redis_opts *o, resil_err *err)
 {
     char why[WHY_MAX];
@@ -866,15 +877,12 @@ static int first_connect(resil_redis *r, const resil_redis_opts *o, resil_err *e
     if (r->call == NULL && fail == FLEET_UNREACHABLE && o->allow_offline_start)
         return start_offline(r, why);
     if (r->call == NULL)
-        return resil_err_set(err, RESIL_EBACKEND, "redis.url %s: %s%s", o->url, why,
-                             fail == FLEET_UNREACHABLE
-                                 ? " (set allow_offline_start to start on local state)"
-                                 : "");
+        return refuse_start(o, why, fail == FLEET_UNREACHABLE, err);
     int rc = resil__fleet_load_script(r->call, r->sha, r->cfg.timeout, why, sizeof why);
     if (rc == RESIL_EBACKEND && o->allow_offline_start)
         return start_offline(r, why);
     if (rc != 0)
-        return resil_err_set(err, RESIL_EBACKEND, "redis.url %s: %s", o->url, why);
+        return refuse_start(o, why, rc == RESIL_EBACKEND, err);
     atomic_store(&r->up, true);
     r->linked = true;
     return 0;

@@ -231,6 +231,28 @@ static void an_eval_rerun_cut_off_marks_the_client_down(void **state)
     faked_close(&w);
 }
 
+static void an_eval_rerun_answered_beyond_the_bounds_marks_the_client_down(void **state)
+{
+    (void)state;
+    fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
+                             {"SCRIPT", "$40\r\n" FLEET_FAKE_SHA "\r\n", 0, 0, NULL, 0},
+                             {"SUBSCRIBE", FLEET_FAKE_SUBSCRIBED, 0, 0, NULL, 0},
+                             {"EVALSHA", NOSCRIPT, 0, 0, NULL, 0},
+                             {"EVAL", "*1170000000\r\n", 0, 0, NULL, 0},
+                             {NULL, NULL, 0, 0, NULL, 0}};
+    faked w;
+    faked_open(&w, answers, "vast");
+    fleet_wait_until(fleet_downs(&w.ev) == 1);
+    assert_string_equal(w.ev.first_down,
+                        "EVAL: malformed answer: an array of 1170000000 elements (at most 4096)");
+    resil_redis_stats st = stats_of(w.r);
+    assert_false(st.connected);
+    assert_int_equal(st.noscript, 1);
+    assert_int_equal(st.command_errors, 1);
+    assert_int_equal(st.disconnects, 1);
+    faked_close(&w);
+}
+
 static void a_nil_answer_to_a_round_is_one_command_error(void **state)
 {
     (void)state;
@@ -446,6 +468,7 @@ int main(void)
         T(a_server_refusing_every_script_call_never_comes_back_up),
         T(an_eval_rerun_answered_with_an_error_is_one_command_error),
         T(an_eval_rerun_cut_off_marks_the_client_down),
+        T(an_eval_rerun_answered_beyond_the_bounds_marks_the_client_down),
         T(a_nil_answer_to_a_round_is_one_command_error),
         T(a_round_answer_cut_off_midway_marks_the_client_down),
         T(a_listing_cut_off_fails_as_unreachable_and_marks_the_client_down),

@@ -243,6 +243,31 @@ static void a_script_load_answered_with_other_than_a_sha_is_refused_as_malformed
     fake_server_stop(f);
 }
 
+static void a_redis_still_loading_at_start_is_refused_saying_how_to_start_offline(void **state)
+{
+    (void)state;
+    static const fake_answer answers[] = {
+        {"PING", "+PONG\r\n", 0, 0, NULL, 0},
+        {"SCRIPT", "-LOADING Redis is loading the dataset in memory\r\n", 0, 0, NULL, 0},
+        {NULL, NULL, 0, 0, NULL, 0}};
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    resil_redis_opts o = good_opts();
+    o.url = fake_server_url(f);
+    o.timeout = FLEET_TIMEOUT;
+    char want[256];
+    snprintf(want, sizeof want,
+             "redis.url %s: SCRIPT LOAD: Redis cannot serve: LOADING Redis is loading the "
+             "dataset in memory (set allow_offline_start to start on local state)",
+             fake_server_url(f));
+    resil_redis *r = (resil_redis *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
+    assert_null(r);
+    assert_string_equal(err.message, want);
+    fake_server_stop(f);
+}
+
 static void redis_new_refuses_null_arguments(void **state)
 {
     (void)state;
@@ -725,6 +750,7 @@ int main(void)
         T(a_redis_that_refuses_auth_or_select_is_refused_in_its_words),
         T(a_redis_that_refuses_to_load_the_script_is_refused_in_its_words),
         T(a_script_load_answered_with_other_than_a_sha_is_refused_as_malformed),
+        T(a_redis_still_loading_at_start_is_refused_saying_how_to_start_offline),
         T(redis_new_refuses_null_arguments),
         T(sync_refuses_a_null_client),
         T(stats_get_refuses_null_arguments),
