@@ -2070,7 +2070,10 @@ static void parse_pipeline(vctx *v, const cfg_node *n, cfg_item *item)
         const cfg_step *seen = st.kind ? cfg_step_of(p, st.kind) : NULL;
         if (seen && st.kind == RESIL_CONFIG_STEP_RETRY && retries_in(p) < RESIL_PIPELINE_MAX_RETRIES)
             seen = NULL; /* an outer retry around an inner one */
-        if (seen)
+        if (seen && st.kind == RESIL_CONFIG_STEP_RETRY)
+            fail_value(v, e, "a pipeline takes Retry at most %d times",
+                       RESIL_PIPELINE_MAX_RETRIES);
+        else if (seen)
             fail_value(v, e, "a pipeline takes each strategy once: %s is already at %u:%u",
                        resil_config_step_name(st.kind), seen->line, seen->col);
         else if (p->nsteps > 0 && p->steps[p->nsteps - 1].kind == RESIL_CONFIG_STEP_PIPELINE)

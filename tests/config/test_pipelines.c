@@ -195,6 +195,18 @@ static void a_retry_may_sit_outside_another(void **state)
                         "AttemptTimeout must come after Retry: it bounds one attempt");
 }
 
+/* Retry may come four times; a fifth is refused saying so, not "each
+ * strategy once". */
+static void a_fifth_retry_is_refused_naming_the_four_allowed(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_errors("{'Resilience': {'Retry': {'r': {}},\n"
+                                   " 'Pipelines': {'p': ['Retry:r', 'Retry:r', 'Retry:r',"
+                                   " 'Retry:r', 'Retry:r']}}}"),
+                        "Resilience.Pipelines.p[4] at 2:66: a pipeline takes Retry at most 4 "
+                        "times\n");
+}
+
 static void timeouts_sit_on_their_side_of_the_retry(void **state)
 {
     (void)state;
@@ -349,6 +361,7 @@ int main(void)
         cmocka_unit_test(a_pipeline_must_be_a_list),
         cmocka_unit_test(each_strategy_but_retry_appears_once),
         cmocka_unit_test(a_retry_may_sit_outside_another),
+        cmocka_unit_test(a_fifth_retry_is_refused_naming_the_four_allowed),
         cmocka_unit_test(timeouts_sit_on_their_side_of_the_retry),
         cmocka_unit_test(hedging_before_retry_is_refused_at_its_position),
         cmocka_unit_test(hedging_before_fallback_is_refused_at_its_position),
