@@ -237,6 +237,41 @@ static void a_lease_answer_is_exactly_two_counts(void **state)
                      RESIL_EIO);
 }
 
+static void a_rate_limit_answer_is_a_verdict_and_a_wait(void **state)
+{
+    (void)state;
+    const fleet_cmd gcra = {.op = FLEET_GCRA};
+    fleet_state s;
+    int64_t ok[] = {FLEET_DENIED, 2500};
+    assert_int_equal(decode(&gcra, integers(ok, 2), &s), 0);
+    assert_int_equal(s.code, FLEET_DENIED);
+    assert_int_equal(s.retry_us, 2500);
+
+    assert_int_equal(decode(&gcra, integers(ok, 1), &s), RESIL_EIO);
+    int64_t verdict[] = {FLEET_DENIED + 1, 0};
+    assert_int_equal(decode(&gcra, integers(verdict, 2), &s), RESIL_EIO);
+    int64_t wait[] = {FLEET_GRANTED, -1};
+    assert_int_equal(decode(&gcra, integers(wait, 2), &s), RESIL_EIO);
+}
+
+static void a_concurrency_answer_is_a_verdict_and_two_counts(void **state)
+{
+    (void)state;
+    const fleet_cmd acquire = {.op = FLEET_CACQUIRE};
+    fleet_state s;
+    int64_t ok[] = {FLEET_GRANTED, 4, 1500};
+    assert_int_equal(decode(&acquire, integers(ok, 3), &s), 0);
+    assert_int_equal(s.code, FLEET_GRANTED);
+    assert_int_equal(s.in_use, 4);
+    assert_int_equal(s.retry_ms, 1500);
+
+    assert_int_equal(decode(&acquire, integers(ok, 2), &s), RESIL_EIO);
+    int64_t verdict[] = {FLEET_GRANTED - 1, 4, 1500};
+    assert_int_equal(decode(&acquire, integers(verdict, 3), &s), RESIL_EIO);
+    int64_t live[] = {FLEET_GRANTED, -1, 1500};
+    assert_int_equal(decode(&acquire, integers(live, 3), &s), RESIL_EIO);
+}
+
 static void error_replies_that_say_redis_cannot_serve_are_told_apart(void **state)
 {
     (void)state;
@@ -446,6 +481,8 @@ int main(void)
         T(every_field_accepts_the_bounds_the_script_can_reach),
         T(the_missing_key_answer_is_taken_only_from_status),
         T(a_lease_answer_is_exactly_two_counts),
+        T(a_rate_limit_answer_is_a_verdict_and_a_wait),
+        T(a_concurrency_answer_is_a_verdict_and_two_counts),
         T(error_replies_that_say_redis_cannot_serve_are_told_apart),
         T(a_published_state_change_decodes_with_its_name),
         T(subscription_replies_that_are_not_messages_are_ignored),
