@@ -2334,8 +2334,8 @@ int resil__cfg_build(const cfg_doc *doc, resil_config **out, resil_config_diags 
         return RESIL_ENOMEM;
     config_init(c);
     vctx v = {.doc = doc, .cfg = c, .diags = diags};
-    const cfg_node *res = find_resilience(&v, &doc->nodes[0]);
     size_t first = diags ? diags->len : 0;
+    const cfg_node *res = find_resilience(&v, &doc->nodes[0]);
     if (res) {
         push(&v, "Resilience");
         parse_resilience(&v, res);

@@ -99,6 +99,16 @@ static void a_second_resilience_section_is_named_by_its_path(void **state)
                         "1:2\n");
 }
 
+static void a_second_resilience_section_is_reported_in_document_order(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_errors("{'Resilience': {'Retry': {'r': {'Bad': 1}}},"
+                                   " 'resilience': {}}"),
+                        "Resilience.Retry.r.Bad at 1:33: unknown key\n"
+                        "Resilience at 1:46: duplicate key: Resilience is already given at "
+                        "1:2\n");
+}
+
 static void a_section_given_twice_is_a_duplicate(void **state)
 {
     (void)state;
@@ -569,6 +579,7 @@ int main(void)
         cmocka_unit_test(the_document_must_be_an_object),
         cmocka_unit_test(the_resilience_section_must_be_an_object),
         cmocka_unit_test(a_second_resilience_section_is_named_by_its_path),
+        cmocka_unit_test(a_second_resilience_section_is_reported_in_document_order),
         cmocka_unit_test(a_section_given_twice_is_a_duplicate),
         cmocka_unit_test(an_unknown_section_far_from_all_gets_no_suggestion),
         cmocka_unit_test(a_syntax_error_has_jansson_position),
