@@ -391,6 +391,19 @@ static void control_characters_in_names_are_shown_as_question_marks(void **state
                         "Resilience.Retry\n");
 }
 
+/* A key longer than a diagnostic's path holds is cut at the path's end. */
+static void a_path_past_its_capacity_is_cut_at_its_end(void **state)
+{
+    (void)state;
+    char doc[1024], want[RESIL_CONFIG_PATH_MAX];
+    snprintf(doc, sizeof doc, "{'Resilience': {'Retry': {'r': {'%0300d': 1}}}}", 0);
+    size_t n = (size_t)snprintf(want, sizeof want, "Resilience.Retry.r.");
+    memset(want + n, '0', sizeof want - 1 - n);
+    want[sizeof want - 1] = '\0';
+    assert_string_equal(cfg_first_path(doc), want);
+    assert_string_equal(cfg_first_message(doc), "unknown key");
+}
+
 static void deep_nesting_is_read_or_refused_without_harm(void **state)
 {
     (void)state;
@@ -605,6 +618,7 @@ int main(void)
         cmocka_unit_test(escaped_keys_are_decoded),
         cmocka_unit_test(escaped_values_are_decoded),
         cmocka_unit_test(control_characters_in_names_are_shown_as_question_marks),
+        cmocka_unit_test(a_path_past_its_capacity_is_cut_at_its_end),
         cmocka_unit_test(deep_nesting_is_read_or_refused_without_harm),
         cmocka_unit_test(a_name_must_be_short_and_printable),
         cmocka_unit_test(a_section_must_be_an_object),
