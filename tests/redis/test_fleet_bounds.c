@@ -257,6 +257,30 @@ static void a_reply_beyond_the_memory_budget_is_malformed(void **state)
     free(t.s);
 }
 
+static void an_array_that_would_pass_the_memory_budget_is_malformed(void **state)
+{
+    (void)state;
+    /* 63 strings of 64 KiB and one of 30000 bytes (31 KiB short of the
+     * budget), then an array whose 4096 element pointers would pass it:
+     * refused from its header. */
+    text t = {0};
+    add(&t, "*2\r\n*64\r\n");
+    for (int i = 0; i < 63; i++) {
+        add(&t, "$%d\r\n", FLEET_REPLY_STRING_MAX);
+        for (int j = 0; j < FLEET_REPLY_STRING_MAX / 64; j++)
+            add(&t, "%064d", j);
+        add(&t, "\r\n");
+    }
+    add(&t, "$30000\r\n");
+    for (int j = 0; j < 30000 / 100; j++)
+        add(&t, "%0100d", j);
+    add(&t, "\r\n*4096\r\n");
+    fed f = feed(t.s, t.len);
+    assert_int_equal(f.got, -1);
+    assert_string_equal(f.why, "a reply taking more than 4194304 bytes in memory");
+    free(t.s);
+}
+
 static void the_memory_budget_is_per_reply(void **state)
 {
     (void)state;
@@ -626,6 +650,7 @@ int main(void)
         cmocka_unit_test(a_string_shorter_than_its_announced_length_is_malformed),
         cmocka_unit_test(replies_split_at_any_byte_read_as_when_whole),
         cmocka_unit_test(a_reply_beyond_the_memory_budget_is_malformed),
+        cmocka_unit_test(an_array_that_would_pass_the_memory_budget_is_malformed),
         cmocka_unit_test(the_memory_budget_is_per_reply),
         cmocka_unit_test(unparsed_bytes_beyond_the_buffer_limit_are_malformed),
         cmocka_unit_test(bytes_that_are_not_resp_are_malformed_with_the_readers_words),
