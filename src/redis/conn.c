@@ -68,6 +68,28 @@ static int parse_userinfo(const char *url, const char *s, size_t len, fleet_url 
     return 0;
 }
 
+/* A host is a name or an IPv4 address (letters, digits, '-', '.', '_',
+ * '~': RFC 3986's unreserved characters) or, in brackets, an IPv6 address
+ * with its zone ("fe80::1%eth0"). Anything else (a space, a control
+ * character, a '%' outside brackets) names no host: refused here rather
+ * than found unreachable at every connect. */
+static bool host_char(unsigned char c, bool bracketed)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+        return true;
+    if (c == '-' || c == '.' || c == '_' || c == '~')
+        return true;
+    return bracketed && (c == ':' || c == '%');
+}
+
+static bool host_ok(const char *host, size_t len, bool bracketed)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!host_char((unsigned char)host[i], bracketed))
+            return false;
+    return true;
+}
+
 static int parse_hostport(const char *url, const char *s, size_t len, fleet_url *u,
                           resil_err *err)
 {
@@ -93,6 +115,8 @@ static int parse_hostport(const char *url, const char *s, size_t len, fleet_url 
     }
     if (host_len == 0)
         return url_fail(err, url, "must name a host");
+    if (!host_ok(host, host_len, host != s))
+        return url_fail(err, url, "has a character no host name holds in its host");
     if (!copy_part(u->host, sizeof u->host, host, host_len))
         return url_fail(err, url, "has a host name that is too long");
     if (port != NULL) {

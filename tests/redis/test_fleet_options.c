@@ -4,6 +4,7 @@
  * "shared" breaker from silently running alone: no URL, a URL of another
  * kind of store, a server that is not Redis, a Redis that refuses us.
  */
+#include "../../src/redis/conn.h"
 #include "fleet_test.h"
 
 static resil_redis_opts good_opts(void)
@@ -112,6 +113,37 @@ static void malformed_urls_are_refused_by_part(void **state)
     refused(&o, RESIL_EINVAL, "port in [1, 65535]");
     o.url = "redis://127.0.0.1:";
     refused(&o, RESIL_EINVAL, "port in [1, 65535]");
+}
+
+static void a_host_with_a_character_no_host_name_holds_is_refused(void **state)
+{
+    (void)state;
+    resil_redis_opts o = good_opts();
+    const char *bad[] = {
+        "redis://a b:6379", "redis://a\r\nb",      "redis://host%20name", "redis://h\x7f",
+        "redis://[::1 ]:6379", "redis://[::1\n]", "redis://caf\xc3\xa9",  "redis://h:p@a;b/0",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.url = bad[i];
+        refused(&o, RESIL_EINVAL, "has a character no host name holds in its host");
+    }
+}
+
+static void hosts_of_every_kind_are_parsed(void **state)
+{
+    (void)state;
+    const char *good[][2] = {
+        {"redis://cache-1.zone_a.example~x:6380", "cache-1.zone_a.example~x"},
+        {"redis://10.0.0.7", "10.0.0.7"},
+        {"redis://[::1]:6379/2", "::1"},
+        {"redis://[fe80::1%eth0]", "fe80::1%eth0"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        fleet_url u;
+        resil_err err = {0};
+        assert_int_equal(resil__fleet_url_parse(good[i][0], &u, &err), 0);
+        assert_string_equal(u.host, good[i][1]);
+    }
 }
 
 /* A URL whose host (256 bytes), user (128) or password (256) is one byte
@@ -744,6 +776,8 @@ int main(void)
         T(a_missing_url_is_refused_naming_what_a_shared_breaker_needs),
         T(a_url_of_another_store_is_refused),
         T(malformed_urls_are_refused_by_part),
+        T(a_host_with_a_character_no_host_name_holds_is_refused),
+        T(hosts_of_every_kind_are_parsed),
         T(url_parts_past_their_size_are_refused_by_part),
         T(a_server_that_is_not_redis_is_refused),
         T(nothing_answering_is_refused_unless_offline_start_is_allowed),
