@@ -440,6 +440,33 @@ static void fail_field(vctx *v, const cfg_node *obj, const field *f, const given
     pop(v, old);
 }
 
+/* A key that only some kinds of an entry read (a TokenBucket's rate, an
+ * AIMD limiter's backoff ratio): given with another kind it would be
+ * ignored, so it is refused where it is written, saying which kinds read
+ * it. `kinds` is a set of the kind enum's values, as bits. */
+typedef struct kind_key {
+    size_t field;
+    unsigned kinds;
+    const char *which; /* "a TokenBucket", "Fault and Outcome" */
+} kind_key;
+
+#define KIND(k) (1u << (k))
+
+static const char *article(const char *word)
+{
+    return strchr("AEIOU", word[0]) != NULL ? "an" : "a";
+}
+
+static void refuse_other_kinds(vctx *v, const cfg_node *obj, const field *f, const given *g,
+                               const kind_key *keys, size_t n, int kind, const char *kind_label,
+                               const char *noun)
+{
+    for (size_t i = 0; i < n; i++)
+        if (g->node[keys[i].field] && !(keys[i].kinds & KIND(kind)))
+            fail_field(v, obj, f, g, keys[i].field, "applies to %s, not to %s %s %s",
+                       keys[i].which, article(kind_label), kind_label, noun);
+}
+
 /* The library's validate() as the last word, reported at the object. */
 static void library_check(vctx *v, const cfg_node *obj, int rc, const resil_err *e)
 {
@@ -1071,13 +1098,17 @@ static void finish_limiter(vctx *v, const cfg_node *obj, const given *g, limiter
     o->kind = (resil_ratelimit_kind)s->kind;
     if (g->bad[L_KIND])
         return;
-    for (size_t i = L_RATE; i <= L_WINDOW; i++) {
-        bool for_bucket = i == L_RATE || i == L_PERIOD || i == L_BURST;
-        if (g->node[i] && for_bucket != bucket)
-            fail_field(v, obj, f, g, i, "applies to %s, not to a %s limiter",
-                       for_bucket ? "a TokenBucket" : "FixedWindow and SlidingWindow",
-                       enum_label(limiter_kinds, s->kind));
-    }
+    static const unsigned windows =
+        KIND(RESIL_RATELIMIT_FIXED_WINDOW) | KIND(RESIL_RATELIMIT_SLIDING_WINDOW);
+    static const kind_key keys[] = {
+        {L_RATE, KIND(RESIL_RATELIMIT_TOKEN_BUCKET), "a TokenBucket"},
+        {L_PERIOD, KIND(RESIL_RATELIMIT_TOKEN_BUCKET), "a TokenBucket"},
+        {L_BURST, KIND(RESIL_RATELIMIT_TOKEN_BUCKET), "a TokenBucket"},
+        {L_PERMITS, windows, "FixedWindow and SlidingWindow"},
+        {L_WINDOW, windows, "FixedWindow and SlidingWindow"},
+    };
+    refuse_other_kinds(v, obj, f, g, keys, sizeof keys / sizeof keys[0], s->kind,
+                       enum_label(limiter_kinds, s->kind), "limiter");
     if (!g->bad[L_PERMITS] && s->kind == RESIL_RATELIMIT_SLIDING_WINDOW &&
         o->permits > RESIL_RATELIMIT_MAX_LOG)
         fail_field(v, obj, f, g, L_PERMITS,
@@ -1132,15 +1163,31 @@ typedef struct chaos_scratch {
     int64_t seed, code;
 } chaos_scratch;
 
+enum { C_KIND, C_RATE, C_ENABLED, C_SEED, C_LATENCY, C_OUTCOME, C_CODE };
+
 static const field chaos_fields[] = {
-    ENUMF("Kind", chaos_scratch, kind, chaos_kinds),
-    NUM("InjectionRate", F_DOUBLE, chaos_scratch, o.rate, 0, 1, 0),
-    BOOLF("Enabled", chaos_scratch, o.enabled),
-    NUM("Seed", F_I64, chaos_scratch, seed, 0, 9007199254740992.0, 0),
-    DUR("Latency", chaos_scratch, o.latency, 0, LO_OPEN),
-    ENUMF("OutcomeKind", chaos_scratch, outcome, outcome_kinds),
-    NUM("Code", F_I64, chaos_scratch, code, -9007199254740992.0, 9007199254740992.0, 0),
+    [C_KIND] = ENUMF("Kind", chaos_scratch, kind, chaos_kinds),
+    [C_RATE] = NUM("InjectionRate", F_DOUBLE, chaos_scratch, o.rate, 0, 1, 0),
+    [C_ENABLED] = BOOLF("Enabled", chaos_scratch, o.enabled),
+    [C_SEED] = NUM("Seed", F_I64, chaos_scratch, seed, 0, 9007199254740992.0, 0),
+    [C_LATENCY] = DUR("Latency", chaos_scratch, o.latency, 0, LO_OPEN),
+    [C_OUTCOME] = ENUMF("OutcomeKind", chaos_scratch, outcome, outcome_kinds),
+    [C_CODE] = NUM("Code", F_I64, chaos_scratch, code, -9007199254740992.0, 9007199254740992.0,
+                   0),
 };
+
+static void finish_chaos(vctx *v, const cfg_node *obj, const given *g, const chaos_scratch *s)
+{
+    static const unsigned failing = KIND(RESIL_CHAOS_FAULT) | KIND(RESIL_CHAOS_OUTCOME);
+    static const kind_key keys[] = {
+        {C_LATENCY, KIND(RESIL_CHAOS_LATENCY), "a Latency injection"},
+        {C_OUTCOME, failing, "Fault and Outcome"},
+        {C_CODE, failing, "Fault and Outcome"},
+    };
+    if (!g->bad[C_KIND])
+        refuse_other_kinds(v, obj, chaos_fields, g, keys, sizeof keys / sizeof keys[0], s->kind,
+                           enum_label(chaos_kinds, s->kind), "injection");
+}
 
 static void parse_chaos(vctx *v, const cfg_node *obj, cfg_item *item)
 {
@@ -1150,6 +1197,8 @@ static void parse_chaos(vctx *v, const cfg_node *obj, cfg_item *item)
     s.outcome = RESIL_TRANSIENT;
     given g;
     apply(v, obj, chaos_fields, FIELD_COUNT(chaos_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_chaos(v, obj, &g, &s);
     resil_chaos_opts o;
     resil_chaos_opts_default(&o, (resil_chaos_kind)s.kind);
     o.rate = s.o.rate;
@@ -1173,22 +1222,48 @@ static const enum_name limit_algorithms[] = {
     {NULL, 0},
 };
 
-enum { A_SMOOTHING = 6 }; /* its index below */
+enum {
+    A_ALGORITHM,
+    A_INITIAL,
+    A_MIN,
+    A_MAX,
+    A_WINDOW,
+    A_SAMPLES,
+    A_SMOOTHING,
+    A_QUEUE,
+    A_QUEUE_TIMEOUT,
+    A_BACKOFF,
+    A_LATENCY,
+    A_TOLERANCE
+};
 
 static const field adaptive_fields[] = {
-    ENUMF("Algorithm", adaptive_scratch, algorithm, limit_algorithms),
-    NUM("InitialLimit", F_I32, adaptive_scratch, o.initial_limit, 1, INT32_MAX, 0),
-    NUM("MinLimit", F_I32, adaptive_scratch, o.min_limit, 1, INT32_MAX, 0),
-    NUM("MaxLimit", F_I32, adaptive_scratch, o.max_limit, 1, INT32_MAX, 0),
-    DUR("Window", adaptive_scratch, o.window, 0, 0),
-    NUM("WindowSamples", F_I32, adaptive_scratch, o.window_samples, 1, INT32_MAX, 0),
-    NUM("Smoothing", F_DOUBLE, adaptive_scratch, o.smoothing, 0, 1, LO_OPEN),
-    NUM("MaxQueueLength", F_I32, adaptive_scratch, o.max_queue, 0, INT32_MAX, 0),
-    DUR("QueueTimeout", adaptive_scratch, o.queue_timeout, 0, 0),
-    NUM("BackoffRatio", F_DOUBLE, adaptive_scratch, o.aimd_backoff, 0, 1, LO_OPEN),
-    DUR("LatencyThreshold", adaptive_scratch, o.aimd_latency, 0, 0),
-    NUM("Tolerance", F_DOUBLE, adaptive_scratch, o.gradient_tolerance, 1, 1e6, 0),
+    [A_ALGORITHM] = ENUMF("Algorithm", adaptive_scratch, algorithm, limit_algorithms),
+    [A_INITIAL] = NUM("InitialLimit", F_I32, adaptive_scratch, o.initial_limit, 1, INT32_MAX, 0),
+    [A_MIN] = NUM("MinLimit", F_I32, adaptive_scratch, o.min_limit, 1, INT32_MAX, 0),
+    [A_MAX] = NUM("MaxLimit", F_I32, adaptive_scratch, o.max_limit, 1, INT32_MAX, 0),
+    [A_WINDOW] = DUR("Window", adaptive_scratch, o.window, 0, 0),
+    [A_SAMPLES] = NUM("WindowSamples", F_I32, adaptive_scratch, o.window_samples, 1, INT32_MAX, 0),
+    [A_SMOOTHING] = NUM("Smoothing", F_DOUBLE, adaptive_scratch, o.smoothing, 0, 1, LO_OPEN),
+    [A_QUEUE] = NUM("MaxQueueLength", F_I32, adaptive_scratch, o.max_queue, 0, INT32_MAX, 0),
+    [A_QUEUE_TIMEOUT] = DUR("QueueTimeout", adaptive_scratch, o.queue_timeout, 0, 0),
+    [A_BACKOFF] = NUM("BackoffRatio", F_DOUBLE, adaptive_scratch, o.aimd_backoff, 0, 1, LO_OPEN),
+    [A_LATENCY] = DUR("LatencyThreshold", adaptive_scratch, o.aimd_latency, 0, 0),
+    [A_TOLERANCE] = NUM("Tolerance", F_DOUBLE, adaptive_scratch, o.gradient_tolerance, 1, 1e6, 0),
 };
+
+static void finish_adaptive(vctx *v, const cfg_node *obj, const given *g,
+                            const adaptive_scratch *s)
+{
+    static const kind_key keys[] = {
+        {A_BACKOFF, KIND(RESIL_LIMIT_AIMD), "an Aimd limiter"},
+        {A_LATENCY, KIND(RESIL_LIMIT_AIMD), "an Aimd limiter"},
+        {A_TOLERANCE, KIND(RESIL_LIMIT_GRADIENT), "a Gradient limiter"},
+    };
+    if (!g->bad[A_ALGORITHM])
+        refuse_other_kinds(v, obj, adaptive_fields, g, keys, sizeof keys / sizeof keys[0],
+                           s->algorithm, enum_label(limit_algorithms, s->algorithm), "limiter");
+}
 
 static void parse_adaptive(vctx *v, const cfg_node *obj, cfg_item *item)
 {
@@ -1199,6 +1274,8 @@ static void parse_adaptive(vctx *v, const cfg_node *obj, cfg_item *item)
     given g;
     size_t before = v->errors;
     apply(v, obj, adaptive_fields, FIELD_COUNT(adaptive_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_adaptive(v, obj, &g, &s);
     /* The algorithm's own default smoothing unless one is given. */
     resil_limiter_opts d;
     resil_limiter_opts_default(&d, (resil_limit_algorithm)s.algorithm);
@@ -1735,20 +1812,53 @@ static const enum_name budget_models[] = {
     {NULL, 0},
 };
 
-enum { BU_MODEL };
+enum {
+    BU_MODEL,
+    BU_MAX_TOKENS,
+    BU_TOKEN_RATIO,
+    BU_CAPACITY,
+    BU_RETRY_COST,
+    BU_TIMEOUT_COST,
+    BU_SUCCESS,
+    BU_TTL,
+    BU_PERCENT,
+    BU_MIN_PER_SECOND
+};
 
 static const field budget_fields[] = {
     [BU_MODEL] = ENUMF("Model", budget_scratch, model, budget_models),
-    NUM("MaxTokens", F_DOUBLE, budget_scratch, o.max_tokens, 0, 1000, LO_OPEN),
-    NUM("TokenRatio", F_DOUBLE, budget_scratch, o.token_ratio, 0.001, 1000, 0),
-    NUM("Capacity", F_I32, budget_scratch, o.capacity, 1, INT32_MAX, 0),
-    NUM("RetryCost", F_I32, budget_scratch, o.retry_cost, 0, INT32_MAX, 0),
-    NUM("TimeoutCost", F_I32, budget_scratch, o.timeout_cost, 0, INT32_MAX, 0),
-    NUM("SuccessIncrement", F_I32, budget_scratch, o.success_increment, 0, INT32_MAX, 0),
-    DUR("Ttl", budget_scratch, o.ttl, RESIL_S(1), 0),
-    NUM("Percent", F_DOUBLE, budget_scratch, o.percent, 0, 1000, 0),
-    NUM("MinRetriesPerSecond", F_I32, budget_scratch, o.min_per_second, 0, INT32_MAX, 0),
+    [BU_MAX_TOKENS] = NUM("MaxTokens", F_DOUBLE, budget_scratch, o.max_tokens, 0, 1000, LO_OPEN),
+    [BU_TOKEN_RATIO] = NUM("TokenRatio", F_DOUBLE, budget_scratch, o.token_ratio, 0.001, 1000, 0),
+    [BU_CAPACITY] = NUM("Capacity", F_I32, budget_scratch, o.capacity, 1, INT32_MAX, 0),
+    [BU_RETRY_COST] = NUM("RetryCost", F_I32, budget_scratch, o.retry_cost, 0, INT32_MAX, 0),
+    [BU_TIMEOUT_COST] = NUM("TimeoutCost", F_I32, budget_scratch, o.timeout_cost, 0, INT32_MAX, 0),
+    [BU_SUCCESS] =
+        NUM("SuccessIncrement", F_I32, budget_scratch, o.success_increment, 0, INT32_MAX, 0),
+    [BU_TTL] = DUR("Ttl", budget_scratch, o.ttl, RESIL_S(1), 0),
+    [BU_PERCENT] = NUM("Percent", F_DOUBLE, budget_scratch, o.percent, 0, 1000, 0),
+    [BU_MIN_PER_SECOND] =
+        NUM("MinRetriesPerSecond", F_I32, budget_scratch, o.min_per_second, 0, INT32_MAX, 0),
 };
+
+static void finish_budget(vctx *v, const cfg_node *obj, const given *g, const budget_scratch *s)
+{
+    static const unsigned tokens = KIND(RESIL_BUDGET_TOKENS), quota = KIND(RESIL_BUDGET_QUOTA),
+                          ratio = KIND(RESIL_BUDGET_RATIO);
+    static const kind_key keys[] = {
+        {BU_MAX_TOKENS, tokens, "the Tokens model"},
+        {BU_TOKEN_RATIO, tokens, "the Tokens model"},
+        {BU_CAPACITY, quota, "the Quota model"},
+        {BU_RETRY_COST, quota, "the Quota model"},
+        {BU_TIMEOUT_COST, quota, "the Quota model"},
+        {BU_SUCCESS, quota, "the Quota model"},
+        {BU_TTL, ratio, "the Ratio model"},
+        {BU_PERCENT, ratio, "the Ratio model"},
+        {BU_MIN_PER_SECOND, ratio, "the Ratio model"},
+    };
+    if (!g->bad[BU_MODEL])
+        refuse_other_kinds(v, obj, budget_fields, g, keys, sizeof keys / sizeof keys[0], s->model,
+                           enum_label(budget_models, s->model), "budget");
+}
 
 static void parse_budget(vctx *v, const cfg_node *obj, cfg_item *item)
 {
@@ -1758,6 +1868,8 @@ static void parse_budget(vctx *v, const cfg_node *obj, cfg_item *item)
     given g;
     size_t before = v->errors;
     apply(v, obj, budget_fields, FIELD_COUNT(budget_fields), &s, &g);
+    if (obj->type == CFG_OBJECT)
+        finish_budget(v, obj, &g, &s);
     s.o.model = (resil_budget_model)s.model;
     if (v->errors == before) {
         resil_budget *b = NULL;

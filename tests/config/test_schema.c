@@ -708,6 +708,78 @@ static void rate_limiter_rejects_each_invalid_value_by_key(void **state)
                      ROWS(rows));
 }
 
+/* ---- Keys one kind reads -------------------------------------------------------- */
+
+/* A key only some kinds read, given with another, would be ignored: it is
+ * refused where it is written, naming the kinds that read it. */
+static void a_budget_key_of_another_model_is_refused_naming_its_model(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'Model': 'Quota', 'MaxTokens': 5", "MaxTokens",
+         "applies to the Tokens model, not to a Quota budget"},
+        {"'Model': 'Ratio', 'TokenRatio': 0.5", "TokenRatio",
+         "applies to the Tokens model, not to a Ratio budget"},
+        {"'Capacity': 100", "Capacity", "applies to the Quota model, not to a Tokens budget"},
+        {"'Model': 'Ratio', 'RetryCost': 1", "RetryCost",
+         "applies to the Quota model, not to a Ratio budget"},
+        {"'TimeoutCost': 1", "TimeoutCost", "applies to the Quota model, not to a Tokens budget"},
+        {"'SuccessIncrement': 1", "SuccessIncrement",
+         "applies to the Quota model, not to a Tokens budget"},
+        {"'Model': 'Quota', 'Ttl': '5s'", "Ttl", "applies to the Ratio model, not to a Quota budget"},
+        {"'Percent': 0.5", "Percent", "applies to the Ratio model, not to a Tokens budget"},
+        {"'Model': 'Quota', 'MinRetriesPerSecond': 1", "MinRetriesPerSecond",
+         "applies to the Ratio model, not to a Quota budget"},
+    };
+    check_bad_values("{'Resilience': {'RetryBudgets': {'b': {%s}}}}", "RetryBudgets.b",
+                     ROWS(rows));
+}
+
+static void an_adaptive_key_of_another_algorithm_is_refused_naming_its_algorithm(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'Algorithm': 'Vegas', 'BackoffRatio': 0.5", "BackoffRatio",
+         "applies to an Aimd limiter, not to a Vegas limiter"},
+        {"'LatencyThreshold': '100ms'", "LatencyThreshold",
+         "applies to an Aimd limiter, not to a Gradient limiter"},
+        {"'Algorithm': 'Aimd', 'Tolerance': 2", "Tolerance",
+         "applies to a Gradient limiter, not to an Aimd limiter"},
+    };
+    check_bad_values("{'Resilience': {'AdaptiveLimiters': {'a': {%s}}}}", "AdaptiveLimiters.a",
+                     ROWS(rows));
+}
+
+static void a_chaos_key_of_another_kind_is_refused_naming_its_kinds(void **state)
+{
+    (void)state;
+    static const bad_value rows[] = {
+        {"'Kind': 'Fault', 'Latency': '1s'", "Latency",
+         "applies to a Latency injection, not to a Fault injection"},
+        {"'Kind': 'Latency', 'OutcomeKind': 'Timeout'", "OutcomeKind",
+         "applies to Fault and Outcome, not to a Latency injection"},
+        {"'Kind': 'Latency', 'Code': 503", "Code",
+         "applies to Fault and Outcome, not to a Latency injection"},
+        {"'Kind': 'Outcome', 'Latency': '1s'", "Latency",
+         "applies to a Latency injection, not to an Outcome injection"},
+    };
+    check_bad_values("{'Resilience': {'Chaos': {'c': {%s}}}}", "Chaos.c", ROWS(rows));
+}
+
+static void keys_of_the_chosen_kind_are_taken(void **state)
+{
+    (void)state;
+    resil_config *c = cfg_load("{'Resilience': {"
+                               "'RetryBudgets': {'q': {'Model': 'Quota', 'Capacity': 100},"
+                               " 'r': {'Model': 'Ratio', 'Percent': 0.5}, 't': {'MaxTokens': 5}},"
+                               "'AdaptiveLimiters': {'a': {'Algorithm': 'Aimd', 'BackoffRatio': "
+                               "0.5}, 'g': {'Tolerance': 2}},"
+                               "'Chaos': {'l': {'Kind': 'Latency', 'Latency': '2s'},"
+                               " 'f': {'Kind': 'Outcome', 'OutcomeKind': 'Timeout', 'Code': 504}}}}");
+    assert_non_null(c);
+    resil_config_free(c);
+}
+
 /* ---- Timeouts ------------------------------------------------------------------- */
 
 static void timeouts_rejects_each_invalid_value_by_key(void **state)
@@ -1322,6 +1394,10 @@ int main(void)
         cmocka_unit_test(rate_limiter_defaults_to_a_token_bucket),
         cmocka_unit_test(rate_limiter_reads_every_key),
         cmocka_unit_test(rate_limiter_rejects_each_invalid_value_by_key),
+        cmocka_unit_test(a_budget_key_of_another_model_is_refused_naming_its_model),
+        cmocka_unit_test(an_adaptive_key_of_another_algorithm_is_refused_naming_its_algorithm),
+        cmocka_unit_test(a_chaos_key_of_another_kind_is_refused_naming_its_kinds),
+        cmocka_unit_test(keys_of_the_chosen_kind_are_taken),
         cmocka_unit_test(timeouts_rejects_each_invalid_value_by_key),
         cmocka_unit_test(the_default_timeout_is_30s_unless_set),
         cmocka_unit_test(degradation_absent_gives_excaliburs_defaults),
