@@ -2024,13 +2024,19 @@ static void resolve_timeout(vctx *v, const cfg_node *n, const step_kind *k, cons
         return;
     }
     resil_duration d;
-    if (resil_duration_parse_cstr(arg, &d, NULL) == 0) {
+    resil_err why = {0, ""};
+    int rc = resil_duration_parse_cstr(arg, &d, &why);
+    if (rc == 0) {
         if (d <= 0)
             fail_value(v, n, "%s must be > 0, got \"%s\"", k->name, arg);
         st->timeout = d;
         return;
     }
     size_t op = resil__cfg_find(v->cfg, RESIL_CONFIG_OPERATION_TIMEOUTS, arg);
+    if (op == SIZE_MAX && rc == RESIL_ERANGE) { /* a duration, out of range */
+        fail_value(v, n, "%s: %s", k->name, why.message);
+        return;
+    }
     if (op == SIZE_MAX) {
         fail_value(v, n, "\"%s\" is neither a duration nor an operation of "
                          "Timeouts.OperationTimeouts", arg);

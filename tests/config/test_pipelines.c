@@ -104,6 +104,9 @@ static void a_reference_must_name_something_that_exists(void **state)
         {"'AttemptTimeout:soon'",
          "\"soon\" is neither a duration nor an operation of Timeouts.OperationTimeouts"},
         {"'TotalTimeout:0s'", "TotalTimeout must be > 0, got \"0s\""},
+        {"'TotalTimeout:-1s'", "TotalTimeout: duration \"-1s\": must not be negative"},
+        {"'AttemptTimeout:99999999d'", "AttemptTimeout: duration \"99999999d\": out of range "
+                                       "(the maximum is 2562047h47m16.854775807s)"},
         {"'Pipeline'", "Pipeline needs a name: \"Pipeline:NAME\""},
         {"'Pipeline:q'", "no Pipeline named \"q\" in Resilience.Pipelines"},
         {"3", "must be a strategy such as \"Retry:NAME\", got 3"},
