@@ -10,20 +10,27 @@
 
 #define NOWHERE "redis://127.0.0.1:1"
 
-/* Run `resil breaker ARGS...` and expect exit 125 with exactly `expected`
- * on standard error. */
+/* Run `resil breaker ARGS...` and expect exit 125 and nothing on standard
+ * output; the caller checks standard error in r->err and frees r. */
+static void run_refused(cli_result *r, const char *dir, const char *a1, const char *a2,
+                        const char *a3, const char *a4, const char *a5)
+{
+    cli_run(r, dir, NULL, "breaker", a1, a2, a3, a4, a5, NULL);
+    if (strstr(r->err, "unknown command 'breaker'") != NULL) {
+        cli_result_free(r);
+        skip();
+    }
+    assert_int_equal(r->status, 125);
+    assert_string_equal(r->out, "");
+}
+
+/* ... with exactly `expected` on standard error. */
 static void assert_usage(const char *dir, const char *expected, const char *a1, const char *a2,
                          const char *a3, const char *a4, const char *a5)
 {
     cli_result r;
-    cli_run(&r, dir, NULL, "breaker", a1, a2, a3, a4, a5, NULL);
-    if (strstr(r.err, "unknown command 'breaker'") != NULL) {
-        cli_result_free(&r);
-        skip();
-    }
-    assert_int_equal(r.status, 125);
+    run_refused(&r, dir, a1, a2, a3, a4, a5);
     assert_string_equal(r.err, expected);
-    assert_string_equal(r.out, "");
     cli_result_free(&r);
 }
 
@@ -58,15 +65,9 @@ static void assert_client_refuses(const char *dir, const char *start, const char
                                   const char *a5)
 {
     cli_result r;
-    cli_run(&r, dir, NULL, "breaker", a1, a2, a3, a4, a5, NULL);
-    if (strstr(r.err, "unknown command 'breaker'") != NULL) {
-        cli_result_free(&r);
-        skip();
-    }
-    assert_int_equal(r.status, 125);
+    run_refused(&r, dir, a1, a2, a3, a4, a5);
     if (strncmp(r.err, start, strlen(start)) != 0)
         fail_msg("expected '%s' to start:\n%s", start, r.err);
-    assert_string_equal(r.out, "");
     cli_result_free(&r);
 }
 

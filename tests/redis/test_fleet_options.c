@@ -227,6 +227,31 @@ static void a_redis_that_refuses_auth_or_select_is_refused_in_its_words(void **s
     refused(&o, RESIL_EBACKEND, "Redis refused SELECT");
 }
 
+/* A start against a fake Redis answering `answers` is refused with
+ * "redis.url URL: " and `reason`, with allow_offline_start too when
+ * `even_offline` (an answer that is not an outage is not tolerated). */
+static void start_refused(const fake_answer *answers, const char *reason, bool even_offline)
+{
+    fake_server *f = fake_server_answering(answers);
+    assert_non_null(f);
+    resil_redis_opts o = good_opts();
+    o.url = fake_server_url(f);
+    o.timeout = FLEET_TIMEOUT;
+    char want[256];
+    snprintf(want, sizeof want, "redis.url %s: %s", fake_server_url(f), reason);
+    resil_redis *r = (resil_redis *)1;
+    resil_err err = {0};
+    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
+    assert_null(r);
+    assert_string_equal(err.message, want);
+    if (even_offline) {
+        o.allow_offline_start = true;
+        assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
+        assert_string_equal(err.message, want);
+    }
+    fake_server_stop(f);
+}
+
 static void a_redis_that_refuses_to_load_the_script_is_refused_in_its_words(void **state)
 {
     (void)state;
@@ -234,23 +259,7 @@ static void a_redis_that_refuses_to_load_the_script_is_refused_in_its_words(void
                                           {"SCRIPT", "-ERR scripting is disabled\r\n", 0, 0,
                                            NULL, 0},
                                           {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    resil_redis_opts o = good_opts();
-    o.url = fake_server_url(f);
-    o.timeout = FLEET_TIMEOUT;
-    char want[128];
-    snprintf(want, sizeof want, "redis.url %s: SCRIPT LOAD: ERR scripting is disabled",
-             fake_server_url(f));
-    resil_redis *r = (resil_redis *)1;
-    resil_err err = {0};
-    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
-    assert_null(r);
-    assert_string_equal(err.message, want);
-    o.allow_offline_start = true; /* an answer that is not an outage is not tolerated */
-    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
-    assert_string_equal(err.message, want);
-    fake_server_stop(f);
+    start_refused(answers, "SCRIPT LOAD: ERR scripting is disabled", true);
 }
 
 static void a_script_load_answered_with_other_than_a_sha_is_refused_as_malformed(void **state)
@@ -259,20 +268,7 @@ static void a_script_load_answered_with_other_than_a_sha_is_refused_as_malformed
     static const fake_answer answers[] = {{"PING", "+PONG\r\n", 0, 0, NULL, 0},
                                           {"SCRIPT", "$3\r\nabc\r\n", 0, 0, NULL, 0},
                                           {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    resil_redis_opts o = good_opts();
-    o.url = fake_server_url(f);
-    o.timeout = FLEET_TIMEOUT;
-    char want[128];
-    snprintf(want, sizeof want, "redis.url %s: SCRIPT LOAD: malformed answer",
-             fake_server_url(f));
-    resil_redis *r = (resil_redis *)1;
-    resil_err err = {0};
-    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
-    assert_null(r);
-    assert_string_equal(err.message, want);
-    fake_server_stop(f);
+    start_refused(answers, "SCRIPT LOAD: malformed answer", false);
 }
 
 static void a_redis_still_loading_at_start_is_refused_saying_how_to_start_offline(void **state)
@@ -282,22 +278,10 @@ static void a_redis_still_loading_at_start_is_refused_saying_how_to_start_offlin
         {"PING", "+PONG\r\n", 0, 0, NULL, 0},
         {"SCRIPT", "-LOADING Redis is loading the dataset in memory\r\n", 0, 0, NULL, 0},
         {NULL, NULL, 0, 0, NULL, 0}};
-    fake_server *f = fake_server_answering(answers);
-    assert_non_null(f);
-    resil_redis_opts o = good_opts();
-    o.url = fake_server_url(f);
-    o.timeout = FLEET_TIMEOUT;
-    char want[256];
-    snprintf(want, sizeof want,
-             "redis.url %s: SCRIPT LOAD: Redis cannot serve: LOADING Redis is loading the "
-             "dataset in memory (set allow_offline_start to start on local state)",
-             fake_server_url(f));
-    resil_redis *r = (resil_redis *)1;
-    resil_err err = {0};
-    assert_int_equal(resil_redis_new(&o, &r, &err), RESIL_EBACKEND);
-    assert_null(r);
-    assert_string_equal(err.message, want);
-    fake_server_stop(f);
+    start_refused(answers,
+                  "SCRIPT LOAD: Redis cannot serve: LOADING Redis is loading the dataset in "
+                  "memory (set allow_offline_start to start on local state)",
+                  false);
 }
 
 static void redis_new_refuses_null_arguments(void **state)
