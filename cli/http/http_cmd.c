@@ -33,7 +33,10 @@
  * token and posts to the loop a cancel of every call in flight, which
  * takes their transfers off curl multi and ends their waits at once (a
  * URL waiting for a rate permit starts its call then, which ends as
- * cancelled). That thread is the only one besides the loop's.
+ * cancelled). That thread is the only one besides the loop's. SIGPIPE is
+ * ignored, as curl ignores it: an output whose reader has gone is a write
+ * that fails (exit 23, "Broken pipe"), and this process runs nothing that
+ * could inherit the disposition.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -870,6 +873,7 @@ int cmd_http(int argc, char **argv)
         http_opts_free(&o);
         return rc > 0 ? 0 : RESIL_EXIT_USAGE;
     }
+    signal(SIGPIPE, SIG_IGN); /* see the top */
     if (watch_signals() != 0) {
         perror("resil http: watching signals");
         http_opts_free(&o);

@@ -73,6 +73,14 @@ void http_sink_init(http_sink *s, const http_opts *o, const char *path, FILE *du
     s->dump = dump;
 }
 
+/* The first failure is the one reported, with its own errno. */
+static void failed(http_sink *s, int err)
+{
+    if (!s->write_failed)
+        s->failed_errno = err;
+    s->write_failed = true;
+}
+
 static bool opened(http_sink *s)
 {
     if (s->file != NULL)
@@ -81,8 +89,7 @@ static bool opened(http_sink *s)
         return false;
     s->file = s->path == NULL ? stdout : fopen(s->path, "wb");
     if (s->file == NULL) {
-        s->open_errno = errno;
-        s->write_failed = true;
+        failed(s, errno);
         return false;
     }
     return true;
@@ -90,8 +97,10 @@ static bool opened(http_sink *s)
 
 static size_t put(http_sink *s, const char *p, size_t n)
 {
-    if (!opened(s) || fwrite(p, 1, n, s->file) != n) {
-        s->write_failed = true;
+    if (!opened(s))
+        return 0;
+    if (fwrite(p, 1, n, s->file) != n) {
+        failed(s, errno);
         return 0;
     }
     return n;
@@ -137,7 +146,7 @@ size_t http_sink_header(char *p, size_t size, size_t n, void *data)
     }
     s->header_bytes += (curl_off_t)len;
     if (s->dump != NULL && fwrite(p, 1, len, s->dump) != len)
-        s->write_failed = true;
+        failed(s, errno);
     if ((s->o->include_headers || s->o->head) && put(s, p, len) != len)
         return 0;
     return len;
@@ -149,15 +158,17 @@ int http_sink_finish(http_sink *s, bool ok)
         (void)opened(s); /* an empty body still makes its file */
     if (s->dump != NULL)
         fflush(s->dump);
+    /* What stdio still holds is written here: a body smaller than its
+     * buffer meets a full disk or a closed pipe only now. */
     if (s->file != NULL && s->file != stdout && fclose(s->file) != 0)
-        s->write_failed = true;
-    if (s->file == stdout)
-        fflush(stdout);
+        failed(s, errno);
+    if (s->file == stdout && fflush(stdout) != 0)
+        failed(s, errno);
     s->file = NULL;
     if (s->write_failed) {
         fprintf(stderr, "resil http: cannot write '%s': %s\n",
                 s->path != NULL ? s->path : "standard output",
-                strerror(s->open_errno != 0 ? s->open_errno : EIO));
+                strerror(s->failed_errno != 0 ? s->failed_errno : EIO));
         return 23;
     }
     return 0;

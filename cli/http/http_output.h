@@ -26,7 +26,7 @@ typedef struct http_sink {
     curl_off_t body_bytes; /* written to the output */
     curl_off_t header_bytes;
     bool write_failed;
-    int open_errno;
+    int failed_errno; /* the first failure's errno, or 0 when none was known */
 } http_sink;
 
 /* The output of URL number i: its -o/-O file name (in --output-dir's
