@@ -2,6 +2,7 @@
  * main.c — the resil tool's entry point: a table from subcommand name to
  * function. Everything else lives in the subcommand's own file.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,7 +73,24 @@ static int help(int argc, char **argv)
     return c->fn(2, sub);
 }
 
-int main(int argc, char **argv)
+/* What stdio still holds for standard output is written before the
+ * status is final, and a failure there (a full disk, a closed pipe when
+ * SIGPIPE is ignored) fails the run rather than losing the output
+ * silently. A command that failed already keeps its status (resil http
+ * has said what its output could not take, with curl's 23). */
+static int flushed(int status)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return status;
+    if (status != 0)
+        return status;
+    fprintf(stderr, "resil: cannot write standard output: %s\n",
+            errno != 0 ? strerror(errno) : "write error");
+    return 1;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -94,4 +112,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "resil: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return RESIL_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    return flushed(dispatch(argc, argv));
 }

@@ -1368,31 +1368,6 @@ static void assert_unwritable_unsent(cli_fx *f, cli_result *r, const char *path,
     assert_int_equal(http_server_count(f->server, path), 0);
 }
 
-/* `resil http URL` with its standard output on `out`, a descriptor the
- * test holds (a full device, a pipe nobody reads), its standard error
- * collected as cli_run does. */
-static void run_http_into(cli_fx *f, int out, const char *u, cli_result *r)
-{
-    const char *resil = test_build_path("resil");
-    assert_non_null(resil);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int err = chdir(f->dir) == 0 ? open("resil.err", O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
-        if (err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-            _exit(122);
-        execl(resil, resil, "http", u, (char *)NULL);
-        _exit(123);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        assert_int_equal(errno, EINTR);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r->out = strdup("");
-    r->err = cli_read(f->dir, "resil.err");
-    assert_non_null(r->err);
-}
-
 /* A body smaller than stdio's buffer meets the full device only when
  * the output is flushed: still curl's 23, with the device's own error. */
 static void a_body_standard_output_cannot_take_exits_23(void **state)
@@ -1402,7 +1377,7 @@ static void a_body_standard_output_cannot_take_exits_23(void **state)
     assert_true(full >= 0);
     http_server_script(f->server, "/a", STEPS(OK_STEP));
     cli_result r;
-    run_http_into(f, full, url(f, "/a"), &r);
+    cli_run_into(&r, f->dir, full, "http", url(f, "/a"), NULL);
     close(full);
     assert_int_equal(r.status, 23);
     assert_contains(r.err, "resil http: cannot write 'standard output': No space left on device\n");
@@ -1429,7 +1404,7 @@ static void an_output_pipe_whose_reader_has_gone_exits_23(void **state)
     close(p[0]);
     http_server_script(f->server, "/a", STEPS(OK_STEP));
     cli_result r;
-    run_http_into(f, p[1], url(f, "/a"), &r);
+    cli_run_into(&r, f->dir, p[1], "http", url(f, "/a"), NULL);
     close(p[1]);
     assert_int_equal(r.status, 23);
     assert_contains(r.err, "resil http: cannot write 'standard output': Broken pipe\n");

@@ -134,16 +134,19 @@ static inline int cli_lines(const char *dir, const char *name)
 
 /* Start `argv` (argv[0] the built resil, NULL-terminated) in `dir`, its
  * standard input from dir/stdin (created from `input`, or /dev/null when
- * NULL), its output to dir/resil.out and dir/resil.err; with `ignored` (a
+ * NULL), its output to dir/resil.out (or to the descriptor `out` when it
+ * is not -1, dir/resil.out then left empty) and dir/resil.err; with `ignored` (a
  * signal, or 0) set to be ignored, as a parent may, so that the commands it
  * runs inherit that from birth; and with `pending` (a signal, or 0) blocked
  * and raised, so that resil starts with it already delivered and waiting
  * (a blocked signal stays pending across exec). */
 static inline pid_t cli_exec(const char *dir, const char *input, int ignored, int pending,
-                             char **argv)
+                             int out_fd, char **argv)
 {
     if (input != NULL)
         cli_write(dir, "stdin", input);
+    if (out_fd != -1)
+        cli_write(dir, "resil.out", "");
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -159,7 +162,7 @@ static inline pid_t cli_exec(const char *dir, const char *input, int ignored, in
         if (chdir(dir) != 0)
             _exit(121);
         int in = open(input != NULL ? "stdin" : "/dev/null", O_RDONLY);
-        int out = open("resil.out", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int out = out_fd != -1 ? out_fd : open("resil.out", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int err = open("resil.err", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
             dup2(err, 2) < 0)
@@ -173,8 +176,8 @@ static inline pid_t cli_exec(const char *dir, const char *input, int ignored, in
 }
 
 /* Start `resil ARGS...` (a NULL-terminated va_list), as cli_exec does. */
-static inline pid_t cli_vstart(const char *dir, const char *input, int ignored, int pending,
-                               va_list ap)
+static inline pid_t cli_vstart_into(const char *dir, const char *input, int ignored, int pending,
+                                    int out_fd, va_list ap)
 {
     const char *resil = test_build_path("resil");
     assert_non_null(resil);
@@ -186,7 +189,13 @@ static inline pid_t cli_vstart(const char *dir, const char *input, int ignored, 
         argv[argc++] = (char *)a;
     }
     argv[argc] = NULL;
-    return cli_exec(dir, input, ignored, pending, argv);
+    return cli_exec(dir, input, ignored, pending, out_fd, argv);
+}
+
+static inline pid_t cli_vstart(const char *dir, const char *input, int ignored, int pending,
+                               va_list ap)
+{
+    return cli_vstart_into(dir, input, ignored, pending, -1, ap);
 }
 
 static inline pid_t cli_start(const char *dir, const char *input, ...)
@@ -245,8 +254,20 @@ static inline void cli_run_argv(cli_result *r, const char *dir, const char *inpu
     argv[0] = (char *)resil;
     for (int i = 0; i < argc; i++)
         argv[i + 1] = (char *)args[i];
-    pid_t pid = cli_exec(dir, input, 0, 0, argv);
+    pid_t pid = cli_exec(dir, input, 0, 0, -1, argv);
     free(argv);
+    cli_wait(pid, dir, r);
+}
+
+/* Run `resil ARGS...` to completion with its standard output on `out`, a
+ * descriptor the test holds (a full device, a pipe nobody reads): r->out
+ * is then empty. */
+static inline void cli_run_into(cli_result *r, const char *dir, int out, ...)
+{
+    va_list ap;
+    va_start(ap, out);
+    pid_t pid = cli_vstart_into(dir, NULL, 0, 0, out, ap);
+    va_end(ap);
     cli_wait(pid, dir, r);
 }
 

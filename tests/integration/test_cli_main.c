@@ -82,6 +82,30 @@ static void config_check_refuses_an_empty_file_name(void **state)
     cli_result_free(&r);
 }
 
+/* Run `resil ARGS` with standard output on the full device: the output
+ * it could not write fails the run, saying why. */
+static void assert_full_output_fails(const char *dir, const char *a1, const char *a2)
+{
+    int full = open("/dev/full", O_WRONLY);
+    assert_true(full >= 0);
+    cli_result r;
+    cli_run_into(&r, dir, full, a1, a2, NULL);
+    close(full);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "resil: cannot write standard output: No space left on device\n");
+    cli_result_free(&r);
+}
+
+static void a_version_standard_output_cannot_take_fails(void **state)
+{
+    assert_full_output_fails(*state, "--version", NULL);
+}
+
+static void a_demo_standard_output_cannot_take_fails(void **state)
+{
+    assert_full_output_fails(*state, "demo", "retry-pattern");
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, cli_setup, cli_teardown)
@@ -93,6 +117,8 @@ int main(void)
         T(dash_v_and_version_print_the_version),
         T(the_tools_help_names_version_and_help_command),
         T(config_check_refuses_an_empty_file_name),
+        T(a_version_standard_output_cannot_take_fails),
+        T(a_demo_standard_output_cannot_take_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
