@@ -165,12 +165,16 @@ static int write_file(telemetry_out *t, const char *tool)
     if (t->metrics_out == NULL)
         return 0;
     int rc = resil_metrics_write_prometheus(t->metrics, write_piece, t->metrics_out);
-    if (t->metrics_out != stderr && fclose(t->metrics_out) != 0)
+    int err = rc != 0 ? errno : 0; /* the first failure's, as fwrite left it */
+    if (t->metrics_out != stderr && fclose(t->metrics_out) != 0) {
         rc = RESIL_ESYS;
+        err = err != 0 ? err : errno;
+    }
     t->metrics_out = NULL;
     if (rc == 0)
         return 0;
-    fprintf(stderr, "%s: --metrics: cannot write '%s'\n", tool, t->metrics_file);
+    fprintf(stderr, "%s: --metrics: cannot write '%s': %s\n", tool, t->metrics_file,
+            strerror(err != 0 ? err : EIO));
     return -1;
 }
 

@@ -944,6 +944,19 @@ static void an_unwritable_metrics_file_is_refused_with_nothing_run(void **state)
     cli_result_free(&r);
 }
 
+/* A metrics file that takes nothing (a full disk) is said, with the
+ * system's reason; the status stays the command's (docs/cli.md). */
+static void a_metrics_file_that_cannot_take_the_metrics_is_said_with_why(void **state)
+{
+    const char *dir = *state;
+    cli_result r;
+    cli_run(&r, dir, NULL, "run", "--metrics", "/dev/full", "--", "true", NULL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.err,
+                    "resil run: --metrics: cannot write '/dev/full': No space left on device\n");
+    cli_result_free(&r);
+}
+
 static void an_empty_log_file_name_is_rejected_by_name(void **state)
 {
     assert_rejected(state, "--log-file", "", "resil run: --log-file must be a file name, got ''");
@@ -1272,6 +1285,7 @@ int main(void)
         T(help_describes_every_option),
         T(metrics_file_counts_two_retries_and_three_attempts),
         T(an_unwritable_metrics_file_is_refused_with_nothing_run),
+        T(a_metrics_file_that_cannot_take_the_metrics_is_said_with_why),
         T(an_empty_metrics_file_name_is_rejected_by_name),
         T(an_empty_log_file_name_is_rejected_by_name),
         T(a_log_file_that_cannot_be_opened_is_refused_with_nothing_run),
