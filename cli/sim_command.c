@@ -434,12 +434,30 @@ static int write_output(output *o, writer_fn w, const options *opts, const resil
     if (o->f == NULL)
         return 0;
     int rc = w(o->f, &opts->cfg, r, opts->cfg.npolicies);
-    if (o->f == out)
-        return rc == 0 && fflush(out) == 0 ? 0 : EXIT_FAILED;
+    int err = rc != 0 ? errno : 0; /* the first failure's reason */
+    if (o->f == out) {
+        if (rc == 0 && fflush(out) == 0)
+            return 0;
+        if (rc == 0)
+            err = errno;
+        fprintf(errout, "resil sim: %s: cannot write standard output: %s\n", o->option,
+                strerror(err != 0 ? err : EIO));
+        return EXIT_FAILED;
+    }
     FILE *f = o->f;
     o->f = NULL;
-    if (fclose(f) != 0 || rc != 0 || rename(o->tmp, o->path) != 0) {
-        fprintf(errout, "resil sim: %s: cannot write '%s'\n", o->option, o->path);
+    bool written = rc == 0;
+    if (fclose(f) != 0 && written) {
+        written = false;
+        err = errno;
+    }
+    if (written && rename(o->tmp, o->path) != 0) {
+        written = false;
+        err = errno;
+    }
+    if (!written) {
+        fprintf(errout, "resil sim: %s: cannot write '%s': %s\n", o->option, o->path,
+                strerror(err != 0 ? err : EIO));
         discard_output(o, out);
         return EXIT_FAILED;
     }

@@ -666,6 +666,25 @@ static void an_unwritable_file_fails_with_status_1(void **state)
     release(&c);
 }
 
+/* '--csv -' on an output that takes nothing: status 1, saying why. */
+static void a_standard_output_that_takes_nothing_fails_with_status_1(void **state)
+{
+    (void)state;
+    FILE *full = fopen("/dev/full", "w");
+    assert_non_null(full);
+    char *err = NULL;
+    size_t err_len = 0;
+    FILE *e = open_memstream(&err, &err_len);
+    char *argv[] = {"sim", "layers", "--requests", "1", "--json", "--csv", "-", NULL};
+    int status = resil_sim_command(7, argv, full, e);
+    fclose(e);
+    fclose(full);
+    assert_int_equal(status, 1);
+    assert_string_equal(err, "resil sim: --csv: cannot write standard output: No space left on "
+                             "device\n");
+    free(err);
+}
+
 static void the_same_seed_gives_the_same_bytes(void **state)
 {
     (void)state;
@@ -798,6 +817,7 @@ int main(void)
         cmocka_unit_test(a_refused_run_leaves_an_existing_output_untouched),
         cmocka_unit_test(a_written_output_replaces_the_file_and_keeps_its_mode),
         cmocka_unit_test(an_unwritable_file_fails_with_status_1),
+        cmocka_unit_test(a_standard_output_that_takes_nothing_fails_with_status_1),
         cmocka_unit_test(the_same_seed_gives_the_same_bytes),
         cmocka_unit_test(progress_goes_to_stderr_when_asked),
         cmocka_unit_test(the_tool_runs_the_subcommand),
