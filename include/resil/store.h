@@ -237,8 +237,10 @@ RESIL_API void resil_store_result_free(resil_store_result *r);
  *   RESIL_EBUSY     the database is unreachable, locked or restarting and
  *                   the retry policy ran out, or it cannot write at all for
  *                   now (SQLite: a full disk, an I/O error; PostgreSQL:
- *                   SQLSTATE class 53 or 58), which is reported at once
- *                   without spending the retries: 503 with Retry-After;
+ *                   SQLSTATE class 53 or 58, or a statement cancelled by
+ *                   its statement_timeout or lock_timeout, 57014 or 55P03),
+ *                   which is reported at once without spending the
+ *                   retries: 503 with Retry-After;
  *   RESIL_EBACKEND  the database refused for a reason a retry cannot change
  *                   (a data, constraint or schema error; SQLite: a file that
  *                   cannot be opened or is not a database): 500, no retry.

@@ -297,13 +297,17 @@ static resil_outcome fail_local(store_conn *c, const char *text, char *msg, size
 /* Retried: what the public classifier names. Unavailable without spending
  * the retries: the server is out of resources (class 53: disk full, out of
  * memory; 53300, too many connections, is retried) or reports a system I/O
- * error (class 58). Anything else, data (22), constraint (23), syntax and
- * schema (42) errors among them, is permanent. */
+ * error (class 58), or it cancelled the statement for taking too long
+ * (57014: statement_timeout, or an operator's cancel; 55P03: lock_timeout)
+ * — the database is slow, not the request wrong, and each retry would
+ * wait as long again. Anything else, data (22), constraint (23), syntax
+ * and schema (42) errors among them, is permanent. */
 static resil_kind pg_kind(const char *state)
 {
     if (resil_store_pg_transient(state))
         return RESIL_TRANSIENT;
-    if (strncmp(state, "53", 2) == 0 || strncmp(state, "58", 2) == 0)
+    if (strncmp(state, "53", 2) == 0 || strncmp(state, "58", 2) == 0 ||
+        strcmp(state, "57014") == 0 || strcmp(state, "55P03") == 0)
         return STORE_UNAVAILABLE;
     return RESIL_PERMANENT;
 }
