@@ -77,6 +77,10 @@ static const char *const schema_sql =
     "CREATE INDEX IF NOT EXISTS {T}_created_at ON {T} (created_at);"
     "COMMIT";
 
+/* Both there: nothing to create. */
+static const char *const schema_present_sql =
+    "SELECT to_regclass('{T}') IS NOT NULL AND to_regclass('{T}_created_at') IS NOT NULL";
+
 #define WHERE_KEY "tenant = $1 AND operation = $2 AND idempotency_key = $3"
 
 static const struct {
@@ -347,10 +351,31 @@ static resil_outcome command(store_conn *c, const char *sql, char *msg, size_t c
     return resil_ok();
 }
 
+/* Create the table and its index when either is missing (under an
+ * advisory lock, since CREATE … IF NOT EXISTS races with itself), and
+ * only then: the CREATE statements need CREATE on the schema even when
+ * the table is there, and a role an operator granted only the rows of a
+ * table made for it has none. */
+static resil_outcome ensure_schema(store_conn *c, char *msg, size_t cap)
+{
+    char sql[1024];
+    if (resil__store_sql(sql, sizeof sql, schema_present_sql, c->cfg->table) != 0)
+        return fail_local(c, "schema text too long", msg, cap);
+    PGresult *r = PQexec(c->pg, sql);
+    if (!ok(r))
+        return fail(c, r, msg, cap);
+    bool present = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (present)
+        return resil_ok();
+    if (resil__store_sql(sql, sizeof sql, schema_sql, c->cfg->table) != 0)
+        return fail_local(c, "schema text too long", msg, cap);
+    return command(c, sql, msg, cap);
+}
+
 /* The connection, made the first time a call needs it (or again after a
- * failure dropped it): connect, create the table when missing (under an
- * advisory lock, since CREATE … IF NOT EXISTS races with itself), prepare
- * every statement. */
+ * failure dropped it): connect, create what is missing of the table,
+ * prepare every statement. */
 static resil_outcome connected(store_conn *c, char *msg, size_t cap)
 {
     if (c->pg != NULL)
@@ -362,10 +387,7 @@ static resil_outcome connected(store_conn *c, char *msg, size_t cap)
     if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
         return fail(c, NULL, msg, cap);
     PQsetNoticeProcessor(c->pg, quiet, NULL);
-    char sql[1024];
-    if (resil__store_sql(sql, sizeof sql, schema_sql, c->cfg->table) != 0)
-        return fail_local(c, "schema text too long", msg, cap);
-    resil_outcome o = command(c, sql, msg, cap);
+    resil_outcome o = ensure_schema(c, msg, cap);
     /* Every statement here reaches its rows through an index (the
      * primary key; the purge's, created_at), so plan each once: a batch's
      * UPDATE joins its input to the table, and left to itself PostgreSQL
@@ -377,6 +399,7 @@ static resil_outcome connected(store_conn *c, char *msg, size_t cap)
                     "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"
                     " SET enable_hashjoin = off; SET enable_mergejoin = off",
                     msg, cap);
+    char sql[1024];
     for (int i = 0; i < PS_COUNT && resil_outcome_ok(&o); i++) {
         if (resil__store_sql(sql, sizeof sql, statements[i].sql, c->cfg->table) != 0)
             return fail_local(c, "statement text too long", msg, cap);
