@@ -475,7 +475,11 @@ static resil_outcome answer_from_row(store_conn *c, store_call *call, bool settl
 
 /* INSERT … ON CONFLICT DO NOTHING; else take an expired lease over; else
  * read what is there, inside a transaction: the store's own (do_begin) or
- * the application's (run_in). */
+ * the application's (run_in). At READ COMMITTED, which only the
+ * application's can be, each statement reads afresh: the record the
+ * insert met may be deleted (released, purged) before the read, while the
+ * takeover waited on its row. That is a race to run again, as a
+ * serialization failure is, never a verdict. */
 static resil_outcome claim(store_conn *c, store_call *call, char *msg, size_t cap)
 {
     params p;
@@ -494,7 +498,9 @@ static resil_outcome claim(store_conn *c, store_call *call, char *msg, size_t ca
     bool answered;
     resil_outcome o = answer_from_row(c, call, false, &answered, msg, cap);
     if (resil_outcome_ok(&o) && !answered)
-        return fail_local(c, "record vanished inside one snapshot", msg, cap);
+        return resil__store_fail(RESIL_TRANSIENT, 0, "record deleted meanwhile",
+                                 "the record the claim met was deleted before it was read",
+                                 msg, cap);
     return o;
 }
 
