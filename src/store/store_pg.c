@@ -18,8 +18,9 @@
  * Group commit uses libpq's pipeline mode and multi-row statements: a
  * batch is sent as BEGIN, one INSERT carrying every begin's claim, one
  * UPDATE carrying every completion (each a statement whose columns travel
- * as binary arrays, unnested by the server), one statement per release,
- * renew or purge chunk, COMMIT and a sync, and its results are read in
+ * as binary arrays, unnested by the server), one statement per release
+ * or renew (and per purge chunk, though the front runs the purge here as
+ * a transaction of its own), COMMIT and a sync, and its results are read in
  * one round trip — one commit, one WAL flush, and a fixed number of
  * statements for the calls of a key-write batch however many it carries.
  * Each row that took effect comes back (a claim with its key and lease, a
