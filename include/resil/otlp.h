@@ -8,7 +8,10 @@
  * thread sends batches of spans (when a batch is full, or every
  * schedule_delay) and the metrics (every interval), and a flush or the
  * free (or close, which also says whether that last export was taken)
- * sends everything still queued. Configuration follows the standard
+ * sends everything still queued. An export the collector does not answer,
+ * or answers 429, 502, 503 or 504, is retried after its Retry-After or an
+ * exponential backoff, at most five attempts within the timeout; any other
+ * refusal is final and its spans are counted failed. Configuration follows the standard
  * OTEL_* environment variables (resil_otlp_opts_from_env), read strictly:
  * a bad value is refused, naming the variable, never guessed at.
  */
@@ -33,10 +36,16 @@ typedef struct resil_otlp_opts {
     resil_metrics *metrics;       /* exported every interval; NULL = spans only */
     resil_duration interval;      /* metrics export interval; default 60 s */
     resil_duration schedule_delay;/* longest a span waits for its batch; default 5 s */
-    resil_duration timeout;       /* per export request, >= 1 ms; default 10 s */
+    resil_duration timeout;       /* per export, its retries included, >= 1 ms; and for
+                                     a flush or the close as a whole; default 10 s */
     uint32_t max_queue;           /* spans queued at most; default 2048 */
     uint32_t max_batch;           /* spans per request at most; default 512, <= max_queue */
-    resil_reserved reserved_[4];  /* room to grow (docs/abi.md) */
+    union {                       /* (a member that took a reserved slot: docs/abi.md) */
+        resil_clock *clock;       /* the waits between retries and the timeout's
+                                     deadlines; NULL = the system clock */
+        resil_reserved clock_slot_;
+    };
+    resil_reserved reserved_[3];  /* room to grow (docs/abi.md) */
 } resil_otlp_opts;
 
 RESIL_API void resil_otlp_opts_default(resil_otlp_opts *o);
@@ -55,8 +64,8 @@ RESIL_API int resil_otlp_opts_from_env(resil_otlp_opts *o, resil_err *err);
 /* Check the options and start the exporter's thread. RESIL_EINVAL (the
  * field named in err), RESIL_ENOMEM, RESIL_ESYS. */
 RESIL_API int resil_otlp_new(const resil_otlp_opts *o, resil_otlp **out, resil_err *err);
-/* Send everything queued (and the metrics), wait for that, stop the
- * thread, free. */
+/* Send everything queued (and the metrics), wait for that (within the
+ * timeout from now, as a flush), stop the thread, free. */
 RESIL_API void resil_otlp_free(resil_otlp *x);
 /* resil_otlp_free that answers for its last export as resil_otlp_flush
  * does: 0, or RESIL_EIO when a request failed. For a program that wants
@@ -68,8 +77,9 @@ RESIL_API int resil_otlp_close(resil_otlp *x);
  * the span into the queue, or drop and count it when the queue is full. */
 RESIL_API void resil_otlp_on_span(const resil_span *s, void *ud);
 
-/* Send what is queued and the metrics now, and wait until sent (or failed).
- * Returns 0, or RESIL_EIO when a request failed. */
+/* Send what is queued and the metrics now, and wait until sent (or failed),
+ * within the timeout from now: what its deadline leaves unsent is counted
+ * failed. Returns 0, or RESIL_EIO when an export was not taken. */
 RESIL_API int resil_otlp_flush(resil_otlp *x);
 
 typedef struct resil_otlp_stats {
@@ -78,7 +88,13 @@ typedef struct resil_otlp_stats {
     uint64_t spans_exported;  /* in requests the receiver accepted */
     uint64_t requests;        /* export requests sent */
     uint64_t failed_requests; /* transport errors and non-2xx answers */
-    resil_reserved reserved_[4]; /* room to grow (docs/abi.md) */
+    union {                   /* (a member that took a reserved slot: docs/abi.md) */
+        uint64_t spans_failed; /* queued but not taken: their request refused, its
+                                  retries given up, its deadline passed, or
+                                  rejected by a partial success */
+        resil_reserved spans_failed_slot_;
+    };
+    resil_reserved reserved_[3]; /* room to grow (docs/abi.md) */
 } resil_otlp_stats;
 
 RESIL_API void resil_otlp_get_stats(resil_otlp *x, resil_otlp_stats *out);

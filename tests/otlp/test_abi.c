@@ -5,8 +5,8 @@
 #include "abi_room.h"
 #include "resil/otlp.h"
 
-HAS_ROOM(resil_otlp_opts, 4);
-HAS_ROOM(resil_otlp_stats, 4);
+GREW_INTO_ROOM(resil_otlp_opts, clock, 1, 4);
+GREW_INTO_ROOM(resil_otlp_stats, spans_failed, 1, 4);
 
 PINNED(resil_otlp_opts, 120);
 PINNED(resil_otlp_stats, 72);
