@@ -12,6 +12,19 @@
  * them back) and sends it outside the lock, so recording threads are held
  * up only for their own copy. Flushes are numbered rounds, so a flusher waits for
  * the round it asked for and not for one that began before it.
+ *
+ * An export is retried as OTLP/HTTP says: after no answer (refused, dropped,
+ * reset) and after 429, 502, 503 and 504, waiting the answer's Retry-After
+ * or else an exponential backoff with jitter; never after any other status
+ * or a partial success (whose rejected spans are counted failed). It is
+ * bounded twice: five attempts, and the timeout, which covers the export
+ * with its waits (a wait that would reach it ends the export at once); a
+ * flush round or the end shares one deadline, the timeout from when it was
+ * asked, so a close with the collector away returns within it. The waits
+ * and deadlines are on the options' clock, so tests move them on a fake one.
+ * A batch leaves the queue whether it was taken or not: what the collector
+ * did not take is counted, never kept to grow behind a collector that is
+ * away.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -21,6 +34,8 @@
 #include <time.h>
 
 #include "otlp_internal.h"
+#include "resil/backoff.h"
+#include "resil/retry_after.h"
 
 /* ---- options ---------------------------------------------------------------- */
 
@@ -133,6 +148,7 @@ static int take_options(resil_otlp *x, const resil_otlp_opts *o, resil_err *err)
     x->timeout = o->timeout;
     x->max_queue = o->max_queue;
     x->max_batch = o->max_batch;
+    x->clock = o->clock != NULL ? o->clock : resil_clock_system();
     return 0;
 }
 
@@ -208,65 +224,193 @@ static void release_batch(resil_otlp *x, uint32_t n)
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-static int post(resil_otlp *x, CURL *curl, const char *url, const char *body, size_t len)
+#define OTLP_ATTEMPTS 5       /* of one export, at most */
+
+static size_t keep_answer(char *p, size_t size, size_t n, void *ud)
+{
+    otlp_answer *a = ud;
+    size_t len = size * n, room = sizeof a->text - 1 - a->len;
+    size_t take = len < room ? len : room;
+    memcpy(a->text + a->len, p, take);
+    a->len += take;
+    a->text[a->len] = '\0';
+    return len;
+}
+
+/* How one attempt ended. */
+typedef struct otlp_attempt {
+    bool taken;           /* a 2xx */
+    bool retry;           /* worth another: no answer, or 429, 502, 503, 504 */
+    resil_duration after; /* the answer's Retry-After; -1 when it has none */
+} otlp_attempt;
+
+/* OTLP/HTTP's retryable answers; every other 4xx and 5xx must not be. */
+static bool retryable_status(long status)
+{
+    return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+static resil_duration retry_after(CURL *curl, resil_clock *clock)
+{
+    struct curl_header *h;
+    resil_duration d;
+    if (curl_easy_header(curl, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK)
+        return -1;
+    if (resil_retry_after_parse(h->value, strlen(h->value), resil_clock_wall_now(clock), &d) != 0)
+        return -1; /* unreadable: the backoff's wait */
+    return d;
+}
+
+/* One POST, given `left` of the export's time (libcurl's whole
+ * milliseconds, rounded up). A transfer that timed out had all that was
+ * left, so it is not retried; one that got no answer is. */
+static otlp_attempt attempt_once(resil_otlp *x, CURL *curl, resil_duration left,
+                                 otlp_answer *answer)
+{
+    answer->len = 0;
+    answer->text[0] = '\0';
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)((left + RESIL_MS(1) - 1) / RESIL_MS(1)));
+    CURLcode c = curl_easy_perform(curl);
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    otlp_attempt a = {false, false, -1};
+    if (c != CURLE_OK) {
+        a.retry = c != CURLE_OPERATION_TIMEDOUT;
+        return a;
+    }
+    a.taken = status >= 200 && status < 300;
+    a.retry = retryable_status(status);
+    if (a.retry)
+        a.after = retry_after(curl, x->clock);
+    return a;
+}
+
+static struct curl_slist *header_list(const resil_otlp *x)
 {
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     char line[2 * OTLP_TEXT_MAX + 4];
     for (int i = 0; i < x->headers.n && h != NULL; i++) {
         snprintf(line, sizeof line, "%s: %s", x->headers.kv[i].key, x->headers.kv[i].value);
         struct curl_slist *more = curl_slist_append(h, line);
-        if (more == NULL) {
+        if (more == NULL)
             curl_slist_free_all(h);
-            h = NULL;
-        }
         h = more;
     }
+    return h;
+}
+
+static void count_request(resil_otlp *x, bool taken)
+{
+    pthread_mutex_lock(&x->mu);
+    x->stats.requests++;
+    if (!taken)
+        x->stats.failed_requests++;
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* The wait before the attempt after the n-th failed one: the answer's
+ * Retry-After, else 1 s doubling, its upper half drawn at random. */
+static resil_duration wait_after(const otlp_attempt *a, uint32_t n, resil_backoff_state *st)
+{
+    if (a->after >= 0)
+        return a->after;
+    resil_backoff b;
+    resil_backoff_default(&b);
+    b.kind = RESIL_BACKOFF_EXPONENTIAL;
+    b.base = RESIL_S(1);
+    b.factor = 2;
+    b.jitter = RESIL_JITTER_EQUAL;
+    return resil_backoff_delay(&b, n, st, NULL);
+}
+
+/* One export: the body posted until it is taken, refused for good, made
+ * OTLP_ATTEMPTS times, or the next wait would reach `deadline` (on the
+ * exporter's clock); an export whose deadline has passed is not sent.
+ * Every attempt sends the same bytes. 0, or RESIL_EIO (RESIL_ENOMEM). */
+static int post(resil_otlp *x, CURL *curl, const char *url, const char *body, size_t len,
+                resil_instant deadline, otlp_answer *answer)
+{
+    struct curl_slist *h = header_list(x);
     if (h == NULL)
         return RESIL_ENOMEM;
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)(x->timeout / 1000000));
-    CURLcode c = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
+    resil_backoff_state st;
+    memset(&st, 0, sizeof st);
+    int rc = RESIL_EIO;
+    for (uint32_t n = 1;; n++) {
+        resil_duration left = deadline - resil_clock_now(x->clock);
+        if (left <= 0)
+            break;
+        otlp_attempt a = attempt_once(x, curl, left, answer);
+        count_request(x, a.taken);
+        if (a.taken) {
+            rc = 0;
+            break;
+        }
+        if (!a.retry || n == OTLP_ATTEMPTS)
+            break;
+        resil_duration wait = wait_after(&a, n, &st);
+        if (wait >= deadline - resil_clock_now(x->clock))
+            break;
+        resil_clock_sleep(x->clock, wait, NULL);
+    }
     curl_slist_free_all(h);
-    return c == CURLE_OK && status >= 200 && status < 300 ? 0 : RESIL_EIO;
+    return rc;
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *ud)
+/* The spans a partial success rejected: its "rejectedSpans", a number or
+ * a decimal string; 0 when the answer has none. Inside a JSON string the
+ * key's quotes would be escaped, so only the key itself matches. */
+static uint64_t rejected_spans(const char *answer)
 {
-    (void)p;
-    (void)ud;
-    return size * n;
+    static const char key[] = "\"rejectedSpans\"";
+    const char *c = strstr(answer, key);
+    if (c == NULL)
+        return 0;
+    c += sizeof key - 1;
+    c += strspn(c, " \t\r\n");
+    if (*c++ != ':')
+        return 0;
+    c += strspn(c, " \t\r\n");
+    if (*c == '"')
+        c++;
+    uint64_t n = 0;
+    for (; *c >= '0' && *c <= '9' && n < UINT64_MAX / 10; c++)
+        n = n * 10 + (uint64_t)(*c - '0');
+    return n;
 }
 
-static void count_request(resil_otlp *x, int rc, uint32_t spans)
+static void count_spans(resil_otlp *x, uint64_t exported, uint64_t failed)
 {
     pthread_mutex_lock(&x->mu);
-    x->stats.requests++;
-    if (rc != 0)
-        x->stats.failed_requests++;
-    else
-        x->stats.spans_exported += spans;
+    x->stats.spans_exported += exported;
+    x->stats.spans_failed += failed;
     pthread_mutex_unlock(&x->mu);
 }
 
-/* One request for the n oldest spans, encoded from the ring in place. */
-static int send_spans(resil_otlp *x, CURL *curl, uint32_t n)
+/* One export of the n oldest spans, encoded from the ring in place; the
+ * batch leaves the queue taken or not. */
+static int send_spans(resil_otlp *x, CURL *curl, uint32_t n, resil_instant deadline)
 {
     for (uint32_t i = 0; i < n; i++)
         x->batch[i] = x->queue[(x->head + i) % x->max_queue].s;
     const resil_span *all = x->batch;
     char *body = NULL;
     size_t len = 0;
+    otlp_answer *answer = &x->answer;
     int rc = resil_otlp_encode_spans(x, all, n, &body, &len);
     if (rc == 0)
-        rc = post(x, curl, x->traces_url, body, len);
+        rc = post(x, curl, x->traces_url, body, len, deadline, answer);
     free(body);
     release_batch(x, n);
-    count_request(x, rc, n);
+    uint64_t rejected = rc == 0 ? rejected_spans(answer->text) : n;
+    if (rejected > n)
+        rejected = n;
+    count_spans(x, n - rejected, rejected);
     return rc;
 }
 
@@ -277,7 +421,7 @@ static int64_t wall_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int send_metrics(resil_otlp *x, CURL *curl)
+static int send_metrics(resil_otlp *x, CURL *curl, resil_instant deadline)
 {
     if (x->metrics == NULL)
         return 0;
@@ -285,9 +429,8 @@ static int send_metrics(resil_otlp *x, CURL *curl)
     size_t len = 0;
     int rc = resil_otlp_encode_metrics(x, x->metrics, wall_now(), &body, &len);
     if (rc == 0)
-        rc = post(x, curl, x->metrics_url, body, len);
+        rc = post(x, curl, x->metrics_url, body, len, deadline, &x->answer);
     free(body);
-    count_request(x, rc, 0);
     return rc;
 }
 
@@ -306,22 +449,33 @@ static void wait_until(resil_otlp *x, int64_t when)
     pthread_cond_timedwait(&x->wake, &x->mu, &ts);
 }
 
-/* Everything queued, in batches, then the metrics: a flush round or the end. */
-static int drain(resil_otlp *x, CURL *curl)
+/* What was queued when the round began, in batches, then the metrics, all
+ * by the round's deadline: a flush round or the end. */
+static int drain(resil_otlp *x, CURL *curl, resil_instant deadline)
 {
     int rc = 0;
-    for (;;) {
+    pthread_mutex_lock(&x->mu);
+    uint32_t left = x->count;
+    pthread_mutex_unlock(&x->mu);
+    while (left > 0) {
         pthread_mutex_lock(&x->mu);
         uint32_t n = peek_batch(x);
         pthread_mutex_unlock(&x->mu);
-        if (n == 0)
-            break;
-        if (send_spans(x, curl, n) != 0)
+        if (n > left)
+            n = left;
+        if (send_spans(x, curl, n, deadline) != 0)
             rc = RESIL_EIO;
+        left -= n;
     }
-    if (send_metrics(x, curl) != 0)
+    if (send_metrics(x, curl, deadline) != 0)
         rc = RESIL_EIO;
     return rc;
+}
+
+/* The deadline of an export starting now. */
+static resil_instant export_deadline(const resil_otlp *x)
+{
+    return resil_dur_add(resil_clock_now(x->clock), x->timeout);
 }
 
 static void *run(void *arg)
@@ -329,7 +483,7 @@ static void *run(void *arg)
     resil_otlp *x = arg;
     CURL *curl = curl_easy_init();
     if (curl != NULL) {
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_answer);
         curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     }
     int64_t next_metrics = mono_now() + x->interval;
@@ -354,20 +508,21 @@ static void *run(void *arg)
         }
         uint64_t round = x->flush_asked;
         bool stopping = x->stopping;
+        resil_instant drain_by = x->drain_by;
         pthread_mutex_unlock(&x->mu);
         int rc = 0;
         if (curl == NULL) {
             rc = RESIL_ENOMEM;
         } else if (flush) {
-            rc = drain(x, curl);
+            rc = drain(x, curl, drain_by);
             next_metrics = mono_now() + x->interval;
         } else if (batch) {
             pthread_mutex_lock(&x->mu);
             uint32_t n = peek_batch(x);
             pthread_mutex_unlock(&x->mu);
-            send_spans(x, curl, n);
+            send_spans(x, curl, n, export_deadline(x));
         } else {
-            send_metrics(x, curl);
+            send_metrics(x, curl, export_deadline(x));
             next_metrics = mono_now() + x->interval;
         }
         pthread_mutex_lock(&x->mu);
@@ -449,6 +604,7 @@ int resil_otlp_flush(resil_otlp *x)
         return RESIL_EINVAL;
     pthread_mutex_lock(&x->mu);
     uint64_t round = ++x->flush_asked;
+    x->drain_by = export_deadline(x);
     pthread_cond_signal(&x->wake);
     while (x->flush_done < round)
         pthread_cond_wait(&x->flushed, &x->mu);
@@ -474,6 +630,7 @@ int resil_otlp_close(resil_otlp *x)
         return 0;
     pthread_mutex_lock(&x->mu);
     x->stopping = true;
+    x->drain_by = export_deadline(x);
     pthread_cond_signal(&x->wake);
     pthread_mutex_unlock(&x->mu);
     pthread_join(x->thread, NULL);

@@ -70,6 +70,14 @@ typedef struct otlp_span {
 
 void resil__otlp_span_copy(otlp_span *dst, const resil_span *s);
 
+/* The body of a collector's answer, its first OTLP_ANSWER_MAX - 1 bytes
+ * (room for a partial success); the rest is read and dropped. */
+#define OTLP_ANSWER_MAX 4096
+typedef struct otlp_answer {
+    char text[OTLP_ANSWER_MAX];
+    size_t len;
+} otlp_answer;
+
 struct resil_otlp {
     char traces_url[OTLP_URL_MAX];
     char metrics_url[OTLP_URL_MAX];
@@ -77,6 +85,7 @@ struct resil_otlp {
     otlp_kvs resource; /* service.name first */
     resil_metrics *metrics;
     resil_duration interval, schedule_delay, timeout;
+    resil_clock *clock;     /* retry waits and deadlines */
     uint32_t max_queue, max_batch;
     int64_t started_unix_ns; /* the metrics' start time (cumulative since) */
 
@@ -90,7 +99,9 @@ struct resil_otlp {
     bool stopping;
     resil_otlp_stats stats;
     pthread_t thread;
+    resil_instant drain_by; /* the deadline of the flush round or the end asked last */
     resil_span *batch;      /* the thread's: views of the spans being sent */
+    otlp_answer answer;     /* the thread's: the last answer's body */
 };
 
 #endif

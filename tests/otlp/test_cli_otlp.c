@@ -182,11 +182,12 @@ static void a_bad_otlp_url_is_refused_by_name_with_nothing_sent(void **state)
     cli_result_free(&r);
 }
 
-/* An export the receiver refuses is an output not written: exit 23. */
+/* An export the receiver refuses (for good: a 400 is not retried) is an
+ * output not written: exit 23. */
 static void a_failing_receiver_is_said_and_exits_23(void **state)
 {
     fx *f = *state;
-    http_server_script(f->receiver, "/v1/traces", (const http_step[]){{.status = 503}}, 1);
+    http_server_script(f->receiver, "/v1/traces", (const http_step[]){{.status = 400}}, 1);
     cli_result r;
     cli_run(&r, f->dir, NULL, "http", "--delay", "10ms", "--otlp", f->endpoint, f->target,
             NULL);

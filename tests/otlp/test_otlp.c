@@ -5,7 +5,8 @@
  * their ids, parents, attributes and statuses, the metrics with their
  * names, units, points and buckets, the configured headers and resource,
  * a full queue dropping and counting (its export held by the receiver
- * until the test releases it), a failed request counted, and the
+ * until the test releases it), a refused request counted (spans or
+ * metrics; the retried answers are test_failures.c's), and the
  * free and the close sending what is still queued, the close saying
  * whether it was taken.
  */
@@ -363,10 +364,11 @@ static void a_full_queue_drops_and_counts_instead_of_waiting(void **state)
     assert_int_equal(sent, st.spans_queued);
 }
 
+/* A 400 is refused for good (test_failures.c has the retried answers). */
 static void a_refused_request_is_counted_and_reported_by_flush(void **state)
 {
     world *w = *state;
-    http_server_script(w->receiver, "/v1/traces", (const http_step[]){{.status = 503}}, 1);
+    http_server_script(w->receiver, "/v1/traces", (const http_step[]){{.status = 400}}, 1);
     start(w);
     call(w);
     assert_int_equal(resil_otlp_flush(w->x), RESIL_EIO);
@@ -375,6 +377,25 @@ static void a_refused_request_is_counted_and_reported_by_flush(void **state)
     assert_int_equal(st.requests, 1);
     assert_int_equal(st.failed_requests, 1);
     assert_int_equal(st.spans_exported, 0);
+    assert_int_equal(st.spans_failed, 4);
+}
+
+static void a_refused_metrics_export_is_reported_by_flush(void **state)
+{
+    world *w = *state;
+    http_server_script(w->receiver, "/v1/metrics", (const http_step[]){{.status = 400}}, 1);
+    w->o.metrics = w->metrics;
+    start(w);
+    call(w);
+    assert_int_equal(resil_otlp_flush(w->x), RESIL_EIO);
+    assert_int_equal(http_server_count(w->receiver, "/v1/metrics"), 1);
+    json_decref(received(w, "/v1/metrics", 0, false));
+    resil_otlp_stats st;
+    resil_otlp_get_stats(w->x, &st);
+    assert_int_equal(st.requests, 2);
+    assert_int_equal(st.failed_requests, 1);
+    assert_int_equal(st.spans_exported, 4);
+    assert_int_equal(st.spans_failed, 0);
 }
 
 /* A call's spans and the metrics, still queued, are sent as the exporter
@@ -412,7 +433,7 @@ static void closing_sends_what_is_queued_once_and_says_it_was_taken(void **state
 static void closing_says_a_refused_export_was_not_taken(void **state)
 {
     world *w = *state;
-    http_server_script(w->receiver, "/v1/traces", (const http_step[]){{.status = 503}}, 1);
+    http_server_script(w->receiver, "/v1/traces", (const http_step[]){{.status = 400}}, 1);
     start(w);
     call(w);
     assert_int_equal(resil_otlp_close(w->x), RESIL_EIO);
@@ -650,6 +671,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_full_queue_drops_and_counts_instead_of_waiting, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_refused_request_is_counted_and_reported_by_flush, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_refused_metrics_export_is_reported_by_flush, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(freeing_sends_what_is_still_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(closing_sends_what_is_queued_once_and_says_it_was_taken,
