@@ -129,6 +129,80 @@ static void list_of(char *buf, size_t cap, int n, const char *first_key)
         used += (size_t)snprintf(buf + used, cap - used, ",k%d=v", i);
 }
 
+static void each_numeric_variable_refuses_its_own_bad_values(void **state)
+{
+    (void)state;
+    expect_refused("OTEL_EXPORTER_OTLP_TIMEOUT", "0",
+                   "OTEL_EXPORTER_OTLP_TIMEOUT must be a whole number in [1, 86400000], got "
+                   "\"0\"");
+    expect_refused("OTEL_EXPORTER_OTLP_TIMEOUT", "10 ",
+                   "OTEL_EXPORTER_OTLP_TIMEOUT must be a whole number in [1, 86400000], got "
+                   "\"10 \"");
+    expect_refused("OTEL_BSP_SCHEDULE_DELAY", "-5",
+                   "OTEL_BSP_SCHEDULE_DELAY must be a whole number in [0, 86400000], got \"-5\"");
+    expect_refused("OTEL_BSP_SCHEDULE_DELAY", "86400001",
+                   "OTEL_BSP_SCHEDULE_DELAY must be a whole number in [0, 86400000], got "
+                   "\"86400001\"");
+    expect_refused("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "0",
+                   "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be a whole number in [1, 1048576], got "
+                   "\"0\"");
+    expect_refused("OTEL_BSP_MAX_QUEUE_SIZE", "1048577",
+                   "OTEL_BSP_MAX_QUEUE_SIZE must be a whole number in [1, 1048576], got "
+                   "\"1048577\"");
+}
+
+static void each_url_variable_refuses_a_url_without_http_or_a_host(void **state)
+{
+    (void)state;
+    expect_refused("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector/v1/traces",
+                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:// or https:// URL with a "
+                   "host, got \"ftp://collector/v1/traces\"");
+    expect_refused("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http:///v1/metrics",
+                   "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT must be an http:// or https:// URL with "
+                   "a host, got \"http:///v1/metrics\"");
+    expect_refused("OTEL_EXPORTER_OTLP_ENDPOINT", "https://",
+                   "OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL with a host, "
+                   "got \"https://\"");
+}
+
+/* A space or a control character would reach libcurl as part of the URL. */
+static void a_url_with_a_space_or_a_control_character_is_refused(void **state)
+{
+    (void)state;
+    expect_refused("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector :4318",
+                   "OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL with a host, "
+                   "got \"http://collector :4318\"");
+    expect_refused("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector/v1\ttraces",
+                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:// or https:// URL with a "
+                   "host, got \"http://collector/v1\ttraces\"");
+}
+
+static void another_protocol_is_refused_naming_the_variable(void **state)
+{
+    (void)state;
+    expect_refused("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
+                   "OTEL_EXPORTER_OTLP_PROTOCOL must be http/json (the only encoding resil "
+                   "speaks), got \"http/protobuf\"");
+}
+
+static void a_value_of_256_bytes_is_refused_naming_the_variable(void **state)
+{
+    (void)state;
+    char list[300];
+    memcpy(list, "api-key=", 8);
+    memset(list + 8, 'v', 256);
+    list[8 + 256] = '\0';
+    expect_refused("OTEL_EXPORTER_OTLP_HEADERS", list,
+                   "OTEL_EXPORTER_OTLP_HEADERS: entry 1 value is longer than 255 bytes");
+    list[8 + 255] = '\0';
+    clean(NULL);
+    setenv("OTEL_EXPORTER_OTLP_HEADERS", list, 1);
+    resil_otlp_opts o;
+    resil_otlp_opts_default(&o);
+    assert_int_equal(resil_otlp_opts_from_env(&o, NULL), 0);
+    assert_string_equal(o.headers, list);
+}
+
 static void a_key_of_256_bytes_is_refused_naming_the_variable(void **state)
 {
     (void)state;
@@ -259,6 +333,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(unset_and_empty_variables_keep_the_defaults, clean, clean),
         cmocka_unit_test_setup_teardown(bad_values_are_refused_naming_the_variable, clean, clean),
         cmocka_unit_test_setup_teardown(an_endpoint_of_1008_bytes_is_refused_naming_the_variable, clean, clean),
+        cmocka_unit_test_setup_teardown(each_numeric_variable_refuses_its_own_bad_values, clean, clean),
+        cmocka_unit_test_setup_teardown(each_url_variable_refuses_a_url_without_http_or_a_host, clean, clean),
+        cmocka_unit_test_setup_teardown(a_url_with_a_space_or_a_control_character_is_refused, clean, clean),
+        cmocka_unit_test_setup_teardown(another_protocol_is_refused_naming_the_variable, clean, clean),
+        cmocka_unit_test_setup_teardown(a_value_of_256_bytes_is_refused_naming_the_variable, clean, clean),
         cmocka_unit_test_setup_teardown(a_key_of_256_bytes_is_refused_naming_the_variable, clean, clean),
         cmocka_unit_test_setup_teardown(a_key_of_255_bytes_is_accepted, clean, clean),
         cmocka_unit_test_setup_teardown(a_33rd_entry_is_refused_naming_the_variable, clean, clean),
