@@ -8,7 +8,9 @@
  * past the export's timeout; a partial success not retried and its
  * rejected spans counted; a slow collector cut at the timeout; the queue
  * filling while the collector answers 503; the close bounded by the
- * timeout with a batch in flight. The exporter's waits are on a fake clock
+ * timeout with a batch in flight; the exporter's own schedule (a lone
+ * span after the schedule delay, the metrics every interval) failing and
+ * retrying as a flush does. The exporter's waits are on a fake clock
  * (recorded, instant), so only the tests of the real timeout take real
  * time, a few hundred milliseconds each.
  */
@@ -412,6 +414,19 @@ static void a_partial_success_that_only_warns_counts_every_span_exported(void **
     expect_stats(w, 1, 0, 4, 0);
 }
 
+static void a_message_that_names_rejected_spans_rejects_nothing(void **state)
+{
+    world *w = *state;
+    script(w,
+           (const http_step[]){
+               {.status = 200, .body = "{\"partialSuccess\":{\"errorMessage\":\"rejectedSpans\"}}"}},
+           1);
+    start(w);
+    offer(w, 4);
+    assert_int_equal(resil_otlp_flush(w->x), 0);
+    expect_stats(w, 1, 0, 4, 0);
+}
+
 static void a_partial_success_rejecting_more_than_was_sent_fails_the_batch_only(void **state)
 {
     world *w = *state;
@@ -432,6 +447,69 @@ static int64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool one_batch_failed(void *ud)
+{
+    resil_otlp_stats st;
+    resil_otlp_get_stats(ud, &st);
+    return st.spans_failed == 1;
+}
+
+/* The exporter's own schedule, no flush: a lone span goes when it has
+ * waited the schedule delay, and a refusal then is counted as a flush's. */
+static void a_lone_span_refused_after_the_schedule_delay_is_counted(void **state)
+{
+    world *w = *state;
+    script(w, (const http_step[]){{.status = 400}}, 1);
+    w->o.schedule_delay = RESIL_MS(20);
+    start(w);
+    offer(w, 1);
+    assert_true(test_wait_until(one_batch_failed, w->x, 5));
+    assert_int_equal(sent(w), 1);
+    expect_stats(w, 1, 1, 0, 1);
+}
+
+static bool two_requests(void *ud)
+{
+    resil_otlp_stats st;
+    resil_otlp_get_stats(ud, &st);
+    return st.requests >= 2;
+}
+
+static void the_metrics_interval_exports_and_retries_on_its_own(void **state)
+{
+    world *w = *state;
+    http_server_script(w->receiver, "/v1/metrics",
+                       (const http_step[]){{.status = 503, .retry_after = "1"}, {.status = 200}},
+                       2);
+    resil_metrics *m;
+    assert_int_equal(resil_metrics_new(NULL, &m, NULL), 0);
+    w->o.metrics = m;
+    w->o.interval = RESIL_MS(20);
+    start(w);
+    /* the retry follows at once: its wait is on the fake clock */
+    assert_true(test_wait_until(two_requests, w->x, 5));
+    assert_int_equal(stats(w).failed_requests, 1);
+    assert_duration_equal(wait_at(w, 0), RESIL_S(1));
+    resil_otlp_free(w->x);
+    w->x = NULL;
+    resil_metrics_free(m);
+}
+
+static void null_handles_are_ignored(void **state)
+{
+    world *w = *state;
+    start(w);
+    resil_otlp_on_span(NULL, w->x);
+    resil_otlp_on_span(NULL, NULL);
+    resil_otlp_get_stats(NULL, NULL);
+    resil_otlp_stats st;
+    resil_otlp_get_stats(w->x, NULL);
+    resil_otlp_get_stats(w->x, &st);
+    assert_int_equal(st.spans_queued + st.spans_dropped, 0);
+    assert_int_equal(resil_otlp_close(NULL), 0);
+    resil_otlp_free(NULL);
 }
 
 static void a_slow_collector_is_cut_at_the_timeout_and_not_retried(void **state)
@@ -530,8 +608,15 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             a_partial_success_that_only_warns_counts_every_span_exported, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_message_that_names_rejected_spans_rejects_nothing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             a_partial_success_rejecting_more_than_was_sent_fails_the_batch_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_lone_span_refused_after_the_schedule_delay_is_counted,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(the_metrics_interval_exports_and_retries_on_its_own, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(null_handles_are_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(a_slow_collector_is_cut_at_the_timeout_and_not_retried,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(the_queue_fills_and_drops_while_the_collector_answers_503,
