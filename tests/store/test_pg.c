@@ -3,7 +3,13 @@
  * in a temporary directory: the shared specification (store_cases.c), then
  * what is PostgreSQL's own — a serialization failure provoked by a
  * concurrent insert, a connection killed by the server, a server that is
- * not there — each retried (or not) as a whole transaction.
+ * not there — each retried (or not) as a whole transaction; then the
+ * failures a deployment meets: a statement or lock timeout, a role with
+ * row rights only (or none to create the table), a table of another
+ * layout, a refused login, each kind of call cut while it waits (held by a
+ * row lock or a sleeping trigger, seen in pg_stat_activity, so no test
+ * sleeps on a guess), a shutdown and a restart, two stores racing for one
+ * expired lease, and a record deleted under a READ COMMITTED claim.
  */
 #include <curl/curl.h>
 #include <libpq-fe.h>
