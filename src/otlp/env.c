@@ -269,15 +269,33 @@ static int env_list(const char *name, const char **out, resil_err *err)
     return rc;
 }
 
+/* A variable with one value this exporter can honour (the encoding it
+ * speaks, no compression): any other is refused by name rather than
+ * ignored, for all signals and for each. */
+static int env_only(const char *name, const char *value, const char *why, resil_err *err)
+{
+    const char *v = env(name);
+    if (v == NULL || strcmp(v, value) == 0)
+        return 0;
+    return resil_err_set(err, RESIL_EINVAL, "%s must be %s (%s), got \"%.64s\"", name, value,
+                         why, v);
+}
+
 static int env_protocol(resil_err *err)
 {
-    const char *v = env("OTEL_EXPORTER_OTLP_PROTOCOL");
-    if (v == NULL || strcmp(v, "http/json") == 0)
-        return 0;
-    return resil_err_set(err, RESIL_EINVAL,
-                         "OTEL_EXPORTER_OTLP_PROTOCOL must be http/json (the only encoding "
-                         "resil speaks), got \"%.64s\"",
-                         v);
+    static const char *const names[][2] = {
+        {"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_COMPRESSION"},
+        {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"},
+        {"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int rc = env_only(names[i][0], "http/json", "the only encoding resil speaks", err);
+        if (rc == 0)
+            rc = env_only(names[i][1], "none", "resil sends uncompressed", err);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 int resil_otlp_opts_from_env(resil_otlp_opts *o, resil_err *err)

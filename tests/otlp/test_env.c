@@ -16,7 +16,10 @@ static const char *const vars[] = {
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS",
     "OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SERVICE_NAME",
     "OTEL_RESOURCE_ATTRIBUTES", "OTEL_METRIC_EXPORT_INTERVAL", "OTEL_BSP_SCHEDULE_DELAY",
-    "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", NULL};
+    "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", NULL};
 
 static int clean(void **state)
 {
@@ -34,6 +37,7 @@ static void every_variable_lands_in_its_field(void **state)
     setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=abc,x-team=orders", 1);
     setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2500", 1);
     setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", 1);
+    setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "none", 1);
     setenv("OTEL_SERVICE_NAME", "checkout", 1);
     setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod", 1);
     setenv("OTEL_METRIC_EXPORT_INTERVAL", "15000", 1);
@@ -102,6 +106,21 @@ static void bad_values_are_refused_naming_the_variable(void **state)
     expect_refused("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc",
                    "OTEL_EXPORTER_OTLP_PROTOCOL must be http/json (the only encoding resil "
                    "speaks), got \"grpc\"");
+    expect_refused("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc",
+                   "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/json (the only encoding "
+                   "resil speaks), got \"grpc\"");
+    expect_refused("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/protobuf",
+                   "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL must be http/json (the only encoding "
+                   "resil speaks), got \"http/protobuf\"");
+    expect_refused("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip",
+                   "OTEL_EXPORTER_OTLP_COMPRESSION must be none (resil sends uncompressed), got "
+                   "\"gzip\"");
+    expect_refused("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "gzip",
+                   "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION must be none (resil sends "
+                   "uncompressed), got \"gzip\"");
+    expect_refused("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "deflate",
+                   "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION must be none (resil sends "
+                   "uncompressed), got \"deflate\"");
     expect_refused("OTEL_EXPORTER_OTLP_HEADERS", "api-key",
                    "OTEL_EXPORTER_OTLP_HEADERS: entry 1 has no '='");
     expect_refused("OTEL_RESOURCE_ATTRIBUTES", "a=1,b=%2",
