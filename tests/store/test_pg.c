@@ -350,14 +350,48 @@ static void journal_and_two_attempts(resil_store_opts *o, void *ud)
     o->connections = 1;
 }
 
+/* A temporary directory for a store's journal, and the journal's path. */
+typedef struct journal_dir {
+    char *tmp;
+    char path[600];
+} journal_dir;
+
+static void journal_dir_make(journal_dir *j)
+{
+    j->tmp = test_tmpdir();
+    assert_non_null(j->tmp);
+    snprintf(j->path, sizeof j->path, "%s/pg.journal", j->tmp);
+}
+
+static void journal_dir_remove(journal_dir *j)
+{
+    test_rmtree(j->tmp);
+    free(j->tmp);
+}
+
+/* The one answer the journal holds is replayed, reaches the table and
+ * replays as order 7; then the store and its journal go. */
+static void the_journaled_answer_replays(fixture *f, resil_store *s, journal_dir *j)
+{
+    resil_store_journal_stats js;
+    resil_store_journal_stats_get(s, &js);
+    assert_int_equal(js.pending, 1);
+    size_t replayed = 0;
+    resil_err err = {0};
+    assert_int_equal(resil_store_journal_replay(s, &replayed, &err), 0);
+    assert_int_equal(replayed, 1);
+    assert_order_7_replays(f, s);
+    resil_store_free(s);
+    journal_dir_remove(j);
+}
+
 static void a_completion_while_postgres_is_stopped_is_journaled_and_replayed_after_restart(
     void **state)
 {
     fixture *f = *state;
-    char *tmp = test_tmpdir();
-    char journal[600];
-    snprintf(journal, sizeof journal, "%s/pg.journal", tmp);
-    resil_store *s = fixture_open(f, journal_and_two_attempts, journal);
+    journal_dir j;
+    journal_dir_make(&j);
+    resil_store *s = fixture_open(f, journal_and_two_attempts, j.path);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
     uint64_t lease = f->res.lease;
     assert_int_equal(pg_server_pause(server), 0);
@@ -379,8 +413,7 @@ static void a_completion_while_postgres_is_stopped_is_journaled_and_replayed_aft
     assert_int_equal(replayed, 1);
     assert_order_7_replays(f, s);
     resil_store_free(s);
-    test_rmtree(tmp);
-    free(tmp);
+    journal_dir_remove(&j);
 }
 
 /* ---- the transactional form ------------------------------------------------- */
@@ -565,11 +598,10 @@ static void release_row(PGconn *holder)
 static void a_completion_past_the_statement_timeout_is_journaled_without_retries(void **state)
 {
     fixture *f = *state;
-    char *tmp = test_tmpdir();
-    char journal[600];
-    snprintf(journal, sizeof journal, "%s/pg.journal", tmp);
+    journal_dir j;
+    journal_dir_make(&j);
     setting st = {.r = {0}};
-    resil_store *s = open_with_setting(f, &st, "statement_timeout", journal);
+    resil_store *s = open_with_setting(f, &st, "statement_timeout", j.path);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
     PGconn *holder = hold_row(f);
     resil_err err = {0};
@@ -578,16 +610,7 @@ static void a_completion_past_the_statement_timeout_is_journaled_without_retries
     if (rc != 0)
         fail_msg("complete: %s", err.message);
     assert_int_equal(st.r.count, 0);
-    resil_store_journal_stats js;
-    resil_store_journal_stats_get(s, &js);
-    assert_int_equal(js.pending, 1);
-    size_t replayed = 0;
-    assert_int_equal(resil_store_journal_replay(s, &replayed, &err), 0);
-    assert_int_equal(replayed, 1);
-    assert_order_7_replays(f, s);
-    resil_store_free(s);
-    test_rmtree(tmp);
-    free(tmp);
+    the_journaled_answer_replays(f, s, &j);
 }
 
 /* A lock timeout (55P03) alike, without a journal: RESIL_EBUSY at once,
@@ -892,10 +915,9 @@ static void a_completion_cut_by_a_server_shutdown_is_journaled_and_saved_after_r
     void **state)
 {
     fixture *f = *state;
-    char *tmp = test_tmpdir();
-    char journal[600];
-    snprintf(journal, sizeof journal, "%s/pg.journal", tmp);
-    resil_store *s = fixture_open(f, journal_and_two_attempts, journal);
+    journal_dir j;
+    journal_dir_make(&j);
+    resil_store *s = fixture_open(f, journal_and_two_attempts, j.path);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
     PGconn *c = admin();
     sql_ok(c,
@@ -914,20 +936,10 @@ static void a_completion_cut_by_a_server_shutdown_is_journaled_and_saved_after_r
     assert_int_equal(paused, 0);
     if (b.rc != 0)
         fail_msg("complete: %s", b.error);
-    resil_store_journal_stats js;
-    resil_store_journal_stats_get(s, &js);
-    assert_int_equal(js.pending, 1);
     c = admin();
     sql_ok(c, "DROP TRIGGER %s_slow ON %s", f->table, f->table);
     PQfinish(c);
-    size_t replayed = 0;
-    resil_err err = {0};
-    assert_int_equal(resil_store_journal_replay(s, &replayed, &err), 0);
-    assert_int_equal(replayed, 1);
-    assert_order_7_replays(f, s);
-    resil_store_free(s);
-    test_rmtree(tmp);
-    free(tmp);
+    the_journaled_answer_replays(f, s, &j);
 }
 
 /* The server comes back in the backoff of a call's first retry. */
