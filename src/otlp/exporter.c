@@ -13,9 +13,10 @@
  * up only for their own copy. Flushes are numbered rounds, so a flusher waits for
  * the round it asked for and not for one that began before it.
  *
- * An export is retried as OTLP/HTTP says: after no answer (refused, dropped,
- * reset) and after 429, 502, 503 and 504, waiting the answer's Retry-After
- * or else an exponential backoff with jitter; never after any other status
+ * An export is retried as OTLP/HTTP says, by the library's own retry
+ * executor under a fixed policy (export_policy): after no answer (refused,
+ * dropped, reset) and after 429, 502, 503 and 504, waiting the answer's
+ * Retry-After or else an exponential backoff with jitter; never after any other status
  * or a partial success (whose rejected spans are counted failed). It is
  * bounded twice: five attempts, and the timeout, which covers the export
  * with its waits (a wait that would reach it ends the export at once); a
@@ -34,7 +35,7 @@
 #include <time.h>
 
 #include "otlp_internal.h"
-#include "resil/backoff.h"
+#include "resil/retry.h"
 #include "resil/retry_after.h"
 
 /* ---- options ---------------------------------------------------------------- */
@@ -126,6 +127,30 @@ static int make_resource(resil_otlp *x, const resil_otlp_opts *o, resil_err *err
     return rc;
 }
 
+#define OTLP_ATTEMPTS 5 /* of one export, at most */
+
+static bool export_retries(const resil_outcome *o, const resil_attempt_ctx *ctx, void *ud)
+{
+    (void)ctx;
+    (void)ud;
+    return o->kind == RESIL_TRANSIENT || o->kind == RESIL_THROTTLED;
+}
+
+/* OTLP/HTTP's retry policy: five attempts; the answer's Retry-After
+ * however long (the export's deadline bounds it), else 1 s doubling, its
+ * upper half drawn at random. */
+static void export_policy(resil_retry_policy *p)
+{
+    resil_retry_policy_default(p);
+    p->max_attempts = OTLP_ATTEMPTS;
+    p->backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
+    p->backoff.base = RESIL_S(1);
+    p->backoff.factor = 2;
+    p->backoff.jitter = RESIL_JITTER_EQUAL;
+    p->retry_on = export_retries;
+    p->retry_after_max = RESIL_DURATION_MAX;
+}
+
 static int take_options(resil_otlp *x, const resil_otlp_opts *o, resil_err *err)
 {
     int rc = pick_url(x->traces_url, o->traces_endpoint, o->endpoint, "/v1/traces",
@@ -149,6 +174,7 @@ static int take_options(resil_otlp *x, const resil_otlp_opts *o, resil_err *err)
     x->max_queue = o->max_queue;
     x->max_batch = o->max_batch;
     x->clock = o->clock != NULL ? o->clock : resil_clock_system();
+    export_policy(&x->policy);
     return 0;
 }
 
@@ -201,7 +227,10 @@ void resil_otlp_on_span(const resil_span *s, void *ud)
     resil__otlp_span_copy(&x->queue[(x->head + x->count) % x->max_queue], s);
     x->count++;
     x->stats.spans_queued++;
-    if (x->count == x->max_batch)
+    /* the thread is woken for a full batch, and for the first span after
+     * an empty queue: it may be asleep until the metrics' next interval,
+     * and the span's schedule delay starts now */
+    if (x->count == x->max_batch || x->count == 1)
         pthread_cond_signal(&x->wake);
     pthread_mutex_unlock(&x->mu);
 }
@@ -224,7 +253,6 @@ static void release_batch(resil_otlp *x, uint32_t n)
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-#define OTLP_ATTEMPTS 5       /* of one export, at most */
 
 static size_t keep_answer(char *p, size_t size, size_t n, void *ud)
 {
@@ -236,13 +264,6 @@ static size_t keep_answer(char *p, size_t size, size_t n, void *ud)
     a->text[a->len] = '\0';
     return len;
 }
-
-/* How one attempt ended. */
-typedef struct otlp_attempt {
-    bool taken;           /* a 2xx */
-    bool retry;           /* worth another: no answer, or 429, 502, 503, 504 */
-    resil_duration after; /* the answer's Retry-After; -1 when it has none */
-} otlp_attempt;
 
 /* OTLP/HTTP's retryable answers; every other 4xx and 5xx must not be. */
 static bool retryable_status(long status)
@@ -261,29 +282,52 @@ static resil_duration retry_after(CURL *curl, resil_clock *clock)
     return d;
 }
 
-/* One POST, given `left` of the export's time (libcurl's whole
- * milliseconds, rounded up). A transfer that timed out had all that was
- * left, so it is not retried; one that got no answer is. */
-static otlp_attempt attempt_once(resil_otlp *x, CURL *curl, resil_duration left,
-                                 otlp_answer *answer)
+static void count_request(resil_otlp *x, bool taken)
 {
-    answer->len = 0;
-    answer->text[0] = '\0';
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)((left + RESIL_MS(1) - 1) / RESIL_MS(1)));
-    CURLcode c = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    otlp_attempt a = {false, false, -1};
-    if (c != CURLE_OK) {
-        a.retry = c != CURLE_OPERATION_TIMEDOUT;
-        return a;
-    }
-    a.taken = status >= 200 && status < 300;
-    a.retry = retryable_status(status);
-    if (a.retry)
-        a.after = retry_after(curl, x->clock);
-    return a;
+    pthread_mutex_lock(&x->mu);
+    x->stats.requests++;
+    if (!taken)
+        x->stats.failed_requests++;
+    pthread_mutex_unlock(&x->mu);
 }
+
+/* One export's POST, as the retry executor's operation. */
+typedef struct otlp_post {
+    resil_otlp *x;
+    CURL *curl;
+    otlp_answer *answer;
+} otlp_post;
+
+/* One POST, given what is left of the export's time (libcurl's whole
+ * milliseconds, rounded up). No answer is transient, and so is a
+ * retryable status, with its Retry-After; a transfer that timed out had
+ * all that was left (a timeout, which the export's policy does not
+ * retry); any other status is permanent. */
+static resil_outcome attempt_once(resil_attempt_ctx *ctx)
+{
+    otlp_post *op = ctx->user;
+    resil_duration left = ctx->deadline - resil_clock_now(op->x->clock);
+    op->answer->len = 0;
+    op->answer->text[0] = '\0';
+    curl_easy_setopt(op->curl, CURLOPT_TIMEOUT_MS,
+                     (long)((left + RESIL_MS(1) - 1) / RESIL_MS(1)));
+    CURLcode c = curl_easy_perform(op->curl);
+    long status = 0;
+    curl_easy_getinfo(op->curl, CURLINFO_RESPONSE_CODE, &status);
+    bool taken = c == CURLE_OK && status >= 200 && status < 300;
+    count_request(op->x, taken);
+    if (c == CURLE_OPERATION_TIMEDOUT)
+        return resil_fail(RESIL_TIMEOUT, c, "no answer within the export's timeout");
+    if (c != CURLE_OK)
+        return resil_fail(RESIL_TRANSIENT, c, "no answer");
+    if (taken)
+        return resil_ok();
+    if (!retryable_status(status))
+        return resil_fail(RESIL_PERMANENT, status, "refused");
+    return resil_fail_after(status == 429 ? RESIL_THROTTLED : RESIL_TRANSIENT, status,
+                            "unavailable", retry_after(op->curl, op->x->clock));
+}
+
 
 static struct curl_slist *header_list(const resil_otlp *x)
 {
@@ -299,34 +343,12 @@ static struct curl_slist *header_list(const resil_otlp *x)
     return h;
 }
 
-static void count_request(resil_otlp *x, bool taken)
-{
-    pthread_mutex_lock(&x->mu);
-    x->stats.requests++;
-    if (!taken)
-        x->stats.failed_requests++;
-    pthread_mutex_unlock(&x->mu);
-}
 
-/* The wait before the attempt after the n-th failed one: the answer's
- * Retry-After, else 1 s doubling, its upper half drawn at random. */
-static resil_duration wait_after(const otlp_attempt *a, uint32_t n, resil_backoff_state *st)
-{
-    if (a->after >= 0)
-        return a->after;
-    resil_backoff b;
-    resil_backoff_default(&b);
-    b.kind = RESIL_BACKOFF_EXPONENTIAL;
-    b.base = RESIL_S(1);
-    b.factor = 2;
-    b.jitter = RESIL_JITTER_EQUAL;
-    return resil_backoff_delay(&b, n, st, NULL);
-}
-
-/* One export: the body posted until it is taken, refused for good, made
- * OTLP_ATTEMPTS times, or the next wait would reach `deadline` (on the
- * exporter's clock); an export whose deadline has passed is not sent.
- * Every attempt sends the same bytes. 0, or RESIL_EIO (RESIL_ENOMEM). */
+/* One export: the body posted under the export policy (x->policy) until
+ * it is taken, refused for good, tried OTLP_ATTEMPTS times, or the next
+ * wait would reach `deadline` (on the exporter's clock); an export whose
+ * deadline has passed is not sent. Every attempt sends the same bytes. 0,
+ * or RESIL_EIO (RESIL_ENOMEM). */
 static int post(resil_otlp *x, CURL *curl, const char *url, const char *body, size_t len,
                 resil_instant deadline, otlp_answer *answer)
 {
@@ -338,28 +360,12 @@ static int post(resil_otlp *x, CURL *curl, const char *url, const char *body, si
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
-    resil_backoff_state st;
-    memset(&st, 0, sizeof st);
-    int rc = RESIL_EIO;
-    for (uint32_t n = 1;; n++) {
-        resil_duration left = deadline - resil_clock_now(x->clock);
-        if (left <= 0)
-            break;
-        otlp_attempt a = attempt_once(x, curl, left, answer);
-        count_request(x, a.taken);
-        if (a.taken) {
-            rc = 0;
-            break;
-        }
-        if (!a.retry || n == OTLP_ATTEMPTS)
-            break;
-        resil_duration wait = wait_after(&a, n, &st);
-        if (wait >= deadline - resil_clock_now(x->clock))
-            break;
-        resil_clock_sleep(x->clock, wait, NULL);
-    }
+    otlp_post op = {x, curl, answer};
+    resil_exec_opts eo = {.clock = x->clock, .deadline = deadline};
+    resil_retry_result res;
+    int rc = resil_retry_execute(&x->policy, &eo, attempt_once, &op, &res, NULL);
     curl_slist_free_all(h);
-    return rc;
+    return rc == 0 && res.stop == RESIL_STOP_SUCCEEDED ? 0 : RESIL_EIO;
 }
 
 /* The spans a partial success rejected: its "rejectedSpans", a number or

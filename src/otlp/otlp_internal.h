@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "resil/otlp.h"
+#include "resil/retry.h"
 
 #define OTLP_KV_MAX 32      /* entries in a headers or resource list */
 #define OTLP_TEXT_MAX 256   /* bytes of a key or value, decoded */
@@ -86,6 +87,7 @@ struct resil_otlp {
     resil_metrics *metrics;
     resil_duration interval, schedule_delay, timeout;
     resil_clock *clock;     /* retry waits and deadlines */
+    resil_retry_policy policy; /* an export's retries, as OTLP/HTTP says */
     uint32_t max_queue, max_batch;
     int64_t started_unix_ns; /* the metrics' start time (cumulative since) */
 

@@ -457,13 +457,17 @@ static bool one_batch_failed(void *ud)
 }
 
 /* The exporter's own schedule, no flush: a lone span goes when it has
- * waited the schedule delay, and a refusal then is counted as a flush's. */
+ * waited the schedule delay, and a refusal then is counted as a flush's.
+ * The thread is first put to sleep for the metrics' interval (a minute):
+ * flushing nothing returns only once it waits again, so the span comes to
+ * a thread that must be woken for it. */
 static void a_lone_span_refused_after_the_schedule_delay_is_counted(void **state)
 {
     world *w = *state;
     script(w, (const http_step[]){{.status = 400}}, 1);
     w->o.schedule_delay = RESIL_MS(20);
     start(w);
+    assert_int_equal(resil_otlp_flush(w->x), 0);
     offer(w, 1);
     assert_true(test_wait_until(one_batch_failed, w->x, 5));
     assert_int_equal(sent(w), 1);
