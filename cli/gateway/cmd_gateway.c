@@ -991,9 +991,10 @@ static int serve_until_signal(gateway *gw, const sigset_t *signals)
     fprintf(stderr, "resil gateway: listening on http://%s, upstream %s, store %s\n", shown,
             gw->cfg.upstream, resil_store_backend(gw->store));
     int sig = wait_for_signal(gw, signals);
+    unsigned in_flight = gw_http_quiesce(gw); /* counted before the signal is said */
     if (!gw->cfg.quiet)
         fprintf(stderr, "resil gateway: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    gw_http_stop(gw, gw->cfg.timeout);
+    gw_http_stop(gw, in_flight, gw->cfg.timeout);
     return 0;
 }
 

@@ -397,8 +397,12 @@ void gw_answered(gw_req *r);
 /* Serve on cfg.loops listening sockets (bound to one address), one per
  * loop; they are gw_http's from here on, closed by it whatever happens. */
 int gw_http_start(gateway *gw, const int *listen_fds, bool ipv6);
-/* Stop accepting, let in-flight requests finish (up to `grace`), stop. */
-void gw_http_stop(gateway *gw, resil_duration grace);
+/* Stop accepting; the requests in flight at that moment (the count the
+ * stop's line reports, taken before anything else is said of the stop). */
+unsigned gw_http_quiesce(gateway *gw);
+/* Then let those requests finish (up to `grace`), say how many were in
+ * flight (`left`) and how many did not finish, and stop. */
+void gw_http_stop(gateway *gw, unsigned left, resil_duration grace);
 
 /* gateway_parse.c: pure parsing of what clients send (fuzzed in tests/gateway/) */
 

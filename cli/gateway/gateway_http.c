@@ -1433,19 +1433,25 @@ static void on_quiesce(resil_work *w)
     mhd_run(lp);
 }
 
-void gw_http_stop(gateway *gw, resil_duration grace)
+unsigned gw_http_quiesce(gateway *gw)
 {
     gw_http *h = gw->http;
     pthread_mutex_lock(&gw->mu);
     gw->draining = true;
+    unsigned left = gw->in_flight;
     pthread_mutex_unlock(&gw->mu);
     for (unsigned i = 0; i < h->n_loops; i++)
         post_to_loop(&h->loops[i], &h->loops[i].quiesce, on_quiesce);
+    return left;
+}
+
+void gw_http_stop(gateway *gw, unsigned left, resil_duration grace)
+{
+    gw_http *h = gw->http;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)(grace / RESIL_S(1)) + 1;
     pthread_mutex_lock(&gw->mu);
-    unsigned left = gw->in_flight;
     while (gw->in_flight > 0 &&
            pthread_cond_timedwait(&gw->idle, &gw->mu, &until) == 0)
         ;
