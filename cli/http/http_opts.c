@@ -650,6 +650,15 @@ static int check_combinations(const http_opts *o, const args *a)
     if (o->noutputs > o->nurls)
         return args_fail(a, "more -o/-O than URLs (each names the output of one URL, "
                             "in order)");
+    /* With --hedge-to a URL is the hedge route's first endpoint, held to
+     * the same rule as the option's values, and refused by that rule here
+     * rather than under the client's field name when it is made. */
+    for (int i = 0; o->nhedge_to > 0 && i < o->nurls; i++) {
+        if (!resil__http_route_endpoint_ok(o->urls[i]))
+            return args_fail(a, "with --hedge-to, each URL must be one such as "
+                                "https://api.example.com, got '%s'",
+                             o->urls[i]);
+    }
     return 0;
 }
 

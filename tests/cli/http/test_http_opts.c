@@ -330,6 +330,19 @@ static void a_hedge_to_url_without_a_readable_host_is_refused_by_name(void **sta
     }
 }
 
+/* With --hedge-to the URL is the route's first endpoint: the same rule,
+ * said as the URL's. */
+static void a_url_without_a_readable_host_is_refused_with_hedge_to(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "--hedge-to", "http://b", "http://a b/"), RESIL_EINVAL);
+    assert_string_equal(err.message, "resil http: with --hedge-to, each URL must be one such as "
+                                     "https://api.example.com, got 'http://a b/'");
+    http_opts_free(&o);
+}
+
 static void a_hedge_to_host_takes_curls_forms(void **state)
 {
     (void)state;
@@ -512,6 +525,7 @@ int main(void)
         cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
         cmocka_unit_test(header_values_with_a_line_break_are_refused_by_name),
         cmocka_unit_test(a_hedge_to_url_without_a_readable_host_is_refused_by_name),
+        cmocka_unit_test(a_url_without_a_readable_host_is_refused_with_hedge_to),
         cmocka_unit_test(a_hedge_to_host_takes_curls_forms),
         cmocka_unit_test(a_cookie_file_name_may_hold_a_line_break),
         cmocka_unit_test(a_bundle_with_an_unknown_letter_is_refused_whole),
