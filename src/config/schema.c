@@ -440,33 +440,6 @@ static void fail_field(vctx *v, const cfg_node *obj, const field *f, const given
     pop(v, old);
 }
 
-/* A key that only some kinds of an entry read (a TokenBucket's rate, an
- * AIMD limiter's backoff ratio): given with another kind it would be
- * ignored, so it is refused where it is written, saying which kinds read
- * it. `kinds` is a set of the kind enum's values, as bits. */
-typedef struct kind_key {
-    size_t field;
-    unsigned kinds;
-    const char *which; /* "a TokenBucket", "Fault and Outcome" */
-} kind_key;
-
-#define KIND(k) (1u << (k))
-
-static const char *article(const char *word)
-{
-    return strchr("AEIOU", word[0]) != NULL ? "an" : "a";
-}
-
-static void refuse_other_kinds(vctx *v, const cfg_node *obj, const field *f, const given *g,
-                               const kind_key *keys, size_t n, int kind, const char *kind_label,
-                               const char *noun)
-{
-    for (size_t i = 0; i < n; i++)
-        if (g->node[keys[i].field] && !(keys[i].kinds & KIND(kind)))
-            fail_field(v, obj, f, g, keys[i].field, "applies to %s, not to %s %s %s",
-                       keys[i].which, article(kind_label), kind_label, noun);
-}
-
 /* The library's validate() as the last word, reported at the object. */
 static void library_check(vctx *v, const cfg_node *obj, int rc, const resil_err *e)
 {
@@ -719,6 +692,38 @@ static const char *enum_label(const enum_name *names, int value)
         if (e->value == value)
             return e->name;
     return "?";
+}
+
+/* A key that only some kinds of an entry read (a TokenBucket's rate, an
+ * AIMD limiter's backoff ratio): given with another kind it would be
+ * ignored, so it is refused where it is written, saying which kinds read
+ * it. `kinds` is a set of the kind enum's values, as bits. */
+typedef struct kind_key {
+    size_t field;
+    unsigned kinds;
+    const char *which; /* "a TokenBucket", "Fault and Outcome" */
+} kind_key;
+
+#define KIND(k) (1u << (k))
+
+static const char *article(const char *word)
+{
+    return strchr("AEIOU", word[0]) != NULL ? "an" : "a";
+}
+
+/* Nothing is said when the entry is no object or its kind (the key
+ * `kind_field`, named in `names`) was itself refused. */
+static void refuse_other_kinds(vctx *v, const cfg_node *obj, const field *f, const given *g,
+                               size_t kind_field, const enum_name *names, int kind,
+                               const char *noun, const kind_key *keys, size_t n)
+{
+    if (obj->type != CFG_OBJECT || g->bad[kind_field])
+        return;
+    const char *label = enum_label(names, kind);
+    for (size_t i = 0; i < n; i++)
+        if (g->node[keys[i].field] && !(keys[i].kinds & KIND(kind)))
+            fail_field(v, obj, f, g, keys[i].field, "applies to %s, not to %s %s %s",
+                       keys[i].which, article(label), label, noun);
 }
 
 /* BackoffStrategy, Jitter and UseJitter say the same thing three ways;
@@ -1107,8 +1112,8 @@ static void finish_limiter(vctx *v, const cfg_node *obj, const given *g, limiter
         {L_PERMITS, windows, "FixedWindow and SlidingWindow"},
         {L_WINDOW, windows, "FixedWindow and SlidingWindow"},
     };
-    refuse_other_kinds(v, obj, f, g, keys, sizeof keys / sizeof keys[0], s->kind,
-                       enum_label(limiter_kinds, s->kind), "limiter");
+    refuse_other_kinds(v, obj, f, g, L_KIND, limiter_kinds, s->kind, "limiter", keys,
+                       sizeof keys / sizeof keys[0]);
     if (!g->bad[L_PERMITS] && s->kind == RESIL_RATELIMIT_SLIDING_WINDOW &&
         o->permits > RESIL_RATELIMIT_MAX_LOG)
         fail_field(v, obj, f, g, L_PERMITS,
@@ -1184,9 +1189,8 @@ static void finish_chaos(vctx *v, const cfg_node *obj, const given *g, const cha
         {C_OUTCOME, failing, "Fault and Outcome"},
         {C_CODE, failing, "Fault and Outcome"},
     };
-    if (!g->bad[C_KIND])
-        refuse_other_kinds(v, obj, chaos_fields, g, keys, sizeof keys / sizeof keys[0], s->kind,
-                           enum_label(chaos_kinds, s->kind), "injection");
+    refuse_other_kinds(v, obj, chaos_fields, g, C_KIND, chaos_kinds, s->kind, "injection", keys,
+                       sizeof keys / sizeof keys[0]);
 }
 
 static void parse_chaos(vctx *v, const cfg_node *obj, cfg_item *item)
@@ -1197,8 +1201,7 @@ static void parse_chaos(vctx *v, const cfg_node *obj, cfg_item *item)
     s.outcome = RESIL_TRANSIENT;
     given g;
     apply(v, obj, chaos_fields, FIELD_COUNT(chaos_fields), &s, &g);
-    if (obj->type == CFG_OBJECT)
-        finish_chaos(v, obj, &g, &s);
+    finish_chaos(v, obj, &g, &s);
     resil_chaos_opts o;
     resil_chaos_opts_default(&o, (resil_chaos_kind)s.kind);
     o.rate = s.o.rate;
@@ -1260,9 +1263,8 @@ static void finish_adaptive(vctx *v, const cfg_node *obj, const given *g,
         {A_LATENCY, KIND(RESIL_LIMIT_AIMD), "an Aimd limiter"},
         {A_TOLERANCE, KIND(RESIL_LIMIT_GRADIENT), "a Gradient limiter"},
     };
-    if (!g->bad[A_ALGORITHM])
-        refuse_other_kinds(v, obj, adaptive_fields, g, keys, sizeof keys / sizeof keys[0],
-                           s->algorithm, enum_label(limit_algorithms, s->algorithm), "limiter");
+    refuse_other_kinds(v, obj, adaptive_fields, g, A_ALGORITHM, limit_algorithms, s->algorithm,
+                       "limiter", keys, sizeof keys / sizeof keys[0]);
 }
 
 static void parse_adaptive(vctx *v, const cfg_node *obj, cfg_item *item)
@@ -1274,8 +1276,7 @@ static void parse_adaptive(vctx *v, const cfg_node *obj, cfg_item *item)
     given g;
     size_t before = v->errors;
     apply(v, obj, adaptive_fields, FIELD_COUNT(adaptive_fields), &s, &g);
-    if (obj->type == CFG_OBJECT)
-        finish_adaptive(v, obj, &g, &s);
+    finish_adaptive(v, obj, &g, &s);
     /* The algorithm's own default smoothing unless one is given. */
     resil_limiter_opts d;
     resil_limiter_opts_default(&d, (resil_limit_algorithm)s.algorithm);
@@ -1855,9 +1856,8 @@ static void finish_budget(vctx *v, const cfg_node *obj, const given *g, const bu
         {BU_PERCENT, ratio, "the Ratio model"},
         {BU_MIN_PER_SECOND, ratio, "the Ratio model"},
     };
-    if (!g->bad[BU_MODEL])
-        refuse_other_kinds(v, obj, budget_fields, g, keys, sizeof keys / sizeof keys[0], s->model,
-                           enum_label(budget_models, s->model), "budget");
+    refuse_other_kinds(v, obj, budget_fields, g, BU_MODEL, budget_models, s->model, "budget",
+                       keys, sizeof keys / sizeof keys[0]);
 }
 
 static void parse_budget(vctx *v, const cfg_node *obj, cfg_item *item)
@@ -1868,8 +1868,7 @@ static void parse_budget(vctx *v, const cfg_node *obj, cfg_item *item)
     given g;
     size_t before = v->errors;
     apply(v, obj, budget_fields, FIELD_COUNT(budget_fields), &s, &g);
-    if (obj->type == CFG_OBJECT)
-        finish_budget(v, obj, &g, &s);
+    finish_budget(v, obj, &g, &s);
     s.o.model = (resil_budget_model)s.model;
     if (v->errors == before) {
         resil_budget *b = NULL;

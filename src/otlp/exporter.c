@@ -295,7 +295,6 @@ static void count_request(resil_otlp *x, bool taken)
 typedef struct otlp_post {
     resil_otlp *x;
     CURL *curl;
-    otlp_answer *answer;
 } otlp_post;
 
 /* One POST, given what is left of the export's time (libcurl's whole
@@ -307,8 +306,8 @@ static resil_outcome attempt_once(resil_attempt_ctx *ctx)
 {
     otlp_post *op = ctx->user;
     resil_duration left = ctx->deadline - resil_clock_now(op->x->clock);
-    op->answer->len = 0;
-    op->answer->text[0] = '\0';
+    op->x->answer.len = 0;
+    op->x->answer.text[0] = '\0';
     curl_easy_setopt(op->curl, CURLOPT_TIMEOUT_MS,
                      (long)((left + RESIL_MS(1) - 1) / RESIL_MS(1)));
     CURLcode c = curl_easy_perform(op->curl);
@@ -350,7 +349,7 @@ static struct curl_slist *header_list(const resil_otlp *x)
  * deadline has passed is not sent. Every attempt sends the same bytes. 0,
  * or RESIL_EIO (RESIL_ENOMEM). */
 static int post(resil_otlp *x, CURL *curl, const char *url, const char *body, size_t len,
-                resil_instant deadline, otlp_answer *answer)
+                resil_instant deadline)
 {
     struct curl_slist *h = header_list(x);
     if (h == NULL)
@@ -359,8 +358,8 @@ static int post(resil_otlp *x, CURL *curl, const char *url, const char *body, si
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
-    otlp_post op = {x, curl, answer};
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &x->answer);
+    otlp_post op = {x, curl};
     resil_exec_opts eo = {.clock = x->clock, .deadline = deadline};
     resil_retry_result res;
     int rc = resil_retry_execute(&x->policy, &eo, attempt_once, &op, &res, NULL);
@@ -407,13 +406,12 @@ static int send_spans(resil_otlp *x, CURL *curl, uint32_t n, resil_instant deadl
     const resil_span *all = x->batch;
     char *body = NULL;
     size_t len = 0;
-    otlp_answer *answer = &x->answer;
     int rc = resil_otlp_encode_spans(x, all, n, &body, &len);
     if (rc == 0)
-        rc = post(x, curl, x->traces_url, body, len, deadline, answer);
+        rc = post(x, curl, x->traces_url, body, len, deadline);
     free(body);
     release_batch(x, n);
-    uint64_t rejected = rc == 0 ? rejected_spans(answer->text) : n;
+    uint64_t rejected = rc == 0 ? rejected_spans(x->answer.text) : n;
     if (rejected > n)
         rejected = n;
     count_spans(x, n - rejected, rejected);
@@ -435,7 +433,7 @@ static int send_metrics(resil_otlp *x, CURL *curl, resil_instant deadline)
     size_t len = 0;
     int rc = resil_otlp_encode_metrics(x, x->metrics, wall_now(), &body, &len);
     if (rc == 0)
-        rc = post(x, curl, x->metrics_url, body, len, deadline, &x->answer);
+        rc = post(x, curl, x->metrics_url, body, len, deadline);
     free(body);
     return rc;
 }
