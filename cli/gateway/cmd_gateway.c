@@ -193,8 +193,10 @@ static int parse_upstream(const args *a, const char *v, gw_config *cfg)
 
 static int parse_store(const args *a, const char *v, gw_config *cfg)
 {
-    bool sqlite = strncmp(v, "sqlite:", 7) == 0 && v[7] != '\0';
+    bool sqlite = strncmp(v, "sqlite:", 7) == 0;
     bool pg = strncmp(v, "postgres://", 11) == 0 || strncmp(v, "postgresql://", 13) == 0;
+    if (sqlite && v[7] == '\0')
+        return args_fail(a, "--store 'sqlite:' needs a file path, as in sqlite:gateway.db");
     if (!sqlite && !pg) {
         /* Name only the scheme: the rest may hold a password. */
         size_t scheme = strcspn(v, ":");

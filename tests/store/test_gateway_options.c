@@ -77,7 +77,13 @@ static void store_must_be_sqlite_or_postgres_without_echoing_secrets(void **stat
     assert_int_equal(run_capture(test_build_path("resil"), argv, err, sizeof err), 125);
     assert_non_null(strstr(err, "--store must be sqlite:PATH or postgres://..., got scheme 'mysql'"));
     assert_null(strstr(err, "hunter2"));
-    EXPECT_USAGE("--store must be sqlite:PATH", "--listen", "127.0.0.1:0", UP, "--store", "sqlite:");
+}
+
+static void store_sqlite_needs_a_path(void **state)
+{
+    (void)state;
+    EXPECT_USAGE("--store 'sqlite:' needs a file path, as in sqlite:gateway.db", "--listen",
+                 "127.0.0.1:0", UP, "--store", "sqlite:");
 }
 
 static void methods_must_be_a_list_of_method_names(void **state)
@@ -345,6 +351,7 @@ int main(void)
         cmocka_unit_test(listen_must_be_host_and_port),
         cmocka_unit_test(upstream_must_be_an_http_url),
         cmocka_unit_test(store_must_be_sqlite_or_postgres_without_echoing_secrets),
+        cmocka_unit_test(store_sqlite_needs_a_path),
         cmocka_unit_test(methods_must_be_a_list_of_method_names),
         cmocka_unit_test(durations_must_parse_and_be_positive),
         cmocka_unit_test(lease_must_fit_in_retention_and_last_a_second),
