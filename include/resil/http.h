@@ -444,7 +444,9 @@ RESIL_API size_t resil_http_multi_calls(const resil_http_multi *m);
 RESIL_API int resil_http_start(resil_http_multi *m, CURL *easy, const resil_http_request *req,
                                resil_http_done_fn done, void *ud, resil_http_xfer **out);
 /* Cancel a call in flight: its transfers are taken off the multi handle,
- * every wait ends, and `done` follows with a cancelled result. */
+ * every wait ends, and `done` follows with a cancelled result. From inside
+ * the call's own libcurl callbacks (its progress or streaming write
+ * callback) the transfer comes off on the loop's next turn. */
 RESIL_API void resil_http_cancel(resil_http_xfer *x);
 
 RESIL_END_DECLS

@@ -8,7 +8,8 @@
  * curl_easy_perform() inside a blocking attempt, an attempt adds its handle
  * to the one CURLM and reports when curl multi says the transfer is done,
  * or when the attempt is cancelled (its timeout, a lost hedge, a cancelled
- * call), by taking the handle off the multi handle at once.
+ * call), by taking the handle off the multi handle at once — or, for a
+ * cancel made inside one of libcurl's callbacks, on the loop's next turn.
  *
  * curl multi is driven on the loop by curl_loop.c, the driver the
  * gateway's upstream uses too: it reports a finished transfer from the
@@ -44,6 +45,9 @@ typedef struct xfer_slot {
     const resil_attempt_ctx *ctx;
     CURL *easy;
     bool in_multi;
+    bool leaving;                /* its finish is posted (see finish) */
+    CURLcode leave_code;
+    resil_work leave;
 } xfer_slot;
 
 struct resil_http_multi {
@@ -77,10 +81,31 @@ static resil_http_xfer *xfer_of(void *call)
 
 /* ---- finished transfers ------------------------------------------------------ */
 
-/* Take the slot's transfer off the multi handle and report its attempt. */
+static void finish(xfer_slot *s, CURLcode code);
+
+static void finish_posted(resil_work *w)
+{
+    xfer_slot *s = (xfer_slot *)(void *)((char *)w - offsetof(xfer_slot, leave));
+    s->leaving = false;
+    finish(s, s->leave_code);
+}
+
+/* Take the slot's transfer off the multi handle and report its attempt.
+ * A cancel made inside one of libcurl's callbacks (the caller's progress
+ * or streaming write callback calling resil_http_cancel) cannot take the
+ * handle off there: libcurl refuses, and the handle would reach `done`
+ * still in the multi handle. So the finish is posted to the loop, and
+ * the attempt stays unreported (its call and slot alive) until then. */
 static void finish(xfer_slot *s, CURLcode code)
 {
-    curl_multi_remove_handle(s->x->m->multi, s->easy);
+    resil_http_multi *m = s->x->m;
+    if (curl_multi_remove_handle(m->multi, s->easy) == CURLM_RECURSIVE_API_CALL) {
+        s->leaving = true;
+        s->leave_code = code;
+        s->leave.fn = finish_posted;
+        m->loop->ops->post(m->loop->self, &s->leave);
+        return;
+    }
     s->in_multi = false;
     resil_outcome o = resil__http_attempt_end(s->ctx, code);
     resil_attempt *a = s->a;
@@ -94,7 +119,7 @@ static void on_done(void *ud, CURL *easy, void *priv, CURLcode code)
     (void)ud;
     (void)easy;
     xfer_slot *s = priv;
-    if (s->in_multi)
+    if (s->in_multi && !s->leaving)
         finish(s, code);
 }
 
@@ -144,7 +169,7 @@ static void on_cancel(resil_attempt *a, void *ud)
 {
     (void)a;
     xfer_slot *s = ud;
-    if (s->in_multi)
+    if (s->in_multi && !s->leaving)
         finish(s, CURLE_ABORTED_BY_CALLBACK);
 }
 

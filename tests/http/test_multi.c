@@ -245,6 +245,50 @@ static void a_fired_request_token_takes_the_transfer_off_the_multi_handle(void *
     resil_cancel_destroy(&token);
 }
 
+/* The caller's progress callback cancels its own call: libcurl takes no
+ * handle off its multi handle from inside one of its callbacks, so the
+ * transfer must still be off it, and its handle the caller's alone, when
+ * `done` hands it back. */
+typedef struct self_cancel {
+    resil_http_xfer *x;
+    int calls;
+} self_cancel;
+
+static int cancel_from_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+                                curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    self_cancel *c = ud;
+    if (c->calls++ == 0)
+        resil_http_cancel(c->x);
+    return 0;
+}
+
+static void a_cancel_from_the_calls_own_progress_callback_takes_it_off(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/slow", FX_STEPS({.hold = true}));
+    fx_script(f, "/fast", FX_STEPS({.status = 200, .body = "fast\n"}));
+    mx x;
+    mx_open(f, &x);
+    self_cancel c = {.x = NULL};
+    f->req.xferinfo_fn = cancel_from_progress;
+    f->req.xferinfo_data = &c;
+    fx_url(f, "/slow");
+    done_box d = {.done = false};
+    assert_int_equal(resil_http_start(x.m, f->easy, &f->req, on_done, &d, &c.x), 0);
+    virtual_loop_run(&x.vl, &d.done);
+    assert_int_equal(d.res.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(d.res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(d.res.attempts, 1);
+    f->req.xferinfo_fn = NULL;
+    mx_call(f, &x, "/fast", &d);
+    assert_int_equal(d.res.curl_code, CURLE_OK);
+    assert_int_equal(d.res.status, 200);
+    assert_string_equal(f->body.p, "fast\n");
+    mx_close(&x);
+}
+
 static void an_attempt_timeout_ends_the_transfer_on_virtual_time(void **state)
 {
     fx *f = *state;
@@ -450,6 +494,8 @@ int main(void)
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(a_cancel_mid_transfer_takes_it_off_the_multi_handle,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(
+            a_cancel_from_the_calls_own_progress_callback_takes_it_off, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(an_attempt_timeout_ends_the_transfer_on_virtual_time,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(
