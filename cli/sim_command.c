@@ -491,18 +491,35 @@ static bool is_stdout(const char *path)
     return path != NULL && strcmp(path, "-") == 0;
 }
 
+/* The table (or JSON), flushed here so that standard output refusing it
+ * is said with the system's reason, as a '-' output's failure is. */
+static int write_main(const options *o, const resil_sim_result *r, FILE *out, FILE *errout)
+{
+    writer_fn w = o->json ? resil_sim_write_json : resil_sim_write_text;
+    errno = 0;
+    int rc = w(out, &o->cfg, r, o->cfg.npolicies);
+    int err = rc != 0 ? errno : 0;
+    if (rc == 0 && fflush(out) == 0)
+        return 0;
+    if (rc == 0)
+        err = errno;
+    fprintf(errout, "resil sim: cannot write standard output: %s\n",
+            strerror(err != 0 ? err : EIO));
+    return EXIT_FAILED;
+}
+
 /* The table (or JSON) on standard output, unless --csv or --svg took it:
- * a CSV or SVG written there must be the whole of it. */
+ * a CSV or SVG written there must be the whole of it. Each output is
+ * written whatever became of the others: a full standard output does not
+ * cost the file named by --csv. */
 static int emit(const options *o, const resil_sim_result *r, output *csv, output *svg,
                 FILE *out, FILE *errout)
 {
-    writer_fn main_writer = o->json ? resil_sim_write_json : resil_sim_write_text;
     bool taken = is_stdout(o->csv) || is_stdout(o->svg);
-    if (!taken && main_writer(out, &o->cfg, r, o->cfg.npolicies) != 0)
-        return EXIT_FAILED;
-    int rc = write_output(csv, resil_sim_write_csv, o, r, out, errout);
-    int rc2 = write_output(svg, resil_sim_write_svg, o, r, out, errout);
-    return rc != 0 ? rc : rc2;
+    int rc = taken ? 0 : write_main(o, r, out, errout);
+    int rc2 = write_output(csv, resil_sim_write_csv, o, r, out, errout);
+    int rc3 = write_output(svg, resil_sim_write_svg, o, r, out, errout);
+    return rc != 0 ? rc : rc2 != 0 ? rc2 : rc3;
 }
 
 int resil_sim_command_parse(int argc, char **argv, resil_sim_config *out, FILE *errout)

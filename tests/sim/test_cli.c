@@ -685,6 +685,62 @@ static void a_standard_output_that_takes_nothing_fails_with_status_1(void **stat
     free(err);
 }
 
+/* Runs the command with `out` as its standard output; its stderr is
+ * returned (free it). */
+static char *run_on(FILE *out, char **argv, int argc, int *status)
+{
+    char *err = NULL;
+    size_t err_len = 0;
+    FILE *e = open_memstream(&err, &err_len);
+    *status = resil_sim_command(argc, argv, out, e);
+    fclose(e);
+    return err;
+}
+
+/* The table that standard output cannot take: status 1, saying why. It
+ * was lost before: a small table stayed in the stream's buffer and the
+ * command succeeded, a large one failed with nothing said. */
+static void a_table_standard_output_cannot_take_fails_saying_why(void **state)
+{
+    (void)state;
+    FILE *full = fopen("/dev/full", "w");
+    assert_non_null(full);
+    char *argv[] = {"sim", "layers", "--requests", "1", "--policy", "naive", NULL};
+    int status;
+    char *err = run_on(full, argv, 6, &status);
+    fclose(full);
+    assert_int_equal(status, 1);
+    assert_string_equal(err, "resil sim: cannot write standard output: No space left on "
+                             "device\n");
+    free(err);
+}
+
+/* JSON lines larger than a stream buffer, refused by standard output: the
+ * file --csv names is written all the same. */
+static void a_csv_file_is_written_when_standard_output_fails(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char csv[512];
+    snprintf(csv, sizeof csv, "%s/figures.csv", dir);
+    FILE *full = fopen("/dev/full", "w");
+    assert_non_null(full);
+    char *argv[] = {"sim", "metastable", "--json", "--csv", csv, NULL};
+    int status;
+    char *err = run_on(full, argv, 5, &status);
+    fclose(full);
+    assert_int_equal(status, 1);
+    assert_string_equal(err, "resil sim: cannot write standard output: No space left on "
+                             "device\n");
+    char *text = slurp(csv);
+    assert_non_null(text);
+    assert_true(strncmp(text, "policy,t_s,arrivals,offered,goodput,failed,retries\n", 51) == 0);
+    free(text);
+    free(err);
+    test_rmtree(dir);
+    free(dir);
+}
+
 static void the_same_seed_gives_the_same_bytes(void **state)
 {
     (void)state;
@@ -818,6 +874,8 @@ int main(void)
         cmocka_unit_test(a_written_output_replaces_the_file_and_keeps_its_mode),
         cmocka_unit_test(an_unwritable_file_fails_with_status_1),
         cmocka_unit_test(a_standard_output_that_takes_nothing_fails_with_status_1),
+        cmocka_unit_test(a_table_standard_output_cannot_take_fails_saying_why),
+        cmocka_unit_test(a_csv_file_is_written_when_standard_output_fails),
         cmocka_unit_test(the_same_seed_gives_the_same_bytes),
         cmocka_unit_test(progress_goes_to_stderr_when_asked),
         cmocka_unit_test(the_tool_runs_the_subcommand),
