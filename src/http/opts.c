@@ -11,6 +11,7 @@
  * and defers to the core's own validators for the embedded retry policy and
  * breaker options, so a message is never worded twice.
  */
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -175,6 +176,37 @@ static int bad_duration(resil_err *err, const char *field, const char *rule, res
     return resil_err_set(err, RESIL_EINVAL, "%s must be %s, got %s", field, rule, text);
 }
 
+/* The bulkhead counts calls in an int32_t. */
+static int check_concurrency(const resil_http_opts *o, resil_err *err)
+{
+    if (o->max_concurrency > INT32_MAX)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "http.max_concurrency must be at most %d (0 = unlimited), got %u",
+                             INT32_MAX, (unsigned)o->max_concurrency);
+    return 0;
+}
+
+/* RFC 9110's field-name: a token (letters, digits and !#$%&'*+-.^_`|~). */
+static bool header_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 0 && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789!#$%&'*+-.^_`|~") == n;
+}
+
+static int check_hint_headers(const resil_http_opts *o, resil_err *err)
+{
+    for (size_t i = 0; o->retry_after_headers != NULL && o->retry_after_headers[i] != NULL;
+         i++) {
+        if (!header_name(o->retry_after_headers[i]))
+            return resil_err_set(err, RESIL_EINVAL,
+                                 "http.retry_after_headers[%zu] must be a header name "
+                                 "(letters, digits and !#$%%&'*+-.^_`|~), got \"%.64s\"",
+                                 i, o->retry_after_headers[i]);
+    }
+    return 0;
+}
+
 static int check_timeouts(const resil_http_opts *o, resil_err *err)
 {
     if (o->total_timeout < 0)
@@ -245,11 +277,15 @@ int resil_http_opts_validate(const resil_http_opts *o, resil_err *err)
         return resil_err_set(err, RESIL_EINVAL, "http: options must not be NULL");
     if (o->name == NULL || o->name[0] == '\0' || strlen(o->name) >= 64)
         return resil_err_set(err, RESIL_EINVAL, "http.name must be 1 to 63 bytes");
-    int rc = check_timeouts(o, err);
+    int rc = check_concurrency(o, err);
+    if (rc == 0)
+        rc = check_timeouts(o, err);
     if (rc == 0)
         rc = check_hedging(o, err);
     if (rc == 0)
         rc = check_nested(o, err);
+    if (rc == 0)
+        rc = check_hint_headers(o, err);
     if (rc != 0)
         return rc;
     if (o->disable_for > (RESIL_HTTP_OTHER << 1) - 1)

@@ -753,6 +753,44 @@ static void name_disable_for_and_buffer_are_checked(void **state)
     assert_int_equal(resil_http_opts_validate(NULL, NULL), RESIL_EINVAL);
 }
 
+static void a_concurrency_past_the_bulkheads_count_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    o.max_concurrency = (uint32_t)INT32_MAX + 1;
+    assert_refused(&o, "http.max_concurrency must be at most 2147483647 (0 = unlimited), "
+                       "got 2147483648");
+    o.max_concurrency = UINT32_MAX;
+    assert_refused(&o, "http.max_concurrency must be at most 2147483647 (0 = unlimited), "
+                       "got 4294967295");
+    o.max_concurrency = INT32_MAX;
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
+}
+
+static void a_hint_header_that_is_no_header_name_is_refused_by_name(void **state)
+{
+    (void)state;
+    resil_http_opts o;
+    resil_http_opts_default(&o);
+    const char *empty[] = {"x-wait", "", NULL};
+    o.retry_after_headers = empty;
+    assert_refused(&o, "http.retry_after_headers[1] must be a header name "
+                       "(letters, digits and !#$%&'*+-.^_`|~), got \"\"");
+    const char *colon[] = {"Retry-After:", NULL};
+    o.retry_after_headers = colon;
+    assert_refused(&o, "http.retry_after_headers[0] must be a header name");
+    const char *crlf[] = {"X-Wait\r\nX-Evil", NULL};
+    o.retry_after_headers = crlf;
+    assert_refused(&o, "http.retry_after_headers[0] must be a header name");
+    const char *space[] = {"X Wait", NULL};
+    o.retry_after_headers = space;
+    assert_refused(&o, "http.retry_after_headers[0] must be a header name");
+    const char *good[] = {"X-Wait-ms", "x_retry.after~1", NULL};
+    o.retry_after_headers = good;
+    assert_int_equal(resil_http_opts_validate(&o, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -809,6 +847,8 @@ int main(void)
         cmocka_unit_test(parsing_a_profile_needs_a_name_and_out),
         cmocka_unit_test(a_profile_needs_options_to_fill),
         cmocka_unit_test(negative_timeouts_are_refused_in_the_parsers_units),
+        cmocka_unit_test(a_concurrency_past_the_bulkheads_count_is_refused_by_name),
+        cmocka_unit_test(a_hint_header_that_is_no_header_name_is_refused_by_name),
         cmocka_unit_test(zero_timeouts_mean_none),
         cmocka_unit_test(attempt_timeout_over_total_is_refused),
         cmocka_unit_test(hedging_bounds_are_checked),
