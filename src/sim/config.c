@@ -341,16 +341,27 @@ static int check_dur(resil_duration v, resil_duration lo, resil_duration hi,
     return resil_err_set(err, RESIL_EINVAL, "%s must be in [%s, %s], got %s", flag, a, b, got);
 }
 
-static int check_policy(const resil_sim_config *c, const resil_sim_policy *p, resil_err *err)
+static int check_occ_policy(const resil_sim_policy *p, resil_err *err)
 {
-    if (c->scenario != RESIL_SIM_OCC)
-        return 0;
     if (p->no_retry || p->has_budget || p->breaker || p->limit != RESIL_SIM_LIMIT_NONE ||
         p->throttle)
         return resil_err_set(err, RESIL_EINVAL,
                              "--policy '%s': occ clients retry until their write succeeds, "
                              "so only a wait applies (none, exponential, full, equal, "
                              "decorrelated)",
+                             p->name);
+    return 0;
+}
+
+/* A concurrency limit starts at --limit, which only brownout has. */
+static int check_policy(const resil_sim_config *c, const resil_sim_policy *p, resil_err *err)
+{
+    if (c->scenario == RESIL_SIM_OCC)
+        return check_occ_policy(p, err);
+    if (p->limit != RESIL_SIM_LIMIT_NONE && c->scenario != RESIL_SIM_BROWNOUT)
+        return resil_err_set(err, RESIL_EINVAL,
+                             "--policy '%s': a concurrency limit (static, vegas, gradient, "
+                             "aimd) applies only to brownout, whose --limit sets it",
                              p->name);
     return 0;
 }

@@ -223,6 +223,22 @@ static void brownout_with_a_nanosecond_timeout_is_accepted(void **state)
     ACCEPTED("brownout", "--timeout", "1ns");
 }
 
+/* A limit starts at --limit, which only brownout has: elsewhere the
+ * limiter was built at 0 and refused mid-run, naming its own field. */
+static void a_concurrency_limit_outside_brownout_is_refused_by_name(void **state)
+{
+    (void)state;
+    expect_refused_exactly(SIM("failover", "--policy", "full+static"),
+                           "--policy 'full+static': a concurrency limit (static, vegas, "
+                           "gradient, aimd) applies only to brownout, whose --limit sets it");
+    expect_refused_exactly(SIM("metastable", "--policy", "naive,vegas"),
+                           "--policy 'vegas': a concurrency limit (static, vegas, gradient, "
+                           "aimd) applies only to brownout, whose --limit sets it");
+    expect_refused_exactly(SIM("layers", "--policy", "tokens+aimd"),
+                           "--policy 'tokens+aimd': a concurrency limit (static, vegas, "
+                           "gradient, aimd) applies only to brownout, whose --limit sets it");
+}
+
 /* What the command line cannot produce but the simulator's own entry
  * points (sim.h) still refuse. */
 static void a_scenario_out_of_range_is_refused_by_the_simulator(void **state)
@@ -850,6 +866,7 @@ int main(void)
         cmocka_unit_test(brownout_workers_of_1_and_100000_are_accepted),
         cmocka_unit_test(brownout_without_a_timeout_is_refused_by_name),
         cmocka_unit_test(brownout_with_a_nanosecond_timeout_is_accepted),
+        cmocka_unit_test(a_concurrency_limit_outside_brownout_is_refused_by_name),
         cmocka_unit_test(a_scenario_out_of_range_is_refused_by_the_simulator),
         cmocka_unit_test(no_policy_is_refused_by_the_simulator),
         cmocka_unit_test(seventeen_policies_are_refused_by_the_simulator),
