@@ -182,7 +182,11 @@ typedef struct resil_store_key {
 } resil_store_key;
 
 /* A response to save. headers is an opaque blob (the gateway keeps
- * "Name: value\r\n" lines); either pointer may be NULL when its length is 0. */
+ * "Name: value\r\n" lines); either pointer may be NULL when its length is 0.
+ * Each is at most 1 GiB (RESIL_ERANGE past it). SQLite holds a value to
+ * SQLITE_LIMIT_LENGTH (10^9 bytes unless it was built otherwise): a
+ * response past it is RESIL_EBACKEND ("string or blob too big") and the
+ * record stays in progress, for a smaller response or a release. */
 typedef struct resil_store_response {
     int status;
     const char *headers;

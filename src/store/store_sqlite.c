@@ -202,9 +202,11 @@ static void bind_key(sqlite3_stmt *st, const store_call *call)
     sqlite3_bind_text(st, 3, call->key, -1, SQLITE_STATIC);
 }
 
-static void bind_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
+/* A blob past SQLITE_LIMIT_LENGTH is refused here (SQLITE_TOOBIG) and the
+ * parameter left NULL: the caller must not run the statement then. */
+static int bind_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
 {
-    sqlite3_bind_blob64(st, i, len > 0 ? p : empty, len, SQLITE_STATIC);
+    return sqlite3_bind_blob64(st, i, len > 0 ? p : empty, len, SQLITE_STATIC);
 }
 
 /* Read the record and answer from it: always, or (settled_only) only when
@@ -298,9 +300,11 @@ static int do_complete(store_conn *c, store_call *call)
     bind_key(st, call);
     sqlite3_bind_int64(st, 4, (sqlite3_int64)call->lease);
     sqlite3_bind_int(st, 5, r->status);
-    bind_blob(st, 6, r->headers, r->headers_len);
-    bind_blob(st, 7, r->body, r->body_len);
-    int rc = exec_stmt(st);
+    int rc = bind_blob(st, 6, r->headers, r->headers_len);
+    if (rc == SQLITE_OK)
+        rc = bind_blob(st, 7, r->body, r->body_len);
+    if (rc == SQLITE_OK)
+        rc = exec_stmt(st);
     call->owned = rc == SQLITE_OK && sqlite3_changes(c->db) == 1;
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -319,6 +320,51 @@ static void a_disk_that_refuses_writes_is_ebusy_without_retries(void **state)
     resil_store_free(s);
 }
 
+/* SQLite's own bound on a value, SQLITE_LIMIT_LENGTH (10^9 bytes unless
+ * built otherwise), is below the store's 1 GiB: a body past it is
+ * refused by SQLite when it is bound, before a byte of it is read. That
+ * refusal is the store's to report, not to skip: the record must not be
+ * completed with no body at all. */
+static int sqlite_length_limit(void)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    int limit = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
+    sqlite3_close(db);
+    return limit;
+}
+
+static void no_cache(resil_store_opts *o, void *ud)
+{
+    (void)ud;
+    o->cache_bytes = 0;
+}
+
+static void a_body_past_sqlites_length_limit_is_ebackend_and_the_key_stays_claimed(void **state)
+{
+    fixture *f = *state;
+    resil_store *s = fixture_open(f, no_cache, NULL);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    size_t len = (size_t)sqlite_length_limit() + 1;
+    void *big = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    assert_true(big != MAP_FAILED);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    resil_store_response r = {.status = 201, .body = big, .body_len = len};
+    resil_err err = {0};
+    int rc = resil_store_complete(s, &k, lease, &r, &err);
+    munmap(big, len);
+    assert_int_equal(rc, RESIL_EBACKEND);
+    assert_string_equal(err.message, "store: sqlite: string or blob too big (string or blob "
+                                     "too big, not retryable after 1 attempt)");
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    r = (resil_store_response){.status = 201, .body = "ok", .body_len = 2};
+    assert_int_equal(resil_store_complete(s, &k, lease, &r, &err), 0);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY);
+    assert_int_equal(f->res.body_len, 2);
+    resil_store_free(s);
+}
+
 /* ---- processes ------------------------------------------------------------ */
 
 #define PROCESSES 4
@@ -400,6 +446,7 @@ int main(void)
         SQLITE_CASE(a_constraint_the_database_enforces_is_ebackend_without_retries),
         SQLITE_CASE(a_table_dropped_under_the_store_is_ebackend_without_retries),
         SQLITE_CASE(a_disk_that_refuses_writes_is_ebusy_without_retries),
+        SQLITE_CASE(a_body_past_sqlites_length_limit_is_ebackend_and_the_key_stays_claimed),
         SQLITE_CASE(racing_processes_get_exactly_one_first),
     };
     int failed = store_cases_run("store.sqlite", own, sizeof own / sizeof own[0]);
