@@ -970,23 +970,29 @@ static bool headers_have_key(const struct curl_slist *h)
     return false;
 }
 
+/* The request's key mode and given key, whether or not the caller's own
+ * header carries a key: a bad value is the caller's mistake either way. */
+static bool key_request_ok(const resil_http_request *r)
+{
+    if (r->key_mode == RESIL_HTTP_KEY_GIVEN)
+        return r->key != NULL && key_printable(r->key);
+    return r->key_mode == RESIL_HTTP_KEY_NONE || r->key_mode == RESIL_HTTP_KEY_AUTO;
+}
+
 /* The key this call sends: the caller's header, a given key or a new one.
  * A key of ours goes in front of the caller's list, in a node on the
  * call's stack, so adding it allocates nothing. */
 static int prepare_key(http_call *call, const resil_http_request *r)
 {
+    if (!key_request_ok(r))
+        return RESIL_EINVAL;
     call->has_key = headers_have_key(r->headers);
     if (call->has_key || r->key_mode == RESIL_HTTP_KEY_NONE)
         return 0;
-    if (r->key_mode == RESIL_HTTP_KEY_GIVEN) {
-        if (r->key == NULL || !key_printable(r->key))
-            return RESIL_EINVAL;
+    if (r->key_mode == RESIL_HTTP_KEY_GIVEN)
         memcpy(call->key, r->key, strlen(r->key) + 1);
-    } else if (r->key_mode != RESIL_HTTP_KEY_AUTO) {
-        return RESIL_EINVAL;
-    } else if (resil_http_uuid4(call->key) != 0) {
+    else if (resil_http_uuid4(call->key) != 0)
         return RESIL_ESYS;
-    }
     snprintf(call->key_header, sizeof call->key_header, KEY_HEADER ": %s", call->key);
     call->key_node.data = call->key_header;
     call->has_key = call->headers_set = true;

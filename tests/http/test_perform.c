@@ -498,6 +498,33 @@ static void a_key_mode_out_of_range_is_refused_before_any_request(void **state)
     assert_int_equal(fx_count(f, "/a"), 0);
 }
 
+/* The caller's own Idempotency-Key header is sent instead of a given
+ * key, but a bad key or mode is refused all the same. */
+static void a_bad_key_is_refused_even_beside_the_callers_own_key_header(void **state)
+{
+    fx *f = *state;
+    struct curl_slist *h = curl_slist_append(NULL, "Idempotency-Key: order-7");
+    curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, h);
+    f->req.headers = h;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    f->req.key_mode = RESIL_HTTP_KEY_GIVEN;
+    f->req.key = "line\r\nX-Evil: 1";
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    f->req.key = NULL;
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    f->req.key_mode = (resil_http_key_mode)(RESIL_HTTP_KEY_GIVEN + 1);
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    assert_int_equal(fx_count(f, "/a"), 0);
+    f->req.key_mode = RESIL_HTTP_KEY_GIVEN;
+    f->req.key = "order-8";
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    char key[64];
+    assert_true(http_request_header(http_server_request(f->server, "/a", 0),
+                                    "Idempotency-Key", key, sizeof key));
+    assert_string_equal(key, "order-7");
+    curl_slist_free_all(h);
+}
+
 /* ---- transfer failures -------------------------------------------------------- */
 
 /* The first attempt is never answered, so only its timeout (real time:
@@ -1370,6 +1397,7 @@ int main(void)
         T(unknown_method_is_learned_from_libcurl),
         T(bad_given_keys_are_refused_before_any_request),
         T(a_key_mode_out_of_range_is_refused_before_any_request),
+        T(a_bad_key_is_refused_even_beside_the_callers_own_key_header),
         T(slow_response_times_out_the_attempt),
         T(timeouts_on_every_attempt_end_as_timeout),
         T(a_call_without_a_deadline_keeps_the_handles_own_timeout),
