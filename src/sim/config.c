@@ -406,6 +406,14 @@ static int validate_brownout(const resil_sim_config *c, resil_err *err)
     return 0;
 }
 
+/* Metastable's outage is its trigger, and its flags say so. */
+static const char *outage_flag(const resil_sim_config *c, bool start)
+{
+    if (c->scenario == RESIL_SIM_METASTABLE)
+        return start ? "--trigger-start" : "--trigger";
+    return start ? "--outage-start" : "--outage";
+}
+
 static int validate_stack(const resil_sim_config *c, resil_err *err)
 {
     int rc;
@@ -421,8 +429,8 @@ static int validate_stack(const resil_sim_config *c, resil_err *err)
         (rc = check_u32(c->requests, 0, 10000000, "--requests", err)) != 0 ||
         (rc = check_dur(c->duration, RESIL_MS(1), RESIL_S(86400), "--duration", err)) != 0 ||
         (rc = check_dur(c->bin, RESIL_MS(1), c->duration, "--bin", err)) != 0 ||
-        (rc = check_dur(c->outage_start, 0, c->duration, "--outage-start", err)) != 0 ||
-        (rc = check_dur(c->outage, 0, RESIL_S(86400), "--outage", err)) != 0 ||
+        (rc = check_dur(c->outage_start, 0, c->duration, outage_flag(c, true), err)) != 0 ||
+        (rc = check_dur(c->outage, 0, RESIL_S(86400), outage_flag(c, false), err)) != 0 ||
         (rc = check_double(c->capacity, 1e-3, 1e9, "--capacity", err)) != 0 ||
         (rc = check_dur(c->latency, 0, RESIL_S(60), "--latency", err)) != 0 ||
         (rc = check_double(c->slowdown, 1, 1e6, "--slowdown", err)) != 0 ||
@@ -436,9 +444,9 @@ static int validate_stack(const resil_sim_config *c, resil_err *err)
         char end[32];
         resil_duration_format(resil__sim_outage_end(c), end, sizeof end);
         return resil_err_set(err, RESIL_EINVAL,
-                             "--duration must extend past the outage's end (%s), to see "
+                             "--duration must extend past the %s's end (%s), to see "
                              "whether it recovers",
-                             end);
+                             c->scenario == RESIL_SIM_METASTABLE ? "trigger" : "outage", end);
     }
     if (c->scenario == RESIL_SIM_LAYERS && c->requests == 0)
         return resil_err_set(err, RESIL_EINVAL,

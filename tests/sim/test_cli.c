@@ -146,7 +146,9 @@ static void out_of_range_values_are_refused_by_name(void **state)
     expect_usage_error(SIM("metastable", "--timeout", "0"), "--timeout must be > 0 for metastable");
     expect_usage_error(SIM("metastable", "--duration", "0"), "--duration must be in [1ms, 24h], got 0s");
     expect_usage_error(SIM("metastable", "--duration", "20s"),
-                       "--duration must extend past the outage's end (20s)");
+                       "--duration must extend past the trigger's end (20s)");
+    expect_usage_error(SIM("failover", "--duration", "30s"),
+                       "--duration must extend past the outage's end (30s)");
     expect_usage_error(SIM("layers", "--requests", "0"), "--requests must be >= 1 for layers");
 }
 
@@ -237,6 +239,17 @@ static void a_concurrency_limit_outside_brownout_is_refused_by_name(void **state
     expect_refused_exactly(SIM("layers", "--policy", "tokens+aimd"),
                            "--policy 'tokens+aimd': a concurrency limit (static, vegas, "
                            "gradient, aimd) applies only to brownout, whose --limit sets it");
+}
+
+/* Metastable's flags are --trigger and --trigger-start: its refusals name
+ * them, not failover's --outage and --outage-start. */
+static void a_bad_trigger_is_refused_under_its_own_name(void **state)
+{
+    (void)state;
+    expect_refused_exactly(SIM("metastable", "--trigger", "25h"),
+                           "--trigger must be in [0s, 24h], got 25h");
+    expect_refused_exactly(SIM("metastable", "--trigger-start", "3m"),
+                           "--trigger-start must be in [0s, 2m], got 3m");
 }
 
 /* What the command line cannot produce but the simulator's own entry
@@ -867,6 +880,7 @@ int main(void)
         cmocka_unit_test(brownout_without_a_timeout_is_refused_by_name),
         cmocka_unit_test(brownout_with_a_nanosecond_timeout_is_accepted),
         cmocka_unit_test(a_concurrency_limit_outside_brownout_is_refused_by_name),
+        cmocka_unit_test(a_bad_trigger_is_refused_under_its_own_name),
         cmocka_unit_test(a_scenario_out_of_range_is_refused_by_the_simulator),
         cmocka_unit_test(no_policy_is_refused_by_the_simulator),
         cmocka_unit_test(seventeen_policies_are_refused_by_the_simulator),
