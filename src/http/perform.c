@@ -473,13 +473,25 @@ static void learn_method(http_call *call, CURL *e)
     call->method = call->learned;
 }
 
-/* The hint from one header, when the response has it and it parses. */
+/* The hint from one header, when the response has it and it parses. A
+ * header sent more than once must say the same wait each time: its lines
+ * joined ("5, 9", RFC 9110's reading of a repeated field) are malformed,
+ * and so are they apart. */
 static bool hint_from(const http_attempt *a, const char *name, int64_t wall_now,
                       resil_duration *d)
 {
     struct curl_header *h;
-    return curl_easy_header(a->easy, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK &&
-           resil_http_retry_after_value(name, h->value, wall_now, d) == 0;
+    if (curl_easy_header(a->easy, name, 0, CURLH_HEADER, -1, &h) != CURLHE_OK ||
+        resil_http_retry_after_value(name, h->value, wall_now, d) != 0)
+        return false;
+    for (size_t i = 1, n = h->amount; i < n; i++) {
+        resil_duration again;
+        if (curl_easy_header(a->easy, name, i, CURLH_HEADER, -1, &h) != CURLHE_OK ||
+            resil_http_retry_after_value(name, h->value, wall_now, &again) != 0 ||
+            again != *d)
+            return false;
+    }
+    return true;
 }
 
 /* A failure's wait hint, from the headers libcurl kept of the last

@@ -217,6 +217,64 @@ static void malformed_retry_after_falls_back_to_backoff(void **state)
     assert_int_equal(f->records[0].source, RESIL_WAIT_BACKOFF);
 }
 
+static void a_repeated_retry_after_that_disagrees_falls_back_to_backoff(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = "5",
+                                 .headers = "Retry-After: 9\r\n"},
+                                OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_int_equal(f->records[0].source, RESIL_WAIT_BACKOFF);
+}
+
+static void a_repeated_retry_after_that_agrees_is_waited(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = "5",
+                                 .headers = "Retry-After: 5\r\n"},
+                                OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(5));
+    assert_int_equal(f->records[0].source, RESIL_WAIT_RETRY_AFTER);
+}
+
+/* A repeated millisecond hint that disagrees is no hint; Retry-After,
+ * next in the search, gives the wait. */
+static void a_repeated_hint_that_disagrees_gives_way_to_the_next_header(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 429, .retry_after = "7",
+                                 .headers = "retry-after-ms: 40\r\nretry-after-ms: 900\r\n"},
+                                OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(7));
+}
+
+/* RFC 9110 has no negative delay; resil's parser reads "-5" as "now". */
+static void a_negative_retry_after_is_waited_as_no_wait(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = "-5"}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_duration_equal(fx_sleep_at(f, 0), 0);
+    assert_int_equal(f->records[0].source, RESIL_WAIT_RETRY_AFTER);
+}
+
+/* Digits past any duration saturate, and the cap applies to that. */
+static void a_retry_after_past_any_duration_waits_the_cap(void **state)
+{
+    fx *f = *state;
+    f->opts.total_timeout = 0;
+    fx_script(f, "/a", FX_STEPS({.status = 503, .retry_after = "99999999999999999999999"},
+                                OK_STEP));
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 2);
+    assert_duration_equal(fx_sleep_at(f, 0), RESIL_S(60));
+    assert_int_equal(f->records[0].source, RESIL_WAIT_RETRY_AFTER);
+}
+
 static void ignored_retry_after_uses_backoff(void **state)
 {
     fx *f = *state;
@@ -1379,6 +1437,11 @@ int main(void)
         T(microsoft_profile_with_unsafe_methods_disabled_runs_a_post_once),
         T(malformed_retry_after_falls_back_to_backoff),
         T(ignored_retry_after_uses_backoff),
+        T(a_repeated_retry_after_that_disagrees_falls_back_to_backoff),
+        T(a_repeated_retry_after_that_agrees_is_waited),
+        T(a_repeated_hint_that_disagrees_gives_way_to_the_next_header),
+        T(a_negative_retry_after_is_waited_as_no_wait),
+        T(a_retry_after_past_any_duration_waits_the_cap),
         T(post_without_key_takes_one_request),
         T(post_with_auto_key_sends_the_same_key_every_attempt),
         T(each_logical_request_gets_its_own_key),
