@@ -53,6 +53,24 @@ static const char *const schema_sql =
     " PRIMARY KEY (tenant, operation, idempotency_key));"
     "CREATE INDEX IF NOT EXISTS {T}_created_at ON {T} (created_at);";
 
+/* The insert's ON CONFLICT is the whole of "the first writer wins", so a
+ * table by the store's name (made by hand, or by another program) must
+ * have a unique key on exactly the three key columns, compared byte for
+ * byte — without one every begin would be first; on fewer columns, or
+ * ignoring case, two keys would share a record — and no unique key that
+ * lacks one of them, on which two keys' inserts would collide. Counts
+ * both kinds of the table's unique indexes. */
+#define KEY_COLUMNS "name IN ('tenant', 'operation', 'idempotency_key')"
+static const char *const unique_keys_sql =
+    "SELECT coalesce(sum(exact), 0), coalesce(sum(NOT covers), 0) FROM ("
+    " SELECT NOT l.partial"
+    " AND (SELECT count(*) FROM pragma_index_xinfo(l.name) WHERE key) = 3"
+    " AND (SELECT count(DISTINCT name) FROM pragma_index_xinfo(l.name)"
+    " WHERE key AND coll = 'BINARY' AND " KEY_COLUMNS ") = 3 AS exact,"
+    " (SELECT count(DISTINCT name) FROM pragma_index_xinfo(l.name)"
+    " WHERE key AND " KEY_COLUMNS ") = 3 AS covers"
+    " FROM pragma_index_list('{T}') AS l WHERE l.\"unique\")";
+
 #define WHERE_KEY "tenant = ?1 AND operation = ?2 AND idempotency_key = ?3"
 
 static const char *const statement_sql[ST_COUNT] = {
@@ -84,6 +102,7 @@ struct store_conn {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     bool borrowed; /* the application's connection, inside its transaction */
+    char why[160]; /* a failure of ours, said instead of SQLite's message */
 };
 
 static void disconnect(store_conn *c)
@@ -134,7 +153,9 @@ static resil_kind sqlite_kind(int rc)
 static resil_outcome fail(store_conn *c, int rc, char *msg, size_t cap)
 {
     char text[256];
-    snprintf(text, sizeof text, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    snprintf(text, sizeof text, "%s",
+             c->why[0] ? c->why : c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    c->why[0] = '\0';
     if (c->db != NULL && !c->borrowed && !sqlite3_get_autocommit(c->db)) {
         sqlite3_reset(c->st[ST_ROLLBACK]);
         sqlite3_step(c->st[ST_ROLLBACK]);
@@ -154,6 +175,33 @@ static int prepare_all(store_conn *c, unsigned flags)
             return rc;
     }
     return SQLITE_OK;
+}
+
+/* SQLITE_ERROR, with the reason in c->why, when the table's unique keys
+ * are not what the claim rests on. */
+static int check_unique_keys(store_conn *c)
+{
+    char sql[1024];
+    if (resil__store_sql(sql, sizeof sql, unique_keys_sql, c->cfg->table) != 0)
+        return SQLITE_TOOBIG;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_step(st);
+    int exact = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    int stray = rc == SQLITE_ROW ? sqlite3_column_int(st, 1) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return rc;
+    if (exact > 0 && stray == 0)
+        return SQLITE_OK;
+    snprintf(c->why, sizeof c->why,
+             exact == 0 ? "table %s has no unique key on (tenant, operation, idempotency_key)"
+                        : "table %s has a unique key without all of (tenant, operation, "
+                          "idempotency_key)",
+             c->cfg->table);
+    return SQLITE_ERROR;
 }
 
 static int connect_db(store_conn *c)
@@ -179,6 +227,8 @@ static int connect_db(store_conn *c)
     if (resil__store_sql(sql, sizeof sql, schema_sql, c->cfg->table) != 0)
         return SQLITE_TOOBIG;
     rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = check_unique_keys(c);
     if (rc != SQLITE_OK)
         return rc;
     return prepare_all(c, SQLITE_PREPARE_PERSISTENT);

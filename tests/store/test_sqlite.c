@@ -320,6 +320,137 @@ static void a_disk_that_refuses_writes_is_ebusy_without_retries(void **state)
     resil_store_free(s);
 }
 
+/* ---- a table by the store's name, of another layout -------------------------- */
+
+#define LAYOUT_COLUMNS                                                                     \
+    "tenant TEXT NOT NULL, operation TEXT NOT NULL, idempotency_key TEXT NOT NULL,"        \
+    " request_hash BLOB NOT NULL, status INTEGER, headers BLOB, body BLOB,"              \
+    " created_at INTEGER NOT NULL, lease_expires_at INTEGER NOT NULL"
+
+/* Make table `name` in the fixture's file with `sql` (one %s: the name),
+ * then open a store on it: its error, and no store. */
+static int open_on_table(fixture *f, const char *name, const char *sql, resil_err *err)
+{
+    char text[1200];
+    snprintf(text, sizeof text, sql, name, name);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_of(f), &db), SQLITE_OK);
+    char *error = NULL;
+    if (sqlite3_exec(db, text, NULL, NULL, &error) != SQLITE_OK)
+        fail_msg("%s: %s", text, error);
+    sqlite3_close(db);
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = f->url;
+    o.table = name;
+    o.clock = f->clock;
+    resil_store *s = (resil_store *)&o;
+    int rc = resil_store_new(&o, &s, err);
+    assert_null(s);
+    return rc;
+}
+
+/* As on PostgreSQL: the column is named, and nothing is retried. */
+static void a_table_without_the_lease_column_is_refused_at_open_naming_it(void **state)
+{
+    fixture *f = *state;
+    resil_err err = {0};
+    assert_int_equal(open_on_table(f, "old_layout",
+                                   "CREATE TABLE %s (" LAYOUT_COLUMNS ","
+                                   " PRIMARY KEY (tenant, operation, idempotency_key))",
+                                   &err),
+                     RESIL_EBACKEND);
+    assert_string_equal(err.message, "store: sqlite: table old_layout has no column named "
+                                     "lease (SQL logic error, not retryable after 1 attempt)");
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
+}
+
+/* The insert's ON CONFLICT is the whole of "the first writer wins": on a
+ * table without the key's unique constraint every begin would be first. */
+static void a_table_without_a_unique_key_is_refused_at_open(void **state)
+{
+    fixture *f = *state;
+    resil_err err = {0};
+    assert_int_equal(open_on_table(f, "no_key",
+                                   "CREATE TABLE %s (" LAYOUT_COLUMNS ", lease INTEGER NOT NULL);"
+                                   "CREATE INDEX %s_created_at ON no_key (created_at)",
+                                   &err),
+                     RESIL_EBACKEND);
+    assert_string_equal(err.message,
+                        "store: sqlite: table no_key has no unique key on (tenant, operation, "
+                        "idempotency_key) (SQL logic error, not retryable after 1 attempt)");
+}
+
+/* A unique key on the key alone would make two tenants' keys collide. */
+static void a_table_whose_unique_key_is_not_the_three_key_columns_is_refused(void **state)
+{
+    fixture *f = *state;
+    resil_err err = {0};
+    assert_int_equal(open_on_table(f, "key_only",
+                                   "CREATE TABLE %s (" LAYOUT_COLUMNS ", lease INTEGER NOT NULL,"
+                                   " UNIQUE (idempotency_key));"
+                                   "CREATE INDEX %s_created_at ON key_only (created_at)",
+                                   &err),
+                     RESIL_EBACKEND);
+    assert_non_null(strstr(err.message, "has no unique key on (tenant, operation, "
+                                        "idempotency_key)"));
+}
+
+/* A key compared without case would answer one key with another's record. */
+static void a_unique_key_that_ignores_case_is_refused(void **state)
+{
+    fixture *f = *state;
+    resil_err err = {0};
+    assert_int_equal(open_on_table(f, "nocase",
+                                   "CREATE TABLE %s (" LAYOUT_COLUMNS ", lease INTEGER NOT NULL,"
+                                   " PRIMARY KEY (tenant, operation,"
+                                   " idempotency_key COLLATE NOCASE));"
+                                   "CREATE INDEX %s_created_at ON nocase (created_at)",
+                                   &err),
+                     RESIL_EBACKEND);
+    assert_non_null(strstr(err.message, "has no unique key on (tenant, operation, "
+                                        "idempotency_key)"));
+}
+
+/* Beside the right key, a unique key on fewer columns: two tenants' keys
+ * would collide on it, and the claim would find neither record. */
+static void a_second_unique_key_on_fewer_columns_is_refused(void **state)
+{
+    fixture *f = *state;
+    resil_err err = {0};
+    assert_int_equal(open_on_table(f, "two_keys",
+                                   "CREATE TABLE %s (" LAYOUT_COLUMNS ", lease INTEGER NOT NULL,"
+                                   " PRIMARY KEY (tenant, operation, idempotency_key),"
+                                   " UNIQUE (idempotency_key));"
+                                   "CREATE INDEX %s_created_at ON two_keys (created_at)",
+                                   &err),
+                     RESIL_EBACKEND);
+    assert_string_equal(err.message,
+                        "store: sqlite: table two_keys has a unique key without all of "
+                        "(tenant, operation, idempotency_key) (SQL logic error, not retryable "
+                        "after 1 attempt)");
+}
+
+/* The key's columns in another order are the same constraint. */
+static void a_table_made_by_hand_with_the_key_in_another_order_serves(void **state)
+{
+    fixture *f = *state;
+    char sql[800];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE hand_made (" LAYOUT_COLUMNS ", lease INTEGER NOT NULL,"
+             " PRIMARY KEY (idempotency_key, operation, tenant));"
+             "CREATE INDEX hand_made_created_at ON hand_made (created_at)");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_of(f), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    snprintf(f->table, sizeof f->table, "hand_made");
+    resil_store *s = fixture_open(f, NULL, NULL);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    resil_store_free(s);
+}
+
 /* SQLite's own bound on a value, SQLITE_LIMIT_LENGTH (10^9 bytes unless
  * built otherwise), is below the store's 1 GiB: a body past it is
  * refused by SQLite when it is bound, before a byte of it is read. That
@@ -446,6 +577,12 @@ int main(void)
         SQLITE_CASE(a_constraint_the_database_enforces_is_ebackend_without_retries),
         SQLITE_CASE(a_table_dropped_under_the_store_is_ebackend_without_retries),
         SQLITE_CASE(a_disk_that_refuses_writes_is_ebusy_without_retries),
+        SQLITE_CASE(a_table_without_the_lease_column_is_refused_at_open_naming_it),
+        SQLITE_CASE(a_table_without_a_unique_key_is_refused_at_open),
+        SQLITE_CASE(a_table_whose_unique_key_is_not_the_three_key_columns_is_refused),
+        SQLITE_CASE(a_unique_key_that_ignores_case_is_refused),
+        SQLITE_CASE(a_second_unique_key_on_fewer_columns_is_refused),
+        SQLITE_CASE(a_table_made_by_hand_with_the_key_in_another_order_serves),
         SQLITE_CASE(a_body_past_sqlites_length_limit_is_ebackend_and_the_key_stays_claimed),
         SQLITE_CASE(racing_processes_get_exactly_one_first),
     };
