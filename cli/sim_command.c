@@ -465,6 +465,38 @@ static int write_output(output *o, writer_fn w, const options *opts, const resil
     return 0;
 }
 
+/* Where a file output's directory is: its device and inode, in *st. */
+static bool stat_dir_of(const char *path, struct stat *st)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        return stat(".", st) == 0;
+    char dir[PATH_MAX];
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, len);
+    dir[len] = '\0';
+    return stat(dir, st) == 0;
+}
+
+static const char *file_name_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash != NULL ? slash + 1 : path;
+}
+
+/* Two file outputs with one name in one directory are one file, however
+ * their paths are spelled ("x.svg", "./x.svg", a link to it): the second
+ * written would replace the first. */
+static bool same_file(const output *a, const output *b)
+{
+    if (a->tmp[0] == '\0' || b->tmp[0] == '\0' ||
+        strcmp(file_name_of(a->path), file_name_of(b->path)) != 0)
+        return false;
+    struct stat da, db;
+    return stat_dir_of(a->path, &da) && stat_dir_of(b->path, &db) && da.st_dev == db.st_dev &&
+           da.st_ino == db.st_ino;
+}
+
 static int run_policies(const options *o, resil_sim_result *r, FILE *errout)
 {
     progress_state ps = {errout, resil_sim_scenario_name(o->cfg.scenario), -1};
@@ -552,6 +584,14 @@ int resil_sim_command(int argc, char **argv, FILE *out, FILE *errout)
     if (open_output(&svg, "--svg", o.svg, out, errout) != 0) {
         discard_output(&csv, out);
         return EXIT_FAILED;
+    }
+    if (same_file(&csv, &svg)) {
+        fprintf(errout, "resil sim: --csv and --svg name the same file '%s': the chart would "
+                        "replace the figures\n",
+                o.svg);
+        discard_output(&csv, out);
+        discard_output(&svg, out);
+        return EXIT_USAGE;
     }
     resil_sim_result r[RESIL_SIM_MAX_POLICIES];
     memset(r, 0, sizeof r);

@@ -636,6 +636,30 @@ static size_t entries_in(const char *dir)
     return n;
 }
 
+/* One file named twice, spelled two ways: the chart would replace the
+ * figures. Refused, and nothing is written there. */
+static void csv_and_svg_cannot_name_the_same_file(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir();
+    char csv[512], svg[512];
+    snprintf(csv, sizeof csv, "%s/out", dir);
+    snprintf(svg, sizeof svg, "%s/./out", dir);
+    captured c = SIM("layers", "--requests", "1", "--csv", csv, "--svg", svg);
+    char want[1200];
+    snprintf(want, sizeof want,
+             "resil sim: --csv and --svg name the same file '%s': the chart would replace the "
+             "figures\n",
+             svg);
+    assert_int_equal(c.status, 125);
+    assert_string_equal(c.err, want);
+    assert_string_equal(c.out, "");
+    assert_int_equal(entries_in(dir), 0);
+    release(&c);
+    test_rmtree(dir);
+    free(dir);
+}
+
 /* The --svg path is refused after --csv's was opened: the CSV file that
  * was there is left as it was, and no temporary file stays behind. */
 static void a_refused_run_leaves_an_existing_output_untouched(void **state)
@@ -897,6 +921,7 @@ int main(void)
         cmocka_unit_test(svg_to_standard_output_is_the_whole_output),
         cmocka_unit_test(csv_on_standard_output_is_its_header_and_one_row_per_figure),
         cmocka_unit_test(csv_and_svg_cannot_both_take_standard_output),
+        cmocka_unit_test(csv_and_svg_cannot_name_the_same_file),
         cmocka_unit_test(an_unwritable_path_is_refused_before_simulating),
         cmocka_unit_test(bar_charts_for_occ_and_layers),
         cmocka_unit_test(a_directory_is_refused_as_an_output_path),
