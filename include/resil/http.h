@@ -144,7 +144,9 @@ RESIL_API resil_outcome resil_http_classify_default(const resil_http_response *r
  * that was sent or tried (what .NET raises as HttpRequestException) is
  * Transient — TLS and certificate failures included — a timeout is Timeout,
  * and only the errors that mean the request could not be formed (a
- * malformed URL, an unsupported protocol, a bad option) are Permanent. No
+ * malformed URL, an unsupported protocol, a bad option) are Permanent —
+ * not an answer without a status line, which libcurl reports as an
+ * unsupported protocol after the request was sent (read from r->easy). No
  * 409 or Idempotent-Outcome rule. Code, detail and retry_after as above.
  * A resil_http_classify_fn (ud unused).
  */

@@ -3,7 +3,9 @@
  * and the status/transfer-error table.
  *
  * Pure functions of what an attempt produced, so the table is tested row by
- * row without a network. A transfer error is judged before any status,
+ * row without a network — but for one question only the handle answers
+ * (was a request sent before an answer libcurl could not read?), which
+ * Microsoft's table asks of r->easy when there is one. A transfer error is judged before any status,
  * because a status that arrived over a transfer that then broke (a 200 whose
  * body was cut off) describes a response the caller never fully got.
  *
@@ -137,10 +139,29 @@ static bool request_unformed(CURLcode c)
     }
 }
 
-static bool transient_for_microsoft(CURLcode c) { return !request_unformed(c); }
+/* libcurl reports an answer without a status line (HTTP/0.9, or bytes
+ * that are no HTTP at all) as an unsupported protocol, as it does a URL
+ * scheme it cannot speak; only the first comes after a request was sent
+ * and before any status: .NET raises it as HttpRequestException. */
+static bool answer_unreadable(const resil_http_response *r)
+{
+    long sent = 0;
+    return r->curl_code == CURLE_UNSUPPORTED_PROTOCOL && r->status == 0 && r->easy != NULL &&
+           curl_easy_getinfo(r->easy, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK && sent > 0;
+}
+
+static bool transient_path(const resil_http_response *r)
+{
+    return transient_transfer(r->curl_code);
+}
+
+static bool transient_for_microsoft(const resil_http_response *r)
+{
+    return !request_unformed(r->curl_code) || answer_unreadable(r);
+}
 
 static resil_outcome transfer_outcome(const resil_http_response *r,
-                                      bool (*transient)(CURLcode))
+                                      bool (*transient)(const resil_http_response *))
 {
     char detail[RESIL_DETAIL_MAX];
     snprintf(detail, sizeof detail, "curl %d: %s", (int)r->curl_code,
@@ -150,7 +171,7 @@ static resil_outcome transfer_outcome(const resil_http_response *r,
         k = RESIL_TIMEOUT;
     else if (r->curl_code == CURLE_ABORTED_BY_CALLBACK)
         k = RESIL_CANCELLED;
-    else if (transient(r->curl_code))
+    else if (transient(r))
         k = RESIL_TRANSIENT;
     return resil_fail(k, (int64_t)r->curl_code, detail);
 }
@@ -187,8 +208,8 @@ static resil_kind microsoft_status_kind(long status)
 /* The rows both tables share: a transfer error first (with CURLOPT_FAILONERROR
  * libcurl reports a status >= 400 as an error of its own; the status says
  * more), then a success. True when one of them answered. */
-static bool before_status(const resil_http_response *r, bool (*transient)(CURLcode),
-                          resil_outcome *out)
+static bool before_status(const resil_http_response *r,
+                          bool (*transient)(const resil_http_response *), resil_outcome *out)
 {
     bool status_error = r->curl_code == CURLE_HTTP_RETURNED_ERROR && r->status >= 400;
     if (r->curl_code != CURLE_OK && !status_error) {
@@ -221,7 +242,7 @@ resil_outcome resil_http_classify_microsoft(const resil_http_response *r, void *
 resil_outcome resil_http_classify(const resil_http_response *r, bool retry_500)
 {
     resil_outcome o;
-    if (before_status(r, transient_transfer, &o))
+    if (before_status(r, transient_path, &o))
         return o;
     char detail[RESIL_DETAIL_MAX];
     if (r->outcome_unknown) {

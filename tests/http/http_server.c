@@ -94,6 +94,7 @@ static void free_steps(script *sc)
         free((char *)sc->steps[i].retry_after);
         free((char *)sc->steps[i].body);
         free((char *)sc->steps[i].headers);
+        free((char *)sc->steps[i].raw);
     }
     sc->n = sc->next = 0;
 }
@@ -123,6 +124,7 @@ void http_server_script(http_server *s, const char *path, const http_step *steps
             sc->steps[i].retry_after = dup_or_null(steps[i].retry_after);
             sc->steps[i].body = dup_or_null(steps[i].body);
             sc->steps[i].headers = dup_or_null(steps[i].headers);
+            sc->steps[i].raw = dup_or_null(steps[i].raw);
         }
         sc->n = n < MAX_STEPS ? n : MAX_STEPS;
     }
@@ -350,6 +352,10 @@ static const char *reason_phrase(int status)
 /* Answer one request; false when the connection must end. */
 static bool answer(int fd, const http_step *st, bool head_only, bool close_after)
 {
+    if (st->raw != NULL) {
+        write_all(fd, st->raw, strlen(st->raw));
+        return false;
+    }
     if (st->status == HTTP_RESET) {
         struct linger lg = {1, 0};
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);

@@ -7,7 +7,8 @@
  * or a reset — so its tests talk to a real server rather than a mock. Each
  * path has a script: a sequence of steps (a status with its headers and
  * body, a delay, a gate, a hold, a dropped or reset connection) consumed
- * one per request in arrival order, the last step repeating. Every
+ * one per request in arrival order, the last step repeating; a raw step
+ * sends bytes of the test's choosing, so a malformed answer is a step too. Every
  * request is recorded (method, target, header block, body) so a test can
  * assert on exactly what was sent. One thread per connection, so a slow
  * answer on one connection never holds up another (hedging needs that),
@@ -30,6 +31,9 @@ typedef struct http_step {
     const char *headers;     /* extra header lines, each ending "\r\n", or NULL */
     bool partial;            /* announce more body than is sent, then close */
     bool http10;             /* answer as HTTP/1.0 rather than HTTP/1.1 */
+    const char *raw;         /* not NULL: send exactly these bytes as the whole
+                                answer (status line, headers, body), then
+                                close: an answer no status could script */
     bool hold;               /* hold the request until http_server_release()
                                 (then delay and act) or the stop (then no
                                 answer), settled meanwhile: an answer late by

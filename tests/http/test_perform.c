@@ -687,6 +687,81 @@ static void dropped_reset_and_cut_off_answers_are_retried(void **state)
     assert_string_equal(f->body.p, "ok\n");
 }
 
+#define NOT_HTTP "hello world\r\n\r\n"
+
+/* libcurl reports an answer without a status line as an unsupported
+ * protocol (1): in resil's table a server that garbles its answer is not
+ * asked again. */
+static void an_answer_without_a_status_line_is_not_retried(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/g", FX_STEPS({.raw = NOT_HTTP}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/g"), 0);
+    assert_int_equal(fx_count(f, "/g"), 1);
+    assert_int_equal(f->res.curl_code, CURLE_UNSUPPORTED_PROTOCOL);
+    assert_int_equal(f->res.status, 0);
+    assert_int_equal(f->res.outcome.kind, RESIL_PERMANENT);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+}
+
+/* Microsoft's predicate retries every failure of a request that was
+ * sent, as .NET's HttpRequestException for an invalid response; a URL
+ * whose scheme libcurl cannot speak sent nothing and stays final. */
+static void microsoft_profile_retries_an_answer_without_a_status_line(void **state)
+{
+    fx *f = *state;
+    resil_http_opts_profile(&f->opts, RESIL_HTTP_MICROSOFT);
+    fx_script(f, "/g", FX_STEPS({.raw = NOT_HTTP}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/g"), 0);
+    assert_int_equal(fx_count(f, "/g"), 2);
+    assert_int_equal(f->records[0].outcome.kind, RESIL_TRANSIENT);
+    assert_int_equal(f->records[0].outcome.code, CURLE_UNSUPPORTED_PROTOCOL);
+    assert_int_equal(f->res.stop, RESIL_STOP_SUCCEEDED);
+    curl_easy_setopt(f->easy, CURLOPT_URL, "nosuchscheme://127.0.0.1/");
+    assert_int_equal(resil_http_perform(fx_client(f), f->easy, &f->req, &f->res), 0);
+    assert_int_equal(f->res.attempts, 1);
+    assert_int_equal(f->res.curl_code, CURLE_UNSUPPORTED_PROTOCOL);
+    assert_int_equal(f->res.outcome.kind, RESIL_PERMANENT);
+}
+
+/* libcurl refuses a header line past its limit (100 KiB): a write of
+ * its own (27 before libcurl 8.6, 100 from then), which the server would
+ * send again, so it is final. */
+static void an_over_long_header_line_is_not_retried(void **state)
+{
+    fx *f = *state;
+    static const char head[] = "HTTP/1.1 200 OK\r\nX-Long: ";
+    static const char tail[] = "\r\nContent-Length: 0\r\n\r\n";
+    size_t fill = 150 * 1024;
+    char *raw = malloc(sizeof head + fill + sizeof tail);
+    assert_non_null(raw);
+    memcpy(raw, head, sizeof head - 1);
+    memset(raw + sizeof head - 1, 'a', fill);
+    memcpy(raw + sizeof head - 1 + fill, tail, sizeof tail);
+    fx_script(f, "/h", FX_STEPS({.raw = raw}, OK_STEP));
+    free(raw);
+    assert_int_equal(fx_perform(f, "/h"), 0);
+    assert_int_equal(fx_count(f, "/h"), 1);
+    assert_true(f->res.curl_code == CURLE_OUT_OF_MEMORY || f->res.curl_code == 100);
+    assert_int_equal(f->res.outcome.kind, RESIL_PERMANENT);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+}
+
+/* A keyless POST whose connection drops may have reached the server:
+ * it is not sent again. */
+static void a_keyless_post_whose_connection_drops_is_sent_once(void **state)
+{
+    fx *f = *state;
+    f->req.method = "POST";
+    curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, "order=1");
+    fx_script(f, "/orders", FX_STEPS({.status = HTTP_DROP}, OK_STEP));
+    assert_int_equal(fx_perform(f, "/orders"), 0);
+    assert_int_equal(fx_count(f, "/orders"), 1);
+    assert_int_equal(f->res.curl_code, CURLE_GOT_NOTHING);
+    assert_int_equal(f->res.outcome.kind, RESIL_TRANSIENT);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+}
+
 /* ---- what reaches the caller -------------------------------------------------- */
 
 static void only_the_final_body_reaches_the_caller(void **state)
@@ -1467,6 +1542,10 @@ int main(void)
         T(a_call_with_a_deadline_replaces_the_handles_timeout_and_puts_back_none),
         T(refused_connection_is_retried_then_reported),
         T(dropped_reset_and_cut_off_answers_are_retried),
+        T(an_answer_without_a_status_line_is_not_retried),
+        T(microsoft_profile_retries_an_answer_without_a_status_line),
+        T(an_over_long_header_line_is_not_retried),
+        T(a_keyless_post_whose_connection_drops_is_sent_once),
         T(only_the_final_body_reaches_the_caller),
         T(final_failure_body_reaches_the_caller),
         T(only_the_final_headers_reach_the_caller),
