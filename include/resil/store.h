@@ -160,7 +160,10 @@ RESIL_API void resil_store_opts_default(resil_store_opts *o);
  * configured, connect once, create the table and its index when missing,
  * and replay what a previous process left in the journal. Errors:
  * RESIL_EINVAL (options, unsupported URL, a journal file that is not one),
- * RESIL_EBACKEND / RESIL_EBUSY (the database), RESIL_EBUSY (the journal is
+ * RESIL_EBACKEND / RESIL_EBUSY (the database; on SQLite RESIL_EBACKEND
+ * also for a file the store could open only read-only, and for a table of
+ * its name without the unique key on (tenant, operation, idempotency_key)
+ * the claim rests on), RESIL_EBUSY (the journal is
  * in use by another store), RESIL_EIO (the journal cannot be read or
  * written), RESIL_ENOMEM.
  */

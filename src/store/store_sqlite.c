@@ -458,13 +458,24 @@ static resil_outcome run_reads(store_conn *c, store_call *const *calls, size_t n
     return rc == SQLITE_OK ? resil_ok() : fail(c, rc, msg, cap);
 }
 
+/* SQLite opens a file it may not write (its mode, a read-only mount)
+ * read-only, without a word, and only the first write would say so: the
+ * store's open says it at once instead. */
+static resil_outcome check_writable(store_conn *c, char *msg, size_t cap)
+{
+    if (sqlite3_db_readonly(c->db, "main") != 1)
+        return resil_ok();
+    snprintf(c->why, sizeof c->why, "the database file cannot be written");
+    return fail(c, SQLITE_READONLY, msg, cap);
+}
+
 static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
 {
     int rc = ensure_connected(c);
     if (rc != SQLITE_OK)
         return connect_failed(c, rc, msg, cap);
     if (call->op == STORE_CONNECT)
-        return resil_ok();
+        return check_writable(c, msg, cap);
     /* A settled record (a replay, a mismatch) is answered by a plain read,
      * which in WAL mode waits for no writer. */
     if (call->op == STORE_PEEK || call->op == STORE_BEGIN)

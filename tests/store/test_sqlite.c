@@ -4,11 +4,14 @@
  * WAL mode, processes racing on one file, SQLITE_BUSY from a second
  * connection retried as a whole transaction, files that cannot be opened.
  */
+#include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -320,6 +323,86 @@ static void a_disk_that_refuses_writes_is_ebusy_without_retries(void **state)
     resil_store_free(s);
 }
 
+/* ---- files the store cannot write ------------------------------------------ */
+
+/* Root writes through a file's mode (CAP_DAC_OVERRIDE): while a mode must
+ * count, this thread puts that capability aside, and takes it back after.
+ * A process without it has nothing to put aside. */
+typedef struct caps {
+    struct __user_cap_data_struct d[2];
+} caps;
+
+static caps modes_count(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    caps was;
+    assert_int_equal(syscall(SYS_capget, &h, was.d), 0);
+    caps now = was;
+    now.d[0].effective &= ~(1u << CAP_DAC_OVERRIDE);
+    assert_int_equal(syscall(SYS_capset, &h, now.d), 0);
+    return was;
+}
+
+static void caps_back(caps *was)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    assert_int_equal(syscall(SYS_capset, &h, was->d), 0);
+}
+
+/* Open a store on the fixture's file and table as a user the modes hold
+ * to; its error, and no store. */
+static int open_bound_by_modes(fixture *f, resil_err *err)
+{
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = f->url;
+    o.table = f->table;
+    o.clock = f->clock;
+    resil_store *s = (resil_store *)&o;
+    caps was = modes_count();
+    int rc = resil_store_new(&o, &s, err);
+    caps_back(&was);
+    resil_store_free(s);
+    assert_null(s);
+    return rc;
+}
+
+/* SQLite opens a file it may not write read-only, without a word: the
+ * store would open and then fail every begin. It says so at open. */
+static void a_database_file_that_cannot_be_written_is_refused_at_open(void **state)
+{
+    fixture *f = *state;
+    resil_store_free(f->s); /* its connections leave no -wal, -shm behind */
+    f->s = NULL;
+    assert_int_equal(chmod(path_of(f), 0444), 0);
+    resil_err err = {0};
+    assert_int_equal(open_bound_by_modes(f, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "store: sqlite: the database file cannot be written "
+                                     "(attempt to write a readonly database, not retryable "
+                                     "after 1 attempt)");
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
+}
+
+/* WAL needs a -wal and a -shm file beside the database: a directory that
+ * takes no new file refuses them, though the file itself may be written. */
+static void a_directory_that_cannot_take_the_wal_file_is_refused_at_open(void **state)
+{
+    fixture *f = *state;
+    char sub[400];
+    snprintf(sub, sizeof sub, "%.300s/walless-%d", dir, files++);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    snprintf(f->url, sizeof f->url, "sqlite:%s/store.db", sub);
+    resil_store_free(fixture_open(f, NULL, NULL)); /* the file and its table */
+    assert_int_equal(chmod(sub, 0555), 0);
+    resil_err err = {0};
+    int rc = open_bound_by_modes(f, &err);
+    assert_int_equal(chmod(sub, 0755), 0);
+    assert_int_equal(rc, RESIL_EBACKEND);
+    assert_string_equal(err.message, "store: sqlite: attempt to write a readonly database "
+                                     "(attempt to write a readonly database, not retryable "
+                                     "after 1 attempt)");
+}
+
 /* ---- a table by the store's name, of another layout -------------------------- */
 
 #define LAYOUT_COLUMNS                                                                     \
@@ -577,6 +660,8 @@ int main(void)
         SQLITE_CASE(a_constraint_the_database_enforces_is_ebackend_without_retries),
         SQLITE_CASE(a_table_dropped_under_the_store_is_ebackend_without_retries),
         SQLITE_CASE(a_disk_that_refuses_writes_is_ebusy_without_retries),
+        SQLITE_CASE(a_database_file_that_cannot_be_written_is_refused_at_open),
+        SQLITE_CASE(a_directory_that_cannot_take_the_wal_file_is_refused_at_open),
         SQLITE_CASE(a_table_without_the_lease_column_is_refused_at_open_naming_it),
         SQLITE_CASE(a_table_without_a_unique_key_is_refused_at_open),
         SQLITE_CASE(a_table_whose_unique_key_is_not_the_three_key_columns_is_refused),
