@@ -345,7 +345,11 @@ typedef struct resil_http_request {
                                             traceparent (and tracestate) among
                                             `headers`, else untraced. A traced
                                             call sends each attempt's own
-                                            traceparent (docs/telemetry.md) */
+                                            traceparent (docs/telemetry.md).
+                                            Its ids must not be all zero and
+                                            its tracestate must parse
+                                            (resil_tracestate_parse): the
+                                            call refuses another */
         resil_reserved trace_slot_;
     };
     resil_reserved reserved_[2]; /* room to grow (docs/abi.md) */
@@ -376,7 +380,8 @@ typedef struct resil_http_result {
  * Perform `easy` through the client. Returns 0 when the call ran to a stop
  * (read out->outcome and out->status: failures are results, not errors),
  * or RESIL_EINVAL for a NULL argument or a bad request (a KEY_GIVEN key
- * that is empty, too long or not printable ASCII), RESIL_ESYS when no key
+ * that is empty, too long or not printable ASCII, a key_mode out of range,
+ * a `trace` context no traceparent could carry), RESIL_ESYS when no key
  * could be generated, or RESIL_ENOMEM. After a hedged call the caller's
  * handle may not be the one that answered (out->hedge_winner > 0): read the
  * result, not the handle's getinfo.

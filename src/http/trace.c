@@ -10,6 +10,7 @@
  * one case that allocates, and only for a traced call whose headers carry
  * one.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -66,9 +67,33 @@ static int without_trace_headers(const struct curl_slist *h, struct curl_slist *
     return 0;
 }
 
+static bool all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != 0)
+            return false;
+    return true;
+}
+
+/* A caller's own context goes onto the wire as it is: its ids must be
+ * ones a traceparent may carry, and its tracestate one the parser takes
+ * (no CR or LF to end the header early). */
+static bool context_ok(const resil_span_context *c)
+{
+    if (all_zero(c->trace_id, sizeof c->trace_id) || all_zero(c->span_id, sizeof c->span_id))
+        return false;
+    size_t n = strnlen(c->tracestate, sizeof c->tracestate);
+    if (n == 0)
+        return true;
+    resil_span_context parsed;
+    return n < sizeof c->tracestate && resil_tracestate_parse(c->tracestate, n, &parsed, NULL) == 0;
+}
+
 int resil__http_tel_read(resil__http_tel *t, const resil_http_request *r,
                          struct curl_slist **headers)
 {
+    if (r->trace != NULL && !context_ok(r->trace))
+        return RESIL_EINVAL;
     if (r->trace != NULL) {
         t->parent = *r->trace;
         t->traced = true;

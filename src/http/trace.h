@@ -33,7 +33,8 @@ typedef struct resil__http_trace_hdr {
 /* The parent: the request's explicit context, else a valid traceparent
  * (and tracestate) among its headers. When traced and the caller's list
  * carries trace headers, `*headers` becomes a copy without them (so no
- * request sends two). RESIL_ENOMEM only. */
+ * request sends two). RESIL_EINVAL for an explicit context with an
+ * all-zero id or a tracestate that does not parse; RESIL_ENOMEM. */
 int resil__http_tel_read(resil__http_tel *t, const resil_http_request *r,
                          struct curl_slist **headers);
 static inline int resil__http_tel_trace(resil__http_tel *t, const resil_http_request *r,

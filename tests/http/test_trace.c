@@ -139,6 +139,33 @@ static void an_untraced_request_sends_no_trace_context(void **state)
                      0);
 }
 
+/* A context of the caller's own goes onto the wire as it is: one a
+ * traceparent cannot carry, or a tracestate that would end its header
+ * early, is refused before any request. */
+static void a_context_the_wire_cannot_carry_is_refused_before_any_request(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    resil_span_context c;
+    assert_int_equal(resil_traceparent_parse(parent_text, strlen(parent_text), &c, NULL), 0);
+    f->req.trace = &c;
+    snprintf(c.tracestate, sizeof c.tracestate, "rojo=1\r\nX-Evil: yes");
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    c.tracestate[0] = '\0';
+    memset(c.trace_id, 0, sizeof c.trace_id);
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    assert_int_equal(resil_traceparent_parse(parent_text, strlen(parent_text), &c, NULL), 0);
+    memset(c.span_id, 0, sizeof c.span_id);
+    assert_int_equal(fx_perform(f, "/a"), RESIL_EINVAL);
+    assert_int_equal(fx_count(f, "/a"), 0);
+    assert_int_equal(resil_traceparent_parse(parent_text, strlen(parent_text), &c, NULL), 0);
+    snprintf(c.tracestate, sizeof c.tracestate, "rojo=1");
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(fx_count(f, "/a"), 1);
+    assert_int_equal(http_request_header_count(http_server_request(f->server, "/a", 0),
+                                               "tracestate"), 1);
+}
+
 static void client_metrics_carry_the_http_attributes(void **state)
 {
     fx *f = *state;
@@ -179,6 +206,8 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(an_untraced_request_sends_no_trace_context, fx_setup,
                                         fx_teardown),
+        cmocka_unit_test_setup_teardown(
+            a_context_the_wire_cannot_carry_is_refused_before_any_request, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(client_metrics_carry_the_http_attributes, fx_setup,
                                         fx_teardown),
     };
