@@ -2,7 +2,13 @@
  * test_sqlite.c — the store on SQLite: the shared specification
  * (store_cases.c) on a fresh file per case, then what is SQLite's own:
  * WAL mode, processes racing on one file, SQLITE_BUSY from a second
- * connection retried as a whole transaction, files that cannot be opened.
+ * connection retried as a whole transaction (at open too), and the files
+ * a deployment may hand it, each refused at open in its class: paths
+ * that cannot be a database, other bytes, a truncated file, a file or a
+ * directory it may not write (as root too: the test puts its override
+ * aside), a table of its name whose columns or unique keys are not the
+ * store's; a body past SQLite's own length limit; a claim that outlives
+ * its store.
  */
 #include <linux/capability.h>
 #include <pthread.h>
@@ -137,6 +143,103 @@ static void unopenable_file_is_a_backend_error_without_retries(void **state)
     assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
 }
 
+/* Open a store on `url` (the fixture's clock and table): its error. */
+static int open_url(fixture *f, const char *url, resil_err *err)
+{
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = url;
+    o.table = f->table;
+    o.clock = f->clock;
+    resil_store *s = (resil_store *)&o;
+    int rc = resil_store_new(&o, &s, err);
+    resil_store_free(s);
+    assert_null(s);
+    return rc;
+}
+
+/* A directory, a path through a regular file, a path longer than SQLite
+ * takes: none can become the database, whatever a retry does. */
+static void paths_that_cannot_be_a_database_file_are_ebackend_at_open(void **state)
+{
+    fixture *f = *state;
+    char urls[3][5000];
+    snprintf(urls[0], sizeof urls[0], "sqlite:%s", dir);
+    snprintf(urls[1], sizeof urls[1], "sqlite:%s/store.db", path_of(f));
+    int n = snprintf(urls[2], sizeof urls[2], "sqlite:%s/", dir);
+    memset(urls[2] + n, 'a', 4096);
+    urls[2][n + 4096] = '\0';
+    for (int i = 0; i < 3; i++) {
+        resil_err err = {0};
+        assert_int_equal(open_url(f, urls[i], &err), RESIL_EBACKEND);
+        assert_string_equal(err.message, "store: sqlite: unable to open database file (unable "
+                                         "to open database file, not retryable after 1 "
+                                         "attempt)");
+    }
+    assert_int_equal(resil_fake_clock_sleep_count(f->fc), 0);
+}
+
+/* Write `len` bytes of a pattern over the file. */
+static void overwrite(const char *path, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    for (size_t i = 0; i < len; i++)
+        fputc((int)(i * 7 % 251), fp);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void a_file_of_other_bytes_is_ebackend_at_open_as_not_a_database(void **state)
+{
+    fixture *f = *state;
+    resil_store_free(f->s);
+    f->s = NULL;
+    overwrite(path_of(f), 8192);
+    resil_err err = {0};
+    assert_int_equal(open_url(f, f->url, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "store: sqlite: file is not a database (file is not a "
+                                     "database, not retryable after 1 attempt)");
+}
+
+/* The store's file cut short, as a copy that stopped half way leaves it. */
+static void a_truncated_database_is_ebackend_at_open_as_malformed(void **state)
+{
+    fixture *f = *state;
+    resil_store_free(f->s);
+    f->s = NULL;
+    assert_int_equal(truncate(path_of(f), 5000), 0);
+    resil_err err = {0};
+    assert_int_equal(open_url(f, f->url, &err), RESIL_EBACKEND);
+    assert_string_equal(err.message, "store: sqlite: database disk image is malformed "
+                                     "(database disk image is malformed, not retryable after 1 "
+                                     "attempt)");
+}
+
+/* A claim's record outlives its store: another store answers it in
+ * progress for the rest of its lease, then takes it over, and the first
+ * run's lease no longer completes it. */
+static void a_claim_outstanding_when_its_store_is_freed_keeps_its_key_for_its_lease(
+    void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    resil_store_free(f->s);
+    f->s = fixture_open(f, NULL, NULL);
+    resil_fake_clock_advance(f->fc, RESIL_S(4));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_duration_equal(f->res.lease_left, RESIL_S(6));
+    resil_fake_clock_advance(f->fc, RESIL_S(6));
+    assert_int_equal(begin_key(f, f->s, "k-1", "a"), RESIL_STORE_FIRST);
+    assert_true(f->res.taken_over);
+    assert_int_equal(f->res.lease, lease + 1);
+    resil_store_key k = {.tenant = "acme", .operation = "create-order", .key = "k-1"};
+    resil_store_response r = {.status = 201};
+    resil_err err = {0};
+    assert_int_equal(resil_store_complete(f->s, &k, lease, &r, &err), RESIL_ESTATE);
+    assert_lease_lost(&err, lease, "k-1");
+}
+
 /* ---- SQLITE_BUSY: the whole transaction is retried -------------------------- */
 
 typedef struct holder {
@@ -241,6 +344,41 @@ static void busy_complete_is_retried_too(void **state)
     assert_int_equal(h.retries, 1);
     resil_fake_clock_set_hook(f->fc, NULL, NULL);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_REPLAY);
+    resil_store_free(s);
+}
+
+/* A file another program holds in an exclusive lock (not yet in WAL mode,
+ * so switching it needs the lock): the open is unavailable, retried under
+ * the policy, then RESIL_EBUSY, as a PostgreSQL server that is not there
+ * yet; it opens once the lock goes. */
+static void a_database_locked_at_open_is_ebusy_after_the_retries(void **state)
+{
+    fixture *f = *state;
+    holder h = {0};
+    char path[600];
+    snprintf(path, sizeof path, "%.400s/locked-%d.db", dir, files++);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE other (a); BEGIN EXCLUSIVE;"
+                                      " INSERT INTO other VALUES (1)", NULL, NULL, NULL),
+                     SQLITE_OK);
+    snprintf(f->url, sizeof f->url, "sqlite:%.480s", path);
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = f->url;
+    o.table = f->table;
+    o.clock = f->clock;
+    no_busy_wait(&o, &h);
+    resil_store *s = (resil_store *)&o;
+    resil_err err = {0};
+    assert_int_equal(resil_store_new(&o, &s, &err), RESIL_EBUSY);
+    assert_null(s);
+    assert_string_equal(err.message, "store: sqlite: database is locked (database is locked, "
+                                     "attempts exhausted after 3 attempts)");
+    assert_int_equal(h.retries, 2);
+    assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(resil_store_new(&o, &s, &err), 0);
     resil_store_free(s);
 }
 
@@ -654,9 +792,14 @@ int main(void)
         SQLITE_CASE(a_clock_past_2248_holds_the_first_lease_below_int64_max),
         cmocka_unit_test(memory_database_works_with_one_connection),
         SQLITE_CASE(unopenable_file_is_a_backend_error_without_retries),
+        SQLITE_CASE(paths_that_cannot_be_a_database_file_are_ebackend_at_open),
+        SQLITE_CASE(a_file_of_other_bytes_is_ebackend_at_open_as_not_a_database),
+        SQLITE_CASE(a_truncated_database_is_ebackend_at_open_as_malformed),
+        SQLITE_CASE(a_claim_outstanding_when_its_store_is_freed_keeps_its_key_for_its_lease),
         SQLITE_CASE(busy_database_is_retried_as_a_whole_transaction),
         SQLITE_CASE(busy_beyond_the_policy_is_ebusy_naming_the_attempts),
         SQLITE_CASE(busy_complete_is_retried_too),
+        SQLITE_CASE(a_database_locked_at_open_is_ebusy_after_the_retries),
         SQLITE_CASE(a_constraint_the_database_enforces_is_ebackend_without_retries),
         SQLITE_CASE(a_table_dropped_under_the_store_is_ebackend_without_retries),
         SQLITE_CASE(a_disk_that_refuses_writes_is_ebusy_without_retries),

@@ -5,12 +5,14 @@
  * the lock goes; a journal left by a process killed mid-outage is replayed
  * at open; a torn tail is ignored and never hides a later record; an entry
  * whose record was taken over meanwhile is dropped and counted; one store
- * per journal file. The fake clock drives the retries and the replay
+ * per journal file; a completion that neither the database nor the journal
+ * can take is refused naming both and leaves nothing behind. The fake clock drives the retries and the replay
  * interval, so nothing sleeps.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -413,6 +415,43 @@ static void a_store_without_a_journal_reports_ebusy_and_zero_stats(void **state)
     resil_store_free(s);
 }
 
+/* RLIMIT_FSIZE 0 refuses every write past a file's end, the database's
+ * (an I/O error: unavailable) and the journal's append alike: the call
+ * says both, nothing half-written stays in the journal, and the key is
+ * still its run's to complete once the disk takes writes again. */
+static void a_completion_neither_the_database_nor_the_journal_can_take_is_ebusy_naming_both(
+    void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    resil_store *s = fixture_open(f, with_journal, &j);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    struct rlimit was;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit none = {.rlim_cur = 0, .rlim_max = was.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
+    resil_err err = {0};
+    int rc = complete_saved(s, &K1, lease, &err);
+    setrlimit(RLIMIT_FSIZE, &was);
+    signal(SIGXFSZ, old);
+    assert_int_equal(rc, RESIL_EBUSY);
+    char want[800];
+    snprintf(want, sizeof want,
+             "store: sqlite: disk I/O error (disk I/O error, not retryable after 1 attempt); "
+             "the journal failed too: store.journal '%.120s': append: File too large",
+             j.path);
+    assert_string_equal(err.message, want);
+    assert_stats(s, 0, 0, 0, 0);
+    assert_int_equal(file_size(j.path), 8);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_IN_PROGRESS);
+    assert_int_equal(complete_saved(s, &K1, lease, &err), 0);
+    assert_replays_saved(f, s, "k-1");
+    resil_store_free(s);
+}
+
 /* ---- threads ------------------------------------------------------------------ */
 
 #define WRITERS 8
@@ -553,6 +592,7 @@ int main(void)
         JOURNAL_CASE(an_entry_whose_record_was_taken_over_is_dropped_and_counted),
         JOURNAL_CASE(a_second_store_on_the_same_journal_is_ebusy),
         JOURNAL_CASE(a_store_without_a_journal_reports_ebusy_and_zero_stats),
+        JOURNAL_CASE(a_completion_neither_the_database_nor_the_journal_can_take_is_ebusy_naming_both),
         JOURNAL_CASE(completions_from_many_threads_during_an_outage_are_all_journaled),
         JOURNAL_CASE(an_async_completion_the_database_cannot_take_goes_to_the_journal),
         JOURNAL_CASE(async_calls_for_a_journaled_key_answer_as_the_blocking_ones),
