@@ -8,7 +8,10 @@
  */
 #include "store_cases.h"
 
+#include <errno.h>
+#include <linux/capability.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 store_url_fn store_cases_url;
@@ -801,4 +804,36 @@ int await_reply(reply *r)
     int rc = r->rc;
     pthread_mutex_unlock(&r->mu);
     return rc;
+}
+
+/* ---- file modes, as root too ------------------------------------------------- */
+
+_Static_assert(sizeof(file_modes_held) == 2 * sizeof(struct __user_cap_data_struct),
+               "file_modes_held holds a thread's two capability words");
+
+static void capset_or_fail(const struct __user_cap_data_struct *d)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    if (syscall(SYS_capset, &h, d) != 0)
+        fail_msg("capset: %s", strerror(errno));
+}
+
+file_modes_held file_modes_hold(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &h, d) != 0)
+        fail_msg("capget: %s", strerror(errno));
+    file_modes_held was;
+    memcpy(was.caps, d, sizeof d);
+    d[0].effective &= ~(UINT32_C(1) << CAP_DAC_OVERRIDE);
+    capset_or_fail(d);
+    return was;
+}
+
+void file_modes_release(const file_modes_held *was)
+{
+    struct __user_cap_data_struct d[2];
+    memcpy(d, was->caps, sizeof d);
+    capset_or_fail(d);
 }

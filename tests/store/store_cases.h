@@ -67,6 +67,18 @@ int calls_of(reply *r);
 /* Wait for the callback (a condition variable, no timing); its rc. */
 int await_reply(reply *r);
 
+/* Root writes through a file's mode (CAP_DAC_OVERRIDE): while a mode must
+ * count, file_modes_hold() puts that capability aside for the calling
+ * thread (threads it starts meanwhile inherit that), and
+ * file_modes_release() takes it back. A process without it has nothing
+ * to put aside. */
+typedef struct file_modes_held {
+    uint32_t caps[6]; /* the thread's capability sets as they were */
+} file_modes_held;
+
+file_modes_held file_modes_hold(void);
+void file_modes_release(const file_modes_held *was);
+
 /* Run the shared cases, then a backend's own, as one cmocka group, twice:
  * with the stores' default group commit, then with one transaction per
  * call. Returns the number of failures (or 1 when out of memory). */

@@ -10,14 +10,12 @@
  * store's; a body past SQLite's own length limit; a claim that outlives
  * its store.
  */
-#include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -463,30 +461,6 @@ static void a_disk_that_refuses_writes_is_ebusy_without_retries(void **state)
 
 /* ---- files the store cannot write ------------------------------------------ */
 
-/* Root writes through a file's mode (CAP_DAC_OVERRIDE): while a mode must
- * count, this thread puts that capability aside, and takes it back after.
- * A process without it has nothing to put aside. */
-typedef struct caps {
-    struct __user_cap_data_struct d[2];
-} caps;
-
-static caps modes_count(void)
-{
-    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-    caps was;
-    assert_int_equal(syscall(SYS_capget, &h, was.d), 0);
-    caps now = was;
-    now.d[0].effective &= ~(1u << CAP_DAC_OVERRIDE);
-    assert_int_equal(syscall(SYS_capset, &h, now.d), 0);
-    return was;
-}
-
-static void caps_back(caps *was)
-{
-    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-    assert_int_equal(syscall(SYS_capset, &h, was->d), 0);
-}
-
 /* Open a store on the fixture's file and table as a user the modes hold
  * to; its error, and no store. */
 static int open_bound_by_modes(fixture *f, resil_err *err)
@@ -497,9 +471,9 @@ static int open_bound_by_modes(fixture *f, resil_err *err)
     o.table = f->table;
     o.clock = f->clock;
     resil_store *s = (resil_store *)&o;
-    caps was = modes_count();
+    file_modes_held was = file_modes_hold();
     int rc = resil_store_new(&o, &s, err);
-    caps_back(&was);
+    file_modes_release(&was);
     resil_store_free(s);
     assert_null(s);
     return rc;

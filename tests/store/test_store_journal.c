@@ -5,9 +5,11 @@
  * the lock goes; a journal left by a process killed mid-outage is replayed
  * at open; a torn tail is ignored and never hides a later record; an entry
  * whose record was taken over meanwhile is dropped and counted; one store
- * per journal file; a completion that neither the database nor the journal
- * can take is refused naming both and leaves nothing behind. The fake clock drives the retries and the replay
- * interval, so nothing sleeps.
+ * per journal file; a completion that neither the database nor the
+ * journal can take is refused naming both and leaves nothing behind; a
+ * journal whose database the next store cannot write keeps its entries.
+ * The fake clock drives the retries and the replay interval, so nothing
+ * sleeps.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -267,6 +269,44 @@ static void a_journal_left_by_a_killed_process_is_replayed_at_open(void **state)
     assert_int_equal(WTERMSIG(status), SIGKILL);
     unlock_database(lock);
     resil_store *s = fixture_open(f, with_journal, &j);
+    assert_stats(s, 0, 0, 1, 0);
+    assert_replays_saved(f, s, "k-1");
+    resil_store_free(s);
+}
+
+/* A journal left with an answer, and a database file the next store may
+ * not write (a restore that left it read-only): the open is refused and
+ * the answer waits in the journal — a replay into that file would fail
+ * for good and drop it — until a store that can write takes it. */
+static void a_journal_waits_for_a_database_the_store_can_write(void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    resil_store *s = fixture_open(f, with_journal, &j);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    sqlite3 *lock = lock_database(f);
+    assert_int_equal(complete_saved(s, &K1, f->res.lease, NULL), 0);
+    resil_store_free(s);
+    unlock_database(lock);
+    resil_store_free(f->s); /* no connection left, no -wal beside the file */
+    f->s = NULL;
+    assert_int_equal(chmod(path_of(f), 0444), 0);
+    resil_store_opts o;
+    resil_store_opts_default(&o);
+    o.url = f->url;
+    o.table = f->table;
+    o.clock = f->clock;
+    with_journal(&o, &j);
+    resil_err err = {0};
+    file_modes_held was = file_modes_hold();
+    int rc = resil_store_new(&o, &s, &err);
+    file_modes_release(&was);
+    resil_store_free(s);
+    assert_int_equal(chmod(path_of(f), 0644), 0);
+    assert_int_equal(rc, RESIL_EBACKEND);
+    assert_true(file_size(j.path) > 8);
+    s = fixture_open(f, with_journal, &j);
     assert_stats(s, 0, 0, 1, 0);
     assert_replays_saved(f, s, "k-1");
     resil_store_free(s);
@@ -586,6 +626,7 @@ int main(void)
         JOURNAL_CASE(waiting_entries_are_replayed_by_a_later_call_at_most_once_a_second),
         JOURNAL_CASE(a_journal_left_by_a_store_freed_without_replay_is_replayed_at_open),
         JOURNAL_CASE(a_journal_left_by_a_killed_process_is_replayed_at_open),
+        JOURNAL_CASE(a_journal_waits_for_a_database_the_store_can_write),
         JOURNAL_CASE(a_torn_tail_is_ignored_and_does_not_hide_later_records),
         JOURNAL_CASE(a_file_that_is_not_a_journal_is_refused),
         JOURNAL_CASE(a_journal_cut_inside_its_magic_is_a_new_journal),
