@@ -7,13 +7,18 @@
  * whose record was taken over meanwhile is dropped and counted; one store
  * per journal file; a completion that neither the database nor the
  * journal can take is refused naming both and leaves nothing behind; a
- * journal whose database the next store cannot write keeps its entries.
+ * journal whose database the next store cannot write keeps its entries;
+ * on a really full disk (a small tmpfs, when the test may mount one) a
+ * begin is unavailable and the journal takes the completion.
  * The fake clock drives the retries and the replay interval, so nothing
  * sleeps.
  */
 #include <pthread.h>
 #include <signal.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -492,6 +497,87 @@ static void a_completion_neither_the_database_nor_the_journal_can_take_is_ebusy_
     resil_store_free(s);
 }
 
+/* Fill the filesystem holding `path` with a file of that name: every
+ * byte it has left. */
+static void fill_up(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    static const char block[4096];
+    while (write(fd, block, sizeof block) > 0)
+        ;
+    assert_int_equal(errno, ENOSPC);
+    close(fd);
+}
+
+typedef struct full_disk {
+    int begin_rc, complete_rc, replay_rc;
+    char begin_error[256];
+    resil_store_journal_stats full, after;
+    size_t replayed;
+    resil_store_verdict verdict;
+} full_disk;
+
+/* The database on a small tmpfs, the journal beside the test's files. */
+static void run_on_a_disk_that_fills(fixture *f, journaled *j, const char *mnt, full_disk *out)
+{
+    snprintf(f->url, sizeof f->url, "sqlite:%.480s/store.db", mnt);
+    resil_store *s = fixture_open(f, with_journal, j);
+    assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
+    uint64_t lease = f->res.lease;
+    char filler[600];
+    snprintf(filler, sizeof filler, "%.500s/filler", mnt);
+    fill_up(filler);
+    uint8_t h[RESIL_SHA256_LEN];
+    hash_of("a", h);
+    resil_store_key k2 = {.tenant = "acme", .operation = "create-order", .key = "k-2"};
+    resil_err err = {0};
+    out->begin_rc = resil_store_begin(s, &k2, h, &f->res, &err);
+    snprintf(out->begin_error, sizeof out->begin_error, "%s", err.message);
+    out->complete_rc = complete_saved(s, &K1, lease, NULL);
+    resil_store_journal_stats_get(s, &out->full);
+    unlink(filler);
+    out->replay_rc = resil_store_journal_replay(s, &out->replayed, NULL);
+    resil_store_journal_stats_get(s, &out->after);
+    out->verdict = begin_key(f, s, "k-1", "a");
+    resil_store_free(s);
+}
+
+/* A real full disk (ENOSPC): the database cannot serve, which is
+ * unavailable at once — a begin is RESIL_EBUSY, a completion goes to the
+ * journal on another disk — and the answer reaches the database once
+ * space is back. Mounting the tmpfs needs root; elsewhere it is skipped
+ * (a_disk_that_refuses_writes_is_ebusy_without_retries in test_sqlite.c
+ * covers the class without one). */
+static void a_full_disk_is_ebusy_for_a_begin_and_the_journal_takes_the_completion(
+    void **state)
+{
+    fixture *f = *state;
+    journaled j;
+    journal_for(f, &j);
+    char mnt[600];
+    snprintf(mnt, sizeof mnt, "%.500s/full-%d", dir, files++);
+    assert_int_equal(mkdir(mnt, 0755), 0);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") != 0) {
+        rmdir(mnt);
+        skip();
+    }
+    full_disk out = {0};
+    run_on_a_disk_that_fills(f, &j, mnt, &out);
+    assert_int_equal(umount(mnt), 0);
+    rmdir(mnt);
+    assert_int_equal(out.begin_rc, RESIL_EBUSY);
+    assert_string_equal(out.begin_error, "store: sqlite: database or disk is full (database or "
+                                         "disk is full, not retryable after 1 attempt)");
+    assert_int_equal(out.complete_rc, 0);
+    assert_int_equal(out.full.pending, 1);
+    assert_int_equal(out.full.written, 1);
+    assert_int_equal(out.replay_rc, 0);
+    assert_int_equal(out.replayed, 1);
+    assert_int_equal(out.after.pending, 0);
+    assert_int_equal(out.verdict, RESIL_STORE_REPLAY);
+}
+
 /* ---- threads ------------------------------------------------------------------ */
 
 #define WRITERS 8
@@ -634,6 +720,7 @@ int main(void)
         JOURNAL_CASE(a_second_store_on_the_same_journal_is_ebusy),
         JOURNAL_CASE(a_store_without_a_journal_reports_ebusy_and_zero_stats),
         JOURNAL_CASE(a_completion_neither_the_database_nor_the_journal_can_take_is_ebusy_naming_both),
+        JOURNAL_CASE(a_full_disk_is_ebusy_for_a_begin_and_the_journal_takes_the_completion),
         JOURNAL_CASE(completions_from_many_threads_during_an_outage_are_all_journaled),
         JOURNAL_CASE(an_async_completion_the_database_cannot_take_goes_to_the_journal),
         JOURNAL_CASE(async_calls_for_a_journaled_key_answer_as_the_blocking_ones),
