@@ -100,6 +100,17 @@ int args_nonempty(const args *a, const char *option, const char *what, const cha
     return 0;
 }
 
+bool args_token(const char *s, size_t len)
+{
+    static const char tchar[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789!#$%&'*+-.^_`|~";
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\0' || strchr(tchar, s[i]) == NULL)
+            return false;
+    }
+    return len > 0;
+}
+
 bool args_whole(const char *text, uint64_t *out)
 {
     if (text[0] < '0' || text[0] > '9')

@@ -62,6 +62,10 @@ int args_fail(const args *a, const char *fmt, ...) RESIL_PRINTF(2, 3);
 int args_nonempty(const args *a, const char *option, const char *what, const char *v,
                   const char **out);
 
+/* Are the `len` bytes at `s` an HTTP token (RFC 9110: letters, digits and
+ * !#$%&'*+-.^_`|~), as a header's or a method's name is? */
+bool args_token(const char *s, size_t len);
+
 /* Is `text` a whole decimal number (digits only, no sign, no spaces) that
  * fits in 64 bits? */
 bool args_whole(const char *text, uint64_t *out);

@@ -354,10 +354,7 @@ static int parse_idle_timeout(const args *a, const char *v, gw_config *cfg)
 static int parse_tenant_header(const args *a, const char *v, gw_config *cfg)
 {
     size_t len = strlen(v);
-    bool ok = len > 0 && len <= RESIL_STORE_FIELD_MAX;
-    for (size_t i = 0; ok && i < len; i++)
-        ok = gw_token_char((unsigned char)v[i]);
-    if (!ok)
+    if (len > RESIL_STORE_FIELD_MAX || !args_token(v, len))
         return args_reject(a, "--tenant-header", "an HTTP header name", v);
     cfg->tenant_header = v;
     return 0;

@@ -198,9 +198,9 @@ static void usage(FILE *out, const policy_opts *defaults)
 static int parse_header(http_opts *o, const args *a, const char *v)
 {
     size_t name = strcspn(v, ":;");
-    if (name == 0 || v[name] == '\0' || (v[name] == ';' && v[name + 1] != '\0') ||
+    if (!args_token(v, name) || v[name] == '\0' || (v[name] == ';' && v[name + 1] != '\0') ||
         strpbrk(v, "\r\n") != NULL)
-        return args_reject(a, "--header", "'NAME: VALUE', 'NAME:' or 'NAME;'", v);
+        return args_reject(a, "--header", "'NAME: VALUE', 'NAME:' or 'NAME;' with NAME a header name", v);
     struct curl_slist *h = curl_slist_append(o->headers, v);
     if (h == NULL)
         return args_fail(a, "out of memory");
@@ -268,8 +268,9 @@ static int parse_hint_header(http_opts *o, const args *a, const char *v)
     if (o->nhint == MAX_HINT_HEADERS)
         return args_fail(a, "--retry-after-header: at most %d names; '%s' is one too many",
                          MAX_HINT_HEADERS, v);
-    if (v[0] == '\0' || strpbrk(v, ": \t\r\n") != NULL)
-        return args_reject(a, "--retry-after-header", "a header name", v);
+    if (!args_token(v, strlen(v)))
+        return args_reject(a, "--retry-after-header",
+                           "a header name (letters, digits and !#$%&'*+-.^_`|~)", v);
     o->hint_headers[o->nhint++] = v;
     return 0;
 }

@@ -364,7 +364,8 @@ static void header_values_with_a_line_break_are_refused_by_name(void **state)
         const char *option, *value, *message;
     } rows[] = {
         {"-H", "X-A: 1\r\nX-B: 2",
-         "resil http: --header must be 'NAME: VALUE', 'NAME:' or 'NAME;', got 'X-A: 1\r\nX-B: 2'"},
+         "resil http: --header must be 'NAME: VALUE', 'NAME:' or 'NAME;' with NAME a header name, "
+         "got 'X-A: 1\r\nX-B: 2'"},
         {"-A", "agent\nX-B: 2", "resil http: --user-agent must be one line of text, got "
                                "'agent\nX-B: 2'"},
         {"-e", "http://a/\r\nX-B: 2", "resil http: --referer must be one line of text, got "
@@ -384,6 +385,53 @@ static void header_values_with_a_line_break_are_refused_by_name(void **state)
         assert_string_equal(err.message, rows[i].message);
         http_opts_free(&o);
     }
+}
+
+/* A header's name is an HTTP token: one with a space, a slash or a
+ * control character would go out as a line no server reads as a header. */
+static void header_names_that_are_not_tokens_are_refused_by_name(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *option, *value, *message;
+    } rows[] = {
+        {"-H", "X A: 1",
+         "resil http: --header must be 'NAME: VALUE', 'NAME:' or 'NAME;' with NAME a header name, "
+         "got 'X A: 1'"},
+        {"-H", "X/A;", "resil http: --header must be 'NAME: VALUE', 'NAME:' or 'NAME;' with NAME "
+                       "a header name, got 'X/A;'"},
+        {"-H", ": 1", "resil http: --header must be 'NAME: VALUE', 'NAME:' or 'NAME;' with NAME "
+                      "a header name, got ': 1'"},
+        {"--retry-after-header", "X/Wait",
+         "resil http: --retry-after-header must be a header name (letters, digits and "
+         "!#$%&'*+-.^_`|~), got 'X/Wait'"},
+        {"--retry-after-header", "",
+         "resil http: --retry-after-header must be a header name (letters, digits and "
+         "!#$%&'*+-.^_`|~), got ''"},
+        {"--retry-after-header", "X-Wait\x7f",
+         "resil http: --retry-after-header must be a header name (letters, digits and "
+         "!#$%&'*+-.^_`|~), got 'X-Wait\x7f'"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        http_opts o;
+        resil_err err;
+        assert_int_equal(PARSE(&o, &err, (char *)rows[i].option, (char *)rows[i].value, "u"),
+                         RESIL_EINVAL);
+        assert_string_equal(err.message, rows[i].message);
+        http_opts_free(&o);
+    }
+}
+
+static void header_names_take_every_token_character(void **state)
+{
+    (void)state;
+    http_opts o;
+    resil_err err;
+    assert_int_equal(PARSE(&o, &err, "-H", "X-a.b_c~1!#$%&'*+^`|: v", "--retry-after-header",
+                           "X-a.b_c~1!#$%&'*+^`|", "u"),
+                     0);
+    assert_int_equal(o.nhint, 1);
+    http_opts_free(&o);
 }
 
 /* A cookie value without '=' names a file, whose name may hold any byte. */
@@ -524,6 +572,8 @@ int main(void)
         cmocka_unit_test(tls_files_are_kept_and_must_not_be_empty),
         cmocka_unit_test(unknown_write_out_variable_is_refused_by_name),
         cmocka_unit_test(header_values_with_a_line_break_are_refused_by_name),
+        cmocka_unit_test(header_names_that_are_not_tokens_are_refused_by_name),
+        cmocka_unit_test(header_names_take_every_token_character),
         cmocka_unit_test(a_hedge_to_url_without_a_readable_host_is_refused_by_name),
         cmocka_unit_test(a_url_without_a_readable_host_is_refused_with_hedge_to),
         cmocka_unit_test(a_hedge_to_host_takes_curls_forms),
