@@ -5,9 +5,10 @@
  * Pure functions of what an attempt produced, so the table is tested row by
  * row without a network — but for one question only the handle answers
  * (was a request sent before an answer libcurl could not read?), which
- * Microsoft's table asks of r->easy when there is one. A transfer error is judged before any status,
- * because a status that arrived over a transfer that then broke (a 200 whose
- * body was cut off) describes a response the caller never fully got.
+ * Microsoft's table asks of r->easy when there is one. A transfer error is
+ * judged before any status, because a status that arrived over a transfer
+ * that then broke (a 200 whose body was cut off) describes a response the
+ * caller never fully got.
  *
  * Microsoft's standard handler has a predicate of its own, which the
  * microsoft-standard profile reproduces: it is a second table beside
