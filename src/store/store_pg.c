@@ -84,6 +84,13 @@ static const char *const schema_present_sql =
 
 #define WHERE_KEY "tenant = $1 AND operation = $2 AND idempotency_key = $3"
 
+/* The claim's insert names its conflict target: "the first writer wins"
+ * rests on a unique key on exactly the three key columns, and with the
+ * target named PostgreSQL refuses (42P10, when the statement is planned:
+ * see connected) a table by the store's name that lacks one, where a bare ON CONFLICT
+ * would let every begin of a key be first. */
+#define ON_KEY_CONFLICT "ON CONFLICT (tenant, operation, idempotency_key) DO NOTHING"
+
 static const struct {
     const char *name;
     const char *sql;
@@ -94,7 +101,7 @@ static const struct {
                    "INSERT INTO {T} (tenant, operation, idempotency_key,"
                    " request_hash, status, created_at, lease_expires_at, lease)"
                    " VALUES ($1, $2, $3, $4, NULL, $5, $6, $7)"
-                   " ON CONFLICT DO NOTHING RETURNING lease",
+                   " " ON_KEY_CONFLICT " RETURNING lease",
                    7, {OID_TEXT, OID_TEXT, OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, OID_INT8}},
     [PS_TAKEOVER] = {"resil_store_takeover",
                      "UPDATE {T} SET lease = lease + 1, created_at = $5,"
@@ -132,7 +139,7 @@ static const struct {
                         " created_at, lease_expires_at, lease"
                         " FROM unnest($1, $2, $3, $4, $5, $6, $7) AS i(tenant, operation,"
                         " idempotency_key, request_hash, created_at, lease_expires_at, lease)"
-                        " ON CONFLICT DO NOTHING"
+                        " " ON_KEY_CONFLICT
                         " RETURNING tenant, operation, idempotency_key, lease",
                         7, {OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_TEXT_ARRAY, OID_BYTEA_ARRAY,
                             OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT8_ARRAY}},
@@ -410,6 +417,16 @@ static resil_outcome connected(store_conn *c, char *msg, size_t cap)
             return fail(c, r, msg, cap);
         PQclear(r);
     }
+    /* PREPARE does not plan, and the claims' conflict target is matched
+     * to the table's unique keys when a statement is planned: plan both
+     * now (EXPLAIN runs nothing), so that a table the target cannot
+     * arbitrate is refused at open, not at the first begin. */
+    if (resil_outcome_ok(&o))
+        o = command(c,
+                    "EXPLAIN EXECUTE resil_store_insert('', '', '', '', 0, 0, 0);"
+                    " EXPLAIN EXECUTE resil_store_insert_many('{}', '{}', '{}', '{}', '{}',"
+                    " '{}', '{}')",
+                    msg, cap);
     return o;
 }
 

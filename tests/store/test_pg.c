@@ -765,6 +765,39 @@ static void a_table_of_another_layout_is_refused_at_open_naming_the_column(void 
     assert_int_equal(a.r.count, 0);
 }
 
+/* A table by the store's name whose unique key is not the three key
+ * columns — none at all, or the key alone — is refused at open for good:
+ * the claim's insert names its conflict target, which such a table cannot
+ * arbitrate. Before, every begin of one key on a table without a unique
+ * key was first, and the request ran twice. */
+static void a_table_without_the_keys_unique_key_is_refused_at_open(void **state)
+{
+    fixture *f = *state;
+    static const char *const keys[] = {"", ", UNIQUE (idempotency_key)",
+                                       ", UNIQUE (tenant, idempotency_key)"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char table[80];
+        snprintf(table, sizeof table, "%s_nokey%zu", f->table, i);
+        PGconn *c = admin();
+        sql_ok(c,
+               "CREATE TABLE %s (tenant TEXT NOT NULL, operation TEXT NOT NULL,"
+               " idempotency_key TEXT NOT NULL, request_hash BYTEA NOT NULL, status INTEGER,"
+               " headers BYTEA, body BYTEA, created_at BIGINT NOT NULL,"
+               " lease_expires_at BIGINT NOT NULL, lease BIGINT NOT NULL DEFAULT 0%s);"
+               "CREATE INDEX %s_created_at ON %s (created_at)",
+               table, keys[i], table, table);
+        PQfinish(c);
+        as_role a = {.table = table, .r = {0}};
+        snprintf(a.url, sizeof a.url, "%s", f->url);
+        resil_err err = {0};
+        assert_int_equal(open_refused(f, &a, &err), RESIL_EBACKEND);
+        assert_non_null(strstr(err.message, "no unique or exclusion constraint matching the ON "
+                                            "CONFLICT specification"));
+        assert_non_null(strstr(err.message, "(SQLSTATE 42P10, not retryable after 1 attempt)"));
+        assert_int_equal(a.r.count, 0);
+    }
+}
+
 /* A login the server refuses. libpq gives a failed connection no
  * SQLSTATE, and a server starting up refuses a login the same way
  * (57P03), so it is retried as a lost connection: RESIL_EBUSY after the
@@ -1218,6 +1251,7 @@ int main(void)
         PG_CASE(a_role_with_row_rights_only_serves_from_a_table_made_for_it),
         PG_CASE(a_role_that_may_not_create_the_missing_table_is_refused_for_good),
         PG_CASE(a_table_of_another_layout_is_refused_at_open_naming_the_column),
+        PG_CASE(a_table_without_the_keys_unique_key_is_refused_at_open),
         PG_CASE(a_refused_login_is_ebusy_after_the_policy_in_the_servers_words),
         PG_CASE(a_claim_cut_while_it_waits_is_rerun_and_meets_the_other_claim),
         PG_CASE(a_completion_cut_while_it_waits_is_rerun_and_saved_once),
