@@ -313,7 +313,9 @@ static int io_error(resil_err *err, const store_journal *j, const char *what)
                          strerror(errno));
 }
 
-/* Read the whole file: NULL with *len 0 for an empty one. */
+/* Read the whole file: NULL with *len 0 for an empty one. A read that
+ * fails part way is an error, not the file's end: what follows would be
+ * taken for a torn tail and cut off, and the records in it lost. */
 static int slurp(store_journal *j, uint8_t **out, size_t *len, resil_err *err)
 {
     struct stat st;
@@ -331,7 +333,12 @@ static int slurp(store_journal *j, uint8_t **out, size_t *len, resil_err *err)
         ssize_t n = pread(j->fd, buf + got, (size_t)st.st_size - got, (off_t)got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0) {
+            int rc = io_error(err, j, "read");
+            free(buf);
+            return rc;
+        }
+        if (n == 0)
             break;
         got += (size_t)n;
     }
