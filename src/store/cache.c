@@ -294,13 +294,21 @@ void resil__cache_begun(store_cache *c, const store_call *call, int64_t expires_
 /* This process completed (owned) or lost (not owned, released) the key
  * under `lease`: a claim it remembered becomes the completed record, or
  * is forgotten. */
+/* Would the answer's entry fit the bound at all? One that would not is
+ * neither allocated nor copied under the lock only for insert to free it. */
+static bool fits(const store_cache *c, const cache_key *k, const resil_store_response *r)
+{
+    return ENTRY_COST + k->len + r->headers_len + r->body_len <= c->bound;
+}
+
 void resil__cache_settled(store_cache *c, const store_call *call, bool completed)
 {
     cache_key k;
     if (c == NULL || !key_of(call, &k))
         return;
     const resil_store_response *r = call->resp;
-    cache_entry *e = completed ? entry_new(&k, r->headers_len, r->body_len) : NULL;
+    cache_entry *e =
+        completed && fits(c, &k, r) ? entry_new(&k, r->headers_len, r->body_len) : NULL;
     pthread_mutex_lock(&c->mu);
     cache_entry **p = slot(c, &k), *claim = *p;
     if (claim == NULL || claim->completed || claim->lease != call->lease) {
