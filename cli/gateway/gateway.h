@@ -298,6 +298,7 @@ struct gw_req {
     char *target;   /* raw path and query */
     gw_buf body;
     bool started;
+    bool shut;      /* answered on its socket while its body was coming (413) */
     resil_instant start;
     const char *idem; /* what the idempotency rules did, for the log and /metrics */
     const char *error_type; /* why no upstream answer was passed on, for /metrics */

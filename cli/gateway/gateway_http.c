@@ -284,6 +284,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
 }
 
+/* Write a last answer straight on the socket, past libmicrohttpd, and
+ * shut it down: libmicrohttpd sees the socket end and closes it. */
+static void shut_with(int fd, const char *answer, size_t len)
+{
+    (void)send(fd, answer, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    shutdown(fd, SHUT_RDWR);
+}
+
 /* Answer 408 to a connection past its deadline and shut it down;
  * libmicrohttpd sees the socket end and closes it. On the loop, which
  * alone closes connections: the fd cannot be reused while this runs. */
@@ -294,8 +302,7 @@ static void cut(gw_conn *c)
                                   "{\"error\":\"request_timeout\",\"message\":\"the request "
                                   "took too long\"}\n";
     c->phase = PHASE_CUT;
-    (void)send(c->fd, timeout, sizeof timeout - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-    shutdown(c->fd, SHUT_RDWR);
+    shut_with(c->fd, timeout, sizeof timeout - 1);
 }
 
 /* How often deadlines are checked: a tenth of the shortest, 10 ms..1 s. */
@@ -779,6 +786,34 @@ static enum MHD_Result refuse(gw_req *r, struct MHD_Connection *conn, const char
     return gw_send_error(r, conn, method, status, code, message, NULL);
 }
 
+/* A chunked body that passes --max-body while it is still coming (a
+ * Content-Length over it is refused before the body): libmicrohttpd takes
+ * no answer until a body has ended, which a client may put off until the
+ * body timeout, so the 413 is written on the socket and the connection
+ * shut down, as a deadline's 408 is (cut()); the rest is never read. */
+static enum MHD_Result refuse_midway(gw_req *r, struct MHD_Connection *conn, const char *method)
+{
+    static const char body[] = "{\"error\":\"body_too_large\",\"message\":\"the request "
+                               "body is larger than the gateway accepts\"}\n";
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL)
+        return MHD_NO;
+    char answer[512];
+    int n = snprintf(answer, sizeof answer,
+                     "HTTP/1.1 413 %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     MHD_get_reason_phrase_for(413), sizeof body - 1, body);
+    r->shut = true;
+    r->idem = "too-large";
+    if (r->link != NULL)
+        r->link->phase = PHASE_CUT;
+    count_request(r, method, 413);
+    access_log(r, conn, method, 413, sizeof body - 1);
+    shut_with(ci->connect_fd, answer, (size_t)n);
+    return MHD_YES;
+}
+
 /* ---- NUL bytes: what libmicrohttpd 0.9.75 does not refuse ---------------- */
 /*
  * It parses the request line and the headers in place, NUL-terminating
@@ -1050,14 +1085,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         set_phase(r->gw->http, r->link, PHASE_BODY);
         return check_request(r, conn, method, url, version);
     }
-    if (*upload_size > 0) {
-        gw_buf_append(&r->body, upload, *upload_size);
+    if (r->shut) { /* refused on its socket: what is still coming is dropped */
         *upload_size = 0;
         return MHD_YES;
     }
-    if (r->body.overflow)
-        return refuse(r, conn, method, "too-large", 413, "body_too_large",
-                      "the request body is larger than the gateway accepts");
+    if (*upload_size > 0) {
+        gw_buf_append(&r->body, upload, *upload_size);
+        *upload_size = 0;
+        return r->body.overflow ? refuse_midway(r, conn, method) : MHD_YES;
+    }
     if (strcmp(url, "/healthz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
         r->idem = "health";
         gw_answer a = {.status = 200, .body = "ok\n", .body_len = 3, .content_type = "text/plain"};

@@ -1036,6 +1036,33 @@ static void a_chunked_body_over_max_body_is_413_once_read(void **state)
     assert_true(gateway_log_contains(&e->gw, "idempotency=too-large"));
 }
 
+/* A chunked body that does not end: it is refused as soon as it passes
+ * --max-body, on a connection then closed, not read on until the body
+ * timeout (an hour here) cuts it with a 408. */
+static void a_chunked_body_that_goes_on_is_413_as_soon_as_it_passes_max_body(void **state)
+{
+    env *e = *state;
+    const char *extra[] = {"--max-body", "1KB", "--body-timeout", "1h", NULL};
+    start_gateway(e, extra);
+    static const char head[] = "POST /orders HTTP/1.1\r\nHost: a\r\nIdempotency-Key: k-1\r\n"
+                               "Transfer-Encoding: chunked\r\n\r\n800\r\n";
+    char request[sizeof head + 2048];
+    memcpy(request, head, sizeof head - 1);
+    memset(request + sizeof head - 1, 'x', 2048); /* twice the limit, and no last chunk */
+    int fd = raw_connect(e->gw.port, NULL);
+    assert_true(fd >= 0);
+    assert_int_equal(send(fd, request, sizeof request - 1, MSG_NOSIGNAL), sizeof request - 1);
+    char reply[4096];
+    assert_true(raw_read_until_closed(fd, reply, sizeof reply, 10000));
+    close(fd);
+    assert_int_equal(raw_status(reply), 413);
+    assert_non_null(strstr(reply, "\r\n\r\n{\"error\":\"body_too_large\",\"message\":\"the "
+                                  "request body is larger than the gateway accepts\"}\n"));
+    assert_int_equal(upstream_requests(e->up), 0);
+    assert_true(gateway_log_contains(&e->gw, "\"POST /orders\" 413 91 "));
+    assert_true(gateway_log_contains(&e->gw, "idempotency=too-large"));
+}
+
 /* A method OpenTelemetry does not name is passed through, and counted
  * under _OTHER, so that a client cannot make a metric label per method. */
 static void an_unknown_method_is_counted_as_other_in_the_metrics(void **state)
@@ -1725,6 +1752,7 @@ int main(void)
         GW_CASE(a_percent_escape_arrives_as_spelled),
         GW_CASE(the_upstream_path_prefix_is_kept),
         GW_CASE(a_chunked_body_over_max_body_is_413_once_read),
+        GW_CASE(a_chunked_body_that_goes_on_is_413_as_soon_as_it_passes_max_body),
         GW_CASE(an_unknown_method_is_counted_as_other_in_the_metrics),
         GW_CASE(a_gateway_on_ipv6_forwards_and_logs_the_client_ipv6_address),
         GW_CASE(conflicting_content_lengths_are_400),
