@@ -62,6 +62,7 @@ void resil__sim_engine_reset(resil__sim_engine *e)
     e->root_consumed = false;
     e->stopped = false;
     e->error = 0;
+    e->cause = NULL;
 }
 
 static bool before(const resil__sim_event *a, const resil__sim_event *b)
@@ -101,21 +102,28 @@ static void sift_down(resil__sim_event *h, size_t len, size_t i)
     h[i] = x;
 }
 
-static bool fail(resil__sim_engine *e, int code)
+void resil__sim_fail(resil__sim_engine *e, int code, const char *cause)
 {
-    if (e->error == 0)
+    if (e->error == 0) {
         e->error = code;
+        e->cause = cause;
+    }
+}
+
+static bool fail(resil__sim_engine *e, int code, const char *cause)
+{
+    resil__sim_fail(e, code, cause);
     return false;
 }
 
 static bool grow(resil__sim_engine *e)
 {
     if (e->cap > SIZE_MAX / 2 / sizeof *e->heap)
-        return fail(e, RESIL_ENOMEM);
+        return fail(e, RESIL_ENOMEM, "the event heap cannot grow");
     size_t cap = e->cap * 2;
     resil__sim_event *heap = realloc(e->heap, cap * sizeof *heap);
     if (heap == NULL)
-        return fail(e, RESIL_ENOMEM);
+        return fail(e, RESIL_ENOMEM, "the event heap cannot grow");
     e->heap = heap;
     e->cap = cap;
     return true;
@@ -123,9 +131,10 @@ static bool grow(resil__sim_engine *e)
 
 static bool encode(resil__sim_engine *e, uint32_t kind, uint32_t id, uint64_t *key)
 {
-    if (kind > RESIL__SIM_MAX_KIND || id > RESIL__SIM_MAX_ID ||
-        e->seq >= (UINT64_C(1) << RESIL__SIM_SEQ_BITS))
-        return fail(e, RESIL_ERANGE);
+    if (kind > RESIL__SIM_MAX_KIND || id > RESIL__SIM_MAX_ID)
+        return fail(e, RESIL_ERANGE, "an event's kind or id is out of range");
+    if (e->seq >= (UINT64_C(1) << RESIL__SIM_SEQ_BITS))
+        return fail(e, RESIL_ERANGE, "more than 2^36 events in one run");
     *key = e->seq++ << (RESIL__SIM_KIND_BITS + RESIL__SIM_ID_BITS) |
            (uint64_t)kind << RESIL__SIM_ID_BITS | id;
     return true;
@@ -135,6 +144,10 @@ void resil__sim_schedule(resil__sim_engine *e, resil_instant at, uint32_t kind,
                          uint32_t id)
 {
     resil__sim_event ev = {at < e->now ? e->now : at, 0};
+    if (at == RESIL_INSTANT_MAX) {
+        resil__sim_fail(e, RESIL_ERANGE, RESIL__SIM_END_OF_TIME);
+        return;
+    }
     if (!encode(e, kind, id, &ev.key))
         return;
     if (e->root_consumed) {

@@ -71,6 +71,7 @@ struct resil__sim_engine {
     bool root_consumed;  /* the root is the event being handled */
     bool stopped;
     int error;           /* sticky: RESIL_ENOMEM or RESIL_ERANGE */
+    const char *cause;   /* with error: what ran out, for the model's message */
     resil__sim_clock clock;
 };
 
@@ -81,9 +82,17 @@ void resil__sim_engine_reset(resil__sim_engine *e);
 
 /* Schedule an event at `at` (clamped to now: time never runs backwards).
  * A failure — the pool cannot grow, an id or kind out of range, 2^36 events
- * in one run — is remembered and ends the run. */
+ * in one run, an instant at RESIL_INSTANT_MAX (virtual time has run out:
+ * a sum of waits saturated there, and what follows would all happen at
+ * once) — is remembered and ends the run. */
 void resil__sim_schedule(resil__sim_engine *e, resil_instant at, uint32_t kind,
                          uint32_t id);
+
+/* Remember a model's own failure (the first one sticks), which ends the
+ * run; `cause` is a static text saying what ran out. */
+void resil__sim_fail(resil__sim_engine *e, int code, const char *cause);
+
+#define RESIL__SIM_END_OF_TIME "virtual time ran past 292 years"
 
 /* Dispatch events in (time, sequence) order until none is left, the next one
  * is past `until`, or a handler calls resil__sim_stop. Returns 0 or the

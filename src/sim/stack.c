@@ -155,9 +155,9 @@ static uint32_t pool_take(stack_model *m)
 {
     int rc = m->nfree == 0 ? pool_grow(m) : 0;
     if (rc != 0) {
-        if (m->engine.error == 0)
-            m->engine.error = rc;
-        resil__sim_stop(&m->engine);
+        resil__sim_fail(&m->engine, rc,
+                        rc == RESIL_ERANGE ? "more than 16777216 calls in flight at once"
+                                           : "the pool of calls cannot grow");
         return NO_CALL;
     }
     return m->free_list[--m->nfree];
@@ -358,6 +358,10 @@ static void finish_attempt(stack_model *m, uint32_t ci, const resil_outcome *o)
         resil_throttle_record_at(m->throttle[c->layer], v, now);
     resil_retry_decision d =
         resil_retry_after_attempt(&c->retry, NULL, o, now, resil__sim_rng(&m->rand));
+    if (d.stop == RESIL_STOP_DEADLINE) { /* no deadline is set: the wait saturated */
+        resil__sim_fail(&m->engine, RESIL_ERANGE, RESIL__SIM_END_OF_TIME);
+        return;
+    }
     if (d.stop == RESIL_STOP_NONE) {
         count(m, m->s.retries);
         resil__sim_schedule(&m->engine, resil_dur_add(now, d.wait), RETRY, ci);
@@ -808,9 +812,9 @@ int resil__sim_stack(const resil_sim_config *c, const resil_sim_policy *p,
     if (rc == RESIL_ENOMEM)
         resil_err_set(err, rc, "sim: out of memory");
     if (rc == RESIL_ERANGE)
-        resil_err_set(err, rc, "sim: more than %u calls in flight at once; lower --clients, "
-                               "--rate or --duration",
-                      (unsigned)RESIL__SIM_MAX_ID + 1);
+        resil_err_set(err, rc, "sim: %s; lower %s", m.engine.cause,
+                      c->scenario == RESIL_SIM_LAYERS ? "--requests, --layers, --attempts or --cap"
+                                                      : "--clients, --rate or --duration");
     if (rc == 0)
         finish(c, m.latency_ms, out);
     free_series(&m.s);

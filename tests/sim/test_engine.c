@@ -173,6 +173,24 @@ static void ids_and_kinds_beyond_the_encoding_are_refused(void **state)
     resil__sim_engine_free(&e);
 }
 
+/* An instant at RESIL_INSTANT_MAX is a sum of waits that saturated: the
+ * events after it would all run at once, so the run ends saying so. */
+static void an_event_at_the_largest_instant_ends_the_run(void **state)
+{
+    (void)state;
+    resil__sim_engine e;
+    assert_int_equal(resil__sim_engine_init(&e, 4), 0);
+    resil__sim_schedule(&e, RESIL_INSTANT_MAX - 1, 0, 0);
+    assert_int_equal(e.error, 0);
+    resil__sim_schedule(&e, RESIL_INSTANT_MAX, 0, 1);
+    assert_int_equal(e.error, RESIL_ERANGE);
+    assert_string_equal(e.cause, "virtual time ran past 292 years");
+    recorder r = {.n = 0};
+    assert_int_equal(resil__sim_run(&e, RESIL_INSTANT_MAX, record, &r), RESIL_ERANGE);
+    assert_int_equal(r.n, 0);
+    resil__sim_engine_free(&e);
+}
+
 static void reset_forgets_pending_events_and_time(void **state)
 {
     (void)state;
@@ -200,6 +218,7 @@ int main(void)
         cmocka_unit_test(an_event_in_the_past_runs_now),
         cmocka_unit_test(the_virtual_clock_reads_simulated_time),
         cmocka_unit_test(ids_and_kinds_beyond_the_encoding_are_refused),
+        cmocka_unit_test(an_event_at_the_largest_instant_ends_the_run),
         cmocka_unit_test(reset_forgets_pending_events_and_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

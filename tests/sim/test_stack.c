@@ -111,6 +111,27 @@ static void a_budget_in_one_layer_removes_that_layers_factor_in_steady_state(voi
  * layer 3 makes 4 calls, then 1 each for layer 2's three retries (7 calls;
  * layer 2 left at 6 tokens). Each of layer 1's three retries then gets one
  * call from layer 2, whose failure leaves it at 5 or less: denied. 7 + 3. */
+/* Four layers of 20 attempts waiting up to a day each take 300 years of
+ * virtual time: the waits saturated at the largest instant, the retry
+ * step then stopped the executions for a deadline nobody set, and the
+ * run reported 132648 calls where every one of the 160000 is made. */
+static void layers_whose_waits_pass_the_largest_instant_fail_saying_so(void **state)
+{
+    (void)state;
+    resil_sim_config c;
+    resil_sim_config_default(&c, RESIL_SIM_LAYERS);
+    c.layers = 4;
+    c.attempts = 20;
+    c.base = RESIL_S(3600);
+    c.cap = RESIL_S(86400);
+    c.requests = 1;
+    resil_err err = {0, ""};
+    resil_sim_result r;
+    assert_int_equal(resil_sim_run(&c, &c.policies[0], NULL, NULL, &r, &err), RESIL_ERANGE);
+    assert_string_equal(err.message, "sim: virtual time ran past 292 years; lower --requests, "
+                                     "--layers, --attempts or --cap");
+}
+
 static void token_budgets_in_every_layer_cut_64_to_10(void **state)
 {
     (void)state;
@@ -439,6 +460,7 @@ int main(void)
         cmocka_unit_test(a_token_budget_in_the_outermost_layer_does_not_bind_one_request),
         cmocka_unit_test(a_budget_in_one_layer_removes_that_layers_factor_in_steady_state),
         cmocka_unit_test(token_budgets_in_every_layer_cut_64_to_10),
+        cmocka_unit_test(layers_whose_waits_pass_the_largest_instant_fail_saying_so),
         cmocka_unit_test(failover_with_naive_retries_stays_down_after_the_outage),
         cmocka_unit_test(failover_with_jitter_alone_still_stays_down),
         cmocka_unit_test(failover_with_a_token_budget_recovers_at_once),
