@@ -156,6 +156,15 @@ typedef struct gw_resp {
     bool has_length, chunked, other_coding, conn_close, conn_keep;
 } gw_resp;
 
+/* The most of an upstream answer's end-to-end header lines the gateway
+ * keeps: what its front door can send back. libmicrohttpd builds an
+ * answer's header block in the connection's memory (32 KB), beside the
+ * request's own headers; a block it cannot fit there it does not send,
+ * closing the connection instead, on the first answer and on every
+ * replay. A larger block is an answer over the limit, as a body over
+ * --max-body is. */
+#define GW_REPLY_HEADERS_MAX (24 * 1024)
+
 void gw_resp_init(gw_resp *p, bool head);
 /* Frame what buf holds: *used bytes were taken (lines whole, body bytes);
  * the rest is a line still incomplete (or bytes after a finished

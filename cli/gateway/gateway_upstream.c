@@ -544,7 +544,11 @@ static void describe_failure(gw_reply *out, const char *detail)
     if (out->resend_refused)
         snprintf(out->error, sizeof out->error,
                  "the upstream closed the connection without answering; not sent again");
-    else if (out->body.overflow || out->headers.overflow)
+    else if (out->headers.overflow)
+        snprintf(out->error, sizeof out->error,
+                 "upstream response headers larger than the gateway sends back (%d KB)",
+                 GW_REPLY_HEADERS_MAX / 1024);
+    else if (out->body.overflow)
         snprintf(out->error, sizeof out->error, "upstream response larger than --max-body");
     else if (detail != out->error)
         snprintf(out->error, sizeof out->error, "%s", detail);
@@ -627,7 +631,7 @@ void gw_upstream_start(struct gw_upstream *u, gw_call *c, const gw_forward *f, g
     memset(c, 0, sizeof *c);
     c->fleet_permit = fleet_permit;
     memset(out, 0, sizeof *out);
-    out->headers.limit = 64 * 1024;
+    out->headers.limit = GW_REPLY_HEADERS_MAX;
     out->body.limit = gw->cfg.max_body;
     c->out = out;
     c->done = done;

@@ -525,6 +525,42 @@ static void every_answer_reset_mid_body_is_502_at_once(void **state)
     expect_seen(e, RESETS, RESETS);
 }
 
+/* ---- an answer's header block ------------------------------------------------- */
+
+/* A header block larger than the front door can send back (libmicrohttpd
+ * builds it in the connection's 32 KB) is an answer over the limit: an
+ * unknown outcome, saved and replayed, not an answer saved and then never
+ * sent (the connection closed on the client, and on every retry). */
+static void an_answer_with_headers_too_large_to_send_back_is_an_unknown_outcome(void **state)
+{
+    env *e = *state;
+    enum { VALUE_LEN = 40000 };
+    static char answer[VALUE_LEN + 128];
+    int n = snprintf(answer, sizeof answer, "HTTP/1.1 201 Created\r\nX-Long: ");
+    memset(answer + n, 'h', VALUE_LEN);
+    snprintf(answer + n + VALUE_LEN, sizeof answer - (size_t)n - VALUE_LEN,
+             "\r\nContent-Length: 4\r\n\r\nmade");
+    e->script[0] = (scripted){answer, KEEP};
+    upstream_start(e, e->script, 1);
+    char url[128];
+    snprintf(url, sizeof url, "%s/orders", e->gw.url);
+    const char *const key[] = {"Idempotency-Key: big-1", NULL};
+    for (int i = 0; i < 2; i++) { /* the first answer, then its replay */
+        http_reply r;
+        assert_int_equal(http_request("POST", url, key, "a", &r), 0);
+        assert_int_equal(r.status, 502);
+        assert_non_null(strstr(r.body, "\"error\":\"upstream_response_too_large\""));
+        char outcome[32];
+        assert_true(http_reply_header(&r, "Idempotent-Outcome", outcome, sizeof outcome));
+        assert_string_equal(outcome, "unknown");
+        http_reply_free(&r);
+    }
+    expect_seen(e, 1, 1);
+    assert_true(gateway_log_contains(
+        &e->gw, "upstream_error=\"upstream response headers larger than the gateway sends back "
+                "(24 KB)\""));
+}
+
 /* ---- bodies larger than the socket buffers ----------------------------------- */
 
 #define BIG_BODY (24u << 20) /* more than loopback's send and receive buffers hold */
@@ -675,6 +711,7 @@ int main(void)
         GW_CASE(a_new_connection_closed_without_an_answer_is_502_empty_reply),
         GW_CASE(a_reset_before_any_answer_byte_is_502),
         GW_CASE(every_answer_reset_mid_body_is_502_at_once),
+        GW_CASE(an_answer_with_headers_too_large_to_send_back_is_an_unknown_outcome),
         GW_CASE(a_body_larger_than_the_socket_buffers_reaches_the_upstream_whole),
         GW_CASE(a_reset_while_the_body_is_sent_is_502),
         GW_CASE(an_upstream_address_without_a_route_is_502_at_once),
