@@ -168,7 +168,7 @@ int resil__sim_occ(const resil_sim_config *c, const resil_sim_policy *p,
     m.clients = calloc(c->clients, sizeof *m.clients);
     if (m.clients == NULL || resil__sim_engine_init(&m.engine, 4 * (size_t)c->clients) != 0) {
         free(m.clients);
-        return resil_err_set(err, RESIL_ENOMEM, "sim: out of memory for %u clients",
+        return resil_err_set(err, RESIL_ENOMEM, "out of memory for %u clients",
                              (unsigned)c->clients);
     }
     for (uint32_t run = 0; run < c->runs && rc == 0; run++) {
@@ -182,7 +182,7 @@ int resil__sim_occ(const resil_sim_config *c, const resil_sim_policy *p,
                            "sim occ: %llu clients stopped retrying before their write",
                            (unsigned long long)m.gave_up);
     if (rc == RESIL_ENOMEM)
-        resil_err_set(err, rc, "sim: out of memory for the event heap");
+        resil_err_set(err, rc, "out of memory for the event heap");
     average(out, c);
     resil__sim_engine_free(&m.engine);
     free(m.clients);

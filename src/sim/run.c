@@ -13,7 +13,7 @@ int resil_sim_run(const resil_sim_config *c, const resil_sim_policy *p,
                   resil_sim_result *out, resil_err *err)
 {
     if (c == NULL || p == NULL || out == NULL)
-        return resil_err_set(err, RESIL_EINVAL, "sim: config, policy and result are required");
+        return resil_err_set(err, RESIL_EINVAL, "config, policy and result are required");
     memset(out, 0, sizeof *out);
     out->policy = *p;
     out->runs = c->runs;

@@ -810,9 +810,9 @@ int resil__sim_stack(const resil_sim_config *c, const resil_sim_policy *p,
     if (rc == 0)
         rc = run_all(&m, progress, ud, out, err);
     if (rc == RESIL_ENOMEM)
-        resil_err_set(err, rc, "sim: out of memory");
+        resil_err_set(err, rc, "out of memory");
     if (rc == RESIL_ERANGE)
-        resil_err_set(err, rc, "sim: %s; lower %s", m.engine.cause,
+        resil_err_set(err, rc, "%s; lower %s", m.engine.cause,
                       c->scenario == RESIL_SIM_LAYERS ? "--requests, --layers, --attempts or --cap"
                                                       : "--clients, --rate or --duration");
     if (rc == 0)

@@ -340,7 +340,7 @@ static void a_run_without_config_policy_or_result_is_refused(void **state)
     resil_sim_result r;
     resil_err err = {0, ""};
     assert_int_equal(resil_sim_run(NULL, &c.policies[0], NULL, NULL, &r, &err), RESIL_EINVAL);
-    assert_string_equal(err.message, "sim: config, policy and result are required");
+    assert_string_equal(err.message, "config, policy and result are required");
     assert_int_equal(resil_sim_run(&c, NULL, NULL, NULL, &r, &err), RESIL_EINVAL);
     assert_int_equal(resil_sim_run(&c, &c.policies[0], NULL, NULL, NULL, &err), RESIL_EINVAL);
 }

@@ -128,7 +128,7 @@ static void layers_whose_waits_pass_the_largest_instant_fail_saying_so(void **st
     resil_err err = {0, ""};
     resil_sim_result r;
     assert_int_equal(resil_sim_run(&c, &c.policies[0], NULL, NULL, &r, &err), RESIL_ERANGE);
-    assert_string_equal(err.message, "sim: virtual time ran past 292 years; lower --requests, "
+    assert_string_equal(err.message, "virtual time ran past 292 years; lower --requests, "
                                      "--layers, --attempts or --cap");
 }
 
