@@ -208,6 +208,71 @@ static void post_while_the_first_runs_is_409_with_retry_after(void **state)
     assert_int_equal(upstream_requests(e->up), 1);
 }
 
+/* ---- a client that goes away ------------------------------------------------ */
+
+typedef struct retry {
+    const env *e;
+    http_reply r;
+} retry;
+
+/* Whether a retry of k-1's POST /hold got an answer other than 409
+ * (test_wait_until): it is kept in the retry when so. */
+static bool retry_answered(void *ud)
+{
+    retry *t = ud;
+    post(t->e, "/hold", "k-1", "x", &t->r);
+    if (t->r.status != 409)
+        return true;
+    http_reply_free(&t->r);
+    return false;
+}
+
+/* The client hangs up while its request runs upstream: the upstream's
+ * answer is still saved under the key, and the client's retry gets it. */
+static void a_client_gone_while_its_request_runs_upstream_gets_the_answer_on_its_retry(
+    void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    static const char request[] = "POST /hold HTTP/1.1\r\nHost: a\r\nIdempotency-Key: k-1\r\n"
+                                  "Content-Length: 1\r\n\r\nx";
+    int fd = raw_connect(e->gw.port, NULL);
+    assert_true(fd >= 0);
+    assert_int_equal(send(fd, request, sizeof request - 1, MSG_NOSIGNAL), sizeof request - 1);
+    assert_true(upstream_wait_held(e->up, 1));
+    close(fd);
+    upstream_release(e->up);
+    retry t = {.e = e};
+    assert_true(test_wait_until(retry_answered, &t, 20));
+    assert_int_equal(t.r.status, 201);
+    header_is(&t.r, "Idempotent-Replayed", "true");
+    assert_string_equal(t.r.body,
+                        "{\"n\":1,\"method\":\"POST\",\"target\":\"/hold\",\"body\":\"x\"}");
+    http_reply_free(&t.r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
+/* The client hangs up halfway through its body: nothing was forwarded
+ * and the key was never claimed, so its retry is a first request. */
+static void a_client_gone_mid_body_leaves_the_key_unclaimed(void **state)
+{
+    env *e = *state;
+    start_gateway(e, NULL);
+    static const char request[] = "POST /orders HTTP/1.1\r\nHost: a\r\nIdempotency-Key: k-1\r\n"
+                                  "Content-Length: 9\r\n\r\n{\"qty\"";
+    int fd = raw_connect(e->gw.port, NULL);
+    assert_true(fd >= 0);
+    assert_int_equal(send(fd, request, sizeof request - 1, MSG_NOSIGNAL), sizeof request - 1);
+    close(fd); /* whenever the gateway sees it go, its request never claims the key */
+    http_reply r;
+    post(e, "/orders", "k-1", "{\"qty\":1}", &r);
+    assert_int_equal(r.status, 201);
+    char v[16];
+    assert_false(http_reply_header(&r, "Idempotent-Replayed", v, sizeof v));
+    http_reply_free(&r);
+    assert_int_equal(upstream_requests(e->up), 1);
+}
+
 /* ---- fifty clients, one key ------------------------------------------------- */
 
 #define CLIENTS 50
@@ -1715,6 +1780,8 @@ int main(void)
         GW_CASE(same_key_with_another_body_is_422),
         GW_CASE(same_key_on_another_query_is_422),
         GW_CASE(post_while_the_first_runs_is_409_with_retry_after),
+        GW_CASE(a_client_gone_while_its_request_runs_upstream_gets_the_answer_on_its_retry),
+        GW_CASE(a_client_gone_mid_body_leaves_the_key_unclaimed),
         GW_CASE(fifty_concurrent_posts_with_one_key_reach_the_upstream_once),
         GW_CASE(concurrent_resil_http_clients_with_one_key_reach_the_upstream_once),
         GW_CASE(upstream_503_releases_the_key_so_the_retry_runs),
