@@ -108,9 +108,15 @@ static void on_io(resil_io *io, int fd, unsigned events)
         watch_end(cl, w);
         return;
     }
-    int flags = ((events & RESIL_IO_READ) ? CURL_CSELECT_IN : 0) |
-                ((events & RESIL_IO_WRITE) ? CURL_CSELECT_OUT : 0) |
-                ((events & RESIL_IO_ERROR) ? CURL_CSELECT_ERR : 0);
+    /* A failed descriptor may still hold what came before the failure (an
+     * answer sent just ahead of a reset), and a loop that reports the
+     * failure need not say it is readable too (libuv does not). So it is
+     * handed to libcurl as ready both ways: libcurl reads what is there
+     * first and meets the failure on its own read or write, with its own
+     * words. Told CURL_CSELECT_ERR alone, it failed the transfer ("select/
+     * poll returned error") without reading the answer. */
+    int flags = ((events & (RESIL_IO_READ | RESIL_IO_ERROR)) ? CURL_CSELECT_IN : 0) |
+                ((events & (RESIL_IO_WRITE | RESIL_IO_ERROR)) ? CURL_CSELECT_OUT : 0);
     int running;
     curl_multi_socket_action(cl->multi, fd, flags, &running);
     read_finished(cl);

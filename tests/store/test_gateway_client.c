@@ -612,6 +612,38 @@ static void a_reset_while_the_body_is_sent_is_502(void **state)
     expect_served_again(e);
 }
 
+/* The upstream answers and resets the connection at once, so the answer
+ * and the reset reach the gateway together: its socket is readable and
+ * failed at the same time. The answer came first, and the client gets it,
+ * through the gateway's own client (an upstream given by its address) and
+ * through libcurl (one given by name) — whose loop reports the socket as
+ * failed and not as readable (libuv does so), which libcurl, told only of
+ * the failure, took for a transfer that failed without reading it. */
+static void expect_answer_read_before_the_reset(env *e, const where *w)
+{
+    static const scripted script[] = {{ok, RESET}};
+    assert_true(upstream_start_at(e, w, script, N(script), NULL));
+    http_reply r;
+    request(e, "GET", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "ok");
+    http_reply_free(&r);
+    expect_seen(e, 1, 1);
+}
+
+static void an_answer_followed_at_once_by_a_reset_reaches_the_client(void **state)
+{
+    expect_answer_read_before_the_reset(*state, &loopback);
+}
+
+static const where loopback_by_name = {AF_INET, "127.0.0.1", 0, "http://localhost:%d"};
+
+static void an_answer_followed_at_once_by_a_reset_reaches_the_client_through_libcurl(
+    void **state)
+{
+    expect_answer_read_before_the_reset(*state, &loopback_by_name);
+}
+
 /* ---- where the upstream is ------------------------------------------------------ */
 
 /* An address no route leads to (a multicast one: TCP cannot connect
@@ -714,6 +746,8 @@ int main(void)
         GW_CASE(an_answer_with_headers_too_large_to_send_back_is_an_unknown_outcome),
         GW_CASE(a_body_larger_than_the_socket_buffers_reaches_the_upstream_whole),
         GW_CASE(a_reset_while_the_body_is_sent_is_502),
+        GW_CASE(an_answer_followed_at_once_by_a_reset_reaches_the_client),
+        GW_CASE(an_answer_followed_at_once_by_a_reset_reaches_the_client_through_libcurl),
         GW_CASE(an_upstream_address_without_a_route_is_502_at_once),
         GW_CASE(an_upstream_at_an_ipv6_address_is_reached_with_its_bracketed_host),
         GW_CASE(an_upstream_on_port_80_gets_a_host_without_the_port),
