@@ -295,12 +295,14 @@ static void shut_with(int fd, const char *answer, size_t len)
 /* Answer 408 to a connection past its deadline and shut it down;
  * libmicrohttpd sees the socket end and closes it. On the loop, which
  * alone closes connections: the fd cannot be reused while this runs. */
+#define CUT_BODY "{\"error\":\"request_timeout\",\"message\":\"the request took too long\"}\n"
+
 static void cut(gw_conn *c)
 {
     static const char timeout[] = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
-                                  "Content-Type: application/json\r\nContent-Length: 76\r\n\r\n"
-                                  "{\"error\":\"request_timeout\",\"message\":\"the request "
-                                  "took too long\"}\n";
+                                  "Content-Type: application/json\r\nContent-Length: 66\r\n\r\n"
+                                  CUT_BODY;
+    _Static_assert(sizeof CUT_BODY - 1 == 66, "the 408's Content-Length");
     c->phase = PHASE_CUT;
     shut_with(c->fd, timeout, sizeof timeout - 1);
 }
@@ -556,6 +558,24 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     return r;
 }
 
+static void access_log(gw_req *r, struct MHD_Connection *conn, const char *method, int status,
+                       size_t bytes);
+static void count_request(const gw_req *r, const char *method, int status);
+
+/* A request its deadline cut (cut(): a 408 written on its socket while its
+ * headers or body were still coming) has its access-log line and its
+ * count when libmicrohttpd lets it go, as every other request has; one
+ * cut before its request line was parsed has no request to log. */
+static void account_cut(gw_req *r, struct MHD_Connection *conn)
+{
+    if (r->shut || r->link == NULL || r->link->phase != PHASE_CUT)
+        return;
+    const char *method = r->method != NULL ? r->method : "-";
+    r->idem = "timeout";
+    count_request(r, method, 408);
+    access_log(r, conn, method, 408, sizeof CUT_BODY - 1);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
                          enum MHD_RequestTerminationCode code)
 {
@@ -565,6 +585,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
     *state = NULL;
     if (r == NULL)
         return;
+    account_cut(r, conn);
     set_phase(gw->http, conn_link(conn), PHASE_HEADERS);
     if (r->answer != NULL)
         MHD_destroy_response(r->answer);
@@ -1082,6 +1103,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return resumed(r, conn);
     if (!r->started) {
         r->started = true;
+        r->method = method; /* for its log line, should its body be cut */
         set_phase(r->gw->http, r->link, PHASE_BODY);
         return check_request(r, conn, method, url, version);
     }

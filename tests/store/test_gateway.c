@@ -1737,6 +1737,9 @@ static void a_client_dribbling_its_headers_is_cut_at_the_header_timeout(void **s
                         sizeof reply));
     assert_int_equal(raw_status(reply), 408);
     assert_int_equal(upstream_requests(e->up), 0);
+    /* Its method is not known before its headers are in. */
+    assert_true(gateway_log_shows(&e->gw, " 127.0.0.1 \"- /orders\" 408 66 "));
+    assert_true(gateway_log_contains(&e->gw, "ms idempotency=timeout\n"));
 }
 
 static void a_client_dribbling_its_body_is_cut_at_the_body_timeout(void **state)
@@ -1748,7 +1751,20 @@ static void a_client_dribbling_its_body_is_cut_at_the_body_timeout(void **state)
     assert_true(dribble(e, "POST /orders HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n",
                         15000, reply, sizeof reply));
     assert_int_equal(raw_status(reply), 408);
+    /* Its length is its body's: a client reads it whole, and no more. */
+    assert_non_null(strstr(reply, "\r\nContent-Length: 66\r\n\r\n{\"error\":\"request_timeout\","
+                                  "\"message\":\"the request took too long\"}\n"));
     assert_int_equal(upstream_requests(e->up), 0);
+    assert_true(gateway_log_shows(&e->gw, " 127.0.0.1 \"POST /orders\" 408 66 "));
+    assert_true(gateway_log_contains(&e->gw, "ms idempotency=timeout\n"));
+    char url[256];
+    url_of(e, "/metrics", url, sizeof url);
+    http_reply r;
+    assert_int_equal(http_request("GET", url, NULL, NULL, &r), 0);
+    assert_non_null(strstr(r.body, "resilience_idempotency_requests_total{"
+                                   "http_request_method=\"POST\",idempotency_outcome=\"timeout\","
+                                   "http_response_status_code=\"408\"} 1\n"));
+    http_reply_free(&r);
 }
 
 static void an_idle_kept_alive_connection_is_closed_at_the_header_timeout(void **state)
