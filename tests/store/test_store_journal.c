@@ -518,6 +518,9 @@ typedef struct full_disk {
     resil_store_verdict verdict;
 } full_disk;
 
+/* Where a test has its small tmpfs mounted, while it has it ("": none). */
+static char mounted[600];
+
 /* The database on a small tmpfs, the journal beside the test's files. */
 static void run_on_a_disk_that_fills(fixture *f, journaled *j, const char *mnt, full_disk *out)
 {
@@ -562,8 +565,11 @@ static void a_full_disk_is_ebusy_for_a_begin_and_the_journal_takes_the_completio
         rmdir(mnt);
         skip();
     }
+    snprintf(mounted, sizeof mounted, "%s", mnt); /* main() unmounts it should an assertion end
+                                                     the test here */
     full_disk out = {0};
     run_on_a_disk_that_fills(f, &j, mnt, &out);
+    mounted[0] = '\0';
     assert_int_equal(umount(mnt), 0);
     rmdir(mnt);
     assert_int_equal(out.begin_rc, RESIL_EBUSY);
@@ -726,6 +732,8 @@ int main(void)
         JOURNAL_CASE(async_calls_for_a_journaled_key_answer_as_the_blocking_ones),
     };
     int failed = cmocka_run_group_tests_name("store.journal", tests, NULL, NULL);
+    if (mounted[0] != '\0')
+        umount2(mounted, MNT_DETACH);
     test_rmtree(dir);
     free(dir);
     return failed;
