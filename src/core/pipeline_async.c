@@ -1096,13 +1096,21 @@ static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
     }
 }
 
+/* Whether the caller is on the loop's thread, when the loop can say: a
+ * table whose size stops before in_loop has none, whatever lies past its
+ * end. */
+static bool on_loop_thread(const resil_loop *loop)
+{
+    return RESIL__OPS_HAS(resil_loop_ops, loop->ops, in_loop) && loop->ops->in_loop(loop->self);
+}
+
 /* A report from outside the attempt's own operation: on the loop's
  * thread, or posted to it. Out of line, so that the report made from
  * inside the operation (the common one) runs without a frame. */
 __attribute__((noinline)) static void report_outside(resil_attempt *a, const resil_outcome *o)
 {
     resil_loop *loop = a->x->loop;
-    if (loop->ops->in_loop != NULL && loop->ops->in_loop(loop->self)) {
+    if (on_loop_thread(loop)) {
         /* The lane's walk waits at the attempt: nothing else writes its
          * outcome until the attempt arrives. */
         *out_of(a->x, a->lane) = *o;

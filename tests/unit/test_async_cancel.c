@@ -613,6 +613,47 @@ static void every_execution_ends_once_when_its_token_races_its_report(void **sta
     world_close(&w);
 }
 
+/* ---- a loop table that ends before in_loop ------------------------------------- */
+
+static int in_loop_asked;
+
+static bool in_loop_spy(void *self)
+{
+    (void)self;
+    in_loop_asked++;
+    return true;
+}
+
+/* A table whose size stops before in_loop has none, whatever lies past
+ * its end: a report made on the loop's thread outside the operation is
+ * posted, and the loop takes it on its next run. */
+static void a_table_that_ends_before_in_loop_posts_the_report(void **state)
+{
+    (void)state;
+    in_loop_asked = 0;
+    world w;
+    world_open(&w, retry_after_a_second);
+    resil_loop_ops ops = *w.vl.loop.ops;
+    ops.size = offsetof(resil_loop_ops, in_loop);
+    ops.in_loop = in_loop_spy;
+    resil_loop older;
+    assert_int_equal(resil_loop_init(&older, &ops, &w.vl), 0);
+    call c = {.w = &w};
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = &c;
+    assert_int_equal(resil_pipeline_start(w.p, &older, hold, &rc, ended, &c, NULL), 0);
+    resil_outcome ok = resil_ok();
+    resil_attempt_done(c.a, &ok);
+    assert_int_equal(c.ended, 0);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(in_loop_asked, 0);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.res.outcome.kind, RESIL_SUCCESS);
+    resil_loop_drain(&older);
+    world_close(&w);
+}
+
 /* ---- what is refused before anything starts ----------------------------------- */
 
 static void starting_needs_a_pipeline_a_loop_an_operation_and_done(void **state)
@@ -683,6 +724,7 @@ int main(void)
         cmocka_unit_test(a_loser_reporting_after_done_is_named_from_the_executions_copy),
         cmocka_unit_test(queued_executions_end_when_another_thread_fires_their_tokens),
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
+        cmocka_unit_test(a_table_that_ends_before_in_loop_posts_the_report),
         cmocka_unit_test(starting_needs_a_pipeline_a_loop_an_operation_and_done),
         cmocka_unit_test(a_key_too_long_for_the_registry_starts_nothing),
     };
