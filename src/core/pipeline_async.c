@@ -1018,14 +1018,19 @@ static void wake(level *L)
 
 /* ---- attempts ----------------------------------------------------------------------------- */
 
+/* Run the attempt's cancel callback, holding a report it makes until it
+ * returns. Told from inside its own operation (which cancelled its
+ * execution), the attempt stays held: the start takes the report once the
+ * operation has returned. */
 static void tell(resil_attempt *a)
 {
     a->told = true;
     if (a->on_cancel == NULL)
         return;
+    bool in_op = a->held;
     a->held = true;
     a->on_cancel(a, a->cancel_ud);
-    a->held = false;
+    a->held = in_op;
 }
 
 static bool retry_leave(level *L);
@@ -1340,7 +1345,8 @@ static void poke_lane(resil_exec *x, uint32_t ln)
     resil_attempt *a = &x->attempts[ln];
     if (a->running && !a->told && resil__token_fired(a->ctx.cancel)) {
         tell(a);
-        release_hold(a);
+        if (!a->held)
+            release_hold(a);
     }
 }
 

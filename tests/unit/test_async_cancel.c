@@ -36,6 +36,7 @@ typedef struct call {
     bool hold_first;     /* the first attempt fires the token and is held */
     bool ok_first;       /* the first attempt succeeds at once */
     int told;            /* cancel callbacks */
+    int ended_in_op;     /* `ended` as the operation returned */
     int ended;
     resil_pipeline_result res;
     resil_instant ended_at;
@@ -88,6 +89,12 @@ static void told(resil_attempt *a, void *ud)
     c->told++;
     resil_outcome o = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "stopped");
     resil_attempt_done(a, &o);
+}
+
+static void count_told(resil_attempt *a, void *ud)
+{
+    (void)a;
+    ((call *)ud)->told++;
 }
 
 /* The first attempt fails at once (or succeeds at once, with ok_first,
@@ -613,6 +620,81 @@ static void every_execution_ends_once_when_its_token_races_its_report(void **sta
     world_close(&w);
 }
 
+/* ---- cancelling from inside the operation ------------------------------------- */
+
+static resil_exec *cancelled_from_op;
+
+/* Cancels its own execution as it starts: its cancel callback (told)
+ * reports at once, inside that cancel. */
+static void cancel_own_and_look(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    call *c = ctx->user;
+    resil_attempt_on_cancel(a, told, c);
+    resil_exec_cancel(cancelled_from_op);
+    c->ended_in_op = c->ended;
+}
+
+/* The report its cancel callback makes inside the operation is held until
+ * the operation returns, as one the operation makes itself is: `done`
+ * does not run under the operation's feet (nor does the execution's block
+ * go back to the loop while the start still uses it). */
+static void an_operation_cancelling_its_own_execution_returns_before_done(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {.w = &w, .ended_in_op = -1};
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = &c;
+    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, cancel_own_and_look, &rc, ended, &c,
+                                          &cancelled_from_op),
+                     0);
+    assert_int_equal(c.ended_in_op, 0);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.told, 1);
+    assert_int_equal(c.res.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(c.res.outcome.kind, RESIL_CANCELLED);
+    assert_string_equal(c.res.outcome.detail, "stopped");
+    assert_int_equal(c.res.attempts, 1);
+    world_close(&w);
+}
+
+/* Held; its cancel callback counts and reports nothing. */
+static void hold_and_count(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    call *c = ctx->user;
+    resil_attempt_on_cancel(a, count_told, c);
+    c->a = a;
+}
+
+/* A second cancel finds the attempt told already: its callback runs
+ * once, and the execution ends once, when the attempt reports. */
+static void cancelling_twice_tells_the_running_attempt_once(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {.w = &w};
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = &c;
+    resil_exec *x = NULL;
+    assert_int_equal(
+        resil_pipeline_start(w.p, &w.vl.loop, hold_and_count, &rc, ended, &c, &x), 0);
+    resil_exec_cancel(x);
+    resil_exec_cancel(x);
+    assert_int_equal(c.told, 1);
+    assert_int_equal(c.ended, 0);
+    resil_outcome o = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "stopped late");
+    resil_attempt_done(c.a, &o);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.res.stop, RESIL_STOP_CANCELLED);
+    assert_string_equal(c.res.outcome.detail, "stopped late");
+    assert_int_equal(c.res.attempts, 1);
+    world_close(&w);
+}
+
 /* ---- a loop table that ends before in_loop ------------------------------------- */
 
 static int in_loop_asked;
@@ -724,6 +806,8 @@ int main(void)
         cmocka_unit_test(a_loser_reporting_after_done_is_named_from_the_executions_copy),
         cmocka_unit_test(queued_executions_end_when_another_thread_fires_their_tokens),
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
+        cmocka_unit_test(an_operation_cancelling_its_own_execution_returns_before_done),
+        cmocka_unit_test(cancelling_twice_tells_the_running_attempt_once),
         cmocka_unit_test(a_table_that_ends_before_in_loop_posts_the_report),
         cmocka_unit_test(starting_needs_a_pipeline_a_loop_an_operation_and_done),
         cmocka_unit_test(a_key_too_long_for_the_registry_starts_nothing),
