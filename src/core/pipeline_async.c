@@ -158,6 +158,7 @@ static void ascend(resil_exec *x, uint32_t ln, size_t i);
 static void poke(resil_exec *x);
 static void wake(level *L);
 static resil_cancel *wait_token(const level *L);
+static void let_go_of_breakers(resil_exec *x);
 
 static level *lvl(resil_exec *x, uint32_t ln, size_t i) { return &x->levels[ln * x->nnodes + i]; }
 
@@ -177,11 +178,11 @@ static void release(resil_exec *x) { resil__loop_give(x->loop, x, x->cap); }
 
 /* The last reference went: the block goes back to the loop, unless the
  * caller's fire is still posted, in which case heard_cancel gives it
- * back. */
+ * back. The breakers went already (let_go_of_breakers): the pipeline may
+ * be gone by now. */
 static void last_unref(resil_exec *x)
 {
     resil__cancel_destroy(&x->root);
-    resil__run_drop_breakers(&x->run);
     if (atomic_load_explicit(&x->heard_posted, memory_order_relaxed))
         return;
     release(x);
@@ -937,6 +938,8 @@ static void hedge_arrived(resil_exec *x, uint32_t ln)
     } else if (current && L->wait == W_LOSERS && L->u.hedge.finished == L->u.hedge.launched) {
         hedge_end(L);
     }
+    if (x->finished) /* a loser, back after the end */
+        let_go_of_breakers(x);
     unref(x);
 }
 
@@ -1439,6 +1442,25 @@ static void report_execution(const resil_exec *x)
     resil__emit(x->p, &ev);
 }
 
+/* Whether a hedge's attempt is still out (its walk not back). */
+static bool lanes_out(const resil_exec *x)
+{
+    for (uint32_t ln = 1; ln < x->nlanes; ln++)
+        if (x->lanes[ln].busy)
+            return true;
+    return false;
+}
+
+/* The registry's breakers the run holds go once nothing of the walk is
+ * left to run: as the execution ends, or as the last of a hedge's losers
+ * comes back after it. Then `done`, or the code after it, may free the
+ * pipeline of an execution without losers out. */
+static void let_go_of_breakers(resil_exec *x)
+{
+    if (x->p->registry != NULL && !lanes_out(x))
+        resil__run_drop_registry_breakers(&x->run);
+}
+
 /* The walk came out at the top: the same epilogue as the blocking
  * executor's. */
 static void finish(resil_exec *x)
@@ -1448,6 +1470,7 @@ static void finish(resil_exec *x)
     out->elapsed = resil__sub_sat(x->ex.last_now, x->start);
     if (resil__listening(x->p))
         report_execution(x);
+    let_go_of_breakers(x);
     x->finished = true;
     stop_watching(x);
     x->done(out, x->done_ud);

@@ -128,6 +128,17 @@ static void op(resil_attempt *a, const resil_attempt_ctx *ctx)
     c->a = a; /* held: reported by the test */
 }
 
+static void start_with_done(world *w, call *c, resil_async_done_fn done)
+{
+    c->w = w;
+    assert_int_equal(resil_cancel_init(&c->token, NULL), 0);
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = c;
+    rc.cancel = &c->token;
+    assert_int_equal(resil_pipeline_start(w->p, &w->vl.loop, op, &rc, done, c, NULL), 0);
+}
+
 static void start(world *w, call *c, resil_cancel *parent)
 {
     c->w = w;
@@ -695,6 +706,34 @@ static void cancelling_twice_tells_the_running_attempt_once(void **state)
     world_close(&w);
 }
 
+/* ---- done lets go of the pipeline --------------------------------------------- */
+
+static void ended_and_free_the_pipeline(const resil_pipeline_result *res, void *ud)
+{
+    call *c = ud;
+    ended(res, ud);
+    resil_pipeline_free(c->w->p);
+    c->w->p = NULL;
+}
+
+/* An execution without hedging holds nothing of its pipeline once `done`
+ * runs: `done` may free it (ASan sees any later read). */
+static void done_may_free_the_pipeline_of_an_unhedged_execution(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, retry_after_a_second);
+    call c = {.w = &w, .fire_in_second = true};
+    start_with_done(&w, &c, ended_and_free_the_pipeline);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(c.ended, 1);
+    assert_null(w.p);
+    assert_int_equal(c.res.attempts, 2);
+    assert_int_equal(c.res.outcome.kind, RESIL_SUCCESS);
+    resil_cancel_destroy(&c.token);
+    world_close(&w);
+}
+
 /* ---- a loop table that ends before in_loop ------------------------------------- */
 
 static int in_loop_asked;
@@ -808,6 +847,7 @@ int main(void)
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
         cmocka_unit_test(an_operation_cancelling_its_own_execution_returns_before_done),
         cmocka_unit_test(cancelling_twice_tells_the_running_attempt_once),
+        cmocka_unit_test(done_may_free_the_pipeline_of_an_unhedged_execution),
         cmocka_unit_test(a_table_that_ends_before_in_loop_posts_the_report),
         cmocka_unit_test(starting_needs_a_pipeline_a_loop_an_operation_and_done),
         cmocka_unit_test(a_key_too_long_for_the_registry_starts_nothing),
