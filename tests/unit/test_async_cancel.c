@@ -7,9 +7,12 @@
  * watches it, it may be destroyed); a fire posted just as the execution
  * ended keeps the execution's block until the post has run. And an
  * operation that cancels its own hedged execution as it starts ends it
- * then, not at the hedge's delay. And what a start refuses before anything
- * starts (NULL arguments, a key the registry cannot hold): `done` is
- * never called.
+ * then, not at the hedge's delay; one that cancels its own execution
+ * returns before `done` runs, and an attempt is told to stop once, however
+ * many cancels and timeouts come. `done` may free an unhedged execution's
+ * pipeline; a loop table too short for in_loop gets its reports posted.
+ * And what a start refuses before anything starts (NULL arguments, a key
+ * the registry cannot hold): `done` is never called.
  *
  * The executions run on a virtual loop. The thread tests fire tokens from
  * a thread of their own while the loop runs (`make tsan` runs them under
@@ -706,6 +709,85 @@ static void cancelling_twice_tells_the_running_attempt_once(void **state)
     world_close(&w);
 }
 
+/* ---- both timeouts fire on one attempt ---------------------------------------- */
+
+/* A 5 s total around a retry (1 s waits) around a 2 s attempt timeout. */
+static void total_and_attempt_timeouts(resil_pipeline_builder *b)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = RESIL_S(5);
+    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    resil_retry_policy r;
+    resil_retry_policy_default(&r);
+    r.max_attempts = 3;
+    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
+    r.backoff.base = RESIL_S(1);
+    r.backoff.jitter = RESIL_JITTER_NONE;
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    t.timeout = RESIL_S(2);
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+}
+
+typedef struct slow_stop {
+    resil_timer t;
+    call *c;
+} slow_stop;
+
+static slow_stop the_slow_stop;
+
+static void report_stopped(resil_timer *t)
+{
+    call *c = ((slow_stop *)t)->c;
+    resil_outcome o = resil_fail(RESIL_CANCELLED, RESIL_ETIMEDOUT, "stopped");
+    resil_attempt_done(c->a, &o);
+}
+
+/* Told to stop, the attempt takes 4 s to do so. */
+static void stop_in_four_seconds(resil_attempt *a, void *ud)
+{
+    (void)a;
+    call *c = ud;
+    c->told++;
+    the_slow_stop.t.fn = report_stopped;
+    the_slow_stop.c = c;
+    c->w->vl.loop.ops->timer_start(&c->w->vl, &the_slow_stop.t, RESIL_S(4));
+}
+
+static void never_reports_until_told(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    call *c = ctx->user;
+    resil_attempt_on_cancel(a, stop_in_four_seconds, c);
+    c->a = a;
+}
+
+/* The attempt timeout tells the first attempt at 2 s; the total timeout
+ * fires at 5 s while it is still stopping, and does not tell it again.
+ * Its report at 6 s ends the execution as the total timeout's. */
+static void an_attempt_told_by_its_timeout_is_not_told_again_by_the_total(void **state)
+{
+    (void)state;
+    memset(&the_slow_stop, 0, sizeof the_slow_stop);
+    world w;
+    world_open(&w, total_and_attempt_timeouts);
+    call c = {.w = &w};
+    resil_call rc;
+    resil_call_default(&rc);
+    rc.user = &c;
+    assert_int_equal(
+        resil_pipeline_start(w.p, &w.vl.loop, never_reports_until_told, &rc, ended, &c, NULL), 0);
+    virtual_loop_run(&w.vl, NULL);
+    assert_int_equal(c.told, 1);
+    assert_int_equal(c.ended, 1);
+    assert_int_equal(c.res.stop, RESIL_STOP_DEADLINE);
+    assert_int_equal(c.res.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(c.res.outcome.detail, "total timeout (5s) elapsed");
+    assert_int_equal(c.res.attempts, 1);
+    assert_duration_equal(c.res.elapsed, RESIL_S(6));
+    assert_int_equal(c.ended_at, T0 + RESIL_S(6));
+    world_close(&w);
+}
+
 /* ---- done lets go of the pipeline --------------------------------------------- */
 
 static void ended_and_free_the_pipeline(const resil_pipeline_result *res, void *ud)
@@ -847,6 +929,7 @@ int main(void)
         cmocka_unit_test(every_execution_ends_once_when_its_token_races_its_report),
         cmocka_unit_test(an_operation_cancelling_its_own_execution_returns_before_done),
         cmocka_unit_test(cancelling_twice_tells_the_running_attempt_once),
+        cmocka_unit_test(an_attempt_told_by_its_timeout_is_not_told_again_by_the_total),
         cmocka_unit_test(done_may_free_the_pipeline_of_an_unhedged_execution),
         cmocka_unit_test(a_table_that_ends_before_in_loop_posts_the_report),
         cmocka_unit_test(starting_needs_a_pipeline_a_loop_an_operation_and_done),
