@@ -50,6 +50,14 @@
  * signal handler (take signals with sigwaitinfo() or a signalfd). What
  * differs from the blocking executor: a bulkhead of another
  * implementation is tried without queueing.
+ *
+ * Lifetimes. An execution is in flight from its start until `done` has
+ * run and every attempt it started has reported (a hedge's loser may
+ * report after `done`). Its pipeline and loop must outlive that:
+ * resil_pipeline_free() does not wait for asynchronous executions, and
+ * freeing the pipeline or closing the loop (resil_uv_close()) earlier is
+ * undefined. `done` itself may free the pipeline of an execution without
+ * hedging, and may start new executions on the same loop.
  */
 #ifndef RESIL_ASYNC_H
 #define RESIL_ASYNC_H
@@ -88,15 +96,26 @@ RESIL_API int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop,
                                    resil_async_done_fn done, void *done_ud, resil_exec **out);
 
 /* Report the attempt's outcome, exactly once, from any thread. `a` must
- * not be used afterwards. */
+ * not be used afterwards: a second report, or one for an attempt whose
+ * execution was cancelled and has since ended, is undefined (the handle
+ * is reused by the lane's next attempt and its memory by later
+ * executions). A NULL `a` or `o` reports nothing: the attempt is still
+ * waited for. */
 RESIL_API void resil_attempt_done(resil_attempt *a, const resil_outcome *o);
 /* Ask to be told when the attempt must stop (see above). Call it from the
- * operation, on the loop's thread, before reporting. */
+ * operation, on the loop's thread, before reporting; a later call is
+ * undefined. `fn` runs at most once per attempt, however many cancels
+ * and timeouts reach it; a token already fired when the operation
+ * returns calls it then. A NULL `fn` asks for nothing. */
 RESIL_API void resil_attempt_on_cancel(resil_attempt *a, resil_attempt_cancel_fn fn, void *ud);
 
 /* Cancel the execution: every wait ends and every running attempt is
  * told; `done` follows with a cancelled result once the attempts have
- * reported. On the loop's thread, before `done` ran. */
+ * reported. On the loop's thread, until `done` has run: inside `done`,
+ * and a second time, it does nothing; after `done`, or from another
+ * thread (fire the call's token there instead), it is undefined. From
+ * inside the operation, the cancel callback's report waits for the
+ * operation to return. NULL does nothing. */
 RESIL_API void resil_exec_cancel(resil_exec *x);
 
 RESIL_END_DECLS

@@ -31,6 +31,10 @@
  * Threads: every operation but `post` (and `in_loop`) is called on the
  * loop's thread. A loop runs timer callbacks, posted work and readiness
  * callbacks on that thread.
+ *
+ * The helpers take no NULL arguments (that is undefined), and a timer
+ * handed to them must be zeroed (or idle as resil leaves it) before its
+ * first start or stop.
  */
 #ifndef RESIL_LOOP_H
 #define RESIL_LOOP_H

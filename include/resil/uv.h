@@ -39,7 +39,11 @@ typedef struct resil_uv resil_uv;
 RESIL_API int resil_uv_new(uv_loop_t *loop, resil_uv **out);
 RESIL_API resil_loop *resil_uv_loop(resil_uv *u);
 /* Close the handles; the memory goes when libuv has closed them (run the
- * loop once more). No execution may be in flight. */
+ * loop once more). Call it once, with no execution in flight (async.h,
+ * "Lifetimes": a hedge's loser still out counts): an execution still in
+ * flight would never end (its timers never run, `done` never called, its
+ * memory never freed) and a later report would reach freed memory, so
+ * that is undefined. */
 RESIL_API void resil_uv_close(resil_uv *u);
 
 RESIL_END_DECLS
