@@ -96,11 +96,9 @@ RESIL_API int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop,
                                    resil_async_done_fn done, void *done_ud, resil_exec **out);
 
 /* Report the attempt's outcome, exactly once, from any thread. `a` must
- * not be used afterwards: a second report, or one for an attempt whose
- * execution was cancelled and has since ended, is undefined (the handle
- * is reused by the lane's next attempt and its memory by later
- * executions). A NULL `a` or `o` reports nothing: the attempt is still
- * waited for. */
+ * not be used afterwards: a second report is undefined (the handle is
+ * reused by the lane's next attempt and its memory by later executions).
+ * A NULL `a` or `o` reports nothing: the attempt is still waited for. */
 RESIL_API void resil_attempt_done(resil_attempt *a, const resil_outcome *o);
 /* Ask to be told when the attempt must stop (see above). Call it from the
  * operation, on the loop's thread, before reporting; a later call is
