@@ -546,10 +546,16 @@ static void closed(uv_handle_t *h)
     finish_close(u);
 }
 
+/* What is still posted runs first: the async that would have run it is
+ * unreferenced, so a loop may have stopped with a post queued (a caller's
+ * token that fired as its execution ended), and once the async is closing
+ * libuv calls it no more — that execution's block would never go back to
+ * the loop to be freed with it. */
 void resil_uv_close(resil_uv *u)
 {
     if (u == NULL)
         return;
+    resil_posts_run(&u->posts);
     uv_close((uv_handle_t *)&u->timer, closed);
     uv_close((uv_handle_t *)&u->soon, closed);
     uv_close((uv_handle_t *)&u->async, closed);

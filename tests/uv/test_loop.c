@@ -510,12 +510,52 @@ static void a_host_needs_a_loop_and_out(void **state)
     assert_int_equal(uv_loop_close(&uv), 0);
 }
 
+static resil_attempt *kept_attempt;
+
+static void keep_the_attempt(resil_attempt *a, const resil_attempt_ctx *ctx)
+{
+    (void)ctx;
+    kept_attempt = a;
+}
+
+/* The caller's token fires (which the execution hears through a post to
+ * the loop), the attempt reports and the execution ends before that post
+ * has run, and the host is closed without another pass of the loop. The
+ * close runs what is still posted, so the execution's block goes back to
+ * the loop and is freed with it: LeakSanitizer (the ASan build) finds it
+ * lost otherwise. */
+static void a_post_still_queued_when_the_host_closes_is_run_and_frees_its_execution(
+    void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    resil_cancel token;
+    assert_int_equal(resil_cancel_init(&token, NULL), 0);
+    resil_call call;
+    resil_call_default(&call);
+    call.cancel = &token;
+    assert_int_equal(resil_pipeline_start(w.p, resil_uv_loop(w.host), keep_the_attempt, &call,
+                                          finished, &w, NULL),
+                     0);
+    resil_cancel_fire(&token);
+    resil_outcome ok = resil_ok();
+    resil_attempt_done(kept_attempt, &ok);
+    kept_attempt = NULL; /* no pointer into the block is left for the leak check to follow */
+    assert_int_equal(w.done, 1);
+    assert_int_equal(w.res.stop, RESIL_STOP_SUCCEEDED);
+    close_world(&w);
+    resil_cancel_destroy(&token);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(run_default_returns_once_the_retried_execution_is_over),
         cmocka_unit_test(run_once_does_not_block_after_the_timer_ended_the_execution),
         cmocka_unit_test(an_idle_host_keeps_no_loop_alive),
+        cmocka_unit_test(
+            a_post_still_queued_when_the_host_closes_is_run_and_frees_its_execution),
         cmocka_unit_test(a_zero_wait_retries_on_the_next_pass),
         cmocka_unit_test(after_the_last_zero_wait_one_more_pass_does_not_block_then_the_loop_blocks),
         cmocka_unit_test(a_timer_set_for_an_instant_does_not_run_before_it),
