@@ -141,7 +141,10 @@ RESIL_API int resil_pipeline_use_throttle(resil_pipeline_builder *b, resil_throt
  * RESIL_ESYS (worker threads). */
 RESIL_API int resil_pipeline_build(resil_pipeline_builder *b, resil_pipeline **out,
                                    resil_err *err);
-/* No execution may be running; waits for hedged attempts still running. */
+/* No execution may be running; waits for a blocking execution's hedged
+ * attempts still running. It does not wait for asynchronous executions:
+ * each must have ended, its hedges' losers included, first (async.h,
+ * "Lifetimes"; `done` may free an unhedged execution's pipeline). */
 RESIL_API void resil_pipeline_free(resil_pipeline *p);
 
 /* The breaker classifier pipelines use by default, matching Polly's
