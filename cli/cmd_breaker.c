@@ -34,7 +34,7 @@ typedef struct breaker_opts {
 
 static void usage(FILE *out)
 {
-    fputs("usage: resil breaker ACTION --redis URL [--prefix P] [NAME]\n"
+    fputs("usage: resil breaker ACTION --redis URL [--prefix P] [--timeout DUR] [--json] [NAME]\n"
           "\n"
           "Look at or steer the circuit breakers a fleet shares through Redis.\n"
           "\n"
