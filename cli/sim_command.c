@@ -125,7 +125,7 @@ static const char usage_text[] =
     "  --svg FILE        write a chart as SVG ('-' = standard output)\n"
     "  --progress        progress on stderr even when it is not a terminal\n"
     "  --base D --cap D  backoff base and cap (occ 5ms/2s; failover, layers 2s/30s;\n"
-    "                    metastable 1s/30s)\n"
+    "                    metastable, brownout 1s/30s)\n"
     "\n"
     "occ:        --clients N (100)  --net-mean D (10ms)  --net-sd D (2ms)\n"
     "failover:   --clients N (1000)  --rate R per client (1/s)  --layers N (3)\n"
