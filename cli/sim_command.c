@@ -141,6 +141,10 @@ static const char usage_text[] =
     "            service time; capacity × latency workers)  --timeout D (1s)\n"
     "            --outage D (30s: half the capacity)  --outage-start D (30s)\n"
     "            --limit N (40)  --attempts N (1)  --duration D (120s)\n"
+    "Every scenario but occ runs the same model of layered services, and takes\n"
+    "its flags: --rate, --layers, --attempts, --budget-at, --requests (at most\n"
+    "that many requests); failover, metastable and brownout also take --duration,\n"
+    "--bin, --outage, --outage-start, --capacity, --latency and --timeout.\n"
     "\n"
     "Durations: 250ms, 2s, 1m30s. Bad flags or values exit 125.\n";
 
