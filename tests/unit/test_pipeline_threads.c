@@ -300,12 +300,93 @@ static void sixteen_threads_share_per_key_breakers(void **state)
     pthread_mutex_destroy(&s.mu);
 }
 
+/* ---- hedges to per-call keys while the registry evicts ---------------------------------- */
+
+#define KEYS_MAX 8 /* far fewer breakers than keys: every call may create and evict */
+
+static resil_outcome per_endpoint(resil_attempt_ctx *ctx)
+{
+    worker *w = ctx->user;
+    __atomic_add_fetch(&w->s->calls, 1, __ATOMIC_SEQ_CST);
+    sched_yield();
+    return ctx->hedge == 0 ? resil_fail(RESIL_TRANSIENT, 503, "primary fails") : resil_ok();
+}
+
+static void *churning_worker(void *arg)
+{
+    worker *w = arg;
+    long ok = 0;
+    for (int i = 0; i < PER_THREAD; i++) {
+        char key[32], hedge_key[32];
+        snprintf(key, sizeof key, "primary-%d-%d", w->id, i % 24);
+        snprintf(hedge_key, sizeof hedge_key, "hedge-%d", (w->id + i) % 12);
+        const char *keys[] = {key, hedge_key};
+        resil_call c;
+        resil_call_default(&c);
+        c.user = w;
+        c.key = key;
+        c.hedge_keys = keys;
+        c.hedge_keys_len = 2;
+        resil_pipeline_result r;
+        expect(w->s, resil_pipeline_execute(w->s->p, per_endpoint, &c, &r) == 0);
+        ok += r.outcome.kind == RESIL_SUCCESS;
+        /* The names were the caller's: a loser still running must not
+         * read them now. */
+        memset(key, 'x', sizeof key - 1);
+        memset(hedge_key, 'y', sizeof hedge_key - 1);
+    }
+    pthread_mutex_lock(&w->s->mu);
+    w->s->executions += PER_THREAD;
+    w->s->ok_odd += ok;
+    pthread_mutex_unlock(&w->s->mu);
+    return NULL;
+}
+
+/* Each call names its own primary and hedge breakers, from many more keys
+ * than the registry holds: lookups create, and evict breakers other calls
+ * and their late losers still hold. Every execution runs, the registry
+ * stays at its cap, and no breaker is used after it is freed (ASan) or
+ * without its references ordered (TSan). */
+static void sixteen_threads_hedge_to_per_call_keys_while_the_registry_evicts(void **state)
+{
+    (void)state;
+    shared s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    ro.max_breakers = KEYS_MAX;
+    resil_registry *reg;
+    assert_int_equal(resil_registry_new(&ro, &reg, NULL), 0);
+    resil_pipeline_builder *b;
+    assert_int_equal(resil_pipeline_builder_new("churn", &b, NULL), 0);
+    resil_hedge_opts h;
+    resil_hedge_opts_default(&h);
+    h.delay = 0;
+    h.max_hedged = 1;
+    h.workers = 4;
+    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
+    assert_int_equal(resil_pipeline_use_registry(b, reg), 0);
+    assert_int_equal(resil_pipeline_build(b, &s.p, NULL), 0);
+    resil_pipeline_builder_free(b);
+
+    run_workers(&s, churning_worker);
+    resil_pipeline_free(s.p); /* joins workers still finishing losers */
+    assert_int_equal(s.broken, 0);
+    assert_int_equal(s.executions, THREADS * PER_THREAD);
+    assert_true(s.calls >= THREADS * PER_THREAD);
+    assert_int_equal(resil_registry_count(reg), KEYS_MAX);
+    resil_registry_free(reg);
+    pthread_mutex_destroy(&s.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sixteen_threads_share_one_standard_pipeline),
         cmocka_unit_test(sixteen_threads_race_hedges_through_a_small_pool),
         cmocka_unit_test(sixteen_threads_share_per_key_breakers),
+        cmocka_unit_test(sixteen_threads_hedge_to_per_call_keys_while_the_registry_evicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
