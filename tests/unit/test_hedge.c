@@ -59,7 +59,8 @@ enum behaviour {
     BLOCK_THEN_GATE,
     GATE_THEN_SUCCEED,
     GATE_THEN_FAIL, /* ignores its token: fails once the gate opens */
-    TAKE_3S_THEN_FAIL /* moves the fake clock 3 s on, then fails */
+    TAKE_3S_THEN_FAIL, /* moves the fake clock 3 s on, then fails */
+    FIRE_CALLER /* fires the caller's token, then waits for its own */
 };
 
 typedef struct world {
@@ -131,6 +132,12 @@ static resil_outcome hedged_op(resil_attempt_ctx *ctx)
     case TAKE_3S_THEN_FAIL:
         resil_fake_clock_advance(w->fc, RESIL_S(3));
         o = resil_fail(RESIL_TRANSIENT, 503, "hedge");
+        break;
+    case FIRE_CALLER:
+        resil_cancel_fire(&w->caller);
+        resil_cancel_wait_until(ctx->cancel, INT64_MAX);
+        __atomic_store_n(&w->saw_cancel[i], 1, __ATOMIC_SEQ_CST);
+        o = resil_fail(RESIL_CANCELLED, RESIL_ECANCELED, "gave up");
         break;
     }
     __atomic_store_n(&w->finished[i], 1, __ATOMIC_SEQ_CST);
@@ -567,6 +574,30 @@ static void caller_cancel_fires_every_attempt(void **state)
     assert_int_equal(x.result.hedges, 0);
 }
 
+/* An attempt may fire the caller's own token (it gave up for the whole
+ * call): it runs on a worker while the caller waits on a token linked to
+ * that one, so the caller wakes, fires every attempt and returns the
+ * cancellation; the attempt that fired sees its own token fire too. */
+static void an_attempt_firing_the_callers_token_cancels_the_race(void **state)
+{
+    world *w = *state;
+    resil_hedge_opts h = hedging(0, 1);
+    h.wait_losers = true;
+    build(w, &h, 0);
+    w->does[0] = BLOCK_UNTIL_CANCELLED;
+    w->does[1] = FIRE_CALLER;
+    execution x = {.cancellable = true};
+    start(&x, w);
+    finish(&x);
+    assert_int_equal(x.result.outcome.kind, RESIL_CANCELLED);
+    assert_int_equal(x.result.outcome.code, RESIL_ECANCELED);
+    assert_int_equal(x.result.stop, RESIL_STOP_CANCELLED);
+    assert_int_equal(x.result.hedges, 1);
+    assert_int_equal(w->saw_cancel[0], 1);
+    assert_int_equal(w->saw_cancel[1], 1);
+    assert_int_equal(w->cancel_reason[0], RESIL_ECANCELED);
+}
+
 static void total_deadline_while_hedging_times_out_every_attempt(void **state)
 {
     world *w = *state;
@@ -792,6 +823,7 @@ int main(void)
         T(a_name_that_just_fits_is_copied_and_the_execution_does_not_wait),
         T(wait_losers_returns_only_after_every_attempt_ended),
         T(caller_cancel_fires_every_attempt),
+        T(an_attempt_firing_the_callers_token_cancels_the_race),
         T(total_deadline_while_hedging_times_out_every_attempt),
         T(budget_that_denies_stops_hedging),
         T(busy_pool_runs_the_execution_unhedged_on_the_caller),
