@@ -141,7 +141,9 @@ RESIL_API int resil_pipeline_use_throttle(resil_pipeline_builder *b, resil_throt
  * RESIL_ESYS (worker threads). */
 RESIL_API int resil_pipeline_build(resil_pipeline_builder *b, resil_pipeline **out,
                                    resil_err *err);
-/* No execution may be running; waits for a blocking execution's hedged
+/* No execution may be running, and it is never called from the pipeline's
+ * own operations or callbacks (a losing hedge's operation included: its
+ * worker would join itself); waits for a blocking execution's hedged
  * attempts still running. It does not wait for asynchronous executions:
  * each must have ended, its hedges' losers included, first (async.h,
  * "Lifetimes"; `done` may free an unhedged execution's pipeline). */
@@ -236,7 +238,8 @@ typedef struct resil_call {
         resil_reserved hedge_keys_r_;
     };
     union {
-        size_t hedge_keys_len;         /* at most RESIL_HEDGE_MAX + 1 */
+        size_t hedge_keys_len;         /* at most RESIL_HEDGE_MAX + 1; more is
+                                          RESIL_EINVAL from the execution */
         resil_reserved hedge_keys_len_r_;
     };
     union {

@@ -203,10 +203,17 @@ bool resil__run_keep(resil__run *r, char *buf, size_t cap)
     return true;
 }
 
+bool resil__hedge_keys_too_many(const resil_call *call)
+{
+    return call->hedge_keys != NULL && call->hedge_keys_len > RESIL_HEDGE_MAX + 1;
+}
+
 int resil__run_take_registry_breakers(resil__run *r, const resil_call *call)
 {
     const resil_pipeline *p = r->p;
     int rc = 0;
+    if (resil__hedge_keys_too_many(call))
+        return RESIL_EINVAL; /* more keys than a call has attempts: none is dropped unsaid */
     if (call->breaker != NULL)
         r->breaker = resil_breaker_retain(call->breaker);
     else
@@ -257,8 +264,11 @@ int resil_pipeline_execute(const resil_pipeline *p, resil_op_fn op, const resil_
     }
     int rc = resil__run_take_breakers(&r, call);
     if (rc != 0) {
-        out->outcome = out->cause = resil_fail(RESIL_REJECTED, rc, "no breaker for the key");
-        out->rejected_by = RESIL_STRATEGY_BREAKER;
+        bool too_many = resil__hedge_keys_too_many(call);
+        out->outcome = out->cause =
+            too_many ? resil_fail(RESIL_PERMANENT, rc, "hedge_keys_len past RESIL_HEDGE_MAX + 1")
+                     : resil_fail(RESIL_REJECTED, rc, "no breaker for the key");
+        out->rejected_by = too_many ? RESIL_STRATEGY_NONE : RESIL_STRATEGY_BREAKER;
         out->elapsed = 0;
         return rc;
     }

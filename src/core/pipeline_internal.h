@@ -188,8 +188,10 @@ static inline void resil__run_init(resil__run *r, const struct resil_pipeline *p
 
 /* The run's breakers from the pipeline's registry, if it has one: the
  * call's and one per entry of call->hedge_keys. 0, or the registry's error
- * with none held. */
+ * with none held; RESIL_EINVAL when the call names more hedge keys than it
+ * has attempts (resil__hedge_keys_too_many). */
 int resil__run_take_registry_breakers(resil__run *r, const resil_call *call);
+bool resil__hedge_keys_too_many(const resil_call *call);
 void resil__run_drop_registry_breakers(resil__run *r);
 void resil__run_retain_registry_breakers(const resil__run *r);
 

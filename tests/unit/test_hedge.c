@@ -474,6 +474,37 @@ static void a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_drop
     assert_string_equal(w->opened, "primary.example");
 }
 
+/* A call has at most RESIL_HEDGE_MAX + 1 attempts, so it names at most
+ * that many hedge keys: one more is refused (RESIL_EINVAL, nothing run),
+ * not dropped unsaid; exactly that many is taken. */
+static void more_hedge_keys_than_attempts_is_refused_and_runs_nothing(void **state)
+{
+    world *w = *state;
+    resil_registry_opts ro;
+    resil_registry_opts_default(&ro);
+    assert_int_equal(resil_registry_new(&ro, &w->registry, NULL), 0);
+    resil_hedge_opts h = hedging(RESIL_S(1), 1);
+    build(w, &h, 0);
+    w->does[0] = SUCCEED;
+    const char *keys[RESIL_HEDGE_MAX + 2];
+    for (size_t i = 0; i < RESIL_HEDGE_MAX + 2; i++)
+        keys[i] = "endpoint.example";
+    resil_call c;
+    resil_call_default(&c);
+    c.user = w;
+    c.hedge_keys = keys;
+    c.hedge_keys_len = RESIL_HEDGE_MAX + 2;
+    resil_pipeline_result r;
+    assert_int_equal(resil_pipeline_execute(w->p, hedged_op, &c, &r), RESIL_EINVAL);
+    assert_int_equal(r.attempts, 0);
+    assert_int_equal(r.outcome.kind, RESIL_PERMANENT);
+    assert_string_equal(r.outcome.detail, "hedge_keys_len past RESIL_HEDGE_MAX + 1");
+    assert_int_equal(__atomic_load_n(&w->started, __ATOMIC_SEQ_CST), 0);
+    c.hedge_keys_len = RESIL_HEDGE_MAX + 1;
+    assert_int_equal(resil_pipeline_execute(w->p, hedged_op, &c, &r), 0);
+    assert_int_equal(r.outcome.kind, RESIL_SUCCESS);
+}
+
 /* The call's strings are the caller's again when the execution returns: a
  * loser that ends later reports the operation's name from the race's own
  * copy, not from memory the caller has since reused. */
@@ -819,6 +850,7 @@ int main(void)
         T(caller_returns_before_a_late_loser_which_lands_safely),
         T(a_late_loser_counts_on_its_endpoints_breaker_after_the_registry_dropped_it),
         T(a_late_loser_reports_the_operation_from_its_own_copy),
+        T(more_hedge_keys_than_attempts_is_refused_and_runs_nothing),
         T(a_name_too_long_to_copy_makes_the_execution_wait_for_its_losers),
         T(a_name_that_just_fits_is_copied_and_the_execution_does_not_wait),
         T(wait_losers_returns_only_after_every_attempt_ended),
