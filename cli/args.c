@@ -100,12 +100,18 @@ int args_nonempty(const args *a, const char *option, const char *what, const cha
     return 0;
 }
 
+/* Letters and digits by range: the gateway asks this of every request
+ * header's name. */
+static bool token_char(unsigned char c)
+{
+    return ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
 bool args_token(const char *s, size_t len)
 {
-    static const char tchar[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                "0123456789!#$%&'*+-.^_`|~";
     for (size_t i = 0; i < len; i++) {
-        if (s[i] == '\0' || strchr(tchar, s[i]) == NULL)
+        if (!token_char((unsigned char)s[i]))
             return false;
     }
     return len > 0;

@@ -432,22 +432,35 @@ static void discard_output(output *o, FILE *out)
     o->tmp[0] = '\0';
 }
 
+/* What `w` writes on standard output, flushed there, so that standard
+ * output refusing it is said with the first failure's reason; `option`
+ * names the output that took standard output (NULL: the table). */
+static int write_stdout(writer_fn w, const options *opts, const resil_sim_result *r, FILE *out,
+                        const char *option, FILE *errout)
+{
+    errno = 0;
+    int rc = w(out, &opts->cfg, r, opts->cfg.npolicies);
+    int err = rc != 0 ? errno : 0;
+    if (rc == 0 && fflush(out) == 0)
+        return 0;
+    if (rc == 0)
+        err = errno;
+    fprintf(errout, "resil sim: %s%scannot write standard output: %s\n",
+            option != NULL ? option : "", option != NULL ? ": " : "",
+            strerror(err != 0 ? err : EIO));
+    return EXIT_FAILED;
+}
+
 static int write_output(output *o, writer_fn w, const options *opts, const resil_sim_result *r,
                         FILE *out, FILE *errout)
 {
     if (o->f == NULL)
         return 0;
+    if (o->f == out)
+        return write_stdout(w, opts, r, out, o->option, errout);
+    errno = 0;
     int rc = w(o->f, &opts->cfg, r, opts->cfg.npolicies);
     int err = rc != 0 ? errno : 0; /* the first failure's reason */
-    if (o->f == out) {
-        if (rc == 0 && fflush(out) == 0)
-            return 0;
-        if (rc == 0)
-            err = errno;
-        fprintf(errout, "resil sim: %s: cannot write standard output: %s\n", o->option,
-                strerror(err != 0 ? err : EIO));
-        return EXIT_FAILED;
-    }
     FILE *f = o->f;
     o->f = NULL;
     bool written = rc == 0;
@@ -527,23 +540,6 @@ static bool is_stdout(const char *path)
     return path != NULL && strcmp(path, "-") == 0;
 }
 
-/* The table (or JSON), flushed here so that standard output refusing it
- * is said with the system's reason, as a '-' output's failure is. */
-static int write_main(const options *o, const resil_sim_result *r, FILE *out, FILE *errout)
-{
-    writer_fn w = o->json ? resil_sim_write_json : resil_sim_write_text;
-    errno = 0;
-    int rc = w(out, &o->cfg, r, o->cfg.npolicies);
-    int err = rc != 0 ? errno : 0;
-    if (rc == 0 && fflush(out) == 0)
-        return 0;
-    if (rc == 0)
-        err = errno;
-    fprintf(errout, "resil sim: cannot write standard output: %s\n",
-            strerror(err != 0 ? err : EIO));
-    return EXIT_FAILED;
-}
-
 /* The table (or JSON) on standard output, unless --csv or --svg took it:
  * a CSV or SVG written there must be the whole of it. Each output is
  * written whatever became of the others: a full standard output does not
@@ -552,7 +548,8 @@ static int emit(const options *o, const resil_sim_result *r, output *csv, output
                 FILE *out, FILE *errout)
 {
     bool taken = is_stdout(o->csv) || is_stdout(o->svg);
-    int rc = taken ? 0 : write_main(o, r, out, errout);
+    writer_fn table = o->json ? resil_sim_write_json : resil_sim_write_text;
+    int rc = taken ? 0 : write_stdout(table, o, r, out, NULL, errout);
     int rc2 = write_output(csv, resil_sim_write_csv, o, r, out, errout);
     int rc3 = write_output(svg, resil_sim_write_svg, o, r, out, errout);
     return rc != 0 ? rc : rc2 != 0 ? rc2 : rc3;

@@ -447,7 +447,6 @@ typedef struct gw_refusal {
     const char *code, *message;
 } gw_refusal;
 
-bool gw_token_char(unsigned char c);
 void gw_framing_add(gw_framing *f, const char *name, size_t name_len, const char *value,
                     size_t value_len);
 /* true: acceptable; false: *why says how to refuse, before any body is read. */

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "args.h"
 #include "gateway.h"
 
 /* ---- request targets (RFC 9112 §3.2) ------------------------------------- */
@@ -137,20 +138,6 @@ const char *gw_check_tenant(const char *value, size_t len)
 
 /* ---- request framing -------------------------------------------------------- */
 
-bool gw_token_char(unsigned char c)
-{
-    return is_alpha(c) || is_digit(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static bool is_token(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (!gw_token_char((unsigned char)s[i]))
-            return false;
-    }
-    return len > 0;
-}
-
 static bool names_equal(const char *name, size_t len, const char *lower)
 {
     if (strlen(lower) != len)
@@ -191,7 +178,7 @@ static bool whole(const char *s, size_t len, size_t digits, uint64_t *out)
 void gw_framing_add(gw_framing *f, const char *name, size_t name_len, const char *value,
                     size_t value_len)
 {
-    if (!is_token(name, name_len) || !value_is_safe(value, value_len)) {
+    if (!args_token(name, name_len) || !value_is_safe(value, value_len)) {
         f->bad_field = true;
         return;
     }
@@ -268,7 +255,7 @@ static bool split_field(const char *line, size_t len, gw_field *f)
     f->value = colon + 1;
     f->value_len = len - f->name_len - 1;
     trim_ows(&f->value, &f->value_len);
-    return is_token(f->name, f->name_len) && value_is_safe(f->value, f->value_len);
+    return args_token(f->name, f->name_len) && value_is_safe(f->value, f->value_len);
 }
 
 /* The bytes of one line without its line end (CR LF, LF or bare CRs). */

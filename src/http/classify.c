@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "head.h"
 #include "resil/http.h"
 
 /* ---- methods -------------------------------------------------------------- */
@@ -64,21 +65,6 @@ bool resil_http_method_retryable(const char *method, bool has_idempotency_key)
     return (resil_http_method_bit(method) & IDEMPOTENT_METHODS) != 0 || has_idempotency_key;
 }
 
-/* An HTTP token's character (RFC 9110 tchar), as a method name is made of. */
-static bool tchar(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static bool method_token(const char *name, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (!tchar((unsigned char)name[i]))
-            return false;
-    return len > 0;
-}
-
 int resil_http_methods_parse(const char *list, unsigned *out)
 {
     if (list == NULL || out == NULL || *list == '\0')
@@ -86,7 +72,7 @@ int resil_http_methods_parse(const char *list, unsigned *out)
     unsigned bits = 0;
     for (const char *p = list;;) {
         size_t n = strcspn(p, ",");
-        if (!method_token(p, n))
+        if (!resil__http_token(p, n))
             return RESIL_EINVAL;
         bits |= method_bit_n(p, n);
         if (p[n] == '\0')

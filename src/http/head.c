@@ -65,3 +65,17 @@ void resil__http_head_free(resil__http_head *h)
     free(h->p);
     memset(h, 0, sizeof *h);
 }
+
+static bool tchar(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+bool resil__http_token(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!tchar((unsigned char)s[i]))
+            return false;
+    return len > 0;
+}

@@ -13,11 +13,14 @@
  * memory a client spends on them.
  *
  * Pure memory, no libcurl: the fuzz target (tests/http/fuzz_http_headers.c)
- * drives it with arbitrary lines in sequence. Internal to libresil-http.
+ * drives it with arbitrary lines in sequence. The token rule that header
+ * and method names follow lives here too, for the options and the
+ * method lists alike. Internal to libresil-http.
  */
 #ifndef RESIL_HTTP_HEAD_H
 #define RESIL_HTTP_HEAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -57,5 +60,9 @@ static inline void resil__http_head_clear(resil__http_head *h, size_t keep)
     }
 }
 void resil__http_head_free(resil__http_head *h);
+
+/* Are the `len` bytes at `s` an HTTP token (RFC 9110: letters, digits and
+ * !#$%&'*+-.^_`|~), as a header's or a method's name is? */
+bool resil__http_token(const char *s, size_t len);
 
 #endif

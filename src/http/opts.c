@@ -18,6 +18,7 @@
 #include "resil/hedge.h"
 #include "resil/http.h"
 #include "resil/pipeline.h"
+#include "head.h"
 #include "route_internal.h"
 
 #define MiB ((size_t)1 << 20)
@@ -186,23 +187,16 @@ static int check_concurrency(const resil_http_opts *o, resil_err *err)
     return 0;
 }
 
-/* RFC 9110's field-name: a token (letters, digits and !#$%&'*+-.^_`|~). */
-static bool header_name(const char *name)
-{
-    size_t n = strlen(name);
-    return n > 0 && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                 "0123456789!#$%&'*+-.^_`|~") == n;
-}
-
 static int check_hint_headers(const resil_http_opts *o, resil_err *err)
 {
     for (size_t i = 0; o->retry_after_headers != NULL && o->retry_after_headers[i] != NULL;
          i++) {
-        if (!header_name(o->retry_after_headers[i]))
+        const char *name = o->retry_after_headers[i];
+        if (!resil__http_token(name, strlen(name)))
             return resil_err_set(err, RESIL_EINVAL,
                                  "http.retry_after_headers[%zu] must be a header name "
                                  "(letters, digits and !#$%%&'*+-.^_`|~), got \"%.64s\"",
-                                 i, o->retry_after_headers[i]);
+                                 i, name);
     }
     return 0;
 }

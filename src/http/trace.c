@@ -10,7 +10,6 @@
  * one case that allocates, and only for a traced call whose headers carry
  * one.
  */
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -67,25 +66,20 @@ static int without_trace_headers(const struct curl_slist *h, struct curl_slist *
     return 0;
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != 0)
-            return false;
-    return true;
-}
-
-/* A caller's own context goes onto the wire as it is: its ids must be
- * ones a traceparent may carry, and its tracestate one the parser takes
- * (no CR or LF to end the header early). */
+/* A caller's own context goes onto the wire as it is, so the core's
+ * parsers, which decide what a received one may be, decide it here too:
+ * its traceparent as it would be written (no all-zero id), and its
+ * tracestate (no CR or LF to end the header early). */
 static bool context_ok(const resil_span_context *c)
 {
-    if (all_zero(c->trace_id, sizeof c->trace_id) || all_zero(c->span_id, sizeof c->span_id))
+    char text[RESIL_TRACEPARENT_LEN + 1];
+    resil_span_context parsed;
+    resil_traceparent_format(c, text, sizeof text);
+    if (resil_traceparent_parse(text, RESIL_TRACEPARENT_LEN, &parsed, NULL) != 0)
         return false;
     size_t n = strnlen(c->tracestate, sizeof c->tracestate);
     if (n == 0)
         return true;
-    resil_span_context parsed;
     return n < sizeof c->tracestate && resil_tracestate_parse(c->tracestate, n, &parsed, NULL) == 0;
 }
 

@@ -253,7 +253,6 @@ static void release_batch(resil_otlp *x, uint32_t n)
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-
 static size_t keep_answer(char *p, size_t size, size_t n, void *ud)
 {
     otlp_answer *a = ud;
@@ -327,7 +326,6 @@ static resil_outcome attempt_once(resil_attempt_ctx *ctx)
                             "unavailable", retry_after(op->curl, op->x->clock));
 }
 
-
 static struct curl_slist *header_list(const resil_otlp *x)
 {
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -341,7 +339,6 @@ static struct curl_slist *header_list(const resil_otlp *x)
     }
     return h;
 }
-
 
 /* One export: the body posted under the export policy (x->policy) until
  * it is taken, refused for good, tried OTLP_ATTEMPTS times, or the next

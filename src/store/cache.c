@@ -291,9 +291,6 @@ void resil__cache_begun(store_cache *c, const store_call *call, int64_t expires_
     pthread_mutex_unlock(&c->mu);
 }
 
-/* This process completed (owned) or lost (not owned, released) the key
- * under `lease`: a claim it remembered becomes the completed record, or
- * is forgotten. */
 /* Would the answer's entry fit the bound at all? One that would not is
  * neither allocated nor copied under the lock only for insert to free it. */
 static bool fits(const store_cache *c, const cache_key *k, const resil_store_response *r)
@@ -301,6 +298,9 @@ static bool fits(const store_cache *c, const cache_key *k, const resil_store_res
     return ENTRY_COST + k->len + r->headers_len + r->body_len <= c->bound;
 }
 
+/* This process completed (owned) or lost (not owned, released) the key
+ * under `lease`: a claim it remembered becomes the completed record, or
+ * is forgotten. */
 void resil__cache_settled(store_cache *c, const store_call *call, bool completed)
 {
     cache_key k;

@@ -87,8 +87,8 @@ static const char *const schema_present_sql =
 /* The claim's insert names its conflict target: "the first writer wins"
  * rests on a unique key on exactly the three key columns, and with the
  * target named PostgreSQL refuses (42P10, when the statement is planned:
- * see connected) a table by the store's name that lacks one, where a bare ON CONFLICT
- * would let every begin of a key be first. */
+ * see connected) a table by the store's name that lacks one, where a
+ * bare ON CONFLICT would let every begin of a key be first. */
 #define ON_KEY_CONFLICT "ON CONFLICT (tenant, operation, idempotency_key) DO NOTHING"
 
 static const struct {

@@ -204,6 +204,17 @@ static int check_unique_keys(store_conn *c)
     return SQLITE_ERROR;
 }
 
+/* SQLite opens a file it may not write (its mode, a read-only mount)
+ * read-only, without a word, and only the first write would say so: the
+ * connection says it at once instead, with the reason in c->why. */
+static int check_writable(store_conn *c)
+{
+    if (sqlite3_db_readonly(c->db, "main") != 1)
+        return SQLITE_OK;
+    snprintf(c->why, sizeof c->why, "the database file cannot be written");
+    return SQLITE_READONLY;
+}
+
 static int connect_db(store_conn *c)
 {
     int rc = sqlite3_open_v2(c->cfg->target, &c->db,
@@ -229,6 +240,8 @@ static int connect_db(store_conn *c)
     rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = check_unique_keys(c);
+    if (rc == SQLITE_OK)
+        rc = check_writable(c);
     if (rc != SQLITE_OK)
         return rc;
     return prepare_all(c, SQLITE_PREPARE_PERSISTENT);
@@ -458,24 +471,13 @@ static resil_outcome run_reads(store_conn *c, store_call *const *calls, size_t n
     return rc == SQLITE_OK ? resil_ok() : fail(c, rc, msg, cap);
 }
 
-/* SQLite opens a file it may not write (its mode, a read-only mount)
- * read-only, without a word, and only the first write would say so: the
- * store's open says it at once instead. */
-static resil_outcome check_writable(store_conn *c, char *msg, size_t cap)
-{
-    if (sqlite3_db_readonly(c->db, "main") != 1)
-        return resil_ok();
-    snprintf(c->why, sizeof c->why, "the database file cannot be written");
-    return fail(c, SQLITE_READONLY, msg, cap);
-}
-
 static resil_outcome run(store_conn *c, store_call *call, char *msg, size_t cap)
 {
     int rc = ensure_connected(c);
     if (rc != SQLITE_OK)
         return connect_failed(c, rc, msg, cap);
     if (call->op == STORE_CONNECT)
-        return check_writable(c, msg, cap);
+        return resil_ok();
     /* A settled record (a replay, a mismatch) is answered by a plain read,
      * which in WAL mode waits for no writer. */
     if (call->op == STORE_PEEK || call->op == STORE_BEGIN)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "gateway.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,8 +35,7 @@ static size_t walk(const char *blob, size_t len, gw_field *fields)
         last = pos;
         check(f.name >= blob && f.name_len > 0 && f.name + f.name_len <= blob + len);
         check(f.value >= f.name + f.name_len && f.value + f.value_len <= blob + len);
-        for (size_t i = 0; i < f.name_len; i++)
-            check(gw_token_char((unsigned char)f.name[i]));
+        check(args_token(f.name, f.name_len));
         for (size_t i = 0; i < f.value_len; i++)
             check(f.value[i] != '\0' && f.value[i] != '\r' && f.value[i] != '\n');
         fields[n++] = f;

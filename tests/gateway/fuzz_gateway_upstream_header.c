@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "gateway.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,8 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     check(kind == GW_LINE_FIELD);
     check(f.name == line && f.name_len > 0 && f.name_len < size && line[f.name_len] == ':');
-    for (size_t i = 0; i < f.name_len; i++)
-        check(gw_token_char((unsigned char)f.name[i]));
+    check(args_token(f.name, f.name_len));
     check(!gw_hop_by_hop(f.name, f.name_len));
     check(f.value > f.name + f.name_len && f.value + f.value_len <= line + size);
     for (size_t i = 0; i < f.value_len; i++)

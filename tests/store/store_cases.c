@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -836,4 +837,22 @@ void file_modes_release(const file_modes_held *was)
     struct __user_cap_data_struct d[2];
     memcpy(d, was->caps, sizeof d);
     capset_or_fail(d);
+}
+
+/* ---- writes past a file's end refused ------------------------------------------ */
+
+file_writes_held file_writes_refuse(void)
+{
+    file_writes_held was;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was.was), 0);
+    was.sigxfsz = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit none = {.rlim_cur = 0, .rlim_max = was.was.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
+    return was;
+}
+
+void file_writes_release(const file_writes_held *was)
+{
+    setrlimit(RLIMIT_FSIZE, &was->was);
+    signal(SIGXFSZ, was->sigxfsz);
 }

@@ -8,6 +8,7 @@
 #define RESIL_TEST_STORE_CASES_H
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "test.h"
 
@@ -78,6 +79,17 @@ typedef struct file_modes_held {
 
 file_modes_held file_modes_hold(void);
 void file_modes_release(const file_modes_held *was);
+
+/* RLIMIT_FSIZE 0, SIGXFSZ ignored: every write past a file's end fails
+ * (EFBIG), as on a dead or full disk, without root, from
+ * file_writes_refuse() until file_writes_release(). */
+typedef struct file_writes_held {
+    struct rlimit was;
+    void (*sigxfsz)(int);
+} file_writes_held;
+
+file_writes_held file_writes_refuse(void);
+void file_writes_release(const file_writes_held *was);
 
 /* Run the shared cases, then a backend's own, as one cmocka group, twice:
  * with the stores' default group commit, then with one transaction per

@@ -550,29 +550,37 @@ static void a_constraint_in_the_callers_transaction_is_ebackend(void **state)
 
 /* ---- a statement the server cancels: a timeout ------------------------------ */
 
-/* A store whose connections carry a server setting of 300 ms (the URL's
- * options=-c name=value), with counted retries, and a journal when one is
- * given. */
-typedef struct setting {
+/* How a test's store connects where it is not as the fixture's: a URL of
+ * its own (a server setting, a role), and a journal, a table or an
+ * attempt count when given; its retries counted. */
+typedef struct connect_as {
     char url[600];
-    const char *journal;
+    const char *journal; /* NULL: none */
+    const char *table;   /* NULL: the fixture's */
+    unsigned attempts;   /* 0: the fixture's */
     retries r;
-} setting;
+} connect_as;
 
-static void with_setting(resil_store_opts *o, void *ud)
+static void with_connect_as(resil_store_opts *o, void *ud)
 {
-    setting *st = ud;
-    counted(o, &st->r);
-    o->url = st->url;
-    o->journal = st->journal;
+    connect_as *a = ud;
+    counted(o, &a->r);
+    o->url = a->url;
+    o->journal = a->journal;
+    if (a->table != NULL)
+        o->table = a->table;
+    if (a->attempts != 0)
+        o->retry.max_attempts = a->attempts;
 }
 
-static resil_store *open_with_setting(fixture *f, setting *st, const char *name,
+/* A store whose connections carry a server setting of 300 ms (the URL's
+ * options=-c name=value). */
+static resil_store *open_with_setting(fixture *f, connect_as *st, const char *name,
                                       const char *journal)
 {
     snprintf(st->url, sizeof st->url, "%s?options=-c%%20%s%%3D300", f->url, name);
     st->journal = journal;
-    return fixture_open(f, with_setting, st);
+    return fixture_open(f, with_connect_as, st);
 }
 
 /* Hold K1's row from another connection (BEGIN ... FOR UPDATE): a write of
@@ -600,7 +608,7 @@ static void a_completion_past_the_statement_timeout_is_journaled_without_retries
     fixture *f = *state;
     journal_dir j;
     journal_dir_make(&j);
-    setting st = {.r = {0}};
+    connect_as st = {.r = {0}};
     resil_store *s = open_with_setting(f, &st, "statement_timeout", j.path);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
     PGconn *holder = hold_row(f);
@@ -618,7 +626,7 @@ static void a_completion_past_the_statement_timeout_is_journaled_without_retries
 static void a_completion_past_the_lock_timeout_is_ebusy_at_once_and_saves_nothing(void **state)
 {
     fixture *f = *state;
-    setting st = {.r = {0}};
+    connect_as st = {.r = {0}};
     resil_store *s = open_with_setting(f, &st, "lock_timeout", NULL);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
     uint64_t lease = f->res.lease;
@@ -638,27 +646,9 @@ static void a_completion_past_the_lock_timeout_is_ebusy_at_once_and_saves_nothin
 
 /* ---- what the server lets the store's role do ------------------------------- */
 
-typedef struct as_role {
-    char url[600];
-    const char *table; /* NULL: the fixture's */
-    unsigned attempts; /* 0: the fixture's */
-    retries r;
-} as_role;
-
-static void with_role(resil_store_opts *o, void *ud)
-{
-    as_role *a = ud;
-    counted(o, &a->r);
-    o->url = a->url;
-    if (a->table != NULL)
-        o->table = a->table;
-    if (a->attempts != 0)
-        o->retry.max_attempts = a->attempts;
-}
-
 /* A new login role named after the fixture's table (roles are the
  * server's, not a table's), and a's URL as it. */
-static void make_role(fixture *f, as_role *a, const char *suffix, const char *attrs,
+static void make_role(fixture *f, connect_as *a, const char *suffix, const char *attrs,
                       char *role, size_t cap)
 {
     snprintf(role, cap, "%s_%s", f->table, suffix);
@@ -671,13 +661,13 @@ static void make_role(fixture *f, as_role *a, const char *suffix, const char *at
 }
 
 /* resil_store_new as a says, expected to fail: its code. */
-static int open_refused(fixture *f, as_role *a, resil_err *err)
+static int open_refused(fixture *f, connect_as *a, resil_err *err)
 {
     resil_store_opts o;
     resil_store_opts_default(&o);
     o.clock = f->clock;
     o.table = f->table;
-    with_role(&o, a);
+    with_connect_as(&o, a);
     resil_store *s = NULL;
     int rc = resil_store_new(&o, &s, err);
     assert_null(s);
@@ -700,13 +690,13 @@ static int table_count(const char *name)
 static void a_role_with_row_rights_only_serves_from_a_table_made_for_it(void **state)
 {
     fixture *f = *state;
-    as_role a = {.r = {0}};
+    connect_as a = {.r = {0}};
     char role[80];
     make_role(f, &a, "rows", "LOGIN", role, sizeof role);
     PGconn *c = admin();
     sql_ok(c, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s", f->table, role);
     PQfinish(c);
-    resil_store *s = fixture_open(f, with_role, &a);
+    resil_store *s = fixture_open(f, with_connect_as, &a);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
     resil_err err = {0};
     assert_int_equal(resil_store_complete(s, &K1, f->res.lease, &ORDER_7, &err), 0);
@@ -725,7 +715,7 @@ static void a_role_with_row_rights_only_serves_from_a_table_made_for_it(void **s
 static void a_role_that_may_not_create_the_missing_table_is_refused_for_good(void **state)
 {
     fixture *f = *state;
-    as_role a = {.r = {0}};
+    connect_as a = {.r = {0}};
     char role[80], missing[80];
     make_role(f, &a, "none", "LOGIN", role, sizeof role);
     snprintf(missing, sizeof missing, "%s_missing", f->table);
@@ -756,7 +746,7 @@ static void a_table_of_another_layout_is_refused_at_open_naming_the_column(void 
            "CREATE INDEX %s_created_at ON %s (created_at)",
            old, old, old);
     PQfinish(c);
-    as_role a = {.table = old, .r = {0}};
+    connect_as a = {.table = old, .r = {0}};
     snprintf(a.url, sizeof a.url, "%s", f->url);
     resil_err err = {0};
     assert_int_equal(open_refused(f, &a, &err), RESIL_EBACKEND);
@@ -787,7 +777,7 @@ static void a_table_without_the_keys_unique_key_is_refused_at_open(void **state)
                "CREATE INDEX %s_created_at ON %s (created_at)",
                table, keys[i], table, table);
         PQfinish(c);
-        as_role a = {.table = table, .r = {0}};
+        connect_as a = {.table = table, .r = {0}};
         snprintf(a.url, sizeof a.url, "%s", f->url);
         resil_err err = {0};
         assert_int_equal(open_refused(f, &a, &err), RESIL_EBACKEND);
@@ -805,7 +795,7 @@ static void a_table_without_the_keys_unique_key_is_refused_at_open(void **state)
 static void a_refused_login_is_ebusy_after_the_policy_in_the_servers_words(void **state)
 {
     fixture *f = *state;
-    as_role a = {.attempts = 3, .r = {0}};
+    connect_as a = {.attempts = 3, .r = {0}};
     char role[80], words[160];
     make_role(f, &a, "nologin", "NOLOGIN", role, sizeof role);
     resil_err err = {0};

@@ -11,10 +11,8 @@
  * its store.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -438,18 +436,13 @@ static void a_disk_that_refuses_writes_is_ebusy_without_retries(void **state)
     fixture *f = *state;
     holder h = {0};
     resil_store *s = fixture_open(f, no_busy_wait, &h);
-    struct rlimit was;
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
-    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
-    struct rlimit none = {.rlim_cur = 0, .rlim_max = was.rlim_max};
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
     uint8_t hash[RESIL_SHA256_LEN];
     hash_of("a", hash);
     resil_store_key k = {.key = "k-1"};
     resil_err err = {0};
+    file_writes_held was = file_writes_refuse();
     int rc = resil_store_begin(s, &k, hash, &f->res, &err);
-    setrlimit(RLIMIT_FSIZE, &was);
-    signal(SIGXFSZ, old);
+    file_writes_release(&was);
     assert_int_equal(rc, RESIL_EBUSY);
     assert_string_equal(err.message, "store: sqlite: disk I/O error (disk I/O error, "
                                      "not retryable after 1 attempt)");

@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -473,15 +472,10 @@ static void a_completion_neither_the_database_nor_the_journal_can_take_is_ebusy_
     resil_store *s = fixture_open(f, with_journal, &j);
     assert_int_equal(begin_key(f, s, "k-1", "a"), RESIL_STORE_FIRST);
     uint64_t lease = f->res.lease;
-    struct rlimit was;
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
-    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
-    struct rlimit none = {.rlim_cur = 0, .rlim_max = was.rlim_max};
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
     resil_err err = {0};
+    file_writes_held was = file_writes_refuse();
     int rc = complete_saved(s, &K1, lease, &err);
-    setrlimit(RLIMIT_FSIZE, &was);
-    signal(SIGXFSZ, old);
+    file_writes_release(&was);
     assert_int_equal(rc, RESIL_EBUSY);
     char want[800];
     snprintf(want, sizeof want,

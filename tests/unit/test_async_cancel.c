@@ -131,26 +131,25 @@ static void op(resil_attempt *a, const resil_attempt_ctx *ctx)
     c->a = a; /* held: reported by the test */
 }
 
-static void start_with_done(world *w, call *c, resil_async_done_fn done)
+/* `fn` started on the world's loop for `c` (its user, and done's), with
+ * `token` as the caller's (NULL: none); the execution in *x when x is
+ * not NULL. */
+static void start_op(world *w, call *c, resil_async_op_fn fn, resil_cancel *token,
+                     resil_async_done_fn done, resil_exec **x)
 {
     c->w = w;
-    assert_int_equal(resil_cancel_init(&c->token, NULL), 0);
     resil_call rc;
     resil_call_default(&rc);
     rc.user = c;
-    rc.cancel = &c->token;
-    assert_int_equal(resil_pipeline_start(w->p, &w->vl.loop, op, &rc, done, c, NULL), 0);
+    rc.cancel = token;
+    assert_int_equal(resil_pipeline_start(w->p, &w->vl.loop, fn, &rc, done, c, x), 0);
 }
 
+/* `op` started with a token of the call's own under `parent`. */
 static void start(world *w, call *c, resil_cancel *parent)
 {
-    c->w = w;
     assert_int_equal(resil_cancel_init(&c->token, parent), 0);
-    resil_call rc;
-    resil_call_default(&rc);
-    rc.user = c;
-    rc.cancel = &c->token;
-    assert_int_equal(resil_pipeline_start(w->p, &w->vl.loop, op, &rc, ended, c, NULL), 0);
+    start_op(w, c, op, &c->token, ended, NULL);
 }
 
 typedef struct fire_at {
@@ -347,12 +346,7 @@ static void an_operation_cancelling_its_own_hedged_execution_ends_it_at_once(voi
     world w;
     world_open(&w, hedged_after_a_second);
     call c = {.w = &w};
-    resil_call rc;
-    resil_call_default(&rc);
-    rc.user = &c;
-    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, cancel_own_execution, &rc, ended, &c,
-                                          &self_cancelling),
-                     0);
+    start_op(&w, &c, cancel_own_execution, NULL, ended, &self_cancelling);
     virtual_loop_run(&w.vl, NULL);
     assert_int_equal(c.ended, 1);
     assert_int_equal(c.told, 1);
@@ -495,15 +489,8 @@ static void queued_executions_end_when_another_thread_fires_their_tokens(void **
         all[i + 1] = &cr.queued[i];
     for (int i = 0; i <= QUEUED; i++) {
         call *c = all[i];
-        c->w = w;
         assert_int_equal(resil_cancel_init(&c->token, NULL), 0);
-        resil_call rc;
-        resil_call_default(&rc);
-        rc.user = c;
-        rc.cancel = &c->token;
-        assert_int_equal(resil_pipeline_start(w->p, &w->vl.loop, hold, &rc,
-                                              i == 0 ? ended : queued_ended, c, NULL),
-                         0);
+        start_op(w, c, hold, &c->token, i == 0 ? ended : queued_ended, NULL);
     }
     assert_int_equal(resil_bulkhead_queued(cr.bh), QUEUED);
 
@@ -658,12 +645,7 @@ static void an_operation_cancelling_its_own_execution_returns_before_done(void *
     world w;
     world_open(&w, retry_after_a_second);
     call c = {.w = &w, .ended_in_op = -1};
-    resil_call rc;
-    resil_call_default(&rc);
-    rc.user = &c;
-    assert_int_equal(resil_pipeline_start(w.p, &w.vl.loop, cancel_own_and_look, &rc, ended, &c,
-                                          &cancelled_from_op),
-                     0);
+    start_op(&w, &c, cancel_own_and_look, NULL, ended, &cancelled_from_op);
     assert_int_equal(c.ended_in_op, 0);
     assert_int_equal(c.ended, 1);
     assert_int_equal(c.told, 1);
@@ -690,12 +672,8 @@ static void cancelling_twice_tells_the_running_attempt_once(void **state)
     world w;
     world_open(&w, retry_after_a_second);
     call c = {.w = &w};
-    resil_call rc;
-    resil_call_default(&rc);
-    rc.user = &c;
     resil_exec *x = NULL;
-    assert_int_equal(
-        resil_pipeline_start(w.p, &w.vl.loop, hold_and_count, &rc, ended, &c, &x), 0);
+    start_op(&w, &c, hold_and_count, NULL, ended, &x);
     resil_exec_cancel(x);
     resil_exec_cancel(x);
     assert_int_equal(c.told, 1);
@@ -771,11 +749,7 @@ static void an_attempt_told_by_its_timeout_is_not_told_again_by_the_total(void *
     world w;
     world_open(&w, total_and_attempt_timeouts);
     call c = {.w = &w};
-    resil_call rc;
-    resil_call_default(&rc);
-    rc.user = &c;
-    assert_int_equal(
-        resil_pipeline_start(w.p, &w.vl.loop, never_reports_until_told, &rc, ended, &c, NULL), 0);
+    start_op(&w, &c, never_reports_until_told, NULL, ended, NULL);
     virtual_loop_run(&w.vl, NULL);
     assert_int_equal(c.told, 1);
     assert_int_equal(c.ended, 1);
@@ -806,7 +780,8 @@ static void done_may_free_the_pipeline_of_an_unhedged_execution(void **state)
     world w;
     world_open(&w, retry_after_a_second);
     call c = {.w = &w, .fire_in_second = true};
-    start_with_done(&w, &c, ended_and_free_the_pipeline);
+    assert_int_equal(resil_cancel_init(&c.token, NULL), 0);
+    start_op(&w, &c, op, &c.token, ended_and_free_the_pipeline, NULL);
     virtual_loop_run(&w.vl, NULL);
     assert_int_equal(c.ended, 1);
     assert_null(w.p);
