@@ -35,6 +35,12 @@ static void loop_timer_stop(void *self, resil_timer *t)
     resil_timers_stop(&l->timers, t);
 }
 
+static void loop_timer_reserve(void *self, resil_timer *t)
+{
+    http_loop *l = self;
+    resil_timers_reserve(&l->timers, t);
+}
+
 static void loop_post(void *self, resil_work *w)
 {
     http_loop *l = self;
@@ -133,6 +139,7 @@ static const resil_loop_ops ops = {
     .in_loop = loop_in_loop,
     .io_start = loop_io_start,
     .io_stop = loop_io_stop,
+    .timer_reserve = loop_timer_reserve,
 };
 
 int http_loop_init(http_loop *l)

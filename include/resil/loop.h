@@ -58,6 +58,7 @@ struct resil_timer {
     uint64_t seq;
     resil_timer *child, *next, *prev; /* pairing heap links */
     bool armed;
+    bool reserved; /* its place in the order was taken (timer_reserve) */
     void *loop_data;
 };
 
@@ -120,6 +121,19 @@ struct resil_io {
  *                clock, handing the instant its decision was read at plus
  *                the wait, so that arming a timer needs no reading of its
  *                own.
+ *   timer_reserve  optional: take t's place now in the order of timers
+ *                due at one instant, for the start of t that follows
+ *                (unless t is stopped first): t then runs before every
+ *                timer started after the reservation and due at the same
+ *                instant, as if it had been started now. A reservation
+ *                holds nothing: a timer reserved and never started needs
+ *                no stop, and may be reserved again. resil reserves a
+ *                timeout's place as the walk enters the timeout and arms
+ *                its timer only if the walk has to wait (an operation
+ *                that reports at once never arms it); without this
+ *                operation, each timeout's timer is armed as it is
+ *                entered. resil_timers_reserve() is its whole work for a
+ *                loop built on resil_timers.
  * Tables grow at their end; an operation the table's `size` does not
  * reach is absent (docs/abi.md).
  */
@@ -133,6 +147,7 @@ typedef struct resil_loop_ops {
     int (*io_start)(void *self, resil_io *w, int fd, unsigned events);
     void (*io_stop)(void *self, resil_io *w);
     void (*timer_start_at)(void *self, resil_timer *t, resil_instant due);
+    void (*timer_reserve)(void *self, resil_timer *t);
 } resil_loop_ops;
 
 /* A loop as resil sees it: the table, the loop's state, and a resil_clock
@@ -180,6 +195,11 @@ RESIL_API void resil_timers_init(resil_timers *q);
 /* Arm `t` to fall due at `due` (moving it if armed). */
 RESIL_API void resil_timers_start(resil_timers *q, resil_timer *t, resil_instant due);
 RESIL_API void resil_timers_stop(resil_timers *q, resil_timer *t);
+/* Take an idle `t`'s place among timers due at one instant now: its next
+ * start keeps it (a stop gives it up; a started timer has its place). Sequence numbers are the queue's, so a
+ * loop that keeps due timers outside the heap numbers them from q->seq
+ * too and leaves a reserved timer to the heap. */
+RESIL_API void resil_timers_reserve(resil_timers *q, resil_timer *t);
 /* The earliest due instant, RESIL_INSTANT_MAX when no timer is armed. */
 RESIL_API resil_instant resil_timers_next(const resil_timers *q);
 /* Run every timer due at or before `now`, earliest first (each is

@@ -7,7 +7,10 @@
  * lives in the execution that owns it), insertion is O(1), and removing
  * the earliest or any armed timer is O(log n) amortised. A sequence number
  * breaks ties so that timers due at the same instant run in the order they
- * were started — which is what makes a virtual-time loop deterministic.
+ * were started — which is what makes a virtual-time loop deterministic. A
+ * timer may take its number ahead of its start (resil_timers_reserve): a
+ * timeout's place is taken as the walk enters it, its arming left until
+ * the walk waits, which most walks never do.
  *
  * The post queue is a plain FIFO under a mutex: posting happens once per
  * report from another thread, where a lock costs nothing next to the
@@ -205,6 +208,7 @@ static void cut(resil_timer *t)
 
 void resil_timers_stop(resil_timers *q, resil_timer *t)
 {
+    t->reserved = false;
     if (!t->armed)
         return;
     t->armed = false;
@@ -224,11 +228,21 @@ void resil_timers_start(resil_timers *q, resil_timer *t, resil_instant due)
     if (t->armed) /* a move; most starts are of an idle timer */
         resil_timers_stop(q, t);
     t->due = due;
-    t->seq = q->seq++;
+    if (!t->reserved)
+        t->seq = q->seq++;
+    t->reserved = false;
     t->child = t->next = t->prev = NULL;
     t->armed = true;
     q->count++;
     q->root = meld(q->root, t);
+}
+
+void resil_timers_reserve(resil_timers *q, resil_timer *t)
+{
+    if (t->armed) /* a started timer has its place */
+        return;
+    t->seq = q->seq++;
+    t->reserved = true;
 }
 
 resil_instant resil_timers_next(const resil_timers *q)

@@ -30,6 +30,9 @@
  * due (a retry's zero wait, as a rule): it joins a list kept in due order,
  * and a pass runs the list and the heap merged, in the heap's own order
  * (due instant, then start), so the list changes the cost, not the order.
+ * A timer whose place was reserved before its start (a timeout's, taken
+ * as the walk entered it) always goes to the heap: its number is older
+ * than the list's last.
  *
  * Neither handle keeps the loop alive for nothing: the async handle is
  * unreferenced, the idle is referenced only while a timer waits for its
@@ -332,7 +335,7 @@ __attribute__((noinline)) static void start_at(resil_uv *u, resil_timer *t, resi
     }
     if (!known)
         from = latest(u);
-    if (due <= from && list_takes(u, due)) {
+    if (due <= from && !t->reserved && list_takes(u, due)) {
         due_push(u, t, due);
         return;
     }
@@ -362,11 +365,20 @@ static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
         return;
     }
     resil_instant now = latest(u);
-    if (d == 0 && !t->armed && list_takes(u, now)) { /* a retry's zero wait */
+    if (d == 0 && !t->armed && !t->reserved && list_takes(u, now)) { /* a retry's zero wait */
         due_push(u, t, now);
         return;
     }
     start_at(u, t, d == 0 ? now : resil_dur_add(now, d), true, now);
+}
+
+/* A timeout's place in the order, taken as its level is entered: the heap's
+ * numbering, which a reserved timer then keeps in the heap (the list holds
+ * only timers numbered as they join it, after every timer due). */
+static void uv_timer_reserve_op(void *self, resil_timer *t)
+{
+    resil_uv *u = self;
+    resil_timers_reserve(&u->timers, t);
 }
 
 /* The last resil timer stopped: the uv timer stays armed (an early firing
@@ -488,7 +500,8 @@ static const resil_loop_ops uv_ops = {.size = sizeof(resil_loop_ops),
                                       .in_loop = uv_in_loop_op,
                                       .io_start = uv_io_start_op,
                                       .io_stop = uv_io_stop_op,
-                                      .timer_start_at = uv_timer_start_at_op};
+                                      .timer_start_at = uv_timer_start_at_op,
+                                      .timer_reserve = uv_timer_reserve_op};
 
 int resil_uv_new(uv_loop_t *loop, resil_uv **out)
 {

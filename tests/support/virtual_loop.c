@@ -37,6 +37,12 @@ static void v_timer_stop(void *self, resil_timer *t)
     resil_timers_stop(&v->timers, t);
 }
 
+static void v_timer_reserve(void *self, resil_timer *t)
+{
+    virtual_loop *v = self;
+    resil_timers_reserve(&v->timers, t);
+}
+
 static void v_post(void *self, resil_work *w)
 {
     virtual_loop *v = self;
@@ -109,7 +115,8 @@ static const resil_loop_ops virtual_ops = {.size = sizeof(resil_loop_ops),
                                            .post = v_post,
                                            .in_loop = v_in_loop,
                                            .io_start = v_io_start,
-                                           .io_stop = v_io_stop};
+                                           .io_stop = v_io_stop,
+                                           .timer_reserve = v_timer_reserve};
 
 void virtual_loop_init(virtual_loop *v, resil_fake_clock *fc)
 {

@@ -139,14 +139,16 @@ PINNED(resil_chaos_opts, 184);
 PINNED(resil_loop, 64);
 PINNED_AT(resil_loop, clock, 0);
 PINNED_AT(resil_loop_ops, size, 0);
-PINNED(resil_loop_ops, 72); /* 48 before io_start/io_stop, 64 before timer_start_at:
-                             * tables grow at their end */
+PINNED(resil_loop_ops, 80); /* 48 before io_start/io_stop, 64 before timer_start_at,
+                             * 72 before timer_reserve: tables grow at their end */
 PINNED_AT(resil_loop_ops, io_start, 48);
 PINNED_AT(resil_loop_ops, timer_start_at, 64);
+PINNED_AT(resil_loop_ops, timer_reserve, 72);
 PINNED(resil_io, 40);
 PINNED_AT(resil_io, fn, 0);
 PINNED(resil_timer, 64);
 PINNED_AT(resil_timer, fn, 0);
+PINNED_AT(resil_timer, loop_data, 56); /* `reserved` took padding beside `armed` */
 PINNED(resil_work, 16);
 PINNED_AT(resil_work, fn, 0);
 PINNED(resil_timers, 24);

@@ -2,8 +2,9 @@
  * test_timers.c — resil_timers, the pairing heap a loop keeps its timers
  * in (loop.h): due order with ties in start order, what run() runs and
  * returns, stopping a timer anywhere in the heap, moving an armed one,
- * callbacks that start timers, and a long seeded sequence of starts, stops
- * and runs checked step by step against a plain list that sorts.
+ * callbacks that start timers, a place reserved ahead of the start, and a
+ * long seeded sequence of starts, reservations, stops and runs checked
+ * step by step against a plain list that sorts.
  */
 #include "test.h"
 
@@ -147,8 +148,80 @@ static void a_timer_started_by_a_callback_runs_in_the_same_pass_when_due(void **
 
 /* ---- against a model -------------------------------------------------------------- */
 
+/* Timer 0 reserves its place, 1 starts, then 0 starts: at one instant 0
+ * runs first, as if started when it reserved. */
+static void a_reserved_timer_runs_before_timers_started_after_its_reservation(void **state)
+{
+    (void)state;
+    named_timer ts[3];
+    resil_timers q;
+    arm(ts, 3, &q);
+    resil_timers_start(&q, &ts[2].t, 10);
+    resil_timers_reserve(&q, &ts[0].t);
+    assert_false(ts[0].t.armed);
+    assert_int_equal(q.count, 1);
+    resil_timers_start(&q, &ts[1].t, 10);
+    resil_timers_start(&q, &ts[0].t, 10);
+    assert_int_equal(resil_timers_run(&q, 10), 3);
+    static const int want[] = {2, 0, 1};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(fired[i], want[i]);
+}
+
+static void a_stop_gives_up_a_reservation(void **state)
+{
+    (void)state;
+    named_timer ts[2];
+    resil_timers q;
+    arm(ts, 2, &q);
+    resil_timers_reserve(&q, &ts[0].t);
+    resil_timers_stop(&q, &ts[0].t);
+    assert_false(ts[0].t.reserved);
+    resil_timers_start(&q, &ts[1].t, 10);
+    resil_timers_start(&q, &ts[0].t, 10);
+    assert_int_equal(resil_timers_run(&q, 10), 2);
+    assert_int_equal(fired[0], 1);
+    assert_int_equal(fired[1], 0);
+}
+
+/* A reservation serves one start: started again after it ran, the timer
+ * takes its place from that start. */
+static void a_reservation_serves_one_start(void **state)
+{
+    (void)state;
+    named_timer ts[2];
+    resil_timers q;
+    arm(ts, 2, &q);
+    resil_timers_reserve(&q, &ts[0].t);
+    resil_timers_start(&q, &ts[0].t, 5);
+    assert_int_equal(resil_timers_run(&q, 5), 1);
+    resil_timers_start(&q, &ts[1].t, 10);
+    resil_timers_start(&q, &ts[0].t, 10);
+    nfired = 0;
+    assert_int_equal(resil_timers_run(&q, 10), 2);
+    assert_int_equal(fired[0], 1);
+    assert_int_equal(fired[1], 0);
+}
+
+/* Reserving a started timer leaves its place (and the heap) as it is. */
+static void reserving_a_started_timer_changes_nothing(void **state)
+{
+    (void)state;
+    named_timer ts[2];
+    resil_timers q;
+    arm(ts, 2, &q);
+    resil_timers_start(&q, &ts[0].t, 10);
+    resil_timers_start(&q, &ts[1].t, 10);
+    resil_timers_reserve(&q, &ts[1].t);
+    assert_false(ts[1].t.reserved);
+    assert_int_equal(resil_timers_run(&q, 10), 2);
+    assert_int_equal(fired[0], 0);
+    assert_int_equal(fired[1], 1);
+}
+
 typedef struct model {
     bool armed[N];
+    bool reserved[N];
     resil_instant due[N];
     uint64_t seq[N];
     uint64_t next_seq;
@@ -203,15 +276,24 @@ static void ten_thousand_steps_agree_with_a_sorted_list(void **state)
     for (int step = 0; step < 10000; step++) {
         uint64_t what = draw(10);
         int id = (int)draw(N);
-        if (what < 5) { /* start or move, often onto a tie */
+        if (what < 4) { /* start or move, often onto a tie */
             resil_instant due = now + (resil_instant)draw(8) * 5;
             resil_timers_start(&q, &ts[id].t, due);
+            if (m.armed[id] || !m.reserved[id])
+                m.seq[id] = m.next_seq++;
             m.armed[id] = true;
+            m.reserved[id] = false;
             m.due[id] = due;
-            m.seq[id] = m.next_seq++;
+        } else if (what < 5) { /* a place taken ahead of the start */
+            resil_timers_reserve(&q, &ts[id].t);
+            if (!m.armed[id]) {
+                m.reserved[id] = true;
+                m.seq[id] = m.next_seq++;
+            }
         } else if (what < 8) {
             resil_timers_stop(&q, &ts[id].t);
             m.armed[id] = false;
+            m.reserved[id] = false;
         } else {
             now += (resil_instant)draw(20);
             nfired = 0;
@@ -240,6 +322,10 @@ int main(void)
         cmocka_unit_test(a_stopped_timer_never_runs_wherever_it_sat),
         cmocka_unit_test(starting_an_armed_timer_moves_it),
         cmocka_unit_test(a_timer_started_by_a_callback_runs_in_the_same_pass_when_due),
+        cmocka_unit_test(a_reserved_timer_runs_before_timers_started_after_its_reservation),
+        cmocka_unit_test(a_stop_gives_up_a_reservation),
+        cmocka_unit_test(a_reservation_serves_one_start),
+        cmocka_unit_test(reserving_a_started_timer_changes_nothing),
         cmocka_unit_test(ten_thousand_steps_agree_with_a_sorted_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -361,6 +361,28 @@ static void due_timers_run_by_instant_then_start_order(void **state)
     close_world(&w);
 }
 
+/* A timer whose place was reserved before another was started runs first
+ * at their shared instant, though it was started last: due already, it
+ * goes to the heap rather than the end of the list of timers due, where
+ * the zero wait started after its reservation is. */
+static void a_reserved_timer_runs_before_a_zero_wait_started_after_its_reservation(void **state)
+{
+    (void)state;
+    world w;
+    open_world(&w);
+    rung = 0;
+    resil_loop *loop = resil_uv_loop(w.host);
+    wakeup reserved, zero;
+    wakeup_init(&reserved, loop);
+    loop->ops->timer_reserve(loop->self, &reserved.t);
+    start_wakeup_in(&w, &zero, 0);
+    loop->ops->timer_start(loop->self, &reserved.t, 0);
+    uv_run(&w.uv, UV_RUN_NOWAIT);
+    assert_int_equal(reserved.order, 1);
+    assert_int_equal(zero.order, 2);
+    close_world(&w);
+}
+
 /* A timer due already, moved to a later instant, runs then and once. The
  * instant is a second ahead, so that the pass right after the move comes
  * before it however long the machine stalls in between (up to that
@@ -566,6 +588,7 @@ int main(void)
         cmocka_unit_test(timers_run_in_due_order_whichever_was_started_first),
         cmocka_unit_test(a_negative_delay_runs_before_a_zero_delay_started_first),
         cmocka_unit_test(due_timers_run_by_instant_then_start_order),
+        cmocka_unit_test(a_reserved_timer_runs_before_a_zero_wait_started_after_its_reservation),
         cmocka_unit_test(a_due_timer_moved_later_waits_for_its_new_instant),
         cmocka_unit_test(executions_waiting_zero_retry_in_the_order_they_waited),
         cmocka_unit_test(a_failed_descriptor_is_reported_on_every_pass_until_the_watch_stops),
