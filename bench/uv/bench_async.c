@@ -4,8 +4,9 @@
  *
  *  - async_standard_success: the standard pipeline started on a libuv
  *    loop with an operation that reports at once (the executor's own
- *    cost: enter and leave steps, the timers armed and stopped for the two
- *    timeouts, the one allocation of the execution), beside
+ *    cost: enter and leave steps, the two timeouts' places reserved on the
+ *    loop (nothing waits, so neither timer is armed), the execution's
+ *    block taken from the loop's spares and given back), beside
  *    pipeline_standard_success, the blocking executor on the same
  *    pipeline, and uv_idle_callback, one pass of the loop running one
  *    callback and no timer.

@@ -24,9 +24,11 @@
 #include "tsc.h"
 
 /* An execution's memory from the loop's spares (or malloc): at least
- * `need` bytes, *cap of them usable, contents undefined; NULL when out of
- * memory. Give it back on the loop's thread. */
-void *resil__loop_take(resil_loop *l, size_t need, size_t *cap);
+ * `need` bytes, *cap of them usable; NULL when out of memory. *spared
+ * says it is a block an execution gave back, whose contents past the
+ * first 24 bytes (the spare list's) are as that execution left them;
+ * otherwise they are undefined. Give it back on the loop's thread. */
+void *resil__loop_take(resil_loop *l, size_t need, size_t *cap, bool *spared);
 void resil__loop_give(resil_loop *l, void *mem, size_t cap);
 
 /* Report "FIELD must be RULE, got D" with D written by

@@ -78,15 +78,17 @@ typedef struct spare {
  * warm; an execution beyond them frees its block when it ends. */
 #define SPARE_MAX 1024
 
-void *resil__loop_take(resil_loop *l, size_t need, size_t *cap)
+void *resil__loop_take(resil_loop *l, size_t need, size_t *cap, bool *spared)
 {
     spare *s = l->spare_;
     if (s == NULL || s->cap < need) {
         *cap = need < sizeof(spare) ? sizeof(spare) : need;
+        *spared = false;
         return malloc(*cap);
     }
     l->spare_ = s->next;
     *cap = s->cap;
+    *spared = true;
     return s;
 }
 

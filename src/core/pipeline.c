@@ -15,6 +15,7 @@
  * listeners pays one well-predicted branch per possible event.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +332,8 @@ int resil_pipeline_builder_new(const char *name, resil_pipeline_builder **out, r
         return resil_err_set(err, RESIL_ENOMEM, "pipeline: out of memory");
     }
     strcpy(p->name, name);
+    static _Atomic uint64_t pipelines;
+    p->shape = atomic_fetch_add_explicit(&pipelines, 1, memory_order_relaxed) + 1;
     p->clock = resil_clock_system();
     p->classify = resil_pipeline_classify_default;
     b->p = p;

@@ -9,7 +9,11 @@
  * way a wait is spent differs. A level that must wait arms its timer (a
  * retry's backoff, a rate limiter's wait, a bulkhead's queue timeout) or
  * joins a queue, notes that its lane is waiting there, and returns; the
- * timer or the grant resumes the walk where it stopped.
+ * timer or the grant resumes the walk where it stopped. A timeout's timer
+ * waits for the walk to stop before it is armed (owe, pay_owed): most
+ * walks never stop, their operation reporting before its start returns.
+ * The block, and every level's fixed fields in it, are laid out once per
+ * pipeline (shape) and kept by the loop for the next execution.
  *
  * Cancellation follows the tokens. Whatever fires a token here — a
  * timeout's timer, resil_exec_cancel(), a hedge's end, the caller's own
@@ -68,6 +72,8 @@ typedef struct level {
         } chaos;
         struct {
             resil_cancel tok;
+            bool owed;               /* its timer is yet to be armed (x->owed) */
+            struct level *owed_next; /* the one entered before, in x->owed */
         } to;
         struct {
             resil__cursor k;
@@ -130,12 +136,14 @@ struct resil_exec {
     resil__exec ex;
     resil_instant start;
     size_t cap; /* the block's size, for the loop's spares */
+    uint64_t shaped_for; /* the pipeline shape() last laid the block out for */
     int refs;
     bool finished;
     uint32_t nlanes;
     size_t nnodes;
     size_t hedge_at; /* the hedging level, SIZE_MAX for none */
     bool at_instants; /* the pipeline's clock is the loop's, which takes instants */
+    bool reserves;    /* the loop reserves timers' places: timeouts are owed */
     bool retry_last;  /* the last level is a retry: a report leaves it first (arrive) */
     uint32_t races;
     lane *lanes;
@@ -150,6 +158,9 @@ struct resil_exec {
     resil__cancel_watch watch;
     resil_work heard;
     atomic_bool heard_posted; /* posted, and not yet run */
+    /* Timeout levels entered whose timers are not armed yet, the last
+     * entered first (pay_owed). */
+    level *owed;
     resil_exec_trace trace; /* run.trace points here when traced */
 };
 
@@ -196,15 +207,61 @@ static inline void unref(resil_exec *x)
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
+static void level_timer(resil_timer *t);
+
+/* A level's fixed fields, and its timer idle as a loop first sees one
+ * (its other fields are written when it is armed). */
+static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_strategy_kind kind,
+                       resil_outcome *out)
+{
+    L->x = x;
+    L->lane = ln;
+    L->i = (uint32_t)i;
+    L->kind = kind;
+    L->out = out;
+    L->timer.fn = level_timer;
+    L->timer.armed = false;
+    L->timer.reserved = false;
+    L->timer.loop_data = NULL;
+}
+
+/* What depends on the pipeline, the loop and the block alone: where the
+ * lanes, levels and attempts lie, what the executor asks of the pipeline
+ * on every step, and every level's fixed fields. A block an execution of
+ * the same pipeline gave back (the loop's spares are the loop's own) has
+ * all of it already, and its timers idle (an execution ends with none
+ * armed; one reserved and never armed needs nothing). */
+static void shape(resil_exec *x, const resil_pipeline *p, uint32_t nlanes, size_t lanes_at,
+                  size_t levels_at, size_t attempts_at)
+{
+    char *mem = (char *)x;
+    resil_loop *loop = x->loop;
+    x->nlanes = nlanes;
+    x->nnodes = p->nnodes;
+    x->lanes = (lane *)(mem + lanes_at);
+    x->levels = (level *)(mem + levels_at);
+    x->attempts = (resil_attempt *)(mem + attempts_at);
+    x->hedge_at = p->hedge_at;
+    x->retry_last = p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
+    x->at_instants = p->clock == &loop->clock &&
+                     RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
+    x->reserves = RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_reserve);
+    for (uint32_t ln = 0; ln < nlanes; ln++)
+        for (size_t i = 0; i < p->nnodes; i++)
+            level_init(lvl(x, ln, i), x, ln, i, p->nodes[i].kind, out_of(x, ln));
+    x->shaped_for = p->shape;
+}
+
 /* The block comes from the loop's spares and is not zeroed, as the
- * blocking walk's stack is not: the head's fields are set here and in
- * resil_pipeline_start (the result's as the blocking executor sets them,
- * the trace only when the execution is traced, and nothing reads it
- * otherwise), each lane and attempt gets the fields read before its first
- * use there too, each level its fixed fields; a level's strategy state is
- * written by its enter step before anything reads it, a lane's outcome by
- * the step or the report that ends its walk. After the attempts, `kept`
- * bytes hold copies of the call's names (kept_at). */
+ * blocking walk's stack is not: the head's fields are set here, in
+ * shape() unless the block held an execution of the same pipeline, and
+ * in resil_pipeline_start (the result's as the blocking executor sets
+ * them, the trace only when the execution is traced, and nothing reads it
+ * otherwise); each lane and attempt gets the fields read before its first
+ * use there too; a level's strategy state is written by its enter step
+ * before anything reads it, a lane's outcome by the step or the report
+ * that ends its walk. After the attempts, `kept` bytes hold copies of the
+ * call's names (kept_at). */
 static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_t nlanes,
                               size_t kept)
 {
@@ -213,19 +270,18 @@ static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_
     size_t levels = align8((size_t)nlanes * p->nnodes * sizeof(level));
     size_t attempts = align8(nlanes * sizeof(resil_attempt));
     size_t cap;
-    char *mem = resil__loop_take(loop, head + lanes + levels + attempts + kept, &cap);
+    bool spared;
+    char *mem = resil__loop_take(loop, head + lanes + levels + attempts + kept, &cap, &spared);
     if (mem == NULL)
         return NULL;
     resil_exec *x = (resil_exec *)mem;
     x->cap = cap;
+    x->loop = loop; /* in the spare list's bytes */
     x->finished = false;
     x->races = 0;
-    x->loop = loop;
-    x->nlanes = nlanes;
-    x->nnodes = p->nnodes;
-    x->lanes = (lane *)(mem + head);
-    x->levels = (level *)(mem + head + lanes);
-    x->attempts = (resil_attempt *)(mem + head + lanes + levels);
+    x->owed = NULL;
+    if (!spared || x->shaped_for != p->shape)
+        shape(x, p, nlanes, head, head + lanes, head + lanes + levels);
     return x;
 }
 
@@ -270,8 +326,62 @@ static void timer_stop(resil_exec *x, level *L)
     x->loop->ops->timer_stop(x->loop->self, &L->timer);
 }
 
+/*
+ * On a loop that reserves timers' places (timer_reserve), a timeout's
+ * timer is armed only once the execution has something to wait for.
+ * Entering a timeout level reserves its timer's place among timers due at
+ * one instant and notes the level as owed; when the walk stops (a level
+ * waits, or an attempt is left running) the owed timers are armed. A walk
+ * that runs down and back up without stopping (an operation that reports
+ * at once) leaves each owed level unarmed, and the loop's timers are not
+ * touched. The reservation keeps the order a timer armed on entry would
+ * have had, whatever was started before the arming: a timer the operation
+ * starts for its deadline's instant still runs after the timeout's, so on
+ * either path an attempt that reaches its deadline has timed out. A loop
+ * without reservations has each timer armed as its level is entered.
+ */
+static void owe(resil_exec *x, level *L)
+{
+    x->loop->ops->timer_reserve(x->loop->self, &L->timer);
+    L->u.to.owed = true;
+    L->u.to.owed_next = x->owed;
+    x->owed = L;
+}
+
+/* The level is left unarmed: no longer owed. */
+static void forgive(resil_exec *x, level *L)
+{
+    level **p = &x->owed;
+    while (*p != L)
+        p = &(*p)->u.to.owed_next;
+    *p = L->u.to.owed_next;
+    L->u.to.owed = false;
+}
+
+/* Each owed timer armed for its deadline: on a loop without instants,
+ * for what is left of it now. */
+__attribute__((noinline)) static void arm_owed(resil_exec *x)
+{
+    resil_instant now = x->at_instants ? 0 : resil__read_now(run_of(x));
+    for (level *L = x->owed; L != NULL; L = L->u.to.owed_next) {
+        L->u.to.owed = false;
+        if (x->at_instants)
+            timer_from(x, L, L->f.now, resil__sub_sat(L->inner.deadline, L->f.now));
+        else
+            timer_start(x, L, resil__sub_sat(L->inner.deadline, now));
+    }
+    x->owed = NULL;
+}
+
+static inline void pay_owed(resil_exec *x)
+{
+    if (x->owed != NULL)
+        arm_owed(x);
+}
+
 static void suspend(level *L, wait_kind w)
 {
+    pay_owed(L->x);
     L->wait = w;
     L->x->lanes[L->lane].waiting = (int32_t)L->i;
 }
@@ -584,8 +694,13 @@ static step timeout_enter(level *L)
     const resil__node *n = resil__node_at(r, L->i);
     if (!resil__timeout_enter(r, n, &L->f, &L->u.to.tok, &L->inner, L->out))
         return DONE;
+    L->u.to.owed = false;
     /* An enclosing deadline that comes first has its own timer. */
-    if (L->inner.deadline < L->f.deadline)
+    if (L->inner.deadline >= L->f.deadline)
+        return GO;
+    if (L->x->reserves)
+        owe(L->x, L);
+    else
         timer_from(L->x, L, L->f.now, resil__sub_sat(L->inner.deadline, L->f.now));
     return GO;
 }
@@ -1098,6 +1213,7 @@ static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
         release_hold(a);
         return;
     }
+    pay_owed(x); /* the attempt runs on: its timeouts' timers are due */
     if (resil__token_fired(a->ctx.cancel) && !a->told) {
         tell(a);
         release_hold(a);
@@ -1199,36 +1315,6 @@ static step enter(level *L)
     }
 }
 
-static void level_timer(resil_timer *t);
-
-/* A level's fixed fields, written as the walk enters it rather than for
- * every level when the execution starts: a walk reaches every level it
- * uses through here, and nothing reads a level it has not entered (a wait,
- * a timer and a report all belong to entered levels). A level entered
- * again is idle then (its wait over, its timer stopped or run), so
- * writing them again changes nothing. */
-static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_strategy_kind kind,
-                       resil_outcome *out)
-{
-    L->x = x;
-    L->lane = ln;
-    L->i = (uint32_t)i;
-    L->kind = kind;
-    L->out = out;
-    /* An idle timer as the loop sees one; its other fields are written
-     * when it is armed. */
-    L->timer.fn = level_timer;
-    L->timer.armed = false;
-    L->timer.loop_data = NULL;
-}
-
-static level *level_enter_at(resil_exec *x, uint32_t ln, size_t i)
-{
-    level *L = lvl(x, ln, i);
-    level_init(L, x, ln, i, x->p->nodes[i].kind, out_of(x, ln));
-    return L;
-}
-
 /* The walk down from level L, whose frame is set: each level's frame is
  * the one the level above handed down. */
 static void walk_down(resil_exec *x, uint32_t ln, level *L)
@@ -1247,7 +1333,6 @@ static void walk_down(resil_exec *x, uint32_t ln, level *L)
             return;
         }
         level *below = L + 1;
-        level_init(below, x, ln, i, x->p->nodes[i].kind, L->out);
         below->f = L->inner;
         L = below;
     }
@@ -1259,7 +1344,7 @@ static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
         start_attempt(x, ln, f);
         return;
     }
-    level *L = level_enter_at(x, ln, i);
+    level *L = lvl(x, ln, i);
     L->f = *f;
     walk_down(x, ln, L);
 }
@@ -1288,7 +1373,10 @@ static bool leave(level *L)
         return true;
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
-        timer_stop(L->x, L);
+        if (L->u.to.owed)
+            forgive(L->x, L);
+        else
+            timer_stop(L->x, L);
         resil__timeout_leave(r, resil__node_at(r, L->i), &L->f, &L->inner, out);
         return true;
     case RESIL_STRATEGY_RETRY:
@@ -1320,8 +1408,9 @@ static void ascend(resil_exec *x, uint32_t ln, size_t i)
         return;
     }
     /* By place: a hedged attempt's lane never enters its own copy of the
-     * hedging level, whose fields are therefore not set. The levels left
-     * are those above the hedging level up to i, or all up to i. */
+     * hedging level (nor those above it), whose strategy state is
+     * therefore never written. The levels left are those above the
+     * hedging level up to i, or all up to i. */
     bool hedged = x->hedge_at <= i;
     level *top = lvl(x, ln, 0);
     level *last = hedged ? top + x->hedge_at + 1 : top;
@@ -1522,7 +1611,7 @@ static void lanes_idle(resil_exec *x, uint32_t nlanes)
  * single-attempt one (pipeline.c, insert_single_attempt). */
 static void walk_first(resil_exec *x)
 {
-    level *L = level_enter_at(x, 0, 0);
+    level *L = lvl(x, 0, 0);
     L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
     walk_down(x, 0, L);
 }
@@ -1541,10 +1630,6 @@ int resil_pipeline_start(const resil_pipeline *p, resil_loop *loop, resil_async_
     resil_exec *x = alloc_exec(p, loop, nlanes, kept);
     if (x == NULL)
         return RESIL_ENOMEM;
-    x->hedge_at = p->hedge_at;
-    x->retry_last = p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
-    x->at_instants = p->clock == &loop->clock &&
-                     RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
     resil__result_begin(&x->result);
     memset(x->result.reserved_, 0, sizeof x->result.reserved_); /* none of an earlier one's */
     x->p = p;

@@ -65,6 +65,7 @@ typedef struct resil__node {
 
 struct resil_pipeline {
     char name[RESIL_PIPELINE_NAME_MAX];
+    uint64_t shape; /* this pipeline's number, of all the process builds, from 1 */
     resil_clock *clock;
     clockid_t clock_id; /* resil__clock_id(clock), fixed at build */
     resil__node nodes[RESIL__MAX_NODES + 1]; /* + the operation's step, after the last */

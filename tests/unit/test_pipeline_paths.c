@@ -717,6 +717,27 @@ static void attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again(void
     both(&sc, check_attempt_timeout);
 }
 
+/* An attempt that reaches its timeout's instant has timed out, on both
+ * paths: the blocking operation's sleep ends at the deadline as the
+ * timeout's, and the asynchronous timeout's timer runs before a timer the
+ * operation armed for the same instant. */
+static void check_ends_at_the_attempt_timeout(const ran *r)
+{
+    assert_int_equal(r->res.stop, RESIL_STOP_ATTEMPTS_EXHAUSTED);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_string_equal(r->res.outcome.detail, "attempt timeout (2s) elapsed");
+    assert_duration_equal(r->records[0].duration, RESIL_S(2));
+    assert_duration_equal(r->res.elapsed, 3 * RESIL_S(2) + 2 * RESIL_S(1));
+}
+
+static void an_attempt_reaching_its_timeout_has_timed_out(void **state)
+{
+    (void)state;
+    scenario sc = {retry_with_attempt_timeout, ok1, 1, RESIL_S(2), false, false, false, 0};
+    both(&sc, check_ends_at_the_attempt_timeout);
+}
+
 static void check_total_timeout(const ran *r)
 {
     /* 2 s attempts and 1 s waits: attempt 3 runs from 6 s, past the 5 s
@@ -1777,6 +1798,7 @@ int main(void)
         cmocka_unit_test(the_standard_order_from_the_retry_times_out_each_attempt),
         cmocka_unit_test(jittered_waits_draw_the_same_numbers_on_both_paths),
         cmocka_unit_test(attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again),
+        cmocka_unit_test(an_attempt_reaching_its_timeout_has_timed_out),
         cmocka_unit_test(total_timeout_ends_the_retry_loop_as_deadline),
         cmocka_unit_test(breaker_opens_inside_the_retry_loop_and_rejects_the_next_attempt),
         cmocka_unit_test(fallback_answers_when_the_retries_are_used_up),
