@@ -43,6 +43,10 @@ void test_rmtree(const char *path);
 bool test_wait_until(bool (*cond)(void *ud), void *ud, int every_ms);
 void test_sleep_ms(int ms);
 
+/* A retry policy of `attempts` attempts with exactly `wait` between them
+ * (constant backoff, no jitter), the rest the defaults. */
+resil_retry_policy test_retry_constant(uint32_t attempts, resil_duration wait);
+
 /* Assert that the first n attempt records of two runs agree field by field
  * (the dual-path tests: the blocking and asynchronous walks). */
 void assert_records_equal(const resil_attempt_record *a, const resil_attempt_record *b,

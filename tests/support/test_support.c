@@ -31,6 +31,17 @@ void test_sleep_ms(int ms)
     }
 }
 
+resil_retry_policy test_retry_constant(uint32_t attempts, resil_duration wait)
+{
+    resil_retry_policy p;
+    resil_retry_policy_default(&p);
+    p.max_attempts = attempts;
+    p.backoff.kind = RESIL_BACKOFF_CONSTANT;
+    p.backoff.base = wait;
+    p.backoff.jitter = RESIL_JITTER_NONE;
+    return p;
+}
+
 static int64_t monotonic_ms(void)
 {
     struct timespec ts;

@@ -35,17 +35,6 @@ static void world_close(world *w)
     resil_fake_clock_free(w->fc);
 }
 
-static resil_retry_policy retry_after_a_second(uint32_t attempts)
-{
-    resil_retry_policy r;
-    resil_retry_policy_default(&r);
-    r.max_attempts = attempts;
-    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
-    r.backoff.base = RESIL_S(1);
-    r.backoff.jitter = RESIL_JITTER_NONE;
-    return r;
-}
-
 /* A total timeout of 10 s around two attempts of 2 s each. */
 static resil_pipeline *timeouts_around_a_retry(world *w)
 {
@@ -56,7 +45,7 @@ static resil_pipeline *timeouts_around_a_retry(world *w)
     resil_timeout_opts_default(&t);
     t.timeout = RESIL_S(10);
     assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
-    resil_retry_policy r = retry_after_a_second(2);
+    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
     t.timeout = RESIL_S(2);
     assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
@@ -83,7 +72,7 @@ static resil_pipeline *fallback_around_a_retry(world *w)
     resil_fallback_opts_default(&f);
     f.action = cached;
     assert_int_equal(resil_pipeline_add_fallback(b, &f), 0);
-    resil_retry_policy r = retry_after_a_second(3);
+    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
     resil_pipeline *p;
     assert_int_equal(resil_pipeline_build(b, &p, NULL), 0);

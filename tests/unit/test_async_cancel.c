@@ -69,12 +69,7 @@ static resil_instant now_of(world *w) { return w->vl.loop.ops->now(&w->vl); }
 /* Fails once, then waits 1 s before the second attempt. */
 static void retry_after_a_second(resil_pipeline_builder *b)
 {
-    resil_retry_policy r;
-    resil_retry_policy_default(&r);
-    r.max_attempts = 2;
-    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
-    r.backoff.base = RESIL_S(1);
-    r.backoff.jitter = RESIL_JITTER_NONE;
+    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
 }
 

@@ -141,12 +141,7 @@ static void attempt_timeout(resil_pipeline_builder *b, resil_duration d)
 
 static void retry_after_a_second(resil_pipeline_builder *b)
 {
-    resil_retry_policy r;
-    resil_retry_policy_default(&r);
-    r.max_attempts = 2;
-    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
-    r.backoff.base = RESIL_S(1);
-    r.backoff.jitter = RESIL_JITTER_NONE;
+    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
 }
 
