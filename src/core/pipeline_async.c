@@ -359,10 +359,11 @@ static void forgive(resil_exec *x, level *L)
 }
 
 /* Each owed timer armed for its deadline: on a loop without instants,
- * for what is left of it now. */
+ * for what is left of it now (a reading for the arming alone, which no
+ * decision and no result sees). */
 __attribute__((noinline)) static void arm_owed(resil_exec *x)
 {
-    resil_instant now = x->at_instants ? 0 : resil__read_now(run_of(x));
+    resil_instant now = x->at_instants ? 0 : resil__pipeline_now(x->p);
     for (level *L = x->owed; L != NULL; L = L->u.to.owed_next) {
         L->u.to.owed = false;
         if (x->at_instants)
