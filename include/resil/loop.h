@@ -196,9 +196,10 @@ RESIL_API void resil_timers_init(resil_timers *q);
 RESIL_API void resil_timers_start(resil_timers *q, resil_timer *t, resil_instant due);
 RESIL_API void resil_timers_stop(resil_timers *q, resil_timer *t);
 /* Take an idle `t`'s place among timers due at one instant now: its next
- * start keeps it (a stop gives it up; a started timer has its place). Sequence numbers are the queue's, so a
- * loop that keeps due timers outside the heap numbers them from q->seq
- * too and leaves a reserved timer to the heap. */
+ * start keeps it (a stop gives it up; a started timer has its place).
+ * Sequence numbers are the queue's, so a loop that keeps due timers
+ * outside the heap numbers them from q->seq too and leaves a reserved
+ * timer to the heap. */
 RESIL_API void resil_timers_reserve(resil_timers *q, resil_timer *t);
 /* The earliest due instant, RESIL_INSTANT_MAX when no timer is armed. */
 RESIL_API resil_instant resil_timers_next(const resil_timers *q);
