@@ -292,11 +292,11 @@ static void shut_with(int fd, const char *answer, size_t len)
     shutdown(fd, SHUT_RDWR);
 }
 
+#define CUT_BODY "{\"error\":\"request_timeout\",\"message\":\"the request took too long\"}\n"
+
 /* Answer 408 to a connection past its deadline and shut it down;
  * libmicrohttpd sees the socket end and closes it. On the loop, which
  * alone closes connections: the fd cannot be reused while this runs. */
-#define CUT_BODY "{\"error\":\"request_timeout\",\"message\":\"the request took too long\"}\n"
-
 static void cut(gw_conn *c)
 {
     static const char timeout[] = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"

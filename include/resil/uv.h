@@ -40,11 +40,11 @@ RESIL_API int resil_uv_new(uv_loop_t *loop, resil_uv **out);
 RESIL_API resil_loop *resil_uv_loop(resil_uv *u);
 /* Close the handles; the memory goes when libuv has closed them (run the
  * loop once more). Work still posted to the loop (from other threads)
- * runs first, on the calling thread, which is the loop's. Call it once, with no execution in flight (async.h,
- * "Lifetimes": a hedge's loser still out counts): an execution still in
- * flight would never end (its timers never run, `done` never called, its
- * memory never freed) and a later report would reach freed memory, so
- * that is undefined. */
+ * runs first, on the calling thread, which is the loop's. Call it once,
+ * with no execution in flight (async.h, "Lifetimes": a hedge's loser
+ * still out counts): an execution still in flight would never end (its
+ * timers never run, `done` never called, its memory never freed) and a
+ * later report would reach freed memory, so that is undefined. */
 RESIL_API void resil_uv_close(resil_uv *u);
 
 RESIL_END_DECLS

@@ -358,18 +358,23 @@ static void forgive(resil_exec *x, level *L)
     L->u.to.owed = false;
 }
 
-/* Each owed timer armed for its deadline: on a loop without instants,
- * for what is left of it now (a reading for the arming alone, which no
- * decision and no result sees). */
+/* A timeout level's timer, for its deadline counted from `from`, a
+ * reading of the pipeline's clock. */
+static void arm_timeout(resil_exec *x, level *L, resil_instant from)
+{
+    timer_from(x, L, from, resil__sub_sat(L->inner.deadline, from));
+}
+
+/* Each owed timer armed for its deadline: on a loop with instants from
+ * the reading its level was entered on, as it would have been then;
+ * otherwise for what is left of it now (a reading for the arming alone,
+ * which no decision and no result sees). */
 __attribute__((noinline)) static void arm_owed(resil_exec *x)
 {
     resil_instant now = x->at_instants ? 0 : resil__pipeline_now(x->p);
     for (level *L = x->owed; L != NULL; L = L->u.to.owed_next) {
         L->u.to.owed = false;
-        if (x->at_instants)
-            timer_from(x, L, L->f.now, resil__sub_sat(L->inner.deadline, L->f.now));
-        else
-            timer_start(x, L, resil__sub_sat(L->inner.deadline, now));
+        arm_timeout(x, L, x->at_instants ? L->f.now : now);
     }
     x->owed = NULL;
 }
@@ -702,7 +707,7 @@ static step timeout_enter(level *L)
     if (L->x->reserves)
         owe(L->x, L);
     else
-        timer_from(L->x, L, L->f.now, resil__sub_sat(L->inner.deadline, L->f.now));
+        arm_timeout(L->x, L, L->f.now);
     return GO;
 }
 

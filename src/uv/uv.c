@@ -302,13 +302,14 @@ static void on_soon(uv_idle_t *i)
     run_due(u, latest(u));
 }
 
-/* Whether a timer due already at `due` has its place after every timer
+/* Whether `t`, due already at `due`, has its place after every timer
  * due, none of the heap's at or before it and the list's last no later,
- * and before the uv timer's instant: the list's end is then its place. */
-static bool list_takes(const resil_uv *u, resil_instant due)
+ * and before the uv timer's instant: the list's end is then its place.
+ * A reserved timer's place is older than the list's last: the heap's. */
+static bool list_takes(const resil_uv *u, const resil_timer *t, resil_instant due)
 {
     const resil_timer *root = u->timers.root;
-    return due < u->armed && (root == NULL || root->due > due) &&
+    return !t->reserved && due < u->armed && (root == NULL || root->due > due) &&
            (u->due_last == NULL || u->due_last->due <= due);
 }
 
@@ -335,7 +336,7 @@ __attribute__((noinline)) static void start_at(resil_uv *u, resil_timer *t, resi
     }
     if (!known)
         from = latest(u);
-    if (due <= from && !t->reserved && list_takes(u, due)) {
+    if (due <= from && list_takes(u, t, due)) {
         due_push(u, t, due);
         return;
     }
@@ -365,7 +366,7 @@ static void uv_timer_start_op(void *self, resil_timer *t, resil_duration d)
         return;
     }
     resil_instant now = latest(u);
-    if (d == 0 && !t->armed && !t->reserved && list_takes(u, now)) { /* a retry's zero wait */
+    if (d == 0 && !t->armed && list_takes(u, t, now)) { /* a retry's zero wait */
         due_push(u, t, now);
         return;
     }

@@ -46,6 +46,10 @@ void test_sleep_ms(int ms);
 /* A retry policy of `attempts` attempts with exactly `wait` between them
  * (constant backoff, no jitter), the rest the defaults. */
 resil_retry_policy test_retry_constant(uint32_t attempts, resil_duration wait);
+/* A total or an attempt timeout of `d`, its other options the defaults,
+ * added to `b` (asserted to succeed). */
+void test_add_total_timeout(resil_pipeline_builder *b, resil_duration d);
+void test_add_attempt_timeout(resil_pipeline_builder *b, resil_duration d);
 
 /* Assert that the first n attempt records of two runs agree field by field
  * (the dual-path tests: the blocking and asynchronous walks). */

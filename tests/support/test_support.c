@@ -42,6 +42,22 @@ resil_retry_policy test_retry_constant(uint32_t attempts, resil_duration wait)
     return p;
 }
 
+void test_add_total_timeout(resil_pipeline_builder *b, resil_duration d)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = d;
+    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+}
+
+void test_add_attempt_timeout(resil_pipeline_builder *b, resil_duration d)
+{
+    resil_timeout_opts t;
+    resil_timeout_opts_default(&t);
+    t.timeout = d;
+    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+}
+
 static int64_t monotonic_ms(void)
 {
     struct timespec ts;

@@ -41,14 +41,10 @@ static resil_pipeline *timeouts_around_a_retry(world *w)
     resil_pipeline_builder *b;
     assert_int_equal(resil_pipeline_builder_new("timeouts around a retry", &b, NULL), 0);
     resil_pipeline_builder_clock(b, resil_loop_clock(&w->vl.loop));
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(10);
-    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    test_add_total_timeout(b, RESIL_S(10));
     resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-    t.timeout = RESIL_S(2);
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    test_add_attempt_timeout(b, RESIL_S(2));
     resil_pipeline *p;
     assert_int_equal(resil_pipeline_build(b, &p, NULL), 0);
     resil_pipeline_builder_free(b);

@@ -687,19 +687,10 @@ static void cancelling_twice_tells_the_running_attempt_once(void **state)
 /* A 5 s total around a retry (1 s waits) around a 2 s attempt timeout. */
 static void total_and_attempt_timeouts(resil_pipeline_builder *b)
 {
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(5);
-    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
-    resil_retry_policy r;
-    resil_retry_policy_default(&r);
-    r.max_attempts = 3;
-    r.backoff.kind = RESIL_BACKOFF_CONSTANT;
-    r.backoff.base = RESIL_S(1);
-    r.backoff.jitter = RESIL_JITTER_NONE;
+    test_add_total_timeout(b, RESIL_S(5));
+    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-    t.timeout = RESIL_S(2);
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    test_add_attempt_timeout(b, RESIL_S(2));
 }
 
 typedef struct slow_stop {

@@ -9,9 +9,10 @@
  * started for the same instant is unit.pipeline_paths's
  * an_attempt_reaching_its_timeout_has_timed_out.)
  *
- * Each case runs twice: on a loop that takes instants (timer_start_at,
- * the instant is the deadline itself) and on one that takes delays only
- * (the delay is what is left of the deadline when the timer is armed).
+ * Each case runs on two loops (ON_BOTH_LOOPS): one that takes instants
+ * (timer_start_at, the instant is the deadline itself) and one that takes
+ * delays only (the delay is what is left of the deadline when the timer
+ * is armed).
  * Both reserve timers' places (timer_reserve); on a loop that does not,
  * each timeout's timer is armed as its level is entered. The loop is the
  * virtual one behind a spy that records every timer started and stopped.
@@ -123,50 +124,28 @@ static const resil_loop_ops spy_unreserved_ops = {.size = offsetof(resil_loop_op
                                                   .in_loop = spy_in_loop,
                                                   .timer_start_at = spy_timer_start_at};
 
-static void total_timeout(resil_pipeline_builder *b, resil_duration d)
-{
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = d;
-    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
-}
-
-static void attempt_timeout(resil_pipeline_builder *b, resil_duration d)
-{
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = d;
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
-}
-
-static void retry_after_a_second(resil_pipeline_builder *b)
-{
-    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-}
-
 /* Total 10 s, a retry waiting 1 s, attempts of 2 s. */
 static void timeouts_around_a_retry(resil_pipeline_builder *b)
 {
-    total_timeout(b, RESIL_S(10));
-    retry_after_a_second(b);
-    attempt_timeout(b, RESIL_S(2));
+    test_add_total_timeout(b, RESIL_S(10));
+    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_attempt_timeout(b, RESIL_S(2));
 }
 
 /* Total 10 s, then a hedge after 1 s, attempts of 2 s. */
 static void timeouts_around_a_hedge(resil_pipeline_builder *b)
 {
-    total_timeout(b, RESIL_S(10));
+    test_add_total_timeout(b, RESIL_S(10));
     resil_hedge_opts h;
     resil_hedge_opts_default(&h);
     h.delay = RESIL_S(1);
     h.max_hedged = 1;
     assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
-    attempt_timeout(b, RESIL_S(2));
+    test_add_attempt_timeout(b, RESIL_S(2));
 }
 
-static void spy_open_on(spy *s, const resil_loop_ops *ops,
-                        void (*build)(resil_pipeline_builder *b))
+static void spy_open(spy *s, const resil_loop_ops *ops, void (*build)(resil_pipeline_builder *b))
 {
     memset(s, 0, sizeof *s);
     assert_int_equal(resil_fake_clock_new(T0, 0, &s->fc), 0);
@@ -179,11 +158,6 @@ static void spy_open_on(spy *s, const resil_loop_ops *ops,
     build(b);
     assert_int_equal(resil_pipeline_build(b, &s->p, NULL), 0);
     resil_pipeline_builder_free(b);
-}
-
-static void spy_open(spy *s, bool instants, void (*build)(resil_pipeline_builder *b))
-{
-    spy_open_on(s, instants ? &spy_ops : &spy_delay_ops, build);
 }
 
 static void spy_close(spy *s)
@@ -264,10 +238,10 @@ static void assert_started_by_delay(const spy *s, int from, resil_instant due,
     assert_int_equal(started_once(s, from, due), delay);
 }
 
-static void an_attempt_reporting_at_once_arms_no_timer_on(bool instants)
+static void an_attempt_reporting_at_once_arms_no_timer(void **state)
 {
     spy s;
-    spy_open(&s, instants, timeouts_around_a_retry);
+    spy_open(&s, *state, timeouts_around_a_retry);
     start(&s);
     assert_int_equal(s.ended, 1);
     assert_int_equal(s.res.outcome.kind, RESIL_SUCCESS);
@@ -277,17 +251,10 @@ static void an_attempt_reporting_at_once_arms_no_timer_on(bool instants)
     spy_close(&s);
 }
 
-static void an_attempt_reporting_at_once_arms_no_timer(void **state)
-{
-    (void)state;
-    an_attempt_reporting_at_once_arms_no_timer_on(true);
-    an_attempt_reporting_at_once_arms_no_timer_on(false);
-}
-
-static void a_running_attempt_arms_both_timeouts_on(bool instants)
+static void a_running_attempt_arms_both_timeouts(void **state)
 {
     spy s;
-    spy_open(&s, instants, timeouts_around_a_retry);
+    spy_open(&s, *state, timeouts_around_a_retry);
     s.hold = true;
     start(&s);
     assert_int_equal(s.ended, 0);
@@ -303,17 +270,10 @@ static void a_running_attempt_arms_both_timeouts_on(bool instants)
     spy_close(&s);
 }
 
-static void a_running_attempt_arms_both_timeouts(void **state)
-{
-    (void)state;
-    a_running_attempt_arms_both_timeouts_on(true);
-    a_running_attempt_arms_both_timeouts_on(false);
-}
-
-static void a_retry_wait_arms_the_total_timeout_left_unarmed_on(bool instants)
+static void a_retry_wait_arms_the_total_timeout_left_unarmed(void **state)
 {
     spy s;
-    spy_open(&s, instants, timeouts_around_a_retry);
+    spy_open(&s, *state, timeouts_around_a_retry);
     s.fail_first = true;
     s.hold = true;
     start(&s);
@@ -334,17 +294,10 @@ static void a_retry_wait_arms_the_total_timeout_left_unarmed_on(bool instants)
     spy_close(&s);
 }
 
-static void a_retry_wait_arms_the_total_timeout_left_unarmed(void **state)
-{
-    (void)state;
-    a_retry_wait_arms_the_total_timeout_left_unarmed_on(true);
-    a_retry_wait_arms_the_total_timeout_left_unarmed_on(false);
-}
-
-static void a_hedged_attempt_arms_its_timeout_and_the_total_above_on(bool instants)
+static void a_hedged_attempt_arms_its_timeout_and_the_total_above(void **state)
 {
     spy s;
-    spy_open(&s, instants, timeouts_around_a_hedge);
+    spy_open(&s, *state, timeouts_around_a_hedge);
     s.hold = true;
     start(&s);
     /* the total (the caller's lane), the first hedged attempt's timeout
@@ -360,17 +313,10 @@ static void a_hedged_attempt_arms_its_timeout_and_the_total_above_on(bool instan
     spy_close(&s);
 }
 
-static void a_hedged_attempt_arms_its_timeout_and_the_total_above(void **state)
-{
-    (void)state;
-    a_hedged_attempt_arms_its_timeout_and_the_total_above_on(true);
-    a_hedged_attempt_arms_its_timeout_and_the_total_above_on(false);
-}
-
-static void a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadline_on(bool instants)
+static void a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadline(void **state)
 {
     spy s;
-    spy_open(&s, instants, timeouts_around_a_retry);
+    spy_open(&s, *state, timeouts_around_a_retry);
     s.op_takes = RESIL_MS(500);
     s.hold = true;
     start(&s);
@@ -389,18 +335,11 @@ static void a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadlin
     spy_close(&s);
 }
 
-static void a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadline(void **state)
-{
-    (void)state;
-    a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadline_on(true);
-    a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadline_on(false);
-}
-
 static void without_reservations_each_timeout_is_armed_as_it_is_entered(void **state)
 {
     (void)state;
     spy s;
-    spy_open_on(&s, &spy_unreserved_ops, timeouts_around_a_retry);
+    spy_open(&s, &spy_unreserved_ops, timeouts_around_a_retry);
     start(&s);
     assert_int_equal(s.ended, 1);
     assert_int_equal(s.res.outcome.kind, RESIL_SUCCESS);
@@ -411,14 +350,20 @@ static void without_reservations_each_timeout_is_armed_as_it_is_entered(void **s
     spy_close(&s);
 }
 
+/* A case on both reserving loops, named for each: its state is the
+ * loop's table. */
+#define ON_BOTH_LOOPS(f)                                         \
+    {#f ", on instants", f, NULL, NULL, (void *)&spy_ops},       \
+    {#f ", on delays", f, NULL, NULL, (void *)&spy_delay_ops}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(an_attempt_reporting_at_once_arms_no_timer),
-        cmocka_unit_test(a_running_attempt_arms_both_timeouts),
-        cmocka_unit_test(a_retry_wait_arms_the_total_timeout_left_unarmed),
-        cmocka_unit_test(a_hedged_attempt_arms_its_timeout_and_the_total_above),
-        cmocka_unit_test(a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadline),
+        ON_BOTH_LOOPS(an_attempt_reporting_at_once_arms_no_timer),
+        ON_BOTH_LOOPS(a_running_attempt_arms_both_timeouts),
+        ON_BOTH_LOOPS(a_retry_wait_arms_the_total_timeout_left_unarmed),
+        ON_BOTH_LOOPS(a_hedged_attempt_arms_its_timeout_and_the_total_above),
+        ON_BOTH_LOOPS(a_timeout_armed_after_the_operation_returns_falls_due_at_its_deadline),
         cmocka_unit_test(without_reservations_each_timeout_is_armed_as_it_is_entered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -324,18 +324,12 @@ static void retry_with_attempt_timeout(resil_pipeline_builder *b)
 {
     resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(2);
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    test_add_attempt_timeout(b, RESIL_S(2));
 }
 
 static void total_timeout_around_retry(resil_pipeline_builder *b)
 {
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(5);
-    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    test_add_total_timeout(b, RESIL_S(5));
     resil_retry_policy r = test_retry_constant(10, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
 }
@@ -351,24 +345,13 @@ static void breaker_of_five(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_breaker(b, &o), 0);
 }
 
-static void attempt_timeout_of(resil_pipeline_builder *b, resil_duration d)
-{
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = d;
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
-}
-
 static void standard_tail_from_the_total(resil_pipeline_builder *b)
 {
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(10);
-    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    test_add_total_timeout(b, RESIL_S(10));
     resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
     breaker_of_five(b);
-    attempt_timeout_of(b, RESIL_S(2));
+    test_add_attempt_timeout(b, RESIL_S(2));
 }
 
 static void standard_tail_from_the_retry(resil_pipeline_builder *b)
@@ -376,7 +359,7 @@ static void standard_tail_from_the_retry(resil_pipeline_builder *b)
     resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
     breaker_of_five(b);
-    attempt_timeout_of(b, RESIL_S(2));
+    test_add_attempt_timeout(b, RESIL_S(2));
 }
 
 static void retry_then_breaker(resil_pipeline_builder *b)
@@ -465,10 +448,7 @@ static void retry3_cancelled_by_its_hook(resil_pipeline_builder *b)
 
 static void chaos_latency_inside_attempt_timeout(resil_pipeline_builder *b)
 {
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(2);
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    test_add_attempt_timeout(b, RESIL_S(2));
     resil_chaos_opts c;
     resil_chaos_opts_default(&c, RESIL_CHAOS_LATENCY);
     c.rate = 1.0;
@@ -1417,10 +1397,7 @@ static void retry_over_a_rate_limiter_that_never_waits(resil_pipeline_builder *b
 
 static void total_timeout_over_a_retry_over_a_waiting_rate_limiter(resil_pipeline_builder *b)
 {
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_MS(500);
-    assert_int_equal(resil_pipeline_add_total_timeout(b, &t), 0);
+    test_add_total_timeout(b, RESIL_MS(500));
     resil_retry_policy r = test_retry_constant(3, RESIL_MS(10));
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
     add_one_permit_a_second(b, RESIL_S(2));
@@ -1475,10 +1452,7 @@ static void chaos_behaviour_under_retry(resil_pipeline_builder *b)
 
 static void latency_after_a_behaviour_inside_an_attempt_timeout(resil_pipeline_builder *b)
 {
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(1);
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    test_add_attempt_timeout(b, RESIL_S(1));
     add_behaviour(b);
     resil_chaos_opts c;
     resil_chaos_opts_default(&c, RESIL_CHAOS_LATENCY);
@@ -1493,10 +1467,7 @@ static void waiting_rate_limiter_past_the_attempts_deadline(resil_pipeline_build
 {
     resil_retry_policy r = test_retry_constant(3, 0);
     assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
-    resil_timeout_opts t;
-    resil_timeout_opts_default(&t);
-    t.timeout = RESIL_S(1);
-    assert_int_equal(resil_pipeline_add_attempt_timeout(b, &t), 0);
+    test_add_attempt_timeout(b, RESIL_S(1));
     add_behaviour(b);
     resil_ratelimit_opts o;
     resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);

@@ -115,6 +115,12 @@ static void *standard_worker(void *arg)
     return NULL;
 }
 
+static void shared_init(shared *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+}
+
 static void run_workers(shared *s, void *(*fn)(void *))
 {
     pthread_t t[THREADS];
@@ -132,8 +138,7 @@ static void sixteen_threads_share_one_standard_pipeline(void **state)
 {
     (void)state;
     shared s;
-    memset(&s, 0, sizeof s);
-    pthread_mutex_init(&s.mu, NULL);
+    shared_init(&s);
     assert_int_equal(resil_fake_clock_new(0, 0, &s.fc), 0);
     resil_metrics *m;
     assert_int_equal(resil_metrics_new(NULL, &m, NULL), 0);
@@ -206,22 +211,33 @@ static void *hedging_worker(void *arg)
     return NULL;
 }
 
-static void sixteen_threads_race_hedges_through_a_small_pool(void **state)
+/* One hedge at once, no delay, from a pool of four workers, far fewer
+ * than the callers: the inline path is taken too. Its breakers from
+ * `reg` when given. */
+static resil_pipeline *hedged_pipeline(const char *name, resil_registry *reg)
 {
-    (void)state;
-    shared s;
-    memset(&s, 0, sizeof s);
-    pthread_mutex_init(&s.mu, NULL);
     resil_pipeline_builder *b;
-    assert_int_equal(resil_pipeline_builder_new("hedged", &b, NULL), 0);
+    assert_int_equal(resil_pipeline_builder_new(name, &b, NULL), 0);
     resil_hedge_opts h;
     resil_hedge_opts_default(&h);
     h.delay = 0;
     h.max_hedged = 1;
-    h.workers = 4; /* far fewer than the callers: the inline path is taken too */
+    h.workers = 4;
     assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
-    assert_int_equal(resil_pipeline_build(b, &s.p, NULL), 0);
+    if (reg != NULL)
+        assert_int_equal(resil_pipeline_use_registry(b, reg), 0);
+    resil_pipeline *p;
+    assert_int_equal(resil_pipeline_build(b, &p, NULL), 0);
     resil_pipeline_builder_free(b);
+    return p;
+}
+
+static void sixteen_threads_race_hedges_through_a_small_pool(void **state)
+{
+    (void)state;
+    shared s;
+    shared_init(&s);
+    s.p = hedged_pipeline("hedged", NULL);
 
     run_workers(&s, hedging_worker);
     resil_pipeline_free(s.p); /* joins workers still finishing losers */
@@ -267,8 +283,7 @@ static void sixteen_threads_share_per_key_breakers(void **state)
 {
     (void)state;
     shared s;
-    memset(&s, 0, sizeof s);
-    pthread_mutex_init(&s.mu, NULL);
+    shared_init(&s);
     resil_registry_opts ro;
     resil_registry_opts_default(&ro);
     ro.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
@@ -351,24 +366,13 @@ static void sixteen_threads_hedge_to_per_call_keys_while_the_registry_evicts(voi
 {
     (void)state;
     shared s;
-    memset(&s, 0, sizeof s);
-    pthread_mutex_init(&s.mu, NULL);
+    shared_init(&s);
     resil_registry_opts ro;
     resil_registry_opts_default(&ro);
     ro.max_breakers = KEYS_MAX;
     resil_registry *reg;
     assert_int_equal(resil_registry_new(&ro, &reg, NULL), 0);
-    resil_pipeline_builder *b;
-    assert_int_equal(resil_pipeline_builder_new("churn", &b, NULL), 0);
-    resil_hedge_opts h;
-    resil_hedge_opts_default(&h);
-    h.delay = 0;
-    h.max_hedged = 1;
-    h.workers = 4;
-    assert_int_equal(resil_pipeline_add_hedging(b, &h), 0);
-    assert_int_equal(resil_pipeline_use_registry(b, reg), 0);
-    assert_int_equal(resil_pipeline_build(b, &s.p, NULL), 0);
-    resil_pipeline_builder_free(b);
+    s.p = hedged_pipeline("churn", reg);
 
     run_workers(&s, churning_worker);
     resil_pipeline_free(s.p); /* joins workers still finishing losers */
