@@ -6,14 +6,18 @@
  * the walk moves down (descend: each strategy's enter step) and up
  * (ascend: each strategy's leave step) across timers and reports. The
  * steps are the blocking ones (pipeline_steps.h, retry_exec.h): only the
- * way a wait is spent differs. A level that must wait arms its timer (a
- * retry's backoff, a rate limiter's wait, a bulkhead's queue timeout) or
- * joins a queue, notes that its lane is waiting there, and returns; the
- * timer or the grant resumes the walk where it stopped. A timeout's timer
- * waits for the walk to stop before it is armed (owe, pay_owed): most
- * walks never stop, their operation reporting before its start returns.
- * The block, and every level's fixed fields in it, are laid out once per
- * pipeline (shape) and kept by the loop for the next execution.
+ * way a wait is spent differs. A level's frame is the one the level
+ * above hands down, by address: only a level that changes the frame (a
+ * timeout, a retry, a level after its wait) writes a frame of its own,
+ * which stays put while the levels below it run. A level that must wait
+ * arms its timer (a retry's backoff, a rate limiter's wait, a bulkhead's
+ * queue timeout) or joins a queue, notes that its lane is waiting there,
+ * and returns; the timer or the grant resumes the walk where it stopped.
+ * A timeout's timer waits for the walk to stop before it is armed (owe,
+ * pay_owed): most walks never stop, their operation reporting before its
+ * start returns. The block, and every level's fixed fields in it, are
+ * laid out once per pipeline (shape) and kept by the loop for the next
+ * execution.
  *
  * Cancellation follows the tokens. Whatever fires a token here — a
  * timeout's timer, resil_exec_cancel(), a hedge's end, the caller's own
@@ -49,8 +53,9 @@ typedef struct level {
     uint32_t i;
     resil_strategy_kind kind; /* the node's, read on every step */
     resil_outcome *out;       /* the lane's outcome */
-    resil__frame f;     /* the frame this level was entered with */
-    resil__frame inner; /* the frame it handed down */
+    const resil__frame *f;    /* the frame this level was entered with */
+    const resil__frame *down; /* the frame it hands down: f, or inner */
+    resil__frame inner;       /* its own, for a level that changes the frame */
     wait_kind wait;
     resil_timer timer;
     resil_work grant;
@@ -102,7 +107,7 @@ typedef struct level {
 
 struct resil_attempt {
     resil_work work; /* first: a posted report comes back as the attempt */
-    resil_exec *x;
+    resil_exec *x;  /* x and lane: fixed (shape) */
     uint32_t lane;
     bool running;
     bool held;     /* the op or its cancel callback is running on the loop */
@@ -125,6 +130,7 @@ typedef struct lane {
     uint32_t attempt;       /* the retry's attempt it hedges */
     resil_instant launched; /* when */
     resil_cancel tok; /* its own token, a root as a worker's is */
+    resil__frame frame;     /* the frame its walk starts with */
 } lane;
 
 struct resil_exec {
@@ -161,6 +167,7 @@ struct resil_exec {
     /* Timeout levels entered whose timers are not armed yet, the last
      * entered first (pay_owed). */
     level *owed;
+    resil__frame frame;     /* the walk's first */
     resil_exec_trace trace; /* run.trace points here when traced */
 };
 
@@ -219,6 +226,7 @@ static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_str
     L->i = (uint32_t)i;
     L->kind = kind;
     L->out = out;
+    L->down = &L->inner; /* a timeout's or a retry's always; the others' say on entry */
     L->timer.fn = level_timer;
     L->timer.armed = false;
     L->timer.reserved = false;
@@ -227,10 +235,10 @@ static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_str
 
 /* What depends on the pipeline, the loop and the block alone: where the
  * lanes, levels and attempts lie, what the executor asks of the pipeline
- * on every step, and every level's fixed fields. A block an execution of
- * the same pipeline gave back (the loop's spares are the loop's own) has
- * all of it already, and its timers idle (an execution ends with none
- * armed; one reserved and never armed needs nothing). */
+ * on every step, and every level's and attempt's fixed fields. A block
+ * an execution of the same pipeline gave back (the loop's spares are the
+ * loop's own) has all of it already, and its timers idle (an execution
+ * ends with none armed; one reserved and never armed needs nothing). */
 static void shape(resil_exec *x, const resil_pipeline *p, uint32_t nlanes, size_t lanes_at,
                   size_t levels_at, size_t attempts_at)
 {
@@ -246,9 +254,12 @@ static void shape(resil_exec *x, const resil_pipeline *p, uint32_t nlanes, size_
     x->at_instants = p->clock == &loop->clock &&
                      RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
     x->reserves = RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_reserve);
-    for (uint32_t ln = 0; ln < nlanes; ln++)
+    for (uint32_t ln = 0; ln < nlanes; ln++) {
         for (size_t i = 0; i < p->nnodes; i++)
             level_init(lvl(x, ln, i), x, ln, i, p->nodes[i].kind, out_of(x, ln));
+        x->attempts[ln].x = x;
+        x->attempts[ln].lane = ln;
+    }
     x->shaped_for = p->shape;
 }
 
@@ -374,7 +385,7 @@ __attribute__((noinline)) static void arm_owed(resil_exec *x)
     resil_instant now = x->at_instants ? 0 : resil__pipeline_now(x->p);
     for (level *L = x->owed; L != NULL; L = L->u.to.owed_next) {
         L->u.to.owed = false;
-        arm_timeout(x, L, x->at_instants ? L->f.now : now);
+        arm_timeout(x, L, x->at_instants ? L->f->now : now);
     }
     x->owed = NULL;
 }
@@ -407,10 +418,10 @@ static void go_on(level *L)
 {
     resil_exec *x = L->x;
     if (L->i + 1 == x->nnodes) {
-        start_attempt(x, L->lane, &L->inner);
+        start_attempt(x, L->lane, L->down);
         return;
     }
-    descend(x, L->lane, L->i + 1, &L->inner);
+    descend(x, L->lane, L->i + 1, L->down);
 }
 
 /* The level ended the walk below it with the lane's outcome. */
@@ -423,6 +434,15 @@ static void end_here(level *L)
     ascend(L->x, L->lane, L->i - 1);
 }
 
+/* The level hands down the frame it was entered with, read again at
+ * `now` (after its wait). */
+static void hand_down_read(level *L, resil_instant now)
+{
+    L->inner = *L->f;
+    L->inner.now = now;
+    L->down = &L->inner;
+}
+
 /* ---- rate limiter --------------------------------------------------------------- */
 
 static step rate_round(level *L)
@@ -431,16 +451,15 @@ static step rate_round(level *L)
     const resil__node *n = resil__node_at(r, L->i);
     resil_duration wait;
     resil_instant now = resil__ratelimit_now(n->ratelimit);
-    int rc = resil__ratelimit_round(n->ratelimit, 1, L->f.cancel, now, L->u.rate.deadline, &wait);
+    int rc = resil__ratelimit_round(n->ratelimit, 1, L->f->cancel, now, L->u.rate.deadline, &wait);
     if (rc == RESIL__RATE_WAIT) {
         timer_start(L->x, L, wait);
         suspend(L, W_TIMER);
         return WAIT;
     }
-    if (!resil__rate_admit(r, &L->f, rc, RESIL_NO_HINT, L->out))
+    if (!resil__rate_admit(r, L->f, rc, RESIL_NO_HINT, L->out))
         return DONE;
-    L->inner = L->f;
-    L->inner.now = resil__read_now(r);
+    hand_down_read(L, resil__read_now(r));
     return GO;
 }
 
@@ -460,12 +479,12 @@ static step rate_enter(level *L)
     const resil__run *r = run_of(L->x);
     const resil__node *n = resil__node_at(r, L->i);
     resil_outcome *out = L->out;
-    L->inner = L->f;
-    resil_duration wait = resil__rate_wait(n, &L->f);
+    L->down = L->f;
+    resil_duration wait = resil__rate_wait(n, L->f);
     if (wait == 0) {
         resil_duration hint = RESIL_NO_HINT;
-        int rc = resil__rate_try(n, &L->f, &hint);
-        return resil__rate_admit(r, &L->f, rc, hint, out) ? GO : DONE;
+        int rc = resil__rate_try(n, L->f, &hint);
+        return resil__rate_admit(r, L->f, rc, hint, out) ? GO : DONE;
     }
     L->u.rate.deadline = resil_dur_add(resil__ratelimit_now(n->ratelimit), wait);
     return rate_round(L);
@@ -492,7 +511,7 @@ static bool is_limiter(const level *L)
 /* The limiter's reading of now: the frame's when it shares the pipeline's clock. */
 static resil_instant limiter_now(const level *L, const resil__node *n)
 {
-    return n->same_clock ? L->f.now : resil_clock_now(resil__limiter_clock(n->limiter));
+    return n->same_clock ? L->f->now : resil_clock_now(resil__limiter_clock(n->limiter));
 }
 
 /* The queue the level waits in: a bulkhead's, or the adaptive limiter's
@@ -507,10 +526,10 @@ static bool bulk_admit(level *L, int rc)
 {
     resil_outcome *out = L->out;
     if (!is_limiter(L))
-        return resil__bulkhead_admit(run_of(L->x), &L->f, rc, out);
+        return resil__bulkhead_admit(run_of(L->x), L->f, rc, out);
     if (rc == 0)
         return true;
-    resil__limiter_refuse(run_of(L->x), &L->f, rc, out);
+    resil__limiter_refuse(run_of(L->x), L->f, rc, out);
     return false;
 }
 
@@ -518,9 +537,10 @@ static step bulk_admitted(level *L)
 {
     const resil__node *n = node_of(L);
     bool queued = L->u.bulk.t.queued > 0;
-    L->inner = L->f;
     if (queued)
-        L->inner.now = resil__read_now(run_of(L->x));
+        hand_down_read(L, resil__read_now(run_of(L->x)));
+    else
+        L->down = L->f;
     if (is_limiter(L)) {
         resil_instant now =
             queued ? resil_clock_now(resil__limiter_clock(n->limiter)) : limiter_now(L, n);
@@ -535,7 +555,7 @@ static step limiter_try(level *L)
     const resil__node *n = node_of(L);
     resil_instant now = limiter_now(L, n);
     int rc = resil_limiter_try_acquire_at(n->limiter, now, &L->u.bulk.lt);
-    L->inner = L->f;
+    L->down = L->f;
     return bulk_admit(L, rc) ? GO : DONE;
 }
 
@@ -547,7 +567,7 @@ static bool limiter_parked(level *L)
     resil_instant now = limiter_now(L, n);
     if (!resil__limiter_take_parked(n->limiter, now, &L->u.bulk.lt))
         return false;
-    L->inner = L->f;
+    L->down = L->f;
     return true;
 }
 
@@ -570,7 +590,7 @@ static step bulk_enter(level *L)
         return GO;
     L->u.bulk.w.on_grant = granted;
     L->grant.fn = granted_on_loop;
-    int rc = resil__bulkhead_join(q, L->f.cancel, &L->u.bulk.w, &L->u.bulk.t);
+    int rc = resil__bulkhead_join(q, L->f->cancel, &L->u.bulk.w, &L->u.bulk.t);
     if (rc == RESIL__BULK_QUEUED) {
         resil_duration limit = resil__bulkhead_queue_timeout(q);
         if (limit > 0)
@@ -614,11 +634,11 @@ static step chaos_wait(level *L)
     const resil__run *r = run_of(L->x);
     resil_duration d = resil__node_at(r, L->i)->chaos_opts.latency;
     L->u.chaos.cut = false;
-    if (L->f.deadline != RESIL_INSTANT_MAX) {
-        resil_duration left = resil_dur_sub(L->f.deadline, resil_clock_now(r->p->clock));
+    if (L->f->deadline != RESIL_INSTANT_MAX) {
+        resil_duration left = resil_dur_sub(L->f->deadline, resil_clock_now(r->p->clock));
         if (left <= 0) {
-            if (L->f.deadline_token != NULL)
-                resil_cancel_fire_reason(L->f.deadline_token, RESIL_ETIMEDOUT);
+            if (L->f->deadline_token != NULL)
+                resil_cancel_fire_reason(L->f->deadline_token, RESIL_ETIMEDOUT);
             resil__chaos_cut(L->out);
             resil__read_now(r);
             return DONE;
@@ -645,19 +665,20 @@ static step chaos_enter(level *L)
     case RESIL_CHAOS_FAULT:
         *out = n->chaos_opts.outcome;
         if (listening)
-            resil__chaos_report(r, n, &L->f, out);
+            resil__chaos_report(r, n, L->f, out);
         return DONE;
     case RESIL_CHAOS_OUTCOME:
         return GO;
     case RESIL_CHAOS_LATENCY:
         if (listening)
-            resil__chaos_report(r, n, &L->f, NULL);
+            resil__chaos_report(r, n, L->f, NULL);
         return chaos_wait(L);
     case RESIL_CHAOS_BEHAVIOR:
         if (listening)
-            resil__chaos_report(r, n, &L->f, NULL);
-        resil__chaos_behave(r, n, &L->f);
-        resil__frame_later(r, &L->f, &L->inner);
+            resil__chaos_report(r, n, L->f, NULL);
+        resil__chaos_behave(r, n, L->f);
+        resil__frame_later(r, L->f, &L->inner);
+        L->down = &L->inner;
         return GO;
     }
     return GO;
@@ -669,12 +690,13 @@ static void chaos_woke(level *L, bool cancelled)
     const resil__run *r = run_of(L->x);
     resume(L);
     if (!cancelled && !L->u.chaos.cut) {
-        resil__frame_later(r, &L->f, &L->inner);
+        resil__frame_later(r, L->f, &L->inner);
+        L->down = &L->inner;
         go_on(L);
         return;
     }
-    if (!cancelled && L->f.deadline_token != NULL)
-        resil_cancel_fire_reason(L->f.deadline_token, RESIL_ETIMEDOUT);
+    if (!cancelled && L->f->deadline_token != NULL)
+        resil_cancel_fire_reason(L->f->deadline_token, RESIL_ETIMEDOUT);
     resil__chaos_cut(L->out);
     resil__read_now(r);
     end_here(L);
@@ -689,7 +711,7 @@ static void chaos_leave(level *L)
     resil_outcome *out = L->out;
     *out = n->chaos_opts.outcome;
     if (resil__listening(r->p))
-        resil__chaos_report(r, n, &L->f, out);
+        resil__chaos_report(r, n, L->f, out);
 }
 
 /* ---- timeouts ------------------------------------------------------------------------ */
@@ -698,16 +720,16 @@ static step timeout_enter(level *L)
 {
     const resil__run *r = run_of(L->x);
     const resil__node *n = resil__node_at(r, L->i);
-    if (!resil__timeout_enter(r, n, &L->f, &L->u.to.tok, &L->inner, L->out))
+    if (!resil__timeout_enter(r, n, L->f, &L->u.to.tok, &L->inner, L->out))
         return DONE;
     L->u.to.owed = false;
     /* An enclosing deadline that comes first has its own timer. */
-    if (L->inner.deadline >= L->f.deadline)
+    if (L->inner.deadline >= L->f->deadline)
         return GO;
     if (L->x->reserves)
         owe(L->x, L);
     else
-        arm_timeout(L->x, L, L->f.now);
+        arm_timeout(L->x, L, L->f->now);
     return GO;
 }
 
@@ -769,14 +791,14 @@ static resil_stop retry_begin(level *L)
     const resil__run *r = run_of(L->x);
     const resil__node *n = resil__node_at(r, L->i);
     resil__cursor *k = &L->u.retry.k;
-    resil__cursor_init(k, r, L->i, &L->f);
-    resil_cancel *cancel = L->f.cancel;
+    resil__cursor_init(k, r, L->i, L->f);
+    resil_cancel *cancel = L->f->cancel;
     L->u.retry.has_own =
-        n->policy.max_total > 0 && resil__cancel_init(&L->u.retry.own, L->f.cancel) == 0;
+        n->policy.max_total > 0 && resil__cancel_init(&L->u.retry.own, L->f->cancel) == 0;
     if (L->u.retry.has_own)
         cancel = k->attempt_deadline_token = &L->u.retry.own;
-    resil__retry_opts(&L->u.retry.o, r, &L->f, cancel, k);
-    if (L->f.deadline == RESIL_INSTANT_MAX)
+    resil__retry_opts(&L->u.retry.o, r, L->f, cancel, k);
+    if (L->f->deadline == RESIL_INSTANT_MAX)
         L->u.retry.o.measure_elapsed = time_read_below(r, L->i);
     resil_stop s = resil__rx_begin(&L->u.retry.rx, &n->run_policy, &L->u.retry.o,
                                    &L->u.retry.res, &L->u.retry.start);
@@ -791,9 +813,9 @@ static resil_stop retry_begin(level *L)
 static step retry_enter(level *L)
 {
     const resil__run *r = run_of(L->x);
-    L->u.retry.first = resil__retry_first_alone(r, resil__node_at(r, L->i), &L->f);
+    L->u.retry.first = resil__retry_first_alone(r, resil__node_at(r, L->i), L->f);
     if (L->u.retry.first) {
-        L->inner = resil__retry_first_frame(&L->f, &L->u.retry.first_end);
+        L->inner = resil__retry_first_frame(L->f, &L->u.retry.first_end);
         return GO;
     }
     resil_stop s = retry_begin(L);
@@ -842,7 +864,7 @@ static bool retry_leave(level *L)
         const resil__run *r = run_of(L->x);
         L->u.retry.first = false;
         if (L->out->kind == RESIL_SUCCESS) {
-            resil__retry_first_succeeded(r, resil__node_at(r, L->i), &L->f,
+            resil__retry_first_succeeded(r, resil__node_at(r, L->i), L->f,
                                          &L->u.retry.first_end, L->out);
             return false;
         }
@@ -893,16 +915,16 @@ static bool hedge_launch(level *L, uint32_t index, resil_instant now)
         l->back = false;
         l->race = L->u.hedge.race;
         l->index = index;
-        l->attempt = L->f.attempt;
+        l->attempt = L->f->attempt;
         l->launched = now;
         L->u.hedge.lane_of[index] = ln;
         L->u.hedge.launched++;
         x->refs++;
-        resil__frame f = L->f;
-        f.cancel = f.deadline_token = &l->tok;
-        f.hedge = index;
-        f.reading = NULL;
-        descend(x, ln, L->i + 1, &f);
+        l->frame = *L->f;
+        l->frame.cancel = l->frame.deadline_token = &l->tok;
+        l->frame.hedge = index;
+        l->frame.reading = NULL;
+        descend(x, ln, L->i + 1, &l->frame);
         return true;
     }
     return false;
@@ -979,7 +1001,7 @@ static void hedge_look(level *L, resil_instant now)
             hedge_decide(L, x->lanes[from].out, winner, RESIL_ECANCELED);
             return;
         }
-        if (resil__token_fired(L->f.cancel) || now >= L->f.deadline) {
+        if (resil__token_fired(L->f->cancel) || now >= L->f->deadline) {
             int reason;
             resil_outcome o = resil__hedger_stopped(h, &reason);
             L->u.hedge.looking = false;
@@ -1003,7 +1025,7 @@ static step hedge_enter(level *L)
 {
     resil_exec *x = L->x;
     resil__hedger *h = &L->u.hedge.h;
-    resil__hedger_init(h, run_of(x), L->i, &L->f);
+    resil__hedger_init(h, run_of(x), L->i, L->f);
     L->u.hedge.launched = L->u.hedge.finished = 0;
     L->u.hedge.winner = -1;
     L->u.hedge.news = L->u.hedge.decided = false;
@@ -1018,9 +1040,8 @@ static step hedge_enter(level *L)
     if (!started) {
         /* Nowhere to run it hedged: as with a busy pool, the walk goes
          * on unhedged, in the caller's lane. */
-        resil__frame f = L->f;
         L->u.hedge.decided = true;
-        descend(x, 0, L->i + 1, &f);
+        descend(x, 0, L->i + 1, L->f);
         return WAIT;
     }
     hedge_look(L, h->primary_start);
@@ -1103,7 +1124,7 @@ static resil_cancel *wait_token(const level *L)
 {
     if (L->kind == RESIL_STRATEGY_RETRY)
         return L->u.retry.o.cancel;
-    return L->f.cancel;
+    return L->f->cancel;
 }
 
 /* A token fired above a waiting level: the wait ends as a cancelled sleep
@@ -1202,8 +1223,6 @@ static _Thread_local resil_attempt *op_running RESIL__INITIAL_EXEC;
 static void start_attempt(resil_exec *x, uint32_t ln, const resil__frame *f)
 {
     resil_attempt *a = &x->attempts[ln];
-    a->x = x;
-    a->lane = ln;
     a->running = true;
     a->reported = a->told = false;
     a->on_cancel = NULL; /* cancel_ud is read only beside one */
@@ -1277,9 +1296,10 @@ void resil_attempt_on_cancel(resil_attempt *a, resil_attempt_cancel_fn fn, void 
 
 /* ---- the walk ------------------------------------------------------------------------------ */
 
-/* Each step writes the frame it hands down (L->inner) itself: most
- * change it (a timeout's deadline, a retry's attempt), so a copy of the
- * frame made here first would be written over. */
+/* Each step says which frame it hands down: the one it was entered with
+ * (L->f, no copy), or its own (L->inner), which a timeout (its deadline),
+ * a retry (its attempt) and a level after its wait (a later reading)
+ * write. */
 static step enter(level *L)
 {
     const resil__run *r = run_of(L->x);
@@ -1291,18 +1311,18 @@ static step enter(level *L)
     case RESIL_STRATEGY_ADAPTIVE_LIMITER:
         return bulk_enter(L);
     case RESIL_STRATEGY_THROTTLE:
-        L->inner = L->f;
-        return resil__throttle_enter(r, resil__node_at(r, L->i), &L->f, &L->u.thr.start, out)
+        L->down = L->f;
+        return resil__throttle_enter(r, resil__node_at(r, L->i), L->f, &L->u.thr.start, out)
                    ? GO
                    : DONE;
     case RESIL_STRATEGY_CHAOS_FAULT:
     case RESIL_STRATEGY_CHAOS_OUTCOME:
     case RESIL_STRATEGY_CHAOS_LATENCY:
     case RESIL_STRATEGY_CHAOS_BEHAVIOR:
-        L->inner = L->f;
+        L->down = L->f;
         return chaos_enter(L);
     case RESIL_STRATEGY_HEDGING:
-        L->inner = L->f;
+        L->down = L->f;
         return hedge_enter(L);
     case RESIL_STRATEGY_TOTAL_TIMEOUT:
     case RESIL_STRATEGY_ATTEMPT_TIMEOUT:
@@ -1310,19 +1330,19 @@ static step enter(level *L)
     case RESIL_STRATEGY_RETRY:
         return retry_enter(L);
     case RESIL_STRATEGY_BREAKER:
-        L->inner = L->f;
-        return resil__breaker_enter(r, &L->f, &L->u.permit, out) ? GO : DONE;
+        L->down = L->f;
+        return resil__breaker_enter(r, L->f, &L->u.permit, out) ? GO : DONE;
     case RESIL_STRATEGY_DEGRADE:
-        L->inner = L->f;
-        return resil__degrade_enter(r, L->i, &L->f, out) ? GO : DONE;
+        L->down = L->f;
+        return resil__degrade_enter(r, L->i, L->f, out) ? GO : DONE;
     default:
-        L->inner = L->f;
+        L->down = L->f;
         return GO;
     }
 }
 
 /* The walk down from level L, whose frame is set: each level's frame is
- * the one the level above handed down. */
+ * the one the level above hands down, by address. */
 static void walk_down(resil_exec *x, uint32_t ln, level *L)
 {
     for (;;) {
@@ -1335,11 +1355,11 @@ static void walk_down(resil_exec *x, uint32_t ln, level *L)
         }
         size_t i = L->i + 1;
         if (i == x->nnodes) {
-            start_attempt(x, ln, &L->inner);
+            start_attempt(x, ln, L->down);
             return;
         }
         level *below = L + 1;
-        below->f = L->inner;
+        below->f = L->down;
         L = below;
     }
 }
@@ -1351,7 +1371,7 @@ static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
         return;
     }
     level *L = lvl(x, ln, i);
-    L->f = *f;
+    L->f = f;
     walk_down(x, ln, L);
 }
 
@@ -1366,10 +1386,10 @@ static bool leave(level *L)
         resil_bulkhead_release(&L->u.bulk.t);
         return true;
     case RESIL_STRATEGY_ADAPTIVE_LIMITER:
-        resil__limiter_leave(r, resil__node_at(r, L->i), &L->f, &L->u.bulk.lt, out);
+        resil__limiter_leave(r, resil__node_at(r, L->i), L->f, &L->u.bulk.lt, out);
         return true;
     case RESIL_STRATEGY_THROTTLE:
-        resil__throttle_leave(r, resil__node_at(r, L->i), &L->f, L->u.thr.start, out);
+        resil__throttle_leave(r, resil__node_at(r, L->i), L->f, L->u.thr.start, out);
         return true;
     case RESIL_STRATEGY_CHAOS_FAULT:
     case RESIL_STRATEGY_CHAOS_OUTCOME:
@@ -1383,15 +1403,15 @@ static bool leave(level *L)
             forgive(L->x, L);
         else
             timer_stop(L->x, L);
-        resil__timeout_leave(r, resil__node_at(r, L->i), &L->f, &L->inner, out);
+        resil__timeout_leave(r, resil__node_at(r, L->i), L->f, &L->inner, out);
         return true;
     case RESIL_STRATEGY_RETRY:
         return !retry_leave(L);
     case RESIL_STRATEGY_BREAKER:
-        resil__breaker_leave(r, L->i, &L->f, &L->u.permit, out);
+        resil__breaker_leave(r, L->i, L->f, &L->u.permit, out);
         return true;
     case RESIL_STRATEGY_FALLBACK:
-        resil__fallback_leave(r, L->i, &L->f, out);
+        resil__fallback_leave(r, L->i, L->f, out);
         return true;
     case RESIL_STRATEGY_DEGRADE:
         resil__degrade_leave(r, L->i, out);
@@ -1610,15 +1630,15 @@ static void lanes_idle(resil_exec *x, uint32_t nlanes)
     }
 }
 
-/* The walk from the first level, on the start's reading. Its frame is
- * written in place: built on the stack and copied, its copy's wide loads
- * waited for the narrow stores that had just written the reading. A built
+/* The walk from the first level, on the start's reading, in the frame
+ * the execution keeps for it. A built
  * pipeline has a level at least: without a retry of its own it has a
  * single-attempt one (pipeline.c, insert_single_attempt). */
 static void walk_first(resil_exec *x)
 {
     level *L = lvl(x, 0, 0);
-    L->f = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
+    x->frame = (resil__frame){0, 0, x->start, RESIL_INSTANT_MAX, &x->root, NULL, NULL};
+    L->f = &x->frame;
     walk_down(x, 0, L);
 }
 
