@@ -17,7 +17,10 @@
  * pay_owed): most walks never stop, their operation reporting before its
  * start returns. The block, and every level's fixed fields in it, are
  * laid out once per pipeline (shape) and kept by the loop for the next
- * execution.
+ * execution. The standard pipeline's walk is the same walk with each
+ * level's kind known (walk_down_standard, ascend_standard), as the
+ * blocking executor runs that shape in one step: no decision differs,
+ * only the dispatch by kind is gone.
  *
  * Cancellation follows the tokens. Whatever fires a token here — a
  * timeout's timer, resil_exec_cancel(), a hedge's end, the caller's own
@@ -151,6 +154,7 @@ struct resil_exec {
     bool at_instants; /* the pipeline's clock is the loop's, which takes instants */
     bool reserves;    /* the loop reserves timers' places: timeouts are owed */
     bool retry_last;  /* the last level is a retry: a report leaves it first (arrive) */
+    bool standard;    /* the standard pipeline's levels: walked with their kinds known */
     uint32_t races;
     lane *lanes;
     level *levels;
@@ -251,6 +255,7 @@ static void shape(resil_exec *x, const resil_pipeline *p, uint32_t nlanes, size_
     x->attempts = (resil_attempt *)(mem + attempts_at);
     x->hedge_at = p->hedge_at;
     x->retry_last = p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
+    x->standard = p->nnodes == 5 && resil__step_standard_tail(p->nodes, 5, 0) != NULL;
     x->at_instants = p->clock == &loop->clock &&
                      RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
     x->reserves = RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_reserve);
@@ -581,7 +586,7 @@ static void granted_on_loop(resil_work *w)
     go_on(L);
 }
 
-static step bulk_enter(level *L)
+static RESIL__ALWAYS_INLINE step bulk_enter(level *L)
 {
     resil_bulkhead *q = queue_of(L);
     if (q == NULL)
@@ -716,7 +721,7 @@ static void chaos_leave(level *L)
 
 /* ---- timeouts ------------------------------------------------------------------------ */
 
-static step timeout_enter(level *L)
+static RESIL__ALWAYS_INLINE step timeout_enter(level *L)
 {
     const resil__run *r = run_of(L->x);
     const resil__node *n = resil__node_at(r, L->i);
@@ -810,7 +815,7 @@ static resil_stop retry_begin(level *L)
     return s;
 }
 
-static step retry_enter(level *L)
+static RESIL__ALWAYS_INLINE step retry_enter(level *L)
 {
     const resil__run *r = run_of(L->x);
     L->u.retry.first = resil__retry_first_alone(r, resil__node_at(r, L->i), L->f);
@@ -858,7 +863,7 @@ static void retry_woke(level *L, int slept)
 /* The attempt's outcome came up: true when the walk goes on from here
  * (a wait began, or began and ended), false when the retry stopped with
  * the lane's outcome. */
-static bool retry_leave(level *L)
+static RESIL__ALWAYS_INLINE bool retry_leave(level *L)
 {
     if (L->u.retry.first) {
         const resil__run *r = run_of(L->x);
@@ -1300,11 +1305,11 @@ void resil_attempt_on_cancel(resil_attempt *a, resil_attempt_cancel_fn fn, void 
  * (L->f, no copy), or its own (L->inner), which a timeout (its deadline),
  * a retry (its attempt) and a level after its wait (a later reading)
  * write. */
-static step enter(level *L)
+static RESIL__ALWAYS_INLINE step enter_as(level *L, resil_strategy_kind kind)
 {
     const resil__run *r = run_of(L->x);
     resil_outcome *out = L->out;
-    switch (L->kind) {
+    switch (kind) {
     case RESIL_STRATEGY_RATE_LIMITER:
         return rate_enter(L);
     case RESIL_STRATEGY_BULKHEAD:
@@ -1341,27 +1346,71 @@ static step enter(level *L)
     }
 }
 
+/* The generic walk's entry step, out of line. The standard shape's own
+ * steps (the bulkhead's, the timeouts', the retry's, and the retry's
+ * leave) are always inlined: into the standard walk, where each kind is
+ * known, and once here, so that the generic walk itself stays small for
+ * a pipeline of few levels (one retry's, as a rule). */
+static __attribute__((noinline)) step enter(level *L) { return enter_as(L, L->kind); }
+
+/* Level *at was entered with `s` (the `last` level starts the attempt):
+ * false when the walk stops there (a wait, an end, or the attempt
+ * started below it), else *at is the level below. */
+static RESIL__ALWAYS_INLINE bool went_down(resil_exec *x, uint32_t ln, level **at, step s,
+                                           bool last)
+{
+    level *L = *at;
+    if (s == WAIT)
+        return false;
+    if (s == DONE) {
+        end_here(L);
+        return false;
+    }
+    if (last) {
+        start_attempt(x, ln, L->down);
+        return false;
+    }
+    level *below = L + 1;
+    below->f = L->down;
+    *at = below;
+    return true;
+}
+
+/* The standard pipeline's walk down from level L, the kinds known. */
+static void walk_down_standard(resil_exec *x, uint32_t ln, level *L)
+{
+    switch (L->i) {
+    case 0:
+        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_BULKHEAD), false))
+            return;
+        /* fall through */
+    case 1:
+        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_TOTAL_TIMEOUT), false))
+            return;
+        /* fall through */
+    case 2:
+        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_RETRY), false))
+            return;
+        /* fall through */
+    case 3:
+        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_BREAKER), false))
+            return;
+        /* fall through */
+    default:
+        (void)went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_ATTEMPT_TIMEOUT), true);
+    }
+}
+
 /* The walk down from level L, whose frame is set: each level's frame is
  * the one the level above hands down, by address. */
 static void walk_down(resil_exec *x, uint32_t ln, level *L)
 {
-    for (;;) {
-        step s = enter(L);
-        if (s == WAIT)
-            return;
-        if (s == DONE) {
-            end_here(L);
-            return;
-        }
-        size_t i = L->i + 1;
-        if (i == x->nnodes) {
-            start_attempt(x, ln, L->down);
-            return;
-        }
-        level *below = L + 1;
-        below->f = L->down;
-        L = below;
+    if (x->standard) {
+        walk_down_standard(x, ln, L);
+        return;
     }
+    while (went_down(x, ln, &L, enter(L), L->i + 1 == x->nnodes))
+        ;
 }
 
 static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
@@ -1377,11 +1426,11 @@ static void descend(resil_exec *x, uint32_t ln, size_t i, const resil__frame *f)
 
 /* Leave level L with the lane's outcome: false when the walk stays here
  * (the retry waits to go again). */
-static bool leave(level *L)
+static RESIL__ALWAYS_INLINE bool leave_as(level *L, resil_strategy_kind kind)
 {
     const resil__run *r = run_of(L->x);
     resil_outcome *out = L->out;
-    switch (L->kind) {
+    switch (kind) {
     case RESIL_STRATEGY_BULKHEAD:
         resil_bulkhead_release(&L->u.bulk.t);
         return true;
@@ -1425,12 +1474,44 @@ static void finish(resil_exec *x);
 
 static void hedge_arrived(resil_exec *x, uint32_t ln);
 
+/* The standard pipeline's levels from L (its level `at`) up leave in
+ * turn, the kinds known. */
+static void ascend_standard(resil_exec *x, level *L, size_t at)
+{
+    switch (at) {
+    case 4:
+        if (!leave_as(L--, RESIL_STRATEGY_ATTEMPT_TIMEOUT))
+            return;
+        /* fall through */
+    case 3:
+        if (!leave_as(L--, RESIL_STRATEGY_BREAKER))
+            return;
+        /* fall through */
+    case 2:
+        if (!leave_as(L--, RESIL_STRATEGY_RETRY))
+            return;
+        /* fall through */
+    case 1:
+        if (!leave_as(L--, RESIL_STRATEGY_TOTAL_TIMEOUT))
+            return;
+        /* fall through */
+    default:
+        if (!leave_as(L, RESIL_STRATEGY_BULKHEAD))
+            return;
+    }
+    finish(x);
+}
+
 /* Levels i, i-1, ... 0 leave in turn (SIZE_MAX: none is left); a hedged
  * attempt's walk ends at the hedging level. */
 static void ascend(resil_exec *x, uint32_t ln, size_t i)
 {
     if (i == SIZE_MAX) {
         finish(x);
+        return;
+    }
+    if (x->standard) {
+        ascend_standard(x, lvl(x, ln, i), i);
         return;
     }
     /* By place: a hedged attempt's lane never enters its own copy of the
@@ -1440,9 +1521,11 @@ static void ascend(resil_exec *x, uint32_t ln, size_t i)
     bool hedged = x->hedge_at <= i;
     level *top = lvl(x, ln, 0);
     level *last = hedged ? top + x->hedge_at + 1 : top;
-    for (level *L = top + i + 1; L != last;)
-        if (!leave(--L))
+    for (level *L = top + i + 1; L != last;) {
+        L--;
+        if (!leave_as(L, L->kind))
             return;
+    }
     if (hedged)
         hedge_arrived(x, ln);
     else

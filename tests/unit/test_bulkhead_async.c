@@ -10,7 +10,9 @@
  *
  * One permit and calls of TAKES each; a call started while the permit is
  * held queues. The executions run on one virtual loop, as many calls on
- * one event loop do.
+ * one event loop do. The bulkhead stands alone, or first in the standard
+ * pipeline's five strategies, whose walk knows its levels' kinds: a grant
+ * resumes that walk below the bulkhead, a queue timeout ends it there.
  */
 #include "test.h"
 #include "virtual_loop.h"
@@ -83,7 +85,20 @@ static void cancel_one(resil_timer *t)
         resil_exec_cancel(s->calls[s->cancel_id].x);
 }
 
-static void scene_open(scene *s, resil_duration queue_timeout)
+/* The standard pipeline's order around the scene's bulkhead. */
+static void standard_below(resil_pipeline_builder *b)
+{
+    test_add_total_timeout(b, RESIL_S(30));
+    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
+    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    resil_breaker_opts o;
+    resil_breaker_opts_default(&o);
+    assert_int_equal(resil_pipeline_add_breaker(b, &o), 0);
+    test_add_attempt_timeout(b, RESIL_S(10));
+}
+
+static void scene_open_with(scene *s, resil_duration queue_timeout,
+                            void (*below)(resil_pipeline_builder *b))
 {
     *s = (scene){.started = 0};
     assert_int_equal(resil_fake_clock_new(T0, 0, &s->fc), 0);
@@ -99,8 +114,15 @@ static void scene_open(scene *s, resil_duration queue_timeout)
     assert_int_equal(resil_pipeline_builder_new("bulkhead", &b, NULL), 0);
     resil_pipeline_builder_clock(b, resil_loop_clock(&s->vl.loop));
     assert_int_equal(resil_pipeline_use_bulkhead(b, s->bh), 0);
+    if (below != NULL)
+        below(b);
     assert_int_equal(resil_pipeline_build(b, &s->p, NULL), 0);
     resil_pipeline_builder_free(b);
+}
+
+static void scene_open(scene *s, resil_duration queue_timeout)
+{
+    scene_open_with(s, queue_timeout, NULL);
 }
 
 /* Start every call at T0, in id order: the first holds the permit. */
@@ -252,6 +274,56 @@ static void a_freed_permit_passes_over_a_waiter_that_left(void **state)
     scene_close(&s);
 }
 
+/* Each grant resumes the standard walk at its total timeout: the calls
+ * run one after the other, each its one attempt. */
+static void queued_executions_of_the_standard_pipeline_run_in_turn(void **state)
+{
+    (void)state;
+    scene s;
+    scene_open_with(&s, RESIL_S(1), standard_below);
+    start_all(&s);
+    virtual_loop_run(&s.vl, NULL);
+
+    for (int i = 0; i < CALLS; i++) {
+        const call *c = &s.calls[i];
+        assert_succeeded(c, T0 + i * TAKES);
+        assert_int_equal(c->res.stop, RESIL_STOP_SUCCEEDED);
+        assert_int_equal(c->res.attempts, 1);
+        assert_duration_equal(c->res.elapsed, (i + 1) * TAKES);
+        assert_int_equal(s.order[i], i);
+    }
+    resil_bulkhead_stats st;
+    resil_bulkhead_stats_get(s.bh, &st);
+    assert_int_equal(st.admitted, CALLS);
+    assert_int_equal(st.queued, CALLS - 1);
+    scene_close(&s);
+}
+
+/* A queue timeout ends the standard walk at its first level: the retry
+ * below never runs, and no attempt is made. */
+static void a_standard_pipeline_queued_past_its_timeout_is_rejected_before_its_retry(
+    void **state)
+{
+    (void)state;
+    scene s;
+    scene_open_with(&s, RESIL_MS(30), standard_below);
+    start_all(&s);
+    virtual_loop_run(&s.vl, NULL);
+
+    assert_succeeded(&s.calls[0], T0);
+    for (int i = 1; i < CALLS; i++) {
+        const call *c = &s.calls[i];
+        assert_int_equal(c->ended_at, T0 + RESIL_MS(30));
+        assert_int_equal(c->res.outcome.kind, RESIL_REJECTED);
+        assert_int_equal(c->res.rejected_by, RESIL_STRATEGY_BULKHEAD);
+        assert_int_equal(c->res.stop, RESIL_STOP_NONE);
+        assert_int_equal(c->res.attempts, 0);
+        assert_duration_equal(c->res.elapsed, RESIL_MS(30));
+    }
+    assert_int_equal(s.started, 1);
+    scene_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +331,8 @@ int main(void)
         cmocka_unit_test(a_queued_execution_that_is_cancelled_ends_at_once),
         cmocka_unit_test(a_queued_execution_whose_token_fires_ends_at_once),
         cmocka_unit_test(a_freed_permit_passes_over_a_waiter_that_left),
+        cmocka_unit_test(queued_executions_of_the_standard_pipeline_run_in_turn),
+        cmocka_unit_test(a_standard_pipeline_queued_past_its_timeout_is_rejected_before_its_retry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -320,6 +320,18 @@ static void standard_jittered(resil_pipeline_builder *b)
     assert_int_equal(resil_pipeline_add_standard(b, &o), 0);
 }
 
+/* The standard pipeline whose breaker opens after two failures in a row. */
+static void standard_quick_breaker(resil_pipeline_builder *b)
+{
+    resil_standard_opts o;
+    resil_standard_opts_default(&o);
+    o.retry.backoff.jitter = RESIL_JITTER_NONE;
+    o.breaker.kind = RESIL_BREAKER_CONSECUTIVE;
+    o.breaker.failure_threshold = 2;
+    o.breaker.break_duration = RESIL_S(60);
+    assert_int_equal(resil_pipeline_add_standard(b, &o), 0);
+}
+
 static void retry_with_attempt_timeout(resil_pipeline_builder *b)
 {
     resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
@@ -667,6 +679,50 @@ static void jittered_waits_draw_the_same_numbers_on_both_paths(void **state)
     (void)state;
     scenario sc = {standard_jittered, t503, 1, 0, false, false, false, 0};
     both(&sc, check_jitter);
+}
+
+/* Two 503s open the breaker; the third attempt, 6 s in, is refused by it
+ * inside the walk, below the retry, which then stops on the refusal. */
+static void check_standard_breaker_refuses(const ran *r)
+{
+    assert_int_equal(r->calls, 2);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_REJECTED);
+    assert_int_equal(r->res.rejected_by, RESIL_STRATEGY_BREAKER);
+    assert_int_equal(r->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_duration_equal(r->records[0].wait, RESIL_S(2));
+    assert_duration_equal(r->records[1].wait, RESIL_S(4));
+    assert_int_equal(r->records[2].start, T0 + RESIL_S(6) + RESIL_MS(20));
+    assert_duration_equal(r->res.elapsed, RESIL_S(6) + RESIL_MS(20));
+}
+
+static void the_standard_breaker_refuses_the_attempt_after_it_opens(void **state)
+{
+    (void)state;
+    scenario sc = {standard_quick_breaker, t503, 1, RESIL_MS(10), false, false, false, 0};
+    both(&sc, check_standard_breaker_refuses);
+}
+
+/* Attempts of 20 s: the 10 s attempt timeout cuts the first two (at 10 s
+ * and 22 s); the third, begun at 26 s, meets the 30 s total first. */
+static void check_standard_slow_attempts(const ran *r)
+{
+    assert_int_equal(r->calls, 3);
+    assert_int_equal(r->res.attempts, 3);
+    assert_int_equal(r->res.outcome.kind, RESIL_TIMEOUT);
+    assert_duration_equal(r->records[0].duration, RESIL_S(10));
+    assert_int_equal(r->records[1].start, T0 + RESIL_S(12));
+    assert_duration_equal(r->records[1].duration, RESIL_S(10));
+    assert_int_equal(r->records[2].start, T0 + RESIL_S(26));
+    assert_int_equal(r->deadlines[2], T0 + RESIL_S(30));
+    assert_duration_equal(r->res.elapsed, RESIL_S(30));
+}
+
+static void the_standard_timeouts_cut_slow_attempts_and_then_the_whole(void **state)
+{
+    (void)state;
+    scenario sc = {standard_no_jitter, ok1, 1, RESIL_S(20), false, false, false, 0};
+    both(&sc, check_standard_slow_attempts);
 }
 
 static void check_attempt_timeout(const ran *r)
@@ -1749,6 +1805,8 @@ int main(void)
         cmocka_unit_test(the_standard_order_without_a_bulkhead_retries_as_the_standard),
         cmocka_unit_test(the_standard_order_from_the_retry_times_out_each_attempt),
         cmocka_unit_test(jittered_waits_draw_the_same_numbers_on_both_paths),
+        cmocka_unit_test(the_standard_breaker_refuses_the_attempt_after_it_opens),
+        cmocka_unit_test(the_standard_timeouts_cut_slow_attempts_and_then_the_whole),
         cmocka_unit_test(attempt_timeout_cancels_a_slow_attempt_and_the_retry_goes_again),
         cmocka_unit_test(an_attempt_reaching_its_timeout_has_timed_out),
         cmocka_unit_test(total_timeout_ends_the_retry_loop_as_deadline),
