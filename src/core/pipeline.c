@@ -333,7 +333,7 @@ int resil_pipeline_builder_new(const char *name, resil_pipeline_builder **out, r
     }
     strcpy(p->name, name);
     static _Atomic uint64_t pipelines;
-    p->shape = atomic_fetch_add_explicit(&pipelines, 1, memory_order_relaxed) + 1;
+    p->serial = atomic_fetch_add_explicit(&pipelines, 1, memory_order_relaxed) + 1;
     p->clock = resil_clock_system();
     p->classify = resil_pipeline_classify_default;
     b->p = p;

@@ -145,7 +145,7 @@ struct resil_exec {
     resil__exec ex;
     resil_instant start;
     size_t cap; /* the block's size, for the loop's spares */
-    uint64_t shaped_for; /* the pipeline shape() last laid the block out for */
+    uint64_t shaped_for; /* the serial of the pipeline shape() last laid the block out for */
     int refs;
     bool finished;
     uint32_t nlanes;
@@ -219,6 +219,8 @@ static inline void unref(resil_exec *x)
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 static void level_timer(resil_timer *t);
+static void granted(resil__bulk_waiter *w);
+static void granted_on_loop(resil_work *w);
 
 /* A level's fixed fields, and its timer idle as a loop first sees one
  * (its other fields are written when it is armed). */
@@ -235,6 +237,10 @@ static void level_init(level *L, resil_exec *x, uint32_t ln, size_t i, resil_str
     L->timer.armed = false;
     L->timer.reserved = false;
     L->timer.loop_data = NULL;
+    if (kind == RESIL_STRATEGY_BULKHEAD || kind == RESIL_STRATEGY_ADAPTIVE_LIMITER) {
+        L->u.bulk.w.on_grant = granted; /* the bulkhead writes neither */
+        L->grant.fn = granted_on_loop;
+    }
 }
 
 /* What depends on the pipeline, the loop and the block alone: where the
@@ -255,7 +261,8 @@ static void shape(resil_exec *x, const resil_pipeline *p, uint32_t nlanes, size_
     x->attempts = (resil_attempt *)(mem + attempts_at);
     x->hedge_at = p->hedge_at;
     x->retry_last = p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
-    x->standard = p->nnodes == 5 && resil__step_standard_tail(p->nodes, 5, 0) != NULL;
+    x->standard = p->nnodes == RESIL__STANDARD_LEVELS &&
+                  resil__step_standard_tail(p->nodes, p->nnodes, 0) != NULL;
     x->at_instants = p->clock == &loop->clock &&
                      RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
     x->reserves = RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_reserve);
@@ -265,7 +272,7 @@ static void shape(resil_exec *x, const resil_pipeline *p, uint32_t nlanes, size_
         x->attempts[ln].x = x;
         x->attempts[ln].lane = ln;
     }
-    x->shaped_for = p->shape;
+    x->shaped_for = p->serial;
 }
 
 /* The block comes from the loop's spares and is not zeroed, as the
@@ -296,7 +303,7 @@ static resil_exec *alloc_exec(const resil_pipeline *p, resil_loop *loop, uint32_
     x->finished = false;
     x->races = 0;
     x->owed = NULL;
-    if (!spared || x->shaped_for != p->shape)
+    if (!spared || x->shaped_for != p->serial)
         shape(x, p, nlanes, head, head + lanes, head + lanes + levels);
     return x;
 }
@@ -448,6 +455,14 @@ static void hand_down_read(level *L, resil_instant now)
     L->down = &L->inner;
 }
 
+/* The level hands down the frame it was entered with, later (after its
+ * injected latency or behaviour), as the blocking chaos step does. */
+static void hand_down_later(level *L)
+{
+    resil__frame_later(run_of(L->x), L->f, &L->inner);
+    L->down = &L->inner;
+}
+
 /* ---- rate limiter --------------------------------------------------------------- */
 
 static step rate_round(level *L)
@@ -496,8 +511,6 @@ static step rate_enter(level *L)
 }
 
 /* ---- bulkhead ---------------------------------------------------------------------- */
-
-static void granted_on_loop(resil_work *w);
 
 /* Under the bulkhead's lock, on whichever thread released: post only. */
 static void granted(resil__bulk_waiter *w)
@@ -593,8 +606,6 @@ static RESIL__ALWAYS_INLINE step bulk_enter(level *L)
         return limiter_try(L);
     if (is_limiter(L) && limiter_parked(L))
         return GO;
-    L->u.bulk.w.on_grant = granted;
-    L->grant.fn = granted_on_loop;
     int rc = resil__bulkhead_join(q, L->f->cancel, &L->u.bulk.w, &L->u.bulk.t);
     if (rc == RESIL__BULK_QUEUED) {
         resil_duration limit = resil__bulkhead_queue_timeout(q);
@@ -682,8 +693,7 @@ static step chaos_enter(level *L)
         if (listening)
             resil__chaos_report(r, n, L->f, NULL);
         resil__chaos_behave(r, n, L->f);
-        resil__frame_later(r, L->f, &L->inner);
-        L->down = &L->inner;
+        hand_down_later(L);
         return GO;
     }
     return GO;
@@ -695,8 +705,7 @@ static void chaos_woke(level *L, bool cancelled)
     const resil__run *r = run_of(L->x);
     resume(L);
     if (!cancelled && !L->u.chaos.cut) {
-        resil__frame_later(r, L->f, &L->inner);
-        L->down = &L->inner;
+        hand_down_later(L);
         go_on(L);
         return;
     }
@@ -1376,28 +1385,29 @@ static RESIL__ALWAYS_INLINE bool went_down(resil_exec *x, uint32_t ln, level **a
     return true;
 }
 
-/* The standard pipeline's walk down from level L, the kinds known. */
+/* The standard pipeline's walk down from level L, the kinds known: the
+ * shape's own list (resil__standard_shape), by place. */
 static void walk_down_standard(resil_exec *x, uint32_t ln, level *L)
 {
     switch (L->i) {
     case 0:
-        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_BULKHEAD), false))
+        if (!went_down(x, ln, &L, enter_as(L, resil__standard_shape[0]), false))
             return;
         /* fall through */
     case 1:
-        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_TOTAL_TIMEOUT), false))
+        if (!went_down(x, ln, &L, enter_as(L, resil__standard_shape[1]), false))
             return;
         /* fall through */
     case 2:
-        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_RETRY), false))
+        if (!went_down(x, ln, &L, enter_as(L, resil__standard_shape[2]), false))
             return;
         /* fall through */
     case 3:
-        if (!went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_BREAKER), false))
+        if (!went_down(x, ln, &L, enter_as(L, resil__standard_shape[3]), false))
             return;
         /* fall through */
     default:
-        (void)went_down(x, ln, &L, enter_as(L, RESIL_STRATEGY_ATTEMPT_TIMEOUT), true);
+        (void)went_down(x, ln, &L, enter_as(L, resil__standard_shape[4]), true);
     }
 }
 
@@ -1475,28 +1485,28 @@ static void finish(resil_exec *x);
 static void hedge_arrived(resil_exec *x, uint32_t ln);
 
 /* The standard pipeline's levels from L (its level `at`) up leave in
- * turn, the kinds known. */
+ * turn, the kinds known as walk_down_standard knows them. */
 static void ascend_standard(resil_exec *x, level *L, size_t at)
 {
     switch (at) {
     case 4:
-        if (!leave_as(L--, RESIL_STRATEGY_ATTEMPT_TIMEOUT))
+        if (!leave_as(L--, resil__standard_shape[4]))
             return;
         /* fall through */
     case 3:
-        if (!leave_as(L--, RESIL_STRATEGY_BREAKER))
+        if (!leave_as(L--, resil__standard_shape[3]))
             return;
         /* fall through */
     case 2:
-        if (!leave_as(L--, RESIL_STRATEGY_RETRY))
+        if (!leave_as(L--, resil__standard_shape[2]))
             return;
         /* fall through */
     case 1:
-        if (!leave_as(L--, RESIL_STRATEGY_TOTAL_TIMEOUT))
+        if (!leave_as(L--, resil__standard_shape[1]))
             return;
         /* fall through */
     default:
-        if (!leave_as(L, RESIL_STRATEGY_BULKHEAD))
+        if (!leave_as(L, resil__standard_shape[0]))
             return;
     }
     finish(x);
@@ -1714,9 +1724,9 @@ static void lanes_idle(resil_exec *x, uint32_t nlanes)
 }
 
 /* The walk from the first level, on the start's reading, in the frame
- * the execution keeps for it. A built
- * pipeline has a level at least: without a retry of its own it has a
- * single-attempt one (pipeline.c, insert_single_attempt). */
+ * the execution keeps for it. A built pipeline has a level at least:
+ * without a retry of its own it has a single-attempt one (pipeline.c,
+ * insert_single_attempt). */
 static void walk_first(resil_exec *x)
 {
     level *L = lvl(x, 0, 0);

@@ -65,7 +65,7 @@ typedef struct resil__node {
 
 struct resil_pipeline {
     char name[RESIL_PIPELINE_NAME_MAX];
-    uint64_t shape; /* this pipeline's number, of all the process builds, from 1 */
+    uint64_t serial; /* this pipeline's number, of all the process builds, from 1 */
     resil_clock *clock;
     clockid_t clock_id; /* resil__clock_id(clock), fixed at build */
     resil__node nodes[RESIL__MAX_NODES + 1]; /* + the operation's step, after the last */
@@ -320,9 +320,15 @@ void resil__run_op(const resil__run *r, size_t i, const resil__frame *f, resil_o
  * the operation) when both have a body the blocking walk can inline, else
  * NULL. */
 resil__step_fn *resil__step_pair(const resil__node *n, const resil__node *below);
+/* The standard shape's levels, in order (resil_pipeline_add_standard).
+ * Constant here, so that a walk naming them by place folds them. */
+#define RESIL__STANDARD_LEVELS 5
+static const resil_strategy_kind resil__standard_shape[RESIL__STANDARD_LEVELS] = {
+    RESIL_STRATEGY_BULKHEAD, RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_RETRY,
+    RESIL_STRATEGY_BREAKER, RESIL_STRATEGY_ATTEMPT_TIMEOUT};
+
 /* One step running nodes[i..n) and the operation when they are a tail of
- * the standard shape (bulkhead, total timeout, retry, breaker, attempt
- * timeout) of two levels or more, else NULL. */
+ * the standard shape of two levels or more, else NULL. */
 resil__step_fn *resil__step_standard_tail(const resil__node *nodes, size_t n, size_t i);
 void resil__run_fallback(const resil__run *r, size_t i, const resil__frame *f,
                          resil_outcome *out);

@@ -551,18 +551,15 @@ RESIL__STD_LEVEL(bulkhead, bulkhead_body, std_total)
 
 resil__step_fn *resil__step_standard_tail(const resil__node *nodes, size_t n, size_t i)
 {
-    static const resil_strategy_kind shape[] = {
-        RESIL_STRATEGY_BULKHEAD, RESIL_STRATEGY_TOTAL_TIMEOUT, RESIL_STRATEGY_RETRY,
-        RESIL_STRATEGY_BREAKER, RESIL_STRATEGY_ATTEMPT_TIMEOUT};
     static resil__step_fn *const from[] = {std_from_bulkhead, std_from_total, std_from_retry,
                                            std_from_breaker};
-    size_t len = sizeof shape / sizeof shape[0];
+    size_t len = RESIL__STANDARD_LEVELS;
     /* the attempt timeout alone is its pair with the operation */
     if (i >= n || n - i > len || n - i < 2)
         return NULL;
     size_t j = len - (n - i);
     for (size_t k = 0; k < n - i; k++)
-        if (nodes[i + k].kind != shape[j + k])
+        if (nodes[i + k].kind != resil__standard_shape[j + k])
             return NULL;
     return from[j];
 }

@@ -46,6 +46,8 @@ void test_sleep_ms(int ms);
 /* A retry policy of `attempts` attempts with exactly `wait` between them
  * (constant backoff, no jitter), the rest the defaults. */
 resil_retry_policy test_retry_constant(uint32_t attempts, resil_duration wait);
+/* That policy added to `b`. */
+void test_add_retry_constant(resil_pipeline_builder *b, uint32_t attempts, resil_duration wait);
 /* A total or an attempt timeout of `d`, its other options the defaults,
  * added to `b` (asserted to succeed). */
 void test_add_total_timeout(resil_pipeline_builder *b, resil_duration d);

@@ -42,6 +42,12 @@ resil_retry_policy test_retry_constant(uint32_t attempts, resil_duration wait)
     return p;
 }
 
+void test_add_retry_constant(resil_pipeline_builder *b, uint32_t attempts, resil_duration wait)
+{
+    resil_retry_policy p = test_retry_constant(attempts, wait);
+    assert_int_equal(resil_pipeline_add_retry(b, &p), 0);
+}
+
 void test_add_total_timeout(resil_pipeline_builder *b, resil_duration d)
 {
     resil_timeout_opts t;

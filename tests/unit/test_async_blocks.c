@@ -42,8 +42,7 @@ static resil_pipeline *timeouts_around_a_retry(world *w)
     assert_int_equal(resil_pipeline_builder_new("timeouts around a retry", &b, NULL), 0);
     resil_pipeline_builder_clock(b, resil_loop_clock(&w->vl.loop));
     test_add_total_timeout(b, RESIL_S(10));
-    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 2, RESIL_S(1));
     test_add_attempt_timeout(b, RESIL_S(2));
     resil_pipeline *p;
     assert_int_equal(resil_pipeline_build(b, &p, NULL), 0);
@@ -68,8 +67,7 @@ static resil_pipeline *fallback_around_a_retry(world *w)
     resil_fallback_opts_default(&f);
     f.action = cached;
     assert_int_equal(resil_pipeline_add_fallback(b, &f), 0);
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     resil_pipeline *p;
     assert_int_equal(resil_pipeline_build(b, &p, NULL), 0);
     resil_pipeline_builder_free(b);

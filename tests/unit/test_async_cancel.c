@@ -69,8 +69,7 @@ static resil_instant now_of(world *w) { return w->vl.loop.ops->now(&w->vl); }
 /* Fails once, then waits 1 s before the second attempt. */
 static void retry_after_a_second(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 2, RESIL_S(1));
 }
 
 static void ended(const resil_pipeline_result *res, void *ud)
@@ -688,8 +687,7 @@ static void cancelling_twice_tells_the_running_attempt_once(void **state)
 static void total_and_attempt_timeouts(resil_pipeline_builder *b)
 {
     test_add_total_timeout(b, RESIL_S(5));
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     test_add_attempt_timeout(b, RESIL_S(2));
 }
 

@@ -89,8 +89,7 @@ static void cancel_one(resil_timer *t)
 static void standard_below(resil_pipeline_builder *b)
 {
     test_add_total_timeout(b, RESIL_S(30));
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     resil_breaker_opts o;
     resil_breaker_opts_default(&o);
     assert_int_equal(resil_pipeline_add_breaker(b, &o), 0);

@@ -244,17 +244,6 @@ static void hears_a_rate_limit_with_its_retry_after(void **state)
 
 /* ---- the caller gave up: no substitute answer ------------------------------ */
 
-static void add_retry_from(fixture *f, uint32_t attempts, resil_duration base)
-{
-    resil_retry_policy p;
-    resil_retry_policy_default(&p);
-    p.max_attempts = attempts;
-    p.backoff.kind = RESIL_BACKOFF_CONSTANT;
-    p.backoff.base = base;
-    p.backoff.jitter = RESIL_JITTER_NONE;
-    assert_int_equal(resil_pipeline_add_retry(f->b, &p), 0);
-}
-
 static void fire_in_the_wait(resil_fake_clock *fc, resil_duration d, void *ud)
 {
     (void)fc;
@@ -278,7 +267,7 @@ static void is_not_called_when_the_caller_cancelled_before_the_call(void **state
     resil_cancel_fire(&token);
     f->cancel = &token;
     add_fallback(f, NULL);
-    add_retry_from(f, 3, RESIL_S(1));
+    test_add_retry_constant(f->b, 3, RESIL_S(1));
     run(f);
     assert_int_equal(f->c.op_calls, 0);
     assert_int_equal(f->c.fallback_calls, 0);
@@ -301,7 +290,7 @@ static void is_not_called_when_the_caller_cancels_during_a_retry_wait(void **sta
     f->cancel = &token;
     resil_fake_clock_set_hook(f->fc, fire_in_the_wait, &token);
     add_fallback(f, NULL);
-    add_retry_from(f, 3, RESIL_S(1));
+    test_add_retry_constant(f->b, 3, RESIL_S(1));
     run(f);
     assert_int_equal(f->c.op_calls, 1);
     assert_int_equal(f->c.fallback_calls, 0);
@@ -327,7 +316,7 @@ static void is_not_called_after_the_caller_cancelled_even_when_handle_takes_ever
     f->cancel = &token;
     resil_fake_clock_set_hook(f->fc, fire_in_the_wait, &token);
     add_fallback(f, everything);
-    add_retry_from(f, 3, RESIL_S(1));
+    test_add_retry_constant(f->b, 3, RESIL_S(1));
     run(f);
     assert_int_equal(f->c.op_calls, 1);
     assert_int_equal(f->c.fallback_calls, 0);
@@ -343,7 +332,7 @@ static void is_not_called_when_the_caller_cancelled_during_the_last_attempt(void
     f->cancel = &token;
     f->c.fire_on_call = &token; /* the operation ignores it and answers 503 */
     add_fallback(f, NULL);
-    add_retry_from(f, 1, RESIL_S(1));
+    test_add_retry_constant(f->b, 1, RESIL_S(1));
     run(f);
     assert_int_equal(f->c.op_calls, 1);
     assert_int_equal(f->c.fallback_calls, 0);
@@ -371,7 +360,7 @@ static void is_called_when_the_total_timeout_passes_during_a_retry_wait(void **s
     resil_timeout_opts_default(&t);
     t.timeout = RESIL_MS(1500);
     assert_int_equal(resil_pipeline_add_total_timeout(f->b, &t), 0);
-    add_retry_from(f, 3, RESIL_S(1));
+    test_add_retry_constant(f->b, 3, RESIL_S(1));
     run(f);
     assert_int_equal(f->c.op_calls, 1);
     assert_int_equal(f->c.fallback_calls, 1);

@@ -113,17 +113,6 @@ static void build(fixture *f, resil_pipeline_builder *b)
         fail_msg("build: %s", err.message);
 }
 
-static resil_retry_policy plain_retry(uint32_t attempts, resil_duration base)
-{
-    resil_retry_policy p;
-    resil_retry_policy_default(&p);
-    p.max_attempts = attempts;
-    p.backoff.kind = RESIL_BACKOFF_CONSTANT;
-    p.backoff.base = base;
-    p.backoff.jitter = RESIL_JITTER_NONE;
-    return p;
-}
-
 /* ---- the standard pipeline ---------------------------------------------------- */
 
 static void standard_503_503_200_succeeds_after_exactly_three_attempts(void **state)
@@ -309,7 +298,7 @@ static resil_breaker *breaker_inside_retry(fixture *f, resil_retry_policy *pol)
 static void breaker_opening_inside_retry_fails_the_next_attempt_fast(void **state)
 {
     fixture *f = *state;
-    resil_retry_policy pol = plain_retry(4, RESIL_S(1));
+    resil_retry_policy pol = test_retry_constant(4, RESIL_S(1));
     resil_breaker *br = breaker_inside_retry(f, &pol);
     resil_outcome outs[] = {http(503)};
     script_of(f, outs, 1);
@@ -347,7 +336,7 @@ static resil_breaker_result keep_and_classify(const resil_outcome *o,
 static void the_breaker_classifier_sees_each_attempt_with_the_calls_user(void **state)
 {
     fixture *f = *state;
-    resil_retry_policy pol = plain_retry(2, RESIL_S(1));
+    resil_retry_policy pol = test_retry_constant(2, RESIL_S(1));
     resil_breaker_opts bo;
     resil_breaker_opts_default(&bo);
     bo.clock = f->clock;
@@ -384,7 +373,7 @@ static bool transient_or_breaker(const resil_outcome *o, const resil_attempt_ctx
 static void retry_that_handles_rejections_waits_for_the_probe(void **state)
 {
     fixture *f = *state;
-    resil_retry_policy pol = plain_retry(5, RESIL_S(1));
+    resil_retry_policy pol = test_retry_constant(5, RESIL_S(1));
     pol.retry_on = transient_or_breaker;
     resil_breaker *br = breaker_inside_retry(f, &pol);
     resil_outcome outs[] = {http(503), http(503), http(200)};
@@ -495,7 +484,7 @@ static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
     resil_timeout_opts to;
     resil_timeout_opts_default(&to);
     resil_pipeline_add_total_timeout(b, &to);
-    resil_retry_policy pol = plain_retry(3, RESIL_S(1));
+    resil_retry_policy pol = test_retry_constant(3, RESIL_S(1));
     resil_pipeline_add_retry(b, &pol);
     build(f, b);
 
@@ -520,7 +509,7 @@ static void a_queue_timeout_rejects_with_the_wait_as_its_elapsed_time(void **sta
     resil_bulkhead *bh = one_permit(f, true, RESIL_MS(750));
     resil_pipeline_builder *b = builder(f, "svc");
     resil_pipeline_use_bulkhead(b, bh);
-    resil_retry_policy pol = plain_retry(3, RESIL_S(1));
+    resil_retry_policy pol = test_retry_constant(3, RESIL_S(1));
     resil_pipeline_add_retry(b, &pol);
     build(f, b);
 
@@ -667,7 +656,7 @@ static void non_idempotent_call_is_refused_by_a_retrying_policy(void **state)
 {
     fixture *f = *state;
     resil_pipeline_builder *b = builder(f, "svc");
-    resil_retry_policy pol = plain_retry(3, RESIL_S(1));
+    resil_retry_policy pol = test_retry_constant(3, RESIL_S(1));
     resil_pipeline_add_retry(b, &pol);
     build(f, b);
     resil_outcome outs[] = {http(200)};
@@ -879,7 +868,7 @@ static void retry_classifier_and_hook_see_the_callers_context_not_the_pipelines(
     resil_timeout_opts_default(&t);
     t.timeout = RESIL_S(10);
     resil_pipeline_add_total_timeout(b, &t);
-    resil_retry_policy pol = plain_retry(3, RESIL_S(1));
+    resil_retry_policy pol = test_retry_constant(3, RESIL_S(1));
     pol.retry_on = judge_and_keep;
     pol.retry_on_ud = &l;
     pol.on_retry = announce_and_keep;

@@ -334,16 +334,14 @@ static void standard_quick_breaker(resil_pipeline_builder *b)
 
 static void retry_with_attempt_timeout(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     test_add_attempt_timeout(b, RESIL_S(2));
 }
 
 static void total_timeout_around_retry(resil_pipeline_builder *b)
 {
     test_add_total_timeout(b, RESIL_S(5));
-    resil_retry_policy r = test_retry_constant(10, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 10, RESIL_S(1));
 }
 
 /* The standard pipeline's order without its outer strategies: the walk
@@ -360,16 +358,14 @@ static void breaker_of_five(resil_pipeline_builder *b)
 static void standard_tail_from_the_total(resil_pipeline_builder *b)
 {
     test_add_total_timeout(b, RESIL_S(10));
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     breaker_of_five(b);
     test_add_attempt_timeout(b, RESIL_S(2));
 }
 
 static void standard_tail_from_the_retry(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     breaker_of_five(b);
     test_add_attempt_timeout(b, RESIL_S(2));
 }
@@ -401,8 +397,7 @@ static void fallback_over_retry(resil_pipeline_builder *b)
     resil_fallback_opts_default(&fb);
     fb.action = fallback_answer;
     assert_int_equal(resil_pipeline_add_fallback(b, &fb), 0);
-    resil_retry_policy r = test_retry_constant(2, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 2, RESIL_S(1));
 }
 
 static void waiting_rate_limiter(resil_pipeline_builder *b)
@@ -412,15 +407,13 @@ static void waiting_rate_limiter(resil_pipeline_builder *b)
     o.permits = 1;
     o.window = RESIL_S(1);
     assert_int_equal(resil_pipeline_add_rate_limiter(b, &o, RESIL_S(2)), 0);
-    resil_retry_policy r = test_retry_constant(3, RESIL_MS(10));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_MS(10));
 }
 
 /* The same limiter inside the retry: every attempt takes a permit. */
 static void retry_over_waiting_rate_limiter(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_MS(10));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_MS(10));
     resil_ratelimit_opts o;
     resil_ratelimit_opts_default(&o, RESIL_RATELIMIT_FIXED_WINDOW);
     o.permits = 1;
@@ -430,8 +423,7 @@ static void retry_over_waiting_rate_limiter(resil_pipeline_builder *b)
 
 static void plain_retry3(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
 }
 
 static void async_cancel_now(player *pl);
@@ -470,8 +462,7 @@ static void chaos_latency_inside_attempt_timeout(resil_pipeline_builder *b)
 
 static void chaos_fault_under_retry(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     resil_chaos_opts c;
     resil_chaos_opts_default(&c, RESIL_CHAOS_FAULT);
     c.rate = 1.0;
@@ -481,8 +472,7 @@ static void chaos_fault_under_retry(resil_pipeline_builder *b)
 
 static void retry_over_throttle(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(6, RESIL_MS(100));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 6, RESIL_MS(100));
     static resil_rng_seeded draws; /* the same draws on both paths */
     resil_rng_seeded_init(&draws, 11);
     resil_throttle_opts t;
@@ -493,8 +483,7 @@ static void retry_over_throttle(resil_pipeline_builder *b)
 
 static void retry_over_adaptive_limiter(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     resil_limiter_opts l;
     resil_limiter_opts_default(&l, RESIL_LIMIT_AIMD);
     assert_int_equal(resil_pipeline_add_adaptive_limiter(b, &l), 0);
@@ -504,8 +493,7 @@ static void retry_over_adaptive_limiter(resil_pipeline_builder *b)
  * gave back (which the thread keeps parked for its next call). */
 static void retry_over_a_limit_of_one(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     resil_limiter_opts l;
     resil_limiter_opts_default(&l, RESIL_LIMIT_AIMD);
     l.initial_limit = l.min_limit = l.max_limit = 1;
@@ -577,8 +565,7 @@ static void auth_refresh_around_transient_retry(resil_pipeline_builder *b)
     auth.retry_on = on_401;
     auth.on_retry = refresh_token;
     assert_int_equal(resil_pipeline_add_retry(b, &auth), 0);
-    resil_retry_policy transient = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &transient), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
 }
 
 /* ---- scenarios ---------------------------------------------------------------- */
@@ -1076,10 +1063,8 @@ static void with_records_a_first_success_alone_under_the_retry_reads_its_end(voi
 
 static void retry_inside_retry(resil_pipeline_builder *b)
 {
-    resil_retry_policy outer = test_retry_constant(2, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &outer), 0);
-    resil_retry_policy inner = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &inner), 0);
+    test_add_retry_constant(b, 2, RESIL_S(1));
+    test_add_retry_constant(b, 3, RESIL_S(1));
 }
 
 /* The record is the outermost retry's; the inner one keeps none. */
@@ -1338,14 +1323,12 @@ static void an_auth_refresh_retry_around_a_transient_retry_refreshes_once(void *
 
 static void plain_retry(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
 }
 
 static void zero_wait_retry(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(2, 0);
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 2, 0);
 }
 
 static void check_plain_retry(const ran *r)
@@ -1446,30 +1429,26 @@ static void retry_with_a_time_budget(resil_pipeline_builder *b)
 
 static void retry_over_a_rate_limiter_that_never_waits(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_MS(10));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_MS(10));
     add_one_permit_a_second(b, 0);
 }
 
 static void total_timeout_over_a_retry_over_a_waiting_rate_limiter(resil_pipeline_builder *b)
 {
     test_add_total_timeout(b, RESIL_MS(500));
-    resil_retry_policy r = test_retry_constant(3, RESIL_MS(10));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_MS(10));
     add_one_permit_a_second(b, RESIL_S(2));
 }
 
 static void zero_wait_retry_over_a_waiting_rate_limiter(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, 0);
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, 0);
     add_one_permit_a_second(b, RESIL_S(2));
 }
 
 static void chaos_outcome_under_retry(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     resil_chaos_opts c;
     resil_chaos_opts_default(&c, RESIL_CHAOS_OUTCOME);
     c.rate = 1.0;
@@ -1501,8 +1480,7 @@ static void add_behaviour(resil_pipeline_builder *b)
 
 static void chaos_behaviour_under_retry(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     add_behaviour(b);
 }
 
@@ -1521,8 +1499,7 @@ static void latency_after_a_behaviour_inside_an_attempt_timeout(resil_pipeline_b
  * the waiting rate limiter below it is reached with no time left. */
 static void waiting_rate_limiter_past_the_attempts_deadline(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, 0);
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, 0);
     test_add_attempt_timeout(b, RESIL_S(1));
     add_behaviour(b);
     resil_ratelimit_opts o;
@@ -1538,8 +1515,7 @@ static resil_degrade *gate;
 
 static void retry_over_a_degradation_gate(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     assert_int_equal(resil_pipeline_use_degrade(b, gate), 0);
 }
 

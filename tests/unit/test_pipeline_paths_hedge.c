@@ -337,8 +337,7 @@ static void hedge_once_after_2s_waiting_for_losers(resil_pipeline_builder *b)
  * or the execution's four hedged lanes (two races of two). */
 static void retry_over_timed_hedging(resil_pipeline_builder *b)
 {
-    resil_retry_policy r = test_retry_constant(3, RESIL_S(1));
-    assert_int_equal(resil_pipeline_add_retry(b, &r), 0);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     resil_timeout_opts t;
     resil_timeout_opts_default(&t);
     t.timeout = RESIL_S(2);
