@@ -6,7 +6,7 @@
  * classifier that sees successes too (ShouldHandle on a result). Every
  * run is on the fake clock, so each wait is stated exactly.
  */
-#include "test.h"
+#include "retry_fixture.h"
 
 #define T0 RESIL_S(100)
 
@@ -24,36 +24,17 @@ static resil_outcome scripted(resil_attempt_ctx *ctx)
     return s->outcomes[i];
 }
 
-typedef struct fixture {
-    resil_fake_clock *fc;
-    resil_retry_policy policy;
-    resil_exec_opts opts;
-    resil_attempt_record records[8];
-    resil_retry_result result;
-} fixture;
+typedef test_retry_fixture fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    assert_int_equal(resil_fake_clock_new(T0, 0, &f->fc), 0);
-    resil_retry_policy_default(&f->policy);
-    f->policy.max_attempts = 4;
-    f->policy.backoff.kind = RESIL_BACKOFF_EXPONENTIAL;
-    f->policy.backoff.base = RESIL_MS(100);
-    f->policy.backoff.jitter = RESIL_JITTER_NONE;
-    f->opts.clock = resil_fake_clock_clock(f->fc);
-    f->opts.records = f->records;
-    f->opts.records_cap = 8;
-    *state = f;
+    *state = test_retry_fixture_new(T0);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    resil_fake_clock_free(f->fc);
-    free(f);
+    test_retry_fixture_free(*state);
     return 0;
 }
 
