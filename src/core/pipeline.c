@@ -110,6 +110,8 @@ static void fix_steps(resil_pipeline *p)
     for (size_t i = 0; i < p->nnodes; i++) {
         const resil__node *below = i + 1 < p->nnodes ? &p->nodes[i + 1] : NULL;
         resil__step_fn *step = resil__step_standard_tail(p->nodes, p->nnodes, i);
+        if (i == 0)
+            p->standard = step != NULL && p->nnodes == RESIL__STANDARD_LEVELS;
         if (step == NULL)
             step = resil__step_pair(&p->nodes[i], below);
         p->nodes[i].step = step != NULL ? step : step_of(p->nodes[i].kind);

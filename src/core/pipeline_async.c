@@ -261,8 +261,7 @@ static void shape(resil_exec *x, const resil_pipeline *p, uint32_t nlanes, size_
     x->attempts = (resil_attempt *)(mem + attempts_at);
     x->hedge_at = p->hedge_at;
     x->retry_last = p->nodes[p->nnodes - 1].kind == RESIL_STRATEGY_RETRY;
-    x->standard = p->nnodes == RESIL__STANDARD_LEVELS &&
-                  resil__step_standard_tail(p->nodes, p->nnodes, 0) != NULL;
+    x->standard = p->standard;
     x->at_instants = p->clock == &loop->clock &&
                      RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_start_at);
     x->reserves = RESIL__OPS_HAS(resil_loop_ops, loop->ops, timer_reserve);

@@ -71,6 +71,7 @@ struct resil_pipeline {
     resil__node nodes[RESIL__MAX_NODES + 1]; /* + the operation's step, after the last */
     size_t nnodes;
     size_t hedge_at; /* the hedging node's index, SIZE_MAX for none (fixed at build) */
+    bool standard;   /* the whole standard shape, resil__standard_shape (fixed at build) */
     resil_breaker_classify_fn classify;
     void *classify_ud;
     resil_listener listeners[RESIL_PIPELINE_MAX_LISTENERS];

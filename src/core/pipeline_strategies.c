@@ -553,11 +553,10 @@ resil__step_fn *resil__step_standard_tail(const resil__node *nodes, size_t n, si
 {
     static resil__step_fn *const from[] = {std_from_bulkhead, std_from_total, std_from_retry,
                                            std_from_breaker};
-    size_t len = RESIL__STANDARD_LEVELS;
     /* the attempt timeout alone is its pair with the operation */
-    if (i >= n || n - i > len || n - i < 2)
+    if (i >= n || n - i > RESIL__STANDARD_LEVELS || n - i < 2)
         return NULL;
-    size_t j = len - (n - i);
+    size_t j = RESIL__STANDARD_LEVELS - (n - i);
     for (size_t k = 0; k < n - i; k++)
         if (nodes[i + k].kind != resil__standard_shape[j + k])
             return NULL;

@@ -484,8 +484,7 @@ static void full_bulkhead_rejects_at_once_without_an_attempt(void **state)
     resil_timeout_opts to;
     resil_timeout_opts_default(&to);
     resil_pipeline_add_total_timeout(b, &to);
-    resil_retry_policy pol = test_retry_constant(3, RESIL_S(1));
-    resil_pipeline_add_retry(b, &pol);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     build(f, b);
 
     resil_bulkhead_ticket held;
@@ -509,8 +508,7 @@ static void a_queue_timeout_rejects_with_the_wait_as_its_elapsed_time(void **sta
     resil_bulkhead *bh = one_permit(f, true, RESIL_MS(750));
     resil_pipeline_builder *b = builder(f, "svc");
     resil_pipeline_use_bulkhead(b, bh);
-    resil_retry_policy pol = test_retry_constant(3, RESIL_S(1));
-    resil_pipeline_add_retry(b, &pol);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     build(f, b);
 
     resil_bulkhead_ticket held;
@@ -656,8 +654,7 @@ static void non_idempotent_call_is_refused_by_a_retrying_policy(void **state)
 {
     fixture *f = *state;
     resil_pipeline_builder *b = builder(f, "svc");
-    resil_retry_policy pol = test_retry_constant(3, RESIL_S(1));
-    resil_pipeline_add_retry(b, &pol);
+    test_add_retry_constant(b, 3, RESIL_S(1));
     build(f, b);
     resil_outcome outs[] = {http(200)};
     script_of(f, outs, 1);
