@@ -647,6 +647,44 @@ static void a_call_with_a_deadline_replaces_the_handles_timeout_and_puts_back_no
     assert_int_equal(fx_count(f, "/late"), 2);
 }
 
+/* Calls one after another on a handle find the connection the last one
+ * left: an attempt is a perform of the caller's handle, whose connection
+ * cache outlives the call. */
+static void consecutive_calls_reuse_one_connection(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    long connects = -1;
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    curl_easy_getinfo(f->easy, CURLINFO_NUM_CONNECTS, &connects);
+    assert_int_equal(connects, 1);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(fx_perform(f, "/a"), 0);
+        assert_int_equal(f->res.status, 200);
+        curl_easy_getinfo(f->easy, CURLINFO_NUM_CONNECTS, &connects);
+        assert_int_equal(connects, 0);
+    }
+    assert_int_equal(fx_count(f, "/a"), 4);
+}
+
+/* A handle that is on a multi handle cannot be performed (libcurl's rule
+ * for curl_easy_perform too): the call reports it as the transfer's
+ * failure, sends nothing, and leaves the handle where it was. */
+static void a_handle_on_a_multi_handle_fails_without_a_request(void **state)
+{
+    fx *f = *state;
+    fx_script(f, "/a", FX_STEPS(OK_STEP));
+    CURLM *m = curl_multi_init();
+    assert_int_equal(curl_multi_add_handle(m, f->easy), CURLM_OK);
+    assert_int_equal(fx_perform(f, "/a"), 0);
+    assert_int_equal(f->res.curl_code, CURLE_FAILED_INIT);
+    assert_int_equal(f->res.attempts, 1);
+    assert_int_equal(f->res.stop, RESIL_STOP_NOT_RETRYABLE);
+    assert_int_equal(fx_count(f, "/a"), 0);
+    assert_int_equal(curl_multi_remove_handle(m, f->easy), CURLM_OK);
+    curl_multi_cleanup(m);
+}
+
 /* A port nobody listens on: bind one, note it, close it. */
 static int closed_port(void)
 {
@@ -1540,6 +1578,8 @@ int main(void)
         T(timeouts_on_every_attempt_end_as_timeout),
         T(a_call_without_a_deadline_keeps_the_handles_own_timeout),
         T(a_call_with_a_deadline_replaces_the_handles_timeout_and_puts_back_none),
+        T(consecutive_calls_reuse_one_connection),
+        T(a_handle_on_a_multi_handle_fails_without_a_request),
         T(refused_connection_is_retried_then_reported),
         T(dropped_reset_and_cut_off_answers_are_retried),
         T(an_answer_without_a_status_line_is_not_retried),
