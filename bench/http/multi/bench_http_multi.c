@@ -168,11 +168,11 @@ __attribute__((noinline)) static void resil_batches(void *ud, uint64_t iters)
  * each side started in turn. libcurl 7.88 walks its whole connection cache
  * each time a handle is taken off a multi handle, and how fast that walk
  * runs depends on where the connections lie: at one stride, as on a fresh
- * heap, the processor fetches them ahead; scattered among holes, it waits
- * for each. Opened one side after the other, the second side's connections
- * are laid among the holes the first side's batch left, and that side reads
- * slower, whichever it is: resil by 13-18 % when it went second, bare
- * libcurl by 1-4 % (docs/performance.md). */
+ * heap, it runs fast; scattered among holes, slower (most likely because
+ * the processor can no longer fetch them ahead). Opened one side after the
+ * other, the second side's connections are laid among the holes the first
+ * side's batch left, and that side reads slower, whichever it is: resil by
+ * 13-18 % when it went second, bare libcurl by 1-4 % (docs/performance.md). */
 static void open_connections(bench_ctx *c)
 {
     c->bare.left = CALLS;
