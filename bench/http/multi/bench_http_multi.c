@@ -15,6 +15,7 @@
  * allocs_per_op counts everything both sides' batches allocate — resil's,
  * libcurl's and the server's — over both sides' requests).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -132,20 +133,6 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
     return size * n;
 }
 
-/* Each side's batches are a function of their own, kept out of line, so
- * that callgrind's inclusive cost of each counts that side alone. */
-__attribute__((noinline)) static void bare_batches(void *ud, uint64_t iters)
-{
-    bench_ctx *c = ud;
-    for (uint64_t i = 0; i < iters; i++) {
-        c->bare.left = CALLS;
-        for (int k = 0; k < CALLS; k++)
-            curl_multi_add_handle(c->bare.multi, c->bare_easy[k]);
-        while (c->bare.left > 0)
-            uv_run(c->uv, UV_RUN_ONCE);
-    }
-}
-
 static void on_done(CURL *easy, const resil_http_result *res, void *ud)
 {
     (void)easy;
@@ -153,35 +140,64 @@ static void on_done(CURL *easy, const resil_http_result *res, void *ud)
         ((bench_ctx *)ud)->failed++;
 }
 
-__attribute__((noinline)) static void resil_batches(void *ud, uint64_t iters)
+/* One batch of the sides asked for, run until every call of both is done
+ * (a side not asked for has none). With both, a call of each is started in
+ * turn and the loop runs once before the next pair, so that each side
+ * opens its connection for the pair before the next is started: the
+ * warm-up (open_connections). */
+static void batch(bench_ctx *c, bool with_bare, bool with_resil)
 {
-    bench_ctx *c = ud;
-    for (uint64_t i = 0; i < iters; i++) {
-        for (int k = 0; k < CALLS; k++)
-            resil_http_start(c->multi, c->easy[k], &c->req, on_done, c, NULL);
-        while (resil_http_multi_calls(c->multi) > 0)
-            uv_run(c->uv, UV_RUN_ONCE);
-    }
-}
-
-/* Both sides' connections are opened in one pass of the loop, a call of
- * each side started in turn. libcurl 7.88 walks its whole connection cache
- * each time a handle is taken off a multi handle, and how fast that walk
- * runs depends on where the connections lie: at one stride, as on a fresh
- * heap, it runs fast; scattered among holes, slower (most likely because
- * the processor can no longer fetch them ahead). Opened one side after the
- * other, the second side's connections are laid among the holes the first
- * side's batch left, and that side reads slower, whichever it is: resil by
- * 13-18 % when it went second, bare libcurl by 1-4 % (docs/performance.md). */
-static void open_connections(bench_ctx *c)
-{
-    c->bare.left = CALLS;
+    c->bare.left = with_bare ? CALLS : 0;
     for (int k = 0; k < CALLS; k++) {
-        curl_multi_add_handle(c->bare.multi, c->bare_easy[k]);
-        resil_http_start(c->multi, c->easy[k], &c->req, on_done, c, NULL);
+        if (with_bare)
+            curl_multi_add_handle(c->bare.multi, c->bare_easy[k]);
+        if (with_resil)
+            resil_http_start(c->multi, c->easy[k], &c->req, on_done, c, NULL);
+        if (with_bare && with_resil)
+            uv_run(c->uv, UV_RUN_NOWAIT);
     }
     while (c->bare.left > 0 || resil_http_multi_calls(c->multi) > 0)
         uv_run(c->uv, UV_RUN_ONCE);
+}
+
+static void fresh_connects(bench_ctx *c, long on)
+{
+    for (int k = 0; k < CALLS; k++) {
+        curl_easy_setopt(c->bare_easy[k], CURLOPT_FRESH_CONNECT, on);
+        curl_easy_setopt(c->easy[k], CURLOPT_FRESH_CONNECT, on);
+    }
+}
+
+/* Every handle of each side opens a connection of its own, which the
+ * batches then reuse, the two sides' alternately. libcurl 7.88 walks its
+ * whole connection cache each time a handle is taken off a multi handle,
+ * and how fast that walk runs depends on where the connections lie: at
+ * one stride, as on a fresh heap, it runs fast; scattered among holes,
+ * slower (most likely because the processor can no longer fetch them
+ * ahead). Opened one side after the other, the second side's connections
+ * were laid among the holes the first side's batch left, and that side
+ * read slower, whichever it was: resil by 13-18 % when it went second,
+ * bare libcurl by 1-4 %. Opened alternately, neither side has the fresh
+ * heap to itself (docs/performance.md). */
+static void open_connections(bench_ctx *c)
+{
+    fresh_connects(c, 1L);
+    batch(c, true, true);
+    fresh_connects(c, 0L);
+}
+
+/* Each side's batches are a function of their own, kept out of line, so
+ * that callgrind's inclusive cost of each counts that side alone. */
+__attribute__((noinline)) static void bare_batches(void *ud, uint64_t iters)
+{
+    for (uint64_t i = 0; i < iters; i++)
+        batch(ud, true, false);
+}
+
+__attribute__((noinline)) static void resil_batches(void *ud, uint64_t iters)
+{
+    for (uint64_t i = 0; i < iters; i++)
+        batch(ud, false, true);
 }
 
 static CURL *handle(const char *url, bench_ctx *c)
